@@ -1,0 +1,50 @@
+# The two commands of the README:
+#   make book   builds the executed book into book/_build/html (the main job)
+#   make test   unit tests, every notebook under papermill, the book with warnings as errors,
+#               and the rendered chapters checked in headless Chromium
+# Both create (or reuse) .venv; nothing else on the machine is touched, except that `make test`
+# installs Debian's chromium when it is missing and apt-get can be used.
+
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+STAMP  := $(VENV)/.mzlite-installed
+# The CPU build of PyTorch (a looser request pulls a multi-GB CUDA build); the package itself asks for torch>=2.4.
+TORCH  ?= torch==2.13.0
+
+.PHONY: venv book notebooks assets test browser lint clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(VPY) -m pip install --quiet --disable-pip-version-check -e ".[book,dev]"
+	@touch $@
+
+assets:
+	@bash book/_scripts/fetch_browser_assets.sh
+
+notebooks: $(STAMP)
+	$(VPY) book/_scripts/execute_notebooks.py
+
+book: $(STAMP) assets notebooks
+	$(VENV)/bin/jupyter-book build book -W -n --keep-going
+	@echo
+	@echo "The book is built: open book/_build/html/index.html in a browser (it works offline)."
+
+browser: $(STAMP)
+	@bash book/_scripts/ensure_chromium.sh
+	$(VPY) -m pytest -q -m browser tests/test_browser.py
+
+test: $(STAMP)
+	$(VPY) -m pytest -q
+	$(MAKE) --no-print-directory book
+	$(MAKE) --no-print-directory browser
+	@echo "All checks passed."
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check mzlite tests benchmarks book/_scripts
+
+clean:
+	rm -rf book/_build book/chapters

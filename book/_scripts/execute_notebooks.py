@@ -1,0 +1,145 @@
+"""Execute the chapters in notebooks/ with papermill into book/chapters/ (what the book renders).
+
+    python book/_scripts/execute_notebooks.py                 # every chapter, smoke profile
+    python book/_scripts/execute_notebooks.py 01_zonotopes -p profile full -p device cuda
+
+Why a script and not `jupyter-book build --execute`: papermill injects parameters, names the
+failing cell, and keeps widget state; and this script skips a chapter whose inputs (the notebook,
+the mzlite sources, shipped results, parameters) are unchanged since its last execution, saying so.
+An executed copy is written atomically: an interrupted run never leaves a half-executed page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "notebooks"
+TARGET = ROOT / "book" / "chapters"
+# Everything a chapter's output can depend on besides its own source.
+DEPENDENCY_GLOBS = ["mzlite/**/*.py", "data/results/**/*.json", "data/paper/**/*.json", "data/checkpoints/**/*"]
+# The renderer that embeds plotly.js in the output, so figures render offline (see book-toolchain notes).
+KERNEL_ENV = {"PLOTLY_RENDERER": "notebook"}
+# plotly's notebook renderer hard-codes a MathJax CDN <script> into every figure. The book page
+# already typesets with its own local MathJax, so the executed copy drops that one tag.
+PLOTLY_MATHJAX_CDN = re.compile(r'<script src="https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/[^"]*"></script>')
+
+
+def parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def inputs_hash(notebook: Path, parameters: dict) -> str:
+    h = hashlib.sha256()
+    nb = json.loads(notebook.read_text())
+    # Only what changes the result: cell sources and tags, not editor metadata.
+    for cell in nb["cells"]:
+        h.update(cell["cell_type"].encode())
+        h.update("".join(cell["source"]).encode())
+        h.update(json.dumps(cell.get("metadata", {}).get("tags", [])).encode())
+    h.update(json.dumps(parameters, sort_keys=True).encode())
+    h.update(json.dumps(KERNEL_ENV, sort_keys=True).encode())
+    for pattern in DEPENDENCY_GLOBS:
+        for path in sorted(ROOT.glob(pattern)):
+            if path.is_file() and "__pycache__" not in path.parts:
+                h.update(str(path.relative_to(ROOT)).encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def recorded_hash(executed: Path) -> str | None:
+    try:
+        return json.loads(executed.read_text())["metadata"]["mzlite_execution"]["inputs_hash"]
+    except (OSError, KeyError, json.JSONDecodeError):
+        return None
+
+
+def drop_plotly_mathjax_cdn(nb: dict) -> None:
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "text/html" in data:
+                html = "".join(data["text/html"]) if isinstance(data["text/html"], list) else data["text/html"]
+                data["text/html"] = PLOTLY_MATHJAX_CDN.sub("", html)
+
+
+def describe_failure(notebook: Path, err) -> str:
+    source = getattr(err, "source", "") or ""
+    first = "\n".join("    | " + line for line in source.splitlines()[:8])
+    return (
+        f"FAILED {notebook.relative_to(ROOT)}: cell {err.cell_index} "
+        f"(execution count {err.exec_count}) raised {err.ename}: {err.evalue}\n{first}"
+    )
+
+
+def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool:
+    import papermill as pm
+
+    executed = TARGET / notebook.name
+    digest = inputs_hash(notebook, parameters)
+    if not force and executed.exists() and recorded_hash(executed) == digest:
+        print(f"up to date, not re-executed: {notebook.name} (inputs unchanged)", flush=True)
+        return True
+    TARGET.mkdir(parents=True, exist_ok=True)
+    partial = executed.with_suffix(".partial.ipynb")
+    os.environ.update(KERNEL_ENV)
+    start = time.perf_counter()
+    print(f"executing {notebook.name} with {parameters} ...", flush=True)
+    try:
+        pm.execute_notebook(
+            str(notebook), str(partial), parameters=parameters, kernel_name="python3",
+            cwd=str(SOURCE), execution_timeout=timeout, progress_bar=False,
+        )
+    except pm.PapermillExecutionError as err:
+        print(describe_failure(notebook, err), file=sys.stderr, flush=True)
+        partial.unlink(missing_ok=True)
+        return False
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    wall = time.perf_counter() - start
+    nb = json.loads(partial.read_text())
+    drop_plotly_mathjax_cdn(nb)
+    nb["metadata"]["mzlite_execution"] = {
+        "inputs_hash": digest, "parameters": parameters, "wall_time_s": round(wall, 1),
+        "executed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    partial.write_text(json.dumps(nb, indent=1))
+    os.replace(partial, executed)
+    print(f"executed {notebook.name} in {wall:.1f} s", flush=True)
+    return True
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("chapters", nargs="*", help="notebook names (without .ipynb); default: all")
+    ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    ap.add_argument("--force", action="store_true", help="re-execute even when up to date")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
+    args = ap.parse_args(argv)
+    parameters = {name: parse_value(value) for name, value in args.parameter}
+    available = {p.stem: p for p in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb"))}
+    unknown = [c for c in args.chapters if c not in available]
+    if unknown:
+        print(f"unknown chapter(s) {unknown}; available: {sorted(available)}", file=sys.stderr)
+        return 2
+    chosen = [available[c] for c in args.chapters] if args.chapters else list(available.values())
+    failed = [nb.name for nb in chosen if not execute(nb, parameters, args.force, args.timeout)]
+    if failed:
+        print(f"{len(failed)} notebook(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
