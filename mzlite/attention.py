@@ -1,0 +1,323 @@
+"""Attention blocks of mzlite: masked multi-head attention, MAB/SAB/ISAB/PMA (Lee et al. 2019)
+and their MZ counterparts (paper Eq. eq:zono-proj, eq:mz-main). Models, configs and the
+documented conventions and choices are in ``mzlite.nn`` (read its docstring first)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Softmax over keys; ``scores`` (B, H, nq, nkv), ``mask`` (B, nkv) True = real key."""
+    if mask is not None:
+        scores = scores.masked_fill(~mask[:, None, None, :], float("-inf"))
+    return scores.softmax(dim=-1)
+
+
+def _masked_mean(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Mean over real elements: ``x`` (B, n, d) -> (B, d)."""
+    if mask is None:
+        return x.mean(dim=1)
+    m = mask.unsqueeze(-1).to(x.dtype)  # (B, n, 1)
+    return (x * m).sum(dim=1) / m.sum(dim=1)
+
+
+def _zero_pad(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Zero the padded positions of ``x`` (B, n, ...) so that nothing can read them by mistake."""
+    if mask is None:
+        return x
+    return x * mask.reshape(*mask.shape, *([1] * (x.ndim - 2))).to(x.dtype)
+
+
+def _block_diag(M: torch.Tensor) -> torch.Tensor:
+    """Per-head matrices ``(H, k, k)`` -> block-diagonal ``(H k, H k)``, without a loop."""
+    H, k, _ = M.shape
+    eye = torch.eye(H, dtype=M.dtype, device=M.device)
+    return torch.einsum("hij,hg->higj", M, eye).reshape(H * k, H * k)
+
+
+def _init_linear(module: nn.Module) -> None:
+    if isinstance(module, nn.Linear):  # App. app:impl: "All other linear layers use Xavier"
+        nn.init.xavier_uniform_(module.weight)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
+# ----------------------------------------------------------------------------- standard blocks
+
+
+class MultiheadAttention(nn.Module):
+    """Masked multi-head scaled dot-product attention (heads batched, explicit weights).
+
+    ``forward(xq (B, nq, d), xkv (B, nkv, d), mask (B, nkv) | None) -> (out (B, nq, d),
+    attn (B, H, nq, nkv))``; ``mask`` True = real key. Equals ``torch.nn.MultiheadAttention``
+    with ``key_padding_mask=~mask`` and the same weights (tested)."""
+
+    def __init__(self, d: int, n_heads: int):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d // n_heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+
+    def forward(self, xq, xkv, mask=None):
+        B, nq, d = xq.shape
+        H, dk = self.n_heads, self.d_k
+        q = self.q(xq).view(B, nq, H, dk).transpose(1, 2)  # (B, H, nq, dk)
+        k = self.k(xkv).view(B, -1, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
+        v = self.v(xkv).view(B, -1, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
+        attn = _masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(dk), mask)  # (B, H, nq, nkv)
+        out = (attn @ v).transpose(1, 2).reshape(B, nq, d)  # concat heads
+        return self.o(out), attn
+
+
+class MAB(nn.Module):
+    """Multihead Attention Block, post-LN: ``h = LN(x_q + Attn)``, ``out = LN(h + FFN(h))``."""
+
+    def __init__(self, d: int, n_heads: int, d_ff: int, dropout: float, name: str = "mab"):
+        super().__init__()
+        self.name = name
+        self.attn = MultiheadAttention(d, n_heads)
+        self.ln0, self.ln1 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ffn = nn.Sequential(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, xq, xkv, mask=None, details: list | None = None):
+        a, attn = self.attn(xq, xkv, mask)
+        h = self.ln0(xq + self.drop(a))
+        out = self.ln1(h + self.drop(self.ffn(h)))
+        if details is not None:
+            details.append({"name": self.name, "attention": attn, "output": out})
+        return out
+
+
+class SAB(nn.Module):
+    """Set Attention Block ``MAB(X, X)``; permutation-equivariant; padded rows are zeroed."""
+
+    def __init__(self, d, n_heads, d_ff, dropout, name="sab"):
+        super().__init__()
+        self.mab = MAB(d, n_heads, d_ff, dropout, name)
+
+    def forward(self, x, mask=None, details=None):
+        return _zero_pad(self.mab(x, x, mask, details), mask)
+
+
+class ISAB(nn.Module):
+    """Induced SAB: ``H = MAB(I, X)`` over ``m`` learned inducing points, then ``MAB(X, H)``."""
+
+    def __init__(self, d, n_heads, d_ff, dropout, m, name="isab"):
+        super().__init__()
+        self.inducing = nn.Parameter(nn.init.xavier_uniform_(torch.empty(m, d)))  # (m, d)
+        self.mab0 = MAB(d, n_heads, d_ff, dropout, name + ".inducing")
+        self.mab1 = MAB(d, n_heads, d_ff, dropout, name + ".elements")
+
+    def forward(self, x, mask=None, details=None):
+        ind = self.inducing.expand(x.shape[0], -1, -1)  # (B, m, d)
+        h = self.mab0(ind, x, mask, details)  # (B, m, d): attends to real elements only
+        return _zero_pad(self.mab1(x, h, None, details), mask)  # every inducing row is real
+
+
+class PMA(nn.Module):
+    """Pooling by Multihead Attention: ``k`` learned seeds attend to the real elements."""
+
+    def __init__(self, d, n_heads, d_ff, dropout, k, name="pma"):
+        super().__init__()
+        self.seeds = nn.Parameter(nn.init.xavier_uniform_(torch.empty(k, d)))  # (k, d)
+        self.mab = MAB(d, n_heads, d_ff, dropout, name)
+
+    def forward(self, x, mask=None, details=None):
+        return self.mab(self.seeds.expand(x.shape[0], -1, -1), x, mask, details)  # (B, k, d)
+
+
+# ----------------------------------------------------------------------------- MZ blocks
+
+
+class ZonotopeProjection(nn.Module):
+    """Eq. eq:zono-proj: ``c = LN(GELU(W_c x + b_c))``, ``G = (W_g x + b_g) / sqrt(n_g d)``.
+
+    ``x`` (B, n, d_in) -> ``c`` (B, n, d), ``G`` (B, n, n_g, d)."""
+
+    def __init__(self, d_in: int, d: int, n_g: int):
+        super().__init__()
+        self.n_g, self.d = n_g, d
+        self.W_c, self.ln, self.W_g = nn.Linear(d_in, d), nn.LayerNorm(d), nn.Linear(d_in, n_g * d)
+
+    def forward(self, x):
+        c = self.ln(F.gelu(self.W_c(x)))  # (B, n, d)
+        G = self.W_g(x).view(*x.shape[:-1], self.n_g, self.d) / math.sqrt(self.n_g * self.d)
+        return c, G  # G: (B, n, n_g, d), small at init so tokens start near plain vectors
+
+
+class MZAttention(nn.Module):
+    """Matrix Zonotopic Attention, Eq. eq:mz-main; heads batched, no loop over heads or generators.
+
+    Per head ``h``: scores on centres (masked softmax), centre and generators aggregated with the
+    same weights ``(c_hat, G_hat) = sum_j alpha_ij (v_j^c, v_j^G)``, then
+
+        o_c = M_c c_hat,   o_G = G_hat M_c^T + W_mix stack_l[gamma_l M_l c_hat],
+        gamma = tanh(W_gamma cbar_kv),  cbar_kv = masked mean of the key/value input centres,
+
+    heads concatenated and projected by ``W_o`` (centres) and bias-free ``W_og`` (generators).
+    Parameters: ``M_c`` (H, d_k, d_k) = I, ``M_l`` (H, L, d_k, d_k) ~ N(0, 0.02^2), ``W_mix``
+    (H, n_g, L) ~ N(0, 0.1^2), ``gate = Linear(d, H L)`` (choice 3), ``q, k, v, o``, ``v_g, o_g``.
+
+    With ``M_c = I`` the centre stream is exactly standard masked multi-head attention
+    (Prop. prop:perm); it never depends on the generators, ``M_l`` or ``W_mix``.
+
+    ``forward(cq (B, nq, d), ckv (B, nkv, d), Gkv (B, nkv, n_g, d), mask (B, nkv) | None,
+    need_details=False) -> (o_c (B, nq, d), o_G (B, nq, n_g, d), info | None)`` where ``info`` has
+    ``attention`` (B, H, nq, nkv), ``gates`` (B, H, L), ``operators`` ``M(mu)`` (B, H, d_k, d_k).
+    """
+
+    def __init__(self, d: int, n_heads: int, n_g: int, L: int, gen_own_weights: bool = True):
+        super().__init__()
+        self.n_heads, self.d_k, self.n_g, self.L = n_heads, d // n_heads, n_g, L
+        dk = self.d_k
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        # choice 2: own bias-free generator value/output weights (None: share v/o without bias)
+        self.v_g = nn.Linear(d, d, bias=False) if gen_own_weights else None
+        self.o_g = nn.Linear(d, d, bias=False) if gen_own_weights else None
+        self.M_c = nn.Parameter(torch.eye(dk).repeat(n_heads, 1, 1))  # (H, dk, dk)
+        self.M_l = nn.Parameter(0.02 * torch.randn(n_heads, L, dk, dk))  # (H, L, dk, dk)
+        self.W_mix = nn.Parameter(0.1 * torch.randn(n_heads, n_g, L))  # (H, n_g, L)
+        self.gate = nn.Linear(d, n_heads * L) if L > 0 else None  # W_gamma, choice 3
+
+    def forward(self, cq, ckv, Gkv, mask=None, need_details: bool = False):
+        B, nq, d = cq.shape
+        nkv, H, dk, ng, L = ckv.shape[1], self.n_heads, self.d_k, self.n_g, self.L
+        q = self.q(cq).view(B, nq, H, dk).transpose(1, 2)  # (B, H, nq, dk)
+        k = self.k(ckv).view(B, nkv, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
+        vc = self.v(ckv).view(B, nkv, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
+        # M_c folded into the generator value weight: sum_j a_ij M_c v_j = M_c G_hat exactly,
+        # since aggregation is linear; this saves passes over the largest tensor (B, n, n_g, d)
+        W_vg = (
+            _block_diag(self.M_c) @ (self.v if self.v_g is None else self.v_g).weight
+        )  # (d, d), no bias
+        vG = F.linear(Gkv, W_vg).view(B, nkv, ng, H, dk).permute(0, 3, 1, 2, 4)
+        vG = vG.reshape(B, H, nkv, ng * dk)  # (B, H, nkv, ng dk), head-major for one bmm
+        attn = _masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(dk), mask)  # (B, H, nq, nkv)
+        c_hat = attn @ vc  # (B, H, nq, dk)
+        GMc = (attn @ vG).view(B, H, nq, ng, dk)  # G_hat M_c^T, same weights as the centres
+
+        if self.gate is None:  # L = 0: no matrix generators, no gates
+            gamma = cq.new_zeros(B, H, 0)
+        else:
+            gamma = torch.tanh(self.gate(_masked_mean(ckv, mask))).view(B, H, L)  # (B, H, L)
+        # [M_c; M_1..M_L] c_hat in one einsum: row 0 is o_c, rows 1.. are M_l c_hat
+        Ms = torch.cat([self.M_c.unsqueeze(1), self.M_l], dim=1)  # (H, 1+L, dk, dk)
+        Mc_hat = torch.einsum("hlde,bhqe->bhqld", Ms, c_hat)  # (B, H, nq, 1+L, dk)
+        o_c = Mc_hat[:, :, :, 0]  # (B, H, nq, dk)
+        coef = self.W_mix * gamma[:, :, None, :]  # (B, H, ng, L): W_mix[g, l] gamma_l
+        # W_mix stack_l[gamma_l M_l c_hat] as one broadcast matmul per (b, h, q)
+        o_G = GMc + coef.unsqueeze(2) @ Mc_hat[:, :, :, 1:]  # (B, H, nq, ng, dk)
+
+        o_c = self.o(o_c.transpose(1, 2).reshape(B, nq, d))  # (B, nq, d)
+        o_G = o_G.permute(0, 2, 3, 1, 4).reshape(B, nq, ng, d)  # (B, nq, ng, d)
+        o_G = F.linear(o_G, (self.o if self.o_g is None else self.o_g).weight)  # bias-free
+        info = None
+        if need_details:
+            ops = self.M_c + torch.einsum("bhl,hlde->bhde", gamma, self.M_l)  # (B, H, dk, dk)
+            info = {"attention": attn, "gates": gamma, "operators": ops}
+        return o_c, o_G, info
+
+
+class MZMAB(nn.Module):
+    """MZ Multihead Attention Block: ``MZAttention`` + post-LN + FFN, for both streams.
+
+    Centres: ``h = LN(c_q + o_c)``, ``c = LN(h + FFN(h))``; generators: the same with their own
+    LayerNorms (per generator row) and the lighter FFN ``d -> d_ff/2 -> d`` (choice 2)."""
+
+    def __init__(self, d, n_heads, d_ff, dropout, n_g, L, gen_own_weights=True, name="mzmab"):
+        super().__init__()
+        self.name, self.p = name, dropout
+        self.attn = MZAttention(d, n_heads, n_g, L, gen_own_weights)
+        self.ln0, self.ln1 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ln0_g, self.ln1_g = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ffn = nn.Sequential(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
+        f_g = max(1, d_ff // 2)
+        self.ffn_g = nn.Sequential(nn.Linear(d, f_g), nn.GELU(), nn.Linear(f_g, d))
+
+    def _add_dropped(self, c, G, a_c, a_G):
+        """``(c + drop(a_c), G + drop(a_G))``. Choice 4: one dropout mask per token, shared by its
+        centre and all its generators; ``addcmul`` fuses mask and residual into one pass."""
+        if not self.training or self.p == 0.0:
+            return c + a_c, G + a_G
+        keep = torch.empty_like(a_c).bernoulli_(1 - self.p).div_(1 - self.p)  # (B, n, d)
+        return torch.addcmul(c, a_c, keep), torch.addcmul(G, a_G, keep.unsqueeze(-2))
+
+    def forward(self, cq, Gq, ckv, Gkv, mask=None, details: list | None = None):
+        a_c, a_G, info = self.attn(cq, ckv, Gkv, mask, need_details=details is not None)
+        hc, hG = self._add_dropped(cq, Gq, a_c, a_G)
+        hc, hG = self.ln0(hc), self.ln0_g(hG)  # (B, nq, d), (B, nq, n_g, d)
+        c, G = self._add_dropped(hc, hG, self.ffn(hc), self.ffn_g(hG))
+        c, G = self.ln1(c), self.ln1_g(G)
+        if details is not None:
+            details.append({"name": self.name, **info, "tokens": _tokens(c, G)})
+        return c, G
+
+
+class _LearnedZonotopes(nn.Module):
+    """``k`` learned zonotope tokens (inducing points, PMA seeds): centres and generators."""
+
+    def __init__(self, k, d, n_g):
+        super().__init__()
+        self.c = nn.Parameter(nn.init.xavier_uniform_(torch.empty(k, d)))
+        self.G = nn.Parameter(0.02 * torch.randn(k, n_g, d))
+
+    def forward(self, B):
+        return self.c.expand(B, -1, -1), self.G.expand(B, -1, -1, -1)
+
+
+class MZSAB(nn.Module):
+    """MZ Set Attention Block ``MZMAB(Z, Z)``; permutation-equivariant; padded rows zeroed."""
+
+    def __init__(self, d, n_heads, d_ff, dropout, n_g, L, gen_own_weights=True, name="mzsab"):
+        super().__init__()
+        self.mab = MZMAB(d, n_heads, d_ff, dropout, n_g, L, gen_own_weights, name)
+
+    def forward(self, c, G, mask=None, details=None):
+        c, G = self.mab(c, G, c, G, mask, details)
+        return _zero_pad(c, mask), _zero_pad(G, mask)
+
+
+class MZISAB(nn.Module):
+    """MZ Induced SAB: ``m`` learned inducing zonotopes attend to the set, the set attends back."""
+
+    def __init__(self, d, n_heads, d_ff, dropout, n_g, L, m, gen_own_weights=True, name="mzisab"):
+        super().__init__()
+        self.inducing = _LearnedZonotopes(m, d, n_g)
+        args = (d, n_heads, d_ff, dropout, n_g, L, gen_own_weights)
+        self.mab0 = MZMAB(*args, name=name + ".inducing")
+        self.mab1 = MZMAB(*args, name=name + ".elements")
+
+    def forward(self, c, G, mask=None, details=None):
+        ic, iG = self.inducing(c.shape[0])  # (B, m, d), (B, m, n_g, d)
+        hc, hG = self.mab0(ic, iG, c, G, mask, details)  # attends to real elements only
+        c, G = self.mab1(c, G, hc, hG, None, details)  # every inducing token is real
+        return _zero_pad(c, mask), _zero_pad(G, mask)
+
+
+class MZPMA(nn.Module):
+    """MZ Pooling by Multihead Attention: ``k`` learned seed zonotopes attend to the set."""
+
+    def __init__(self, d, n_heads, d_ff, dropout, n_g, L, k, gen_own_weights=True, name="mzpma"):
+        super().__init__()
+        self.seeds = _LearnedZonotopes(k, d, n_g)
+        self.mab = MZMAB(d, n_heads, d_ff, dropout, n_g, L, gen_own_weights, name)
+
+    def forward(self, c, G, mask=None, details=None):
+        sc, sG = self.seeds(c.shape[0])
+        return self.mab(sc, sG, c, G, mask, details)  # (B, k, d), (B, k, n_g, d)
+
+
+def _tokens(c, G):
+    """Token zonotopes as ``mzlite.zonotope.Zonotope`` when that module exists, else ``(c, G)``."""
+    try:
+        from .zonotope import Zonotope
+    except ImportError:
+        return c, G
+    return Zonotope(c, G)

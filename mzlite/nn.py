@@ -1,0 +1,86 @@
+"""Set Transformer and MZ-Set Transformer, masked, in plain PyTorch (paper Sec. 3, App. app:impl).
+
+``mzlite.nn`` is the one import; the code lives in ``mzlite.attention`` (blocks) and
+``mzlite.models`` (configs, models, factories, the Theorem thm:separation construction).
+
+Two models with the same skeleton (Lee et al. 2019; paper Sec. sec:architecture):
+
+    InputProj -> ISAB x n_enc -> PMA_k -> SAB x n_dec -> OutputHead
+
+``SetTransformer`` uses standard multi-head attention. ``MZSetTransformer`` carries every token as
+a zonotope ``(c, G)``: centre ``c`` of shape ``(B, n, d)`` and generators ``G`` of shape
+``(B, n, n_g, d)``, and replaces each attention by ``MZAttention`` (Eq. eq:mz-main), whose value
+map is a context-gated matrix zonotope ``M(mu) = M_c + sum_l gamma_l(mu) M_l``.
+
+Conventions (the same in every class and function of this module)
+-----------------------------------------------------------------
+- Sets are padded tensors ``x`` of shape ``(B, n, d_in)``; ``mask`` is bool ``(B, n)``, **True for
+  a real element**, False for padding (``None``: all real). This is the opposite of
+  ``torch.nn.MultiheadAttention``'s ``key_padding_mask`` (True = ignore), so pass ``~mask`` there.
+- Masked keys get ``-inf`` before the softmax, so padding receives zero attention weight. Every
+  block zeroes its outputs at padded positions; they carry no information and no pooling, gate or
+  mean ever reads them. Appending padded rows never changes an output (tested).
+- Post-LN, as Lee et al.'s reference code with ``ln=True``:
+  ``h = LN(x_q + Attn(x_q, x_kv))``, ``out = LN(h + FFN(h))``. Attention is explicit
+  (softmax of scores), not ``scaled_dot_product_attention``, so its weights can be returned.
+- ``model(x, mask, return_details=True)`` returns ``(y, details)``; ``model.inspect(x, mask)``
+  returns only ``details`` (in eval mode, without gradients). See ``MZSetTransformer.forward``.
+
+Choices the paper leaves open (each one named in the code where it is made)
+---------------------------------------------------------------------------
+1. Block layout. Each MAB has Q/K/V/O projections with biases, an FFN ``d -> d_ff -> d`` (GELU),
+   two LayerNorms and dropout on the two residual branches; PMA is a full MAB (it has an FFN); one
+   SAB follows PMA. The standard model's input projection is a single ``Linear``, its head
+   ``Linear(k d, d) -> GELU -> Linear(d, d_out)``. This reproduces the paper's ~208K exactly
+   (207,745 for ``d_in=8, d_out=1``); two SABs after PMA would give 241,217.
+2. Generator stream (MZ). Generators are aggregated with the centres' attention weights and get
+   their **own bias-free** value and output weights ``W_vg, W_og`` (bias-free because a zonotope is
+   unchanged when a generator flips sign; an affine bias would break that). They have their own
+   post-LNs (``nn.LayerNorm(d)`` applied to each generator row, at the same places as the centre's)
+   and the lighter FFN ``d -> d_ff/2 -> d`` (App. app:impl, "Generator FFN"). Inducing points and
+   PMA seeds are learned zonotopes (centre and ``n_g`` generators). With these choices MZ-Full
+   has 371,809 parameters for ``d_in=8``: the paper's ~372K. Sharing ``W_V, W_O`` (without bias)
+   with the centre stream (``gen_own_weights=False``) gives 322,657, which matches nothing in the
+   paper. The generators never influence the centre stream (scores, gates and ``o_c`` read centres
+   only); they reach the prediction through the output head.
+3. Gates. ``gamma = tanh(W_gamma cbar_kv)`` with one ``Linear(d, H L)`` (with bias) shared by the
+   heads: each head's ``L`` gates read the **full d-dim** masked mean of the key/value *input*
+   centres (not a per-head ``d_k`` slice, and before the value projection), so a head can gate on
+   any feature. Gates are per set: shape ``(B, H, L)``.
+4. Dropout (p=0.1) acts on the residual branches. In the MZ model one mask per token is shared by
+   the centre and all its generators: dropout is then a random diagonal linear map applied to the
+   whole zonotope (a valid zonotope operation), and it costs 1/(1+n_g) of the random numbers.
+5. Activations: GELU in every FFN and head (the paper uses GELU in Eq. eq:zono-proj; Lee et al.
+   use ReLU). Initialisation as App. app:impl: Xavier-uniform linear weights with zero biases,
+   ``M_c = I``, ``M_l ~ N(0, 0.02^2)``, ``W_mix ~ N(0, 0.1^2)``; learned inducing points / seeds
+   Xavier-uniform, their generators ``N(0, 0.02^2)``.
+6. Variants: ``med`` is ``n_g=4, L=2`` (paper App. "MZ-Med"). For larger ``d`` the benchmark scales
+   ``d_ff = 2 d``; nothing else changes.
+"""
+
+from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one import)
+    ISAB,
+    MAB,
+    MZISAB,
+    MZMAB,
+    MZPMA,
+    MZSAB,
+    PMA,
+    SAB,
+    MultiheadAttention,
+    MZAttention,
+    ZonotopeProjection,
+)
+from .models import (  # noqa: F401
+    MODEL_NAMES,
+    MZSetTransformer,
+    MZSetTransformerConfig,
+    SetTransformer,
+    SetTransformerConfig,
+    Theorem3Net,
+    config_dict,
+    count_parameters,
+    make_model,
+    parameter_count_table,
+    theorem3_layer,
+)

@@ -1,0 +1,486 @@
+"""Guarantees of mzlite.nn, each checked against an independent computation (paper Prop.
+prop:perm, Thm. thm:bottleneck (a), Thm. thm:separation (a), App. app:impl parameter counts)."""
+
+import math
+
+import pytest
+import torch
+
+from mzlite.nn import (
+    MODEL_NAMES,
+    MZISAB,
+    MZSAB,
+    MultiheadAttention,
+    MZAttention,
+    MZSetTransformer,
+    MZSetTransformerConfig,
+    SetTransformer,
+    SetTransformerConfig,
+    count_parameters,
+    make_model,
+    parameter_count_table,
+    theorem3_layer,
+)
+
+SMALL = dict(d_in=3, d_out=2, d_model=16, n_heads=4, d_ff=32, n_inducing=4)
+SMALL_MZ = dict(SMALL, n_g=3, L=2)
+
+
+def _models(seed=0):
+    torch.manual_seed(seed)
+    return [SetTransformer(**SMALL).eval(), MZSetTransformer(**SMALL_MZ).eval()]
+
+
+def _randomise_mz(attn: MZAttention, scale=0.3):
+    with torch.no_grad():
+        attn.M_c.add_(scale * torch.randn_like(attn.M_c))
+        attn.M_l.normal_(0, scale)
+        attn.W_mix.normal_(0, 1.0)
+        attn.gate.bias.normal_(0, 1.0)
+
+
+def _batch(B=3, n=6, d=3, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, n, d, generator=g)
+    mask = torch.ones(B, n, dtype=torch.bool)
+    mask[0, n - 2 :] = False
+    mask[1, 1] = False  # padding need not be at the end
+    return x, mask
+
+
+# ----------------------------------------------------------------------------- attention references
+
+
+def _torch_mha(d, H, q, k, v, o_weight, o_bias):
+    """nn.MultiheadAttention carrying the given projection weights (independent code path)."""
+    mha = torch.nn.MultiheadAttention(d, H, batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([q.weight, k.weight, v.weight]))
+        mha.in_proj_bias.copy_(torch.cat([q.bias, k.bias, v.bias]))
+        mha.out_proj.weight.copy_(o_weight)
+        mha.out_proj.bias.copy_(o_bias)
+    return mha.eval()
+
+
+def test_standard_attention_equals_torch_mha():
+    torch.manual_seed(0)
+    d, H = 16, 4
+    att = MultiheadAttention(d, H)
+    xq, mask = _batch(3, 5, d)
+    xkv, _ = _batch(3, 6, d, seed=2)
+    mask = torch.ones(3, 6, dtype=torch.bool)
+    mask[0, 3:] = False
+    out, w = att(xq, xkv, mask)
+    ref = _torch_mha(d, H, att.q, att.k, att.v, att.o.weight, att.o.bias)
+    r_out, r_w = ref(xq, xkv, xkv, key_padding_mask=~mask, average_attn_weights=False)
+    torch.testing.assert_close(out, r_out, atol=1e-6, rtol=0)
+    torch.testing.assert_close(w, r_w, atol=1e-6, rtol=0)
+    assert w[0, :, :, 3:].abs().max() == 0  # masked keys get exactly zero weight
+
+
+@pytest.mark.parametrize("random_Mc", [False, True])
+def test_mz_centre_stream_is_standard_attention(random_Mc):
+    """Prop. prop:perm: with M_l = 0, W_mix = 0 (and M_c = I at init) the centre stream is
+    standard masked MHA; a general M_c folds into the output weight W_o blockdiag(M_c)."""
+    torch.manual_seed(0)
+    d, H, n_g = 16, 4, 3
+    att = MZAttention(d, H, n_g=n_g, L=2)
+    with torch.no_grad():
+        att.M_l.zero_()
+        att.W_mix.zero_()
+        if random_Mc:
+            att.M_c.add_(0.5 * torch.randn_like(att.M_c))
+    cq, _ = _batch(2, 5, d)
+    ckv, mask = _batch(2, 6, d, seed=3)
+    Gkv = torch.randn(2, 6, n_g, d)
+    o_c, o_G, _ = att(cq, ckv, Gkv, mask)
+    W_o = att.o.weight @ torch.block_diag(*att.M_c.detach())
+    ref = _torch_mha(d, H, att.q, att.k, att.v, W_o, att.o.bias)
+    r_out, _ = ref(cq, ckv, ckv, key_padding_mask=~mask)
+    torch.testing.assert_close(o_c, r_out, atol=1e-6, rtol=0)
+    # generators, one slot at a time, with M_l = W_mix = 0: standard attention whose values are
+    # that generator slot, with the bias-free generator weights
+    zero = torch.zeros(d)
+    for g in range(n_g):
+        vg = torch.nn.Linear(d, d)
+        with torch.no_grad():
+            vg.weight.copy_(att.v_g.weight)
+            vg.bias.zero_()
+        ref_g = _torch_mha(
+            d, H, att.q, att.k, vg, att.o_g.weight @ torch.block_diag(*att.M_c.detach()), zero
+        )
+        r_g, _ = ref_g(cq, ckv, Gkv[:, :, g], key_padding_mask=~mask)
+        torch.testing.assert_close(o_G[:, :, g], r_g, atol=1e-6, rtol=0)
+
+
+def test_mz_attention_matches_loop_reference():
+    """Eq. eq:mz-main written out with loops over heads and generators, float64."""
+    torch.manual_seed(0)
+    d, H, n_g, L = 8, 2, 3, 2
+    dk = d // H
+    att = MZAttention(d, H, n_g=n_g, L=L).double()
+    _randomise_mz(att)
+    B, nq, nkv = 2, 3, 5
+    cq = torch.randn(B, nq, d, dtype=torch.float64)
+    ckv = torch.randn(B, nkv, d, dtype=torch.float64)
+    Gkv = torch.randn(B, nkv, n_g, d, dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 1, 1, 1]], dtype=torch.bool)
+    o_c, o_G, info = att(cq, ckv, Gkv, mask, need_details=True)
+    with torch.no_grad():
+        for b in range(B):
+            real = mask[b].nonzero().flatten()
+            cbar = ckv[b, real].mean(0)
+            gam = torch.tanh(att.gate.weight @ cbar + att.gate.bias).view(H, L)
+            oc = torch.zeros(nq, d, dtype=torch.float64)
+            oG = torch.zeros(nq, n_g, d, dtype=torch.float64)
+            for h in range(H):
+                sl = slice(h * dk, (h + 1) * dk)
+                for i in range(nq):
+                    qi = (att.q.weight @ cq[b, i] + att.q.bias)[sl]
+                    ks = [(att.k.weight @ ckv[b, j] + att.k.bias)[sl] for j in real]
+                    s = torch.stack([qi @ kj for kj in ks]) / math.sqrt(dk)
+                    a = torch.exp(s - s.max())
+                    a = a / a.sum()
+                    assert torch.allclose(info["attention"][b, h, i, real], a)
+                    c_hat = sum(
+                        a[t] * (att.v.weight @ ckv[b, j] + att.v.bias)[sl]
+                        for t, j in enumerate(real)
+                    )
+                    oc[i, sl] = att.M_c[h] @ c_hat
+                    stack = [gam[h, ll] * att.M_l[h, ll] @ c_hat for ll in range(L)]
+                    for g in range(n_g):
+                        G_hat = sum(
+                            a[t] * (att.v_g.weight @ Gkv[b, j, g])[sl] for t, j in enumerate(real)
+                        )
+                        oG[i, g, sl] = att.M_c[h] @ G_hat + sum(
+                            att.W_mix[h, g, ll] * stack[ll] for ll in range(L)
+                        )
+                    op = att.M_c[h] + sum(gam[h, ll] * att.M_l[h, ll] for ll in range(L))
+                    torch.testing.assert_close(info["operators"][b, h], op)
+                    torch.testing.assert_close(info["gates"][b, h], gam[h])
+            torch.testing.assert_close(o_c[b], att.o(oc), atol=1e-12, rtol=0)
+            torch.testing.assert_close(o_G[b], oG @ att.o_g.weight.T, atol=1e-12, rtol=0)
+
+
+# ----------------------------------------------------------------------------- symmetry, padding
+
+
+def test_block_permutation_equivariance():
+    torch.manual_seed(0)
+    d, n_g = 16, 3
+    blocks = [MZSAB(d, 4, 32, 0.1, n_g, 2), MZISAB(d, 4, 32, 0.1, n_g, 2, m=4)]
+    for blk in blocks:
+        blk.eval()
+        for a in (blk.mab.attn,) if isinstance(blk, MZSAB) else (blk.mab0.attn, blk.mab1.attn):
+            _randomise_mz(a)
+    c, mask = _batch(3, 7, d)
+    G = torch.randn(3, 7, n_g, d)
+    g = torch.Generator().manual_seed(5)
+    for blk in blocks:
+        oc, oG = blk(c, G, mask)
+        for _ in range(10):
+            p = torch.randperm(7, generator=g)
+            pc, pG = blk(c[:, p], G[:, p], mask[:, p])
+            torch.testing.assert_close(pc, oc[:, p], atol=1e-5, rtol=0)
+            torch.testing.assert_close(pG, oG[:, p], atol=1e-5, rtol=0)
+
+
+def test_model_permutation_invariance():
+    x, mask = _batch(4, 9)
+    g = torch.Generator().manual_seed(7)
+    for model in _models():
+        y = model(x, mask)
+        for _ in range(10):
+            p = torch.randperm(9, generator=g)
+            torch.testing.assert_close(model(x[:, p], mask[:, p]), y, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-10), (torch.float32, 1e-5)])
+def test_padding_invariance_and_variable_sizes(dtype, tol):
+    """Exact in float64 (1e-10); float32 differs only by rounding (different reduction lengths)."""
+    x, mask = _batch(3, 6)
+    x = x.to(dtype)
+    for model in _models():
+        model.to(dtype)
+        y = model(x, mask)
+        # append padded rows holding large junk: nothing changes
+        junk = 1e3 * torch.randn(3, 4, 3, dtype=dtype)
+        x2 = torch.cat([x, junk], 1)
+        m2 = torch.cat([mask, torch.zeros(3, 4, dtype=torch.bool)], 1)
+        torch.testing.assert_close(model(x2, m2), y, atol=tol, rtol=0)
+        # changing what sits in padded rows changes nothing either
+        x3 = x.masked_fill(~mask[..., None], -7.0)
+        torch.testing.assert_close(model(x3, mask), y, atol=tol, rtol=0)
+        # one set at a time, each without padding
+        for b in range(3):
+            yb = model(x[b : b + 1, mask[b]])
+            torch.testing.assert_close(yb, y[b : b + 1], atol=tol, rtol=0)
+        assert torch.equal(model(x), model(x, torch.ones(3, 6, dtype=torch.bool)))
+
+
+def test_padded_positions_are_zero_and_unused():
+    _, mz = _models()
+    x, mask = _batch(3, 6)
+    det = mz.inspect(x, mask)
+    for layer in det["layers"]:
+        if layer["name"].endswith("inducing") or layer["name"] == "pool":
+            # keys are the set: padded keys get zero weight
+            assert (
+                layer["attention"][~mask[:, None, None, :].expand_as(layer["attention"])]
+                .abs()
+                .max()
+                == 0
+            )
+    tok = det["input_tokens"]
+    c, G = (tok.center, tok.generators) if hasattr(tok, "center") else tok
+    assert c[~mask].abs().max() == 0 and G[~mask].abs().max() == 0
+
+
+# ----------------------------------------------------------------------------- theorems
+
+
+def _f_A(x, mask, A):
+    """(I + tanh(mu_1) A) mu with mu the mean of the real elements (float64, by hand)."""
+    out = []
+    for b in range(x.shape[0]):
+        mu = x[b, mask[b]].mean(0)
+        out.append((torch.eye(len(mu), dtype=x.dtype) + torch.tanh(mu[0]) * A) @ mu)
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("n_g", [1, 3])
+def test_theorem3_construction_is_exact(n_g):
+    torch.manual_seed(0)
+    d = 5
+    A = torch.randn(d, d, dtype=torch.float64)
+    net = theorem3_layer(A, n_g=n_g)
+    x = 2 * torch.randn(4, 7, d, dtype=torch.float64)
+    mask = torch.ones(4, 7, dtype=torch.bool)
+    mask[1, 3:] = False
+    mask[2, 0] = False
+    torch.testing.assert_close(net(x, mask), _f_A(x, mask, A), atol=1e-6, rtol=0)
+    # float32 too
+    net32 = theorem3_layer(A.float(), n_g=n_g)
+    torch.testing.assert_close(
+        net32(x.float(), mask), _f_A(x, mask, A).float(), atol=1e-5, rtol=1e-5
+    )
+
+
+def test_theorem1a_standard_attention_is_rigid_on_constant_sets():
+    """Thm. thm:bottleneck (a): without FFN, standard attention on S_t = {t x, ..., t x} gives
+    o = t W_o W_v x + (W_o b_v + b_o) whatever W_Q, W_K, n and the query: one fixed operator."""
+    torch.manual_seed(0)
+    d, H = 8, 2
+    att = MultiheadAttention(d, H).double()
+    seed = torch.randn(1, 1, d, dtype=torch.float64)
+    T = att.o.weight @ att.v.weight  # sum_h W_o^(h) W_V^(h)
+    off = att.o.weight @ att.v.bias + att.o.bias
+    for n in (1, 3, 10):
+        for _ in range(3):
+            x = torch.randn(d, dtype=torch.float64)
+            for t in (-2.0, -0.3, 0.0, 0.7, 3.0):
+                S = (t * x).expand(1, n, d)
+                o, _ = att(seed, S)
+                torch.testing.assert_close(o[0, 0], t * T @ x + off, atol=1e-12, rtol=0)
+    # MZ attention is not: its generator output is non-affine in t (second difference != 0)
+    mz = MZAttention(d, H, n_g=2, L=2).double()
+    _randomise_mz(mz)
+    x = torch.randn(d, dtype=torch.float64)
+    outs = []
+    for t in (0.0, 1.0, 2.0):
+        S = (t * x).expand(1, 4, d)
+        outs.append(mz(seed, S, torch.zeros(1, 4, 2, d, dtype=torch.float64))[1])
+    assert (outs[2] - 2 * outs[1] + outs[0]).abs().max() > 1e-3
+
+
+# ---------------------------------------------------------------------------- introspection, counts
+
+
+def test_details_shapes_and_readouts():
+    torch.manual_seed(0)
+    for readout in ("ihw", "signed"):
+        mz = MZSetTransformer(**SMALL_MZ, readout=readout)
+        x, mask = _batch(3, 6)
+        mz.train()
+        det = mz.inspect(x, mask)
+        assert mz.training  # inspect restores the mode
+        names = [layer["name"] for layer in det["layers"]]
+        assert names == [
+            "enc0.inducing",
+            "enc0.elements",
+            "enc1.inducing",
+            "enc1.elements",
+            "pool",
+            "dec0",
+        ]
+        layer = det["layers"][0]
+        assert layer["operators"].shape == (3, 4, 4, 4)
+        assert layer["gates"].shape == (3, 4, 2)
+        assert layer["attention"].shape == (3, 4, 4, 6)
+        assert det["layers"][1]["attention"].shape == (3, 4, 6, 4)
+        pooled = det["pooled"]
+        c, G = (pooled.center, pooled.generators) if hasattr(pooled, "center") else pooled
+        assert c.shape == (3, 1, 16) and G.shape == (3, 1, 3, 16)
+        spread = G.abs().sum(-2) if readout == "ihw" else G.sum(-2)
+        torch.testing.assert_close(det["features"], torch.cat([c[:, 0], spread[:, 0]], -1))
+    st = SetTransformer(**SMALL)
+    det = st.inspect(*_batch(3, 6))
+    assert det["layers"][-2]["attention"].shape == (3, 4, 1, 6)
+
+
+def test_operators_are_context_adaptive():
+    """M(mu) changes with the set for MZ (gates read the set mean); it is M_c at gamma = 0."""
+    torch.manual_seed(0)
+    mz = MZSetTransformer(**SMALL_MZ)
+    x, mask = _batch(3, 6)
+    ops = mz.inspect(x, mask)["layers"][0]["operators"]
+    assert (ops[0] - ops[1]).abs().max() > 1e-4
+    with torch.no_grad():
+        for m in mz.modules():
+            if isinstance(m, MZAttention):
+                m.M_l.zero_()
+    ops = mz.inspect(x, mask)["layers"][0]["operators"]
+    torch.testing.assert_close(ops, torch.eye(4).expand_as(ops))
+
+
+def test_parameter_counts_match_paper():
+    rows = {r["model"].strip(): r["ours"] for r in parameter_count_table(d_in=8)}
+    assert rows["Set Transformer (standard)"] == 207_745  # paper ~208K
+    assert rows["MZ-Full (n_g=8, L=4)"] == 371_809  # paper ~372K
+    assert rows["same, generators share W_V, W_O"] == 322_657
+    # the MZ-Full count by hand from the documented choices (d=64, H=4, d_k=16, d_ff=128)
+    d, H, dk, ff, ng, L, m, din = 64, 4, 16, 128, 8, 4, 16, 8
+    lin = lambda i, o, b=True: i * o + (o if b else 0)  # noqa: E731
+    mab = (
+        4 * lin(d, d)
+        + 2 * lin(d, d, False)
+        + H * (1 + L) * dk * dk
+        + H * ng * L
+        + lin(d, H * L)
+        + lin(d, ff)
+        + lin(ff, d)
+        + lin(d, ff // 2)
+        + lin(ff // 2, d)
+        + 4 * 2 * d
+    )
+    total = (
+        lin(din, d)
+        + 2 * d
+        + lin(din, ng * d)
+        + 6 * mab
+        + 2 * m * (d + ng * d)
+        + (d + ng * d)
+        + lin(2 * d, d)
+        + lin(d, 1)
+    )
+    assert total == 371_809
+    assert count_parameters(make_model("mz_full", 8, device="cpu")) == total
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def test_bad_input_errors():
+    st, mz = _models()
+    x, mask = _batch(2, 5)
+    for model in (st, mz):
+        with pytest.raises(ValueError, match="x must have shape"):
+            model(x[0])
+        with pytest.raises(ValueError, match="x must have shape"):
+            model(torch.randn(2, 5, 4))
+        with pytest.raises(ValueError, match="mask must have shape"):
+            model(x, mask[:, :4])
+        with pytest.raises(TypeError, match="mask must be a bool"):
+            model(x, mask.long())
+        bad = mask.clone()
+        bad[1] = False
+        with pytest.raises(ValueError, match="mask has rows with no real element"):
+            model(x, bad)
+        for v in (float("nan"), float("inf")):
+            xb = x.clone()
+            xb[0, 0, 0] = v
+            with pytest.raises(ValueError, match="x contains NaN or inf"):
+                model(xb, mask)
+        with pytest.raises(TypeError, match="x has dtype"):
+            model(x.double(), mask)
+        with pytest.raises(TypeError, match="x must be a floating-point"):
+            model(x.long(), mask)
+    with pytest.raises(ValueError, match="A must be a square"):
+        theorem3_layer(torch.randn(3, 4))
+
+
+@pytest.mark.parametrize(
+    "field,value,cls",
+    [
+        ("n_heads", 3, SetTransformerConfig),  # 64 not divisible by 3
+        ("d_model", 0, SetTransformerConfig),
+        ("d_in", -1, SetTransformerConfig),
+        ("n_inducing", 0, SetTransformerConfig),
+        ("n_enc", -1, SetTransformerConfig),
+        ("dropout", 1.0, SetTransformerConfig),
+        ("dropout", -0.1, MZSetTransformerConfig),
+        ("n_g", 0, MZSetTransformerConfig),
+        ("L", -1, MZSetTransformerConfig),
+        ("readout", "max", MZSetTransformerConfig),
+        ("d_ff", 2.5, MZSetTransformerConfig),
+    ],
+)
+def test_invalid_config(field, value, cls):
+    with pytest.raises(ValueError, match=field):
+        cls(**{field: value})
+
+
+def test_variants_and_factory():
+    assert MZSetTransformerConfig.variant("slim").n_g == 2
+    assert MZSetTransformerConfig.variant("med").L == 2
+    assert MZSetTransformerConfig.variant("large", d_in=3).n_g == 16
+    assert SetTransformerConfig.variant("st_large").d_model == 80
+    with pytest.raises(ValueError, match="name"):
+        MZSetTransformerConfig.variant("huge")
+    with pytest.raises(ValueError, match="name"):
+        make_model("mz_huge", 3)
+    assert set(MODEL_NAMES) >= {"standard", "mz_full"}
+    # L = 0 is allowed: no matrix generators, the generator stream is the aggregated generators
+    y = MZSetTransformer(**dict(SMALL_MZ, L=0))(*_batch())
+    assert y.shape == (3, 2)
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def _train_reduces_loss(model, device, steps=25):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(32, 8, 3, generator=g)
+    mask = torch.rand(32, 8, generator=g) > 0.3
+    mask[:, 0] = True
+    mu = (x * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+    y = torch.stack([mu.norm(dim=-1), mu[:, 0] * mu[:, 1]], -1)
+    x, mask, y = x.to(device), mask.to(device), y.to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        loss = torch.nn.functional.mse_loss(model(x, mask), y)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+    assert all(math.isfinite(v) for v in losses)
+    assert sum(losses[-5:]) / 5 < 0.7 * sum(losses[:3]) / 3
+
+
+@pytest.mark.parametrize("name", ["standard", "mz_slim"])
+def test_training_reduces_loss_cpu(name):
+    model = make_model(
+        name, d_in=3, d_out=2, device="cpu", seed=0, d_model=16, n_heads=2, d_ff=32, n_inducing=4
+    )
+    _train_reduces_loss(model, torch.device("cpu"))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", ["standard", "mz_full"])
+def test_training_reduces_loss_auto_device_cuda(name):
+    model = make_model(name, d_in=3, d_out=2, device="auto", seed=0)
+    assert next(model.parameters()).device.type == "cuda"
+    _train_reduces_loss(model, torch.device("cuda"))
