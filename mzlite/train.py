@@ -1,0 +1,852 @@
+"""One trainer for every model and task, with the paper's protocol as its defaults.
+
+The paper trains every architecture the same way (Experimental Setup and the hyperparameter table
+of Appendix ``app:impl``): AdamW with lr 1e-4 and weight decay 1e-5, a 5-epoch linear warm-up from
+0 followed by a cosine decay to 0, gradient clipping at l2 norm 1.0, batch size 128 (256 for the
+geometric tasks), at most 200 epochs, early stopping on the validation loss with patience 20, and
+(Appendix ``app:opt-confound``) optionally targets standardised with the training mean and std.
+``TrainConfig`` holds exactly that; ``fit`` runs it::
+
+    seed_everything(0)                       # model initialisation is the caller's business
+    model = SomeSetModel(...)
+    hist = fit(model, train, val, TrainConfig(batch_size=256, normalize_targets=True),
+               checkpoint_path="runs/meb-d8-seed0.pt")
+    evaluate(model, test, hist.config_obj(), target_stats=hist)   # metrics in original units
+
+``train``/``val``/``test`` are anything with ``.x (N, n, d_in)``, ``.mask (N, n)`` and ``.y``
+tensors (``mzlite.tasks.SetData``), or an ``(x, mask, y)`` tuple; the model is any ``nn.Module``
+called as ``model(x, mask) -> (B, d_out)``. Training knows no specific model or task.
+
+Choices the paper leaves open, fixed here (and stated again where they are made):
+- The learning rate follows the schedule *per optimiser step*; the warm-up is linear from 0 and
+  the cosine runs over the epoch cap (200), not over the epochs early stopping lets run.
+- Weight decay applies to every parameter (the paper names no exemptions).
+- The last, smaller batch of an epoch is kept; the train loss of an epoch is the sample-weighted
+  mean of its batch losses (with dropout on, as it was computed).
+- Early stopping watches the validation loss in the units the model is trained in (standardised
+  when ``normalize_targets``); "improved" means lower than the best so far by more than
+  ``min_delta``. The best weights are restored at the end.
+- A non-finite training loss stops the run (``stop_reason="diverged"``) and restores the best
+  weights, so a divergent cell still produces a result instead of an exception.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import random
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mzlite._checks import as_float_tensor, check_mask, resolve_device
+from mzlite._io import atomic_write_bytes
+
+CHECKPOINT_FORMAT = "mzlite.train/1"
+TASKS = ("regression", "classification")
+# Fields that may differ when a run is resumed: they change where it runs, not what it computes.
+_RESUME_FREE = ("device", "num_threads")
+
+
+# ---------------------------------------------------------------------------------------------
+# Configuration
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainConfig:
+    """The training protocol; the defaults are the paper's (hyperparameter table, ``app:impl``).
+
+    - ``task``: ``"regression"`` (MSE loss; metrics MSE, MAE, R^2) or ``"classification"``
+      (cross-entropy on logits ``(B, C)``, integer labels ``(N,)``; metrics accuracy, CE).
+    - ``epochs``: the cap (200 synthetic, 150 real-world in the paper); the cosine decays over it.
+    - ``batch_size``: 128 (synthetic) / 256 (geometric tasks) in the paper. ``eval_batch_size``
+      (default: ``batch_size``) only changes speed and memory, never a result.
+    - ``lr``, ``weight_decay``, ``betas``: AdamW; the paper gives lr 1e-4, wd 1e-5 and no betas
+      (PyTorch's default (0.9, 0.999) is used).
+    - ``warmup_epochs``: linear warm-up from 0 (5 in the paper; 10 for MZ-Large at d=16, 32 in
+      Appendix ``app:meb``). 0 disables it.
+    - ``grad_clip``: max l2 norm of all gradients together (1.0); ``None`` disables clipping.
+    - ``patience``: early stopping on the validation loss (20; 300 for the ResNet-50 runs);
+      ``None`` disables early stopping. ``restore_best`` loads the best epoch's weights at the end.
+    - ``normalize_targets``: train on ``(y - mean) / std`` with the training set's per-output mean
+      and std (Appendix ``app:opt-confound``); metrics are still reported in original units.
+      Off by default because the paper's main tables train on raw targets.
+    - ``trim_padding``: cut each batch to its longest real set (safe: padding never changes an
+      output). Without dropout results agree to float rounding (~1e-8 relative, measured); with
+      dropout on per-element tensors the dropout masks have another shape, so a trimmed run draws
+      other (equally distributed) random numbers and is not bitwise the same run. Training
+      batches are random, so with n ~ U(10, 100) and batch 128 nearly every batch still holds a
+      set of ~100 and trimming saves little there; it pays when sets are padded beyond the data's
+      largest set, and in evaluation, where rows are visited in order of size.
+    - ``seed``: data order and the global RNG (dropout). Model *initialisation* is the caller's:
+      call ``seed_everything(seed)`` (or ``torch.manual_seed``) before building the model.
+    - ``device``: ``"auto"`` = CUDA when available, else CPU. ``amp``: bfloat16 autocast, CUDA
+      only (ignored with a warning on CPU). ``num_threads``: CPU threads during ``fit``.
+    Dropout (0.1 in the paper) belongs to the model, not to the trainer.
+    """
+
+    task: str = "regression"
+    epochs: int = 200
+    batch_size: int = 128
+    eval_batch_size: int | None = None
+    lr: float = 1e-4
+    weight_decay: float = 1e-5
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup_epochs: int = 5
+    grad_clip: float | None = 1.0
+    patience: int | None = 20
+    min_delta: float = 0.0
+    restore_best: bool = True
+    normalize_targets: bool = False
+    trim_padding: bool = True
+    seed: int = 0
+    device: str = "auto"
+    amp: bool = False
+    num_threads: int | None = None
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
+        _int_field("epochs", self.epochs, 1)
+        _int_field("batch_size", self.batch_size, 1)
+        if self.eval_batch_size is not None:
+            _int_field("eval_batch_size", self.eval_batch_size, 1)
+        _int_field("warmup_epochs", self.warmup_epochs, 0)
+        if self.warmup_epochs > self.epochs:
+            raise ValueError(
+                f"warmup_epochs must be <= epochs ({self.epochs}), got {self.warmup_epochs}"
+            )
+        _float_field("lr", self.lr, positive=True)
+        _float_field("weight_decay", self.weight_decay)
+        try:
+            b1, b2 = (float(b) for b in self.betas)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"betas must be a pair of floats in [0, 1), got {self.betas!r}"
+            ) from None
+        if not (0 <= b1 < 1 and 0 <= b2 < 1):
+            raise ValueError(f"betas must be a pair of floats in [0, 1), got {self.betas!r}")
+        self.betas = (b1, b2)
+        if self.grad_clip is not None:
+            _float_field("grad_clip", self.grad_clip, positive=True)
+        if self.patience is not None:
+            _int_field("patience", self.patience, 1)
+        _float_field("min_delta", self.min_delta)
+        for name in ("restore_best", "normalize_targets", "trim_padding", "amp"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        _int_field("seed", self.seed, 0)
+        if not isinstance(self.device, (str, torch.device)):
+            raise ValueError(
+                f"device must be 'auto', 'cpu', 'cuda' or a torch.device, got {self.device!r}"
+            )
+        if self.num_threads is not None:
+            _int_field("num_threads", self.num_threads, 1)
+        if self.normalize_targets and self.task == "classification":
+            raise ValueError("normalize_targets must be False when task='classification'")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["betas"] = list(d["betas"])
+        d["device"] = str(d["device"])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: (tuple(v) if k == "betas" else v) for k, v in d.items() if k in known})
+
+
+def _int_field(name: str, v, lo: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+
+
+def _float_field(name: str, v, positive: bool = False) -> None:
+    ok = isinstance(v, (int, float, np.floating)) and not isinstance(v, bool) and math.isfinite(v)
+    if not ok or (v <= 0 if positive else v < 0):
+        raise ValueError(
+            f"{name} must be a finite float {'> 0' if positive else '>= 0'}, got {v!r}"
+        )
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's ``random``, NumPy's global RNG and torch (CPU and CUDA). Call it before
+    building a model so its initialisation is reproducible; ``fit`` seeds the rest itself."""
+    _int_field("seed", seed, 0)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def lr_at(step: int, steps_per_epoch: int, config: TrainConfig) -> float:
+    """Learning rate of optimiser step ``step`` (0-based): linear warm-up, then cosine to 0.
+
+    With W = warmup_epochs * steps_per_epoch and T = epochs * steps_per_epoch:
+    ``lr * (step + 1) / W`` for step < W (rises from lr/W to lr, so no step is wasted at lr 0),
+    then ``lr * (1 + cos(pi * (step - W) / (T - W))) / 2`` (starts at lr, would reach 0 at step T).
+    """
+    W = config.warmup_epochs * steps_per_epoch
+    T = config.epochs * steps_per_epoch
+    if step < W:
+        return config.lr * (step + 1) / W
+    return config.lr * 0.5 * (1.0 + math.cos(math.pi * (step - W) / max(T - W, 1)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Data:
+    x: torch.Tensor  # (N, n, d_in)
+    mask: torch.Tensor  # (N, n) bool
+    y: torch.Tensor  # (N, d_out) float, or (N,) int64 labels
+    lengths: torch.Tensor  # (N,) CPU int64: 1 + index of the last real element
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+
+def _as_data(name: str, data, task: str) -> _Data:
+    """Validate ``data`` (``.x/.mask/.y`` object or ``(x, mask, y)`` tuple) for ``task``."""
+    if isinstance(data, (tuple, list)):
+        if len(data) != 3:
+            raise ValueError(f"{name} as a sequence must be (x, mask, y), got {len(data)} items")
+        x, mask, y = data
+    else:
+        try:
+            x, mask, y = data.x, data.mask, data.y
+        except AttributeError:
+            raise TypeError(
+                f"{name} must have .x, .mask, .y tensors or be an (x, mask, y) tuple, "
+                f"got {type(data).__name__}"
+            ) from None
+    x = as_float_tensor(f"{name}.x", x)
+    if x.ndim != 3:
+        raise ValueError(f"{name}.x must have shape (N, n, d_in), got {tuple(x.shape)}")
+    N, n = x.shape[:2]
+    if N == 0:
+        raise ValueError(f"{name} is empty (N = 0)")
+    try:
+        mask = check_mask(mask, N, n, x.device)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{name}.{e}") from None
+    if not bool(torch.isfinite(x[mask]).all()):
+        raise ValueError(f"{name}.x contains NaN or inf values in real (mask=True) elements")
+    if not isinstance(y, torch.Tensor):
+        y = torch.as_tensor(np.asarray(y))
+    if y.ndim == 0 or y.shape[0] != N:
+        raise ValueError(
+            f"{name}.y must have N = {N} rows like {name}.x, got shape {tuple(y.shape)}"
+        )
+    if task == "classification":
+        if y.is_floating_point() or y.dtype == torch.bool:
+            raise TypeError(
+                f"{name}.y must hold integer class labels for task='classification', got {y.dtype}"
+            )
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"{name}.y must have shape (N,) of class labels, got {tuple(y.shape)}")
+        if bool((y < 0).any()):
+            raise ValueError(f"{name}.y has negative class labels")
+        y = y.long()
+    else:
+        y = as_float_tensor(f"{name}.y", y)
+        if y.ndim == 1:
+            y = y[:, None]  # (N, 1): one output, so (B, 1) predictions never broadcast
+        if y.ndim != 2:
+            raise ValueError(f"{name}.y must have shape (N, d_out) or (N,), got {tuple(y.shape)}")
+        if not bool(torch.isfinite(y).all()):
+            raise ValueError(f"{name}.y contains NaN or inf values")
+    idx = torch.arange(1, n + 1, device=mask.device)  # (n,)
+    lengths = (mask * idx).amax(dim=1).cpu()  # (N,) last real position + 1
+    return _Data(x, mask, y, lengths)
+
+
+def _to_device(d: _Data, device: torch.device, dtype: torch.dtype) -> _Data:
+    """Move a whole dataset once (no per-batch host-to-device copies)."""
+    y = d.y.to(device, dtype) if d.y.is_floating_point() else d.y.to(device)
+    return _Data(d.x.to(device, dtype), d.mask.to(device), y, d.lengths)
+
+
+def _batch(d: _Data, idx: torch.Tensor, idx_cpu: torch.Tensor, trim: bool):
+    """Rows ``idx`` of ``d``, cut to the longest real set when ``trim`` (columns after the last
+    real element of every row are padding everywhere, so dropping them changes no output)."""
+    x, mask, y = d.x[idx], d.mask[idx], d.y[idx]  # (B, n, d), (B, n), (B, ...)
+    if trim:
+        n_b = int(d.lengths[idx_cpu].max())  # computed on the CPU copy: no device sync
+        x, mask = x[:, :n_b], mask[:, :n_b]
+    return x, mask, y
+
+
+def _param_dtype(model: nn.Module) -> torch.dtype:
+    for p in model.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return torch.get_default_dtype()
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics, prediction, evaluation
+# ---------------------------------------------------------------------------------------------
+
+
+def regression_metrics(pred: torch.Tensor, y: torch.Tensor) -> dict:
+    """MSE, MAE (both averaged over samples and outputs) and R^2, computed in float64.
+
+    R^2 is ``1 - SSE/SST`` per output with SST taken around the *evaluated set's own* mean
+    (sklearn's ``r2_score`` convention), then averaged over outputs (``multioutput=
+    "uniform_average"``). An output with SST = 0 gives NaN. ``r2_per_output`` is added when
+    there is more than one output."""
+    if pred.shape != y.shape:
+        raise ValueError(f"predictions have shape {tuple(pred.shape)} but targets {tuple(y.shape)}")
+    p, t = pred.detach().double().cpu(), y.detach().double().cpu()  # (N, d_out)
+    err = p - t
+    sse = (err**2).sum(0)  # (d_out,)
+    sst = ((t - t.mean(0)) ** 2).sum(0)  # (d_out,)
+    r2 = torch.where(sst > 0, 1 - sse / sst.clamp_min(1e-300), torch.full_like(sst, math.nan))
+    out = {
+        "mse": float((err**2).mean()),
+        "mae": float(err.abs().mean()),
+        "r2": float(r2.mean()),
+        "n": int(t.shape[0]),
+    }
+    if t.shape[1] > 1:
+        out["r2_per_output"] = [float(v) for v in r2]
+    return out
+
+
+def classification_metrics(logits: torch.Tensor, y: torch.Tensor) -> dict:
+    """Accuracy (fraction, not percent) and mean cross-entropy (nats) of logits ``(N, C)``."""
+    logits, y = logits.detach().double().cpu(), y.detach().cpu()
+    return {
+        "accuracy": float((logits.argmax(1) == y).double().mean()),
+        "cross_entropy": float(F.cross_entropy(logits, y)),
+        "n": int(y.shape[0]),
+    }
+
+
+def _autocast(device: torch.device, amp: bool):
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp and device.type == "cuda")
+
+
+@torch.no_grad()
+def _predict(model: nn.Module, d: _Data, batch_size: int, trim: bool, amp: bool) -> torch.Tensor:
+    """Model outputs for every row of an on-device dataset, in the model's (trained) units.
+
+    With ``trim`` the rows are visited in order of set size, so each batch holds sets of similar
+    size and is cut to its longest one (in training that would change the data order, here it
+    changes nothing but speed); outputs are put back in the original row order."""
+    was_training = model.training
+    model.eval()
+    device = d.x.device
+    order = torch.argsort(d.lengths, stable=True) if trim else torch.arange(len(d))  # (N,) CPU
+    outs = []
+    try:
+        for i in range(0, len(d), batch_size):
+            idx_cpu = order[i : i + batch_size]
+            x, mask, _ = _batch(d, idx_cpu.to(device), idx_cpu, trim)
+            with _autocast(device, amp):
+                out = model(x, mask)  # (B, d_out)
+            outs.append(out.float() if out.dtype == torch.bfloat16 else out)
+    finally:
+        model.train(was_training)
+    cat = torch.cat(outs)  # (N, d_out) in visiting order
+    out = torch.empty_like(cat)
+    out[order.to(device)] = cat
+    return out
+
+
+def _target_stats(target_stats):
+    """``(mean, std)`` tensors from a History, a ``(mean, std)`` pair, or None."""
+    if target_stats is None:
+        return None
+    if isinstance(target_stats, History):
+        if target_stats.target_mean is None:
+            return None
+        target_stats = (target_stats.target_mean, target_stats.target_std)
+    try:
+        mean, std = target_stats
+    except (TypeError, ValueError):
+        raise TypeError("target_stats must be a History, a (mean, std) pair or None") from None
+    mean = torch.as_tensor(mean, dtype=torch.float64).reshape(-1)
+    std = torch.as_tensor(std, dtype=torch.float64).reshape(-1)
+    if mean.shape != std.shape or not bool((std > 0).all()):
+        raise ValueError("target_stats must be (mean, std) of equal length with std > 0")
+    return mean, std
+
+
+def _resolve_eval_args(config, device, batch_size, task):
+    if isinstance(config, TrainConfig):
+        batch_size = batch_size or config.eval_batch_size or config.batch_size
+        device = device if device is not None else config.device
+        task = task or config.task
+        amp, trim = config.amp, config.trim_padding
+    elif config is None or (isinstance(config, int) and not isinstance(config, bool)):
+        batch_size = batch_size or config or 256
+        amp, trim = False, True
+    else:
+        raise TypeError(f"config must be a TrainConfig, a batch size (int) or None, got {config!r}")
+    _int_field("batch_size", batch_size, 1)
+    return batch_size, resolve_device("auto" if device is None else device), task, amp, trim
+
+
+def predict(
+    model: nn.Module,
+    data,
+    config: TrainConfig | int | None = None,
+    device=None,
+    *,
+    batch_size: int | None = None,
+    target_stats=None,
+    task: str | None = None,
+) -> torch.Tensor:
+    """Predictions ``(N, d_out)`` (float32, CPU) for every set of ``data``, batched, in eval mode
+    and without gradients. With ``target_stats`` (the History of a ``normalize_targets`` fit, or
+    a ``(mean, std)`` pair) outputs are mapped back to original units: ``pred * std + mean``.
+    For classification these are the logits ``(N, C)``."""
+    batch_size, device, task, amp, trim = _resolve_eval_args(config, device, batch_size, task)
+    if task is None:
+        y = data[2] if isinstance(data, (tuple, list)) else data.y
+        task = "classification" if not torch.as_tensor(y).is_floating_point() else "regression"
+    d = _to_device(_as_data("data", data, task), device, _param_dtype(model))
+    pred = _predict(model, d, batch_size, trim, amp).double()
+    stats = _target_stats(target_stats)
+    if stats is not None:
+        mean, std = (s.to(pred.device) for s in stats)
+        if pred.shape[1] != mean.shape[0]:
+            raise ValueError(
+                f"target_stats has {mean.shape[0]} outputs but the model gives {pred.shape[1]}"
+            )
+        pred = pred * std + mean
+    return pred.float().cpu()
+
+
+def evaluate(
+    model: nn.Module,
+    data,
+    config: TrainConfig | int | None = None,
+    device=None,
+    *,
+    batch_size: int | None = None,
+    target_stats=None,
+    task: str | None = None,
+) -> dict:
+    """Metrics of ``model`` on ``data`` (batched, eval mode, no grad, mask passed through).
+
+    ``config`` is the run's TrainConfig (task, eval batch size, device, amp) or just a batch size.
+    ``task`` defaults to the config's, else it is inferred: integer ``y`` means classification.
+    Regression: ``mse``, ``mae``, ``r2`` (see ``regression_metrics``) in ORIGINAL units: pass
+    ``target_stats=history`` after a ``normalize_targets`` fit (an error is raised if the config
+    says the targets were normalised and no statistics are given). Classification: ``accuracy``,
+    ``cross_entropy``."""
+    if isinstance(config, TrainConfig) and config.normalize_targets and target_stats is None:
+        raise ValueError(
+            "config.normalize_targets is True: pass target_stats=history (the History returned by "
+            "fit) so metrics are reported in original units"
+        )
+    batch_size, dev, task, _, _ = _resolve_eval_args(config, device, batch_size, task)
+    if task is None:
+        y = data[2] if isinstance(data, (tuple, list)) else data.y
+        task = "classification" if not torch.as_tensor(y).is_floating_point() else "regression"
+    d = _as_data("data", data, task)
+    pred = predict(
+        model, data, config, device, batch_size=batch_size, target_stats=target_stats, task=task
+    )
+    if task == "classification":
+        return classification_metrics(pred, d.y)
+    return regression_metrics(pred, d.y)
+
+
+# ---------------------------------------------------------------------------------------------
+# History
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    """What ``fit`` did, epoch by epoch (epochs are numbered from 1).
+
+    ``train_loss``/``val_loss`` are in training units (standardised with ``normalize_targets``);
+    ``val_metrics`` are in original units. ``lr`` is the rate of the epoch's last step.
+    ``stop_reason`` is "completed", "early_stopping", "callback" or "diverged"; ``wall_time_s``
+    adds up every ``fit`` call of the run (resumes included)."""
+
+    epoch: list[int] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    val_metrics: list[dict] = field(default_factory=list)
+    lr: list[float] = field(default_factory=list)
+    epoch_time_s: list[float] = field(default_factory=list)
+    best_epoch: int | None = None
+    best_val_loss: float = math.inf
+    stop_reason: str = "running"
+    wall_time_s: float = 0.0
+    target_mean: list[float] | None = None
+    target_std: list[float] | None = None
+    config: dict = field(default_factory=dict)
+
+    @property
+    def epochs_run(self) -> int:
+        return len(self.epoch)
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.stop_reason in ("early_stopping", "callback", "diverged")
+
+    def config_obj(self) -> TrainConfig:
+        return TrainConfig.from_dict(self.config)
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable (strict: NaN/inf become None)."""
+        d = _json_safe(asdict(self))
+        d["epochs_run"], d["stopped_early"] = self.epochs_run, self.stopped_early
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> History:
+        known = {f.name for f in fields(cls)}
+        h = cls(**{k: v for k, v in d.items() if k in known})
+        nan = lambda v: math.nan if v is None else v  # noqa: E731
+        h.train_loss = [nan(v) for v in h.train_loss]
+        h.val_loss = [nan(v) for v in h.val_loss]
+        h.best_val_loss = math.inf if h.best_val_loss is None else h.best_val_loss
+        return h
+
+    def plot(self, ax=None, metric: str | None = None):
+        """Learning curves: train and val loss (log scale), the best epoch marked; with ``metric``
+        (e.g. "r2") that validation metric on a twin axis. Returns the matplotlib Axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 3.5))
+        ax.plot(self.epoch, self.train_loss, label="train loss")
+        ax.plot(self.epoch, self.val_loss, label="val loss")
+        if self.best_epoch is not None:
+            ax.axvline(self.best_epoch, color="grey", ls=":", label=f"best epoch {self.best_epoch}")
+        ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("loss")
+        if metric is not None:
+            ax2 = ax.twinx()
+            ax2.plot(
+                self.epoch,
+                [m.get(metric, math.nan) for m in self.val_metrics],
+                "g--",
+                label=f"val {metric}",
+            )
+            ax2.set_ylabel(f"val {metric}")
+            ax2.legend(loc="upper center", frameon=False)
+        ax.legend(frameon=False)
+        return ax
+
+
+def _json_safe(v):
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints
+# ---------------------------------------------------------------------------------------------
+
+
+def save_checkpoint(path, state: dict) -> Path:
+    """``torch.save`` into memory, then an atomic write (temp file + rename): an interrupted save
+    leaves the previous checkpoint intact. ``state`` must hold only tensors, dicts, lists,
+    numbers and strings, so it loads with ``weights_only=True``."""
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def load_checkpoint(path, map_location=None) -> dict:
+    """Load a checkpoint written by ``fit`` with ``torch.load(..., weights_only=True)``."""
+    return torch.load(path, map_location=map_location, weights_only=True)
+
+
+def _rng_state() -> dict:
+    s = {"torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        s["cuda"] = torch.cuda.get_rng_state_all()
+    return s
+
+
+def _set_rng_state(s: dict) -> None:
+    torch.set_rng_state(s["torch"].cpu())
+    if "cuda" in s and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([t.cpu() for t in s["cuda"]])
+
+
+def _check_resume(ckpt: dict, config: TrainConfig, stats) -> None:
+    if ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"checkpoint format {ckpt.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+    old, new = ckpt["config"], config.to_dict()
+    diff = sorted(k for k in new if k not in _RESUME_FREE and old.get(k) != new[k])
+    if diff:
+        detail = ", ".join(f"{k}: {old.get(k)!r} -> {new[k]!r}" for k in diff)
+        raise ValueError(
+            f"checkpoint_path holds a run with a different config ({detail}); use a new path "
+            "or delete the old checkpoint"
+        )
+    old_stats = ckpt.get("target_stats")
+    same = (old_stats is None) == (stats is None) and (
+        stats is None
+        or all(
+            a.shape == b.shape and torch.allclose(a.cpu(), b.cpu())
+            for a, b in zip(old_stats, stats, strict=True)
+        )
+    )
+    if not same:
+        raise ValueError(
+            "checkpoint_path holds a run trained on different targets (train.y mean/std differ)"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# fit
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_output(pred: torch.Tensor, y: torch.Tensor, task: str) -> None:
+    """Catch a model/target mismatch before it broadcasts into a wrong loss."""
+    if task == "regression" and pred.shape != y.shape:
+        raise ValueError(
+            f"model output has shape {tuple(pred.shape)} but the targets have {tuple(y.shape)}; "
+            "the model must return (B, d_out)"
+        )
+    if task == "classification":
+        if pred.ndim != 2 or pred.shape[0] != y.shape[0]:
+            raise ValueError(f"model output must be logits (B, C), got {tuple(pred.shape)}")
+        if int(y.max()) >= pred.shape[1]:
+            raise ValueError(
+                f"class label {int(y.max())} is out of range for {pred.shape[1]} model outputs"
+            )
+
+
+def fit(
+    model: nn.Module,
+    train,
+    val,
+    config: TrainConfig | None = None,
+    *,
+    checkpoint_path=None,
+    progress: bool = True,
+    callbacks: Sequence[Callable] | None = None,
+) -> History:
+    """Train ``model`` on ``train``, early-stopping on ``val``; returns the ``History``.
+
+    The model is moved to ``config.device`` and trained in place; at the end it holds the best
+    epoch's weights (``restore_best``) and is left in eval mode.
+
+    Determinism: on CPU two calls with the same config, data and initial weights give identical
+    histories and weights. The data order of epoch e comes from a generator seeded with
+    ``(seed, e)``; the global torch RNG (dropout) is seeded with ``seed`` at the start of a fresh
+    run. Initialise the model reproducibly yourself (``seed_everything(seed)`` before building).
+
+    Checkpoints: with ``checkpoint_path`` the whole state (model, best weights, optimiser, step of
+    the schedule, early-stopping counters, history, RNG states, target statistics, config) is
+    written atomically after every epoch. If the file exists, ``fit`` RESUMES from it (the config
+    must match except ``device``/``num_threads``; the data order and RNG continue exactly, so an
+    interrupted run ends with the same weights as an uninterrupted one). A finished run is just
+    loaded. ``load_checkpoint`` reads it with ``weights_only=True``.
+
+    ``callbacks``: each is called as ``cb(epoch, history, model)`` after every epoch (after its
+    checkpoint, before the best weights are restored at the end); a truthy return value stops
+    training (``stop_reason="callback"``).
+    """
+    config = TrainConfig() if config is None else config
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    callbacks = list(callbacks or [])
+    device = resolve_device(config.device)
+    if config.amp and device.type != "cuda":
+        warnings.warn(
+            "amp=True is ignored on CPU (bf16 autocast is used on CUDA only)", stacklevel=2
+        )
+    tr = _as_data("train", train, config.task)
+    va = _as_data("val", val, config.task)
+    if config.task == "regression" and tr.y.shape[1] != va.y.shape[1]:
+        raise ValueError(f"train.y has {tr.y.shape[1]} outputs but val.y has {va.y.shape[1]}")
+
+    # Target normalisation (Appendix app:opt-confound): train mean/std per output, float64.
+    stats = None
+    if config.normalize_targets:
+        y64 = tr.y.double()
+        std = y64.std(0, unbiased=False)  # (d_out,)
+        stats = (y64.mean(0).cpu(), torch.where(std > 0, std, torch.ones_like(std)).cpu())
+
+    model.to(device)
+    dtype = _param_dtype(model)
+    tr, va = _to_device(tr, device, dtype), _to_device(va, device, dtype)
+    y_train = tr.y
+    if stats is not None:
+        m, s = (t.to(device, dtype) for t in stats)
+        y_train = (tr.y - m) / s  # (N, d_out) standardised
+        y_val_model = (va.y - m) / s
+    else:
+        y_val_model = va.y
+    tr = _Data(tr.x, tr.mask, y_train, tr.lengths)
+
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, betas=config.betas, weight_decay=config.weight_decay
+    )
+    steps_per_epoch = math.ceil(len(tr) / config.batch_size)
+    eval_bs = config.eval_batch_size or config.batch_size
+    loss_fn = F.mse_loss if config.task == "regression" else F.cross_entropy
+
+    hist = History(config=config.to_dict())
+    if stats is not None:
+        hist.target_mean, hist.target_std = stats[0].tolist(), stats[1].tolist()
+    start_epoch, step, bad_epochs, best_state = 0, 0, 0, None
+    ckpt_path = Path(checkpoint_path) if checkpoint_path is not None else None
+    if ckpt_path is not None and ckpt_path.exists():
+        ckpt = load_checkpoint(ckpt_path, map_location=device)
+        _check_resume(ckpt, config, stats)
+        model.load_state_dict(ckpt["model"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        hist = History.from_dict(ckpt["history"])
+        start_epoch, step = ckpt["epoch"], ckpt["scheduler"]["step"]
+        bad_epochs, best_state = ckpt["bad_epochs"], ckpt["best_model"]
+        _set_rng_state(ckpt["rng"])
+        if ckpt["finished"]:
+            model.eval()
+            return hist
+    else:
+        torch.manual_seed(config.seed)  # dropout; the model's init was the caller's
+
+    def checkpoint(epoch: int, finished: bool) -> None:
+        if ckpt_path is None:
+            return
+        save_checkpoint(
+            ckpt_path,
+            {
+                "format": CHECKPOINT_FORMAT,
+                "config": config.to_dict(),
+                "model": model.state_dict(),
+                "best_model": best_state,
+                "optimizer": optimizer.state_dict(),
+                "scheduler": {"step": step, "steps_per_epoch": steps_per_epoch},
+                "epoch": epoch,
+                "bad_epochs": bad_epochs,
+                "history": asdict(hist),
+                "rng": _rng_state(),
+                "target_stats": list(stats) if stats is not None else None,
+                "finished": finished,
+            },
+        )
+
+    old_threads = torch.get_num_threads()
+    if config.num_threads is not None:
+        torch.set_num_threads(config.num_threads)
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=config.epochs, initial=start_epoch, disable=not progress, unit="epoch", desc="fit"
+    )
+    t_call = time.perf_counter()
+    try:
+        for epoch in range(start_epoch + 1, config.epochs + 1):
+            t0 = time.perf_counter()
+            model.train()
+            gen = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
+            perm_cpu = torch.randperm(len(tr), generator=gen)  # (N,) this epoch's data order
+            perm = perm_cpu.to(device)
+            loss_sum = torch.zeros((), device=device, dtype=torch.float64)
+            for i in range(0, len(tr), config.batch_size):
+                lr = lr_at(step, steps_per_epoch, config)
+                for g in optimizer.param_groups:
+                    g["lr"] = lr
+                x, mask, y = _batch(
+                    tr,
+                    perm[i : i + config.batch_size],
+                    perm_cpu[i : i + config.batch_size],
+                    config.trim_padding,
+                )
+                with _autocast(device, config.amp):
+                    pred = model(x, mask)  # (B, d_out) or (B, C) logits
+                if pred.dtype == torch.bfloat16:
+                    pred = pred.float()  # the loss in full precision
+                if i == 0:
+                    _check_output(pred, y, config.task)
+                loss = loss_fn(pred, y.to(pred.dtype) if y.is_floating_point() else y)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if config.grad_clip is not None:
+                    nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+                optimizer.step()
+                step += 1
+                loss_sum += loss.detach().double() * x.shape[0]
+            train_loss = float(loss_sum) / len(tr)
+
+            # Validation: loss in training units (early stopping), metrics in original units.
+            vpred = _predict(model, va, eval_bs, config.trim_padding, config.amp)  # (N_val, .)
+            if config.task == "regression":
+                val_loss = float(F.mse_loss(vpred.double(), y_val_model.double()))
+                if stats is not None:
+                    vpred = vpred.double() * stats[1].to(device) + stats[0].to(device)
+                metrics = regression_metrics(vpred, va.y)
+            else:
+                val_loss = float(F.cross_entropy(vpred.double(), va.y))
+                metrics = classification_metrics(vpred, va.y)
+
+            if math.isfinite(val_loss) and val_loss < hist.best_val_loss - config.min_delta:
+                hist.best_val_loss, hist.best_epoch, bad_epochs = val_loss, epoch, 0
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            else:
+                bad_epochs += 1
+            hist.epoch.append(epoch)
+            hist.train_loss.append(train_loss)
+            hist.val_loss.append(val_loss)
+            hist.val_metrics.append(metrics)
+            hist.lr.append(lr)
+            hist.epoch_time_s.append(time.perf_counter() - t0)
+
+            if not math.isfinite(train_loss):
+                hist.stop_reason = "diverged"
+            elif config.patience is not None and bad_epochs >= config.patience:
+                hist.stop_reason = "early_stopping"
+            elif epoch == config.epochs:
+                hist.stop_reason = "completed"
+            bar.update(1)
+            bar.set_postfix(train=f"{train_loss:.4g}", val=f"{val_loss:.4g}", lr=f"{lr:.2e}")
+            hist.wall_time_s += time.perf_counter() - t_call
+            t_call = time.perf_counter()
+            stopping = hist.stop_reason != "running"
+            if not stopping:  # a stopping run writes its final checkpoint below
+                checkpoint(epoch, finished=False)
+            if any([bool(cb(epoch, hist, model)) for cb in callbacks]) and not stopping:
+                hist.stop_reason = "callback"
+            if hist.stop_reason != "running":
+                break
+
+        if hist.stop_reason == "running":  # only when resuming a run that had already hit the cap
+            hist.stop_reason = "completed"
+        if config.restore_best and best_state is not None:
+            model.load_state_dict(best_state)
+        hist.wall_time_s += time.perf_counter() - t_call
+        checkpoint(hist.epochs_run, finished=True)
+    finally:
+        bar.close()
+        if config.num_threads is not None:
+            torch.set_num_threads(old_threads)
+    model.eval()
+    return hist

@@ -1,0 +1,261 @@
+"""mzlite.paper: the paper's numbers in data/paper/*.json match its LaTeX source.
+
+Cells are checked against the .tex with regexes written here, independently of the parser, so a
+parser bug or a hand edit of the JSON fails. The checks that need the .tex skip (with a message)
+when ../shared/paper is absent; the JSON structure checks always run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from mzlite import paper
+from mzlite.paper import (
+    DATA_DIR,
+    SYNTHETIC_LABELS,
+    load_paper_table,
+    paper_cell,
+    paper_value,
+    parse_cell,
+    parse_table,
+)
+
+TEX_PATH = paper.paper_tex_path()
+needs_tex = pytest.mark.skipif(
+    not TEX_PATH.exists(),
+    reason=f"paper source {TEX_PATH} is absent (../shared/paper not checked out); "
+    "only the committed-JSON checks run",
+)
+
+
+@pytest.fixture(scope="module")
+def tex() -> str:
+    return TEX_PATH.read_text(encoding="utf-8")
+
+
+def table_block(tex: str, label: str) -> str:
+    """The raw LaTeX from a table's label to the end of its tabular."""
+    start = tex.index(f"\\label{{{label}}}")
+    return tex[start : tex.index("\\end{tabular}", start)]
+
+
+def num(s: str) -> float:
+    return float(s.replace("$-$", "-"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Committed JSON (no .tex needed)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_synthetic_table_is_committed_and_well_formed():
+    files = sorted(DATA_DIR.glob("tab-*.json"))
+    labels = set()
+    for f in files:
+        t = json.loads(f.read_text(encoding="utf-8"))
+        assert f.name == t["label"].replace(":", "-") + ".json"
+        assert t["caption"] and t["columns"] and t["rows"], f.name
+        for r in t["rows"]:
+            assert r["row"] and set(r["cells"]) == set(t["columns"]), (f.name, r["row"])
+            for c in r["cells"].values():
+                assert {"text", "mean", "std"} <= c.keys()
+        names = [r["row"] for r in t["rows"]]
+        assert len(set(names)) == len(names), f"duplicate row names in {f.name}"
+        labels.add(t["label"])
+    missing = set(SYNTHETIC_LABELS) - labels
+    assert not missing, f"tables missing from data/paper: {sorted(missing)}"
+
+
+def test_lookup_helpers():
+    assert paper_value("tab:tdof-verify", "8", "MZAttn-1L R^2") == 0.988
+    assert paper_cell("tab:tdof-verify", "8", "mzattn-1l r^2")["std"] == 0.001  # loose names
+    assert paper_value("tab:sgsp", "diameter / 8", "MZAttn-Full") == 0.876
+    assert paper_value("tab:main-results", "Deep Sets", "Task A: Set Regr. / MSE") is None  # "--"
+    with pytest.raises(KeyError, match="rows are"):
+        paper_value("tab:meb", "No Such Model", "d=8 R^2")
+    with pytest.raises(KeyError, match="available"):
+        load_paper_table("tab:not-a-table")
+    t = load_paper_table("tab:meb")
+    t["rows"].clear()  # a copy: the next reader is unaffected
+    assert load_paper_table("tab:meb")["rows"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Parser on hand-made LaTeX (no .tex needed)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, mean, std, extra",
+    [
+        (r"0.018{\tiny$\pm$0.001}", 0.018, 0.001, {}),
+        (r"$-$0.006{\tiny$\pm$0.011}", -0.006, 0.011, {}),
+        (r"\textbf{0.691}{\tiny$\pm$0.012}", 0.691, 0.012, {"bold": True}),
+        (r"$\mathbf{0.978 \pm 0.004}$", 0.978, 0.004, {"bold": True}),
+        (r"40.6{\tiny$\pm$1.0}\%", 40.6, 1.0, {"unit": "%"}),
+        (r"0.995{\tiny$\pm{<}0.001$}", 0.995, 0.001, {"std_upper_bound": True}),
+        (r"$6.6\times$", 6.6, None, {"unit": "x"}),
+        (r"1.3M", 1.3e6, None, {}),
+        (r"208K", 208e3, None, {}),
+        (r"\textbf{0.10s}", 0.10, None, {"unit": "s", "bold": True}),
+        (r"$\geq 95\%$", 95.0, None, {"bound": ">=", "unit": "%"}),
+        (r"$\underline{0.36}$", 0.36, None, {"underline": True}),
+        (r"$0.542$ (unstable)", 0.542, None, {}),
+        (r"0.003{\tiny$\pm$.006}$^{\ddagger}$", 0.003, 0.006, {}),
+        (r"--", None, None, {}),
+        (r"(unstable)", None, None, {}),
+        (r"83K / 44K", None, None, {}),
+    ],
+)
+def test_parse_cell(text, mean, std, extra):
+    c = parse_cell(text)
+    assert c["text"] == text
+    assert c["mean"] == (pytest.approx(mean) if mean is not None else None)
+    assert c["std"] == (pytest.approx(std) if std is not None else None)
+    for k, v in extra.items():
+        assert c[k] == v
+
+
+MINI = r"""
+\begin{table}[h]
+ \caption{A toy table with $R^2$ and \methodname{}.}
+ \label{tab:toy}
+ \begin{tabular}{@{}ll|ccc@{}}
+ \toprule
+ & & \multicolumn{2}{c}{\textbf{Group A}} & \textbf{B} \\
+ \cmidrule(lr){3-4}
+ Task & $d$ & MSE $\downarrow$ & $R^2$ $\uparrow$ & Params \\
+ \midrule
+ \multicolumn{5}{@{}l@{}}{\textit{First block}} \\
+ \multirow{2}{*}{sum} & 8 & 1.5{\tiny$\pm$0.1} & \textbf{0.9} & 10K \\
+ & 16 & $-$2.25 & -- & 1.2M \\ % a comment & with an ampersand
+ \bottomrule
+ \end{tabular}
+\end{table}
+"""
+
+
+def test_parse_table_structure():
+    t = parse_table(MINI, "tab:toy")
+    assert t["label"] == "tab:toy"
+    assert t["caption"] == "A toy table with R^2 and MZAttn."
+    assert t["label_columns"] == ["Task", "d"]
+    assert t["columns"] == ["Group A / MSE", "Group A / R^2", "B / Params"]
+    assert [r["row"] for r in t["rows"]] == ["sum / 8", "sum / 16"]
+    assert all(r["group"] == "First block" for r in t["rows"])
+    first, second = (r["cells"] for r in t["rows"])
+    assert (first["Group A / MSE"]["mean"], first["Group A / MSE"]["std"]) == (1.5, 0.1)
+    assert first["Group A / R^2"]["bold"] and first["B / Params"]["mean"] == 10e3
+    assert second["Group A / MSE"]["mean"] == -2.25 and second["Group A / R^2"]["mean"] is None
+    assert second["B / Params"]["mean"] == 1.2e6
+    with pytest.raises(KeyError, match="tab:nope"):
+        parse_table(MINI, "tab:nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# Against the paper's LaTeX, with independent regexes
+# ---------------------------------------------------------------------------------------------
+
+
+@needs_tex
+def test_tdof_verify_cell_against_tex(tex):
+    rows = re.findall(
+        r"^\s*\$8\$\s*&\s*\$(\d\.\d+)\s*\\pm\s*(\d\.\d+)\$\s*&\s*\$(\d\.\d+)\s*\\pm\s*(\d\.\d+)\$",
+        table_block(tex, "tab:tdof-verify"),
+        flags=re.M,
+    )
+    assert len(rows) == 1
+    mz_mean, mz_std, st_mean, st_std = map(float, rows[0])
+    assert (mz_mean, mz_std) == (0.988, 0.001)  # the value quoted in the project brief
+    for table in (parse_table(tex, "tab:tdof-verify"), load_paper_table("tab:tdof-verify")):
+        row = next(r for r in table["rows"] if r["row"] == "8")["cells"]
+        assert (row["MZAttn-1L R^2"]["mean"], row["MZAttn-1L R^2"]["std"]) == (mz_mean, mz_std)
+        assert (row["ST-4L R^2"]["mean"], row["ST-4L R^2"]["std"]) == (st_mean, st_std)
+
+
+@needs_tex
+def test_meb_row_against_tex(tex):
+    pm = r"((?:\$-\$)?\d*\.\d+)\{\\tiny\$\\pm\$(\d*\.\d+)\}"
+    m = re.search(
+        rf"^\s*ST-Large & (\d+)K & {pm} & {pm} & {pm} \\\\", table_block(tex, "tab:meb"), re.M
+    )
+    assert m is not None
+    g = m.groups()
+    cells = next(r for r in load_paper_table("tab:meb")["rows"] if r["row"] == "ST-Large")["cells"]
+    assert cells["Params"]["mean"] == float(g[0]) * 1e3
+    for k, col in enumerate(["d=8 R^2", "d=16 R^2", "d=32 R^2"]):
+        assert cells[col]["mean"] == num(g[1 + 2 * k])
+        assert cells[col]["std"] == num(g[2 + 2 * k])
+    assert cells["d=32 R^2"]["mean"] == -0.006  # the minus sign survives
+
+
+@needs_tex
+def test_main_results_mzattn_row_against_tex(tex):
+    line = next(
+        ln for ln in table_block(tex, "tab:main-results").splitlines()
+        if ln.strip().startswith(r"\methodname{} (ours)")
+    )  # fmt: skip
+    pairs = re.findall(r"(?:\\textbf\{)?(\d+\.\d+)\}?\{\\tiny\$\\pm\$(\d+\.\d+)\}", line)
+    assert len(pairs) == 12
+    table = load_paper_table("tab:main-results")
+    cells = next(r for r in table["rows"] if r["row"] == "MZAttn (ours)")["cells"]
+    value_cols = [c for c in table["columns"] if c != "Params"]
+    assert len(value_cols) == 12
+    for col, (mean, std) in zip(value_cols, pairs, strict=True):
+        assert (cells[col]["mean"], cells[col]["std"]) == (float(mean), float(std)), col
+    assert (
+        cells["Task A: Set Regr. / MSE"]["mean"] == 2.92
+        and cells["Task A: Set Regr. / MSE"]["bold"]
+    )
+    assert cells["Task C / MN40"]["unit"] == "%"
+    assert cells["Params"]["mean"] == float(re.search(r"(\d+)K \\\\", line).group(1)) * 1e3
+
+
+def first_number(text: str) -> float | None:
+    """The first printed number of a cell, read with a regex independent of parse_cell."""
+    t = text.replace("$-$", "-")
+    t = re.sub(r"\\textsuperscript\{[^}]*\}|\^\{[^}]*\}", "", t)
+    m = re.search(r"-?(?:\d+\.?\d*|\.\d+)", t)
+    if m is None:
+        return None
+    value = float(m.group(0))
+    after = t[m.end() : m.end() + 1]
+    return value * {"K": 1e3, "M": 1e6}.get(after, 1.0)
+
+
+@needs_tex
+def test_every_committed_cell_matches_its_latex(tex):
+    """All tables: the cell text occurs in that table's LaTeX, its first number is the mean,
+    and no printed number was dropped (mean None only for '--', remarks or 'a / b' cells)."""
+    n_checked = 0
+    for f in sorted(DATA_DIR.glob("tab-*.json")):
+        t = json.loads(f.read_text(encoding="utf-8"))
+        block = re.sub(r"\s+", " ", table_block(tex, t["label"]))
+        for r in t["rows"]:
+            for col, c in r["cells"].items():
+                where = f"{t['label']} / {r['row']} / {col}"
+                if c["text"]:
+                    assert c["text"] in block, where
+                if c["mean"] is None:
+                    assert first_number(c["text"]) is None or re.search(r"\(|/", c["text"]), where
+                    continue
+                assert c["mean"] == pytest.approx(first_number(c["text"]), rel=1e-12), where
+                n_checked += 1
+    assert n_checked > 700
+
+
+@needs_tex
+def test_committed_json_in_sync_with_tex():
+    stale = paper.check_paper_tables()
+    assert not stale, f"run `python -m mzlite.paper` to refresh: {stale}"
+
+
+@needs_tex
+def test_regenerate_into_tmp(tmp_path):
+    paths = paper.write_paper_tables(out_dir=tmp_path, labels=["tab:meb", "tab:sgsp"])
+    assert [p.name for p in paths] == ["tab-meb.json", "tab-sgsp.json"]
+    assert paper_value("tab:sgsp", "furthest-first / 32", "Standard", data_dir=tmp_path) == 0.315
+    assert paper.main(["--check"]) == 0

@@ -1,0 +1,353 @@
+"""mzlite.train: schedule, clipping, early stopping, determinism, resume, normalisation, trimming.
+
+Every check compares against something computed independently of the trainer (hand formulas,
+sklearn, a plain forward pass, weights recorded by a callback), so a trainer bug fails a test.
+The model is a tiny masked DeepSets defined here: training knows no specific model.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import r2_score
+from torch import nn
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+from mzlite import train as T
+from mzlite.train import History, TrainConfig, evaluate, fit, lr_at, regression_metrics
+
+
+class TinyDeepSets(nn.Module):
+    """phi per element, masked mean, dropout, rho. Records the widest set it was given."""
+
+    def __init__(self, d_in: int = 3, h: int = 16, d_out: int = 1, p: float = 0.1):
+        super().__init__()
+        self.phi = nn.Sequential(nn.Linear(d_in, h), nn.Tanh(), nn.Linear(h, h))
+        self.drop = nn.Dropout(p)
+        self.rho = nn.Sequential(nn.Tanh(), nn.Linear(h, d_out))
+        self.max_width = 0
+
+    def forward(self, x, mask):  # (B, n, d), (B, n) -> (B, d_out)
+        self.max_width = max(self.max_width, x.shape[1])
+        m = mask[..., None].to(x.dtype)  # (B, n, 1)
+        pooled = (self.phi(x) * m).sum(1) / m.sum(1)  # (B, h)
+        return self.rho(self.drop(pooled))
+
+
+def make_data(
+    N: int, seed: int, n_max: int = 12, n_lo: int = 2, n_hi: int | None = None, scale=1.0
+):
+    """Sets of 3-d points, n ~ U{n_lo..n_hi}, zero padded at the end; y = mean of x0 + max of x1."""
+    g = torch.Generator().manual_seed(seed)
+    n_hi = n_max if n_hi is None else n_hi
+    n = torch.randint(n_lo, n_hi + 1, (N,), generator=g)
+    mask = torch.arange(n_max)[None, :] < n[:, None]  # (N, n_max)
+    x = torch.randn(N, n_max, 3, generator=g) * mask[..., None]
+    x0 = (x[..., 0] * mask).sum(1) / n
+    x1 = x[..., 1].masked_fill(~mask, -1e9).amax(1)
+    y = (x0 + x1)[:, None] * scale + 3.0 * scale  # (N, 1)
+    return x, mask, y
+
+
+def small_cfg(**kw) -> TrainConfig:
+    base = dict(epochs=6, batch_size=32, lr=3e-3, warmup_epochs=1, patience=None, device="cpu")
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def build(seed: int = 0, **kw) -> TinyDeepSets:
+    T.seed_everything(seed)
+    return TinyDeepSets(**kw)
+
+
+def states_equal(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+TRAIN, VAL = make_data(192, 1), make_data(64, 2)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def test_lr_schedule_known_steps():
+    cfg = TrainConfig(lr=1e-3, epochs=10, warmup_epochs=2)
+    spe = 5  # W = 10 warm-up steps, T = 50 steps
+    assert lr_at(0, spe, cfg) == pytest.approx(1e-4)  # lr * 1/10
+    assert lr_at(4, spe, cfg) == pytest.approx(5e-4)
+    assert lr_at(9, spe, cfg) == pytest.approx(1e-3)  # warm-up ends at the full rate
+    assert lr_at(10, spe, cfg) == pytest.approx(1e-3)  # cosine starts at the full rate
+    assert lr_at(30, spe, cfg) == pytest.approx(5e-4)  # half way through the cosine (20 / 40)
+    assert lr_at(20, spe, cfg) == pytest.approx(1e-3 * (1 + math.cos(math.pi / 4)) / 2)
+    assert lr_at(49, spe, cfg) == pytest.approx(1e-3 * (1 - math.cos(math.pi / 40)) / 2)
+    assert lr_at(49, spe, cfg) < 2e-6
+    no_warm = TrainConfig(lr=1e-3, epochs=10, warmup_epochs=0)
+    assert lr_at(0, spe, no_warm) == pytest.approx(1e-3)
+
+
+def test_fit_follows_the_schedule():
+    # 192 samples / 32 = 6 steps per epoch; History.lr is the rate of each epoch's last step.
+    cfg = small_cfg(epochs=4, warmup_epochs=2, lr=1e-3)
+    hist = fit(build(), TRAIN, VAL, cfg, progress=False)
+    W, Tt = 12, 24
+    expected = [1e-3 * 6 / W, 1e-3 * 12 / W]
+    expected += [1e-3 * (1 + math.cos(math.pi * (s - W) / (Tt - W))) / 2 for s in (17, 23)]
+    assert hist.lr == pytest.approx(expected)
+
+
+def _grad_norms_at_step(cfg) -> list[float]:
+    norms = []
+
+    def hook(opt, args, kwargs):
+        grads = [p.grad for g in opt.param_groups for p in g["params"] if p.grad is not None]
+        norms.append(float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))))
+
+    handle = register_optimizer_step_pre_hook(hook)
+    try:
+        x, m, y = TRAIN
+        fit(build(), (x, m, y * 100), (VAL[0], VAL[1], VAL[2] * 100), cfg, progress=False)
+    finally:
+        handle.remove()
+    return norms
+
+
+def test_gradient_clipping_applied():
+    unclipped = _grad_norms_at_step(small_cfg(epochs=1, grad_clip=None))
+    assert max(unclipped) > 5.0  # large targets: clipping has work to do
+    clipped = _grad_norms_at_step(small_cfg(epochs=1, grad_clip=1.0))
+    assert len(clipped) == 6
+    assert max(clipped) <= 1.0 + 1e-5
+    assert min(clipped) > 0.99  # every step was clipped to the norm, not zeroed
+
+
+def test_early_stopping_restores_best_weights():
+    # Validation targets are the negated function: fitting the train set makes val worse.
+    vx, vm, vy = VAL
+    snapshots = {}
+
+    def record(epoch, hist, model):
+        snapshots[epoch] = {k: v.clone() for k, v in model.state_dict().items()}
+
+    model = build()
+    cfg = small_cfg(epochs=60, patience=3, lr=1e-2, warmup_epochs=0)
+    hist = fit(model, TRAIN, (vx, vm, -vy), cfg, progress=False, callbacks=[record])
+    assert hist.stopped_early and hist.stop_reason == "early_stopping"
+    best = int(np.nanargmin(hist.val_loss)) + 1
+    assert hist.best_epoch == best
+    assert hist.epochs_run == best + 3 < 60
+    assert hist.best_val_loss == min(hist.val_loss)
+    assert max(snapshots) == hist.epochs_run  # the callback saw every epoch, the last included
+    assert states_equal(model.state_dict(), snapshots[best])
+    assert not states_equal(model.state_dict(), snapshots[hist.epochs_run])
+
+
+def test_deterministic_on_cpu():
+    h1 = fit(m1 := build(0), TRAIN, VAL, small_cfg(seed=5), progress=False)
+    h2 = fit(m2 := build(0), TRAIN, VAL, small_cfg(seed=5), progress=False)
+    assert h1.train_loss == h2.train_loss and h1.val_loss == h2.val_loss
+    assert states_equal(m1.state_dict(), m2.state_dict())
+    h3 = fit(build(0), TRAIN, VAL, small_cfg(seed=6), progress=False)  # data order and dropout
+    assert h3.train_loss != h1.train_loss
+
+
+class Interrupt(KeyboardInterrupt):
+    pass
+
+
+def test_resume_after_interrupt_matches_uninterrupted(tmp_path):
+    cfg = small_cfg(epochs=7, patience=50)
+    ref_model = build(0)
+    ref = fit(ref_model, TRAIN, VAL, cfg, progress=False)
+
+    path = tmp_path / "run.pt"
+
+    def stop_after_3(epoch, hist, model):
+        if epoch == 3:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        fit(
+            build(0),
+            TRAIN,
+            VAL,
+            cfg,
+            checkpoint_path=path,
+            progress=False,
+            callbacks=[stop_after_3],
+        )
+    ckpt = torch.load(path, weights_only=True)
+    assert ckpt["epoch"] == 3 and not ckpt["finished"]
+
+    seen = []
+    model = build(123)  # a different init: the checkpoint's weights must replace it
+    hist = fit(
+        model, TRAIN, VAL, cfg, checkpoint_path=path, progress=False,
+        callbacks=[lambda e, h, m: seen.append(e)],
+    )  # fmt: skip
+    assert seen[0] == 4
+    assert hist.epoch == list(range(1, 8))
+    assert hist.train_loss == ref.train_loss and hist.val_loss == ref.val_loss
+    assert hist.best_epoch == ref.best_epoch
+    assert states_equal(model.state_dict(), ref_model.state_dict())
+
+    # A finished run is only loaded.
+    again = build(7)
+    h_again = fit(again, TRAIN, VAL, cfg, checkpoint_path=path, progress=False)
+    assert h_again.epoch == hist.epoch
+    assert states_equal(again.state_dict(), ref_model.state_dict())
+
+
+def test_checkpoint_weights_only_and_contents(tmp_path):
+    path = tmp_path / "c.pt"
+    cfg = small_cfg(epochs=2, normalize_targets=True)
+    fit(build(), TRAIN, VAL, cfg, checkpoint_path=path, progress=False)
+    ckpt = torch.load(path, weights_only=True)
+    for key in ("model", "best_model", "optimizer", "scheduler", "epoch", "history", "rng"):
+        assert key in ckpt
+    assert ckpt["finished"] and ckpt["epoch"] == 2 and ckpt["scheduler"]["step"] == 12
+    assert isinstance(ckpt["rng"]["torch"], torch.Tensor)
+    assert list(tmp_path.iterdir()) == [path]  # no stray temp files
+    with pytest.raises(ValueError, match="batch_size"):
+        fit(build(), TRAIN, VAL, small_cfg(epochs=2, batch_size=16, normalize_targets=True),
+            checkpoint_path=path, progress=False)  # fmt: skip
+
+
+def test_target_normalisation_metrics_in_original_units():
+    scale = 500.0
+    tr, va, te = (
+        make_data(192, 1, scale=scale),
+        make_data(64, 2, scale=scale),
+        make_data(96, 3, scale=scale),
+    )
+    cfg = small_cfg(epochs=20, lr=1e-2, normalize_targets=True)
+    model = build()
+    hist = fit(model, tr, va, cfg, progress=False)
+
+    # by hand: standardise with the train mean / population std, predict, map back
+    y_tr = tr[2].double().numpy()
+    mean, std = y_tr.mean(0), y_tr.std(0)
+    assert hist.target_mean == pytest.approx(mean.tolist()) and hist.target_std == pytest.approx(
+        std.tolist()
+    )
+    with torch.no_grad():
+        model.eval()
+        pred = model(te[0], te[1]).double().numpy() * std + mean
+    y_te = te[2].double().numpy()
+    m = evaluate(model, te, cfg, target_stats=hist)
+    assert m["r2"] == pytest.approx(r2_score(y_te, pred), abs=1e-6)
+    assert m["mse"] == pytest.approx(float(((pred - y_te) ** 2).mean()), rel=1e-5)
+    assert m["mae"] == pytest.approx(float(np.abs(pred - y_te).mean()), rel=1e-5)
+    assert m["r2"] > 0.3  # it learnt something, in original units
+    # the confound of Appendix app:opt-confound in miniature: raw targets of size ~1e3 train worse
+    raw = build()
+    fit(raw, tr, va, small_cfg(epochs=20, lr=1e-2), progress=False)
+    assert evaluate(raw, te, 64)["r2"] < m["r2"]
+    # the training loss is in standardised units (O(1)), not in units of scale^2
+    assert hist.train_loss[-1] < 5.0
+    # forgetting the statistics is an error, not a silently wrong number
+    with pytest.raises(ValueError, match="target_stats"):
+        evaluate(model, te, cfg)
+
+
+def test_padding_trimming_gives_same_results():
+    # sets of 2..8 elements padded to 30: trimming cuts every batch to <= 8 columns
+    tr, va = make_data(192, 1, n_max=30, n_hi=8), make_data(64, 2, n_max=30, n_hi=8)
+    m_trim, m_full = build(0), build(0)
+    h_trim = fit(m_trim, tr, va, small_cfg(trim_padding=True), progress=False)
+    h_full = fit(m_full, tr, va, small_cfg(trim_padding=False), progress=False)
+    assert m_trim.max_width <= 8 and m_full.max_width == 30
+    np.testing.assert_allclose(h_trim.train_loss, h_full.train_loss, rtol=1e-5)
+    np.testing.assert_allclose(h_trim.val_loss, h_full.val_loss, rtol=1e-5)
+    for k, v in m_trim.state_dict().items():
+        torch.testing.assert_close(v, m_full.state_dict()[k], rtol=1e-4, atol=1e-6)
+
+
+def test_regression_metrics_match_sklearn_multioutput():
+    g = torch.Generator().manual_seed(0)
+    y = torch.randn(50, 3, generator=g) * torch.tensor([1.0, 10.0, 0.1])
+    p = y + 0.3 * torch.randn(50, 3, generator=g)
+    m = regression_metrics(p, y)
+    assert m["r2"] == pytest.approx(r2_score(y.numpy(), p.numpy()), abs=1e-6)
+    assert m["r2_per_output"] == pytest.approx(
+        r2_score(y.numpy(), p.numpy(), multioutput="raw_values").tolist(), abs=1e-6
+    )
+    assert m["mse"] == pytest.approx(float(((p - y) ** 2).mean()), rel=1e-6)
+
+
+def test_classification_fit_and_evaluate():
+    x, m, y = TRAIN
+    labels = (y[:, 0] > y[:, 0].median()).long()
+    vx, vm, vy = VAL
+    vlab = (vy[:, 0] > y[:, 0].median()).long()
+    model = build(d_out=2)
+    cfg = small_cfg(task="classification", epochs=5)
+    hist = fit(model, (x, m, labels), (vx, vm, vlab), cfg, progress=False)
+    res = evaluate(model, (vx, vm, vlab), cfg)
+    with torch.no_grad():
+        logits = model(vx, vm)
+    assert res["accuracy"] == pytest.approx(float((logits.argmax(1) == vlab).float().mean()))
+    expected_ce = float(nn.functional.cross_entropy(logits.double(), vlab))
+    assert res["cross_entropy"] == pytest.approx(expected_ce, rel=1e-5)
+    assert hist.val_metrics[-1].keys() >= {"accuracy", "cross_entropy"}
+
+
+def test_history_to_dict_is_strict_json(tmp_path):
+    import json
+
+    hist = fit(build(), TRAIN, VAL, small_cfg(epochs=2), progress=False)
+    d = hist.to_dict()
+    text = json.dumps(d, allow_nan=False)
+    back = History.from_dict(json.loads(text))
+    assert back.epochs_run == 2 and back.val_loss == hist.val_loss
+    assert d["stopped_early"] is False and d["stop_reason"] == "completed"
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = hist.plot(metric="r2")
+    assert len(ax.lines) == 3  # train, val, best-epoch marker
+
+
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"lr": 0.0}, "lr"),
+        ({"lr": float("nan")}, "lr"),
+        ({"epochs": 0}, "epochs"),
+        ({"batch_size": -1}, "batch_size"),
+        ({"task": "ranking"}, "task"),
+        ({"warmup_epochs": 300}, "warmup_epochs"),
+        ({"patience": 0}, "patience"),
+        ({"grad_clip": -1.0}, "grad_clip"),
+        ({"weight_decay": -1e-5}, "weight_decay"),
+        ({"betas": (0.9, 1.5)}, "betas"),
+        ({"num_threads": 0}, "num_threads"),
+        ({"task": "classification", "normalize_targets": True}, "normalize_targets"),
+        ({"amp": "yes"}, "amp"),
+    ],
+)
+def test_bad_config_names_the_field(kw, field):
+    with pytest.raises(ValueError, match=field):
+        TrainConfig(**kw)
+
+
+def test_bad_data_and_model_errors():
+    x, m, y = TRAIN
+    with pytest.raises(ValueError, match=r"train\.y"):
+        fit(build(), (x, m, y[:10]), VAL, small_cfg(), progress=False)
+    with pytest.raises(ValueError, match=r"train\.x"):
+        fit(build(), (x[0], m, y), VAL, small_cfg(), progress=False)
+    with pytest.raises(TypeError, match=r"train\.mask"):
+        fit(build(), (x, m.float(), y), VAL, small_cfg(), progress=False)
+    with pytest.raises(ValueError, match="model output"):
+        fit(build(d_out=2), TRAIN, VAL, small_cfg(), progress=False)  # (B, 2) vs (B, 1)
+    with pytest.raises(TypeError, match="train"):
+        fit(build(), object(), VAL, small_cfg(), progress=False)
+
+
+def test_callback_can_stop_training():
+    hist = fit(build(), TRAIN, VAL, small_cfg(epochs=6), progress=False,
+               callbacks=[lambda e, h, m: e == 2])  # fmt: skip
+    assert hist.epochs_run == 2 and hist.stop_reason == "callback" and hist.stopped_early
