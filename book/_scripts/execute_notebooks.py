@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("chapters", nargs="*", help="notebook names (without .ipynb); default: all")
     ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
     ap.add_argument("--force", action="store_true", help="re-execute even when up to date")
-    ap.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
     args = ap.parse_args(argv)
     parameters = {name: parse_value(value) for name, value in args.parameter}
     available = {p.stem: p for p in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb"))}
