@@ -1,0 +1,314 @@
+"""Figures for the book, one section per kind of plot.
+
+matplotlib and plotly are imported here (lazily, inside the functions), never by the numeric
+modules, so ``import mzlite.zonotope`` stays light. Every function returns its figure or axes so a
+chapter can restyle it.
+
+Sections: zonotopes (2-D matplotlib, 3-D plotly).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .zonotope import Zonotope
+
+__all__ = ["plot_zonotope", "plot_zonotope_3d"]
+
+
+def _members(z: Zonotope) -> list[Zonotope]:
+    """A batched zonotope as a flat list of single zonotopes (row-major over the batch)."""
+    if not isinstance(z, Zonotope):
+        raise TypeError(f"z must be a mzlite.zonotope.Zonotope, got {type(z).__name__}")
+    n = int(torch.Size(z.batch_shape).numel())
+    c = z.center.detach().reshape(n, z.dim)
+    G = z.generators.detach().reshape(n, z.num_generators, z.dim)
+    return [Zonotope._new(c[i], G[i]) for i in range(n)]
+
+
+def _colours(color, n: int) -> list:
+    if color is None:
+        import matplotlib.pyplot as plt
+
+        cycle = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+        return [cycle[i % len(cycle)] for i in range(n)]
+    if isinstance(color, (list, tuple)) and len(color) == n and not isinstance(color[0], float):
+        return list(color)
+    return [color] * n
+
+
+# ---------------------------------------------------------------------------------------------
+# Zonotopes
+# ---------------------------------------------------------------------------------------------
+
+
+def plot_zonotope(
+    z: Zonotope,
+    ax=None,
+    *,
+    dims: tuple[int, int] = (0, 1),
+    color=None,
+    alpha: float = 0.25,
+    show_generators: bool = True,
+    show_center: bool = True,
+    show_interval_hull: bool = False,
+    label: str | None = None,
+    linewidth: float = 1.5,
+):
+    """Draw 2-D zonotopes with matplotlib: filled polygon, outline, the centre, the generators as
+    arrows from the centre and (optionally) the interval hull as a dashed box.
+
+    ``z`` may be batched: every member is drawn in this one call, cycling colours (or ``color``: one
+    colour, or a list with one per member). For ``d > 2`` the projection onto ``dims`` is drawn,
+    which is exact (a projection is a linear map). Returns the axes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon, Rectangle
+
+    if not isinstance(z, Zonotope):
+        raise TypeError(f"z must be a mzlite.zonotope.Zonotope, got {type(z).__name__}")
+    if z.dim < 2:
+        raise ValueError(f"plot_zonotope draws zonotopes of dim d >= 2, got d = {z.dim}")
+    i, j = dims
+    if not (0 <= i < z.dim and 0 <= j < z.dim and i != j):
+        raise ValueError(f"dims must be two different axes in [0, {z.dim}), got {dims}")
+    if z.dim > 2:
+        P = torch.zeros(2, z.dim, dtype=z.dtype, device=z.device)
+        P[0, i], P[1, j] = 1.0, 1.0
+        z = P @ z
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 4.5))
+    members = _members(z)
+    colours = _colours(color, len(members))
+    for k, (zk, col) in enumerate(zip(members, colours, strict=True)):
+        zk = zk.to(torch.float64).to("cpu")
+        V = zk.vertices().numpy()  # (2m, 2), counter-clockwise
+        lab = label if (label is not None and k == 0) else None
+        ax.add_patch(Polygon(V, closed=True, facecolor=col, alpha=alpha, edgecolor="none"))
+        ax.add_patch(
+            Polygon(V, closed=True, fill=False, edgecolor=col, linewidth=linewidth, label=lab)
+        )
+        c = zk.center.numpy()
+        if show_center:
+            ax.plot(*c, "o", color=col, markersize=4)
+        if show_generators:
+            for g in zk.generators.numpy():
+                if abs(g).sum() > 0:
+                    ax.annotate(
+                        "",
+                        xy=c + g,
+                        xytext=c,
+                        arrowprops=dict(arrowstyle="->", color=col, linewidth=1.2),
+                    )
+        if show_interval_hull:
+            lo, hi = (t.numpy() for t in zk.interval_hull())
+            ax.add_patch(
+                Rectangle(lo, *(hi - lo), fill=False, edgecolor=col, linestyle="--", linewidth=1.0)
+            )
+        # Patches and annotations do not update the data limits: include every drawn point.
+        lo, hi = (t.numpy() for t in zk.interval_hull())
+        ax.update_datalim([lo, hi])
+    ax.autoscale_view()
+    # "datalim" keeps the axes box; matplotlib forbids it for shared axes, which get "box".
+    shared = len(ax.get_shared_x_axes().get_siblings(ax)) > 1
+    ax.set_aspect("equal", adjustable="box" if shared else "datalim")
+    return ax
+
+
+def plot_zonotope_3d(
+    z: Zonotope,
+    fig=None,
+    *,
+    color=None,
+    opacity: float = 0.35,
+    show_center: bool = True,
+    name: str | None = None,
+):
+    """Draw 3-D zonotopes with plotly: a ``Mesh3d`` of the convex hull of the exact vertices
+    (:meth:`Zonotope.vertices`, then ``scipy.spatial.ConvexHull`` for the triangles), plus the
+    centre. A batched ``z`` adds one mesh per member in this call. Returns a
+    ``plotly.graph_objects.Figure`` (``fig`` if given)."""
+    import plotly.graph_objects as go
+    from scipy.spatial import ConvexHull
+
+    if not isinstance(z, Zonotope):
+        raise TypeError(f"z must be a mzlite.zonotope.Zonotope, got {type(z).__name__}")
+    if z.dim != 3:
+        raise ValueError(f"plot_zonotope_3d draws zonotopes of dim d = 3, got d = {z.dim}")
+    fig = go.Figure() if fig is None else fig
+    members = _members(z)
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
+    colours = (
+        [palette[k % len(palette)] for k in range(len(members))]
+        if color is None
+        else (list(color) if isinstance(color, (list, tuple)) else [color] * len(members))
+    )
+    for k, (zk, col) in enumerate(zip(members, colours, strict=True)):
+        V = zk.to(torch.float64).to("cpu").vertices().numpy()  # (n_v, 3)
+        tri = ConvexHull(V).simplices  # (n_t, 3) vertex indices
+        label = name if len(members) == 1 else f"{name or 'Z'}[{k}]"
+        fig.add_trace(
+            go.Mesh3d(
+                x=V[:, 0], y=V[:, 1], z=V[:, 2], i=tri[:, 0], j=tri[:, 1], k=tri[:, 2],
+                color=col, opacity=opacity, flatshading=True, name=label, showlegend=True,
+            )
+        )  # fmt: skip
+        if show_center:
+            c = zk.center.detach().cpu().numpy()
+            fig.add_trace(
+                go.Scatter3d(
+                    x=[c[0]], y=[c[1]], z=[c[2]], mode="markers",
+                    marker=dict(size=3, color=col), showlegend=False,
+                )
+            )  # fmt: skip
+    fig.update_layout(scene=dict(aspectmode="data"), margin=dict(l=0, r=0, t=30, b=0))
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Operators, gates and training curves (chapters 2 and 3)
+# ---------------------------------------------------------------------------------------------
+
+__all__ += ["plot_operator", "plot_operators", "plot_gates", "plot_curves"]
+
+
+def _matrix(name: str, M) -> torch.Tensor:
+    if not isinstance(M, torch.Tensor):
+        M = torch.as_tensor(M)
+    if M.ndim != 2:
+        raise ValueError(f"{name} must be a matrix of shape (p, q), got shape {tuple(M.shape)}")
+    return M.detach().to("cpu", torch.float64)
+
+
+def plot_operator(
+    M,
+    ax=None,
+    *,
+    title: str | None = None,
+    vmax: float | None = None,
+    cmap: str = "RdBu_r",
+    colorbar: bool = True,
+    annotate: bool = False,
+):
+    """Heatmap of one operator matrix ``M`` (p, q), e.g. a head's ``M(mu)`` (Eq. eq:mz-main).
+
+    The colour scale is symmetric around 0 (``vmax`` defaults to ``max |M|``) so that signs read
+    the same in every panel; pass one ``vmax`` to compare several operators. ``annotate`` writes
+    the entries (for small matrices). Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    M = _matrix("M", M)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3.2, 3.0))
+    vmax = float(M.abs().max()) or 1.0 if vmax is None else float(vmax)
+    im = ax.imshow(M.numpy(), cmap=cmap, vmin=-vmax, vmax=vmax)
+    if annotate:
+        for (i, j), v in zip(
+            torch.cartesian_prod(torch.arange(M.shape[0]), torch.arange(M.shape[1])).tolist(),
+            M.flatten().tolist(),
+            strict=True,
+        ):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title is not None:
+        ax.set_title(title, fontsize=9)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    return ax
+
+
+def plot_operators(
+    Ms,
+    titles=None,
+    *,
+    vmax: float | None = None,
+    ncols: int | None = None,
+    suptitle: str | None = None,
+):
+    """A row (or grid) of operator heatmaps on ONE shared symmetric colour scale.
+
+    ``Ms``: a sequence of matrices or a tensor (k, p, q); ``titles``: one per matrix. Returns the
+    figure."""
+    import matplotlib.pyplot as plt
+
+    mats = [_matrix(f"Ms[{i}]", M) for i, M in enumerate(Ms)]
+    if not mats:
+        raise ValueError("Ms must hold at least one matrix")
+    if titles is not None and len(titles) != len(mats):
+        raise ValueError(f"titles must have one entry per matrix ({len(mats)}), got {len(titles)}")
+    vmax = max(float(M.abs().max()) for M in mats) or 1.0 if vmax is None else float(vmax)
+    ncols = ncols or len(mats)
+    nrows = -(-len(mats) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2.6 * ncols, 2.5 * nrows), squeeze=False)
+    for k, ax in enumerate(axes.flat):
+        if k < len(mats):
+            plot_operator(
+                mats[k], ax, title=None if titles is None else titles[k], vmax=vmax, colorbar=False
+            )
+        else:
+            ax.axis("off")
+    im = axes.flat[0].images[0]
+    fig.colorbar(im, ax=axes.ravel().tolist(), fraction=0.02, pad=0.02)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def plot_gates(gamma, ax=None, *, labels=None, title: str | None = None):
+    """Bar chart of gate values ``gamma`` in [-1, 1] (Eq. eq:mz-main: ``gamma = tanh(W_gamma
+    cbar)``). ``gamma``: (L,) one set, or (k, L) for ``k`` sets side by side (one colour per set,
+    ``labels`` names them). Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    g = torch.as_tensor(gamma).detach().to("cpu", torch.float64)
+    if g.ndim == 1:
+        g = g.unsqueeze(0)
+    if g.ndim != 2:
+        raise ValueError(f"gamma must have shape (L,) or (k, L), got {tuple(g.shape)}")
+    k, L = g.shape
+    if labels is not None and len(labels) != k:
+        raise ValueError(f"labels must have one entry per row of gamma ({k}), got {len(labels)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(1.2 + 0.5 * L * k**0.5, 2.8))
+    width = 0.8 / k
+    for i in range(k):
+        xs = [l_ - 0.4 + width * (i + 0.5) for l_ in range(L)]
+        ax.bar(xs, g[i].numpy(), width=width, label=None if labels is None else labels[i])
+    ax.axhline(0.0, color="k", linewidth=0.8)
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_xticks(range(L), [f"$\\gamma_{{{l_ + 1}}}$" for l_ in range(L)])
+    if labels is not None:
+        ax.legend(fontsize=7)
+    if title is not None:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+def plot_curves(
+    curves: dict,
+    ax=None,
+    *,
+    logy: bool = True,
+    xlabel: str = "step",
+    ylabel: str = "loss",
+    title: str | None = None,
+):
+    """Line plot of named curves, e.g. training losses ``{"standard": [...], "MZ": [...]}``
+    (each a sequence of numbers, one per step). Log scale by default. Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    if not isinstance(curves, dict) or not curves:
+        raise ValueError("curves must be a non-empty dict {name: sequence of numbers}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.5))
+    for name, ys in curves.items():
+        ys = torch.as_tensor(ys, dtype=torch.float64).flatten()
+        ax.plot(ys.numpy(), label=name)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    return ax
