@@ -293,17 +293,25 @@ def plot_curves(
     ylabel: str = "loss",
     title: str | None = None,
 ):
-    """Line plot of named curves, e.g. training losses ``{"standard": [...], "MZ": [...]}``
-    (each a sequence of numbers, one per step). Log scale by default. Returns the axes."""
+    """Line plot of named curves, e.g. training losses ``{"standard": [...], "MZ": [...]}``.
+
+    Each value is a sequence of numbers (plotted against 0, 1, 2, ...) or a pair ``(xs, ys)``
+    (e.g. a test loss measured every few steps). Log scale by default. Returns the axes."""
     import matplotlib.pyplot as plt
 
     if not isinstance(curves, dict) or not curves:
         raise ValueError("curves must be a non-empty dict {name: sequence of numbers}")
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.5))
-    for name, ys in curves.items():
-        ys = torch.as_tensor(ys, dtype=torch.float64).flatten()
-        ax.plot(ys.numpy(), label=name)
+    for name, value in curves.items():
+        if isinstance(value, tuple) and len(value) == 2:
+            xs, ys = (torch.as_tensor(v, dtype=torch.float64).flatten() for v in value)
+            if xs.shape != ys.shape:
+                raise ValueError(f"curves[{name!r}] = (xs, ys) must have equal lengths")
+        else:
+            ys = torch.as_tensor(value, dtype=torch.float64).flatten()
+            xs = torch.arange(len(ys), dtype=torch.float64)
+        ax.plot(xs.numpy(), ys.numpy(), label=name)
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -312,3 +320,5 @@ def plot_curves(
     if title is not None:
         ax.set_title(title, fontsize=10)
     return ax
+
+
