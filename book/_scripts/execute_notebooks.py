@@ -23,8 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "notebooks"
 TARGET = ROOT / "book" / "chapters"
-# Everything a chapter's output can depend on besides its own source.
-DEPENDENCY_GLOBS = ["mzlite/**/*.py", "data/results/**/*.json", "data/paper/**/*.json", "data/checkpoints/**/*"]
+# Everything a chapter's output can depend on besides its own source. Smoke results are not an
+# input: the chapters write them while they execute (they are not committed either).
+DEPENDENCY_GLOBS = ["mzlite/**/*.py", "data/results/full/**/*.json", "data/paper/**/*.json", "data/checkpoints/**/*"]
 # The renderer that embeds plotly.js in the output, so figures render offline (see book-toolchain notes).
 KERNEL_ENV = {"PLOTLY_RENDERER": "notebook"}
 # plotly's notebook renderer hard-codes a MathJax CDN <script> into every figure. The book page
