@@ -38,15 +38,6 @@ SMALL = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models on a shared 2-core machine: one thread is >10x faster than two (contention)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _model(name, seed=0, d_out=2, **kw):
     return build_model(name, D_IN, d_out, device="cpu", seed=seed, **{**SMALL[name], **kw}).eval()
 

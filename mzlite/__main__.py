@@ -1,0 +1,112 @@
+"""``python -m mzlite``: list, run and report the paper's tables (see ``mzlite.experiments``).
+
+    python -m mzlite list
+    python -m mzlite run tab:meb --profile smoke
+    python -m mzlite run tab:meb --profile full --seeds 0-4 --device cuda --workers 4 \\
+        --models mz_full,st
+    python -m mzlite report tab:meb --profile smoke [--format text]
+
+Bad input (unknown table, profile or model, an invalid seed range) prints what is valid and
+exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m mzlite", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("list", help="tables, their cells and profiles, results on disk")
+    p.add_argument("table", nargs="?", help="show this table's cells")
+    p.add_argument("--results-dir", default=None)
+
+    p = sub.add_parser("run", help="run the missing (cell, seed) jobs of a table")
+    p.add_argument("table")
+    p.add_argument("--profile", default="smoke", help="smoke (default) or full")
+    p.add_argument("--seeds", default=None, help="e.g. 0-4 or 0,2,5 (default: the profile's)")
+    p.add_argument("--device", default="auto", help="auto (default), cpu or cuda")
+    p.add_argument("--workers", type=int, default=1, help="parallel training processes")
+    p.add_argument("--threads", type=int, default=None, help="torch threads per job")
+    p.add_argument("--models", default=None, help="comma-separated model names or ids")
+    p.add_argument("--cells", default=None, help="comma-separated cell-id glob patterns")
+    p.add_argument("--results-dir", default=None)
+    p.add_argument("--cache-dir", default=None)
+    p.add_argument("--quiet", action="store_true")
+
+    p = sub.add_parser("report", help="our results beside the paper's numbers")
+    p.add_argument("table")
+    p.add_argument("--profile", default="smoke")
+    p.add_argument("--format", choices=("markdown", "text"), default="markdown")
+    p.add_argument("--results-dir", default=None)
+    return ap
+
+
+def _split(s):
+    return None if s is None else [x.strip() for x in s.split(",") if x.strip()]
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from mzlite import experiments as ex
+
+    try:
+        if args.cmd == "list":
+            if args.table:
+                spec = ex.get_table(args.table)
+                print(f"{spec.label}: {spec.title}")
+                for c in spec.cells:
+                    refs = "; ".join(f"{r.row} x {r.column} ({r.metric})" for r in c.paper)
+                    print(
+                        f"  {c.id:32s} {c.part:8s} {c.task} {c.options} {c.model} "
+                        f"{c.model_kwargs or ''} -> {refs or 'no paper number'}"
+                    )
+                return 0
+            print(f"profiles: {', '.join(ex.PROFILES)}")
+            for r in ex.list_tables(args.results_dir):
+                print(
+                    f"{r['label']:22s} {r['cells']:3d} cells ({r['ablation_cells']} ablation)  "
+                    f"smoke {r['smoke_results']}/{r['smoke_jobs']}  "
+                    f"full {r['full_results']}/{r['full_jobs']}  {r['title']}"
+                )
+            return 0
+        if args.cmd == "run":
+            seeds = None if args.seeds is None else ex.parse_seeds(args.seeds)
+            out = ex.run(
+                args.table,
+                args.profile,
+                seeds=seeds,
+                device=args.device,
+                workers=args.workers,
+                models=_split(args.models),
+                results_dir=args.results_dir,
+                progress=not args.quiet,
+                cells=_split(args.cells),
+                cache_dir=args.cache_dir,
+                threads=args.threads,
+            )
+            print(
+                f"done {len(out['done'])}, skipped {len(out['skipped'])}, "
+                f"failed {len(out['failed'])}"
+            )
+            return 1 if out["failed"] else 0
+        if args.cmd == "report":
+            from mzlite.report import report
+
+            r = report(args.table, args.profile, args.results_dir)
+            print(r.to_markdown() if args.format == "markdown" else r.to_text())
+            return 0
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished results are kept; a rerun resumes", file=sys.stderr)
+        return 130
+    return 2  # pragma: no cover
+
+
+if __name__ == "__main__":
+    sys.exit(main())

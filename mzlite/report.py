@@ -1,0 +1,236 @@
+"""Our numbers beside the paper's, one table at a time.
+
+    from mzlite.report import report
+    r = report("tab:meb", profile="smoke")    # a Report: rows of plain dicts, no pandas
+    print(r.to_markdown())                     # or r.to_text(); in a notebook it renders as HTML
+
+Each row is one (paper row, paper column, metric) of the table: our mean +/- std over the seeds
+found on disk, how many seeds and epochs actually ran and on what device, beside the paper's
+printed mean +/- std (``data/paper``; "--" where the paper has no number). Derived numbers (the
+"MSE ratio" of tab:tdof-verify) are ratios of our two cells' mean metrics. Ablation cells (no
+paper number) come in a section of their own.
+
+Choices: std is the sample standard deviation (ddof = 1; none is shown for a single seed); the
+paper does not say which it prints. Results of one profile only: ``load_results`` refuses a
+directory that mixes profiles, and a report names its profile in its title.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import statistics
+
+from mzlite import experiments as ex
+from mzlite.paper import load_paper_table, paper_cell
+
+
+def _fmt(v, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "--"
+    a = abs(v)
+    if a != 0 and (a >= 1e4 or a < 1e-3):
+        return f"{v:.3g}"
+    if a >= 100:
+        return f"{v:.1f}"
+    return f"{v:.{digits}f}"
+
+
+def _pm(mean, std) -> str:
+    if mean is None:
+        return "--"
+    return _fmt(mean) if std is None else f"{_fmt(mean)} ± {_fmt(std)}"
+
+
+def _stats(values: list[float]) -> tuple[float | None, float | None]:
+    vals = [v for v in values if v is not None and math.isfinite(v)]
+    if not vals:
+        return None, None
+    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else None)
+
+
+def _epochs(results: list[dict]) -> str:
+    eps = sorted(r.get("epochs_run", 0) for r in results)
+    if not eps:
+        return "--"
+    return str(eps[0]) if eps[0] == eps[-1] else f"{eps[0]}-{eps[-1]}"
+
+
+def _devices(results: list[dict]) -> str:
+    devs = set()
+    for r in results:
+        p = r.get("provenance", {})
+        devs.add(p.get("gpu_name") or p.get("device") or "?")
+    return ", ".join(sorted(devs)) or "--"
+
+
+class Report:
+    """A table of rows (plain dicts) with ``to_markdown()``, ``to_text()`` and ``_repr_html_``.
+
+    Row keys: ``part`` ("main" | "ablation" | "derived"), ``row``, ``column``, ``metric``,
+    ``cells`` (our cell ids), ``ours_mean``, ``ours_std``, ``ours_values`` (per seed), ``seeds``
+    (list), ``epochs`` (text, e.g. "12-40"), ``device``, ``params`` (ours), ``paper_mean``,
+    ``paper_std``, ``paper_text`` (as printed), ``paper_params``."""
+
+    COLUMNS = ("row", "column", "metric", "ours", "paper", "seeds", "epochs", "params", "device")
+
+    def __init__(self, label: str, title: str, profile: str, rows: list[dict], notes: str = ""):
+        self.label, self.title, self.profile = label, title, profile
+        self.rows, self.notes = rows, notes
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _cells(self, r: dict) -> dict:
+        ours = _pm(r["ours_mean"], r["ours_std"]) if r["seeds"] else "not run"
+        params = "--" if r["params"] is None else f"{r['params'] / 1e3:.0f}K"
+        if r.get("paper_params"):
+            params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
+        return {
+            "row": r["row"],
+            "column": r["column"],
+            "metric": r["metric"],
+            "ours": ours,
+            "paper": r["paper_text"],
+            "seeds": str(len(r["seeds"])),
+            "epochs": r["epochs"],
+            "params": params,
+            "device": r["device"],
+        }
+
+    def _sections(self):
+        for part, name in (("main", None), ("derived", "Derived"), ("ablation", "Ablation")):
+            rows = [self._cells(r) for r in self.rows if r["part"] == part]
+            if rows:
+                yield name, rows
+
+    def _heading(self) -> str:
+        return f"{self.label}: {self.title} [profile: {self.profile}]"
+
+    def to_markdown(self) -> str:
+        out = [f"**{self._heading()}**", ""]
+        for name, rows in self._sections():
+            if name:
+                out += ["", f"*{name}*" + (" (no paper numbers)" if name == "Ablation" else "")]
+                out.append("")
+            out.append("| " + " | ".join(self.COLUMNS) + " |")
+            out.append("|" + "---|" * len(self.COLUMNS))
+            for r in rows:
+                out.append("| " + " | ".join(r[c].replace("|", "/") for c in self.COLUMNS) + " |")
+        if self.notes:
+            out += ["", self.notes]
+        return "\n".join(out)
+
+    def to_text(self) -> str:
+        out = [self._heading()]
+        for name, rows in self._sections():
+            if name:
+                out += ["", name + (" (no paper numbers)" if name == "Ablation" else "")]
+            w = {c: max(len(c), *(len(r[c]) for r in rows)) for c in self.COLUMNS}
+            out.append("  ".join(c.ljust(w[c]) for c in self.COLUMNS))
+            out.append("  ".join("-" * w[c] for c in self.COLUMNS))
+            out += ["  ".join(r[c].ljust(w[c]) for c in self.COLUMNS) for r in rows]
+        if self.notes:
+            out += ["", self.notes]
+        return "\n".join(out)
+
+    __str__ = to_text
+
+    def _repr_html_(self) -> str:
+        parts = [f"<p><b>{html.escape(self._heading())}</b></p>"]
+        for name, rows in self._sections():
+            if name:
+                parts.append(f"<p><i>{html.escape(name)}</i></p>")
+            head = "".join(f"<th>{c}</th>" for c in self.COLUMNS)
+            body = "".join(
+                "<tr>" + "".join(f"<td>{html.escape(r[c])}</td>" for c in self.COLUMNS) + "</tr>"
+                for r in rows
+            )
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        if self.notes:
+            parts.append(f"<p>{html.escape(self.notes)}</p>")
+        return "".join(parts)
+
+
+def report(table, profile: str = "smoke", results_dir=None) -> Report:
+    """Our results for ``table`` under ``profile`` beside the paper's numbers (see module doc).
+    Cells without results appear as "not run"."""
+    spec = ex.get_table(table)
+    prof = ex.get_profile(profile)
+    results = ex.load_results(spec, prof.name, results_dir)
+    by_cell: dict[str, list[dict]] = {}
+    for r in results:
+        by_cell.setdefault(r["cell"], []).append(r)
+    paper_cols = load_paper_table(spec.label)["columns"]
+    rows = []
+    for c in spec.cells:
+        res = sorted(by_cell.get(c.id, []), key=lambda r: r["seed"])
+        refs = c.paper or (ex.PaperRef(c.row, c.column, "r2"),)
+        for ref in refs:
+            vals = [
+                None if r["metrics"]["test"].get(ref.metric) is None
+                else r["metrics"]["test"][ref.metric] * ref.scale
+                for r in res
+            ]  # fmt: skip
+            mean, std = _stats(vals)
+            pc = paper_cell(spec.label, ref.row, ref.column) if c.paper else None
+            pp = None
+            if c.paper and "Params" in paper_cols:
+                pp = paper_cell(spec.label, ref.row, "Params").get("mean")
+            params = [r["params"] for r in res if r.get("params")]
+            metric = ref.metric + (f" x {ref.scale:g}" if ref.scale != 1.0 else "")
+            rows.append(
+                {
+                    "part": c.part,
+                    "row": c.row,
+                    "column": c.column,
+                    "metric": metric,
+                    "cells": [c.id],
+                    "ours_mean": mean,
+                    "ours_std": std,
+                    "ours_values": vals,
+                    "seeds": [r["seed"] for r in res],
+                    "epochs": _epochs(res),
+                    "device": _devices(res) if res else "--",
+                    "params": params[0] if params and c.model != ex.SET_STATS else None,
+                    "paper_mean": None if pc is None else pc.get("mean"),
+                    "paper_std": None if pc is None else pc.get("std"),
+                    "paper_text": "--"
+                    if pc is None or pc.get("mean") is None
+                    else _pm(pc["mean"], pc.get("std")),
+                    "paper_params": pp if c.model != ex.SET_STATS else None,
+                }
+            )
+    for d in spec.derived:
+        num, den = by_cell.get(d.num, []), by_cell.get(d.den, [])
+        mn, _ = _stats([r["metrics"]["test"].get(d.metric) for r in num])
+        md, _ = _stats([r["metrics"]["test"].get(d.metric) for r in den])
+        ratio = mn / md if mn is not None and md not in (None, 0.0) else None
+        pc = paper_cell(spec.label, d.row, d.column)
+        rows.append(
+            {
+                "part": "derived",
+                "row": d.row,
+                "column": d.column,
+                "metric": f"{d.metric}({d.num}) / {d.metric}({d.den})",
+                "cells": [d.num, d.den],
+                "ours_mean": ratio,
+                "ours_std": None,
+                "ours_values": [ratio],
+                "seeds": sorted({r["seed"] for r in num} & {r["seed"] for r in den}),
+                "epochs": _epochs(num + den),
+                "device": _devices(num + den) if num + den else "--",
+                "params": None,
+                "paper_mean": pc.get("mean"),
+                "paper_std": pc.get("std"),
+                "paper_text": _pm(pc.get("mean"), pc.get("std")),
+                "paper_params": None,
+            }
+        )
+    notes = spec.notes
+    if prof.name == "smoke":
+        notes = (notes + " " if notes else "") + (
+            "Smoke profile: tiny data and 3 epochs; it checks the pipeline, its numbers are not "
+            "comparable to the paper's."
+        )
+    return Report(spec.label, spec.title, prof.name, rows, notes)

@@ -1,0 +1,417 @@
+"""The experiment registry, runner, CLI and report (mzlite.experiments, mzlite.report).
+
+Everything writes to temporary directories (results and dataset cache); training uses the smoke
+profile restricted to a few cells so the whole file runs in a couple of minutes on a CPU."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from mzlite import experiments as ex
+from mzlite.__main__ import main as cli
+from mzlite.paper import load_paper_table, paper_cell
+from mzlite.report import report
+from mzlite.tasks import make_splits, make_task
+from mzlite.train import fit
+
+REPO = Path(__file__).resolve().parents[1]
+TDOF_CELLS = ["L4-*", "L32-*"]
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    """One results and one cache directory for the module (datasets are generated once)."""
+    root = tmp_path_factory.mktemp("exp")
+    return {"results_dir": root / "results", "cache_dir": root / "cache"}
+
+
+def _run(table, dirs, **kw):
+    kw.setdefault("progress", False)
+    return ex.run(table, "smoke", threads=1, data_workers=1, **dirs, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+# ---------------------------------------------------------------------------------------------
+
+
+def test_registry_has_the_required_tables():
+    for label in ("tab:meb", "tab:tdof-verify", "tab:main-results"):
+        assert label in ex.TABLES
+    assert set(ex.PROFILES) == {"smoke", "full"}
+
+
+@pytest.mark.parametrize("label", ex.TABLES)
+def test_every_paper_reference_exists(label):
+    spec = ex.get_table(label)
+    table = load_paper_table(label)  # raises if data/paper lacks the table
+    assert table["label"] == label
+    for c in spec.cells:
+        for ref in c.paper:
+            cell = paper_cell(label, ref.row, ref.column)  # KeyError if row/column is wrong
+            assert "mean" in cell
+        if c.part == "ablation" or c.model == ex.SET_STATS:
+            assert not c.paper  # extra cells never claim a paper number
+    for d in spec.derived:
+        assert paper_cell(label, d.row, d.column)["mean"] is not None
+    # every task setting shows how hard it is: one set-statistics row per (task, options)
+    settings = {(c.task, json.dumps(c.options, sort_keys=True)) for c in spec.cells}
+    stats = {
+        (c.task, json.dumps(c.options, sort_keys=True))
+        for c in spec.cells
+        if c.model == ex.SET_STATS
+    }
+    assert stats == settings
+
+
+@pytest.mark.parametrize("label", ["tab:meb", "tab:tdof-verify", "tab:main-results"])
+def test_core_tables_cover_every_paper_number(label):
+    """Independent of the spec: walk data/paper and check each R^2/MSE number has a cell."""
+    spec = ex.get_table(label)
+    covered = {(r.row, r.column) for c in spec.cells for r in c.paper}
+    covered |= {(d.row, d.column) for d in spec.derived}
+    missing = []
+    for row in load_paper_table(label)["rows"]:
+        for col, cell in row["cells"].items():
+            if col == "Params" or cell["mean"] is None:
+                continue
+            if label == "tab:main-results" and col.startswith(("Task C", "Task E")):
+                continue  # ModelNet40 / ScanObjectNN: no offline data (stated in the notes)
+            if (row["row"], col) not in covered:
+                missing.append((row["row"], col))
+    assert not missing
+
+
+def test_full_profile_follows_the_paper_protocol():
+    j = next(j for j in ex.jobs("tab:meb", "full") if j.cell.id == "d8-mz_full")
+    cfg = j.train_config()
+    # app:impl hyperparameter table
+    assert (cfg.epochs, cfg.lr, cfg.weight_decay, cfg.warmup_epochs) == (200, 1e-4, 1e-5, 5)
+    assert (cfg.patience, cfg.grad_clip, cfg.batch_size) == (20, 1.0, 256)
+    assert not cfg.normalize_targets
+    assert len([x for x in ex.jobs("tab:meb", "full") if x.cell.id == "d8-mz_full"]) == 5
+    # tab:main-results Task A: 5 seeds, 3 for the parameter-matched models; Task B: 5K/1K/1K
+    full = ex.jobs("tab:main-results", "full")
+    assert sum(x.cell.id == "A-st" for x in full) == 5
+    assert sum(x.cell.id == "A-st_large" for x in full) == 3
+    assert next(x for x in full if x.cell.id == "B-st").sizes == (5_000, 1_000, 1_000)
+    # normed tables standardise targets, raw ones do not
+    jn = next(iter(ex.jobs("tab:mst-normed", "full", models=["st"])))
+    assert jn.train_config().normalize_targets
+    smoke = ex.jobs("tab:meb", "smoke")
+    assert all(x.sizes == (128, 64, 64) and x.train_config().epochs == 3 for x in smoke)
+
+
+def _build_args():
+    """One (cell, d_in, d_out) per distinct model configuration of the registry."""
+    seen = {}
+    for label in ex.TABLES:
+        for c in ex.get_table(label).cells:
+            if c.model == ex.SET_STATS:
+                continue
+            key = (c.model, json.dumps(c.model_kwargs, sort_keys=True), c.match_params)
+            if key not in seen or c.options.get("d", 99) < seen[key].options.get("d", 99):
+                seen[key] = c
+    return list(seen.values())
+
+
+@functools.cache
+def _tiny(task, opts):
+    return make_task(task, 4, 0, **json.loads(opts))
+
+
+def test_every_model_builds_and_runs():
+    for c in _build_args():
+        opts = dict(c.options)
+        if c.task == "rotation_matching":
+            opts["d"] = min(opts.get("d", 8), 64)  # d=512 is the same model, only wider
+        tr = _tiny(c.task, json.dumps(opts, sort_keys=True))
+        model = ex.build_cell_model(c, tr.d_in, tr.d_out, seed=0, device="cpu").eval()
+        with torch.no_grad():
+            out = model(tr.x, tr.mask)
+        assert out.shape == (4, tr.d_out), c.id
+
+
+def test_parameter_counts_match_the_paper():
+    """Counts computed from the specs against the paper's printed counts (independent numbers)."""
+
+    def params(label, cell_id, d_in):
+        c = ex.get_table(label).cell(cell_id)
+        m = ex.build_cell_model(c, d_in, 1, seed=0, device="cpu")
+        return sum(p.numel() for p in m.parameters())
+
+    # quadratic TDOF: d_in = 32
+    assert abs(params("tab:tdof-verify", "L4-st_4l", 32) - 344_000) / 344_000 < 0.01  # tab:depth
+    assert abs(params("tab:gen-ablation", "L16-nmz1", 32) - 247_000) / 247_000 < 0.01
+    assert abs(params("tab:meb", "d8-hypernet_r8", 8) - 360_000) / 360_000 < 0.01
+    assert abs(params("tab:meb", "d8-la_st", 8) - 359_000) / 359_000 < 0.01
+    assert abs(params("tab:meb", "d8-st", 8) - 208_000) / 208_000 < 0.01
+    assert abs(params("tab:meb", "d8-hypernet_r64", 8) - 1.3e6) / 1.3e6 < 0.01
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bad_inputs_raise_with_the_valid_choices():
+    with pytest.raises(ValueError, match="valid tables: tab:meb"):
+        ex.get_table("tab:nope")
+    with pytest.raises(ValueError, match="valid profiles"):
+        ex.jobs("tab:meb", "medium")
+    with pytest.raises(ValueError, match="valid: .*mz_full"):
+        ex.jobs("tab:meb", models=["mz_huge"])
+    for bad in ("4-0", "a", "1-", "-1", ""):
+        with pytest.raises(ValueError, match="seed"):
+            ex.parse_seeds(bad)
+    assert ex.parse_seeds("0-4") == [0, 1, 2, 3, 4]
+    assert ex.parse_seeds("0,2,5") == [0, 2, 5]
+    assert ex.parse_seeds("3") == [3]
+    with pytest.raises(ValueError, match="d must be an int >= 1"):
+        ex.Cell("x", "meb_radius", {"d": 0}, "st", "r", "c")
+    with pytest.raises(ValueError, match="n_min must be <= n_max"):
+        ex.Cell("x", "meb_radius", {"n_min": 30, "n_max": 10}, "st", "r", "c")
+    with pytest.raises(ValueError, match=r"unknown option.*valid: \['d'"):
+        ex.Cell("x", "meb_radius", {"dim": 8}, "st", "r", "c")
+    with pytest.raises(ValueError, match="valid models: .*mz_full"):
+        ex.Cell("x", "meb_radius", {}, "transformer", "r", "c")
+    with pytest.raises(ValueError, match="workers"):
+        ex.run("tab:meb", workers=0, progress=False)
+
+
+def test_cli_bad_input_exits_2(capsys):
+    assert cli(["run", "tab:nope"]) == 2
+    assert "valid tables" in capsys.readouterr().err
+    assert cli(["run", "tab:meb", "--seeds", "4-0"]) == 2
+    assert "seed" in capsys.readouterr().err
+    assert cli(["run", "tab:meb", "--models", "nope"]) == 2
+    assert "valid" in capsys.readouterr().err
+    assert cli(["report", "tab:meb", "--profile", "medium"]) == 2
+    r = subprocess.run(
+        [sys.executable, "-m", "mzlite", "run", "tab:meb", "--seeds", "a"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert r.returncode == 2 and "invalid seeds" in r.stderr
+
+
+def test_cli_list(capsys, dirs):
+    assert cli(["list", "--results-dir", str(dirs["results_dir"])]) == 0
+    out = capsys.readouterr().out
+    assert "tab:meb" in out and "smoke" in out and "full" in out
+    assert cli(["list", "tab:tdof-verify"]) == 0
+    assert "L4-mz_1l" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+PROVENANCE = {
+    "device", "gpu_name", "torch", "mzlite", "python", "git_commit", "git_dirty", "hostname",
+    "timestamp",
+}  # fmt: skip
+TOP = {
+    "format", "table", "cell", "seed", "profile", "task", "task_options", "model",
+    "model_config", "model_kwargs", "params", "train_config", "metrics", "epochs_run",
+    "stop_reason", "wall_time_s", "history", "dataset_keys", "provenance", "sizes",
+}  # fmt: skip
+
+
+def test_result_json_has_metrics_and_provenance(dirs):
+    out = _run("tab:tdof-verify", dirs, cells=["L4-st_4l", "L4-set_stats"])
+    assert len(out["done"]) == 2 and not out["failed"]
+    res = json.loads(Path(out["done"][0]).read_text())
+    assert TOP <= set(res) and PROVENANCE <= set(res["provenance"])
+    assert res["profile"] == "smoke" and res["table"] == "tab:tdof-verify"
+    assert res["epochs_run"] == 3 == len(res["history"]["train_loss"])
+    assert res["train_config"]["epochs"] == 3 and res["model_config"]["n_enc"] == 4
+    assert res["params"] == sum(
+        p.numel()
+        for p in ex.build_cell_model(ex.get_table("tab:tdof-verify").cell("L4-st_4l"), 32, 1, 0)
+        .cpu()
+        .parameters()
+    )
+    # test R^2 and MSE agree with the test targets' own variance (regenerated independently)
+    te = make_splits("quadratic_tdof", 128, 64, 64, 0, L=4).test
+    var = te.y.double().var(unbiased=False).item()
+    m = res["metrics"]["test"]
+    assert m["r2"] == pytest.approx(1 - m["mse"] / var, rel=1e-6, abs=1e-9)
+    if shutil.which("git") and (REPO / ".git").exists():
+        assert isinstance(res["provenance"]["git_commit"], str)
+        assert len(res["provenance"]["git_commit"]) == 40
+    # no checkpoint is left behind by a finished job
+    assert not list(Path(dirs["cache_dir"], "checkpoints").rglob("*.pt"))
+    stats = json.loads(Path(out["done"][1]).read_text())
+    assert stats["model"] == ex.SET_STATS and -1.0 < stats["metrics"]["test"]["r2"] <= 1.0
+
+
+def test_smoke_and_full_never_mix(dirs):
+    _run("tab:tdof-verify", dirs, cells=["L4-set_stats"])
+    smoke = ex.result_path("tab:tdof-verify", "L4-set_stats", 0, "smoke", dirs["results_dir"])
+    full = ex.result_path("tab:tdof-verify", "L4-set_stats", 0, "full", dirs["results_dir"])
+    assert smoke.exists() and smoke != full and "smoke" in smoke.parts and "full" in full.parts
+    assert ex.load_results("tab:tdof-verify", "full", dirs["results_dir"]) == []
+    full.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(smoke, full)  # a smoke result where a full one belongs
+    try:
+        with pytest.raises(ValueError, match="refusing to mix"):
+            ex.load_results("tab:tdof-verify", "full", dirs["results_dir"])
+        with pytest.raises(ValueError, match="refusing to mix"):
+            report("tab:tdof-verify", "full", dirs["results_dir"])
+        with pytest.raises(ValueError, match="different experiment"):
+            ex.run("tab:tdof-verify", "full", cells=["L4-set_stats"], progress=False, **dirs)
+    finally:
+        full.unlink()
+
+
+def _cli_run(dirs, *extra):
+    return [
+        sys.executable, "-m", "mzlite", "run", "tab:tdof-verify", "--profile", "smoke",
+        "--cells", "L8-*", "--threads", "1",
+        "--results-dir", str(dirs["results_dir"]), "--cache-dir", str(dirs["cache_dir"]), *extra,
+    ]  # fmt: skip
+
+
+def test_killed_run_resumes_and_skips_finished_results(dirs):
+    expected = {j.result_path for j in ex.jobs("tab:tdof-verify", "smoke", cells=["L8-*"],
+                                                results_dir=dirs["results_dir"])}  # fmt: skip
+    assert len(expected) == 3 and not any(p.exists() for p in expected)
+    proc = subprocess.Popen(_cli_run(dirs), cwd=REPO, stdout=subprocess.PIPE, text=True)
+    t0 = time.time()
+    try:
+        while not any(p.exists() for p in expected):
+            assert proc.poll() is None, "the run ended before its first result"
+            assert time.time() - t0 < 120
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)  # the hardest interruption: no cleanup at all
+        proc.wait()
+    first = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in expected if p.exists()}
+    assert 1 <= len(first) < len(expected)
+    r = subprocess.run(_cli_run(dirs), cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert f"skipped {len(first)}" in r.stdout
+    assert all(p.exists() for p in expected)
+    for p, (mtime, content) in first.items():
+        assert p.stat().st_mtime_ns == mtime and p.read_bytes() == content
+    for p in expected:
+        json.loads(p.read_text())  # every file complete (atomic writes)
+    # a third run does nothing
+    r = subprocess.run(_cli_run(dirs), cwd=REPO, capture_output=True, text=True)
+    assert "done 0, skipped 3" in r.stdout
+
+
+def test_interrupted_cell_resumes_from_its_checkpoint(dirs):
+    """A job killed after its first epoch continues from the checkpoint, not from scratch."""
+    (job,) = ex.jobs("tab:tdof-verify", "smoke", cells=["L24-st_4l"], **dirs)
+    cfg = replace(job.train_config(), num_threads=1)  # num_threads may differ on resume
+    tr, va, _ = ex._splits(job)
+    model = ex.build_cell_model(job.cell, tr.d_in, tr.d_out, job.seed, "cpu")
+
+    class Killed(Exception):
+        pass
+
+    def kill(epoch, hist, model):  # called after the epoch's checkpoint is written
+        raise Killed
+
+    with pytest.raises(Killed):
+        fit(model, tr, va, cfg, checkpoint_path=job.checkpoint_path, progress=False,
+            callbacks=[kill])  # fmt: skip
+    ckpt = torch.load(job.checkpoint_path, weights_only=True)
+    assert ckpt["epoch"] == 1 and not ckpt["finished"]
+    _run("tab:tdof-verify", dirs, cells=["L24-st_4l"])
+    res = json.loads(job.result_path.read_text())
+    hist = res["history"]
+    assert res["epochs_run"] == 3 and hist["epoch"] == [1, 2, 3]
+    assert hist["train_loss"][0] == ckpt["history"]["train_loss"][0]  # epoch 1 was not redone
+    assert not job.checkpoint_path.exists()
+    # and the resumed run equals an uninterrupted one (fit's exact-resume guarantee)
+    alt = {"results_dir": Path(dirs["results_dir"]).parent / "results-once",
+           "cache_dir": dirs["cache_dir"]}  # fmt: skip
+    _run("tab:tdof-verify", alt, cells=["L24-st_4l"])
+    once = json.loads(ex.result_path("tab:tdof-verify", "L24-st_4l", 0, "smoke",
+                                     alt["results_dir"]).read_text())  # fmt: skip
+    assert once["history"]["train_loss"] == hist["train_loss"]
+    assert once["metrics"]["test"] == res["metrics"]["test"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Two tables end to end, and the report
+# ---------------------------------------------------------------------------------------------
+
+
+def test_two_tables_smoke_end_to_end_and_report(dirs, capsys):
+    out = _run("tab:tdof-verify", dirs, cells=TDOF_CELLS)
+    assert not out["failed"]
+    out = _run("tab:meb", dirs, models=["st", "mz_full"], cells=["d8-*"])
+    assert not out["failed"] and len(out["done"]) == 3  # st, mz_full, set statistics
+
+    r = report("tab:tdof-verify", "smoke", dirs["results_dir"])
+    rows = {(x["row"], x["column"]): x for x in r.rows}
+    mz = rows[("MZAttn-1L", "L=4")]
+    assert mz["paper_mean"] == 0.995 and mz["paper_std"] == 0.002  # tab:tdof-verify, L=4
+    assert mz["seeds"] == [0] and mz["epochs"] == "3" and mz["ours_mean"] is not None
+    ratio = rows[("4", "MSE ratio")]
+    st = json.loads(
+        ex.result_path("tab:tdof-verify", "L4-st_4l", 0, "smoke", dirs["results_dir"]).read_text()
+    )
+    mzr = json.loads(
+        ex.result_path("tab:tdof-verify", "L4-mz_1l", 0, "smoke", dirs["results_dir"]).read_text()
+    )
+    assert ratio["ours_mean"] == pytest.approx(
+        st["metrics"]["test"]["mse"] / mzr["metrics"]["test"]["mse"]
+    )
+    assert ratio["paper_mean"] == 6.6
+    md = r.to_markdown()
+    assert "0.995 ± 0.002" in md and "set statistics (ridge)" in md and "smoke" in md
+    assert "<table>" in r._repr_html_() and "MSE ratio" in r.to_text()
+
+    m = report("tab:meb", "smoke", dirs["results_dir"])
+    got = {(x["row"], x["column"]): x for x in m.rows}
+    assert got[("MZAttn-Full", "d=8")]["paper_text"] == "0.691 ± 0.012"
+    assert got[("MZAttn-Full", "d=8")]["ours_mean"] is not None
+    assert got[("MZAttn-Full", "d=8")]["paper_params"] == 368_000
+    assert got[("Perceiver", "d=8")]["seeds"] == []  # not run: shown as such
+    assert got[("set statistics (ridge)", "d=8")]["paper_text"] == "--"
+    assert cli(["report", "tab:meb", "--results-dir", str(dirs["results_dir"])]) == 0
+    text = capsys.readouterr().out
+    assert "not run" in text and "0.691 ± 0.012" in text and "Ablation" in text
+    # the curves moved: the training loss of MZ fell over the 3 smoke epochs
+    mzres = json.loads(
+        ex.result_path("tab:meb", "d8-mz_full", 0, "smoke", dirs["results_dir"]).read_text()
+    )
+    losses = mzres["history"]["train_loss"]
+    assert len(losses) == 3 and losses[-1] < losses[0]
+
+
+def test_workers_run_jobs_in_parallel_processes(dirs):
+    """workers=2 trains in spawned processes and gives the same results as in-process."""
+    root = Path(dirs["results_dir"]).parent
+    one = {"results_dir": root / "results-w1", "cache_dir": dirs["cache_dir"]}
+    two = {"results_dir": root / "results-w2", "cache_dir": dirs["cache_dir"]}
+    cells = ["L4-st_4l", "L32-st_4l"]
+    assert len(_run("tab:tdof-verify", one, cells=cells)["done"]) == 2
+    out = _run("tab:tdof-verify", two, cells=cells, workers=2)
+    assert len(out["done"]) == 2 and not out["failed"]
+    for cid in ("L4-st_4l", "L32-st_4l"):
+        a, b = (
+            json.loads(ex.result_path("tab:tdof-verify", cid, 0, "smoke", d["results_dir"])
+                       .read_text())
+            for d in (one, two)
+        )  # fmt: skip
+        # same seed, same data, one thread each on the CPU: the same training, bit for bit
+        assert a["history"]["train_loss"] == b["history"]["train_loss"]
+        assert a["metrics"]["test"] == b["metrics"]["test"]
