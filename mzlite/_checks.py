@@ -24,7 +24,9 @@ def as_float_tensor(name: str, x, *, like: torch.Tensor | None = None) -> torch.
             return torch.as_tensor(x, dtype=like.dtype, device=like.device)
         t = torch.as_tensor(x)
     except (TypeError, ValueError, RuntimeError) as e:
-        raise TypeError(f"{name} must be a tensor or array-like of numbers, got {type(x).__name__}") from e
+        raise TypeError(
+            f"{name} must be a tensor or array-like of numbers, got {type(x).__name__}"
+        ) from e
     return t if t.is_floating_point() else t.to(torch.get_default_dtype())
 
 
@@ -41,7 +43,7 @@ def check_finite(name: str, x: torch.Tensor) -> None:
 def check_same(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
     """All tensors share one device and one dtype (no silent casts or transfers)."""
     first = tensors[0]
-    for n, t in zip(names[1:], tensors[1:]):
+    for n, t in zip(names[1:], tensors[1:], strict=False):
         if t.device != first.device:
             raise TypeError(
                 f"{n} is on {t.device} but {names[0]} is on {first.device}; move them to one device"
@@ -60,7 +62,9 @@ def check_mask(mask: torch.Tensor | None, batch: int, n: int, device: torch.devi
         return torch.ones(batch, n, dtype=torch.bool, device=device)
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise TypeError(f"mask must be a bool tensor of shape (B, n) = ({batch}, {n}), True for a real element; got {got}")
+        raise TypeError(
+            f"mask must be a bool tensor of shape (B, n) = ({batch}, {n}), True for a real element; got {got}"
+        )
     if tuple(mask.shape) != (batch, n):
         raise ValueError(f"mask must have shape (B, n) = ({batch}, {n}), got {tuple(mask.shape)}")
     if mask.device != device:
@@ -68,7 +72,9 @@ def check_mask(mask: torch.Tensor | None, batch: int, n: int, device: torch.devi
     empty = ~mask.any(dim=1)
     if bool(empty.any()):
         rows = empty.nonzero().flatten().tolist()[:10]
-        raise ValueError(f"mask has rows with no real element (all False) at batch index {rows}; every set needs at least one element")
+        raise ValueError(
+            f"mask has rows with no real element (all False) at batch index {rows}; every set needs at least one element"
+        )
     return mask
 
 
@@ -78,5 +84,7 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was asked for but CUDA is not available; use device='auto' or 'cpu'")
+        raise ValueError(
+            f"device={device!r} was asked for but CUDA is not available; use device='auto' or 'cpu'"
+        )
     return dev

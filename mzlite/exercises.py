@@ -61,7 +61,11 @@ class Result:
 
     def _repr_html_(self) -> str:
         colour = {"correct": "#1a7f37", "wrong": "#cf222e", "unanswered": "#9a6700"}[self.status]
-        mark = {"correct": "&#10004; Correct", "wrong": "&#10008; Not yet", "unanswered": "&#9998; Not answered yet"}[self.status]
+        mark = {
+            "correct": "&#10004; Correct",
+            "wrong": "&#10008; Not yet",
+            "unanswered": "&#9998; Not answered yet",
+        }[self.status]
         return (
             f'<div class="mz-exercise mz-{self.status}" style="border-left:4px solid {colour};'
             f'padding:0.3em 0.8em;margin:0.3em 0"><b style="color:{colour}">{mark}</b> '
@@ -79,8 +83,12 @@ def check(key: str, answer: object = ..., *, strict: bool = False) -> Result:
         raise KeyError(f"unknown exercise {key!r}; known: {', '.join(sorted(_REGISTRY)) or 'none'}")
     ex = _REGISTRY[key]
     if answer is ... or answer is None:
-        result = Result(key, "unanswered", "replace `...` with your answer and run the cell again."
-                        + (f" Hint: {ex.hint}" if ex.hint else ""))
+        result = Result(
+            key,
+            "unanswered",
+            "replace `...` with your answer and run the cell again."
+            + (f" Hint: {ex.hint}" if ex.hint else ""),
+        )
     else:
         try:
             ok, why = ex.checker(answer)

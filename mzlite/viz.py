@@ -322,3 +322,143 @@ def plot_curves(
     return ax
 
 
+# ============================================================================= looking inside
+# Chapters 7-8 ("Inside a trained layer", "Uncertainty"): operator sliders, histograms, bars,
+# calibration curves. Added as one block; nothing above depends on it.
+
+__all__ += [
+    "plot_operator_slider",
+    "plot_histogram",
+    "plot_bars",
+    "plot_calibration",
+    "plot_uncertainty_vs_error",
+]
+
+
+def plot_operator_slider(Ms, labels=None, *, title: str | None = None, zmax: float | None = None):
+    """Interactive plotly heatmap of ``k`` operators (k, p, q) with a slider over them (e.g. the
+    realised ``M(mu)`` of one head on ``k`` sets). One symmetric colour scale for all frames
+    (``zmax`` defaults to the largest ``|entry|``). Returns the plotly figure."""
+    import plotly.graph_objects as go
+
+    mats = torch.as_tensor(Ms).detach().to("cpu", torch.float64)
+    if mats.ndim != 3 or mats.shape[0] < 1:
+        raise ValueError(f"Ms must have shape (k, p, q) with k >= 1, got {tuple(mats.shape)}")
+    k = mats.shape[0]
+    labels = [str(i) for i in range(k)] if labels is None else [str(s) for s in labels]
+    if len(labels) != k:
+        raise ValueError(f"labels must have one entry per operator ({k}), got {len(labels)}")
+    zmax = float(mats.abs().max()) or 1.0 if zmax is None else float(zmax)
+    fig = go.Figure(
+        go.Heatmap(z=mats[0].numpy(), zmin=-zmax, zmax=zmax, colorscale="RdBu_r", zmid=0.0)
+    )
+    fig.frames = [go.Frame(data=[go.Heatmap(z=mats[i].numpy())], name=labels[i]) for i in range(k)]
+    steps = [
+        {
+            "method": "animate",
+            "label": labels[i],
+            "args": [[labels[i]], {"mode": "immediate", "frame": {"duration": 0, "redraw": True}}],
+        }
+        for i in range(k)
+    ]
+    fig.update_layout(
+        title=title,
+        sliders=[{"steps": steps, "currentvalue": {"prefix": "set: "}}],
+        yaxis={"autorange": "reversed", "scaleanchor": "x"},
+        width=520,
+        height=520,
+    )
+    return fig
+
+
+def plot_histogram(
+    values,
+    ax=None,
+    *,
+    bins: int = 40,
+    threshold: float | None = None,
+    xlabel: str = "value",
+    title: str | None = None,
+):
+    """Histogram of a flat collection of numbers, with an optional dashed vertical line at
+    ``threshold`` (e.g. the paper's |gamma| > 0.05 "active gate" cut). Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    v = torch.as_tensor(values).detach().to("cpu", torch.float64).flatten()
+    if v.numel() == 0:
+        raise ValueError("values must hold at least one number")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.2))
+    ax.hist(v.numpy(), bins=bins, color="C0", alpha=0.8)
+    if threshold is not None:
+        ax.axvline(threshold, color="k", linestyle="--", linewidth=1, label=f"{threshold:g}")
+        ax.legend(fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("count")
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_bars(values, labels=None, ax=None, *, ylabel: str = "", title: str | None = None):
+    """Bar chart of ``k`` numbers (e.g. per-generator Frobenius norms). Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    v = torch.as_tensor(values).detach().to("cpu", torch.float64).flatten()
+    labels = [str(i) for i in range(len(v))] if labels is None else [str(s) for s in labels]
+    if len(labels) != len(v):
+        raise ValueError(f"labels must have one entry per value ({len(v)}), got {len(labels)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(1.5 + 0.45 * len(v), 3.0))
+    ax.bar(range(len(v)), v.numpy(), color="C0")
+    ax.set_xticks(range(len(v)), labels)
+    ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_calibration(curves: dict, ax=None, *, title: str | None = None):
+    """Interval-coverage calibration plot: ``curves = {name: (levels, observed)}`` (as returned
+    by ``mzlite.uncertainty.coverage_curve``) against the diagonal of perfect calibration."""
+    import matplotlib.pyplot as plt
+
+    if not isinstance(curves, dict) or not curves:
+        raise ValueError("curves must be a non-empty dict {name: (levels, observed)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.2, 4.0))
+    ax.plot([0, 1], [0, 1], color="k", linewidth=0.8, linestyle="--", label="calibrated")
+    for name, (lv, obs) in curves.items():
+        lv, obs = (torch.as_tensor(t, dtype=torch.float64).flatten() for t in (lv, obs))
+        if lv.shape != obs.shape:
+            raise ValueError(f"curves[{name!r}] = (levels, observed) must have equal lengths")
+        ax.plot(lv.numpy(), obs.numpy(), marker="o", markersize=3, label=name)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("nominal coverage of the central interval")
+    ax.set_ylabel("observed coverage")
+    ax.legend(fontsize=8)
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_uncertainty_vs_error(panels: dict, *, xlabel: str = "uncertainty u"):
+    """One scatter panel per method: ``panels = {name: (u (N,), abs_error (N,))}``, log-free,
+    sharing the y axis. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    if not isinstance(panels, dict) or not panels:
+        raise ValueError("panels must be a non-empty dict {name: (u, abs_error)}")
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(3.6 * len(panels), 3.2), sharey=True, squeeze=False
+    )
+    for ax, (name, (u, e)) in zip(axes[0], panels.items(), strict=True):
+        u, e = (torch.as_tensor(t, dtype=torch.float64).flatten() for t in (u, e))
+        if u.shape != e.shape:
+            raise ValueError(f"panels[{name!r}] = (u, abs_error) must have equal lengths")
+        ax.scatter(u.numpy(), e.numpy(), s=4, alpha=0.4)
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel(xlabel)
+    axes[0][0].set_ylabel("|error|")
+    return fig

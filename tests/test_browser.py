@@ -24,8 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "book" / "_build" / "html"
 SHOTS = ROOT / "book" / "_build" / "screenshots"
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 # Pages and what must be on each: (page, needs plotly, needs a widget)
 PAGES = [
@@ -69,7 +74,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def browser():
     exe = _chromium()
     if exe is None:
-        _skip_or_fail("Debian's chromium is not installed (book/_scripts/ensure_chromium.sh installs it as root)")
+        _skip_or_fail(
+            "Debian's chromium is not installed (book/_scripts/ensure_chromium.sh installs it as root)"
+        )
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_FLAGS)
@@ -94,14 +101,24 @@ def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_wi
             r.abort()
 
     page.route("**/*", route)
-    page.on("requestfailed", lambda req: failed_local.append(req.url) if "127.0.0.1" in req.url else None)
-    page.on("response", lambda resp: failed_local.append(f"{resp.status} {resp.url}") if resp.status >= 400 else None)
+    page.on(
+        "requestfailed",
+        lambda req: failed_local.append(req.url) if "127.0.0.1" in req.url else None,
+    )
+    page.on(
+        "response",
+        lambda resp: (
+            failed_local.append(f"{resp.status} {resp.url}") if resp.status >= 400 else None
+        ),
+    )
     page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
     page.goto(f"{server}/{page_path}", wait_until="load")
 
     # MathJax 3 replaces TeX with <mjx-container> elements once it has typeset the page.
     page.wait_for_selector("mjx-container", timeout=30_000)
-    raw_tex = page.evaluate("() => document.querySelectorAll('.math:not(:has(mjx-container))').length")
+    raw_tex = page.evaluate(
+        "() => document.querySelectorAll('.math:not(:has(mjx-container))').length"
+    )
     if needs_plotly:
         page.wait_for_selector(".js-plotly-plot svg.main-svg", timeout=30_000)
     if needs_widget:
@@ -109,10 +126,15 @@ def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_wi
         page.wait_for_selector(".jupyter-widgets.widget-slider, .widget-slider", timeout=30_000)
     page.wait_for_timeout(500)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / (page_path.replace("/", "_").removesuffix(".html") + ".png")), full_page=True)
+    page.screenshot(
+        path=str(SHOTS / (page_path.replace("/", "_").removesuffix(".html") + ".png")),
+        full_page=True,
+    )
     context.close()
 
     assert not left_machine, f"requests tried to leave the machine: {left_machine[:10]}"
     assert not failed_local, f"local requests failed: {failed_local[:10]}"
     assert raw_tex == 0, f"{raw_tex} math elements were left as raw TeX"
-    assert not [e for e in console_errors if "mathjax" in e.lower() or "widget" in e.lower()], console_errors
+    assert not [e for e in console_errors if "mathjax" in e.lower() or "widget" in e.lower()], (
+        console_errors
+    )

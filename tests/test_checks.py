@@ -14,7 +14,11 @@ def test_mask_none_means_every_element_is_real():
     [
         (torch.ones(2, 3), TypeError, "bool"),
         (torch.ones(2, 4, dtype=torch.bool), ValueError, r"\(B, n\) = \(2, 3\)"),
-        (torch.tensor([[True, False, False], [False, False, False]]), ValueError, r"no real element.*\[1\]"),
+        (
+            torch.tensor([[True, False, False], [False, False, False]]),
+            ValueError,
+            r"no real element.*\[1\]",
+        ),
     ],
 )
 def test_bad_masks_are_named(mask, exc, match):

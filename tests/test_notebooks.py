@@ -15,7 +15,9 @@ TOC = (ROOT / "book" / "_toc.yml").read_text()
 
 
 def _load_executor():
-    spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "book/_scripts/execute_notebooks.py")
+    spec = importlib.util.spec_from_file_location(
+        "execute_notebooks", ROOT / "book/_scripts/execute_notebooks.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -30,13 +32,19 @@ def test_chapter_source_is_clean_and_parameterised(path):
     nb = json.loads(path.read_text())
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    assert all(not c["outputs"] and c["execution_count"] is None for c in code), "stored with outputs"
+    assert all(not c["outputs"] and c["execution_count"] is None for c in code), (
+        "stored with outputs"
+    )
     first = code[0]
-    assert "parameters" in first["metadata"].get("tags", []), "the first code cell must be tagged parameters"
+    assert "parameters" in first["metadata"].get("tags", []), (
+        "the first code cell must be tagged parameters"
+    )
     src = "".join(first["source"])
     for name in ("profile", "seed", "device"):
         assert f"{name} =" in src, f"parameters cell lacks {name}"
-    assert nb["cells"][0]["cell_type"] == "markdown" and "".join(nb["cells"][0]["source"]).startswith("# ")
+    assert nb["cells"][0]["cell_type"] == "markdown" and "".join(
+        nb["cells"][0]["source"]
+    ).startswith("# ")
     assert f"chapters/{path.stem}" in TOC, f"{path.name} is not in book/_toc.yml"
 
 
@@ -46,13 +54,23 @@ def test_every_solution_is_checked_strictly_and_hidden(path):
     for cell in nb["cells"]:
         src = "".join(cell["source"])
         if cell["cell_type"] == "code" and re.search(r"check\([^)]*strict=True", src):
-            assert "hide-cell" in cell["metadata"].get("tags", []), f"solution cell not hidden:\n{src}"
+            assert "hide-cell" in cell["metadata"].get("tags", []), (
+                f"solution cell not hidden:\n{src}"
+            )
 
 
 def test_inputs_hash_tracks_sources_and_parameters(tmp_path, monkeypatch):
     ex = _load_executor()
     nb = tmp_path / "01_x.ipynb"
-    cells = [{"cell_type": "code", "source": ["x = 1"], "metadata": {}, "outputs": [], "execution_count": None}]
+    cells = [
+        {
+            "cell_type": "code",
+            "source": ["x = 1"],
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+        }
+    ]
     nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     base = ex.inputs_hash(nb, {})
     assert ex.inputs_hash(nb, {}) == base
@@ -73,11 +91,22 @@ def test_inputs_hash_tracks_sources_and_parameters(tmp_path, monkeypatch):
 def test_plotly_cdn_mathjax_tag_is_dropped():
     ex = _load_executor()
     tag = '<script src="https://cdnjs.cloudflare.com/ajax/libs/mathjax/3.2.2/es5/tex-svg.min.js"></script>'
-    nb = {"cells": [{"cell_type": "code", "outputs": [{"data": {"text/html": ["<div>", tag, "plot</div>"]}}]}]}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "outputs": [{"data": {"text/html": ["<div>", tag, "plot</div>"]}}],
+            }
+        ]
+    }
     ex.drop_plotly_mathjax_cdn(nb)
     assert nb["cells"][0]["outputs"][0]["data"]["text/html"] == "<div>plot</div>"
 
 
 def test_parameter_values_are_parsed_like_papermill():
     ex = _load_executor()
-    assert ex.parse_value("3") == 3 and ex.parse_value("full") == "full" and ex.parse_value("0.5") == 0.5
+    assert (
+        ex.parse_value("3") == 3
+        and ex.parse_value("full") == "full"
+        and ex.parse_value("0.5") == 0.5
+    )

@@ -25,12 +25,19 @@ SOURCE = ROOT / "notebooks"
 TARGET = ROOT / "book" / "chapters"
 # Everything a chapter's output can depend on besides its own source. Smoke results are not an
 # input: the chapters write them while they execute (they are not committed either).
-DEPENDENCY_GLOBS = ["mzlite/**/*.py", "data/results/full/**/*.json", "data/paper/**/*.json", "data/checkpoints/**/*"]
+DEPENDENCY_GLOBS = [
+    "mzlite/**/*.py",
+    "data/results/full/**/*.json",
+    "data/paper/**/*.json",
+    "data/checkpoints/**/*",
+]
 # The renderer that embeds plotly.js in the output, so figures render offline (see book-toolchain notes).
 KERNEL_ENV = {"PLOTLY_RENDERER": "notebook"}
 # plotly's notebook renderer hard-codes a MathJax CDN <script> into every figure. The book page
 # already typesets with its own local MathJax, so the executed copy drops that one tag.
-PLOTLY_MATHJAX_CDN = re.compile(r'<script src="https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/[^"]*"></script>')
+PLOTLY_MATHJAX_CDN = re.compile(
+    r'<script src="https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/[^"]*"></script>'
+)
 
 
 def parse_value(text: str):
@@ -70,7 +77,11 @@ def drop_plotly_mathjax_cdn(nb: dict) -> None:
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if "text/html" in data:
-                html = "".join(data["text/html"]) if isinstance(data["text/html"], list) else data["text/html"]
+                html = (
+                    "".join(data["text/html"])
+                    if isinstance(data["text/html"], list)
+                    else data["text/html"]
+                )
                 data["text/html"] = PLOTLY_MATHJAX_CDN.sub("", html)
 
 
@@ -98,8 +109,13 @@ def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool
     print(f"executing {notebook.name} with {parameters} ...", flush=True)
     try:
         pm.execute_notebook(
-            str(notebook), str(partial), parameters=parameters, kernel_name="python3",
-            cwd=str(SOURCE), execution_timeout=timeout, progress_bar=False,
+            str(notebook),
+            str(partial),
+            parameters=parameters,
+            kernel_name="python3",
+            cwd=str(SOURCE),
+            execution_timeout=timeout,
+            progress_bar=False,
         )
     except pm.PapermillExecutionError as err:
         print(describe_failure(notebook, err), file=sys.stderr, flush=True)
@@ -112,7 +128,9 @@ def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool
     nb = json.loads(partial.read_text())
     drop_plotly_mathjax_cdn(nb)
     nb["metadata"]["mzlite_execution"] = {
-        "inputs_hash": digest, "parameters": parameters, "wall_time_s": round(wall, 1),
+        "inputs_hash": digest,
+        "parameters": parameters,
+        "wall_time_s": round(wall, 1),
         "executed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     partial.write_text(json.dumps(nb, indent=1))
@@ -122,9 +140,13 @@ def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("chapters", nargs="*", help="notebook names (without .ipynb); default: all")
-    ap.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"))
+    ap.add_argument(
+        "-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE")
+    )
     ap.add_argument("--force", action="store_true", help="re-execute even when up to date")
     ap.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
     args = ap.parse_args(argv)
