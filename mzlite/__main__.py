@@ -26,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run the missing (cell, seed) jobs of a table")
     p.add_argument("table")
-    p.add_argument("--profile", default="smoke", help="smoke (default) or full")
+    p.add_argument(
+        "--profile", default="smoke", help="smoke (default), cpu (reduced protocol) or full"
+    )
     p.add_argument("--seeds", default=None, help="e.g. 0-4 or 0,2,5 (default: the profile's)")
     p.add_argument("--device", default="auto", help="auto (default), cpu or cuda")
     p.add_argument("--workers", type=int, default=1, help="parallel training processes")

@@ -233,4 +233,9 @@ def report(table, profile: str = "smoke", results_dir=None) -> Report:
             "Smoke profile: tiny data and 3 epochs; it checks the pipeline, its numbers are not "
             "comparable to the paper's."
         )
+    elif prof.name != "full":
+        notes = (notes + " " if notes else "") + (
+            f"Profile {prof.description}. A reduced protocol: compare its pattern with the "
+            "paper's, not its last digit."
+        )
     return Report(spec.label, spec.title, prof.name, rows, notes)

@@ -49,7 +49,7 @@ def _run(table, dirs, **kw):
 def test_registry_has_the_required_tables():
     for label in ("tab:meb", "tab:tdof-verify", "tab:main-results"):
         assert label in ex.TABLES
-    assert set(ex.PROFILES) == {"smoke", "full"}
+    assert set(ex.PROFILES) == {"smoke", "cpu", "full"}
 
 
 @pytest.mark.parametrize("label", ex.TABLES)
@@ -111,6 +111,9 @@ def test_full_profile_follows_the_paper_protocol():
     assert jn.train_config().normalize_targets
     smoke = ex.jobs("tab:meb", "smoke")
     assert all(x.sizes == (128, 64, 64) and x.train_config().epochs == 3 for x in smoke)
+    cpu = {x.cell.id: x for x in ex.jobs("tab:main-results", "cpu")}
+    assert cpu["B-st"].sizes == (2_000, 500, 1_000) and cpu["B-st"].seed == 0
+    assert cpu["D-st"].sizes == (2_000, 500, 1_000) and cpu["D-st"].train_config().epochs == 30
 
 
 def _build_args():
