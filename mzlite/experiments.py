@@ -82,8 +82,8 @@ def default_results_dir() -> Path:
 
 
 def default_cache_dir() -> Path:
-    """``$MZLITE_CACHE`` if set, else ``data/cache`` in the repository."""
-    return Path(os.environ.get("MZLITE_CACHE", REPO_ROOT / "data" / "cache"))
+    """``$MZLITE_CACHE`` if set, else ``data/cache`` in the repository (``mzlite.tasks``)."""
+    return _tasks.default_cache_dir()
 
 
 # ---------------------------------------------------------------------------------------------

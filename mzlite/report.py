@@ -152,9 +152,10 @@ class Report:
         return "".join(parts)
 
 
-def report(table, profile: str = "smoke", results_dir=None) -> Report:
+def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = False) -> Report:
     """Our results for ``table`` under ``profile`` beside the paper's numbers (see module doc).
-    Cells without results appear as "not run"."""
+    Cells without results appear as "not run"; with ``ran_only`` they are left out and the
+    notes say how many were."""
     spec = ex.get_table(table)
     prof = ex.get_profile(profile)
     results = ex.load_results(spec, prof.name, results_dir)
@@ -238,4 +239,12 @@ def report(table, profile: str = "smoke", results_dir=None) -> Report:
             f"Profile {prof.description}. A reduced protocol: compare its pattern with the "
             "paper's, not its last digit."
         )
+    if ran_only:
+        kept = [r for r in rows if r["seeds"]]
+        if len(kept) < len(rows):
+            notes = (notes + " " if notes else "") + (
+                f"{len(rows) - len(kept)} of {len(rows)} rows not run under this profile are "
+                "not shown."
+            )
+        rows = kept
     return Report(spec.label, spec.title, prof.name, rows, notes)

@@ -1081,8 +1081,15 @@ def _resolve(name: str, opts: dict) -> dict:
 
 
 def default_cache_dir() -> Path:
-    """``$MZLITE_CACHE`` if set, else ``data/cache`` (relative to the working directory)."""
-    return Path(os.environ.get("MZLITE_CACHE", "data/cache"))
+    """``$MZLITE_CACHE`` if set, else ``data/cache`` in the repository checkout mzlite runs from
+    (so notebooks, tests and the CLI share one cache whatever their working directory), else
+    ``~/.cache/mzlite`` for an installed package."""
+    if "MZLITE_CACHE" in os.environ:
+        return Path(os.environ["MZLITE_CACHE"])
+    repo = Path(__file__).resolve().parents[1]
+    if (repo / "pyproject.toml").is_file():
+        return repo / "data" / "cache"
+    return Path.home() / ".cache" / "mzlite"
 
 
 def cache_path(

@@ -548,7 +548,7 @@ class History:
             )
             ax2.set_ylabel(f"val {metric}")
             ax2.legend(loc="upper center", frameon=False)
-        ax.legend(frameon=False)
+        ax.legend(loc="upper right", frameon=False)
         return ax
 
 

@@ -28,6 +28,7 @@ TARGET = ROOT / "book" / "chapters"
 DEPENDENCY_GLOBS = [
     "mzlite/**/*.py",
     "data/results/full/**/*.json",
+    "data/results/cpu/**/*.json",
     "data/paper/**/*.json",
     "data/checkpoints/**/*",
 ]
@@ -94,6 +95,20 @@ def describe_failure(notebook: Path, err) -> str:
     )
 
 
+def ipc_kernel_manager():
+    """A kernel manager that talks to its kernel over Unix sockets named after the kernel's
+    connection file. The default (TCP on localhost) picks free ports and releases them before
+    the kernel binds them, so kernels started at the same moment (two builds, a build beside
+    JupyterLab) can take each other's ports, and an execution then waits forever for a reply."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    class IPCKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return IPCKernelManager
+
+
 def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool:
     import papermill as pm
 
@@ -116,6 +131,7 @@ def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool
             cwd=str(SOURCE),
             execution_timeout=timeout,
             progress_bar=False,
+            kernel_manager_class=ipc_kernel_manager(),
         )
     except pm.PapermillExecutionError as err:
         print(describe_failure(notebook, err), file=sys.stderr, flush=True)

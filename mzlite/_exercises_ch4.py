@@ -1,0 +1,86 @@
+"""Chapter 4 exercises ("Training MZAttn for real"): the protocol is that of ``tab:tdof-verify``
+under the ``full`` profile (the paper's). Reference answers are computed here from the
+experiment registry and ``TrainConfig``, with formulas written out independently of
+``mzlite.train.lr_at`` and of ``mzlite.baselines.build_model``, which the solutions use."""
+
+from __future__ import annotations
+
+import math
+
+from .exercises import exercise
+
+TABLE = "tab:tdof-verify"
+EX_CELL = "L8-st_4l"  # any model cell of the table: they all share sizes and batch size
+EX_STEP = 99  # ch4.warmup_lr asks for the learning rate of this (0-based) optimiser step
+EX_D_IN = 32  # the quadratic-TDOF sets of tab:tdof-verify live in R^32
+
+
+def full_protocol() -> tuple[int, int, object]:
+    """``(n_train, steps_per_epoch, TrainConfig)`` of the exercise cell under the full profile."""
+    from . import experiments as ex
+
+    job = next(j for j in ex.jobs(TABLE, "full", cells=[EX_CELL]) if j.seed == 0)
+    cfg = job.train_config()
+    n_train = job.sizes[0]
+    return n_train, -(-n_train // cfg.batch_size), cfg
+
+
+def _is_int(answer) -> bool:
+    return not isinstance(answer, bool) and float(answer) == int(answer)
+
+
+@exercise(
+    "ch4.steps",
+    hint="One optimiser step per batch; the last, smaller batch of an epoch is kept.",
+)
+def _steps(answer):
+    n_train, ref, cfg = full_protocol()
+    ok = _is_int(answer) and int(answer) == ref
+    return ok, (
+        f"ceil({n_train} / {cfg.batch_size}) = {ref} steps per epoch"
+        if ok
+        else "not the number of optimiser steps in one epoch"
+    )
+
+
+@exercise(
+    "ch4.warmup_lr",
+    hint="Warm-up is linear over warmup_epochs * steps_per_epoch steps: lr * (step + 1) / W.",
+)
+def _warmup_lr(answer):
+    _, spe, cfg = full_protocol()
+    W = cfg.warmup_epochs * spe
+    if EX_STEP < W:
+        ref = cfg.lr * (EX_STEP + 1) / W
+    else:  # not reached with the paper's protocol; kept so the checker stays right if it changes
+        T = cfg.epochs * spe
+        ref = cfg.lr * 0.5 * (1 + math.cos(math.pi * (EX_STEP - W) / max(T - W, 1)))
+    ok = abs(float(answer) - ref) <= 1e-9 * max(1.0, abs(ref)) + 1e-15
+    return ok, (
+        f"step {EX_STEP} of {W} warm-up steps: lr = {ref:.3g}"
+        if ok
+        else "not the learning rate of that step"
+    )
+
+
+@exercise(
+    "ch4.layer_params",
+    hint="Build the standard Set Transformer with n_enc = 3 and n_enc = 4 and subtract.",
+)
+def _layer_params(answer):
+    import torch
+
+    from .models import SetTransformer, SetTransformerConfig
+
+    def count(n_enc: int) -> int:
+        with torch.device("meta"):
+            m = SetTransformer(SetTransformerConfig(d_in=EX_D_IN, d_out=1, n_enc=n_enc))
+        return sum(p.numel() for p in m.parameters())
+
+    ref = count(4) - count(3)
+    ok = _is_int(answer) and int(answer) == ref
+    return ok, (
+        f"one ISAB block adds {ref:,} parameters"
+        if ok
+        else "not the parameter count of one extra ISAB block"
+    )

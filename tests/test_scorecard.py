@@ -1,0 +1,164 @@
+"""The scorecard is computed from result JSONs and data/paper, never typed; committed results carry
+their provenance; every table the book shows names its paper label."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from mzlite import experiments as ex
+from mzlite._io import atomic_write_json
+from mzlite.paper import load_paper_table
+from mzlite.report import report
+from mzlite.scorecard import VERDICTS, claims, evaluate, judge, scorecard
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _write(results_dir, table, cell_id, value, profile="cpu", seed=0, metric="r2"):
+    """A minimal result as ``run_job`` writes it (only what the scorecard reads)."""
+    cell = ex.get_table(table).cell(cell_id)
+    path = ex.result_path(table, cell_id, seed, profile, results_dir)
+    atomic_write_json(
+        path,
+        {
+            "format": ex.RESULT_FORMAT,
+            "table": ex.get_table(table).label,
+            "cell": cell_id,
+            "seed": seed,
+            "profile": profile,
+            "task": cell.task,
+            "model": cell.model,
+            "sizes": [2000, 500, 1000],
+            "metrics": {"test": {metric: value}},
+            "epochs_run": 30,
+            "provenance": {"device": "cpu", "gpu_name": None},
+        },
+    )
+    return path
+
+
+def _tdof(results_dir, mz: float, st4: float, st32: float, profile="cpu"):
+    for L in (4, 8, 16, 24, 32):
+        _write(results_dir, "tab:tdof-verify", f"L{L}-mz_1l", mz, profile)
+    for L, v in ((4, st4), (8, st4), (16, st4), (24, st32), (32, st32)):
+        _write(results_dir, "tab:tdof-verify", f"L{L}-st_4l", v, profile)
+
+
+def test_every_claim_has_a_paper_value_and_a_chapter():
+    cs = claims()
+    assert len(cs) >= 20 and len({c.id for c in cs}) == len(cs)
+    chapters = {p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    for c in cs:
+        row = evaluate(c, results_dir=ROOT / "does-not-exist")
+        assert isinstance(row["paper"], float), c.id
+        assert row["verdict"] == "not run" and row["ours"] is None
+        assert c.table in ex.TABLES and load_paper_table(c.table)
+        assert c.chapter in chapters, f"{c.id} links to a missing chapter {c.chapter}"
+
+
+def test_the_paper_side_is_computed_from_data_paper():
+    (st_mz,) = [c for c in claims("tab:tdof-verify") if c.id == "tdof-mz-1l"]
+    row = evaluate(st_mz, results_dir=ROOT / "does-not-exist")
+    paper = load_paper_table("tab:tdof-verify")
+    col = next(k for k in paper["columns"] if "MZ" in k and "R^2" in k)
+    expect = min(r["cells"][col]["mean"] for r in paper["rows"])
+    assert row["paper"] == pytest.approx(expect)
+
+
+def test_changing_a_result_json_changes_the_page(tmp_path):
+    _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40)
+    sc = scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path)
+    before = sc.to_markdown()
+    by_id = {r["claim"]: r for r in sc.rows}
+    assert by_id["tdof-mz-1l"]["verdict"] == "holds"
+    assert by_id["tdof-mz-1l"]["ours"] == pytest.approx(0.95)
+    assert by_id["tdof-st-4l-drop"]["ours"] == pytest.approx(0.57)
+    assert by_id["tdof-separation"]["verdict"] == "holds"
+    assert "cpu: 1 seed(s), 30 epochs" in by_id["tdof-mz-1l"]["protocol"]
+
+    _write(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.30)  # one L fails
+    sc2 = scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path)
+    after = sc2.to_markdown()
+    assert after != before and "0.300" in after and "0.300" not in before
+    assert {r["claim"]: r for r in sc2.rows}["tdof-mz-1l"]["verdict"] == "does not hold here"
+    assert "<table>" in sc2._repr_html_() and "04_training_on_gpu.html" in sc2._repr_html_()
+
+
+def test_verdict_thresholds_and_partial_coverage(tmp_path):
+    _tdof(tmp_path, mz=0.80, st4=0.50, st32=0.45)
+    rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
+    assert rows["tdof-mz-1l"]["verdict"] == "holds partly"  # 0.80: >= 0.70, < 0.90
+    assert rows["tdof-st-4l-drop"]["verdict"] == "does not hold here"  # drop 0.05
+    (c,) = [c for c in claims("tab:tdof-verify") if c.id == "tdof-mz-1l"]
+    assert [judge(c, v, "cpu") for v in (0.95, 0.75, 0.5)] == [
+        "holds", "holds partly", "does not hold here"]  # fmt: skip
+    assert judge(c, 0.95, "smoke") == "pipeline only"
+    # MEB: one of six PMA baselines ran; the row says so
+    _write(tmp_path, "tab:meb", "d8-st", 0.02)
+    _write(tmp_path, "tab:meb", "d8-mz_full", 0.60)
+    meb = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}
+    # it passes, but five of the six baselines did not run: only "holds partly"
+    assert meb["meb-d8-pma-fail"]["verdict"] == "holds partly"
+    assert "1 of 6 cells run" in meb["meb-d8-pma-fail"]["protocol"]
+    assert meb["meb-d8-mz-beats-pma"]["ours"] == pytest.approx(0.58)
+    assert meb["meb-d16-mz-beats-pma"]["verdict"] == "not run"
+
+
+def test_full_results_win_and_smoke_never_gives_a_verdict(tmp_path):
+    _tdof(tmp_path, mz=0.50, st4=0.97, st32=0.40, profile="cpu")
+    _tdof(tmp_path, mz=0.99, st4=0.97, st32=0.40, profile="full")
+    _tdof(tmp_path, mz=0.10, st4=0.10, st32=0.10, profile="smoke")
+    rows = scorecard("tab:tdof-verify", results_dir=tmp_path).rows
+    assert all(r["profile"] == "full" for r in rows)
+    rows = scorecard("tab:tdof-verify", profiles=("smoke",), results_dir=tmp_path).rows
+    assert {r["verdict"] for r in rows} == {"pipeline only"}
+    with pytest.raises(ValueError, match="profile"):
+        scorecard(profiles=("fast",))
+    assert set(scorecard(results_dir=tmp_path).counts()) == set(VERDICTS)
+
+
+def test_report_can_leave_out_what_did_not_run(tmp_path):
+    _tdof(tmp_path, mz=0.9, st4=0.9, st32=0.5)
+    full = report("tab:tdof-verify", "cpu", results_dir=tmp_path)
+    ran = report("tab:tdof-verify", "cpu", results_dir=tmp_path, ran_only=True)
+    assert len(ran) == len([r for r in full.rows if r["seeds"]]) < len(full)
+    assert f"{len(full) - len(ran)} of {len(full)} rows not run" in ran.notes
+
+
+def test_every_table_the_book_shows_names_its_paper_label():
+    # the report and scorecard print the label with every table ...
+    md = report("tab:meb", "cpu", results_dir=ROOT / "does-not-exist").to_markdown()
+    assert md.startswith("**tab:meb:")
+    # ... and every report/run/scorecard call in a chapter names a registered, transcribed label
+    pat = re.compile(r"""(?:report|ex\.run|load_results|scorecard)\([^)]*?["'](tab:[\w-]+)["']""")
+    for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        src = "\n".join("".join(c["source"]) for c in json.loads(nb.read_text())["cells"])
+        for label in pat.findall(src):
+            assert label in ex.TABLES, f"{nb.name} shows {label}, which is not registered"
+            assert (ROOT / "data/paper" / f"{label.replace(':', '-')}.json").exists()
+
+
+COMMITTED = sorted(
+    p for prof in ("cpu", "full") for p in (ROOT / "data/results" / prof).rglob("*.json")
+)
+
+
+@pytest.mark.skipif(not COMMITTED, reason="no committed cpu/full results")
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_committed_result_lacks_provenance(path):
+    res = json.loads(path.read_text())
+    assert res["format"] == ex.RESULT_FORMAT
+    assert path.parent.parent.name == res["profile"]
+    for key in ("table", "cell", "seed", "task", "model", "sizes", "metrics", "epochs_run",
+                "wall_time_s", "dataset_keys", "params"):  # fmt: skip
+        assert key in res, f"{path.name} lacks {key}"
+    if res["model"] != ex.SET_STATS:
+        assert res["train_config"] and res["model_config"]
+    prov = res["provenance"]
+    for key in ("device", "torch", "mzlite", "python", "git_commit", "timestamp"):
+        assert prov.get(key), f"{path.name}: provenance lacks {key}"
+    assert re.fullmatch(r"[0-9a-f]{40}", prov["git_commit"])
