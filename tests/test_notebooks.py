@@ -110,3 +110,50 @@ def test_parameter_values_are_parsed_like_papermill():
         and ex.parse_value("full") == "full"
         and ex.parse_value("0.5") == 0.5
     )
+
+
+def test_kernel_channels_poll_in_slices():
+    """The executor's guard against lost wake-ups: get_msg still returns a message sent while it
+    waits, honours its timeout, and the patch is applied once."""
+    import asyncio
+    import time
+    from queue import Empty
+
+    import zmq
+    import zmq.asyncio
+    from jupyter_client.channels import AsyncZMQSocketChannel
+    from jupyter_client.session import Session
+
+    ex = _load_executor()
+    ex.poll_channels_in_slices(slice_s=0.05)
+    patched = AsyncZMQSocketChannel.get_msg
+    ex.poll_channels_in_slices(slice_s=0.05)
+    assert AsyncZMQSocketChannel.get_msg is patched and patched._sliced
+
+    async def scenario():
+        ctx = zmq.asyncio.Context()
+        a, b = ctx.socket(zmq.PAIR), ctx.socket(zmq.PAIR)
+        a.bind("inproc://mzlite-test")
+        b.connect("inproc://mzlite-test")
+        session = Session()
+        chan = AsyncZMQSocketChannel(a, session)
+        t0 = time.monotonic()
+        with pytest.raises(Empty):
+            await chan.get_msg(timeout=0.2)
+        waited = time.monotonic() - t0
+
+        async def send_later():
+            await asyncio.sleep(0.15)
+            session.send(b, "execute_reply", {"status": "ok"})
+
+        sender = asyncio.ensure_future(send_later())
+        msg = await chan.get_msg(timeout=None)
+        await sender
+        a.close(0)
+        b.close(0)
+        ctx.term()
+        return waited, msg
+
+    waited, msg = asyncio.run(scenario())
+    assert 0.2 <= waited < 1.0
+    assert msg["header"]["msg_type"] == "execute_reply" and msg["content"] == {"status": "ok"}

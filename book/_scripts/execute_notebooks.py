@@ -109,8 +109,39 @@ def ipc_kernel_manager():
     return IPCKernelManager
 
 
+def poll_channels_in_slices(slice_s: float = 1.0) -> None:
+    """Make the kernel client re-poll its sockets every ``slice_s`` seconds.
+
+    ``AsyncZMQSocketChannel.get_msg`` awaits one ``socket.poll(timeout)``; with cells that open
+    ipywidgets comms, a reply that arrives during that wait is sometimes not signalled (a lost
+    wake-up, nbclient issue #312), and the execution then hangs until the cell timeout although
+    the kernel is idle. Polling in short slices re-checks the socket and picks the reply up."""
+    from queue import Empty
+
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    if getattr(AsyncZMQSocketChannel.get_msg, "_sliced", False):
+        return
+    original = AsyncZMQSocketChannel.get_msg
+
+    async def get_msg(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = slice_s if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return await original(self, timeout=min(slice_s, left))
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    get_msg._sliced = True
+    AsyncZMQSocketChannel.get_msg = get_msg
+
+
 def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool:
     import papermill as pm
+
+    poll_channels_in_slices()
 
     executed = TARGET / notebook.name
     digest = inputs_hash(notebook, parameters)
