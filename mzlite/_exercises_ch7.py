@@ -46,7 +46,7 @@ def _relchange(answer):
     model, entry = _layer_details()
     a, b = EX_SETS
     M = entry["operators"][:, EX_HEAD].double()  # (N, dk, dk)
-    M_c = model.enc[0].mab0.attn.M_c[EX_HEAD].double()
+    M_c = model.enc[0].mab0.attn.M_c[EX_HEAD].detach().double()
     ref = float(torch.sqrt(((M[a] - M[b]) ** 2).sum()) / torch.sqrt((M_c**2).sum()))
     ok = abs(float(answer) - ref) <= 1e-4 * max(1.0, abs(ref))
     return ok, (f"{ref:.4%} of ||M_c||_F" if ok else "not the relative change of those operators")

@@ -7,7 +7,9 @@ so a transcription typo cannot creep in and a new paper version is one command a
     python -m mzlite.paper --check         # exit 1 if the committed JSON differs from the .tex
 
 and read back with ``load_paper_table("tab:meb")`` or ``paper_value("tab:meb", "ST-Large",
-"d=8 R^2")`` (the committed JSON is used; the .tex is not needed at run time).
+"d=8 R^2")`` (the committed JSON is used; the .tex is not needed at run time). Numbers outside
+the tables (figure captions, text) are in the hand-made, test-checked ``data/paper/figures.json``:
+``paper_figure_value("mz-analysis.gates-active")``.
 
 A parsed table is ``{"label", "caption", "caption_tex", "columns", "label_columns", "rows":
 [{"row": name, "keys": {label column: text}, "cells": {column: {"text": raw LaTeX, "mean": float
@@ -464,6 +466,39 @@ def check_paper_tables(tex_path=None, data_dir=None) -> list[str]:
         if not path.exists() or json.loads(path.read_text(encoding="utf-8")) != fresh:
             stale.append(lab)
     return stale
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers outside the tables (figure captions, the text beside them, hyperparameters)
+# ---------------------------------------------------------------------------------------------
+
+FIGURES_JSON = DATA_DIR / "figures.json"
+
+
+@cache
+def _load_figures(path: str) -> dict:
+    doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {e["id"]: e for e in doc["numbers"]}
+
+
+def load_paper_figures(path: str | os.PathLike | None = None) -> dict[str, dict]:
+    """The paper's numbers that no table holds, by id: ``{id: {"label", "value", "unit",
+    "quote", "printed", ...}}`` from ``data/paper/figures.json`` (a fresh copy each call).
+
+    Why: the table parser cannot reach prose, and a number typed into a notebook drifts from the
+    paper unnoticed. This file is written by hand, but every entry quotes the .tex verbatim and
+    ``tests/test_paper.py`` checks that the quote is in the .tex and that its ``printed`` token
+    parses to ``value``. ``--check`` and ``write_paper_tables`` only touch ``tab-*.json``."""
+    return copy.deepcopy(_load_figures(str(path or FIGURES_JSON)))
+
+
+def paper_figure_value(id: str, path: str | os.PathLike | None = None) -> float | int:
+    """The value of one number of ``figures.json``, e.g. ``paper_figure_value(
+    "mz-analysis.gates-active")`` -> 78.6 (percentages stay percentages, as printed)."""
+    figures = _load_figures(str(path or FIGURES_JSON))
+    if id not in figures:
+        raise KeyError(f"no paper number {id!r} in figures.json; ids are {sorted(figures)}")
+    return figures[id]["value"]
 
 
 def main(argv=None) -> int:

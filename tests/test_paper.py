@@ -259,3 +259,60 @@ def test_regenerate_into_tmp(tmp_path):
     assert [p.name for p in paths] == ["tab-meb.json", "tab-sgsp.json"]
     assert paper_value("tab:sgsp", "furthest-first / 32", "Standard", data_dir=tmp_path) == 0.315
     assert paper.main(["--check"]) == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# data/paper/figures.json: the paper's numbers outside its tables (figure captions, text)
+# ---------------------------------------------------------------------------------------------
+
+_WORDS = {
+    w: i for i, w in enumerate("zero one two three four five six seven eight nine ten".split())
+}
+
+
+def _parse_printed(printed: str) -> float:
+    """A number as the .tex prints it: "8.0", "1{,}000", "10^{-4}", "five" (independent of
+    mzlite.paper, like the table checks above)."""
+    if printed in _WORDS:
+        return float(_WORDS[printed])
+    m = re.fullmatch(r"10\^\{(-?\d+)\}", printed)
+    if m:
+        return 10.0 ** int(m.group(1))
+    return float(printed.replace("{,}", ""))
+
+
+def test_figures_json_well_formed():
+    figures = paper.load_paper_figures()
+    assert len(figures) >= 15
+    for fid, e in figures.items():
+        assert e["id"] == fid and re.fullmatch(r"[a-z0-9-]+\.[A-Za-z0-9-]+", fid), fid
+        assert {"label", "value", "unit", "quote", "printed"} <= set(e), fid
+        assert isinstance(e["value"], int | float) and not isinstance(e["value"], bool), fid
+        assert paper.paper_figure_value(fid) == e["value"]
+    with pytest.raises(KeyError, match="no paper number"):
+        paper.paper_figure_value("fig:nope")
+
+
+@needs_tex
+def test_figures_json_quotes_are_verbatim_and_parse_to_value():
+    tex = paper.read_paper_tex()
+    for fid, e in paper.load_paper_figures().items():
+        assert e["quote"] in tex, f"{fid}: quote not in the .tex: {e['quote']!r}"
+        assert f"\\label{{{e['label']}}}" in tex, f"{fid}: no label {e['label']!r}"
+        # the printed token is a whole number token of the quote (not part of "0.146" etc.)
+        token = rf"(?<![\w.{{]){re.escape(e['printed'])}(?![\w}}]|\.\d)"
+        assert re.search(token, e["quote"]), f"{fid}: {e['printed']!r} not a token of the quote"
+        assert _parse_printed(e["printed"]) == pytest.approx(e["value"], rel=1e-12), fid
+        if "line" in e:  # a hint: the quote starts within a few lines of it
+            line = tex[: tex.index(e["quote"])].count("\n") + 1
+            assert abs(line - e["line"]) <= 20, f"{fid}: quote on line {line}, hint {e['line']}"
+
+
+def test_table_tools_leave_figures_json_alone(tmp_path):
+    (tmp_path / "figures.json").write_text(paper.FIGURES_JSON.read_text(encoding="utf-8"))
+    if TEX_PATH.exists():
+        paper.write_paper_tables(out_dir=tmp_path, labels=["tab:meb"])
+    assert (tmp_path / "figures.json").read_text(encoding="utf-8") == paper.FIGURES_JSON.read_text(
+        encoding="utf-8"
+    )
+    assert not any("figures" in lab for lab in paper.SYNTHETIC_LABELS)

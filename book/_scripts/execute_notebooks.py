@@ -151,6 +151,9 @@ def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool
     TARGET.mkdir(parents=True, exist_ok=True)
     partial = executed.with_suffix(".partial.ipynb")
     os.environ.update(KERNEL_ENV)
+    # One intra-op thread unless the caller says otherwise: the smoke models are small, and on a
+    # busy 2-core machine two torch threads ran a training epoch ~20x slower than one.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     start = time.perf_counter()
     print(f"executing {notebook.name} with {parameters} ...", flush=True)
     try:
