@@ -382,21 +382,22 @@ class Scorecard:
             "holds partly": "#fff3cd",
             "does not hold here": "#f8d7da",
         }
-        head = "".join(f"<th>{c}</th>" for c in self.COLUMNS)
+        width = {"claim": "min-width:24em", "protocol": "min-width:14em"}
+        head = "".join(f'<th style="{width.get(c, "")}">{c}</th>' for c in self.COLUMNS)
         body = []
         for r in self.rows:
             cells = {k: html.escape(v) for k, v in self._cells(r).items()}
             ch = html.escape(r["chapter"])
-            cells["chapter"] = f'<a href="{ch}.html">{ch}</a>'
+            num = ch.split("_", 1)[0].lstrip("0")
+            cells["chapter"] = f'<a href="{ch}.html" title="{ch}">chapter&nbsp;{num}</a>'
             bg = colour.get(r["verdict"])
-            style = f' style="background:{bg}"' if bg else ""
-            tds = "".join(
-                f"<td{style if c == 'verdict' else ''}>{cells[c]}</td>" for c in self.COLUMNS
-            )
+            style = {"verdict": f' style="background:{bg}"' if bg else ""}
+            tds = "".join(f"<td{style.get(c, '')}>{cells[c]}</td>" for c in self.COLUMNS)
             body.append(f"<tr>{tds}</tr>")
         return (
-            f"<p>{html.escape(self.summary())}</p><table><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table>"
+            f"<p>{html.escape(self.summary())}</p>"
+            '<div style="overflow-x:auto"><table style="font-size:0.85em">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
         )
 
 
