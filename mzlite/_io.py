@@ -11,6 +11,7 @@ target.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -58,3 +59,15 @@ def atomic_write_json(
     dumps_kwargs.setdefault("allow_nan", False)
     text = json.dumps(obj, indent=indent, **dumps_kwargs)
     return atomic_write_text(path, text + "\n")
+
+
+def json_safe(v):
+    """``v`` with every non-finite float (NaN, inf) replaced by None, through dicts, lists and
+    tuples (tuples become lists): what strict JSON can hold (``atomic_write_json`` refuses NaN)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    return v

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import math
 import os
 import platform
 import re
@@ -65,7 +64,7 @@ import torch
 import mzlite
 from mzlite import tasks as _tasks
 from mzlite._checks import resolve_device
-from mzlite._io import atomic_write_json
+from mzlite._io import atomic_write_json, json_safe
 from mzlite.train import TrainConfig, evaluate, fit, seed_everything
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -1017,20 +1016,10 @@ def run_job(job: Job, git: dict | None = None, progress: bool = False) -> dict:
         out["history"]["wall_time_s"] if out["history"] else time.perf_counter() - t0
     )
     out["provenance"] = provenance(device, git)
-    atomic_write_json(job.result_path, _finite(out))
+    atomic_write_json(job.result_path, json_safe(out))
     if job.checkpoint_path.exists():
         job.checkpoint_path.unlink()
     return out
-
-
-def _finite(v):
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_finite(x) for x in v]
-    return v
 
 
 def _worker_init(threads: int) -> None:

@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mzlite._checks import as_float_tensor, check_mask, resolve_device
-from mzlite._io import atomic_write_bytes
+from mzlite._io import atomic_write_bytes, json_safe
 
 CHECKPOINT_FORMAT = "mzlite.train/1"
 TASKS = ("regression", "classification")
@@ -510,7 +510,7 @@ class History:
 
     def to_dict(self) -> dict:
         """JSON-serialisable (strict: NaN/inf become None)."""
-        d = _json_safe(asdict(self))
+        d = json_safe(asdict(self))
         d["epochs_run"], d["stopped_early"] = self.epochs_run, self.stopped_early
         return d
 
@@ -550,16 +550,6 @@ class History:
             ax2.legend(loc="upper center", frameon=False)
         ax.legend(loc="upper right", frameon=False)
         return ax
-
-
-def _json_safe(v):
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _json_safe(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_safe(x) for x in v]
-    return v
 
 
 # ---------------------------------------------------------------------------------------------
