@@ -62,6 +62,7 @@ from pathlib import Path
 import torch
 
 import mzlite
+from mzlite import baselines as _baselines
 from mzlite import tasks as _tasks
 from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
@@ -202,7 +203,9 @@ PROFILES = {
         None,
         None,
         {},
-        description="full: the paper's protocol (sizes, <= 200 epochs, patience 20, lr 1e-4, seeds)",
+        description=(
+            "full: the paper's protocol (sizes, <= 200 epochs, patience 20, lr 1e-4, seeds)"
+        ),
     ),
 }
 
@@ -265,22 +268,10 @@ def check_task_options(task: str, options: dict) -> dict:
     return full
 
 
-def _builder():
-    """``mzlite.baselines.build_model`` (every model of the paper), else ``mzlite.nn.make_model``
-    (the Set Transformer and MZ variants only) while baselines.py does not exist."""
-    try:
-        from mzlite import baselines
-
-        return baselines.build_model, tuple(baselines.NAMES) + ("standard",)
-    except ImportError:  # pragma: no cover - only before baselines.py exists
-        from mzlite import nn as mznn
-
-        return mznn.make_model, tuple(mznn.MODEL_NAMES)
-
-
 def model_names() -> tuple[str, ...]:
-    """Every model name a cell may use (plus the ``"set_stats"`` pseudo-model)."""
-    return _builder()[1] + (SET_STATS,)
+    """Every model name a cell may use: ``mzlite.baselines.build_model``'s (with its alias
+    ``"standard"``) plus the ``"set_stats"`` pseudo-model."""
+    return tuple(_baselines.NAMES) + ("standard", SET_STATS)
 
 
 def check_model_name(name: str) -> None:
@@ -909,12 +900,11 @@ def _matched_kwargs(name: str, d_in: int, d_out: int, target: int, fixed: tuple)
 
 def build_cell_model(cell: Cell, d_in: int, d_out: int, seed: int, device="cpu"):
     """The cell's model for data of width ``d_in``/``d_out``, initialised from ``seed``."""
-    build, _ = _builder()
     kw = dict(cell.model_kwargs)
     if cell.match_params is not None:
         kw.update(_matched_kwargs(cell.model, d_in, d_out, cell.match_params, tuple(kw.items())))
     seed_everything(seed)
-    return build(cell.model, d_in, d_out, device=device, **kw)
+    return _baselines.build_model(cell.model, d_in, d_out, device=device, **kw)
 
 
 def _expected(job: Job) -> dict:
@@ -1067,9 +1057,9 @@ def run(
     data_workers: int | None = None,
     threads: int | None = None,
 ) -> dict:
-    """Run every missing (cell, seed) of ``table`` under ``profile`` ("smoke" or "full").
+    """Run every missing (cell, seed) of ``table`` under ``profile`` ("smoke", "cpu" or "full").
 
-    ``seeds``: None (the profile's: 1 for smoke, each cell's paper count for full), "0-4",
+    ``seeds``: None (the profile's: 1 for smoke and cpu, each cell's paper count for full), "0-4",
     "0,2,5" or ints. ``device``: "auto" (CUDA when available), "cpu", "cuda". ``workers``: jobs
     trained in parallel processes, each with ``torch.set_num_threads(max(1, cores // workers))``
     (they share the GPU when there is one). ``models``: model names or ids to keep (the set-
