@@ -1174,6 +1174,14 @@ def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
     return out
 
 
+def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str, list[dict]]:
+    """``load_results`` grouped by cell id: ``{cell id: [result, ...]}`` (seed order)."""
+    out: dict[str, list[dict]] = {}
+    for r in load_results(table, profile, results_dir):
+        out.setdefault(r["cell"], []).append(r)
+    return out
+
+
 def list_tables(results_dir=None) -> list[dict]:
     """One row per registered table: label, title, cells, models, and for each profile the
     number of (cell, seed) jobs and of results on disk."""
@@ -1213,6 +1221,7 @@ __all__ = [
     "list_tables",
     "load_result",
     "load_results",
+    "results_by_cell",
     "model_names",
     "parse_seeds",
     "provenance",

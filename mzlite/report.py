@@ -42,21 +42,24 @@ def _pm(mean, std) -> str:
     return _fmt(mean) if std is None else f"{_fmt(mean)} ± {_fmt(std)}"
 
 
-def _stats(values: list[float]) -> tuple[float | None, float | None]:
+def mean_std(values: list[float]) -> tuple[float | None, float | None]:
+    """Mean and sample std (None for one value) of the finite ``values``; (None, None) if none."""
     vals = [v for v in values if v is not None and math.isfinite(v)]
     if not vals:
         return None, None
     return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else None)
 
 
-def _epochs(results: list[dict]) -> str:
+def epoch_range(results: list[dict]) -> str:
+    """The epochs the ``results`` ran, as "30" or "12-30" ("--" for none)."""
     eps = sorted(r.get("epochs_run", 0) for r in results)
     if not eps:
         return "--"
     return str(eps[0]) if eps[0] == eps[-1] else f"{eps[0]}-{eps[-1]}"
 
 
-def _devices(results: list[dict]) -> str:
+def device_names(results: list[dict]) -> str:
+    """The devices (GPU names where known) the ``results`` ran on, comma-separated."""
     devs = set()
     for r in results:
         p = r.get("provenance", {})
@@ -158,10 +161,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
     notes say how many were."""
     spec = ex.get_table(table)
     prof = ex.get_profile(profile)
-    results = ex.load_results(spec, prof.name, results_dir)
-    by_cell: dict[str, list[dict]] = {}
-    for r in results:
-        by_cell.setdefault(r["cell"], []).append(r)
+    by_cell = ex.results_by_cell(spec, prof.name, results_dir)
     paper_cols = load_paper_table(spec.label)["columns"]
     rows = []
     for c in spec.cells:
@@ -173,7 +173,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                 else r["metrics"]["test"][ref.metric] * ref.scale
                 for r in res
             ]  # fmt: skip
-            mean, std = _stats(vals)
+            mean, std = mean_std(vals)
             pc = paper_cell(spec.label, ref.row, ref.column) if c.paper else None
             pp = None
             if c.paper and "Params" in paper_cols:
@@ -191,8 +191,8 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                     "ours_std": std,
                     "ours_values": vals,
                     "seeds": [r["seed"] for r in res],
-                    "epochs": _epochs(res),
-                    "device": _devices(res) if res else "--",
+                    "epochs": epoch_range(res),
+                    "device": device_names(res) if res else "--",
                     "params": params[0] if params and c.model != ex.SET_STATS else None,
                     "paper_mean": None if pc is None else pc.get("mean"),
                     "paper_std": None if pc is None else pc.get("std"),
@@ -204,8 +204,8 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
             )
     for d in spec.derived:
         num, den = by_cell.get(d.num, []), by_cell.get(d.den, [])
-        mn, _ = _stats([r["metrics"]["test"].get(d.metric) for r in num])
-        md, _ = _stats([r["metrics"]["test"].get(d.metric) for r in den])
+        mn, _ = mean_std([r["metrics"]["test"].get(d.metric) for r in num])
+        md, _ = mean_std([r["metrics"]["test"].get(d.metric) for r in den])
         ratio = mn / md if mn is not None and md not in (None, 0.0) else None
         pc = paper_cell(spec.label, d.row, d.column)
         rows.append(
@@ -219,8 +219,8 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                 "ours_std": None,
                 "ours_values": [ratio],
                 "seeds": sorted({r["seed"] for r in num} & {r["seed"] for r in den}),
-                "epochs": _epochs(num + den),
-                "device": _devices(num + den) if num + den else "--",
+                "epochs": epoch_range(num + den),
+                "device": device_names(num + den) if num + den else "--",
                 "params": None,
                 "paper_mean": pc.get("mean"),
                 "paper_std": pc.get("std"),

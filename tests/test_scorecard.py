@@ -97,6 +97,7 @@ def test_verdict_thresholds_and_partial_coverage(tmp_path):
     assert [judge(c, v, "cpu") for v in (0.95, 0.75, 0.5)] == [
         "holds", "holds partly", "does not hold here"]  # fmt: skip
     assert judge(c, 0.95, "smoke") == "pipeline only"
+    assert judge(c, 0.95, "cpu", complete=False) == "holds partly"
     # MEB: one of six PMA baselines ran; the row says so
     _write(tmp_path, "tab:meb", "d8-st", 0.02)
     _write(tmp_path, "tab:meb", "d8-mz_full", 0.60)
