@@ -10,7 +10,7 @@ from mzlite.geometry import meb
 
 
 def test_radius_exercise_is_half_the_longest_side():
-    from mzlite._exercises_ch5 import exercise_points
+    from mzlite.exercises.ch5 import exercise_points
 
     p = exercise_points()
     half = 0.5 * max(np.linalg.norm(a - b) for a in p for b in p)

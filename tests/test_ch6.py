@@ -7,8 +7,8 @@ import pytest
 from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import cdist, pdist, squareform
 
-from mzlite._exercises_ch6 import exercise_inputs
 from mzlite.exercises import check, keys
+from mzlite.exercises.ch6 import exercise_inputs
 from mzlite.viz import plot_ours_vs_paper, plot_points_3d
 
 

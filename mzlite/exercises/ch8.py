@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .exercises import exercise
+from .checker import exercise
 
 # Five predictions of a regressor: targets, predicted means, predicted sigmas, and an uncertainty.
 EX_Y = [2.0, -1.0, 0.5, 4.0, 1.0]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from .exercises import exercise
-from .models import count_parameters
-from .nn import MultiheadAttention, MZAttention
-from .zonotope import Zonotope
+from .checker import exercise
+from ..models import count_parameters
+from ..nn import MultiheadAttention, MZAttention
+from ..zonotope import Zonotope
 
 # ch3.extra_params: one attention layer of MZ-Full (App. app:impl) against a standard one.
 EX_FULL = {"d": 64, "n_heads": 4, "n_g": 8, "L": 4}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .exercises import exercise
+from .checker import exercise
 
 TABLE = "tab:tdof-verify"
 EX_CELL = "L8-st_4l"  # any model cell of the table: they all share sizes and batch size
@@ -17,7 +17,7 @@ EX_D_IN = 32  # the quadratic-TDOF sets of tab:tdof-verify live in R^32
 
 def full_protocol() -> tuple[int, int, object]:
     """``(n_train, steps_per_epoch, TrainConfig)`` of the exercise cell under the full profile."""
-    from . import experiments as ex
+    from .. import experiments as ex
 
     job = next(j for j in ex.jobs(TABLE, "full", cells=[EX_CELL]) if j.seed == 0)
     cfg = job.train_config()
@@ -70,7 +70,7 @@ def _warmup_lr(answer):
 def _layer_params(answer):
     import torch
 
-    from .models import SetTransformer, SetTransformerConfig
+    from ..models import SetTransformer, SetTransformerConfig
 
     def count(n_enc: int) -> int:
         with torch.device("meta"):

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import torch
 
-from .exercises import exercise
-from .tasks import derive_seed, make_task
+from .checker import exercise
+from ..tasks import derive_seed, make_task
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "mz_tdof8_L8.pt"
+CHECKPOINT = Path(__file__).resolve().parents[2] / "data" / "checkpoints" / "mz_tdof8_L8.pt"
 LAYER = "enc0.inducing"
 EX_SETS = (2, 3)  # ch7.relchange / ch7.flips compare test sets 2 and 3
 EX_HEAD = 1  # ... at head 1
@@ -22,7 +22,7 @@ EX_HEAD = 1  # ... at head 1
 def exercise_model_and_sets(n_sets: int = 8):
     """``(model, x, mask)``: the shipped L = 8 checkpoint (CPU, eval mode) and the first
     ``n_sets`` sets of the test split it was evaluated on."""
-    from .analysis import load_model_checkpoint
+    from ..analysis import load_model_checkpoint
 
     model, info = load_model_checkpoint(CHECKPOINT)
     data = info["data"]

@@ -8,9 +8,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from .exercises import exercise
-from .geometry import meb
-from .tasks import meb_radius, set_features
+from .checker import exercise
+from ..geometry import meb
+from ..tasks import meb_radius, set_features
 
 # Exercise 1: three points in the plane; the MEB radius can be found with pencil and paper.
 EX_POINTS = ((0.0, 0.0), (6.0, 0.0), (1.0, 1.0))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from .exercises import exercise
-from .nn import MultiheadAttention, theorem3_layer
-from .tdof import mahalanobis_operator, random_sets, span_tdof
+from .checker import exercise
+from ..nn import MultiheadAttention, theorem3_layer
+from ..tdof import mahalanobis_operator, random_sets, span_tdof
 
 # ch2.extrapolate: a standard attention pooling layer (d = 3, one head, seed 7) on constant sets.
 EX_D, EX_LAYER_SEED, EX_T = 3, 7, -1.5

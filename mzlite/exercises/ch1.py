@@ -8,8 +8,8 @@ import math
 
 import torch
 
-from .exercises import exercise
-from .zonotope import MatrixZonotope, Zonotope
+from .checker import exercise
+from ..zonotope import MatrixZonotope, Zonotope
 
 # The 2-D zonotope of exercises ch1.area and ch1.inside: centre 0, generators e1, e2, e1 + e2.
 EX_CENTER = [0.0, 0.0]

@@ -16,6 +16,7 @@ Each chapter registers its exercises with :func:`exercise`::
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -106,8 +107,8 @@ def _load_chapters() -> None:
     import importlib
     import pkgutil
 
-    from . import __path__ as pkg_path
+    from . import __path__ as pkg_path  # the mzlite.exercises package
 
     for info in pkgutil.iter_modules(pkg_path):
-        if info.name.startswith("_exercises_ch"):
-            importlib.import_module(f"mzlite.{info.name}")
+        if re.fullmatch(r"ch\d+", info.name):
+            importlib.import_module(f"{__package__}.{info.name}")
