@@ -665,7 +665,7 @@ def plot_meb_slider(sets, labels=None, *, title: str | None = None):
     import numpy as np
     import plotly.graph_objects as go
 
-    from .geometry import meb
+    from .tasks.geometry import meb
 
     pts = [np.asarray(torch.as_tensor(s).detach().cpu().double()) for s in sets]
     if not pts or any(p.ndim != 2 or p.shape[1] != 2 or p.shape[0] < 1 for p in pts):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mzlite.exercises import check
-from mzlite.geometry import meb
+from mzlite.tasks.geometry import meb
 
 
 def test_radius_exercise_is_half_the_longest_side():

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from mzlite import geometry as G
+from mzlite.tasks import geometry as G
 
 
 def _mixture(rng, n, d):

@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from mzlite import _io
-from mzlite import geometry as G
 from mzlite import tasks as T
+from mzlite.tasks import geometry as G
+from mzlite.tasks.matching import _givens_batch
 
 SMALL = {  # cheap options for every registered task
     "set_regression": {},
@@ -155,9 +156,9 @@ def test_rotation_matching_is_a_rotation_plus_noise():
 def test_givens_batch_is_orthogonal_and_inverse():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3, 7, 5))
-    Y = T._givens_batch(X, 123, math.pi)
+    Y = _givens_batch(X, 123, math.pi)
     np.testing.assert_allclose(np.linalg.norm(Y, axis=-1), np.linalg.norm(X, axis=-1))
-    np.testing.assert_allclose(T._givens_batch(Y, 123, math.pi, inverse=True), X, atol=1e-12)
+    np.testing.assert_allclose(_givens_batch(Y, 123, math.pi, inverse=True), X, atol=1e-12)
     assert not np.allclose(Y, X)
 
 
@@ -226,7 +227,7 @@ def test_digits_class_labels_and_split_partition():
     data = T.make_task("digits_geometry", 30, seed=0, target="class")
     assert data.is_classification and data.y.shape == (30,) and data.d_out <= 10
     assert data.x.shape == (30, 64, 2) and data.x.min() >= 0 and data.x.max() <= 1
-    lo_hi = T._DIGIT_SPLITS
+    lo_hi = T.digits._DIGIT_SPLITS
     assert lo_hi["train"][1] == lo_hi["val"][0] and lo_hi["val"][1] == lo_hi["test"][0]
     sp = T.make_splits("digits_geometry", 5, 5, 5, target="meb")
     assert [s.options["split"] for s in sp] == ["train", "val", "test"]

@@ -9,7 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from .checker import exercise
-from ..geometry import meb
+from ..tasks.geometry import meb
 from ..tasks import meb_radius, set_features
 
 # Exercise 1: three points in the plane; the MEB radius can be found with pencil and paper.

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from .checker import exercise
-from ..geometry import chamfer_distance, mst_weight
+from ..tasks.geometry import chamfer_distance, mst_weight
 from ..train import regression_metrics
 
 # ch6.mst: five points in the plane (the corners of a unit square, plus one far point)

@@ -268,3 +268,37 @@ def kcenter_cost(points, k: int = 5) -> float:
         nxt = int(np.argmax(dmin))
         dmin = np.minimum(dmin, np.sqrt(((P - P[nxt]) ** 2).sum(1)))
     return float(dmin.max())
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistical targets (tab:egnn-comparison)
+# ---------------------------------------------------------------------------------------------
+
+
+def _cov(s: np.ndarray) -> np.ndarray:
+    c = s - s.mean(0)
+    return c.T @ c / len(s)
+
+
+def cov_frobenius(points) -> float:
+    """||Sigma||_F of the biased (1/n) sample covariance."""
+    return float(np.linalg.norm(_cov(np.asarray(points, dtype=np.float64))))
+
+
+def pca_error(points, k: int) -> float:
+    """Mean squared residual of projecting the centred points on their top-k principal directions,
+    (1/n) sum_i ||(I - V_k V_k^T)(x_i - mean)||^2 = sum of the d - k smallest covariance
+    eigenvalues."""
+    ev = np.linalg.eigvalsh(_cov(np.asarray(points, dtype=np.float64)))  # ascending
+    return float(max(ev[: len(ev) - k].sum(), 0.0))
+
+
+def mahalanobis_packed(s: np.ndarray, ridge: float) -> float:
+    """Mahalanobis distance of the query row (indicator 1) to the reference rows (indicator 0):
+    sqrt((q - m)^T (Sigma + lam I)^{-1} (q - m)), Sigma the biased covariance of the references and
+    lam = ridge * trace(Sigma) / d (scale-equivariant, so the distance is scale invariant)."""
+    ref, q = s[s[:, -1] == 0, :-1], s[s[:, -1] == 1, :-1][0]
+    S = _cov(ref)
+    lam = ridge * np.trace(S) / S.shape[0]
+    v = q - ref.mean(0)
+    return float(np.sqrt(v @ np.linalg.solve(S + lam * np.eye(S.shape[0]), v)))
