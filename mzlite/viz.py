@@ -660,7 +660,7 @@ __all__ += ["plot_meb_slider", "plot_grouped_bars"]
 
 def plot_meb_slider(sets, labels=None, *, title: str | None = None):
     """Interactive plotly view of ``k`` 2-D point sets (a list of ``(n_i, 2)`` arrays), one per
-    slider step: the points, their exact minimum enclosing ball (:func:`mzlite.geometry.meb`),
+    slider step: the points, their exact minimum enclosing ball (:func:`mzlite.tasks.geometry.meb`),
     its centre and its support points (on the circle). Returns the plotly figure."""
     import numpy as np
     import plotly.graph_objects as go

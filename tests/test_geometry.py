@@ -1,4 +1,4 @@
-"""mzlite.geometry against independent computations: brute force, a scipy dual QP, pure-Python
+"""mzlite.tasks.geometry against independent computations: brute force, a scipy dual QP, pure-Python
 Prim, analytic volumes."""
 
 import itertools

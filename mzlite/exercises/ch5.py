@@ -1,6 +1,6 @@
 """Chapter 5 exercises ("The minimum enclosing ball"): every reference answer is computed by
-mzlite (``mzlite.geometry.meb`` and ``mzlite.tasks.set_features`` on generated MEB sets), never
-typed by hand."""
+mzlite (``mzlite.tasks.geometry.meb`` and ``mzlite.tasks.set_features`` on generated MEB sets),
+never typed by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 
 from .checker import exercise
 from ..tasks.geometry import meb
-from ..tasks import meb_radius, set_features
+from ..tasks import meb_radius_dataset, set_features
 
 # Exercise 1: three points in the plane; the MEB radius can be found with pencil and paper.
 EX_POINTS = ((0.0, 0.0), (6.0, 0.0), (1.0, 1.0))
@@ -24,8 +24,8 @@ def exercise_points() -> np.ndarray:
 
 @lru_cache(maxsize=2)
 def exercise_sets(normalise: str = "none", n_sets: int = 300, d: int = 8, seed: int = 5):
-    """MEB sets of the chapter's generator (``mzlite.tasks.meb_radius``) for the exercises."""
-    return meb_radius(n_sets, d=d, seed=seed, normalise=normalise)
+    """MEB sets of the chapter's generator (``mzlite.tasks.meb_radius_dataset``), for exercises."""
+    return meb_radius_dataset(n_sets, d=d, seed=seed, normalise=normalise)
 
 
 def _stat_names(answer) -> set[str]:

@@ -1,5 +1,5 @@
 """Chapter 6 exercises ("Relational benchmarks"): only the tiny inputs are typed here; every
-reference answer is computed by mzlite (``mzlite.geometry`` for the MST weight and the Chamfer
+reference answer is computed by mzlite (``mzlite.tasks.geometry`` for the MST weight and the Chamfer
 distance, ``mzlite.train.regression_metrics`` for R^2). The notebook gets the same inputs from
 :func:`exercise_inputs`."""
 

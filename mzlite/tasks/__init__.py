@@ -37,10 +37,14 @@ targets).
 
 from .dataset import SetData
 from .difficulty import baseline_r2, set_features
-from .digits import digits_geometry
-from .functions import meta_basis, meta_regression, quadratic_basis, quadratic_tdof
-from .geometric import hull_volume, meb_radius, mst_weight, sgsp
-from .matching import chamfer_matching, few_shot_retrieval, rotation_matching
+from .digits import digits_geometry_dataset
+from .functions import meta_basis, meta_regression_dataset, quadratic_basis, quadratic_tdof_dataset
+from .geometric import hull_volume_dataset, meb_radius_dataset, mst_weight_dataset, sgsp_dataset
+from .matching import (
+    chamfer_matching_dataset,
+    few_shot_retrieval_dataset,
+    rotation_matching_dataset,
+)
 from .registry import (
     CODE_VERSION,
     TASKS,
@@ -52,34 +56,34 @@ from .registry import (
     make_task,
     task_options,
 )
-from .statistics import set_regression, set_stat, statistical
+from .statistics import set_regression_dataset, set_stat_dataset, statistical_dataset
 
 __all__ = [
     "CODE_VERSION",
     "TASKS",
-    "SetData",
-    "Splits",
     "baseline_r2",
     "cache_path",
-    "chamfer_matching",
+    "chamfer_matching_dataset",
     "default_cache_dir",
     "derive_seed",
-    "digits_geometry",
-    "few_shot_retrieval",
-    "hull_volume",
+    "digits_geometry_dataset",
+    "few_shot_retrieval_dataset",
+    "hull_volume_dataset",
     "make_splits",
     "make_task",
-    "meb_radius",
+    "meb_radius_dataset",
     "meta_basis",
-    "meta_regression",
-    "mst_weight",
+    "meta_regression_dataset",
+    "mst_weight_dataset",
     "quadratic_basis",
-    "quadratic_tdof",
-    "rotation_matching",
+    "quadratic_tdof_dataset",
+    "rotation_matching_dataset",
     "set_features",
-    "set_regression",
-    "set_stat",
-    "sgsp",
-    "statistical",
+    "set_regression_dataset",
+    "set_stat_dataset",
+    "SetData",
+    "sgsp_dataset",
+    "Splits",
+    "statistical_dataset",
     "task_options",
 ]

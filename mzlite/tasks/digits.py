@@ -37,7 +37,7 @@ def _digits():
     return d.images, d.target
 
 
-def digits_geometry(
+def digits_geometry_dataset(
     n_sets: int,
     *,
     target: str = "meb",

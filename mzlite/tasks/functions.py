@@ -22,7 +22,7 @@ from .dataset import SetData
 
 
 def quadratic_basis(L: int, d: int, function_seed: int = 0, basis: str = "random"):
-    """The fixed function of :func:`quadratic_tdof`: (w (d,), M0 (d, d), M (L, d, d)).
+    """The fixed function of :func:`quadratic_tdof_dataset`: (w (d,), M0 (d, d), M (L, d, d)).
 
     "random": L + 1 Gaussian matrices Frobenius-orthonormalised together (QR of their vec's), then
     scaled by sqrt(d) so each w^T M_l mu has unit variance; w is a uniform unit vector. "witness":
@@ -41,7 +41,7 @@ def quadratic_basis(L: int, d: int, function_seed: int = 0, basis: str = "random
     return w, Ms[0], Ms[1:]
 
 
-def quadratic_tdof(
+def quadratic_tdof_dataset(
     n_sets: int,
     *,
     L: int = 8,
@@ -90,11 +90,11 @@ def quadratic_tdof(
 
 
 def meta_basis(L: int, d: int, function_seed: int = 0) -> np.ndarray:
-    """The fixed basis of :func:`meta_regression`: (L, d, d) with i.i.d. N(0, 1/d) entries."""
+    """The fixed basis of :func:`meta_regression_dataset`: (L, d, d), i.i.d. N(0, 1/d) entries."""
     return np.random.default_rng(function_seed).normal(0.0, 1.0 / math.sqrt(d), size=(L, d, d))
 
 
-def meta_regression(
+def meta_regression_dataset(
     n_sets: int,
     *,
     L: int = 32,

@@ -19,7 +19,7 @@ from ._build import (
 from .dataset import SetData
 
 
-def mst_weight(
+def mst_weight_dataset(
     n_sets: int,
     *,
     d: int = 8,
@@ -35,12 +35,12 @@ def mst_weight(
 ) -> SetData:
     """Task G, minimum-spanning-tree weight (app:task-descriptions; tab:mst-scale, tab:mst-normed
     sweep d up to 256): n ~ U(10, 30) points in R^8 from 1-3 random clusters "with varying centres
-    and spreads"; y = total Euclidean MST length (:func:`mzlite.geometry.mst_weight`).
+    and spreads"; y = total Euclidean MST length (:func:`geometry.mst_weight`).
 
-    Open choices: the mixture generator of :func:`meb_radius` with K ~ U{1..3}, centres ~ N(0, 3^2
-    I), isotropic spreads ~ U(0.5, 2.0); these make Var(y) ~ 7e2 at d=8, the value the paper's
-    Task-G numbers imply (MSE 210 at R^2 0.712). Targets grow like sqrt(d); the paper's raw-target
-    baselines collapse at high d partly for that reason (app:opt-confound), hence
+    Open choices: the mixture generator of :func:`meb_radius_dataset` with K ~ U{1..3}, centres ~
+    N(0, 3^2 I), isotropic spreads ~ U(0.5, 2.0); these make Var(y) ~ 7e2 at d=8, the value the
+    paper's Task-G numbers imply (MSE 210 at R^2 0.712). Targets grow like sqrt(d); the paper's
+    raw-target baselines collapse at high d partly for that reason (app:opt-confound), hence
     ``normalise="scale"`` (p = 1)."""
     _check_common(n_sets, d, n_min, n_max, seed)
     _check_mixture(k_max, mean_std, spread_min, spread_max)
@@ -55,7 +55,7 @@ def mst_weight(
     )
 
 
-def meb_radius(
+def meb_radius_dataset(
     n_sets: int,
     *,
     d: int = 8,
@@ -70,7 +70,7 @@ def meb_radius(
     workers: int | None = 1,
 ) -> SetData:
     """Minimum-enclosing-ball radius (tab:meb, app:meb; d in {8, 16, 32}): "mixtures of Gaussians
-    with n in [10, 30]", exact radius (:func:`mzlite.geometry.meb`, certified to 1e-6 relative).
+    with n in [10, 30]", exact radius (:func:`geometry.meb`, certified to 1e-6 relative).
 
     Open choices: the generator of notes/measurements.md: K ~ U{1, 2, 3} components, means ~ N(0,
     2^2 I), isotropic scales ~ U(0.2, 1.0), each point picks a component uniformly. On these raw
@@ -89,7 +89,7 @@ def meb_radius(
     )
 
 
-def hull_volume(
+def hull_volume_dataset(
     n_sets: int,
     *,
     d: int = 3,
@@ -104,7 +104,7 @@ def hull_volume(
     workers: int | None = 1,
 ) -> SetData:
     """Convex-hull volume (tab:hull, tab:hull-normed; d in {3, 6, 9}, n in [15, 35]), exact via
-    Qhull (:func:`mzlite.geometry.hull_volume`; degenerate sets give 0.0).
+    Qhull (:func:`geometry.hull_volume`; degenerate sets give 0.0).
 
     Open choices: the paper does not give the point distribution; we reuse the MEB mixture generator
     (K ~ U{1..3}, means N(0, 2^2 I), scales U(0.2, 1.0)), giving raw volumes of 1e0-1e3 as the
@@ -130,7 +130,7 @@ _SGSP = {
 }
 
 
-def sgsp(
+def sgsp_dataset(
     n_sets: int,
     *,
     target: str = "diameter",
@@ -150,7 +150,7 @@ def sgsp(
     "diameter" (max pairwise distance), "knn_radius" (median over points of the
     k-th-nearest-neighbour distance), "k_smallest_sum" (sum of the k smallest pairwise distances) or
     "kcenter" (furthest-first k-center cost, started at the point furthest from the centroid); see
-    mzlite.geometry.
+    geometry.
 
     Open choices: k = 5 for all three k-targets (the paper gives k=5 for k-center and k-NN radius in
     its real-data rows, nothing for k-smallest); the MEB mixture generator and n in [10, 30] (the

@@ -2,7 +2,7 @@
 Chamfer distance and the sparse geometric set predicates (SGSP) of the paper.
 
 Every function takes ONE set as a NumPy array ``points`` of shape ``(n, d)`` holding only the real
-elements (no padding) and returns a Python float. ``mzlite.tasks`` applies them set by set (and in
+elements (no padding) and returns a Python float. The task generators apply them set by set (and in
 parallel) to padded batches. The code is numpy/scipy only (no torch), so worker processes import it
 cheaply.
 

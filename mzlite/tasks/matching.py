@@ -26,7 +26,7 @@ from ._build import (
 from .dataset import SetData
 
 
-def chamfer_matching(
+def chamfer_matching_dataset(
     n_sets: int,
     *,
     d: int = 3,
@@ -46,7 +46,7 @@ def chamfer_matching(
     otherwise B is an independent cloud from the same distribution with its own size. Both sets are
     packed into one set with a binary type indicator column (0 = A, 1 = B), d_in = d + 1, rows
     shuffled; x has 2 n_max rows. y = symmetric squared Chamfer distance
-    (:func:`mzlite.geometry.chamfer_distance`).
+    (:func:`geometry.chamfer_distance`).
 
     Open choices: the point distribution and ``point_std = 8`` (chosen so Var(y) ~ 1.4e3, the value
     the paper's Task-B numbers imply: MSE 138 at R^2 0.901), noise = 0.3 (tab:ambiguity's row that
@@ -89,7 +89,7 @@ def _pair_task(task, opts, seed, pairs, rng, n_max, normalise, workers) -> SetDa
     return _finish(task, opts, seed, sets, y, 2 * n_max, scale)
 
 
-def few_shot_retrieval(
+def few_shot_retrieval_dataset(
     n_sets: int,
     *,
     d: int = 8,
@@ -157,7 +157,7 @@ def _givens_batch(
     return Xt.transpose(1, 2, 0)
 
 
-def rotation_matching(
+def rotation_matching_dataset(
     n_sets: int,
     *,
     d: int = 8,

@@ -18,11 +18,15 @@ from mzlite._io import atomic_write_bytes
 
 from ._build import _check_int
 from .dataset import SetData
-from .digits import digits_geometry
-from .functions import meta_regression, quadratic_tdof
-from .geometric import hull_volume, meb_radius, mst_weight, sgsp
-from .matching import chamfer_matching, few_shot_retrieval, rotation_matching
-from .statistics import set_regression, set_stat, statistical
+from .digits import digits_geometry_dataset
+from .functions import meta_regression_dataset, quadratic_tdof_dataset
+from .geometric import hull_volume_dataset, meb_radius_dataset, mst_weight_dataset, sgsp_dataset
+from .matching import (
+    chamfer_matching_dataset,
+    few_shot_retrieval_dataset,
+    rotation_matching_dataset,
+)
+from .statistics import set_regression_dataset, set_stat_dataset, statistical_dataset
 
 # The cache key includes a hash of every source file of this package: editing any of them
 # invalidates old entries.
@@ -31,19 +35,19 @@ CODE_VERSION = hashlib.sha256(_SRC).hexdigest()[:12]
 
 
 TASKS: dict[str, callable] = {
-    "set_regression": set_regression,  # Task A
-    "chamfer_matching": chamfer_matching,  # Task B
-    "few_shot_retrieval": few_shot_retrieval,  # Task D
-    "rotation_matching": rotation_matching,  # Task F
-    "mst_weight": mst_weight,  # Task G
-    "meb_radius": meb_radius,
-    "hull_volume": hull_volume,
-    "sgsp": sgsp,
-    "quadratic_tdof": quadratic_tdof,
-    "set_stat": set_stat,
-    "statistical": statistical,
-    "meta_regression": meta_regression,
-    "digits_geometry": digits_geometry,
+    "set_regression": set_regression_dataset,  # Task A
+    "chamfer_matching": chamfer_matching_dataset,  # Task B
+    "few_shot_retrieval": few_shot_retrieval_dataset,  # Task D
+    "rotation_matching": rotation_matching_dataset,  # Task F
+    "mst_weight": mst_weight_dataset,  # Task G
+    "meb_radius": meb_radius_dataset,
+    "hull_volume": hull_volume_dataset,
+    "sgsp": sgsp_dataset,
+    "quadratic_tdof": quadratic_tdof_dataset,
+    "set_stat": set_stat_dataset,
+    "statistical": statistical_dataset,
+    "meta_regression": meta_regression_dataset,
+    "digits_geometry": digits_geometry_dataset,
 }
 
 _NOT_OPTIONS = ("n_sets", "seed", "workers")

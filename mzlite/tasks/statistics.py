@@ -34,7 +34,7 @@ _SET_STATS = {
 }
 
 
-def set_stat(
+def set_stat_dataset(
     n_sets: int,
     *,
     stat: str = "max",
@@ -63,7 +63,7 @@ def set_stat(
     return _finish("set_stat", opts, seed, sets, y, n_max)
 
 
-def set_regression(
+def set_regression_dataset(
     n_sets: int,
     *,
     d: int = 16,
@@ -73,10 +73,10 @@ def set_regression(
     normalise: str = "none",
 ) -> SetData:
     """Task A, set regression (app:task-descriptions): x_i in R^16, n ~ U(10, 100), y = sum of the
-    dimension-wise maxima, sum_j max_i x_ij. This is :func:`set_stat` with stat="max" (the "Max"
-    column of tab:mz-efficient/tab:slot-baseline, whose Standard R^2 ~ 0.81 matches Task A's).
-    Elements are N(0, I_d) (not stated in the paper)."""
-    data = set_stat(
+    dimension-wise maxima, sum_j max_i x_ij. This is :func:`set_stat_dataset` with stat="max" (the
+    "Max" column of tab:mz-efficient/tab:slot-baseline, whose Standard R^2 ~ 0.81 matches Task
+    A's). Elements are N(0, I_d) (not stated in the paper)."""
+    data = set_stat_dataset(
         n_sets, stat="max", d=d, n_min=n_min, n_max=n_max, seed=seed, normalise=normalise
     )
     data.task = "set_regression"
@@ -93,7 +93,7 @@ def _anisotropic_sets(rng, N, d, n_min, n_max, log_scale_min, log_scale_max):
     return out
 
 
-def statistical(
+def statistical_dataset(
     n_sets: int,
     *,
     target: str = "cov_frobenius",
