@@ -420,7 +420,8 @@ def plot_bars(values, labels=None, ax=None, *, ylabel: str = "", title: str | No
 
 def plot_calibration(curves: dict, ax=None, *, title: str | None = None):
     """Interval-coverage calibration plot: ``curves = {name: (levels, observed)}`` (as returned
-    by ``mzlite.uncertainty.coverage_curve``) against the diagonal of perfect calibration."""
+    by ``mzlite.analysis.uncertainty.coverage_curve``) against the diagonal of perfect
+    calibration."""
     import matplotlib.pyplot as plt
 
     if not isinstance(curves, dict) or not curves:

@@ -1,9 +1,10 @@
-"""mzlite.tdof against the closed forms of Prop. prop:tdof-natural and hand-made operators."""
+"""mzlite.analysis.tdof against the closed forms of Prop. prop:tdof-natural and hand-made
+operators."""
 
 import pytest
 import torch
 
-from mzlite.tdof import (
+from mzlite.analysis.tdof import (
     closed_form,
     jacobian_tdof,
     mahalanobis_operator,

@@ -1,4 +1,4 @@
-"""mzlite.uncertainty against scipy and hand computations."""
+"""mzlite.analysis.uncertainty against scipy and hand computations."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy import stats
 
-from mzlite import uncertainty as U
+from mzlite.analysis import uncertainty as U
 from mzlite.nn import make_model
 
 

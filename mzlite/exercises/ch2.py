@@ -1,5 +1,5 @@
 """Chapter 2 exercises ("The relational bottleneck"): every reference answer is computed with
-mzlite (``mzlite.nn``, ``mzlite.tdof``); only the exercise's inputs are typed here, and the
+mzlite (``mzlite.nn``, ``mzlite.analysis.tdof``); only the exercise's inputs are typed here, and the
 notebook builds the same inputs with the functions below."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from .checker import exercise
 from ..nn import MultiheadAttention, theorem3_layer
-from ..tdof import mahalanobis_operator, random_sets, span_tdof
+from ..analysis.tdof import mahalanobis_operator, random_sets, span_tdof
 
 # ch2.extrapolate: a standard attention pooling layer (d = 3, one head, seed 7) on constant sets.
 EX_D, EX_LAYER_SEED, EX_T = 3, 7, -1.5

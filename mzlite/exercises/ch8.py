@@ -1,5 +1,5 @@
 """Chapter 8 exercises ("Uncertainty"): the inputs are typed here, every reference answer is
-computed with scipy (independently of ``mzlite.uncertainty``, which the solutions use)."""
+computed with scipy (independently of ``mzlite.analysis.uncertainty``, which the solutions use)."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from ._checks import as_float_tensor, check_finite
+from .._checks import as_float_tensor, check_finite
 
 __all__ = [
     "ihw_uncertainty",

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import torch
 
-from ._checks import as_float_tensor, check_finite
-from .attention import MZMAB, MZAttention
-from .models import MZSetTransformer, MZSetTransformerConfig, config_dict
-from .train import load_checkpoint, save_checkpoint
+from .._checks import as_float_tensor, check_finite
+from ..attention import MZMAB, MZAttention
+from ..models import MZSetTransformer, MZSetTransformerConfig, config_dict
+from ..train import load_checkpoint, save_checkpoint
 
 __all__ = [
     "relative_frobenius_change",

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._checks import as_float_tensor, check_finite, check_mask
+from .._checks import as_float_tensor, check_finite, check_mask
 
 __all__ = [
     "TDOF",
