@@ -66,9 +66,9 @@ from mzlite import baselines as _baselines
 from mzlite import tasks as _tasks
 from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
+from mzlite._paths import REPO_ROOT
 from mzlite.train import TrainConfig, evaluate, fit, seed_everything
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULT_FORMAT = "mzlite.result/1"
 SET_STATS = "set_stats"  # the pseudo-model: ridge regression on simple set statistics
 SET_STATS_LABEL = "set statistics (ridge)"

@@ -46,8 +46,8 @@ from functools import cache
 from pathlib import Path
 
 from mzlite._io import atomic_write_json
+from mzlite._paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = REPO_ROOT / "data" / "paper"
 # The paper sits beside the repository (../shared/paper); $MZLITE_PAPER_TEX overrides it.
 DEFAULT_TEX = REPO_ROOT.parent / "shared" / "paper" / "mzattn-paper.tex"

@@ -412,3 +412,11 @@ def test_parallel_workers_give_identical_data():
     one = T.make_task("hull_volume", 80, seed=0, d=4)
     two = T.make_task("hull_volume", 80, seed=0, d=4, workers=2)
     assert torch.equal(one.y, two.y) and torch.equal(one.x, two.x)
+
+
+def test_default_cache_dir_is_the_checkouts_data_cache(monkeypatch):
+    monkeypatch.delenv("MZLITE_CACHE", raising=False)
+    repo = Path(__file__).resolve().parents[1]
+    assert T.default_cache_dir() == repo / "data" / "cache"
+    monkeypatch.setenv("MZLITE_CACHE", "/elsewhere")
+    assert T.default_cache_dir() == Path("/elsewhere")

@@ -5,14 +5,14 @@ shipped checkpoint ``data/checkpoints/mz_tdof8_L8.pt`` and its test split, direc
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
 import torch
 
 from .checker import exercise
+from .._paths import REPO_ROOT
 from ..tasks import derive_seed, make_task
 
-CHECKPOINT = Path(__file__).resolve().parents[2] / "data" / "checkpoints" / "mz_tdof8_L8.pt"
+CHECKPOINT = REPO_ROOT / "data" / "checkpoints" / "mz_tdof8_L8.pt"
 LAYER = "enc0.inducing"
 EX_SETS = (2, 3)  # ch7.relchange / ch7.flips compare test sets 2 and 3
 EX_HEAD = 1  # ... at head 1

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from mzlite._io import atomic_write_bytes
+from mzlite._paths import REPO_ROOT, in_checkout
 
 from ._build import _check_int
 from .dataset import SetData
@@ -83,9 +84,8 @@ def default_cache_dir() -> Path:
     ``~/.cache/mzlite`` for an installed package."""
     if "MZLITE_CACHE" in os.environ:
         return Path(os.environ["MZLITE_CACHE"])
-    repo = Path(__file__).resolve().parents[1]
-    if (repo / "pyproject.toml").is_file():
-        return repo / "data" / "cache"
+    if in_checkout():
+        return REPO_ROOT / "data" / "cache"
     return Path.home() / ".cache" / "mzlite"
 
 
