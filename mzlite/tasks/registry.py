@@ -16,6 +16,7 @@ import torch
 
 from mzlite._io import atomic_write_bytes
 from mzlite._paths import REPO_ROOT, in_checkout
+from mzlite.registry import Registry
 
 from ._build import _check_int
 from .dataset import SetData
@@ -35,37 +36,35 @@ _SRC = b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py"
 CODE_VERSION = hashlib.sha256(_SRC).hexdigest()[:12]
 
 
-TASKS: dict[str, callable] = {
-    "set_regression": set_regression_dataset,  # Task A
-    "chamfer_matching": chamfer_matching_dataset,  # Task B
-    "few_shot_retrieval": few_shot_retrieval_dataset,  # Task D
-    "rotation_matching": rotation_matching_dataset,  # Task F
-    "mst_weight": mst_weight_dataset,  # Task G
-    "meb_radius": meb_radius_dataset,
-    "hull_volume": hull_volume_dataset,
-    "sgsp": sgsp_dataset,
-    "quadratic_tdof": quadratic_tdof_dataset,
-    "set_stat": set_stat_dataset,
-    "statistical": statistical_dataset,
-    "meta_regression": meta_regression_dataset,
-    "digits_geometry": digits_geometry_dataset,
-}
+# Each task's generator, by the task's name (the name results, caches and tables use).
+TASKS: Registry = Registry(
+    "task",
+    [
+        ("set_regression", set_regression_dataset),  # Task A
+        ("chamfer_matching", chamfer_matching_dataset),  # Task B
+        ("few_shot_retrieval", few_shot_retrieval_dataset),  # Task D
+        ("rotation_matching", rotation_matching_dataset),  # Task F
+        ("mst_weight", mst_weight_dataset),  # Task G
+        ("meb_radius", meb_radius_dataset),
+        ("hull_volume", hull_volume_dataset),
+        ("sgsp", sgsp_dataset),
+        ("quadratic_tdof", quadratic_tdof_dataset),
+        ("set_stat", set_stat_dataset),
+        ("statistical", statistical_dataset),
+        ("meta_regression", meta_regression_dataset),
+        ("digits_geometry", digits_geometry_dataset),
+    ],
+)
 
 _NOT_OPTIONS = ("n_sets", "seed", "workers")
 
 
 def task_options(name: str) -> dict:
     """The options of task ``name`` with their defaults (excluding n_sets, seed, workers)."""
-    fn = _get(name)
+    fn = TASKS[name]
     return {
         k: p.default for k, p in inspect.signature(fn).parameters.items() if k not in _NOT_OPTIONS
     }
-
-
-def _get(name: str):
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; valid tasks: {', '.join(sorted(TASKS))}")
-    return TASKS[name]
 
 
 def _resolve(name: str, opts: dict) -> dict:
@@ -150,7 +149,7 @@ def make_task(
     dataset is loaded from / saved to :func:`cache_path` (atomic write; a corrupt entry is
     regenerated). ``workers`` processes compute slow targets (None = all cores); it does not change
     the data."""
-    fn = _get(name)
+    fn = TASKS[name]
     _resolve(name, opts)  # unknown options raise here, before any work
     kw = dict(opts)
     if "workers" in inspect.signature(fn).parameters:
