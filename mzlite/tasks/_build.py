@@ -54,8 +54,13 @@ def _check_common(n_sets, d, n_min, n_max, seed) -> None:
     _check_int("n_min", n_min, 1)
     _check_int("n_max", n_max, 1)
     _check_int("seed", seed, 0)
-    if n_min > n_max:
-        raise ValueError(f"n_min must be <= n_max, got n_min={n_min} > n_max={n_max}")
+    _check_order("n_min", n_min, "n_max", n_max)
+
+
+def _check_order(lo_name: str, lo, hi_name: str, hi) -> None:
+    """``lo <= hi`` for a pair of bounds, e.g. n_min and n_max."""
+    if lo > hi:
+        raise ValueError(f"{lo_name} must be <= {hi_name}, got {lo_name}={lo} > {hi_name}={hi}")
 
 
 def _check_normalise(normalise, allowed: bool = True) -> str:
@@ -197,5 +202,26 @@ def _check_mixture(k_max, mean_std, spread_min, spread_max):
     _check_float("mean_std", mean_std, 0.0)
     _check_float("spread_min", spread_min, 0.0)
     _check_float("spread_max", spread_max, 0.0)
-    if spread_min > spread_max:
-        raise ValueError(f"spread_min must be <= spread_max, got {spread_min} > {spread_max}")
+    _check_order("spread_min", spread_min, "spread_max", spread_max)
+
+
+def _mixture_dataset(task: str, n_sets: int, seed: int, workers, opts: dict, fn, **fn_kw):
+    """A dataset of Gaussian-mixture sets (:func:`_gaussian_mixture_sets`) with the target
+    ``fn(set, **fn_kw)`` of each set; ``opts`` are the generator's options (``_opts(locals())``)."""
+    o = opts
+    _check_common(n_sets, o["d"], o["n_min"], o["n_max"], seed)
+    _check_mixture(o["k_max"], o["mean_std"], o["spread_min"], o["spread_max"])
+    _check_normalise(o["normalise"])
+    rng = np.random.default_rng(seed)
+    sets = _gaussian_mixture_sets(
+        rng,
+        n_sets,
+        o["d"],
+        o["n_min"],
+        o["n_max"],
+        o["k_max"],
+        o["mean_std"],
+        o["spread_min"],
+        o["spread_max"],
+    )
+    return _geometric_task(task, opts, seed, sets, o["n_max"], o["normalise"], fn, workers, **fn_kw)

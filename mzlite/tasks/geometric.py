@@ -3,17 +3,12 @@ radius, convex-hull volume and the sparse geometric set predicates (SGSP)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from . import geometry
 from ._build import (
     _check_choice,
     _check_common,
     _check_int,
-    _check_mixture,
-    _check_normalise,
-    _gaussian_mixture_sets,
-    _geometric_task,
+    _mixture_dataset,
     _opts,
 )
 from .dataset import SetData
@@ -42,16 +37,8 @@ def mst_weight_dataset(
     paper's Task-G numbers imply (MSE 210 at R^2 0.712). Targets grow like sqrt(d); the paper's
     raw-target baselines collapse at high d partly for that reason (app:opt-confound), hence
     ``normalise="scale"`` (p = 1)."""
-    _check_common(n_sets, d, n_min, n_max, seed)
-    _check_mixture(k_max, mean_std, spread_min, spread_max)
-    _check_normalise(normalise)
-    opts = _opts(locals())
-    rng = np.random.default_rng(seed)
-    sets = _gaussian_mixture_sets(
-        rng, n_sets, d, n_min, n_max, k_max, mean_std, spread_min, spread_max
-    )
-    return _geometric_task(
-        "mst_weight", opts, seed, sets, n_max, normalise, geometry.mst_weight, workers
+    return _mixture_dataset(
+        "mst_weight", n_sets, seed, workers, _opts(locals()), geometry.mst_weight
     )
 
 
@@ -76,16 +63,8 @@ def meb_radius_dataset(
     2^2 I), isotropic scales ~ U(0.2, 1.0), each point picks a component uniformly. On these raw
     sets simple statistics (RMS spread, max distance to the centroid, n) predict the radius with R^2
     ~ 0.99 (see :func:`baseline_r2`); ``normalise="scale"`` (y = R / rms) leaves them at ~ 0.6."""
-    _check_common(n_sets, d, n_min, n_max, seed)
-    _check_mixture(k_max, mean_std, spread_min, spread_max)
-    _check_normalise(normalise)
-    opts = _opts(locals())
-    rng = np.random.default_rng(seed)
-    sets = _gaussian_mixture_sets(
-        rng, n_sets, d, n_min, n_max, k_max, mean_std, spread_min, spread_max
-    )
-    return _geometric_task(
-        "meb_radius", opts, seed, sets, n_max, normalise, geometry.meb_radius, workers
+    return _mixture_dataset(
+        "meb_radius", n_sets, seed, workers, _opts(locals()), geometry.meb_radius
     )
 
 
@@ -109,16 +88,8 @@ def hull_volume_dataset(
     Open choices: the paper does not give the point distribution; we reuse the MEB mixture generator
     (K ~ U{1..3}, means N(0, 2^2 I), scales U(0.2, 1.0)), giving raw volumes of 1e0-1e3 as the
     paper's "10^1-10^3". ``normalise="scale"`` divides the volume by rms^d."""
-    _check_common(n_sets, d, n_min, n_max, seed)
-    _check_mixture(k_max, mean_std, spread_min, spread_max)
-    _check_normalise(normalise)
-    opts = _opts(locals())
-    rng = np.random.default_rng(seed)
-    sets = _gaussian_mixture_sets(
-        rng, n_sets, d, n_min, n_max, k_max, mean_std, spread_min, spread_max
-    )
-    return _geometric_task(
-        "hull_volume", opts, seed, sets, n_max, normalise, geometry.hull_volume, workers
+    return _mixture_dataset(
+        "hull_volume", n_sets, seed, workers, _opts(locals()), geometry.hull_volume
     )
 
 
@@ -166,12 +137,6 @@ def sgsp_dataset(
         raise ValueError(
             f"n_min must give n_min(n_min-1)/2 >= k={k} pairs for 'k_smallest_sum', got {n_min}"
         )
-    _check_mixture(k_max, mean_std, spread_min, spread_max)
-    _check_normalise(normalise)
     opts = _opts(locals())
-    rng = np.random.default_rng(seed)
-    sets = _gaussian_mixture_sets(
-        rng, n_sets, d, n_min, n_max, k_max, mean_std, spread_min, spread_max
-    )
     kw = {} if target == "diameter" else {"k": k}
-    return _geometric_task("sgsp", opts, seed, sets, n_max, normalise, _SGSP[target], workers, **kw)
+    return _mixture_dataset("sgsp", n_sets, seed, workers, opts, _SGSP[target], **kw)

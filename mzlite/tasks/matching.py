@@ -15,6 +15,7 @@ from ._build import (
     _check_float,
     _check_int,
     _check_normalise,
+    _check_order,
     _finish,
     _haar_orthogonal,
     _map_targets,
@@ -117,8 +118,7 @@ def few_shot_retrieval_dataset(
     _check_int("n_classes", n_classes, 2)
     _check_float("noise_min", noise_min, 0.0)
     _check_float("noise_max", noise_max, 0.0)
-    if noise_min > noise_max:
-        raise ValueError(f"noise_min must be <= noise_max, got {noise_min} > {noise_max}")
+    _check_order("noise_min", noise_min, "noise_max", noise_max)
     _check_normalise(normalise, allowed=False)
     opts = _opts(locals())
     rng = np.random.default_rng(seed)
