@@ -40,6 +40,20 @@ def check_finite(name: str, x: torch.Tensor) -> None:
         raise ValueError(f"{name} contains NaN or inf values")
 
 
+def check_finite_real(name: str, x: torch.Tensor, mask: torch.Tensor) -> None:
+    """``x`` (B, n, ...) is finite at every real element (``mask`` (B, n) True); padding may hold
+    anything, NaN included, since it never reaches an output. The error names the first bad
+    element."""
+    finite = torch.isfinite(x).reshape(*x.shape[:2], -1).all(-1)  # (B, n)
+    bad = mask & ~finite
+    if bool(bad.any()):
+        b, i = (int(v) for v in bad.nonzero()[0])
+        raise ValueError(
+            f"{name} contains NaN or inf values in a real element (mask=True): set {b}, "
+            f"element {i} ({int(bad.sum())} such elements in all)"
+        )
+
+
 def check_same(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
     """All tensors share one device and one dtype (no silent casts or transfers)."""
     first = tensors[0]

@@ -8,7 +8,14 @@ from dataclasses import asdict, dataclass, replace
 import torch
 import torch.nn as nn
 
-from ._checks import as_float_tensor, check_finite, check_mask, check_same, resolve_device
+from ._checks import (
+    as_float_tensor,
+    check_finite,
+    check_finite_real,
+    check_mask,
+    check_same,
+    resolve_device,
+)
 from .attention import (
     ISAB,
     MZISAB,
@@ -107,8 +114,10 @@ def _check_set(x, mask, d_in: int, like: torch.Tensor):
             f"x must have shape (B, n, d_in) = (B, n>=1, {d_in}), got {tuple(x.shape)}"
         )
     check_same(["model parameters", "x"], [like, x])
-    check_finite("x", x)
-    return x, check_mask(mask, x.shape[0], x.shape[1], x.device)
+    mask = check_mask(mask, x.shape[0], x.shape[1], x.device)
+    check_finite_real("x", x, mask)
+    # padding content never matters (NaN included): the model sees zeros there
+    return x.masked_fill(~mask.unsqueeze(-1), 0.0), mask
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -337,8 +346,9 @@ class Theorem3Net(nn.Module):
             raise ValueError(
                 f"x must have shape (B, n, d) = (B, n, {self.d}), got {tuple(x.shape)}"
             )
-        check_finite("x", x)
         mask = check_mask(mask, x.shape[0], x.shape[1], x.device)
+        check_finite_real("x", x, mask)
+        x = x.masked_fill(~mask.unsqueeze(-1), 0.0)  # padding content never matters
         G = x.new_zeros(*x.shape[:2], self.attn.n_g, self.d)  # input tokens are points
         c, G, _ = self.attn(x, x, G, mask)  # (B, n, d), (B, n, n_g, d)
         seed = self.seed.expand(x.shape[0], -1, -1)  # (B, 1, d); irrelevant since W_Q = 0

@@ -92,6 +92,22 @@ def test_shape_and_masking_against_each_set_alone(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_padding_content_never_matters_nan_included(name):
+    model = _randomise_generators(_model(name))
+    x, mask = _batch()
+    with torch.no_grad():
+        y = model(x, mask)
+        for junk in (float("nan"), float("inf"), -float("inf"), 1e30):
+            torch.testing.assert_close(
+                model(x.masked_fill(~mask[..., None], junk), mask), y, atol=0, rtol=0
+            )
+        bad = x.clone()
+        bad[1, 2, 0] = float("nan")  # a real element: still a clear error naming where it is
+        with pytest.raises(ValueError, match=r"x contains NaN or inf .* set 1, element 2"):
+            model(bad, mask)
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_permutation_invariance(name):
     model = _randomise_generators(_model(name, seed=3))
     x, mask = _batch(seed=4)

@@ -266,6 +266,18 @@ def test_theorem3_construction_is_exact(n_g):
     )
 
 
+def test_theorem3_padding_content_never_matters_nan_included():
+    A = torch.randn(3, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    net = theorem3_layer(A)
+    x = torch.randn(2, 5, 3, dtype=torch.float64)
+    mask = torch.tensor([[True] * 5, [True, True, False, True, False]])
+    want = net(x, mask)
+    torch.testing.assert_close(net(x.masked_fill(~mask[..., None], float("nan")), mask), want)
+    x[1, 3, 2] = float("inf")
+    with pytest.raises(ValueError, match="x contains NaN or inf .* set 1, element 3"):
+        net(x, mask)
+
+
 def test_theorem1a_standard_attention_is_rigid_on_constant_sets():
     """Thm. thm:bottleneck (a): without FFN, standard attention on S_t = {t x, ..., t x} gives
     o = t W_o W_v x + (W_o b_v + b_o) whatever W_Q, W_K, n and the query: one fixed operator."""
