@@ -59,6 +59,15 @@ def test_every_solution_is_checked_strictly_and_hidden(path):
             )
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapters_use_only_public_api(path):
+    """No code cell names a private module or name of mzlite (mzlite._x, mzlite.y._z)."""
+    nb = json.loads(path.read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    private = sorted(set(re.findall(r"\bmzlite(?:\.[A-Za-z]\w*)*\._\w+", code)))
+    assert not private, f"{path.name} uses private mzlite names: {private}"
+
+
 def test_inputs_hash_tracks_sources_and_parameters(tmp_path, monkeypatch):
     ex = _load_executor()
     nb = tmp_path / "01_x.ipynb"
