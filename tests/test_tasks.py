@@ -420,3 +420,14 @@ def test_default_cache_dir_is_the_checkouts_data_cache(monkeypatch):
     assert T.default_cache_dir() == repo / "data" / "cache"
     monkeypatch.setenv("MZLITE_CACHE", "/elsewhere")
     assert T.default_cache_dir() == Path("/elsewhere")
+
+
+def test_points_are_one_sets_real_elements():
+    data = T.make_task("meb_radius", 4, seed=0, n_min=3, n_max=9)
+    for i, s in enumerate(data.sets()):
+        p = data.points(i)
+        assert p.dtype == np.float64 and p.shape == (int(data.mask[i].sum()), data.d_in)
+        np.testing.assert_array_equal(p, s)
+        np.testing.assert_array_equal(p, data.x[i, : len(p)].double().numpy())
+    with pytest.raises(IndexError, match="out of range for 4 sets"):
+        data.points(4)

@@ -68,6 +68,12 @@ class SetData:
             None if self.scale is None else self.scale[idx],
         )
 
+    def points(self, i: int) -> np.ndarray:
+        """The real elements of set ``i`` as a float64 array ``(n_i, d_in)`` (padding removed)."""
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"set index {i} is out of range for {len(self)} sets")
+        return self.x[i][self.mask[i]].numpy().astype(np.float64)
+
     def sets(self) -> list[np.ndarray]:
         """The real elements of every set as float64 arrays ``(n_i, d_in)`` (padding removed)."""
         x, m = self.x.numpy().astype(np.float64), self.mask.numpy()
