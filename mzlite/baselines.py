@@ -236,18 +236,9 @@ class FiLMSetTransformer(SetTransformer):
             nn.init.zeros_(lin.weight)
             nn.init.zeros_(lin.bias)
 
-    def forward(self, x, mask=None, return_details: bool = False):
-        x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.weight)
-        details = [] if return_details else None
-        h = _zero_pad(self.embed(x), mask)  # (B, n, d)
-        for blk, film in zip(self.enc, self.film, strict=True):
-            gamma, beta = film(_masked_mean(h, mask)).unsqueeze(1).chunk(2, dim=-1)  # (B, 1, d)
-            h = _zero_pad((1 + gamma) * blk(h, mask, details) + beta, mask)
-        z = self.pool(h, mask, details)  # (B, k, d)
-        for blk in self.dec:
-            z = blk(z, None, details)
-        y = self.head(z.flatten(1))
-        return (y, {"layers": details, "pooled": z}) if return_details else y
+    def encoder_block(self, i: int, h, mask, details):
+        gamma, beta = self.film[i](_masked_mean(h, mask)).unsqueeze(1).chunk(2, dim=-1)  # (B, 1, d)
+        return _zero_pad((1 + gamma) * self.enc[i](h, mask, details) + beta, mask)
 
 
 # ----------------------------------------------------------------------------- HyperNet
@@ -373,17 +364,8 @@ class MeanPoolSetTransformer(SetTransformer):
         super().__init__(cfg)
         self.pool = None  # no PMA
 
-    def forward(self, x, mask=None, return_details: bool = False):
-        x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.weight)
-        details = [] if return_details else None
-        h = _zero_pad(self.embed(x), mask)  # (B, n, d)
-        for blk in self.enc:
-            h = blk(h, mask, details)
-        z = _masked_mean(h, mask).unsqueeze(1)  # (B, 1, d)
-        for blk in self.dec:
-            z = blk(z, None, details)
-        y = self.head(z.flatten(1))
-        return (y, {"layers": details, "pooled": z}) if return_details else y
+    def pool_set(self, h, mask, details):
+        return _masked_mean(h, mask).unsqueeze(1)  # (B, 1, d)
 
 
 # ----------------------------------------------------------------------------- Perceiver

@@ -151,13 +151,22 @@ class SetTransformer(nn.Module):
         x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.weight)
         details = [] if return_details else None
         h = _zero_pad(self.embed(x), mask)  # (B, n, d)
-        for blk in self.enc:
-            h = blk(h, mask, details)
-        z = self.pool(h, mask, details)  # (B, k, d)
+        for i in range(len(self.enc)):
+            h = self.encoder_block(i, h, mask, details)
+        z = self.pool_set(h, mask, details)  # (B, k, d)
         for blk in self.dec:
             z = blk(z, None, details)
         y = self.head(z.flatten(1))  # (B, d_out)
         return (y, {"layers": details, "pooled": z}) if return_details else y
+
+    # The two hooks a variant overrides (FiLM, mean pooling) instead of copying ``forward``.
+    def encoder_block(self, i: int, h, mask, details):
+        """Encoder block ``i`` on the tokens ``h`` (B, n, d)."""
+        return self.enc[i](h, mask, details)
+
+    def pool_set(self, h, mask, details):
+        """The encoded set ``h`` (B, n, d) -> ``n_seeds`` pooled tokens (B, k, d)."""
+        return self.pool(h, mask, details)
 
     @torch.no_grad()
     def inspect(self, x, mask=None) -> dict:
