@@ -54,6 +54,29 @@ def check_finite_real(name: str, x: torch.Tensor, mask: torch.Tensor) -> None:
         )
 
 
+def check_config_fields(cfg, positive=(), nonneg=(), choices: dict | None = None) -> None:
+    """The one validator of model configs: ValueError naming the field for an int field that is
+    not an int, or below 1 (``positive``) or 0 (``nonneg``), a value outside its ``choices``, a
+    ``dropout`` outside [0, 1), or a ``d_model`` not divisible by ``n_heads``."""
+    for name in (*positive, *nonneg):
+        v = getattr(cfg, name)
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ValueError(f"{name} must be an int, got {v!r}")
+        if name in positive and v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v}")
+        if v < 0:
+            raise ValueError(f"{name} must be >= 0, got {v}")
+    for name, allowed in (choices or {}).items():
+        if getattr(cfg, name) not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {getattr(cfg, name)!r}")
+    if hasattr(cfg, "dropout") and not (
+        isinstance(cfg.dropout, (int, float)) and 0.0 <= cfg.dropout < 1.0
+    ):
+        raise ValueError(f"dropout must be a float in [0, 1), got {cfg.dropout!r}")
+    if hasattr(cfg, "n_heads") and cfg.d_model % cfg.n_heads:
+        raise ValueError(f"d_model={cfg.d_model} must be divisible by n_heads={cfg.n_heads}")
+
+
 def check_same(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
     """All tensors share one device and one dtype (no silent casts or transfers)."""
     first = tensors[0]

@@ -58,7 +58,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._checks import resolve_device
+from ._checks import check_config_fields, resolve_device
 from .attention import (
     MAB,
     PMA,
@@ -108,27 +108,6 @@ __all__ = [
 ]
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _check_fields(cfg, positive=(), nonneg=(), choices: dict | None = None) -> None:
-    """ValueError naming the config field for any value of the wrong kind or out of range."""
-    for name in (*positive, *nonneg):
-        v = getattr(cfg, name)
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise ValueError(f"{name} must be an int, got {v!r}")
-        if name in positive and v < 1:
-            raise ValueError(f"{name} must be >= 1, got {v}")
-        if v < 0:
-            raise ValueError(f"{name} must be >= 0, got {v}")
-    for name, allowed in (choices or {}).items():
-        if getattr(cfg, name) not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {getattr(cfg, name)!r}")
-    if hasattr(cfg, "dropout") and not (
-        isinstance(cfg.dropout, (int, float)) and 0.0 <= cfg.dropout < 1.0
-    ):
-        raise ValueError(f"dropout must be a float in [0, 1), got {cfg.dropout!r}")
-    if hasattr(cfg, "n_heads") and cfg.d_model % cfg.n_heads:
-        raise ValueError(f"d_model={cfg.d_model} must be divisible by n_heads={cfg.n_heads}")
 
 
 def _masked_sum(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -195,7 +174,7 @@ class DeepSetsConfig:
     pool: str = "sum"
 
     def __post_init__(self):
-        _check_fields(
+        check_config_fields(
             self, ("d_in", "d_out", "d_hidden", "n_phi", "n_rho"), (), {"pool": ("sum", "mean")}
         )
 
@@ -287,7 +266,7 @@ class HyperNetConfig(SetTransformerConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_fields(self, ("rank",), (), {"v_factor": ("static", "dynamic")})
+        check_config_fields(self, ("rank",), (), {"v_factor": ("static", "dynamic")})
 
 
 class HyperNetSetTransformer(SetTransformer):
@@ -393,7 +372,7 @@ class PerceiverConfig:
 
     def __post_init__(self):
         pos = ("d_in", "d_out", "d_model", "n_heads", "d_ff", "n_latents", "n_cross", "n_seeds")
-        _check_fields(self, pos, ("n_self",), {"pool": ("pma", "mean")})
+        check_config_fields(self, pos, ("n_self",), {"pool": ("pma", "mean")})
 
 
 class Perceiver(nn.Module):
@@ -451,7 +430,7 @@ class SlotAttentionConfig:
     eps: float = 1e-8
 
     def __post_init__(self):
-        _check_fields(self, ("d_in", "d_out", "d_model", "n_slots", "n_iters", "d_mlp"))
+        check_config_fields(self, ("d_in", "d_out", "d_model", "n_slots", "n_iters", "d_mlp"))
 
 
 class SlotAttention(nn.Module):
@@ -515,7 +494,7 @@ class EGNNConfig:
     update_coords: bool = True
 
     def __post_init__(self):
-        _check_fields(
+        check_config_fields(
             self, ("d_in", "d_out", "d_hidden", "n_layers"), (), {"pool": ("sum", "mean")}
         )
         if self.n_coord is not None and (
@@ -624,7 +603,7 @@ class MambaPMAConfig:
 
     def __post_init__(self):
         pos = ("d_in", "d_out", "d_model", "n_layers", "d_state", "expand", "d_conv", "n_heads")
-        _check_fields(self, (*pos, "d_ff", "n_seeds"), ("n_dec",))
+        check_config_fields(self, (*pos, "d_ff", "n_seeds"), ("n_dec",))
 
 
 class MambaPMA(nn.Module):

@@ -10,6 +10,7 @@ import torch.nn as nn
 
 from ._checks import (
     as_float_tensor,
+    check_config_fields,
     check_finite,
     check_finite_real,
     check_mask,
@@ -37,23 +38,12 @@ def _validate(cfg) -> None:
     """ValueError naming the field for any config value out of range."""
     positive = ["d_in", "d_out", "d_model", "n_heads", "d_ff", "n_inducing", "n_seeds"]
     nonneg = ["n_enc", "n_dec"]
+    choices = {}
     if hasattr(cfg, "n_g"):
         positive.append("n_g")
         nonneg.append("L")
-    for name in positive + nonneg:
-        v = getattr(cfg, name)
-        if not isinstance(v, int) or isinstance(v, bool):
-            raise ValueError(f"{name} must be an int, got {v!r}")
-        if name in positive and v < 1:
-            raise ValueError(f"{name} must be >= 1, got {v}")
-        if name in nonneg and v < 0:
-            raise ValueError(f"{name} must be >= 0, got {v}")
-    if cfg.d_model % cfg.n_heads:
-        raise ValueError(f"d_model={cfg.d_model} must be divisible by n_heads={cfg.n_heads}")
-    if not (isinstance(cfg.dropout, (int, float)) and 0.0 <= cfg.dropout < 1.0):
-        raise ValueError(f"dropout must be a float in [0, 1), got {cfg.dropout!r}")
-    if hasattr(cfg, "readout") and cfg.readout not in ("ihw", "signed"):
-        raise ValueError(f"readout must be 'ihw' or 'signed', got {cfg.readout!r}")
+        choices["readout"] = ("ihw", "signed")
+    check_config_fields(cfg, positive, nonneg, choices)
 
 
 @dataclass
