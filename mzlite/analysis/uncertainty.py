@@ -32,13 +32,13 @@ Metrics (all float64):
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
 from .._checks import as_float_tensor, check_finite
+from ..timing import time_call
 
 __all__ = [
     "ihw_uncertainty",
@@ -178,12 +178,7 @@ def time_per_prediction(fn: Callable[[], object], n_predictions: int, repeats: i
         raise ValueError(f"n_predictions must be an int >= 1, got {n_predictions!r}")
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
-    best = math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best / n_predictions
+    return min(time_call(fn) for _ in range(repeats)) / n_predictions
 
 
 # ----------------------------------------------------------------------------- the metrics

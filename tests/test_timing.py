@@ -1,0 +1,30 @@
+"""mzlite.timing: what is timed, how often, and argument checks (no speed is asserted)."""
+
+import time
+
+import pytest
+
+from mzlite.timing import median_time, synchronize, time_call
+
+
+def test_time_call_times_one_call():
+    calls = []
+    t = time_call(lambda: (calls.append(1), time.sleep(0.02)), "cpu")
+    assert calls == [1] and t >= 0.02
+    synchronize("cpu")  # nothing to wait for on a CPU
+    with pytest.raises(TypeError, match="fn must be callable"):
+        time_call(3)
+
+
+def test_median_time_warms_up_then_takes_the_median():
+    delays = iter([0.0, 0.03, 0.001, 0.02])  # the warm-up call, then three timed calls
+
+    def fn():
+        time.sleep(next(delays))
+
+    t = median_time(fn, repeats=3, warmup=1)
+    assert 0.02 <= t < 0.03  # the middle of 0.03, 0.001, 0.02
+    with pytest.raises(ValueError, match="repeats must be an int >= 1"):
+        median_time(fn, repeats=0)
+    with pytest.raises(ValueError, match="warmup must be an int >= 0"):
+        median_time(fn, warmup=-1)
