@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields, replace
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
@@ -77,6 +78,7 @@ from .models import (
     _check_set,
     count_parameters,
 )
+from .registry import Registry
 
 __all__ = [
     "NAMES",
@@ -649,31 +651,54 @@ class MambaPMA(nn.Module):
 
 # ----------------------------------------------------------------------------- registry
 
-# name -> (model class, config class, base config overrides, width field)
-_SPECS = {
-    "deepsets": (DeepSets, DeepSetsConfig, {}, "d_hidden"),
-    "st": (SetTransformer, SetTransformerConfig, {}, "d_model"),
-    "st_large": (SetTransformer, SetTransformerConfig, {"d_model": 80, "d_ff": 200}, "d_model"),
-    "st_film": (FiLMSetTransformer, SetTransformerConfig, {}, "d_model"),
-    "hypernet": (HyperNetSetTransformer, HyperNetConfig, {}, "d_model"),
-    "perceiver": (Perceiver, PerceiverConfig, {}, "d_model"),
-    "la_st": (LinearAttentionSetTransformer, SetTransformerConfig, {}, "d_model"),
-    "slot": (SlotAttention, SlotAttentionConfig, {}, "d_model"),
-    "egnn": (EGNN, EGNNConfig, {}, "d_hidden"),
-    "mamba_pma": (MambaPMA, MambaPMAConfig, {}, "d_model"),
-    "st_meanpool": (MeanPoolSetTransformer, SetTransformerConfig, {"n_dec": 0}, "d_model"),
-    **{
-        f"mz_{v}": (
-            MZSetTransformer,
-            MZSetTransformerConfig,
-            MZSetTransformerConfig.VARIANTS[v],
-            "d_model",
-        )
-        for v in ("slim", "med", "full", "large")
-    },
-}
-NAMES = tuple(_SPECS)  # every model ``build_model`` knows
-_ALIASES = {"standard": "st"}  # ``mzlite.nn.make_model``'s name for the Set Transformer
+
+class ModelSpec(NamedTuple):
+    """How to build a registered model: ``model(config(**{**base, d_in, d_out, **overrides}))``;
+    ``width`` is the config field ``match_width`` turns by default."""
+
+    model: type
+    config: type
+    base: dict
+    width: str
+
+
+# Every model of the paper, by the name tables, results and notebooks use.
+MODELS: Registry[ModelSpec] = Registry(
+    "model",
+    [
+        ("deepsets", ModelSpec(DeepSets, DeepSetsConfig, {}, "d_hidden")),
+        ("st", ModelSpec(SetTransformer, SetTransformerConfig, {}, "d_model")),
+        (
+            "st_large",
+            ModelSpec(
+                SetTransformer,
+                SetTransformerConfig,
+                SetTransformerConfig.VARIANTS["st_large"],
+                "d_model",
+            ),
+        ),
+        ("st_film", ModelSpec(FiLMSetTransformer, SetTransformerConfig, {}, "d_model")),
+        ("hypernet", ModelSpec(HyperNetSetTransformer, HyperNetConfig, {}, "d_model")),
+        ("perceiver", ModelSpec(Perceiver, PerceiverConfig, {}, "d_model")),
+        ("la_st", ModelSpec(LinearAttentionSetTransformer, SetTransformerConfig, {}, "d_model")),
+        ("slot", ModelSpec(SlotAttention, SlotAttentionConfig, {}, "d_model")),
+        ("egnn", ModelSpec(EGNN, EGNNConfig, {}, "d_hidden")),
+        ("mamba_pma", ModelSpec(MambaPMA, MambaPMAConfig, {}, "d_model")),
+        (
+            "st_meanpool",
+            ModelSpec(MeanPoolSetTransformer, SetTransformerConfig, {"n_dec": 0}, "d_model"),
+        ),
+        *(
+            (
+                f"mz_{v}",
+                ModelSpec(MZSetTransformer, MZSetTransformerConfig, base, "d_model"),
+            )
+            for v, base in MZSetTransformerConfig.VARIANTS.items()
+        ),
+    ],
+)
+MODELS.alias("standard", "st")  # the paper's "Standard" Set Transformer
+NAMES = tuple(MODELS)  # every model ``build_model`` knows
 PERMUTATION_INVARIANT = tuple(n for n in NAMES if n != "mamba_pma")
 
 # the paper's counts, for ``param_table`` (sources: tab:main-results, tab:meb, tab:slot-baseline,
@@ -697,15 +722,8 @@ PAPER_PARAMS = {
 }
 
 
-def _resolve(name: str) -> str:
-    name = _ALIASES.get(name, name) if isinstance(name, str) else name
-    if name not in _SPECS:
-        raise ValueError(f"name must be one of {NAMES} (or 'standard' for 'st'), got {name!r}")
-    return name
-
-
 def _config(name: str, d_in: int, d_out: int, **kw):
-    cls, cfg_cls, base, _ = _SPECS[_resolve(name)]
+    cls, cfg_cls, base, _ = MODELS[name]
     allowed = {f.name for f in fields(cfg_cls)}
     unknown = sorted(set(kw) - allowed)
     if unknown:
@@ -779,8 +797,8 @@ def match_width(
     ``build_model(name, d_in, d_out, **kwargs)`` has ``params`` parameters. Assumes the count
     grows with the knob (true for every width here). Counting builds models on the meta device
     (no memory, ~10-30 builds)."""
-    name = _resolve(name)
-    _, cfg_cls, base, width = _SPECS[name]
+    name = MODELS.canonical(name)
+    _, cfg_cls, base, width = MODELS[name]
     knob = width if knob == "d" else knob
     defaults = cfg_cls(**{**base, "d_in": d_in, "d_out": d_out, **fixed})
     if knob in fixed or not isinstance(getattr(defaults, knob, None), int):

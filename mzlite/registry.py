@@ -39,6 +39,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self.kind = kind
         self.plural = plural or f"{kind}s"
         self._items: dict[str, T] = {}
+        self._aliases: dict[str, str] = {}
         for name, obj in items:
             self.add(name, obj)
 
@@ -46,10 +47,22 @@ class Registry(Mapping[str, T], Generic[T]):
         """Register ``obj`` under ``name``; a name registered twice raises ValueError."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"a {self.kind} name must be a non-empty string, got {name!r}")
-        if name in self._items:
+        if name in self._items or name in self._aliases:
             raise ValueError(f"{self.kind} {name!r} is registered twice")
         self._items[name] = obj
         return obj
+
+    def alias(self, alias: str, name: str) -> None:
+        """Let ``alias`` find what ``name`` holds; iteration lists ``name`` only."""
+        self[name]  # an unknown target raises here
+        if alias in self._items or alias in self._aliases:
+            raise ValueError(f"{self.kind} {alias!r} is registered twice")
+        self._aliases[alias] = name
+
+    def canonical(self, name: str) -> str:
+        """The registered name that ``name`` (a name or an alias) stands for."""
+        self[name]
+        return self._aliases.get(name, name)
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator form of :meth:`add`: ``@REGISTRY.register("name")``."""
@@ -57,13 +70,16 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __getitem__(self, name: str) -> T:
         try:
-            return self._items[name]
+            return self._items[self._aliases.get(name, name)]
         except (KeyError, TypeError):
             raise UnknownName(self.unknown_message(name)) from None
 
     def unknown_message(self, name) -> str:
         valid = ", ".join(self._items) or "none"
-        return f"unknown {self.kind} {name!r}; valid {self.plural}: {valid}"
+        aliases = ", ".join(f"{a} = {n}" for a, n in self._aliases.items())
+        return f"unknown {self.kind} {name!r}; valid {self.plural}: {valid}" + (
+            f" (aliases: {aliases})" if aliases else ""
+        )
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
@@ -73,7 +89,7 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         try:
-            return name in self._items
+            return name in self._items or name in self._aliases
         except TypeError:  # an unhashable name is simply not registered
             return False
 

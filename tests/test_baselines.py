@@ -146,9 +146,9 @@ def test_learns_a_masked_mean(name):
 
 
 def _fields(name):
-    from mzlite.baselines import _SPECS
+    from mzlite.baselines import MODELS
 
-    return {f for f in _SPECS[name][1].__dataclass_fields__}
+    return {f for f in MODELS[name].config.__dataclass_fields__}
 
 
 # ----------------------------------------------------------------------------- bad input

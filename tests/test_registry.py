@@ -43,3 +43,18 @@ def test_tasks_are_a_registry():
     assert isinstance(T.TASKS, Registry) and "meb_radius" in T.TASKS
     with pytest.raises(ValueError, match="unknown task 'meb'; valid tasks: .*meb_radius"):
         T.make_task("meb", 3)
+
+
+def test_aliases_find_their_target_and_stay_out_of_the_listing():
+    reg = Registry("model", [("st", 1), ("mz_full", 2)])
+    reg.alias("standard", "st")
+    assert reg["standard"] == 1 and "standard" in reg and list(reg) == ["st", "mz_full"]
+    assert reg.canonical("standard") == "st" and reg.canonical("st") == "st"
+    with pytest.raises(UnknownName, match=r"valid models: st, mz_full \(aliases: standard = st\)"):
+        reg["transformer"]
+    with pytest.raises(ValueError, match="registered twice"):
+        reg.alias("st", "mz_full")
+    with pytest.raises(ValueError, match="registered twice"):
+        reg.add("standard", 3)
+    with pytest.raises(UnknownName, match="unknown model 'nope'"):
+        reg.alias("x", "nope")
