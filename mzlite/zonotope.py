@@ -576,6 +576,29 @@ class MatrixZonotope:
         xi = _uniform_signed((k, *self.batch_shape, self.num_generators), gen, self.center)
         return self.center + (xi[..., None, None] * self.generators).sum(-3)
 
+    def vec(self) -> Zonotope:
+        """The same set as a zonotope in ``R^{p q}`` (row-major ``vec``): centre ``(..., p q)``,
+        generators ``(..., L, p q)``. Membership, bounds and volume of a matrix zonotope are
+        those of this zonotope."""
+        return Zonotope._new(self.center.flatten(-2), self.generators.flatten(-2))
+
+    def interval_hull(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Entry-wise bounds ``(lower, upper)``, each ``(..., p, q)``: ``M_c -/+ sum_l |M_l|``."""
+        radius = self.generators.abs().sum(-3)  # (..., p, q)
+        return self.center - radius, self.center + radius
+
+    def contains(self, matrices, tol: float | None = None) -> torch.Tensor:
+        """Exact membership ``M in MZ`` (:meth:`Zonotope.contains` of :meth:`vec`: a linear
+        program per matrix). ``matrices``: ``(..., p, q)``, broadcast against the batch; returns
+        a bool tensor of the broadcast batch shape."""
+        M = as_float_tensor("matrices", matrices, like=self.center)
+        if M.ndim < 2 or tuple(M.shape[-2:]) != self.shape:
+            raise ValueError(
+                f"matrices must have shape (..., p, q) = (..., {self.shape[0]}, {self.shape[1]}), "
+                f"got {tuple(M.shape)}"
+            )
+        return self.vec().contains(M.flatten(-2), tol=tol)
+
     def __add__(self, other) -> MatrixZonotope:
         """Minkowski sum of matrix zonotopes (exact): centres add, generators concatenate."""
         if not isinstance(other, MatrixZonotope):
