@@ -19,7 +19,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --disable-pip-version-check "$(TORCH)"
-	$(VPY) -m pip install --quiet --disable-pip-version-check -e ".[book,dev]"
+	$(VPY) -m pip install --quiet --disable-pip-version-check -e ".[book,dev,ray]"
 	@touch $@
 
 assets:

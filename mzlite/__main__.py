@@ -4,6 +4,8 @@
     python -m mzlite run tab:meb --profile smoke
     python -m mzlite run tab:meb --profile full --seeds 0-4 --device cuda --workers 4 \\
         --models mz_full,st
+    python -m mzlite run tab:meb --profile full --device cuda --launcher ray --address auto \\
+        --gpus-per-job 0.25 --checkpoint-dir /shared/checkpoints
     python -m mzlite report tab:meb --profile smoke [--format text]
 
 Bad input (unknown table, profile or model, an invalid seed range) prints what is valid and
@@ -38,6 +40,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default=None)
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--launcher", choices=("local", "ray"), default="local",
+                   help="local (default: this machine) or ray (each job a Ray task)")
+    p.add_argument("--address", default=None,
+                   help="ray: auto, ray://HOST:10001 (default: start a local Ray instance)")
+    p.add_argument("--gpus-per-job", type=float, default=None, help="ray: e.g. 0.25")
+    p.add_argument("--checkpoint-dir", default=None,
+                   help="ray: a path every node reaches, for checkpoints that outlive a worker")
 
     p = sub.add_parser("report", help="our results beside the paper's numbers")
     p.add_argument("table")
@@ -77,6 +86,14 @@ def main(argv=None) -> int:
             return 0
         if args.cmd == "run":
             seeds = None if args.seeds is None else ex.parse_seeds(args.seeds)
+            launcher = args.launcher
+            if launcher == "ray":
+                from mzlite.launchers import RayLauncher
+
+                launcher = RayLauncher(address=args.address, gpus_per_job=args.gpus_per_job,
+                                       checkpoint_dir=args.checkpoint_dir)  # fmt: skip
+            elif args.address or args.gpus_per_job is not None or args.checkpoint_dir:
+                raise ValueError("--address, --gpus-per-job, --checkpoint-dir need --launcher ray")
             out = ex.run(
                 args.table,
                 args.profile,
@@ -89,6 +106,7 @@ def main(argv=None) -> int:
                 cells=_split(args.cells),
                 cache_dir=args.cache_dir,
                 threads=args.threads,
+                launcher=launcher,
             )
             print(
                 f"done {len(out['done'])}, skipped {len(out['skipped'])}, "
@@ -101,7 +119,7 @@ def main(argv=None) -> int:
             r = report(args.table, args.profile, args.results_dir)
             print(r.to_markdown() if args.format == "markdown" else r.to_text())
             return 0
-    except ValueError as e:
+    except (ValueError, ImportError) as e:  # ImportError: --launcher ray without Ray
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -944,12 +944,16 @@ def is_done(job: Job) -> bool:
     return True
 
 
-def run_job(job: Job, git: dict | None = None, progress: bool = False) -> dict:
+def run_job(
+    job: Job, git: dict | None = None, progress: bool = False, *, splits=None, write: bool = True
+) -> dict:
     """Train and evaluate one (cell, seed) and write its result JSON (atomically). Resumes from
-    the job's checkpoint; removes it once the result is written."""
+    the job's checkpoint; removes it once the result is written. ``splits``: the job's (train,
+    val, test) data when the caller has them (a cluster worker gets them from the driver);
+    ``write=False`` returns the result without writing it or removing the checkpoint."""
     cell = job.cell
     device = resolve_device(job.device)
-    tr, va, te = _splits(job)
+    tr, va, te = splits if splits is not None else _splits(job)
     t0 = time.perf_counter()
     out = {"format": RESULT_FORMAT, **_expected(job)}
     out.update(
@@ -1006,6 +1010,8 @@ def run_job(job: Job, git: dict | None = None, progress: bool = False) -> dict:
         out["history"]["wall_time_s"] if out["history"] else time.perf_counter() - t0
     )
     out["provenance"] = provenance(device, git)
+    if not write:
+        return out
     atomic_write_json(job.result_path, json_safe(out))
     if job.checkpoint_path.exists():
         job.checkpoint_path.unlink()
@@ -1056,6 +1062,7 @@ def run(
     cache_dir=None,
     data_workers: int | None = None,
     threads: int | None = None,
+    launcher="local",
 ) -> dict:
     """Run every missing (cell, seed) of ``table`` under ``profile`` ("smoke", "cpu" or "full").
 
@@ -1070,12 +1077,22 @@ def run(
     smoke profile (its batches of 32 gain nothing from threads, and on a shared CPU two
     oversubscribed threads made a smoke job 15x slower: 59 s vs 3.8 s, measured).
 
+    ``launcher``: "local" (this machine: ``workers`` processes) or "ray" / a
+    ``mzlite.launchers.RayLauncher`` (each job a Ray task; results written here all the same).
+
     Returns ``{"done": [...], "skipped": [...], "failed": [...]}`` (result paths; failures as
     ``(path, error)``). A failed job does not stop the others; Ctrl-C stops the run and loses at
     most the epochs in flight (the next run resumes from the checkpoints)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
-    resolve_device(device)  # "cuda" without CUDA fails here, before any work
+    if launcher == "local":
+        resolve_device(device)  # "cuda" without CUDA fails here, before any work
+    else:  # the cluster's workers resolve the device; concurrency follows its resources
+        from mzlite.launchers import get_launcher
+
+        launcher = get_launcher(launcher)
+        if workers != 1:
+            raise ValueError("workers is the local launcher's; Ray runs as many jobs as fit")
     todo = jobs(table, profile, seeds, models, cells, results_dir, cache_dir, device)
     say = print if progress else (lambda *a, **k: None)
     skipped = [j for j in todo if is_done(j)]
@@ -1104,7 +1121,10 @@ def run(
     if workers == 1:
         torch.set_num_threads(threads)
     try:
-        _run_jobs(todo, git, workers, threads, done, failed, say)
+        if launcher == "local":
+            _run_jobs(todo, git, workers, threads, done, failed, say)
+        else:
+            launcher.run(todo, git, threads, done, failed, say)
     finally:
         torch.set_num_threads(old_threads)
     return {"done": done, "skipped": [str(j.result_path) for j in skipped], "failed": failed}
