@@ -40,7 +40,14 @@ SAME = ("metrics", "params", "model_config", "epochs_run", "stop_reason", "datas
 def cluster():
     # a loaded 2-core machine can take longer than Ray's default 30 s to start a raylet's agents
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20)
+    for attempt in range(3):  # and its driver waits only 30 s for the node (hard-coded in Ray)
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20)
+            break
+        except Exception:
+            ray.shutdown()
+            if attempt == 2:
+                raise
     yield
     ray.shutdown()
 

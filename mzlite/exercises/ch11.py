@@ -8,14 +8,14 @@ import math
 
 import torch
 
-from .exercises import exercise
-from .reachability import (
+from ..reachability import (
     cartesian_product,
     consistent_systems,
     noise_matrix_zonotope,
     sample_trajectories,
 )
-from .zonotope import MatrixZonotope, Zonotope
+from ..zonotope import MatrixZonotope, Zonotope
+from .checker import exercise
 
 # ch11.generators: T transitions, a noise zonotope with Q generators in R^N_STATE
 EX_T, EX_Q, EX_N = 50, 2, 2
