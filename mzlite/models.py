@@ -17,6 +17,7 @@ from ._checks import (
     check_same,
     resolve_device,
 )
+from ._torch import eval_mode
 from .attention import (
     ISAB,
     MZISAB,
@@ -165,12 +166,8 @@ class SetTransformer(nn.Module):
 
 
 def _inspect(model, x, mask):
-    was_training = model.training
-    model.eval()
-    try:
+    with eval_mode(model):
         return model(x, mask, return_details=True)[1]
-    finally:
-        model.train(was_training)
 
 
 class MZSetTransformer(nn.Module):

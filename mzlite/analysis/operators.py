@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from .._checks import as_float_tensor, check_finite
+from .._torch import map_batches
 from ..attention import MZMAB, MZAttention
 from ..models import MZSetTransformer, MZSetTransformerConfig, config_dict
 from ..train import load_checkpoint, save_checkpoint
@@ -160,13 +161,12 @@ def probe(model: MZSetTransformer, x, mask=None, layer: str | None = None, batch
     layer = names[0] if layer is None else layer
     if layer not in names:
         raise ValueError(f"layer must be one of {names}, got {layer!r}")
-    ops, gates = [], []
-    for i in range(0, x.shape[0], batch_size):
-        m = None if mask is None else mask[i : i + batch_size]
-        det = model.inspect(x[i : i + batch_size], m)
-        entry = next(e for e in det["layers"] if e["name"] == layer)
-        ops.append(entry["operators"].double().cpu())
-        gates.append(entry["gates"].double().cpu())
+
+    def one_batch(xb, mb):
+        entry = next(e for e in model.inspect(xb, mb)["layers"] if e["name"] == layer)
+        return entry["operators"].double().cpu(), entry["gates"].double().cpu()
+
+    ops, gates = zip(*map_batches(one_batch, x, mask, batch_size), strict=True)
     return {"operators": torch.cat(ops), "gates": torch.cat(gates)}
 
 

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from .._checks import as_float_tensor, check_finite
+from .._torch import eval_mode, map_batches
 from ..timing import time_call
 
 __all__ = [
@@ -95,17 +96,13 @@ def ihw_uncertainty(
 
     IHW is ``sum_g ||G_g||_1`` of the pooled output zonotope (``details["pooled"]``: the tokens
     the head reads, after the last SAB), summed over the ``k`` seeds (thm:ihw-calibration)."""
-    preds, ihws = [], []
-    was_training = model.training
-    model.eval()
-    try:
-        for i in range(0, x.shape[0], batch_size):
-            m = None if mask is None else mask[i : i + batch_size]
-            y, det = model(x[i : i + batch_size], m, return_details=True)
-            preds.append(y)
-            ihws.append(det["pooled"].ihw().sum(-1))  # (B, k) -> (B,)
-    finally:
-        model.train(was_training)
+
+    def one_batch(xb, mb):
+        y, det = model(xb, mb, return_details=True)
+        return y, det["pooled"].ihw().sum(-1)  # (B, d_out), (B, k) -> (B,)
+
+    with eval_mode(model):
+        preds, ihws = zip(*map_batches(one_batch, x, mask, batch_size), strict=True)
     return torch.cat(preds), torch.cat(ihws)
 
 
@@ -127,29 +124,16 @@ def mc_dropout_predict(
         raise ValueError(f"passes must be an int >= 2, got {passes!r}")
     if not _has_dropout(model):
         raise ValueError("model has no dropout with p > 0; MC-Dropout would return zero spread")
-    was_training = model.training
-    outs = []
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), eval_mode(model, training=True):
         torch.manual_seed(seed)
-        model.train()
-        try:
-            for _ in range(passes):
-                outs.append(_predict_in_batches(model, x, mask, batch_size))
-        finally:
-            model.train(was_training)
+        outs = [_predict_in_batches(model, x, mask, batch_size) for _ in range(passes)]
     s = torch.stack(outs)  # (passes, N, d_out)
     return s.mean(0), s.std(0, unbiased=False)
 
 
 def _predict_in_batches(model, x, mask, batch_size: int):
     """``model(x, mask)`` over chunks of ``batch_size`` sets, concatenated: (N, d_out)."""
-    chunks = range(0, x.shape[0], batch_size)
-    return torch.cat(
-        [
-            model(x[i : i + batch_size], None if mask is None else mask[i : i + batch_size])
-            for i in chunks
-        ]
-    )
+    return torch.cat(map_batches(model, x, mask, batch_size))
 
 
 @torch.no_grad()
@@ -161,12 +145,8 @@ def ensemble_predict(models: Sequence, x, mask=None, batch_size: int = 512):
         raise ValueError(f"models must hold at least 2 members, got {len(models)}")
     outs = []
     for model in models:
-        was_training = model.training
-        model.eval()
-        try:
+        with eval_mode(model):
             outs.append(_predict_in_batches(model, x, mask, batch_size))
-        finally:
-            model.train(was_training)
     s = torch.stack(outs)  # (M, N, d_out)
     return s.mean(0), s.std(0, unbiased=False)
 
