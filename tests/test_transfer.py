@@ -1,0 +1,73 @@
+"""mzlite.transfer: the Tier-1 cells of tab:transfer-matrix, ranks from result files, and the
+exact no-advantage null, against brute-force enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from mzlite import experiments as ex
+from mzlite import transfer
+from mzlite.paper import paper_value
+
+
+def test_every_tier1_setting_is_a_paper_cell_with_seven_models_and_a_yardstick():
+    spec = ex.get_table(transfer.LABEL)
+    for (variant, target), (row, col) in ex.TRANSFER_TIER1.items():
+        assert paper_value(transfer.LABEL, row, col) is not None
+        ids = {c.id for c in spec.cells if c.id.startswith(f"{variant}-{target}-")}
+        want = {f"{variant}-{target}-{m}" for m in (*transfer.RANKED, ex.SET_STATS)}
+        assert ids == want
+        for c in spec.cells:
+            if c.id in ids:
+                assert c.task == "digits_geometry" and c.options == {
+                    "variant": variant,
+                    "target": target,
+                }
+                assert not c.paper  # the paper prints ranks, not R^2
+
+
+def _write(root, cell, seed, r2):
+    d = root / "smoke" / "tab-transfer-matrix"
+    d.mkdir(parents=True, exist_ok=True)
+    res = {"format": ex.RESULT_FORMAT, "table": transfer.LABEL, "profile": "smoke", "cell": cell,
+           "seed": seed, "metrics": {"test": {"r2": r2}}}  # fmt: skip
+    (d / f"{cell}__seed{seed}.json").write_text(json.dumps(res))
+
+
+def test_ranks_follow_the_seed_means(tmp_path):
+    r2 = {"st": 0.5, "st_large": 0.7, "hypernet": 0.1, "perceiver": 0.65, "la_st": 0.2,
+          "mz_large": 0.3}  # fmt: skip
+    for m, v in r2.items():
+        _write(tmp_path, f"raw-meb-{m}", 0, v)
+    _write(tmp_path, "raw-meb-mz_full", 0, 0.60)
+    _write(tmp_path, "raw-meb-mz_full", 1, 0.64)  # mean 0.62: behind 0.7 and 0.65
+    _write(tmp_path, "raw-meb-set_stats", 0, 0.4)
+    rows = {r["setting"]: r for r in transfer.ranks("smoke", results_dir=tmp_path)}
+    raw = rows["raw-meb"]
+    assert raw["rank"] == 3 and raw["n_models"] == 7 and raw["seeds"] == 2
+    assert raw["r2"][0] == pytest.approx(0.62) and raw["best_other"] == ("st_large", 0.7)
+    assert raw["set_stats"] == 0.4 and raw["paper_rank"] == 4.0
+    assert rows["mixture-mst"]["rank"] is None and rows["mixture-mst"]["n_models"] == 0
+    assert transfer.ranks("smoke", model="st_large", results_dir=tmp_path)[0]["rank"] == 1
+    with pytest.raises(ValueError, match="model must be one of"):
+        transfer.ranks("smoke", model="egnn", results_dir=tmp_path)
+
+
+@pytest.mark.parametrize("observed", [[4], [1, 2], [3, 4, 5], [7, 7, 1], [2, 3, 4, 4]])
+def test_null_test_matches_enumeration(observed):
+    out = transfer.null_test(observed)
+    all_sums = [sum(c) for c in itertools.product(range(1, 8), repeat=len(observed))]
+    s = sum(observed)
+    assert out["p_advantage"] == pytest.approx(sum(x <= s for x in all_sums) / len(all_sums))
+    assert out["p_disadvantage"] == pytest.approx(sum(x >= s for x in all_sums) / len(all_sums))
+    assert out["mean_rank"] == pytest.approx(s / len(observed)) and out["null_mean"] == 4
+
+
+def test_null_test_rejects_impossible_ranks():
+    with pytest.raises(ValueError, match="ranks in 1..7"):
+        transfer.null_test([0, 3])
+    with pytest.raises(ValueError, match="ranks in 1..7"):
+        transfer.null_test([])
