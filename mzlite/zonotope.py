@@ -69,11 +69,71 @@ def _as_scalar(name: str, s) -> torch.Tensor | float:
 
 
 # ---------------------------------------------------------------------------------------------
+# What a zonotope and a matrix zonotope share
+# ---------------------------------------------------------------------------------------------
+
+
+class _CenterAndGenerators:
+    """A centre ``(..., *event)`` and generators ``(..., m, *event)`` with one batch shape ``...``:
+    the event is a vector for a ``Zonotope`` and a matrix for a ``MatrixZonotope``."""
+
+    _event_ndim: int  # 1: the centre is a vector; 2: a matrix
+    _noun: str  # for messages
+
+    @classmethod
+    def _new(cls, center: torch.Tensor, generators: torch.Tensor):
+        # Internal constructor: results of operations on valid zonotopes need no re-validation
+        # (and re-checking finiteness would force a device sync on every op).
+        k = cls._event_ndim
+        obj = cls.__new__(cls)
+        batch = torch.broadcast_shapes(center.shape[:-k], generators.shape[: -k - 1])
+        obj.center = center.expand(*batch, *center.shape[-k:])
+        obj.generators = generators.expand(*batch, *generators.shape[-k - 1 :])
+        return obj
+
+    @property
+    def num_generators(self) -> int:
+        return self.generators.shape[-self._event_ndim - 1]
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return self.center.shape[: -self._event_ndim]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.center.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.center.device
+
+    def __getitem__(self, idx):
+        items = idx if isinstance(idx, tuple) else (idx,)
+        if any(i is Ellipsis or i is None for i in items) or len(items) > len(self.batch_shape):
+            raise IndexError(
+                f"a {self._noun} indexes its batch dimensions only: "
+                f"batch_shape={tuple(self.batch_shape)}, "
+                f"got index {idx!r} (no Ellipsis/None)"
+            )
+        return self._new(self.center[idx], self.generators[idx])
+
+    def to(self, *args, **kwargs):
+        """Move/cast like ``torch.Tensor.to`` (device and/or float dtype)."""
+        c = self.center.to(*args, **kwargs)
+        if not c.is_floating_point():
+            raise TypeError(f"{type(self).__name__}.to needs a floating dtype, got {c.dtype}")
+        return self._new(c, self.generators.to(*args, **kwargs))
+
+    def detach(self):
+        return self._new(self.center.detach(), self.generators.detach())
+
+
+# ---------------------------------------------------------------------------------------------
 # Zonotope
 # ---------------------------------------------------------------------------------------------
 
 
-class Zonotope:
+class Zonotope(_CenterAndGenerators):
     """A (batch of) zonotope(s) ``{c + sum_g alpha_g G_g : alpha in [-1, 1]^m}`` (``def:zonotope``).
 
     Args:
@@ -86,6 +146,7 @@ class Zonotope:
     """
 
     __array_priority__ = 1000  # make `ndarray @ z` defer to __rmatmul__
+    _event_ndim, _noun = 1, "zonotope"
 
     def __init__(self, center, generators):
         c_like = generators if isinstance(generators, torch.Tensor) else None
@@ -107,62 +168,16 @@ class Zonotope:
         self.center = c.expand(*batch, c.shape[-1])  # (..., d)
         self.generators = G.expand(*batch, *G.shape[-2:])  # (..., m, d)
 
-    @classmethod
-    def _new(cls, center: torch.Tensor, generators: torch.Tensor) -> Zonotope:
-        # Internal constructor: results of operations on valid zonotopes need no re-validation
-        # (and re-checking finiteness would force a device sync on every op).
-        z = cls.__new__(cls)
-        batch = torch.broadcast_shapes(center.shape[:-1], generators.shape[:-2])
-        z.center = center.expand(*batch, center.shape[-1])
-        z.generators = generators.expand(*batch, *generators.shape[-2:])
-        return z
-
     # -- properties ---------------------------------------------------------------------------
     @property
     def dim(self) -> int:
         return self.center.shape[-1]
-
-    @property
-    def num_generators(self) -> int:
-        return self.generators.shape[-2]
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.center.shape[:-1]
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.center.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.center.device
 
     def __repr__(self) -> str:
         return (
             f"Zonotope(dim={self.dim}, num_generators={self.num_generators}, "
             f"batch_shape={tuple(self.batch_shape)}, dtype={self.dtype}, device={self.device})"
         )
-
-    def __getitem__(self, idx) -> Zonotope:
-        items = idx if isinstance(idx, tuple) else (idx,)
-        if any(i is Ellipsis or i is None for i in items) or len(items) > len(self.batch_shape):
-            raise IndexError(
-                f"a zonotope indexes its batch dimensions only: "
-                f"batch_shape={tuple(self.batch_shape)}, "
-                f"got index {idx!r} (no Ellipsis/None)"
-            )
-        return Zonotope._new(self.center[idx], self.generators[idx])
-
-    def to(self, *args, **kwargs) -> Zonotope:
-        """Move/cast like ``torch.Tensor.to`` (device and/or float dtype)."""
-        c = self.center.to(*args, **kwargs)
-        if not c.is_floating_point():
-            raise TypeError(f"Zonotope.to needs a floating dtype, got {c.dtype}")
-        return Zonotope._new(c, self.generators.to(*args, **kwargs))
-
-    def detach(self) -> Zonotope:
-        return Zonotope._new(self.center.detach(), self.generators.detach())
 
     # -- set operations -----------------------------------------------------------------------
     def linear_map(self, A) -> Zonotope:
@@ -484,7 +499,7 @@ class Zonotope:
 # ---------------------------------------------------------------------------------------------
 
 
-class MatrixZonotope:
+class MatrixZonotope(_CenterAndGenerators):
     """A (batch of) matrix zonotope(s) ``{M_c + sum_l xi_l M_l : xi in [-1, 1]^L}`` (``eq:mz``).
 
     Args:
@@ -496,6 +511,7 @@ class MatrixZonotope:
     """
 
     __array_priority__ = 1000
+    _event_ndim, _noun = 2, "matrix zonotope"
 
     def __init__(self, center, generators):
         c_like = generators if isinstance(generators, torch.Tensor) else None
@@ -515,55 +531,15 @@ class MatrixZonotope:
         self.center = c.expand(*batch, *c.shape[-2:])  # (..., p, q)
         self.generators = G.expand(*batch, *G.shape[-3:])  # (..., L, p, q)
 
-    @classmethod
-    def _new(cls, center: torch.Tensor, generators: torch.Tensor) -> MatrixZonotope:
-        mz = cls.__new__(cls)
-        batch = torch.broadcast_shapes(center.shape[:-2], generators.shape[:-3])
-        mz.center = center.expand(*batch, *center.shape[-2:])
-        mz.generators = generators.expand(*batch, *generators.shape[-3:])
-        return mz
-
     @property
     def shape(self) -> tuple[int, int]:
         return tuple(self.center.shape[-2:])
-
-    @property
-    def num_generators(self) -> int:
-        return self.generators.shape[-3]
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.center.shape[:-2]
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.center.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.center.device
 
     def __repr__(self) -> str:
         return (
             f"MatrixZonotope(shape={self.shape}, num_generators={self.num_generators}, "
             f"batch_shape={tuple(self.batch_shape)}, dtype={self.dtype}, device={self.device})"
         )
-
-    def __getitem__(self, idx) -> MatrixZonotope:
-        items = idx if isinstance(idx, tuple) else (idx,)
-        if any(i is Ellipsis or i is None for i in items) or len(items) > len(self.batch_shape):
-            raise IndexError(
-                f"a matrix zonotope indexes its batch dimensions only: "
-                f"batch_shape={tuple(self.batch_shape)}, "
-                f"got index {idx!r} (no Ellipsis/None)"
-            )
-        return MatrixZonotope._new(self.center[idx], self.generators[idx])
-
-    def to(self, *args, **kwargs) -> MatrixZonotope:
-        c = self.center.to(*args, **kwargs)
-        if not c.is_floating_point():
-            raise TypeError(f"MatrixZonotope.to needs a floating dtype, got {c.dtype}")
-        return MatrixZonotope._new(c, self.generators.to(*args, **kwargs))
 
     def sample(
         self, k: int, generator: torch.Generator | None = None, seed: int | None = None
