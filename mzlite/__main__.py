@@ -7,6 +7,7 @@
     python -m mzlite run tab:meb --profile full --device cuda --launcher ray --address auto \\
         --gpus-per-job 0.25 --checkpoint-dir /shared/checkpoints
     python -m mzlite report tab:meb --profile smoke [--format text]
+    python -m mzlite plan tab:tdof-verify tab:meb --profile cpu-converged --cells 'd8-*'
 
 Bad input (unknown table, profile or model, an invalid seed range) prints what is valid and
 exits with status 2.
@@ -29,7 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run the missing (cell, seed) jobs of a table")
     p.add_argument("table")
     p.add_argument(
-        "--profile", default="smoke", help="smoke (default), cpu (reduced protocol) or full"
+        "--profile",
+        default="smoke",
+        help="smoke (default), cpu (30 epochs), cpu-converged (converged CPU protocol) or full",
     )
     p.add_argument("--seeds", default=None, help="e.g. 0-4 or 0,2,5 (default: the profile's)")
     p.add_argument("--device", default="auto", help="auto (default), cpu or cuda")
@@ -47,6 +50,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--gpus-per-job", type=float, default=None, help="ray: e.g. 0.25")
     p.add_argument("--checkpoint-dir", default=None,
                    help="ray: a path every node reaches, for checkpoints that outlive a worker")
+
+    p = sub.add_parser("plan", help="estimated CPU hours of the jobs still to run")
+    p.add_argument("tables", nargs="+")
+    p.add_argument("--profile", default="cpu-converged")
+    p.add_argument("--seeds", default=None, help="e.g. 0-2 (default: the profile's)")
+    p.add_argument("--models", default=None, help="comma-separated model names or ids")
+    p.add_argument("--cells", default=None, help="comma-separated cell-id glob patterns")
+    p.add_argument("--workers", type=int, default=1, help="divides the wall-time estimate")
+    p.add_argument(
+        "--no-measure", action="store_true", help="do not time models that have no result on disk"
+    )
+    p.add_argument("--results-dir", default=None)
 
     p = sub.add_parser("report", help="our results beside the paper's numbers")
     p.add_argument("table")
@@ -78,10 +93,10 @@ def main(argv=None) -> int:
                 return 0
             print(f"profiles: {', '.join(ex.PROFILES)}")
             for r in ex.list_tables(args.results_dir):
+                done = "  ".join(f"{p} {r[f'{p}_results']}/{r[f'{p}_jobs']}" for p in ex.PROFILES)
                 print(
                     f"{r['label']:22s} {r['cells']:3d} cells ({r['ablation_cells']} ablation)  "
-                    f"smoke {r['smoke_results']}/{r['smoke_jobs']}  "
-                    f"full {r['full_results']}/{r['full_jobs']}  {r['title']}"
+                    f"{done}  {r['title']}"
                 )
             return 0
         if args.cmd == "run":
@@ -113,6 +128,23 @@ def main(argv=None) -> int:
                 f"failed {len(out['failed'])}"
             )
             return 1 if out["failed"] else 0
+        if args.cmd == "plan":
+            from mzlite.plan import plan
+
+            seeds = None if args.seeds is None else ex.parse_seeds(args.seeds)
+            print(
+                plan(
+                    args.tables,
+                    args.profile,
+                    seeds,
+                    _split(args.models),
+                    _split(args.cells),
+                    args.results_dir,
+                    args.workers,
+                    measure=not args.no_measure,
+                ).to_text()
+            )
+            return 0
         if args.cmd == "report":
             from mzlite.report import report
 

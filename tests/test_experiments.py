@@ -49,7 +49,7 @@ def _run(table, dirs, **kw):
 def test_registry_has_the_required_tables():
     for label in ("tab:meb", "tab:tdof-verify", "tab:main-results"):
         assert label in ex.TABLES
-    assert set(ex.PROFILES) == {"smoke", "cpu", "full"}
+    assert set(ex.PROFILES) == {"smoke", "cpu", "cpu-converged", "full"}
 
 
 @pytest.mark.parametrize("label", ex.TABLES)
@@ -114,6 +114,42 @@ def test_full_profile_follows_the_paper_protocol():
     cpu = {x.cell.id: x for x in ex.jobs("tab:main-results", "cpu")}
     assert cpu["B-st"].sizes == (2_000, 500, 1_000) and cpu["B-st"].seed == 0
     assert cpu["D-st"].sizes == (2_000, 500, 1_000) and cpu["D-st"].train_config().epochs == 30
+
+
+def test_converged_cpu_profile_standardises_targets_and_stops_by_patience():
+    conv = {j.cell.id: j for j in ex.jobs("tab:meb", "cpu-converged")}
+    cfg = conv["d8-mz_full"].train_config()
+    assert cfg.normalize_targets and cfg.patience == 15 and cfg.epochs == 200
+    assert cfg.epochs >= 10 * cfg.patience  # the cap bounds a runaway run; patience stops runs
+    prof = ex.get_profile("cpu-converged")
+    assert cfg.lr == prof.lr_by_family["mz"]
+    assert conv["d8-st"].train_config().lr == prof.lr_by_family["baseline"]
+    assert conv["d8-deepsets"].train_config().lr == prof.lr_by_family["deepsets"]
+    # three seeds per cell, one per set-statistics row; training capped at 2K/500, test not
+    assert sum(j.cell.id == "d8-mz_full" for j in ex.jobs("tab:meb", "cpu-converged")) == 3
+    assert conv["d8-st"].sizes == (2_000, 500, 2_000)
+    tdof = {j.cell.id: j for j in ex.jobs("tab:tdof-verify", "cpu-converged")}
+    assert tdof["L4-mz_1l"].sizes == (2_000, 500, 2_000)
+    # the raw-target ablation keeps raw targets under this profile (the cell's setting wins)
+    assert not conv["abl-d8-raw-st"].train_config().normalize_targets
+    assert not conv["abl-d8-scale-st"].train_config().normalize_targets
+    assert conv["abl-d8-scale-ynorm-st"].train_config().normalize_targets
+    assert ex.model_family("mz_large") == "mz" and ex.model_family("perceiver") == "baseline"
+    with pytest.raises(ValueError, match="unknown model"):
+        ex.model_family("nope")
+
+
+def test_an_ablation_variant_equal_to_the_profile_is_not_run_twice():
+    # standardised targets are the converged profile's own protocol; raw targets the paper's
+    conv, full = ex.aliases("tab:meb", "cpu-converged"), ex.aliases("tab:meb", "full")
+    assert conv["abl-d8-ynorm-st"] == "d8-st" and "abl-d8-raw-st" not in conv
+    assert full["abl-d8-raw-mz_full"] == "d8-mz_full" and "abl-d8-ynorm-mz_full" not in full
+    ids = {j.cell.id for j in ex.jobs("tab:meb", "cpu-converged")}
+    assert "abl-d8-ynorm-st" not in ids and "abl-d8-raw-st" in ids
+    assert "abl-d8-ynorm-st" in {j.cell.id for j in ex.jobs("tab:meb", "full")}
+    # an alias is the same experiment: same resolved protocol, sizes and data
+    jobs = {j.cell.id: j for j in ex.jobs("tab:meb", "full")}
+    assert jobs["abl-d8-raw-st"].train_config() == jobs["d8-st"].train_config()
 
 
 def _build_args():
@@ -259,6 +295,13 @@ def test_result_json_has_metrics_and_provenance(dirs):
     assert not list(Path(dirs["cache_dir"], "checkpoints").rglob("*.pt"))
     stats = json.loads(Path(out["done"][1]).read_text())
     assert stats["model"] == ex.SET_STATS and -1.0 < stats["metrics"]["test"]["r2"] <= 1.0
+    # convergence is recorded with the numbers that decided it; 3 smoke epochs cannot converge
+    conv = res["convergence"]
+    assert res["converged"] is False is conv["converged"] and "too short" in conv["rule"]
+    assert conv["epochs_run"] == 3 and conv["stop_reason"] == res["stop_reason"]
+    assert res["protocol"]["profile"] == "smoke" and res["protocol"]["family"] == "baseline"
+    assert "smoke" in res["protocol"]["lr_source"]
+    assert stats["converged"] is True and stats["convergence"]["stop_reason"] == "closed_form"
 
 
 def test_smoke_and_full_never_mix(dirs):

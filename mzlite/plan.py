@@ -1,0 +1,269 @@
+"""How many CPU hours will a table take? Estimates from measured per-epoch costs.
+
+    from mzlite.plan import plan
+    p = plan("tab:tdof-verify", profile="cpu-converged")
+    print(p.to_text())          # one row per cell, a total per table; p.rows are plain dicts
+
+For every cell with (cell, seed) jobs still to run (``experiments.jobs``, after the ``models``
+and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
+
+- Seconds per epoch, on one thread, come from results already on disk (``wall_time_s /
+  epochs_run``, times the result's thread count, so the unit is CPU seconds), rescaled to this
+  profile's data sizes by ``n_train + n_val / 3`` (an epoch is a training pass plus a validation
+  forward pass, about a third of a training step per set). In order: the same cell of the same
+  table under any non-smoke profile; the same model (and options) on the same task in another
+  cell or table; else, with ``measure``, a few training steps of the model timed now on real
+  sets of the task and extrapolated ("timed now"). The source is printed beside each row.
+- Epochs: the median ``epochs_run`` of this profile's finished results of the same table when
+  there are some; otherwise a prior of 4 x patience (a run stops ``patience`` epochs after its
+  best epoch, which under this protocol tends to come after 1-3 patience windows), capped at
+  the epoch cap. The cap gives the upper bound.
+
+Timings on a shared machine drift by tens of percent; the plan orders runs by cost, it does not
+promise a finish time. Workers divide the wall time, not the CPU hours.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from mzlite import experiments as ex
+
+EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
+
+
+def _units(sizes) -> float:
+    return sizes[0] + EVAL_FRACTION * sizes[1]
+
+
+def _cpu_s_per_epoch(res: dict) -> float | None:
+    n = res.get("epochs_run") or 0
+    if n < 1 or not res.get("wall_time_s"):
+        return None
+    threads = (res.get("provenance") or {}).get("num_threads") or 1
+    return res["wall_time_s"] * threads / n / _units(res["sizes"])
+
+
+def _measured(results_dir) -> list[dict]:
+    """Every trained, non-smoke result on disk: its cost per epoch per set unit."""
+    out = []
+    for label in ex.TABLES:
+        for prof in ex.PROFILES:
+            if prof == "smoke":  # tiny data: per-step overhead dominates, nothing to scale
+                continue
+            for r in ex.load_results(label, prof, results_dir):
+                c = _cpu_s_per_epoch(r) if r["model"] != ex.SET_STATS else None
+                if c is not None:
+                    out.append({**{k: r.get(k) for k in ("table", "cell", "task", "model")},
+                                "profile": prof, "unit_s": c,
+                                "key": _model_key(r["model"], r.get("model_kwargs") or {}),
+                                "options": r.get("task_options") or {}})  # fmt: skip
+    return out
+
+
+def _model_key(model: str, kwargs: dict) -> str:
+    return model + "".join(f",{k}={v}" for k, v in sorted(kwargs.items()))
+
+
+def _time_steps(cell: ex.Cell, steps: int = 3) -> float:
+    """CPU seconds per set unit of one epoch, timed now: ``steps`` training steps (and as many
+    evaluation batches) of the cell's model on ``cell.batch_size`` real sets, one thread."""
+    from mzlite.tasks import make_task
+
+    data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
+    model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    y = data.y if data.y.ndim == 2 else data.y[:, None]
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        times = []
+        for i in range(steps + 1):  # the first step warms up
+            t0 = time.perf_counter()
+            model.train()
+            loss = torch.nn.functional.mse_loss(model(data.x, data.mask), y.float())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if i:
+                times.append(time.perf_counter() - t0)
+        step = statistics.median(times)
+    finally:
+        torch.set_num_threads(old)
+    return step / cell.batch_size  # per training set; validation sets are priced by _units
+
+
+@dataclass
+class Plan:
+    """Rows (plain dicts) with ``to_text()`` and ``totals()``. Row keys: ``table``, ``cell``,
+    ``model``, ``sizes``, ``todo`` and ``done`` jobs, ``s_per_epoch`` (CPU s, this cell's
+    sizes), ``cost_source``, ``epochs`` (expected), ``epochs_source``, ``epoch_cap``,
+    ``cpu_h`` (expected) and ``cpu_h_cap`` (every job to the cap)."""
+
+    profile: str
+    rows: list[dict]
+    workers: int = 1
+
+    def totals(self) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        for r in self.rows:
+            t = out.setdefault(r["table"], {"todo": 0, "done": 0, "cpu_h": 0.0, "cpu_h_cap": 0.0,
+                                            "unknown": 0})  # fmt: skip
+            t["todo"] += r["todo"]
+            t["done"] += r["done"]
+            if r["cpu_h"] is None:
+                t["unknown"] += r["todo"] > 0
+            else:
+                t["cpu_h"] += r["cpu_h"]
+                t["cpu_h_cap"] += r["cpu_h_cap"]
+        return out
+
+    def to_text(self) -> str:
+        prof = ex.get_profile(self.profile)
+        out = [f"plan [{prof.name}]: {prof.description}", ""]
+        head = ("cell", "jobs", "s/epoch", "epochs", "CPU h", "CPU h at cap", "cost from")
+        lines = []
+        for r in self.rows:
+            f = lambda v: "?" if v is None else f"{v:.2f}"  # noqa: E731
+            spe = "?" if r["s_per_epoch"] is None else f"{r['s_per_epoch']:.1f}"
+            lines.append((f"{r['table']} {r['cell']}", f"{r['todo']} (+{r['done']} done)", spe,
+                          f"{r['epochs']:.0f}", f(r["cpu_h"]), f(r["cpu_h_cap"]),
+                          r["cost_source"]))  # fmt: skip
+        w = [max(len(h), *(len(x[i]) for x in lines)) if lines else len(h)
+             for i, h in enumerate(head)]  # fmt: skip
+        out.append("  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
+        out += ["  ".join(x[i].ljust(w[i]) for i in range(len(head))) for x in lines]
+        out.append("")
+        total_h = total_cap = 0.0
+        for label, t in self.totals().items():
+            unk = f", {t['unknown']} cell(s) without an estimate" if t["unknown"] else ""
+            out.append(f"{label}: {t['todo']} jobs to run ({t['done']} done): "
+                       f"{t['cpu_h']:.1f} CPU h expected, {t['cpu_h_cap']:.1f} at the epoch cap"
+                       f"{unk}")  # fmt: skip
+            total_h += t["cpu_h"]
+            total_cap += t["cpu_h_cap"]
+        eps = sorted({r["epochs_source"] for r in self.rows})
+        out.append(
+            f"total: {total_h:.1f} CPU h expected ({total_cap:.1f} at the cap); with "
+            f"{self.workers} worker(s) of one thread: ~{total_h / self.workers:.1f} h wall"
+        )
+        out.append("epochs: " + "; ".join(eps))
+        return "\n".join(out)
+
+    __str__ = to_text
+
+
+def plan(
+    tables,
+    profile: str = "cpu-converged",
+    seeds=None,
+    models=None,
+    cells=None,
+    results_dir=None,
+    workers: int = 1,
+    measure: bool = True,
+) -> Plan:
+    """The estimated cost of the jobs still to run of ``tables`` (a label or several) under
+    ``profile`` (see the module doc). ``seeds``/``models``/``cells`` filter as in
+    ``experiments.run``; ``measure``: time a model with no result on disk (a few seconds each)
+    instead of leaving its row without an estimate."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    prof = ex.get_profile(profile)
+    tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
+    measured = _measured(results_dir)
+    timed: dict[tuple, float] = {}
+    rows = []
+    for table in tables:
+        spec = ex.get_table(table)
+        js = ex.jobs(spec, prof.name, seeds, models, cells, results_dir)
+        mine = [r for r in ex.load_results(spec, prof.name, results_dir)
+                if r["model"] != ex.SET_STATS]  # fmt: skip
+        by_cell: dict[str, list] = {}
+        for j in js:
+            by_cell.setdefault(j.cell.id, []).append(j)
+        for cid, cjobs in by_cell.items():
+            cell, job = cjobs[0].cell, cjobs[0]
+            done = sum(j.result_path.exists() for j in cjobs)
+            todo = len(cjobs) - done
+            cap = job.train_config().epochs if cell.model != ex.SET_STATS else 0
+            row = {
+                "table": spec.label,
+                "cell": cid,
+                "model": cell.model,
+                "sizes": list(job.sizes),
+                "todo": todo,
+                "done": done,
+                "epoch_cap": cap,
+            }
+            if cell.model == ex.SET_STATS:
+                rows.append({**row, "s_per_epoch": 0.0, "cost_source": "closed form",
+                             "epochs": 0, "epochs_source": "closed form", "cpu_h": 0.0,
+                             "cpu_h_cap": 0.0})  # fmt: skip
+                continue
+            unit, source = _unit_cost(spec.label, cell, measured, timed, measure)
+            cfg = job.train_config()
+            ran = [r["epochs_run"] for r in mine if r.get("epochs_run")]
+            if ran:
+                epochs = float(statistics.median(ran))
+                eps_src = f"median of {len(ran)} {prof.name} results of {spec.label}"
+            else:
+                prior = 4 * cfg.patience if cfg.patience else cap
+                epochs = float(min(prior, cap))
+                eps_src = (f"{spec.label}: prior min(4 x patience, cap) = {epochs:.0f} (no "
+                           f"{prof.name} results yet)")  # fmt: skip
+            spe = None if unit is None else unit * _units(job.sizes)
+            rows.append({
+                **row,
+                "s_per_epoch": spe,
+                "cost_source": source,
+                "epochs": epochs,
+                "epochs_source": eps_src,
+                "cpu_h": None if spe is None else todo * epochs * spe / 3600,
+                "cpu_h_cap": None if spe is None else todo * cap * spe / 3600,
+            })  # fmt: skip
+    return Plan(prof.name, rows, workers)
+
+
+def _unit_cost(label, cell, measured, timed, measure):
+    """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
+    median over the results of this cell and of the same model on the same task (task options
+    such as L or d change the cost little; pooling them evens out the drift of a shared CPU)."""
+    key = _model_key(cell.model, cell.model_kwargs)
+    like = [m for m in measured if (m["table"] == label and m["cell"] == cell.id)
+            or (m["key"] == key and m["task"] == cell.task)]  # fmt: skip
+    if like:
+        own = sum(m["table"] == label and m["cell"] == cell.id for m in like)
+        return statistics.median(m["unit_s"] for m in like), (
+            f"median of {len(like)} result(s) of {cell.model} on {cell.task}"
+            + (f" ({own} of this cell)" if own else ""))  # fmt: skip
+    if not measure:
+        return None, "no result of this model on this task (measure=False)"
+    mine = _timed(cell, timed)
+    # Calibrate against a model that has results on this task, timed now the same way: step
+    # timings miss the per-epoch overheads and see today's load, a ratio of two sees neither.
+    refs = [m for m in measured if m["task"] == cell.task]
+    if refs:
+        ref_key = "st" if any(m["key"] == "st" for m in refs) else refs[0]["key"]
+        ref = [m for m in refs if m["key"] == ref_key]
+        ref_cell = ex.get_table(ref[0]["table"]).cell(ref[0]["cell"])
+        ratio = mine / _timed(ref_cell, timed)
+        unit = statistics.median(m["unit_s"] for m in ref) * ratio
+        return unit, f"timed now: {ratio:.1f} x {ref_key} on {cell.task} (3 steps each)"
+    return mine, "timed now (3 training steps, 1 thread; no result on this task to calibrate)"
+
+
+def _timed(cell, timed) -> float:
+    opts = ex.check_task_options(cell.task, cell.options)
+    tkey = (_model_key(cell.model, cell.model_kwargs), cell.task, tuple(sorted(opts.items())),
+            cell.batch_size)  # fmt: skip
+    if tkey not in timed:
+        timed[tkey] = _time_steps(cell)
+    return timed[tkey]
+
+
+__all__ = ["Plan", "plan"]

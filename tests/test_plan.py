@@ -1,0 +1,69 @@
+"""mzlite.plan: CPU-hour estimates from the per-epoch costs of results on disk."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mzlite import experiments as ex
+from mzlite.__main__ import main as cli
+from mzlite.plan import plan
+
+
+def _write(root, table, cell, seed, profile, sizes, wall, epochs, threads=1):
+    spec = ex.get_table(table)
+    c = spec.cell(cell)
+    path = ex.result_path(spec, cell, seed, profile, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    res = {"format": ex.RESULT_FORMAT, "table": spec.label, "cell": cell, "seed": seed,
+           "profile": profile, "task": c.task, "model": c.model, "sizes": list(sizes),
+           "task_options": ex.check_task_options(c.task, c.options), "model_kwargs": c.model_kwargs,
+           "wall_time_s": wall, "epochs_run": epochs, "provenance": {"num_threads": threads},
+           "metrics": {"test": {"r2": 0.5}}}  # fmt: skip
+    path.write_text(json.dumps(res))
+
+
+def test_estimate_is_jobs_times_epochs_times_measured_cost(tmp_path):
+    # a 30-epoch cpu result: 10 CPU s per epoch at 2000/500 sets (two threads, 5 s wall each)
+    _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0, "cpu", (2000, 500, 1000), 150.0, 30, 2)
+    p = plan("tab:tdof-verify", "cpu-converged", cells=["L4-mz_1l"], results_dir=tmp_path,
+             measure=False)  # fmt: skip
+    (row,) = p.rows
+    assert row["todo"] == 3 and row["done"] == 0 and row["s_per_epoch"] == pytest.approx(10.0)
+    assert row["epochs"] == 60  # prior: 4 x patience 15, no cpu-converged results yet
+    assert row["cpu_h"] == pytest.approx(3 * 60 * 10 / 3600)
+    assert row["cpu_h_cap"] == pytest.approx(3 * 200 * 10 / 3600)
+    # the same model on the same task prices another L; larger data scale the cost
+    p2 = plan("tab:tdof-verify", "full", cells=["L32-mz_1l"], results_dir=tmp_path, measure=False)
+    (r2,) = p2.rows
+    units = lambda s: s[0] + s[1] / 3  # noqa: E731
+    assert r2["s_per_epoch"] == pytest.approx(10.0 * units((5000, 1000)) / units((2000, 500)))
+    # finished results of the profile count as done and give the epoch estimate
+    _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0, "cpu-converged", (2000, 500, 2000),
+           400.0, 40)  # fmt: skip
+    (row,) = plan("tab:tdof-verify", "cpu-converged", cells=["L4-mz_1l"], results_dir=tmp_path,
+                  measure=False).rows  # fmt: skip
+    assert (row["todo"], row["done"], row["epochs"]) == (2, 1, 40)
+    assert "median of 1 cpu-converged" in row["epochs_source"]
+
+
+def test_models_without_results_have_no_estimate_unless_timed(tmp_path):
+    p = plan("tab:meb", "cpu-converged", cells=["d8-deepsets"], results_dir=tmp_path,
+             measure=False)  # fmt: skip
+    assert p.rows[0]["cpu_h"] is None and "measure=False" in p.rows[0]["cost_source"]
+    assert "without an estimate" in p.to_text()
+    timed = plan("tab:meb", "cpu-converged", cells=["d8-deepsets"], results_dir=tmp_path)
+    assert timed.rows[0]["s_per_epoch"] > 0 and "timed now" in timed.rows[0]["cost_source"]
+
+
+def test_cli_plan(tmp_path, capsys):
+    _write(tmp_path, "tab:tdof-verify", "L4-st_4l", 0, "cpu", (2000, 500, 1000), 60.0, 30)
+    argv = ["plan", "tab:tdof-verify", "--cells", "L4-*", "--results-dir", str(tmp_path),
+            "--no-measure", "--workers", "2"]  # fmt: skip
+    assert cli(argv) == 0
+    out = capsys.readouterr().out
+    assert "tab:tdof-verify L4-st_4l" in out and "CPU h expected" in out and "2 worker" in out
+    assert cli(["plan", "tab:nope"]) == 2
+    with pytest.raises(ValueError, match="workers"):
+        plan("tab:meb", workers=0)

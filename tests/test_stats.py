@@ -1,0 +1,81 @@
+"""mzlite.stats: convergence of one run, Welch's test and the bootstrap interval over seeds."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as sps
+
+from mzlite import stats
+
+
+def _hist(val_loss, stop, patience=15, cap=200):
+    finite = [(v, i) for i, v in enumerate(val_loss) if v is not None]
+    best = min(finite)[1] + 1
+    return {"val_loss": val_loss, "stop_reason": stop, "best_epoch": best,
+            "config": {"patience": patience, "epochs": cap}}  # fmt: skip
+
+
+def test_early_stopped_run_converged_with_its_numbers():
+    h = _hist([1.0, 0.5, 0.4] + [0.45] * 15, "early_stopping")
+    c = stats.convergence(h)
+    assert c["converged"] and c["improvement_last_k"] == 0.0 and c["k"] == 15
+    assert c["best_epoch"] == 3 and c["epochs_run"] == 18 and "early stopping" in c["rule"]
+
+
+def test_capped_run_still_improving_did_not_converge():
+    val = [1.0 / (1 + e) for e in range(30)]  # still falling at the cap
+    c = stats.convergence(_hist(val, "completed", patience=10, cap=30))
+    assert not c["converged"]
+    assert c["improvement_last_k"] == pytest.approx((val[19] - val[29]) / val[19])
+    assert ">=" in c["rule"]
+
+
+def test_capped_run_on_a_plateau_converged():
+    val = [1.0, 0.5] + [0.3 - 1e-6 * e for e in range(28)]  # 0.01 % over the last 10 epochs
+    c = stats.convergence(_hist(val, "completed", patience=10, cap=30))
+    assert c["converged"] and c["improvement_last_k"] < stats.CONVERGENCE_TOL
+
+
+def test_diverged_or_too_short_runs_did_not_converge():
+    assert not stats.convergence(_hist([1.0, 0.9, None], "diverged"))["converged"]
+    short = stats.convergence(_hist([1.0, 0.9, 0.8], "completed", patience=None, cap=3))
+    assert not short["converged"] and "too short" in short["rule"]
+    assert short["k"] == stats.CONVERGENCE_WINDOW
+
+
+def test_closed_form_results_count_as_converged():
+    assert stats.convergence(None)["converged"]
+    assert stats.result_convergence({"history": None})["converged"]
+    stored = {"convergence": {"converged": False, "rule": "x"}, "history": None}
+    assert stats.result_convergence(stored)["converged"] is False
+
+
+def test_welch_matches_scipy_and_needs_two_values_a_side():
+    a, b = [0.71, 0.69, 0.74], [0.02, 0.05, 0.01, 0.03]
+    w = stats.welch(a, b)
+    ref = sps.ttest_ind(a, b, equal_var=False)
+    assert w["p"] == pytest.approx(ref.pvalue) and w["t"] == pytest.approx(ref.statistic)
+    assert w["diff"] == pytest.approx(sum(a) / 3 - sum(b) / 4)
+    assert 2 < w["df"] < 5  # Welch-Satterthwaite degrees of freedom
+    one = stats.welch([0.7], b)
+    assert one["p"] is None and one["diff"] == pytest.approx(0.7 - sum(b) / 4)
+    assert stats.welch([1.0, 1.0], [0.0, 0.0])["p"] == 0.0
+    assert stats.welch([1.0, 1.0], [1.0, 1.0])["p"] == 1.0
+    # overlapping samples: no evidence of a difference
+    assert stats.welch([0.5, 0.6, 0.7], [0.55, 0.65, 0.6])["p"] > 0.5
+
+
+def test_bootstrap_interval_covers_the_difference_and_is_reproducible():
+    a, b = [0.71, 0.69, 0.74, 0.70], [0.02, 0.05, 0.01]
+    ci = stats.bootstrap_ci(a, b)
+    assert ci["lo"] < ci["diff"] < ci["hi"] and ci["lo"] > 0
+    assert stats.bootstrap_ci(a, b) == ci
+    assert stats.bootstrap_ci([0.7], b)["lo"] is None
+
+
+def test_summarise_drops_non_finite_values():
+    s = stats.summarise([1.0, None, math.nan, 3.0])
+    assert s == {"mean": 2.0, "std": pytest.approx(math.sqrt(2)), "n": 2, "values": [1.0, 3.0]}
+    assert stats.summarise([]) == {"mean": None, "std": None, "n": 0, "values": []}
