@@ -10,18 +10,26 @@ printed mean +/- std (``data/paper``; "--" where the paper has no number). Deriv
 "MSE ratio" of tab:tdof-verify) are ratios of our two cells' mean metrics. Ablation cells (no
 paper number) come in a section of their own.
 
+Every row also says how many of its seeds *converged* (``mzlite.stats.convergence``: stopped
+by early stopping, or on a plateau at the epoch cap), so a mean over runs that were still
+improving is visibly one.
+
 Choices: std is the sample standard deviation (ddof = 1; none is shown for a single seed); the
 paper does not say which it prints. Results of one profile only: ``load_results`` refuses a
-directory that mixes profiles, and a report names its profile in its title.
+directory that mixes profiles, and a report names its profile in its title. Within a cell,
+results trained under different protocols (training configuration, data, model configuration:
+``protocol_key``) are never averaged: the row shows no mean and says "mixed protocols".
 """
 
 from __future__ import annotations
 
 import html
+import json
 import math
 import statistics
 
 from mzlite import experiments as ex
+from mzlite import stats as _stats
 from mzlite.paper import load_paper_table, paper_cell
 
 
@@ -67,15 +75,47 @@ def device_names(results: list[dict]) -> str:
     return ", ".join(sorted(devs)) or "--"
 
 
+_FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fast, not what
+
+
+def protocol_key(result: dict) -> str:
+    """What a result computed, apart from its seed: training configuration (without seed,
+    device and threads), data (dataset keys and generator version) and model configuration.
+    Two results of a cell with different keys must not be averaged."""
+    cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in _FREE}
+    key = {
+        "train": cfg,
+        "data": result.get("dataset_keys"),
+        "data_code": result.get("data_code_version"),
+        "model": result.get("model_config"),
+        "sizes": result.get("sizes"),
+    }
+    return json.dumps(key, sort_keys=True, default=str)
+
+
+def convergence_text(results: list[dict]) -> str:
+    """ "3/3" (converged of trained runs), "--" for none; closed-form rows count as converged."""
+    if not results:
+        return "--"
+    conv = [_stats.result_convergence(r)["converged"] for r in results]
+    return f"{sum(conv)}/{len(conv)}"
+
+
 class Report:
     """A table of rows (plain dicts) with ``to_markdown()``, ``to_text()`` and ``_repr_html_``.
 
     Row keys: ``part`` ("main" | "ablation" | "derived"), ``row``, ``column``, ``metric``,
     ``cells`` (our cell ids), ``ours_mean``, ``ours_std``, ``ours_values`` (per seed), ``seeds``
-    (list), ``epochs`` (text, e.g. "12-40"), ``device``, ``params`` (ours), ``paper_mean``,
-    ``paper_std``, ``paper_text`` (as printed), ``paper_params``."""
+    (list), ``n_seeds``, ``converged`` (how many of the seeds converged), ``converged_text``
+    ("2/3"), ``mixed`` (results of several protocols: no mean), ``same_as`` (the cell whose
+    results an aliased ablation cell shows, else None), ``epochs`` (text, e.g. "12-40"),
+    ``device``, ``params`` (ours), ``paper_mean``, ``paper_std``, ``paper_text`` (as printed),
+    ``paper_params``."""
 
-    COLUMNS = ("row", "column", "metric", "ours", "paper", "seeds", "epochs", "params", "device")
+    COLUMNS = (
+        "row", "column", "metric", "ours", "paper", "seeds", "converged", "epochs", "params",
+        "device",
+    )  # fmt: skip
 
     def __init__(self, label: str, title: str, profile: str, rows: list[dict], notes: str = ""):
         self.label, self.title, self.profile = label, title, profile
@@ -86,6 +126,10 @@ class Report:
 
     def _cells(self, r: dict) -> dict:
         ours = _pm(r["ours_mean"], r["ours_std"]) if r["seeds"] else "not run"
+        if r.get("mixed"):
+            ours = "mixed protocols"
+        if r.get("same_as"):
+            ours += f" (= {r['same_as']})"
         params = "--" if r["params"] is None else f"{r['params'] / 1e3:.0f}K"
         if r.get("paper_params"):
             params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
@@ -96,6 +140,7 @@ class Report:
             "ours": ours,
             "paper": r["paper_text"],
             "seeds": str(len(r["seeds"])),
+            "converged": r.get("converged_text", "--"),
             "epochs": r["epochs"],
             "params": params,
             "device": r["device"],
@@ -162,10 +207,12 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
     spec = ex.get_table(table)
     prof = ex.get_profile(profile)
     by_cell = ex.results_by_cell(spec, prof.name, results_dir)
+    same = ex.aliases(spec, prof.name)
     paper_cols = load_paper_table(spec.label)["columns"]
     rows = []
     for c in spec.cells:
         res = sorted(by_cell.get(c.id, []), key=lambda r: r["seed"])
+        mixed = len({protocol_key(r) for r in res}) > 1
         refs = c.paper or (ex.PaperRef(c.row, c.column, "r2"),)
         for ref in refs:
             vals = [
@@ -173,7 +220,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                 else r["metrics"]["test"][ref.metric] * ref.scale
                 for r in res
             ]  # fmt: skip
-            mean, std = mean_std(vals)
+            mean, std = (None, None) if mixed else mean_std(vals)
             pc = paper_cell(spec.label, ref.row, ref.column) if c.paper else None
             pp = None
             if c.paper and "Params" in paper_cols:
@@ -191,6 +238,11 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                     "ours_std": std,
                     "ours_values": vals,
                     "seeds": [r["seed"] for r in res],
+                    "n_seeds": len(res),
+                    "converged": sum(_stats.result_convergence(r)["converged"] for r in res),
+                    "converged_text": convergence_text(res),
+                    "mixed": mixed,
+                    "same_as": same.get(c.id),
                     "epochs": epoch_range(res),
                     "device": device_names(res) if res else "--",
                     "params": params[0] if params and c.model != ex.SET_STATS else None,
@@ -219,6 +271,11 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                 "ours_std": None,
                 "ours_values": [ratio],
                 "seeds": sorted({r["seed"] for r in num} & {r["seed"] for r in den}),
+                "n_seeds": min(len(num), len(den)),
+                "converged": sum(_stats.result_convergence(r)["converged"] for r in num + den),
+                "converged_text": convergence_text(num + den),
+                "mixed": False,
+                "same_as": None,
                 "epochs": epoch_range(num + den),
                 "device": device_names(num + den) if num + den else "--",
                 "params": None,
@@ -238,6 +295,11 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
         notes = (notes + " " if notes else "") + (
             f"Profile {prof.description}. A reduced protocol: compare its pattern with the "
             "paper's, not its last digit."
+        )
+    if same:
+        notes = (notes + " " if notes else "") + (
+            "Rows marked (= cell) are the same experiment as that cell under this profile and "
+            "show its results."
         )
     if ran_only:
         kept = [r for r in rows if r["seeds"]]

@@ -10,22 +10,32 @@ values, applied twice, once to the paper's numbers (``data/paper``, through each
 ``PaperRef``) and once to the mean of our seeds (``data/results/<profile>``). The verdict compares
 our value with the claim's thresholds, which are stated in the claim's text.
 
-Which results: for each claim the first profile of ``profiles`` (default ``("full", "cpu")``)
-that has the cells the claim needs (a "best baseline" needs at least one of its baselines; the
-row then says how many of the claim's cells ran); the row names that profile, the seeds, the
-epochs, the data sizes and the device. Smoke results never give a verdict (their numbers mean
-nothing): with ``profiles=("smoke",)`` each row says "pipeline only".
+Which results: for each claim the first profile of ``profiles`` (default ``PROFILE_ORDER``:
+``("full", "cpu-converged", "cpu")``) that has the cells the claim needs (a "best baseline"
+needs at least one of its baselines; the row then says how many of the claim's cells ran); the
+row names that profile, the seeds, the epochs, the data sizes and the device. Smoke results
+never give a verdict (their numbers mean nothing): with ``profiles=("smoke",)`` each row says
+"pipeline only".
 
 Verdicts: "holds" (our value passes the claim's test), "holds partly" (it passes the weaker test),
-"does not hold here" (neither), "not run" (no profile has the results). A claim that passes with
-only some of its cells run (e.g. MZ beats the 3 of 6 baselines that ran) is "holds partly".
-"Here" is meant: a reduced protocol can fail a claim that the full protocol would pass; the
-protocol column says what ran.
+"does not hold here" (neither), "insufficient evidence" (see below), "not run" (no profile has
+the results). A claim that passes with only some of its cells run (e.g. MZ beats the 3 of 6
+baselines that ran) is "holds partly". "Here" is meant: a reduced protocol can fail a claim that
+the full protocol would pass; the protocol column says what ran.
 
-Choices: "MZ beats the baselines" claims compare means over seeds (no significance test; the
-paper's tables print 3-5 seeds with no test either) and count a tie within 0.01 R^2 as "holds
-partly". They are generated for every column where the paper's own numbers put MZ first, so
-the paper's side of every such row is a positive gap by construction.
+Statistics (``mzlite.stats``): our value is computed from the mean over seeds of each cell, and
+the row prints mean +/- std, the number of seeds and how many runs converged for the cells it
+used. No verdict comes from too little: a claim whose cells have fewer than ``MIN_SEEDS`` (3)
+seeds, any run that did not converge, or results of mixed protocols is "insufficient evidence",
+and the row says why. Claims that one model *beats* another ("MZAttn beats the best PMA
+baseline", "ST-4L at L=4 beats itself at L=32") are decided by Welch's two-sided t-test over
+seeds, as the paper uses: "holds" needs the gap beyond its threshold *and* p < ``ALPHA`` (0.05)
+against every compared cell that ran (the largest p is printed); a gap that passes its
+threshold without significance only "holds partly".
+
+Choices: a tie is an R^2 gap within 0.01 ("holds partly"). "MZ beats the best" claims are
+generated for every column where the paper's own numbers put MZ first, so the paper's side of
+every such row is a positive gap by construction.
 """
 
 from __future__ import annotations
@@ -35,10 +45,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mzlite import experiments as ex
+from mzlite import stats as _stats
 from mzlite.paper import paper_cell
-from mzlite.report import device_names, epoch_range, mean_std
+from mzlite.report import device_names, epoch_range, mean_std, protocol_key
 
-VERDICTS = ("holds", "holds partly", "does not hold here", "not run", "pipeline only")
+VERDICTS = (
+    "holds", "holds partly", "does not hold here", "insufficient evidence", "not run",
+    "pipeline only",
+)  # fmt: skip
 # The chapter that runs each table (file name under book/chapters/, without suffix).
 CHAPTERS = {
     "tab:tdof-verify": "04_training_on_gpu",
@@ -58,7 +72,9 @@ class Claim:
 
     ``expr(get)`` computes the claim's number from ``get(cell_id) -> float`` (raises
     ``MissingCell``); ``holds``/``partly`` test our value; ``metric`` is the result metric the
-    cells are read with; ``fmt`` formats a value ("+0.12", "0.97 -> 0.40")."""
+    cells are read with; ``fmt`` formats a value ("+0.12", "0.97 -> 0.40"). ``compare``:
+    ``(a, (b, ...))`` for a claim that cell ``a`` is better than each ``b``: "holds" then also
+    needs Welch's test of ``a`` against every ``b`` that ran to give p < ``ALPHA``."""
 
     id: str
     table: str
@@ -69,6 +85,7 @@ class Claim:
     partly: Callable[[float], bool]
     metric: str = "r2"
     fmt: Callable[[float], str] = lambda v: f"{v:.3f}"
+    compare: tuple[str, tuple[str, ...]] | None = None
 
     @property
     def chapter(self) -> str:
@@ -118,6 +135,7 @@ def _beats(claim_id: str, table: str, text: str, mz: str, others: Sequence[str])
         lambda v: v > TIE,
         lambda v: v >= -TIE,
         fmt=_signed,
+        compare=(mz, tuple(others)),
     )
 
 
@@ -151,6 +169,7 @@ def _tdof_claims() -> list[Claim]:
             lambda get: get(lo) - get(hi),
             lambda v: v >= 0.30,
             lambda v: v >= 0.10,
+            compare=(lo, (hi,)),
         ),
         _beats(
             "tdof-separation",
@@ -282,20 +301,95 @@ def _protocol(results: list[dict], profile: str) -> str:
     )
 
 
-def judge(claim: Claim, value: float, profile: str, complete: bool = True) -> str:
+def _values(results: list[dict], metric: str) -> list[float]:
+    return [r["metrics"]["test"].get(metric) for r in results]
+
+
+def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
+    """What our value rests on: per cell of ``claim`` that ran, its seeds' summary
+    (``stats.summarise``) and how many runs converged; ``problems`` (why no verdict may be
+    given: too few seeds, unconverged runs, mixed protocols; empty when there are none);
+    for a ``compare`` claim the Welch tests and their largest p (``p_max``); ``text``, one line
+    for the row."""
+    ren = (lambda c: c) if rename is None else rename
+    cells, few, unconverged, mixed = {}, [], [], []
+    for c in claim.cells:
+        res = by_cell.get(ren(c), [])
+        if not res:
+            continue
+        summ = _stats.summarise(_values(res, claim.metric))
+        conv = sum(_stats.result_convergence(r)["converged"] for r in res)
+        cells[c] = {**summ, "converged": conv, "runs": len(res)}
+        if summ["n"] < _stats.MIN_SEEDS:
+            few.append((c, summ["n"]))
+        if conv < len(res):
+            unconverged.append((c, len(res) - conv, len(res)))
+        if len({protocol_key(r) for r in res}) > 1:
+            mixed.append(c)
+    problems = []
+    if few:
+        ns = sorted({n for _, n in few})
+        problems.append(
+            f"{len(few)} of {len(cells)} cells have {'/'.join(map(str, ns))} seed(s) "
+            f"(needs >= {_stats.MIN_SEEDS})"
+        )
+    if unconverged:
+        bad = sum(k for _, k, _ in unconverged)
+        total = sum(v["runs"] for v in cells.values())
+        problems.append(f"{bad} of {total} runs did not converge")
+    if mixed:
+        problems.append(f"mixed protocols in {', '.join(mixed)}")
+    tests, p_max = [], None
+    if claim.compare is not None:
+        a, bs = claim.compare
+        if a in cells:
+            for b in bs:
+                if b in cells:
+                    w = _stats.welch(cells[a]["values"], cells[b]["values"])
+                    tests.append({**w, "a": a, "b": b})
+        ps = [t["p"] for t in tests]
+        p_max = max(ps) if ps and None not in ps else None
+    n_runs = sum(v["runs"] for v in cells.values())
+    n_conv = sum(v["converged"] for v in cells.values())
+    ns = sorted({v["n"] for v in cells.values()})
+    text = f"n = {'/'.join(map(str, ns))} seed(s) per cell, {n_conv}/{n_runs} runs converged"
+    if tests and p_max is None:
+        text += "; no Welch test (needs >= 2 seeds a side)"
+    elif tests:
+        worst = max(tests, key=lambda t: t["p"])
+        text += (
+            f"; Welch p = {worst['p']:.2g} ({worst['a']} vs {worst['b']}"
+            + (f", largest of {len(tests)}" if len(tests) > 1 else "")
+            + ")"
+        )
+    return {"cells": cells, "problems": problems, "tests": tests, "p_max": p_max, "text": text}
+
+
+def judge(
+    claim: Claim, value: float, profile: str, complete: bool = True, evidence: dict | None = None
+) -> str:
     """The verdict on ``claim`` for our ``value`` computed from results of ``profile``: smoke
-    results never give one ("pipeline only"); a claim that passes while some of its cells did
-    not run (``complete=False``) only "holds partly"."""
+    results never give one ("pipeline only"); without ``evidence`` (``scorecard.evidence``), or
+    with problems in it (too few seeds, unconverged runs), "insufficient evidence"; a
+    ``compare`` claim "holds" only with p < ALPHA; a claim that passes while some of its cells
+    did not run (``complete=False``) only "holds partly"."""
     if ex.get_profile(profile).name == "smoke":
         return "pipeline only"
-    if claim.holds(value):
+    if evidence is None or evidence["problems"]:
+        return "insufficient evidence"
+    significant = claim.compare is None or (
+        evidence["p_max"] is not None and evidence["p_max"] < _stats.ALPHA
+    )
+    if claim.holds(value) and significant:
         return "holds" if complete else "holds partly"
     return "holds partly" if claim.partly(value) else "does not hold here"
 
 
-def evaluate(claim: Claim, profiles=("full", "cpu"), results_dir=None) -> dict:
+def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict:
     """The scorecard row of ``claim``: the paper's value, ours from the first profile of
-    ``profiles`` whose results let the claim be computed, the protocol, the verdict."""
+    ``profiles`` whose results let the claim be computed, the protocol, the statistics
+    (``evidence``) and the verdict. ``rename`` maps the claim's cell ids to others (chapter 5
+    asks the MEB claims of its normalised-data ablation cells this way)."""
     paper = claim.expr(lambda cid: _paper_value(claim.table, cid, claim.metric))
     row = {
         "claim": claim.id,
@@ -308,25 +402,34 @@ def evaluate(claim: Claim, profiles=("full", "cpu"), results_dir=None) -> dict:
         "ours_text": "--",
         "profile": None,
         "protocol": "--",
+        "statistics": "--",
+        "evidence": None,
+        "why": "",
         "verdict": "not run",
         "cells": list(claim.cells),
     }
-    for profile in profiles:
+    ren = (lambda c: c) if rename is None else rename
+    for profile in PROFILE_ORDER if profiles is None else profiles:
         prof = ex.get_profile(profile).name
         res = ex.results_by_cell(claim.table, prof, results_dir)
         try:
-            ours = claim.expr(mean_getter(res, claim.metric))
+            ours = claim.expr(mean_getter(res, claim.metric, rename))
         except MissingCell:
             continue
-        used = [r for c in claim.cells for r in res.get(c, [])]
-        ran = sum(bool(res.get(c)) for c in claim.cells)
+        used = [r for c in claim.cells for r in res.get(ren(c), [])]
+        ran = sum(bool(res.get(ren(c))) for c in claim.cells)
         cover = "" if ran == len(claim.cells) else f"; {ran} of {len(claim.cells)} cells run"
+        ev = evidence(claim, res, rename)
+        verdict = judge(claim, ours, prof, complete=ran == len(claim.cells), evidence=ev)
         row.update(
             ours=ours,
             ours_text=claim.fmt(ours),
             profile=prof,
             protocol=_protocol(used, prof) + cover,
-            verdict=judge(claim, ours, prof, complete=ran == len(claim.cells)),
+            statistics=ev["text"],
+            evidence=ev,
+            why="; ".join(ev["problems"]) if verdict == "insufficient evidence" else "",
+            verdict=verdict,
         )
         break
     return row
@@ -336,7 +439,7 @@ class Scorecard:
     """Rows (plain dicts, see ``evaluate``) with ``to_markdown()``, ``counts()`` and an HTML
     repr in notebooks; chapter names link to the chapter pages of the book."""
 
-    COLUMNS = ("table", "claim", "paper", "ours", "protocol", "verdict", "chapter")
+    COLUMNS = ("table", "claim", "paper", "ours", "protocol", "statistics", "verdict", "chapter")
 
     def __init__(self, rows: list[dict], profiles: tuple[str, ...]):
         self.rows, self.profiles = rows, profiles
@@ -354,7 +457,8 @@ class Scorecard:
             "paper": r["paper_text"],
             "ours": r["ours_text"],
             "protocol": r["protocol"],
-            "verdict": r["verdict"],
+            "statistics": r.get("statistics", "--"),
+            "verdict": r["verdict"] + (f" ({r['why']})" if r.get("why") else ""),
             "chapter": r["chapter"],
         }
 
@@ -379,8 +483,10 @@ class Scorecard:
             "holds": "#d4edda",
             "holds partly": "#fff3cd",
             "does not hold here": "#f8d7da",
+            "insufficient evidence": "#e2e3e5",
         }
-        width = {"claim": "min-width:24em", "protocol": "min-width:14em"}
+        width = {"claim": "min-width:24em", "protocol": "min-width:14em",
+                 "statistics": "min-width:12em"}  # fmt: skip
         head = "".join(f'<th style="{width.get(c, "")}">{c}</th>' for c in self.COLUMNS)
         body = []
         for r in self.rows:
@@ -399,7 +505,10 @@ class Scorecard:
         )
 
 
-def scorecard(tables=None, profiles=("full", "cpu"), results_dir=None) -> Scorecard:
+PROFILE_ORDER = ("full", "cpu-converged", "cpu")  # the best evidence first
+
+
+def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecard:
     """The scorecard of ``tables`` (labels; default every registered table with claims)."""
     if isinstance(profiles, str):
         profiles = (profiles,)

@@ -18,7 +18,8 @@ from mzlite.scorecard import VERDICTS, claims, evaluate, judge, scorecard
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _write(results_dir, table, cell_id, value, profile="cpu", seed=0, metric="r2"):
+def _write(results_dir, table, cell_id, value, profile="cpu", seed=0, metric="r2",
+           converged=True, **extra):  # fmt: skip
     """A minimal result as ``run_job`` writes it (only what the scorecard reads)."""
     cell = ex.get_table(table).cell(cell_id)
     path = ex.result_path(table, cell_id, seed, profile, results_dir)
@@ -35,17 +36,27 @@ def _write(results_dir, table, cell_id, value, profile="cpu", seed=0, metric="r2
             "sizes": [2000, 500, 1000],
             "metrics": {"test": {metric: value}},
             "epochs_run": 30,
+            "convergence": {"converged": converged, "rule": "test"},
             "provenance": {"device": "cpu", "gpu_name": None},
+            **extra,
         },
     )
     return path
 
 
-def _tdof(results_dir, mz: float, st4: float, st32: float, profile="cpu"):
+SPREAD = (-0.01, 0.0, 0.01)  # three seeds around each value: a small, non-zero std
+
+
+def _cell(results_dir, table, cell_id, value, profile="cpu", seeds=3, **kw):
+    for s in range(seeds):
+        _write(results_dir, table, cell_id, value + SPREAD[s % 3], profile, seed=s, **kw)
+
+
+def _tdof(results_dir, mz: float, st4: float, st32: float, profile="cpu", seeds=3):
     for L in (4, 8, 16, 24, 32):
-        _write(results_dir, "tab:tdof-verify", f"L{L}-mz_1l", mz, profile)
+        _cell(results_dir, "tab:tdof-verify", f"L{L}-mz_1l", mz, profile, seeds)
     for L, v in ((4, st4), (8, st4), (16, st4), (24, st32), (32, st32)):
-        _write(results_dir, "tab:tdof-verify", f"L{L}-st_4l", v, profile)
+        _cell(results_dir, "tab:tdof-verify", f"L{L}-st_4l", v, profile, seeds)
 
 
 def test_every_claim_has_a_paper_value_and_a_chapter():
@@ -78,14 +89,55 @@ def test_changing_a_result_json_changes_the_page(tmp_path):
     assert by_id["tdof-mz-1l"]["ours"] == pytest.approx(0.95)
     assert by_id["tdof-st-4l-drop"]["ours"] == pytest.approx(0.57)
     assert by_id["tdof-separation"]["verdict"] == "holds"
-    assert "cpu: 1 seed(s), 30 epochs" in by_id["tdof-mz-1l"]["protocol"]
+    assert "cpu: 3 seed(s), 30 epochs" in by_id["tdof-mz-1l"]["protocol"]
+    sep = by_id["tdof-separation"]
+    assert "n = 3 seed(s) per cell, 6/6 runs converged" in sep["statistics"]
+    assert sep["evidence"]["p_max"] < 1e-4 and "Welch p = " in sep["statistics"]
 
-    _write(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.30)  # one L fails
+    for seed in range(3):  # one L fails
+        _write(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.30 + SPREAD[seed], seed=seed)
     sc2 = scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path)
     after = sc2.to_markdown()
     assert after != before and "0.300" in after and "0.300" not in before
     assert {r["claim"]: r for r in sc2.rows}["tdof-mz-1l"]["verdict"] == "does not hold here"
     assert "<table" in sc2._repr_html_() and "04_training_on_gpu.html" in sc2._repr_html_()
+    # one result file of the separation claim's cells changes: the verdict follows it
+    _write(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.99, seed=2)  # now 0.39, 0.40, 0.99
+    sep2 = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
+    assert sep2["tdof-separation"]["verdict"] == "holds partly"  # a gap, not significant
+    assert sep2["tdof-separation"]["evidence"]["p_max"] > 0.05
+
+
+def test_one_seed_or_unconverged_runs_give_no_verdict(tmp_path):
+    _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40, seeds=1)  # values that would "hold"
+    rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
+    assert {r["verdict"] for r in rows.values()} == {"insufficient evidence"}
+    assert "have 1 seed(s) (needs >= 3)" in rows["tdof-mz-1l"]["why"]
+    assert "insufficient evidence (5 of 5 cells have 1 seed(s)" in scorecard(
+        "tab:tdof-verify", results_dir=tmp_path).to_markdown()  # fmt: skip
+    # three seeds, but one run stopped at the cap still improving: still no verdict
+    _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40, seeds=3)
+    _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.95, seed=1, converged=False)
+    rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
+    assert rows["tdof-mz-1l"]["verdict"] == "insufficient evidence"
+    assert rows["tdof-mz-1l"]["why"] == "1 of 15 runs did not converge"
+    assert rows["tdof-separation"]["verdict"] == "holds"  # its cells all converged
+    # results without a stored "convergence" (older files) are judged from their history
+    improving = {"val_loss": [1.0 / (1 + e) for e in range(30)], "stop_reason": "completed",
+                 "best_epoch": 30, "config": {"patience": 10, "epochs": 30}}  # fmt: skip
+    path = _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.95, seed=1, history=improving)
+    res = json.loads(path.read_text())
+    del res["convergence"]
+    atomic_write_json(path, res)
+    rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
+    assert rows["tdof-mz-1l"]["verdict"] == "insufficient evidence"
+    # a cell whose seeds were trained under different protocols is never averaged
+    _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.95, seed=1, train_config={"lr": 3e-3})
+    rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
+    assert "mixed protocols in L8-mz_1l" in rows["tdof-mz-1l"]["why"]
+    rep = {r["cells"][0]: r for r in report("tab:tdof-verify", "cpu", tmp_path).rows}
+    assert rep["L8-mz_1l"]["mixed"] and rep["L8-mz_1l"]["ours_mean"] is None
+    assert "mixed protocols" in report("tab:tdof-verify", "cpu", tmp_path).to_text()
 
 
 def test_verdict_thresholds_and_partial_coverage(tmp_path):
@@ -94,18 +146,29 @@ def test_verdict_thresholds_and_partial_coverage(tmp_path):
     assert rows["tdof-mz-1l"]["verdict"] == "holds partly"  # 0.80: >= 0.70, < 0.90
     assert rows["tdof-st-4l-drop"]["verdict"] == "does not hold here"  # drop 0.05
     (c,) = [c for c in claims("tab:tdof-verify") if c.id == "tdof-mz-1l"]
-    assert [judge(c, v, "cpu") for v in (0.95, 0.75, 0.5)] == [
+    ok = {"problems": [], "p_max": None}
+    assert [judge(c, v, "cpu", evidence=ok) for v in (0.95, 0.75, 0.5)] == [
         "holds", "holds partly", "does not hold here"]  # fmt: skip
-    assert judge(c, 0.95, "smoke") == "pipeline only"
-    assert judge(c, 0.95, "cpu", complete=False) == "holds partly"
+    assert judge(c, 0.95, "smoke", evidence=ok) == "pipeline only"
+    assert judge(c, 0.95, "cpu", complete=False, evidence=ok) == "holds partly"
+    assert judge(c, 0.95, "cpu") == "insufficient evidence"  # no statistics, no verdict
+    bad = {"problems": ["1 of 5 cells have 1 seed(s)"], "p_max": None}
+    assert judge(c, 0.95, "cpu", evidence=bad) == "insufficient evidence"
+    # a "beats" claim holds only when Welch's test says so
+    (sep,) = [c for c in claims("tab:tdof-verify") if c.id == "tdof-separation"]
+    assert judge(sep, 0.2, "cpu", evidence={"problems": [], "p_max": 0.01}) == "holds"
+    assert judge(sep, 0.2, "cpu", evidence={"problems": [], "p_max": 0.2}) == "holds partly"
+    assert judge(sep, -0.2, "cpu", evidence={"problems": [], "p_max": 0.01}) == (
+        "does not hold here")  # fmt: skip
     # MEB: one of six PMA baselines ran; the row says so
-    _write(tmp_path, "tab:meb", "d8-st", 0.02)
-    _write(tmp_path, "tab:meb", "d8-mz_full", 0.60)
+    _cell(tmp_path, "tab:meb", "d8-st", 0.02)
+    _cell(tmp_path, "tab:meb", "d8-mz_full", 0.60)
     meb = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}
     # it passes, but five of the six baselines did not run: only "holds partly"
     assert meb["meb-d8-pma-fail"]["verdict"] == "holds partly"
     assert "1 of 6 cells run" in meb["meb-d8-pma-fail"]["protocol"]
     assert meb["meb-d8-mz-beats-pma"]["ours"] == pytest.approx(0.58)
+    assert meb["meb-d8-mz-beats-pma"]["verdict"] == "holds partly"
     assert meb["meb-d16-mz-beats-pma"]["verdict"] == "not run"
 
 
@@ -128,6 +191,20 @@ def test_report_can_leave_out_what_did_not_run(tmp_path):
     ran = report("tab:tdof-verify", "cpu", results_dir=tmp_path, ran_only=True)
     assert len(ran) == len([r for r in full.rows if r["seeds"]]) < len(full)
     assert f"{len(full) - len(ran)} of {len(full)} rows not run" in ran.notes
+
+
+def test_report_prints_mean_std_seeds_and_convergence(tmp_path):
+    _tdof(tmp_path, mz=0.9, st4=0.9, st32=0.5)
+    _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.9, seed=2, converged=False)
+    rep = report("tab:tdof-verify", "cpu", results_dir=tmp_path, ran_only=True)
+    row = next(r for r in rep.rows if r["cells"] == ["L4-mz_1l"])
+    assert (row["n_seeds"], row["converged"], row["converged_text"]) == (3, 2, "2/3")
+    # seeds 0.89, 0.90, 0.90: mean 0.8967, sample std 0.0058
+    assert row["ours_mean"] == pytest.approx(0.8967, abs=1e-4)
+    assert row["ours_std"] == pytest.approx(0.005774, abs=1e-5)
+    line = next(x for x in rep.to_text().splitlines() if x.startswith("MZAttn-1L") and "L=4 " in x)
+    assert "0.897 ± 0.006" in line and " 3 " in line and "2/3" in line
+    assert "| converged |" in rep.to_markdown() and "<th>converged</th>" in rep._repr_html_()
 
 
 def test_every_table_the_book_shows_names_its_paper_label():
