@@ -148,8 +148,10 @@ def test_an_ablation_variant_equal_to_the_profile_is_not_run_twice():
     assert "abl-d8-ynorm-st" not in ids and "abl-d8-raw-st" in ids
     assert "abl-d8-ynorm-st" in {j.cell.id for j in ex.jobs("tab:meb", "full")}
     # an alias is the same experiment: same resolved protocol, sizes and data
-    jobs = {j.cell.id: j for j in ex.jobs("tab:meb", "full")}
-    assert jobs["abl-d8-raw-st"].train_config() == jobs["d8-st"].train_config()
+    spec, prof = ex.get_table("tab:meb"), ex.get_profile("full")
+    raw, main = (ex.Job(spec.label, spec.cell(c), 0, prof, Path(), Path(), Path(), "cpu")
+                 for c in ("abl-d8-raw-st", "d8-st"))  # fmt: skip
+    assert raw.train_config() == main.train_config() and raw.sizes == main.sizes
 
 
 def _build_args():
