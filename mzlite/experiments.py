@@ -1097,12 +1097,20 @@ def load_result(path) -> dict | None:
 
 def is_done(job: Job) -> bool:
     """True when ``job`` has a readable result; a result from another setup (other sizes,
-    model, profile) at the same path raises, so results never silently mix."""
+    model, profile, or training configuration: e.g. a profile whose learning rate changed since)
+    at the same path raises, so results never silently mix."""
     res = load_result(job.result_path)
     if res is None or res.get("format") != RESULT_FORMAT:
         return False
     exp = _expected(job)
     diff = {k: (res.get(k), v) for k, v in exp.items() if res.get(k) != v}
+    old_cfg = res.get("train_config")
+    if old_cfg and job.cell.model != SET_STATS:
+        new_cfg = job.train_config().to_dict()
+        free = ("seed", "device", "num_threads", "eval_batch_size")  # where, not what
+        for k in sorted(old_cfg.keys() & new_cfg.keys()):
+            if k not in free and old_cfg[k] != new_cfg[k]:
+                diff[f"train_config.{k}"] = (old_cfg[k], new_cfg[k])
     if diff:
         raise ValueError(
             f"{job.result_path} holds a different experiment ({diff}); use another results_dir "

@@ -333,6 +333,21 @@ def _cli_run(dirs, *extra):
     ]  # fmt: skip
 
 
+def test_a_result_of_another_training_config_is_never_skipped_as_done(dirs):
+    _run("tab:tdof-verify", dirs, cells=["L4-st_4l"])
+    (job,) = ex.jobs("tab:tdof-verify", "smoke", cells=["L4-st_4l"], **dirs)
+    assert ex.is_done(job)
+    text = job.result_path.read_text()
+    res = json.loads(text)
+    res["train_config"]["lr"] = 0.5  # e.g. the profile's learning rate changed since
+    job.result_path.write_text(json.dumps(res))
+    try:
+        with pytest.raises(ValueError, match="train_config.lr"):
+            ex.is_done(job)
+    finally:
+        job.result_path.write_text(text)
+
+
 def test_killed_run_resumes_and_skips_finished_results(dirs):
     expected = {j.result_path for j in ex.jobs("tab:tdof-verify", "smoke", cells=["L8-*"],
                                                 results_dir=dirs["results_dir"])}  # fmt: skip
