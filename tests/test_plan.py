@@ -31,8 +31,8 @@ def test_estimate_is_jobs_times_epochs_times_measured_cost(tmp_path):
              measure=False)  # fmt: skip
     (row,) = p.rows
     assert row["todo"] == 3 and row["done"] == 0 and row["s_per_epoch"] == pytest.approx(10.0)
-    assert row["epochs"] == 60  # prior: 4 x patience 15, no cpu-converged results yet
-    assert row["cpu_h"] == pytest.approx(3 * 60 * 10 / 3600)
+    assert row["epochs"] == 80  # prior: 4 x patience 20, no cpu-converged results yet
+    assert row["cpu_h"] == pytest.approx(3 * 80 * 10 / 3600)
     assert row["cpu_h_cap"] == pytest.approx(3 * 200 * 10 / 3600)
     # the same model on the same task prices another L; larger data scale the cost
     p2 = plan("tab:tdof-verify", "full", cells=["L32-mz_1l"], results_dir=tmp_path, measure=False)

@@ -240,3 +240,18 @@ def test_no_committed_result_lacks_provenance(path):
     for key in ("device", "torch", "mzlite", "python", "git_commit", "timestamp"):
         assert prov.get(key), f"{path.name}: provenance lacks {key}"
     assert re.fullmatch(r"[0-9a-f]{40}", prov["git_commit"])
+
+
+@pytest.mark.parametrize("seeds, converged", [(1, True), (2, True), (3, False)])
+def test_no_claim_gets_a_verdict_from_one_seed_or_unconverged_runs(tmp_path, seeds, converged):
+    """Whatever the values, too few seeds or an unconverged run per cell never decide a claim."""
+    rng = __import__("random").Random(seeds)
+    for table in ("tab:tdof-verify", "tab:meb", "tab:main-results"):
+        for c in ex.get_table(table).cells:
+            for s in range(seeds):
+                v = rng.uniform(-0.5, 1.0)
+                # an unconverged profile: one run per cell that did not converge
+                _write(tmp_path, table, c.id, v, seed=s, converged=converged or s > 0)
+    rows = scorecard(["tab:tdof-verify", "tab:meb", "tab:main-results"], results_dir=tmp_path).rows
+    assert rows and {r["verdict"] for r in rows} <= {"insufficient evidence", "not run"}
+    assert all(r["why"] for r in rows if r["verdict"] == "insufficient evidence")
