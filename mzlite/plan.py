@@ -12,8 +12,10 @@ and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
   profile's data sizes by ``n_train + n_val / 3`` (an epoch is a training pass plus a validation
   forward pass, about a third of a training step per set). In order: the same cell of the same
   table under any non-smoke profile; the same model (and options) on the same task in another
-  cell or table; else, with ``measure``, a few training steps of the model timed now on real
-  sets of the task and extrapolated ("timed now"). The source is printed beside each row.
+  cell or table; else, with ``measure``, five training steps of the model timed now on real
+  sets of the task, interleaved with those of a model that has results on that task (the Set
+  Transformer where it has), whose measured cost is scaled by the ratio ("timed now"). The
+  source is printed beside each row.
 - Epochs: the median ``epochs_run`` of this profile's finished results of the same table when
   there are some; otherwise a prior of 4 x patience (a run stops ``patience`` epochs after its
   best epoch, which under this protocol tends to come after 1-3 patience windows), capped at
@@ -69,32 +71,35 @@ def _model_key(model: str, kwargs: dict) -> str:
     return model + "".join(f",{k}={v}" for k, v in sorted(kwargs.items()))
 
 
-def _time_steps(cell: ex.Cell, steps: int = 3) -> float:
-    """CPU seconds per set unit of one epoch, timed now: ``steps`` training steps (and as many
-    evaluation batches) of the cell's model on ``cell.batch_size`` real sets, one thread."""
+def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
+    """CPU seconds per training set of each of ``cells``, timed now: ``steps`` training steps
+    of each cell's model on ``batch_size`` real sets of its task, one thread, the models taking
+    turns step by step (so a load change on a shared machine hits them alike); medians."""
     from mzlite.tasks import make_task
 
-    data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
-    model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    y = data.y if data.y.ndim == 2 else data.y[:, None]
+    runs = []
+    for cell in cells:
+        data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
+        model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
+        y = (data.y if data.y.ndim == 2 else data.y[:, None]).float()
+        runs.append((model, torch.optim.AdamW(model.parameters(), lr=1e-4), data, y, []))
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        times = []
         for i in range(steps + 1):  # the first step warms up
-            t0 = time.perf_counter()
-            model.train()
-            loss = torch.nn.functional.mse_loss(model(data.x, data.mask), y.float())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            if i:
-                times.append(time.perf_counter() - t0)
-        step = statistics.median(times)
+            for model, opt, data, y, times in runs:
+                t0 = time.perf_counter()
+                model.train()
+                loss = torch.nn.functional.mse_loss(model(data.x, data.mask), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if i:
+                    times.append(time.perf_counter() - t0)
     finally:
         torch.set_num_threads(old)
-    return step / cell.batch_size  # per training set; validation sets are priced by _units
+    # per training set; validation sets are priced by _units
+    return [statistics.median(r[4]) / c.batch_size for r, c in zip(runs, cells, strict=True)]
 
 
 @dataclass
@@ -243,27 +248,31 @@ def _unit_cost(label, cell, measured, timed, measure):
             + (f" ({own} of this cell)" if own else ""))  # fmt: skip
     if not measure:
         return None, "no result of this model on this task (measure=False)"
-    mine = _timed(cell, timed)
-    # Calibrate against a model that has results on this task, timed now the same way: step
-    # timings miss the per-epoch overheads and see today's load, a ratio of two sees neither.
+    # Time it beside a model that has results on this task, and scale that model's measured
+    # cost: step timings miss the per-epoch overheads and see today's load, a ratio sees neither.
     refs = [m for m in measured if m["task"] == cell.task]
-    if refs:
-        ref_key = "st" if any(m["key"] == "st" for m in refs) else refs[0]["key"]
-        ref = [m for m in refs if m["key"] == ref_key]
-        ref_cell = ex.get_table(ref[0]["table"]).cell(ref[0]["cell"])
-        ratio = mine / _timed(ref_cell, timed)
-        unit = statistics.median(m["unit_s"] for m in ref) * ratio
-        return unit, f"timed now: {ratio:.1f} x {ref_key} on {cell.task} (3 steps each)"
-    return mine, "timed now (3 training steps, 1 thread; no result on this task to calibrate)"
+    if not refs:
+        (unit,) = _timed([cell], timed)
+        return unit, "timed now (5 training steps, 1 thread; no result on this task to scale)"
+    ref_key = "st" if any(m["key"] == "st" for m in refs) else refs[0]["key"]
+    ref = [m for m in refs if m["key"] == ref_key]
+    ref_cell = ex.get_table(ref[0]["table"]).cell(ref[0]["cell"])
+    mine, theirs = _timed([cell, ref_cell], timed)
+    ratio = mine / theirs
+    unit = statistics.median(m["unit_s"] for m in ref) * ratio
+    return unit, f"timed now: {ratio:.1f} x {ref_key} on {cell.task} (5 steps each, interleaved)"
 
 
-def _timed(cell, timed) -> float:
-    opts = ex.check_task_options(cell.task, cell.options)
-    tkey = (_model_key(cell.model, cell.model_kwargs), cell.task, tuple(sorted(opts.items())),
-            cell.batch_size)  # fmt: skip
-    if tkey not in timed:
-        timed[tkey] = _time_steps(cell)
-    return timed[tkey]
+def _timed(cells, timed) -> list[float]:
+    def key(c):
+        opts = ex.check_task_options(c.task, c.options)
+        return (_model_key(c.model, c.model_kwargs), c.task, tuple(sorted(opts.items())),
+                c.batch_size)  # fmt: skip
+
+    k = tuple(key(c) for c in cells)
+    if k not in timed:
+        timed[k] = _time_steps(cells)
+    return timed[k]
 
 
 __all__ = ["Plan", "plan"]
