@@ -486,7 +486,7 @@ class Scorecard:
             "insufficient evidence": "#e2e3e5",
         }
         width = {"claim": "min-width:24em", "protocol": "min-width:14em",
-                 "statistics": "min-width:12em"}  # fmt: skip
+                 "statistics": "min-width:14em", "verdict": "min-width:14em"}  # fmt: skip
         head = "".join(f'<th style="{width.get(c, "")}">{c}</th>' for c in self.COLUMNS)
         body = []
         for r in self.rows:
