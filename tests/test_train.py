@@ -63,6 +63,11 @@ def build(seed: int = 0, **kw) -> TinyDeepSets:
     return TinyDeepSets(**kw)
 
 
+def same_precision(cfg: TrainConfig):
+    """The autocast ``fit``/``evaluate`` use for ``cfg`` on the CPU, for hand-made references."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=T.resolve_amp(cfg.amp, "cpu"))
+
+
 def states_equal(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
@@ -232,7 +237,7 @@ def test_target_normalisation_metrics_in_original_units():
     assert hist.target_mean == pytest.approx(mean.tolist()) and hist.target_std == pytest.approx(
         std.tolist()
     )
-    with torch.no_grad():
+    with torch.no_grad(), same_precision(cfg):
         model.eval()
         pred = model(te[0], te[1]).double().numpy() * std + mean
     y_te = te[2].double().numpy()
@@ -286,8 +291,8 @@ def test_classification_fit_and_evaluate():
     cfg = small_cfg(task="classification", epochs=5)
     hist = fit(model, (x, m, labels), (vx, vm, vlab), cfg, progress=False)
     res = evaluate(model, (vx, vm, vlab), cfg)
-    with torch.no_grad():
-        logits = model(vx, vm)
+    with torch.no_grad(), same_precision(cfg):
+        logits = model(vx, vm).float()
     assert res["accuracy"] == pytest.approx(float((logits.argmax(1) == vlab).float().mean()))
     expected_ce = float(nn.functional.cross_entropy(logits.double(), vlab))
     assert res["cross_entropy"] == pytest.approx(expected_ce, rel=1e-5)
@@ -351,3 +356,50 @@ def test_callback_can_stop_training():
     hist = fit(build(), TRAIN, VAL, small_cfg(epochs=6), progress=False,
                callbacks=[lambda e, h, m: e == 2])  # fmt: skip
     assert hist.epochs_run == 2 and hist.stop_reason == "callback" and hist.stopped_early
+
+
+class DtypeProbe(TinyDeepSets):
+    """TinyDeepSets that records the dtype its first linear layer computes in."""
+
+    def forward(self, x, mask):
+        self.seen = self.phi[0](x[:1]).dtype
+        return super().forward(x, mask)
+
+
+def test_amp_auto_resolves_per_device_and_dtype(monkeypatch):
+    assert T.resolve_amp(True, "cpu") and not T.resolve_amp(False, "cpu")
+    assert T.resolve_amp(None, "cpu") == T.cpu_has_bf16()
+    assert not T.resolve_amp(None, "cpu", torch.float64)  # autocast never touches float64
+    assert not T.resolve_amp(None, "cuda")  # on CUDA bf16 stays opt-in (amp=True)
+    monkeypatch.setattr(T, "cpu_has_bf16", lambda: False)  # emulated bf16 would cost time
+    assert not T.resolve_amp(None, "cpu")
+
+
+@pytest.mark.parametrize("amp", [True, False])
+def test_cpu_amp_trains_in_bf16_with_float32_master_state(amp):
+    T.seed_everything(0)
+    model = DtypeProbe()
+    hist = fit(model, TRAIN, VAL, small_cfg(epochs=2, amp=amp), progress=False)
+    assert model.seen == (torch.bfloat16 if amp else torch.float32)
+    assert hist.config["amp"] is amp
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert all(math.isfinite(v) for v in hist.train_loss + hist.val_loss)
+
+
+def test_history_records_resolved_amp_and_resume_keeps_it(tmp_path, monkeypatch):
+    path = tmp_path / "run.pt"
+
+    def stop_after_1(epoch, hist, model):
+        raise Interrupt
+
+    with pytest.raises(Interrupt):
+        fit(build(), TRAIN, VAL, small_cfg(epochs=3, amp=False), checkpoint_path=path,
+            progress=False, callbacks=[stop_after_1])  # fmt: skip
+    # an fp32 run resumed with amp=None (auto) continues in fp32, even where auto means bf16
+    monkeypatch.setattr(T, "cpu_has_bf16", lambda: True)
+    with pytest.raises(ValueError, match="amp: False -> True"):
+        fit(build(), TRAIN, VAL, small_cfg(epochs=3, amp=True), checkpoint_path=path,
+            progress=False)  # fmt: skip
+    hist = fit(build(), TRAIN, VAL, small_cfg(epochs=3), checkpoint_path=path, progress=False)
+    assert hist.config["amp"] is False and hist.epochs_run == 3
+    assert fit(build(), TRAIN, VAL, small_cfg(epochs=2), progress=False).config["amp"] is True
