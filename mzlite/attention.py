@@ -14,9 +14,14 @@ import torch.nn.functional as F
 
 
 def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Softmax over keys; ``scores`` (B, H, nq, nkv), ``mask`` (B, nkv) True = real key."""
+    """Softmax over keys; ``scores`` (B, H, nq, nkv), ``mask`` (B, nkv) True = real key.
+
+    Computed in float32 and returned in the scores' dtype: under bf16 autocast the weights are
+    then rounded once, not accumulated in bf16 (a no-op for float32 and float64 scores)."""
     if mask is not None:
         scores = scores.masked_fill(~mask[:, None, None, :], float("-inf"))
+    if scores.dtype in (torch.bfloat16, torch.float16):
+        return scores.softmax(dim=-1, dtype=torch.float32).to(scores.dtype)
     return scores.softmax(dim=-1)
 
 
@@ -192,31 +197,34 @@ class MZAttention(nn.Module):
         q = self.q(cq).view(B, nq, H, dk).transpose(1, 2)  # (B, H, nq, dk)
         k = self.k(ckv).view(B, nkv, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
         vc = self.v(ckv).view(B, nkv, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
-        # M_c folded into the generator value weight: sum_j a_ij M_c v_j = M_c G_hat exactly,
-        # since aggregation is linear; this saves passes over the largest tensor (B, n, n_g, d)
-        W_vg = (
-            _block_diag(self.M_c) @ (self.v if self.v_g is None else self.v_g).weight
-        )  # (d, d), no bias
+        # M_c folded into the weights next to it (aggregation and the projections are linear):
+        # o_c = W_o blockdiag(M_c) c_hat and G_hat M_c^T = aggregate(G W_vg^T blockdiag(M_c)^T),
+        # so no pass over an activation applies M_c, and the largest tensor (B, n, n_g, d) is
+        # projected once
+        Mc = _block_diag(self.M_c)  # (d, d)
+        W_vg = Mc @ (self.v if self.v_g is None else self.v_g).weight  # (d, d), no bias
         vG = F.linear(Gkv, W_vg).view(B, nkv, ng, H, dk).permute(0, 3, 1, 2, 4)
-        vG = vG.reshape(B, H, nkv, ng * dk)  # (B, H, nkv, ng dk), head-major for one bmm
+        vG = vG.reshape(B * H, nkv, ng * dk)  # head-major, one bmm for all generators
         attn = _masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(dk), mask)  # (B, H, nq, nkv)
         c_hat = attn @ vc  # (B, H, nq, dk)
-        GMc = (attn @ vG).view(B, H, nq, ng, dk)  # G_hat M_c^T, same weights as the centres
+        a = attn.reshape(B * H, nq, nkv)
 
         if self.gate is None:  # L = 0: no matrix generators, no gates
             gamma = cq.new_zeros(B, H, 0)
+            o_G = torch.bmm(a, vG)  # (B H, nq, ng dk): G_hat M_c^T
         else:
             gamma = torch.tanh(self.gate(_masked_mean(ckv, mask))).view(B, H, L)  # (B, H, L)
-        # [M_c; M_1..M_L] c_hat in one einsum: row 0 is o_c, rows 1.. are M_l c_hat
-        Ms = torch.cat([self.M_c.unsqueeze(1), self.M_l], dim=1)  # (H, 1+L, dk, dk)
-        Mc_hat = torch.einsum("hlde,bhqe->bhqld", Ms, c_hat)  # (B, H, nq, 1+L, dk)
-        o_c = Mc_hat[:, :, :, 0]  # (B, H, nq, dk)
-        coef = self.W_mix * gamma[:, :, None, :]  # (B, H, ng, L): W_mix[g, l] gamma_l
-        # W_mix stack_l[gamma_l M_l c_hat] as one broadcast matmul per (b, h, q)
-        o_G = GMc + coef.unsqueeze(2) @ Mc_hat[:, :, :, 1:]  # (B, H, nq, ng, dk)
+            # W_mix stack_l[gamma_l M_l c_hat] = c_hat N^T with the per-set, per-head operator
+            # N[e, (g, d)] = sum_l W_mix[g, l] gamma_l M_l[d, e]: one bmm of (nq, dk) x (dk, ng dk)
+            # fused with the aggregation G_hat M_c^T (baddbmm), no tiny per-token matmuls
+            coef = self.W_mix * gamma[:, :, None, :]  # (B, H, ng, L)
+            Nt = torch.einsum("bhgl,hlde->bhegd", coef, self.M_l)
+            Nt = Nt.reshape(B * H, dk, ng * dk).to(c_hat.dtype)  # (B H, dk, ng dk)
+            o_G = torch.baddbmm(torch.bmm(c_hat.reshape(B * H, nq, dk), Nt), a, vG)
 
-        o_c = self.o(o_c.transpose(1, 2).reshape(B, nq, d))  # (B, nq, d)
-        o_G = o_G.permute(0, 2, 3, 1, 4).reshape(B, nq, ng, d)  # (B, nq, ng, d)
+        o_c = c_hat.transpose(1, 2).reshape(B, nq, d)  # heads concatenated
+        o_c = F.linear(o_c, self.o.weight @ Mc, self.o.bias)  # (B, nq, d)
+        o_G = o_G.view(B, H, nq, ng, dk).permute(0, 2, 3, 1, 4).reshape(B, nq, ng, d)
         o_G = F.linear(o_G, (self.o if self.o_g is None else self.o_g).weight)  # bias-free
         info = None
         if need_details:

@@ -218,6 +218,56 @@ def test_padding_invariance_and_variable_sizes(dtype, tol):
         assert torch.equal(model(x), model(x, torch.ones(3, 6, dtype=torch.bool)))
 
 
+def _bf16_autocast():
+    return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+def test_padding_invariance_under_bf16_autocast():
+    """fit's CPU default (TrainConfig(amp=None) on a bf16 CPU): padding still changes nothing.
+    Stated tolerance 1e-2 (a few bf16 rounding steps at outputs of size ~1-5; measured: 0);
+    junk of size 1e3 in padded rows leaking anywhere would exceed it by orders of magnitude."""
+    x, mask = _batch(3, 6)
+    for model in _models():
+        with _bf16_autocast():
+            y = model(x, mask)
+            assert y.dtype == torch.bfloat16  # the mode under test is really on
+            junk = 1e3 * torch.randn(3, 4, 3)
+            x2 = torch.cat([x, junk], 1)
+            m2 = torch.cat([mask, torch.zeros(3, 4, dtype=torch.bool)], 1)
+            torch.testing.assert_close(model(x2, m2), y, atol=1e-2, rtol=0)
+            x3 = x.masked_fill(~mask[..., None], -7.0)
+            torch.testing.assert_close(model(x3, mask), y, atol=1e-2, rtol=0)
+            for b in range(3):
+                torch.testing.assert_close(model(x[b : b + 1, mask[b]]), y[b : b + 1], atol=1e-2,
+                                           rtol=0)  # fmt: skip
+
+
+def test_mz_centre_stream_is_standard_attention_under_bf16_autocast():
+    """Prop. prop:perm at init (M_c = I) under bf16 autocast: equal to mzlite's standard attention
+    in the same mode to one bf16 rounding step (measured: identical), and to float32
+    ``torch.nn.MultiheadAttention`` within 1e-2 (bf16 has 8 mantissa bits; measured 2.5e-3)."""
+    torch.manual_seed(0)
+    d, H, n_g = 16, 4, 3
+    att = MZAttention(d, H, n_g=n_g, L=2)
+    with torch.no_grad():
+        att.M_l.zero_()
+        att.W_mix.zero_()
+    std = MultiheadAttention(d, H)
+    shared = ("q", "k", "v", "o")
+    std.load_state_dict({k: v for k, v in att.state_dict().items() if k.split(".")[0] in shared})
+    cq, _ = _batch(2, 5, d)
+    ckv, mask = _batch(2, 6, d, seed=3)
+    Gkv = torch.randn(2, 6, n_g, d)
+    with _bf16_autocast():
+        o_c, _, _ = att(cq, ckv, Gkv, mask)
+        s, _ = std(cq, ckv, mask)
+    assert o_c.dtype == torch.bfloat16
+    torch.testing.assert_close(o_c, s, atol=1e-3, rtol=2**-8)
+    ref = _torch_mha(d, H, att.q, att.k, att.v, att.o.weight, att.o.bias)
+    r_out, _ = ref(cq, ckv, ckv, key_padding_mask=~mask)  # float32, outside autocast
+    torch.testing.assert_close(o_c.float(), r_out, atol=1e-2, rtol=0)
+
+
 def test_padded_positions_are_zero_and_unused():
     _, mz = _models()
     x, mask = _batch(3, 6)
