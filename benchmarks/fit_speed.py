@@ -1,0 +1,242 @@
+"""``fit`` on this CPU: the current code against a baseline commit, side by side in one run.
+
+Three measurements (issue 10), each printed with ``os.getloadavg()`` because the machine is shared:
+
+``speed``   ``fit`` with its CPU defaults on MZ-Full (paper default size, d_in=8), sets of 10-30
+            elements, batch 128: the baseline commit's package (exported with ``git archive`` into
+            a temporary folder, no worktree needed) and this checkout's, each in a fresh
+            subprocess, interleaved repeat by repeat in alternating order; the ratio of median
+            wall times is the speedup. Both see the same data and the same torch threads.
+``equal``   the same real cell (default tab:tdof-verify L=8, MZ-1L, ``cpu`` profile) trained with
+            the fast path (``TrainConfig(amp=None)``: bf16 autocast on this CPU) and the plain
+            float32 path (``amp=False``), several seeds: test R^2 per seed, mean and std, and the
+            difference of the means in units of the seed std.
+``layout``  throughput of the experiment runner's two CPU layouts for one table's jobs:
+            2 processes x 1 thread against 1 process x 2 threads (jobs per minute).
+
+    python benchmarks/fit_speed.py speed                 # ~10 min on 2 cores
+    python benchmarks/fit_speed.py equal --seeds 0-2 --epochs 15
+    python benchmarks/fit_speed.py layout
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# One fit in a fresh interpreter: synthetic sets (the targets only need to be learnable), the
+# package under test first on sys.path. Uses only API that exists at the baseline commit.
+DRIVER = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+from mzlite.nn import make_model
+from mzlite.train import TrainConfig, fit
+n_train, n_val, epochs, batch, threads = (int(a) for a in sys.argv[2:7])
+if threads:
+    torch.set_num_threads(threads)
+g = torch.Generator().manual_seed(0)
+def sets(N):
+    x = torch.randn(N, 30, 8, generator=g)
+    size = torch.randint(10, 31, (N,), generator=g)
+    mask = torch.arange(30)[None, :] < size[:, None]  # (N, 30), True = real
+    m = mask[..., None].float()
+    y = ((x * m).sum(1) / m.sum(1)).norm(dim=-1, keepdim=True)  # (N, 1): norm of the mean
+    return x, mask, y
+train, val = sets(n_train), sets(n_val)
+torch.manual_seed(0)
+model = make_model("mz_full", 8, device="cpu")
+cfg = TrainConfig(epochs=epochs, batch_size=batch, warmup_epochs=1, patience=None, device="cpu",
+                  lr=1e-3)
+t, cpu = time.perf_counter(), time.process_time()
+hist = fit(model, train, val, cfg, progress=False)
+wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "threads": torch.get_num_threads(),
+                  "val_loss": hist.val_loss, "amp": hist.config.get("amp")}))
+"""
+
+
+def export_commit(commit: str, dest: Path) -> Path:
+    """The ``mzlite`` package as it was at ``commit``, unpacked under ``dest``."""
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit, "mzlite"], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def one_fit(src: Path, *sizes: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(src), *(str(s) for s in sizes)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def speed(args) -> None:
+    threads = args.threads or 0  # 0: fit's default (torch's, one per core)
+    with tempfile.TemporaryDirectory() as tmp:
+        srcs = {"baseline": export_commit(args.baseline, Path(tmp)), "current": REPO}
+        print(
+            f"fit speed: MZ-Full d_in=8, sets of 10-30, batch {args.batch}, {args.train} train / "
+            f"{args.val} val sets, {args.epochs} epochs per fit, fit's CPU defaults, torch threads "
+            f"{threads or 'default'} ({os.cpu_count()} cores); baseline {args.baseline} vs this "
+            f"checkout; {args.repeats} interleaved repeats after 1 warm-up pair"
+        )
+        times = {k: {"wall_s": [], "cpu_s": []} for k in srcs}
+        for r in range(args.repeats + 1):
+            order = list(srcs) if r % 2 == 0 else list(srcs)[::-1]
+            for k in order:
+                res = one_fit(srcs[k], args.train, args.val, args.epochs, args.batch, threads)
+                if r > 0:
+                    for key in ("wall_s", "cpu_s"):
+                        times[k][key].append(res[key])
+                print(
+                    f"  repeat {r}{' (warm-up)' if r == 0 else ''} {k:8} wall {res['wall_s']:7.1f} "
+                    f"s, CPU {res['cpu_s']:7.1f} s  amp={res['amp']} threads={res['threads']} "
+                    f"final val loss {res['val_loss'][-1]:.4f}  load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+    for key, what in (("wall_s", "wall time"), ("cpu_s", "CPU time (all threads)")):
+        base, cur = (statistics.median(times[k][key]) for k in ("baseline", "current"))
+        ratios = [b / c for b, c in zip(times["baseline"][key], times["current"][key], strict=True)]
+        print(
+            f"median fit {what}: baseline {base:.1f} s, current {cur:.1f} s -> speedup "
+            f"{base / cur:.2f}x (per repeat {', '.join(f'{x:.2f}' for x in ratios)})"
+        )
+    print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
+
+
+def equal(args) -> None:
+    import torch
+
+    from mzlite import experiments as ex
+    from mzlite.train import evaluate, fit
+
+    (job,) = [j for j in ex.jobs(args.table, args.profile, 0, cells=args.cell, device="cpu")
+              if j.cell.id == args.cell]  # fmt: skip
+    tr, va, te = ex._splits(job)
+    seeds = ex.parse_seeds(args.seeds)
+    torch.set_num_threads(args.threads)
+    print(
+        f"equal results: {args.table} {args.cell}, profile {args.profile} (sizes {job.sizes}), "
+        f"epochs {args.epochs or 'profile'}; seeds {list(seeds)}; {args.threads} thread(s)"
+    )
+    modes = {"fast (amp=None -> bf16)": None, "plain (amp=False, fp32)": False}
+    r2 = {label: [] for label in modes}
+    for seed in seeds:
+        for label, amp in modes.items():
+            cfg = job.train_config()
+            kw = {"seed": seed, "amp": amp} | ({"epochs": args.epochs} if args.epochs else {})
+            cfg = type(cfg)(**{**cfg.to_dict(), **kw, "betas": tuple(cfg.betas)})
+            model = ex.build_cell_model(job.cell, tr.d_in, tr.d_out, seed, "cpu")
+            t = time.perf_counter()
+            hist = fit(model, tr, va, cfg, progress=False)
+            stats = hist if cfg.normalize_targets else None
+            test = evaluate(model, te, hist.config_obj(), target_stats=stats)["r2"]
+            r2[label].append(test)
+            print(
+                f"  seed {seed} {label:24} test R^2 {test:.4f}  ({hist.epochs_run} epochs, "
+                f"{time.perf_counter() - t:.0f} s, amp={hist.config['amp']})  "
+                f"load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    (fa, fs), (pa, ps) = ((statistics.mean(v), statistics.stdev(v)) for v in r2.values())
+    noise = max(fs, ps)
+    print(
+        f"fast R^2 {fa:.4f} +/- {fs:.4f}, plain R^2 {pa:.4f} +/- {ps:.4f} (mean +/- seed std); "
+        f"difference {fa - pa:+.4f} = {(fa - pa) / noise:+.2f} seed std; "
+        f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}"
+    )
+
+
+LAYOUT_DRIVER = r"""
+import sys, time, torch
+torch.set_num_threads(int(sys.argv[1]))
+from mzlite.nn import make_model
+from mzlite.train import TrainConfig, fit
+g = torch.Generator().manual_seed(0)
+x = torch.randn(512, 30, 8, generator=g)
+mask = torch.arange(30)[None] < torch.randint(10, 31, (512,), generator=g)[:, None]
+y = x.mean(1).norm(dim=-1, keepdim=True)
+torch.manual_seed(0)
+model = make_model(sys.argv[2], 8, device="cpu")
+t = time.perf_counter()
+fit(model, (x, mask, y), (x[:128], mask[:128], y[:128]),
+    TrainConfig(epochs=2, batch_size=128, warmup_epochs=1, device="cpu"), progress=False)
+print(time.perf_counter() - t)
+"""
+
+
+def layout(args) -> None:
+    """Jobs per minute: two 1-thread jobs at once vs the same two jobs one after the other on
+    2 threads each (what ``workers`` x ``threads`` choose in ``mzlite.experiments.run``)."""
+
+    def batch_of_jobs(workers: int, threads: int) -> float:
+        t = time.perf_counter()
+        procs = []
+        for _ in range(2):
+            cmd = [sys.executable, "-c", LAYOUT_DRIVER, str(threads), args.model]
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=REPO))
+            if workers == 1:
+                procs[-1].wait()
+        for p in procs:
+            p.wait()
+        return time.perf_counter() - t
+
+    print(f"runner layout: 2 jobs ({args.model}, 512 sets, 2 epochs, batch 128) per measurement")
+    times = {"2 workers x 1 thread": [], "1 worker x 2 threads": []}
+    for r in range(args.repeats):
+        keys = list(times) if r % 2 == 0 else list(times)[::-1]
+        for k in keys:
+            w = 2 if k.startswith("2") else 1
+            times[k].append(batch_of_jobs(w, 1 if w == 2 else 2))
+            print(f"  repeat {r} {k}: {times[k][-1]:.1f} s  load {os.getloadavg()[0]:.1f}",
+                  flush=True)  # fmt: skip
+    med = {k: statistics.median(v) for k, v in times.items()}
+    a, b = med.values()
+    print(
+        f"median: {', '.join(f'{k} {v:.1f} s' for k, v in med.items())}; 2x1 is {b / a:.2f}x the "
+        f"throughput of 1x2; loadavg {tuple(round(x, 2) for x in os.getloadavg())}"
+    )
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("speed", help="fit wall time, baseline commit vs this checkout")
+    s.add_argument("--baseline", default="abea232")
+    s.add_argument("--train", type=int, default=1024)
+    s.add_argument("--val", type=int, default=256)
+    s.add_argument("--epochs", type=int, default=2)
+    s.add_argument("--batch", type=int, default=128)
+    s.add_argument("--repeats", type=int, default=3)
+    s.add_argument("--threads", type=int, default=None, help="default: fit's (torch's default)")
+    e = sub.add_parser("equal", help="R^2 of one real cell, fast vs plain path, several seeds")
+    e.add_argument("--table", default="tab:tdof-verify")
+    e.add_argument("--cell", default="L8-mz_1l")
+    e.add_argument("--profile", default="cpu")
+    e.add_argument("--seeds", default="0-2")
+    e.add_argument("--epochs", type=int, default=None, help="default: the profile's")
+    e.add_argument("--threads", type=int, default=1)
+    lay = sub.add_parser("layout", help="runner throughput, 2 procs x 1 thread vs 1 x 2")
+    lay.add_argument("--model", default="mz_full")
+    lay.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    {"speed": speed, "equal": equal, "layout": layout}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
