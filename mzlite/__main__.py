@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", default=None, help="e.g. 0-4 or 0,2,5 (default: the profile's)")
     p.add_argument("--device", default="auto", help="auto (default), cpu or cuda")
-    p.add_argument("--workers", type=int, default=1, help="parallel training processes")
+    p.add_argument("--workers", type=int, default=None, help="training processes (CPU: 1 a core)")
     p.add_argument("--threads", type=int, default=None, help="torch threads per job")
     p.add_argument("--models", default=None, help="comma-separated model names or ids")
     p.add_argument("--cells", default=None, help="comma-separated cell-id glob patterns")

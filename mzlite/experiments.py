@@ -1265,7 +1265,7 @@ def run(
     profile: str = "smoke",
     seeds=None,
     device: str = "auto",
-    workers: int = 1,
+    workers: int | None = None,
     models=None,
     results_dir=None,
     progress: bool = True,
@@ -1281,10 +1281,12 @@ def run(
     ``seeds``: None (the profile's: 1 for smoke and cpu, each cell's paper count for full), "0-4",
     "0,2,5" or ints. ``device``: "auto" (CUDA when available), "cpu", "cuda". ``workers``: jobs
     trained in parallel processes, each with ``torch.set_num_threads(max(1, cores // workers))``
-    (they share the GPU when there is one). ``models``: model names or ids to keep (the set-
-    statistics rows always stay); ``cells``: cell-id glob patterns. Datasets are generated
-    first, in this process, with ``data_workers`` processes (default: all cores; 1 for smoke),
-    and cached.
+    (they share the GPU when there is one); None: on CPU one 1-thread process per core (at most
+    one per job; 1 for smoke, whose jobs are shorter than a process start), the faster layout on
+    a 2-core CPU (``benchmarks/fit_speed.py layout``), else 1. ``models``: model names or ids to
+    keep (the set-statistics rows always stay); ``cells``: cell-id glob patterns. Datasets are
+    generated first, in this process, with ``data_workers`` processes (default: all cores; 1 for
+    smoke), and cached.
     ``threads``: torch CPU threads per job; default ``max(1, cores // workers)``, but 1 for the
     smoke profile (its batches of 32 gain nothing from threads, and on a shared CPU two
     oversubscribed threads made a smoke job 15x slower: 59 s vs 3.8 s, measured).
@@ -1295,16 +1297,18 @@ def run(
     Returns ``{"done": [...], "skipped": [...], "failed": [...]}`` (result paths; failures as
     ``(path, error)``). A failed job does not stop the others; Ctrl-C stops the run and loses at
     most the epochs in flight (the next run resumes from the checkpoints)."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):  # fmt: skip
+        raise ValueError(f"workers must be an int >= 1 or None, got {workers!r}")
     if launcher == "local":
         resolve_device(device)  # "cuda" without CUDA fails here, before any work
     else:  # the cluster's workers resolve the device; concurrency follows its resources
         from mzlite.launchers import get_launcher
 
         launcher = get_launcher(launcher)
-        if workers != 1:
+        if workers not in (None, 1):
             raise ValueError("workers is the local launcher's; Ray runs as many jobs as fit")
+        workers = 1
     todo = jobs(table, profile, seeds, models, cells, results_dir, cache_dir, device)
     say = print if progress else (lambda *a, **k: None)
     skipped = [j for j in todo if is_done(j)]
@@ -1324,11 +1328,16 @@ def run(
             say(f"  data {j.cell.task} {j.cell.options} {j.sizes}: {time.perf_counter() - t:.1f} s")
     git = git_info()
     done, failed = [], []
+    if workers is None:
+        per_core = resolve_device(device).type == "cpu" and get_profile(profile).name != "smoke"
+        workers = max(1, min(os.cpu_count() or 1, len(todo))) if per_core else 1
     if threads is None:
         smoke = get_profile(profile).name == "smoke"
         threads = 1 if smoke else max(1, (os.cpu_count() or 1) // workers)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an int >= 1, got {threads!r}")
+    if launcher == "local":
+        say(f"  {workers} worker process(es) x {threads} torch thread(s)")
     old_threads = torch.get_num_threads()
     if workers == 1:
         torch.set_num_threads(threads)

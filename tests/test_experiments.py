@@ -478,3 +478,19 @@ def test_workers_run_jobs_in_parallel_processes(dirs):
         # same seed, same data, one thread each on the CPU: the same training, bit for bit
         assert a["history"]["train_loss"] == b["history"]["train_loss"]
         assert a["metrics"]["test"] == b["metrics"]["test"]
+
+
+@pytest.mark.parametrize("profile,expected", [("cpu", (2, 1)), ("smoke", (1, 1))])
+def test_default_cpu_layout_is_one_single_thread_worker_per_core(
+    dirs, monkeypatch, capsys, profile, expected
+):
+    """workers=None on a 2-core CPU: two 1-thread processes (smoke: one, in-process), said in the
+    run's output; the jobs themselves are replaced by a recorder."""
+    seen = {}
+    monkeypatch.setattr(ex.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(ex, "_splits", lambda job, workers=1: None)
+    monkeypatch.setattr(ex, "_run_jobs", lambda todo, git, w, t, *a: seen.update(w=w, t=t))
+    ex.run("tab:tdof-verify", profile, device="cpu", cells=["L4-*", "L8-*"], **dirs)
+    assert (seen["w"], seen["t"]) == expected
+    w, t = expected
+    assert f"{w} worker process(es) x {t} torch thread(s)" in capsys.readouterr().out
