@@ -8,9 +8,17 @@ time (eval, no grad) and the median full training-step time (forward + backward 
 Timings interleave the two models repeat by repeat after a warm-up, so drift on a shared machine
 hits both alike; compare ratios, not absolute times, across runs.
 
+Precision follows ``fit``'s default (``--amp auto``: bf16 autocast on a CPU with native bf16,
+``mzlite.train.resolve_amp``; float32 elsewhere); ``--amp on|off`` forces it. Achieved GFLOP/s =
+counted FLOPs / median time, for the forward pass and for the training step (forward+backward
+FLOPs; clipping and AdamW are not counted). The peak they are compared with is measured in the
+same run: the median of 5 products of two 2048 x 2048 matrices (``torch.mm``) in the precision the
+models' matrix products run in, with the same torch threads. That is what this machine's BLAS
+achieves on large products, not the datasheet number (Zen 4: 32 fp32 / 64 bf16 FLOP a cycle a core).
+
     python benchmarks/layer_cost.py --quick            # < 1 min on a 2-core CPU (batch 16)
     python benchmarks/layer_cost.py --device all --repeats 10
-    python benchmarks/layer_cost.py --device cuda --compile
+    python benchmarks/layer_cost.py --device cuda --amp on --compile
 
 Targets (project issue): on CPU the time ratio should not exceed the FLOP ratio (CPU time follows
 arithmetic); on a GPU these models are launch-bound and the training-step ratio should be <= 1.5x
@@ -20,6 +28,7 @@ arithmetic); on a GPU these models are launch-bound and the training-step ratio 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -34,6 +43,7 @@ from mzlite.nn import (
     SetTransformerConfig,
     count_parameters,
 )
+from mzlite.train import resolve_amp
 
 CONFIGS = [("small", 64, 30), ("medium", 128, 50), ("large", 256, 100)]  # tab:cost
 
@@ -46,7 +56,8 @@ def build(kind: str, d: int, device, compile_: bool):
         model = SetTransformer(SetTransformerConfig(**common))
     model = model.to(device)
     params = count_parameters(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-5)
+    fused = device.type == "cpu"  # as fit: the fused AdamW kernel on CPU
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-5, fused=fused)
     run = torch.compile(model) if compile_ else model
     return model, run, opt, params
 
@@ -60,15 +71,21 @@ def make_batch(B: int, n: int, device, seed: int = 0):
     return x.to(device), mask.to(device), y.to(device)
 
 
-def forward(model, run, batch):
+def autocast(device, amp: bool):
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp)
+
+
+def forward(model, run, batch, amp=False):
     model.eval()
-    with torch.no_grad():
+    with torch.no_grad(), autocast(batch[0].device, amp):
         return run(batch[0], batch[1])
 
 
-def train_step(model, run, opt, batch):
+def train_step(model, run, opt, batch, amp=False):
     model.train()
-    loss = torch.nn.functional.mse_loss(run(batch[0], batch[1]), batch[2])
+    with autocast(batch[0].device, amp):
+        pred = run(batch[0], batch[1])
+    loss = torch.nn.functional.mse_loss(pred.float(), batch[2])  # loss in float32, as fit
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -91,17 +108,28 @@ def count_flops(model, batch) -> tuple[float, float]:
     return fc.get_total_flops() / 1e9, step / 1e9
 
 
+CLOCK = time.perf_counter  # --clock process: time.process_time
+
+
 def timed(fn, device) -> float:
     if device.type == "cuda":
         torch.cuda.synchronize()
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     fn()
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return 1e3 * (time.perf_counter() - t0)
+    return 1e3 * (CLOCK() - t0)
 
 
-def bench_config(name, d, n, B, device, repeats, warmup, compile_):
+def matmul_peak(device, dtype, size: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of ``torch.mm`` on two ``size`` x ``size`` matrices: median of ``repeats``."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    times = [timed(lambda: torch.mm(a, b), device) for _ in range(repeats + 1)][1:]  # noqa: B023
+    return 2 * size**3 / (statistics.median(times) / 1e3) / 1e9
+
+
+def bench_config(name, d, n, B, device, repeats, warmup, compile_, amp=False):
     batch = make_batch(B, n, device)
     torch.manual_seed(0)
     models = {k: build(k, d, device, compile_) for k in ("st", "mz")}
@@ -115,8 +143,8 @@ def bench_config(name, d, n, B, device, repeats, warmup, compile_):
             model, run, opt, _ = models[k]
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats()
-            tf = timed(lambda: forward(model, run, batch), device)  # noqa: B023
-            ts = timed(lambda: train_step(model, run, opt, batch), device)  # noqa: B023
+            tf = timed(lambda: forward(model, run, batch, amp), device)  # noqa: B023
+            ts = timed(lambda: train_step(model, run, opt, batch, amp), device)  # noqa: B023
             if r >= warmup:
                 times[k]["fwd"].append(tf)
                 times[k]["step"].append(ts)
@@ -136,8 +164,18 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, default=None, help="default 64 (paper), quick 16")
     ap.add_argument("--quick", action="store_true", help="batch 16, 3 repeats, 1 warm-up")
     ap.add_argument("--compile", action="store_true", help="torch.compile both models")
+    ap.add_argument("--amp", choices=["auto", "on", "off"], default="auto",
+                    help="bf16 autocast; auto: fit's default")  # fmt: skip
+    ap.add_argument("--clock", choices=["wall", "process"], default="wall",
+                    help="process: this process's CPU time (CPU only; use with 1 thread on a "
+                         "shared machine, where other jobs' load inflates wall time)")  # fmt: skip
     ap.add_argument("--configs", default="small,medium,large")
     args = ap.parse_args(argv)
+    if args.clock == "process":
+        if args.device != "cpu":
+            sys.exit("--clock process measures CPU time: use it with --device cpu")
+        global CLOCK
+        CLOCK = time.process_time
     repeats = args.repeats or (3 if args.quick else 5)
     warmup = 1 if args.quick and args.warmup == 2 else args.warmup
     B = args.batch or (16 if args.quick else 64)
@@ -149,38 +187,57 @@ def main(argv=None) -> None:
     wanted = args.configs.split(",")
     print(
         f"torch {torch.__version__}, threads {torch.get_num_threads()}, batch {B}, "
-        f"repeats {repeats} (median), warm-up {warmup}, compile {args.compile}"
+        f"repeats {repeats} (median), warm-up {warmup}, compile {args.compile}, "
+        f"clock {args.clock}, loadavg {tuple(round(x, 2) for x in os.getloadavg())}"
     )
     head = (
-        f"{'device':6} {'config':18} {'model':4} {'params':>9} {'GFLOP fwd':>10} "
-        f"{'GFLOP f+b':>10} {'fwd ms':>9} {'step ms':>9}"
+        f"{'device':6} {'config':18} {'model':5} {'params':>9} {'GFLOP fwd':>10} "
+        f"{'GFLOP f+b':>10} {'fwd ms':>8} {'step ms':>8} {'GF/s fwd':>9} {'GF/s step':>9} "
+        f"{'%pk fwd':>7} {'%pk step':>8}"
     )
     for dev_name in devices:
         device = torch.device(dev_name)
-        print()
+        amp = {"on": True, "off": False}.get(args.amp, resolve_amp(None, device))
+        dtype = torch.bfloat16 if amp else torch.float32
+        peak = matmul_peak(device, dtype)
+        print(
+            f"\n{dev_name}: {'bf16 autocast' if amp else 'float32'}; peak = 2048^3 torch.mm in "
+            f"{str(dtype).split('.')[-1]}, median of 5: {peak:.0f} GFLOP/s"
+        )
         print(head + ("  peak MiB" if device.type == "cuda" else ""))
         for name, d, n in CONFIGS:
             if name not in wanted:
                 continue
-            res = bench_config(name, d, n, B, device, repeats, warmup, args.compile)
+            res = bench_config(name, d, n, B, device, repeats, warmup, args.compile, amp)
             label = f"{name} d={d} n={n}"
             for k in ("st", "mz"):
                 r = res[k]
+                gf_f = r["gflop_fwd"] / (r["fwd_ms"] / 1e3)
+                gf_s = r["gflop_step"] / (r["step_ms"] / 1e3)
+                pk_f, pk_s = 100 * gf_f / peak, 100 * gf_s / peak
                 line = (
-                    f"{dev_name:6} {label:18} {k:4} {r['params']:>9,} {r['gflop_fwd']:>10.2f} "
-                    f"{r['gflop_step']:>10.2f} {r['fwd_ms']:>9.1f} {r['step_ms']:>9.1f}"
+                    f"{dev_name:6} {label:18} {k:5} {r['params']:>9,} {r['gflop_fwd']:>10.2f} "
+                    f"{r['gflop_step']:>10.2f} {r['fwd_ms']:>8.1f} {r['step_ms']:>8.1f} "
+                    f"{gf_f:>9.1f} {gf_s:>9.1f} {pk_f:>6.1f}% {pk_s:>7.1f}%"
                 )
                 print(line + (f" {r['peak_mib']:>9.0f}" if "peak_mib" in r else ""))
             s, m = res["st"], res["mz"]
             ratio = lambda key, m=m, s=s: m[key] / s[key]  # noqa: E731
             line = (
-                f"{dev_name:6} {label:18} {'MZ/ST':5} {ratio('params'):>7.2f}x "
+                f"{dev_name:6} {label:18} {'MZ/ST':5} {ratio('params'):>8.2f}x "
                 f"{ratio('gflop_fwd'):>9.2f}x {ratio('gflop_step'):>9.2f}x "
-                f"{ratio('fwd_ms'):>8.2f}x {ratio('step_ms'):>8.2f}x"
+                f"{ratio('fwd_ms'):>7.2f}x {ratio('step_ms'):>7.2f}x"
             )
-            print(line + (f" {ratio('peak_mib'):>8.2f}x" if "peak_mib" in s else ""), flush=True)
+            print(line + (f" {ratio('peak_mib'):>8.2f}x" if "peak_mib" in s else ""))
+            verdict = "at or under" if ratio("step_ms") <= ratio("gflop_step") else "ABOVE"
+            print(
+                f"{dev_name:6} {label:18} training-step ratio {ratio('step_ms'):.2f}x is {verdict} "
+                f"the FLOP ratio {ratio('gflop_step'):.2f}x",
+                flush=True,
+            )
+    print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
     print(
-        "\npaper (RTX 5090, batch 64) MZ/ST: params 1.9/1.9/1.7x, inference 2.4/2.5/2.7x, "
+        "paper (RTX 5090, batch 64) MZ/ST: params 1.9/1.9/1.7x, inference 2.4/2.5/2.7x, "
         "training 2.2/3.8/5.5x, memory 2.5/2.0/2.5x"
     )
 
