@@ -936,6 +936,17 @@ def aliases(table, profile: str = "smoke") -> dict[str, str]:
     already is: "targets standardised" under ``cpu-converged``, "raw targets" under ``full``).
     They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
     spec, prof = get_table(table), get_profile(profile)
+    if prof is PROFILES.get(prof.name):  # registered specs and profiles never change
+        return dict(_registered_aliases(spec.label, prof.name))
+    return _aliases(spec, prof)
+
+
+@cache
+def _registered_aliases(label: str, profile: str) -> dict[str, str]:
+    return _aliases(get_table(label), get_profile(profile))
+
+
+def _aliases(spec: TableSpec, prof: Profile) -> dict[str, str]:
     seen: dict[str, str] = {}
     out = {}
     for c in spec.cells:
