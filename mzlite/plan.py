@@ -16,10 +16,11 @@ and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
   sets of the task, interleaved with those of a model that has results on that task (the Set
   Transformer where it has), whose measured cost is scaled by the ratio ("timed now"). The
   source is printed beside each row.
-- Epochs: the median ``epochs_run`` of this profile's finished results of the same table when
-  there are some; otherwise a prior of 4 x patience (a run stops ``patience`` epochs after its
-  best epoch, which under this protocol tends to come after 1-3 patience windows), capped at
-  the epoch cap. The cap gives the upper bound.
+- Epochs: the median ``epochs_run`` of this profile's finished results of the same cell, else
+  of the same model in the table, else of the table (the row says which: cell, model, table);
+  without any, a prior of 4 x patience (a run stops ``patience`` epochs after its best epoch,
+  which under this protocol tends to come after 1-3 patience windows), capped at the epoch cap
+  ("prior"). The cap gives the upper bound.
 
 Timings on a shared machine drift by tens of percent; the plan orders runs by cost, it does not
 promise a finish time. Workers divide the wall time, not the CPU hours.
@@ -106,7 +107,8 @@ def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
 class Plan:
     """Rows (plain dicts) with ``to_text()`` and ``totals()``. Row keys: ``table``, ``cell``,
     ``model``, ``sizes``, ``todo`` and ``done`` jobs, ``s_per_epoch`` (CPU s, this cell's
-    sizes), ``cost_source``, ``epochs`` (expected), ``epochs_source``, ``epoch_cap``,
+    sizes), ``cost_source``, ``epochs`` (expected), ``epochs_source``, ``epochs_tag`` ("cell",
+    "model", "table", "prior"), ``epoch_cap``,
     ``cpu_h`` (expected) and ``cpu_h_cap`` (every job to the cap)."""
 
     profile: str
@@ -136,8 +138,8 @@ class Plan:
             f = lambda v: "?" if v is None else f"{v:.2f}"  # noqa: E731
             spe = "?" if r["s_per_epoch"] is None else f"{r['s_per_epoch']:.1f}"
             lines.append((f"{r['table']} {r['cell']}", f"{r['todo']} (+{r['done']} done)", spe,
-                          f"{r['epochs']:.0f}", f(r["cpu_h"]), f(r["cpu_h_cap"]),
-                          r["cost_source"]))  # fmt: skip
+                          f"{r['epochs']:.0f} ({r['epochs_tag']})", f(r["cpu_h"]),
+                          f(r["cpu_h_cap"]), r["cost_source"]))  # fmt: skip
         w = [max(len(h), *(len(x[i]) for x in lines)) if lines else len(h)
              for i, h in enumerate(head)]  # fmt: skip
         out.append("  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
@@ -151,12 +153,14 @@ class Plan:
                        f"{unk}")  # fmt: skip
             total_h += t["cpu_h"]
             total_cap += t["cpu_h_cap"]
-        eps = sorted({r["epochs_source"] for r in self.rows})
+        eps = sorted({r["epochs_source"] for r in self.rows if r["epochs_tag"] == "prior"})
         out.append(
             f"total: {total_h:.1f} CPU h expected ({total_cap:.1f} at the cap); with "
             f"{self.workers} worker(s) of one thread: ~{total_h / self.workers:.1f} h wall"
         )
-        out.append("epochs: " + "; ".join(eps))
+        out.append("epochs: (cell)/(model)/(table): median of this profile's finished runs of the "
+                   "same cell / model in the table / table" + ("; " if eps else "")
+                   + "; ".join(eps))  # fmt: skip
         return "\n".join(out)
 
     __str__ = to_text
@@ -207,15 +211,15 @@ def plan(
             }
             if cell.model == ex.SET_STATS:
                 rows.append({**row, "s_per_epoch": 0.0, "cost_source": "closed form",
-                             "epochs": 0, "epochs_source": "closed form", "cpu_h": 0.0,
-                             "cpu_h_cap": 0.0})  # fmt: skip
+                             "epochs": 0, "epochs_source": "closed form", "epochs_tag": "-",
+                             "cpu_h": 0.0, "cpu_h_cap": 0.0})  # fmt: skip
                 continue
             unit, source = _unit_cost(spec.label, cell, measured, timed, measure)
             cfg = job.train_config()
-            ran = [r["epochs_run"] for r in mine if r.get("epochs_run")]
+            tag, scope, ran = _epochs_run(mine, cid, cell.model, spec.label)
             if ran:
                 epochs = float(statistics.median(ran))
-                eps_src = f"median of {len(ran)} {prof.name} results of {spec.label}"
+                eps_src = f"median of {len(ran)} {prof.name} result(s) of {scope}"
             else:
                 prior = 4 * cfg.patience if cfg.patience else cap
                 epochs = float(min(prior, cap))
@@ -228,10 +232,27 @@ def plan(
                 "cost_source": source,
                 "epochs": epochs,
                 "epochs_source": eps_src,
+                "epochs_tag": tag,
                 "cpu_h": None if spe is None else todo * epochs * spe / 3600,
                 "cpu_h_cap": None if spe is None else todo * cap * spe / 3600,
             })  # fmt: skip
     return Plan(prof.name, rows, workers)
+
+
+def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
+    """(tag, scope, epochs of the finished runs) of the narrowest scope that has some: this
+    cell, this model in the table, the table; ("prior", "", []) for none. Models stop at
+    different epochs, so the narrowest scope is the best guess."""
+    scopes = (
+        ("cell", "this cell", [r for r in mine if r["cell"] == cell_id]),
+        ("model", f"{model} in {label}", [r for r in mine if r["model"] == model]),
+        ("table", label, mine),
+    )
+    for tag, scope, res in scopes:
+        ran = [r["epochs_run"] for r in res if r.get("epochs_run")]
+        if ran:
+            return tag, scope, ran
+    return "prior", "", []
 
 
 def _unit_cost(label, cell, measured, timed, measure):

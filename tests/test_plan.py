@@ -45,7 +45,14 @@ def test_estimate_is_jobs_times_epochs_times_measured_cost(tmp_path):
     (row,) = plan("tab:tdof-verify", "cpu-converged", cells=["L4-mz_1l"], results_dir=tmp_path,
                   measure=False).rows  # fmt: skip
     assert (row["todo"], row["done"], row["epochs"]) == (2, 1, 40)
-    assert "median of 1 cpu-converged" in row["epochs_source"]
+    assert row["epochs_source"] == "median of 1 cpu-converged result(s) of this cell"
+    # another cell of the same model takes that model's epochs; another model the table's
+    _write(tmp_path, "tab:tdof-verify", "L8-st_4l", 0, "cpu-converged", (2000, 500, 2000),
+           300.0, 100)  # fmt: skip
+    rows = {r["cell"]: r for r in plan("tab:tdof-verify", "cpu-converged", results_dir=tmp_path,
+                                       measure=False).rows}  # fmt: skip
+    assert rows["L16-mz_1l"]["epochs"] == 40 and "mz_full in" in rows["L16-mz_1l"]["epochs_source"]
+    assert rows["L16-st_4l"]["epochs"] == 100 and rows["L4-mz_1l"]["epochs"] == 40
 
 
 def test_models_without_results_have_no_estimate_unless_timed(tmp_path):
