@@ -134,6 +134,11 @@ def test_converged_cpu_profile_standardises_targets_and_stops_by_patience():
     assert not conv["abl-d8-raw-st"].train_config().normalize_targets
     assert not conv["abl-d8-scale-st"].train_config().normalize_targets
     assert conv["abl-d8-scale-ynorm-st"].train_config().normalize_targets
+    # each result says where its learning rate came from, and the probe's output is quoted
+    proto = ex.protocol(conv["d8-mz_full"])
+    assert proto["family"] == "mz" and "lr_probe.py" in proto["lr_source"]
+    assert ex.protocol(conv["abl-d8-lr0.0003-st"])["lr_source"] == "cell abl-d8-lr0.0003-st"
+    assert "-> lr 0.003" in ex.LR_PROBE and prof.lr_by_family["mz"] == 3e-3
     assert ex.model_family("mz_large") == "mz" and ex.model_family("perceiver") == "baseline"
     with pytest.raises(ValueError, match="unknown model"):
         ex.model_family("nope")
