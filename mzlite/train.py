@@ -11,7 +11,8 @@ geometric tasks), at most 200 epochs, early stopping on the validation loss with
     model = SomeSetModel(...)
     hist = fit(model, train, val, TrainConfig(batch_size=256, normalize_targets=True),
                checkpoint_path="runs/meb-d8-seed0.pt")
-    evaluate(model, test, hist.config_obj(), target_stats=hist)   # metrics in original units
+    evaluate(model, test, hist.config_obj())   # metrics in original units
+    model(x, mask)                              # so are its answers: it carries the scaling
 
 ``train``/``val``/``test`` are anything with ``.x (N, n, d_in)``, ``.mask (N, n)`` and ``.y``
 tensors (``mzlite.tasks.SetData``), or an ``(x, mask, y)`` tuple; the model is any ``nn.Module``
@@ -37,6 +38,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -76,8 +78,10 @@ class TrainConfig:
     - ``patience``: early stopping on the validation loss (20; 300 for the ResNet-50 runs);
       ``None`` disables early stopping. ``restore_best`` loads the best epoch's weights at the end.
     - ``normalize_targets``: train on ``(y - mean) / std`` with the training set's per-output mean
-      and std (Appendix ``app:opt-confound``); metrics are still reported in original units.
-      Off by default because the paper's main tables train on raw targets.
+      and std (Appendix ``app:opt-confound``). The trained model answers in original units: ``fit``
+      attaches the statistics to it (``TargetScaling``; they are saved with its ``state_dict``),
+      so metrics, ``predict`` and ``model(x, mask)`` need no History. Off by default because the
+      paper's main tables train on raw targets.
     - ``trim_padding``: cut each batch to its longest real set (safe: padding never changes an
       output). Without dropout results agree to float rounding (~1e-8 relative, measured); with
       dropout on per-element tensors the dropout masks have another shape, so a trimmed run draws
@@ -441,16 +445,30 @@ def predict(
     task: str | None = None,
 ) -> torch.Tensor:
     """Predictions ``(N, d_out)`` (float32, CPU) for every set of ``data``, batched, in eval mode
-    and without gradients. With ``target_stats`` (the History of a ``normalize_targets`` fit, or
-    a ``(mean, std)`` pair) outputs are mapped back to original units: ``pred * std + mean``.
+    and without gradients, in the units of the targets: a model trained by a
+    ``normalize_targets`` fit carries its target scaling, and ``pred * std + mean`` is applied
+    (in float64). ``target_stats`` (the History of such a fit, or a ``(mean, std)`` pair) gives
+    the statistics for a model that does not carry them, and must agree with those it carries.
     For classification these are the logits ``(N, C)``."""
     batch_size, device, task, amp, trim = _resolve_eval_args(config, device, batch_size, task)
     if task is None:
         y = data[2] if isinstance(data, (tuple, list)) else data.y
         task = "classification" if not torch.as_tensor(y).is_floating_point() else "regression"
     d = _to_device(_as_data("data", data, task), device, _param_dtype(model))
-    pred = _predict(model, d, batch_size, trim, amp).double()
+    with standardised_outputs(model):
+        pred = _predict(model, d, batch_size, trim, amp).double()
     stats = _target_stats(target_stats)
+    own = target_scaling(model)
+    if own is not None:
+        own = (own.mean.cpu(), own.std.cpu())
+        if stats is not None and not all(
+            a.shape == b.shape and torch.allclose(a, b) for a, b in zip(stats, own, strict=True)
+        ):
+            raise ValueError(
+                "target_stats differ from the target scaling the model carries (model."
+                "target_scaling); leave target_stats out to use the model's own"
+            )
+        stats = stats if stats is not None else own
     if stats is not None:
         mean, std = (s.to(pred.device) for s in stats)
         if pred.shape[1] != mean.shape[0]:
@@ -475,14 +493,21 @@ def evaluate(
 
     ``config`` is the run's TrainConfig (task, eval batch size, device, amp) or just a batch size.
     ``task`` defaults to the config's, else it is inferred: integer ``y`` means classification.
-    Regression: ``mse``, ``mae``, ``r2`` (see ``regression_metrics``) in ORIGINAL units: pass
-    ``target_stats=history`` after a ``normalize_targets`` fit (an error is raised if the config
-    says the targets were normalised and no statistics are given). Classification: ``accuracy``,
+    Regression: ``mse``, ``mae``, ``r2`` (see ``regression_metrics``) in ORIGINAL units: a model
+    trained by a ``normalize_targets`` fit carries its target statistics (``predict``); for a
+    model that does not, pass ``target_stats=history`` (an error is raised if the config says the
+    targets were normalised and no statistics are known). Classification: ``accuracy``,
     ``cross_entropy``."""
-    if isinstance(config, TrainConfig) and config.normalize_targets and target_stats is None:
+    if (
+        isinstance(config, TrainConfig)
+        and config.normalize_targets
+        and target_stats is None
+        and target_scaling(model) is None
+    ):
         raise ValueError(
-            "config.normalize_targets is True: pass target_stats=history (the History returned by "
-            "fit) so metrics are reported in original units"
+            "config.normalize_targets is True but the model carries no target scaling: pass "
+            "target_stats=history (the History returned by fit) so metrics are reported in "
+            "original units"
         )
     batch_size, dev, task, _, _ = _resolve_eval_args(config, device, batch_size, task)
     if task is None:
@@ -638,6 +663,89 @@ def _check_resume(ckpt: dict, run_config: dict, stats) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# Target scaling: a model trained on standardised targets answers in the targets' units
+# ---------------------------------------------------------------------------------------------
+
+
+class TargetScaling(nn.Module):
+    """The per-output ``mean`` and ``std`` (float64 buffers) of the training targets that a
+    ``normalize_targets`` fit standardised. ``fit`` attaches it to the model it trained as
+    ``model.target_scaling``, with a forward hook that maps the model's standardised output ``y``
+    back to ``y * std + mean``: the trained model answers in the units of its targets, and the
+    statistics travel with its ``state_dict`` (so checkpoints keep them)."""
+
+    def __init__(self, mean, std):
+        super().__init__()
+        mean = torch.as_tensor(mean, dtype=torch.float64).reshape(-1)
+        std = torch.as_tensor(std, dtype=torch.float64).reshape(-1)
+        if mean.shape != std.shape or not bool((std > 0).all()):
+            raise ValueError("target scaling needs (mean, std) of equal length with std > 0")
+        self.register_buffer("mean", mean)  # (d_out,)
+        self.register_buffer("std", std)  # (d_out,)
+        self.enabled = True
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:  # (B, d_out), standardised
+        return (y.double() * self.std + self.mean).to(y.dtype)
+
+
+def _scale_output(model, args, output):
+    scaling = model.target_scaling
+    if not scaling.enabled:
+        return output
+    if isinstance(output, tuple):  # (y, details) of return_details=True
+        return (scaling(output[0]), *output[1:])
+    return scaling(output)
+
+
+def target_scaling(model: nn.Module) -> TargetScaling | None:
+    """The ``TargetScaling`` that ``model`` carries, or None."""
+    scaling = getattr(model, "target_scaling", None)
+    return scaling if isinstance(scaling, TargetScaling) else None
+
+
+def set_target_scaling(model: nn.Module, mean, std) -> TargetScaling:
+    """Make ``model`` answer in target units: outputs ``y * std + mean`` (replacing any scaling it
+    carried). ``fit`` calls it after a ``normalize_targets`` run."""
+    remove_target_scaling(model)
+    param = next(model.parameters(), None)
+    scaling = TargetScaling(mean, std).to(param.device if param is not None else "cpu")
+    model.target_scaling = scaling
+    scaling._hook = model.register_forward_hook(_scale_output)
+    return scaling
+
+
+def remove_target_scaling(model: nn.Module) -> None:
+    """Drop the target scaling ``model`` carries (a no-op when it carries none)."""
+    scaling = target_scaling(model)
+    if scaling is not None:
+        scaling._hook.remove()
+        del model.target_scaling
+
+
+@contextmanager
+def standardised_outputs(model: nn.Module):
+    """Within the block, ``model`` answers in the standardised units it was trained in."""
+    scaling = target_scaling(model)
+    if scaling is None:
+        yield model
+        return
+    scaling.enabled = False
+    try:
+        yield model
+    finally:
+        scaling.enabled = True
+
+
+def load_model_state(model: nn.Module, state: dict) -> None:
+    """``model.load_state_dict(state)``, with the target scaling the state carries (if any)."""
+    if "target_scaling.mean" in state:
+        set_target_scaling(model, state["target_scaling.mean"], state["target_scaling.std"])
+    else:
+        remove_target_scaling(model)
+    model.load_state_dict(state)
+
+
+# ---------------------------------------------------------------------------------------------
 # fit
 # ---------------------------------------------------------------------------------------------
 
@@ -720,6 +828,7 @@ def fit(
         std = y64.std(0, unbiased=False)  # (d_out,)
         stats = (y64.mean(0).cpu(), torch.where(std > 0, std, torch.ones_like(std)).cpu())
 
+    remove_target_scaling(model)  # trained in standardised units; a new scaling is set at the end
     model.to(device)
     dtype = _param_dtype(model)
     tr, va = _to_device(tr, device, dtype), _to_device(va, device, dtype)
@@ -749,13 +858,15 @@ def fit(
         if config.amp is None:  # auto keeps the precision the run started with
             run_config["amp"] = bool(ckpt["config"].get("amp"))
         _check_resume(ckpt, run_config, stats)
-        model.load_state_dict(ckpt["model"])
+        load_model_state(model, ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         hist = History.from_dict(ckpt["history"])
         start_epoch, step = ckpt["epoch"], ckpt["scheduler"]["step"]
         bad_epochs, best_state = ckpt["bad_epochs"], ckpt["best_model"]
         _set_rng_state(ckpt["rng"])
         if ckpt["finished"]:
+            if stats is not None and target_scaling(model) is None:  # written before scaling
+                set_target_scaling(model, *stats)
             model.eval()
             return hist
     else:
@@ -870,6 +981,8 @@ def fit(
             hist.stop_reason = "completed"
         if config.restore_best and best_state is not None:
             model.load_state_dict(best_state)
+        if stats is not None:
+            set_target_scaling(model, *stats)  # the trained model answers in target units
         hist.wall_time_s += time.perf_counter() - t_call
         checkpoint(hist.epochs_run, finished=True)
     finally:

@@ -91,3 +91,15 @@ def test_probe_matches_the_operator_formula_and_checkpoint_roundtrip(tmp_path):
     loaded, info = A.load_model_checkpoint(path)
     assert info == {"note": "test"}
     assert torch.equal(loaded(x, mask), model.eval()(x, mask))
+
+
+def test_model_checkpoint_keeps_the_target_scaling(tmp_path):
+    from mzlite.train import set_target_scaling, target_scaling
+
+    model = make_model("mz_slim", 3, 2, device="cpu", seed=0, d_model=8, n_heads=2, d_ff=16)
+    set_target_scaling(model, [10.0, -2.0], [3.0, 0.5])
+    x = torch.randn(4, 5, 3)
+    path = A.save_model_checkpoint(tmp_path / "m.pt", model)
+    loaded, _ = A.load_model_checkpoint(path)
+    assert target_scaling(loaded).std.tolist() == [3.0, 0.5]
+    assert torch.equal(loaded(x), model.eval()(x))

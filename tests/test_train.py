@@ -17,7 +17,19 @@ from torch import nn
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from mzlite import train as T
-from mzlite.train import History, TrainConfig, evaluate, fit, lr_at, regression_metrics
+from mzlite.train import (
+    History,
+    TrainConfig,
+    evaluate,
+    fit,
+    load_checkpoint,
+    lr_at,
+    predict,
+    regression_metrics,
+    remove_target_scaling,
+    standardised_outputs,
+    target_scaling,
+)
 
 
 class TinyDeepSets(nn.Module):
@@ -237,7 +249,7 @@ def test_target_normalisation_metrics_in_original_units():
     assert hist.target_mean == pytest.approx(mean.tolist()) and hist.target_std == pytest.approx(
         std.tolist()
     )
-    with torch.no_grad(), same_precision(cfg):
+    with torch.no_grad(), same_precision(cfg), standardised_outputs(model):  # training units
         model.eval()
         pred = model(te[0], te[1]).double().numpy() * std + mean
     y_te = te[2].double().numpy()
@@ -252,9 +264,42 @@ def test_target_normalisation_metrics_in_original_units():
     assert evaluate(raw, te, 64)["r2"] < m["r2"]
     # the training loss is in standardised units (O(1)), not in units of scale^2
     assert hist.train_loss[-1] < 5.0
-    # forgetting the statistics is an error, not a silently wrong number
+    # for a model that does not carry its statistics, forgetting them is an error, not a silently
+    # wrong number
+    remove_target_scaling(model)
     with pytest.raises(ValueError, match="target_stats"):
         evaluate(model, te, cfg)
+
+
+def test_a_trained_model_answers_in_target_units(tmp_path):
+    tr, va, te = (make_data(128, s, scale=300.0) for s in (1, 2, 3))
+    cfg = small_cfg(epochs=3, normalize_targets=True)
+    model = build()
+    hist = fit(model, tr, va, cfg, checkpoint_path=tmp_path / "run.pt", progress=False)
+    scaling = target_scaling(model)
+    assert scaling.mean.tolist() == hist.target_mean and scaling.std.tolist() == hist.target_std
+    with torch.no_grad():
+        raw = model.eval()(te[0], te[1])
+        with standardised_outputs(model):
+            std_units = model(te[0], te[1])
+    want = (std_units.double() * scaling.std + scaling.mean).float()
+    torch.testing.assert_close(raw, want)
+    # predict and evaluate need no History, and agree with the History-based call
+    torch.testing.assert_close(predict(model, te, cfg), predict(model, te, cfg, target_stats=hist))
+    assert evaluate(model, te, cfg) == evaluate(model, te, cfg, target_stats=hist)
+    with pytest.raises(ValueError, match="differ from the target scaling"):
+        predict(model, te, cfg, target_stats=([0.0], [1.0]))
+    # the checkpoint keeps it: a fresh model resumed from the finished run answers the same
+    assert "target_scaling.mean" in load_checkpoint(tmp_path / "run.pt")["model"]
+    again = build()
+    fit(again, tr, va, cfg, checkpoint_path=tmp_path / "run.pt", progress=False)
+    with torch.no_grad():
+        torch.testing.assert_close(again.eval()(te[0], te[1]), raw)
+    # training again starts from standardised outputs and ends with the new statistics
+    hist2 = fit(model, va, tr, small_cfg(epochs=1, normalize_targets=True), progress=False)
+    assert target_scaling(model).mean.tolist() == hist2.target_mean
+    fit(model, tr, va, small_cfg(epochs=1), progress=False)  # raw targets: no scaling
+    assert target_scaling(model) is None
 
 
 def test_padding_trimming_gives_same_results():

@@ -27,7 +27,7 @@ from .._checks import as_float_tensor, check_finite
 from .._torch import map_batches
 from ..attention import MZMAB, MZAttention
 from ..models import MZSetTransformer, MZSetTransformerConfig, config_dict
-from ..train import load_checkpoint, save_checkpoint
+from ..train import load_checkpoint, load_model_state, save_checkpoint
 
 __all__ = [
     "relative_frobenius_change",
@@ -193,5 +193,5 @@ def load_model_checkpoint(path, device="cpu") -> tuple[MZSetTransformer, dict]:
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not an {CHECKPOINT_FORMAT!r} checkpoint")
     model = MZSetTransformer(MZSetTransformerConfig(**ckpt["config"]))
-    model.load_state_dict(ckpt["model"])
+    load_model_state(model, ckpt["model"])  # with its target scaling, if it was trained with one
     return model.to(device).eval(), ckpt["info"]
