@@ -419,6 +419,12 @@ def _target_stats(target_stats):
     return mean, std
 
 
+def _task_of(data) -> str:
+    """Integer targets mean classification, floating ones regression."""
+    y = data[2] if isinstance(data, (tuple, list)) else data.y
+    return "regression" if torch.as_tensor(y).is_floating_point() else "classification"
+
+
 def _resolve_eval_args(config, device, batch_size, task):
     if isinstance(config, TrainConfig):
         batch_size = batch_size or config.eval_batch_size or config.batch_size
@@ -451,9 +457,7 @@ def predict(
     the statistics for a model that does not carry them, and must agree with those it carries.
     For classification these are the logits ``(N, C)``."""
     batch_size, device, task, amp, trim = _resolve_eval_args(config, device, batch_size, task)
-    if task is None:
-        y = data[2] if isinstance(data, (tuple, list)) else data.y
-        task = "classification" if not torch.as_tensor(y).is_floating_point() else "regression"
+    task = task or _task_of(data)
     d = _to_device(_as_data("data", data, task), device, _param_dtype(model))
     with standardised_outputs(model):
         pred = _predict(model, d, batch_size, trim, amp).double()
@@ -510,9 +514,7 @@ def evaluate(
             "original units"
         )
     batch_size, dev, task, _, _ = _resolve_eval_args(config, device, batch_size, task)
-    if task is None:
-        y = data[2] if isinstance(data, (tuple, list)) else data.y
-        task = "classification" if not torch.as_tensor(y).is_floating_point() else "regression"
+    task = task or _task_of(data)
     d = _as_data("data", data, task)
     pred = predict(
         model, data, config, device, batch_size=batch_size, target_stats=target_stats, task=task
