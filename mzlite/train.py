@@ -780,6 +780,226 @@ def _adamw(model: nn.Module, config: TrainConfig, device: torch.device):
     return torch.optim.AdamW(model.parameters(), **kw)
 
 
+@dataclass
+class _Run:
+    """One ``fit``: what its steps share, and what a checkpoint holds."""
+
+    model: nn.Module
+    config: TrainConfig
+    device: torch.device
+    train: _Data  # targets in training units (standardised with normalize_targets)
+    val: _Data  # targets in original units
+    y_val: torch.Tensor  # (N_val, ...) the validation targets in training units
+    stats: tuple[torch.Tensor, torch.Tensor] | None  # (mean, std) of normalize_targets
+    optimizer: torch.optim.Optimizer
+    steps_per_epoch: int
+    hist: History
+    run_config: dict  # the config as run: amp=None (auto) resolved, what History records
+    checkpoint_path: Path | None
+    epoch: int = 0  # epochs done
+    step: int = 0  # optimiser steps done (the schedule's position)
+    bad_epochs: int = 0
+    best_state: dict | None = None
+
+
+def _prepare(model, train, val, config: TrainConfig, checkpoint_path) -> _Run:
+    """Validate the inputs, standardise the targets, move everything to the device."""
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    device = resolve_device(config.device)
+    tr = _as_data("train", train, config.task)
+    va = _as_data("val", val, config.task)
+    if config.task == "regression" and tr.y.shape[1] != va.y.shape[1]:
+        raise ValueError(f"train.y has {tr.y.shape[1]} outputs but val.y has {va.y.shape[1]}")
+
+    # Target normalisation (Appendix app:opt-confound): train mean/std per output, float64.
+    stats = None
+    if config.normalize_targets:
+        y64 = tr.y.double()
+        std = y64.std(0, unbiased=False)  # (d_out,)
+        stats = (y64.mean(0).cpu(), torch.where(std > 0, std, torch.ones_like(std)).cpu())
+
+    remove_target_scaling(model)  # trained in standardised units; a new scaling is set at the end
+    model.to(device)
+    dtype = _param_dtype(model)
+    tr, va = _to_device(tr, device, dtype), _to_device(va, device, dtype)
+    y_train, y_val = tr.y, va.y
+    if stats is not None:
+        m, s = (t.to(device, dtype) for t in stats)
+        y_train, y_val = (tr.y - m) / s, (va.y - m) / s  # (N, d_out) standardised
+    optimizer = _adamw(model, config, device)
+    # amp=None (auto) is resolved once; History and checkpoint record what the run really used
+    run_config = {**config.to_dict(), "amp": resolve_amp(config.amp, device, dtype)}
+    hist = History(config=run_config)
+    if stats is not None:
+        hist.target_mean, hist.target_std = stats[0].tolist(), stats[1].tolist()
+    return _Run(
+        model,
+        config,
+        device,
+        _Data(tr.x, tr.mask, y_train, tr.lengths),
+        va,
+        y_val,
+        stats,
+        optimizer,
+        math.ceil(len(tr) / config.batch_size),
+        hist,
+        run_config,
+        Path(checkpoint_path) if checkpoint_path is not None else None,
+    )
+
+
+def _resume(run: _Run) -> bool:
+    """Continue from ``run.checkpoint_path`` if it exists (True if that run had finished); a
+    fresh run seeds the global RNG (dropout) instead."""
+    if run.checkpoint_path is None or not run.checkpoint_path.exists():
+        torch.manual_seed(run.config.seed)  # dropout; the model's init was the caller's
+        return False
+    ckpt = load_checkpoint(run.checkpoint_path, map_location=run.device)
+    if run.config.amp is None:  # auto keeps the precision the run started with
+        run.run_config["amp"] = bool(ckpt["config"].get("amp"))
+    _check_resume(ckpt, run.run_config, run.stats)
+    load_model_state(run.model, ckpt["model"])
+    run.optimizer.load_state_dict(ckpt["optimizer"])
+    run.hist = History.from_dict(ckpt["history"])
+    run.epoch, run.step = ckpt["epoch"], ckpt["scheduler"]["step"]
+    run.bad_epochs, run.best_state = ckpt["bad_epochs"], ckpt["best_model"]
+    _set_rng_state(ckpt["rng"])
+    if ckpt["finished"] and run.stats is not None and target_scaling(run.model) is None:
+        set_target_scaling(run.model, *run.stats)  # a checkpoint written before target scaling
+    return bool(ckpt["finished"])
+
+
+def _save(run: _Run, finished: bool) -> None:
+    """The whole state, atomically (nothing without a checkpoint path)."""
+    if run.checkpoint_path is None:
+        return
+    save_checkpoint(
+        run.checkpoint_path,
+        {
+            "format": CHECKPOINT_FORMAT,
+            "config": run.run_config,
+            "model": run.model.state_dict(),
+            "best_model": run.best_state,
+            "optimizer": run.optimizer.state_dict(),
+            "scheduler": {"step": run.step, "steps_per_epoch": run.steps_per_epoch},
+            "epoch": run.epoch,
+            "bad_epochs": run.bad_epochs,
+            "history": asdict(run.hist),
+            "rng": _rng_state(),
+            "target_stats": list(run.stats) if run.stats is not None else None,
+            "finished": finished,
+        },
+    )
+
+
+def _train_one_epoch(run: _Run, epoch: int) -> tuple[float, float]:
+    """One pass over the training set in this epoch's order; returns (train loss, last lr)."""
+    model, config, device, tr = run.model, run.config, run.device, run.train
+    loss_fn = F.mse_loss if config.task == "regression" else F.cross_entropy
+    model.train()
+    gen = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
+    perm_cpu = torch.randperm(len(tr), generator=gen)  # (N,) this epoch's data order
+    perm = perm_cpu.to(device)
+    loss_sum = torch.zeros((), device=device, dtype=torch.float64)
+    for i in range(0, len(tr), config.batch_size):
+        lr = lr_at(run.step, run.steps_per_epoch, config)
+        for g in run.optimizer.param_groups:
+            g["lr"] = lr
+        x, mask, y = _batch(
+            tr,
+            perm[i : i + config.batch_size],
+            perm_cpu[i : i + config.batch_size],
+            config.trim_padding,
+        )
+        with _autocast(device, run.run_config["amp"]):
+            pred = model(x, mask)  # (B, d_out) or (B, C) logits
+        if pred.dtype == torch.bfloat16:
+            pred = pred.float()  # the loss in full precision
+        if i == 0:
+            _check_output(pred, y, config.task)
+        loss = loss_fn(pred, y.to(pred.dtype) if y.is_floating_point() else y)
+        run.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if config.grad_clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        run.optimizer.step()
+        run.step += 1
+        loss_sum += loss.detach().double() * x.shape[0]
+    return float(loss_sum) / len(tr), lr
+
+
+def _validate(run: _Run) -> tuple[float, dict]:
+    """Validation loss in training units (early stopping) and metrics in original units."""
+    config, va, stats = run.config, run.val, run.stats
+    eval_bs = config.eval_batch_size or config.batch_size
+    vpred = _predict(run.model, va, eval_bs, config.trim_padding, run.run_config["amp"])
+    if config.task == "regression":
+        val_loss = float(F.mse_loss(vpred.double(), run.y_val.double()))
+        if stats is not None:
+            vpred = vpred.double() * stats[1].to(run.device) + stats[0].to(run.device)
+        return val_loss, regression_metrics(vpred, va.y)
+    return float(F.cross_entropy(vpred.double(), va.y)), classification_metrics(vpred, va.y)
+
+
+def _record(run: _Run, epoch: int, train_loss, val_loss, metrics, lr, seconds: float) -> None:
+    """Keep the best weights, append the epoch to the History, and say why to stop, if so."""
+    hist, config = run.hist, run.config
+    if math.isfinite(val_loss) and val_loss < hist.best_val_loss - config.min_delta:
+        hist.best_val_loss, hist.best_epoch, run.bad_epochs = val_loss, epoch, 0
+        run.best_state = {k: v.detach().clone() for k, v in run.model.state_dict().items()}
+    else:
+        run.bad_epochs += 1
+    hist.epoch.append(epoch)
+    hist.train_loss.append(train_loss)
+    hist.val_loss.append(val_loss)
+    hist.val_metrics.append(metrics)
+    hist.lr.append(lr)
+    hist.epoch_time_s.append(seconds)
+    if not math.isfinite(train_loss):
+        hist.stop_reason = "diverged"
+    elif config.patience is not None and run.bad_epochs >= config.patience:
+        hist.stop_reason = "early_stopping"
+    elif epoch == config.epochs:
+        hist.stop_reason = "completed"
+
+
+def _checkpoint_and_ask(run: _Run, epoch: int, callbacks) -> bool:
+    """Checkpoint a running epoch, then ask the callbacks; True when training stops."""
+    run.epoch = epoch
+    stopping = run.hist.stop_reason != "running"
+    if not stopping:  # a stopping run writes its final checkpoint in _finish
+        _save(run, finished=False)
+    if any([bool(cb(epoch, run.hist, run.model)) for cb in callbacks]) and not stopping:
+        run.hist.stop_reason = "callback"
+    return run.hist.stop_reason != "running"
+
+
+def _finish(run: _Run) -> None:
+    """Restore the best weights and set the target scaling; the final checkpoint follows."""
+    if run.hist.stop_reason == "running":  # only when resuming a run that had already hit the cap
+        run.hist.stop_reason = "completed"
+    if run.config.restore_best and run.best_state is not None:
+        run.model.load_state_dict(run.best_state)
+    if run.stats is not None:
+        set_target_scaling(run.model, *run.stats)  # the trained model answers in target units
+    run.epoch = run.hist.epochs_run
+
+
+@contextmanager
+def _num_threads(n: int | None):
+    old = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if n is not None:
+            torch.set_num_threads(old)
+
+
 def fit(
     model: nn.Module,
     train,
@@ -811,185 +1031,33 @@ def fit(
     checkpoint, before the best weights are restored at the end); a truthy return value stops
     training (``stop_reason="callback"``).
     """
-    config = TrainConfig() if config is None else config
-    if not isinstance(config, TrainConfig):
-        raise TypeError(f"config must be a TrainConfig, got {type(config).__name__}")
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    callbacks = list(callbacks or [])
-    device = resolve_device(config.device)
-    tr = _as_data("train", train, config.task)
-    va = _as_data("val", val, config.task)
-    if config.task == "regression" and tr.y.shape[1] != va.y.shape[1]:
-        raise ValueError(f"train.y has {tr.y.shape[1]} outputs but val.y has {va.y.shape[1]}")
-
-    # Target normalisation (Appendix app:opt-confound): train mean/std per output, float64.
-    stats = None
-    if config.normalize_targets:
-        y64 = tr.y.double()
-        std = y64.std(0, unbiased=False)  # (d_out,)
-        stats = (y64.mean(0).cpu(), torch.where(std > 0, std, torch.ones_like(std)).cpu())
-
-    remove_target_scaling(model)  # trained in standardised units; a new scaling is set at the end
-    model.to(device)
-    dtype = _param_dtype(model)
-    tr, va = _to_device(tr, device, dtype), _to_device(va, device, dtype)
-    y_train = tr.y
-    if stats is not None:
-        m, s = (t.to(device, dtype) for t in stats)
-        y_train = (tr.y - m) / s  # (N, d_out) standardised
-        y_val_model = (va.y - m) / s
-    else:
-        y_val_model = va.y
-    tr = _Data(tr.x, tr.mask, y_train, tr.lengths)
-
-    optimizer = _adamw(model, config, device)
-    steps_per_epoch = math.ceil(len(tr) / config.batch_size)
-    eval_bs = config.eval_batch_size or config.batch_size
-    loss_fn = F.mse_loss if config.task == "regression" else F.cross_entropy
-
-    # amp=None (auto) is resolved once; History and checkpoint record what the run really used
-    run_config = {**config.to_dict(), "amp": resolve_amp(config.amp, device, dtype)}
-    hist = History(config=run_config)
-    if stats is not None:
-        hist.target_mean, hist.target_std = stats[0].tolist(), stats[1].tolist()
-    start_epoch, step, bad_epochs, best_state = 0, 0, 0, None
-    ckpt_path = Path(checkpoint_path) if checkpoint_path is not None else None
-    if ckpt_path is not None and ckpt_path.exists():
-        ckpt = load_checkpoint(ckpt_path, map_location=device)
-        if config.amp is None:  # auto keeps the precision the run started with
-            run_config["amp"] = bool(ckpt["config"].get("amp"))
-        _check_resume(ckpt, run_config, stats)
-        load_model_state(model, ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        hist = History.from_dict(ckpt["history"])
-        start_epoch, step = ckpt["epoch"], ckpt["scheduler"]["step"]
-        bad_epochs, best_state = ckpt["bad_epochs"], ckpt["best_model"]
-        _set_rng_state(ckpt["rng"])
-        if ckpt["finished"]:
-            if stats is not None and target_scaling(model) is None:  # written before scaling
-                set_target_scaling(model, *stats)
-            model.eval()
-            return hist
-    else:
-        torch.manual_seed(config.seed)  # dropout; the model's init was the caller's
-
-    def checkpoint(epoch: int, finished: bool) -> None:
-        if ckpt_path is None:
-            return
-        save_checkpoint(
-            ckpt_path,
-            {
-                "format": CHECKPOINT_FORMAT,
-                "config": run_config,
-                "model": model.state_dict(),
-                "best_model": best_state,
-                "optimizer": optimizer.state_dict(),
-                "scheduler": {"step": step, "steps_per_epoch": steps_per_epoch},
-                "epoch": epoch,
-                "bad_epochs": bad_epochs,
-                "history": asdict(hist),
-                "rng": _rng_state(),
-                "target_stats": list(stats) if stats is not None else None,
-                "finished": finished,
-            },
-        )
-
-    old_threads = torch.get_num_threads()
-    if config.num_threads is not None:
-        torch.set_num_threads(config.num_threads)
     from tqdm.auto import tqdm
 
-    bar = tqdm(
-        total=config.epochs, initial=start_epoch, disable=not progress, unit="epoch", desc="fit"
-    )
-    t_call = time.perf_counter()
-    try:
-        for epoch in range(start_epoch + 1, config.epochs + 1):
+    run = _prepare(model, train, val, TrainConfig() if config is None else config, checkpoint_path)
+    callbacks, config = list(callbacks or []), run.config
+    if _resume(run):
+        model.eval()
+        return run.hist
+    with (
+        _num_threads(config.num_threads),
+        tqdm(
+            total=config.epochs, initial=run.epoch, disable=not progress, unit="epoch", desc="fit"
+        ) as bar,
+    ):
+        t_call = time.perf_counter()
+        for epoch in range(run.epoch + 1, config.epochs + 1):
             t0 = time.perf_counter()
-            model.train()
-            gen = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
-            perm_cpu = torch.randperm(len(tr), generator=gen)  # (N,) this epoch's data order
-            perm = perm_cpu.to(device)
-            loss_sum = torch.zeros((), device=device, dtype=torch.float64)
-            for i in range(0, len(tr), config.batch_size):
-                lr = lr_at(step, steps_per_epoch, config)
-                for g in optimizer.param_groups:
-                    g["lr"] = lr
-                x, mask, y = _batch(
-                    tr,
-                    perm[i : i + config.batch_size],
-                    perm_cpu[i : i + config.batch_size],
-                    config.trim_padding,
-                )
-                with _autocast(device, run_config["amp"]):
-                    pred = model(x, mask)  # (B, d_out) or (B, C) logits
-                if pred.dtype == torch.bfloat16:
-                    pred = pred.float()  # the loss in full precision
-                if i == 0:
-                    _check_output(pred, y, config.task)
-                loss = loss_fn(pred, y.to(pred.dtype) if y.is_floating_point() else y)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if config.grad_clip is not None:
-                    nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-                optimizer.step()
-                step += 1
-                loss_sum += loss.detach().double() * x.shape[0]
-            train_loss = float(loss_sum) / len(tr)
-
-            # Validation: loss in training units (early stopping), metrics in original units.
-            vpred = _predict(model, va, eval_bs, config.trim_padding, run_config["amp"])
-            if config.task == "regression":
-                val_loss = float(F.mse_loss(vpred.double(), y_val_model.double()))
-                if stats is not None:
-                    vpred = vpred.double() * stats[1].to(device) + stats[0].to(device)
-                metrics = regression_metrics(vpred, va.y)
-            else:
-                val_loss = float(F.cross_entropy(vpred.double(), va.y))
-                metrics = classification_metrics(vpred, va.y)
-
-            if math.isfinite(val_loss) and val_loss < hist.best_val_loss - config.min_delta:
-                hist.best_val_loss, hist.best_epoch, bad_epochs = val_loss, epoch, 0
-                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            else:
-                bad_epochs += 1
-            hist.epoch.append(epoch)
-            hist.train_loss.append(train_loss)
-            hist.val_loss.append(val_loss)
-            hist.val_metrics.append(metrics)
-            hist.lr.append(lr)
-            hist.epoch_time_s.append(time.perf_counter() - t0)
-
-            if not math.isfinite(train_loss):
-                hist.stop_reason = "diverged"
-            elif config.patience is not None and bad_epochs >= config.patience:
-                hist.stop_reason = "early_stopping"
-            elif epoch == config.epochs:
-                hist.stop_reason = "completed"
+            train_loss, lr = _train_one_epoch(run, epoch)
+            val_loss, metrics = _validate(run)
+            _record(run, epoch, train_loss, val_loss, metrics, lr, time.perf_counter() - t0)
             bar.update(1)
             bar.set_postfix(train=f"{train_loss:.4g}", val=f"{val_loss:.4g}", lr=f"{lr:.2e}")
-            hist.wall_time_s += time.perf_counter() - t_call
+            run.hist.wall_time_s += time.perf_counter() - t_call
             t_call = time.perf_counter()
-            stopping = hist.stop_reason != "running"
-            if not stopping:  # a stopping run writes its final checkpoint below
-                checkpoint(epoch, finished=False)
-            if any([bool(cb(epoch, hist, model)) for cb in callbacks]) and not stopping:
-                hist.stop_reason = "callback"
-            if hist.stop_reason != "running":
+            if _checkpoint_and_ask(run, epoch, callbacks):
                 break
-
-        if hist.stop_reason == "running":  # only when resuming a run that had already hit the cap
-            hist.stop_reason = "completed"
-        if config.restore_best and best_state is not None:
-            model.load_state_dict(best_state)
-        if stats is not None:
-            set_target_scaling(model, *stats)  # the trained model answers in target units
-        hist.wall_time_s += time.perf_counter() - t_call
-        checkpoint(hist.epochs_run, finished=True)
-    finally:
-        bar.close()
-        if config.num_threads is not None:
-            torch.set_num_threads(old_threads)
+        _finish(run)
+        run.hist.wall_time_s += time.perf_counter() - t_call
+        _save(run, finished=True)
     model.eval()
-    return hist
+    return run.hist
