@@ -82,7 +82,7 @@ from mzlite import tasks as _tasks
 from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
 from mzlite._paths import REPO_ROOT
-from mzlite.train import TrainConfig, evaluate, fit, seed_everything
+from mzlite.train import TrainConfig, evaluate, fit, resolve_amp, seed_everything
 
 RESULT_FORMAT = "mzlite.result/1"
 SET_STATS = "set_stats"  # the pseudo-model: ridge regression on simple set statistics
@@ -236,13 +236,14 @@ PROFILES = {
     ),
     # "What 30 epochs show": the first CPU protocol, kept so that its committed results keep
     # their reading. A fifth of the data, 30 epochs, lr 1e-3 (the paper's 1e-4 barely moves in
-    # 30 epochs), raw targets, one seed. Most of its runs stop at the cap still improving
+    # 30 epochs), raw targets, one seed, float32 (as its results were trained: before bf16
+    # autocast became fit's CPU default). Most of its runs stop at the cap still improving
     # (``mzlite.stats.convergence`` says which): a schedule ablation, not a reproduction.
     "cpu": Profile(
         "cpu",
         None,
         1,
-        {"epochs": 30, "warmup_epochs": 2, "patience": 10, "lr": 1e-3},
+        {"epochs": 30, "warmup_epochs": 2, "patience": 10, "lr": 1e-3, "amp": False},
         max_sizes=(2_000, 500, 1_000),
         description=(
             "cpu (what 30 epochs show): reduced protocol, at most 2K/500/1K sets, <= 30 epochs "
@@ -1151,7 +1152,12 @@ def is_done(job: Job) -> bool:
     diff = {k: (res.get(k), v) for k, v in exp.items() if res.get(k) != v}
     old_cfg = res.get("train_config")
     if old_cfg and job.cell.model != SET_STATS:
-        new_cfg = job.train_config().to_dict()
+        cfg = job.train_config()
+        new_cfg = cfg.to_dict()
+        # precision: what the run used (amp=None is resolved per machine and recorded in the
+        # history) against what this job would use here
+        old_cfg = {**old_cfg, "amp": result_amp(res)}
+        new_cfg["amp"] = resolve_amp(cfg.amp, resolve_device(job.device))
         free = ("seed", "device", "num_threads", "eval_batch_size")  # where, not what
         for k in sorted(old_cfg.keys() & new_cfg.keys()):
             if k not in free and old_cfg[k] != new_cfg[k]:
@@ -1162,6 +1168,17 @@ def is_done(job: Job) -> bool:
             "or delete it"
         )
     return True
+
+
+def result_amp(result: dict) -> bool | None:
+    """The precision a result was trained in: bf16 autocast (True) or float32 (False), as its
+    history recorded it (``amp=None`` resolved on the machine that ran it), else as its
+    ``train_config`` says; None when neither says (a closed-form result)."""
+    hist_cfg = (result.get("history") or {}).get("config") or {}
+    if hist_cfg.get("amp") is not None:
+        return bool(hist_cfg["amp"])
+    amp = (result.get("train_config") or {}).get("amp")
+    return None if amp is None else bool(amp)
 
 
 def run_job(
@@ -1483,6 +1500,7 @@ __all__ = [
     "parse_seeds",
     "protocol",
     "provenance",
+    "result_amp",
     "result_path",
     "run",
     "run_job",

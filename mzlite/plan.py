@@ -8,7 +8,8 @@ For every cell with (cell, seed) jobs still to run (``experiments.jobs``, after 
 and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
 
 - Seconds per epoch, on one thread, come from results already on disk (``wall_time_s /
-  epochs_run``, times the result's thread count, so the unit is CPU seconds), rescaled to this
+  epochs_run``, times the result's thread count, so the unit is CPU seconds; results of the
+  planned profile itself when it has some, since they ran its precision), rescaled to this
   profile's data sizes by ``n_train + n_val / 3`` (an epoch is a training pass plus a validation
   forward pass, about a third of a training step per set). In order: the same cell of the same
   table under any non-smoke profile; the same model (and options) on the same task in another
@@ -214,7 +215,7 @@ def plan(
                              "epochs": 0, "epochs_source": "closed form", "epochs_tag": "-",
                              "cpu_h": 0.0, "cpu_h_cap": 0.0})  # fmt: skip
                 continue
-            unit, source = _unit_cost(spec.label, cell, measured, timed, measure)
+            unit, source = _unit_cost(spec.label, cell, measured, timed, measure, prof.name)
             cfg = job.train_config()
             tag, scope, ran = _epochs_run(mine, cid, cell.model, spec.label)
             if ran:
@@ -255,17 +256,22 @@ def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
     return "prior", "", []
 
 
-def _unit_cost(label, cell, measured, timed, measure):
+def _unit_cost(label, cell, measured, timed, measure, profile=None):
     """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
     median over the results of this cell and of the same model on the same task (task options
     such as L or d change the cost little; pooling them evens out the drift of a shared CPU)."""
     key = _model_key(cell.model, cell.model_kwargs)
     like = [m for m in measured if (m["table"] == label and m["cell"] == cell.id)
             or (m["key"] == key and m["task"] == cell.task)]  # fmt: skip
+    # results of the planned profile itself first: they ran its precision (bf16 or float32)
+    # and its code; others only until it has some
+    own_profile = [m for m in like if m["profile"] == profile]
+    like = own_profile or like
     if like:
         own = sum(m["table"] == label and m["cell"] == cell.id for m in like)
         return statistics.median(m["unit_s"] for m in like), (
-            f"median of {len(like)} result(s) of {cell.model} on {cell.task}"
+            f"median of {len(like)} {'/'.join(sorted({m['profile'] for m in like}))} result(s) "
+            f"of {cell.model} on {cell.task}"
             + (f" ({own} of this cell)" if own else ""))  # fmt: skip
     if not measure:
         return None, "no result of this model on this task (measure=False)"

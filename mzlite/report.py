@@ -17,8 +17,9 @@ improving is visibly one.
 Choices: std is the sample standard deviation (ddof = 1; none is shown for a single seed); the
 paper does not say which it prints. Results of one profile only: ``load_results`` refuses a
 directory that mixes profiles, and a report names its profile in its title. Within a cell,
-results trained under different protocols (training configuration, data, model configuration:
-``protocol_key``) are never averaged: the row shows no mean and says "mixed protocols".
+results trained under different protocols or code versions (training configuration and
+precision, data, model configuration, git commit: ``protocol_key``) are never averaged: the row
+shows no mean and says "mixed protocols".
 """
 
 from __future__ import annotations
@@ -80,15 +81,18 @@ _FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fa
 
 def protocol_key(result: dict) -> str:
     """What a result computed, apart from its seed: training configuration (without seed,
-    device and threads), data (dataset keys and generator version) and model configuration.
-    Two results of a cell with different keys must not be averaged."""
+    device and threads; precision as the run resolved it), data (dataset keys and generator
+    version), model configuration, and the code (git commit). Two results of a cell with
+    different keys are never averaged: a campaign runs every seed of a cell at one commit."""
     cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in _FREE}
+    cfg["amp"] = ex.result_amp(result)
     key = {
         "train": cfg,
         "data": result.get("dataset_keys"),
         "data_code": result.get("data_code_version"),
         "model": result.get("model_config"),
         "sizes": result.get("sizes"),
+        "code": (result.get("provenance") or {}).get("git_commit"),
     }
     return json.dumps(key, sort_keys=True, default=str)
 

@@ -349,8 +349,19 @@ def test_a_result_of_another_training_config_is_never_skipped_as_done(dirs):
     try:
         with pytest.raises(ValueError, match="train_config.lr"):
             ex.is_done(job)
+        # precision counts as the run resolved it (amp=None means bf16 on some CPUs only)
+        res = json.loads(text)
+        used = ex.result_amp(res)
+        assert used is not None and res["history"]["config"]["amp"] == used
+        res["history"]["config"]["amp"] = not used
+        job.result_path.write_text(json.dumps(res))
+        with pytest.raises(ValueError, match="train_config.amp"):
+            ex.is_done(job)
     finally:
         job.result_path.write_text(text)
+    # the committed cpu results (float32, before bf16 autocast became the CPU default) still
+    # count as done under their profile, which now names their precision
+    assert ex.get_profile("cpu").train["amp"] is False
 
 
 def test_killed_run_resumes_and_skips_finished_results(dirs):

@@ -41,10 +41,12 @@ def test_estimate_is_jobs_times_epochs_times_measured_cost(tmp_path):
     assert r2["s_per_epoch"] == pytest.approx(10.0 * units((5000, 1000)) / units((2000, 500)))
     # finished results of the profile count as done and give the epoch estimate
     _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0, "cpu-converged", (2000, 500, 2000),
-           400.0, 40)  # fmt: skip
+           200.0, 40)  # fmt: skip
     (row,) = plan("tab:tdof-verify", "cpu-converged", cells=["L4-mz_1l"], results_dir=tmp_path,
                   measure=False).rows  # fmt: skip
     assert (row["todo"], row["done"], row["epochs"]) == (2, 1, 40)
+    # the profile's own results (its precision, its code) price it once it has some
+    assert row["s_per_epoch"] == pytest.approx(5.0) and "cpu-converged result" in row["cost_source"]
     assert row["epochs_source"] == "median of 1 cpu-converged result(s) of this cell"
     # another cell of the same model takes that model's epochs; another model the table's
     _write(tmp_path, "tab:tdof-verify", "L8-st_4l", 0, "cpu-converged", (2000, 500, 2000),

@@ -137,6 +137,12 @@ def test_one_seed_or_unconverged_runs_give_no_verdict(tmp_path):
     assert "mixed protocols in L8-mz_1l" in rows["tdof-mz-1l"]["why"]
     rep = {r["cells"][0]: r for r in report("tab:tdof-verify", "cpu", tmp_path).rows}
     assert rep["L8-mz_1l"]["mixed"] and rep["L8-mz_1l"]["ours_mean"] is None
+    # ... and so is a cell whose seeds come from different code versions
+    _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.95, seed=1)
+    _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.95, seed=1,
+           provenance={"device": "cpu", "git_commit": "1" * 40})  # fmt: skip
+    rep = {r["cells"][0]: r for r in report("tab:tdof-verify", "cpu", tmp_path).rows}
+    assert rep["L4-mz_1l"]["mixed"] and not rep["L8-mz_1l"]["mixed"]
     assert "mixed protocols" in report("tab:tdof-verify", "cpu", tmp_path).to_text()
 
 
