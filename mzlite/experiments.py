@@ -937,7 +937,8 @@ def aliases(table, profile: str = "smoke") -> dict[str, str]:
     already is: "targets standardised" under ``cpu-converged``, "raw targets" under ``full``).
     They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
     spec, prof = get_table(table), get_profile(profile)
-    if prof is PROFILES.get(prof.name):  # registered specs and profiles never change
+    registered = prof is PROFILES.get(prof.name) and _registry().get(spec.label) is spec
+    if registered:  # registered specs and profiles never change
         return dict(_registered_aliases(spec.label, prof.name))
     return _aliases(spec, prof)
 
@@ -1337,6 +1338,8 @@ def run(
         if workers not in (None, 1):
             raise ValueError("workers is the local launcher's; Ray runs as many jobs as fit")
         workers = 1
+        if threads is None:  # one CPU per task: Ray packs tasks onto the cluster's cores
+            threads = 1
     todo = jobs(table, profile, seeds, models, cells, results_dir, cache_dir, device)
     say = print if progress else (lambda *a, **k: None)
     skipped = [j for j in todo if is_done(j)]
