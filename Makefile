@@ -1,7 +1,9 @@
 # The two commands of the README:
 #   make book   builds the executed book into book/_build/html (the main job)
 #   make test   unit tests, every notebook under papermill, the book with warnings as errors,
-#               and the rendered chapters checked in headless Chromium
+#               the exercise cells of the student copies, and the rendered chapters checked in
+#               headless Chromium
+#   make student  student copies of the chapters (no solutions) in book/_build/student
 # Both create (or reuse) .venv; nothing else on the machine is touched, except that `make test`
 # installs Debian's chromium when it is missing and apt-get can be used.
 
@@ -12,7 +14,7 @@ STAMP  := $(VENV)/.mzlite-installed
 # The CPU build of PyTorch (a looser request pulls a multi-GB CUDA build); the package itself asks for torch>=2.4.
 TORCH  ?= torch==2.13.0
 
-.PHONY: venv book notebooks assets test browser lint clean
+.PHONY: venv book notebooks student assets test browser lint clean
 
 venv: $(STAMP)
 
@@ -28,7 +30,11 @@ assets:
 notebooks: $(STAMP)
 	$(VPY) book/_scripts/execute_notebooks.py
 
-book: $(STAMP) assets notebooks
+# Student copies of the chapters (no solutions, no outputs) in book/_build/student, zipped for the book
+student: $(STAMP)
+	$(VPY) book/_scripts/make_student.py
+
+book: $(STAMP) assets notebooks student
 	$(VENV)/bin/jupyter-book build book -W -n --keep-going
 	@echo
 	@echo "The book is built: open book/_build/html/index.html in a browser (it works offline)."
@@ -40,6 +46,7 @@ browser: $(STAMP)
 test: $(STAMP)
 	$(VPY) -m pytest -q
 	$(MAKE) --no-print-directory book
+	$(VPY) book/_scripts/make_student.py --execute
 	$(MAKE) --no-print-directory browser
 	@echo "All checks passed."
 
@@ -47,4 +54,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check mzlite tests benchmarks book/_scripts
 
 clean:
-	rm -rf book/_build book/chapters
+	rm -rf book/_build book/chapters book/_generated

@@ -1,3 +1,6 @@
+import json
+
+import numpy as np
 import pytest
 
 from mzlite import exercises
@@ -47,3 +50,123 @@ def test_unknown_key_and_duplicate_registration():
 def test_chapter_exercises_are_discovered():
     # Chapter modules register themselves on first use of the registry.
     assert all(k.count(".") >= 1 for k in exercises.keys())
+
+
+# ---- coding exercises: right functions pass, typical mistakes are named, placeholders wait
+import torch  # noqa: E402
+
+from mzlite.exercises import ch3, ch6, ch8  # noqa: E402
+from mzlite.zonotope import MatrixZonotope, Zonotope  # noqa: E402
+
+
+def _half_widths(G):
+    return G.abs().sum(dim=-2)
+
+
+def _mz_times_z(M_c, M_l, c, G, transpose=False, cross=True):
+    if transpose:
+        M_c, M_l = M_c.mT, M_l.mT
+    gens = [G @ M_c.T, M_l @ c]
+    if cross:
+        gens.append(torch.einsum("lpq,kq->lkp", M_l, G).reshape(-1, M_c.shape[0]))
+    return M_c @ c, torch.cat(gens)
+
+
+def _gates(c, mask, W, b, H, L, masked=True):
+    if masked:
+        m = mask.unsqueeze(-1).to(c.dtype)
+        c_bar = (c * m).sum(1) / m.sum(1)
+    else:
+        c_bar = c.mean(1)
+    return torch.tanh(c_bar @ W.T + b).view(c.shape[0], H, L)
+
+
+def _mz_head(c_hat, G_hat, gamma, M_c, M_l, W_mix, transpose=False):
+    if transpose:
+        M_c, M_l = M_c.mT, M_l.mT
+    new = torch.einsum("bl,lij,bj->bli", gamma, M_l, c_hat)
+    return c_hat @ M_c.T, G_hat @ M_c.T + torch.einsum("gl,bli->bgi", W_mix, new)
+
+
+CODING = {
+    "ch1.half_widths": (
+        _half_widths,
+        [(lambda G: G.norm(dim=-2), "L2 norm"), (lambda G: G.sum(dim=-2), "signed sum")],
+    ),
+    "ch1.mz_product": (
+        _mz_times_z,
+        [
+            (lambda *a: _mz_times_z(*a, cross=False), "h + L generators"),
+            (lambda *a: _mz_times_z(*a, transpose=True), "transposed operator"),
+        ],
+    ),
+    "ch3.gate_function": (_gates, [(lambda *a: _gates(*a, masked=False), "unmasked mean")]),
+    "ch3.head_function": (
+        _mz_head,
+        [(lambda *a: _mz_head(*a, transpose=True), "transposed operator")],
+    ),
+}
+
+
+@pytest.mark.parametrize("key", sorted(CODING))
+@pytest.mark.parametrize("seed", [0, 3])
+def test_coding_exercise_right_wrong_and_placeholder(key, seed):
+    right, mistakes = CODING[key]
+    assert check(key, right, seed=seed).status == "correct"
+    for wrong, name in mistakes:
+        r = check(key, wrong, seed=seed)
+        assert r.status == "wrong" and name in r.message, (name, r.message)
+
+    def todo(*args):
+        ...
+
+    assert check(key, todo, seed=seed).status == "unanswered"
+    broken = check(key, lambda *a: 1 / 0, seed=seed)
+    assert broken.status == "wrong" and "ZeroDivisionError" in broken.message
+    assert check(key, 3.0, seed=seed).status == "wrong"  # not a function
+
+
+def test_a_check_leaves_the_notebooks_random_stream_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    check("ch3.head_function", _mz_head)  # builds layers (their init draws random numbers)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_per_seed_inputs_differ_and_the_reference_follows_the_seed():
+    for inputs in (ch6.exercise_inputs, ch8.exercise_inputs):
+        a, b = inputs(0), inputs(1)
+        assert any(not np.array_equal(a[k], b[k]) for k in a if k != "level")
+    y, p = ch6.exercise_inputs(1)["y"], ch6.exercise_inputs(1)["pred"]
+    r2_seed1 = 1 - ((y - p) ** 2).sum() / ((y - y.mean()) ** 2).sum()
+    assert check("ch6.r2", r2_seed1, seed=1).status == "correct"
+    assert check("ch6.r2", r2_seed1, seed=0).status == "wrong"
+    layer, c, G, mask = ch3.exercise_inputs(5)
+    assert not torch.equal(c, ch3.exercise_inputs(0)[1])
+    with torch.no_grad():
+        gates = layer(c, c, G, mask, need_details=True)[2]["gates"]
+    assert check("ch3.gates", gates, seed=5) and not check("ch3.gates", gates, seed=0)
+
+
+def test_the_check_log_records_every_result(tmp_path, monkeypatch):
+    log = tmp_path / "checks.jsonl"
+    monkeypatch.setenv("MZLITE_CHECK_LOG", str(log))
+    check("test.double", 6)
+    check("test.double", ...)
+    lines = [json.loads(s) for s in log.read_text().splitlines()]
+    assert [(r["key"], r["status"]) for r in lines] == [
+        ("test.double", "correct"),
+        ("test.double", "unanswered"),
+    ]
+    with pytest.raises(TypeError, match="seed must be an int"):
+        check("test.double", 6, seed="0")
+
+
+def test_inputs_match_between_notebook_and_checker():
+    # The function the notebook offers (product_inputs) is the checker's first draw.
+    from mzlite.exercises.ch1 import product_inputs
+
+    M_c, M_l, c, G = product_inputs(4)
+    ref = MatrixZonotope(M_c, M_l) @ Zonotope(c, G)
+    assert ref.num_generators == G.shape[0] + M_l.shape[0] * (1 + G.shape[0])

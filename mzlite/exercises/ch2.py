@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from .checker import exercise
-from ..nn import MultiheadAttention, theorem3_layer
 from ..analysis.tdof import mahalanobis_operator, random_sets, span_tdof
+from ..nn import MultiheadAttention, theorem3_layer
+from .checker import exercise
 
 # ch2.extrapolate: a standard attention pooling layer (d = 3, one head, seed 7) on constant sets.
 EX_D, EX_LAYER_SEED, EX_T = 3, 7, -1.5
@@ -20,10 +20,11 @@ EX_A = [[0.0, 1.0], [-1.0, 0.5]]
 EX_SET = [[0.5, 1.0], [1.5, -1.0], [1.0, 3.0]]
 
 
-def exercise_layer() -> tuple[MultiheadAttention, torch.Tensor]:
-    """The layer and its query (PMA seed) of ch2.extrapolate, float64, same weights every call."""
+def exercise_layer(seed: int = 0) -> tuple[MultiheadAttention, torch.Tensor]:
+    """The layer and its query (PMA seed) of ch2.extrapolate, float64, the same weights for the
+    same notebook ``seed``."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(EX_LAYER_SEED)
+        torch.manual_seed(EX_LAYER_SEED + 1_000_003 * seed)
         layer = MultiheadAttention(EX_D, n_heads=1).double()
         query = torch.randn(1, 1, EX_D, dtype=torch.float64)
     return layer, query
@@ -44,9 +45,10 @@ def _vector(answer, d: int) -> torch.Tensor:
 @exercise(
     "ch2.extrapolate",
     hint="On constant sets the output is a + t b: two outputs give a and b.",
+    per_seed=True,
 )
-def _extrapolate(answer):
-    layer, query = exercise_layer()
+def _extrapolate(answer, seed):
+    layer, query = exercise_layer(seed)
     with torch.no_grad():
         ref = layer(query, constant_set(EX_T))[0].flatten()
     ok = torch.allclose(_vector(answer, EX_D), ref, rtol=1e-6, atol=1e-8)

@@ -8,9 +8,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from .checker import exercise
-from ..tasks.geometry import meb
 from ..tasks import meb_radius_dataset, set_features
+from ..tasks.geometry import meb
+from .checker import exercise
 
 # Exercise 1: three points in the plane; the MEB radius can be found with pencil and paper.
 EX_POINTS = ((0.0, 0.0), (6.0, 0.0), (1.0, 1.0))

@@ -8,9 +8,9 @@ from functools import lru_cache
 
 import torch
 
-from .checker import exercise
 from .._paths import REPO_ROOT
 from ..tasks import derive_seed, make_task
+from .checker import exercise
 
 CHECKPOINT = REPO_ROOT / "data" / "checkpoints" / "mz_tdof8_L8.pt"
 LAYER = "enc0.inducing"

@@ -2,25 +2,45 @@
 
 A learner writes an answer into a cell and calls ``check("ch1.generators", answer)``. The
 answer is compared with a reference *computed by mzlite* (never a typed number), and the cell
-shows a tick or a hint. Unanswered exercises (``...`` or ``None``) are reported, not failed, so a
-fresh notebook runs top to bottom. Solution cells call ``check(..., strict=True)``: a wrong
-solution then raises, which is how CI keeps every solution and every checker honest.
+shows a tick or a hint. Unanswered exercises (``...`` or ``None``, or a function whose body is
+still ``...``) are reported, not failed, so a fresh notebook runs top to bottom. Solution cells
+call ``check(..., strict=True)``: a wrong solution then raises, which is how CI keeps every
+solution and every checker honest.
 
-Each chapter registers its exercises with :func:`exercise`::
+Two kinds of exercise:
+
+- a *value*: ``check(key, answer)``;
+- *code*: the learner writes a function and passes it, ``check(key, my_function, seed=seed)``;
+  the checker calls it on random inputs drawn from ``seed`` (one of them with padded elements),
+  compares with mzlite, and when the answer is wrong, recomputes the typical mistakes and says
+  which one was made (:func:`diagnose`).
+
+Exercises registered with ``per_seed=True`` derive their inputs from the notebook's ``seed``
+parameter, so two students with different seeds do not share numbers; their checker receives
+the seed and recomputes the reference. Each chapter registers its exercises with
+:func:`exercise`::
 
     @exercise("ch1.generators", hint="Count M_c g_k, M_l c and M_l g_k separately.")
     def _(answer):
         return answer == 3 + 2 + 2 * 3, "the product has h + L + L h generators"
+
+When the environment variable ``MZLITE_CHECK_LOG`` names a file, every ``check`` appends its
+result to it as one JSON line: that is how ``python -m mzlite grade`` collects results.
 """
 
 from __future__ import annotations
 
 import html
+import json
+import os
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 
-Checker = Callable[[object], "tuple[bool, str]"]
+import torch
+
+Checker = Callable[..., "tuple[bool, str]"]
+LOG_ENV = "MZLITE_CHECK_LOG"
 
 
 @dataclass(frozen=True)
@@ -28,18 +48,20 @@ class Exercise:
     key: str
     checker: Checker
     hint: str
+    per_seed: bool = False
 
 
 _REGISTRY: dict[str, Exercise] = {}
 
 
-def exercise(key: str, hint: str = "") -> Callable[[Checker], Checker]:
-    """Register ``checker(answer) -> (correct, explanation)`` under ``key`` (e.g. ``"ch1.volume"``)."""
+def exercise(key: str, hint: str = "", *, per_seed: bool = False) -> Callable[[Checker], Checker]:
+    """Register ``checker(answer) -> (correct, explanation)`` under ``key`` (e.g. ``"ch1.area"``);
+    with ``per_seed=True`` the checker is called as ``checker(answer, seed)``."""
 
     def register(checker: Checker) -> Checker:
         if key in _REGISTRY:
             raise ValueError(f"exercise key {key!r} is registered twice")
-        _REGISTRY[key] = Exercise(key, checker, hint)
+        _REGISTRY[key] = Exercise(key, checker, hint, per_seed)
         return checker
 
     return register
@@ -51,11 +73,16 @@ def keys(prefix: str = "") -> list[str]:
     return sorted(k for k in _REGISTRY if k.startswith(prefix))
 
 
+class Unanswered(Exception):
+    """Raised inside a checker when the learner's function is still a placeholder."""
+
+
 @dataclass
 class Result:
     key: str
     status: str  # "correct" | "wrong" | "unanswered"
     message: str
+    seed: int | None = None
 
     def __bool__(self) -> bool:
         return self.status == "correct"
@@ -77,29 +104,111 @@ class Result:
         return f"[{self.status}] {self.key}: {self.message}"
 
 
-def check(key: str, answer: object = ..., *, strict: bool = False) -> Result:
-    """Check ``answer`` for exercise ``key``; ``strict=True`` raises ``AssertionError`` unless correct."""
+def _unanswered(ex: Exercise) -> str:
+    return "replace `...` with your answer and run the cell again." + (
+        f" Hint: {ex.hint}" if ex.hint else ""
+    )
+
+
+def check(key: str, answer: object = ..., *, seed: int = 0, strict: bool = False) -> Result:
+    """Check ``answer`` (a value, or a function for a coding exercise) for exercise ``key``.
+
+    ``seed``: the notebook's seed, for exercises whose inputs depend on it (ignored by the
+    others). ``strict=True`` raises ``AssertionError`` unless the answer is correct."""
     _load_chapters()
     if key not in _REGISTRY:
         raise KeyError(f"unknown exercise {key!r}; known: {', '.join(sorted(_REGISTRY)) or 'none'}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int (the notebook's seed parameter), got {seed!r}")
     ex = _REGISTRY[key]
     if answer is ... or answer is None:
-        result = Result(
-            key,
-            "unanswered",
-            "replace `...` with your answer and run the cell again."
-            + (f" Hint: {ex.hint}" if ex.hint else ""),
-        )
+        result = Result(key, "unanswered", _unanswered(ex), seed)
     else:
         try:
-            ok, why = ex.checker(answer)
+            # Checkers build layers and draw inputs; the notebook's own random stream is left as
+            # it was, so a chapter computes the same numbers whether or not a check ran.
+            with torch.random.fork_rng(devices=[]):
+                ok, why = ex.checker(answer, seed) if ex.per_seed else ex.checker(answer)
+        except Unanswered:
+            ok, why = None, _unanswered(ex)
         except Exception as e:  # a malformed answer is a wrong answer, with the reason shown
             ok, why = False, f"could not check this answer ({type(e).__name__}: {e})"
-        hint = f" Hint: {ex.hint}" if (not ok and ex.hint) else ""
-        result = Result(key, "correct" if ok else "wrong", why + hint)
+        if ok is None:
+            result = Result(key, "unanswered", why, seed)
+        else:
+            hint = f" Hint: {ex.hint}" if (not ok and ex.hint) else ""
+            result = Result(key, "correct" if ok else "wrong", why + hint, seed)
+    _log(result)
     if strict and not result:
         raise AssertionError(f"exercise {key}: {result.message}")
     return result
+
+
+def _log(result: Result) -> None:
+    path = os.environ.get(LOG_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as f:  # one short line per check: append is atomic
+            f.write(json.dumps(asdict(result)) + "\n")
+
+
+def rng(key: str, seed: int) -> torch.Generator:
+    """The random generator of exercise ``key`` for the notebook seed ``seed``: the same inputs
+    for the learner (who calls the chapter's input function) and for the checker."""
+    digest = sum((i + 1) * ord(ch) for i, ch in enumerate(key))  # stable across runs, unlike hash()
+    return torch.Generator().manual_seed(1_000_003 * int(seed) + digest)
+
+
+def call(function, *args):
+    """Call the learner's ``function``; a body that is still ``...`` (returns None or Ellipsis)
+    is unanswered, not wrong."""
+    if not callable(function):
+        raise TypeError(f"expected a function (def ...), got {type(function).__name__}")
+    out = function(*args)
+    if out is None or out is ...:
+        raise Unanswered()
+    return out
+
+
+def _close(a, b, rtol: float, atol: float) -> bool:
+    if isinstance(a, tuple | list) or isinstance(b, tuple | list):
+        return (
+            isinstance(a, tuple | list)
+            and isinstance(b, tuple | list)
+            and len(a) == len(b)
+            and all(_close(x, y, rtol, atol) for x, y in zip(a, b, strict=True))
+        )
+    a = torch.as_tensor(a, dtype=torch.float64)
+    b = torch.as_tensor(b, dtype=torch.float64)
+    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=rtol, atol=atol))
+
+
+def diagnose(
+    got,
+    reference,
+    mistakes: Sequence[tuple[object, str]] = (),
+    *,
+    what: str = "the result",
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+) -> tuple[bool, str]:
+    """``(correct, message)`` for a learner's output ``got`` against ``reference``; when it is
+    wrong, ``mistakes`` (pairs of a typical wrong output, computed the wrong way, and the name of
+    that mistake) say which one the learner made. Outputs are tensors or tuples of tensors."""
+    if _close(got, reference, rtol, atol):
+        return True, f"{what} agrees with mzlite"
+    shape = (
+        getattr(torch.as_tensor(reference), "shape", None)
+        if not isinstance(reference, tuple | list)
+        else None
+    )
+    for wrong, name in mistakes:
+        if _close(got, wrong, rtol, atol):
+            return False, f"{what} is what you get with {name}"
+    if shape is not None:
+        got_shape = tuple(torch.as_tensor(got).shape)
+        if got_shape != tuple(shape):
+            return False, f"{what} has shape {got_shape}, expected {tuple(shape)}"
+    return False, f"{what} differs from mzlite's"
 
 
 def _load_chapters() -> None:

@@ -1,0 +1,144 @@
+"""Student copies (book/_scripts/make_student.py): no solution survives, the exercises do, and
+nothing a student keeps needs what a solution defined."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"book/_scripts/{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ms = _load("make_student")
+
+
+def _src(cell):
+    return "".join(cell["source"])
+
+
+def _code(src: str) -> str:
+    # IPython magics and shell escapes are not Python
+    return "\n".join(
+        "" if line.lstrip().startswith(("%", "!")) else line for line in src.split("\n")
+    )
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory):
+    out = tmp_path_factory.mktemp("student")
+    ms.make(NOTEBOOKS, out, seed=None)
+    return {p.name: json.loads((out / p.name).read_text()) for p in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_solution_text_survives(path, copies):
+    source = json.loads(path.read_text())
+    student = copies[path.name]
+    kept_text = "\n".join(_src(c) for c in student["cells"])
+    solutions = [c for c in source["cells"] if ms.is_solution(c)]
+    others = "\n".join(_src(c) for c in source["cells"] if not ms.is_solution(c))
+    assert not any(ms.calls_strict_check(_src(c)) for c in student["cells"]), "a solution survived"
+    for cell in solutions:
+        for line in _src(cell).splitlines():
+            line = line.strip()
+            # every line of a solution that is not also written outside the solutions
+            if len(line) > 3 and line not in others:
+                assert line not in kept_text, f"solution line survived in {path.name}: {line!r}"
+    for cell in student["cells"]:
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None
+    assert "hidden cell" not in kept_text.lower(), "the reading version's 'hidden solution' text"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_exercise_stays_with_its_placeholder(path, copies):
+    source = json.loads(path.read_text())
+    keys = {k for c in source["cells"] for k in re.findall(r'check\("([\w.]+)"', _src(c))}
+    answer_cells = [_src(c) for c in copies[path.name]["cells"] if ms.is_answer(c)]
+    asked = {k for src in answer_cells for k in re.findall(r'check\("([\w.]+)"', src)}
+    assert asked == keys, f"exercises without an answer cell: {sorted(keys - asked)}"
+    for src in answer_cells:
+        assert "..." in src, f"answer cell without a ... placeholder:\n{src}"
+
+
+def _defined(tree) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _loaded(tree) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_kept_cells_never_read_what_only_a_solution_defined(path):
+    """The student copy is the chapter minus its solutions: if no kept cell reads a name that only
+    a solution cell defines, every kept cell sees the same names as in the book's run."""
+    cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    trees = [ast.parse(_code(_src(c))) for c in cells]
+    kept_defs: set[str] = set()
+    for cell, tree in zip(cells, trees, strict=True):
+        if not ms.is_solution(cell):
+            kept_defs |= _defined(tree)
+    only_in_solutions: set[str] = set()
+    for cell, tree in zip(cells, trees, strict=True):
+        if ms.is_solution(cell):
+            only_in_solutions |= _defined(tree) - kept_defs
+        else:
+            used = _loaded(tree) & only_in_solutions
+            assert not used, (
+                f"{path.name}: a kept cell reads {sorted(used)}, set only by a solution"
+            )
+
+
+def test_a_placeholder_cell_of_each_kind_is_reported_unanswered():
+    from mzlite.exercises import check
+
+    def todo(*args): ...  # a student's function whose body is not written yet
+
+    assert check("ch1.area", ...).status == "unanswered"
+    assert check("ch3.gate_function", todo, seed=3).status == "unanswered"
+
+
+def test_seed_and_roster(tmp_path):
+    nb = json.loads(NOTEBOOKS[0].read_text())
+    copy = ms.student_copy(nb, seed=42)
+    params = next(c for c in copy["cells"] if "parameters" in c["metadata"].get("tags", []))
+    assert re.search(r"(?m)^seed = 42$", _src(params))
+    assert copy["metadata"]["mzlite_student"]["seed"] == 42
+    roster = tmp_path / "class.csv"
+    roster.write_text("# name[,seed]\nada,7\ngrace\n")
+    assert ms.read_roster(roster) == [("ada", 7), ("grace", ms.seed_for("grace"))]
+    assert ms.seed_for("grace") == ms.seed_for("grace") != ms.seed_for("ada")
+    roster.write_text("bad name\n")
+    with pytest.raises(ValueError, match="a name may hold"):
+        ms.read_roster(roster)
+    assert ms.main([NOTEBOOKS[0].stem, "--out", str(tmp_path / "out"), "--roster", "nope.csv"]) == 2
+
+
+def test_exercise_part_keeps_setup_and_answer_cells():
+    nb = json.loads(NOTEBOOKS[0].read_text())
+    part = ms.exercise_part(ms.student_copy(nb))
+    code = [c for c in part["cells"] if c["cell_type"] == "code"]
+    assert "parameters" in code[0]["metadata"].get("tags", [])
+    assert all(ms.is_answer(c) for c in code[2:]) and len(code) > 2
