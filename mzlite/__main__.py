@@ -8,6 +8,7 @@
         --gpus-per-job 0.25 --checkpoint-dir /shared/checkpoints
     python -m mzlite report tab:meb --profile smoke [--format text]
     python -m mzlite plan tab:tdof-verify tab:meb --profile cpu-converged --cells 'd8-*'
+    python -m mzlite grade SUBMISSIONS/ [--out GRADES/] [--timeout 600]
 
 Bad input (unknown table, profile or model, an invalid seed range) prints what is valid and
 exits with status 2.
@@ -68,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="smoke")
     p.add_argument("--format", choices=("markdown", "text"), default="markdown")
     p.add_argument("--results-dir", default=None)
+
+    p = sub.add_parser("grade", help="execute student notebooks, collect their exercise checks")
+    p.add_argument("submissions", help="a folder: STUDENT/NN_chapter.ipynb (or notebooks in it)")
+    p.add_argument("--out", default=None, help="report folder (default: SUBMISSIONS-grades)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per notebook (600)")
     return ap
 
 
@@ -77,6 +83,15 @@ def _split(s):
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    if args.cmd == "grade":
+        from mzlite.exercises.grading import grade
+
+        try:
+            grade(args.submissions, args.out, args.timeout)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
     from mzlite import experiments as ex
 
     try:
