@@ -35,6 +35,7 @@ student: $(STAMP)
 	$(VPY) book/_scripts/make_student.py
 
 book: $(STAMP) assets notebooks student
+	$(VPY) book/_scripts/teaching.py
 	$(VENV)/bin/jupyter-book build book -W -n --keep-going
 	@echo
 	@echo "The book is built: open book/_build/html/index.html in a browser (it works offline)."

@@ -117,8 +117,7 @@ def test_coding_exercise_right_wrong_and_placeholder(key, seed):
         r = check(key, wrong, seed=seed)
         assert r.status == "wrong" and name in r.message, (name, r.message)
 
-    def todo(*args):
-        ...
+    def todo(*args): ...
 
     assert check(key, todo, seed=seed).status == "unanswered"
     broken = check(key, lambda *a: 1 / 0, seed=seed)

@@ -4,25 +4,18 @@ nothing a student keeps needs what a solution defined."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
+from book_scripts import load
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / f"book/_scripts/{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ms = _load("make_student")
+ms = load("make_student")
 
 
 def _src(cell):

@@ -23,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "notebooks"
 TARGET = ROOT / "book" / "chapters"
+# Every executed chapter's recorded wall time, for the teaching page's table (book/_scripts/teaching.py)
+TIMES = TARGET / "execution_times.json"
 # Everything a chapter's output can depend on besides its own source. Smoke results are not an
 # input: the chapters write them while they execute (they are not committed either).
 DEPENDENCY_GLOBS = [
@@ -182,11 +184,29 @@ def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool
         "parameters": parameters,
         "wall_time_s": round(wall, 1),
         "executed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": os.environ.get("OMP_NUM_THREADS"),
     }
     partial.write_text(json.dumps(nb, indent=1))
     os.replace(partial, executed)
     print(f"executed {notebook.name} in {wall:.1f} s", flush=True)
     return True
+
+
+def record_times() -> dict:
+    """Write the recorded wall time of every executed chapter (re-executed now or not) to TIMES."""
+    times = {}
+    for executed in sorted(TARGET.glob("[0-9][0-9]_*.ipynb")):
+        if executed.name.endswith(".partial.ipynb"):
+            continue
+        meta = json.loads(executed.read_text())["metadata"].get("mzlite_execution", {})
+        if "wall_time_s" in meta:
+            times[executed.stem] = meta
+    if TARGET.exists():
+        partial = TIMES.with_suffix(".partial")
+        partial.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")
+        os.replace(partial, TIMES)
+    return times
 
 
 def main(argv=None) -> int:
@@ -208,6 +228,7 @@ def main(argv=None) -> int:
         return 2
     chosen = [available[c] for c in args.chapters] if args.chapters else list(available.values())
     failed = [nb.name for nb in chosen if not execute(nb, parameters, args.force, args.timeout)]
+    record_times()
     if failed:
         print(f"{len(failed)} notebook(s) failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -196,18 +196,13 @@ def diagnose(
     that mistake) say which one the learner made. Outputs are tensors or tuples of tensors."""
     if _close(got, reference, rtol, atol):
         return True, f"{what} agrees with mzlite"
-    shape = (
-        getattr(torch.as_tensor(reference), "shape", None)
-        if not isinstance(reference, tuple | list)
-        else None
-    )
     for wrong, name in mistakes:
         if _close(got, wrong, rtol, atol):
             return False, f"{what} is what you get with {name}"
-    if shape is not None:
-        got_shape = tuple(torch.as_tensor(got).shape)
-        if got_shape != tuple(shape):
-            return False, f"{what} has shape {got_shape}, expected {tuple(shape)}"
+    if not isinstance(reference, tuple | list):
+        want, have = tuple(torch.as_tensor(reference).shape), tuple(torch.as_tensor(got).shape)
+        if have != want:
+            return False, f"{what} has shape {have}, expected {want}"
     return False, f"{what} differs from mzlite's"
 
 
