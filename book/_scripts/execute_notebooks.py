@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "notebooks"
 TARGET = ROOT / "book" / "chapters"
-# Every executed chapter's recorded wall time, for the teaching page's table (book/_scripts/teaching.py)
+# Every executed chapter's recorded wall time, for the teaching page (book/_scripts/teaching.py)
 TIMES = TARGET / "execution_times.json"
 # Everything a chapter's output can depend on besides its own source. Smoke results are not an
 # input: the chapters write them while they execute (they are not committed either).

@@ -41,11 +41,8 @@ SOURCE = ROOT / "notebooks"
 TARGET = ROOT / "book" / "_build" / "student"
 # The zip the book links to (book/teaching.md): inside the book's source tree, ignored by git.
 ZIP = ROOT / "book" / "_generated" / "mzattn-student-notebooks.zip"
-# Sentences of the reading version that are not true of a student copy.
-READER_ONLY = [
-    " The hidden cell\nbelow it holds a solution.",
-    " The hidden cell below it holds a solution.",
-]
+# Sentences of the reading version that are not true of a student copy (any line breaks).
+READER_ONLY = [re.compile(r"\s*The hidden cell\s+below\s+it\s+holds\s+a\s+solution\.")]
 
 
 def calls_strict_check(src: str) -> bool:
@@ -101,7 +98,7 @@ def student_copy(nb: dict, seed: int | None = None, source: str = "") -> dict:
         else:
             text = "".join(cell["source"])
             for sentence in READER_ONLY:
-                text = text.replace(sentence, "")
+                text = sentence.sub("", text)
             cell["source"] = text.splitlines(keepends=True)
         cells.append(cell)
     out["cells"] = cells

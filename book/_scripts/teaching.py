@@ -29,7 +29,8 @@ OUT = ROOT / "book" / "_generated"
 HEADER = re.compile(
     r"^> \*\*Objectives\.\*\* After this chapter you can (?P<objectives>.+?)\n>\n"
     r"> \*\*Prerequisites\.\*\* (?P<prerequisites>.+?)\n>\n"
-    r"> \*\*Time\.\*\* About (?P<reading>\d+) min reading and (?P<exercises>\d+) min exercises\."
+    r"> \*\*Time\.\*\* About (?P<reading>\d+) min reading"
+    r"(?: and (?P<exercises>\d+) min exercises| \(no exercises\))\."
     r"(?P<rest>.*)$",
     re.S,
 )
@@ -50,7 +51,8 @@ def chapter_info(path: Path) -> dict:
         raise ValueError(
             f"{path.name}: the cell after the title must be the chapter's header block "
             "('> **Objectives.** After this chapter you can ...', '> **Prerequisites.** ...', "
-            "'> **Time.** About N min reading and M min exercises. ...')"
+            "'> **Time.** About N min reading and M min exercises. ...' or '... reading (no "
+            "exercises). ...')"
         )
     value, code = set(), set()
     for cell in cells:
@@ -66,7 +68,7 @@ def chapter_info(path: Path) -> dict:
         "objectives": _unquote(m["objectives"]),
         "prerequisites": _unquote(m["prerequisites"]),
         "reading_min": int(m["reading"]),
-        "exercise_min": int(m["exercises"]),
+        "exercise_min": int(m["exercises"] or 0),
         "exercises": len(value),
         "coding_exercises": len(code),
     }
@@ -93,7 +95,9 @@ def times_table(chapters: list[dict], times: dict) -> str:
     machines = set()
     for c in chapters:
         meta = times.get(c["stem"])
-        n = f"{c['exercises']}" + (f" + {c['coding_exercises']} coding" if c["coding_exercises"] else "")
+        n = f"{c['exercises']}" + (
+            f" + {c['coding_exercises']} coding" if c["coding_exercises"] else ""
+        )
         if meta:
             run_min = max(1, math.ceil(meta["wall_time_s"] / 60))
             run = f"{run_min} min"
@@ -102,14 +106,13 @@ def times_table(chapters: list[dict], times: dict) -> str:
         else:
             run, total = "not measured yet", f"{c['reading_min'] + c['exercise_min']} min + run"
         link = f"[{c['number']}. {c['title']}](chapters/{c['stem']}.ipynb)"
-        rows.append(
-            f"| {link} | {c['reading_min']} min | {c['exercise_min']} min ({n}) | {run} | {total} |"
-        )
+        work = f"{c['exercise_min']} min ({n})" if c["exercise_min"] else "none"
+        rows.append(f"| {link} | {c['reading_min']} min | {work} | {run} | {total} |")
     cores = sorted({str(m[0]) for m in machines if m[0]})
     dates = sorted({m[1] for m in machines if m[1]})
     note = (
-        f"Executing: the wall time recorded by `book/_scripts/execute_notebooks.py` when it last ran "
-        f"the chapter in the default `smoke` profile for this build"
+        "Executing: the wall time recorded by `book/_scripts/execute_notebooks.py` when it last "
+        "ran the chapter in the default `smoke` profile for this build"
         + (f", on a machine with {' or '.join(cores)} CPU cores" if cores else "")
         + (f" ({dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "") + ")" if dates else "")
         + ", rounded up to whole minutes. Reading and exercise minutes are the estimates in each "
