@@ -88,7 +88,20 @@ def _mz_head(c_hat, G_hat, gamma, M_c, M_l, W_mix, transpose=False):
     return c_hat @ M_c.T, G_hat @ M_c.T + torch.einsum("gl,bli->bgi", W_mix, new)
 
 
+def _tdof(ops, centred=True, tol=True):
+    flat = ops.flatten(1)
+    s = torch.linalg.svdvals(flat[1:] - flat[:1] if centred else flat)
+    return int((s > (1e-8 * s[0] if tol else 0)).sum())
+
+
 CODING = {
+    "ch2.tdof_function": (
+        _tdof,
+        [
+            (lambda ops: _tdof(ops, centred=False), "the operators themselves"),
+            (lambda ops: _tdof(ops, tol=False), "round-off"),
+        ],
+    ),
     "ch1.half_widths": (
         _half_widths,
         [(lambda G: G.norm(dim=-2), "L2 norm"), (lambda G: G.sum(dim=-2), "signed sum")],

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from ..analysis.tdof import mahalanobis_operator, random_sets, span_tdof
+from ..analysis.tdof import mahalanobis_operator, random_sets, span_tdof, zscore_operator
 from ..nn import MultiheadAttention, theorem3_layer
-from .checker import exercise
+from .checker import call, diagnose, exercise
 
 # ch2.extrapolate: a standard attention pooling layer (d = 3, one head, seed 7) on constant sets.
 EX_D, EX_LAYER_SEED, EX_T = 3, 7, -1.5
@@ -80,3 +80,63 @@ def _theorem3(answer):
     return ok, (
         f"f_A(S) = {[round(v, 4) for v in ref.tolist()]}" if ok else "not f_A(S) for that set"
     )
+
+
+# Coding exercise: a TDOF estimate from a target's operators on generic sets.
+TDOF_D = 4
+
+
+def _shifted_scaling(x, mask=None):
+    """``T(S) = J + diag(mu(S))``, J the all-ones matrix: a set-dependent diagonal around a
+    constant part outside the diagonal (TDOF d; the operators themselves span d + 1)."""
+    mu = x.mean(1) if mask is None else (x * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+    return torch.ones(x.shape[-1], x.shape[-1], dtype=x.dtype) + torch.diag_embed(mu)
+
+
+TDOF_TARGETS = {
+    "J + diag(mu)": _shifted_scaling,
+    "z-score": zscore_operator,
+    "Mahalanobis": mahalanobis_operator,
+}
+
+
+def tdof_inputs(seed: int = 0) -> dict[str, torch.Tensor]:
+    """Operators ``T(S_b)`` (n_sets, d, d) of three targets on the same generic sets in
+    ``R^4`` (from the notebook's ``seed``), by target name: the inputs of ch2.tdof_function."""
+    x = random_sets(3 * TDOF_D**2, TDOF_D + 3, TDOF_D, seed=10_007 + seed)
+    return {name: T(x, None) for name, T in TDOF_TARGETS.items()}
+
+
+@exercise(
+    "ch2.tdof_function",
+    hint="Subtract one operator from all the others, flatten each difference, and count the "
+    "singular values above 1e-8 times the largest.",
+    per_seed=True,
+)
+def _tdof_function(function, seed):
+    x = random_sets(3 * TDOF_D**2, TDOF_D + 3, TDOF_D, seed=10_007 + seed)
+    for name, T in TDOF_TARGETS.items():
+        ops = T(x, None)
+        ref = span_tdof(T, x).rank
+        flat = ops.flatten(1)
+        s = torch.linalg.svdvals(flat[1:] - flat[:1])
+        got = call(function, ops.clone())
+        if isinstance(got, bool) or int(got) != got:
+            return False, f"return the TDOF as an int, got {got!r}"
+        ok, why = diagnose(
+            int(got),
+            ref,
+            [
+                (
+                    torch.linalg.matrix_rank(flat).item(),
+                    "the rank of the operators themselves: a constant part M_0 is not a degree of "
+                    "freedom, subtract one operator first",
+                ),
+                (int((s > 0).sum()), "every nonzero singular value: round-off is not a direction"),
+                (torch.linalg.matrix_rank(ops[0]).item(), "the rank of one operator"),
+            ],
+            what=f"your TDOF of {name}",
+        )
+        if not ok:
+            return False, why
+    return True, f"{', '.join(TDOF_TARGETS)}: the span TDOF of mzlite.analysis.tdof, every one"
