@@ -129,8 +129,8 @@ def check(key: str, answer: object = ..., *, seed: int = 0, strict: bool = False
             # it was, so a chapter computes the same numbers whether or not a check ran.
             with torch.random.fork_rng(devices=[]):
                 ok, why = ex.checker(answer, seed) if ex.per_seed else ex.checker(answer)
-        except Unanswered:
-            ok, why = None, _unanswered(ex)
+        except Unanswered as e:
+            ok, why = None, " ".join(filter(None, [str(e), _unanswered(ex)]))
         except Exception as e:  # a malformed answer is a wrong answer, with the reason shown
             ok, why = False, f"could not check this answer ({type(e).__name__}: {e})"
         if ok is None:
@@ -165,7 +165,7 @@ def call(function, *args):
         raise TypeError(f"expected a function (def ...), got {type(function).__name__}")
     out = function(*args)
     if out is None or out is ...:
-        raise Unanswered()
+        raise Unanswered("your function returns nothing yet: write its body, then")
     return out
 
 
