@@ -1158,7 +1158,9 @@ def is_done(job: Job) -> bool:
         # precision: what the run used (amp=None is resolved per machine and recorded in the
         # history) against what this job would use here
         old_cfg = {**old_cfg, "amp": result_amp(res)}
-        new_cfg["amp"] = resolve_amp(cfg.amp, resolve_device(job.device))
+        # an explicit device needs no CUDA here: a cluster driver judges GPU workers' results
+        where = resolve_device("auto") if job.device == "auto" else torch.device(job.device)
+        new_cfg["amp"] = resolve_amp(cfg.amp, where)
         free = ("seed", "device", "num_threads", "eval_batch_size")  # where, not what
         for k in sorted(old_cfg.keys() & new_cfg.keys()):
             if k not in free and old_cfg[k] != new_cfg[k]:

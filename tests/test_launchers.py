@@ -129,6 +129,13 @@ def test_ray_run_equals_local_survives_a_killed_worker_and_skips_done(cluster, c
 
     again = _run(tmp_path / "ray", cache, RayLauncher(checkpoint_dir=ckpt_dir))
     assert not again["done"] and not again["failed"] and len(again["skipped"]) == 3
+    # a driver without a GPU judges what GPU workers ran: is_done needs no CUDA on the driver
+    (gpu_job,) = ex.jobs(TABLE, PROFILE, cells=[VICTIM], results_dir=tmp_path / "ray",
+                         cache_dir=cache, device="cuda")  # fmt: skip
+    try:
+        ex.is_done(gpu_job)  # True, or "a different experiment" where this CPU trains in bf16
+    except ValueError as e:
+        assert "CUDA is not available" not in str(e) and "train_config.amp" in str(e)
 
 
 def test_a_failing_job_is_reported_with_its_traceback_and_the_others_finish(
