@@ -16,10 +16,13 @@ Three measurements (issue 10), each printed with ``os.getloadavg()`` because the
             difference of the means in units of the seed std.
 ``layout``  throughput of the experiment runner's two CPU layouts for one table's jobs:
             2 processes x 1 thread against 1 process x 2 threads (jobs per minute).
+``levers``  one training step under each lever (precision, the baseline's attention code, fused
+            AdamW) and the cost of each part of the generator stream, in one process.
 
     python benchmarks/fit_speed.py speed                 # ~10 min on 2 cores
     python benchmarks/fit_speed.py equal --seeds 0-2 --epochs 15
     python benchmarks/fit_speed.py layout
+    python benchmarks/fit_speed.py levers                # one process, ~2 min CPU
 """
 
 from __future__ import annotations
@@ -143,7 +146,9 @@ def equal(args) -> None:
     for seed in seeds:
         for label, amp in modes.items():
             cfg = job.train_config()
-            kw = {"seed": seed, "amp": amp} | ({"epochs": args.epochs} if args.epochs else {})
+            kw = {"seed": seed, "amp": amp}
+            if args.epochs:
+                kw |= {"epochs": args.epochs, "warmup_epochs": min(cfg.warmup_epochs, args.epochs)}
             cfg = type(cfg)(**{**cfg.to_dict(), **kw, "betas": tuple(cfg.betas)})
             model = ex.build_cell_model(job.cell, tr.d_in, tr.d_out, seed, "cpu")
             t = time.perf_counter()
@@ -217,6 +222,91 @@ def layout(args) -> None:
     )
 
 
+def levers(args) -> None:
+    """Training-step CPU time of MZ-Full (batch 128, sets of 10-30) under each lever, all models
+    in one process, interleaved, one thread: precision, the baseline commit's attention code,
+    and what the generator stream, its LayerNorms, its FFN and dropout cost."""
+    import importlib.util
+
+    import torch
+    import torch.nn.functional as F
+
+    import mzlite.attention as attention
+    import mzlite.models as models
+
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(128, 30, 8, generator=g)
+    mask = torch.arange(30)[None] < torch.randint(10, 31, (128,), generator=g)[:, None]
+    y = torch.randn(128, 1, generator=g)
+    blocks = ("ISAB", "PMA", "SAB", "MZISAB", "MZPMA", "MZSAB", "ZonotopeProjection")
+
+    def build(code=attention, strip=(), **kw):
+        saved = {b: getattr(models, b) for b in blocks}
+        for b in blocks:  # build with another version of the attention blocks
+            setattr(models, b, getattr(code, b))
+        try:
+            torch.manual_seed(0)
+            m = models.make_model("mz_full", 8, device="cpu", **kw)
+        finally:
+            for b, v in saved.items():
+                setattr(models, b, v)
+        for mod in m.modules():
+            if isinstance(mod, code.MZMAB):
+                for name in strip:  # cost of a part: replace it by the identity
+                    setattr(mod, name, torch.nn.Identity())
+        return m
+
+    with tempfile.TemporaryDirectory() as tmp:
+        export_commit(args.baseline, Path(tmp))
+        spec = importlib.util.spec_from_file_location(
+            "mzlite._baseline_attention", Path(tmp) / "mzlite" / "attention.py"
+        )
+        old = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+    cases = {  # name: (model, amp, fused AdamW)
+        f"{args.baseline} attention, float32": (build(old), False, False),
+        "float32": (build(), False, True),
+        f"{args.baseline} attention, bf16": (build(old), True, True),
+        "bf16 (fit's default here)": (build(), True, True),
+        "bf16, foreach AdamW": (build(), True, False),
+        "bf16, dropout 0": (build(dropout=0.0), True, True),
+        "bf16, no generator LayerNorms": (build(strip=("ln0_g", "ln1_g")), True, True),
+        "bf16, no generator FFN": (build(strip=("ffn_g",)), True, True),
+        "bf16, n_g=1": (build(n_g=1), True, True),
+    }
+    opts = {
+        k: torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=1e-5, fused=fused or None)
+        for k, (m, _, fused) in cases.items()
+    }
+
+    def step(k):
+        m, amp, _ = cases[k]
+        m.train()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            pred = m(x, mask)
+        loss = F.mse_loss(pred.float(), y)
+        opts[k].zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opts[k].step()
+
+    times = {k: [] for k in cases}
+    keys = list(cases)
+    for r in range(args.repeats + 2):
+        for k in keys if r % 2 == 0 else keys[::-1]:
+            t = time.process_time()
+            step(k)
+            if r >= 2:
+                times[k].append(1e3 * (time.process_time() - t))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    ref = med["bf16 (fit's default here)"]
+    print(f"training step, CPU time of one thread, median of {args.repeats} interleaved repeats")
+    for k, v in med.items():
+        print(f"  {k:34} {v:7.1f} ms   {v - ref:+7.1f} ms vs fit's default")
+    print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -238,8 +328,11 @@ def main(argv=None) -> None:
     lay = sub.add_parser("layout", help="runner throughput, 2 procs x 1 thread vs 1 x 2")
     lay.add_argument("--model", default="mz_full")
     lay.add_argument("--repeats", type=int, default=3)
+    lev = sub.add_parser("levers", help="training-step CPU time under each lever, one process")
+    lev.add_argument("--baseline", default="abea232")
+    lev.add_argument("--repeats", type=int, default=7)
     args = ap.parse_args(argv)
-    {"speed": speed, "equal": equal, "layout": layout}[args.what](args)
+    {"speed": speed, "equal": equal, "layout": layout, "levers": levers}[args.what](args)
 
 
 if __name__ == "__main__":
