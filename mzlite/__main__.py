@@ -144,7 +144,7 @@ def main(argv=None) -> int:
             )
             return 1 if out["failed"] else 0
         if args.cmd == "plan":
-            from mzlite.plan import plan
+            from mzlite.experiments.plan import plan
 
             seeds = None if args.seeds is None else ex.parse_seeds(args.seeds)
             print(
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
             )
             return 0
         if args.cmd == "report":
-            from mzlite.report import report
+            from mzlite.experiments.report import report
 
             r = report(args.table, args.profile, args.results_dir)
             print(r.to_markdown() if args.format == "markdown" else r.to_text())

@@ -14,8 +14,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from . import experiments as ex
+from .experiments.report import mean_std
 from .paper import paper_value
-from .report import mean_std
 
 __all__ = ["LABEL", "ranks", "null_test", "converged_profile"]
 

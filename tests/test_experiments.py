@@ -1,4 +1,4 @@
-"""The experiment registry, runner, CLI and report (mzlite.experiments, mzlite.report).
+"""The experiment registry, runner, CLI and report (mzlite.experiments, mzlite.experiments.report).
 
 Everything writes to temporary directories (results and dataset cache); training uses the smoke
 profile restricted to a few cells so the whole file runs in a couple of minutes on a CPU."""
@@ -20,8 +20,8 @@ import torch
 
 from mzlite import experiments as ex
 from mzlite.__main__ import main as cli
+from mzlite.experiments.report import report
 from mzlite.paper import load_paper_table, paper_cell
-from mzlite.report import report
 from mzlite.tasks import make_splits, make_task
 from mzlite.train import fit
 
@@ -503,9 +503,9 @@ def test_default_cpu_layout_is_one_single_thread_worker_per_core(
     """workers=None on a 2-core CPU: two 1-thread processes (smoke: one, in-process), said in the
     run's output; the jobs themselves are replaced by a recorder."""
     seen = {}
-    monkeypatch.setattr(ex.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(ex, "_splits", lambda job, workers=1: None)
-    monkeypatch.setattr(ex, "_run_jobs", lambda todo, git, w, t, *a: seen.update(w=w, t=t))
+    monkeypatch.setattr(ex.runner.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(ex.runner, "_splits", lambda job, workers=1: None)
+    monkeypatch.setattr(ex.runner, "_run_jobs", lambda todo, git, w, t, *a: seen.update(w=w, t=t))
     ex.run("tab:tdof-verify", profile, device="cpu", cells=["L4-*", "L8-*"], **dirs)
     assert (seen["w"], seen["t"]) == expected
     w, t = expected

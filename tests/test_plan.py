@@ -1,4 +1,4 @@
-"""mzlite.plan: CPU-hour estimates from the per-epoch costs of results on disk."""
+"""mzlite.experiments.plan: CPU-hour estimates from the per-epoch costs of results on disk."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from mzlite import experiments as ex
 from mzlite.__main__ import main as cli
-from mzlite.plan import plan
+from mzlite.experiments.plan import plan
 
 
 def _write(root, table, cell, seed, profile, sizes, wall, epochs, threads=1):

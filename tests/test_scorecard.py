@@ -11,9 +11,9 @@ import pytest
 
 from mzlite import experiments as ex
 from mzlite._io import atomic_write_json
+from mzlite.experiments.report import report
+from mzlite.experiments.scorecard import VERDICTS, claims, evaluate, judge, scorecard
 from mzlite.paper import load_paper_table
-from mzlite.report import report
-from mzlite.scorecard import VERDICTS, claims, evaluate, judge, scorecard
 
 ROOT = Path(__file__).resolve().parents[1]
 

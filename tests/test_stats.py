@@ -1,4 +1,5 @@
-"""mzlite.stats: convergence of one run, Welch's test and the bootstrap interval over seeds."""
+"""mzlite.experiments.stats: convergence of one run, Welch's test and the bootstrap interval over
+seeds."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from mzlite import stats
+from mzlite.experiments import stats
 
 
 def _hist(val_loss, stop, patience=15, cap=200):

@@ -1,13 +1,13 @@
 """Chapter 9 exercises ("Reproduction scorecard"): every reference answer is computed by
-:mod:`mzlite.scorecard` (its verdict rule ``judge``, its tie threshold) and :mod:`mzlite.stats`
-(Welch's test), or read from the committed results."""
+:mod:`mzlite.experiments.scorecard` (its verdict rule ``judge``, its tie threshold) and
+:mod:`mzlite.experiments.stats` (Welch's test), or read from the committed results."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from .. import stats
-from ..scorecard import TIE, VERDICTS, Claim, judge, scorecard
+from ..experiments.scorecard import TIE, VERDICTS, Claim, judge, scorecard
 from .checker import exercise
 
 BASELINES = ("b0", "b1", "b2")

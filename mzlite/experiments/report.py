@@ -1,6 +1,6 @@
 """Our numbers beside the paper's, one table at a time.
 
-    from mzlite.report import report
+    from mzlite.experiments.report import report
     r = report("tab:meb", profile="smoke")    # a Report: rows of plain dicts, no pandas
     print(r.to_markdown())                     # or r.to_text(); in a notebook it renders as HTML
 
@@ -10,7 +10,7 @@ printed mean +/- std (``data/paper``; "--" where the paper has no number). Deriv
 "MSE ratio" of tab:tdof-verify) are ratios of our two cells' mean metrics. Ablation cells (no
 paper number) come in a section of their own.
 
-Every row also says how many of its seeds *converged* (``mzlite.stats.convergence``: stopped
+Every row also says how many of its seeds *converged* (``stats.convergence``: stopped
 by early stopping, or on a plateau at the epoch cap), so a mean over runs that were still
 improving is visibly one.
 
@@ -30,7 +30,7 @@ import math
 import statistics
 
 from mzlite import experiments as ex
-from mzlite import stats as _stats
+from mzlite.experiments import stats as _stats
 from mzlite.paper import load_paper_table, paper_cell
 
 

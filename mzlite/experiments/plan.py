@@ -1,6 +1,6 @@
 """How many CPU hours will a table take? Estimates from measured per-epoch costs.
 
-    from mzlite.plan import plan
+    from mzlite.experiments.plan import plan
     p = plan("tab:tdof-verify", profile="cpu-converged")
     print(p.to_text())          # one row per cell, a total per table; p.rows are plain dicts
 

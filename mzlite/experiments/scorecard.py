@@ -1,6 +1,6 @@
 """The reproduction scorecard: one row per claim of the paper, our number beside it, a verdict.
 
-    from mzlite.scorecard import scorecard
+    from mzlite.experiments.scorecard import scorecard
     sc = scorecard()                          # every claim, best profile on disk per claim
     sc = scorecard(tables=["tab:meb"])        # the claims of one table
     print(sc.to_markdown())                   # in a notebook it renders as an HTML table
@@ -23,7 +23,7 @@ the results). A claim that passes with only some of its cells run (e.g. MZ beats
 baselines that ran) is "holds partly". "Here" is meant: a reduced protocol can fail a claim that
 the full protocol would pass; the protocol column says what ran.
 
-Statistics (``mzlite.stats``): our value is computed from the mean over seeds of each cell, and
+Statistics (``experiments.stats``): our value is computed from the mean over seeds of each cell, and
 the row prints mean +/- std, the number of seeds and how many runs converged for the cells it
 used. No verdict comes from too little: a claim whose cells have fewer than ``MIN_SEEDS`` (3)
 seeds, any run that did not converge, or results of mixed protocols is "insufficient evidence",
@@ -45,9 +45,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mzlite import experiments as ex
-from mzlite import stats as _stats
+from mzlite.experiments import stats as _stats
+from mzlite.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.paper import paper_cell
-from mzlite.report import device_names, epoch_range, mean_std, protocol_key
 
 VERDICTS = (
     "holds", "holds partly", "does not hold here", "insufficient evidence", "not run",

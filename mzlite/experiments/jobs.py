@@ -1,0 +1,222 @@
+"""Jobs: one (table, cell, seed, profile) to run, where its result lives, what is done."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from mzlite.train import TrainConfig
+
+from .specs import (
+    PROFILES,
+    SET_STATS,
+    Cell,
+    Profile,
+    TableSpec,
+    check_task_options,
+    default_cache_dir,
+    default_results_dir,
+    model_family,
+)
+from .tables import _registry, get_profile, get_table
+
+# ---------------------------------------------------------------------------------------------
+# Jobs
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_seeds(text) -> list[int]:
+    """``"0-4"`` -> [0, 1, 2, 3, 4]; ``"0,2,5"``; ``"3"``; or an iterable of ints. Seeds are
+    ints >= 0; a range must be ``lo-hi`` with lo <= hi."""
+    if text is None:
+        raise ValueError("seeds must be given")
+    if isinstance(text, int) and not isinstance(text, bool):
+        text = [text]
+    if not isinstance(text, str):
+        out = list(text)
+        if not out or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in out):
+            raise ValueError(f"seeds must be non-empty ints >= 0, got {out!r}")
+        return sorted(set(out))
+    out = set()
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)-(\d+)", part)
+        if m:
+            lo, hi = int(m[1]), int(m[2])
+            if lo > hi:
+                raise ValueError(f"invalid seed range {part!r}: lo > hi (write e.g. '0-4')")
+            out.update(range(lo, hi + 1))
+        elif re.fullmatch(r"\d+", part):
+            out.add(int(part))
+        else:
+            raise ValueError(
+                f"invalid seeds {text!r}: use a range '0-4', a list '0,2,5' or one seed '3'"
+            )
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class Job:
+    table: str
+    cell: Cell
+    seed: int
+    profile: Profile
+    result_path: Path
+    checkpoint_path: Path
+    cache_dir: Path
+    device: str
+
+    @property
+    def sizes(self) -> tuple[int, int, int]:
+        p = self.profile
+        if p.sizes:
+            return p.sizes
+        if p.max_sizes:
+            return tuple(min(a, b) for a, b in zip(self.cell.sizes, p.max_sizes, strict=True))
+        return self.cell.sizes
+
+    def train_config(self) -> TrainConfig:
+        c, p = self.cell, self.profile
+        kw = dict(p.train)
+        if c.model != SET_STATS and model_family(c.model) in p.lr_by_family:
+            kw["lr"] = p.lr_by_family[model_family(c.model)]
+        kw.update(c.train)  # a cell's own protocol (lr sweep, targets) wins
+        kw["batch_size"] = p.batch_size or c.batch_size
+        kw["eval_batch_size"] = max(kw["batch_size"], 256)
+        return TrainConfig(seed=self.seed, device=self.device, **kw)
+
+
+def protocol(job: Job) -> dict:
+    """What a result was trained under, beside its ``train_config``: the profile and its
+    description, the model family and where its learning rate comes from."""
+    c, p = job.cell, job.profile
+    out = {"profile": p.name, "description": p.description}
+    if c.model != SET_STATS:
+        fam = model_family(c.model)
+        if "lr" in c.train:
+            src = f"cell {c.id}"
+        elif p.lr_by_family:
+            src = f"profile {p.name}, family {fam}: {p.lr_source}"
+        else:
+            src = f"profile {p.name}" if "lr" in p.train else "the paper's (TrainConfig default)"
+        out.update(family=fam, lr_source=src)
+    return out
+
+
+def _experiment_key(job: Job) -> str:
+    """Everything that decides what a job computes, except its seed and where it runs."""
+    c = job.cell
+    key = {
+        "task": c.task,
+        "options": check_task_options(c.task, c.options),
+        "model": c.model,
+        "model_kwargs": c.model_kwargs,
+        "match_params": c.match_params,
+        "sizes": list(job.sizes),
+        "data_seed": job.profile.data_seed,
+    }
+    if c.model != SET_STATS:
+        cfg = job.train_config().to_dict()
+        for k in ("seed", "device", "num_threads"):
+            cfg.pop(k)
+        key["train"] = cfg
+    return json.dumps(key, sort_keys=True, default=str)
+
+
+def aliases(table, profile: str = "smoke") -> dict[str, str]:
+    """``{cell id: earlier cell id}`` for the cells of ``table`` that, under ``profile``, are the
+    same experiment as an earlier cell (an ablation variant that the profile's own protocol
+    already is: "targets standardised" under ``cpu-converged``, "raw targets" under ``full``).
+    They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
+    spec, prof = get_table(table), get_profile(profile)
+    registered = prof is PROFILES.get(prof.name) and _registry().get(spec.label) is spec
+    if registered:  # registered specs and profiles never change
+        return dict(_registered_aliases(spec.label, prof.name))
+    return _aliases(spec, prof)
+
+
+@cache
+def _registered_aliases(label: str, profile: str) -> dict[str, str]:
+    return _aliases(get_table(label), get_profile(profile))
+
+
+def _aliases(spec: TableSpec, prof: Profile) -> dict[str, str]:
+    seen: dict[str, str] = {}
+    out = {}
+    for c in spec.cells:
+        job = Job(spec.label, c, 0, prof, Path(), Path(), Path(), "cpu")
+        k = _experiment_key(job)
+        if k in seen:
+            out[c.id] = seen[k]
+        else:
+            seen[k] = c.id
+    return out
+
+
+def result_path(table, cell_id: str, seed: int, profile: str, results_dir=None) -> Path:
+    """``<results>/<profile>/<label-with-dashes>/<cell-id>__seed<k>.json``."""
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    return root / profile / get_table(table).dirname / f"{cell_id}__seed{seed}.json"
+
+
+def jobs(
+    table,
+    profile: str = "smoke",
+    seeds=None,
+    models=None,
+    cells=None,
+    results_dir=None,
+    cache_dir=None,
+    device: str = "auto",
+) -> list[Job]:
+    """Every (cell, seed) job of ``table`` under ``profile``, after the ``models`` (model names
+    or model ids of the table) and ``cells`` (cell-id glob patterns) filters."""
+    spec, prof = get_table(table), get_profile(profile)
+    want_seeds = None if seeds is None else parse_seeds(seeds)
+    chosen = list(spec.cells)
+    if models is not None:
+        models = [models] if isinstance(models, str) else list(models)
+        known = {c.model for c in spec.cells} | {c.id.rsplit("-", 1)[-1] for c in spec.cells}
+        bad = [m for m in models if m not in known]
+        if bad:
+            raise ValueError(f"unknown model(s) {bad} for {spec.label}; valid: {sorted(known)}")
+        chosen = [
+            c for c in chosen if c.model in models or c.id.rsplit("-", 1)[-1] in models
+            or c.model == SET_STATS
+        ]  # fmt: skip
+    if cells is not None:
+        pats = [cells] if isinstance(cells, str) else list(cells)
+        chosen = [c for c in chosen if any(fnmatch.fnmatch(c.id, p) for p in pats)]
+        if not chosen:
+            raise ValueError(
+                f"cells {pats} match no cell of {spec.label}; cells: {[c.id for c in spec.cells]}"
+            )
+    same = aliases(spec, prof)
+    chosen = [c for c in chosen if c.id not in same]  # run once, under the earlier cell's id
+    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    out = []
+    for c in chosen:
+        if c.model == SET_STATS:  # deterministic: one result, seed 0
+            ss = [0]
+        elif want_seeds is not None:
+            ss = want_seeds
+        else:
+            ss = list(range(prof.seeds if prof.seeds is not None else c.full_seeds))
+        for s in ss:
+            out.append(
+                Job(
+                    spec.label,
+                    c,
+                    s,
+                    prof,
+                    result_path(spec, c.id, s, prof.name, results_dir),
+                    cache_dir / "checkpoints" / prof.name / spec.dirname / f"{c.id}__seed{s}.pt",
+                    cache_dir,
+                    device,
+                )
+            )
+    return out

@@ -1,0 +1,66 @@
+"""Reading results back: by table, by cell, and which tables have results on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .jobs import aliases, jobs
+from .runner import load_result
+from .specs import PROFILES, default_results_dir
+from .tables import _registry, get_profile, get_table
+
+# ---------------------------------------------------------------------------------------------
+# Reading back
+# ---------------------------------------------------------------------------------------------
+
+
+def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
+    """Every result JSON of ``table`` under ``profile`` (sorted by cell and seed). A file whose
+    ``profile`` or ``table`` field disagrees with its directory raises ValueError: smoke and
+    full results are never mixed."""
+    spec, prof = get_table(table), get_profile(profile)
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    d = root / prof.name / spec.dirname
+    out = []
+    for p in sorted(d.glob("*__seed*.json")):
+        res = load_result(p)
+        if res is None:
+            continue
+        if res.get("profile") != prof.name or res.get("table") != spec.label:
+            raise ValueError(
+                f"{p} says profile={res.get('profile')!r}, table={res.get('table')!r} but lies "
+                f"under {prof.name}/{spec.dirname}: refusing to mix results"
+            )
+        out.append(res)
+    return out
+
+
+def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str, list[dict]]:
+    """``load_results`` grouped by cell id: ``{cell id: [result, ...]}`` (seed order)."""
+    out: dict[str, list[dict]] = {}
+    for r in load_results(table, profile, results_dir):
+        out.setdefault(r["cell"], []).append(r)
+    for cid, same in aliases(table, profile).items():  # the same experiment, run once
+        if cid not in out and same in out:
+            out[cid] = out[same]
+    return out
+
+
+def list_tables(results_dir=None) -> list[dict]:
+    """One row per registered table: label, title, cells, models, and for each profile the
+    number of (cell, seed) jobs and of results on disk."""
+    rows = []
+    for label, spec in _registry().items():
+        row = {
+            "label": label,
+            "title": spec.title,
+            "cells": len(spec.cells),
+            "ablation_cells": sum(c.part == "ablation" for c in spec.cells),
+            "models": spec.models,
+        }
+        for p in PROFILES:
+            js = jobs(label, p, results_dir=results_dir)
+            row[f"{p}_jobs"] = len(js)
+            row[f"{p}_results"] = sum(j.result_path.exists() for j in js)
+        rows.append(row)
+    return rows
