@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from mzlite.registry import Registry
+
 from .specs import PROFILES, SET_STATS, SET_STATS_LABEL, Cell, Derived, PaperRef, Profile, TableSpec
 
 # ---------------------------------------------------------------------------------------------
@@ -400,7 +402,7 @@ def _transfer_matrix() -> TableSpec:
 
 
 @cache
-def _registry() -> dict[str, TableSpec]:
+def _registry() -> Registry[TableSpec]:
     geo5 = (10_000, 2_000, 2_000)
     syn = (5_000, 1_000, 2_000)
     hull_models = [_ST, _ST_LARGE, _HYPER, _PERCEIVER, _LA_ST, _MZ_FULL, _MZ_LARGE]
@@ -432,7 +434,7 @@ def _registry() -> dict[str, TableSpec]:
         _egnn(),
         _transfer_matrix(),
     ]  # fmt: skip
-    return {s.label: s for s in specs}
+    return Registry("table", [(s.label, s) for s in specs])
 
 
 TABLES = tuple(_registry())  # every registered label, in registry order
@@ -447,7 +449,7 @@ def get_table(label: str) -> TableSpec:
         for cand in (label, label.replace("-", ":", 1), f"tab:{label}"):
             if cand in reg:
                 return reg[cand]
-    raise ValueError(f"unknown table {label!r}; valid tables: {', '.join(reg)}")
+    return reg[label]  # unknown: the error lists the valid tables
 
 
 def get_profile(profile: str) -> Profile:
