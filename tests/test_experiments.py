@@ -510,3 +510,13 @@ def test_default_cpu_layout_is_one_single_thread_worker_per_core(
     assert (seen["w"], seen["t"]) == expected
     w, t = expected
     assert f"{w} worker process(es) x {t} torch thread(s)" in capsys.readouterr().out
+
+
+def test_best_profile_is_the_first_with_results(tmp_path):
+    assert ex.best_profile("tab:meb", ("full", "cpu"), results_dir=tmp_path) is None
+    job = ex.jobs("tab:meb", "cpu")[0]
+    path = ex.result_path("tab:meb", job.cell.id, job.seed, "cpu", tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"profile": "cpu", "table": "tab:meb", "cell": job.cell.id}))
+    assert ex.best_profile("tab:meb", ("full", "cpu"), results_dir=tmp_path) == "cpu"
+    assert ex.best_profile("tab:meb", ("full",), results_dir=tmp_path) is None

@@ -65,6 +65,7 @@ from .jobs import (  # noqa: F401
     result_path,
 )
 from .results import (  # noqa: F401
+    best_profile,
     list_tables,
     load_results,
     results_by_cell,
@@ -119,6 +120,7 @@ __all__ = [
     "Profile",
     "TableSpec",
     "aliases",
+    "best_profile",
     "build_cell_model",
     "check_model_name",
     "check_task_options",

@@ -46,6 +46,15 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
     return out
 
 
+def best_profile(table, profiles=("full", "cpu"), results_dir=None) -> str | None:
+    """The first of ``profiles`` (most trusted first) with results of ``table`` on disk, or
+    None: which numbers a chapter shows beside the paper's."""
+    for p in profiles:
+        if load_results(table, p, results_dir):
+            return get_profile(p).name
+    return None
+
+
 def list_tables(results_dir=None) -> list[dict]:
     """One row per registered table: label, title, cells, models, and for each profile the
     number of (cell, seed) jobs and of results on disk."""
