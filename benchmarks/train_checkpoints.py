@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from mzlite.analysis import save_model_checkpoint
-from mzlite.models import MZSetTransformer, MZSetTransformerConfig, count_parameters
+from mzlite.nn.models import MZSetTransformer, MZSetTransformerConfig, count_parameters
 from mzlite.tasks import make_splits
 from mzlite.train import TrainConfig, evaluate, fit, seed_everything
 

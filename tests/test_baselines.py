@@ -1,4 +1,4 @@
-"""Guarantees of mzlite.baselines, each against an independent computation: masking (each set
+"""Guarantees of mzlite.nn.baselines, each against an independent computation: masking (each set
 alone, unpadded), permutation / E(n) invariance, explicit-formula references for linear attention,
 the HyperNet value map and the EGNN layer, hand-counted parameters, and parameter matching."""
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mzlite.baselines import (
+from mzlite.nn.baselines import (
     NAMES,
     PERMUTATION_INVARIANT,
     EGNNLayer,
@@ -146,7 +146,7 @@ def test_learns_a_masked_mean(name):
 
 
 def _fields(name):
-    from mzlite.baselines import MODELS
+    from mzlite.nn.baselines import MODELS
 
     return {f for f in MODELS[name].config.__dataclass_fields__}
 

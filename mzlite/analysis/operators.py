@@ -25,8 +25,8 @@ import torch
 
 from .._checks import as_float_tensor, check_finite
 from .._torch import map_batches
-from ..attention import MZMAB, MZAttention
-from ..models import MZSetTransformer, MZSetTransformerConfig, config_dict
+from ..nn.attention import MZMAB, MZAttention
+from ..nn.models import MZSetTransformer, MZSetTransformerConfig, config_dict
 from ..train import load_checkpoint, load_model_state, save_checkpoint
 
 __all__ = [

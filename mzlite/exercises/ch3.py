@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..models import count_parameters
+from ..nn.models import count_parameters
 from ..nn import MultiheadAttention, MZAttention
 from ..zonotope import Zonotope
 from .checker import call, diagnose, exercise, rng

@@ -17,12 +17,12 @@ from pathlib import Path
 import torch
 
 import mzlite
-from mzlite import baselines as _baselines
 from mzlite import tasks as _tasks
 from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
 from mzlite._paths import REPO_ROOT
 from mzlite.experiments import stats as _stats
+from mzlite.nn import baselines as _baselines
 from mzlite.train import evaluate, fit, resolve_amp, seed_everything
 
 from .jobs import Job, jobs, protocol
@@ -110,7 +110,7 @@ def _dataset_keys(job: Job) -> list[str]:
 
 @cache
 def _matched_kwargs(name: str, d_in: int, d_out: int, target: int, fixed: tuple) -> dict:
-    from mzlite.baselines import match_width
+    from mzlite.nn.baselines import match_width
 
     return match_width(name, d_in, d_out, target, **dict(fixed))[0]
 
@@ -232,7 +232,7 @@ def run_job(
         stats = hist if cfg.normalize_targets else None
         test = evaluate(model, te, cfg, target_stats=stats)
         best = hist.best_epoch
-        from mzlite.baselines import config_dict
+        from mzlite.nn.baselines import config_dict
 
         out.update(
             {

@@ -325,7 +325,7 @@ class MZPMA(nn.Module):
 def _tokens(c, G):
     """Token zonotopes as ``mzlite.zonotope.Zonotope`` when that module exists, else ``(c, G)``."""
     try:
-        from .zonotope import Zonotope
+        from ..zonotope import Zonotope
     except ImportError:
         return c, G
     return Zonotope(c, G)

@@ -59,7 +59,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._checks import check_config_fields, resolve_device
+from .._checks import check_config_fields, resolve_device
+from ..registry import Registry
 from .attention import (
     MAB,
     PMA,
@@ -78,7 +79,6 @@ from .models import (
     _check_set,
     count_parameters,
 )
-from .registry import Registry
 
 __all__ = [
     "NAMES",

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 import torch.nn as nn
 
-from ._checks import (
+from .._checks import (
     as_float_tensor,
     check_config_fields,
     check_finite,
@@ -17,7 +17,7 @@ from ._checks import (
     check_same,
     resolve_device,
 )
-from ._torch import eval_mode
+from .._torch import eval_mode
 from .attention import (
     ISAB,
     MZISAB,
