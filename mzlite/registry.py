@@ -10,7 +10,7 @@ lists every valid name, so a typo is answered with the list to pick from::
     def deep_sets(...): ...
 
     MODELS["deepsets"]   # the object
-    MODELS["deepset"]    # UnknownName: unknown model 'deepset'; valid models: deepsets, ...
+    MODELS["deepset"]    # UnknownName: unknown model name 'deepset'; valid models: deepsets, ...
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class Registry(Mapping[str, T], Generic[T]):
     def unknown_message(self, name) -> str:
         valid = ", ".join(self._items) or "none"
         aliases = ", ".join(f"{a} = {n}" for a, n in self._aliases.items())
-        return f"unknown {self.kind} {name!r}; valid {self.plural}: {valid}" + (
+        return f"unknown {self.kind} name {name!r}; valid {self.plural}: {valid}" + (
             f" (aliases: {aliases})" if aliases else ""
         )
 

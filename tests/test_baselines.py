@@ -8,17 +8,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mzlite.nn.baselines import (
+from mzlite.nn import (
     NAMES,
     PERMUTATION_INVARIANT,
-    EGNNLayer,
-    HyperAttention,
-    LinearAttention,
     build_model,
     count_parameters,
     match_width,
     param_table,
 )
+from mzlite.nn.baselines import EGNNLayer, HyperAttention, LinearAttention
 
 D_IN = 4
 ST = dict(d_model=16, n_heads=4, d_ff=32, n_inducing=4)
@@ -146,7 +144,7 @@ def test_learns_a_masked_mean(name):
 
 
 def _fields(name):
-    from mzlite.nn.baselines import MODELS
+    from mzlite.nn import MODELS
 
     return {f for f in MODELS[name].config.__dataclass_fields__}
 

@@ -20,13 +20,13 @@ def test_lookup_order_and_mapping_behaviour():
 
 def test_unknown_name_lists_the_valid_ones_and_is_both_key_and_value_error():
     reg = Registry("table", [("tab:meb", 0), ("tab:hull", 1)])
-    message = r"^unknown table 'tab:mbe'; valid tables: tab:meb, tab:hull$"
+    message = r"^unknown table name 'tab:mbe'; valid tables: tab:meb, tab:hull$"
     for kind in (KeyError, ValueError, UnknownName):
         with pytest.raises(kind, match=message):
             reg["tab:mbe"]
     with pytest.raises(UnknownName, match="valid exercises: none"):
         Registry("exercise", plural="exercises")["ch1.x"]
-    with pytest.raises(UnknownName, match=r"unknown table \['x'\]"):
+    with pytest.raises(UnknownName, match=r"unknown table name \['x'\]"):
         reg[["x"]]
 
 
@@ -41,7 +41,7 @@ def test_names_are_unique_non_empty_strings():
 
 def test_tasks_are_a_registry():
     assert isinstance(T.TASKS, Registry) and "meb_radius" in T.TASKS
-    with pytest.raises(ValueError, match="unknown task 'meb'; valid tasks: .*meb_radius"):
+    with pytest.raises(ValueError, match="unknown task name 'meb'; valid tasks: .*meb_radius"):
         T.make_task("meb", 3)
 
 
@@ -56,5 +56,5 @@ def test_aliases_find_their_target_and_stay_out_of_the_listing():
         reg.alias("st", "mz_full")
     with pytest.raises(ValueError, match="registered twice"):
         reg.add("standard", 3)
-    with pytest.raises(UnknownName, match="unknown model 'nope'"):
+    with pytest.raises(UnknownName, match="unknown model name 'nope'"):
         reg.alias("x", "nope")

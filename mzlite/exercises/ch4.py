@@ -1,7 +1,7 @@
 """Chapter 4 exercises ("Training MZAttn for real"): the protocol is that of ``tab:tdof-verify``
 under the ``full`` profile (the paper's). Reference answers are computed here from the
 experiment registry and ``TrainConfig``, with formulas written out independently of
-``mzlite.train.lr_at`` and of ``mzlite.nn.baselines.build_model``, which the solutions use."""
+``mzlite.train.lr_at`` and of ``mzlite.nn.build_model``, which the solutions use."""
 
 from __future__ import annotations
 

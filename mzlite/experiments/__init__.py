@@ -50,7 +50,7 @@ Choices the paper leaves open, fixed here (each also stated where it is made):
   ablation cell that is the same experiment as an earlier cell under a profile is run once
   (``aliases``).
 - Parameter matching: ST-Large is the paper's fixed d=80, d_ff=200; HyperNet (r=8) and LA-ST are
-  ``mzlite.nn.baselines.match_width`` to the paper's 360K and 359K at the task's own d_in.
+  ``mzlite.nn.match_width`` to the paper's 360K and 359K at the task's own d_in.
 - "1-layer" models (tab:tdof-verify, tab:gen-ablation) have one ISAB encoder block
   (``n_enc=1``); "ST-4L" has four (``n_enc=4``): the paper's tab:depth counts (140K for one
   layer, 208K for two, +68K per layer) are exactly what ``n_enc`` gives.

@@ -17,12 +17,12 @@ from pathlib import Path
 import torch
 
 import mzlite
+from mzlite import nn as _nn
 from mzlite import tasks as _tasks
 from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
 from mzlite._paths import REPO_ROOT
 from mzlite.experiments import stats as _stats
-from mzlite.nn import baselines as _baselines
 from mzlite.train import evaluate, fit, resolve_amp, seed_everything
 
 from .jobs import Job, jobs, protocol
@@ -110,7 +110,7 @@ def _dataset_keys(job: Job) -> list[str]:
 
 @cache
 def _matched_kwargs(name: str, d_in: int, d_out: int, target: int, fixed: tuple) -> dict:
-    from mzlite.nn.baselines import match_width
+    from mzlite.nn import match_width
 
     return match_width(name, d_in, d_out, target, **dict(fixed))[0]
 
@@ -121,7 +121,7 @@ def build_cell_model(cell: Cell, d_in: int, d_out: int, seed: int, device="cpu")
     if cell.match_params is not None:
         kw.update(_matched_kwargs(cell.model, d_in, d_out, cell.match_params, tuple(kw.items())))
     seed_everything(seed)
-    return _baselines.build_model(cell.model, d_in, d_out, device=device, **kw)
+    return _nn.build_model(cell.model, d_in, d_out, device=device, **kw)
 
 
 def _expected(job: Job) -> dict:
@@ -232,7 +232,7 @@ def run_job(
         stats = hist if cfg.normalize_targets else None
         test = evaluate(model, te, cfg, target_stats=stats)
         best = hist.best_epoch
-        from mzlite.nn.baselines import config_dict
+        from mzlite.nn import config_dict
 
         out.update(
             {

@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mzlite import nn as _nn
 from mzlite import tasks as _tasks
 from mzlite._paths import REPO_ROOT
-from mzlite.nn import baselines as _baselines
 from mzlite.train import TrainConfig
 
 RESULT_FORMAT = "mzlite.result/1"
@@ -59,7 +59,7 @@ class Derived:
 
 @dataclass(frozen=True)
 class Cell:
-    """One experiment of a table: ``model`` (a ``mzlite.nn.baselines.build_model`` name, or
+    """One experiment of a table: ``model`` (a ``mzlite.nn.build_model`` name, or
     ``"set_stats"``) with ``model_kwargs`` (``match_params``: widen to that many parameters with
     ``match_width`` at the task's d_in) on task ``task`` with ``options``; ``sizes`` and
     ``full_seeds`` are the full profile's (n_train, n_val, n_test) and seed count; ``train``
@@ -281,9 +281,9 @@ def check_task_options(task: str, options: dict) -> dict:
 
 
 def model_names() -> tuple[str, ...]:
-    """Every model name a cell may use: ``mzlite.nn.baselines.build_model``'s (with its alias
+    """Every model name a cell may use: ``mzlite.nn.build_model``'s (with its alias
     ``"standard"``) plus the ``"set_stats"`` pseudo-model."""
-    return tuple(_baselines.NAMES) + ("standard", SET_STATS)
+    return tuple(_nn.NAMES) + ("standard", SET_STATS)
 
 
 MODEL_FAMILIES = ("mz", "deepsets", "baseline")

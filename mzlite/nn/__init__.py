@@ -72,7 +72,6 @@ from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one i
     ZonotopeProjection,
 )
 from .models import (  # noqa: F401
-    MODEL_NAMES,
     MZSetTransformer,
     MZSetTransformerConfig,
     SetTransformer,
@@ -80,7 +79,18 @@ from .models import (  # noqa: F401
     Theorem3Net,
     config_dict,
     count_parameters,
-    make_model,
-    parameter_count_table,
     theorem3_layer,
+)
+from .registry import (  # noqa: F401
+    MODEL_NAMES,
+    MODELS,
+    NAMES,
+    PAPER_PARAMS,
+    PERMUTATION_INVARIANT,
+    ModelSpec,
+    build_model,
+    make_model,
+    match_width,
+    param_table,
+    parameter_count_table,
 )

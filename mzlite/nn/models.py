@@ -15,7 +15,6 @@ from .._checks import (
     check_finite_real,
     check_mask,
     check_same,
-    resolve_device,
 )
 from .._torch import eval_mode
 from .attention import (
@@ -228,67 +227,6 @@ class MZSetTransformer(nn.Module):
     def inspect(self, x, mask=None) -> dict:
         """``details`` of ``forward(..., return_details=True)``, in eval mode, without grad."""
         return _inspect(self, x, mask)
-
-
-# ----------------------------------------------------------------------------- factories
-
-MODEL_NAMES = ("standard", "st_large", "mz_slim", "mz_med", "mz_full", "mz_large")
-
-
-def make_model(
-    name: str, d_in: int, d_out: int = 1, device="auto", seed: int | None = None, **overrides
-) -> nn.Module:
-    """Build a named model on ``device`` (``"auto"``: CUDA when available, else CPU).
-
-    ``name`` in ``MODEL_NAMES``: ``standard``/``st_large`` (``SetTransformer``) or
-    ``mz_slim``/``mz_med``/``mz_full``/``mz_large`` (``MZSetTransformer``); ``overrides`` go to
-    the config (e.g. ``readout="signed"``). ``seed`` seeds the initialisation."""
-    if name not in MODEL_NAMES:
-        raise ValueError(f"name must be one of {MODEL_NAMES}, got {name!r}")
-    dev = resolve_device(device)
-    if seed is not None:
-        torch.manual_seed(seed)
-    if name.startswith("mz_"):
-        cfg = MZSetTransformerConfig.variant(name[3:], d_in=d_in, d_out=d_out, **overrides)
-        model = MZSetTransformer(cfg)
-    else:
-        model = SetTransformer(
-            SetTransformerConfig.variant(name, d_in=d_in, d_out=d_out, **overrides)
-        )
-    return model.to(dev)
-
-
-def parameter_count_table(d_in: int = 8, d_out: int = 1) -> list[dict]:
-    """Rows ``{"model", "ours", "paper", "note"}``: our parameter counts beside the paper's.
-
-    Paper numbers: ~208K Standard and ~372K MZ-Full (App. app:impl), 360-368K for the
-    parameter-matched ST-Large, 333K MZ-Slim and 417K MZ-Large (reported on tasks whose ``d_in``
-    the paper does not state next to them, so only Standard and MZ-Full are like for like)."""
-    rows = [
-        ("Set Transformer (standard)", "standard", {}, "~208K", "default: one SAB after PMA"),
-        ("  same, two SABs after PMA", "standard", {"n_dec": 2}, "~208K", "does not match"),
-        ("ST-Large (d=80, d_ff=200)", "st_large", {}, "~360-368K", ""),
-        ("MZ-Slim (n_g=2, L=1)", "mz_slim", {}, "333K", "d_in of the paper's row unknown"),
-        ("MZ-Med (n_g=4, L=2)", "mz_med", {}, "n/a", ""),
-        ("MZ-Full (n_g=8, L=4)", "mz_full", {}, "~365-372K", "default: own generator W_V, W_O"),
-        (
-            "  same, generators share W_V, W_O",
-            "mz_full",
-            {"gen_own_weights": False},
-            "~365-372K",
-            "does not match",
-        ),
-        ("MZ-Large (n_g=16, L=8)", "mz_large", {}, "417K", "d_in of the paper's row unknown"),
-    ]
-    return [
-        {
-            "model": label,
-            "ours": count_parameters(make_model(key, d_in, d_out, "cpu", **ov)),
-            "paper": paper,
-            "note": note,
-        }
-        for label, key, ov, paper, note in rows
-    ]
 
 
 # ---------------------------------------------------------------------------- theorem constructions
