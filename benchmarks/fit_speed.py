@@ -231,8 +231,9 @@ def levers(args) -> None:
     import torch
     import torch.nn.functional as F
 
-    import mzlite.attention as attention
-    import mzlite.models as models
+    import mzlite.nn.attention as attention
+    import mzlite.nn.models as models
+    from mzlite.nn import make_model
 
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)
@@ -247,7 +248,7 @@ def levers(args) -> None:
             setattr(models, b, getattr(code, b))
         try:
             torch.manual_seed(0)
-            m = models.make_model("mz_full", 8, device="cpu", **kw)
+            m = make_model("mz_full", 8, device="cpu", **kw)
         finally:
             for b, v in saved.items():
                 setattr(models, b, v)

@@ -1,7 +1,8 @@
 """Set Transformer and MZ-Set Transformer, masked, in plain PyTorch (paper Sec. 3, App. app:impl).
 
-``mzlite.nn`` is the one import; the code lives in ``mzlite.attention`` (blocks) and
-``mzlite.models`` (configs, models, factories, the Theorem thm:separation construction).
+``mzlite.nn`` is the one import; the code lives in ``attention`` (the attention math and the
+blocks), ``models`` (configs, models, the Theorem thm:separation construction), ``baselines``
+(the paper's other set models) and ``registry`` (every model by name, parameter matching).
 
 Two models with the same skeleton (Lee et al. 2019; paper Sec. sec:architecture):
 
