@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import stats
+from ..experiments import stats
 from ..experiments.scorecard import TIE, VERDICTS, Claim, judge, scorecard
 from .checker import exercise
 
