@@ -39,6 +39,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from ..registry import Registry
+
 Checker = Callable[..., "tuple[bool, str]"]
 LOG_ENV = "MZLITE_CHECK_LOG"
 
@@ -51,7 +53,7 @@ class Exercise:
     per_seed: bool = False
 
 
-_REGISTRY: dict[str, Exercise] = {}
+_REGISTRY: Registry[Exercise] = Registry("exercise")
 
 
 def exercise(key: str, hint: str = "", *, per_seed: bool = False) -> Callable[[Checker], Checker]:
@@ -59,9 +61,7 @@ def exercise(key: str, hint: str = "", *, per_seed: bool = False) -> Callable[[C
     with ``per_seed=True`` the checker is called as ``checker(answer, seed)``."""
 
     def register(checker: Checker) -> Checker:
-        if key in _REGISTRY:
-            raise ValueError(f"exercise key {key!r} is registered twice")
-        _REGISTRY[key] = Exercise(key, checker, hint, per_seed)
+        _REGISTRY.add(key, Exercise(key, checker, hint, per_seed))  # a key twice raises
         return checker
 
     return register
@@ -116,11 +116,9 @@ def check(key: str, answer: object = ..., *, seed: int = 0, strict: bool = False
     ``seed``: the notebook's seed, for exercises whose inputs depend on it (ignored by the
     others). ``strict=True`` raises ``AssertionError`` unless the answer is correct."""
     _load_chapters()
-    if key not in _REGISTRY:
-        raise KeyError(f"unknown exercise {key!r}; known: {', '.join(sorted(_REGISTRY)) or 'none'}")
+    ex = _REGISTRY[key]  # an unknown key raises a KeyError listing the known ones
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int (the notebook's seed parameter), got {seed!r}")
-    ex = _REGISTRY[key]
     if answer is ... or answer is None:
         result = Result(key, "unanswered", _unanswered(ex), seed)
     else:
