@@ -5,7 +5,8 @@
 
 Each run: a small MZ-Set Transformer (d_model 32, 2 heads, n_g 4, L matrix generators, 1 encoder
 ISAB with 8 inducing points) on the quadratic-TDOF task with TDOF 8 in d = 8
-(``mzlite.tasks.quadratic_tdof_dataset``, eq:quadratic-tdof), trained by ``mzlite.train.fit`` on CPU.
+(``mzlite.tasks.quadratic_tdof_dataset``, eq:quadratic-tdof), trained by ``mzlite.train.fit`` on
+CPU.
 This is NOT the paper's protocol (d_model 64, 200 epochs, lr 1e-4): it is a CPU-sized run so the
 checkpoints are small (< 1 MB) and each training takes a few minutes. Beside every ``.pt`` a
 ``.json`` says how it was trained: command, configs, seed, epochs, data, metrics, git commit,
