@@ -31,6 +31,7 @@ DEPENDENCY_GLOBS = [
     "mzlite/**/*.py",
     "data/results/full/**/*.json",
     "data/results/cpu/**/*.json",
+    "data/results/cpu-converged/**/*.json",
     "data/paper/**/*.json",
     "data/checkpoints/**/*",
 ]
