@@ -316,3 +316,65 @@ def test_table_tools_leave_figures_json_alone(tmp_path):
         encoding="utf-8"
     )
     assert not any("figures" in lab for lab in paper.SYNTHETIC_LABELS)
+
+
+# ---------------------------------------------------------------------------------------------
+# The paper's numbering (labels.json): "Theorem 2", "Table 3", "Eq. (4)"
+# ---------------------------------------------------------------------------------------------
+
+
+def _count_before(tex: str, label: str, pattern: str) -> int:
+    """How many matches of ``pattern`` precede ``\\label{label}`` in the body (comments dropped)."""
+    body = re.sub(r"(?<!\\)%.*", "", tex)
+    return len(re.findall(pattern, body[: body.index(f"\\label{{{label}}}")]))
+
+
+@needs_tex
+def test_labels_are_numbered_as_latex_counts_them(tex):
+    labels = paper.parse_labels(tex)
+    theorem_like = r"\\begin\{(?:theorem|corollary|proposition|lemma)\}"
+    for label, entry in labels.items():
+        if entry["kind"] in ("Theorem", "Corollary", "Proposition", "Lemma"):
+            assert entry["number"] == str(_count_before(tex, label, theorem_like)), label
+        elif entry["kind"] == "Definition":
+            assert entry["number"] == str(_count_before(tex, label, r"\\begin\{definition\}"))
+        elif entry["kind"] == "Eq.":
+            n = _count_before(tex, label, r"\\begin\{equation\}")
+            assert entry["number"] == f"({n})", label
+    # tables: captions of table environments before the label (an uncaptioned table has no number)
+    body = re.sub(r"(?<!\\)%.*", "", tex)
+    starts = [m.start() for m in re.finditer(r"\\begin\{table\}", body)]
+    captioned = [s for s in starts if "\\caption" in body[s : body.index("\\end{table}", s)]]
+    for label, entry in labels.items():
+        if entry["kind"] == "Table":
+            pos = body.index(f"\\label{{{label}}}")
+            assert entry["number"] == str(sum(s < pos for s in captioned)), label
+
+
+def test_paper_refs_name_labels_as_the_paper_prints_them():
+    assert paper.paper_ref("thm:tdof-depth") == "Theorem 2"
+    assert paper.paper_ref("thm:tdof-depth", title=True).startswith("Theorem 2 (Depth separation")
+    assert paper.paper_ref("tab:meb") == "Table 3"
+    assert paper.paper_ref("eq:mz-main") == "Eq. (3)"
+    assert paper.paper_ref("thm:separation") == "Theorem 8"  # shares the theorem counter
+    assert paper.paper_ref("app:impl") == "Appendix A.1"
+    text = "see Table tab:meb, Eq. eq:mz-main and thm:bottleneck; http://x.org/tab:meb stays"
+    assert paper.name_labels(text) == (
+        "see Table 3, Eq. (3) and Theorem 1; http://x.org/tab:meb stays"
+    )
+    with pytest.raises(KeyError, match="thm:nope"):
+        paper.paper_ref("thm:nope")
+
+
+def test_labels_json_in_sync_with_tex_is_part_of_check(tmp_path):
+    labels = json.loads((DATA_DIR / "labels.json").read_text(encoding="utf-8"))["labels"]
+    assert labels["tab:meb"]["text"] == "Table 3"
+    if TEX_PATH.exists():
+        stale_dir = tmp_path / "paper"
+        stale_dir.mkdir()
+        for f in DATA_DIR.glob("*.json"):
+            (stale_dir / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
+        doc = json.loads((stale_dir / "labels.json").read_text(encoding="utf-8"))
+        doc["labels"]["tab:meb"]["number"] = "99"
+        (stale_dir / "labels.json").write_text(json.dumps(doc), encoding="utf-8")
+        assert "labels.json" in paper.check_paper_tables(data_dir=stale_dir)
