@@ -24,7 +24,6 @@ shows no mean and says "mixed protocols".
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import statistics
@@ -189,19 +188,9 @@ class Report:
     __str__ = to_text
 
     def _repr_html_(self) -> str:
-        parts = [f"<p><b>{html.escape(self._heading())}</b></p>"]
-        for name, rows in self._sections():
-            if name:
-                parts.append(f"<p><i>{html.escape(name)}</i></p>")
-            head = "".join(f"<th>{c}</th>" for c in self.COLUMNS)
-            body = "".join(
-                "<tr>" + "".join(f"<td>{html.escape(r[c])}</td>" for c in self.COLUMNS) + "</tr>"
-                for r in rows
-            )
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-        if self.notes:
-            parts.append(f"<p>{html.escape(self.notes)}</p>")
-        return "".join(parts)
+        from mzlite.render import report_html  # one page-width design for every results table
+
+        return report_html(self)
 
 
 def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = False) -> Report:

@@ -40,7 +40,6 @@ every such row is a positive gap by construction.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -479,30 +478,9 @@ class Scorecard:
     __str__ = to_markdown
 
     def _repr_html_(self) -> str:
-        colour = {
-            "holds": "#d4edda",
-            "holds partly": "#fff3cd",
-            "does not hold here": "#f8d7da",
-            "insufficient evidence": "#e2e3e5",
-        }
-        width = {"claim": "min-width:24em", "protocol": "min-width:14em",
-                 "statistics": "min-width:14em", "verdict": "min-width:14em"}  # fmt: skip
-        head = "".join(f'<th style="{width.get(c, "")}">{c}</th>' for c in self.COLUMNS)
-        body = []
-        for r in self.rows:
-            cells = {k: html.escape(v) for k, v in self._cells(r).items()}
-            ch = html.escape(r["chapter"])
-            num = ch.split("_", 1)[0].lstrip("0")
-            cells["chapter"] = f'<a href="{ch}.html" title="{ch}">chapter&nbsp;{num}</a>'
-            bg = colour.get(r["verdict"])
-            style = {"verdict": f' style="background:{bg}"' if bg else ""}
-            tds = "".join(f"<td{style.get(c, '')}>{cells[c]}</td>" for c in self.COLUMNS)
-            body.append(f"<tr>{tds}</tr>")
-        return (
-            f"<p>{html.escape(self.summary())}</p>"
-            '<div style="overflow-x:auto"><table style="font-size:0.85em">'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
-        )
+        from mzlite.render import scorecard_html  # one page-width design for every results table
+
+        return scorecard_html(self)
 
 
 PROFILE_ORDER = ("full", "cpu-converged", "cpu")  # the best evidence first

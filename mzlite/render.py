@@ -1,0 +1,291 @@
+"""Results as HTML that reads on a book page: tables that fit the page width, conclusions as prose.
+
+    from mzlite.render import results_table, conclusion
+    display(results_table(scorecard(tables=["tab:meb"])))    # or just show the Scorecard/Report
+    display(conclusion("On raw data the paper's pattern does not appear ...", title="Verdict"))
+
+``Scorecard`` and ``Report`` render through this module in a notebook, so every results table
+of the book has one design, made for a text column of about 700 px (a phone-sized 800 px window
+or a 1300 px one with the navigation open):
+
+- a fixed layout of at most five columns that wrap their text instead of scrolling sideways;
+- the verdict sits in the row next to the claim it judges, with the rule that produced it
+  ("passes the test, but only 2 of 5 models ran");
+- long, repeated text (the protocol that produced a number) becomes a footnote mark with a
+  legend under the table;
+- paper labels are named as the paper prints them ("Table 3", not "tab:meb").
+
+The HTML carries its own small stylesheet (scoped to ``.mz-results``), so it looks the same in
+JupyterLab and in the built book. Nothing here computes a result: the row data come from
+``mzlite.scorecard`` and ``mzlite.report``.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from mzlite.paper import name_labels, paper_label
+
+__all__ = ["results_table", "scorecard_html", "report_html", "comparison_table", "conclusion"]
+
+VERDICT_COLOURS = {
+    "holds": ("#d4edda", "#155724"),
+    "holds partly": ("#fff3cd", "#6b5200"),
+    "does not hold here": ("#f8d7da", "#721c24"),
+    "not run": ("#e9ecef", "#495057"),
+    "pipeline only": ("#d9f1f5", "#0c5460"),
+    "agrees": ("#d4edda", "#155724"),
+    "differs": ("#f8d7da", "#721c24"),
+}
+STYLE = """<style>
+.mz-results{width:100%;max-width:100%;table-layout:fixed;border-collapse:collapse;
+  font-size:0.88em;line-height:1.35;margin:0.4em 0 0.2em 0}
+.mz-results th,.mz-results td{padding:0.3em 0.45em;vertical-align:top;text-align:left;
+  white-space:normal;overflow-wrap:anywhere;word-break:normal;border-bottom:1px solid #dee2e6}
+.mz-results thead th{border-bottom:2px solid #adb5bd;font-weight:600}
+.mz-results tr.mz-group th{background:#f1f3f5;font-weight:600;padding-top:0.45em}
+.mz-results td.mz-num{font-variant-numeric:tabular-nums;white-space:nowrap;overflow-wrap:normal}
+.mz-results .mz-verdict{display:inline-block;padding:0.05em 0.45em;border-radius:0.6em;
+  font-weight:600;white-space:nowrap}
+.mz-results .mz-why,.mz-results .mz-sub{display:block;font-size:0.85em;color:#555}
+.mz-results sup{font-size:0.75em}
+.mz-legend{font-size:0.8em;color:#444;margin:0.2em 0 0.8em 0;padding-left:0;list-style:none}
+.mz-legend li{margin:0.1em 0}
+.mz-caption{font-weight:600;margin:0.6em 0 0.1em 0}
+.mz-conclusion{border-left:4px solid #0d6efd;background:#f3f7ff;padding:0.5em 0.9em;
+  margin:0.6em 0;border-radius:0.2em}
+.mz-conclusion .mz-title{font-weight:600;margin:0 0 0.25em 0}
+.mz-conclusion p{margin:0.25em 0}
+</style>"""
+
+
+class HTML(str):
+    """An HTML string that notebooks display as HTML (``_repr_html_``) and ``print`` shows raw."""
+
+    def _repr_html_(self) -> str:
+        return str(self)
+
+
+def _e(text) -> str:
+    return html.escape("" if text is None else str(text))
+
+
+def verdict_badge(verdict: str) -> str:
+    bg, fg = VERDICT_COLOURS.get(verdict, ("#e9ecef", "#212529"))
+    return f'<span class="mz-verdict" style="background:{bg};color:{fg}">{_e(verdict)}</span>'
+
+
+def table_name(label: str, title: bool = True) -> str:
+    """The name of ``label`` as the paper prints it: "Table 3 (MEB radius prediction)"."""
+    try:
+        entry = paper_label(label)
+    except KeyError:
+        return label
+    return f"{entry['text']} ({entry['title']})" if title and entry["title"] else entry["text"]
+
+
+class _Footnotes:
+    """Distinct long texts (protocols) numbered in order of first use, shown as a legend."""
+
+    def __init__(self, what: str):
+        self.what, self.texts = what, []
+
+    def mark(self, text: str) -> str:
+        if not text or text == "--":
+            return ""
+        if text not in self.texts:
+            self.texts.append(text)
+        return f"<sup>[{self.texts.index(text) + 1}]</sup>"
+
+    def legend(self) -> str:
+        if not self.texts:
+            return ""
+        items = "".join(f"<li>[{i}] {_e(t)}</li>" for i, t in enumerate(self.texts, start=1))
+        return f'<ul class="mz-legend"><li><b>{_e(self.what)}</b></li>{items}</ul>'
+
+
+def _table(colgroup: list[tuple[str, int]], body: str) -> str:
+    cols = "".join(f'<col style="width:{w}%">' for _, w in colgroup)
+    head = "".join(f"<th>{_e(name)}</th>" for name, _ in colgroup)
+    return (
+        f'<table class="mz-results"><colgroup>{cols}</colgroup>'
+        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The scorecard
+# ---------------------------------------------------------------------------------------------
+
+_COVERAGE = re.compile(r";\s*(\d+) of (\d+) cells run")
+
+
+def verdict_reason(row: dict) -> str:
+    """The rule that produced a scorecard row's verdict, in words a reader can check against the
+    claim's stated thresholds (a row's own ``reason``, when the scorecard gives one, wins)."""
+    if row.get("reason"):
+        return str(row["reason"])
+    m = _COVERAGE.search(row.get("protocol") or "")
+    verdict = row["verdict"]
+    if verdict == "holds":
+        return "passes the claim's test with every model of the claim run"
+    if verdict == "holds partly":
+        if m:
+            return (
+                f"passes the test, but only {m.group(1)} of {m.group(2)} models of the claim "
+                "ran: a full verdict needs them all"
+            )
+        return "passes only the weaker ('partly') test"
+    if verdict == "does not hold here":
+        why = "fails both the test and the weaker one under this protocol"
+        return why + (f" ({m.group(1)} of {m.group(2)} models ran)" if m else "")
+    if verdict == "pipeline only":
+        return "a smoke run: it checks the code, it never gives a verdict"
+    return "no results under any profile yet"
+
+
+def scorecard_html(sc) -> HTML:
+    """The scorecard as one page-width table: grouped by paper table (linked to its chapter),
+    columns claim | paper | ours | verdict (with its rule), protocols as footnotes."""
+    notes = _Footnotes("Protocol that produced our number")
+    body, table = [], None
+    for r in sc.rows:
+        if r["table"] != table:
+            table = r["table"]
+            ch = r["chapter"]
+            num = ch.split("_", 1)[0].lstrip("0")
+            link = f'<a href="{_e(ch)}.html">chapter&nbsp;{_e(num)}</a>'
+            body.append(
+                f'<tr class="mz-group"><th colspan="4">{_e(table_name(table))}'
+                f" &middot; {link}</th></tr>"
+            )
+        base = _COVERAGE.sub("", r.get("protocol") or "")
+        ours = _e(r["ours_text"]) + notes.mark(base)
+        body.append(
+            f"<tr><td>{_e(name_labels(r['text']))}</td>"
+            f'<td class="mz-num">{_e(r["paper_text"])}</td>'
+            f'<td class="mz-num">{ours}</td>'
+            f"<td>{verdict_badge(r['verdict'])}"
+            f'<span class="mz-why">{_e(verdict_reason(r))}</span></td></tr>'
+        )
+    cols = [("Claim (its test)", 46), ("Paper", 12), ("Ours", 13), ("Verdict", 29)]
+    summary = f'<p class="mz-caption">{_e(sc.summary())}</p>' if hasattr(sc, "summary") else ""
+    return HTML(STYLE + summary + _table(cols, "".join(body)) + notes.legend())
+
+
+# ---------------------------------------------------------------------------------------------
+# A table's report (ours beside the paper's)
+# ---------------------------------------------------------------------------------------------
+
+
+def _run_protocol(r: dict, profile: str) -> str:
+    n = len(r.get("seeds") or [])
+    if not n:
+        return ""
+    return f"{profile}: {n} seed{'s' if n != 1 else ''}, {r['epochs']} epochs, on {r['device']}"
+
+
+def report_html(rep) -> HTML:
+    """A ``Report`` as a page-width table: a heading per setting (the paper's column), then model |
+    ours | paper, parameter counts under the model, the seeds/epochs/device as footnotes."""
+    notes = _Footnotes("What ran behind our numbers")
+    parts = [
+        STYLE,
+        f'<p class="mz-caption">{_e(table_name(rep.label))}: ours beside the paper '
+        f"(profile <code>{_e(rep.profile)}</code>)</p>",
+    ]
+    cols = [("Model", 44), ("Ours", 28), ("Paper", 28)]
+    sections = (("main", ""), ("derived", "derived: "), ("ablation", "ablation, no paper number: "))
+    body = []
+    for part, prefix in sections:
+        setting = None
+        for r in (r for r in rep.rows if r["part"] == part):
+            this = r["column"] if r["metric"] in ("r2", "") else f"{r['column']}, {r['metric']}"
+            if this != setting:  # one heading per setting (column of the paper's table)
+                setting = this
+                body.append(f'<tr class="mz-group"><th colspan="3">{_e(prefix + this)}</th></tr>')
+            params = ""
+            if r.get("params"):
+                params = f"{r['params'] / 1e3:.0f}K params"
+                if r.get("paper_params"):
+                    params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
+                params = f'<span class="mz-sub">{_e(params)}</span>'
+            if r["seeds"]:
+                ours = _fmt_pm(r["ours_mean"], r["ours_std"])
+                ours = _e(ours) + notes.mark(_run_protocol(r, rep.profile))
+            else:
+                ours = '<span class="mz-sub">not run</span>'
+            body.append(
+                f"<tr><td>{_e(r['row'])}{params}</td>"
+                f'<td class="mz-num">{ours}</td><td class="mz-num">{_e(r["paper_text"])}</td></tr>'
+            )
+    parts.append(_table(cols, "".join(body)))
+    parts.append(notes.legend())
+    if rep.notes:
+        parts.append(f'<p class="mz-legend">{_e(name_labels(rep.notes))}</p>')
+    return HTML("".join(parts))
+
+
+def _fmt_pm(mean, std) -> str:
+    from mzlite.report import _pm
+
+    return _pm(mean, std)
+
+
+# ---------------------------------------------------------------------------------------------
+# Any comparison, and conclusions
+# ---------------------------------------------------------------------------------------------
+
+
+def comparison_table(
+    rows: list[dict],
+    columns: list[tuple[str, str, int]],
+    *,
+    verdict: str | None = None,
+    caption: str | None = None,
+    footnote_key: str | None = None,
+    footnote_title: str = "Notes",
+) -> HTML:
+    """A page-width table of ``rows`` (dicts). ``columns``: (key, heading, width in %), the
+    widths summing to about 100. ``verdict`` names the key rendered as a coloured badge
+    ("agrees", "differs", "holds", ...); ``footnote_key`` names a key whose (long) text becomes a
+    numbered footnote after the first column instead of a column of its own."""
+    notes = _Footnotes(footnote_title)
+    body = []
+    for r in rows:
+        tds = []
+        for i, (key, _, _) in enumerate(columns):
+            value = r.get(key, "")
+            if key == verdict:
+                cell = verdict_badge(str(value))
+            else:
+                cell = _e(name_labels(str(value)))
+            if i == 0 and footnote_key:
+                cell += notes.mark(str(r.get(footnote_key, "")))
+            numeric = isinstance(value, (int, float)) or bool(
+                re.fullmatch(r"[-+]?[\d.,]+(?:e[-+]?\d+)?\s*(?:±\s*[\d.,]+)?%?x?", str(value))
+            )
+            tds.append(f'<td class="mz-num">{cell}</td>' if numeric else f"<td>{cell}</td>")
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    cap = f'<p class="mz-caption">{_e(name_labels(caption))}</p>' if caption else ""
+    cols = [(heading, width) for _, heading, width in columns]
+    return HTML(STYLE + cap + _table(cols, "".join(body)) + notes.legend())
+
+
+def conclusion(text: str | list[str], title: str = "What the numbers say") -> HTML:
+    """Generated conclusions as a boxed paragraph (one ``<p>`` per string), not as printed text."""
+    paras = [text] if isinstance(text, str) else list(text)
+    body = "".join(f"<p>{_e(name_labels(p))}</p>" for p in paras if p)
+    return HTML(
+        f'{STYLE}<div class="mz-conclusion"><p class="mz-title">{_e(title)}</p>{body}</div>'
+    )
+
+
+def results_table(obj) -> HTML:
+    """The page-width HTML of a ``Scorecard`` or a ``Report``."""
+    if hasattr(obj, "rows") and hasattr(obj, "profiles"):
+        return scorecard_html(obj)
+    if hasattr(obj, "rows") and hasattr(obj, "label"):
+        return report_html(obj)
+    raise TypeError(f"results_table takes a Scorecard or a Report, got {type(obj).__name__}")

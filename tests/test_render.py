@@ -1,0 +1,128 @@
+"""mzlite.render: results tables made for the page (the browser test measures them at 800 px)."""
+
+from __future__ import annotations
+
+import re
+
+from mzlite import render
+from mzlite.paper import RAW_LABEL
+from mzlite.report import Report
+from mzlite.scorecard import Scorecard
+
+
+def _row(table, text, verdict, protocol, ours="+0.055"):
+    return {
+        "claim": "c", "table": table, "text": text, "chapter": "06_relational_benchmarks",
+        "paper": 0.02, "paper_text": "+0.024", "ours": 0.05, "ours_text": ours,
+        "profile": "cpu", "protocol": protocol, "verdict": verdict, "cells": [],
+    }  # fmt: skip
+
+
+def _cells_of_rows(html: str) -> list[list[str]]:
+    rows = re.findall(r"<tr>(.*?)</tr>", html, flags=re.S)
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", r, flags=re.S) for r in rows]
+    return [c for c in cells if c]  # body rows (the header row has <th> only)
+
+
+def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
+    proto = "cpu: 1 seed(s), 30 epochs, 2,000/500/1,000 sets, cpu"
+    sc = Scorecard(
+        [
+            _row(
+                "tab:main-results",
+                "Task A: MZAttn beats tab:meb's best",
+                "holds partly",
+                proto + "; 3 of 7 cells run",
+            ),  # fmt: skip
+            _row("tab:main-results", "Task F: <b>x</b>", "holds partly", proto),
+            _row("tab:meb", "d=8: fails", "does not hold here", proto, ours="0.944"),
+            _row("tab:meb", "d=16: fails", "not run", "--", ours="--"),
+        ],
+        ("full", "cpu"),
+    )
+    html = sc._repr_html_()
+    rows = _cells_of_rows(html)
+    assert len(rows) == 4 and all(len(r) == 4 for r in rows)  # claim | paper | ours | verdict
+    assert "holds partly" in rows[0][3] and "only 3 of 7 models" in rows[0][3]
+    assert "weaker" in rows[1][3]  # partly without missing cells: the weaker test
+    assert "not run" in rows[3][3]
+    # one footnote for the protocol shared by three rows; none for the row that did not run
+    assert rows[0][2].endswith("<sup>[1]</sup>") and rows[2][2].endswith("<sup>[1]</sup>")
+    assert "<sup>" not in rows[3][2]
+    assert html.count("<li>[1]") == 1 and "[2]" not in html
+    # groups named as the paper prints them, linked to their chapter; text escaped
+    assert "Table 2 (Main results" in html and "Table 3 (MEB radius prediction)" in html
+    assert 'href="06_relational_benchmarks.html"' in html
+    assert "&lt;b&gt;x&lt;/b&gt;" in html
+    assert not RAW_LABEL.search(re.sub(r'href="[^"]*"', "", html))
+    assert "table-layout:fixed" in html and "overflow-x" not in html
+
+
+def test_report_groups_by_setting_with_protocol_footnotes():
+    base = {"part": "main", "metric": "r2", "cells": ["x"], "ours_std": None, "ours_values": [],
+            "epochs": "30", "device": "cpu", "paper_std": None, "paper_params": None}  # fmt: skip
+    rows = [
+        {
+            **base,
+            "row": "Standard",
+            "column": "d=8",
+            "ours_mean": 0.5,
+            "seeds": [0],
+            "params": 208_000,
+            "paper_mean": 0.02,
+            "paper_text": "0.025",
+        },  # fmt: skip
+        {
+            **base,
+            "row": "MZAttn-Full",
+            "column": "d=8",
+            "ours_mean": None,
+            "seeds": [],
+            "params": None,
+            "paper_mean": 0.69,
+            "paper_text": "0.691",
+        },  # fmt: skip
+        {
+            **base,
+            "row": "Standard",
+            "column": "d=16",
+            "ours_mean": 0.4,
+            "seeds": [0, 1],
+            "params": None,
+            "paper_mean": 0.02,
+            "paper_text": "0.020",
+        },  # fmt: skip
+    ]
+    html = Report("tab:meb", "MEB", "cpu", rows, "see tab:hull")._repr_html_()
+    assert html.count('class="mz-group"') == 2  # d=8, d=16
+    assert "Table 3 (MEB radius prediction)" in html and "see Table 22" in html
+    assert "208K params" in html and "not run" in html
+    assert "<li>[1] cpu: 1 seed, 30 epochs, on cpu</li>" in html
+    assert "<li>[2] cpu: 2 seeds, 30 epochs, on cpu</li>" in html
+
+
+def test_comparison_table_and_conclusion():
+    html = render.comparison_table(
+        [
+            {
+                "q": "gates active (Figure fig:mz-analysis)",
+                "paper": "78.6%",
+                "ours": "71.0%",
+                "verdict": "agrees",
+                "rule": "within 10 points",
+            }
+        ],  # fmt: skip
+        [
+            ("q", "Quantity", 40),
+            ("paper", "Paper", 15),
+            ("ours", "Ours", 20),
+            ("verdict", "Verdict", 25),
+        ],  # fmt: skip
+        verdict="verdict",
+        footnote_key="rule",
+        footnote_title="Rules",
+    )
+    assert "Figure 4" in html and "mz-verdict" in html and "<li>[1] within 10 points</li>" in html
+    box = render.conclusion(["On tab:meb the pattern <appears>.", ""], title="Verdict")
+    assert "Table 3" in box and "&lt;appears&gt;" in box and box.count("<p>") == 1
+    assert box._repr_html_() == str(box)
