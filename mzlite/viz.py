@@ -777,3 +777,205 @@ def plot_grouped_bars(
         margin=dict(t=50 if title else 20, b=110),
     )
     return fig
+
+
+# ============================================================================= sliders on the page
+# Client-side versions of the chapters' ipywidgets explorers: plotly frames and a slider, so the
+# static book page moves without a kernel (the widgets stay for JupyterLab).
+
+__all__ += ["plot_zonotope_slider"]
+
+_PALETTE = ["#1f77b4", "#d62728", "#7f7f7f", "#2ca02c", "#ff7f0e", "#9467bd"]
+
+
+def _zonotope_traces(zk: Zonotope, colour: str, name: str, *, fill_opacity: float,
+                     show_generators: bool, show_interval_hull: bool):  # fmt: skip
+    """The plotly traces of one 2-D zonotope: filled outline, generators, interval hull (always
+    the same number of traces for given flags, so that frames can replace them one for one)."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    zk = zk.to(torch.float64).to("cpu")
+    V = zk.vertices().numpy()  # (2m, 2), counter-clockwise
+    V = np.vstack([V, V[:1]])
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    traces = [
+        go.Scatter(
+            x=V[:, 0],
+            y=V[:, 1],
+            mode="lines",
+            fill="toself",
+            name=name,
+            line=dict(color=colour, width=2),
+            fillcolor=f"rgba({r},{g},{b},{fill_opacity})",
+            legendgroup=name,
+            showlegend=True,
+            hoverinfo="name",
+        )  # fmt: skip
+    ]
+    c = zk.center.numpy()
+    if show_generators:
+        xs, ys = [], []
+        for gen in zk.generators.numpy():
+            xs += [c[0], c[0] + gen[0], None]
+            ys += [c[1], c[1] + gen[1], None]
+        traces.append(go.Scatter(x=xs, y=ys, mode="lines+markers", legendgroup=name,
+                                 line=dict(color=colour, width=1.5), showlegend=False,
+                                 marker=dict(size=[0, 7, 0] * len(zk.generators), color=colour),
+                                 hoverinfo="skip"))  # fmt: skip
+    if show_interval_hull:
+        lo, hi = (t.numpy() for t in zk.interval_hull())
+        traces.append(go.Scatter(x=[lo[0], hi[0], hi[0], lo[0], lo[0]],
+                                 y=[lo[1], lo[1], hi[1], hi[1], lo[1]], mode="lines",
+                                 line=dict(color=colour, width=1, dash="dash"), legendgroup=name,
+                                 showlegend=False, hoverinfo="skip"))  # fmt: skip
+    return traces
+
+
+def plot_zonotope_slider(
+    frames,
+    labels,
+    *,
+    titles=None,
+    matrices=None,
+    matrix_title: str = "",
+    colors=None,
+    show_generators=True,
+    show_interval_hull=False,
+    slider_prefix: str = "",
+    title: str | None = None,
+    height: int = 460,
+):
+    """A plotly figure with a slider over ``k`` frames of 2-D zonotopes, moving in the browser.
+
+    ``frames``: a list of ``k`` dicts ``{name: Zonotope}`` (unbatched, ``d = 2``), the same names
+    in every frame; ``labels``: the slider's ``k`` step labels; ``titles``: an optional title per
+    frame (e.g. its area and IHW). ``show_generators`` / ``show_interval_hull``: a bool for all
+    names or a set of names. ``matrices``: an optional list of ``k`` matrices ``(p, q)`` drawn as
+    a heatmap left of the zonotopes (one symmetric colour scale for all frames). The axes are
+    fixed to the union of every frame's zonotopes, so nothing rescales or shrinks to a speck
+    while the slider moves. Returns the figure."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    k = len(frames)
+    if k < 1 or any(not isinstance(f, dict) or not f for f in frames):
+        raise ValueError("frames must be a non-empty list of dicts {name: Zonotope}")
+    names = list(frames[0])
+    for i, f in enumerate(frames):
+        if list(f) != names:
+            raise ValueError(f"frames[{i}] has names {list(f)}, frames[0] has {names}")
+        for n, z in f.items():
+            if not isinstance(z, Zonotope) or z.dim != 2 or z.batch_shape != ():
+                raise ValueError(f"frames[{i}][{n!r}] must be one 2-D Zonotope")
+    labels = [str(s) for s in labels]
+    if len(labels) != k:
+        raise ValueError(f"labels must have one entry per frame ({k}), got {len(labels)}")
+    if titles is not None and len(titles) != k:
+        raise ValueError(f"titles must have one entry per frame ({k}), got {len(titles)}")
+    if matrices is not None and len(matrices) != k:
+        raise ValueError(f"matrices must have one entry per frame ({k}), got {len(matrices)}")
+    colours = dict(zip(names, colors or _PALETTE * (1 + len(names) // len(_PALETTE)), strict=False))
+
+    def wanted(flag, name):
+        return flag if isinstance(flag, bool) else name in flag
+
+    def frame_traces(i):
+        out = []
+        if matrices is not None:
+            M = _matrix(f"matrices[{i}]", matrices[i]).numpy()
+            out.append(go.Heatmap(z=M, zmin=-zmax, zmax=zmax, zmid=0.0, colorscale="RdBu_r",
+                                  colorbar=dict(x=0.36, len=0.8, thickness=10),
+                                  text=[[f"{v:.2f}" for v in row] for row in M],
+                                  texttemplate="%{text}", showscale=True))  # fmt: skip
+        for n in names:
+            out += _zonotope_traces(
+                frames[i][n], colours[n], n, fill_opacity=0.18 if n != names[-1] else 0.3,
+                show_generators=wanted(show_generators, n),
+                show_interval_hull=wanted(show_interval_hull, n),
+            )  # fmt: skip
+        return out
+
+    zmax = 1.0
+    if matrices is not None:
+        zmax = max(float(_matrix("M", M).abs().max()) for M in matrices) or 1.0
+    lo = torch.full((2,), float("inf"), dtype=torch.float64)
+    hi = -lo
+    for f in frames:
+        for z in f.values():
+            a, b = z.to(torch.float64).to("cpu").interval_hull()
+            lo, hi = torch.minimum(lo, a), torch.maximum(hi, b)
+    half = float((hi - lo).max()) / 2 * 1.08 or 1.0
+    mid = (hi + lo) / 2
+    xr = [float(mid[0]) - half, float(mid[0]) + half]
+    yr = [float(mid[1]) - half, float(mid[1]) + half]
+
+    if matrices is not None:
+        fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6],
+                            subplot_titles=(matrix_title, ""), horizontal_spacing=0.12)  # fmt: skip
+        xz = "x2"
+    else:
+        fig, xz = go.Figure(), "x"
+    first = frame_traces(0)
+    for j, t in enumerate(first):
+        if matrices is not None:
+            fig.add_trace(t, row=1, col=1 if j == 0 else 2)
+        else:
+            fig.add_trace(t)
+
+    def frame_title(i):
+        return titles[i] if titles is not None else title
+
+    def placed(traces):  # frame traces keep the subplot their first-frame trace sits on
+        for t, t0 in zip(traces, fig.data, strict=True):
+            t.update(xaxis=t0.xaxis, yaxis=t0.yaxis)
+        return traces
+
+    fig.frames = [
+        go.Frame(
+            data=placed(frame_traces(i)),
+            traces=list(range(len(first))),
+            name=labels[i],
+            layout=dict(title_text=frame_title(i)),
+        )
+        for i in range(k)
+    ]
+    steps = [
+        {
+            "method": "animate",
+            "label": labels[i],
+            "args": [
+                [labels[i]],
+                {
+                    "mode": "immediate",
+                    "frame": {"duration": 0, "redraw": True},
+                    "transition": {"duration": 0},
+                },
+            ],  # fmt: skip
+        }
+        for i in range(k)
+    ]
+    axis_z = dict(range=xr, zeroline=True, zerolinecolor="#ccc")
+    layout = dict(
+        title=dict(text=frame_title(0), font=dict(size=13)),
+        sliders=[
+            {
+                "steps": steps,
+                "active": 0,
+                "currentvalue": {"prefix": slider_prefix},
+                "pad": {"t": 30},
+            }
+        ],  # fmt: skip
+        height=height,
+        margin=dict(l=10, r=10, t=60, b=10),
+        legend=dict(orientation="h", y=-0.08, font=dict(size=10)),
+    )
+    fig.update_layout(**layout)
+    xaxis = "xaxis2" if matrices is not None else "xaxis"
+    yaxis = "yaxis2" if matrices is not None else "yaxis"
+    fig.update_layout({xaxis: axis_z, yaxis: dict(range=yr, scaleanchor=xz, zeroline=True,
+                                                  zerolinecolor="#ccc")})  # fmt: skip
+    if matrices is not None:
+        fig.update_layout(yaxis=dict(autorange="reversed", scaleanchor="x", showticklabels=False),
+                          xaxis=dict(showticklabels=False))  # fmt: skip
+    return fig
