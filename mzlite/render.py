@@ -246,11 +246,14 @@ def comparison_table(
     caption: str | None = None,
     footnote_key: str | None = None,
     footnote_title: str = "Notes",
+    code: tuple[str, ...] = (),
 ) -> HTML:
     """A page-width table of ``rows`` (dicts). ``columns``: (key, heading, width in %), the
     widths summing to about 100. ``verdict`` names the key rendered as a coloured badge
     ("agrees", "differs", "holds", ...); ``footnote_key`` names a key whose (long) text becomes a
-    numbered footnote after the first column instead of a column of its own."""
+    numbered footnote after the first column instead of a column of its own; the keys in ``code``
+    are shown verbatim as code (a command, a label to type), everything else with paper labels
+    named."""
     notes = _Footnotes(footnote_title)
     body = []
     for r in rows:
@@ -259,6 +262,8 @@ def comparison_table(
             value = r.get(key, "")
             if key == verdict:
                 cell = verdict_badge(str(value))
+            elif key in code:
+                cell = f"<code>{_e(value)}</code>"
             else:
                 cell = _e(name_labels(str(value)))
             if i == 0 and footnote_key:
