@@ -3,7 +3,14 @@
 Run by `make test` after the book is built (`pytest -m browser tests/test_browser.py`). The built
 HTML is served on 127.0.0.1 and every request that would leave the machine is recorded and
 refused: the book must render math, plotly and widgets from its own files. A screenshot of each
-checked page is kept in book/_build/screenshots/ for people to look at.
+checked page, at 1300 and at 800 px, is kept in book/_build/screenshots/ for people to look at.
+
+Beyond "it rendered", the checks are what a reader needs (issue 13), at 800 px:
+- every results table's verdict column is inside the window, with no sideways scrolling;
+- no printed output block (<pre>) is wider than its box (cut text, or a scrollbar to find it);
+- no raw paper label ("tab:meb", "thm:tdof-depth") in the text a reader reads (code excepted);
+- every citation links to an entry that is on the references page;
+- a plotly slider, moved with the mouse, changes the figure.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -36,12 +44,19 @@ EXECUTED = ROOT / "book" / "chapters"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
+def _shown(cell: dict) -> bool:
+    """Whether a cell's outputs reach the page (``remove-cell``/``remove-output`` keep them off)."""
+    return not {"remove-cell", "remove-output"} & set(cell.get("metadata", {}).get("tags", []))
+
+
 def _needs(notebook: Path) -> tuple[bool, bool]:
-    """(has a plotly figure, has a widget) among the executed chapter's outputs."""
+    """(has a plotly figure, has a widget) among the executed chapter's outputs on the page."""
     import json
 
     plotly = widget = False
     for cell in json.loads(notebook.read_text()).get("cells", []):
+        if not _shown(cell):
+            continue
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             plotly |= "plotly" in "".join(data.get("text/html", ""))
@@ -50,13 +65,13 @@ def _needs(notebook: Path) -> tuple[bool, bool]:
 
 
 def _pages() -> list[tuple[str, bool, bool]]:
-    """Every executed chapter with what its outputs promise, plus the landing page. Chapter 1
-    must always carry a figure and a widget: that guards the check itself."""
-    pages = [("intro.html", False, False), ("chapters/01_zonotopes.html", True, True)]
+    """Every executed chapter with what its outputs promise, plus the pages around them. Chapter 1
+    must always carry a figure: that guards the check itself."""
+    pages = [("intro.html", False, False), ("chapters/01_zonotopes.html", True, False)]
     for nb in sorted(EXECUTED.glob("[0-9][0-9]_*.ipynb")):
         if nb.stem != "01_zonotopes" and not nb.name.endswith(".partial.ipynb"):
             pages.append((f"chapters/{nb.stem}.html", *_needs(nb)))
-    return pages
+    return pages + [("how_to_use.html", False, False), ("glossary.html", False, False)]
 
 
 # Pages and what must be on each: (page, needs plotly, needs a widget)
@@ -108,60 +123,175 @@ def browser():
         b.close()
 
 
-@pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
-def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_widget):
-    if not (HTML / page_path).exists():
-        pytest.fail(f"{page_path} is missing from the built book")
-    left_machine, failed_local, console_errors = [], [], []
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
+class _Visit:
+    """One page opened in a fresh browser context at a given width, with every request that
+    tried to leave the machine, every failed local request and every console error recorded."""
 
-    def route(r):
+    def __init__(self, browser, server, page_path: str, width: int, needs_plotly=False):
+        if not (HTML / page_path).exists():
+            pytest.fail(f"{page_path} is missing from the built book")
+        self.left_machine, self.failed_local, self.console_errors = [], [], []
+        self.context = browser.new_context(viewport={"width": width, "height": 900})
+        self.page = page = self.context.new_page()
+        page.route("**/*", self._route)
+        page.on(
+            "requestfailed",
+            lambda req: self.failed_local.append(req.url) if "127.0.0.1" in req.url else None,
+        )
+        page.on(
+            "response",
+            lambda resp: (
+                self.failed_local.append(f"{resp.status} {resp.url}")
+                if resp.status >= 400
+                else None
+            ),
+        )
+        page.on(
+            "console",
+            lambda msg: self.console_errors.append(msg.text) if msg.type == "error" else None,
+        )
+        page.goto(f"{server}/{page_path}", wait_until="load")
+        # MathJax 3 replaces TeX with <mjx-container> elements once it has typeset the page.
+        if page.evaluate("() => document.querySelectorAll('.math').length"):
+            page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
+        if needs_plotly:
+            page.wait_for_selector(".js-plotly-plot svg.main-svg", timeout=30_000)
+        page.wait_for_timeout(300)
+        self.shot = SHOTS / f"{page_path.replace('/', '_').removesuffix('.html')}_{width}px.png"
+
+    def _route(self, r):
         host = urlparse(r.request.url).hostname
         if r.request.url.startswith(("data:", "blob:")) or host in ("127.0.0.1", "localhost"):
             r.continue_()
         else:
-            left_machine.append(r.request.url)
+            self.left_machine.append(r.request.url)
             r.abort()
 
-    page.route("**/*", route)
-    page.on(
-        "requestfailed",
-        lambda req: failed_local.append(req.url) if "127.0.0.1" in req.url else None,
-    )
-    page.on(
-        "response",
-        lambda resp: (
-            failed_local.append(f"{resp.status} {resp.url}") if resp.status >= 400 else None
-        ),
-    )
-    page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
-    page.goto(f"{server}/{page_path}", wait_until="load")
+    def close(self):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(self.shot), full_page=True)
+        self.context.close()
 
-    # MathJax 3 replaces TeX with <mjx-container> elements once it has typeset the page.
-    if page.evaluate("() => document.querySelectorAll('.math').length"):
-        page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
+
+@pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
+def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_widget):
+    visit = _Visit(browser, server, page_path, 1300, needs_plotly)
+    page = visit.page
     raw_tex = page.evaluate(
         "() => document.querySelectorAll('.math:not(:has(mjx-container))').length"
     )
-    if needs_plotly:
-        page.wait_for_selector(".js-plotly-plot svg.main-svg", timeout=30_000)
     if needs_widget:
         # The html-manager renders the saved widget state into live DOM widgets.
         page.wait_for_selector(".jupyter-widgets", timeout=30_000)
-    page.wait_for_timeout(500)
     text = page.inner_text("body")
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(
-        path=str(SHOTS / (page_path.replace("/", "_").removesuffix(".html") + ".png")),
-        full_page=True,
-    )
-    context.close()
+    visit.close()
 
-    assert not left_machine, f"requests tried to leave the machine: {left_machine[:10]}"
-    assert not failed_local, f"local requests failed: {failed_local[:10]}"
+    assert not visit.left_machine, f"requests tried to leave the machine: {visit.left_machine[:10]}"
+    assert not visit.failed_local, f"local requests failed: {visit.failed_local[:10]}"
     assert raw_tex == 0, f"{raw_tex} math elements were left as raw TeX"
     assert "Traceback (most recent call last)" not in text, "an executed cell shows a traceback"
-    assert not [e for e in console_errors if "mathjax" in e.lower() or "widget" in e.lower()], (
-        console_errors
+    errors = [e for e in visit.console_errors if "mathjax" in e.lower() or "widget" in e.lower()]
+    assert not errors, visit.console_errors
+
+
+# What a reader sees at 800 px, measured in the page (JavaScript returns the offenders).
+_VERDICTS_OUT_OF_VIEW = """() => {
+  const W = document.documentElement.clientWidth, bad = [];
+  for (const table of document.querySelectorAll('article table')) {
+    const heads = [...table.querySelectorAll('thead th')]
+      .map(th => th.innerText.trim().toLowerCase());
+    const col = heads.findIndex(h => h.startsWith('verdict'));
+    if (col < 0) continue;
+    for (let el = table.parentElement; el && el.tagName !== 'ARTICLE'; el = el.parentElement) {
+      if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible')
+        bad.push(`a box around the table "${heads.join(' | ')}" scrolls sideways`);
+    }
+    for (const row of table.querySelectorAll('tbody tr')) {
+      const cell = row.children[col];
+      if (!cell) continue;
+      const r = cell.getBoundingClientRect();
+      if (r.right > W + 1 || r.left < 0)
+        bad.push(`verdict "${cell.innerText.trim().slice(0, 40)}" at x=${Math.round(r.left)}-` +
+                 `${Math.round(r.right)} in a ${W} px window`);
+    }
+  }
+  return bad;
+}"""
+_OVERFLOWING_OUTPUTS = """() =>
+  [...document.querySelectorAll('article .cell_output pre, article .output pre')]
+  .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+  .map(pre => `${pre.scrollWidth} px of text in a ${pre.clientWidth} px box: ` +
+              pre.innerText.split('\\n').find(l => l.length > 60)?.slice(0, 70))"""
+# Text a reader reads: prose and outputs; code (cell inputs, inline literals) may name labels.
+_READER_TEXT = """() => {
+  const skip = 'script, style, .cell_input, code, .highlight, mjx-container, .headerlink';
+  const walker = document.createTreeWalker(document.querySelector('article') || document.body,
+                                           NodeFilter.SHOW_TEXT);
+  const parts = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode())
+    if (!n.parentElement.closest(skip)) parts.push(n.textContent);
+  return parts.join(' ');
+}"""
+
+
+@pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
+def test_page_reads_at_800px(server, browser, page_path, needs_plotly, needs_widget):
+    from mzlite.paper import RAW_LABEL
+
+    visit = _Visit(browser, server, page_path, 800, needs_plotly)
+    verdicts = visit.page.evaluate(_VERDICTS_OUT_OF_VIEW)
+    overflowing = visit.page.evaluate(_OVERFLOWING_OUTPUTS)
+    labels = sorted(set(RAW_LABEL.findall(visit.page.evaluate(_READER_TEXT))))
+    visit.close()
+    assert not verdicts, f"results out of view at 800 px: {verdicts[:5]}"
+    assert not overflowing, f"output blocks wider than the page at 800 px: {overflowing[:5]}"
+    assert not labels, f"raw paper labels in the text: {labels} (name them: mzlite.paper)"
+
+
+def test_every_citation_is_on_the_references_page(server, browser):
+    visit = _Visit(browser, server, "references.html", 1300)
+    entries = set(
+        visit.page.evaluate("() => [...document.querySelectorAll('[id]')].map(e => e.id)")
     )
+    visit.close()
+    missing = []
+    for page_path, _, _ in PAGES:
+        html = (HTML / page_path).read_text(encoding="utf-8")
+        for target in re.findall(r'href="(?:\.\./)?references\.html#([^"]+)"', html):
+            if target not in entries:
+                missing.append(f"{page_path} -> #{target}")
+    assert not missing, f"citations without an entry on the references page: {missing[:10]}"
+    cited = sum(
+        len(re.findall(r'href="(?:\.\./)?references\.html#', (HTML / p).read_text("utf-8")))
+        for p, _, _ in PAGES
+    )
+    assert cited > 10, "the chapters cite the paper and its sources: the check found no citations"
+
+
+# Pages whose teaching slider must work on the static page (plotly frames, no kernel).
+SLIDER_PAGES = [
+    "chapters/01_zonotopes.html",
+    "chapters/03_mzattn_from_scratch.html",
+    "chapters/07_inside_a_trained_layer.html",
+]
+_FIGURE_STATE = """gd => JSON.stringify([gd.data.map(t => [t.x, t.y, t.z]), gd.layout.title])"""
+
+
+@pytest.mark.parametrize("page_path", SLIDER_PAGES)
+def test_plotly_slider_moves_the_figure(server, browser, page_path):
+    visit = _Visit(browser, server, page_path, 1300, needs_plotly=True)
+    page = visit.page
+    figures = page.locator(".js-plotly-plot:has(.slider-rail-touch-rect)")
+    n = figures.count()
+    moved = []
+    for i in range(n):
+        fig = figures.nth(i)
+        fig.scroll_into_view_if_needed()
+        before = fig.evaluate(_FIGURE_STATE)
+        rail = fig.locator(".slider-rail-touch-rect").first.bounding_box()
+        page.mouse.click(rail["x"] + 0.7 * rail["width"], rail["y"] + rail["height"] / 2)
+        page.wait_for_timeout(600)
+        moved.append(fig.evaluate(_FIGURE_STATE) != before)
+    visit.close()
+    assert n >= 1, f"{page_path} has no plotly figure with a slider"
+    assert all(moved), f"moving the slider did not change figure(s) {moved} on {page_path}"
