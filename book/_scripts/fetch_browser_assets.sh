@@ -9,7 +9,7 @@ dest="$here/_offline"
 stamp="$dest/.versions"
 want="mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  cp "$here/_scripts/require-config.js" "$dest/"   # ours, not npm's: always the current copy
+  cp "$here/_scripts/require-config.js" "$here/_scripts/book.css" "$dest/"   # ours: always current
   echo "browser assets up to date ($want)"; exit 0
 fi
 command -v npm >/dev/null || { echo "npm is needed to fetch the book's browser assets (MathJax, require.js, widget manager)" >&2; exit 1; }
@@ -23,6 +23,6 @@ cp "$tmp"/requirejs-*/package/require.js "$new/require.js"
 cp "$tmp"/jupyter-widgets-html-manager-*/package/dist/embed-amd.js "$new/jupyter-widgets/"
 cp "$tmp"/jupyter-widgets-html-manager-*/package/dist/*.{woff,woff2,ttf,eot,svg} "$new/jupyter-widgets/"
 echo "$want" > "$new/.versions"
-cp "$here/_scripts/require-config.js" "$new/"
+cp "$here/_scripts/require-config.js" "$here/_scripts/book.css" "$new/"
 rm -rf "$dest"; mv "$new" "$dest"
 echo "browser assets fetched into book/_offline ($want)"

@@ -1,0 +1,91 @@
+"""What a reader sees of the chapters, checked on the notebook sources (no build needed).
+
+The rules are those of book/how_to_use.md ("What the pages show"); tests/test_browser.py checks
+the rendered pages for the same things.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from mzlite.paper import RAW_LABEL, paper_label
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+PAGES = sorted((ROOT / "book").glob("*.md"))
+# Inline code, code blocks and math may hold labels (a command, a LaTeX source line).
+VERBATIM = re.compile(r"```.*?```|``.*?``|`[^`]*`|\$\$.*?\$\$|\$[^$]*\$", re.S)
+
+
+def _markdown(path: Path) -> list[str]:
+    if path.suffix == ".md":
+        return [path.read_text(encoding="utf-8")]
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"]
+
+
+def _code_cells(path: Path) -> list[dict]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [c for c in cells if c["cell_type"] == "code"]
+
+
+def _glossary_terms() -> set[str]:
+    text = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    block = text[text.index("```{glossary}") : text.rindex("```")]
+    return {line.strip().lower() for line in block.splitlines()[1:] if re.match(r"^\S", line)}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + PAGES, ids=lambda p: p.name)
+def test_prose_names_the_papers_labels(path):
+    for text in _markdown(path):
+        for label in re.findall(r"\{paper(?:-title)?\}`([^`]+)`", text):
+            paper_label(label)  # KeyError naming the labels of that kind
+        prose = VERBATIM.sub("", text)
+        raw = RAW_LABEL.findall(prose)
+        assert not raw, f"raw paper labels in the prose of {path.name}: {raw} (use {{paper}}`...`)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + PAGES, ids=lambda p: p.name)
+def test_linked_terms_are_in_the_glossary(path):
+    terms = _glossary_terms()
+    for text in _markdown(path):
+        for role in re.findall(r"\{term\}`([^`]+)`", text):
+            target = re.search(r"<([^>]+)>$", role)
+            name = (target.group(1) if target else role).strip().lower()
+            assert name in terms, f"{path.name} links {name!r}, which the glossary does not define"
+
+
+def test_glossary_defines_the_terms_the_issue_lists():
+    wanted = {"zonotope", "generator", "ihw", "matrix zonotope", "gate", "tdof", "mab", "sab",
+              "isab", "pma", "context-rigid"}  # fmt: skip
+    assert wanted <= _glossary_terms()
+    text = (ROOT / "book" / "glossary.md").read_text(encoding="utf-8")
+    assert "Transformation Degrees of Freedom" in text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_plumbing_is_hidden_and_run_logs_collapsed(path):
+    for cell in _code_cells(path):
+        src = "".join(cell["source"])
+        tags = set(cell["metadata"].get("tags", []))
+        if re.search(r"\bex\.run\(", src):
+            assert "hide-output" in tags or "remove-output" in tags or "remove-cell" in tags, (
+                f"{path.name}: a table run's progress log must be collapsed (hide-output):\n{src}"
+            )
+        lines = [ln for ln in src.splitlines() if ln.strip() and not ln.startswith("#")]
+        imports = [ln for ln in lines if re.match(r"(from \S+ )?import ", ln)]
+        if len(imports) >= 3 and len(imports) >= len(lines) / 2:
+            assert tags & {"hide-input", "remove-input", "remove-cell"}, (
+                f"{path.name}: an import cell is plumbing; tag it hide-input:\n{src[:200]}"
+            )
+
+
+def test_no_page_expands_tdof_another_way():
+    for path in NOTEBOOKS + PAGES:
+        for text in _markdown(path):
+            for m in re.finditer(r"(\w+) degrees of freedom", text, flags=re.I):
+                assert m.group(1).lower() == "transformation", f"{path.name}: {m.group(0)!r}"
