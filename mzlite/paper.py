@@ -7,7 +7,10 @@ so a transcription typo cannot creep in and a new paper version is one command a
     python -m mzlite.paper --check         # exit 1 if the committed JSON differs from the .tex
 
 and read back with ``load_paper_table("tab:meb")`` or ``paper_value("tab:meb", "ST-Large",
-"d=8 R^2")`` (the committed JSON is used; the .tex is not needed at run time). Numbers outside
+"d=8 R^2")`` (the committed JSON is used; the .tex is not needed at run time). The same command
+numbers every ``\\label`` of the paper as LaTeX prints it (``data/paper/labels.json``), so text can
+name "Theorem 2" or "Table 3" instead of a raw label: ``paper_ref("thm:tdof-depth")``,
+``name_labels(text)``, and the book's ``{paper}`` role. Numbers outside
 the tables (figure captions, text) are in the hand-made, test-checked ``data/paper/figures.json``:
 ``paper_figure_value("mz-analysis.gates-active")``.
 

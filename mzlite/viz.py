@@ -968,7 +968,9 @@ def plot_zonotope_slider(
         ],  # fmt: skip
         height=height,
         margin=dict(l=10, r=10, t=60, b=10),
-        legend=dict(orientation="h", y=-0.08, font=dict(size=10)),
+        legend=dict(
+            orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom", font=dict(size=10)
+        ),  # fmt: skip
     )
     fig.update_layout(**layout)
     xaxis = "xaxis2" if matrices is not None else "xaxis"

@@ -194,13 +194,18 @@ def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_wi
     assert not errors, visit.console_errors
 
 
-# What a reader sees at 800 px, measured in the page (JavaScript returns the offenders).
+# What a reader sees at 800 px, measured in the page (JavaScript returns the offenders): every
+# results table (mzlite.render) ends inside the window, and wherever a table has a verdict column,
+# that column is inside the window and no box around the table scrolls sideways.
 _VERDICTS_OUT_OF_VIEW = """() => {
   const W = document.documentElement.clientWidth, bad = [];
   for (const table of document.querySelectorAll('article table')) {
     const heads = [...table.querySelectorAll('thead th')]
       .map(th => th.innerText.trim().toLowerCase());
     const col = heads.findIndex(h => h.startsWith('verdict'));
+    const right = table.getBoundingClientRect().right;
+    if (table.classList.contains('mz-results') && right > W + 1)
+      bad.push(`results table "${heads.join(' | ')}" ends at x=${Math.round(right)}`);
     if (col < 0) continue;
     for (let el = table.parentElement; el && el.tagName !== 'ARTICLE'; el = el.parentElement) {
       if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible')
@@ -222,9 +227,12 @@ _OVERFLOWING_OUTPUTS = """() =>
   .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
   .map(pre => `${pre.scrollWidth} px of text in a ${pre.clientWidth} px box: ` +
               pre.innerText.split('\\n').find(l => l.length > 60)?.slice(0, 70))"""
-# Text a reader reads: prose and outputs; code (cell inputs, inline literals) may name labels.
+# Text a reader reads: prose and outputs. Code (cell inputs, inline literals) may name labels, and
+# so may a collapsed run log (the runner's own log lines), which a reader opens only on request.
 _READER_TEXT = """() => {
-  const skip = 'script, style, .cell_input, code, .highlight, mjx-container, .headerlink';
+  const skip = 'script, style, .cell_input, code, div[class*="highlight-"]:not(.output), ' +
+               'mjx-container, .headerlink, ' +
+               'details:not([open]) > :not(summary)';  // a collapsed run log, opened on request
   const walker = document.createTreeWalker(document.querySelector('article') || document.body,
                                            NodeFilter.SHOW_TEXT);
   const parts = [];
