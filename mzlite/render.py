@@ -35,6 +35,7 @@ VERDICT_COLOURS = {
     "does not hold here": ("#f8d7da", "#721c24"),
     "not run": ("#e9ecef", "#495057"),
     "pipeline only": ("#d9f1f5", "#0c5460"),
+    "insufficient evidence": ("#e2e3e5", "#383d41"),
     "agrees": ("#d4edda", "#155724"),
     "differs": ("#f8d7da", "#721c24"),
 }
@@ -123,20 +124,21 @@ _COVERAGE = re.compile(r";\s*(\d+) of (\d+) cells run")
 
 def verdict_reason(row: dict) -> str:
     """The rule that produced a scorecard row's verdict, in words a reader can check against the
-    claim's stated thresholds (a row's own ``reason``, when the scorecard gives one, wins)."""
-    if row.get("reason"):
-        return str(row["reason"])
+    claim's stated thresholds (the scorecard's own ``why``, when it gives one, comes first)."""
     m = _COVERAGE.search(row.get("protocol") or "")
+    ran = f"only {m.group(1)} of {m.group(2)} models of the claim ran" if m else ""
     verdict = row["verdict"]
+    if row.get("why") or row.get("reason"):
+        why = str(row.get("why") or row.get("reason"))
+        return why + (f"; {ran}" if ran else "")
     if verdict == "holds":
-        return "passes the claim's test with every model of the claim run"
+        return "passes the claim's test, significantly, with every model of the claim run"
     if verdict == "holds partly":
         if m:
-            return (
-                f"passes the test, but only {m.group(1)} of {m.group(2)} models of the claim "
-                "ran: a full verdict needs them all"
-            )
-        return "passes only the weaker ('partly') test"
+            return f"passes the test, but {ran}: a full verdict needs them all"
+        return (
+            "passes only the weaker ('partly') test, or the test without a significant difference"
+        )
     if verdict == "does not hold here":
         why = "fails both the test and the weaker one under this protocol"
         return why + (f" ({m.group(1)} of {m.group(2)} models ran)" if m else "")
@@ -161,13 +163,15 @@ def scorecard_html(sc) -> HTML:
                 f" &middot; {link}</th></tr>"
             )
         base = _COVERAGE.sub("", r.get("protocol") or "")
+        stats = r.get("statistics") or "--"
+        stats = "" if stats == "--" else f'<span class="mz-why">{_e(stats)}</span>'
         ours = _e(r["ours_text"]) + notes.mark(base)
         body.append(
             f"<tr><td>{_e(name_labels(r['text']))}</td>"
             f'<td class="mz-num">{_e(r["paper_text"])}</td>'
             f'<td class="mz-num">{ours}</td>'
             f"<td>{verdict_badge(r['verdict'])}"
-            f'<span class="mz-why">{_e(verdict_reason(r))}</span></td></tr>'
+            f'<span class="mz-why">{_e(verdict_reason(r))}</span>{stats}</td></tr>'
         )
     cols = [("Claim (its test)", 46), ("Paper", 12), ("Ours", 13), ("Verdict", 29)]
     summary = f'<p class="mz-caption">{_e(sc.summary())}</p>' if hasattr(sc, "summary") else ""
@@ -183,7 +187,10 @@ def _run_protocol(r: dict, profile: str) -> str:
     n = len(r.get("seeds") or [])
     if not n:
         return ""
-    return f"{profile}: {n} seed{'s' if n != 1 else ''}, {r['epochs']} epochs, on {r['device']}"
+    text = f"{profile}: {n} seed{'s' if n != 1 else ''}, {r['epochs']} epochs, on {r['device']}"
+    if r.get("converged_text") not in (None, "--"):
+        text += f"; converged: {r['converged_text']}"
+    return text
 
 
 def report_html(rep) -> HTML:
@@ -212,7 +219,11 @@ def report_html(rep) -> HTML:
                     params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
                 params = f'<span class="mz-sub">{_e(params)}</span>'
             if r["seeds"]:
-                ours = _fmt_pm(r["ours_mean"], r["ours_std"])
+                ours = (
+                    rep._cells(r)["ours"]
+                    if hasattr(rep, "_cells")
+                    else _fmt_pm(r["ours_mean"], r["ours_std"])
+                )
                 ours = _e(ours) + notes.mark(_run_protocol(r, rep.profile))
             else:
                 ours = '<span class="mz-sub">not run</span>'

@@ -85,7 +85,15 @@ def test_plumbing_is_hidden_and_run_logs_collapsed(path):
 
 
 def test_no_page_expands_tdof_another_way():
+    """TDOF is the paper's Transformation Degrees of Freedom, wherever a page spells it out
+    ("task degrees of freedom (TDOF)" and "TDOF (total degrees of freedom)" were both written)."""
+    expansion = re.compile(
+        r"(\w+)\s+degrees\s+of\s+freedom\W{0,12}(?:\{term\}`)?TDOF"
+        r"|TDOF\W{0,12}(\w+)\s+degrees\s+of\s+freedom",
+        flags=re.I,
+    )
     for path in NOTEBOOKS + PAGES:
         for text in _markdown(path):
-            for m in re.finditer(r"(\w+) degrees of freedom", text, flags=re.I):
-                assert m.group(1).lower() == "transformation", f"{path.name}: {m.group(0)!r}"
+            for m in expansion.finditer(text):
+                word = (m.group(1) or m.group(2)).lower()
+                assert word == "transformation", f"{path.name}: {m.group(0)!r}"

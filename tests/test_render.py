@@ -126,3 +126,13 @@ def test_comparison_table_and_conclusion():
     box = render.conclusion(["On tab:meb the pattern <appears>.", ""], title="Verdict")
     assert "Table 3" in box and "&lt;appears&gt;" in box and box.count("<p>") == 1
     assert box._repr_html_() == str(box)
+
+
+def test_scorecard_shows_the_scorecards_own_reason_and_statistics():
+    proto = "cpu: 1 seed(s), 30 epochs, 2,000/500/1,000 sets, cpu; 2 of 6 cells run"
+    row = _row("tab:meb", "d=8: fails", "insufficient evidence", proto)
+    row.update(why="2 of 2 cells have 1 seed(s) (needs >= 3)", statistics="n = 1 seed(s) per cell")
+    html = Scorecard([row], ("cpu",))._repr_html_()
+    verdict = _cells_of_rows(html)[0][3]
+    assert "insufficient evidence" in verdict and "needs &gt;= 3" in verdict
+    assert "only 2 of 6 models of the claim ran" in verdict and "n = 1 seed(s)" in verdict
