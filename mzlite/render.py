@@ -4,9 +4,9 @@
     display(results_table(scorecard(tables=["tab:meb"])))    # or just show the Scorecard/Report
     display(conclusion("On raw data the paper's pattern does not appear ...", title="Verdict"))
 
-``Scorecard`` and ``Report`` render through this module in a notebook, so every results table
-of the book has one design, made for a text column of about 700 px (a phone-sized 800 px window
-or a 1300 px one with the navigation open):
+``Scorecard`` and ``Report`` (mzlite.experiments) render through this module in a notebook, so
+every results table of the book has one design, made for a text column of about 700 px (an
+800 px window, or a 1300 px one with the navigation open):
 
 - a fixed layout of at most five columns that wrap their text instead of scrolling sideways;
 - the verdict sits in the row next to the claim it judges, with the rule that produced it
@@ -17,7 +17,7 @@ or a 1300 px one with the navigation open):
 
 The HTML carries its own small stylesheet (scoped to ``.mz-results``), so it looks the same in
 JupyterLab and in the built book. Nothing here computes a result: the row data come from
-``mzlite.scorecard`` and ``mzlite.report``.
+``mzlite.experiments.scorecard`` and ``mzlite.experiments.report``.
 """
 
 from __future__ import annotations
@@ -239,7 +239,7 @@ def report_html(rep) -> HTML:
 
 
 def _fmt_pm(mean, std) -> str:
-    from mzlite.report import _pm
+    from mzlite.experiments.report import _pm
 
     return _pm(mean, std)
 

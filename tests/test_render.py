@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from mzlite import render
+from mzlite.experiments.report import Report
+from mzlite.experiments.scorecard import Scorecard
 from mzlite.paper import RAW_LABEL
-from mzlite.report import Report
-from mzlite.scorecard import Scorecard
 
 
 def _row(table, text, verdict, protocol, ours="+0.055"):
