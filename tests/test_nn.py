@@ -546,3 +546,29 @@ def test_training_reduces_loss_auto_device_cuda(name):
     model = make_model(name, d_in=3, d_out=2, device="auto", seed=0)
     assert next(model.parameters()).device.type == "cuda"
     _train_reduces_loss(model, torch.device("cuda"))
+
+
+def test_attention_math_written_once_matches_torch():
+    """split_heads / attend / merge_heads against torch's scaled_dot_product_attention (its own
+    kernel, boolean attn_mask True = attend), masked_mean / masked_sum / zero_pad against loops."""
+    from mzlite.nn import attend, masked_mean, masked_sum, merge_heads, split_heads, zero_pad
+
+    g = torch.Generator().manual_seed(0)
+    B, nq, nkv, H, dk = 3, 4, 6, 2, 5
+    xq = torch.randn(B, nq, H * dk, generator=g, dtype=torch.float64)
+    xkv = torch.randn(B, nkv, H * dk, generator=g, dtype=torch.float64)
+    _, mask = _batch(B, nkv)
+    q, k = split_heads(xq, H), split_heads(xkv, H)
+    assert q.shape == (B, H, nq, dk) and torch.equal(q[:, 1, 2], xq[:, 2, dk:])
+    assert torch.equal(merge_heads(q), xq)
+    out, w = attend(q, k, k, mask)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask[:, None, None])
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=0)
+    assert w[~mask[:, None, None, :].expand_as(w)].abs().max() == 0
+    torch.testing.assert_close(w.sum(-1), torch.ones(B, H, nq, dtype=torch.float64))
+    for b in range(B):
+        real = xkv[b, mask[b]]
+        torch.testing.assert_close(masked_mean(xkv, mask)[b], real.mean(0))
+        torch.testing.assert_close(masked_sum(xkv, mask)[b], real.sum(0))
+        assert torch.equal(zero_pad(xkv, mask)[b, ~mask[b]], torch.zeros_like(xkv[b, ~mask[b]]))
+    assert torch.equal(masked_mean(xkv, None), xkv.mean(1))

@@ -71,6 +71,13 @@ from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one i
     MultiheadAttention,
     MZAttention,
     ZonotopeProjection,
+    attend,
+    masked_mean,
+    masked_softmax,
+    masked_sum,
+    merge_heads,
+    split_heads,
+    zero_pad,
 )
 from .models import (  # noqa: F401
     MZSetTransformer,

@@ -10,10 +10,27 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# ----------------------------------------------------------------------------- helpers
+# ----------------------------------------------------------------------------- attention math
+# Written once and used by every attention of the package (standard, MZ and the baselines):
+# heads are split off the feature axis, scores are scaled dot products, padded keys get -inf, and
+# pooling and zero-padding read only real elements (mask True = real).
 
 
-def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """``(B, n, H d_k)`` -> ``(B, H, n, d_k)`` (a view): head ``h`` owns features
+    ``h d_k .. (h+1) d_k - 1``."""
+    B, n, d = x.shape
+    return x.view(B, n, n_heads, d // n_heads).transpose(1, 2)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """``(B, H, n, d_k)`` -> ``(B, n, H d_k)``: the heads concatenated, inverse of
+    ``split_heads``."""
+    B, H, n, dk = x.shape
+    return x.transpose(1, 2).reshape(B, n, H * dk)
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """Softmax over keys; ``scores`` (B, H, nq, nkv), ``mask`` (B, nkv) True = real key.
 
     Computed in float32 and returned in the scores' dtype: under bf16 autocast the weights are
@@ -25,7 +42,19 @@ def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Te
     return scores.softmax(dim=-1)
 
 
-def _masked_mean(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def attend(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked scaled dot-product attention, heads batched.
+
+    ``q`` (B, H, nq, d_k), ``k`` (B, H, nkv, d_k), ``v`` (B, H, nkv, d_v), ``mask`` (B, nkv)
+    True = real key (None: all real) -> ``(out (B, H, nq, d_v), weights (B, H, nq, nkv))`` with
+    ``weights = softmax(q k^T / sqrt(d_k))`` over the real keys (padded keys get exactly 0)."""
+    weights = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), mask)
+    return weights @ v, weights
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """Mean over real elements: ``x`` (B, n, d) -> (B, d)."""
     if mask is None:
         return x.mean(dim=1)
@@ -33,11 +62,21 @@ def _masked_mean(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return (x * m).sum(dim=1) / m.sum(dim=1)
 
 
-def _zero_pad(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def masked_sum(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Sum over real elements: ``x`` (B, n, d) -> (B, d)."""
+    if mask is None:
+        return x.sum(dim=1)
+    return (x * mask.unsqueeze(-1).to(x.dtype)).sum(dim=1)
+
+
+def zero_pad(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """Zero the padded positions of ``x`` (B, n, ...) so that nothing can read them by mistake."""
     if mask is None:
         return x
     return x * mask.reshape(*mask.shape, *([1] * (x.ndim - 2))).to(x.dtype)
+
+
+# ----------------------------------------------------------------------------- helpers
 
 
 def _block_diag(M: torch.Tensor) -> torch.Tensor:
@@ -70,14 +109,10 @@ class MultiheadAttention(nn.Module):
         self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
 
     def forward(self, xq, xkv, mask=None):
-        B, nq, d = xq.shape
-        H, dk = self.n_heads, self.d_k
-        q = self.q(xq).view(B, nq, H, dk).transpose(1, 2)  # (B, H, nq, dk)
-        k = self.k(xkv).view(B, -1, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
-        v = self.v(xkv).view(B, -1, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
-        attn = _masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(dk), mask)  # (B, H, nq, nkv)
-        out = (attn @ v).transpose(1, 2).reshape(B, nq, d)  # concat heads
-        return self.o(out), attn
+        H = self.n_heads
+        q, k = split_heads(self.q(xq), H), split_heads(self.k(xkv), H)  # (B, H, n, dk)
+        out, attn = attend(q, k, split_heads(self.v(xkv), H), mask)  # (B, H, nq, dk)
+        return self.o(merge_heads(out)), attn  # attn: (B, H, nq, nkv)
 
 
 class MAB(nn.Module):
@@ -108,7 +143,7 @@ class SAB(nn.Module):
         self.mab = MAB(d, n_heads, d_ff, dropout, name)
 
     def forward(self, x, mask=None, details=None):
-        return _zero_pad(self.mab(x, x, mask, details), mask)
+        return zero_pad(self.mab(x, x, mask, details), mask)
 
 
 class ISAB(nn.Module):
@@ -123,7 +158,7 @@ class ISAB(nn.Module):
     def forward(self, x, mask=None, details=None):
         ind = self.inducing.expand(x.shape[0], -1, -1)  # (B, m, d)
         h = self.mab0(ind, x, mask, details)  # (B, m, d): attends to real elements only
-        return _zero_pad(self.mab1(x, h, None, details), mask)  # every inducing row is real
+        return zero_pad(self.mab1(x, h, None, details), mask)  # every inducing row is real
 
 
 class PMA(nn.Module):
@@ -194,9 +229,8 @@ class MZAttention(nn.Module):
     def forward(self, cq, ckv, Gkv, mask=None, need_details: bool = False):
         B, nq, d = cq.shape
         nkv, H, dk, ng, L = ckv.shape[1], self.n_heads, self.d_k, self.n_g, self.L
-        q = self.q(cq).view(B, nq, H, dk).transpose(1, 2)  # (B, H, nq, dk)
-        k = self.k(ckv).view(B, nkv, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
-        vc = self.v(ckv).view(B, nkv, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
+        q, k = split_heads(self.q(cq), H), split_heads(self.k(ckv), H)  # (B, H, n, dk)
+        vc = split_heads(self.v(ckv), H)  # (B, H, nkv, dk)
         # M_c folded into the weights next to it (aggregation and the projections are linear):
         # o_c = W_o blockdiag(M_c) c_hat and G_hat M_c^T = aggregate(G W_vg^T blockdiag(M_c)^T),
         # so no pass over an activation applies M_c, and the largest tensor (B, n, n_g, d) is
@@ -205,15 +239,14 @@ class MZAttention(nn.Module):
         W_vg = Mc @ (self.v if self.v_g is None else self.v_g).weight  # (d, d), no bias
         vG = F.linear(Gkv, W_vg).view(B, nkv, ng, H, dk).permute(0, 3, 1, 2, 4)
         vG = vG.reshape(B * H, nkv, ng * dk)  # head-major, one bmm for all generators
-        attn = _masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(dk), mask)  # (B, H, nq, nkv)
-        c_hat = attn @ vc  # (B, H, nq, dk)
-        a = attn.reshape(B * H, nq, nkv)
+        c_hat, attn = attend(q, k, vc, mask)  # (B, H, nq, dk), (B, H, nq, nkv)
+        a = attn.reshape(B * H, nq, nkv)  # the generators are aggregated with the same weights
 
         if self.gate is None:  # L = 0: no matrix generators, no gates
             gamma = cq.new_zeros(B, H, 0)
             o_G = torch.bmm(a, vG)  # (B H, nq, ng dk): G_hat M_c^T
         else:
-            gamma = torch.tanh(self.gate(_masked_mean(ckv, mask))).view(B, H, L)  # (B, H, L)
+            gamma = torch.tanh(self.gate(masked_mean(ckv, mask))).view(B, H, L)  # (B, H, L)
             # W_mix stack_l[gamma_l M_l c_hat] = c_hat N^T with the per-set, per-head operator
             # N[e, (g, d)] = sum_l W_mix[g, l] gamma_l M_l[d, e]: one bmm of (nq, dk) x (dk, ng dk)
             # fused with the aggregation G_hat M_c^T (baddbmm), no tiny per-token matmuls
@@ -222,8 +255,7 @@ class MZAttention(nn.Module):
             Nt = Nt.reshape(B * H, dk, ng * dk).to(c_hat.dtype)  # (B H, dk, ng dk)
             o_G = torch.baddbmm(torch.bmm(c_hat.reshape(B * H, nq, dk), Nt), a, vG)
 
-        o_c = c_hat.transpose(1, 2).reshape(B, nq, d)  # heads concatenated
-        o_c = F.linear(o_c, self.o.weight @ Mc, self.o.bias)  # (B, nq, d)
+        o_c = F.linear(merge_heads(c_hat), self.o.weight @ Mc, self.o.bias)  # (B, nq, d)
         o_G = o_G.view(B, H, nq, ng, dk).permute(0, 2, 3, 1, 4).reshape(B, nq, ng, d)
         o_G = F.linear(o_G, (self.o if self.o_g is None else self.o_g).weight)  # bias-free
         info = None
@@ -289,7 +321,7 @@ class MZSAB(nn.Module):
 
     def forward(self, c, G, mask=None, details=None):
         c, G = self.mab(c, G, c, G, mask, details)
-        return _zero_pad(c, mask), _zero_pad(G, mask)
+        return zero_pad(c, mask), zero_pad(G, mask)
 
 
 class MZISAB(nn.Module):
@@ -306,7 +338,7 @@ class MZISAB(nn.Module):
         ic, iG = self.inducing(c.shape[0])  # (B, m, d), (B, m, n_g, d)
         hc, hG = self.mab0(ic, iG, c, G, mask, details)  # attends to real elements only
         c, G = self.mab1(c, G, hc, hG, None, details)  # every inducing token is real
-        return _zero_pad(c, mask), _zero_pad(G, mask)
+        return zero_pad(c, mask), zero_pad(G, mask)
 
 
 class MZPMA(nn.Module):

@@ -65,9 +65,12 @@ from .attention import (
     SAB,
     MultiheadAttention,
     _init_linear,
-    _masked_mean,
-    _masked_softmax,
-    _zero_pad,
+    attend,
+    masked_mean,
+    masked_sum,
+    merge_heads,
+    split_heads,
+    zero_pad,
 )
 from .models import (
     SetTransformer,
@@ -99,13 +102,8 @@ __all__ = [
 # ----------------------------------------------------------------------------- helpers
 
 
-def _masked_sum(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Sum over real elements: ``x`` (B, n, d) -> (B, d)."""
-    return (x * mask.unsqueeze(-1).to(x.dtype)).sum(dim=1)
-
-
 def _pool(x: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
-    return _masked_sum(x, mask) if how == "sum" else _masked_mean(x, mask)
+    return masked_sum(x, mask) if how == "sum" else masked_mean(x, mask)
 
 
 def _mlp(d_in: int, d_hidden: int, d_out: int, n_layers: int, act=nn.ReLU) -> nn.Sequential:
@@ -124,13 +122,10 @@ def _head(d: int, d_out: int, act=nn.GELU) -> nn.Sequential:
 
 def _mha(attn: MultiheadAttention, xq, xkv, mask, v: torch.Tensor):
     """Masked softmax attention of ``attn``'s q/k/o with the given values ``v`` (B, nkv, d)."""
-    B, nq, d = xq.shape
-    H, dk = attn.n_heads, attn.d_k
-    q = attn.q(xq).view(B, nq, H, dk).transpose(1, 2)  # (B, H, nq, dk)
-    k = attn.k(xkv).view(B, -1, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
-    v = v.view(B, -1, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
-    w = _masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(dk), mask)  # (B, H, nq, nkv)
-    return attn.o((w @ v).transpose(1, 2).reshape(B, nq, d)), w
+    H = attn.n_heads
+    q, k = split_heads(attn.q(xq), H), split_heads(attn.k(xkv), H)  # (B, H, n, dk)
+    out, w = attend(q, k, split_heads(v, H), mask)  # (B, H, nq, dk), (B, H, nq, nkv)
+    return attn.o(merge_heads(out)), w
 
 
 def _encoder_mabs(model: SetTransformer):
@@ -205,8 +200,8 @@ class FiLMSetTransformer(SetTransformer):
             nn.init.zeros_(lin.bias)
 
     def encoder_block(self, i: int, h, mask, details):
-        gamma, beta = self.film[i](_masked_mean(h, mask)).unsqueeze(1).chunk(2, dim=-1)  # (B, 1, d)
-        return _zero_pad((1 + gamma) * self.enc[i](h, mask, details) + beta, mask)
+        gamma, beta = self.film[i](masked_mean(h, mask)).unsqueeze(1).chunk(2, dim=-1)  # (B, 1, d)
+        return zero_pad((1 + gamma) * self.enc[i](h, mask, details) + beta, mask)
 
 
 # ----------------------------------------------------------------------------- HyperNet
@@ -238,7 +233,7 @@ class HyperAttention(MultiheadAttention):
 
     def forward(self, xq, xkv, mask=None):
         B, d, r = xq.shape[0], xq.shape[-1], self.rank
-        mu = _masked_mean(xkv, mask)  # (B, d)
+        mu = masked_mean(xkv, mask)  # (B, d)
         U = self.U(mu).view(B, d, r)  # (B, d_out, r)
         V = self.V.expand(B, d, r) if self.v_factor == "static" else self.V(mu).view(B, d, r)
         dv = (xkv @ V) @ U.transpose(1, 2)  # x (U V^T)^T = (x V) U^T: (B, nkv, d), never d x d
@@ -288,17 +283,16 @@ class LinearAttention(MultiheadAttention):
     ``MultiheadAttention``; ``forward`` returns ``(out, None)``: no weight matrix is formed."""
 
     def forward(self, xq, xkv, mask=None):
-        B, nq, d = xq.shape
-        H, dk = self.n_heads, self.d_k
-        q = F.elu(self.q(xq).view(B, nq, H, dk).transpose(1, 2)) + 1  # (B, H, nq, dk)
-        k = F.elu(self.k(xkv).view(B, -1, H, dk).transpose(1, 2)) + 1  # (B, H, nkv, dk)
-        v = self.v(xkv).view(B, -1, H, dk).transpose(1, 2)  # (B, H, nkv, dk)
+        H = self.n_heads
+        q = F.elu(split_heads(self.q(xq), H)) + 1  # (B, H, nq, dk)
+        k = F.elu(split_heads(self.k(xkv), H)) + 1  # (B, H, nkv, dk)
+        v = split_heads(self.v(xkv), H)  # (B, H, nkv, dk)
         if mask is not None:
             k = k * mask[:, None, :, None].to(k.dtype)  # padded keys contribute nothing
         kv = k.transpose(-2, -1) @ v  # (B, H, dk, dk): sum_j phi(k_j) v_j^T
         den = q @ k.sum(dim=2).unsqueeze(-1)  # (B, H, nq, 1)
         out = (q @ kv) / den  # (B, H, nq, dk)
-        return self.o(out.transpose(1, 2).reshape(B, nq, d)), None
+        return self.o(merge_heads(out)), None
 
 
 class LinearAttentionSetTransformer(SetTransformer):
@@ -333,7 +327,7 @@ class MeanPoolSetTransformer(SetTransformer):
         self.pool = None  # no PMA
 
     def pool_set(self, h, mask, details):
-        return _masked_mean(h, mask).unsqueeze(1)  # (B, 1, d)
+        return masked_mean(h, mask).unsqueeze(1)  # (B, 1, d)
 
 
 # ----------------------------------------------------------------------------- Perceiver
@@ -386,7 +380,7 @@ class Perceiver(nn.Module):
 
     def forward(self, x, mask=None):
         x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.weight)
-        h = _zero_pad(self.embed(x), mask)  # (B, n, d)
+        h = zero_pad(self.embed(x), mask)  # (B, n, d)
         z = self.latents.expand(x.shape[0], -1, -1)  # (B, m, d)
         for cross, blocks in zip(self.cross, self.latent_blocks, strict=True):
             z = cross(z, h, mask)  # latents read the real elements only
@@ -443,7 +437,7 @@ class SlotAttention(nn.Module):
         c = self.cfg
         x, mask = _check_set(x, mask, c.d_in, self.embed.weight)
         B, d = x.shape[0], c.d_model
-        h = self.ln_in(self.embed(_zero_pad(x, mask)))  # (B, n, d)
+        h = self.ln_in(self.embed(zero_pad(x, mask)))  # (B, n, d)
         k, v = self.k(h), self.v(h)  # (B, n, d)
         m = mask.unsqueeze(-1).to(h.dtype)  # (B, n, 1)
         slots = self.slots.expand(B, -1, -1)  # (B, K, d)
@@ -531,7 +525,7 @@ class EGNNLayer(nn.Module):
             n_nb = (mask.sum(1) - 1).clamp_min(1).to(h.dtype)[:, None, None]  # (B, 1, 1): M - 1
             x = x + (diff * self.phi_x(m) * edge).sum(2) / n_nb
         h = h + self.phi_h(torch.cat([h, m.sum(2)], dim=-1))  # (B, n, h)
-        return _zero_pad(h, mask), _zero_pad(x, mask)
+        return zero_pad(h, mask), zero_pad(x, mask)
 
 
 class EGNN(nn.Module):
@@ -556,10 +550,10 @@ class EGNN(nn.Module):
     def forward(self, x, mask=None):
         like = self.head[0].weight
         x, mask = _check_set(x, mask, self.cfg.d_in, like)
-        x = _zero_pad(x, mask)
+        x = zero_pad(x, mask)
         pos, attr = x[..., : self.n_coord], x[..., self.n_coord :]  # (B, n, c), (B, n, a)
         h = self.embed(attr) if self.embed is not None else self.h0.expand(*x.shape[:2], -1)
-        h = _zero_pad(h, mask)  # (B, n, h)
+        h = zero_pad(h, mask)  # (B, n, h)
         for layer in self.layers:
             h, pos = layer(h, pos, mask)
         return self.head(_pool(h, mask, self.cfg.pool))
@@ -628,8 +622,8 @@ class MambaPMA(nn.Module):
         order = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)  # real elements first
         x = x.gather(1, order.unsqueeze(-1).expand_as(x))
         mask = mask.gather(1, order)  # (B, n): True then False
-        h = _zero_pad(self.embed(_zero_pad(x, mask)), mask)  # (B, n, d)
-        h = _zero_pad(self.mamba(h), mask)  # causal: a real step reads earlier (real) steps only
+        h = zero_pad(self.embed(zero_pad(x, mask)), mask)  # (B, n, d)
+        h = zero_pad(self.mamba(h), mask)  # causal: a real step reads earlier (real) steps only
         z = self.pool(h, mask)  # (B, k, d)
         for blk in self.dec:
             z = blk(z)

@@ -28,7 +28,7 @@ from .attention import (
     ZonotopeProjection,
     _init_linear,
     _tokens,
-    _zero_pad,
+    zero_pad,
 )
 
 # ----------------------------------------------------------------------------- configs
@@ -140,7 +140,7 @@ class SetTransformer(nn.Module):
     def forward(self, x, mask=None, return_details: bool = False):
         x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.weight)
         details = [] if return_details else None
-        h = _zero_pad(self.embed(x), mask)  # (B, n, d)
+        h = zero_pad(self.embed(x), mask)  # (B, n, d)
         for i in range(len(self.enc)):
             h = self.encoder_block(i, h, mask, details)
         z = self.pool_set(h, mask, details)  # (B, k, d)
@@ -204,7 +204,7 @@ class MZSetTransformer(nn.Module):
         x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.W_c.weight)
         details = [] if return_details else None
         c, G = self.embed(x)
-        c, G = _zero_pad(c, mask), _zero_pad(G, mask)  # (B, n, d), (B, n, n_g, d)
+        c, G = zero_pad(c, mask), zero_pad(G, mask)  # (B, n, d), (B, n, n_g, d)
         c_in, G_in = c, G
         for blk in self.enc:
             c, G = blk(c, G, mask, details)
