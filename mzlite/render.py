@@ -25,6 +25,7 @@ from __future__ import annotations
 import html
 import re
 
+from mzlite.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.paper import name_labels, paper_label
 
 __all__ = ["results_table", "scorecard_html", "report_html", "comparison_table", "conclusion"]
@@ -190,6 +191,9 @@ def _run_protocol(r: dict, profile: str) -> str:
     text = f"{profile}: {n} seed{'s' if n != 1 else ''}, {r['epochs']} epochs, on {r['device']}"
     if r.get("converged_text") not in (None, "--"):
         text += f"; converged: {r['converged_text']}"
+    if r.get("spiked_text"):
+        text += (f"; validation-loss spike (> {_SPIKE_FACTOR:g}x the best before it) in "
+                 f"{r['spiked_text']}")
     return text
 
 

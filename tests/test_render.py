@@ -99,6 +99,9 @@ def test_report_groups_by_setting_with_protocol_footnotes():
     assert "208K params" in html and "not run" in html
     assert "<li>[1] cpu: 1 seed, 30 epochs, on cpu</li>" in html
     assert "<li>[2] cpu: 2 seeds, 30 epochs, on cpu</li>" in html
+    rows[2] = {**rows[2], "converged_text": "2/2", "spiked_text": "1/2"}  # a spike is named
+    html = Report("tab:meb", "MEB", "cpu", rows)._repr_html_()
+    assert "converged: 2/2; validation-loss spike (&gt; 2x the best before it) in 1/2" in html
 
 
 def test_comparison_table_and_conclusion():

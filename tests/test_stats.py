@@ -46,6 +46,21 @@ def test_diverged_or_too_short_runs_did_not_converge():
     assert short["k"] == stats.CONVERGENCE_WINDOW
 
 
+def test_loss_spikes_name_the_epochs_above_twice_the_best_before():
+    # the shape of a real run: a best at epoch 7, a jump to 7x it, a slow recovery
+    val = [1.28, 1.18, 1.01, 0.82, 0.97, 0.85, 0.54, 3.84, 2.80, 1.16, 0.93, 0.55]
+    s = stats.loss_spikes({"val_loss": val})
+    assert s["spiked"] and s["epochs"] == [8, 9, 10]
+    assert s["worst_ratio"] == pytest.approx(3.84 / 0.54)
+    calm = stats.loss_spikes({"val_loss": [1.0, 0.5, 0.9, 0.4, 0.79]})  # rises, never > 2x
+    assert not calm["spiked"] and calm["epochs"] == [] and calm["worst_ratio"] is None
+    assert stats.loss_spikes({"val_loss": [1.0, 0.5, None]})["epochs"] == [3]  # non-finite
+    assert not stats.loss_spikes(None)["spiked"]  # closed form
+    assert stats.loss_spikes({"val_loss": val}, factor=8.0)["epochs"] == []
+    with pytest.raises(ValueError, match="factor"):
+        stats.loss_spikes({"val_loss": val}, factor=1.0)
+
+
 def test_closed_form_results_count_as_converged():
     assert stats.convergence(None)["converged"]
     assert stats.result_convergence({"history": None})["converged"]

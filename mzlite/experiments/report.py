@@ -96,6 +96,14 @@ def protocol_key(result: dict) -> str:
     return json.dumps(key, sort_keys=True, default=str)
 
 
+def spike_text(results: list[dict]) -> str:
+    """ "1/3" (runs with a validation-loss spike, ``stats.loss_spikes``, of trained runs), or
+    "" when none spiked."""
+    trained = [r for r in results if r.get("history") is not None]
+    spiked = sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained)
+    return f"{spiked}/{len(trained)}" if spiked else ""
+
+
 def convergence_text(results: list[dict]) -> str:
     """ "3/3" (converged of trained runs), "--" for none; closed-form rows count as converged."""
     if not results:
@@ -234,6 +242,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                     "n_seeds": len(res),
                     "converged": sum(_stats.result_convergence(r)["converged"] for r in res),
                     "converged_text": convergence_text(res),
+                    "spiked_text": spike_text(res),
                     "mixed": mixed,
                     "same_as": same.get(c.id),
                     "epochs": epoch_range(res),
@@ -267,6 +276,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                 "n_seeds": min(len(num), len(den)),
                 "converged": sum(_stats.result_convergence(r)["converged"] for r in num + den),
                 "converged_text": convergence_text(num + den),
+                "spiked_text": spike_text(num + den),
                 "mixed": False,
                 "same_as": None,
                 "epochs": epoch_range(num + den),

@@ -13,6 +13,11 @@ best before them by less than ``CONVERGENCE_TOL`` (relative). ``k`` is the run's
 (``epochs_run <= k``), did not converge. The numbers that decided it are returned with the
 verdict, so a reader can check it.
 
+Instability of one run (``loss_spikes``): a *spike* is an epoch whose validation loss exceeds
+``SPIKE_FACTOR`` times the lowest validation loss before it. A run that spiked and was then stopped
+by patience may have been stopped while recovering, so reports count spiked runs beside converged
+ones; a spike never changes the convergence verdict, it qualifies it.
+
 Differences between two cells (``welch``): Welch's unequal-variance t-test over the seeds of each
 cell, two-sided, as the paper uses (its ResNet-50 comparison: "Welch's t ~ 5.2, p ~ 0.0018").
 With fewer than two values on either side there is no test (``p`` is None). ``bootstrap_ci``
@@ -30,6 +35,7 @@ CONVERGENCE_TOL = 1e-3  # relative improvement of the best val loss over the las
 CONVERGENCE_WINDOW = 10  # k for runs without early stopping (patience None)
 ALPHA = 0.05  # significance level of every "A beats B" test
 MIN_SEEDS = 3  # a verdict needs at least this many seeds per cell
+SPIKE_FACTOR = 2.0  # a validation loss above this multiple of the best before it is a spike
 
 
 def convergence(history: dict | None, patience: int | None = None) -> dict:
@@ -83,6 +89,28 @@ def convergence(history: dict | None, patience: int | None = None) -> dict:
         )
     out["converged"] = bool(verdict)
     out["rule"] = rule
+    return out
+
+
+def loss_spikes(history: dict | None, factor: float = SPIKE_FACTOR) -> dict:
+    """The epochs (1-based) whose validation loss exceeds ``factor`` times the lowest one before
+    them: ``{"spiked", "epochs", "worst_ratio", "factor"}``; a closed-form result (``history``
+    None) has none. A non-finite validation loss after a finite one counts as a spike."""
+    if not factor > 1.0:
+        raise ValueError(f"factor must be > 1, got {factor!r}")
+    out = {"spiked": False, "epochs": [], "worst_ratio": None, "factor": factor}
+    if history is None:
+        return out
+    best = math.inf
+    for epoch, v in enumerate(history.get("val_loss", []), start=1):
+        v = math.inf if v is None else float(v)
+        if math.isfinite(best) and best > 0:
+            ratio = v / best if math.isfinite(v) else math.inf
+            if ratio > factor:
+                out["epochs"].append(epoch)
+                out["worst_ratio"] = max(out["worst_ratio"] or 0.0, ratio)
+        best = min(best, v)
+    out["spiked"] = bool(out["epochs"])
     return out
 
 
