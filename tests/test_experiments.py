@@ -5,6 +5,8 @@ profile restricted to a few cells so the whole file runs in a couple of minutes 
 
 from __future__ import annotations
 
+import dataclasses
+
 import functools
 import json
 import shutil
@@ -130,6 +132,12 @@ def test_converged_cpu_profile_standardises_targets_and_stops_by_patience():
     assert conv["d8-st"].sizes == (2_000, 500, 2_000)
     tdof = {j.cell.id: j for j in ex.jobs("tab:tdof-verify", "cpu-converged")}
     assert tdof["L4-mz_1l"].sizes == (2_000, 500, 2_000)
+    # the tdof learning-rate ablation: MZ-1L at the Set Transformer's rate, nothing else changed
+    abl, main = tdof["abl-L16-lr0.001-mz_1l"], tdof["L16-mz_1l"]
+    assert abl.train_config().lr == 1e-3 != main.train_config().lr
+    assert dataclasses.replace(abl.train_config(), lr=main.train_config().lr) == main.train_config()
+    assert (abl.cell.options, abl.cell.model, abl.cell.model_kwargs, abl.sizes) == (
+        main.cell.options, main.cell.model, main.cell.model_kwargs, main.sizes)
     # the raw-target ablation keeps raw targets under this profile (the cell's setting wins)
     assert not conv["abl-d8-raw-st"].train_config().normalize_targets
     assert not conv["abl-d8-scale-st"].train_config().normalize_targets
