@@ -6,7 +6,6 @@ profile restricted to a few cells so the whole file runs in a couple of minutes 
 from __future__ import annotations
 
 import dataclasses
-
 import functools
 import json
 import shutil
