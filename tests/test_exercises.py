@@ -157,7 +157,7 @@ def test_per_seed_inputs_differ_and_the_reference_follows_the_seed():
     layer, c, G, mask = ch3.exercise_inputs(5)
     assert not torch.equal(c, ch3.exercise_inputs(0)[1])
     with torch.no_grad():
-        gates = layer(c, c, G, mask, need_details=True)[2]["gates"]
+        gates = layer(c, c, G, mask, need_details=True)[2].gates
     assert check("ch3.gates", gates, seed=5) and not check("ch3.gates", gates, seed=0)
 
 

@@ -10,10 +10,12 @@ from mzlite.nn import (
     MODEL_NAMES,
     MZISAB,
     MZSAB,
+    AttentionDetails,
     MultiheadAttention,
     MZAttention,
     MZSetTransformer,
     MZSetTransformerConfig,
+    SetModelDetails,
     SetTransformer,
     SetTransformerConfig,
     count_parameters,
@@ -141,7 +143,7 @@ def test_mz_attention_matches_loop_reference():
                     s = torch.stack([qi @ kj for kj in ks]) / math.sqrt(dk)
                     a = torch.exp(s - s.max())
                     a = a / a.sum()
-                    assert torch.allclose(info["attention"][b, h, i, real], a)
+                    assert torch.allclose(info.attention[b, h, i, real], a)
                     c_hat = sum(
                         a[t] * (att.v.weight @ ckv[b, j] + att.v.bias)[sl]
                         for t, j in enumerate(real)
@@ -156,8 +158,8 @@ def test_mz_attention_matches_loop_reference():
                             att.W_mix[h, g, ll] * stack[ll] for ll in range(L)
                         )
                     op = att.M_c[h] + sum(gam[h, ll] * att.M_l[h, ll] for ll in range(L))
-                    torch.testing.assert_close(info["operators"][b, h], op)
-                    torch.testing.assert_close(info["gates"][b, h], gam[h])
+                    torch.testing.assert_close(info.operators[b, h], op)
+                    torch.testing.assert_close(info.gates[b, h], gam[h])
             torch.testing.assert_close(o_c[b], att.o(oc), atol=1e-12, rtol=0)
             torch.testing.assert_close(o_G[b], oG @ att.o_g.weight.T, atol=1e-12, rtol=0)
 
@@ -272,16 +274,13 @@ def test_padded_positions_are_zero_and_unused():
     _, mz = _models()
     x, mask = _batch(3, 6)
     det = mz.inspect(x, mask)
-    for layer in det["layers"]:
-        if layer["name"].endswith("inducing") or layer["name"] == "pool":
+    for layer in det.layers:
+        if layer.name.endswith("inducing") or layer.name == "pool":
             # keys are the set: padded keys get zero weight
             assert (
-                layer["attention"][~mask[:, None, None, :].expand_as(layer["attention"])]
-                .abs()
-                .max()
-                == 0
+                layer.attention[~mask[:, None, None, :].expand_as(layer.attention)].abs().max() == 0
             )
-    tok = det["input_tokens"]
+    tok = det.input_tokens
     c, G = (tok.center, tok.generators) if hasattr(tok, "center") else tok
     assert c[~mask].abs().max() == 0 and G[~mask].abs().max() == 0
 
@@ -366,7 +365,7 @@ def test_details_shapes_and_readouts():
         mz.train()
         det = mz.inspect(x, mask)
         assert mz.training  # inspect restores the mode
-        names = [layer["name"] for layer in det["layers"]]
+        names = [layer.name for layer in det.layers]
         assert names == [
             "enc0.inducing",
             "enc0.elements",
@@ -375,19 +374,39 @@ def test_details_shapes_and_readouts():
             "pool",
             "dec0",
         ]
-        layer = det["layers"][0]
-        assert layer["operators"].shape == (3, 4, 4, 4)
-        assert layer["gates"].shape == (3, 4, 2)
-        assert layer["attention"].shape == (3, 4, 4, 6)
-        assert det["layers"][1]["attention"].shape == (3, 4, 6, 4)
-        pooled = det["pooled"]
+        layer = det.layers[0]
+        assert layer.operators.shape == (3, 4, 4, 4)
+        assert layer.gates.shape == (3, 4, 2)
+        assert layer.attention.shape == (3, 4, 4, 6)
+        assert det.layers[1].attention.shape == (3, 4, 6, 4)
+        pooled = det.pooled
         c, G = (pooled.center, pooled.generators) if hasattr(pooled, "center") else pooled
         assert c.shape == (3, 1, 16) and G.shape == (3, 1, 3, 16)
         spread = G.abs().sum(-2) if readout == "ihw" else G.sum(-2)
-        torch.testing.assert_close(det["features"], torch.cat([c[:, 0], spread[:, 0]], -1))
+        torch.testing.assert_close(det.features, torch.cat([c[:, 0], spread[:, 0]], -1))
     st = SetTransformer(**SMALL)
     det = st.inspect(*_batch(3, 6))
-    assert det["layers"][-2]["attention"].shape == (3, 4, 1, 6)
+    assert det.layers[-2].attention.shape == (3, 4, 1, 6)
+
+
+def test_details_are_dataclasses_with_named_layers():
+    """``inspect`` returns a ``SetModelDetails`` of ``AttentionDetails``, the same for both models;
+    ``layer(name)`` finds a block by name and lists the valid names otherwise."""
+    x, mask = _batch(3, 6)
+    for model in _models():
+        det = model.inspect(x, mask)
+        assert isinstance(det, SetModelDetails)
+        assert all(isinstance(layer, AttentionDetails) for layer in det.layers)
+        assert det.names[-2:] == ["pool", "dec0"]
+        assert det.layer("pool") is det.layers[-2]
+        with pytest.raises(ValueError, match=r"layer must be one of \['enc0.inducing'"):
+            det.layer("nope")
+        y = model(x, mask)
+        torch.testing.assert_close(model.head(det.features), y)  # the head's input
+    st_pool, mz_pool = (m.inspect(x, mask).layer("pool") for m in _models())
+    assert st_pool.gates is None and st_pool.operators is None
+    assert st_pool.output.shape == (3, 1, 16)  # (B, k, d)
+    assert mz_pool.gates.shape == (3, 4, 2) and mz_pool.output.generators.shape == (3, 1, 3, 16)
 
 
 def test_operators_are_context_adaptive():
@@ -395,13 +414,13 @@ def test_operators_are_context_adaptive():
     torch.manual_seed(0)
     mz = MZSetTransformer(**SMALL_MZ)
     x, mask = _batch(3, 6)
-    ops = mz.inspect(x, mask)["layers"][0]["operators"]
+    ops = mz.inspect(x, mask).layers[0].operators
     assert (ops[0] - ops[1]).abs().max() > 1e-4
     with torch.no_grad():
         for m in mz.modules():
             if isinstance(m, MZAttention):
                 m.M_l.zero_()
-    ops = mz.inspect(x, mask)["layers"][0]["operators"]
+    ops = mz.inspect(x, mask).layers[0].operators
     torch.testing.assert_close(ops, torch.eye(4).expand_as(ops))
 
 

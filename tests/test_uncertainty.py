@@ -88,7 +88,7 @@ def test_estimators_on_tiny_models():
     mz = make_model("mz_slim", 4, device="cpu", seed=0, **kw)
     pred, ihw = U.ihw_uncertainty(mz, x, mask, batch_size=4)
     det = mz.inspect(x, mask)
-    G = det["pooled"].generators  # (B, k, n_g, d)
+    G = det.pooled.generators  # (B, k, n_g, d)
     assert torch.allclose(ihw, G.abs().sum(dim=(1, 2, 3)))  # sum_g ||G_g||_1 by hand
     assert torch.allclose(pred, mz.eval()(x, mask))
     st = make_model("standard", 4, device="cpu", seed=0, **kw)

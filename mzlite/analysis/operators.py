@@ -143,7 +143,7 @@ def sign_flips(g_a, g_b) -> torch.Tensor:
 
 def mz_heads(model: torch.nn.Module) -> dict[str, MZAttention]:
     """The ``MZAttention`` of every MZ-MAB of ``model``, keyed by the block name used in
-    ``details["layers"]`` (e.g. ``"enc0.inducing"``, ``"pool"``), in execution order."""
+    ``details.layers`` (e.g. ``"enc0.inducing"``, ``"pool"``), in execution order."""
     out = {mab.name: mab.attn for mab in model.modules() if isinstance(mab, MZMAB)}
     if not out:
         raise ValueError("model has no MZ attention block (is it an MZSetTransformer?)")
@@ -163,8 +163,8 @@ def probe(model: MZSetTransformer, x, mask=None, layer: str | None = None, batch
         raise ValueError(f"layer must be one of {names}, got {layer!r}")
 
     def one_batch(xb, mb):
-        entry = next(e for e in model.inspect(xb, mb)["layers"] if e["name"] == layer)
-        return entry["operators"].double().cpu(), entry["gates"].double().cpu()
+        entry = model.inspect(xb, mb).layer(layer)
+        return entry.operators.double().cpu(), entry.gates.double().cpu()
 
     ops, gates = zip(*map_batches(one_batch, x, mask, batch_size), strict=True)
     return {"operators": torch.cat(ops), "gates": torch.cat(gates)}

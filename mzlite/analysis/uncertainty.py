@@ -94,12 +94,12 @@ def ihw_uncertainty(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(prediction (N, d_out), IHW (N,))`` of an ``MZSetTransformer`` in eval mode, one pass.
 
-    IHW is ``sum_g ||G_g||_1`` of the pooled output zonotope (``details["pooled"]``: the tokens
+    IHW is ``sum_g ||G_g||_1`` of the pooled output zonotope (``details.pooled``: the tokens
     the head reads, after the last SAB), summed over the ``k`` seeds (thm:ihw-calibration)."""
 
     def one_batch(xb, mb):
         y, det = model(xb, mb, return_details=True)
-        return y, det["pooled"].ihw().sum(-1)  # (B, d_out), (B, k) -> (B,)
+        return y, det.pooled.ihw().sum(-1)  # (B, d_out), (B, k) -> (B,)
 
     with eval_mode(model):
         preds, ihws = zip(*map_batches(one_batch, x, mask, batch_size), strict=True)

@@ -65,7 +65,7 @@ def _extra_params(answer):
     per_seed=True,
 )
 def _gates(answer, seed):
-    ref = _outputs(seed)[2]["gates"]  # (1, H, L)
+    ref = _outputs(seed)[2].gates  # (1, H, L)
     a = torch.as_tensor(answer, dtype=torch.float64)
     if a.numel() != ref.numel():
         raise ValueError(f"expected {ref.numel()} gate values (B, H, L) = {tuple(ref.shape)}")
@@ -124,7 +124,7 @@ def _gate_function(function, seed):
         B, n, d = c.shape
         G = torch.zeros(B, n, 1, d, dtype=c.dtype)
         with torch.no_grad():
-            ref = _gate_layer(W, b, d, H, L)(c, c, G, mask, need_details=True)[2]["gates"]
+            ref = _gate_layer(W, b, d, H, L)(c, c, G, mask, need_details=True)[2].gates
         m = mask.unsqueeze(-1).to(c.dtype)
         c_bar = (c * m).sum(1) / m.sum(1)
         ok, why = diagnose(

@@ -35,7 +35,7 @@ def exercise_model_and_sets(n_sets: int = 8):
 def _layer_details():
     model, x, mask = exercise_model_and_sets()
     det = model.inspect(x, mask)
-    return model, next(e for e in det["layers"] if e["name"] == LAYER)
+    return model, det.layer(LAYER)
 
 
 @exercise(
@@ -45,7 +45,7 @@ def _layer_details():
 def _relchange(answer):
     model, entry = _layer_details()
     a, b = EX_SETS
-    M = entry["operators"][:, EX_HEAD].double()  # (N, dk, dk)
+    M = entry.operators[:, EX_HEAD].double()  # (N, dk, dk)
     M_c = model.enc[0].mab0.attn.M_c[EX_HEAD].detach().double()
     ref = float(torch.sqrt(((M[a] - M[b]) ** 2).sum()) / torch.sqrt((M_c**2).sum()))
     ok = abs(float(answer) - ref) <= 1e-4 * max(1.0, abs(ref))
@@ -56,7 +56,7 @@ def _relchange(answer):
 def _flips(answer):
     _, entry = _layer_details()
     a, b = EX_SETS
-    g = entry["gates"][:, EX_HEAD]
+    g = entry.gates[:, EX_HEAD]
     ref = int((g[a] > 0).ne(g[b] > 0).sum())  # no gate is exactly 0 here (tanh of a float)
     ok = not isinstance(answer, bool) and int(answer) == answer == ref
     return ok, (f"{ref} of {g.shape[-1]} gates flip sign" if ok else "not the number of flips")

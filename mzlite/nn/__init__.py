@@ -1,8 +1,9 @@
 """Set Transformer and MZ-Set Transformer, masked, in plain PyTorch (paper Sec. 3, App. app:impl).
 
 ``mzlite.nn`` is the one import; the code lives in ``attention`` (the attention math and the
-blocks), ``models`` (configs, models, the Theorem thm:separation construction), ``baselines``
-(the paper's other set models) and ``registry`` (every model by name, parameter matching).
+blocks), ``details`` (what a layer and a model computed on the way), ``models`` (configs,
+models, the Theorem thm:separation construction), ``baselines`` (the paper's other set models)
+and ``registry`` (every model by name, parameter matching).
 
 Two models with the same skeleton (Lee et al. 2019; paper Sec. sec:architecture):
 
@@ -25,7 +26,9 @@ Conventions (the same in every class and function of this module)
   ``h = LN(x_q + Attn(x_q, x_kv))``, ``out = LN(h + FFN(h))``. Attention is explicit
   (softmax of scores), not ``scaled_dot_product_attention``, so its weights can be returned.
 - ``model(x, mask, return_details=True)`` returns ``(y, details)``; ``model.inspect(x, mask)``
-  returns only ``details`` (in eval mode, without gradients). See ``MZSetTransformer.forward``.
+  returns only ``details`` (in eval mode, without gradients): a ``SetModelDetails`` whose
+  ``layers`` are ``AttentionDetails`` (``details.layer("pool").gates``; fields and shapes in
+  ``mzlite.nn.details``). See ``MZSetTransformer.forward``.
 
 Choices the paper leaves open (each one named in the code where it is made)
 ---------------------------------------------------------------------------
@@ -79,6 +82,7 @@ from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one i
     split_heads,
     zero_pad,
 )
+from .details import AttentionDetails, SetModelDetails  # noqa: F401
 from .models import (  # noqa: F401
     MZSetTransformer,
     MZSetTransformerConfig,

@@ -5,10 +5,13 @@ documented conventions and choices are in ``mzlite.nn`` (read its docstring firs
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from .details import AttentionDetails
 
 # ----------------------------------------------------------------------------- attention math
 # Written once and used by every attention of the package (standard, MZ and the baselines):
@@ -131,7 +134,7 @@ class MAB(nn.Module):
         h = self.ln0(xq + self.drop(a))
         out = self.ln1(h + self.drop(self.ffn(h)))
         if details is not None:
-            details.append({"name": self.name, "attention": attn, "output": out})
+            details.append(AttentionDetails(attn, name=self.name, output=out))
         return out
 
 
@@ -209,8 +212,9 @@ class MZAttention(nn.Module):
     (Prop. prop:perm); it never depends on the generators, ``M_l`` or ``W_mix``.
 
     ``forward(cq (B, nq, d), ckv (B, nkv, d), Gkv (B, nkv, n_g, d), mask (B, nkv) | None,
-    need_details=False) -> (o_c (B, nq, d), o_G (B, nq, n_g, d), info | None)`` where ``info`` has
-    ``attention`` (B, H, nq, nkv), ``gates`` (B, H, L), ``operators`` ``M(mu)`` (B, H, d_k, d_k).
+    need_details=False) -> (o_c (B, nq, d), o_G (B, nq, n_g, d), details | None)``, ``details``
+    an ``AttentionDetails`` with ``attention`` (B, H, nq, nkv), ``gates`` (B, H, L) and
+    ``operators`` ``M(mu)`` (B, H, d_k, d_k).
     """
 
     def __init__(self, d: int, n_heads: int, n_g: int, L: int, gen_own_weights: bool = True):
@@ -261,7 +265,7 @@ class MZAttention(nn.Module):
         info = None
         if need_details:
             ops = self.M_c + torch.einsum("bhl,hlde->bhde", gamma, self.M_l)  # (B, H, dk, dk)
-            info = {"attention": attn, "gates": gamma, "operators": ops}
+            info = AttentionDetails(attn, gamma, ops)
         return o_c, o_G, info
 
 
@@ -296,7 +300,7 @@ class MZMAB(nn.Module):
         c, G = self._add_dropped(hc, hG, self.ffn(hc), self.ffn_g(hG))
         c, G = self.ln1(c), self.ln1_g(G)
         if details is not None:
-            details.append({"name": self.name, **info, "tokens": _tokens(c, G)})
+            details.append(replace(info, name=self.name, output=_tokens(c, G)))
         return c, G
 
 

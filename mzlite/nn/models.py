@@ -30,6 +30,7 @@ from .attention import (
     _tokens,
     zero_pad,
 )
+from .details import SetModelDetails
 
 # ----------------------------------------------------------------------------- configs
 
@@ -119,8 +120,9 @@ class SetTransformer(nn.Module):
     """Masked Set Transformer (Lee et al. 2019), the paper's "Standard" baseline.
 
     ``SetTransformer(cfg=None, **overrides)``; ``forward(x (B, n, d_in), mask (B, n) | None,
-    return_details=False) -> y (B, d_out)`` (or ``(y, details)``; ``details["layers"]`` is a list
-    of ``{"name", "attention" (B, H, nq, nkv), "output"}``). 207,745 parameters at the defaults."""
+    return_details=False) -> y (B, d_out)`` (or ``(y, details)``, a ``SetModelDetails`` whose
+    ``layers`` hold each block's ``attention`` (B, H, nq, nkv) and ``output``). 207,745
+    parameters at the defaults."""
 
     def __init__(self, cfg: SetTransformerConfig | None = None, **overrides):
         super().__init__()
@@ -140,14 +142,17 @@ class SetTransformer(nn.Module):
     def forward(self, x, mask=None, return_details: bool = False):
         x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.weight)
         details = [] if return_details else None
-        h = zero_pad(self.embed(x), mask)  # (B, n, d)
+        h = h_in = zero_pad(self.embed(x), mask)  # (B, n, d)
         for i in range(len(self.enc)):
             h = self.encoder_block(i, h, mask, details)
         z = self.pool_set(h, mask, details)  # (B, k, d)
         for blk in self.dec:
             z = blk(z, None, details)
-        y = self.head(z.flatten(1))  # (B, d_out)
-        return (y, {"layers": details, "pooled": z}) if return_details else y
+        feats = z.flatten(1)  # (B, k d)
+        y = self.head(feats)  # (B, d_out)
+        if not return_details:
+            return y
+        return y, SetModelDetails(details, pooled=z, input_tokens=h_in, features=feats)
 
     # The two hooks a variant overrides (FiLM, mean pooling) instead of copying ``forward``.
     def encoder_block(self, i: int, h, mask, details):
@@ -159,7 +164,7 @@ class SetTransformer(nn.Module):
         return self.pool(h, mask, details)
 
     @torch.no_grad()
-    def inspect(self, x, mask=None) -> dict:
+    def inspect(self, x, mask=None) -> SetModelDetails:
         """``details`` of ``forward(..., return_details=True)``, in eval mode, without grad."""
         return _inspect(self, x, mask)
 
@@ -175,12 +180,12 @@ class MZSetTransformer(nn.Module):
     or ``concat(pooled centre, sum_g G_g)`` (readout "signed"), a 2-layer MLP.
 
     ``MZSetTransformer(cfg=None, **overrides)``; ``forward(x (B, n, d_in), mask (B, n) | None,
-    return_details=False) -> y (B, d_out)``, or ``(y, details)`` with
-    ``details["layers"]``: one dict per MZ-MAB in execution order with ``name`` (e.g.
+    return_details=False) -> y (B, d_out)``, or ``(y, details)``, a ``SetModelDetails`` with
+    ``layers``: one ``AttentionDetails`` per MZ-MAB in execution order with ``name`` (e.g.
     ``"enc0.inducing"``), ``attention`` (B, H, nq, nkv), ``gates`` (B, H, L), ``operators``
-    ``M(mu) = M_c + sum_l gamma_l M_l`` (B, H, d_k, d_k) and ``tokens`` (the block's output
-    zonotopes); ``details["input_tokens"]``, ``details["pooled"]`` (tokens) and
-    ``details["features"]`` (the head's input, (B, 2 k d)). 371,809 parameters at the defaults.
+    ``M(mu) = M_c + sum_l gamma_l M_l`` (B, H, d_k, d_k) and ``output`` (the block's output
+    zonotopes); ``input_tokens``, ``pooled`` (zonotopes) and ``features`` (the head's input,
+    (B, 2 k d)). 371,809 parameters at the defaults.
     """
 
     def __init__(self, cfg: MZSetTransformerConfig | None = None, **overrides):
@@ -216,15 +221,12 @@ class MZSetTransformer(nn.Module):
         y = self.head(feats)  # (B, d_out)
         if not return_details:
             return y
-        return y, {
-            "layers": details,
-            "input_tokens": _tokens(c_in, G_in),
-            "pooled": _tokens(c, G),
-            "features": feats,
-        }
+        return y, SetModelDetails(
+            details, pooled=_tokens(c, G), input_tokens=_tokens(c_in, G_in), features=feats
+        )
 
     @torch.no_grad()
-    def inspect(self, x, mask=None) -> dict:
+    def inspect(self, x, mask=None) -> SetModelDetails:
         """``details`` of ``forward(..., return_details=True)``, in eval mode, without grad."""
         return _inspect(self, x, mask)
 
