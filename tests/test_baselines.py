@@ -207,7 +207,7 @@ def test_bad_names_and_configs():
 
 def test_linear_attention_matches_the_explicit_formula():
     torch.manual_seed(0)
-    att = LinearAttention(8, 2)
+    att = LinearAttention(8, n_heads=2)
     xq, xkv = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
     mask = torch.tensor([[1, 1, 0, 1, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
     out, _ = att(xq, xkv, mask)
@@ -229,7 +229,7 @@ def test_hypernet_value_map_is_wv_plus_low_rank(v_factor):
     matrix W_V + U(mu) V^T (torch.nn.MultiheadAttention, an independent code path)."""
     torch.manual_seed(0)
     d, H, r = 8, 2, 3
-    att = HyperAttention(d, H, r, v_factor)
+    att = HyperAttention(d, n_heads=H, rank=r, v_factor=v_factor)
     with torch.no_grad():
         att.U.weight.normal_(0, 0.3)
     xq, xkv = torch.randn(2, 3, d), torch.randn(2, 5, d)

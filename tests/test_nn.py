@@ -67,7 +67,7 @@ def _torch_mha(d, H, q, k, v, o_weight, o_bias):
 def test_standard_attention_equals_torch_mha():
     torch.manual_seed(0)
     d, H = 16, 4
-    att = MultiheadAttention(d, H)
+    att = MultiheadAttention(d, n_heads=H)
     xq, mask = _batch(3, 5, d)
     xkv, _ = _batch(3, 6, d, seed=2)
     mask = torch.ones(3, 6, dtype=torch.bool)
@@ -86,7 +86,7 @@ def test_mz_centre_stream_is_standard_attention(random_Mc):
     standard masked MHA; a general M_c folds into the output weight W_o blockdiag(M_c)."""
     torch.manual_seed(0)
     d, H, n_g = 16, 4, 3
-    att = MZAttention(d, H, n_g=n_g, L=2)
+    att = MZAttention(d, n_heads=H, n_g=n_g, L=2)
     with torch.no_grad():
         att.M_l.zero_()
         att.W_mix.zero_()
@@ -120,7 +120,7 @@ def test_mz_attention_matches_loop_reference():
     torch.manual_seed(0)
     d, H, n_g, L = 8, 2, 3, 2
     dk = d // H
-    att = MZAttention(d, H, n_g=n_g, L=L).double()
+    att = MZAttention(d, n_heads=H, n_g=n_g, L=L).double()
     _randomise_mz(att)
     B, nq, nkv = 2, 3, 5
     cq = torch.randn(B, nq, d, dtype=torch.float64)
@@ -170,7 +170,8 @@ def test_mz_attention_matches_loop_reference():
 def test_block_permutation_equivariance():
     torch.manual_seed(0)
     d, n_g = 16, 3
-    blocks = [MZSAB(d, 4, 32, 0.1, n_g, 2), MZISAB(d, 4, 32, 0.1, n_g, 2, m=4)]
+    mab = dict(n_heads=4, d_ff=32, dropout=0.1, n_g=n_g, L=2)
+    blocks = [MZSAB(d, **mab), MZISAB(d, **mab, m=4)]
     for blk in blocks:
         blk.eval()
         for a in (blk.mab.attn,) if isinstance(blk, MZSAB) else (blk.mab0.attn, blk.mab1.attn):
@@ -250,11 +251,11 @@ def test_mz_centre_stream_is_standard_attention_under_bf16_autocast():
     ``torch.nn.MultiheadAttention`` within 1e-2 (bf16 has 8 mantissa bits; measured 2.5e-3)."""
     torch.manual_seed(0)
     d, H, n_g = 16, 4, 3
-    att = MZAttention(d, H, n_g=n_g, L=2)
+    att = MZAttention(d, n_heads=H, n_g=n_g, L=2)
     with torch.no_grad():
         att.M_l.zero_()
         att.W_mix.zero_()
-    std = MultiheadAttention(d, H)
+    std = MultiheadAttention(d, n_heads=H)
     shared = ("q", "k", "v", "o")
     std.load_state_dict({k: v for k, v in att.state_dict().items() if k.split(".")[0] in shared})
     cq, _ = _batch(2, 5, d)
@@ -332,7 +333,7 @@ def test_theorem1a_standard_attention_is_rigid_on_constant_sets():
     o = t W_o W_v x + (W_o b_v + b_o) whatever W_Q, W_K, n and the query: one fixed operator."""
     torch.manual_seed(0)
     d, H = 8, 2
-    att = MultiheadAttention(d, H).double()
+    att = MultiheadAttention(d, n_heads=H).double()
     seed = torch.randn(1, 1, d, dtype=torch.float64)
     T = att.o.weight @ att.v.weight  # sum_h W_o^(h) W_V^(h)
     off = att.o.weight @ att.v.bias + att.o.bias
@@ -344,7 +345,7 @@ def test_theorem1a_standard_attention_is_rigid_on_constant_sets():
                 o, _ = att(seed, S)
                 torch.testing.assert_close(o[0, 0], t * T @ x + off, atol=1e-12, rtol=0)
     # MZ attention is not: its generator output is non-affine in t (second difference != 0)
-    mz = MZAttention(d, H, n_g=2, L=2).double()
+    mz = MZAttention(d, n_heads=H, n_g=2, L=2).double()
     _randomise_mz(mz)
     x = torch.randn(d, dtype=torch.float64)
     outs = []
@@ -407,6 +408,18 @@ def test_details_are_dataclasses_with_named_layers():
     assert st_pool.gates is None and st_pool.operators is None
     assert st_pool.output.shape == (3, 1, 16)  # (B, k, d)
     assert mz_pool.gates.shape == (3, 4, 2) and mz_pool.output.generators.shape == (3, 1, 3, 16)
+
+
+def test_block_constructors_take_keywords_after_d():
+    """Only the width is positional: a misplaced positional (n_heads for n_g ...) is an error."""
+    for make in (
+        lambda: MultiheadAttention(16, 4),
+        lambda: MZAttention(16, 4, 2, 2),
+        lambda: MZSAB(16, 4, 32, 0.1, 2, 2),
+        lambda: MZISAB(16, 4, 32, 0.1, 2, 2, 4),
+    ):
+        with pytest.raises(TypeError, match="positional"):
+            make()
 
 
 def test_operators_are_context_adaptive():

@@ -50,7 +50,9 @@ def _outputs(seed: int):
 )
 def _extra_params(answer):
     d, H = EX_FULL["d"], EX_FULL["n_heads"]
-    ref = count_parameters(MZAttention(**EX_FULL)) - count_parameters(MultiheadAttention(d, H))
+    ref = count_parameters(MZAttention(**EX_FULL)) - count_parameters(
+        MultiheadAttention(d, n_heads=H)
+    )
     ok = not isinstance(answer, bool) and int(answer) == answer == ref
     return ok, (
         f"{ref} extra parameters per attention layer"

@@ -106,7 +106,7 @@ class MultiheadAttention(nn.Module):
     attn (B, H, nq, nkv))``; ``mask`` True = real key. Equals ``torch.nn.MultiheadAttention``
     with ``key_padding_mask=~mask`` and the same weights (tested)."""
 
-    def __init__(self, d: int, n_heads: int):
+    def __init__(self, d: int, *, n_heads: int):
         super().__init__()
         self.n_heads, self.d_k = n_heads, d // n_heads
         self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
@@ -121,10 +121,10 @@ class MultiheadAttention(nn.Module):
 class MAB(nn.Module):
     """Multihead Attention Block, post-LN: ``h = LN(x_q + Attn)``, ``out = LN(h + FFN(h))``."""
 
-    def __init__(self, d: int, n_heads: int, d_ff: int, dropout: float, name: str = "mab"):
+    def __init__(self, d: int, *, n_heads: int, d_ff: int, dropout: float, name: str = "mab"):
         super().__init__()
         self.name = name
-        self.attn = MultiheadAttention(d, n_heads)
+        self.attn = MultiheadAttention(d, n_heads=n_heads)
         self.ln0, self.ln1 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.ffn = nn.Sequential(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
         self.drop = nn.Dropout(dropout)
@@ -141,9 +141,9 @@ class MAB(nn.Module):
 class SAB(nn.Module):
     """Set Attention Block ``MAB(X, X)``; permutation-equivariant; padded rows are zeroed."""
 
-    def __init__(self, d, n_heads, d_ff, dropout, name="sab"):
+    def __init__(self, d: int, *, n_heads: int, d_ff: int, dropout: float, name: str = "sab"):
         super().__init__()
-        self.mab = MAB(d, n_heads, d_ff, dropout, name)
+        self.mab = MAB(d, n_heads=n_heads, d_ff=d_ff, dropout=dropout, name=name)
 
     def forward(self, x, mask=None, details=None):
         return zero_pad(self.mab(x, x, mask, details), mask)
@@ -152,11 +152,14 @@ class SAB(nn.Module):
 class ISAB(nn.Module):
     """Induced SAB: ``H = MAB(I, X)`` over ``m`` learned inducing points, then ``MAB(X, H)``."""
 
-    def __init__(self, d, n_heads, d_ff, dropout, m, name="isab"):
+    def __init__(
+        self, d: int, *, n_heads: int, d_ff: int, dropout: float, m: int, name: str = "isab"
+    ):
         super().__init__()
         self.inducing = nn.Parameter(nn.init.xavier_uniform_(torch.empty(m, d)))  # (m, d)
-        self.mab0 = MAB(d, n_heads, d_ff, dropout, name + ".inducing")
-        self.mab1 = MAB(d, n_heads, d_ff, dropout, name + ".elements")
+        mab = dict(n_heads=n_heads, d_ff=d_ff, dropout=dropout)
+        self.mab0 = MAB(d, **mab, name=name + ".inducing")
+        self.mab1 = MAB(d, **mab, name=name + ".elements")
 
     def forward(self, x, mask=None, details=None):
         ind = self.inducing.expand(x.shape[0], -1, -1)  # (B, m, d)
@@ -167,10 +170,12 @@ class ISAB(nn.Module):
 class PMA(nn.Module):
     """Pooling by Multihead Attention: ``k`` learned seeds attend to the real elements."""
 
-    def __init__(self, d, n_heads, d_ff, dropout, k, name="pma"):
+    def __init__(
+        self, d: int, *, n_heads: int, d_ff: int, dropout: float, k: int, name: str = "pma"
+    ):
         super().__init__()
         self.seeds = nn.Parameter(nn.init.xavier_uniform_(torch.empty(k, d)))  # (k, d)
-        self.mab = MAB(d, n_heads, d_ff, dropout, name)
+        self.mab = MAB(d, n_heads=n_heads, d_ff=d_ff, dropout=dropout, name=name)
 
     def forward(self, x, mask=None, details=None):
         return self.mab(self.seeds.expand(x.shape[0], -1, -1), x, mask, details)  # (B, k, d)
@@ -184,7 +189,7 @@ class ZonotopeProjection(nn.Module):
 
     ``x`` (B, n, d_in) -> ``c`` (B, n, d), ``G`` (B, n, n_g, d)."""
 
-    def __init__(self, d_in: int, d: int, n_g: int):
+    def __init__(self, d_in: int, d: int, *, n_g: int):
         super().__init__()
         self.n_g, self.d = n_g, d
         self.W_c, self.ln, self.W_g = nn.Linear(d_in, d), nn.LayerNorm(d), nn.Linear(d_in, n_g * d)
@@ -217,7 +222,7 @@ class MZAttention(nn.Module):
     ``operators`` ``M(mu)`` (B, H, d_k, d_k).
     """
 
-    def __init__(self, d: int, n_heads: int, n_g: int, L: int, gen_own_weights: bool = True):
+    def __init__(self, d: int, *, n_heads: int, n_g: int, L: int, gen_own_weights: bool = True):
         super().__init__()
         self.n_heads, self.d_k, self.n_g, self.L = n_heads, d // n_heads, n_g, L
         dk = self.d_k
@@ -275,10 +280,21 @@ class MZMAB(nn.Module):
     Centres: ``h = LN(c_q + o_c)``, ``c = LN(h + FFN(h))``; generators: the same with their own
     LayerNorms (per generator row) and the lighter FFN ``d -> d_ff/2 -> d`` (choice 2)."""
 
-    def __init__(self, d, n_heads, d_ff, dropout, n_g, L, gen_own_weights=True, name="mzmab"):
+    def __init__(
+        self,
+        d: int,
+        *,
+        n_heads: int,
+        d_ff: int,
+        dropout: float,
+        n_g: int,
+        L: int,
+        gen_own_weights: bool = True,
+        name: str = "mzmab",
+    ):
         super().__init__()
         self.name, self.p = name, dropout
-        self.attn = MZAttention(d, n_heads, n_g, L, gen_own_weights)
+        self.attn = MZAttention(d, n_heads=n_heads, n_g=n_g, L=L, gen_own_weights=gen_own_weights)
         self.ln0, self.ln1 = nn.LayerNorm(d), nn.LayerNorm(d)
         self.ln0_g, self.ln1_g = nn.LayerNorm(d), nn.LayerNorm(d)
         self.ffn = nn.Sequential(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
@@ -307,7 +323,7 @@ class MZMAB(nn.Module):
 class _LearnedZonotopes(nn.Module):
     """``k`` learned zonotope tokens (inducing points, PMA seeds): centres and generators."""
 
-    def __init__(self, k, d, n_g):
+    def __init__(self, d: int, *, k: int, n_g: int):
         super().__init__()
         self.c = nn.Parameter(nn.init.xavier_uniform_(torch.empty(k, d)))
         self.G = nn.Parameter(0.02 * torch.randn(k, n_g, d))
@@ -319,9 +335,11 @@ class _LearnedZonotopes(nn.Module):
 class MZSAB(nn.Module):
     """MZ Set Attention Block ``MZMAB(Z, Z)``; permutation-equivariant; padded rows zeroed."""
 
-    def __init__(self, d, n_heads, d_ff, dropout, n_g, L, gen_own_weights=True, name="mzsab"):
+    def __init__(self, d: int, *, name: str = "mzsab", **mab):
+        """``mab``: the keyword arguments of ``MZMAB`` (``n_heads, d_ff, dropout, n_g, L`` and
+        optionally ``gen_own_weights``)."""
         super().__init__()
-        self.mab = MZMAB(d, n_heads, d_ff, dropout, n_g, L, gen_own_weights, name)
+        self.mab = MZMAB(d, **mab, name=name)
 
     def forward(self, c, G, mask=None, details=None):
         c, G = self.mab(c, G, c, G, mask, details)
@@ -331,12 +349,14 @@ class MZSAB(nn.Module):
 class MZISAB(nn.Module):
     """MZ Induced SAB: ``m`` learned inducing zonotopes attend to the set, the set attends back."""
 
-    def __init__(self, d, n_heads, d_ff, dropout, n_g, L, m, gen_own_weights=True, name="mzisab"):
+    def __init__(self, d: int, *, m: int, n_g: int, name: str = "mzisab", **mab):
+        """``m`` inducing zonotopes of ``n_g`` generators; ``mab``: the other keyword arguments
+        of ``MZMAB`` (``n_heads, d_ff, dropout, L`` and optionally ``gen_own_weights``)."""
         super().__init__()
-        self.inducing = _LearnedZonotopes(m, d, n_g)
-        args = (d, n_heads, d_ff, dropout, n_g, L, gen_own_weights)
-        self.mab0 = MZMAB(*args, name=name + ".inducing")
-        self.mab1 = MZMAB(*args, name=name + ".elements")
+        self.inducing = _LearnedZonotopes(d, k=m, n_g=n_g)
+        mab = dict(mab, n_g=n_g)
+        self.mab0 = MZMAB(d, **mab, name=name + ".inducing")
+        self.mab1 = MZMAB(d, **mab, name=name + ".elements")
 
     def forward(self, c, G, mask=None, details=None):
         ic, iG = self.inducing(c.shape[0])  # (B, m, d), (B, m, n_g, d)
@@ -348,10 +368,12 @@ class MZISAB(nn.Module):
 class MZPMA(nn.Module):
     """MZ Pooling by Multihead Attention: ``k`` learned seed zonotopes attend to the set."""
 
-    def __init__(self, d, n_heads, d_ff, dropout, n_g, L, k, gen_own_weights=True, name="mzpma"):
+    def __init__(self, d: int, *, k: int, n_g: int, name: str = "mzpma", **mab):
+        """``k`` seed zonotopes of ``n_g`` generators; ``mab``: the other keyword arguments of
+        ``MZMAB`` (``n_heads, d_ff, dropout, L`` and optionally ``gen_own_weights``)."""
         super().__init__()
-        self.seeds = _LearnedZonotopes(k, d, n_g)
-        self.mab = MZMAB(d, n_heads, d_ff, dropout, n_g, L, gen_own_weights, name)
+        self.seeds = _LearnedZonotopes(d, k=k, n_g=n_g)
+        self.mab = MZMAB(d, **mab, n_g=n_g, name=name)
 
     def forward(self, c, G, mask=None, details=None):
         sc, sG = self.seeds(c.shape[0])

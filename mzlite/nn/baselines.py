@@ -220,8 +220,8 @@ class HyperAttention(MultiheadAttention):
     key-dimension rank". ``U``'s generator is zero-initialised: ``W_V(S) = W_V`` at init.
     ``forward`` as ``MultiheadAttention``."""
 
-    def __init__(self, d: int, n_heads: int, rank: int, v_factor: str = "static"):
-        super().__init__(d, n_heads)
+    def __init__(self, d: int, *, n_heads: int, rank: int, v_factor: str = "static"):
+        super().__init__(d, n_heads=n_heads)
         self.rank, self.v_factor = rank, v_factor
         self.U = nn.Linear(d, d * rank)
         nn.init.zeros_(self.U.weight)
@@ -263,7 +263,9 @@ class HyperNetSetTransformer(SetTransformer):
         super().__init__(_st_config(cfg, HyperNetConfig(), overrides))
         c = self.cfg
         for mab in _encoder_mabs(self):
-            mab.attn = HyperAttention(c.d_model, c.n_heads, c.rank, c.v_factor)
+            mab.attn = HyperAttention(
+                c.d_model, n_heads=c.n_heads, rank=c.rank, v_factor=c.v_factor
+            )
             for lin in (mab.attn.q, mab.attn.k, mab.attn.v, mab.attn.o):
                 _init_linear(lin)
             if isinstance(mab.attn.V, nn.Linear):
@@ -306,7 +308,7 @@ class LinearAttentionSetTransformer(SetTransformer):
         super().__init__(_st_config(cfg, SetTransformerConfig(), overrides))
         for mab in _encoder_mabs(self):
             old = mab.attn
-            mab.attn = LinearAttention(self.cfg.d_model, self.cfg.n_heads)
+            mab.attn = LinearAttention(self.cfg.d_model, n_heads=self.cfg.n_heads)
             mab.attn.load_state_dict(old.state_dict())  # same shapes, already initialised
 
 
@@ -364,16 +366,16 @@ class Perceiver(nn.Module):
     def __init__(self, cfg: PerceiverConfig | None = None, **overrides):
         super().__init__()
         self.cfg = c = replace(cfg or PerceiverConfig(), **overrides)
-        d, H, f, p = c.d_model, c.n_heads, c.d_ff, c.dropout
+        d, mab = c.d_model, dict(n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout)
         self.embed = nn.Linear(c.d_in, d)
         self.latents = nn.Parameter(nn.init.xavier_uniform_(torch.empty(c.n_latents, d)))
-        self.cross = nn.ModuleList(MAB(d, H, f, p, f"cross{i}") for i in range(c.n_cross))
+        self.cross = nn.ModuleList(MAB(d, **mab, name=f"cross{i}") for i in range(c.n_cross))
         self.latent_blocks = nn.ModuleList(
-            nn.ModuleList(SAB(d, H, f, p, f"latent{i}.{j}") for j in range(c.n_self))
+            nn.ModuleList(SAB(d, **mab, name=f"latent{i}.{j}") for j in range(c.n_self))
             for i in range(c.n_cross)
         )
         k = c.n_seeds if c.pool == "pma" else 1
-        self.pool = PMA(d, H, f, p, c.n_seeds, "pool") if c.pool == "pma" else None
+        self.pool = PMA(d, **mab, k=c.n_seeds, name="pool") if c.pool == "pma" else None
         self.head = _head(k * d, c.d_out)
         for mod in self.modules():
             _init_linear(mod)
@@ -499,7 +501,7 @@ class EGNNLayer(nn.Module):
     ``(B, n, n, 2h+1)`` concatenation (its weight split into the three parts: same parameters,
     less memory)."""
 
-    def __init__(self, h: int, update_coords: bool = True):
+    def __init__(self, h: int, *, update_coords: bool = True):
         super().__init__()
         self.h = h
         self.edge_in = nn.Linear(2 * h + 1, h)
@@ -543,7 +545,8 @@ class EGNN(nn.Module):
         self.embed = nn.Linear(n_attr, h) if n_attr else None
         self.h0 = None if n_attr else nn.Parameter(torch.randn(h) / math.sqrt(h))
         self.layers = nn.ModuleList(
-            EGNNLayer(h, c.update_coords and i < c.n_layers - 1) for i in range(c.n_layers)
+            EGNNLayer(h, update_coords=c.update_coords and i < c.n_layers - 1)
+            for i in range(c.n_layers)
         )
         self.head = _head(h, c.d_out, nn.SiLU)
 
@@ -601,10 +604,10 @@ class MambaPMA(nn.Module):
         from mambapy.mamba import Mamba, MambaConfig
 
         self.cfg = c = replace(cfg or MambaPMAConfig(), **overrides)
-        d, H, f, p = c.d_model, c.n_heads, c.d_ff, c.dropout
+        d, mab = c.d_model, dict(n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout)
         self.embed = nn.Linear(c.d_in, d)
-        self.pool = PMA(d, H, f, p, c.n_seeds, "pool")
-        self.dec = nn.ModuleList(SAB(d, H, f, p, f"dec{i}") for i in range(c.n_dec))
+        self.pool = PMA(d, **mab, k=c.n_seeds, name="pool")
+        self.dec = nn.ModuleList(SAB(d, **mab, name=f"dec{i}") for i in range(c.n_dec))
         self.head = _head(c.n_seeds * d, c.d_out)
         for mod in (self.embed, self.pool, self.dec, self.head):
             mod.apply(_init_linear)

@@ -128,13 +128,14 @@ class SetTransformer(nn.Module):
         super().__init__()
         cfg = replace(cfg or SetTransformerConfig(), **overrides)
         self.cfg = cfg
-        d, H, f, p = cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout
+        d = cfg.d_model
+        mab = dict(n_heads=cfg.n_heads, d_ff=cfg.d_ff, dropout=cfg.dropout)
         self.embed = nn.Linear(cfg.d_in, d)
         self.enc = nn.ModuleList(
-            ISAB(d, H, f, p, cfg.n_inducing, f"enc{i}") for i in range(cfg.n_enc)
+            ISAB(d, **mab, m=cfg.n_inducing, name=f"enc{i}") for i in range(cfg.n_enc)
         )
-        self.pool = PMA(d, H, f, p, cfg.n_seeds, "pool")
-        self.dec = nn.ModuleList(SAB(d, H, f, p, f"dec{i}") for i in range(cfg.n_dec))
+        self.pool = PMA(d, **mab, k=cfg.n_seeds, name="pool")
+        self.dec = nn.ModuleList(SAB(d, **mab, name=f"dec{i}") for i in range(cfg.n_dec))
         self.head = nn.Sequential(nn.Linear(cfg.n_seeds * d, d), nn.GELU(), nn.Linear(d, cfg.d_out))
         for mod in self.modules():
             _init_linear(mod)
@@ -193,14 +194,20 @@ class MZSetTransformer(nn.Module):
         cfg = replace(cfg or MZSetTransformerConfig(), **overrides)
         self.cfg = cfg
         d, k = cfg.d_model, cfg.n_seeds
-        args = (d, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.n_g, cfg.L)
-        own = cfg.gen_own_weights
-        self.embed = ZonotopeProjection(cfg.d_in, d, cfg.n_g)
-        self.enc = nn.ModuleList(
-            MZISAB(*args, cfg.n_inducing, own, f"enc{i}") for i in range(cfg.n_enc)
+        mab = dict(
+            n_heads=cfg.n_heads,
+            d_ff=cfg.d_ff,
+            dropout=cfg.dropout,
+            n_g=cfg.n_g,
+            L=cfg.L,
+            gen_own_weights=cfg.gen_own_weights,
         )
-        self.pool = MZPMA(*args, k, own, "pool")
-        self.dec = nn.ModuleList(MZSAB(*args, own, f"dec{i}") for i in range(cfg.n_dec))
+        self.embed = ZonotopeProjection(cfg.d_in, d, n_g=cfg.n_g)
+        self.enc = nn.ModuleList(
+            MZISAB(d, **mab, m=cfg.n_inducing, name=f"enc{i}") for i in range(cfg.n_enc)
+        )
+        self.pool = MZPMA(d, **mab, k=k, name="pool")
+        self.dec = nn.ModuleList(MZSAB(d, **mab, name=f"dec{i}") for i in range(cfg.n_dec))
         self.head = nn.Sequential(nn.Linear(2 * k * d, d), nn.GELU(), nn.Linear(d, cfg.d_out))
         for mod in self.modules():
             _init_linear(mod)  # MZ matrices and learned tokens are Parameters, not Linear
@@ -248,7 +255,7 @@ class Theorem3Net(nn.Module):
     ``forward(x (B, n, d), mask (B, n) | None) -> (B, d)``; ``.attn`` and ``.pool`` are the two
     ``MZAttention`` heads, exposed so that a reader can inspect or rebuild them."""
 
-    def __init__(self, A: torch.Tensor, n_g: int = 1):
+    def __init__(self, A: torch.Tensor, *, n_g: int = 1):
         super().__init__()
         A = as_float_tensor("A", A)
         if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 1:
@@ -294,7 +301,7 @@ class Theorem3Net(nn.Module):
 
 def theorem3_layer(A: torch.Tensor, n_g: int = 1) -> Theorem3Net:
     """The Theorem thm:separation (a) construction for a square ``A`` (see ``Theorem3Net``)."""
-    return Theorem3Net(A, n_g)
+    return Theorem3Net(A, n_g=n_g)
 
 
 def config_dict(model: nn.Module) -> dict:
