@@ -543,6 +543,24 @@ def _tdof_verify() -> TableSpec:
             _stats_cell(f"L{L}", "quadratic_tdof", {"L": L}, f"L={L}", (5_000, 1_000, 2_000), 128)
         )
         derived.append(Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l"))
+    # Ablation (no paper numbers): the 1-layer MZ model at lr 1e-3, the Set Transformer's rate
+    # (the same cells as main's fd20b07, added here to train them with the code of 917d63a).
+    for L in (8, 16, 32):
+        cells.append(
+            Cell(
+                f"abl-L{L}-lr0.001-mz_1l",
+                "quadratic_tdof",
+                {"L": L},
+                "mz_full",
+                "MZAttn-1L",
+                f"L={L}, lr=0.001",
+                model_kwargs={"n_enc": 1},
+                sizes=(5_000, 1_000, 2_000),
+                train={"lr": 1e-3},
+                full_seeds=3,
+                part="ablation",
+            )
+        )
     return TableSpec(
         "tab:tdof-verify",
         "Quadratic-TDOF target (eq:quadratic-tdof): 1-layer MZ vs 4-layer Set Transformer",
