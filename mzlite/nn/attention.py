@@ -112,9 +112,14 @@ class MultiheadAttention(nn.Module):
         self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
 
     def forward(self, xq, xkv, mask=None):
+        return self.attend_values(xq, xkv, self.v(xkv), mask)
+
+    def attend_values(self, xq, xkv, v, mask=None):
+        """``forward`` with the values ``v`` (B, nkv, d) given in place of ``W_V x_kv + b_V``:
+        the hook for a variant's own value map (``HyperAttention``)."""
         H = self.n_heads
         q, k = split_heads(self.q(xq), H), split_heads(self.k(xkv), H)  # (B, H, n, dk)
-        out, attn = attend(q, k, split_heads(self.v(xkv), H), mask)  # (B, H, nq, dk)
+        out, attn = attend(q, k, split_heads(v, H), mask)  # (B, H, nq, dk)
         return self.o(merge_heads(out)), attn  # attn: (B, H, nq, nkv)
 
 

@@ -65,7 +65,6 @@ from .attention import (
     SAB,
     MultiheadAttention,
     _init_linear,
-    attend,
     masked_mean,
     masked_sum,
     merge_heads,
@@ -118,14 +117,6 @@ def _mlp(d_in: int, d_hidden: int, d_out: int, n_layers: int, act=nn.ReLU) -> nn
 def _head(d: int, d_out: int, act=nn.GELU) -> nn.Sequential:
     """The output head shared by every model: ``Linear(d, d) -> act -> Linear(d, d_out)``."""
     return nn.Sequential(nn.Linear(d, d), act(), nn.Linear(d, d_out))
-
-
-def _mha(attn: MultiheadAttention, xq, xkv, mask, v: torch.Tensor):
-    """Masked softmax attention of ``attn``'s q/k/o with the given values ``v`` (B, nkv, d)."""
-    H = attn.n_heads
-    q, k = split_heads(attn.q(xq), H), split_heads(attn.k(xkv), H)  # (B, H, n, dk)
-    out, w = attend(q, k, split_heads(v, H), mask)  # (B, H, nq, dk), (B, H, nq, nkv)
-    return attn.o(merge_heads(out)), w
 
 
 def _encoder_mabs(model: SetTransformer):
@@ -237,7 +228,7 @@ class HyperAttention(MultiheadAttention):
         U = self.U(mu).view(B, d, r)  # (B, d_out, r)
         V = self.V.expand(B, d, r) if self.v_factor == "static" else self.V(mu).view(B, d, r)
         dv = (xkv @ V) @ U.transpose(1, 2)  # x (U V^T)^T = (x V) U^T: (B, nkv, d), never d x d
-        return _mha(self, xq, xkv, mask, self.v(xkv) + dv)
+        return self.attend_values(xq, xkv, self.v(xkv) + dv, mask)
 
 
 @dataclass
