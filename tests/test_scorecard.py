@@ -146,6 +146,39 @@ def test_one_seed_or_unconverged_runs_give_no_verdict(tmp_path):
     assert "mixed protocols" in report("tab:tdof-verify", "cpu", tmp_path).to_text()
 
 
+def test_report_rows_by_cell(tmp_path):
+    """``Report.by_cell``: rows keyed by cell id, by part; a cell with a row per metric needs
+    ``metric``; derived rows (two cells) are never keyed."""
+    _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.7)
+    rep = report("tab:tdof-verify", "cpu", tmp_path)
+    main = rep.by_cell()
+    assert main["L8-mz_1l"]["ours_mean"] == 0.7 and main["L4-mz_1l"]["n_seeds"] == 0
+    assert {r["part"] for r in main.values()} == {"main"}
+    assert set(main) == {c.id for c in ex.get_table("tab:tdof-verify").cells if c.part == "main"}
+    both = rep.by_cell(part=None)
+    assert set(main) < set(both) and {r["part"] for r in both.values()} == {"main", "ablation"}
+    with pytest.raises(ValueError, match="part must be"):
+        rep.by_cell(part="derived")
+    results = report("tab:main-results", "cpu", tmp_path)  # cells with an MSE and an R^2 row
+    with pytest.raises(ValueError, match=r"cell A-\w+ has a row for each metric \['mse', 'r2'\]"):
+        results.by_cell()
+    r2 = results.by_cell(metric="r2")
+    assert r2["A-st"]["metric"] == "r2" and results.by_cell(metric="mse")["A-st"]["metric"] == "mse"
+
+
+def test_one_job_by_cell_and_seed():
+    job = ex.job("tab:tdof-verify", "L8-mz_1l", "full")
+    (same,) = [j for j in ex.jobs("tab:tdof-verify", "full", cells=["L8-mz_1l"]) if j.seed == 0]
+    assert job == same and job.train_config() == same.train_config()
+    assert ex.job("tab:tdof-verify", "L8-mz_1l", "cpu-converged", seed=2).seed == 2
+    with pytest.raises(ValueError, match="no cell 'L9-mz_1l' in tab:tdof-verify; cells: "):
+        ex.job("tab:tdof-verify", "L9-mz_1l")
+    with pytest.raises(ValueError, match="abl-d8-ynorm-st is run as d8-st under cpu-converged"):
+        ex.job("tab:meb", "abl-d8-ynorm-st", "cpu-converged")
+    with pytest.raises(ValueError, match="runs seed 0 only, got seed=1"):
+        ex.job("tab:meb", "d8-set_stats", "full", seed=1)
+
+
 def test_verdict_thresholds_and_partial_coverage(tmp_path):
     _tdof(tmp_path, mz=0.80, st4=0.50, st32=0.45)
     rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}

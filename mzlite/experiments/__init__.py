@@ -59,6 +59,7 @@ Choices the paper leaves open, fixed here (each also stated where it is made):
 from .jobs import (  # noqa: F401
     Job,
     aliases,
+    job,
     jobs,
     parse_seeds,
     protocol,
@@ -127,6 +128,7 @@ __all__ = [
     "get_profile",
     "get_table",
     "git_info",
+    "job",
     "jobs",
     "list_tables",
     "load_result",

@@ -163,6 +163,33 @@ def result_path(table, cell_id: str, seed: int, profile: str, results_dir=None) 
     return root / profile / get_table(table).dirname / f"{cell_id}__seed{seed}.json"
 
 
+def job(
+    table,
+    cell_id: str,
+    profile: str = "smoke",
+    seed: int = 0,
+    results_dir=None,
+    cache_dir=None,
+    device: str = "auto",
+) -> Job:
+    """The job of one cell and seed under ``profile``: its ``sizes``, ``train_config()``, paths
+    (``protocol(job)`` says where its settings come from). ValueError for a cell id of no cell
+    (listing the table's cells), an aliased cell (naming the cell it runs as), or a seed the
+    cell does not run (a set-statistics cell has only seed 0)."""
+    spec = get_table(table)
+    cell = spec.cell(cell_id)  # an unknown id raises, listing the table's cells
+    same = aliases(spec, profile)
+    if cell.id in same:
+        raise ValueError(f"cell {cell.id} is run as {same[cell.id]} under {profile}: ask for that")
+    (found,) = jobs(
+        spec, profile, [seed], cells=[cell.id], results_dir=results_dir, cache_dir=cache_dir,
+        device=device,
+    )  # fmt: skip
+    if found.seed != seed:
+        raise ValueError(f"cell {cell.id} runs seed {found.seed} only, got seed={seed}")
+    return found
+
+
 def jobs(
     table,
     profile: str = "smoke",

@@ -135,6 +135,26 @@ class Report:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def by_cell(self, part: str | None = "main", metric: str | None = None) -> dict[str, dict]:
+        """The rows of ``part`` ("main", "ablation", or None for both; a "derived" row spans two
+        cells) by their cell id. ``metric`` (e.g. "r2") keeps that metric's rows only: needed
+        where a cell has a row for each of several metrics (ValueError naming them otherwise)."""
+        if part not in ("main", "ablation", None):
+            raise ValueError(f'part must be "main", "ablation" or None, got {part!r}')
+        rows = [
+            r for r in self.rows
+            if r["part"] != "derived" and part in (None, r["part"])
+            and metric in (None, r["metric"])
+        ]  # fmt: skip
+        out: dict[str, dict] = {}
+        for r in rows:
+            cell = r["cells"][0]
+            if cell in out:
+                metrics = sorted({x["metric"] for x in rows if x["cells"][0] == cell})
+                raise ValueError(f"cell {cell} has a row for each metric {metrics}: pass metric=")
+            out[cell] = r
+        return out
+
     def _cells(self, r: dict) -> dict:
         ours = _pm(r["ours_mean"], r["ours_std"]) if r["seeds"] else "not run"
         if r.get("mixed"):
