@@ -47,6 +47,43 @@ def test_unknown_key_and_duplicate_registration():
         exercise("test.double")(lambda a: (True, ""))
 
 
+def test_number_answers_and_per_student_inputs():
+    from mzlite.exercises.checker import (
+        number_exercise,
+        same_integer,
+        same_number,
+        student_inputs,
+    )
+
+    assert same_integer(3, 3) and same_integer(3.0, 3) and not same_integer(3.5, 3)
+    assert not same_integer(True, 1)
+    assert same_number(2.0000001, 2.0) and not same_number(2.01, 2.0)
+    assert same_number(1e-9, 0.0, atol=1e-8) and not same_number(float("nan"), 1.0)
+    with pytest.raises(TypeError, match="bool"):
+        same_number(True, 1.0)
+
+    def draw(g):
+        return {"x": g.uniform(0.0, 1.0, 3)}
+
+    typed = student_inputs(99, 0, draw, {"x": [1.0, 2.0, 3.0], "level": 0.9})
+    assert typed["x"].dtype == np.float64 and typed["level"] == 0.9
+    a, b = student_inputs(99, 1, draw, typed), student_inputs(99, 2, draw, typed)
+    assert np.array_equal(a["x"], student_inputs(99, 1, draw)["x"])  # the checker's inputs
+    assert not np.array_equal(a["x"], b["x"])  # another student, other numbers
+
+    number_exercise(
+        "test.sum",
+        lambda ex: float(ex["x"].sum()),
+        hint="add them",
+        inputs=lambda seed: student_inputs(99, seed, draw, {"x": [1.0, 2.0, 3.0]}),
+        right="sum = {:.1f}",
+        wrong="not the sum",
+    )
+    assert check("test.sum", 6.0).message == "sum = 6.0"
+    assert check("test.sum", float(a["x"].sum()), seed=1).status == "correct"
+    assert check("test.sum", 6.0, seed=1).message == "not the sum Hint: add them"
+
+
 def test_chapter_exercises_are_discovered():
     # Chapter modules register themselves on first use of the registry.
     assert all(k.count(".") >= 1 for k in exercises.keys())

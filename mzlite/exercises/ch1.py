@@ -9,7 +9,7 @@ import math
 import torch
 
 from ..zonotope import MatrixZonotope, Zonotope
-from .checker import call, diagnose, exercise, rng
+from .checker import call, diagnose, exercise, rng, same_integer
 
 # The 2-D zonotope of exercises ch1.area and ch1.inside: centre 0, generators e1, e2, e1 + e2.
 EX_CENTER = [0.0, 0.0]
@@ -42,7 +42,7 @@ def _generators(answer):
     mz = MatrixZonotope(torch.randn(2, 2, generator=g), torch.randn(EX_L, 2, 2, generator=g))
     z = Zonotope(torch.randn(2, generator=g), torch.randn(EX_H, 2, generator=g))
     ref = (mz @ z).num_generators
-    ok = not isinstance(answer, bool) and int(answer) == answer == ref
+    ok = same_integer(answer, ref)
     # A wrong answer gets the hint, not the reference value.
     return ok, f"MZ Z with L = {EX_L}, h = {EX_H} has h + L + L h = {ref} generators" if ok else (
         f"{answer!r} is not the generator count of MZ Z"

@@ -8,7 +8,7 @@ import torch
 
 from ..analysis.tdof import mahalanobis_operator, random_sets, span_tdof, zscore_operator
 from ..nn import MultiheadAttention, theorem3_layer
-from .checker import call, diagnose, exercise
+from .checker import call, diagnose, exercise, same_integer
 
 # ch2.extrapolate: a standard attention pooling layer (d = 3, one head, seed 7) on constant sets.
 EX_D, EX_LAYER_SEED, EX_T = 3, 7, -1.5
@@ -63,7 +63,7 @@ def _extrapolate(answer, seed):
 def _tdof(answer):
     x = random_sets(4 * EX_TDOF_D**2, EX_TDOF_D + 3, EX_TDOF_D, seed=0)
     ref = span_tdof(mahalanobis_operator, x).rank
-    ok = not isinstance(answer, bool) and int(answer) == answer == ref
+    ok = same_integer(answer, ref)
     return ok, (
         f"TDOF = {ref}: the symmetric {EX_TDOF_D} x {EX_TDOF_D} matrices"
         if ok
@@ -100,10 +100,15 @@ TDOF_TARGETS = {
 }
 
 
+def _tdof_sets(seed: int) -> torch.Tensor:
+    """The generic sets in ``R^4`` of ch2.tdof_function for the notebook's ``seed``."""
+    return random_sets(3 * TDOF_D**2, TDOF_D + 3, TDOF_D, seed=10_007 + seed)
+
+
 def tdof_inputs(seed: int = 0) -> dict[str, torch.Tensor]:
     """Operators ``T(S_b)`` (n_sets, d, d) of three targets on the same generic sets in
     ``R^4`` (from the notebook's ``seed``), by target name: the inputs of ch2.tdof_function."""
-    x = random_sets(3 * TDOF_D**2, TDOF_D + 3, TDOF_D, seed=10_007 + seed)
+    x = _tdof_sets(seed)
     return {name: T(x, None) for name, T in TDOF_TARGETS.items()}
 
 
@@ -114,7 +119,7 @@ def tdof_inputs(seed: int = 0) -> dict[str, torch.Tensor]:
     per_seed=True,
 )
 def _tdof_function(function, seed):
-    x = random_sets(3 * TDOF_D**2, TDOF_D + 3, TDOF_D, seed=10_007 + seed)
+    x = _tdof_sets(seed)
     for name, T in TDOF_TARGETS.items():
         ops = T(x, None)
         ref = span_tdof(T, x).rank

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from ..nn.models import count_parameters
 from ..nn import MultiheadAttention, MZAttention
+from ..nn.models import count_parameters
 from ..zonotope import Zonotope
-from .checker import call, diagnose, exercise, rng
+from .checker import call, diagnose, exercise, rng, same_integer
 
 # ch3.extra_params: one attention layer of MZ-Full (App. app:impl) against a standard one.
 EX_FULL = {"d": 64, "n_heads": 4, "n_g": 8, "L": 4}
@@ -53,7 +53,7 @@ def _extra_params(answer):
     ref = count_parameters(MZAttention(**EX_FULL)) - count_parameters(
         MultiheadAttention(d, n_heads=H)
     )
-    ok = not isinstance(answer, bool) and int(answer) == answer == ref
+    ok = same_integer(answer, ref)
     return ok, (
         f"{ref} extra parameters per attention layer"
         if ok

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..tasks import meb_radius_dataset, set_features
 from ..tasks.geometry import meb
-from .checker import exercise
+from .checker import exercise, same_number
 
 # Exercise 1: three points in the plane; the MEB radius can be found with pencil and paper.
 EX_POINTS = ((0.0, 0.0), (6.0, 0.0), (1.0, 1.0))
@@ -41,7 +41,7 @@ def _stat_names(answer) -> set[str]:
 )
 def _radius(answer):
     ref = meb(exercise_points()).radius
-    ok = abs(float(answer) - ref) <= 1e-6 * max(1.0, ref)
+    ok = same_number(answer, ref)
     return ok, (
         f"R = {ref:g}: the two far points are the support, the third lies inside"
         if ok

@@ -10,7 +10,7 @@ import torch
 
 from .._paths import REPO_ROOT
 from ..tasks import derive_seed, make_task
-from .checker import exercise
+from .checker import exercise, same_integer, same_number
 
 CHECKPOINT = REPO_ROOT / "data" / "checkpoints" / "mz_tdof8_L8.pt"
 LAYER = "enc0.inducing"
@@ -48,7 +48,7 @@ def _relchange(answer):
     M = entry.operators[:, EX_HEAD].double()  # (N, dk, dk)
     M_c = model.enc[0].mab0.attn.M_c[EX_HEAD].detach().double()
     ref = float(torch.sqrt(((M[a] - M[b]) ** 2).sum()) / torch.sqrt((M_c**2).sum()))
-    ok = abs(float(answer) - ref) <= 1e-4 * max(1.0, abs(ref))
+    ok = same_number(answer, ref, rtol=1e-4)
     return ok, (f"{ref:.4%} of ||M_c||_F" if ok else "not the relative change of those operators")
 
 
@@ -58,7 +58,7 @@ def _flips(answer):
     a, b = EX_SETS
     g = entry.gates[:, EX_HEAD]
     ref = int((g[a] > 0).ne(g[b] > 0).sum())  # no gate is exactly 0 here (tanh of a float)
-    ok = not isinstance(answer, bool) and int(answer) == answer == ref
+    ok = same_integer(answer, ref)
     return ok, (f"{ref} of {g.shape[-1]} gates flip sign" if ok else "not the number of flips")
 
 
@@ -69,7 +69,7 @@ def _flips(answer):
 def _rankbound(answer):
     model, _ = _layer_details()
     ref = model.cfg.L
-    ok = not isinstance(answer, bool) and int(answer) == answer == ref
+    ok = same_integer(answer, ref)
     return ok, (
         f"at most L = {ref}: every centred operator lies in span(M_1..M_L)"
         if ok

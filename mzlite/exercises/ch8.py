@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checker import exercise
+from .checker import number_exercise, student_inputs
 
 # Five predictions of a regressor: targets, predicted means, predicted sigmas, and an uncertainty.
 EX_Y = [2.0, -1.0, 0.5, 4.0, 1.0]
@@ -15,63 +15,61 @@ EX_U = [0.3, 0.9, 0.1, 2.5, 0.2]
 EX_LEVEL = 0.9
 
 
-def exercise_inputs(seed: int = 0) -> dict:
-    """``y, mu, sigma, u`` (five predictions each, float64 numpy arrays) and ``level``: the values
-    typed above for seed 0, a variant of the same kind for any other notebook ``seed``."""
-    if seed == 0:
-        y, mu, sigma, u = (np.array(v, dtype=np.float64) for v in (EX_Y, EX_MU, EX_SIGMA, EX_U))
-    else:
-        g = np.random.default_rng([8, seed])
-        mu = np.round(g.normal(1.0, 1.5, 5), 2)
-        sigma = np.round(g.uniform(0.25, 2.0, 5), 2)
-        y = np.round(mu + sigma * g.normal(0.0, 1.3, 5), 2)
-        u = np.round(np.abs(y - mu) * g.uniform(0.3, 1.5, 5) + g.uniform(0.0, 0.5, 5), 2)
+def _draw(g: np.random.Generator) -> dict:
+    mu = np.round(g.normal(1.0, 1.5, 5), 2)
+    sigma = np.round(g.uniform(0.25, 2.0, 5), 2)
+    y = np.round(mu + sigma * g.normal(0.0, 1.3, 5), 2)
+    u = np.round(np.abs(y - mu) * g.uniform(0.3, 1.5, 5) + g.uniform(0.0, 0.5, 5), 2)
     return {"y": y, "mu": mu, "sigma": sigma, "u": u, "level": EX_LEVEL}
 
 
-def _close(answer, ref: float, rel: float = 1e-6) -> bool:
-    return abs(float(answer) - ref) <= rel * max(1.0, abs(ref))
+def exercise_inputs(seed: int = 0) -> dict:
+    """``y, mu, sigma, u`` (five predictions each, float64 numpy arrays) and ``level``: the values
+    typed above for seed 0, a variant of the same kind for any other notebook ``seed``."""
+    typed = {"y": EX_Y, "mu": EX_MU, "sigma": EX_SIGMA, "u": EX_U, "level": EX_LEVEL}
+    return student_inputs(8, seed, _draw, typed)
 
 
-@exercise(
-    "ch8.nll", hint="Average -log N(y | mu, sigma^2) over the five predictions.", per_seed=True
-)
-def _nll(answer, seed):
+def _nll(ex: dict) -> float:
     from scipy.stats import norm
 
-    ex = exercise_inputs(seed)
-    ref = float(-norm.logpdf(ex["y"], ex["mu"], ex["sigma"]).mean())
-    ok = _close(answer, ref)
-    return ok, (f"mean NLL = {ref:.4f} nats" if ok else "not the mean Gaussian NLL")
+    return float(-norm.logpdf(ex["y"], ex["mu"], ex["sigma"]).mean())
 
 
-@exercise(
-    "ch8.coverage",
-    hint="The central 90 % interval is mu +- z sigma with z = Phi^-1(0.95) = 1.645.",
-    per_seed=True,
-)
-def _coverage(answer, seed):
+def _coverage(ex: dict) -> float:
     from scipy.stats import norm
 
-    ex = exercise_inputs(seed)
     z = norm.ppf((1 + EX_LEVEL) / 2)
-    err = np.abs(ex["y"] - ex["mu"])
-    ref = float(np.mean(err <= z * ex["sigma"]))
-    ok = _close(answer, ref)
-    return ok, (f"observed coverage {ref:.2f} at nominal {EX_LEVEL}" if ok else "not the coverage")
+    return float(np.mean(np.abs(ex["y"] - ex["mu"]) <= z * ex["sigma"]))
 
 
-@exercise(
-    "ch8.spearman",
-    hint="Rank u and |y - mu|, then take the Pearson correlation of ranks.",
-    per_seed=True,
-)
-def _spearman(answer, seed):
+def _spearman(ex: dict) -> float:
     from scipy.stats import spearmanr
 
-    ex = exercise_inputs(seed)
-    ref = float(spearmanr(ex["u"], np.abs(ex["y"] - ex["mu"])).statistic)
-    ok = _close(answer, ref)
-    return ok, (
-        f"Spearman = {ref:.3f}" if ok else "not Spearman's rank correlation of u and |error|"
-    )
+    return float(spearmanr(ex["u"], np.abs(ex["y"] - ex["mu"])).statistic)
+
+
+number_exercise(
+    "ch8.nll",
+    _nll,
+    hint="Average -log N(y | mu, sigma^2) over the five predictions.",
+    inputs=exercise_inputs,
+    right="mean NLL = {:.4f} nats",
+    wrong="not the mean Gaussian NLL",
+)
+number_exercise(
+    "ch8.coverage",
+    _coverage,
+    hint="The central 90 % interval is mu +- z sigma with z = Phi^-1(0.95) = 1.645.",
+    inputs=exercise_inputs,
+    right=f"observed coverage {{:.2f}} at nominal {EX_LEVEL}",
+    wrong="not the coverage",
+)
+number_exercise(
+    "ch8.spearman",
+    _spearman,
+    hint="Rank u and |y - mu|, then take the Pearson correlation of ranks.",
+    inputs=exercise_inputs,
+    right="Spearman = {:.3f}",
+    wrong="not Spearman's rank correlation of u and |error|",
+)

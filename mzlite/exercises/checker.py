@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 
 from ..registry import Registry
@@ -154,6 +156,64 @@ def rng(key: str, seed: int) -> torch.Generator:
     for the learner (who calls the chapter's input function) and for the checker."""
     digest = sum((i + 1) * ord(ch) for i, ch in enumerate(key))  # stable across runs, unlike hash()
     return torch.Generator().manual_seed(1_000_003 * int(seed) + digest)
+
+
+def student_inputs(
+    chapter: int,
+    seed: int,
+    draw: Callable[[np.random.Generator], dict],
+    typed: dict | None = None,
+) -> dict:
+    """The inputs of a chapter's per-seed exercises for the notebook's ``seed``: ``typed`` (the
+    small values the chapter prints; lists and tuples become float64 arrays) for seed 0 when
+    given, else ``draw(numpy.random.default_rng([chapter, seed]))``. Every student (seed) gets
+    numbers of their own, and the checker, calling the same function, recomputes them."""
+    if seed == 0 and typed is not None:
+        return {
+            k: np.array(v, dtype=np.float64) if isinstance(v, list | tuple) else v
+            for k, v in typed.items()
+        }
+    return draw(np.random.default_rng([chapter, seed]))
+
+
+def same_number(answer, ref: float, rtol: float = 1e-6, atol: float = 0.0) -> bool:
+    """Whether a one-number ``answer`` is ``ref`` within ``rtol`` (relative to ``|ref|``, absolute
+    below 1) plus ``atol``. NaN and inf are never right; a bool is not a number (TypeError)."""
+    if isinstance(answer, bool):
+        raise TypeError("expected a number, got a bool")
+    a = float(answer)
+    return math.isfinite(a) and abs(a - ref) <= rtol * max(1.0, abs(ref)) + atol
+
+
+def same_integer(answer, ref: int) -> bool:
+    """Whether ``answer`` is the whole number ``ref`` (``3.0`` counts; ``True`` and 3.5 do not)."""
+    return not isinstance(answer, bool) and float(answer) == int(answer) == ref
+
+
+def number_exercise(
+    key: str,
+    reference: Callable[..., float],
+    *,
+    right: str | Callable[[float], str],
+    wrong: str,
+    hint: str = "",
+    inputs: Callable[[int], dict] | None = None,
+    rtol: float = 1e-6,
+) -> None:
+    """Register an exercise whose answer is one number: ``reference(inputs(seed))`` computes it
+    (per seed), or ``reference()`` without ``inputs``. A correct answer shows ``right`` (a format
+    string given the reference, ``"{:.4f}"``, or a function of it), a wrong one ``wrong``."""
+
+    def verdict(answer, ref: float) -> tuple[bool, str]:
+        ok = same_number(answer, ref, rtol)
+        return ok, (right(ref) if callable(right) else right.format(ref)) if ok else wrong
+
+    if inputs is None:
+        exercise(key, hint)(lambda answer: verdict(answer, reference()))
+    else:
+        exercise(key, hint, per_seed=True)(
+            lambda answer, seed: verdict(answer, reference(inputs(seed)))
+        )
 
 
 def call(function, *args):
