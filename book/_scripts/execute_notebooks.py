@@ -141,10 +141,38 @@ def poll_channels_in_slices(slice_s: float = 1.0) -> None:
     AsyncZMQSocketChannel.get_msg = get_msg
 
 
-def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool:
+def run_papermill(source: Path, target: Path, timeout: int, parameters: dict | None = None):
+    """Execute ``source`` into ``target`` with papermill as the book does: the python3 kernel over
+    IPC sockets, run in ``notebooks/`` (the chapters' working directory), ``timeout`` seconds a
+    cell. A failing cell raises ``papermill.PapermillExecutionError``."""
     import papermill as pm
 
     poll_channels_in_slices()
+    pm.execute_notebook(
+        str(source),
+        str(target),
+        parameters=parameters,
+        kernel_name="python3",
+        cwd=str(SOURCE),
+        execution_timeout=timeout,
+        progress_bar=False,
+        kernel_manager_class=ipc_kernel_manager(),
+    )
+
+
+def chapters(names: list[str]) -> list[Path] | None:
+    """The chapter notebooks named (stems, e.g. ``05_minimum_enclosing_ball``), every chapter
+    when none is named; None, after printing the unknown names and the valid ones, otherwise."""
+    available = {p.stem: p for p in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb"))}
+    unknown = [c for c in names if c not in available]
+    if unknown:
+        print(f"unknown chapter(s) {unknown}; available: {sorted(available)}", file=sys.stderr)
+        return None
+    return [available[c] for c in names] if names else list(available.values())
+
+
+def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool:
+    import papermill as pm
 
     executed = TARGET / notebook.name
     digest = inputs_hash(notebook, parameters)
@@ -160,16 +188,7 @@ def execute(notebook: Path, parameters: dict, force: bool, timeout: int) -> bool
     start = time.perf_counter()
     print(f"executing {notebook.name} with {parameters} ...", flush=True)
     try:
-        pm.execute_notebook(
-            str(notebook),
-            str(partial),
-            parameters=parameters,
-            kernel_name="python3",
-            cwd=str(SOURCE),
-            execution_timeout=timeout,
-            progress_bar=False,
-            kernel_manager_class=ipc_kernel_manager(),
-        )
+        run_papermill(notebook, partial, timeout, parameters)
     except pm.PapermillExecutionError as err:
         print(describe_failure(notebook, err), file=sys.stderr, flush=True)
         partial.unlink(missing_ok=True)
@@ -222,12 +241,9 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=int, default=900, help="seconds allowed per cell")
     args = ap.parse_args(argv)
     parameters = {name: parse_value(value) for name, value in args.parameter}
-    available = {p.stem: p for p in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb"))}
-    unknown = [c for c in args.chapters if c not in available]
-    if unknown:
-        print(f"unknown chapter(s) {unknown}; available: {sorted(available)}", file=sys.stderr)
+    chosen = chapters(args.chapters)
+    if chosen is None:
         return 2
-    chosen = [available[c] for c in args.chapters] if args.chapters else list(available.values())
     failed = [nb.name for nb in chosen if not execute(nb, parameters, args.force, args.timeout)]
     record_times()
     if failed:

@@ -37,7 +37,6 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "notebooks"
 TARGET = ROOT / "book" / "_build" / "student"
 # The zip the book links to (book/teaching.md): inside the book's source tree, ignored by git.
 ZIP = ROOT / "book" / "_generated" / "mzattn-student-notebooks.zip"
@@ -177,9 +176,8 @@ def execute_exercise_parts(files: list[Path], timeout: int) -> list[str]:
     import papermill as pm
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from execute_notebooks import ipc_kernel_manager, poll_channels_in_slices
+    from execute_notebooks import run_papermill
 
-    poll_channels_in_slices()
     problems = []
     for f in files:
         part = exercise_part(json.loads(f.read_text()))
@@ -189,15 +187,7 @@ def execute_exercise_parts(files: list[Path], timeout: int) -> list[str]:
             os.environ["MZLITE_CHECK_LOG"] = str(log)
             start = time.perf_counter()
             try:
-                pm.execute_notebook(
-                    str(src),
-                    str(dst),
-                    kernel_name="python3",
-                    cwd=str(SOURCE),
-                    execution_timeout=timeout,
-                    progress_bar=False,
-                    kernel_manager_class=ipc_kernel_manager(),
-                )
+                run_papermill(src, dst, timeout)
             except pm.PapermillExecutionError as err:
                 problems.append(f"{f.name}: cell {err.cell_index} raised {err.ename}: {err.evalue}")
                 continue
@@ -233,12 +223,12 @@ def main(argv=None) -> int:
     ap.add_argument("--execute", action="store_true", help="run the exercise part of each copy")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per cell with --execute")
     args = ap.parse_args(argv)
-    available = {p.stem: p for p in sorted(SOURCE.glob("[0-9][0-9]_*.ipynb"))}
-    unknown = [c for c in args.chapters if c not in available]
-    if unknown:
-        print(f"unknown chapter(s) {unknown}; available: {sorted(available)}", file=sys.stderr)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from execute_notebooks import chapters
+
+    chosen = chapters(args.chapters)
+    if chosen is None:
         return 2
-    chosen = [available[c] for c in args.chapters] if args.chapters else list(available.values())
     if args.roster:
         try:
             students = read_roster(args.roster)
