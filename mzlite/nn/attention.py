@@ -79,6 +79,45 @@ def zero_pad(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return x * mask.reshape(*mask.shape, *([1] * (x.ndim - 2))).to(x.dtype)
 
 
+class Packing:
+    """Where the real elements of a padded batch are, to run per-element work on them only.
+
+    ``Packing(mask)`` for ``mask`` (B, n), True = real. A *packed* tensor ``(N, ...)`` holds the
+    ``N`` real elements of a padded ``(B, n, ...)`` one, set by set in order; ``pack`` and
+    ``unpack`` convert (``unpack`` puts zeros at the padding). Per-element operations (linear
+    maps, LayerNorm, FFN, dropout) give the same values on either layout, so a packed stream
+    skips the padding (a third of a batch of sets of 10-30) and never reads it, NaN included."""
+
+    def __init__(self, mask: torch.Tensor):
+        self.mask = mask  # (B, n)
+        self.B, self.n = mask.shape
+        self.batch, self.pos = mask.nonzero(as_tuple=True)  # (N,), (N,): row-major order
+        self.flat = self.batch * self.n + self.pos  # (N,) index into the flattened (B n)
+
+    def pack(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, n, ...)`` -> ``(N, ...)``: the real elements."""
+        return x.flatten(0, 1).index_select(0, self.flat)
+
+    def unpack(self, x: torch.Tensor) -> torch.Tensor:
+        """``(N, ...)`` -> ``(B, n, ...)`` with zeros at the padding."""
+        out = x.new_zeros(self.B * self.n, *x.shape[1:])
+        return out.index_copy(0, self.flat, x).view(self.B, self.n, *x.shape[1:])
+
+    def unpack_heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
+        """Packed generator rows ``(N, n_g, H d_k)`` -> head-major ``(B, H, n, n_g, d_k)`` with
+        zeros at the padding (what attention over the set's elements reads)."""
+        # row copies, then one permuting copy: faster (forward and backward) than one
+        # advanced-index write into the permuted layout (measured, 2.5 vs 3.9 ms at batch 128)
+        N, ng, d = x.shape
+        x = self.unpack(x).view(self.B, self.n, ng, n_heads, d // n_heads)
+        return x.permute(0, 3, 1, 2, 4).contiguous()
+
+    def pack_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """Head-major ``(B, H, n, n_g, d_k)`` -> packed ``(N, n_g, H d_k)``."""
+        B, H, n, ng, dk = x.shape
+        return self.pack(x.permute(0, 2, 3, 1, 4).reshape(B, n, ng, H * dk))
+
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -225,6 +264,10 @@ class MZAttention(nn.Module):
     need_details=False) -> (o_c (B, nq, d), o_G (B, nq, n_g, d), details | None)``, ``details``
     an ``AttentionDetails`` with ``attention`` (B, H, nq, nkv), ``gates`` (B, H, L) and
     ``operators`` ``M(mu)`` (B, H, d_k, d_k).
+
+    ``q_packing`` / ``kv_packing`` (a ``Packing``): the queries / keys and values come packed,
+    ``(N, d)`` and ``(N, n_g, d)`` (then the key mask is ``kv_packing.mask``); packed queries
+    give packed outputs ``(N, d)``, ``(N, n_g, d)``. Same values as the padded layout.
     """
 
     def __init__(self, d: int, *, n_heads: int, n_g: int, L: int, gen_own_weights: bool = True):
@@ -240,7 +283,20 @@ class MZAttention(nn.Module):
         self.W_mix = nn.Parameter(0.1 * torch.randn(n_heads, n_g, L))  # (H, n_g, L)
         self.gate = nn.Linear(d, n_heads * L) if L > 0 else None  # W_gamma, choice 3
 
-    def forward(self, cq, ckv, Gkv, mask=None, need_details: bool = False):
+    def forward(
+        self,
+        cq,
+        ckv,
+        Gkv,
+        mask=None,
+        need_details: bool = False,
+        q_packing: Packing | None = None,
+        kv_packing: Packing | None = None,
+    ):
+        if q_packing is not None:
+            cq = q_packing.unpack(cq)  # (B, nq, d): centres are small, attention reads sets
+        if kv_packing is not None:
+            ckv, mask = kv_packing.unpack(ckv), kv_packing.mask  # (B, nkv, d), zeros at padding
         B, nq, d = cq.shape
         nkv, H, dk, ng, L = ckv.shape[1], self.n_heads, self.d_k, self.n_g, self.L
         q, k = split_heads(self.q(cq), H), split_heads(self.k(ckv), H)  # (B, H, n, dk)
@@ -251,7 +307,10 @@ class MZAttention(nn.Module):
         # projected once
         Mc = _block_diag(self.M_c)  # (d, d)
         W_vg = Mc @ (self.v if self.v_g is None else self.v_g).weight  # (d, d), no bias
-        vG = F.linear(Gkv, W_vg).view(B, nkv, ng, H, dk).permute(0, 3, 1, 2, 4)
+        if kv_packing is not None:  # projected on real elements only, then laid out head-major
+            vG = kv_packing.unpack_heads(F.linear(Gkv, W_vg), H)  # (B, H, nkv, ng, dk)
+        else:
+            vG = F.linear(Gkv, W_vg).view(B, nkv, ng, H, dk).permute(0, 3, 1, 2, 4)
         vG = vG.reshape(B * H, nkv, ng * dk)  # head-major, one bmm for all generators
         c_hat, attn = attend(q, k, vc, mask)  # (B, H, nq, dk), (B, H, nq, nkv)
         a = attn.reshape(B * H, nq, nkv)  # the generators are aggregated with the same weights
@@ -269,8 +328,12 @@ class MZAttention(nn.Module):
             Nt = Nt.reshape(B * H, dk, ng * dk).to(c_hat.dtype)  # (B H, dk, ng dk)
             o_G = torch.baddbmm(torch.bmm(c_hat.reshape(B * H, nq, dk), Nt), a, vG)
 
-        o_c = F.linear(merge_heads(c_hat), self.o.weight @ Mc, self.o.bias)  # (B, nq, d)
-        o_G = o_G.view(B, H, nq, ng, dk).permute(0, 2, 3, 1, 4).reshape(B, nq, ng, d)
+        o_c = merge_heads(c_hat)  # (B, nq, d)
+        if q_packing is not None:  # back to the real queries before the output projections
+            o_c, o_G = q_packing.pack(o_c), q_packing.pack_heads(o_G.view(B, H, nq, ng, dk))
+        else:
+            o_G = o_G.view(B, H, nq, ng, dk).permute(0, 2, 3, 1, 4).reshape(B, nq, ng, d)
+        o_c = F.linear(o_c, self.o.weight @ Mc, self.o.bias)  # (B, nq, d) or (N, d)
         o_G = F.linear(o_G, (self.o if self.o_g is None else self.o_g).weight)  # bias-free
         info = None
         if need_details:
@@ -314,8 +377,14 @@ class MZMAB(nn.Module):
         keep = torch.empty_like(a_c).bernoulli_(1 - self.p).div_(1 - self.p)  # (B, n, d)
         return torch.addcmul(c, a_c, keep), torch.addcmul(G, a_G, keep.unsqueeze(-2))
 
-    def forward(self, cq, Gq, ckv, Gkv, mask=None, details: list | None = None):
-        a_c, a_G, info = self.attn(cq, ckv, Gkv, mask, need_details=details is not None)
+    def forward(
+        self, cq, Gq, ckv, Gkv, mask=None, details: list | None = None, q_packing=None,
+        kv_packing=None,
+    ):  # fmt: skip
+        # with packed queries every step after the attention is per token, on real tokens only
+        a_c, a_G, info = self.attn(
+            cq, ckv, Gkv, mask, details is not None, q_packing=q_packing, kv_packing=kv_packing
+        )
         hc, hG = self._add_dropped(cq, Gq, a_c, a_G)
         hc, hG = self.ln0(hc), self.ln0_g(hG)  # (B, nq, d), (B, nq, n_g, d)
         c, G = self._add_dropped(hc, hG, self.ffn(hc), self.ffn_g(hG))
@@ -346,7 +415,9 @@ class MZSAB(nn.Module):
         super().__init__()
         self.mab = MZMAB(d, **mab, name=name)
 
-    def forward(self, c, G, mask=None, details=None):
+    def forward(self, c, G, mask=None, details=None, packing: Packing | None = None):
+        if packing is not None:  # packed tokens (N, d), (N, n_g, d): no padding to zero
+            return self.mab(c, G, c, G, None, details, q_packing=packing, kv_packing=packing)
         c, G = self.mab(c, G, c, G, mask, details)
         return zero_pad(c, mask), zero_pad(G, mask)
 
@@ -363,7 +434,11 @@ class MZISAB(nn.Module):
         self.mab0 = MZMAB(d, **mab, name=name + ".inducing")
         self.mab1 = MZMAB(d, **mab, name=name + ".elements")
 
-    def forward(self, c, G, mask=None, details=None):
+    def forward(self, c, G, mask=None, details=None, packing: Packing | None = None):
+        if packing is not None:  # packed tokens (N, d), (N, n_g, d): no padding to zero
+            ic, iG = self.inducing(packing.B)
+            hc, hG = self.mab0(ic, iG, c, G, None, details, kv_packing=packing)
+            return self.mab1(c, G, hc, hG, None, details, q_packing=packing)
         ic, iG = self.inducing(c.shape[0])  # (B, m, d), (B, m, n_g, d)
         hc, hG = self.mab0(ic, iG, c, G, mask, details)  # attends to real elements only
         c, G = self.mab1(c, G, hc, hG, None, details)  # every inducing token is real
@@ -380,7 +455,10 @@ class MZPMA(nn.Module):
         self.seeds = _LearnedZonotopes(d, k=k, n_g=n_g)
         self.mab = MZMAB(d, **mab, n_g=n_g, name=name)
 
-    def forward(self, c, G, mask=None, details=None):
+    def forward(self, c, G, mask=None, details=None, packing: Packing | None = None):
+        if packing is not None:  # the set comes packed: (N, d), (N, n_g, d)
+            sc, sG = self.seeds(packing.B)
+            return self.mab(sc, sG, c, G, None, details, kv_packing=packing)
         sc, sG = self.seeds(c.shape[0])
         return self.mab(sc, sG, c, G, mask, details)  # (B, k, d), (B, k, n_g, d)
 

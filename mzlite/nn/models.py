@@ -25,6 +25,7 @@ from .attention import (
     PMA,
     SAB,
     MZAttention,
+    Packing,
     ZonotopeProjection,
     _init_linear,
     _tokens,
@@ -187,7 +188,18 @@ class MZSetTransformer(nn.Module):
     ``M(mu) = M_c + sum_l gamma_l M_l`` (B, H, d_k, d_k) and ``output`` (the block's output
     zonotopes); ``input_tokens``, ``pooled`` (zonotopes) and ``features`` (the head's input,
     (B, 2 k d)). 371,809 parameters at the defaults.
+
+    ``pack_sets``: run the per-element work of the set's tokens (projection, the encoder blocks'
+    LayerNorms, FFNs, dropout, the generators' value and output maps) on the real elements only,
+    packed as ``(N, d)`` and ``(N, n_g, d)`` (``Packing``), instead of on the padded
+    ``(B, n, n_g, d)`` tensors: the same outputs (float64: equal to rounding, tested), ~1/3 less
+    work for sets of 10-30. ``None`` (default): on CPU when the batch has padding and no
+    ``details`` are asked for (``details`` come from the padded layout, the reference); on CUDA
+    the padded layout is kept (not measured there). Dropout draws masks of another shape, so a
+    packed training run draws other (equally distributed) random numbers.
     """
+
+    pack_sets: bool | None = None
 
     def __init__(self, cfg: MZSetTransformerConfig | None = None, **overrides):
         super().__init__()
@@ -215,12 +227,19 @@ class MZSetTransformer(nn.Module):
     def forward(self, x, mask=None, return_details: bool = False):
         x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.W_c.weight)
         details = [] if return_details else None
-        c, G = self.embed(x)
-        c, G = zero_pad(c, mask), zero_pad(G, mask)  # (B, n, d), (B, n, n_g, d)
-        c_in, G_in = c, G
-        for blk in self.enc:
-            c, G = blk(c, G, mask, details)
-        c, G = self.pool(c, G, mask, details)  # (B, k, d), (B, k, n_g, d)
+        if self._packs(x, mask, return_details):
+            packing = Packing(mask)
+            c, G = self.embed(packing.pack(x))  # (N, d), (N, n_g, d): real elements only
+            for blk in self.enc:
+                c, G = blk(c, G, None, None, packing=packing)
+            c, G = self.pool(c, G, None, None, packing=packing)  # (B, k, d), (B, k, n_g, d)
+        else:
+            c, G = self.embed(x)
+            c, G = zero_pad(c, mask), zero_pad(G, mask)  # (B, n, d), (B, n, n_g, d)
+            c_in, G_in = c, G
+            for blk in self.enc:
+                c, G = blk(c, G, mask, details)
+            c, G = self.pool(c, G, mask, details)  # (B, k, d), (B, k, n_g, d)
         for blk in self.dec:
             c, G = blk(c, G, None, details)
         spread = G.abs().sum(-2) if self.cfg.readout == "ihw" else G.sum(-2)  # (B, k, d)
@@ -231,6 +250,16 @@ class MZSetTransformer(nn.Module):
         return y, SetModelDetails(
             details, pooled=_tokens(c, G), input_tokens=_tokens(c_in, G_in), features=feats
         )
+
+    def _packs(self, x, mask, return_details: bool) -> bool:
+        """Whether this forward runs the set's tokens packed (see ``pack_sets``)."""
+        if return_details or self.pack_sets is False:
+            return False
+        if not isinstance(self.pool, MZPMA) or not all(
+            isinstance(b, (MZISAB, MZSAB)) for b in self.enc
+        ):  # a variant with other blocks keeps the padded layout
+            return False
+        return (self.pack_sets or x.device.type == "cpu") and not bool(mask.all())
 
     @torch.no_grad()
     def inspect(self, x, mask=None) -> SetModelDetails:
