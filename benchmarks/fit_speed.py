@@ -11,15 +11,18 @@ Three measurements (issue 10), each printed with ``os.getloadavg()`` because the
             import of ``torch._dynamo`` by the first AdamW of a process (~1.5 s) is paid before
             the clock starts in both.
 ``equal``   the same real cell (default tab:tdof-verify L=8, MZ-1L, ``cpu`` profile) trained with
-            the fast path (``TrainConfig(amp=None)``: bf16 autocast on this CPU) and the plain
-            float32 path (``amp=False``), several seeds: test R^2 per seed, mean and std, and the
-            difference of the means in units of the seed std.
+            the fast path (``TrainConfig(amp=None)``: bf16 autocast on this CPU, the set stream
+            packed) and the plain path (``amp=False``, float32, padded layout
+            ``pack_sets=False``: the layout and precision of abea232), several seeds: test R^2 per
+            seed, mean and std, and the difference of the means in units of the seed std.
 ``layout``  throughput of the experiment runner's two CPU layouts for one table's jobs:
             2 processes x 1 thread against 1 process x 2 threads (jobs per minute).
 ``levers``  one training step under each lever (precision, the baseline's attention code, fused
-            AdamW) and the cost of each part of the generator stream, in one process.
+            AdamW, packed or padded set stream) and the cost of each part of the generator
+            stream, in one process.
 
     python benchmarks/fit_speed.py speed                 # ~10 min on 2 cores
+    python benchmarks/fit_speed.py speed --train 2000 --val 500 --epochs 6  # cpu-converged sizes
     python benchmarks/fit_speed.py equal --seeds 0-2 --epochs 15
     python benchmarks/fit_speed.py layout
     python benchmarks/fit_speed.py levers                # one process, ~2 min CPU
@@ -141,23 +144,24 @@ def equal(args) -> None:
         f"equal results: {args.table} {args.cell}, profile {args.profile} (sizes {job.sizes}), "
         f"epochs {args.epochs or 'profile'}; seeds {list(seeds)}; {args.threads} thread(s)"
     )
-    modes = {"fast (amp=None -> bf16)": None, "plain (amp=False, fp32)": False}
+    modes = {"fast (bf16, packed)": (None, None), "plain (fp32, padded)": (False, False)}
     r2 = {label: [] for label in modes}
     for seed in seeds:
-        for label, amp in modes.items():
+        for label, (amp, pack_sets) in modes.items():
             cfg = job.train_config()
             kw = {"seed": seed, "amp": amp}
             if args.epochs:
                 kw |= {"epochs": args.epochs, "warmup_epochs": min(cfg.warmup_epochs, args.epochs)}
             cfg = type(cfg)(**{**cfg.to_dict(), **kw, "betas": tuple(cfg.betas)})
             model = ex.build_cell_model(job.cell, tr.d_in, tr.d_out, seed, "cpu")
+            model.pack_sets = pack_sets
             t = time.perf_counter()
             hist = fit(model, tr, va, cfg, progress=False)
             stats = hist if cfg.normalize_targets else None
             test = evaluate(model, te, hist.config_obj(), target_stats=stats)["r2"]
             r2[label].append(test)
             print(
-                f"  seed {seed} {label:24} test R^2 {test:.4f}  ({hist.epochs_run} epochs, "
+                f"  seed {seed} {label:21} test R^2 {test:.4f}  ({hist.epochs_run} epochs, "
                 f"{time.perf_counter() - t:.0f} s, amp={hist.config['amp']})  "
                 f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
@@ -242,13 +246,14 @@ def levers(args) -> None:
     y = torch.randn(128, 1, generator=g)
     blocks = ("ISAB", "PMA", "SAB", "MZISAB", "MZPMA", "MZSAB", "ZonotopeProjection")
 
-    def build(code=attention, strip=(), **kw):
+    def build(code=attention, strip=(), pack_sets=None, **kw):
         saved = {b: getattr(models, b) for b in blocks}
         for b in blocks:  # build with another version of the attention blocks
             setattr(models, b, getattr(code, b))
         try:
             torch.manual_seed(0)
             m = make_model("mz_full", 8, device="cpu", **kw)
+            m.pack_sets = pack_sets  # a class attribute at the baseline: harmless there
         finally:
             for b, v in saved.items():
                 setattr(models, b, v)
@@ -266,9 +271,11 @@ def levers(args) -> None:
         old = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(old)
     cases = {  # name: (model, amp, fused AdamW)
-        f"{args.baseline} attention, float32": (build(old), False, False),
+        f"{args.baseline} attention, float32": (build(old, pack_sets=False), False, False),
+        "float32, padded set stream": (build(pack_sets=False), False, True),
         "float32": (build(), False, True),
-        f"{args.baseline} attention, bf16": (build(old), True, True),
+        f"{args.baseline} attention, bf16": (build(old, pack_sets=False), True, True),
+        "bf16, padded set stream": (build(pack_sets=False), True, True),
         "bf16 (fit's default here)": (build(), True, True),
         "bf16, foreach AdamW": (build(), True, False),
         "bf16, dropout 0": (build(dropout=0.0), True, True),

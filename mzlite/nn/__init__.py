@@ -73,6 +73,7 @@ from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one i
     SAB,
     MultiheadAttention,
     MZAttention,
+    Packing,
     ZonotopeProjection,
     attend,
     masked_mean,
