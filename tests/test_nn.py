@@ -623,19 +623,23 @@ def test_packing_round_trip():
     from mzlite.nn import Packing
 
     x, mask = _ragged_batch()
-    pk = Packing(mask)
-    packed = pk.pack(x)
-    assert packed.shape == (int(mask.sum()), 3)
-    assert not packed.isnan().any()  # only real elements
-    torch.testing.assert_close(packed, x[mask], rtol=0, atol=0)
-    back = pk.unpack(packed)
-    assert torch.equal(back[mask], x[mask]) and (back[~mask] == 0).all()
-    G = torch.randn(int(mask.sum()), 3, 8, dtype=torch.float64)  # (N, n_g, H d_k), H = 2
-    heads = pk.unpack_heads(G, 2)  # (B, H, n, n_g, d_k)
-    assert heads.shape == (5, 2, 7, 3, 4) and heads.is_contiguous()
-    ref = pk.unpack(G).view(5, 7, 3, 2, 4).permute(0, 3, 1, 2, 4)
-    assert torch.equal(heads, ref)
-    assert torch.equal(pk.pack_heads(heads), G)
+    N = int(mask.sum())
+    for multiple in (1, 8, 64):
+        pk = Packing(mask, rows_multiple=multiple)
+        packed = pk.pack(x)
+        R = -(-N // multiple) * multiple
+        assert pk.N == N and packed.shape == (R, 3)
+        assert not packed.isnan().any()  # only real elements
+        torch.testing.assert_close(packed[:N], x[mask], rtol=0, atol=0)
+        assert (packed[N:] == packed[0]).all()  # spare rows repeat the first real element
+        back = pk.unpack(packed)
+        assert torch.equal(back[mask], x[mask]) and (back[~mask] == 0).all()
+        G = torch.randn(R, 3, 8, dtype=torch.float64)  # (R, n_g, H d_k), H = 2
+        heads = pk.unpack_heads(G, 2)  # (B, H, n, n_g, d_k)
+        assert heads.shape == (5, 2, 7, 3, 4) and heads.is_contiguous()
+        ref = pk.unpack(G).view(5, 7, 3, 2, 4).permute(0, 3, 1, 2, 4)
+        assert torch.equal(heads, ref)
+        assert torch.equal(pk.pack_heads(heads)[:N], G[:N])
 
 
 def _mz_float64(seed=0, **kw):
@@ -690,13 +694,12 @@ def test_packed_blocks_equal_padded_blocks_float64(block):
             _randomise_mz(mod)
     _, mask = _ragged_batch()
     pk = Packing(mask)
-    c = torch.randn(int(mask.sum()), d, dtype=torch.float64)
-    G = torch.randn(int(mask.sum()), n_g, d, dtype=torch.float64)
-    c_pad, G_pad = pk.unpack(c), pk.unpack(G)
+    c_pad = pk.unpack(torch.randn(pk.N, d, dtype=torch.float64))  # (B, n, d), zero padding
+    G_pad = pk.unpack(torch.randn(pk.N, n_g, d, dtype=torch.float64))
     want_c, want_G = blk(c_pad, G_pad, mask)
-    got_c, got_G = blk(c, G, packing=pk)
-    if block != "pma":  # per-element outputs come back packed
-        want_c, want_G = want_c[mask], want_G[mask]
+    got_c, got_G = blk(pk.pack(c_pad), pk.pack(G_pad), packing=pk)
+    if block != "pma":  # per-element outputs come back packed: real rows, then spare rows
+        want_c, want_G = pk.pack(want_c), pk.pack(want_G)
     torch.testing.assert_close(got_c, want_c, rtol=0, atol=1e-12)
     torch.testing.assert_close(got_G, want_G, rtol=0, atol=1e-12)
 

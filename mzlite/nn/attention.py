@@ -82,38 +82,47 @@ def zero_pad(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
 class Packing:
     """Where the real elements of a padded batch are, to run per-element work on them only.
 
-    ``Packing(mask)`` for ``mask`` (B, n), True = real. A *packed* tensor ``(N, ...)`` holds the
-    ``N`` real elements of a padded ``(B, n, ...)`` one, set by set in order; ``pack`` and
-    ``unpack`` convert (``unpack`` puts zeros at the padding). Per-element operations (linear
-    maps, LayerNorm, FFN, dropout) give the same values on either layout, so a packed stream
-    skips the padding (a third of a batch of sets of 10-30) and never reads it, NaN included."""
+    ``Packing(mask)`` for ``mask`` (B, n), True = real. A *packed* tensor ``(R, ...)`` holds the
+    ``N`` real elements of a padded ``(B, n, ...)`` one, set by set in order, in its first ``N``
+    rows; ``pack`` and ``unpack`` convert (``unpack`` puts zeros at the padding). Per-element
+    operations (linear maps, LayerNorm, FFN, dropout) give the same values on either layout, so
+    a packed stream skips the padding (a third of a batch of sets of 10-30) and never reads it,
+    NaN included.
 
-    def __init__(self, mask: torch.Tensor):
+    ``R`` is ``N`` rounded up to a multiple of ``rows_multiple``; the ``R - N`` spare rows repeat
+    the first real element and are dropped by ``unpack`` (so they get no gradient). Why: oneDNN
+    builds a bf16 matmul kernel per shape, ~1 ms each (measured); with ``N`` varying from batch
+    to batch every linear map would build new ones each step, with ``R`` few shapes recur."""
+
+    def __init__(self, mask: torch.Tensor, rows_multiple: int = 64):
         self.mask = mask  # (B, n)
         self.B, self.n = mask.shape
         self.batch, self.pos = mask.nonzero(as_tuple=True)  # (N,), (N,): row-major order
         self.flat = self.batch * self.n + self.pos  # (N,) index into the flattened (B n)
+        self.N = len(self.flat)
+        spare = -self.N % rows_multiple
+        self.rows = torch.cat([self.flat, self.flat[:1].expand(spare)])  # (R,)
 
     def pack(self, x: torch.Tensor) -> torch.Tensor:
-        """``(B, n, ...)`` -> ``(N, ...)``: the real elements."""
-        return x.flatten(0, 1).index_select(0, self.flat)
+        """``(B, n, ...)`` -> ``(R, ...)``: the real elements (then the spare rows)."""
+        return x.flatten(0, 1).index_select(0, self.rows)
 
     def unpack(self, x: torch.Tensor) -> torch.Tensor:
-        """``(N, ...)`` -> ``(B, n, ...)`` with zeros at the padding."""
+        """``(R, ...)`` -> ``(B, n, ...)`` with zeros at the padding."""
         out = x.new_zeros(self.B * self.n, *x.shape[1:])
-        return out.index_copy(0, self.flat, x).view(self.B, self.n, *x.shape[1:])
+        return out.index_copy(0, self.flat, x[: self.N]).view(self.B, self.n, *x.shape[1:])
 
     def unpack_heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
-        """Packed generator rows ``(N, n_g, H d_k)`` -> head-major ``(B, H, n, n_g, d_k)`` with
+        """Packed generator rows ``(R, n_g, H d_k)`` -> head-major ``(B, H, n, n_g, d_k)`` with
         zeros at the padding (what attention over the set's elements reads)."""
         # row copies, then one permuting copy: faster (forward and backward) than one
         # advanced-index write into the permuted layout (measured, 2.5 vs 3.9 ms at batch 128)
-        N, ng, d = x.shape
+        ng, d = x.shape[1:]
         x = self.unpack(x).view(self.B, self.n, ng, n_heads, d // n_heads)
         return x.permute(0, 3, 1, 2, 4).contiguous()
 
     def pack_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """Head-major ``(B, H, n, n_g, d_k)`` -> packed ``(N, n_g, H d_k)``."""
+        """Head-major ``(B, H, n, n_g, d_k)`` -> packed ``(R, n_g, H d_k)``."""
         B, H, n, ng, dk = x.shape
         return self.pack(x.permute(0, 2, 3, 1, 4).reshape(B, n, ng, H * dk))
 
@@ -266,8 +275,8 @@ class MZAttention(nn.Module):
     ``operators`` ``M(mu)`` (B, H, d_k, d_k).
 
     ``q_packing`` / ``kv_packing`` (a ``Packing``): the queries / keys and values come packed,
-    ``(N, d)`` and ``(N, n_g, d)`` (then the key mask is ``kv_packing.mask``); packed queries
-    give packed outputs ``(N, d)``, ``(N, n_g, d)``. Same values as the padded layout.
+    ``(R, d)`` and ``(R, n_g, d)`` (then the key mask is ``kv_packing.mask``); packed queries
+    give packed outputs ``(R, d)``, ``(R, n_g, d)``. Same values as the padded layout.
     """
 
     def __init__(self, d: int, *, n_heads: int, n_g: int, L: int, gen_own_weights: bool = True):
@@ -333,7 +342,7 @@ class MZAttention(nn.Module):
             o_c, o_G = q_packing.pack(o_c), q_packing.pack_heads(o_G.view(B, H, nq, ng, dk))
         else:
             o_G = o_G.view(B, H, nq, ng, dk).permute(0, 2, 3, 1, 4).reshape(B, nq, ng, d)
-        o_c = F.linear(o_c, self.o.weight @ Mc, self.o.bias)  # (B, nq, d) or (N, d)
+        o_c = F.linear(o_c, self.o.weight @ Mc, self.o.bias)  # (B, nq, d) or (R, d)
         o_G = F.linear(o_G, (self.o if self.o_g is None else self.o_g).weight)  # bias-free
         info = None
         if need_details:
@@ -416,7 +425,7 @@ class MZSAB(nn.Module):
         self.mab = MZMAB(d, **mab, name=name)
 
     def forward(self, c, G, mask=None, details=None, packing: Packing | None = None):
-        if packing is not None:  # packed tokens (N, d), (N, n_g, d): no padding to zero
+        if packing is not None:  # packed tokens (R, d), (R, n_g, d): no padding to zero
             return self.mab(c, G, c, G, None, details, q_packing=packing, kv_packing=packing)
         c, G = self.mab(c, G, c, G, mask, details)
         return zero_pad(c, mask), zero_pad(G, mask)
@@ -435,7 +444,7 @@ class MZISAB(nn.Module):
         self.mab1 = MZMAB(d, **mab, name=name + ".elements")
 
     def forward(self, c, G, mask=None, details=None, packing: Packing | None = None):
-        if packing is not None:  # packed tokens (N, d), (N, n_g, d): no padding to zero
+        if packing is not None:  # packed tokens (R, d), (R, n_g, d): no padding to zero
             ic, iG = self.inducing(packing.B)
             hc, hG = self.mab0(ic, iG, c, G, None, details, kv_packing=packing)
             return self.mab1(c, G, hc, hG, None, details, q_packing=packing)
@@ -456,7 +465,7 @@ class MZPMA(nn.Module):
         self.mab = MZMAB(d, **mab, n_g=n_g, name=name)
 
     def forward(self, c, G, mask=None, details=None, packing: Packing | None = None):
-        if packing is not None:  # the set comes packed: (N, d), (N, n_g, d)
+        if packing is not None:  # the set comes packed: (R, d), (R, n_g, d)
             sc, sG = self.seeds(packing.B)
             return self.mab(sc, sG, c, G, None, details, kv_packing=packing)
         sc, sG = self.seeds(c.shape[0])

@@ -191,7 +191,7 @@ class MZSetTransformer(nn.Module):
 
     ``pack_sets``: run the per-element work of the set's tokens (projection, the encoder blocks'
     LayerNorms, FFNs, dropout, the generators' value and output maps) on the real elements only,
-    packed as ``(N, d)`` and ``(N, n_g, d)`` (``Packing``), instead of on the padded
+    packed as ``(R, d)`` and ``(R, n_g, d)`` (``Packing``), instead of on the padded
     ``(B, n, n_g, d)`` tensors: the same outputs (float64: equal to rounding, tested), ~1/3 less
     work for sets of 10-30. ``None`` (default): on CPU when the batch has padding and no
     ``details`` are asked for (``details`` come from the padded layout, the reference); on CUDA
@@ -229,7 +229,7 @@ class MZSetTransformer(nn.Module):
         details = [] if return_details else None
         if self._packs(x, mask, return_details):
             packing = Packing(mask)
-            c, G = self.embed(packing.pack(x))  # (N, d), (N, n_g, d): real elements only
+            c, G = self.embed(packing.pack(x))  # (R, d), (R, n_g, d): real elements only
             for blk in self.enc:
                 c, G = blk(c, G, None, None, packing=packing)
             c, G = self.pool(c, G, None, None, packing=packing)  # (B, k, d), (B, k, n_g, d)
