@@ -684,10 +684,11 @@ def test_packed_blocks_equal_padded_blocks_float64(block):
 
     torch.manual_seed(0)
     d, H, n_g, L = 8, 2, 3, 2
+    kw = dict(n_heads=H, d_ff=16, dropout=0.0, n_g=n_g, L=L)
     blk = {
-        "isab": lambda: MZISAB(d, H, 16, 0.0, n_g, L, 4),
-        "sab": lambda: MZSAB(d, H, 16, 0.0, n_g, L),
-        "pma": lambda: MZPMA(d, H, 16, 0.0, n_g, L, 2),
+        "isab": lambda: MZISAB(d, m=4, **kw),
+        "sab": lambda: MZSAB(d, **kw),
+        "pma": lambda: MZPMA(d, k=2, **kw),
     }[block]().double()
     for mod in blk.modules():
         if isinstance(mod, MZAttention):
