@@ -21,7 +21,9 @@ Conventions (the same in every class and function of this module)
   ``torch.nn.MultiheadAttention``'s ``key_padding_mask`` (True = ignore), so pass ``~mask`` there.
 - Masked keys get ``-inf`` before the softmax, so padding receives zero attention weight. Every
   block zeroes its outputs at padded positions; they carry no information and no pooling, gate or
-  mean ever reads them. Appending padded rows never changes an output (tested).
+  mean ever reads them. Appending padded rows never changes an output (tested). On CPU the
+  MZ-Set Transformer runs the set's per-element work on the real elements only (packed,
+  ``Packing``; ``MZSetTransformer.pack_sets``), with the same outputs as the padded layout.
 - Post-LN, as Lee et al.'s reference code with ``ln=True``:
   ``h = LN(x_q + Attn(x_q, x_kv))``, ``out = LN(h + FFN(h))``. Attention is explicit
   (softmax of scores), not ``scaled_dot_product_attention``, so its weights can be returned.
