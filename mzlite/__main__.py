@@ -8,6 +8,7 @@
         --gpus-per-job 0.25 --checkpoint-dir /shared/checkpoints
     python -m mzlite report tab:meb --profile smoke [--format text]
     python -m mzlite plan tab:tdof-verify tab:meb --profile cpu-converged --cells 'd8-*'
+    python -m mzlite scorecard [tab:tdof-verify ...] [--profiles cpu-converged] [--format markdown]
     python -m mzlite grade SUBMISSIONS/ [--out GRADES/] [--timeout 600]
 
 Bad input (unknown table, profile or model, an invalid seed range) prints what is valid and
@@ -68,6 +69,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("table")
     p.add_argument("--profile", default="smoke")
     p.add_argument("--format", choices=("markdown", "text"), default="markdown")
+    p.add_argument("--results-dir", default=None)
+
+    p = sub.add_parser("scorecard", help="the paper's claims, ours beside them, and verdicts")
+    p.add_argument("tables", nargs="*", help="table labels (default: every table with claims)")
+    p.add_argument(
+        "--profiles", default=None, help="comma-separated, best evidence first "
+        "(default: full,cpu-converged,cpu)"
+    )  # fmt: skip
+    p.add_argument("--format", choices=("text", "markdown"), default="text")
     p.add_argument("--results-dir", default=None)
 
     p = sub.add_parser("grade", help="execute student notebooks, collect their exercise checks")
@@ -165,6 +175,16 @@ def main(argv=None) -> int:
 
             r = report(args.table, args.profile, args.results_dir)
             print(r.to_markdown() if args.format == "markdown" else r.to_text())
+            return 0
+        if args.cmd == "scorecard":
+            from mzlite.experiments.scorecard import PROFILE_ORDER, scorecard
+
+            sc = scorecard(
+                args.tables or None,
+                tuple(_split(args.profiles) or PROFILE_ORDER),
+                args.results_dir,
+            )
+            print(sc.to_text() if args.format == "text" else sc.to_markdown())
             return 0
     except (ValueError, ImportError) as e:  # ImportError: --launcher ray without Ray
         print(f"error: {e}", file=sys.stderr)

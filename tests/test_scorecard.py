@@ -108,6 +108,23 @@ def test_changing_a_result_json_changes_the_page(tmp_path):
     assert sep2["tdof-separation"]["evidence"]["p_max"] > 0.05
 
 
+def test_cli_scorecard_prints_each_claim_with_its_statistics_and_verdict(tmp_path, capsys):
+    from mzlite.__main__ import main
+
+    _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40, profile="cpu-converged")
+    args = ["scorecard", "tab:tdof-verify", "--results-dir", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 claims (3 holds)") and "== tab:tdof-verify" in out
+    assert out.count("verdict: holds") == 3 and "Welch p = " in out
+    assert "cpu-converged: 3 seed" in out
+    assert main(args + ["--profiles", "cpu", "--format", "markdown"]) == 0  # nothing under cpu
+    md = capsys.readouterr().out
+    assert "| table | claim |" in md and md.startswith("3 claims (3 not run)")
+    assert main(["scorecard", "tab:nope"]) == 2
+    assert "valid tables" in capsys.readouterr().err
+
+
 def test_one_seed_or_unconverged_runs_give_no_verdict(tmp_path):
     _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40, seeds=1)  # values that would "hold"
     rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}

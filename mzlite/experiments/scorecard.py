@@ -475,6 +475,27 @@ class Scorecard:
             out.append("| " + " | ".join(cells[c].replace("|", "/") for c in self.COLUMNS) + " |")
         return "\n".join(out)
 
+    def to_text(self, width: int = 100) -> str:
+        """One block per claim, for a terminal: the claim, paper and ours with the protocol,
+        the statistics, and the verdict with its reason; blocks grouped by table."""
+        import textwrap
+
+        out, table = [self.summary()], None
+        for r in self.rows:
+            c = self._cells(r)
+            if r["table"] != table:
+                table = r["table"]
+                out += ["", f"== {table} (chapter {r['chapter']})"]
+            out.append(textwrap.fill(f"- {c['claim']}", width, subsequent_indent="  "))
+            for line in (
+                f"paper {c['paper']}; ours {c['ours']} [{c['protocol']}]",
+                f"statistics: {c['statistics']}",
+                f"verdict: {c['verdict']}",
+            ):
+                out.append(textwrap.fill(line, width, initial_indent="    ",
+                                         subsequent_indent="      "))  # fmt: skip
+        return "\n".join(out)
+
     __str__ = to_markdown
 
     def _repr_html_(self) -> str:
