@@ -519,10 +519,11 @@ def plot_points_3d(clouds: dict, *, hull: str | None = None, title: str | None =
 def plot_ours_vs_paper(points, *, lo: float = -1.0, title: str | None = None):
     """Interactive scatter of our numbers (y) against the paper's (x), one marker per point,
     with the diagonal "ours = paper". ``points``: dicts with ``ours``, ``paper`` (floats),
-    ``group`` (colour, e.g. the model family), ``table`` (marker symbol) and ``label`` (hover
-    text). Values below ``lo`` are drawn at ``lo`` (open marker; the hover text keeps the true
-    value), so a few R^2 of -60 do not squash the rest. Points missing either number are skipped.
-    Returns the ``plotly.graph_objects.Figure``."""
+    ``group`` (colour, e.g. the model family), ``table`` (marker symbol), ``label`` (hover
+    text) and optionally ``ours_std`` (an error bar, e.g. the std over seeds). Values below
+    ``lo`` are drawn at ``lo`` (open marker; the hover text keeps the true value), so a few R^2
+    of -60 do not squash the rest. Points missing either number are skipped. Returns the
+    ``plotly.graph_objects.Figure``."""
     import plotly.graph_objects as go
 
     rows = [p for p in points if p.get("ours") is not None and p.get("paper") is not None]
@@ -550,9 +551,19 @@ def plot_ours_vs_paper(points, *, lo: float = -1.0, title: str | None = None):
                     ),  # fmt: skip
                     text=[
                         f"{p.get('label', '')}<br>paper {p['paper']:.3f}, ours {p['ours']:.3f}"
+                        + ("" if p.get("ours_std") is None else f" ± {p['ours_std']:.3f}")
                         for p in sel
                     ],
                     hoverinfo="text",
+                    error_y=None
+                    if all(p.get("ours_std") is None for p in sel)
+                    else {
+                        "type": "data",
+                        "array": [
+                            0.0 if p.get("ours_std") is None or p["ours"] < lo else p["ours_std"]
+                            for p in sel
+                        ],
+                    },
                 )
             )
     fig.add_trace(
@@ -744,10 +755,12 @@ def plot_grouped_bars(
     ymin: float | None = None,
 ):
     """Interactive plotly grouped bar chart: one group per entry of ``categories`` (e.g. models),
-    one bar per series, ``series = {name: values}`` with one value per category; ``None`` (a cell
-    not run, or no paper number) leaves the slot empty. Values below ``ymin`` are drawn at
-    ``ymin`` (the hover text keeps the true value), so one R^2 of -5 does not squash the rest.
-    Returns the plotly figure."""
+    one bar per series, ``series = {name: values}`` or ``{name: (values, style)}`` with one value
+    per category; ``None`` (a cell not run, or no paper number) leaves the slot empty. ``style``
+    is a dict of optional keys ``error`` (per-bar error bars, e.g. the std over seeds; ``None``
+    allowed), ``pattern`` (a plotly fill pattern such as ``"/"``, to set a series apart, e.g. a
+    weaker protocol) and ``color``. Values below ``ymin`` are drawn at ``ymin`` (the hover text
+    keeps the true value), so one R^2 of -5 does not squash the rest. Returns the plotly figure."""
     import plotly.graph_objects as go
 
     cats = [str(c) for c in categories]
@@ -755,17 +768,31 @@ def plot_grouped_bars(
         raise ValueError("categories and series must be non-empty")
     fig = go.Figure()
     top = 0.0
-    for name, vals in series.items():
-        vals = list(vals)
+    for name, value in series.items():
+        styled = isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict)
+        vals, style = (list(value[0]), dict(value[1])) if styled else (list(value), {})
         if len(vals) != len(cats):
             raise ValueError(f"series[{name!r}] must have one value per category ({len(cats)})")
+        unknown = set(style) - {"error", "pattern", "color"}
+        if unknown:
+            raise ValueError(f"series[{name!r}]: unknown style key(s) {sorted(unknown)}")
+        err = style.get("error")
+        if err is not None and len(err) != len(cats):
+            raise ValueError(f"series[{name!r}]: error must have one entry per category")
         vals = [None if v is None else float(v) for v in vals]
         shown = [None if v is None else (v if ymin is None else max(v, ymin)) for v in vals]
         text = ["not run / none" if v is None else f"{v:.3f}" for v in vals]
+        if err is not None:
+            text = [t if e is None or v is None else f"{t} ± {e:.3f}"
+                    for t, v, e in zip(text, vals, err, strict=True)]  # fmt: skip
         top = max([top] + [v for v in shown if v is not None])
         fig.add_trace(
             go.Bar(x=cats, y=shown, name=str(name), hovertext=text,
-                   hovertemplate="%{x}<br>" + str(name) + ": %{hovertext}<extra></extra>")
+                   hovertemplate="%{x}<br>" + str(name) + ": %{hovertext}<extra></extra>",
+                   error_y=None if err is None else {
+                       "type": "data", "array": [0.0 if e is None else float(e) for e in err]},
+                   marker={"color": style.get("color"),
+                           "pattern": {"shape": style.get("pattern", "")}})
         )  # fmt: skip
     fig.update_layout(
         barmode="group",

@@ -56,3 +56,20 @@ def test_plot_grouped_bars_clips_and_keeps_gaps():
     assert fig.layout.yaxis.range[0] == -0.5
     with pytest.raises(ValueError, match="one value per category"):
         plot_grouped_bars(["a"], {"x": [1, 2]})
+
+
+def test_plot_grouped_bars_draws_error_bars_and_patterns():
+    from mzlite.viz import plot_grouped_bars
+
+    fig = plot_grouped_bars(
+        ["a", "b"],
+        {"paper": [0.7, 0.1], "ours": ([0.5, None], {"error": [0.02, None], "pattern": "/"})},
+    )
+    paper, ours = fig.data
+    assert paper.error_y.array is None and not paper.marker.pattern.shape
+    assert list(ours.error_y.array) == [0.02, 0.0] and ours.marker.pattern.shape == "/"
+    assert "0.500 ± 0.020" in ours.hovertext[0] and "not run" in ours.hovertext[1]
+    with pytest.raises(ValueError, match="one entry per category"):
+        plot_grouped_bars(["a", "b"], {"x": ([1, 2], {"error": [0.1]})})
+    with pytest.raises(ValueError, match="unknown style"):
+        plot_grouped_bars(["a"], {"x": ([1], {"dash": "dot"})})

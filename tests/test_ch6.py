@@ -78,3 +78,15 @@ def test_plot_ours_vs_paper_clips_groups_and_skips_missing():
     assert fig.data[-1].name == "ours = paper"
     empty = plot_ours_vs_paper([])
     assert len(empty.data) == 1 and empty.layout.annotations
+
+
+def test_plot_ours_vs_paper_draws_error_bars_where_given():
+    pts = [
+        {"ours": 0.5, "ours_std": 0.03, "paper": 0.8, "group": "MZ", "table": "t1", "label": "a"},
+        {"ours": -3.0, "ours_std": 0.5, "paper": 0.8, "group": "MZ", "table": "t1", "label": "b"},
+        {"ours": 0.4, "paper": 0.6, "group": "ST", "table": "t1", "label": "c"},
+    ]
+    mz, st = (t for t in plot_ours_vs_paper(pts).data if t.mode == "markers")
+    assert list(mz.error_y.array) == [0.03, 0.0]  # no bar on a clipped marker
+    assert "± 0.030" in mz.text[0]
+    assert st.error_y.array is None

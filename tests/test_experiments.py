@@ -521,9 +521,18 @@ def test_default_cpu_layout_is_one_single_thread_worker_per_core(
 
 def test_best_profile_is_the_first_with_results(tmp_path):
     assert ex.best_profile("tab:meb", ("full", "cpu"), results_dir=tmp_path) is None
+    assert ex.PROFILE_ORDER == ("full", "cpu-converged", "cpu")  # the scorecard's order too
     job = ex.jobs("tab:meb", "cpu")[0]
-    path = ex.result_path("tab:meb", job.cell.id, job.seed, "cpu", tmp_path)
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"profile": "cpu", "table": "tab:meb", "cell": job.cell.id}))
+
+    def write(profile):
+        path = ex.result_path("tab:meb", job.cell.id, job.seed, profile, tmp_path)
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"profile": profile, "table": "tab:meb", "cell": job.cell.id}))
+
+    write("cpu")
     assert ex.best_profile("tab:meb", ("full", "cpu"), results_dir=tmp_path) == "cpu"
     assert ex.best_profile("tab:meb", ("full",), results_dir=tmp_path) is None
+    assert ex.best_profile("tab:meb", results_dir=tmp_path) == "cpu"
+    write("cpu-converged")  # by default the converged protocol comes before the 30-epoch one
+    assert ex.best_profile("tab:meb", results_dir=tmp_path) == "cpu-converged"
+    assert ex.best_profile("tab:meb", ("cpu", "cpu-converged"), results_dir=tmp_path) == "cpu"

@@ -311,3 +311,77 @@ def test_no_claim_gets_a_verdict_from_one_seed_or_unconverged_runs(tmp_path, see
     rows = scorecard(["tab:tdof-verify", "tab:meb", "tab:main-results"], results_dir=tmp_path).rows
     assert rows and {r["verdict"] for r in rows} <= {"insufficient evidence", "not run"}
     assert all(r["why"] for r in rows if r["verdict"] == "insufficient evidence")
+
+
+def test_best_rows_read_each_cell_from_its_most_trusted_profile(tmp_path):
+    """Results land cell by cell: a chapter shows a cell's converged result as soon as it is on
+    disk, the 30-epoch one (labelled) until then, and never a mean over both."""
+    from mzlite.experiments.report import best_rows, evidence_note, ours_text
+
+    _write(tmp_path, "tab:meb", "d8-st", 0.9)  # cpu: one seed
+    _write(tmp_path, "tab:meb", "d8-mz_full", 0.7)
+    _cell(tmp_path, "tab:meb", "d8-st", 0.3, profile="cpu-converged")
+    rows = best_rows("tab:meb", results_dir=tmp_path)
+    assert list(rows)[: 3] == ["d8-st", "d8-st_large", "d8-hypernet_r8"]  # the table's order
+    st, mz, perceiver = rows["d8-st"], rows["d8-mz_full"], rows["d8-perceiver"]
+    assert (st["profile"], st["n_seeds"]) == ("cpu-converged", 3)
+    assert st["ours_mean"] == pytest.approx(0.3) and st["ours_std"] == pytest.approx(0.01)
+    assert (mz["profile"], mz["n_seeds"], mz["ours_mean"]) == ("cpu", 1, 0.7)
+    assert perceiver["profile"] is None and not perceiver["seeds"]
+    assert ours_text(st) == "0.300 ± 0.010" and ours_text(mz) == "0.700"
+    assert ours_text(perceiver) == ours_text(None) == "not run"
+    assert evidence_note(st).startswith("cpu-converged: 3 seeds, 30 epochs, converged 3/3")
+    assert evidence_note(mz).startswith("cpu (the 30-epoch ablation): 1 seed,")
+    assert evidence_note(perceiver) == "not run under any profile yet"
+    # one profile only: the cpu result of d8-st is not there; remove the converged ones and it is
+    assert best_rows("tab:meb", ("cpu",), results_dir=tmp_path)["d8-st"]["ours_mean"] == 0.9
+    for s in range(3):
+        ex.result_path("tab:meb", "d8-st", s, "cpu-converged", tmp_path).unlink()
+    assert best_rows("tab:meb", results_dir=tmp_path)["d8-st"]["profile"] == "cpu"
+    with pytest.raises(ValueError, match="unknown profile"):
+        best_rows("tab:meb", ("cpu", "gpu"), results_dir=tmp_path)
+
+
+def test_cell_rows_pick_one_metric_and_part(tmp_path):
+    from mzlite.experiments.report import cell_rows
+
+    _write(tmp_path, "tab:main-results", "A-st", 0.8)
+    rep = report("tab:main-results", "cpu", results_dir=tmp_path)
+    r2 = cell_rows(rep)
+    assert r2["A-st"]["metric"] == "r2" and r2["A-st"]["ours_mean"] == 0.8
+    assert cell_rows(rep, "mse")["A-st"]["ours_mean"] is None  # this result has no mse
+    assert not cell_rows(report("tab:meb", "cpu", results_dir=tmp_path), part="main").keys() & {
+        c.id for c in ex.get_table("tab:meb").cells if c.part == "ablation"
+    }
+    tdof = cell_rows(report("tab:tdof-verify", "cpu", results_dir=tmp_path), metric=None)
+    assert all(len(r["cells"]) == 1 for r in tdof.values())  # derived ratios left out
+
+
+def test_what_ran_is_read_from_the_result_files(tmp_path):
+    from mzlite.experiments.report import what_ran
+
+    assert what_ran("tab:meb", "cpu-converged", results_dir=tmp_path) == ""
+    cfg = {"epochs": 200, "patience": 20, "lr": 3e-3, "normalize_targets": True, "amp": True}
+    prov = {"device": "cpu", "num_threads": 1, "git_commit": "917d63a6b9f3"}
+    for s in range(3):
+        _write(tmp_path, "tab:meb", "d8-mz_full", 0.6 + s / 100, "cpu-converged", seed=s,
+               train_config=cfg, stop_reason="early_stopping", epochs_run=40 + s,
+               provenance=prov)  # fmt: skip
+    _write(tmp_path, "tab:meb", "d8-st", 0.3, "cpu-converged", seed=0, converged=False,
+           train_config={**cfg, "lr": 1e-3}, stop_reason="max_epochs", epochs_run=200,
+           provenance=prov)  # fmt: skip
+    text = what_ran("tab:meb", "cpu-converged", results_dir=tmp_path)
+    n_cells = len(ex.get_table("tab:meb").cells) - len(ex.aliases("tab:meb", "cpu-converged"))
+    for part in (
+        f"cpu-converged: 2 of {n_cells} cells have results",
+        "1/3 seed(s) per trained cell (4 runs)",
+        "2,000/500/1,000 train/val/test sets",
+        "40-200 epochs run (cap 200, patience 20)",
+        "3 of 4 runs converged (3 stopped by patience)",
+        "lr 0.001 (baseline), 0.003 (mz)",
+        "targets standardised on the training split",
+        "bf16 autocast",
+        "cpu (1 thread(s) per run)",
+        "code 917d63a",
+    ):
+        assert part in text, (part, text)

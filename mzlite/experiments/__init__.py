@@ -66,6 +66,7 @@ from .jobs import (  # noqa: F401
     result_path,
 )
 from .results import (  # noqa: F401
+    PROFILE_ORDER,
     best_profile,
     list_tables,
     load_results,
@@ -113,6 +114,7 @@ from .tables import (  # noqa: F401
 
 __all__ = [
     "PROFILES",
+    "PROFILE_ORDER",
     "TABLES",
     "Cell",
     "Derived",

@@ -30,6 +30,7 @@ import statistics
 
 from mzlite import experiments as ex
 from mzlite.experiments import stats as _stats
+from mzlite.experiments.results import PROFILE_ORDER
 from mzlite.paper import load_paper_table, paper_cell
 
 
@@ -333,3 +334,129 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
             )
         rows = kept
     return Report(spec.label, spec.title, prof.name, rows, notes)
+
+
+def cell_rows(rep: Report, metric: str | None = "r2", part: str | None = None) -> dict[str, dict]:
+    """``{cell id: row}`` for the rows of ``rep`` that show one cell (derived ratios left out),
+    with that ``metric`` (None: any; a cell with several metrics then keeps its first row) and,
+    when given, that ``part`` ("main" or "ablation")."""
+    out: dict[str, dict] = {}
+    for r in rep.rows:
+        if r["part"] == "derived" or len(r["cells"]) != 1:
+            continue
+        if (metric is None or r["metric"] == metric) and (part is None or r["part"] == part):
+            out.setdefault(r["cells"][0], r)
+    return out
+
+
+def best_rows(
+    table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
+) -> dict[str, dict]:
+    """Cell by cell, the most trusted evidence on disk: ``{cell id: row}`` where each row is the
+    ``report`` row (``metric``) of the first of ``profiles`` under which that cell has results,
+    with ``"profile"`` added. Every number thus keeps the protocol that produced it, and no mean
+    mixes profiles; a chapter shows the converged result of a cell as soon as it lands and the
+    30-epoch one, labelled, until then. A cell with results under none of ``profiles`` gets the
+    first profile's row (``seeds`` empty) with ``"profile"`` None."""
+    if isinstance(profiles, str):
+        profiles = (profiles,)
+    profiles = [ex.get_profile(p).name for p in profiles]
+    if not profiles:
+        raise ValueError("profiles must name at least one profile")
+    out: dict[str, dict] = {}
+    for prof in profiles:
+        for cid, row in cell_rows(report(table, prof, results_dir), metric).items():
+            if cid not in out and row["seeds"]:
+                out[cid] = {**row, "profile": prof}
+    first = cell_rows(report(table, profiles[0], results_dir), metric)
+    for cid, row in first.items():
+        out.setdefault(cid, {**row, "profile": None})
+    order = {c.id: i for i, c in enumerate(ex.get_table(table).cells)}
+    return dict(sorted(out.items(), key=lambda kv: order[kv[0]]))
+
+
+def ours_text(row: dict | None) -> str:
+    """A report row's number as a reader sees it: "0.812 ± 0.010" (mean ± std over seeds; no std
+    for one seed), "mixed protocols", or "not run"."""
+    if not row or not row.get("seeds"):
+        return "not run"
+    if row.get("mixed"):
+        return "mixed protocols"
+    return _pm(row["ours_mean"], row["ours_std"])
+
+
+def evidence_note(row: dict | None) -> str:
+    """What stands behind one ``best_rows`` row, for a footnote: its protocol (the 30-epoch
+    ``cpu`` profile named as the ablation it is), seeds, epochs run and convergence."""
+    prof = (row or {}).get("profile")
+    if prof is None or not row.get("seeds"):
+        return "not run under any profile yet"
+    name = "cpu (the 30-epoch ablation)" if prof == "cpu" else prof
+    if row.get("row") == ex.SET_STATS_LABEL:
+        return f"{prof}: ridge on set statistics (closed form, no training), the {prof} data sizes"
+    n = row["n_seeds"]
+    text = f"{name}: {n} seed{'s' if n != 1 else ''}, {row['epochs']} epochs"
+    if row.get("converged_text") not in (None, "--"):
+        text += f", converged {row['converged_text']}"
+    if row.get("spiked_text"):
+        text += f", validation-loss spike in {row['spiked_text']}"
+    return text
+
+
+def _g(v: float) -> str:
+    return f"{v:g}"
+
+
+def what_ran(table, profile: str, results_dir=None) -> str:
+    """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
+    the result files (never from the profile's intent): how many cells ran, seeds, data sizes,
+    epochs run (cap, patience), how many runs converged, learning rates by model family,
+    target scaling, precision, device and code commit. "" when there are none."""
+    spec, prof = ex.get_table(table), ex.get_profile(profile)
+    same = ex.aliases(spec, prof.name)
+    by_cell = {c: r for c, r in ex.results_by_cell(spec, prof.name, results_dir).items()
+               if c not in same}  # fmt: skip
+    if not by_cell:
+        return ""
+    n_cells = sum(c.id not in same for c in spec.cells)
+    results = [r for res in by_cell.values() for r in res]
+    trained = [r for r in results if r["model"] != ex.SET_STATS]
+    parts = [f"{prof.name}: {len(by_cell)} of {n_cells} cells have results"]
+    if trained:
+        per_cell = sorted({len(res) for res in by_cell.values() if res[0]["model"] != ex.SET_STATS})
+        parts.append(f"{'/'.join(map(str, per_cell))} seed(s) per trained cell "
+                     f"({len(trained)} runs)")  # fmt: skip
+    sizes = sorted({tuple(r["sizes"]) for r in results})
+    parts.append(", ".join("/".join(f"{n:,}" for n in s) for s in sizes)
+                 + " train/val/test sets")  # fmt: skip
+    if trained:
+        cfgs = [r.get("train_config") or {} for r in trained]
+        caps = sorted({c.get("epochs") for c in cfgs if c.get("epochs")})
+        pats = sorted({c.get("patience") for c in cfgs if c.get("patience")})
+        text = f"{epoch_range(trained)} epochs run (cap {'/'.join(map(str, caps))}"
+        parts.append(text + (f", patience {'/'.join(map(str, pats))})" if pats else ")"))
+        conv = sum(_stats.result_convergence(r)["converged"] for r in trained)
+        stopped = sum(r.get("stop_reason") == "early_stopping" for r in trained)
+        parts.append(f"{conv} of {len(trained)} runs converged ({stopped} stopped by patience)")
+        lrs: dict[float, set] = {}
+        for r, c in zip(trained, cfgs, strict=True):
+            family = (r.get("protocol") or {}).get("family") or ex.model_family(r["model"])
+            lrs.setdefault(c.get("lr"), set()).add(family)
+        rates = [f"{_g(lr)} ({', '.join(sorted(fams))})" for lr, fams in sorted(lrs.items())]
+        parts.append("lr " + ", ".join(rates))
+        norm = {bool(c.get("normalize_targets")) for c in cfgs}
+        parts.append("targets standardised on the training split" if norm == {True}
+                     else "raw targets" if norm == {False}
+                     else "raw and standardised targets (ablation cells)")  # fmt: skip
+        amp = {ex.result_amp(r) for r in trained}
+        parts.append(" and ".join(
+            "bf16 autocast" if a else "float32" if a is False else "precision not recorded"
+            for a in sorted(amp, key=str)))  # fmt: skip
+    threads = sorted({(r.get("provenance") or {}).get("num_threads") for r in results} - {None})
+    dev = device_names(results)
+    if threads:
+        dev += f" ({'/'.join(map(str, threads))} thread(s) per run)"
+    parts.append(dev)
+    commits = sorted({(r.get("provenance") or {}).get("git_commit") or "?" for r in results})
+    parts.append("code " + ", ".join(c[:7] for c in commits))
+    return "; ".join(parts) + "."

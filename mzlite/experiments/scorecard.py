@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from mzlite import experiments as ex
 from mzlite.experiments import stats as _stats
 from mzlite.experiments.report import device_names, epoch_range, mean_std, protocol_key
+from mzlite.experiments.results import PROFILE_ORDER  # the best evidence first
 from mzlite.paper import paper_cell
 
 VERDICTS = (
@@ -502,9 +503,6 @@ class Scorecard:
         from mzlite.render import scorecard_html  # one page-width design for every results table
 
         return scorecard_html(self)
-
-
-PROFILE_ORDER = ("full", "cpu-converged", "cpu")  # the best evidence first
 
 
 def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecard:
