@@ -342,21 +342,6 @@ def test_best_rows_read_each_cell_from_its_most_trusted_profile(tmp_path):
         best_rows("tab:meb", ("cpu", "gpu"), results_dir=tmp_path)
 
 
-def test_cell_rows_pick_one_metric_and_part(tmp_path):
-    from mzlite.experiments.report import cell_rows
-
-    _write(tmp_path, "tab:main-results", "A-st", 0.8)
-    rep = report("tab:main-results", "cpu", results_dir=tmp_path)
-    r2 = cell_rows(rep)
-    assert r2["A-st"]["metric"] == "r2" and r2["A-st"]["ours_mean"] == 0.8
-    assert cell_rows(rep, "mse")["A-st"]["ours_mean"] is None  # this result has no mse
-    assert not cell_rows(report("tab:meb", "cpu", results_dir=tmp_path), part="main").keys() & {
-        c.id for c in ex.get_table("tab:meb").cells if c.part == "ablation"
-    }
-    tdof = cell_rows(report("tab:tdof-verify", "cpu", results_dir=tmp_path), metric=None)
-    assert all(len(r["cells"]) == 1 for r in tdof.values())  # derived ratios left out
-
-
 def test_what_ran_is_read_from_the_result_files(tmp_path):
     from mzlite.experiments.report import what_ran
 

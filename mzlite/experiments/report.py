@@ -336,19 +336,6 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
     return Report(spec.label, spec.title, prof.name, rows, notes)
 
 
-def cell_rows(rep: Report, metric: str | None = "r2", part: str | None = None) -> dict[str, dict]:
-    """``{cell id: row}`` for the rows of ``rep`` that show one cell (derived ratios left out),
-    with that ``metric`` (None: any; a cell with several metrics then keeps its first row) and,
-    when given, that ``part`` ("main" or "ablation")."""
-    out: dict[str, dict] = {}
-    for r in rep.rows:
-        if r["part"] == "derived" or len(r["cells"]) != 1:
-            continue
-        if (metric is None or r["metric"] == metric) and (part is None or r["part"] == part):
-            out.setdefault(r["cells"][0], r)
-    return out
-
-
 def best_rows(
     table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
 ) -> dict[str, dict]:
@@ -365,10 +352,10 @@ def best_rows(
         raise ValueError("profiles must name at least one profile")
     out: dict[str, dict] = {}
     for prof in profiles:
-        for cid, row in cell_rows(report(table, prof, results_dir), metric).items():
+        for cid, row in report(table, prof, results_dir).by_cell(None, metric).items():
             if cid not in out and row["seeds"]:
                 out[cid] = {**row, "profile": prof}
-    first = cell_rows(report(table, profiles[0], results_dir), metric)
+    first = report(table, profiles[0], results_dir).by_cell(None, metric)
     for cid, row in first.items():
         out.setdefault(cid, {**row, "profile": None})
     order = {c.id: i for i, c in enumerate(ex.get_table(table).cells)}
