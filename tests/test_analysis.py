@@ -83,8 +83,8 @@ def test_probe_matches_the_operator_formula_and_checkpoint_roundtrip(tmp_path):
     cbar = torch.stack([c[i][mask[i]].mean(0) for i in range(5)])
     gamma = torch.tanh(att.gate(cbar)).view(5, att.n_heads, att.L)
     M = att.M_c + torch.einsum("bhl,hlij->bhij", gamma, att.M_l)
-    assert torch.allclose(out["gates"], gamma.double(), atol=1e-6)
-    assert torch.allclose(out["operators"], M.double(), atol=1e-6)
+    assert torch.allclose(out.gates, gamma.double(), atol=1e-6)
+    assert torch.allclose(out.operators, M.double(), atol=1e-6)
     with pytest.raises(ValueError, match="layer must be one of"):
         A.probe(model, x, mask, layer="nope")
     path = A.save_model_checkpoint(tmp_path / "m.pt", model, {"note": "test"})

@@ -26,6 +26,7 @@ import torch
 from .._checks import as_float_tensor, check_finite
 from .._torch import map_batches
 from ..nn.attention import MZMAB, MZAttention
+from ..nn.details import AttentionDetails
 from ..nn.models import MZSetTransformer, MZSetTransformerConfig, config_dict
 from ..train import load_checkpoint, load_model_state, save_checkpoint
 
@@ -151,12 +152,16 @@ def mz_heads(model: torch.nn.Module) -> dict[str, MZAttention]:
 
 
 @torch.no_grad()
-def probe(model: MZSetTransformer, x, mask=None, layer: str | None = None, batch_size: int = 256):
+def probe(
+    model: MZSetTransformer, x, mask=None, layer: str | None = None, batch_size: int = 256
+) -> AttentionDetails:
     """Realised operators and gates of one MZ layer over many sets, in eval mode.
 
     ``x`` (N, n, d_in), ``mask`` (N, n) | None; ``layer`` a name from ``mz_heads`` (default: the
-    first MZ layer, the one whose gates read the embedded input set). Returns
-    ``{"operators": (N, H, d_k, d_k), "gates": (N, H, L)}`` on CPU, float64."""
+    first MZ layer, the one whose gates read the embedded input set). Returns the layer's
+    ``AttentionDetails`` with ``operators`` (N, H, d_k, d_k) and ``gates`` (N, H, L) on CPU,
+    float64, and ``name``; the attention weights and outputs are not kept (``attention`` and
+    ``output`` are None)."""
     names = list(mz_heads(model))
     layer = names[0] if layer is None else layer
     if layer not in names:
@@ -167,7 +172,7 @@ def probe(model: MZSetTransformer, x, mask=None, layer: str | None = None, batch
         return entry.operators.double().cpu(), entry.gates.double().cpu()
 
     ops, gates = zip(*map_batches(one_batch, x, mask, batch_size), strict=True)
-    return {"operators": torch.cat(ops), "gates": torch.cat(gates)}
+    return AttentionDetails(None, torch.cat(gates), torch.cat(ops), name=layer)
 
 
 def save_model_checkpoint(path, model: MZSetTransformer, info: dict | None = None) -> Path:
