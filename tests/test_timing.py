@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from mzlite import timing
 from mzlite.timing import median_time, synchronize, time_call
 
 
@@ -16,14 +17,18 @@ def test_time_call_times_one_call():
         time_call(3)
 
 
-def test_median_time_warms_up_then_takes_the_median():
-    delays = iter([0.0, 0.03, 0.001, 0.02])  # the warm-up call, then three timed calls
+def test_median_time_warms_up_then_takes_the_median(monkeypatch):
+    # a fake clock that each call of fn advances by its duration: no sleeping, no load sensitivity
+    now = [0.0]
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: now[0])
+    durations = iter([5.0, 0.03, 0.001, 0.02])  # the warm-up call, then three timed calls
 
     def fn():
-        time.sleep(next(delays))
+        now[0] += next(durations)
 
-    t = median_time(fn, repeats=3, warmup=1)
-    assert 0.02 <= t < 0.03  # the middle of 0.03, 0.001, 0.02
+    assert median_time(fn, repeats=3, warmup=1) == pytest.approx(0.02)  # middle of the three
+    with pytest.raises(StopIteration):  # fn was called exactly 1 + 3 times
+        fn()
     with pytest.raises(ValueError, match="repeats must be an int >= 1"):
         median_time(fn, repeats=0)
     with pytest.raises(ValueError, match="warmup must be an int >= 0"):
