@@ -83,11 +83,13 @@ def check_same(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
     for n, t in zip(names[1:], tensors[1:], strict=False):
         if t.device != first.device:
             raise TypeError(
-                f"{n} is on {t.device} but {names[0]} is on {first.device}; move them to one device"
+                f"{n} is on {t.device} but {names[0]} is on {first.device}; "
+                "move them to one device"
             )
         if t.dtype != first.dtype:
             raise TypeError(
-                f"{n} has dtype {t.dtype} but {names[0]} has dtype {first.dtype}; cast them to one dtype"
+                f"{n} has dtype {t.dtype} but {names[0]} has dtype {first.dtype}; "
+                "cast them to one dtype"
             )
 
 
@@ -100,7 +102,8 @@ def check_mask(mask: torch.Tensor | None, batch: int, n: int, device: torch.devi
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
         raise TypeError(
-            f"mask must be a bool tensor of shape (B, n) = ({batch}, {n}), True for a real element; got {got}"
+            f"mask must be a bool tensor of shape (B, n) = ({batch}, {n}), True for a real "
+            f"element; got {got}"
         )
     if tuple(mask.shape) != (batch, n):
         raise ValueError(f"mask must have shape (B, n) = ({batch}, {n}), got {tuple(mask.shape)}")
@@ -110,13 +113,14 @@ def check_mask(mask: torch.Tensor | None, batch: int, n: int, device: torch.devi
     if bool(empty.any()):
         rows = empty.nonzero().flatten().tolist()[:10]
         raise ValueError(
-            f"mask has rows with no real element (all False) at batch index {rows}; every set needs at least one element"
+            f"mask has rows with no real element (all False) at batch index {rows}; every set "
+            "needs at least one element"
         )
     return mask
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` means CUDA when available, else CPU; anything else is passed to ``torch.device``."""
+    """``"auto"`` means CUDA when available, else CPU; anything else goes to ``torch.device``."""
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)

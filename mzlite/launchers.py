@@ -115,10 +115,11 @@ class RayLauncher:
     ``address``: None starts a local Ray instance (this machine's cores) unless Ray is already
     initialised in this process; "auto" joins the cluster started with ``ray start`` on this
     machine; "ray://HOST:10001" a remote one through Ray Client. ``cpus_per_job``: None uses the
-    run's ``threads`` (1 unless given: Ray then packs one job per core). ``gpus_per_job``: None means 1 when ``device`` is "cuda", and for "auto" 1
-    when the cluster has GPUs, else 0; fractions (0.25) share a GPU. ``checkpoint_dir``: a path
-    every node can reach, for per-epoch checkpoints that outlive a worker. ``max_retries``: how
-    often Ray re-runs a job whose worker or node died. ``runtime_env``: passed to ``ray.init``
+    run's ``threads`` (1 unless given: Ray then packs one job per core). ``gpus_per_job``: None
+    means 1 when ``device`` is "cuda", and for "auto" 1 when the cluster has GPUs, else 0;
+    fractions (0.25) share a GPU. ``checkpoint_dir``: a path every node can reach, for per-epoch
+    checkpoints that outlive a worker. ``max_retries``: how often Ray re-runs a job whose worker
+    or node died. ``runtime_env``: passed to ``ray.init``
     (e.g. ``{"working_dir": "."}`` to ship this checkout to nodes that lack mzlite)."""
 
     address: str | None = None

@@ -114,7 +114,8 @@ def browser():
     exe = _chromium()
     if exe is None:
         _skip_or_fail(
-            "Debian's chromium is not installed (book/_scripts/ensure_chromium.sh installs it as root)"
+            "Debian's chromium is not installed "
+            "(book/_scripts/ensure_chromium.sh installs it as root)"
         )
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:

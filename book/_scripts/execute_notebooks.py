@@ -35,7 +35,8 @@ DEPENDENCY_GLOBS = [
     "data/paper/**/*.json",
     "data/checkpoints/**/*",
 ]
-# The renderer that embeds plotly.js in the output, so figures render offline (see book-toolchain notes).
+# The renderer that embeds plotly.js in the output, so figures render offline
+# (see book-toolchain notes).
 KERNEL_ENV = {"PLOTLY_RENDERER": "notebook"}
 # plotly's notebook renderer hard-codes a MathJax CDN <script> into every figure. The book page
 # already typesets with its own local MathJax, so the executed copy drops that one tag.

@@ -1,4 +1,6 @@
-"""Draw the README's picture with mzlite (run: .venv/bin/python book/_scripts/make_readme_figure.py).
+"""Draw the README's picture with mzlite.
+
+Run: .venv/bin/python book/_scripts/make_readme_figure.py
 
 Left: a token zonotope with its generators and interval hull (the paper's IHW). Right: the same
 zonotope mapped by matrices sampled from a matrix zonotope M_c + sum_l xi_l M_l, inside the
