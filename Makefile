@@ -45,6 +45,7 @@ browser: $(STAMP)
 	$(VPY) -m pytest -q -m browser tests/test_browser.py
 
 test: $(STAMP)
+	$(MAKE) --no-print-directory lint
 	$(VPY) -m pytest -q
 	$(MAKE) --no-print-directory book
 	$(VPY) book/_scripts/make_student.py --execute
