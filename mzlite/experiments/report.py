@@ -97,12 +97,15 @@ def protocol_key(result: dict) -> str:
     return json.dumps(key, sort_keys=True, default=str)
 
 
-def spike_text(results: list[dict]) -> str:
-    """ "1/3" (runs with a validation-loss spike, ``stats.loss_spikes``, of trained runs), or
-    "" when none spiked."""
+def spike_counts(results: list[dict]) -> tuple[int, int]:
+    """(runs with a validation-loss spike, ``stats.loss_spikes``; trained runs) of ``results``."""
     trained = [r for r in results if r.get("history") is not None]
-    spiked = sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained)
-    return f"{spiked}/{len(trained)}" if spiked else ""
+    return sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained), len(trained)
+
+
+def spike_text(spiked: int, trained: int) -> str:
+    """ "1/3" (spiked of trained runs), or "" when none spiked."""
+    return f"{spiked}/{trained}" if spiked else ""
 
 
 def convergence_text(results: list[dict]) -> str:
@@ -119,7 +122,9 @@ class Report:
     Row keys: ``part`` ("main" | "ablation" | "derived"), ``row``, ``column``, ``metric``,
     ``cells`` (our cell ids), ``ours_mean``, ``ours_std``, ``ours_values`` (per seed), ``seeds``
     (list), ``n_seeds``, ``converged`` (how many of the seeds converged), ``converged_text``
-    ("2/3"), ``mixed`` (results of several protocols: no mean), ``same_as`` (the cell whose
+    ("2/3"), ``spiked`` and ``trained`` (runs with a validation-loss spike, of trained runs),
+    ``spiked_text`` ("1/3", or "" when none spiked), ``mixed`` (results of several protocols: no
+    mean), ``same_as`` (the cell whose
     results an aliased ablation cell shows, else None), ``epochs`` (text, e.g. "12-40"),
     ``device``, ``params`` (ours), ``paper_mean``, ``paper_std``, ``paper_text`` (as printed),
     ``paper_params``."""
@@ -235,6 +240,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
     for c in spec.cells:
         res = sorted(by_cell.get(c.id, []), key=lambda r: r["seed"])
         mixed = len({protocol_key(r) for r in res}) > 1
+        spiked, trained = spike_counts(res)  # once per cell, not per metric row
         refs = c.paper or (ex.PaperRef(c.row, c.column, "r2"),)
         for ref in refs:
             vals = [
@@ -263,7 +269,9 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                     "n_seeds": len(res),
                     "converged": sum(_stats.result_convergence(r)["converged"] for r in res),
                     "converged_text": convergence_text(res),
-                    "spiked_text": spike_text(res),
+                    "spiked": spiked,
+                    "trained": trained,
+                    "spiked_text": spike_text(spiked, trained),
                     "mixed": mixed,
                     "same_as": same.get(c.id),
                     "epochs": epoch_range(res),
@@ -279,6 +287,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
             )
     for d in spec.derived:
         num, den = by_cell.get(d.num, []), by_cell.get(d.den, [])
+        d_spiked, d_trained = spike_counts(num + den)
         mn, _ = mean_std([r["metrics"]["test"].get(d.metric) for r in num])
         md, _ = mean_std([r["metrics"]["test"].get(d.metric) for r in den])
         ratio = mn / md if mn is not None and md not in (None, 0.0) else None
@@ -297,7 +306,9 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                 "n_seeds": min(len(num), len(den)),
                 "converged": sum(_stats.result_convergence(r)["converged"] for r in num + den),
                 "converged_text": convergence_text(num + den),
-                "spiked_text": spike_text(num + den),
+                "spiked": d_spiked,
+                "trained": d_trained,
+                "spiked_text": spike_text(d_spiked, d_trained),
                 "mixed": False,
                 "same_as": None,
                 "epochs": epoch_range(num + den),
