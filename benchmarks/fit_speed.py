@@ -20,12 +20,15 @@ Three measurements (issue 10), each printed with ``os.getloadavg()`` because the
 ``levers``  one training step under each lever (precision, the baseline's attention code, fused
             AdamW, packed or padded set stream) and the cost of each part of the generator
             stream, in one process.
+``compile`` ``torch.compile`` of the whole model against eager, in one process: compile cost
+            from a cold cache, median steps interleaved on varying batches, break-even steps.
 
     python benchmarks/fit_speed.py speed                 # ~10 min on 2 cores
     python benchmarks/fit_speed.py speed --train 2000 --val 500 --epochs 6  # cpu-converged sizes
     python benchmarks/fit_speed.py equal --seeds 0-2 --epochs 15
     python benchmarks/fit_speed.py layout
     python benchmarks/fit_speed.py levers                # one process, ~2 min CPU
+    python benchmarks/fit_speed.py compile               # one process, ~4 min CPU compiling
 """
 
 from __future__ import annotations
@@ -241,6 +244,7 @@ def levers(args) -> None:
 
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)
+
     def batch():  # sets of 10-30, padded to 30
         x = torch.randn(128, 30, 8, generator=g)
         mask = torch.arange(30)[None] < torch.randint(10, 31, (128,), generator=g)[:, None]
@@ -324,6 +328,94 @@ def levers(args) -> None:
     print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
 
 
+def compile_lever(args) -> None:
+    """``torch.compile`` of the whole MZ-Full model (``dynamic=True``, bf16 autocast, as ``fit``
+    trains on CPU) against the same model eager, in one process: the compile cost from a cold
+    inductor cache (CPU time of this process and of any compile workers, and wall time), then
+    the median training step of each, interleaved, on a new batch every step (as in ``fit``:
+    set sizes, and so the packed row count, change from batch to batch), and the number of steps
+    after which compiling would pay for itself."""
+    import resource
+
+    # a cold cache, so that the compile cost is what a fresh machine pays
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-")
+    import torch
+    import torch._inductor.config as inductor_config
+    import torch.nn.functional as F
+
+    from mzlite.nn import make_model
+
+    inductor_config.compile_threads = 1  # compile in this process: its CPU time is measurable
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+
+    def batch():  # sets of 10-30, padded to 30
+        x = torch.randn(128, 30, 8, generator=g)
+        mask = torch.arange(30)[None] < torch.randint(10, 31, (128,), generator=g)[:, None]
+        return x, mask, torch.randn(128, 1, generator=g)
+
+    batches = [batch() for _ in range(args.warmup + args.repeats)]
+    models = {}
+    for name in ("eager", "compiled"):
+        torch.manual_seed(0)
+        m = make_model("mz_full", 8, device="cpu")
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=1e-5, fused=True)
+        models[name] = (torch.compile(m, dynamic=True) if name == "compiled" else m, opt)
+
+    def step(name, b):
+        m, opt = models[name]
+        x, mask, y = b
+        m.train()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            pred = m(x, mask)
+        loss = F.mse_loss(pred.float(), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        opt.step()
+
+    def cpu_all():  # this process and its finished children (compile workers, if any)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time() + kids.ru_utime + kids.ru_stime
+
+    warm = {}
+    for name in models:  # the first steps: tracing and compiling for the compiled model
+        c, w = cpu_all(), time.perf_counter()
+        for b in batches[: args.warmup]:
+            step(name, b)
+        warm[name] = (cpu_all() - c, time.perf_counter() - w)
+    times = {k: [] for k in models}
+    for r, b in enumerate(batches[args.warmup :]):
+        for name in list(models) if r % 2 == 0 else list(models)[::-1]:
+            t = time.process_time()
+            step(name, b)
+            times[name].append(1e3 * (time.process_time() - t))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(
+        f"torch.compile(model, dynamic=True), MZ-Full, batch 128, sets of 10-30, bf16, one "
+        f"thread; {args.warmup} warm-up steps, then {args.repeats} interleaved steps, a new "
+        f"batch each"
+    )
+    for name in models:
+        print(
+            f"  {name:9} first {args.warmup} steps: CPU {warm[name][0]:7.1f} s, wall "
+            f"{warm[name][1]:7.1f} s; median step {med[name]:6.1f} ms (CPU)"
+        )
+    extra = warm["compiled"][0] - warm["eager"][0]
+    saving = med["eager"] - med["compiled"]
+    if saving > 0:
+        print(
+            f"compile cost {extra:.1f} s CPU; saves {saving:.1f} ms a step -> pays off after "
+            f"{1e3 * extra / saving:,.0f} steps"
+        )
+    else:
+        print(
+            f"compile cost {extra:.1f} s CPU; a compiled step is not faster "
+            f"({-saving:+.1f} ms): it never pays off"
+        )
+    print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -348,8 +440,13 @@ def main(argv=None) -> None:
     lev = sub.add_parser("levers", help="training-step CPU time under each lever, one process")
     lev.add_argument("--baseline", default="abea232")
     lev.add_argument("--repeats", type=int, default=7)
+    com = sub.add_parser("compile", help="torch.compile'd training step vs eager, one process")
+    com.add_argument("--warmup", type=int, default=3)
+    com.add_argument("--repeats", type=int, default=15)
     args = ap.parse_args(argv)
-    {"speed": speed, "equal": equal, "layout": layout, "levers": levers}[args.what](args)
+    run = {"speed": speed, "equal": equal, "layout": layout, "levers": levers,
+           "compile": compile_lever}  # fmt: skip
+    run[args.what](args)
 
 
 if __name__ == "__main__":
