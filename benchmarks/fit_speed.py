@@ -229,6 +229,20 @@ def layout(args) -> None:
     )
 
 
+def step_batches(count: int) -> list:
+    """``count`` training batches of the step benchmarks: 128 sets of 10-30 elements (d_in=8)
+    padded to 30, targets (128, 1); the same ones in every run (seed 0)."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    out = []
+    for _ in range(count):
+        x = torch.randn(128, 30, 8, generator=g)
+        mask = torch.arange(30)[None] < torch.randint(10, 31, (128,), generator=g)[:, None]
+        out.append((x, mask, torch.randn(128, 1, generator=g)))
+    return out
+
+
 def levers(args) -> None:
     """Training-step CPU time of MZ-Full (batch 128, sets of 10-30) under each lever, all models
     in one process, interleaved, one thread: precision, the baseline commit's attention code,
@@ -243,17 +257,9 @@ def levers(args) -> None:
     from mzlite.nn import make_model
 
     torch.set_num_threads(1)
-    g = torch.Generator().manual_seed(0)
-
-    def batch():  # sets of 10-30, padded to 30
-        x = torch.randn(128, 30, 8, generator=g)
-        mask = torch.arange(30)[None] < torch.randint(10, 31, (128,), generator=g)[:, None]
-        return x, mask, torch.randn(128, 1, generator=g)
-
-    fixed = batch()
-    # a new batch every repeat, as in fit: the packed row count changes, and a bf16 matmul
-    # kernel is built for every new shape (the fixed batch never pays that after warm-up)
-    varying = [batch() for _ in range(args.repeats + 2)]
+    fixed, *varying = step_batches(1 + args.repeats + 2)
+    # varying: a new batch every repeat, as in fit: the packed row count changes, and a bf16
+    # matmul kernel is built for every new shape (the fixed batch never pays that after warm-up)
     blocks = ("ISAB", "PMA", "SAB", "MZISAB", "MZPMA", "MZSAB", "ZonotopeProjection")
 
     def build(code=attention, strip=(), pack_sets=None, **kw):
@@ -347,14 +353,7 @@ def compile_lever(args) -> None:
 
     inductor_config.compile_threads = 1  # compile in this process: its CPU time is measurable
     torch.set_num_threads(1)
-    g = torch.Generator().manual_seed(0)
-
-    def batch():  # sets of 10-30, padded to 30
-        x = torch.randn(128, 30, 8, generator=g)
-        mask = torch.arange(30)[None] < torch.randint(10, 31, (128,), generator=g)[:, None]
-        return x, mask, torch.randn(128, 1, generator=g)
-
-    batches = [batch() for _ in range(args.warmup + args.repeats)]
+    batches = step_batches(args.warmup + args.repeats)
     models = {}
     for name in ("eager", "compiled"):
         torch.manual_seed(0)
