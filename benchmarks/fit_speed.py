@@ -243,6 +243,23 @@ def step_batches(count: int) -> list:
     return out
 
 
+def train_step(model, opt, batch, amp: bool = True) -> None:
+    """One training step as ``fit`` takes it on CPU: bf16 autocast (``amp``), MSE in float32,
+    gradient clipping at 1, the optimiser step."""
+    import torch
+    import torch.nn.functional as F
+
+    x, mask, y = batch
+    model.train()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        pred = model(x, mask)
+    loss = F.mse_loss(pred.float(), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
 def levers(args) -> None:
     """Training-step CPU time of MZ-Full (batch 128, sets of 10-30) under each lever, all models
     in one process, interleaved, one thread: precision, the baseline commit's attention code,
@@ -250,7 +267,6 @@ def levers(args) -> None:
     import importlib.util
 
     import torch
-    import torch.nn.functional as F
 
     import mzlite.nn.attention as attention
     import mzlite.nn.models as models
@@ -308,15 +324,7 @@ def levers(args) -> None:
 
     def step(k, r):
         m, amp, _ = cases[k]
-        x, mask, y = varying[r] if "varying" in k else fixed
-        m.train()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
-            pred = m(x, mask)
-        loss = F.mse_loss(pred.float(), y)
-        opts[k].zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-        opts[k].step()
+        train_step(m, opts[k], varying[r] if "varying" in k else fixed, amp)
 
     times = {k: [] for k in cases}
     keys = list(cases)
@@ -347,7 +355,6 @@ def compile_lever(args) -> None:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-")
     import torch
     import torch._inductor.config as inductor_config
-    import torch.nn.functional as F
 
     from mzlite.nn import make_model
 
@@ -362,16 +369,7 @@ def compile_lever(args) -> None:
         models[name] = (torch.compile(m, dynamic=True) if name == "compiled" else m, opt)
 
     def step(name, b):
-        m, opt = models[name]
-        x, mask, y = b
-        m.train()
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            pred = m(x, mask)
-        loss = F.mse_loss(pred.float(), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-        opt.step()
+        train_step(*models[name], b)
 
     def cpu_all():  # this process and its finished children (compile workers, if any)
         kids = resource.getrusage(resource.RUSAGE_CHILDREN)
