@@ -1,6 +1,7 @@
 """Every generated dataset stays bit for bit what it was: a SHA-256 of each case's tensors, task
 name and options, compared with digests recorded from the code at commit abea232 (before
-mzlite.tasks became a package). A case covers every task, every target, variant and
+mzlite.tasks became a package; digits_geometry's re-recorded when its coordinates became pixel
+units, a change meant to change that data). A case covers every task, every target, variant and
 normalisation, ``make_splits`` and the parallel target path.
 
 Regenerate ``tests/data/task_digests.json`` (``python tests/test_task_digests.py --record``) only

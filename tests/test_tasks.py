@@ -226,7 +226,9 @@ def test_statistical_targets():
 def test_digits_class_labels_and_split_partition():
     data = T.make_task("digits_geometry", 30, seed=0, target="class")
     assert data.is_classification and data.y.shape == (30,) and data.d_out <= 10
-    assert data.x.shape == (30, 64, 2) and data.x.min() >= 0 and data.x.max() <= 1
+    assert data.x.shape == (30, 64, 2)
+    pts = data.x[data.mask]  # raw pixel coordinates, centred on the 8x8 image
+    assert pts.min() >= -3.5 and pts.max() <= 3.5 and torch.equal(pts + 0.5, (pts + 0.5).round())
     lo_hi = T.digits._DIGIT_SPLITS
     assert lo_hi["train"][1] == lo_hi["val"][0] and lo_hi["val"][1] == lo_hi["test"][0]
     sp = T.make_splits("digits_geometry", 5, 5, 5, target="meb")

@@ -55,10 +55,13 @@ def digits_geometry_dataset(
     scikit-learn, so nothing is downloaded). ``target`` is a geometric target, "meb" | "hull" |
     "mst" | "kcenter" (k = 5), as in that table, or "class" (the digit, int64 labels).
 
-    Points: pixels with intensity >= ``threshold`` (8 of 16), coordinates (col, 7 - row) / 7 in [0,
-    1]^2. ``variant``: "raw"; "affine" (TDOF-4): x -> A (x - 1/2) + 1/2 with A = I + N(0,
-    affine_std^2) entries per set; "mixture": the union of 3 digits, each shifted by an offset ~
-    U(0, 2)^2 (y must then be geometric). Images are drawn with replacement from a fixed 70/15/15
+    Points: pixels with intensity >= ``threshold`` (8 of 16), at their raw pixel coordinates
+    centred on the image, (col - 3.5, 3.5 - row) in pixel units (-3.5..3.5). Pixel units, not
+    [0, 1]: at a spread of ~0.25 per coordinate the Set Transformer's training loss stayed at
+    the standardised target's variance for 15 epochs, at ~2 it fell to 0.4 (R^2 0.66 vs 0.13 on
+    raw/meb, one seed). ``variant``: "raw"; "affine" (TDOF-4): x -> A x with A = I + N(0,
+    affine_std^2) entries per set (about the image centre); "mixture": the union of 3 digits,
+    each shifted by an offset ~ U(-7, 7)^2 pixels (y must then be geometric). Images are drawn with replacement from a fixed 70/15/15
     partition of the 1797 images (``split``; :func:`make_splits` passes train/val/test, so test
     images never appear in training)."""
     _check_int("n_sets", n_sets, 1)
@@ -83,19 +86,19 @@ def digits_geometry_dataset(
 
     def cloud(i):
         r, c = np.nonzero(images[i] >= threshold)
-        return np.stack([c, 7 - r], 1) / 7.0
+        return np.stack([c - 3.5, 3.5 - r], 1).astype(np.float64)
 
     sets, y = [], []
     for _ in range(n_sets):
         if variant == "mixture":
             idx = rng.choice(pool, size=3)
-            s = np.concatenate([cloud(i) + rng.uniform(0, 2, size=2) for i in idx])
+            s = np.concatenate([cloud(i) + rng.uniform(-7, 7, size=2) for i in idx])
         else:
             i = rng.choice(pool)
             s = cloud(i)
             if variant == "affine":
                 A = np.eye(2) + rng.normal(0.0, affine_std, size=(2, 2))
-                s = (s - 0.5) @ A.T + 0.5
+                s = s @ A.T
             y.append(labels[i])
         sets.append(s)
     n_rows = 3 * 64 if variant == "mixture" else 64
