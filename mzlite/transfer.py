@@ -36,8 +36,11 @@ def ranks(profile: str, model: str = "mz_full", results_dir=None) -> list[dict]:
     """One row per setting of the table: ``setting`` (column id), the paper's ``row`` and
     ``column``, ``rank`` of ``model`` among the ranked models that have results (None when
     ``model`` has none), ``n_models`` ranked, ``seeds`` of ``model``, ``r2`` (model's mean, std),
-    ``best_other`` (the best other model and its mean R^2), ``set_stats`` (the yardstick's R^2)
-    and ``paper_rank``."""
+    ``best_other`` (the best other model and its mean R^2), ``set_stats`` (the yardstick's R^2),
+    ``paper_rank``, ``missing_jobs`` (the setting's (cell, seed) jobs of ``profile`` with no
+    result on disk yet) and ``complete`` (none missing: every ranked model has all the profile's
+    seeds, and the yardstick is there). A rank from an incomplete setting is provisional: a
+    model still to run can take any place."""
     if model not in RANKED:
         raise ValueError(f"model must be one of {', '.join(RANKED)}, got {model!r}")
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
@@ -52,6 +55,8 @@ def ranks(profile: str, model: str = "mz_full", results_dir=None) -> list[dict]:
                 means[m] = (mean, std, len(runs))
         ordered = sorted(means, key=lambda m: -means[m][0])
         stats = by_cell.get(f"{setting}-{ex.SET_STATS}", [])
+        todo = ex.jobs(LABEL, profile, cells=f"{setting}-*", results_dir=results_dir)
+        missing = sum(not j.result_path.exists() for j in todo)
         others = [m for m in ordered if m != model]
         rows.append(
             {
@@ -65,6 +70,8 @@ def ranks(profile: str, model: str = "mz_full", results_dir=None) -> list[dict]:
                 "best_other": (others[0], means[others[0]][0]) if others else (None, None),
                 "set_stats": stats[0]["metrics"]["test"]["r2"] if stats else None,
                 "paper_rank": paper_value(LABEL, prow, pcol),
+                "missing_jobs": missing,
+                "complete": missing == 0,
             }
         )
     return rows
@@ -72,8 +79,10 @@ def ranks(profile: str, model: str = "mz_full", results_dir=None) -> list[dict]:
 
 def null_test(observed_ranks, n_models: int = 7) -> dict:
     """The no-advantage null: each rank uniform on ``1..n_models``, independent. Returns the mean
-    rank, its expectation under the null, and the exact one-sided probabilities of a mean rank
-    at most (``p_advantage``) and at least (``p_disadvantage``) the observed one."""
+    rank, its expectation under the null, the exact one-sided probabilities of a mean rank at
+    most (``p_advantage``) and at least (``p_disadvantage``) the observed one, and ``p_floor``,
+    the smallest ``p_advantage`` any ranks of this many cells can give (rank 1 everywhere): with
+    one cell it is 1/7, so one cell alone can never contradict the null at the 5 % level."""
     obs = [int(r) for r in observed_ranks]
     if not obs or any(not 1 <= r <= n_models for r in obs):
         raise ValueError(f"observed_ranks must be ranks in 1..{n_models}, got {observed_ranks!r}")
@@ -91,4 +100,5 @@ def null_test(observed_ranks, n_models: int = 7) -> dict:
         "null_mean": (n_models + 1) / 2,
         "p_advantage": float(sum(p for s, p in dist.items() if s <= total)),
         "p_disadvantage": float(sum(p for s, p in dist.items() if s >= total)),
+        "p_floor": float(Fraction(1, n_models) ** len(obs)),
     }

@@ -50,7 +50,12 @@ def test_ranks_follow_the_seed_means(tmp_path):
     assert raw["rank"] == 3 and raw["n_models"] == 7 and raw["seeds"] == 2
     assert raw["r2"][0] == pytest.approx(0.62) and raw["best_other"] == ("st_large", 0.7)
     assert raw["set_stats"] == 0.4 and raw["paper_rank"] == 4.0
+    assert raw["complete"] and raw["missing_jobs"] == 0  # smoke: one seed a model
     assert rows["mixture-mst"]["rank"] is None and rows["mixture-mst"]["n_models"] == 0
+    assert not rows["mixture-mst"]["complete"] and rows["mixture-mst"]["missing_jobs"] == 8
+    (tmp_path / "smoke" / "tab-transfer-matrix" / "raw-meb-set_stats__seed0.json").unlink()
+    raw = transfer.ranks("smoke", results_dir=tmp_path)[0]
+    assert raw["rank"] == 3 and not raw["complete"] and raw["missing_jobs"] == 1
     assert transfer.ranks("smoke", model="st_large", results_dir=tmp_path)[0]["rank"] == 1
     with pytest.raises(ValueError, match="model must be one of"):
         transfer.ranks("smoke", model="egnn", results_dir=tmp_path)
@@ -64,6 +69,8 @@ def test_null_test_matches_enumeration(observed):
     assert out["p_advantage"] == pytest.approx(sum(x <= s for x in all_sums) / len(all_sums))
     assert out["p_disadvantage"] == pytest.approx(sum(x >= s for x in all_sums) / len(all_sums))
     assert out["mean_rank"] == pytest.approx(s / len(observed)) and out["null_mean"] == 4
+    best = transfer.null_test([1] * len(observed))["p_advantage"]
+    assert out["p_floor"] == pytest.approx(best) and out["p_floor"] == pytest.approx(7.0 ** -len(observed))
 
 
 def test_null_test_rejects_impossible_ranks():
