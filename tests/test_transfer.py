@@ -70,7 +70,7 @@ def test_null_test_matches_enumeration(observed):
     assert out["p_disadvantage"] == pytest.approx(sum(x >= s for x in all_sums) / len(all_sums))
     assert out["mean_rank"] == pytest.approx(s / len(observed)) and out["null_mean"] == 4
     best = transfer.null_test([1] * len(observed))["p_advantage"]
-    assert out["p_floor"] == pytest.approx(best) and out["p_floor"] == pytest.approx(7.0 ** -len(observed))
+    assert out["p_floor"] == pytest.approx(best) == pytest.approx(7.0 ** -len(observed))
 
 
 def test_null_test_rejects_impossible_ranks():
