@@ -45,13 +45,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default=None)
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--quiet", action="store_true")
-    p.add_argument("--launcher", choices=("local", "ray"), default="local",
-                   help="local (default: this machine) or ray (each job a Ray task)")
-    p.add_argument("--address", default=None,
-                   help="ray: auto, ray://HOST:10001 (default: start a local Ray instance)")
+    p.add_argument(
+        "--launcher",
+        choices=("local", "ray"),
+        default="local",
+        help="local (default: this machine) or ray (each job a Ray task)",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="ray: auto, ray://HOST:10001 (default: start a local Ray instance)",
+    )
     p.add_argument("--gpus-per-job", type=float, default=None, help="ray: e.g. 0.25")
-    p.add_argument("--checkpoint-dir", default=None,
-                   help="ray: a path every node reaches, for checkpoints that outlive a worker")
+    p.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="ray: a path every node reaches, for checkpoints that outlive a worker",
+    )
 
     p = sub.add_parser("plan", help="estimated CPU hours of the jobs still to run")
     p.add_argument("tables", nargs="+")

@@ -83,8 +83,7 @@ def check_same(names: Sequence[str], tensors: Sequence[torch.Tensor]) -> None:
     for n, t in zip(names[1:], tensors[1:], strict=False):
         if t.device != first.device:
             raise TypeError(
-                f"{n} is on {t.device} but {names[0]} is on {first.device}; "
-                "move them to one device"
+                f"{n} is on {t.device} but {names[0]} is on {first.device}; move them to one device"
             )
         if t.dtype != first.dtype:
             raise TypeError(

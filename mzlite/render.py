@@ -192,8 +192,10 @@ def _run_protocol(r: dict, profile: str) -> str:
     if r.get("converged_text") not in (None, "--"):
         text += f"; converged: {r['converged_text']}"
     if r.get("spiked_text"):
-        text += (f"; validation-loss spike (> {_SPIKE_FACTOR:g}x the best before it) in "
-                 f"{r['spiked_text']}")
+        text += (
+            f"; validation-loss spike (> {_SPIKE_FACTOR:g}x the best before it) in "
+            f"{r['spiked_text']}"
+        )
     return text
 
 

@@ -136,7 +136,11 @@ def test_converged_cpu_profile_standardises_targets_and_stops_by_patience():
     assert abl.train_config().lr == 1e-3 != main.train_config().lr
     assert dataclasses.replace(abl.train_config(), lr=main.train_config().lr) == main.train_config()
     assert (abl.cell.options, abl.cell.model, abl.cell.model_kwargs, abl.sizes) == (
-        main.cell.options, main.cell.model, main.cell.model_kwargs, main.sizes)
+        main.cell.options,
+        main.cell.model,
+        main.cell.model_kwargs,
+        main.sizes,
+    )
     # the raw-target ablation keeps raw targets under this profile (the cell's setting wins)
     assert not conv["abl-d8-raw-st"].train_config().normalize_targets
     assert not conv["abl-d8-scale-st"].train_config().normalize_targets

@@ -322,7 +322,7 @@ def test_best_rows_read_each_cell_from_its_most_trusted_profile(tmp_path):
     _write(tmp_path, "tab:meb", "d8-mz_full", 0.7)
     _cell(tmp_path, "tab:meb", "d8-st", 0.3, profile="cpu-converged")
     rows = best_rows("tab:meb", results_dir=tmp_path)
-    assert list(rows)[: 3] == ["d8-st", "d8-st_large", "d8-hypernet_r8"]  # the table's order
+    assert list(rows)[:3] == ["d8-st", "d8-st_large", "d8-hypernet_r8"]  # the table's order
     st, mz, perceiver = rows["d8-st"], rows["d8-mz_full"], rows["d8-perceiver"]
     assert (st["profile"], st["n_seeds"]) == ("cpu-converged", 3)
     assert st["ours_mean"] == pytest.approx(0.3) and st["ours_std"] == pytest.approx(0.01)
