@@ -54,6 +54,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check mzlite tests benchmarks book/_scripts
+	$(VENV)/bin/ruff format --check mzlite tests benchmarks book/_scripts
 
 clean:
 	rm -rf book/_build book/chapters book/_generated
