@@ -84,6 +84,19 @@ def test_plumbing_is_hidden_and_run_logs_collapsed(path):
             )
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_markdown_table_is_built_in_code(path):
+    """A Markdown table displayed from code renders as one paragraph of pipes in the book (myst-nb
+    renders text/markdown outputs as CommonMark, which has no tables): results tables go
+    through mzlite.render.comparison_table."""
+    for cell in _code_cells(path):
+        src = "".join(cell["source"])
+        assert not re.search(r"\|\s*:?-{3,}:?\s*\|", src), (
+            f"{path.name}: a Markdown table built in code; use mzlite.render.comparison_table:\n"
+            f"{src[:200]}"
+        )
+
+
 def test_no_page_expands_tdof_another_way():
     """TDOF is the paper's Transformation Degrees of Freedom, wherever a page spells it out
     ("task degrees of freedom (TDOF)" and "TDOF (total degrees of freedom)" were both written)."""
