@@ -11,13 +11,14 @@ MZAttn had no advantage (each cell's rank uniform on 1..7, cells independent).
 
 from __future__ import annotations
 
+import statistics
 from fractions import Fraction
 
 from . import experiments as ex
 from .experiments.report import mean_std
 from .paper import paper_value
 
-__all__ = ["LABEL", "ranks", "null_test", "converged_profile"]
+__all__ = ["LABEL", "ranks", "per_seed", "null_test", "converged_profile"]
 
 LABEL = "tab:transfer-matrix"
 RANKED = ("st", "st_large", "hypernet", "perceiver", "la_st", "mz_full", "mz_large")
@@ -32,28 +33,39 @@ def converged_profile(results_dir=None) -> str | None:
     return None
 
 
-def ranks(profile: str, model: str = "mz_full", results_dir=None) -> list[dict]:
+STATISTICS = ("mean", "median")  # of a model's seeds, what ranks order the models by
+
+
+def ranks(
+    profile: str, model: str = "mz_full", results_dir=None, statistic: str = "mean"
+) -> list[dict]:
     """One row per setting of the table: ``setting`` (column id), the paper's ``row`` and
     ``column``, ``rank`` of ``model`` among the ranked models that have results (None when
     ``model`` has none), ``n_models`` ranked, ``seeds`` of ``model``, ``r2`` (model's mean, std),
-    ``best_other`` (the best other model and its mean R^2), ``set_stats`` (the yardstick's R^2),
-    ``paper_rank``, ``missing_jobs`` (the setting's (cell, seed) jobs of ``profile`` with no
-    result on disk yet) and ``complete`` (none missing: every ranked model has all the profile's
-    seeds, and the yardstick is there). A rank from an incomplete setting is provisional: a
-    model still to run can take any place."""
+    ``best_other`` (the best other model and its R^2 by ``statistic``), ``set_stats`` (the
+    yardstick's R^2), ``paper_rank``, ``missing_jobs`` (the setting's (cell, seed) jobs of
+    ``profile`` with no result on disk yet) and ``complete`` (none missing: every ranked model
+    has all the profile's seeds, and the yardstick is there). A rank from an incomplete setting
+    is provisional: a model still to run can take any place.
+
+    ``statistic``: what the models are ordered by, the ``"mean"`` test R^2 over seeds (the
+    paper's) or the ``"median"`` (robust to one failed seed: with 3 seeds, the middle one)."""
     if model not in RANKED:
         raise ValueError(f"model must be one of {', '.join(RANKED)}, got {model!r}")
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     rows = []
     for (variant, target), (prow, pcol) in ex.TRANSFER_TIER1.items():
         setting = f"{variant}-{target}"
-        means = {}
+        means, score = {}, {}
         for m in RANKED:
-            runs = by_cell.get(f"{setting}-{m}", [])
-            mean, std = mean_std([r["metrics"]["test"].get("r2") for r in runs])
+            r2s = [r["metrics"]["test"].get("r2") for r in by_cell.get(f"{setting}-{m}", [])]
+            mean, std = mean_std(r2s)
             if mean is not None:
-                means[m] = (mean, std, len(runs))
-        ordered = sorted(means, key=lambda m: -means[m][0])
+                means[m] = (mean, std, len(r2s))
+                score[m] = mean if statistic == "mean" else statistics.median(r2s)
+        ordered = sorted(score, key=lambda m: -score[m])
         stats = by_cell.get(f"{setting}-{ex.SET_STATS}", [])
         todo = ex.jobs(LABEL, profile, cells=f"{setting}-*", results_dir=results_dir)
         missing = sum(not j.result_path.exists() for j in todo)
@@ -67,13 +79,40 @@ def ranks(profile: str, model: str = "mz_full", results_dir=None) -> list[dict]:
                 "n_models": len(means),
                 "seeds": means[model][2] if model in means else 0,
                 "r2": means[model][:2] if model in means else (None, None),
-                "best_other": (others[0], means[others[0]][0]) if others else (None, None),
+                "best_other": (others[0], score[others[0]]) if others else (None, None),
                 "set_stats": stats[0]["metrics"]["test"]["r2"] if stats else None,
                 "paper_rank": paper_value(LABEL, prow, pcol),
                 "missing_jobs": missing,
                 "complete": missing == 0,
             }
         )
+    return rows
+
+
+def per_seed(profile: str, results_dir=None) -> list[dict]:
+    """Every result of the table's ranked models, one row per (setting, model, seed): ``setting``,
+    ``model`` (id) and ``name`` (the paper's row), ``seed``, test ``r2``, ``best_epoch`` (of the
+    validation loss: the weights kept), ``epochs_run`` and ``stop_reason``; in the table's
+    setting order, then ``RANKED`` order, then seed. What a mean over seeds hides: a seed that
+    stopped early at a poor optimum."""
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    rows = []
+    for variant, target in ex.TRANSFER_TIER1:
+        setting = f"{variant}-{target}"
+        for m in RANKED:
+            for r in by_cell.get(f"{setting}-{m}", []):  # seed order
+                rows.append(
+                    {
+                        "setting": setting,
+                        "model": m,
+                        "name": r.get("row", m),
+                        "seed": r["seed"],
+                        "r2": r["metrics"]["test"].get("r2"),
+                        "best_epoch": r["metrics"].get("best_epoch"),
+                        "epochs_run": r.get("epochs_run"),
+                        "stop_reason": r.get("stop_reason"),
+                    }
+                )
     return rows
 
 

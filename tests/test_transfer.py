@@ -61,6 +61,31 @@ def test_ranks_follow_the_seed_means(tmp_path):
         transfer.ranks("smoke", model="egnn", results_dir=tmp_path)
 
 
+def test_median_ranks_ignore_one_failed_seed_and_per_seed_lists_every_run(tmp_path):
+    for m, v in {"st": 0.8, "st_large": 0.85, "hypernet": 0.5, "perceiver": 0.6, "la_st": 0.4,
+                 "mz_large": 0.3}.items():  # fmt: skip
+        _write(tmp_path, f"raw-meb-{m}", 0, v)
+    for seed, v in enumerate([0.95, 0.1, 0.9]):  # mean 0.65: 3rd; median 0.9: 1st
+        _write(tmp_path, "raw-meb-mz_full", seed, v)
+    by_mean, by_median = (
+        transfer.ranks("smoke", results_dir=tmp_path, statistic=s)[0] for s in ("mean", "median")
+    )
+    assert by_mean["rank"] == 3 and by_mean["best_other"] == ("st_large", 0.85)
+    assert by_median["rank"] == 1 and by_median["best_other"] == ("st_large", 0.85)
+    assert by_median["r2"] == by_mean["r2"]  # the row still reports mean and std
+    with pytest.raises(ValueError, match="statistic must be one of mean, median"):
+        transfer.ranks("smoke", results_dir=tmp_path, statistic="max")
+    rows = transfer.per_seed("smoke", results_dir=tmp_path)
+    assert [(r["model"], r["seed"]) for r in rows][:3] == [
+        ("st", 0),
+        ("st_large", 0),
+        ("hypernet", 0),
+    ]
+    mz = [r for r in rows if r["model"] == "mz_full"]
+    assert [(r["seed"], r["r2"]) for r in mz] == [(0, 0.95), (1, 0.1), (2, 0.9)]
+    assert {r["setting"] for r in rows} == {"raw-meb"} and len(rows) == 9
+
+
 @pytest.mark.parametrize("observed", [[4], [1, 2], [3, 4, 5], [7, 7, 1], [2, 3, 4, 4]])
 def test_null_test_matches_enumeration(observed):
     out = transfer.null_test(observed)
