@@ -1,3 +1,4 @@
+import itertools
 import json
 
 import numpy as np
@@ -131,7 +132,30 @@ def _tdof(ops, centred=True, tol=True):
     return int((s > (1e-8 * s[0] if tol else 0)).sum())
 
 
+def _image_points(image, threshold, flip=True, ge=True):
+    r, c = np.nonzero(image >= threshold if ge else image > threshold)
+    return np.stack([c - 3.5, 3.5 - r if flip else r - 3.5], 1)
+
+
+def _p_advantage(observed, ties=True):
+    outcomes = list(itertools.product(range(1, 8), repeat=len(observed)))
+    s = sum(observed)
+    return sum(sum(o) <= s if ties else sum(o) < s for o in outcomes) / len(outcomes)
+
+
 CODING = {
+    "ch10.image_points": (
+        _image_points,
+        [
+            (lambda *a: _image_points(*a, flip=False), "upside down"),
+            (lambda *a: _image_points(*a, ge=False), "> threshold"),
+            (lambda image, t: _image_points(image, t)[::-1], "another order"),
+        ],
+    ),
+    "ch10.null_test": (
+        _p_advantage,
+        [(lambda o: _p_advantage(o, ties=False), "ties count too")],
+    ),
     "ch2.tdof_function": (
         _tdof,
         [
@@ -173,6 +197,20 @@ def test_coding_exercise_right_wrong_and_placeholder(key, seed):
     broken = check(key, lambda *a: 1 / 0, seed=seed)
     assert broken.status == "wrong" and "ZeroDivisionError" in broken.message
     assert check(key, 3.0, seed=seed).status == "wrong"  # not a function
+
+
+def test_ch10_p_floor_and_image_points_input_checks():
+    assert check("ch10.p_floor", (1 / 7) ** 4).status == "correct"
+    assert check("ch10.p_floor", 1 / 7).status == "wrong"
+    from mzlite.tasks import image_points
+
+    with pytest.raises(ValueError, match=r"image must have shape \(8, 8\)"):
+        image_points(np.zeros((8, 7)))
+    with pytest.raises(ValueError, match="threshold"):
+        image_points(np.zeros((8, 8)), threshold=0)
+    top_right = np.zeros((8, 8))
+    top_right[0, 7] = 16
+    assert image_points(top_right).tolist() == [[3.5, 3.5]]
 
 
 def test_a_check_leaves_the_notebooks_random_stream_alone():

@@ -37,7 +37,7 @@ targets).
 
 from .dataset import SetData
 from .difficulty import baseline_r2, set_features
-from .digits import digits_geometry_dataset
+from .digits import digits_geometry_dataset, image_points
 from .functions import meta_basis, meta_regression_dataset, quadratic_basis, quadratic_tdof_dataset
 from .geometric import hull_volume_dataset, meb_radius_dataset, mst_weight_dataset, sgsp_dataset
 from .matching import (
@@ -67,6 +67,7 @@ __all__ = [
     "default_cache_dir",
     "derive_seed",
     "digits_geometry_dataset",
+    "image_points",
     "few_shot_retrieval_dataset",
     "hull_volume_dataset",
     "make_splits",

@@ -37,6 +37,19 @@ def _digits():
     return d.images, d.target
 
 
+def image_points(image, threshold: int = 8) -> np.ndarray:
+    """The on-pixels of one 8x8 digit image as a 2-D point set: ``image`` (8, 8) intensities
+    0..16 -> points (n, 2) float64, the pixels with intensity >= ``threshold``, in row-major
+    order, at ``(col - 3.5, 3.5 - row)``: pixel units, centred on the image, y pointing up (so a
+    cloud looks like the digit when plotted)."""
+    image = np.asarray(image)
+    if image.shape != (8, 8):
+        raise ValueError(f"image must have shape (8, 8), got {image.shape}")
+    _check_int("threshold", threshold, 1, 16)
+    r, c = np.nonzero(image >= threshold)
+    return np.stack([c - 3.5, 3.5 - r], 1).astype(np.float64)
+
+
 def digits_geometry_dataset(
     n_sets: int,
     *,
@@ -56,13 +69,14 @@ def digits_geometry_dataset(
     "mst" | "kcenter" (k = 5), as in that table, or "class" (the digit, int64 labels).
 
     Points: pixels with intensity >= ``threshold`` (8 of 16), at their raw pixel coordinates
-    centred on the image, (col - 3.5, 3.5 - row) in pixel units (-3.5..3.5). Pixel units, not
-    [0, 1]: at a spread of ~0.25 per coordinate the Set Transformer barely learns the MEB radius
-    (chapter 10 trains it both ways). ``variant``: "raw"; "affine" (TDOF-4): x -> A x with A =
-    I + N(0, affine_std^2) entries per set (about the image centre); "mixture": the union of 3
-    digits, each shifted by an offset ~ U(-7, 7)^2 pixels (y must then be geometric). Images are
-    drawn with replacement from a fixed 70/15/15 partition of the 1797 images (``split``;
-    :func:`make_splits` passes train/val/test, so test images never appear in training)."""
+    centred on the image, (col - 3.5, 3.5 - row) in pixel units (-3.5..3.5), as
+    ``image_points`` gives them. Pixel units, not [0, 1]: at a spread of ~0.25 per coordinate
+    the Set Transformer barely learns the MEB radius (chapter 10 trains it both ways).
+    ``variant``: "raw"; "affine" (TDOF-4): x -> A x with A = I + N(0, affine_std^2) entries per
+    set (about the image centre); "mixture": the union of 3 digits, each shifted by an offset
+    ~ U(-7, 7)^2 pixels (y must then be geometric). Images are drawn with replacement from a
+    fixed 70/15/15 partition of the 1797 images (``split``; :func:`make_splits` passes
+    train/val/test, so test images never appear in training)."""
     _check_int("n_sets", n_sets, 1)
     _check_int("seed", seed, 0)
     _check_choice("target", target, (*_DIGIT_TARGETS, "class"))
@@ -84,8 +98,7 @@ def digits_geometry_dataset(
     rng = np.random.default_rng(seed)
 
     def cloud(i):
-        r, c = np.nonzero(images[i] >= threshold)
-        return np.stack([c - 3.5, 3.5 - r], 1).astype(np.float64)
+        return image_points(images[i], threshold)
 
     sets, y = [], []
     for _ in range(n_sets):
