@@ -271,29 +271,6 @@ def test_mz_centre_stream_is_standard_attention_under_bf16_autocast():
     torch.testing.assert_close(o_c.float(), r_out, atol=1e-2, rtol=0)
 
 
-def test_learned_tokens_start_their_stream_in_the_autocast_dtype():
-    """Inducing points and PMA seeds enter the generator stream in bf16 under autocast, as the
-    set's own tokens do (float32 ones promoted the whole (B, m, n_g, d) stream to float32);
-    their parameters and gradients stay float32, and a float64 model is never cast."""
-    from mzlite.nn.attention import _LearnedZonotopes
-
-    tokens = _LearnedZonotopes(8, k=3, n_g=2)
-    with _bf16_autocast():
-        c, G = tokens(4)
-    assert (c.dtype, G.dtype) == (torch.bfloat16, torch.bfloat16)
-    assert (c.shape, G.shape) == ((4, 3, 8), (4, 3, 2, 8))
-    torch.testing.assert_close(G[2].float(), tokens.G, atol=0, rtol=2**-8)
-    (c.float().sum() + 2 * G.float().sum()).backward()
-    assert tokens.c.grad.dtype == tokens.G.grad.dtype == torch.float32
-    assert torch.equal(tokens.c.grad, torch.full((3, 8), 4.0))  # summed over the 4 sets
-    assert torch.equal(tokens.G.grad, torch.full((3, 2, 8), 8.0))
-    exact = _LearnedZonotopes(8, k=3, n_g=2).double()
-    with _bf16_autocast():
-        c, G = exact(2)
-    assert c.dtype == G.dtype == torch.float64
-    assert torch.equal(G[1], exact.G)
-
-
 def test_padded_positions_are_zero_and_unused():
     _, mz = _models()
     x, mask = _batch(3, 6)

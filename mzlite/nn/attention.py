@@ -412,16 +412,7 @@ class _LearnedZonotopes(nn.Module):
         self.G = nn.Parameter(0.02 * torch.randn(k, n_g, d))
 
     def forward(self, B):
-        c, G = self.c, self.G
-        device = c.device.type
-        if torch.is_autocast_enabled(device) and c.dtype != torch.float64:  # as autocast does
-            # under autocast the set's own tokens come out of the projection in the low-precision
-            # dtype; float32 learned tokens would promote the stream they start, (B, k, n_g, d),
-            # to float32 (its residual adds, LayerNorms, dropout and their backward: ~7% of an
-            # MZ-Full training step on CPU). The parameters and their gradients stay float32.
-            dtype = torch.get_autocast_dtype(device)
-            c, G = c.to(dtype), G.to(dtype)
-        return c.expand(B, -1, -1), G.expand(B, -1, -1, -1)
+        return self.c.expand(B, -1, -1), self.G.expand(B, -1, -1, -1)
 
 
 class MZSAB(nn.Module):
