@@ -169,6 +169,9 @@ def equal(args) -> None:
                 f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
+    if len(seeds) < 2:  # one seed reproduces a recorded line; a comparison needs a seed std
+        print("one seed: no seed std to compare the two paths in (use --seeds 0-4)")
+        return
     (fa, fs), (pa, ps) = ((statistics.mean(v), statistics.stdev(v)) for v in r2.values())
     noise = max(fs, ps)
     print(
