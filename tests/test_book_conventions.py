@@ -97,6 +97,21 @@ def test_no_markdown_table_is_built_in_code(path):
         )
 
 
+# What fits a code cell without a sideways scrollbar at 800 and 1300 px (book.css: code at 12px)
+CODE_COLUMNS = 95
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_visible_code_fits_the_page(path):
+    """Code the reader sees (every cell but hidden-input ones; solutions included: readers open
+    them) has lines of at most CODE_COLUMNS characters."""
+    for cell in _code_cells(path):
+        if set(cell["metadata"].get("tags", [])) & {"hide-input", "remove-input", "remove-cell"}:
+            continue
+        long = [ln for ln in "".join(cell["source"]).splitlines() if len(ln) > CODE_COLUMNS]
+        assert not long, f"{path.name}: code lines over {CODE_COLUMNS} characters: {long[:3]}"
+
+
 def test_no_page_expands_tdof_another_way():
     """TDOF is the paper's Transformation Degrees of Freedom, wherever a page spells it out
     ("task degrees of freedom (TDOF)" and "TDOF (total degrees of freedom)" were both written)."""

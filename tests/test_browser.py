@@ -8,6 +8,7 @@ checked page, at 1300 and at 800 px, is kept in book/_build/screenshots/ for peo
 Beyond "it rendered", the checks are what a reader needs (issue 13), at 800 px:
 - every results table's verdict column is inside the window, with no sideways scrolling;
 - no printed output block (<pre>) is wider than its box (cut text, or a scrollbar to find it);
+- no code cell the page shows scrolls sideways (at 1300 px too);
 - no raw paper label ("tab:meb", "thm:tdof-depth") in the text a reader reads (code excepted);
 - every citation links to an entry that is on the references page;
 - a plotly slider, moved with the mouse, changes the figure.
@@ -185,6 +186,7 @@ def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_wi
         # The html-manager renders the saved widget state into live DOM widgets.
         page.wait_for_selector(".jupyter-widgets", timeout=30_000)
     text = page.inner_text("body")
+    scrolling = page.evaluate(_SCROLLING_CODE)
     visit.close()
 
     assert not visit.left_machine, f"requests tried to leave the machine: {visit.left_machine[:10]}"
@@ -193,6 +195,7 @@ def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_wi
     assert "Traceback (most recent call last)" not in text, "an executed cell shows a traceback"
     errors = [e for e in visit.console_errors if "mathjax" in e.lower() or "widget" in e.lower()]
     assert not errors, visit.console_errors
+    assert not scrolling, f"code cells scroll sideways at 1300 px: {scrolling[:3]}"
 
 
 # What a reader sees at 800 px, measured in the page (JavaScript returns the offenders): every
@@ -228,6 +231,13 @@ _OVERFLOWING_OUTPUTS = """() =>
   .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
   .map(pre => `${pre.scrollWidth} px of text in a ${pre.clientWidth} px box: ` +
               pre.innerText.split('\\n').find(l => l.length > 60)?.slice(0, 70))"""
+# Code the page shows (not a collapsed hide-input or solution cell) that scrolls sideways: its
+# lines must fit (book.css sets the size, tests/test_book_conventions.py the line length).
+_SCROLLING_CODE = """() =>
+  [...document.querySelectorAll('article .cell_input pre')]
+  .filter(pre => !pre.closest('details:not([open])') && pre.scrollWidth > pre.clientWidth + 1)
+  .map(pre => `${pre.scrollWidth} px of code in a ${pre.clientWidth} px box: ` +
+              pre.innerText.split('\\n').reduce((a, l) => (l.length > a.length ? l : a), ''))"""
 # Text a reader reads: prose and outputs. Code (cell inputs, inline literals) may name labels, and
 # so may a collapsed run log (the runner's own log lines), which a reader opens only on request.
 _READER_TEXT = """() => {
@@ -250,10 +260,12 @@ def test_page_reads_at_800px(server, browser, page_path, needs_plotly, needs_wid
     visit = _Visit(browser, server, page_path, 800, needs_plotly)
     verdicts = visit.page.evaluate(_VERDICTS_OUT_OF_VIEW)
     overflowing = visit.page.evaluate(_OVERFLOWING_OUTPUTS)
+    scrolling = visit.page.evaluate(_SCROLLING_CODE)
     labels = sorted(set(RAW_LABEL.findall(visit.page.evaluate(_READER_TEXT))))
     visit.close()
     assert not verdicts, f"results out of view at 800 px: {verdicts[:5]}"
     assert not overflowing, f"output blocks wider than the page at 800 px: {overflowing[:5]}"
+    assert not scrolling, f"code cells scroll sideways at 800 px: {scrolling[:3]}"
     assert not labels, f"raw paper labels in the text: {labels} (name them: mzlite.paper)"
 
 
