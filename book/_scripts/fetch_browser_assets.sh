@@ -8,8 +8,15 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 dest="$here/_offline"
 stamp="$dest/.versions"
 want="mathjax@3.2.2 requirejs@2.3.8 @jupyter-widgets/html-manager@1.0.15"
+ours() {  # our own files: always current, in book/_offline and in an already built book (Sphinx
+  # copies static files only when it rewrites a page, so an edited stylesheet alone never arrived)
+  cp "$here/_scripts/require-config.js" "$here/_scripts/book.css" "$1/"
+  if [ -d "$here/_build/html/_static" ]; then
+    cp "$here/_scripts/require-config.js" "$here/_scripts/book.css" "$here/_build/html/_static/"
+  fi
+}
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  cp "$here/_scripts/require-config.js" "$here/_scripts/book.css" "$dest/"   # ours: always current
+  ours "$dest"
   echo "browser assets up to date ($want)"; exit 0
 fi
 command -v npm >/dev/null || { echo "npm is needed to fetch the book's browser assets (MathJax, require.js, widget manager)" >&2; exit 1; }
@@ -23,6 +30,6 @@ cp "$tmp"/requirejs-*/package/require.js "$new/require.js"
 cp "$tmp"/jupyter-widgets-html-manager-*/package/dist/embed-amd.js "$new/jupyter-widgets/"
 cp "$tmp"/jupyter-widgets-html-manager-*/package/dist/*.{woff,woff2,ttf,eot,svg} "$new/jupyter-widgets/"
 echo "$want" > "$new/.versions"
-cp "$here/_scripts/require-config.js" "$here/_scripts/book.css" "$new/"
+ours "$new"
 rm -rf "$dest"; mv "$new" "$dest"
 echo "browser assets fetched into book/_offline ($want)"
