@@ -412,6 +412,24 @@ def _transfer_matrix() -> TableSpec:
     ]
     cells = _grid(cols, models, "digits_geometry", sizes=(5_000, 1_000, 2_000),
                   batch=_GEOM_BATCH, seeds=3)  # fmt: skip
+    # Ablation (no paper numbers): MZAttn-Full at lr 1e-3, the Set Transformer's rate, where its
+    # seeds spread most under cpu-converged's 3e-3 (raw pixel / Hull: two of three stopped by
+    # patience early, at R^2 0.63 and 0.79; chapter 10). Is its rank the learning rate's?
+    cells.append(
+        Cell(
+            "abl-raw-hull-lr0.001-mz_full",
+            "digits_geometry",
+            {"variant": "raw", "target": "hull"},
+            "mz_full",
+            "MZAttn-Full",
+            "MNIST raw pixel / Hull, lr=0.001",
+            sizes=(5_000, 1_000, 2_000),
+            batch_size=_GEOM_BATCH,
+            train={"lr": 1e-3},
+            full_seeds=3,
+            part="ablation",
+        )
+    )
     return TableSpec(
         "tab:transfer-matrix",
         "Transfer study, Tier 1 (digits point clouds): the 7 parameter-matched models",
