@@ -18,7 +18,7 @@ from . import experiments as ex
 from .experiments.report import mean_std
 from .paper import paper_value
 
-__all__ = ["LABEL", "ranks", "per_seed", "null_test", "converged_profile"]
+__all__ = ["LABEL", "ranks", "per_seed", "ablations", "null_test", "converged_profile"]
 
 LABEL = "tab:transfer-matrix"
 RANKED = ("st", "st_large", "hypernet", "perceiver", "la_st", "mz_full", "mz_large")
@@ -113,6 +113,48 @@ def per_seed(profile: str, results_dir=None) -> list[dict]:
                         "stop_reason": r.get("stop_reason"),
                     }
                 )
+    return rows
+
+
+def _rank_among(means: dict, model: str, value: float | None) -> int | None:
+    """1 + how many other models have a higher mean than ``value`` (None: no value)."""
+    if value is None:
+        return None
+    return 1 + sum(v > value for m, v in means.items() if m != model)
+
+
+def ablations(profile: str, results_dir=None) -> list[dict]:
+    """The table's ablation cells that have results, one row each: ``cell``, ``setting``,
+    ``model``, ``change`` (the cell's training overrides, e.g. ``{"lr": 0.001}``), ``main`` and
+    ``ablated`` (test R^2 by seed: the setting's main cell of that model, and the ablation cell;
+    same data, and the same seed gives the same initialisation), and ``rank`` / ``rank_ablated``:
+    the model's rank in the setting by mean R^2, with its main mean, and with the ablation's
+    mean in its place (every other model as it is)."""
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    rows = []
+    for cell in ex.get_table(LABEL).cells:
+        if cell.part != "ablation" or not by_cell.get(cell.id):
+            continue
+        setting = f"{cell.options['variant']}-{cell.options['target']}"
+        r2 = {m: [r["metrics"]["test"].get("r2") for r in by_cell.get(f"{setting}-{m}", [])]
+              for m in RANKED}  # fmt: skip
+        means = {m: statistics.fmean(v) for m, v in r2.items() if v}
+        ablated = {r["seed"]: r["metrics"]["test"].get("r2") for r in by_cell[cell.id]}
+        rows.append(
+            {
+                "cell": cell.id,
+                "setting": setting,
+                "model": cell.model,
+                "change": dict(cell.train),
+                "main": {
+                    r["seed"]: r["metrics"]["test"].get("r2")
+                    for r in by_cell.get(f"{setting}-{cell.model}", [])
+                },
+                "ablated": ablated,
+                "rank": _rank_among(means, cell.model, means.get(cell.model)),
+                "rank_ablated": _rank_among(means, cell.model, statistics.fmean(ablated.values())),
+            }
+        )
     return rows
 
 

@@ -86,6 +86,24 @@ def test_median_ranks_ignore_one_failed_seed_and_per_seed_lists_every_run(tmp_pa
     assert {r["setting"] for r in rows} == {"raw-meb"} and len(rows) == 9
 
 
+def test_ablations_compare_seeds_and_rank_with_the_ablated_mean(tmp_path):
+    assert transfer.ablations("smoke", results_dir=tmp_path) == []  # nothing ran
+    for m, v in {"st": 0.9, "st_large": 0.95, "hypernet": 0.8, "perceiver": 0.85, "la_st": 0.7,
+                 "mz_large": 0.75}.items():  # fmt: skip
+        _write(tmp_path, f"raw-hull-{m}", 0, v)
+    for seed, v in enumerate([0.6, 0.7, 0.8]):  # mean 0.7: behind every model but la_st (tie)
+        _write(tmp_path, "raw-hull-mz_full", seed, v)
+    (cell,) = [c for c in ex.get_table(transfer.LABEL).cells if c.part == "ablation"]
+    for seed, v in enumerate([0.93, 0.91, 0.92]):  # mean 0.92: second, behind st_large
+        _write(tmp_path, cell.id, seed, v)
+    (row,) = transfer.ablations("smoke", results_dir=tmp_path)
+    assert row["setting"] == "raw-hull" and row["model"] == "mz_full"
+    assert row["change"] == {"lr": 0.001}
+    assert row["main"] == {0: 0.6, 1: 0.7, 2: 0.8} and row["ablated"] == {0: 0.93, 1: 0.91, 2: 0.92}
+    assert row["rank"] == 6 and row["rank_ablated"] == 2
+    assert transfer.ranks("smoke", results_dir=tmp_path)[1]["rank"] == 6  # ranks never mix them
+
+
 @pytest.mark.parametrize("observed", [[4], [1, 2], [3, 4, 5], [7, 7, 1], [2, 3, 4, 4]])
 def test_null_test_matches_enumeration(observed):
     out = transfer.null_test(observed)
