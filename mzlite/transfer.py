@@ -15,10 +15,14 @@ import statistics
 from fractions import Fraction
 
 from . import experiments as ex
+from .experiments import stats as _stats
 from .experiments.report import mean_std
 from .paper import paper_value
 
-__all__ = ["LABEL", "ranks", "per_seed", "ablations", "null_test", "converged_profile"]
+__all__ = [
+    "LABEL", "ranks", "per_seed", "ablations", "null_test", "prediction", "paper_ranks",
+    "converged_profile",
+]  # fmt: skip
 
 LABEL = "tab:transfer-matrix"
 RANKED = ("st", "st_large", "hypernet", "perceiver", "la_st", "mz_full", "mz_large")
@@ -81,7 +85,7 @@ def ranks(
                 "r2": means[model][:2] if model in means else (None, None),
                 "best_other": (others[0], score[others[0]]) if others else (None, None),
                 "set_stats": stats[0]["metrics"]["test"]["r2"] if stats else None,
-                "paper_rank": paper_value(LABEL, prow, pcol),
+                "paper_rank": paper_value(LABEL, prow, pcol),  # the same as paper_ranks()
                 "missing_jobs": missing,
                 "complete": missing == 0,
             }
@@ -182,4 +186,95 @@ def null_test(observed_ranks, n_models: int = 7) -> dict:
         "p_advantage": float(sum(p for s, p in dist.items() if s <= total)),
         "p_disadvantage": float(sum(p for s, p in dist.items() if s >= total)),
         "p_floor": float(Fraction(1, n_models) ** len(obs)),
+    }
+
+
+def paper_ranks() -> list[float]:
+    """The paper's rank of MZAttn-Full in each setting of the table, in ``ranks``' order."""
+    return [paper_value(LABEL, prow, pcol) for prow, pcol in ex.TRANSFER_TIER1.values()]
+
+
+MID_FIELD = (3, 5)  # the paper: "MZAttn-Full ranks 3rd-5th" where its prerequisites are absent
+
+
+def prediction(profile: str, results_dir=None) -> dict:
+    """The paper's Tier-1 prediction, *no advantage* for MZAttn-Full on low-rank 2-D point
+    clouds ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete
+    settings of ``profile`` with ``null_test``.
+
+    Returns ``observed`` (our ranks there), ``settings`` (which), ``mid_field`` (how many of those
+    ranks are in ``MID_FIELD``), ``test`` (``null_test`` of them, None without a complete
+    setting), ``paper`` (``null_test`` of the paper's ranks of the same settings),
+    ``results`` (the result JSONs behind the ranks), ``unconverged`` (those that did not
+    converge, as "cell seed N"), ``problem`` ((verdict, reason) when the ranks can give no verdict
+    at all, else None), ``verdict`` (in the scorecard's words) and ``reason`` (one sentence):
+
+    - "does not hold here": either one-sided p <= ``stats.ALPHA`` (better than chance contradicts
+      "no advantage", worse contradicts "not catastrophically worse");
+    - "insufficient evidence": no complete setting, fewer than ``stats.MIN_SEEDS`` seeds or an
+      unconverged run behind a rank (the scorecard's rule for every claim), or too few settings
+      for any ranks to contradict the null (``p_floor`` > ALPHA);
+    - "holds" (every setting complete) or "holds partly" (some): neither p is small;
+    - "pipeline only" for smoke results, "not run" without results."""
+    rows = ranks(profile, results_dir=results_dir)
+    complete = [r for r in rows if r["complete"] and r["n_models"] == len(RANKED)]
+    observed = [r["rank"] for r in complete]
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    cells = [f"{r['setting']}-{m}" for r in complete for m in RANKED]
+    seeds = min((len(by_cell.get(c, [])) for c in cells), default=0)
+    behind = [r for c in cells for r in by_cell.get(c, [])]
+    unconverged = [f"{r['cell']} seed {r['seed']}" for r in behind
+                   if not _stats.result_convergence(r)["converged"]]  # fmt: skip
+    t, alpha = null_test(observed) if observed else None, _stats.ALPHA
+    problem = None  # (verdict, reason) when the ranks cannot give a verdict at all
+    if ex.get_profile(profile).name == "smoke":
+        problem = "pipeline only", "smoke numbers (3 epochs) say nothing about MZAttn"
+    elif not by_cell:
+        problem = "not run", f"no {profile} results of {LABEL} yet"
+    elif t is None:
+        problem = "insufficient evidence", "no setting has all 7 models with every seed yet"
+    elif seeds < _stats.MIN_SEEDS:
+        few = f"the ranks rest on {seeds} seed(s) per model (needs >= {_stats.MIN_SEEDS})"
+        problem = "insufficient evidence", few
+    elif unconverged:
+        problem = ("insufficient evidence",
+                   f"{len(unconverged)} of {len(behind)} runs behind the ranks did not converge: "
+                   + ", ".join(unconverged))  # fmt: skip
+    if problem is not None:
+        verdict, reason = problem
+    elif t["p_advantage"] <= alpha:
+        verdict = "does not hold here"
+        reason = (f"MZAttn-Full ranks better than chance on low-rank 2-D data (mean rank "
+                  f"{t['mean_rank']:.2f}; P(mean <= it) = {t['p_advantage']:.3f} under the "
+                  "null)")  # fmt: skip
+    elif t["p_disadvantage"] <= alpha:
+        verdict = "does not hold here"
+        reason = (f"MZAttn-Full ranks worse than chance (mean rank {t['mean_rank']:.2f}; "
+                  f"P(mean >= it) = {t['p_disadvantage']:.3f}), which the paper does not "
+                  "predict either")  # fmt: skip
+    elif t["p_floor"] > alpha:
+        verdict = "insufficient evidence"
+        reason = (f"with {t['n_cells']} complete setting(s) even rank 1 everywhere would have "
+                  f"P = {t['p_floor']:.3f} under the null, so no result could have contradicted "
+                  "it at the 5 % level")  # fmt: skip
+    else:
+        verdict = "holds" if len(complete) == len(rows) else "holds partly"
+        reason = (f"MZAttn-Full's ranks are what no advantage would give (mean rank "
+                  f"{t['mean_rank']:.2f} over {t['n_cells']} of {len(rows)} settings; both "
+                  f"one-sided P > {alpha:g}; the smallest P they could have given is "
+                  f"{t['p_floor']:.4f})")  # fmt: skip
+    lo, hi = MID_FIELD
+    return {
+        "profile": profile,
+        "observed": observed,
+        "settings": [r["setting"] for r in complete],
+        "n_settings": len(rows),
+        "mid_field": sum(lo <= k <= hi for k in observed),
+        "test": t,
+        "paper": null_test(paper_ranks()),
+        "unconverged": unconverged,
+        "results": behind,
+        "problem": problem,
+        "verdict": verdict,
+        "reason": reason,
     }

@@ -121,3 +121,16 @@ def test_null_test_rejects_impossible_ranks():
         transfer.null_test([0, 3])
     with pytest.raises(ValueError, match="ranks in 1..7"):
         transfer.null_test([])
+
+
+def test_prediction_never_judges_smoke_numbers(tmp_path):
+    assert transfer.prediction("smoke", results_dir=tmp_path)["test"] is None
+    for i, m in enumerate(transfer.RANKED):  # mz_full 6th of 7
+        _write(tmp_path, f"raw-meb-{m}", 0, 0.9 - 0.1 * i)
+    _write(tmp_path, f"raw-meb-{ex.SET_STATS}", 0, 0.5)
+    out = transfer.prediction("smoke", results_dir=tmp_path)
+    assert out["observed"] == [6] and out["settings"] == ["raw-meb"] and out["mid_field"] == 0
+    assert out["verdict"] == "pipeline only" and out["problem"][0] == "pipeline only"
+    assert out["paper"]["n_cells"] == 6 and out["paper"]["mean_rank"] == pytest.approx(
+        sum(transfer.paper_ranks()) / 6
+    )
