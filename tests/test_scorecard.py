@@ -370,3 +370,73 @@ def test_what_ran_is_read_from_the_result_files(tmp_path):
         "code 917d63a",
     ):
         assert part in text, (part, text)
+
+
+def _tier1(results_dir, mz_ranks: dict, unconverged=()):
+    """Complete cpu-converged settings of tab:transfer-matrix (3 seeds a model, the yardstick)
+    where MZAttn-Full takes rank ``mz_ranks[setting]`` among the 7 models by mean R^2."""
+    from mzlite import transfer
+
+    others = [m for m in transfer.RANKED if m != "mz_full"]
+    for setting, k in mz_ranks.items():
+        for i, m in enumerate(others):  # 0.95, 0.85, ..., 0.45
+            conv = f"{setting}-{m}" not in unconverged
+            _cell(results_dir, transfer.LABEL, f"{setting}-{m}", 0.95 - 0.1 * i, "cpu-converged",
+                  converged=conv)  # fmt: skip
+        _cell(results_dir, transfer.LABEL, f"{setting}-mz_full", 1.0 - 0.1 * (k - 1),
+              "cpu-converged", converged=f"{setting}-mz_full" not in unconverged)  # fmt: skip
+        _cell(results_dir, transfer.LABEL, f"{setting}-{ex.SET_STATS}", 0.5, "cpu-converged", 1)
+
+
+def _rank_rows(results_dir):
+    sc = scorecard(tables=["tab:transfer-matrix"], results_dir=results_dir)
+    return {r["claim"]: r for r in sc.rows}
+
+
+SETTINGS = ("raw-meb", "raw-hull", "affine-meb", "mixture-meb", "mixture-hull", "mixture-mst")
+
+
+def test_transfer_rank_claims_paper_side_and_not_run(tmp_path):
+    rows = _rank_rows(tmp_path)
+    no_adv, mid = rows["transfer-tier1-no-advantage"], rows["transfer-tier1-mid-field"]
+    paper = load_paper_table("tab:transfer-matrix")
+    cells = [paper_row["cells"][col]["mean"] for (prow, col) in ex.TRANSFER_TIER1.values()
+             for paper_row in paper["rows"] if paper_row["row"] == prow]  # fmt: skip
+    assert len(cells) == 6 and no_adv["paper"] == pytest.approx(sum(cells) / 6)
+    assert mid["paper"] == pytest.approx(sum(3 <= c <= 5 for c in cells) / 6)
+    assert no_adv["verdict"] == mid["verdict"] == "not run" and no_adv["ours"] is None
+    assert no_adv["chapter"] == "10_real_data_digits"
+    with pytest.raises(ValueError, match="rename applies to cell claims"):
+        evaluate(claims("tab:transfer-matrix")[0], rename=lambda c: c)
+
+
+def test_transfer_rank_claims_hold_fail_and_refuse(tmp_path):
+    _tier1(tmp_path, dict.fromkeys(SETTINGS, 4))
+    rows = _rank_rows(tmp_path)
+    no_adv, mid = rows["transfer-tier1-no-advantage"], rows["transfer-tier1-mid-field"]
+    assert no_adv["verdict"] == "holds" and no_adv["ours"] == pytest.approx(4.0)
+    assert mid["verdict"] == "holds" and mid["ours"] == 1.0
+    assert "exact null: P(mean <= it) = " in no_adv["statistics"]
+    assert "6 of 6 settings complete" in no_adv["protocol"]
+
+    _tier1(tmp_path, dict.fromkeys(SETTINGS, 1))  # first everywhere: an advantage after all
+    rows = _rank_rows(tmp_path)
+    no_adv, mid = rows["transfer-tier1-no-advantage"], rows["transfer-tier1-mid-field"]
+    assert no_adv["verdict"] == mid["verdict"] == "does not hold here"
+    assert "better than chance" in no_adv["why"] and mid["ours_text"].startswith("0 of 6")
+
+    _tier1(tmp_path, dict.fromkeys(SETTINGS, 4), unconverged=("raw-hull-perceiver",))
+    rows = _rank_rows(tmp_path)
+    for r in rows.values():
+        assert r["verdict"] == "insufficient evidence"
+        assert "3 of 126 runs behind the ranks did not converge" in r["why"]
+        assert "raw-hull-perceiver seed 0" in r["why"]
+
+
+def test_transfer_rank_claims_with_one_complete_setting(tmp_path):
+    _tier1(tmp_path, {"raw-meb": 4})
+    rows = _rank_rows(tmp_path)
+    no_adv, mid = rows["transfer-tier1-no-advantage"], rows["transfer-tier1-mid-field"]
+    # one cell can never contradict the null at 5 %: rank 1 would have P = 1/7
+    assert no_adv["verdict"] == "insufficient evidence" and "P = 0.143" in no_adv["why"]
+    assert mid["verdict"] == "holds partly" and "5 of 6 settings still incomplete" in mid["why"]

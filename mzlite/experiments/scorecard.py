@@ -57,6 +57,7 @@ VERDICTS = (
 CHAPTERS = {
     "tab:tdof-verify": "04_training_on_gpu",
     "tab:meb": "05_minimum_enclosing_ball",
+    "tab:transfer-matrix": "10_real_data_digits",
 }
 DEFAULT_CHAPTER = "06_relational_benchmarks"
 TIE = 0.01  # an R^2 gap this small counts as a tie
@@ -90,6 +91,29 @@ class Claim:
     @property
     def chapter(self) -> str:
         return CHAPTERS.get(self.table, DEFAULT_CHAPTER)
+
+
+@dataclass(frozen=True)
+class RankClaim:
+    """A claim about MZAttn-Full's *rank* among the 7 models of the transfer study
+    (tab:transfer-matrix), judged over its complete settings by ``mzlite.transfer.prediction``
+    instead of on cell means of R^2. ``kind``: ``"no-advantage"`` (the exact null test of the
+    mean rank: neither one-sided P <= ALPHA) or ``"mid-field"`` (every rank in
+    ``transfer.MID_FIELD``; partly: at least half). Its evidence rules are the scorecard's: no
+    verdict from fewer than MIN_SEEDS seeds or an unconverged run behind a rank."""
+
+    id: str
+    table: str
+    text: str
+    kind: str
+
+    @property
+    def chapter(self) -> str:
+        return CHAPTERS.get(self.table, DEFAULT_CHAPTER)
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        return tuple(c.id for c in ex.get_table(self.table).cells if c.part == "main")
 
 
 def _signed(v: float) -> str:
@@ -257,11 +281,32 @@ def _mz_best_claims(table: str) -> list[Claim]:
     return out
 
 
-def claims(table: str | None = None) -> list[Claim]:
+def _transfer_claims() -> list[RankClaim]:
+    label = "tab:transfer-matrix"
+    return [
+        RankClaim(
+            "transfer-tier1-no-advantage",
+            label,
+            "Tier 1 (2-D digit point clouds): MZAttn-Full has no advantage: its mean rank among "
+            "the 7 models is what chance gives (exact null test over the complete settings: "
+            f"neither one-sided P <= {_stats.ALPHA:g}).",
+            "no-advantage",
+        ),
+        RankClaim(
+            "transfer-tier1-mid-field",
+            label,
+            'Tier 1: MZAttn-Full ranks 3rd-5th of 7 in every setting, "not catastrophically '
+            'worse, but also not ahead" (partly: in at least half).',
+            "mid-field",
+        ),
+    ]
+
+
+def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
-    out = _tdof_claims() + _meb_claims()
+    out = _tdof_claims() + _meb_claims() + _transfer_claims()
     for label in ex.TABLES:
-        if label not in ("tab:tdof-verify", "tab:meb", "tab:gen-ablation"):
+        if label not in ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix"):
             out += _mz_best_claims(label)
     if table is not None:
         label = ex.get_table(table).label
@@ -389,7 +434,12 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
     """The scorecard row of ``claim``: the paper's value, ours from the first profile of
     ``profiles`` whose results let the claim be computed, the protocol, the statistics
     (``evidence``) and the verdict. ``rename`` maps the claim's cell ids to others (chapter 5
-    asks the MEB claims of its normalised-data ablation cells this way)."""
+    asks the MEB claims of its normalised-data ablation cells this way); a ``RankClaim`` is
+    judged by ``transfer.prediction`` and takes no ``rename``."""
+    if isinstance(claim, RankClaim):
+        if rename is not None:
+            raise ValueError("rename applies to cell claims, not to a RankClaim")
+        return _evaluate_ranks(claim, profiles, results_dir)
     paper = claim.expr(lambda cid: _paper_value(claim.table, cid, claim.metric))
     row = {
         "claim": claim.id,
@@ -429,6 +479,73 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
             statistics=ev["text"],
             evidence=ev,
             why="; ".join(ev["problems"]) if verdict == "insufficient evidence" else "",
+            verdict=verdict,
+        )
+        break
+    return row
+
+
+def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
+    """A RankClaim's number for these ranks and its text: the mean rank, or the share in the
+    mid-field."""
+    from mzlite import transfer
+
+    listed = ", ".join(f"{r:g}" for r in ranks)
+    if kind == "no-advantage":
+        mean = sum(ranks) / len(ranks)
+        return mean, f"mean rank {mean:.2f} ({listed})"
+    lo, hi = transfer.MID_FIELD
+    k = sum(lo <= r <= hi for r in ranks)
+    return k / len(ranks), f"{k} of {len(ranks)} settings ({listed})"
+
+
+def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
+    """``evaluate`` for a ``RankClaim``: the paper's ranks of the table's settings, ours from
+    the first profile of ``profiles`` with results of the table (``transfer.prediction``)."""
+    from mzlite import transfer  # imports mzlite.experiments: not at module level
+
+    paper, paper_text = _rank_values(claim.kind, transfer.paper_ranks())
+    row = {
+        "claim": claim.id, "table": claim.table, "text": claim.text, "chapter": claim.chapter,
+        "paper": paper, "paper_text": paper_text, "ours": None, "ours_text": "--",
+        "profile": None, "protocol": "--", "statistics": "--", "evidence": None, "why": "",
+        "verdict": "not run", "cells": list(claim.cells),
+    }  # fmt: skip
+    for profile in PROFILE_ORDER if profiles is None else profiles:
+        prof = ex.get_profile(profile).name
+        by_cell = ex.results_by_cell(claim.table, prof, results_dir)
+        if not by_cell:
+            continue
+        pred = transfer.prediction(prof, results_dir)
+        verdict, why = pred["verdict"], pred["reason"]
+        if pred["observed"]:
+            ours, ours_text = _rank_values(claim.kind, pred["observed"])
+            row.update(ours=ours, ours_text=ours_text)
+        if claim.kind == "mid-field" and pred["problem"] is None:
+            n, k, whole = len(pred["observed"]), pred["mid_field"], pred["n_settings"]
+            lo, hi = transfer.MID_FIELD
+            verdict = (
+                ("holds" if n == whole else "holds partly") if k == n
+                else "holds partly" if 2 * k >= n else "does not hold here"
+            )  # fmt: skip
+            why = f"{k} of {n} complete settings rank {lo}-{hi}" + (
+                "" if n == whole else f" ({whole - n} of {whole} settings still incomplete)"
+            )
+        t = pred["test"]
+        stats_text = f"ranks by the mean over seeds in {len(pred['observed'])} complete settings"
+        if t is not None and claim.kind == "no-advantage":
+            stats_text += (
+                f"; exact null: P(mean <= it) = {t['p_advantage']:.3f}, "
+                f"P(mean >= it) = {t['p_disadvantage']:.3f}, smallest possible "
+                f"{t['p_floor']:.2g}"
+            )
+        used = pred["results"] or [r for rs in by_cell.values() for r in rs]
+        row.update(
+            profile=prof,
+            protocol=_protocol(used, prof)
+            + f"; {len(pred['settings'])} of {pred['n_settings']} settings complete",
+            statistics=stats_text,
+            why=why,
             verdict=verdict,
         )
         break
