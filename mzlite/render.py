@@ -40,16 +40,20 @@ VERDICT_COLOURS = {
     "agrees": ("#d4edda", "#155724"),
     "differs": ("#f8d7da", "#721c24"),
 }
+# table-layout is !important: the book theme's `.bd-content div.output table {table-layout: auto}`
+# is more specific than one class, and under auto layout a long number widens its column and
+# squeezes the claim column of the whole table to a few characters. Numbers wrap at spaces only
+# (never inside a number), so a long one takes two lines of its own column instead
 STYLE = """<style>
-.mz-results{width:100%;max-width:100%;table-layout:fixed;border-collapse:collapse;
+.mz-results{width:100%;max-width:100%;table-layout:fixed !important;border-collapse:collapse;
   font-size:0.88em;line-height:1.35;margin:0.4em 0 0.2em 0}
 .mz-results th,.mz-results td{padding:0.3em 0.45em;vertical-align:top;text-align:left;
   white-space:normal;overflow-wrap:anywhere;word-break:normal;border-bottom:1px solid #dee2e6}
 .mz-results thead th{border-bottom:2px solid #adb5bd;font-weight:600}
 .mz-results tr.mz-group th{background:#f1f3f5;font-weight:600;padding-top:0.45em}
-.mz-results td.mz-num{font-variant-numeric:tabular-nums;white-space:nowrap;overflow-wrap:normal}
+.mz-results td.mz-num{font-variant-numeric:tabular-nums;overflow-wrap:normal}
 .mz-results .mz-verdict{display:inline-block;padding:0.05em 0.45em;border-radius:0.6em;
-  font-weight:600;white-space:nowrap}
+  font-weight:600}
 .mz-results .mz-why,.mz-results .mz-sub{display:block;font-size:0.85em;color:#555}
 .mz-results sup{font-size:0.75em}
 .mz-legend{font-size:0.8em;color:#444;margin:0.2em 0 0.8em 0;padding-left:0;list-style:none}

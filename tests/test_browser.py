@@ -199,7 +199,8 @@ def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_wi
 
 
 # What a reader sees at 800 px, measured in the page (JavaScript returns the offenders): every
-# results table (mzlite.render) ends inside the window, and wherever a table has a verdict column,
+# results table (mzlite.render) ends inside the window, keeps its fixed column widths and has no
+# cell whose content spills out of it, and wherever a table has a verdict column,
 # that column is inside the window and no box around the table scrolls sideways.
 _VERDICTS_OUT_OF_VIEW = """() => {
   const W = document.documentElement.clientWidth, bad = [];
@@ -208,8 +209,17 @@ _VERDICTS_OUT_OF_VIEW = """() => {
       .map(th => th.innerText.trim().toLowerCase());
     const col = heads.findIndex(h => h.startsWith('verdict'));
     const right = table.getBoundingClientRect().right;
-    if (table.classList.contains('mz-results') && right > W + 1)
-      bad.push(`results table "${heads.join(' | ')}" ends at x=${Math.round(right)}`);
+    if (table.classList.contains('mz-results')) {
+      if (right > W + 1)
+        bad.push(`results table "${heads.join(' | ')}" ends at x=${Math.round(right)}`);
+      // the fixed layout keeps every column at its declared width, whatever a cell holds
+      if (getComputedStyle(table).tableLayout !== 'fixed')
+        bad.push(`results table "${heads.join(' | ')}" is laid out by its content`);
+      for (const td of table.querySelectorAll('td'))
+        if (td.scrollWidth > td.clientWidth + 1)
+          bad.push(`"${td.innerText.trim().slice(0, 40)}" is wider than its cell in ` +
+                   `"${heads.join(' | ')}"`);
+    }
     if (col < 0) continue;
     for (let el = table.parentElement; el && el.tagName !== 'ARTICLE'; el = el.parentElement) {
       if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible')
