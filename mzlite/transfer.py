@@ -85,7 +85,7 @@ def ranks(
                 "r2": means[model][:2] if model in means else (None, None),
                 "best_other": (others[0], score[others[0]]) if others else (None, None),
                 "set_stats": stats[0]["metrics"]["test"]["r2"] if stats else None,
-                "paper_rank": paper_value(LABEL, prow, pcol),  # the same as paper_ranks()
+                "paper_rank": paper_value(LABEL, prow, pcol),
                 "missing_jobs": missing,
                 "complete": missing == 0,
             }
@@ -256,7 +256,7 @@ def prediction(profile: str, results_dir=None) -> dict:
         verdict = "insufficient evidence"
         reason = (f"with {t['n_cells']} complete setting(s) even rank 1 everywhere would have "
                   f"P = {t['p_floor']:.3f} under the null, so no result could have contradicted "
-                  "it at the 5 % level")  # fmt: skip
+                  f"it at the {alpha:.0%} level")  # fmt: skip
     else:
         verdict = "holds" if len(complete) == len(rows) else "holds partly"
         reason = (f"MZAttn-Full's ranks are what no advantage would give (mean rank "

@@ -503,7 +503,8 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
     the first profile of ``profiles`` with results of the table (``transfer.prediction``)."""
     from mzlite import transfer  # imports mzlite.experiments: not at module level
 
-    paper, paper_text = _rank_values(claim.kind, transfer.paper_ranks())
+    paper_ranks = transfer.paper_ranks()
+    paper, paper_text = _rank_values(claim.kind, paper_ranks)
     row = {
         "claim": claim.id, "table": claim.table, "text": claim.text, "chapter": claim.chapter,
         "paper": paper, "paper_text": paper_text, "ours": None, "ours_text": "--",
@@ -534,7 +535,7 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
         stats_text = (
             f"MZAttn-Full's ranks by mean R^2 over seeds in the {len(pred['observed'])} complete "
             f"settings: {listed or '--'} (paper, all {pred['n_settings']}: "
-            + ", ".join(f"{r:g}" for r in transfer.paper_ranks())
+            + ", ".join(f"{r:g}" for r in paper_ranks)
             + ")"
         )
         if t is not None and claim.kind == "no-advantage":
