@@ -93,7 +93,7 @@ def test_ablations_compare_seeds_and_rank_with_the_ablated_mean(tmp_path):
         _write(tmp_path, f"raw-hull-{m}", 0, v)
     for seed, v in enumerate([0.6, 0.7, 0.8]):  # mean 0.7: behind every model but la_st (tie)
         _write(tmp_path, "raw-hull-mz_full", seed, v)
-    (cell,) = [c for c in ex.get_table(transfer.LABEL).cells if c.part == "ablation"]
+    (cell,) = [c for c in ex.get_table(transfer.LABEL).cells if c.train == {"lr": 1e-3}]
     for seed, v in enumerate([0.93, 0.91, 0.92]):  # mean 0.92: second, behind st_large
         _write(tmp_path, cell.id, seed, v)
     (row,) = transfer.ablations("smoke", results_dir=tmp_path)
