@@ -56,8 +56,9 @@ def build(kind: str, d: int, device, compile_: bool):
         model = SetTransformer(SetTransformerConfig(**common))
     model = model.to(device)
     params = count_parameters(model)
-    fused = device.type == "cpu"  # as fit: the fused AdamW kernel on CPU
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-5, fused=fused)
+    # as fit: the fused AdamW kernel. fused=False selects the per-parameter loop, not foreach:
+    # on an H100 (batch 64, d=64) MZ's step took 74.6 ms so, 57.7 foreach, 53.3 fused
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-5, fused=True)
     run = torch.compile(model) if compile_ else model
     return model, run, opt, params
 

@@ -1,6 +1,7 @@
 """Guarantees of mzlite.nn, each checked against an independent computation (paper Prop.
 prop:perm, Thm. thm:bottleneck (a), Thm. thm:separation (a), App. app:impl parameter counts)."""
 
+import copy
 import math
 
 import pytest
@@ -221,22 +222,34 @@ def test_padding_invariance_and_variable_sizes(dtype, tol):
         assert torch.equal(model(x), model(x, torch.ones(3, 6, dtype=torch.bool)))
 
 
-def _bf16_autocast():
-    return torch.autocast("cpu", dtype=torch.bfloat16)
+def _bf16_autocast(device="cpu"):
+    return torch.autocast(device, dtype=torch.bfloat16)
 
 
-def test_padding_invariance_under_bf16_autocast():
-    """fit's CPU default (TrainConfig(amp=None) on a bf16 CPU): padding still changes nothing.
-    Stated tolerance 1e-2 (a few bf16 rounding steps at outputs of size ~1-5; measured: 0);
-    junk of size 1e3 in padded rows leaking anywhere would exceed it by orders of magnitude."""
-    x, mask = _batch(3, 6)
+# the bf16 guarantees on CPU (fit's default there) and on CUDA (amp=True) where a GPU is present
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+    ),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_padding_invariance_under_bf16_autocast(device):
+    """fit's CPU default (TrainConfig(amp=None) on a bf16 CPU), CUDA's amp=True: padding still
+    changes nothing. Stated tolerance 1e-2 (a few bf16 rounding steps at outputs of size ~1-5;
+    measured: 0 on CPU); junk of size 1e3 in padded rows leaking anywhere would exceed it by
+    orders of magnitude."""
+    x, mask = (t.to(device) for t in _batch(3, 6))
     for model in _models():
-        with _bf16_autocast():
+        model.to(device)
+        with _bf16_autocast(device):
             y = model(x, mask)
             assert y.dtype == torch.bfloat16  # the mode under test is really on
-            junk = 1e3 * torch.randn(3, 4, 3)
+            junk = 1e3 * torch.randn(3, 4, 3, device=device)
             x2 = torch.cat([x, junk], 1)
-            m2 = torch.cat([mask, torch.zeros(3, 4, dtype=torch.bool)], 1)
+            m2 = torch.cat([mask, torch.zeros(3, 4, dtype=torch.bool, device=device)], 1)
             torch.testing.assert_close(model(x2, m2), y, atol=1e-2, rtol=0)
             x3 = x.masked_fill(~mask[..., None], -7.0)
             torch.testing.assert_close(model(x3, mask), y, atol=1e-2, rtol=0)
@@ -245,9 +258,10 @@ def test_padding_invariance_under_bf16_autocast():
                                            rtol=0)  # fmt: skip
 
 
-def test_mz_centre_stream_is_standard_attention_under_bf16_autocast():
+@pytest.mark.parametrize("device", DEVICES)
+def test_mz_centre_stream_is_standard_attention_under_bf16_autocast(device):
     """Prop. prop:perm at init (M_c = I) under bf16 autocast: equal to mzlite's standard attention
-    in the same mode to one bf16 rounding step (measured: identical), and to float32
+    in the same mode to one bf16 rounding step (measured on CPU: identical), and to float32
     ``torch.nn.MultiheadAttention`` within 1e-2 (bf16 has 8 mantissa bits; measured 2.5e-3)."""
     torch.manual_seed(0)
     d, H, n_g = 16, 4, 3
@@ -258,15 +272,16 @@ def test_mz_centre_stream_is_standard_attention_under_bf16_autocast():
     std = MultiheadAttention(d, n_heads=H)
     shared = ("q", "k", "v", "o")
     std.load_state_dict({k: v for k, v in att.state_dict().items() if k.split(".")[0] in shared})
-    cq, _ = _batch(2, 5, d)
-    ckv, mask = _batch(2, 6, d, seed=3)
-    Gkv = torch.randn(2, 6, n_g, d)
-    with _bf16_autocast():
+    att.to(device), std.to(device)
+    cq, _ = (t.to(device) for t in _batch(2, 5, d))
+    ckv, mask = (t.to(device) for t in _batch(2, 6, d, seed=3))
+    Gkv = torch.randn(2, 6, n_g, d, device=device)
+    with _bf16_autocast(device):
         o_c, _, _ = att(cq, ckv, Gkv, mask)
         s, _ = std(cq, ckv, mask)
     assert o_c.dtype == torch.bfloat16
     torch.testing.assert_close(o_c, s, atol=1e-3, rtol=2**-8)
-    ref = _torch_mha(d, H, att.q, att.k, att.v, att.o.weight, att.o.bias)
+    ref = _torch_mha(d, H, att.q, att.k, att.v, att.o.weight, att.o.bias).to(device)
     r_out, _ = ref(cq, ckv, ckv, key_padding_mask=~mask)  # float32, outside autocast
     torch.testing.assert_close(o_c.float(), r_out, atol=1e-2, rtol=0)
 
@@ -705,18 +720,42 @@ def test_packed_blocks_equal_padded_blocks_float64(block):
     torch.testing.assert_close(got_G, want_G, rtol=0, atol=1e-12)
 
 
-def test_packed_set_stream_under_bf16_autocast():
-    """fit's CPU default: packed and padded layouts agree to bf16 rounding (stated tolerance
-    2e-2 at outputs of size ~1; measured ~4e-3); NaN in the padding never reaches the output."""
-    mz = _mz_float64().float()
-    x, mask = _ragged_batch(dtype=torch.float32)
-    with _bf16_autocast():
+@pytest.mark.parametrize("device", DEVICES)
+def test_packed_set_stream_under_bf16_autocast(device):
+    """fit's CPU default (CUDA runs the padded layout unless asked): packed and padded layouts
+    agree to bf16 rounding (stated tolerance 2e-2 at outputs of size ~1; measured on CPU
+    ~4e-3); NaN in the padding never reaches the output."""
+    mz = _mz_float64().float().to(device)
+    x, mask = (t.to(device) for t in _ragged_batch(dtype=torch.float32))
+    with _bf16_autocast(device):
         mz.pack_sets = True
         y_packed = mz(x, mask)
         mz.pack_sets = False
         y_padded = mz(x, mask)
     assert y_packed.dtype == torch.bfloat16 and torch.isfinite(y_packed).all()
     torch.testing.assert_close(y_packed.float(), y_padded.float(), rtol=0, atol=2e-2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_float32_equals_cpu_float64_reference():
+    """The same weights on CUDA in float32 (the padded layout, CUDA's default) and on CPU in
+    float64 (the packed set stream): equal to float32 rounding (stated 1e-4 at outputs of size
+    ~1; TF32 is off for matmuls by default), NaN in the padding included, gradients too."""
+    for model in (*_models(), _mz_float64()):
+        ref_model = model.double().cpu()
+        x, mask = _ragged_batch()
+        ref = ref_model(x, mask)
+        ref.sum().backward()
+        gpu = copy.deepcopy(ref_model).float().cuda()
+        gpu.zero_grad(set_to_none=True)
+        got = gpu(x.float().cuda(), mask.cuda())
+        got.sum().backward()
+        torch.testing.assert_close(got.double().cpu(), ref, rtol=0, atol=1e-4)
+        pairs = zip(ref_model.named_parameters(), gpu.parameters(), strict=True)
+        for (name, p_ref), p_gpu in pairs:
+            if p_ref.grad is not None:
+                torch.testing.assert_close(p_gpu.grad.double().cpu(), p_ref.grad, rtol=1e-3,
+                                           atol=1e-4, msg=name)  # fmt: skip
 
 
 def test_packed_training_forward_ignores_padding_width_with_dropout():

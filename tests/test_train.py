@@ -431,6 +431,34 @@ def test_cpu_amp_trains_in_bf16_with_float32_master_state(amp):
     assert all(math.isfinite(v) for v in hist.train_loss + hist.val_loss)
 
 
+def test_evaluate_without_a_config_runs_where_the_model_is(monkeypatch):
+    """Found on a GPU machine: ``evaluate(model, data, 64)`` sent the data to "auto" (CUDA) while
+    the model had been trained on the CPU. Without a TrainConfig the model's device is used."""
+    model = build()
+    fit(model, TRAIN, VAL, small_cfg(epochs=1), progress=False)  # device="cpu"
+    want = evaluate(model, VAL, 64)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # "auto" would now mean CUDA
+    assert evaluate(model, VAL, 64) == want
+    assert torch.equal(predict(model, VAL, None), predict(model, VAL, 64, device="cpu"))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("amp", [True, False])
+def test_cuda_fit_trains_in_bf16_when_asked_with_float32_master_state(amp, tmp_path):
+    """The GPU path: amp=True is bf16 autocast on CUDA (opt-in there), master weights and
+    optimiser state stay float32, and a resumed run lands on the same device."""
+    T.seed_everything(0)
+    model = DtypeProbe()
+    cfg = small_cfg(epochs=3, amp=amp, device="cuda")
+    hist = fit(model, TRAIN, VAL, cfg, checkpoint_path=tmp_path / "run.pt", progress=False)
+    assert model.seen == (torch.bfloat16 if amp else torch.float32)
+    assert hist.config["amp"] is amp
+    assert all(p.device.type == "cuda" and p.dtype == torch.float32 for p in model.parameters())
+    assert all(math.isfinite(v) for v in hist.train_loss + hist.val_loss)
+    assert hist.val_loss[-1] < hist.val_loss[0]
+    assert evaluate(model, VAL, cfg)["mse"] == pytest.approx(min(hist.val_loss), rel=1e-3)
+
+
 def test_history_records_resolved_amp_and_resume_keeps_it(tmp_path, monkeypatch):
     path = tmp_path / "run.pt"
 
