@@ -21,7 +21,7 @@ from .paper import paper_value
 
 __all__ = [
     "LABEL", "ranks", "per_seed", "ablations", "null_test", "prediction", "paper_ranks",
-    "converged_profile",
+    "converged_profile", "longer_cap",
 ]  # fmt: skip
 
 LABEL = "tab:transfer-matrix"
@@ -41,7 +41,11 @@ STATISTICS = ("mean", "median")  # of a model's seeds, what ranks order the mode
 
 
 def ranks(
-    profile: str, model: str = "mz_full", results_dir=None, statistic: str = "mean"
+    profile: str,
+    model: str = "mz_full",
+    results_dir=None,
+    statistic: str = "mean",
+    substitute: dict | None = None,
 ) -> list[dict]:
     """One row per setting of the table: ``setting`` (column id), the paper's ``row`` and
     ``column``, ``rank`` of ``model`` among the ranked models that have results (None when
@@ -53,7 +57,10 @@ def ranks(
     is provisional: a model still to run can take any place.
 
     ``statistic``: what the models are ordered by, the ``"mean"`` test R^2 over seeds (the
-    paper's) or the ``"median"`` (robust to one failed seed: with 3 seeds, the middle one)."""
+    paper's) or the ``"median"`` (robust to one failed seed: with 3 seeds, the middle one).
+
+    ``substitute``: ``{main cell id: ablation cell id}``, whose results stand in for the main
+    cell's (a sensitivity analysis, e.g. ``longer_cap``); completeness stays the main table's."""
     if model not in RANKED:
         raise ValueError(f"model must be one of {', '.join(RANKED)}, got {model!r}")
     if statistic not in STATISTICS:
@@ -64,7 +71,8 @@ def ranks(
         setting = f"{variant}-{target}"
         means, score = {}, {}
         for m in RANKED:
-            r2s = [r["metrics"]["test"].get("r2") for r in by_cell.get(f"{setting}-{m}", [])]
+            cell = (substitute or {}).get(f"{setting}-{m}", f"{setting}-{m}")
+            r2s = [r["metrics"]["test"].get("r2") for r in by_cell.get(cell, [])]
             mean, std = mean_std(r2s)
             if mean is not None:
                 means[m] = (mean, std, len(r2s))
@@ -197,7 +205,30 @@ def paper_ranks() -> list[float]:
 MID_FIELD = (3, 5)  # the paper: "MZAttn-Full ranks 3rd-5th" where its prerequisites are absent
 
 
-def prediction(profile: str, results_dir=None) -> dict:
+def longer_cap(profile: str, results_dir=None) -> dict:
+    """``{main cell id: ablation cell id}`` for the table's epoch-cap ablation cells (the same
+    model, setting and seeds at a longer epoch cap) that have every seed of ``profile``: what
+    ``ranks`` and ``prediction`` take as ``substitute`` to ask whether runs that hit the cap
+    decide a verdict."""
+    out = {}
+    for (setting, model), cell in _cap_cells().items():
+        todo = ex.jobs(LABEL, profile, cells=cell, results_dir=results_dir)
+        if todo and all(j.result_path.exists() for j in todo):
+            out[f"{setting}-{model}"] = cell
+    return out
+
+
+def _cap_cells() -> dict:
+    """``{(setting, model id): cell id}`` of the epoch-cap ablation cells."""
+    out = {}
+    for c in ex.get_table(LABEL).cells:
+        if c.part == "ablation" and set(c.train) == {"epochs"}:
+            setting = f"{c.options['variant']}-{c.options['target']}"
+            out[(setting, c.id.rsplit("-", 1)[-1])] = c.id
+    return out
+
+
+def prediction(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
     """The paper's Tier-1 prediction, *no advantage* for MZAttn-Full on low-rank 2-D point
     clouds ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete
     settings of ``profile`` with ``null_test``.
@@ -215,12 +246,17 @@ def prediction(profile: str, results_dir=None) -> dict:
       unconverged run behind a rank (the scorecard's rule for every claim), or too few settings
       for any ranks to contradict the null (``p_floor`` > ALPHA);
     - "holds" (every setting complete) or "holds partly" (some): neither p is small;
-    - "pipeline only" for smoke results, "not run" without results."""
-    rows = ranks(profile, results_dir=results_dir)
+    - "pipeline only" for smoke results, "not run" without results.
+
+    ``substitute`` (see ``ranks``): ablation cells whose runs stand in for main cells', here and
+    in the convergence check; ``substituted`` lists the pairs used."""
+    substitute = dict(substitute or {})
+    rows = ranks(profile, results_dir=results_dir, substitute=substitute)
     complete = [r for r in rows if r["complete"] and r["n_models"] == len(RANKED)]
     observed = [r["rank"] for r in complete]
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
-    cells = [f"{r['setting']}-{m}" for r in complete for m in RANKED]
+    cells = [substitute.get(f"{r['setting']}-{m}", f"{r['setting']}-{m}")
+             for r in complete for m in RANKED]  # fmt: skip
     seeds = min((len(by_cell.get(c, [])) for c in cells), default=0)
     behind = [r for c in cells for r in by_cell.get(c, [])]
     unconverged = [f"{r['cell']} seed {r['seed']}" for r in behind
@@ -274,6 +310,7 @@ def prediction(profile: str, results_dir=None) -> dict:
         "paper": null_test(paper_ranks()),
         "unconverged": unconverged,
         "results": behind,
+        "substituted": {k: v for k, v in substitute.items() if v in cells},
         "problem": problem,
         "verdict": verdict,
         "reason": reason,

@@ -433,6 +433,30 @@ def test_transfer_rank_claims_hold_fail_and_refuse(tmp_path):
         assert "raw-hull-perceiver seed 0" in r["why"]
 
 
+def test_transfer_prediction_with_longer_cap_reruns_in_place_of_capped_runs(tmp_path):
+    """The epoch-cap ablation as a sensitivity analysis: a capped run's converged rerun at the
+    longer cap stands in for it (ranks and convergence both), once the rerun has every seed."""
+    from mzlite import transfer
+
+    _tier1(tmp_path, dict.fromkeys(SETTINGS, 4), unconverged=("raw-hull-perceiver",))
+    cap = "abl-raw-hull-cap400-perceiver"
+    assert transfer.longer_cap("cpu-converged", results_dir=tmp_path) == {}
+    _write(tmp_path, transfer.LABEL, cap, 0.99, "cpu-converged", seed=0)  # 1 of 3 seeds
+    assert transfer.longer_cap("cpu-converged", results_dir=tmp_path) == {}
+    for s in (1, 2):
+        _write(tmp_path, transfer.LABEL, cap, 0.99, "cpu-converged", seed=s)
+    sub = transfer.longer_cap("cpu-converged", results_dir=tmp_path)
+    assert sub == {"raw-hull-perceiver": cap}
+    main = transfer.prediction("cpu-converged", results_dir=tmp_path)
+    assert main["verdict"] == "insufficient evidence" and main["substituted"] == {}
+    out = transfer.prediction("cpu-converged", results_dir=tmp_path, substitute=sub)
+    assert out["unconverged"] == [] and out["substituted"] == sub
+    # the rerun (0.99) now leads raw-hull and pushes MZAttn-Full from 4th to 5th there only
+    assert out["observed"] == [4, 5, 4, 4, 4, 4] and out["verdict"] == "holds"
+    raw_hull = transfer.ranks("cpu-converged", results_dir=tmp_path, substitute=sub)[1]
+    assert raw_hull["best_other"] == ("perceiver", pytest.approx(0.99, abs=0.02))
+
+
 def test_transfer_rank_claims_with_one_complete_setting(tmp_path):
     _tier1(tmp_path, {"raw-meb": 4})
     rows = _rank_rows(tmp_path)
