@@ -455,6 +455,13 @@ def test_transfer_prediction_with_longer_cap_reruns_in_place_of_capped_runs(tmp_
     assert out["observed"] == [4, 5, 4, 4, 4, 4] and out["verdict"] == "holds"
     raw_hull = transfer.ranks("cpu-converged", results_dir=tmp_path, substitute=sub)[1]
     assert raw_hull["best_other"] == ("perceiver", pytest.approx(0.99, abs=0.02))
+    # the scorecard keeps the protocol's verdict and says what the reruns give
+    rows = _rank_rows(tmp_path)
+    no_adv, mid = rows["transfer-tier1-no-advantage"], rows["transfer-tier1-mid-field"]
+    assert no_adv["verdict"] == mid["verdict"] == "insufficient evidence"
+    assert "rerun at a longer epoch cap, every run converged: ranks 4, 5, 4, 4, 4, 4" in mid["why"]
+    assert 'the null test reads "holds"' in no_adv["why"]
+    assert "6 of 6 settings rank 3-5" in mid["why"]
 
 
 def test_transfer_rank_claims_with_one_complete_setting(tmp_path):

@@ -518,6 +518,8 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
             continue
         pred = transfer.prediction(prof, results_dir)
         verdict, why = pred["verdict"], pred["reason"]
+        if pred["unconverged"]:
+            why += _longer_cap_note(claim, prof, results_dir)
         if pred["observed"]:
             ours, ours_text = _rank_values(claim.kind, pred["observed"])
             row.update(ours=ours, ours_text=ours_text)
@@ -555,6 +557,26 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
         )
         break
     return row
+
+
+def _longer_cap_note(claim: RankClaim, profile: str, results_dir=None) -> str:
+    """What the ranks say with the capped runs' pairs rerun at a longer epoch cap (the table's
+    sensitivity analysis, ``transfer.longer_cap``), when that leaves no unconverged run; the
+    verdict itself stays the protocol's. Empty otherwise."""
+    from mzlite import transfer
+
+    cap = transfer.longer_cap(profile, results_dir)
+    sens = transfer.prediction(profile, results_dir, substitute=cap) if cap else None
+    if sens is None or sens["unconverged"] or sens["problem"] is not None:
+        return ""
+    listed = ", ".join(f"{r:g}" for r in sens["observed"])
+    if claim.kind == "mid-field":
+        lo, hi = transfer.MID_FIELD
+        read = f"{sens['mid_field']} of {len(sens['observed'])} settings rank {lo}-{hi}"
+    else:
+        read = f'the null test reads "{sens["verdict"]}" ({sens["reason"]})'
+    return (f". With those {len(sens['substituted'])} (setting, model) pair(s) rerun at a "
+            f"longer epoch cap, every run converged: ranks {listed}; {read}")  # fmt: skip
 
 
 class Scorecard:
