@@ -65,6 +65,10 @@ def ranks(
         raise ValueError(f"model must be one of {', '.join(RANKED)}, got {model!r}")
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
+    ids = {c.id for c in ex.get_table(LABEL).cells}
+    unknown = sorted(set(substitute or {}).union((substitute or {}).values()) - ids)
+    if unknown:
+        raise ValueError(f"substitute names cells that {LABEL} does not have: {unknown}")
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     rows = []
     for (variant, target), (prow, pcol) in ex.TRANSFER_TIER1.items():

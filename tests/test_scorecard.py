@@ -462,6 +462,8 @@ def test_transfer_prediction_with_longer_cap_reruns_in_place_of_capped_runs(tmp_
     assert "rerun at a longer epoch cap, every run converged: ranks 4, 5, 4, 4, 4, 4" in mid["why"]
     assert 'the null test reads "holds"' in no_adv["why"]
     assert "6 of 6 settings rank 3-5" in mid["why"]
+    with pytest.raises(ValueError, match="substitute names cells"):
+        transfer.ranks("cpu-converged", results_dir=tmp_path, substitute={"raw-hull-x": cap})
 
 
 def test_transfer_rank_claims_with_one_complete_setting(tmp_path):

@@ -435,8 +435,8 @@ def _transfer_matrix() -> TableSpec:
     )
     # Ablation (no paper numbers): the (setting, model) pairs with a cpu-converged run that hit
     # the 200-epoch cap still improving, at cap 400 (cosine over the longer cap, patience 20 as
-    # before). mzlite.transfer.prediction reads a converged rerun in place of its capped twin
-    # (same setting, model and seed), so that every rank rests on converged runs.
+    # before). mzlite.transfer.longer_cap and prediction(substitute=...) read such a cell, every
+    # seed, in place of its main cell: does the verdict hang on the runs the cap stopped?
     for setting, model in CAP_ABLATION:
         variant, target = setting.split("-")
         mid, name, label, kw, match = model
