@@ -147,9 +147,10 @@ def ablations(profile: str, results_dir=None) -> list[dict]:
     the model's rank in the setting by mean R^2, with its main mean, and with the ablation's
     mean in its place (every other model as it is)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    same = ex.aliases(LABEL, profile)  # ablations that this profile's protocol already is
     rows = []
     for cell in ex.get_table(LABEL).cells:
-        if cell.part != "ablation" or not by_cell.get(cell.id):
+        if cell.part != "ablation" or cell.id in same or not by_cell.get(cell.id):
             continue
         setting = f"{cell.options['variant']}-{cell.options['target']}"
         r2 = {m: [r["metrics"]["test"].get("r2") for r in by_cell.get(f"{setting}-{m}", [])]

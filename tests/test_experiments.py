@@ -155,6 +155,22 @@ def test_converged_cpu_profile_standardises_targets_and_stops_by_patience():
         ex.model_family("nope")
 
 
+def test_epoch_cap_ablation_is_longer_only_where_the_profile_lets_cells_set_epochs():
+    """A cell's own epoch cap (tab:transfer-matrix's cap-400 ablation) holds under the converged
+    and full protocols; the smoke check and the 30-epoch profile keep their own epochs."""
+    cap, main = "abl-raw-hull-cap400-mz_large", "raw-hull-mz_large"
+    for profile in ("cpu-converged", "full"):
+        jobs = {j.cell.id: j for j in ex.jobs("tab:transfer-matrix", profile)}
+        cfg, base = jobs[cap].train_config(), jobs[main].train_config()
+        assert cfg.epochs == 400 and base.epochs == 200, profile
+        assert dataclasses.replace(cfg, epochs=base.epochs) == base  # nothing else differs
+    for profile in ("smoke", "cpu"):  # there the ablation is its main cell: not run twice
+        assert ex.aliases("tab:transfer-matrix", profile)[cap] == main
+        assert cap not in {j.cell.id for j in ex.jobs("tab:transfer-matrix", profile)}
+    with pytest.raises(ValueError, match="fixed_train names fields"):
+        dataclasses.replace(ex.get_profile("smoke"), fixed_train=("patience", "amp"))
+
+
 def test_an_ablation_variant_equal_to_the_profile_is_not_run_twice():
     # standardised targets are the converged profile's own protocol; raw targets the paper's
     conv, full = ex.aliases("tab:meb", "cpu-converged"), ex.aliases("tab:meb", "full")

@@ -29,10 +29,10 @@ def test_every_tier1_setting_is_a_paper_cell_with_seven_models_and_a_yardstick()
                 assert not c.paper  # the paper prints ranks, not R^2
 
 
-def _write(root, cell, seed, r2):
-    d = root / "smoke" / "tab-transfer-matrix"
+def _write(root, cell, seed, r2, profile="smoke"):
+    d = root / profile / "tab-transfer-matrix"
     d.mkdir(parents=True, exist_ok=True)
-    res = {"format": ex.RESULT_FORMAT, "table": transfer.LABEL, "profile": "smoke", "cell": cell,
+    res = {"format": ex.RESULT_FORMAT, "table": transfer.LABEL, "profile": profile, "cell": cell,
            "seed": seed, "metrics": {"test": {"r2": r2}}}  # fmt: skip
     (d / f"{cell}__seed{seed}.json").write_text(json.dumps(res))
 
@@ -87,21 +87,27 @@ def test_median_ranks_ignore_one_failed_seed_and_per_seed_lists_every_run(tmp_pa
 
 
 def test_ablations_compare_seeds_and_rank_with_the_ablated_mean(tmp_path):
-    assert transfer.ablations("smoke", results_dir=tmp_path) == []  # nothing ran
+    conv = "cpu-converged"
+    assert transfer.ablations(conv, results_dir=tmp_path) == []  # nothing ran
     for m, v in {"st": 0.9, "st_large": 0.95, "hypernet": 0.8, "perceiver": 0.85, "la_st": 0.7,
                  "mz_large": 0.75}.items():  # fmt: skip
-        _write(tmp_path, f"raw-hull-{m}", 0, v)
+        _write(tmp_path, f"raw-hull-{m}", 0, v, conv)
     for seed, v in enumerate([0.6, 0.7, 0.8]):  # mean 0.7: behind every model but la_st (tie)
-        _write(tmp_path, "raw-hull-mz_full", seed, v)
+        _write(tmp_path, "raw-hull-mz_full", seed, v, conv)
     (cell,) = [c for c in ex.get_table(transfer.LABEL).cells if c.train == {"lr": 1e-3}]
     for seed, v in enumerate([0.93, 0.91, 0.92]):  # mean 0.92: second, behind st_large
-        _write(tmp_path, cell.id, seed, v)
-    (row,) = transfer.ablations("smoke", results_dir=tmp_path)
+        _write(tmp_path, cell.id, seed, v, conv)
+    # under smoke (lr 1e-3 for every model) the cell is its main cell: no ablation to show
+    assert ex.aliases(transfer.LABEL, "smoke")[cell.id] == "raw-hull-mz_full"
+    for seed in range(3):
+        _write(tmp_path, "raw-hull-mz_full", seed, 0.5)
+    assert transfer.ablations("smoke", results_dir=tmp_path) == []
+    (row,) = transfer.ablations(conv, results_dir=tmp_path)
     assert row["setting"] == "raw-hull" and row["model"] == "mz_full"
     assert row["change"] == {"lr": 0.001}
     assert row["main"] == {0: 0.6, 1: 0.7, 2: 0.8} and row["ablated"] == {0: 0.93, 1: 0.91, 2: 0.92}
     assert row["rank"] == 6 and row["rank_ablated"] == 2
-    assert transfer.ranks("smoke", results_dir=tmp_path)[1]["rank"] == 6  # ranks never mix them
+    assert transfer.ranks(conv, results_dir=tmp_path)[1]["rank"] == 6  # ranks never mix them
 
 
 @pytest.mark.parametrize("observed", [[4], [1, 2], [3, 4, 5], [7, 7, 1], [2, 3, 4, 4]])

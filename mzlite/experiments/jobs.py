@@ -84,7 +84,8 @@ class Job:
         kw = dict(p.train)
         if c.model != SET_STATS and model_family(c.model) in p.lr_by_family:
             kw["lr"] = p.lr_by_family[model_family(c.model)]
-        kw.update(c.train)  # a cell's own protocol (lr sweep, targets) wins
+        kw.update(c.train)  # a cell's own protocol (lr sweep, targets) wins ...
+        kw.update({k: p.train[k] for k in p.fixed_train})  # ... except where the profile is fixed
         kw["batch_size"] = p.batch_size or c.batch_size
         kw["eval_batch_size"] = max(kw["batch_size"], 256)
         return TrainConfig(seed=self.seed, device=self.device, **kw)

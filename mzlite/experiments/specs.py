@@ -106,7 +106,8 @@ class Profile:
     by every model and seed). ``description`` is what reports and the scorecard print.
     ``lr_by_family``: the learning rate of each model family (``model_family``), where the
     profile sets one per family (a cell's own ``train["lr"]`` still wins); ``lr_source`` says
-    where those rates come from (recorded in every result)."""
+    where those rates come from (recorded in every result). ``fixed_train``: fields of ``train``
+    that no cell overrides (a pipeline check's 3 epochs stay 3 for an epoch-cap ablation too)."""
 
     name: str
     sizes: tuple[int, int, int] | None
@@ -118,6 +119,12 @@ class Profile:
     description: str = ""
     lr_by_family: dict = field(default_factory=dict)
     lr_source: str = ""
+    fixed_train: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        loose = sorted(set(self.fixed_train) - set(self.train))
+        if loose:
+            raise ValueError(f"fixed_train names fields the profile's train does not set: {loose}")
 
 
 # The printed output of ``benchmarks/lr_probe.py`` that chose ``cpu-converged``'s learning rates
@@ -161,6 +168,7 @@ PROFILES = {
         {"epochs": 3, "warmup_epochs": 1, "patience": None, "lr": 1e-3},
         batch_size=32,
         description="smoke: 128/64/64 sets, 3 epochs, lr 1e-3, 1 seed (pipeline check only)",
+        fixed_train=("epochs",),
     ),
     # "What 30 epochs show": the first CPU protocol, kept so that its committed results keep
     # their reading. A fifth of the data, 30 epochs, lr 1e-3 (the paper's 1e-4 barely moves in
@@ -173,6 +181,7 @@ PROFILES = {
         1,
         {"epochs": 30, "warmup_epochs": 2, "patience": 10, "lr": 1e-3, "amp": False},
         max_sizes=(2_000, 500, 1_000),
+        fixed_train=("epochs",),
         description=(
             "cpu (what 30 epochs show): reduced protocol, at most 2K/500/1K sets, <= 30 epochs "
             "(patience 10), lr 1e-3, raw targets, 1 seed, CPU; most runs stop at the cap still "
