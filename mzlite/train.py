@@ -787,7 +787,7 @@ def _adamw(model: nn.Module, config: TrainConfig, device: torch.device):
     if device.type in ("cpu", "cuda"):
         try:
             return torch.optim.AdamW(model.parameters(), fused=True, **kw)
-        except RuntimeError:  # a torch without the fused CPU kernel
+        except RuntimeError:  # a torch without the fused kernel for this device
             pass
     return torch.optim.AdamW(model.parameters(), **kw)
 

@@ -51,10 +51,12 @@ def _grid(
     train: dict | None = None,
     transpose: bool = False,
     stats: bool = True,
+    part: str = "main",
 ) -> list[Cell]:
     """Cells for every (column, model). ``columns``: (column id, our column label, task options,
-    paper column name). The paper's cell is (model label, paper column), or (paper column, model
-    label) when ``transpose`` (tables whose rows are settings and columns models)."""
+    paper column name; "" for none). The paper's cell is (model label, paper column), or (paper
+    column, model label) when ``transpose`` (tables whose rows are settings and columns models).
+    ``part``: "main" or "ablation" (the cells and their yardstick)."""
     cells = []
     for col_id, col_label, opts, paper_col in columns:
         for mid, name, label, kw, match in models:
@@ -74,10 +76,11 @@ def _grid(
                     batch_size=batch,
                     train=dict(train or {}),
                     full_seeds=seeds,
+                    part=part,
                 )
             )
         if stats:
-            cells.append(_stats_cell(col_id, task, opts, col_label, sizes, batch))
+            cells.append(_stats_cell(col_id, task, opts, col_label, sizes, batch, part))
     return cells
 
 
@@ -439,24 +442,12 @@ def _transfer_matrix() -> TableSpec:
     # seed, in place of its main cell: does the verdict hang on the runs the cap stopped?
     for setting, model in CAP_ABLATION:
         variant, target = setting.split("-")
-        mid, name, label, kw, match = model
-        cells.append(
-            Cell(
-                f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}-{mid}",
-                "digits_geometry",
-                {"variant": variant, "target": target},
-                name,
-                label,
-                f"{' / '.join(TRANSFER_TIER1[(variant, target)])}, cap {CAP_ABLATION_EPOCHS}",
-                model_kwargs=kw,
-                match_params=match,
-                sizes=(5_000, 1_000, 2_000),
-                batch_size=_GEOM_BATCH,
-                train={"epochs": CAP_ABLATION_EPOCHS},
-                full_seeds=3,
-                part="ablation",
-            )
-        )
+        col = (f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}",
+               f"{' / '.join(TRANSFER_TIER1[(variant, target)])}, cap {CAP_ABLATION_EPOCHS}",
+               {"variant": variant, "target": target}, "")  # fmt: skip
+        cells += _grid([col], [model], "digits_geometry", sizes=(5_000, 1_000, 2_000),
+                       batch=_GEOM_BATCH, seeds=3, train={"epochs": CAP_ABLATION_EPOCHS},
+                       stats=False, part="ablation")  # fmt: skip
     return TableSpec(
         "tab:transfer-matrix",
         "Transfer study, Tier 1 (digits point clouds): the 7 parameter-matched models",
