@@ -34,6 +34,7 @@ Three measurements (issue 10), each printed with ``os.getloadavg()`` because the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -273,6 +274,7 @@ def levers(args) -> None:
 
     import mzlite.nn.attention as attention
     import mzlite.nn.models as models
+    from mzlite.nn import fused as fused_kernel
     from mzlite.nn import make_model
 
     torch.set_num_threads(1)
@@ -315,6 +317,7 @@ def levers(args) -> None:
         "bf16, varying batches": (build(), True, True),
         "bf16, padded set stream, varying batches": (build(pack_sets=False), True, True),
         "bf16, foreach AdamW": (build(), True, False),
+        "bf16, eager residual+dropout+LayerNorm": (build(), True, True),
         "bf16, dropout 0": (build(dropout=0.0), True, True),
         "bf16, no generator LayerNorms": (build(strip=("ln0_g", "ln1_g")), True, True),
         "bf16, no generator FFN": (build(strip=("ffn_g",)), True, True),
@@ -327,7 +330,9 @@ def levers(args) -> None:
 
     def step(k, r):
         m, amp, _ = cases[k]
-        train_step(m, opts[k], varying[r] if "varying" in k else fixed, amp)
+        # "eager": without mzlite.nn.fused's kernel (the code before it, same math)
+        with fused_kernel.disabled() if "eager" in k else contextlib.nullcontext():
+            train_step(m, opts[k], varying[r] if "varying" in k else fixed, amp)
 
     times = {k: [] for k in cases}
     keys = list(cases)

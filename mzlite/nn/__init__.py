@@ -56,6 +56,11 @@ Choices the paper leaves open (each one named in the code where it is made)
 4. Dropout (p=0.1) acts on the residual branches. In the MZ model one mask per token is shared by
    the centre and all its generators: dropout is then a random diagonal linear map applied to the
    whole zonotope (a valid zonotope operation), and it costs 1/(1+n_g) of the random numbers.
+   On CPU the residual, dropout and LayerNorm of the MZ blocks run as one fused kernel
+   (``mzlite.nn.fused``), whose masks are hashed from a seed drawn from torch's generator (still
+   reproducible under ``torch.manual_seed``, not the numbers ``bernoulli_`` would draw); under
+   bf16 autocast its outputs, the tokens between blocks, are bf16 (the eager path keeps the
+   learned tokens' stream in float32). Same math otherwise (``tests/test_fused.py``).
 5. Activations: GELU in every FFN and head (the paper uses GELU in Eq. eq:zono-proj; Lee et al.
    use ReLU). Initialisation as App. app:impl: Xavier-uniform linear weights with zero biases,
    ``M_c = I``, ``M_l ~ N(0, 0.02^2)``, ``W_mix ~ N(0, 0.1^2)``; learned inducing points / seeds

@@ -1,0 +1,461 @@
+// Fused CPU kernels of mzlite (loaded by mzlite/nn/fused.py; Python reference there).
+//
+// add_norm: y = LayerNorm(x + a * keep) row by row, and its backward, in one pass over memory each.
+// x, a and y are float32 or bfloat16 (any mix), LayerNorm weight and bias float32; the sum,
+// the statistics and the gradients are computed in float32. Rows are grouped by token:
+// x, a are (T, R, d) for T tokens of R rows (R = 1 for centres, n_g for generators), and the
+// dropout mask keep (T, d) is shared by a token's rows (mzlite.nn choice 4). The mask is not
+// stored: keep[t, j] = hash(seed, t d + j) >= p (scaled by 1 / (1 - p)), recomputed in backward.
+//
+// Why: eager PyTorch runs residual, dropout and LayerNorm as separate passes with float32 <->
+// bfloat16 casts between them (autocast), and these passes cost more than the matrix products
+// on the generator stream (benchmarks/fit_speed.py levers).
+
+#include <torch/extension.h>
+
+#include <ATen/Parallel.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+inline float load(const float* p, int64_t i) { return p[i]; }
+inline float load(const c10::BFloat16* p, int64_t i) {
+  uint16_t v;
+  std::memcpy(&v, p + i, 2);
+  uint32_t u = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline void store(float* p, int64_t i, float f) { p[i] = f; }
+inline void store(c10::BFloat16* p, int64_t i, float f) {
+  // round to nearest even, as torch's float -> bfloat16 cast
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  uint32_t r = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  uint16_t v = (f != f) ? uint16_t(0x7FC0) : uint16_t(r);
+  std::memcpy(p + i, &v, 2);
+}
+
+inline uint32_t mix32(uint32_t h) {  // murmur3's finaliser: a bijection with full avalanche
+  h ^= h >> 16;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  h *= 0xC2B2AE35u;
+  h ^= h >> 16;
+  return h;
+}
+
+// keep[t, :] of token t: scale where kept, 0 where dropped (all `scale` = 1 when p = 0)
+inline void keep_row(float* m, int64_t t, int64_t d, double p, uint64_t seed) {
+  if (p <= 0.0) {
+    for (int64_t j = 0; j < d; ++j) m[j] = 1.0f;
+    return;
+  }
+  const uint32_t s0 = uint32_t(seed), s1 = uint32_t(seed >> 32);
+  const uint32_t threshold = uint32_t(std::llround(p * 16777216.0));  // p * 2^24
+  const float scale = float(1.0 / (1.0 - p));
+  const uint32_t base = uint32_t(t * d);
+#pragma omp simd
+  for (int64_t j = 0; j < d; ++j) {
+    uint32_t h = mix32(mix32((base + uint32_t(j)) ^ s0) + s1);
+    m[j] = (h >> 8) >= threshold ? scale : 0.0f;
+  }
+}
+
+inline int64_t grain(int64_t R, int64_t d) { return std::max<int64_t>(1, 16384 / (R * d)); }
+
+template <typename TX, typename TA, typename TY>
+void forward_generic(const TX* x, const TA* a, const float* w, const float* b, TY* y, float* mean,
+                     float* rstd, int64_t T, int64_t R, int64_t d, double p, uint64_t seed,
+                     double eps) {
+  at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
+    std::vector<float> m(d), s(d);
+    for (int64_t t = begin; t < end; ++t) {
+      keep_row(m.data(), t, d, p, seed);
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t row = t * R + r, o = row * d;
+        float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < d; ++j) {
+          s[j] = load(x, o + j) + load(a, o + j) * m[j];
+          sum += s[j];
+        }
+        const float mu = sum / float(d);
+        float var = 0.f;
+#pragma omp simd reduction(+ : var)
+        for (int64_t j = 0; j < d; ++j) {
+          const float c = s[j] - mu;
+          var += c * c;
+        }
+        const float rs = 1.0f / std::sqrt(var / float(d) + float(eps));
+#pragma omp simd
+        for (int64_t j = 0; j < d; ++j) store(y, o + j, (s[j] - mu) * rs * w[j] + b[j]);
+        mean[row] = mu;
+        rstd[row] = rs;
+      }
+    }
+  });
+}
+
+template <typename TX, typename TA, typename TY>
+void backward_generic(const TY* gy, const TX* x, const TA* a, const float* w, const float* mean,
+                      const float* rstd, TX* gx, TA* ga, float* gw_parts, float* gb_parts,
+                      int64_t T, int64_t R, int64_t d, double p, uint64_t seed) {
+  at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
+    // per-thread partial sums of the weight and bias gradients, added up by the caller
+    float* gw = gw_parts + at::get_thread_num() * d;
+    float* gb = gb_parts + at::get_thread_num() * d;
+    std::vector<float> m(d), xh(d), g(d);
+    for (int64_t t = begin; t < end; ++t) {
+      keep_row(m.data(), t, d, p, seed);
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t row = t * R + r, o = row * d;
+        const float mu = mean[row], rs = rstd[row];
+        float c1 = 0.f, c2 = 0.f;
+#pragma omp simd reduction(+ : c1, c2)
+        for (int64_t j = 0; j < d; ++j) {
+          const float dy = load(gy, o + j);
+          xh[j] = (load(x, o + j) + load(a, o + j) * m[j] - mu) * rs;
+          g[j] = dy * w[j];
+          gw[j] += dy * xh[j];
+          gb[j] += dy;
+          c1 += g[j];
+          c2 += g[j] * xh[j];
+        }
+        c1 /= float(d);
+        c2 /= float(d);
+#pragma omp simd
+        for (int64_t j = 0; j < d; ++j) {
+          const float gs = rs * (g[j] - c1 - xh[j] * c2);
+          store(gx, o + j, gs);
+          store(ga, o + j, gs * m[j]);
+        }
+      }
+    }
+  });
+}
+
+#ifdef __AVX512F__
+// The same two kernels with AVX-512 intrinsics for d = 16 NV: a row lives in NV registers and
+// the weight and bias gradients stay in registers across rows (the generic loops above reach
+// about a tenth of this speed: short rows, reductions and bf16 conversions defeat the
+// compiler's vectoriser).
+
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const c10::BFloat16* p) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+inline void store16(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+inline void store16(c10::BFloat16* p, __m512 v) {
+  // round to nearest even; NaN stays NaN (as torch's cast)
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+  r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FC0));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+}
+inline __m512i mix32x16(__m512i h) {
+  h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+  h = _mm512_mullo_epi32(h, _mm512_set1_epi32(int(0x85EBCA6Bu)));
+  h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 13));
+  h = _mm512_mullo_epi32(h, _mm512_set1_epi32(int(0xC2B2AE35u)));
+  return _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+}
+
+template <int NV>
+inline void keep_row16(__m512* m, int64_t t, double p, uint64_t seed) {
+  if (p <= 0.0) {
+    for (int v = 0; v < NV; ++v) m[v] = _mm512_set1_ps(1.0f);
+    return;
+  }
+  const __m512i s0 = _mm512_set1_epi32(int(uint32_t(seed))), s1 = _mm512_set1_epi32(int(uint32_t(seed >> 32)));
+  const __m512i threshold = _mm512_set1_epi32(int(uint32_t(std::llround(p * 16777216.0))));
+  const __m512 scale = _mm512_set1_ps(float(1.0 / (1.0 - p)));
+  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (int v = 0; v < NV; ++v) {
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(uint32_t(t * 16 * NV + 16 * v))), lanes);
+    const __m512i h = mix32x16(_mm512_add_epi32(mix32x16(_mm512_xor_si512(idx, s0)), s1));
+    const __mmask16 keep = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(h, 8), threshold);
+    m[v] = _mm512_maskz_mov_ps(keep, scale);
+  }
+}
+
+template <typename TX, typename TA, typename TY, int NV>
+void forward_avx512(const TX* x, const TA* a, const float* w, const float* b, TY* y, float* mean,
+                    float* rstd, int64_t T, int64_t R, double p, uint64_t seed, double eps) {
+  constexpr int64_t d = 16 * NV;
+  at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
+    __m512 m[NV], s[NV], wv[NV], bv[NV];
+    for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(w + 16 * v), bv[v] = _mm512_loadu_ps(b + 16 * v);
+    for (int64_t t = begin; t < end; ++t) {
+      keep_row16<NV>(m, t, p, seed);
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t row = t * R + r, o = row * d;
+        __m512 acc = _mm512_setzero_ps();
+        for (int v = 0; v < NV; ++v) {
+          s[v] = _mm512_fmadd_ps(load16(a + o + 16 * v), m[v], load16(x + o + 16 * v));
+          acc = _mm512_add_ps(acc, s[v]);
+        }
+        const float mu = _mm512_reduce_add_ps(acc) / float(d);
+        const __m512 muv = _mm512_set1_ps(mu);
+        acc = _mm512_setzero_ps();
+        for (int v = 0; v < NV; ++v) {
+          s[v] = _mm512_sub_ps(s[v], muv);
+          acc = _mm512_fmadd_ps(s[v], s[v], acc);
+        }
+        const float rs = 1.0f / std::sqrt(_mm512_reduce_add_ps(acc) / float(d) + float(eps));
+        const __m512 rsv = _mm512_set1_ps(rs);
+        for (int v = 0; v < NV; ++v)
+          store16(y + o + 16 * v, _mm512_fmadd_ps(_mm512_mul_ps(s[v], rsv), wv[v], bv[v]));
+        mean[row] = mu;
+        rstd[row] = rs;
+      }
+    }
+  });
+}
+
+template <typename TX, typename TA, typename TY, int NV>
+void backward_avx512(const TY* gy, const TX* x, const TA* a, const float* w, const float* mean,
+                     const float* rstd, TX* gx, TA* ga, float* gw_parts, float* gb_parts,
+                     int64_t T, int64_t R, double p, uint64_t seed) {
+  constexpr int64_t d = 16 * NV;
+  at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
+    __m512 m[NV], xh[NV], g[NV], wv[NV], gw[NV], gb[NV];
+    for (int v = 0; v < NV; ++v) {
+      wv[v] = _mm512_loadu_ps(w + 16 * v);
+      gw[v] = gb[v] = _mm512_setzero_ps();
+    }
+    for (int64_t t = begin; t < end; ++t) {
+      keep_row16<NV>(m, t, p, seed);
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t row = t * R + r, o = row * d;
+        const __m512 muv = _mm512_set1_ps(mean[row]), rsv = _mm512_set1_ps(rstd[row]);
+        __m512 c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps();
+        for (int v = 0; v < NV; ++v) {
+          const __m512 dy = load16(gy + o + 16 * v);
+          const __m512 sv = _mm512_fmadd_ps(load16(a + o + 16 * v), m[v], load16(x + o + 16 * v));
+          xh[v] = _mm512_mul_ps(_mm512_sub_ps(sv, muv), rsv);
+          g[v] = _mm512_mul_ps(dy, wv[v]);
+          gw[v] = _mm512_fmadd_ps(dy, xh[v], gw[v]);
+          gb[v] = _mm512_add_ps(gb[v], dy);
+          c1 = _mm512_add_ps(c1, g[v]);
+          c2 = _mm512_fmadd_ps(g[v], xh[v], c2);
+        }
+        const __m512 c1v = _mm512_set1_ps(_mm512_reduce_add_ps(c1) / float(d));
+        const __m512 c2v = _mm512_set1_ps(_mm512_reduce_add_ps(c2) / float(d));
+        for (int v = 0; v < NV; ++v) {
+          // gs = rstd (g - mean(g) - xhat mean(g xhat))
+          const __m512 gs = _mm512_mul_ps(rsv, _mm512_fnmadd_ps(xh[v], c2v, _mm512_sub_ps(g[v], c1v)));
+          store16(gx + o + 16 * v, gs);
+          store16(ga + o + 16 * v, _mm512_mul_ps(gs, m[v]));
+        }
+      }
+    }
+    float* pw = gw_parts + at::get_thread_num() * d;
+    float* pb = gb_parts + at::get_thread_num() * d;
+    for (int v = 0; v < NV; ++v) {
+      _mm512_storeu_ps(pw + 16 * v, _mm512_add_ps(_mm512_loadu_ps(pw + 16 * v), gw[v]));
+      _mm512_storeu_ps(pb + 16 * v, _mm512_add_ps(_mm512_loadu_ps(pb + 16 * v), gb[v]));
+    }
+  });
+}
+#endif
+
+void check(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& w,
+           const torch::Tensor& b) {
+  TORCH_CHECK(x.device().is_cpu() && a.device().is_cpu(), "add_norm: CPU tensors only");
+  TORCH_CHECK(x.dim() == 3 && x.sizes() == a.sizes(), "add_norm: x and a must be (T, R, d), got ",
+              x.sizes(), " and ", a.sizes());
+  TORCH_CHECK(x.is_contiguous() && a.is_contiguous(), "add_norm: x and a must be contiguous");
+  for (const auto& t : {x, a})
+    TORCH_CHECK(t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16,
+                "add_norm: x and a must be float32 or bfloat16, got ", t.scalar_type());
+  TORCH_CHECK(w.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
+                  w.is_contiguous() && b.is_contiguous() && w.numel() == x.size(2) &&
+                  b.numel() == x.size(2),
+              "add_norm: weight and bias must be contiguous float32 of size d = ", x.size(2));
+}
+
+// Calls f with typed pointers for the dtypes of x, a and the output (2 x 2 x 2 instantiations).
+template <typename F>
+void dispatch3(at::ScalarType tx, at::ScalarType ta, at::ScalarType ty, F f) {
+  auto with_y = [&](auto px, auto pa) {
+    if (ty == at::kFloat)
+      f(px, pa, static_cast<float*>(nullptr));
+    else
+      f(px, pa, static_cast<c10::BFloat16*>(nullptr));
+  };
+  auto with_a = [&](auto px) {
+    if (ta == at::kFloat)
+      with_y(px, static_cast<float*>(nullptr));
+    else
+      with_y(px, static_cast<c10::BFloat16*>(nullptr));
+  };
+  if (tx == at::kFloat)
+    with_a(static_cast<float*>(nullptr));
+  else
+    with_a(static_cast<c10::BFloat16*>(nullptr));
+}
+
+std::vector<torch::Tensor> add_norm_forward(const torch::Tensor& x, const torch::Tensor& a,
+                                            const torch::Tensor& w, const torch::Tensor& b,
+                                            double p, int64_t seed, double eps,
+                                            bool out_bf16) {
+  check(x, a, w, b);
+  const auto out_dtype = out_bf16 ? at::kBFloat16 : at::kFloat;
+  const int64_t T = x.size(0), R = x.size(1), d = x.size(2);
+  auto y = torch::empty(x.sizes(), x.options().dtype(out_dtype));
+  auto mean = torch::empty({T * R}, x.options().dtype(at::kFloat));
+  auto rstd = torch::empty({T * R}, x.options().dtype(at::kFloat));
+  dispatch3(x.scalar_type(), a.scalar_type(), out_dtype, [&](auto px, auto pa, auto py) {
+    using TX = std::remove_pointer_t<decltype(px)>;
+    using TA = std::remove_pointer_t<decltype(pa)>;
+    using TY = std::remove_pointer_t<decltype(py)>;
+    auto px_ = static_cast<const TX*>(x.data_ptr());
+    auto pa_ = static_cast<const TA*>(a.data_ptr());
+    auto py_ = static_cast<TY*>(y.data_ptr());
+    const float *pw = w.data_ptr<float>(), *pb = b.data_ptr<float>();
+    float *pm = mean.data_ptr<float>(), *pr = rstd.data_ptr<float>();
+#ifdef __AVX512F__
+    if (d == 64)
+      return forward_avx512<TX, TA, TY, 4>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
+    if (d == 32)
+      return forward_avx512<TX, TA, TY, 2>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
+    if (d == 128)
+      return forward_avx512<TX, TA, TY, 8>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
+#endif
+    forward_generic<TX, TA, TY>(px_, pa_, pw, pb, py_, pm, pr, T, R, d, p, seed, eps);
+  });
+  return {y, mean, rstd};
+}
+
+std::vector<torch::Tensor> add_norm_backward(const torch::Tensor& gy, const torch::Tensor& x,
+                                             const torch::Tensor& a, const torch::Tensor& w,
+                                             const torch::Tensor& mean, const torch::Tensor& rstd,
+                                             double p, int64_t seed) {
+  check(x, a, w, w);
+  TORCH_CHECK(gy.sizes() == x.sizes() && gy.is_contiguous(),
+              "add_norm_backward: grad must be contiguous and of x's shape");
+  const int64_t T = x.size(0), R = x.size(1), d = x.size(2);
+  auto gx = torch::empty_like(x);
+  auto ga = torch::empty_like(a);
+  const int64_t threads = at::get_num_threads();
+  auto gw_parts = torch::zeros({threads, d}, w.options());
+  auto gb_parts = torch::zeros({threads, d}, w.options());
+  dispatch3(x.scalar_type(), a.scalar_type(), gy.scalar_type(), [&](auto px, auto pa, auto py) {
+    using TX = std::remove_pointer_t<decltype(px)>;
+    using TA = std::remove_pointer_t<decltype(pa)>;
+    using TY = std::remove_pointer_t<decltype(py)>;
+    auto pgy = static_cast<const TY*>(gy.data_ptr());
+    auto px_ = static_cast<const TX*>(x.data_ptr());
+    auto pa_ = static_cast<const TA*>(a.data_ptr());
+    auto pgx = static_cast<TX*>(gx.data_ptr());
+    auto pga = static_cast<TA*>(ga.data_ptr());
+    const float *pw = w.data_ptr<float>(), *pm = mean.data_ptr<float>(), *pr = rstd.data_ptr<float>();
+    float *pgw = gw_parts.data_ptr<float>(), *pgb = gb_parts.data_ptr<float>();
+#ifdef __AVX512F__
+    if (d == 64)
+      return backward_avx512<TX, TA, TY, 4>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
+    if (d == 32)
+      return backward_avx512<TX, TA, TY, 2>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
+    if (d == 128)
+      return backward_avx512<TX, TA, TY, 8>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
+#endif
+    backward_generic<TX, TA, TY>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, d, p, seed);
+  });
+  return {gx, ga, gw_parts.sum(0), gb_parts.sum(0)};
+}
+
+torch::Tensor keep_mask(int64_t T, int64_t d, double p, int64_t seed) {
+  auto m = torch::empty({T, d}, torch::dtype(at::kFloat));
+  float* pm = m.data_ptr<float>();
+  for (int64_t t = 0; t < T; ++t) keep_row(pm + t * d, t, d, p, uint64_t(seed));
+  return m;
+}
+
+
+// ---------------------------------------------------------------------------- head-major layout
+// The generator values of a packed set stream (R, n_g, H d_k) are read by attention head-major
+// and padded, (B, H, n, n_g, d_k). Eager PyTorch builds that in three passes (zero fill, row
+// copy, permuting copy) and back in two; these do each direction in one, copying d_k-element
+// runs. Any dtype (bytes are moved, never converted).
+
+// src (R, n_g, H dk) packed -> (B, H, n, n_g, dk); slot_row (B n): the packed row of each slot,
+// -1 for padding (zeros).
+torch::Tensor unpack_heads(const torch::Tensor& src, const torch::Tensor& slot_row, int64_t B,
+                           int64_t n, int64_t H) {
+  TORCH_CHECK(src.dim() == 3 && src.is_contiguous() && src.device().is_cpu(),
+              "unpack_heads: src must be a contiguous CPU (R, n_g, d) tensor");
+  TORCH_CHECK(slot_row.scalar_type() == at::kLong && slot_row.numel() == B * n,
+              "unpack_heads: slot_row must be int64 of B n entries");
+  const int64_t ng = src.size(1), d = src.size(2), dk = d / H, es = src.element_size();
+  TORCH_CHECK(dk * H == d, "unpack_heads: d = ", d, " is not a multiple of H = ", H);
+  auto out = torch::empty({B, H, n, ng, dk}, src.options());
+  const char* in = static_cast<const char*>(src.data_ptr());
+  char* o = static_cast<char*>(out.data_ptr());
+  const int64_t* rows = slot_row.data_ptr<int64_t>();
+  const int64_t run = dk * es;
+  at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / H, h = bh % H;
+      for (int64_t i = 0; i < n; ++i) {
+        char* dst = o + ((bh * n + i) * ng) * run;
+        const int64_t row = rows[b * n + i];
+        if (row < 0) {
+          std::memset(dst, 0, ng * run);
+          continue;
+        }
+        for (int64_t g = 0; g < ng; ++g)
+          std::memcpy(dst + g * run, in + ((row * ng + g) * d + h * dk) * es, run);
+      }
+    }
+  });
+  return out;
+}
+
+// x (B, H, n, n_g, dk) head-major -> (R, n_g, H dk): row r holds slot rows[r]; rows r >= zero_from
+// are zeros.
+torch::Tensor pack_heads(const torch::Tensor& x, const torch::Tensor& rows, int64_t zero_from) {
+  TORCH_CHECK(x.dim() == 5 && x.is_contiguous() && x.device().is_cpu(),
+              "pack_heads: x must be a contiguous CPU (B, H, n, n_g, dk) tensor");
+  TORCH_CHECK(rows.scalar_type() == at::kLong && rows.dim() == 1, "pack_heads: rows must be int64");
+  const int64_t H = x.size(1), n = x.size(2), ng = x.size(3), dk = x.size(4), d = H * dk;
+  const int64_t R = rows.numel(), es = x.element_size(), run = dk * es;
+  auto out = torch::empty({R, ng, d}, x.options());
+  const char* in = static_cast<const char*>(x.data_ptr());
+  char* o = static_cast<char*>(out.data_ptr());
+  const int64_t* slot = rows.data_ptr<int64_t>();
+  at::parallel_for(0, R, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      char* dst = o + r * ng * d * es;
+      if (r >= zero_from) {
+        std::memset(dst, 0, ng * d * es);
+        continue;
+      }
+      const int64_t b = slot[r] / n, i = slot[r] % n;
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t g = 0; g < ng; ++g)
+          std::memcpy(dst + (g * d + h * dk) * es, in + (((b * H + h) * n + i) * ng + g) * run, run);
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
+  module.def("add_norm_forward", &add_norm_forward);
+  module.def("add_norm_backward", &add_norm_backward);
+  module.def("keep_mask", &keep_mask);
+  module.def("unpack_heads", &unpack_heads);
+  module.def("pack_heads", &pack_heads);
+}
