@@ -12,8 +12,9 @@ Three measurements (issue 10), each printed with ``os.getloadavg()`` because the
             the clock starts in both.
 ``equal``   the same real cell (default tab:tdof-verify L=8, MZ-1L, ``cpu`` profile) trained with
             the fast path (``TrainConfig(amp=None)``: bf16 autocast on this CPU, the set stream
-            packed) and the plain path (``amp=False``, float32, padded layout
-            ``pack_sets=False``: the layout and precision of abea232), several seeds: test R^2 per
+            packed, the fused CPU kernels) and the plain path (``amp=False``, float32, padded
+            layout ``pack_sets=False``, eager PyTorch: the layout, precision and code path of
+            abea232), several seeds: test R^2 per
             seed, mean and std, and the difference of the means in units of the seed std.
 ``layout``  throughput of the experiment runner's two CPU layouts for one table's jobs:
             2 processes x 1 thread against 1 process x 2 threads (jobs per minute).
@@ -137,6 +138,7 @@ def equal(args) -> None:
     import torch
 
     from mzlite import experiments as ex
+    from mzlite.nn import fused
     from mzlite.train import evaluate, fit
 
     (job,) = [j for j in ex.jobs(args.table, args.profile, 0, cells=args.cell, device="cpu")
@@ -148,10 +150,12 @@ def equal(args) -> None:
         f"equal results: {args.table} {args.cell}, profile {args.profile} (sizes {job.sizes}), "
         f"epochs {args.epochs or 'profile'}; seeds {list(seeds)}; {args.threads} thread(s)"
     )
+    # plain: abea232's precision and layout, and the eager PyTorch path (no fused CPU kernels)
     modes = {"fast (bf16, packed)": (None, None), "plain (fp32, padded)": (False, False)}
     r2 = {label: [] for label in modes}
     for seed in seeds:
         for label, (amp, pack_sets) in modes.items():
+            plain = amp is False
             cfg = job.train_config()
             kw = {"seed": seed, "amp": amp}
             if args.epochs:
@@ -160,9 +164,10 @@ def equal(args) -> None:
             model = ex.build_cell_model(job.cell, tr.d_in, tr.d_out, seed, "cpu")
             model.pack_sets = pack_sets
             t = time.perf_counter()
-            hist = fit(model, tr, va, cfg, progress=False)
-            stats = hist if cfg.normalize_targets else None
-            test = evaluate(model, te, hist.config_obj(), target_stats=stats)["r2"]
+            with fused.disabled() if plain else contextlib.nullcontext():
+                hist = fit(model, tr, va, cfg, progress=False)
+                stats = hist if cfg.normalize_targets else None
+                test = evaluate(model, te, hist.config_obj(), target_stats=stats)["r2"]
             r2[label].append(test)
             print(
                 f"  seed {seed} {label:21} test R^2 {test:.4f}  ({hist.epochs_run} epochs, "
