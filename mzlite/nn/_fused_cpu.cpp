@@ -332,6 +332,8 @@ std::vector<torch::Tensor> add_norm_forward(const torch::Tensor& x, const torch:
       return forward_avx512<TX, TA, TY, 2>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
     if (d == 128)
       return forward_avx512<TX, TA, TY, 8>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
+    if (d == 256)
+      return forward_avx512<TX, TA, TY, 16>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
 #endif
     forward_generic<TX, TA, TY>(px_, pa_, pw, pb, py_, pm, pr, T, R, d, p, seed, eps);
   });
@@ -369,6 +371,8 @@ std::vector<torch::Tensor> add_norm_backward(const torch::Tensor& gy, const torc
       return backward_avx512<TX, TA, TY, 2>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
     if (d == 128)
       return backward_avx512<TX, TA, TY, 8>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
+    if (d == 256)
+      return backward_avx512<TX, TA, TY, 16>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
 #endif
     backward_generic<TX, TA, TY>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, d, p, seed);
   });

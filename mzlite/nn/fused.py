@@ -39,9 +39,11 @@ _state: dict = {}  # "ext": the loaded module or None, once loading was tried
 _off = [0]  # depth of nested ``disabled()`` blocks
 
 
-def _cpu_tag() -> str:
-    """A short tag of this CPU's instruction set: the kernel is built with ``-march=native``,
-    so a cache shared by two kinds of machine must not hand one the other's build."""
+def _build_tag() -> str:
+    """A short tag of the kernel's source and this CPU's instruction set, part of the
+    extension's name: the kernel is built with ``-march=native``, so a cache shared by two kinds
+    of machine must not hand one the other's build, and two checkouts with other sources (a run
+    in a worktree beside an edited main) must not rebuild each other's in place."""
     flags = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -50,7 +52,8 @@ def _cpu_tag() -> str:
                 break
     except OSError:
         pass
-    return hashlib.sha1((platform.machine() + flags).encode()).hexdigest()[:8]
+    key = platform.machine().encode() + flags.encode() + _SOURCE.read_bytes()
+    return hashlib.sha1(key).hexdigest()[:12]
 
 
 def _load():
@@ -68,7 +71,7 @@ def _load():
         os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
     try:
         _state["ext"] = cpp_extension.load(
-            name=f"mzlite_fused_cpu_{_cpu_tag()}",
+            name=f"mzlite_fused_cpu_{_build_tag()}",
             sources=[str(_SOURCE)],
             extra_cflags=["-O3", "-march=native", "-fopenmp-simd"],
             verbose=False,
