@@ -393,6 +393,24 @@ torch::Tensor keep_mask(int64_t T, int64_t d, double p, int64_t seed) {
 // copy, permuting copy) and back in two; these do each direction in one, copying d_k-element
 // runs. Any dtype (bytes are moved, never converted).
 
+// Calls f with a copy function for runs of `run` bytes: a fixed-size copy (inlined as one or
+// two vector moves) for the common runs, memcpy otherwise.
+template <int N>
+struct FixedCopy {
+  void operator()(char* dst, const char* src, int64_t) const { std::memcpy(dst, src, N); }
+};
+struct AnyCopy {
+  void operator()(char* dst, const char* src, int64_t run) const { std::memcpy(dst, src, run); }
+};
+template <typename F>
+void with_run(int64_t run, F f) {
+  if (run == 32) return f(FixedCopy<32>{});
+  if (run == 64) return f(FixedCopy<64>{});
+  if (run == 16) return f(FixedCopy<16>{});
+  if (run == 128) return f(FixedCopy<128>{});
+  f(AnyCopy{});
+}
+
 // src (R, n_g, H dk) packed -> (B, H, n, n_g, dk); slot_row (B n): the packed row of each slot,
 // -1 for padding (zeros).
 torch::Tensor unpack_heads(const torch::Tensor& src, const torch::Tensor& slot_row, int64_t B,
@@ -408,20 +426,22 @@ torch::Tensor unpack_heads(const torch::Tensor& src, const torch::Tensor& slot_r
   char* o = static_cast<char*>(out.data_ptr());
   const int64_t* rows = slot_row.data_ptr<int64_t>();
   const int64_t run = dk * es;
-  at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t bh = begin; bh < end; ++bh) {
-      const int64_t b = bh / H, h = bh % H;
-      for (int64_t i = 0; i < n; ++i) {
-        char* dst = o + ((bh * n + i) * ng) * run;
-        const int64_t row = rows[b * n + i];
-        if (row < 0) {
-          std::memset(dst, 0, ng * run);
-          continue;
+  with_run(run, [&](auto copy) {
+    at::parallel_for(0, B * H, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t bh = begin; bh < end; ++bh) {
+        const int64_t b = bh / H, h = bh % H;
+        for (int64_t i = 0; i < n; ++i) {
+          char* dst = o + ((bh * n + i) * ng) * run;
+          const int64_t row = rows[b * n + i];
+          if (row < 0) {
+            std::memset(dst, 0, ng * run);
+            continue;
+          }
+          for (int64_t g = 0; g < ng; ++g)
+            copy(dst + g * run, in + ((row * ng + g) * d + h * dk) * es, run);
         }
-        for (int64_t g = 0; g < ng; ++g)
-          std::memcpy(dst + g * run, in + ((row * ng + g) * d + h * dk) * es, run);
       }
-    }
+    });
   });
   return out;
 }
@@ -438,18 +458,20 @@ torch::Tensor pack_heads(const torch::Tensor& x, const torch::Tensor& rows, int6
   const char* in = static_cast<const char*>(x.data_ptr());
   char* o = static_cast<char*>(out.data_ptr());
   const int64_t* slot = rows.data_ptr<int64_t>();
-  at::parallel_for(0, R, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      char* dst = o + r * ng * d * es;
-      if (r >= zero_from) {
-        std::memset(dst, 0, ng * d * es);
-        continue;
+  with_run(run, [&](auto copy) {
+    at::parallel_for(0, R, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        char* dst = o + r * ng * d * es;
+        if (r >= zero_from) {
+          std::memset(dst, 0, ng * d * es);
+          continue;
+        }
+        const int64_t b = slot[r] / n, i = slot[r] % n;
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t g = 0; g < ng; ++g)
+            copy(dst + (g * d + h * dk) * es, in + (((b * H + h) * n + i) * ng + g) * run, run);
       }
-      const int64_t b = slot[r] / n, i = slot[r] % n;
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t g = 0; g < ng; ++g)
-          std::memcpy(dst + (g * d + h * dk) * es, in + (((b * H + h) * n + i) * ng + g) * run, run);
-    }
+    });
   });
   return out;
 }

@@ -113,6 +113,11 @@ class Packing:
         out = x.new_zeros(self.B * self.n, *x.shape[1:])
         return out.index_copy(0, self.flat, x[: self.N]).view(self.B, self.n, *x.shape[1:])
 
+    @classmethod
+    def full(cls, B: int, n: int, device=None) -> Packing:
+        """The packing of a batch without padding: packed rows are the ``B n`` slots in order."""
+        return cls(torch.ones(B, n, dtype=torch.bool, device=device), rows_multiple=1)
+
     @property
     def slot_row(self) -> torch.Tensor:
         """``(B n,)`` int64: the packed row of each slot of the padded batch, -1 at padding."""
@@ -143,6 +148,24 @@ class Packing:
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def _heads_first(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Generator rows ``(B, n, n_g, H d_k)`` -> head-major ``(B, H, n, n_g, d_k)``."""
+    B, n, ng, d = x.shape
+    if fused.layout_usable(
+        x
+    ):  # one pass of d_k-element copies; ATen's permuting copy is ~3x slower
+        return Packing.full(B, n, x.device).unpack_heads(x.reshape(B * n, ng, d), n_heads)
+    return x.view(B, n, ng, n_heads, d // n_heads).permute(0, 3, 1, 2, 4)
+
+
+def _heads_last(x: torch.Tensor) -> torch.Tensor:
+    """Head-major ``(B, H, n, n_g, d_k)`` -> ``(B, n, n_g, H d_k)``, inverse of ``_heads_first``."""
+    B, H, n, ng, dk = x.shape
+    if fused.layout_usable(x):
+        return Packing.full(B, n, x.device).pack_heads(x).view(B, n, ng, H * dk)
+    return x.permute(0, 2, 3, 1, 4).reshape(B, n, ng, H * dk)
 
 
 def _block_diag(M: torch.Tensor) -> torch.Tensor:
@@ -334,7 +357,7 @@ class MZAttention(nn.Module):
         if kv_packing is not None:  # projected on real elements only, then laid out head-major
             vG = kv_packing.unpack_heads(F.linear(Gkv, W_vg), H)  # (B, H, nkv, ng, dk)
         else:
-            vG = F.linear(Gkv, W_vg).view(B, nkv, ng, H, dk).permute(0, 3, 1, 2, 4)
+            vG = _heads_first(F.linear(Gkv, W_vg), H)  # (B, H, nkv, ng, dk)
         vG = vG.reshape(B * H, nkv, ng * dk)  # head-major, one bmm for all generators
         c_hat, attn = attend(q, k, vc, mask)  # (B, H, nq, dk), (B, H, nq, nkv)
         a = attn.reshape(B * H, nq, nkv)  # the generators are aggregated with the same weights
@@ -356,7 +379,7 @@ class MZAttention(nn.Module):
         if q_packing is not None:  # back to the real queries before the output projections
             o_c, o_G = q_packing.pack(o_c), q_packing.pack_heads(o_G.view(B, H, nq, ng, dk))
         else:
-            o_G = o_G.view(B, H, nq, ng, dk).permute(0, 2, 3, 1, 4).reshape(B, nq, ng, d)
+            o_G = _heads_last(o_G.view(B, H, nq, ng, dk))  # (B, nq, ng, d)
         o_c = F.linear(o_c, self.o.weight @ Mc, self.o.bias)  # (B, nq, d) or (R, d)
         o_G = F.linear(o_G, (self.o if self.o_g is None else self.o_g).weight)  # bias-free
         info = None
