@@ -123,6 +123,7 @@ def test_usable_only_for_cpu_float32_and_bfloat16():
     assert fused.usable(ln, torch.zeros(2, 8), torch.zeros(2, 8, dtype=torch.bfloat16))
     assert not fused.usable(ln, torch.zeros(2, 8, dtype=torch.float64))
     assert not fused.usable(torch.nn.LayerNorm(8, elementwise_affine=False), torch.zeros(2, 8))
+    assert not fused.usable(torch.nn.Identity(), torch.zeros(2, 8))  # a block with a norm removed
     assert not fused.usable(copy.deepcopy(ln).double(), torch.zeros(2, 8))
     with fused.disabled():
         assert not fused.usable(ln, torch.zeros(2, 8))

@@ -111,7 +111,9 @@ def usable(norm: nn.LayerNorm, *tensors: torch.Tensor) -> bool:
         return False
     if not all(t.device.type == "cpu" and t.dtype in _DTYPES for t in tensors):
         return False
-    if norm.weight is None or norm.bias is None or len(norm.normalized_shape) != 1:
+    if not isinstance(norm, nn.LayerNorm) or norm.weight is None or norm.bias is None:
+        return False
+    if len(norm.normalized_shape) != 1:
         return False
     if norm.weight.dtype != torch.float32 or norm.weight.device.type != "cpu":
         return False
