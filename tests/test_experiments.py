@@ -294,7 +294,7 @@ def test_cli_list(capsys, dirs):
 
 PROVENANCE = {
     "device", "gpu_name", "torch", "mzlite", "python", "git_commit", "git_dirty", "hostname",
-    "timestamp",
+    "timestamp", "fused_cpu_kernels",
 }  # fmt: skip
 TOP = {
     "format", "table", "cell", "seed", "profile", "task", "task_options", "model",

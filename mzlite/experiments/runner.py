@@ -65,6 +65,9 @@ def provenance(device: torch.device, git: dict | None = None) -> dict:
         "device": str(device),
         "gpu_name": gpu,
         "num_threads": torch.get_num_threads(),
+        # results since the fused CPU kernels differ from earlier ones in dropout masks and the
+        # learned tokens' precision (mzlite.nn.fused); records whether they ran
+        "fused_cpu_kernels": device.type == "cpu" and _nn.fused.available(),
         "torch": torch.__version__,
         "mzlite": mzlite.__version__,
         "python": platform.python_version(),
