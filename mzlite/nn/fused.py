@@ -9,10 +9,15 @@ products (``benchmarks/fit_speed.py levers``). The MZ blocks use it on CPU
 (``mzlite.nn.attention.MZMAB``); ``reference_add_norm`` is the same computation in PyTorch, and
 the tests hold the two equal, gradients included.
 
-The kernel is C++ (``_fused_cpu.cpp``), compiled on first use by
-``torch.utils.cpp_extension`` (once per machine, ~1 minute on 2 cores, cached in torch's
-extension folder). Where it cannot be built (no C++ compiler) mzlite warns once and runs the
-eager path, the same math with torch's own dropout masks; ``MZLITE_FUSED=0`` turns it off.
+``unpack_heads`` / ``pack_heads`` move the generator values between the packed (or token-major)
+layout ``(R, n_g, H d_k)`` and the head-major one attention reads, ``(B, H, n, n_g, d_k)``, in
+one pass of ``d_k``-element copies (``Packing.unpack_heads`` / ``pack_heads`` use them on CPU).
+
+The kernels are C++ (``_fused_cpu.cpp``), compiled on first use by ``torch.utils.cpp_extension``
+(once per machine and source, ~30 s on 2 cores, cached in torch's extension folder,
+``TORCH_EXTENSIONS_DIR``). Where they cannot be built (no C++ compiler) mzlite warns once and
+runs the eager path, the same math with torch's own dropout masks; ``MZLITE_FUSED=0`` turns them
+off, ``disabled()`` for a block of code.
 
 The dropout mask is not drawn by torch's RNG but hashed from a 64-bit seed that is drawn from
 torch's default generator (``draw_seed``): ``keep[t, j] = hash(seed, t d + j) >= p``, so runs
