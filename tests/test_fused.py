@@ -29,7 +29,7 @@ def _norm(d, seed=0):
 
 def test_the_kernel_builds_here():
     """CI must run the fused path, not silently fall back: a compiler is part of the set-up."""
-    assert fused.available()
+    assert fused.available() and fused.loaded()
 
 
 DTYPES = [torch.float32, torch.bfloat16]
@@ -190,6 +190,7 @@ def test_a_failed_build_warns_once_and_falls_back(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert not fused.available()  # tried once, warned once
+    assert not fused.loaded()
     torch.manual_seed(0)
     model = MZSetTransformer(**SMALL_MZ).eval()
     x, mask = _ragged()

@@ -66,8 +66,9 @@ def provenance(device: torch.device, git: dict | None = None) -> dict:
         "gpu_name": gpu,
         "num_threads": torch.get_num_threads(),
         # results since the fused CPU kernels differ from earlier ones in dropout masks and the
-        # learned tokens' precision (mzlite.nn.fused); records whether they ran
-        "fused_cpu_kernels": device.type == "cpu" and _nn.fused.available(),
+        # learned tokens' precision (mzlite.nn.fused); records whether they ran. loaded(), not
+        # available(): a job without MZ blocks must not compile the kernel to fill this in
+        "fused_cpu_kernels": device.type == "cpu" and _nn.fused.loaded(),
         "torch": torch.__version__,
         "mzlite": mzlite.__version__,
         "python": platform.python_version(),

@@ -97,6 +97,12 @@ def available() -> bool:
     return _load() is not None
 
 
+def loaded() -> bool:
+    """Whether the kernel is loaded in this process (an MZ block ran on CPU here), without
+    building it: what result provenance records."""
+    return _state.get("ext") is not None
+
+
 @contextlib.contextmanager
 def disabled():
     """Within the block the MZ blocks run the eager PyTorch path (for side-by-side
