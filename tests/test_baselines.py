@@ -367,7 +367,7 @@ def test_match_width_other_knobs_and_table():
     assert [r["model"] for r in rows] == list(NAMES)
     for r in rows:
         assert abs(r["matched_params"] - 100_000) <= 2_000, r
-    assert next(r for r in rows if r["model"] == "mz_full")["params"] == 371_809
+    assert next(r for r in rows if r["model"] == "mz_full")["params"] == 370_273
 
 
 def test_mamba_masking_keeps_real_order():

@@ -197,6 +197,6 @@ def load_model_checkpoint(path, device="cpu") -> tuple[MZSetTransformer, dict]:
     ckpt = load_checkpoint(path, map_location="cpu")
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not an {CHECKPOINT_FORMAT!r} checkpoint")
-    model = MZSetTransformer(MZSetTransformerConfig(**ckpt["config"]))
+    model = MZSetTransformer(MZSetTransformerConfig.from_dict(ckpt["config"]))
     load_model_state(model, ckpt["model"])  # with its target scaling, if it was trained with one
     return model.to(device).eval(), ckpt["info"]

@@ -24,9 +24,15 @@ Conventions (the same in every class and function of this module)
   mean ever reads them. Appending padded rows never changes an output (tested). On CPU the
   MZ-Set Transformer runs the set's per-element work on the real elements only (packed,
   ``Packing``; ``MZSetTransformer.pack_sets``), with the same outputs as the padded layout.
-- Post-LN, as Lee et al.'s reference code with ``ln=True``:
-  ``h = LN(x_q + Attn(x_q, x_kv))``, ``out = LN(h + FFN(h))``. Attention is explicit
-  (softmax of scores), not ``scaled_dot_product_attention``, so its weights can be returned.
+- Post-LN blocks as the paper's Eq. 6-7 (its Set Transformer recap):
+  ``h = LN(x_q + Attn(x_q, x_kv))``, ``out = LN(h + FFN(h))``. Lee et al.'s reference code
+  (``ln=True``) differs in four places, and mzlite follows the paper in each: it scales scores
+  by ``1/sqrt(d)`` (mzlite: ``1/sqrt(d_k)``, Eq. eq:mz-main's ``softmax(q^T k / sqrt(d_k))``),
+  its residual adds the *projected* query ``W_Q x_q`` (mzlite: ``x_q``), it has no output
+  projection ``W_O`` (mzlite: one, as multi-head attention in Vaswani et al. and the paper's
+  parameter counts need), and its rFF is one ``Linear`` + ReLU (mzlite: ``d -> d_ff -> d`` with
+  GELU, choice 5). Attention is explicit (softmax of scores), not
+  ``scaled_dot_product_attention``, so its weights can be returned.
 - ``model(x, mask, return_details=True)`` returns ``(y, details)``; ``model.inspect(x, mask)``
   returns only ``details`` (in eval mode, without gradients): a ``SetModelDetails`` whose
   ``layers`` are ``AttentionDetails`` (``details.layer("pool").gates``; fields and shapes in
@@ -41,14 +47,14 @@ Choices the paper leaves open (each one named in the code where it is made)
    (207,745 for ``d_in=8, d_out=1``); two SABs after PMA would give 241,217.
 2. Generator stream (MZ). Generators are aggregated with the centres' attention weights and get
    their **own bias-free** value and output weights ``W_vg, W_og`` (bias-free because a zonotope is
-   unchanged when a generator flips sign; an affine bias would break that). They have their own
-   post-LNs (``nn.LayerNorm(d)`` applied to each generator row, at the same places as the centre's)
-   and the lighter FFN ``d -> d_ff/2 -> d`` (App. app:impl, "Generator FFN"). Inducing points and
-   PMA seeds are learned zonotopes (centre and ``n_g`` generators). With these choices MZ-Full
-   has 371,809 parameters for ``d_in=8``: the paper's ~372K. Sharing ``W_V, W_O`` (without bias)
-   with the centre stream (``gen_own_weights=False``) gives 322,657, which matches nothing in the
-   paper. The generators never influence the centre stream (scores, gates and ``o_c`` read centres
-   only); they reach the prediction through the output head.
+   unchanged when a generator flips sign; an affine bias would break that), the residuals of the
+   block, and the lighter FFN ``d -> d_ff/2 -> d`` (App. app:impl, "Generator FFN"); what the
+   post-LNs do to them is choice 7. Inducing points and PMA seeds are learned zonotopes (centre
+   and ``n_g`` generators). With these choices MZ-Full has 370,273 parameters for ``d_in=8``
+   (the paper: ~372K); with choice 7's per-row LayerNorm reading 371,809. Sharing ``W_V, W_O``
+   (without bias) with the centre stream (``gen_own_weights=False``) gives 321,121, which matches
+   nothing in the paper. The generators never influence the centre stream (scores, gates and
+   ``o_c`` read centres only); they reach the prediction through the output head.
 3. Gates. ``gamma = tanh(W_gamma cbar_kv)`` with one ``Linear(d, H L)`` (with bias) shared by the
    heads: each head's ``L`` gates read the **full d-dim** masked mean of the key/value *input*
    centres (not a per-head ``d_k`` slice, and before the value projection), so a head can gate on
@@ -56,7 +62,8 @@ Choices the paper leaves open (each one named in the code where it is made)
 4. Dropout (p=0.1) acts on the residual branches. In the MZ model one mask per token is shared by
    the centre and all its generators: dropout is then a random diagonal linear map applied to the
    whole zonotope (a valid zonotope operation), and it costs 1/(1+n_g) of the random numbers.
-   On CPU the residual, dropout and LayerNorm of the MZ blocks run as one fused kernel
+   Under choice 7's per-row LayerNorm reading, on CPU the residual, dropout and LayerNorm of the
+   MZ blocks run as one fused kernel
    (``mzlite.nn.fused``), whose masks are hashed from a seed drawn from torch's generator (still
    reproducible under ``torch.manual_seed``, not the numbers ``bernoulli_`` would draw); under
    bf16 autocast its outputs, the tokens between blocks, are bf16 (the eager path keeps the
@@ -67,9 +74,22 @@ Choices the paper leaves open (each one named in the code where it is made)
    Xavier-uniform, their generators ``N(0, 0.02^2)``.
 6. Variants: ``med`` is ``n_g=4, L=2`` (paper App. "MZ-Med"). For larger ``d`` the benchmark scales
    ``d_ff = 2 d``; nothing else changes.
+7. Generator normalisation (``gen_norm``; the paper writes LayerNorm only for centres, Eq.
+   eq:zono-proj, and says generators "start as small perturbations" and that with ``M_c = I``,
+   ``M_l ~ 0`` "the block reduces to standard attention"). Default ``"zonotope"``: each post-LN
+   is applied to the token zonotope as the affine map it applies to the centre (its mean, scale
+   and gain, computed on the centre; ``zonotope_layer_norm``), the exact image of the token, so
+   tokens stay zonotopes through every block and the IHW read by the head bounds the image.
+   ``"none"``: residual only. ``"layernorm"``: a LayerNorm of its own on every generator row,
+   mzlite's first reading, kept as an ablation; it makes every generator unit-RMS after the first
+   block, against both initialisation claims (``mzlite.analysis.initialisation``; chapter 3 and
+   the "How we read the paper" page show the numbers). Its 1,536 extra parameters are exactly
+   the gap between our 370,273 and the paper's ~372K: a hint that the authors' code normalises
+   generator rows with parameters of its own, which the ablation tests.
 """
 
 from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one import)
+    GEN_NORMS,
     ISAB,
     MAB,
     MZISAB,
@@ -89,6 +109,7 @@ from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one i
     merge_heads,
     split_heads,
     zero_pad,
+    zonotope_layer_norm,
 )
 from .details import AttentionDetails, SetModelDetails  # noqa: F401
 from .models import (  # noqa: F401

@@ -389,11 +389,50 @@ class MZAttention(nn.Module):
         return o_c, o_G, info
 
 
+GEN_NORMS = ("zonotope", "none", "layernorm")
+
+
+def zonotope_layer_norm(
+    c: torch.Tensor, G: torch.Tensor, ln: nn.LayerNorm
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """LayerNorm of a token zonotope: ``ln`` on the centre, its affine map on the generators.
+
+    ``ln(c) = w * (c - mean(c)) / sigma(c) + b`` is, for the centre's own ``mean`` and
+    ``sigma``, the affine map ``x -> A x + t`` with ``A = diag(w) (I - 11^T / d) / sigma(c)``.
+    Applied to the whole zonotope ``{c + G^T alpha}``, that map gives the zonotope with centre
+    ``ln(c)`` and generators ``A G_g = w * (G_g - mean(G_g)) / sigma(c)``: the exact image of the
+    token under the map the block applies to its centre (no bias: a translation moves the centre
+    only). ``c`` (..., d), ``G`` (..., n_g, d) -> the same shapes."""
+    # at least float32 (a bf16 stream under autocast is normalised in float32, as LayerNorm is)
+    acc = torch.promote_types(c.dtype, torch.float32)
+    w, b = ln.weight, ln.bias
+    if w is not None:
+        w, b = w.to(acc), (None if b is None else b.to(acc))
+    c_acc, G_acc = c.to(acc), G.to(acc)
+    var = torch.var(c_acc, dim=-1, unbiased=False, keepdim=True)  # (..., 1)
+    scale = torch.rsqrt(var + ln.eps).unsqueeze(-2)  # (..., 1, 1)
+    if w is not None:
+        scale = scale * w  # (..., 1, d)
+    G_out = (G_acc - G_acc.mean(dim=-1, keepdim=True)) * scale  # (..., n_g, d)
+    c_out = F.layer_norm(c_acc, ln.normalized_shape, w, b, ln.eps)  # (..., d)
+    return c_out.to(c.dtype), G_out.to(G.dtype)
+
+
 class MZMAB(nn.Module):
     """MZ Multihead Attention Block: ``MZAttention`` + post-LN + FFN, for both streams.
 
-    Centres: ``h = LN(c_q + o_c)``, ``c = LN(h + FFN(h))``; generators: the same with their own
-    LayerNorms (per generator row) and the lighter FFN ``d -> d_ff/2 -> d`` (choice 2)."""
+    Centres: ``h = LN(c_q + o_c)``, ``c = LN(h + FFN(h))`` (the standard block). Generators get
+    the residuals ``G_q + o_G`` and ``H + FFN_g(H)`` with the lighter FFN ``d -> d_ff/2 -> d``
+    (choice 2), and at each LayerNorm ``gen_norm`` (choice 7, ``GEN_NORMS``):
+
+    - ``"zonotope"`` (default): the centre LayerNorm's affine map applied to the generators
+      (``zonotope_layer_norm``), the exact image of the token zonotope under what the block does
+      to its centre; generators stay small perturbations (paper Sec. eq:zono-proj).
+    - ``"none"``: residual only; the paper writes no normalisation of the generators.
+    - ``"layernorm"``: a LayerNorm of their own on every generator row (``ln0_g``, ``ln1_g``),
+      mzlite's first reading, kept as an ablation: it rescales each generator to unit RMS after
+      the first block, so the untrained model is far from standard attention.
+    """
 
     def __init__(
         self,
@@ -405,13 +444,19 @@ class MZMAB(nn.Module):
         n_g: int,
         L: int,
         gen_own_weights: bool = True,
+        gen_norm: str = "zonotope",
         name: str = "mzmab",
     ):
         super().__init__()
-        self.name, self.p = name, dropout
+        if gen_norm not in GEN_NORMS:
+            raise ValueError(f"gen_norm must be one of {GEN_NORMS}, got {gen_norm!r}")
+        self.name, self.p, self.gen_norm = name, dropout, gen_norm
         self.attn = MZAttention(d, n_heads=n_heads, n_g=n_g, L=L, gen_own_weights=gen_own_weights)
         self.ln0, self.ln1 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.ln0_g, self.ln1_g = nn.LayerNorm(d), nn.LayerNorm(d)
+        if gen_norm == "layernorm":
+            self.ln0_g, self.ln1_g = nn.LayerNorm(d), nn.LayerNorm(d)
+        else:
+            self.ln0_g = self.ln1_g = None
         self.ffn = nn.Sequential(nn.Linear(d, d_ff), nn.GELU(), nn.Linear(d_ff, d))
         f_g = max(1, d_ff // 2)
         self.ffn_g = nn.Sequential(nn.Linear(d, f_g), nn.GELU(), nn.Linear(f_g, d))
@@ -425,20 +470,25 @@ class MZMAB(nn.Module):
         return torch.addcmul(c, a_c, keep), torch.addcmul(G, a_G, keep.unsqueeze(-2))
 
     def _add_norm(self, c, G, a_c, a_G, ln_c, ln_G):
-        """``(ln_c(c + drop(a_c)), ln_G(G + drop(a_G)))`` with one mask per token. On CPU one
-        fused pass per stream (``mzlite.nn.fused``: its own mask RNG), whose output takes the
-        branch's precision (bf16 under autocast: the learned tokens' float32 stream is rounded
-        once here instead of being cast for every matmul that reads it); elsewhere eager."""
-        if fused.usable(ln_c, c, G, a_c, a_G) and fused.usable(ln_G):
-            p = self.p if self.training else 0.0
-            seed = fused.draw_seed() if p > 0 else 0
-            c = fused.add_norm(c, a_c, ln_c, p=p, seed=seed, out_dtype=a_c.dtype)
-            G = fused.add_norm(
-                G, a_G, ln_G, p=p, seed=seed, rows_per_token=G.shape[-2], out_dtype=a_G.dtype
-            )
-            return c, G
+        """Residual, dropout (one mask per token) and the block's LayerNorm of both streams."""
+        if self.gen_norm == "layernorm" and fused.usable(ln_c, c, G, a_c, a_G):
+            return self._add_norm_fused(c, G, a_c, a_G, ln_c, ln_G)
         hc, hG = self._add_dropped(c, G, a_c, a_G)
-        return ln_c(hc), ln_G(hG)
+        if self.gen_norm == "zonotope":
+            return zonotope_layer_norm(hc, hG, ln_c)
+        return ln_c(hc), (hG if ln_G is None else ln_G(hG))
+
+    def _add_norm_fused(self, c, G, a_c, a_G, ln_c, ln_G):
+        """``_add_norm`` of the ``"layernorm"`` reading as one fused CPU pass per stream
+        (``mzlite.nn.fused``: its own mask RNG; under bf16 autocast its output takes the
+        branch's precision). Same math (tests/test_fused.py)."""
+        p = self.p if self.training else 0.0
+        seed = fused.draw_seed() if p > 0 else 0
+        c = fused.add_norm(c, a_c, ln_c, p=p, seed=seed, out_dtype=a_c.dtype)
+        G = fused.add_norm(
+            G, a_G, ln_G, p=p, seed=seed, rows_per_token=G.shape[-2], out_dtype=a_G.dtype
+        )
+        return c, G
 
     def forward(
         self, cq, Gq, ckv, Gkv, mask=None, details: list | None = None, q_packing=None,

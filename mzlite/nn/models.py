@@ -3,7 +3,7 @@ Theorem thm:separation construction. Conventions and choices: see the ``mzlite.n
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 import torch.nn as nn
@@ -18,6 +18,7 @@ from .._checks import (
 )
 from .._torch import eval_mode
 from .attention import (
+    GEN_NORMS,
     ISAB,
     MZISAB,
     MZPMA,
@@ -45,6 +46,7 @@ def _validate(cfg) -> None:
         positive.append("n_g")
         nonneg.append("L")
         choices["readout"] = ("ihw", "signed")
+        choices["gen_norm"] = GEN_NORMS
     check_config_fields(cfg, positive, nonneg, choices)
 
 
@@ -83,12 +85,31 @@ class MZSetTransformerConfig(SetTransformerConfig):
     ``n_g``: generators per token (Eq. eq:zono-proj); ``L``: matrix-zonotope generators per head
     (Eq. eq:mz-main); ``readout``: ``"ihw"`` (pooled centre + interval-hull half-width
     ``sum_g |G_g|``, the paper's default head) or ``"signed"`` (pooled centre + ``sum_g G_g``, the
-    readout of Theorems thm:tdof-depth and thm:separation); ``gen_own_weights``: see choice 2."""
+    readout of Theorems thm:tdof-depth and thm:separation); ``gen_own_weights``: see choice 2;
+    ``gen_norm``: what the blocks' LayerNorms do to the generators (choice 7, ``GEN_NORMS``:
+    ``"zonotope"``, ``"none"``, ``"layernorm"``; see ``MZMAB``).
+
+    ``from_dict`` reads a config saved in a result or checkpoint; one saved before ``gen_norm``
+    existed was trained with the per-row LayerNorm and is read as ``gen_norm="layernorm"``."""
 
     n_g: int = 8
     L: int = 4
     readout: str = "ihw"
     gen_own_weights: bool = True
+    gen_norm: str = "zonotope"
+
+    # what a saved config without the field was trained with (mzlite before the field existed)
+    LEGACY = {"gen_norm": "layernorm"}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> MZSetTransformerConfig:
+        """A saved config (result JSON, checkpoint); absent fields take their ``LEGACY`` value,
+        then the default; unknown keys raise ValueError naming them."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"unknown MZSetTransformerConfig field(s) {unknown}")
+        return cls(**{**cls.LEGACY, **d})
 
     VARIANTS = {
         "slim": {"n_g": 2, "L": 1},
@@ -213,6 +234,7 @@ class MZSetTransformer(nn.Module):
             n_g=cfg.n_g,
             L=cfg.L,
             gen_own_weights=cfg.gen_own_weights,
+            gen_norm=cfg.gen_norm,
         )
         self.embed = ZonotopeProjection(cfg.d_in, d, n_g=cfg.n_g)
         self.enc = nn.ModuleList(
