@@ -52,6 +52,7 @@ from mzlite._io import atomic_write_bytes, json_safe
 
 CHECKPOINT_FORMAT = "mzlite.train/1"
 TASKS = ("regression", "classification")
+SCHEDULES = ("cosine", "plateau")
 # Fields that may differ when a run is resumed: they change where it runs, not what it computes.
 _RESUME_FREE = ("device", "num_threads")
 
@@ -68,6 +69,11 @@ class TrainConfig:
     - ``task``: ``"regression"`` (MSE loss; metrics MSE, MAE, R^2) or ``"classification"``
       (cross-entropy on logits ``(B, C)``, integer labels ``(N,)``; metrics accuracy, CE).
     - ``epochs``: the cap (200 synthetic, 150 real-world in the paper); the cosine decays over it.
+    - ``schedule``: after the warm-up, ``"cosine"`` (the paper's: cosine to 0 over the epoch cap,
+      whatever epoch early stopping ends the run at) or ``"plateau"`` (the rate is multiplied by
+      ``decay_factor`` whenever ``decay_patience`` epochs pass without a new best validation loss,
+      so that it anneals within the run early stopping ends: with patience 20, decay patience 5
+      and factor 0.5 a run stops three halvings after its last best epoch). ``lr_at`` gives both.
     - ``batch_size``: 128 (synthetic) / 256 (geometric tasks) in the paper. ``eval_batch_size``
       (default: ``batch_size``) only changes speed and memory, never a result.
     - ``lr``, ``weight_decay``, ``betas``: AdamW; the paper gives lr 1e-4, wd 1e-5 and no betas
@@ -107,6 +113,9 @@ class TrainConfig:
     batch_size: int = 128
     eval_batch_size: int | None = None
     lr: float = 1e-4
+    schedule: str = "cosine"
+    decay_patience: int = 5
+    decay_factor: float = 0.5
     weight_decay: float = 1e-5
     betas: tuple[float, float] = (0.9, 0.999)
     warmup_epochs: int = 5
@@ -134,6 +143,11 @@ class TrainConfig:
                 f"warmup_epochs must be <= epochs ({self.epochs}), got {self.warmup_epochs}"
             )
         _float_field("lr", self.lr, positive=True)
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        _int_field("decay_patience", self.decay_patience, 1)
+        if not (isinstance(self.decay_factor, (int, float)) and 0 < self.decay_factor < 1):
+            raise ValueError(f"decay_factor must be a float in (0, 1), got {self.decay_factor!r}")
         _float_field("weight_decay", self.weight_decay)
         try:
             b1, b2 = (float(b) for b in self.betas)
@@ -198,17 +212,21 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def lr_at(step: int, steps_per_epoch: int, config: TrainConfig) -> float:
-    """Learning rate of optimiser step ``step`` (0-based): linear warm-up, then cosine to 0.
+def lr_at(step: int, steps_per_epoch: int, config: TrainConfig, decay: float = 1.0) -> float:
+    """Learning rate of optimiser step ``step`` (0-based): linear warm-up, then the schedule.
 
     With W = warmup_epochs * steps_per_epoch and T = epochs * steps_per_epoch:
     ``lr * (step + 1) / W`` for step < W (rises from lr/W to lr, so no step is wasted at lr 0),
-    then ``lr * (1 + cos(pi * (step - W) / (T - W))) / 2`` (starts at lr, would reach 0 at step T).
+    then for ``schedule="cosine"`` ``lr * (1 + cos(pi * (step - W) / (T - W))) / 2`` (starts at
+    lr, would reach 0 at step T), for ``schedule="plateau"`` ``lr * decay``, where ``decay`` is
+    the product of the plateau decays so far (``fit`` keeps it; 1.0 before the first).
     """
     W = config.warmup_epochs * steps_per_epoch
     T = config.epochs * steps_per_epoch
     if step < W:
         return config.lr * (step + 1) / W
+    if config.schedule == "plateau":
+        return config.lr * decay
     return config.lr * 0.5 * (1.0 + math.cos(math.pi * (step - W) / max(T - W, 1)))
 
 
@@ -548,7 +566,10 @@ class History:
     ``train_loss``/``val_loss`` are in training units (standardised with ``normalize_targets``);
     ``val_metrics`` are in original units. ``lr`` is the rate of the epoch's last step.
     ``stop_reason`` is "completed", "early_stopping", "callback" or "diverged"; ``wall_time_s``
-    adds up every ``fit`` call of the run (resumes included)."""
+    adds up every ``fit`` call of the run (resumes included). ``train_target_var`` (regression):
+    the variance of the training targets in training units, the loss of the mean predictor, so
+    that ``min(train_loss) / train_target_var`` says whether the run fitted its training set
+    (``mzlite.experiments.stats.fit_check``)."""
 
     epoch: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
@@ -562,6 +583,7 @@ class History:
     wall_time_s: float = 0.0
     target_mean: list[float] | None = None
     target_std: list[float] | None = None
+    train_target_var: float | None = None
     config: dict = field(default_factory=dict)
 
     @property
@@ -651,10 +673,14 @@ def _set_rng_state(s: dict) -> None:
         torch.cuda.set_rng_state_all([t.cpu() for t in s["cuda"]])
 
 
+# what a checkpoint written before these fields existed was trained with
+_LEGACY_CONFIG = {"schedule": "cosine", "decay_patience": 5, "decay_factor": 0.5}
+
+
 def _check_resume(ckpt: dict, run_config: dict, stats) -> None:
     if ckpt.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"checkpoint format {ckpt.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
-    old, new = ckpt["config"], run_config
+    old, new = {**_LEGACY_CONFIG, **ckpt["config"]}, run_config
     diff = sorted(k for k in new if k not in _RESUME_FREE and old.get(k) != new[k])
     if diff:
         detail = ", ".join(f"{k}: {old.get(k)!r} -> {new[k]!r}" for k in diff)
@@ -811,6 +837,8 @@ class _Run:
     epoch: int = 0  # epochs done
     step: int = 0  # optimiser steps done (the schedule's position)
     bad_epochs: int = 0
+    decay: float = 1.0  # schedule "plateau": product of the decays so far
+    decay_wait: int = 0  # schedule "plateau": epochs since the last best or the last decay
     best_state: dict | None = None
 
 
@@ -847,6 +875,8 @@ def _prepare(model, train, val, config: TrainConfig, checkpoint_path) -> _Run:
     hist = History(config=run_config)
     if stats is not None:
         hist.target_mean, hist.target_std = stats[0].tolist(), stats[1].tolist()
+    if config.task == "regression":
+        hist.train_target_var = float(y_train.double().var(0, unbiased=False).mean())
     return _Run(
         model,
         config,
@@ -878,6 +908,8 @@ def _resume(run: _Run) -> bool:
     run.hist = History.from_dict(ckpt["history"])
     run.epoch, run.step = ckpt["epoch"], ckpt["scheduler"]["step"]
     run.bad_epochs, run.best_state = ckpt["bad_epochs"], ckpt["best_model"]
+    run.decay = ckpt["scheduler"].get("decay", 1.0)  # absent: a checkpoint of a cosine run
+    run.decay_wait = ckpt["scheduler"].get("decay_wait", 0)
     _set_rng_state(ckpt["rng"])
     if ckpt["finished"] and run.stats is not None and target_scaling(run.model) is None:
         set_target_scaling(run.model, *run.stats)  # a checkpoint written before target scaling
@@ -896,7 +928,12 @@ def _save(run: _Run, finished: bool) -> None:
             "model": run.model.state_dict(),
             "best_model": run.best_state,
             "optimizer": run.optimizer.state_dict(),
-            "scheduler": {"step": run.step, "steps_per_epoch": run.steps_per_epoch},
+            "scheduler": {
+                "step": run.step,
+                "steps_per_epoch": run.steps_per_epoch,
+                "decay": run.decay,
+                "decay_wait": run.decay_wait,
+            },
             "epoch": run.epoch,
             "bad_epochs": run.bad_epochs,
             "history": asdict(run.hist),
@@ -917,7 +954,7 @@ def _train_one_epoch(run: _Run, epoch: int) -> tuple[float, float]:
     perm = perm_cpu.to(device)
     loss_sum = torch.zeros((), device=device, dtype=torch.float64)
     for i in range(0, len(tr), config.batch_size):
-        lr = lr_at(run.step, run.steps_per_epoch, config)
+        lr = lr_at(run.step, run.steps_per_epoch, config, run.decay)
         for g in run.optimizer.param_groups:
             g["lr"] = lr
         x, mask, y = _batch(
@@ -962,8 +999,11 @@ def _record(run: _Run, epoch: int, train_loss, val_loss, metrics, lr, seconds: f
     if math.isfinite(val_loss) and val_loss < hist.best_val_loss - config.min_delta:
         hist.best_val_loss, hist.best_epoch, run.bad_epochs = val_loss, epoch, 0
         run.best_state = {k: v.detach().clone() for k, v in run.model.state_dict().items()}
+        run.decay_wait = 0
     else:
         run.bad_epochs += 1
+        run.decay_wait += 1
+    _plateau_decay(run, epoch)
     hist.epoch.append(epoch)
     hist.train_loss.append(train_loss)
     hist.val_loss.append(val_loss)
@@ -976,6 +1016,17 @@ def _record(run: _Run, epoch: int, train_loss, val_loss, metrics, lr, seconds: f
         hist.stop_reason = "early_stopping"
     elif epoch == config.epochs:
         hist.stop_reason = "completed"
+
+
+def _plateau_decay(run: _Run, epoch: int) -> None:
+    """Schedule "plateau": after the warm-up, multiply the rate by ``decay_factor`` once
+    ``decay_patience`` epochs have passed without a new best (or since the last decay)."""
+    config = run.config
+    if config.schedule != "plateau" or epoch <= config.warmup_epochs:
+        return
+    if run.decay_wait >= config.decay_patience:
+        run.decay *= config.decay_factor
+        run.decay_wait = 0
 
 
 def _checkpoint_and_ask(run: _Run, epoch: int, callbacks) -> bool:

@@ -476,3 +476,58 @@ def test_history_records_resolved_amp_and_resume_keeps_it(tmp_path, monkeypatch)
     hist = fit(build(), TRAIN, VAL, small_cfg(epochs=3), checkpoint_path=path, progress=False)
     assert hist.config["amp"] is False and hist.epochs_run == 3
     assert fit(build(), TRAIN, VAL, small_cfg(epochs=2), progress=False).config["amp"] is True
+
+
+# ----------------------------------------------------------------------------- plateau schedule
+
+
+def test_plateau_schedule_lr_at():
+    cfg = small_cfg(lr=1e-3, warmup_epochs=1, schedule="plateau")
+    spe = 4
+    assert lr_at(0, spe, cfg) == pytest.approx(2.5e-4)  # the warm-up is the cosine's
+    assert lr_at(4, spe, cfg) == pytest.approx(1e-3)
+    assert lr_at(400, spe, cfg) == pytest.approx(1e-3)  # no decay without a plateau
+    assert lr_at(400, spe, cfg, decay=0.25) == pytest.approx(2.5e-4)
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        small_cfg(schedule="step")
+    with pytest.raises(ValueError, match="decay_factor must be a float in"):
+        small_cfg(decay_factor=1.0)
+
+
+def test_plateau_schedule_halves_the_rate_after_each_plateau():
+    """A run that cannot improve (lr ~ 0): one decay every ``decay_patience`` epochs without a new
+    best, the first epoch being the best; patience then stops it at the decayed rate."""
+    cfg = small_cfg(
+        lr=1e-12, warmup_epochs=0, schedule="plateau", decay_patience=2, patience=6, epochs=50
+    )
+    hist = fit(build(0), TRAIN, VAL, cfg, progress=False)
+    assert hist.stop_reason == "early_stopping" and hist.epochs_run == 7
+    assert [v / 1e-12 for v in hist.lr] == pytest.approx([1, 1, 1, 0.5, 0.5, 0.25, 0.25])
+
+
+def test_plateau_run_resumes_exactly(tmp_path):
+    cfg = small_cfg(epochs=9, schedule="plateau", decay_patience=1, lr=3e-2, patience=50)
+    ref_model = build(0)
+    ref = fit(ref_model, TRAIN, VAL, cfg, progress=False)
+    assert min(ref.lr[1:]) < cfg.lr  # the run decayed at least once
+
+    path = tmp_path / "run.pt"
+
+    def stop_after_4(epoch, hist, model):
+        if epoch == 4:
+            raise Interrupt
+
+    with pytest.raises(Interrupt):
+        fit(build(0), TRAIN, VAL, cfg, checkpoint_path=path, progress=False,
+            callbacks=[stop_after_4])  # fmt: skip
+    model = build(5)
+    hist = fit(model, TRAIN, VAL, cfg, checkpoint_path=path, progress=False)
+    assert hist.lr == ref.lr and hist.val_loss == ref.val_loss
+    assert states_equal(model.state_dict(), ref_model.state_dict())
+
+
+def test_history_records_the_training_target_variance():
+    hist = fit(build(0), TRAIN, VAL, small_cfg(epochs=2), progress=False)
+    assert hist.train_target_var == pytest.approx(float(TRAIN[2].double().var(0, unbiased=False)))
+    hist = fit(build(0), TRAIN, VAL, small_cfg(epochs=2, normalize_targets=True), progress=False)
+    assert hist.train_target_var == pytest.approx(1.0)
