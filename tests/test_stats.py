@@ -95,3 +95,37 @@ def test_summarise_drops_non_finite_values():
     s = stats.summarise([1.0, None, math.nan, 3.0])
     assert s == {"mean": 2.0, "std": pytest.approx(math.sqrt(2)), "n": 2, "values": [1.0, 3.0]}
     assert stats.summarise([]) == {"mean": None, "std": None, "n": 0, "values": []}
+
+
+def test_fit_check_separates_stopped_from_fitted():
+    base = {"config": {"patience": 2, "normalize_targets": True}, "stop_reason": "early_stopping",
+            "val_loss": [1.0, 0.9, 0.95, 0.97], "best_epoch": 2}  # fmt: skip
+    fitted = stats.convergence({**base, "train_loss": [1.0, 0.5, 0.4, 0.3]})
+    assert fitted["stopped"] and fitted["fitted"] and fitted["converged"]
+    assert fitted["fit_ratio"] == pytest.approx(0.3)
+    stuck = stats.convergence({**base, "train_loss": [1.1, 1.0, 0.98, 0.95]})
+    assert stuck["stopped"] and stuck["fitted"] is False and not stuck["converged"]
+    assert stats.optimisation_failure(stuck) and not stats.optimisation_failure(fitted)
+    assert "mean predictor" in stuck["rule"]
+    # raw targets: the recorded variance is the yardstick; without it the fit is unknown
+    raw = {**base, "config": {"patience": 2}, "train_loss": [9.0, 5.0]}
+    assert stats.convergence({**raw, "train_target_var": 10.0})["fitted"] is True
+    unknown = stats.convergence(raw)
+    assert unknown["fitted"] is None and unknown["converged"]  # stopped; fit not known
+
+
+def test_result_convergence_adds_the_fit_check_to_a_stored_verdict():
+    history = {
+        "config": {"patience": 2, "normalize_targets": True},
+        "train_loss": [1.0, 0.99],
+        "val_loss": [1.0, 1.1],
+        "stop_reason": "early_stopping",
+        "best_epoch": 1,
+    }
+    stored = {
+        "converged": True,
+        "rule": "stopped by early stopping",
+        "stop_reason": "early_stopping",
+    }
+    out = stats.result_convergence({"convergence": stored, "history": history})
+    assert out["stopped"] and out["fitted"] is False and not out["converged"]

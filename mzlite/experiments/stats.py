@@ -13,6 +13,15 @@ best before them by less than ``CONVERGENCE_TOL`` (relative). ``k`` is the run's
 (``epochs_run <= k``), did not converge. The numbers that decided it are returned with the
 verdict, so a reader can check it.
 
+Fit of one run (``fit_check``): a run *fitted* its training set when its lowest training loss
+fell below ``FIT_THRESHOLD`` (0.9) times the variance of its training targets in training units
+(the loss of the mean predictor; 1 with standardised targets). A run that *stopped* (the
+convergence rule above) without fitting never left the mean predictor: an optimisation failure,
+which says nothing about what the architecture can represent. ``convergence`` reports both:
+``stopped``, ``fitted`` (None where it cannot be told: a classification run, or a raw-target
+result written before fit recorded the target variance) and ``converged`` = stopped and not
+known to be unfitted.
+
 Instability of one run (``loss_spikes``): a *spike* is an epoch whose validation loss exceeds
 ``SPIKE_FACTOR`` times the lowest validation loss before it. A run that spiked and was then stopped
 by patience may have been stopped while recovering, so reports count spiked runs beside converged
@@ -36,6 +45,40 @@ CONVERGENCE_WINDOW = 10  # k for runs without early stopping (patience None)
 ALPHA = 0.05  # significance level of every "A beats B" test
 MIN_SEEDS = 3  # a verdict needs at least this many seeds per cell
 SPIKE_FACTOR = 2.0  # a validation loss above this multiple of the best before it is a spike
+FIT_THRESHOLD = 0.9  # fitted: lowest training loss below this fraction of the target variance
+
+
+def fit_check(history: dict | None) -> dict:
+    """Whether a run fitted its training set: ``{"fitted", "fit_ratio", "fit_rule"}`` with
+    ``fit_ratio`` = lowest training loss / training-target variance (training units); see the
+    module doc. ``history`` None: a closed-form pseudo-model (fitted by construction)."""
+    if history is None:
+        return {"fitted": True, "fit_ratio": None, "fit_rule": "closed form (no training)"}
+    cfg = history.get("config") or {}
+    if cfg.get("task", "regression") != "regression":
+        return {"fitted": None, "fit_ratio": None, "fit_rule": "not judged for classification"}
+    var = history.get("train_target_var")
+    if var is None and cfg.get("normalize_targets"):
+        var = 1.0  # standardised with the training split's own mean and std
+    losses = [float(v) for v in history.get("train_loss", []) if v is not None]
+    losses = [v for v in losses if math.isfinite(v)]
+    if var is None or not var > 0 or not losses:
+        return {
+            "fitted": None,
+            "fit_ratio": None,
+            "fit_rule": "unknown: the result does not record its training-target variance",
+        }
+    ratio = min(losses) / float(var)
+    fitted = ratio < FIT_THRESHOLD
+    return {
+        "fitted": fitted,
+        "fit_ratio": ratio,
+        "fit_rule": (
+            f"lowest training loss {ratio:.3g} x the target variance "
+            f"({'<' if fitted else '>='} {FIT_THRESHOLD:g}: "
+            f"{'fitted' if fitted else 'never left the mean predictor'})"
+        ),
+    }
 
 
 def convergence(history: dict | None, patience: int | None = None) -> dict:
@@ -47,8 +90,10 @@ def convergence(history: dict | None, patience: int | None = None) -> dict:
     if history is None:
         return {
             "converged": True,
+            "stopped": True,
             "rule": "closed form (no training)",
             "stop_reason": "closed_form",
+            **fit_check(None),
         }
     cfg = history.get("config") or {}
     if patience is None:
@@ -87,9 +132,21 @@ def convergence(history: dict | None, patience: int | None = None) -> dict:
             f"reached {n} epochs ({stop}); best validation loss improved by {rel:.2%} over the "
             f"last {k} epochs ({'<' if verdict else '>='} {CONVERGENCE_TOL:.1%})"
         )
-    out["converged"] = bool(verdict)
-    out["rule"] = rule
+    return _with_fit(out, bool(verdict), rule, fit_check(history))
+
+
+def _with_fit(out: dict, stopped: bool, rule: str, fit: dict) -> dict:
+    """``out`` with ``stopped``, the fit check and ``converged`` = stopped and not unfitted."""
+    out.update(fit)
+    out["stopped"] = stopped
+    out["converged"] = stopped and fit["fitted"] is not False
+    out["rule"] = rule if fit["fitted"] is not False else f"{rule}; {fit['fit_rule']}"
     return out
+
+
+def optimisation_failure(conv: dict) -> bool:
+    """A run that stopped without fitting its training set (see the module doc)."""
+    return bool(conv.get("stopped", conv.get("converged"))) and conv.get("fitted") is False
 
 
 def loss_spikes(history: dict | None, factor: float = SPIKE_FACTOR) -> dict:
@@ -118,9 +175,14 @@ def result_convergence(result: dict) -> dict:
     """``convergence`` of a result JSON: its stored ``"convergence"`` field when it has one
     (results written by this version), else computed from its history (older results)."""
     stored = result.get("convergence")
-    if stored is not None:
+    if stored is None:
+        return convergence(result.get("history"))
+    if "fitted" in stored:
         return stored
-    return convergence(result.get("history"))
+    # written before the fit check existed: its stop verdict, then the fit check
+    out = dict(stored)
+    return _with_fit(out, bool(stored["converged"]), stored.get("rule", ""),
+                     fit_check(result.get("history")))  # fmt: skip
 
 
 def _finite(values) -> list[float]:
