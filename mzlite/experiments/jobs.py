@@ -75,7 +75,7 @@ class Job:
         p = self.profile
         if p.sizes:
             return p.sizes
-        if p.max_sizes:
+        if p.max_sizes and not self.cell.paper_size:
             return tuple(min(a, b) for a, b in zip(self.cell.sizes, p.max_sizes, strict=True))
         return self.cell.sizes
 
