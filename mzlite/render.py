@@ -37,6 +37,7 @@ VERDICT_COLOURS = {
     "not run": ("#e9ecef", "#495057"),
     "pipeline only": ("#d9f1f5", "#0c5460"),
     "insufficient evidence": ("#e2e3e5", "#383d41"),
+    "optimisation failure": ("#ffe5d0", "#7a3a00"),
     "agrees": ("#d4edda", "#155724"),
     "differs": ("#f8d7da", "#721c24"),
 }
@@ -133,8 +134,8 @@ def verdict_reason(row: dict) -> str:
     m = _COVERAGE.search(row.get("protocol") or "")
     ran = f"only {m.group(1)} of {m.group(2)} models of the claim ran" if m else ""
     verdict = row["verdict"]
-    if row.get("why") or row.get("reason"):
-        why = str(row.get("why") or row.get("reason"))
+    if row.get("why"):
+        why = str(row["why"])
         return why + (f"; {ran}" if ran else "")
     if verdict == "holds":
         return "passes the claim's test, significantly, with every model of the claim run"
@@ -171,12 +172,15 @@ def scorecard_html(sc) -> HTML:
         stats = r.get("statistics") or "--"
         stats = "" if stats == "--" else f'<span class="mz-why">{_e(stats)}</span>'
         ours = _e(r["ours_text"]) + notes.mark(base)
+        # which reading of the paper decided it (scorecard rows; not for "not run")
+        reason = r.get("reason") if r.get("reason") not in (None, "", r["verdict"]) else ""
+        reason = f'<span class="mz-why"><strong>{_e(reason)}</strong></span>' if reason else ""
         body.append(
             f"<tr><td>{_e(name_labels(r['text']))}</td>"
             f'<td class="mz-num">{_e(r["paper_text"])}</td>'
             f'<td class="mz-num">{ours}</td>'
             f"<td>{verdict_badge(r['verdict'])}"
-            f'<span class="mz-why">{_e(verdict_reason(r))}</span>{stats}</td></tr>'
+            f'<span class="mz-why">{_e(verdict_reason(r))}</span>{reason}{stats}</td></tr>'
         )
     cols = [("Claim (its test)", 46), ("Paper", 12), ("Ours", 13), ("Verdict", 29)]
     summary = f'<p class="mz-caption">{_e(sc.summary())}</p>' if hasattr(sc, "summary") else ""

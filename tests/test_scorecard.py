@@ -473,3 +473,47 @@ def test_transfer_rank_claims_with_one_complete_setting(tmp_path):
     # one cell can never contradict the null at 5 %: rank 1 would have P = 1/7
     assert no_adv["verdict"] == "insufficient evidence" and "P = 0.143" in no_adv["why"]
     assert mid["verdict"] == "holds partly" and "5 of 6 settings still incomplete" in mid["why"]
+
+
+def _reading(gen_norm: str) -> dict:
+    return {"model_config": {"gen_norm": gen_norm}}
+
+
+def test_a_run_that_never_fitted_is_an_optimisation_failure_not_a_refutation(tmp_path):
+    _tdof(tmp_path, mz=0.10, st4=0.97, st32=0.40, profile="cpu-annealed")  # "does not hold"
+    rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
+    assert rows["tdof-mz-1l"]["verdict"] == "does not hold here"
+    # one MZ seed stopped without leaving the mean predictor
+    unfitted = {"converged": False, "stopped": True, "fitted": False, "rule": "test"}
+    _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.10, "cpu-annealed", seed=1,
+           convergence=unfitted)  # fmt: skip
+    rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
+    row = rows["tdof-mz-1l"]
+    assert row["verdict"] == "optimisation failure"
+    assert "L8-mz_1l: 1 of 3 runs stopped without fitting" in row["why"]
+    assert row["reason"].startswith("optimisation failure")
+
+
+def test_the_reason_names_the_reading_and_a_reading_that_reads_otherwise(tmp_path):
+    # first reading (results without gen_norm: the per-row LayerNorm) under cpu-converged
+    for L in (4, 8, 16, 24, 32):
+        _cell(tmp_path, "tab:tdof-verify", f"L{L}-mz_1l", 0.10, "cpu-converged")
+        _cell(tmp_path, "tab:tdof-verify", f"L{L}-st_4l", 0.97 if L < 24 else 0.4,
+              "cpu-converged")  # fmt: skip
+    row = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}[
+        "tdof-mz-1l"
+    ]
+    assert row["verdict"] == "does not hold here"
+    assert row["reason"] == "does not hold under mzlite's first reading only"
+    # the default reading, rerun under cpu-annealed, reads otherwise
+    for L in (4, 8, 16, 24, 32):
+        _cell(tmp_path, "tab:tdof-verify", f"L{L}-mz_1l", 0.95, "cpu-annealed",
+              **_reading("zonotope"))  # fmt: skip
+        _cell(tmp_path, "tab:tdof-verify", f"L{L}-st_4l", 0.97 if L < 24 else 0.4,
+              "cpu-annealed")  # fmt: skip
+    row = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}[
+        "tdof-mz-1l"
+    ]
+    assert row["profile"] == "cpu-annealed" and row["verdict"] in ("holds", "holds partly")
+    assert row["reason"].startswith("depends on a reading choice: holds under mzlite's reading")
+    assert "does not hold under mzlite's first reading" in row["reason"]

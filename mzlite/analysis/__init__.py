@@ -4,9 +4,12 @@
   cosines, norms and effective rank; fig:attn-viz, fig:mz-analysis) and the model checkpoints
   the book ships. Its functions are re-exported here: ``from mzlite.analysis import probe``.
 - ``tdof``: the task degrees of freedom of a set operator, numerically (Prop. prop:tdof-natural).
+- ``initialisation``: the paper's initialisation claims measured on an untrained MZ model
+  (``initial_state``), for each reading of the generator normalisation.
 - ``uncertainty``: IHW, MC-Dropout and ensemble uncertainty, and their calibration metrics.
 """
 
+from .initialisation import InitialState, initial_state
 from .operators import (
     CHECKPOINT_FORMAT,
     cosine_matrix,
@@ -22,6 +25,8 @@ from .operators import (
 
 __all__ = [
     "CHECKPOINT_FORMAT",
+    "InitialState",
+    "initial_state",
     "cosine_matrix",
     "effective_rank",
     "frobenius_norms",

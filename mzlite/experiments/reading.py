@@ -358,3 +358,35 @@ def ablation(results_dir=None) -> list[AblationRow]:
             rows.append(AblationRow(what, reading, "zonotope", "plateau", mean, std, n, stopped,
                                     fitted, st_paper if "size" in reading else st))  # fmt: skip
     return rows
+
+
+def _r2(mean: float | None, std: float | None) -> str:
+    if mean is None:
+        return "not run"
+    return f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
+
+
+def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> str:
+    """The reading ablation as an HTML table: per diagnostic cell and reading, MZ's test R²
+    (mean ± std over seeds), how many runs stopped and fitted, and the Set Transformer's R² on
+    the same cell and protocol. A run that stopped without fitting is counted as an
+    optimisation failure."""
+    rows = ablation(results_dir) if rows is None else rows
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("Cell", "Reading", "MZ test R²", "Seeds", "Fitted / stopped",
+                  "Set Transformer R²")
+    )  # fmt: skip
+    body = []
+    for r in rows:
+        fit = f"{r.fitted} / {r.stopped}" if r.seeds else "–"
+        if r.optimisation_failures:
+            fit += f" ({r.optimisation_failures} optimisation failure"
+            fit += "s)" if r.optimisation_failures > 1 else ")"
+        st = "–" if r.st_mean is None else f"{r.st_mean:.3f}"
+        cells = (r.cell, r.reading, _r2(r.mean, r.std), str(r.seeds), fit, st)
+        body.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells) + "</tr>")
+    return (
+        "<table class='mz-reading-ablation'><thead><tr>" + head + "</tr></thead><tbody>"
+        + "".join(body) + "</tbody></table>"
+    )  # fmt: skip

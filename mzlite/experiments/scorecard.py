@@ -23,6 +23,15 @@ the results). A claim that passes with only some of its cells run (e.g. MZ beats
 baselines that ran) is "holds partly". "Here" is meant: a reduced protocol can fail a claim that
 the full protocol would pass; the protocol column says what ran.
 
+Readings and reasons: every row names the reading of the paper its MZ results were trained
+under (``reading``, from the results' recorded configs: ``mzlite.experiments.reading``) and a
+``reason``: "holds under our reading", "does not hold under our reading", "optimisation
+failure" (a run of the claim's cells stopped without fitting its training set: it never left the
+mean predictor, which says nothing about the architecture, so no "does not hold" is read from
+it), "depends on a reading choice" (where results of both readings exist and their verdicts
+differ: both are named), or "not run". A verdict read from mzlite's first reading only (the
+per-row generator LayerNorm that breaks the paper's initialisation claims) says so.
+
 Statistics (``experiments.stats``): our value is computed from the mean over seeds of each cell, and
 the row prints mean +/- std, the number of seeds and how many runs converged for the cells it
 used. No verdict comes from too little: a claim whose cells have fewer than ``MIN_SEEDS`` (3)
@@ -50,9 +59,11 @@ from mzlite.experiments.results import PROFILE_ORDER  # the best evidence first
 from mzlite.paper import paper_cell
 
 VERDICTS = (
-    "holds", "holds partly", "does not hold here", "insufficient evidence", "not run",
-    "pipeline only",
+    "holds", "holds partly", "does not hold here", "optimisation failure",
+    "insufficient evidence", "not run", "pipeline only",
 )  # fmt: skip
+FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
+DEFAULT_READING = "mzlite's reading (generators mapped as their centre, rate annealed on plateau)"
 # The chapter that runs each table (file name under book/chapters/, without suffix).
 CHAPTERS = {
     "tab:tdof-verify": "04_training_on_gpu",
@@ -357,13 +368,17 @@ def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
     for a ``compare`` claim the Welch tests and their largest p (``p_max``); ``text``, one line
     for the row."""
     ren = (lambda c: c) if rename is None else rename
-    cells, few, unconverged, mixed = {}, [], [], []
+    cells, few, unconverged, mixed, failed = {}, [], [], [], []
     for c in claim.cells:
         res = by_cell.get(ren(c), [])
         if not res:
             continue
         summ = _stats.summarise(_values(res, claim.metric))
-        conv = sum(_stats.result_convergence(r)["converged"] for r in res)
+        verdicts = [_stats.result_convergence(r) for r in res]
+        conv = sum(v["converged"] for v in verdicts)
+        n_failed = sum(_stats.optimisation_failure(v) for v in verdicts)
+        if n_failed:
+            failed.append((c, n_failed, len(res)))
         cells[c] = {**summ, "converged": conv, "runs": len(res)}
         if summ["n"] < _stats.MIN_SEEDS:
             few.append((c, summ["n"]))
@@ -382,6 +397,9 @@ def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
         bad = sum(k for _, k, _ in unconverged)
         total = sum(v["runs"] for v in cells.values())
         problems.append(f"{bad} of {total} runs did not converge")
+    failures = [
+        f"{c}: {k} of {n} runs stopped without fitting the training set" for c, k, n in failed
+    ]
     if mixed:
         problems.append(f"mixed protocols in {', '.join(mixed)}")
     tests, p_max = [], None
@@ -407,7 +425,14 @@ def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
             + (f", largest of {len(tests)}" if len(tests) > 1 else "")
             + ")"
         )
-    return {"cells": cells, "problems": problems, "tests": tests, "p_max": p_max, "text": text}
+    return {
+        "cells": cells,
+        "problems": problems,
+        "failures": failures,
+        "tests": tests,
+        "p_max": p_max,
+        "text": text,
+    }
 
 
 def judge(
@@ -420,6 +445,8 @@ def judge(
     did not run (``complete=False``) only "holds partly"."""
     if ex.get_profile(profile).name == "smoke":
         return "pipeline only"
+    if evidence is not None and evidence.get("failures"):
+        return "optimisation failure"
     if evidence is None or evidence["problems"]:
         return "insufficient evidence"
     significant = claim.compare is None or (
@@ -456,9 +483,12 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         "evidence": None,
         "why": "",
         "verdict": "not run",
+        "reading": "",
+        "reason": "not run",
         "cells": list(claim.cells),
     }
     ren = (lambda c: c) if rename is None else rename
+    judged = []  # (profile, reading, verdict) of every profile with the claim's cells
     for profile in PROFILE_ORDER if profiles is None else profiles:
         prof = ex.get_profile(profile).name
         res = ex.results_by_cell(claim.table, prof, results_dir)
@@ -471,6 +501,14 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         cover = "" if ran == len(claim.cells) else f"; {ran} of {len(claim.cells)} cells run"
         ev = evidence(claim, res, rename)
         verdict = judge(claim, ours, prof, complete=ran == len(claim.cells), evidence=ev)
+        judged.append((prof, reading_of(used), verdict))
+        if len(judged) > 1:
+            continue  # later profiles only say whether another reading reads otherwise
+        why = ""
+        if verdict == "insufficient evidence":
+            why = "; ".join(ev["problems"])
+        elif verdict == "optimisation failure":
+            why = "; ".join(ev["failures"])
         row.update(
             ours=ours,
             ours_text=claim.fmt(ours),
@@ -478,11 +516,52 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
             protocol=_protocol(used, prof) + cover,
             statistics=ev["text"],
             evidence=ev,
-            why="; ".join(ev["problems"]) if verdict == "insufficient evidence" else "",
+            why=why,
             verdict=verdict,
         )
-        break
+    if judged:
+        row["reading"] = judged[0][1]
+        row["reason"] = _reason(judged)
     return row
+
+
+def reading_of(results: list[dict]) -> str:
+    """Which of mzlite's readings of the paper the MZ results among ``results`` were trained
+    under: ``DEFAULT_READING``, ``FIRST_READING``, "mixed readings", or "" (no MZ model)."""
+    from mzlite.experiments.reading import recorded_reading
+
+    mz = [r for r in results if str(r.get("model", "")).startswith("mz")]
+    kinds = {recorded_reading(r)[0] == "layernorm" for r in mz}
+    if not kinds:
+        return ""
+    if len(kinds) > 1:
+        return "mixed readings"
+    return FIRST_READING if kinds.pop() else DEFAULT_READING
+
+
+_DECIDED = {"holds": "holds", "holds partly": "holds", "does not hold here": "does not hold"}
+
+
+def _reason(judged: list[tuple[str, str, str]]) -> str:
+    """The reason a row states, from the verdicts of every profile that has the claim's cells,
+    best evidence first: under which reading it was decided, and whether another reading's
+    results read otherwise."""
+    profile, reading, verdict = judged[0]
+    if verdict == "optimisation failure":
+        return "optimisation failure: says nothing about the architecture"
+    if verdict not in _DECIDED:
+        return verdict
+    if not reading:
+        return f"{_DECIDED[verdict]} (no MZ model among its cells: no reading involved)"
+    which = "our reading" if reading != FIRST_READING else "mzlite's first reading only"
+    reason = f"{_DECIDED[verdict]} under {which}"
+    for other_profile, other_reading, other in judged[1:]:
+        if other_reading != reading and other in _DECIDED and _DECIDED[other] != _DECIDED[verdict]:
+            return (
+                f"depends on a reading choice: {_DECIDED[verdict]} under {reading or profile} "
+                f"({profile}), {_DECIDED[other]} under {other_reading} ({other_profile})"
+            )
+    return reason
 
 
 def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
@@ -509,7 +588,7 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
         "claim": claim.id, "table": claim.table, "text": claim.text, "chapter": claim.chapter,
         "paper": paper, "paper_text": paper_text, "ours": None, "ours_text": "--",
         "profile": None, "protocol": "--", "statistics": "--", "evidence": None, "why": "",
-        "verdict": "not run", "cells": list(claim.cells),
+        "verdict": "not run", "cells": list(claim.cells), "reading": "", "reason": "not run",
     }  # fmt: skip
     for profile in PROFILE_ORDER if profiles is None else profiles:
         prof = ex.get_profile(profile).name
@@ -555,6 +634,8 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
             why=why,
             verdict=verdict,
         )
+        reading = reading_of(used)
+        row.update(reading=reading, reason=_reason([(prof, reading, verdict)]))
         break
     return row
 
@@ -583,7 +664,10 @@ class Scorecard:
     """Rows (plain dicts, see ``evaluate``) with ``to_markdown()``, ``counts()`` and an HTML
     repr in notebooks; chapter names link to the chapter pages of the book."""
 
-    COLUMNS = ("table", "claim", "paper", "ours", "protocol", "statistics", "verdict", "chapter")
+    COLUMNS = (
+        "table", "claim", "paper", "ours", "protocol", "statistics", "verdict", "reason",
+        "chapter",
+    )  # fmt: skip
 
     def __init__(self, rows: list[dict], profiles: tuple[str, ...]):
         self.rows, self.profiles = rows, profiles
@@ -603,6 +687,7 @@ class Scorecard:
             "protocol": r["protocol"],
             "statistics": r.get("statistics", "--"),
             "verdict": r["verdict"] + (f" ({r['why']})" if r.get("why") else ""),
+            "reason": r.get("reason", ""),
             "chapter": r["chapter"],
         }
 
@@ -635,7 +720,7 @@ class Scorecard:
             for line in (
                 f"paper {c['paper']}; ours {c['ours']} [{c['protocol']}]",
                 f"statistics: {c['statistics']}",
-                f"verdict: {c['verdict']}",
+                f"verdict: {c['verdict']}; {c['reason']}",
             ):
                 out.append(textwrap.fill(line, width, initial_indent="    ",
                                          subsequent_indent="      "))  # fmt: skip
