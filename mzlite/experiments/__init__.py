@@ -41,8 +41,8 @@ Choices the paper leaves open, fixed here (each also stated where it is made):
   thus compared on the same sets (paired), and data generation (exact MEB/hull/MST targets) is
   paid once.
 - Sizes the paper does not give: MEB, hull and SGSP use 10K/2K/2K (the MEB protocol of
-  notes/measurements.md); the MST, rotation-matching and quadratic-TDOF sweeps use Task F/G's
-  5K/1K/2K.
+  benchmarks/README.md, "Before the project"); the MST, rotation-matching and quadratic-TDOF
+  sweeps use Task F/G's 5K/1K/2K.
 - Batch size 256 for the computational-geometry targets (MEB, hull, MST, SGSP: "geom. tasks" of
   the hyperparameter table), 128 for everything else.
 - Targets are raw (the paper's default, app:opt-confound) except in the ``*-normed`` tables
