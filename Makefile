@@ -11,8 +11,14 @@ PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.mzlite-installed
-# The CPU build of PyTorch (a looser request pulls a multi-GB CUDA build); the package itself asks for torch>=2.4.
+# The PyTorch the book was built with; the package itself asks for torch>=2.4. From PyPI on Linux
+# x86-64 this is the multi-GB CUDA build: TORCH_INDEX=https://download.pytorch.org/whl/cpu (pip's
+# --index-url) or TORCH_EXTRA_INDEX (--extra-index-url) picks PyTorch's own index for this one
+# install. Both empty: pip's own configuration, as before.
 TORCH  ?= torch==2.13.0
+TORCH_INDEX ?=
+TORCH_EXTRA_INDEX ?=
+TORCH_PIP_INDEX := $(if $(TORCH_INDEX),--index-url "$(TORCH_INDEX)") $(if $(TORCH_EXTRA_INDEX),--extra-index-url "$(TORCH_EXTRA_INDEX)")
 
 .PHONY: venv book notebooks student assets test browser lint clean
 
@@ -20,7 +26,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(VPY) -m pip install --quiet --disable-pip-version-check $(TORCH_PIP_INDEX) "$(TORCH)"
 	$(VPY) -m pip install --quiet --disable-pip-version-check -e ".[book,dev,ray]"
 	@touch $@
 
