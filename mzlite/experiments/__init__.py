@@ -56,6 +56,19 @@ Choices the paper leaves open, fixed here (each also stated where it is made):
   layer, 208K for two, +68K per layer) are exactly what ``n_enc`` gives.
 """
 
+from .execute import (  # noqa: F401
+    _dataset_keys,
+    _fmt,
+    _splits,
+    _summary,
+    build_cell_model,
+    git_info,
+    is_done,
+    load_result,
+    provenance,
+    result_amp,
+    run_job,
+)
 from .jobs import (  # noqa: F401
     Job,
     aliases,
@@ -72,20 +85,7 @@ from .results import (  # noqa: F401
     load_results,
     results_by_cell,
 )
-from .runner import (  # noqa: F401
-    _dataset_keys,
-    _fmt,
-    _splits,
-    _summary,
-    build_cell_model,
-    git_info,
-    is_done,
-    load_result,
-    provenance,
-    result_amp,
-    run,
-    run_job,
-)
+from .runner import run  # noqa: F401
 from .specs import (  # noqa: F401
     LR_PROBE,
     MODEL_FAMILIES,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .execute import load_result
 from .jobs import aliases, jobs
-from .runner import load_result
 from .specs import PROFILES, default_results_dir
 from .tables import _registry, get_profile, get_table
 
