@@ -429,7 +429,7 @@ def test_interrupted_cell_resumes_from_its_checkpoint(dirs):
     """A job killed after its first epoch continues from the checkpoint, not from scratch."""
     (job,) = ex.jobs("tab:tdof-verify", "smoke", cells=["L24-st_4l"], **dirs)
     cfg = replace(job.train_config(), num_threads=1)  # num_threads may differ on resume
-    tr, va, _ = ex._splits(job)
+    tr, va, _ = ex.job_splits(job)
     model = ex.build_cell_model(job.cell, tr.d_in, tr.d_out, job.seed, "cpu")
 
     class Killed(Exception):
@@ -536,7 +536,7 @@ def test_default_cpu_layout_is_one_single_thread_worker_per_core(
     run's output; the jobs themselves are replaced by a recorder."""
     seen = {}
     monkeypatch.setattr(ex.runner.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(ex.runner, "_splits", lambda job, workers=1: None)
+    monkeypatch.setattr(ex.runner, "job_splits", lambda job, workers=1: None)
     monkeypatch.setattr(ex.runner, "_run_jobs", lambda todo, git, w, t, *a: seen.update(w=w, t=t))
     ex.run("tab:tdof-verify", profile, device="cpu", cells=["L4-*", "L8-*"], **dirs)
     assert (seen["w"], seen["t"]) == expected

@@ -160,7 +160,7 @@ def test_a_failing_job_is_reported_with_its_traceback_and_the_others_finish(
 def test_ctrl_c_cancels_the_pending_tasks(cluster, cache, tmp_path):
     todo = ex.jobs(TABLE, PROFILE, cells=CELLS, results_dir=tmp_path, cache_dir=cache)
     for j in todo:
-        ex._splits(j)  # the driver's data, as run() prepares it
+        ex.job_splits(j)  # the driver's data, as run() prepares it
 
     def say(msg="", **_):
         # The first job is done: the user presses Ctrl-C. Raised here as Python's SIGINT handler

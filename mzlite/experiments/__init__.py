@@ -57,13 +57,10 @@ Choices the paper leaves open, fixed here (each also stated where it is made):
 """
 
 from .execute import (  # noqa: F401
-    _dataset_keys,
-    _fmt,
-    _splits,
-    _summary,
     build_cell_model,
     git_info,
     is_done,
+    job_splits,
     load_result,
     provenance,
     result_amp,
@@ -131,6 +128,7 @@ __all__ = [
     "get_table",
     "git_info",
     "job",
+    "job_splits",
     "jobs",
     "list_tables",
     "load_result",

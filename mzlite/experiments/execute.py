@@ -85,7 +85,9 @@ def provenance(device: torch.device, git: dict | None = None) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def _splits(job: Job, workers: int | None = 1):
+def job_splits(job: Job, workers: int | None = 1):
+    """The job's (train, val, test) ``SetData``, generated once and then read from the dataset
+    cache (every model and seed of a table setting trains on the same sets)."""
     n_tr, n_va, n_te = job.sizes
     return _tasks.make_splits(
         job.cell.task,
@@ -100,7 +102,8 @@ def _splits(job: Job, workers: int | None = 1):
     )
 
 
-def _dataset_keys(job: Job) -> list[str]:
+def job_dataset_keys(job: Job) -> list[str]:
+    """The dataset-cache keys of the job's three splits: the same keys mean the same sets."""
     from mzlite.tasks import derive_seed
 
     return [
@@ -200,7 +203,7 @@ def run_job(
     ``write=False`` returns the result without writing it or removing the checkpoint."""
     cell = job.cell
     device = resolve_device(job.device)
-    tr, va, te = splits if splits is not None else _splits(job)
+    tr, va, te = splits if splits is not None else job_splits(job)
     t0 = time.perf_counter()
     out = {"format": RESULT_FORMAT, **_expected(job)}
     out.update(
@@ -210,7 +213,7 @@ def run_job(
             "part": cell.part,
             "task_options": check_task_options(cell.task, cell.options),
             "data_seed": job.profile.data_seed,
-            "dataset_keys": _dataset_keys(job),
+            "dataset_keys": job_dataset_keys(job),
             "data_code_version": _tasks.CODE_VERSION,
             "model_kwargs": dict(cell.model_kwargs),
         }
@@ -268,7 +271,8 @@ def run_job(
     return out
 
 
-def _summary(res: dict) -> dict:
+def result_summary(res: dict) -> dict:
+    """What a progress line needs from a result: test R^2 and MSE, epochs run, wall time."""
     m = res["metrics"]["test"]
     return {
         "r2": m.get("r2"),
@@ -278,7 +282,8 @@ def _summary(res: dict) -> dict:
     }
 
 
-def _fmt(job: Job, s: dict) -> str:
+def progress_line(job: Job, s: dict) -> str:
+    """One line for a finished job from its :func:`result_summary` (or ``{"error": ...}``)."""
     if "error" in s:
         return f"{job.cell.id} seed {job.seed}: FAILED {s['error']}"
     r2 = "nan" if s["r2"] is None else f"{s['r2']:.3f}"

@@ -7,7 +7,7 @@ from pathlib import Path
 from .execute import load_result
 from .jobs import aliases, jobs
 from .specs import PROFILES, default_results_dir
-from .tables import _registry, get_profile, get_table
+from .tables import get_profile, get_table, table_registry
 
 # ---------------------------------------------------------------------------------------------
 # Reading back
@@ -64,7 +64,7 @@ def list_tables(results_dir=None) -> list[dict]:
     """One row per registered table: label, title, cells, models, and for each profile the
     number of (cell, seed) jobs and of results on disk."""
     rows = []
-    for label, spec in _registry().items():
+    for label, spec in table_registry().items():
         row = {
             "label": label,
             "title": spec.title,

@@ -13,7 +13,7 @@ import torch
 
 from mzlite._checks import resolve_device
 
-from .execute import _fmt, _splits, _summary, git_info, is_done, run_job
+from .execute import git_info, is_done, job_splits, progress_line, result_summary, run_job
 from .jobs import Job, jobs
 from .tables import get_profile, get_table
 
@@ -28,7 +28,7 @@ def _worker(job: Job, git: dict) -> dict:
         res = run_job(job, git)
     except Exception as e:  # reported by the parent; other jobs go on
         return {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
-    return _summary(res)
+    return result_summary(res)
 
 
 def run(
@@ -97,7 +97,7 @@ def run(
         if key not in seen:
             seen.add(key)
             t = time.perf_counter()
-            _splits(j, workers=data_workers)
+            job_splits(j, workers=data_workers)
             say(f"  data {j.cell.task} {j.cell.options} {j.sizes}: {time.perf_counter() - t:.1f} s")
     git = git_info()
     done, failed = [], []
@@ -129,7 +129,7 @@ def _run_jobs(todo, git, workers, threads, done, failed, say) -> None:
     if workers == 1:
         for i, j in enumerate(todo, 1):
             try:
-                s = _summary(run_job(j, git, progress=False))
+                s = result_summary(run_job(j, git, progress=False))
             except KeyboardInterrupt:
                 raise
             except Exception as e:
@@ -137,7 +137,7 @@ def _run_jobs(todo, git, workers, threads, done, failed, say) -> None:
                 traceback.print_exc()
             (failed.append((str(j.result_path), s["error"])) if "error" in s else done.append(
                 str(j.result_path)))  # fmt: skip
-            say(f"  [{i}/{n}] {_fmt(j, s)}")
+            say(f"  [{i}/{n}] {progress_line(j, s)}")
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -154,7 +154,7 @@ def _run_jobs(todo, git, workers, threads, done, failed, say) -> None:
                     say(s.get("trace", ""), file=sys.stderr)
                 else:
                     done.append(str(j.result_path))
-                say(f"  [{i}/{n}] {_fmt(j, s)}")
+                say(f"  [{i}/{n}] {progress_line(j, s)}")
         except KeyboardInterrupt:
             ex.shutdown(wait=False, cancel_futures=True)
             raise
