@@ -264,6 +264,7 @@ def test_bad_inputs_raise_with_the_valid_choices():
         ex.run("tab:meb", workers=0, progress=False)
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_cli_bad_input_exits_2(capsys):
     assert cli(["run", "tab:nope"]) == 2
     assert "valid tables" in capsys.readouterr().err
@@ -396,6 +397,8 @@ def test_a_result_of_another_training_config_is_never_skipped_as_done(dirs):
     assert ex.get_profile("cpu").train["amp"] is False
 
 
+@pytest.mark.integration  # a real CLI run, SIGKILLed, polled for up to 120 s
+@pytest.mark.timeout(600)
 def test_killed_run_resumes_and_skips_finished_results(dirs):
     expected = {j.result_path for j in ex.jobs("tab:tdof-verify", "smoke", cells=["L8-*"],
                                                 results_dir=dirs["results_dir"])}  # fmt: skip
@@ -464,6 +467,7 @@ def test_interrupted_cell_resumes_from_its_checkpoint(dirs):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration  # two tables trained, written and reported end to end
 def test_two_tables_smoke_end_to_end_and_report(dirs, capsys):
     out = _run("tab:tdof-verify", dirs, cells=TDOF_CELLS)
     assert not out["failed"]
@@ -508,6 +512,7 @@ def test_two_tables_smoke_end_to_end_and_report(dirs, capsys):
     assert len(losses) == 3 and losses[-1] < losses[0]
 
 
+@pytest.mark.integration  # a real pool of spawned worker processes
 def test_workers_run_jobs_in_parallel_processes(dirs):
     """workers=2 trains in spawned processes and gives the same results as in-process."""
     root = Path(dirs["results_dir"]).parent

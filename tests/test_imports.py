@@ -136,6 +136,7 @@ def test_no_module_imports_another_modules_private_names():
 
 
 @pytest.mark.parametrize("first", ["mzlite.launchers", "mzlite.render", "mzlite.exercises.checker"])
+@pytest.mark.slow  # fresh interpreters
 def test_a_module_imports_first_in_a_fresh_interpreter(first):
     """The modules that closed the old cycles, each imported before anything else of mzlite."""
     code = f"import {first}, mzlite.experiments, mzlite.experiments.report, mzlite.exercises"

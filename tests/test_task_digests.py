@@ -132,6 +132,7 @@ def parse_record_arg(arg: str) -> list[str]:
     return names
 
 
+@pytest.mark.integration  # every task's data regenerated, the process-pool path included
 def test_every_dataset_is_bit_for_bit_unchanged():
     want = json.loads(DIGESTS.read_text())["digests"]
     got = _compute()
