@@ -566,3 +566,11 @@ def test_best_profile_is_the_first_with_results(tmp_path):
     write("cpu-converged")  # by default the converged protocol comes before the 30-epoch one
     assert ex.best_profile("tab:meb", results_dir=tmp_path) == "cpu-converged"
     assert ex.best_profile("tab:meb", ("cpu", "cpu-converged"), results_dir=tmp_path) == "cpu"
+
+
+def test_run_docstring_lists_every_profile_with_its_seeds():
+    doc = ex.run.__doc__
+    for name, prof in ex.PROFILES.items():
+        line = next(x for x in doc.splitlines() if x.strip().startswith(f"- ``{name}``"))
+        seeds = "each cell's paper count" if prof.seeds is None else str(prof.seeds)
+        assert line.endswith(f"[seeds: {seeds}]"), line

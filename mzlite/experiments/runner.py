@@ -15,6 +15,7 @@ from mzlite._checks import resolve_device
 
 from .execute import git_info, is_done, job_splits, progress_line, result_summary, run_job
 from .jobs import Job, jobs
+from .specs import PROFILES
 from .tables import get_profile, get_table
 
 
@@ -47,11 +48,12 @@ def run(
     threads: int | None = None,
     launcher="local",
 ) -> dict:
-    """Run every missing (cell, seed) of ``table`` under ``profile`` ("smoke", "cpu" or "full").
+    """Run every missing (cell, seed) of ``table`` under ``profile``, a name of ``PROFILES``
+    (listed at the end of this docstring, which is generated from them).
 
-    ``seeds``: None (the profile's: 1 for smoke and cpu, each cell's paper count for full), "0-4",
-    "0,2,5" or ints. ``device``: "auto" (CUDA when available), "cpu", "cuda". ``workers``: jobs
-    trained in parallel processes, each with ``torch.set_num_threads(max(1, cores // workers))``
+    ``seeds``: None (the profile's seed count, listed below), "0-4", "0,2,5" or ints.
+    ``device``: "auto" (CUDA when available), "cpu", "cuda". ``workers``: jobs trained in parallel
+    processes, each with ``torch.set_num_threads(max(1, cores // workers))``
     (they share the GPU when there is one); None: on CPU one 1-thread process per core (at most
     one per job; 1 for smoke, whose jobs are shorter than a process start), the faster layout on
     a 2-core CPU (``benchmarks/fit_speed.py layout``), else 1. ``models``: model names or ids to
@@ -122,6 +124,20 @@ def run(
     finally:
         torch.set_num_threads(old_threads)
     return {"done": done, "skipped": [str(j.result_path) for j in skipped], "failed": failed}
+
+
+def _profiles_doc() -> str:
+    lines = ["", "", "    Profiles (``mzlite.experiments.PROFILES``):", ""]
+    for name, prof in PROFILES.items():
+        what = prof.description.removeprefix(name).lstrip(": ")
+        seeds = "each cell's paper count" if prof.seeds is None else prof.seeds
+        sep = " " if what.startswith("(") else ": "
+        lines.append(f"    - ``{name}``{sep}{what} [seeds: {seeds}]")
+    return "\n".join(lines)
+
+
+if run.__doc__:  # None under python -OO
+    run.__doc__ += _profiles_doc()
 
 
 def _run_jobs(todo, git, workers, threads, done, failed, say) -> None:
