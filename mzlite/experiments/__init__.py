@@ -77,6 +77,7 @@ from .jobs import (  # noqa: F401
 )
 from .results import (  # noqa: F401
     PROFILE_ORDER,
+    UnreadableResultWarning,
     best_profile,
     list_tables,
     load_results,
@@ -119,6 +120,7 @@ __all__ = [
     "PaperRef",
     "Profile",
     "TableSpec",
+    "UnreadableResultWarning",
     "aliases",
     "best_profile",
     "build_cell_model",
