@@ -1,5 +1,6 @@
 # The two commands of the README:
 #   make book   builds the executed book into book/_build/html (the main job)
+#   make test-fast  the unit tier only (no slow, integration or browser tests), for the edit loop
 #   make test   unit tests, every notebook under papermill, the book with warnings as errors,
 #               the exercise cells of the student copies, and the rendered chapters checked in
 #               headless Chromium
@@ -11,16 +12,24 @@ PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.mzlite-installed
-# The CPU build of PyTorch (a looser request pulls a multi-GB CUDA build); the package itself asks for torch>=2.4.
+# The PyTorch the book was built with; the package itself asks for torch>=2.4. From PyPI on Linux
+# x86-64 this is the multi-GB CUDA build: TORCH_INDEX=https://download.pytorch.org/whl/cpu (pip's
+# --index-url) or TORCH_EXTRA_INDEX (--extra-index-url) picks PyTorch's own index for this one
+# install. Both empty: pip's own configuration, as before.
 TORCH  ?= torch==2.13.0
+# Seconds a test may take before pytest-timeout fails it (tests that need longer say so)
+TEST_TIMEOUT ?= 300
+TORCH_INDEX ?=
+TORCH_EXTRA_INDEX ?=
+TORCH_PIP_INDEX := $(if $(TORCH_INDEX),--index-url "$(TORCH_INDEX)") $(if $(TORCH_EXTRA_INDEX),--extra-index-url "$(TORCH_EXTRA_INDEX)")
 
-.PHONY: venv book notebooks student assets test browser lint clean
+.PHONY: venv book notebooks student assets test test-fast browser lint clean
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --disable-pip-version-check "$(TORCH)"
+	$(VPY) -m pip install --quiet --disable-pip-version-check $(TORCH_PIP_INDEX) "$(TORCH)"
 	$(VPY) -m pip install --quiet --disable-pip-version-check -e ".[book,dev,ray]"
 	@touch $@
 
@@ -46,11 +55,15 @@ browser: $(STAMP)
 
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
-	$(VPY) -m pytest -q
+	$(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
 	$(MAKE) --no-print-directory book
 	$(VPY) book/_scripts/make_student.py --execute
 	$(MAKE) --no-print-directory browser
 	@echo "All checks passed."
+
+# The unit tier for the edit loop (no slow, integration or browser tests): about a minute here
+test-fast: $(STAMP)
+	$(VPY) -m pytest -q -m "not slow and not integration and not browser" --timeout=$(TEST_TIMEOUT)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check mzlite tests benchmarks book/_scripts

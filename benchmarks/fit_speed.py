@@ -143,7 +143,7 @@ def equal(args) -> None:
 
     (job,) = [j for j in ex.jobs(args.table, args.profile, 0, cells=args.cell, device="cpu")
               if j.cell.id == args.cell]  # fmt: skip
-    tr, va, te = ex._splits(job)
+    tr, va, te = ex.job_splits(job)
     seeds = ex.parse_seeds(args.seeds)
     torch.set_num_threads(args.threads)
     print(

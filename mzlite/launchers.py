@@ -91,13 +91,14 @@ def _run_remote(job, git: dict, splits, threads: int, local_checkpoint: bool) ->
 
     import torch
 
-    from mzlite import experiments as ex
+    from mzlite.experiments.execute import run_job
+    from mzlite.experiments.specs import default_cache_dir
 
     torch.set_num_threads(threads)
     if local_checkpoint:  # no shared path: this node's own cache
-        job = replace(job, checkpoint_path=ex.default_cache_dir() / job.checkpoint_path)
+        job = replace(job, checkpoint_path=default_cache_dir() / job.checkpoint_path)
     resumed = _resume_epoch(job.checkpoint_path)
-    out = ex.run_job(job, git, splits=splits, write=False)
+    out = run_job(job, git, splits=splits, write=False)
     out["provenance"]["launcher"] = {
         "name": "ray",
         "node": socket.gethostname(),
@@ -199,7 +200,7 @@ class RayLauncher:
 
     def _submit(self, ray, todo, git, threads, say) -> dict:
         """One task per job, each dataset ``ray.put`` once; returns ``{task ref: job}``."""
-        from mzlite import experiments as ex
+        from mzlite.experiments.execute import job_dataset_keys, job_splits
 
         devices = {j.device for j in todo}
         if len(devices) != 1:
@@ -210,9 +211,9 @@ class RayLauncher:
         remote = ray.remote(_run_remote)
         data_refs, pending = {}, {}
         for job in todo:
-            key = tuple(ex._dataset_keys(job))
+            key = tuple(job_dataset_keys(job))
             if key not in data_refs:  # generated (or cached) by run() already: a load
-                data_refs[key] = ray.put(ex._splits(job))
+                data_refs[key] = ray.put(job_splits(job))
             rel = job.checkpoint_path.relative_to(job.cache_dir)  # checkpoints/<profile>/...
             job = replace(job, checkpoint_path=Path(self.checkpoint_dir) / rel if shared else rel)
             ref = remote.options(
@@ -230,8 +231,8 @@ class RayLauncher:
     def _collect(self, ray, ref, job, done, failed, say) -> str:
         """Write a finished task's result where the local launcher would (or record its
         failure); returns the progress line."""
-        from mzlite import experiments as ex
         from mzlite._io import atomic_write_json, json_safe
+        from mzlite.experiments.execute import progress_line, result_summary
 
         try:
             out = ray.get(ref)
@@ -240,9 +241,9 @@ class RayLauncher:
             err = f"{type(cause).__name__}: {cause}".strip().splitlines()[0]
             say(f"  {job.cell.id} seed {job.seed} failed, traceback from the worker:\n{e}")
             failed.append((str(job.result_path), err))
-            return ex._fmt(job, {"error": err})
+            return progress_line(job, {"error": err})
         atomic_write_json(job.result_path, json_safe(out))
         if self.checkpoint_dir is not None:
             job.checkpoint_path.unlink(missing_ok=True)
         done.append(str(job.result_path))
-        return ex._fmt(job, ex._summary(out))
+        return progress_line(job, result_summary(out))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import html
 import re
 
+from mzlite.experiments.formatting import format_mean_std
 from mzlite.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.paper import name_labels, paper_label
 
@@ -236,7 +237,7 @@ def report_html(rep) -> HTML:
                 ours = (
                     rep._cells(r)["ours"]
                     if hasattr(rep, "_cells")
-                    else _fmt_pm(r["ours_mean"], r["ours_std"])
+                    else format_mean_std(r["ours_mean"], r["ours_std"])
                 )
                 ours = _e(ours) + notes.mark(_run_protocol(r, rep.profile))
             else:
@@ -250,12 +251,6 @@ def report_html(rep) -> HTML:
     if rep.notes:
         parts.append(f'<p class="mz-legend">{_e(name_labels(rep.notes))}</p>')
     return HTML("".join(parts))
-
-
-def _fmt_pm(mean, std) -> str:
-    from mzlite.experiments.report import _pm
-
-    return _pm(mean, std)
 
 
 # ---------------------------------------------------------------------------------------------

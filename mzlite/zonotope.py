@@ -463,24 +463,39 @@ class Zonotope(_CenterAndGenerators):
     def reduce(self, order: float) -> Zonotope:
         """Girard's order reduction (Girard 2005; CORA ``reduce(Z, 'girard', order)``).
 
-        Keeps the ``floor(d (order - 1))`` generators with the largest ``||g||_1 - ||g||_inf`` and
-        boxes the rest into ``d`` axis-aligned generators (their interval hull). The result has at
-        most ``order * d`` generators and CONTAINS the original. A zonotope already within the
-        budget is returned unchanged. ``order`` is a real number >= 1 (1 gives the interval
-        hull)."""
+        Zero generators go first, as in zonopy and CORA (``deleteZerosGenerators``): a zonotope
+        with at most ``order * d`` nonzero generators is returned exactly, without its zero
+        generators. Otherwise keeps the ``floor(d (order - 1))`` generators with the largest
+        ``||g||_1 - ||g||_inf`` and boxes the rest into ``d`` axis-aligned generators (their
+        interval hull). In a batch each zonotope is decided on its own nonzero generators (the
+        exact ones padded with zero generators to the batch's count). The result has at most
+        ``order * d`` generators and CONTAINS the original. A zonotope already within the budget,
+        zero generators counted, is returned unchanged. ``order`` is a real number >= 1 (1 gives
+        the interval hull)."""
         if isinstance(order, bool) or not isinstance(order, Real) or not order >= 1:
             raise ValueError(f"order must be a real number >= 1, got {order!r}")
         d, m = self.dim, self.num_generators
         if m <= order * d:
             return self
-        n_keep = int(math.floor(d * (order - 1) + 1e-9))
         G = self.generators
+        n_out = int(math.floor(d * order + 1e-9))  # the budget in generators
+        nonzero = (G != 0).any(-1)  # (..., m)
+        n_nonzero = nonzero.sum(-1)  # (...,)
+        # each zonotope's nonzero generators first, in their order (a stable sort of 0/1 keys)
+        first = torch.sort((~nonzero).to(torch.uint8), dim=-1, stable=True).indices
+        compact = G.gather(-2, first.unsqueeze(-1).expand(*first.shape, d))  # (..., m, d)
+        most = int(n_nonzero.max()) if n_nonzero.numel() else 0
+        if most <= n_out:
+            return Zonotope._new(self.center, compact[..., :most, :])
+        n_keep = n_out - d
         score = G.abs().sum(-1) - G.abs().amax(-1)  # (..., m)
         keep_idx = score.topk(n_keep, dim=-1).indices  # (..., n_keep)
         keep = torch.zeros_like(score, dtype=torch.bool).scatter(-1, keep_idx, True)
         kept = G.gather(-2, keep_idx.unsqueeze(-1).expand(*keep_idx.shape, d))  # (..., n_keep, d)
         box = (G.abs() * (~keep).unsqueeze(-1)).sum(-2)  # (..., d) half-widths of the rest
-        return Zonotope._new(self.center, torch.cat([kept, torch.diag_embed(box)], dim=-2))
+        girard = torch.cat([kept, torch.diag_embed(box)], dim=-2)  # (..., n_out, d)
+        exact = (n_nonzero <= n_out)[..., None, None]
+        return Zonotope._new(self.center, torch.where(exact, compact[..., :n_out, :], girard))
 
     def sample(
         self, n: int, generator: torch.Generator | None = None, seed: int | None = None

@@ -360,6 +360,7 @@ def test_match_width_hits_the_target(name, target, kw):
         assert kwargs[k] == v
 
 
+@pytest.mark.slow
 def test_match_width_other_knobs_and_table():
     kwargs, params = match_width("perceiver", 8, 1, 200_000, knob="n_self")
     assert set(kwargs) == {"n_self"} and abs(params - 200_000) < 0.1 * 200_000

@@ -264,6 +264,7 @@ def test_bad_inputs_raise_with_the_valid_choices():
         ex.run("tab:meb", workers=0, progress=False)
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_cli_bad_input_exits_2(capsys):
     assert cli(["run", "tab:nope"]) == 2
     assert "valid tables" in capsys.readouterr().err
@@ -396,6 +397,8 @@ def test_a_result_of_another_training_config_is_never_skipped_as_done(dirs):
     assert ex.get_profile("cpu").train["amp"] is False
 
 
+@pytest.mark.integration  # a real CLI run, SIGKILLed, polled for up to 120 s
+@pytest.mark.timeout(600)
 def test_killed_run_resumes_and_skips_finished_results(dirs):
     expected = {j.result_path for j in ex.jobs("tab:tdof-verify", "smoke", cells=["L8-*"],
                                                 results_dir=dirs["results_dir"])}  # fmt: skip
@@ -429,7 +432,7 @@ def test_interrupted_cell_resumes_from_its_checkpoint(dirs):
     """A job killed after its first epoch continues from the checkpoint, not from scratch."""
     (job,) = ex.jobs("tab:tdof-verify", "smoke", cells=["L24-st_4l"], **dirs)
     cfg = replace(job.train_config(), num_threads=1)  # num_threads may differ on resume
-    tr, va, _ = ex._splits(job)
+    tr, va, _ = ex.job_splits(job)
     model = ex.build_cell_model(job.cell, tr.d_in, tr.d_out, job.seed, "cpu")
 
     class Killed(Exception):
@@ -464,6 +467,7 @@ def test_interrupted_cell_resumes_from_its_checkpoint(dirs):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration  # two tables trained, written and reported end to end
 def test_two_tables_smoke_end_to_end_and_report(dirs, capsys):
     out = _run("tab:tdof-verify", dirs, cells=TDOF_CELLS)
     assert not out["failed"]
@@ -508,6 +512,7 @@ def test_two_tables_smoke_end_to_end_and_report(dirs, capsys):
     assert len(losses) == 3 and losses[-1] < losses[0]
 
 
+@pytest.mark.integration  # a real pool of spawned worker processes
 def test_workers_run_jobs_in_parallel_processes(dirs):
     """workers=2 trains in spawned processes and gives the same results as in-process."""
     root = Path(dirs["results_dir"]).parent
@@ -536,7 +541,7 @@ def test_default_cpu_layout_is_one_single_thread_worker_per_core(
     run's output; the jobs themselves are replaced by a recorder."""
     seen = {}
     monkeypatch.setattr(ex.runner.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(ex.runner, "_splits", lambda job, workers=1: None)
+    monkeypatch.setattr(ex.runner, "job_splits", lambda job, workers=1: None)
     monkeypatch.setattr(ex.runner, "_run_jobs", lambda todo, git, w, t, *a: seen.update(w=w, t=t))
     ex.run("tab:tdof-verify", profile, device="cpu", cells=["L4-*", "L8-*"], **dirs)
     assert (seen["w"], seen["t"]) == expected
@@ -561,3 +566,11 @@ def test_best_profile_is_the_first_with_results(tmp_path):
     write("cpu-converged")  # by default the converged protocol comes before the 30-epoch one
     assert ex.best_profile("tab:meb", results_dir=tmp_path) == "cpu-converged"
     assert ex.best_profile("tab:meb", ("cpu", "cpu-converged"), results_dir=tmp_path) == "cpu"
+
+
+def test_run_docstring_lists_every_profile_with_its_seeds():
+    doc = ex.run.__doc__
+    for name, prof in ex.PROFILES.items():
+        line = next(x for x in doc.splitlines() if x.strip().startswith(f"- ``{name}``"))
+        seeds = "each cell's paper count" if prof.seeds is None else str(prof.seeds)
+        assert line.endswith(f"[seeds: {seeds}]"), line

@@ -13,7 +13,6 @@ from mzlite.exercises import keys
 from mzlite.exercises.grading import chapter_of, find_submissions, grade
 
 pytest.importorskip("nbclient")
-pytestmark = pytest.mark.slow  # five kernels, one of them runs into its time limit
 
 SETUP = "from mzlite.exercises import check\nimport torch\n"
 CORRECT = {
@@ -60,6 +59,7 @@ def _answers(values):
     return [f'{v}\ncheck("{k}", answer, seed=seed)' for k, v in values.items()]
 
 
+# five kernels, one of them runs into its 60 s time limit: the tests that read it are integration
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("class") / "submissions"
@@ -86,6 +86,8 @@ def _by(runs, student):
     return next(r for r in runs if r.student == student)
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(900)
 def test_every_submission_is_reported(graded):
     runs, _ = graded
     assert sorted(r.student for r in runs) == ["ace", "blank", "garbled", "looper", "raiser"]
@@ -99,6 +101,8 @@ def test_every_submission_is_reported(graded):
     assert {r["status"] for r in blank.results.values()} == {"unanswered"}
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(900)
 def test_a_raising_cell_is_reported_and_later_checks_still_count(graded):
     raiser = _by(graded[0], "raiser")
     assert raiser.outcome == "cell errors" and "ZeroDivisionError" in raiser.detail
@@ -106,6 +110,8 @@ def test_a_raising_cell_is_reported_and_later_checks_still_count(graded):
     assert all(r["status"] == "correct" for r in raiser.results.values())
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(900)
 def test_an_endless_notebook_is_killed_with_the_checks_it_reached(graded):
     looper = _by(graded[0], "looper")
     assert looper.outcome == "timed out" and "60" in looper.detail
@@ -114,6 +120,8 @@ def test_an_endless_notebook_is_killed_with_the_checks_it_reached(graded):
     assert garbled.outcome == "unreadable"
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(900)
 def test_reports_per_student_and_per_exercise(graded):
     runs, out = graded
     rows = list(csv.DictReader((out / "grades.csv").open()))

@@ -88,6 +88,8 @@ def _kill_when_checkpointed(checkpoint: Path, task: str, killed: list, stop: thr
         time.sleep(0.02)
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(600)
 def test_ray_run_equals_local_survives_a_killed_worker_and_skips_done(cluster, cache, tmp_path):
     local = _run(tmp_path / "local", cache, "local")
     assert len(local["done"]) == 3 and not local["failed"]
@@ -138,6 +140,8 @@ def test_ray_run_equals_local_survives_a_killed_worker_and_skips_done(cluster, c
         assert "CUDA is not available" not in str(e) and "train_config.amp" in str(e)
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(600)
 def test_a_failing_job_is_reported_with_its_traceback_and_the_others_finish(
     cluster, cache, tmp_path, capsys
 ):
@@ -157,10 +161,12 @@ def test_a_failing_job_is_reported_with_its_traceback_and_the_others_finish(
     assert error
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(600)
 def test_ctrl_c_cancels_the_pending_tasks(cluster, cache, tmp_path):
     todo = ex.jobs(TABLE, PROFILE, cells=CELLS, results_dir=tmp_path, cache_dir=cache)
     for j in todo:
-        ex._splits(j)  # the driver's data, as run() prepares it
+        ex.job_splits(j)  # the driver's data, as run() prepares it
 
     def say(msg="", **_):
         # The first job is done: the user presses Ctrl-C. Raised here as Python's SIGINT handler
@@ -182,6 +188,8 @@ def test_ctrl_c_cancels_the_pending_tasks(cluster, cache, tmp_path):
     assert sum(j.result_path.exists() for j in todo) == len(done)
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(600)
 def test_cli_runs_a_table_through_ray(cluster, cache, tmp_path, capsys):
     args = ["run", TABLE, "--cells", "L4-set_stats", "--launcher", "ray",
             "--results-dir", str(tmp_path), "--cache-dir", str(cache)]  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -517,3 +518,41 @@ def test_the_reason_names_the_reading_and_a_reading_that_reads_otherwise(tmp_pat
     assert row["profile"] == "cpu-annealed" and row["verdict"] in ("holds", "holds partly")
     assert row["reason"].startswith("depends on a reading choice: holds under mzlite's reading")
     assert "does not hold under mzlite's first reading" in row["reason"]
+
+
+def _spoil(path: Path, how: str) -> None:
+    text = path.read_text()
+    if how == "truncated":  # a write cut short (not by mzlite, whose writes are atomic)
+        path.write_text(text[: len(text) // 2])
+    else:  # a merge that left its markers in the file
+        path.write_text(f"<<<<<<< HEAD\n{text}=======\n{text}>>>>>>> other\n")
+
+
+@pytest.mark.parametrize("how", ["truncated", "merge-conflict"])
+def test_report_warns_of_an_unreadable_result_naming_it(tmp_path, how):
+    _tdof(tmp_path, mz=0.9, st4=0.9, st32=0.5)
+    bad = ex.result_path("tab:tdof-verify", "L4-mz_1l", 1, "cpu", tmp_path)
+    _spoil(bad, how)
+    with pytest.warns(ex.UnreadableResultWarning, match=re.escape(str(bad))):
+        rep = report("tab:tdof-verify", "cpu", results_dir=tmp_path, ran_only=True)
+    row = next(r for r in rep.rows if r["cells"] == ["L4-mz_1l"])
+    assert row["n_seeds"] == 2  # the other two seeds, and a warning that says why
+
+
+@pytest.mark.parametrize("how", ["truncated", "merge-conflict"])
+def test_scorecard_warns_of_an_unreadable_result_naming_it(tmp_path, how):
+    _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40)
+    bad = ex.result_path("tab:tdof-verify", "L32-st_4l", 2, "cpu", tmp_path)
+    _spoil(bad, how)
+    with pytest.warns(ex.UnreadableResultWarning, match=re.escape(str(bad))) as caught:
+        sc = scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path)
+    assert all(str(bad) in str(w.message) for w in caught)
+    sep = {r["claim"]: r for r in sc.rows}["tdof-separation"]
+    assert "n = 2/3 seed(s) per cell, 5/5 runs" in sep["statistics"]  # the spoiled one left out
+
+
+def test_a_readable_result_raises_no_warning(tmp_path):
+    _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ex.UnreadableResultWarning)
+        scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path)

@@ -410,6 +410,7 @@ def test_atomic_io_helpers(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["a", "d.bin"]
 
 
+@pytest.mark.slow  # process pools
 def test_parallel_workers_give_identical_data():
     one = T.make_task("hull_volume", 80, seed=0, d=4)
     two = T.make_task("hull_volume", 80, seed=0, d=4, workers=2)

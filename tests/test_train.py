@@ -416,7 +416,7 @@ def test_amp_auto_resolves_per_device_and_dtype(monkeypatch):
     assert T.resolve_amp(None, "cpu") == T.cpu_has_bf16()
     assert not T.resolve_amp(None, "cpu", torch.float64)  # autocast never touches float64
     assert not T.resolve_amp(None, "cuda")  # on CUDA bf16 stays opt-in (amp=True)
-    monkeypatch.setattr(T, "cpu_has_bf16", lambda: False)  # emulated bf16 would cost time
+    monkeypatch.setattr(T.precision, "cpu_has_bf16", lambda: False)  # emulated bf16: slower
     assert not T.resolve_amp(None, "cpu")
 
 

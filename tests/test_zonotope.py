@@ -258,6 +258,29 @@ def test_reduce_order_one_is_the_interval_hull_and_keeps_the_largest():
     assert torch.allclose(r.generators[2:], torch.tensor([[1.1, 0.0], [0.0, 1.1]]))
 
 
+def test_reduce_drops_zero_generators_before_deciding():
+    # two nonzero generators in R^2 are within order 1's budget of 2: zonopy and CORA drop the
+    # eight zeros and return the parallelogram; counting them would box it to [-2, 2]^2
+    g1, g2 = [1.0, 1.0], [1.0, -1.0]
+    G = torch.tensor([g1] + [[0.0, 0.0]] * 8 + [g2])
+    r = Zonotope(torch.tensor([0.5, 0.0]), G).reduce(1)
+    assert torch.equal(r.generators, torch.tensor([g1, g2]))
+    assert torch.equal(r.center, torch.tensor([0.5, 0.0]))
+    assert Zonotope(torch.zeros(2), torch.zeros(5, 2)).reduce(1).num_generators == 0
+
+
+def test_reduce_decides_each_zonotope_of_a_batch_on_its_own_nonzero_generators():
+    sparse = torch.tensor([[0.0, 0.0], [2.0, 1.0], [0.0, 0.0], [0.0, 0.0], [1.0, -3.0]])
+    dense = torch.tensor([[3.0, 3.0], [0.1, 0.1], [0.0, 1.0], [0.2, -0.1], [1.0, 0.0]])
+    batch = Zonotope(torch.zeros(2, 2), torch.stack([sparse, dense])).reduce(1.5)  # budget 3
+    assert batch.num_generators == 3
+    # the sparse one exactly (its two generators, then a zero one), the dense one by Girard
+    assert torch.equal(batch.generators[0], torch.tensor([[2.0, 1.0], [1.0, -3.0], [0.0, 0.0]]))
+    alone = Zonotope(torch.zeros(2), dense).reduce(1.5)
+    assert torch.equal(batch.generators[1], alone.generators)
+    assert torch.allclose(alone.generators, torch.tensor([[3.0, 3.0], [1.3, 0.0], [0.0, 1.2]]))
+
+
 # ---------------------------------------------------------------------------------------------
 # linear maps and matrix zonotopes
 # ---------------------------------------------------------------------------------------------

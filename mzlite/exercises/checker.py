@@ -37,6 +37,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -269,8 +270,7 @@ def _load_chapters() -> None:
     import importlib
     import pkgutil
 
-    from . import __path__ as pkg_path  # the mzlite.exercises package
-
-    for info in pkgutil.iter_modules(pkg_path):
+    # this file's folder, not ``mzlite.exercises.__path__``: the package imports this module
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if re.fullmatch(r"ch\d+", info.name):
             importlib.import_module(f"{__package__}.{info.name}")

@@ -22,7 +22,7 @@ from .specs import (
     default_results_dir,
     model_family,
 )
-from .tables import _registry, get_profile, get_table
+from .tables import get_profile, get_table, table_registry
 
 # ---------------------------------------------------------------------------------------------
 # Jobs
@@ -134,7 +134,7 @@ def aliases(table, profile: str = "smoke") -> dict[str, str]:
     already is: "targets standardised" under ``cpu-converged``, "raw targets" under ``full``).
     They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
     spec, prof = get_table(table), get_profile(profile)
-    registered = prof is PROFILES.get(prof.name) and _registry().get(spec.label) is spec
+    registered = prof is PROFILES.get(prof.name) and table_registry().get(spec.label) is spec
     if registered:  # registered specs and profiles never change
         return dict(_registered_aliases(spec.label, prof.name))
     return _aliases(spec, prof)

@@ -30,25 +30,9 @@ import statistics
 
 from mzlite import experiments as ex
 from mzlite.experiments import stats as _stats
+from mzlite.experiments.formatting import format_mean_std
 from mzlite.experiments.results import PROFILE_ORDER
 from mzlite.paper import load_paper_table, paper_cell
-
-
-def _fmt(v, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "--"
-    a = abs(v)
-    if a != 0 and (a >= 1e4 or a < 1e-3):
-        return f"{v:.3g}"
-    if a >= 100:
-        return f"{v:.1f}"
-    return f"{v:.{digits}f}"
-
-
-def _pm(mean, std) -> str:
-    if mean is None:
-        return "--"
-    return _fmt(mean) if std is None else f"{_fmt(mean)} ± {_fmt(std)}"
 
 
 def mean_std(values: list[float]) -> tuple[float | None, float | None]:
@@ -162,7 +146,7 @@ class Report:
         return out
 
     def _cells(self, r: dict) -> dict:
-        ours = _pm(r["ours_mean"], r["ours_std"]) if r["seeds"] else "not run"
+        ours = format_mean_std(r["ours_mean"], r["ours_std"]) if r["seeds"] else "not run"
         if r.get("mixed"):
             ours = "mixed protocols"
         if r.get("same_as"):
@@ -281,7 +265,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                     "paper_std": None if pc is None else pc.get("std"),
                     "paper_text": "--"
                     if pc is None or pc.get("mean") is None
-                    else _pm(pc["mean"], pc.get("std")),
+                    else format_mean_std(pc["mean"], pc.get("std")),
                     "paper_params": pp if c.model != ex.SET_STATS else None,
                 }
             )
@@ -316,7 +300,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                 "params": None,
                 "paper_mean": pc.get("mean"),
                 "paper_std": pc.get("std"),
-                "paper_text": _pm(pc.get("mean"), pc.get("std")),
+                "paper_text": format_mean_std(pc.get("mean"), pc.get("std")),
                 "paper_params": None,
             }
         )
@@ -380,7 +364,7 @@ def ours_text(row: dict | None) -> str:
         return "not run"
     if row.get("mixed"):
         return "mixed protocols"
-    return _pm(row["ours_mean"], row["ours_std"])
+    return format_mean_std(row["ours_mean"], row["ours_std"])
 
 
 def evidence_note(row: dict | None) -> str:

@@ -2,28 +2,53 @@
 
 from __future__ import annotations
 
+import json
+import warnings
 from pathlib import Path
 
 from .jobs import aliases, jobs
-from .runner import load_result
 from .specs import PROFILES, default_results_dir
-from .tables import _registry, get_profile, get_table
+from .tables import get_profile, get_table, table_registry
 
 # ---------------------------------------------------------------------------------------------
 # Reading back
 # ---------------------------------------------------------------------------------------------
 
 
+class UnreadableResultWarning(UserWarning):
+    """A result file that is not a JSON object (truncated, a merge conflict) was left out."""
+
+
+def _read_or_warn(path: Path) -> dict | None:
+    try:
+        res = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:  # ValueError: JSON syntax, bad UTF-8
+        reason = f"{type(e).__name__}: {e}"
+    else:
+        if isinstance(res, dict):
+            return res
+        reason = f"a JSON {type(res).__name__}, not an object"
+    warnings.warn(
+        f"{path}: unreadable result file left out of this table ({reason}); rerun its job "
+        "(`python -m mzlite run` recomputes it) or repair the file",
+        UnreadableResultWarning,
+        stacklevel=3,
+    )
+    return None
+
+
 def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
     """Every result JSON of ``table`` under ``profile`` (sorted by cell and seed). A file whose
     ``profile`` or ``table`` field disagrees with its directory raises ValueError: smoke and
-    full results are never mixed."""
+    full results are never mixed. A file that cannot be read (truncated, merge-conflict markers)
+    is left out with an :class:`UnreadableResultWarning` naming it, so a cell that shows fewer
+    seeds than were run says why (reports and the scorecard read results through here)."""
     spec, prof = get_table(table), get_profile(profile)
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     d = root / prof.name / spec.dirname
     out = []
     for p in sorted(d.glob("*__seed*.json")):
-        res = load_result(p)
+        res = _read_or_warn(p)
         if res is None:
             continue
         if res.get("profile") != prof.name or res.get("table") != spec.label:
@@ -66,7 +91,7 @@ def list_tables(results_dir=None) -> list[dict]:
     """One row per registered table: label, title, cells, models, and for each profile the
     number of (cell, seed) jobs and of results on disk."""
     rows = []
-    for label, spec in _registry().items():
+    for label, spec in table_registry().items():
         row = {
             "label": label,
             "title": spec.title,

@@ -548,7 +548,8 @@ def _transfer_matrix() -> TableSpec:
 
 
 @cache
-def _registry() -> Registry[TableSpec]:
+def table_registry() -> Registry[TableSpec]:
+    """Every table spec by its LaTeX label, built once (use :func:`get_table` for one)."""
     geo5 = (10_000, 2_000, 2_000)
     syn = (5_000, 1_000, 2_000)
     hull_models = [_ST, _ST_LARGE, _HYPER, _PERCEIVER, _LA_ST, _MZ_FULL, _MZ_LARGE]
@@ -583,12 +584,12 @@ def _registry() -> Registry[TableSpec]:
     return Registry("table", [(s.label, s) for s in specs])
 
 
-TABLES = tuple(_registry())  # every registered label, in registry order
+TABLES = tuple(table_registry())  # every registered label, in registry order
 
 
 def get_table(label: str) -> TableSpec:
     """The spec of table ``label`` ("tab:meb"; "tab-meb" and "meb" work too)."""
-    reg = _registry()
+    reg = table_registry()
     if isinstance(label, TableSpec):
         return label
     if isinstance(label, str):

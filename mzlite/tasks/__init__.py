@@ -10,7 +10,7 @@ One call, one dataset::
 ``make_splits`` gives train/val/test with distinct derived seeds, ``cache=True`` stores datasets
 under ``data/cache/`` (or ``$MZLITE_CACHE``), and ``baseline_r2`` fits a ridge regression on simple
 permutation-invariant set statistics so every table can show how hard its task really is (on the
-paper's own MEB generator, three statistics give test R^2 ~ 0.99; notes/measurements.md).
+paper's own MEB generator, three statistics give test R^2 ~ 0.99; benchmarks/README.md).
 
 Conventions shared by every task (the paper leaves them open; we fix them here):
 - Set sizes n ~ U{n_min, ..., n_max} (inclusive), one draw per set; x has exactly n_max (or, for two

@@ -143,7 +143,7 @@ def _map_targets(fn, sets: list, workers: int | None = 1, **kw) -> np.ndarray:
 def _gaussian_mixture_sets(
     rng, N, d, n_min, n_max, k_max=3, mean_std=2.0, spread_min=0.2, spread_max=1.0
 ):
-    """Mixture-of-Gaussians point sets (notes/measurements.md, the MEB generator): per set K ~
+    """Mixture-of-Gaussians point sets (the MEB generator of benchmarks/README.md): per set K ~
     U{1..k_max} components, means ~ N(0, mean_std^2 I), isotropic scales ~ U(spread_min,
     spread_max), each point picks a component uniformly."""
     sizes = _sizes(rng, N, n_min, n_max)

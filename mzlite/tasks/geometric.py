@@ -59,8 +59,9 @@ def meb_radius_dataset(
     """Minimum-enclosing-ball radius (tab:meb, app:meb; d in {8, 16, 32}): "mixtures of Gaussians
     with n in [10, 30]", exact radius (:func:`geometry.meb`, certified to 1e-6 relative).
 
-    Open choices: the generator of notes/measurements.md: K ~ U{1, 2, 3} components, means ~ N(0,
-    2^2 I), isotropic scales ~ U(0.2, 1.0), each point picks a component uniformly. On these raw
+    Open choices: the generator of benchmarks/README.md ("Before the project"): K ~ U{1, 2, 3}
+    components, means ~ N(0, 2^2 I), isotropic scales ~ U(0.2, 1.0), each point picks a
+    component uniformly. On these raw
     sets simple statistics (RMS spread, max distance to the centroid, n) predict the radius with R^2
     ~ 0.99 (see :func:`baseline_r2`); ``normalise="scale"`` (y = R / rms) leaves them at ~ 0.6."""
     return _mixture_dataset(

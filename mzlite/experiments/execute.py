@@ -1,0 +1,290 @@
+"""One job of a table run: its data, its model, training it with provenance, its result JSON
+(written atomically), whether a rerun may skip it, and the one-line summary a launcher prints.
+Every launcher (``runner.run``'s local pool, ``mzlite.launchers.RayLauncher``) runs jobs through
+these functions."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import subprocess
+import time
+from datetime import datetime, timezone
+from functools import cache
+from pathlib import Path
+
+import torch
+
+import mzlite
+from mzlite import nn as _nn
+from mzlite import tasks as _tasks
+from mzlite._checks import resolve_device
+from mzlite._io import atomic_write_json, json_safe
+from mzlite._paths import REPO_ROOT
+from mzlite.experiments import stats as _stats
+from mzlite.train import evaluate, fit, resolve_amp, seed_everything
+
+from .jobs import Job, protocol
+from .specs import RESULT_FORMAT, SET_STATS, Cell, check_task_options
+
+# ---------------------------------------------------------------------------------------------
+# Provenance
+# ---------------------------------------------------------------------------------------------
+
+
+def _git(*args) -> str | None:
+    try:
+        r = subprocess.run(
+            ["git", *args],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},  # read only: never touch the index
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def git_info() -> dict:
+    """``{"commit": HEAD or None, "dirty": bool or None}`` (None when not a git checkout)."""
+    head = _git("rev-parse", "HEAD")
+    if head is None:
+        return {"commit": None, "dirty": None}
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": head.strip(), "dirty": None if status is None else bool(status.strip())}
+
+
+def provenance(device: torch.device, git: dict | None = None) -> dict:
+    """Where and with what a result was computed."""
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+    return {
+        "device": str(device),
+        "gpu_name": gpu,
+        "num_threads": torch.get_num_threads(),
+        # results since the fused CPU kernels differ from earlier ones in dropout masks and the
+        # learned tokens' precision (mzlite.nn.fused); records whether they ran. loaded(), not
+        # available(): a job without MZ blocks must not compile the kernel to fill this in
+        "fused_cpu_kernels": device.type == "cpu" and _nn.fused.loaded(),
+        "torch": torch.__version__,
+        "mzlite": mzlite.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "git_commit": (git or {}).get("commit"),
+        "git_dirty": (git or {}).get("dirty"),
+        "hostname": socket.gethostname(),
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Running one job
+# ---------------------------------------------------------------------------------------------
+
+
+def job_splits(job: Job, workers: int | None = 1):
+    """The job's (train, val, test) ``SetData``, generated once and then read from the dataset
+    cache (every model and seed of a table setting trains on the same sets)."""
+    n_tr, n_va, n_te = job.sizes
+    return _tasks.make_splits(
+        job.cell.task,
+        n_tr,
+        n_va,
+        n_te,
+        job.profile.data_seed,
+        cache=True,
+        cache_dir=job.cache_dir / "datasets",
+        workers=workers,
+        **job.cell.options,
+    )
+
+
+def job_dataset_keys(job: Job) -> list[str]:
+    """The dataset-cache keys of the job's three splits: the same keys mean the same sets."""
+    from mzlite.tasks import derive_seed
+
+    return [
+        _tasks.cache_path(
+            job.cell.task, n, derive_seed(job.profile.data_seed, i), job.cache_dir / "datasets",
+            **job.cell.options,
+        ).stem
+        for i, n in enumerate(job.sizes)
+    ]  # fmt: skip
+
+
+@cache
+def _matched_kwargs(name: str, d_in: int, d_out: int, target: int, fixed: tuple) -> dict:
+    from mzlite.nn import match_width
+
+    return match_width(name, d_in, d_out, target, **dict(fixed))[0]
+
+
+def build_cell_model(cell: Cell, d_in: int, d_out: int, seed: int, device="cpu"):
+    """The cell's model for data of width ``d_in``/``d_out``, initialised from ``seed``."""
+    kw = dict(cell.model_kwargs)
+    if cell.match_params is not None:
+        kw.update(_matched_kwargs(cell.model, d_in, d_out, cell.match_params, tuple(kw.items())))
+    seed_everything(seed)
+    return _nn.build_model(cell.model, d_in, d_out, device=device, **kw)
+
+
+def _expected(job: Job) -> dict:
+    """The fields a finished result must agree on to be skipped by a rerun."""
+    return {
+        "table": job.table,
+        "cell": job.cell.id,
+        "seed": job.seed,
+        "profile": job.profile.name,
+        "task": job.cell.task,
+        "model": job.cell.model,
+        "sizes": list(job.sizes),
+    }
+
+
+def load_result(path) -> dict | None:
+    """A result JSON, or None when missing or unreadable (a rerun then recomputes it)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def is_done(job: Job) -> bool:
+    """True when ``job`` has a readable result; a result from another setup (other sizes,
+    model, profile, or training configuration: e.g. a profile whose learning rate changed since)
+    at the same path raises, so results never silently mix."""
+    res = load_result(job.result_path)
+    if res is None or res.get("format") != RESULT_FORMAT:
+        return False
+    exp = _expected(job)
+    diff = {k: (res.get(k), v) for k, v in exp.items() if res.get(k) != v}
+    old_cfg = res.get("train_config")
+    if old_cfg and job.cell.model != SET_STATS:
+        cfg = job.train_config()
+        new_cfg = cfg.to_dict()
+        # precision: what the run used (amp=None is resolved per machine and recorded in the
+        # history) against what this job would use here
+        old_cfg = {**old_cfg, "amp": result_amp(res)}
+        # an explicit device needs no CUDA here: a cluster driver judges GPU workers' results
+        where = resolve_device("auto") if job.device == "auto" else torch.device(job.device)
+        new_cfg["amp"] = resolve_amp(cfg.amp, where)
+        free = ("seed", "device", "num_threads", "eval_batch_size")  # where, not what
+        for k in sorted(old_cfg.keys() & new_cfg.keys()):
+            if k not in free and old_cfg[k] != new_cfg[k]:
+                diff[f"train_config.{k}"] = (old_cfg[k], new_cfg[k])
+    if diff:
+        raise ValueError(
+            f"{job.result_path} holds a different experiment ({diff}); use another results_dir "
+            "or delete it"
+        )
+    return True
+
+
+def result_amp(result: dict) -> bool | None:
+    """The precision a result was trained in: bf16 autocast (True) or float32 (False), as its
+    history recorded it (``amp=None`` resolved on the machine that ran it), else as its
+    ``train_config`` says; None when neither says (a closed-form result)."""
+    hist_cfg = (result.get("history") or {}).get("config") or {}
+    if hist_cfg.get("amp") is not None:
+        return bool(hist_cfg["amp"])
+    amp = (result.get("train_config") or {}).get("amp")
+    return None if amp is None else bool(amp)
+
+
+def run_job(
+    job: Job, git: dict | None = None, progress: bool = False, *, splits=None, write: bool = True
+) -> dict:
+    """Train and evaluate one (cell, seed) and write its result JSON (atomically). Resumes from
+    the job's checkpoint; removes it once the result is written. ``splits``: the job's (train,
+    val, test) data when the caller has them (a cluster worker gets them from the driver);
+    ``write=False`` returns the result without writing it or removing the checkpoint."""
+    cell = job.cell
+    device = resolve_device(job.device)
+    tr, va, te = splits if splits is not None else job_splits(job)
+    t0 = time.perf_counter()
+    out = {"format": RESULT_FORMAT, **_expected(job)}
+    out.update(
+        {
+            "row": cell.row,
+            "column": cell.column,
+            "part": cell.part,
+            "task_options": check_task_options(cell.task, cell.options),
+            "data_seed": job.profile.data_seed,
+            "dataset_keys": job_dataset_keys(job),
+            "data_code_version": _tasks.CODE_VERSION,
+            "model_kwargs": dict(cell.model_kwargs),
+        }
+    )
+    if cell.model == SET_STATS:
+        b = _tasks.baseline_r2(tr, te)
+        out.update(
+            {
+                "metrics": {"test": {"r2": b["r2"], "n": b["n_test"]}, "best_epoch": None},
+                "model_config": {"ridge_alpha": b["alpha"], "features": b["features"]},
+                "params": len(b["features"]) + 1,
+                "train_config": None,
+                "epochs_run": 0,
+                "stop_reason": "closed_form",
+                "history": None,
+            }
+        )
+    else:
+        cfg = job.train_config()
+        model = build_cell_model(cell, tr.d_in, tr.d_out, job.seed, device)
+        job.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+        hist = fit(model, tr, va, cfg, checkpoint_path=job.checkpoint_path, progress=progress)
+        stats = hist if cfg.normalize_targets else None
+        test = evaluate(model, te, cfg, target_stats=stats)
+        best = hist.best_epoch
+        from mzlite.nn import config_dict
+
+        out.update(
+            {
+                "metrics": {
+                    "test": test,
+                    "val_best": hist.val_metrics[best - 1] if best else None,
+                    "best_epoch": best,
+                },
+                "model_config": config_dict(model),
+                "params": sum(p.numel() for p in model.parameters()),
+                "train_config": cfg.to_dict(),
+                "epochs_run": hist.epochs_run,
+                "stop_reason": hist.stop_reason,
+                "history": hist.to_dict(),
+            }
+        )
+    out["convergence"] = _stats.convergence(out["history"])
+    out["converged"] = out["convergence"]["converged"]
+    out["protocol"] = protocol(job)
+    out["wall_time_s"] = (
+        out["history"]["wall_time_s"] if out["history"] else time.perf_counter() - t0
+    )
+    out["provenance"] = provenance(device, git)
+    if not write:
+        return out
+    atomic_write_json(job.result_path, json_safe(out))
+    if job.checkpoint_path.exists():
+        job.checkpoint_path.unlink()
+    return out
+
+
+def result_summary(res: dict) -> dict:
+    """What a progress line needs from a result: test R^2 and MSE, epochs run, wall time."""
+    m = res["metrics"]["test"]
+    return {
+        "r2": m.get("r2"),
+        "mse": m.get("mse"),
+        "epochs": res["epochs_run"],
+        "wall": res["wall_time_s"],
+    }
+
+
+def progress_line(job: Job, s: dict) -> str:
+    """One line for a finished job from its :func:`result_summary` (or ``{"error": ...}``)."""
+    if "error" in s:
+        return f"{job.cell.id} seed {job.seed}: FAILED {s['error']}"
+    r2 = "nan" if s["r2"] is None else f"{s['r2']:.3f}"
+    return f"{job.cell.id} seed {job.seed}: R^2 {r2}, {s['epochs']} epochs, {s['wall']:.1f} s"
