@@ -118,8 +118,9 @@ CHOICES: tuple[Choice, ...] = (
         "app:impl",
         "LR & $10^{-4}$",
         "per model family, chosen on the validation split by benchmarks/lr_probe.py (2 seeds, "
-        "3 cells per family): the paper's 1e-4 is tuned for 5-10K sets and 200 epochs, our CPU "
-        "runs see 2K sets",
+        "3 cells per family; under cpu-annealed it chose 1e-3 for every family, 10x the "
+        "paper's; the first reading ran MZ at 3e-3): the paper's 1e-4 is tuned for 5-10K sets "
+        "and 200 epochs, our CPU runs see 2K sets",
         "the paper's 1e-4; one rate for all families",
         "Profile.lr_by_family (a cell's train['lr'] wins)",
         "train_config.lr, protocol.lr_source",

@@ -161,10 +161,73 @@ baseline: mean relative excess val loss 0.0003: +46.3%, 0.001: +0.0%, 0.003: +23
 deepsets: mean relative excess val loss 0.0003: +6.3%, 0.001: +1.1%, 0.003: +7.5% -> lr 0.001
 """  # noqa: E501 (the probe's lines, verbatim)
 
-# The printed output of ``benchmarks/lr_probe.py --profile cpu-annealed`` (filled in by the
-# probe's run; until then the profile has no rates of its own and must not be run).
-LR_PROBE_ANNEALED = ""
-LR_BY_FAMILY_ANNEALED: dict = {}
+# The printed output of ``benchmarks/lr_probe.py`` (profile cpu-annealed, seeds 0 and 1), run
+# 2026-11-25 at commit 74195e2 on this project's shared 2-core CPU as two processes,
+# ``--families mz`` and ``--families baseline,deepsets`` (the first line is printed by each; seconds
+# are wall time under load). MZ is probed with the default generator normalisation ("zonotope").
+LR_PROBE_ANNEALED = """\
+profile cpu-annealed: first 10 epochs, lr grid [0.0003, 0.001, 0.003], seeds [0, 1], 1 thread
+  mz        tab:meb           d8-mz_full   seed 0 lr 0.0003  best val loss 0.2798 (epoch 9), val R^2 0.733, 382 s
+  mz        tab:meb           d8-mz_full   seed 0 lr 0.001   best val loss 0.2335 (epoch 10), val R^2 0.777, 187 s
+  mz        tab:meb           d8-mz_full   seed 0 lr 0.003   best val loss 0.2302 (epoch 10), val R^2 0.780, 155 s
+  mz        tab:meb           d8-mz_full   seed 1 lr 0.0003  best val loss 0.2979 (epoch 8), val R^2 0.715, 36 s
+  mz        tab:meb           d8-mz_full   seed 1 lr 0.001   best val loss 0.2176 (epoch 10), val R^2 0.792, 39 s
+  mz        tab:meb           d8-mz_full   seed 1 lr 0.003   best val loss 0.2203 (epoch 10), val R^2 0.790, 39 s
+  mz        tab:tdof-verify   L16-mz_1l    seed 0 lr 0.0003  best val loss 0.6561 (epoch 10), val R^2 0.267, 23 s
+  mz        tab:tdof-verify   L16-mz_1l    seed 0 lr 0.001   best val loss 0.4584 (epoch 10), val R^2 0.488, 24 s
+  mz        tab:tdof-verify   L16-mz_1l    seed 0 lr 0.003   best val loss 0.5178 (epoch 9), val R^2 0.422, 21 s
+  mz        tab:tdof-verify   L16-mz_1l    seed 1 lr 0.0003  best val loss 0.5401 (epoch 10), val R^2 0.397, 20 s
+  mz        tab:tdof-verify   L16-mz_1l    seed 1 lr 0.001   best val loss 0.4124 (epoch 8), val R^2 0.539, 20 s
+  mz        tab:tdof-verify   L16-mz_1l    seed 1 lr 0.003   best val loss 0.4582 (epoch 10), val R^2 0.488, 20 s
+  mz        tab:main-results  F-mz_full    seed 0 lr 0.0003  best val loss 0.9676 (epoch 5), val R^2 0.115, 51 s
+  mz        tab:main-results  F-mz_full    seed 0 lr 0.001   best val loss 0.9874 (epoch 7), val R^2 0.097, 51 s
+  mz        tab:main-results  F-mz_full    seed 0 lr 0.003   best val loss 0.9646 (epoch 9), val R^2 0.118, 52 s
+  mz        tab:main-results  F-mz_full    seed 1 lr 0.0003  best val loss 0.9598 (epoch 9), val R^2 0.122, 47 s
+  mz        tab:main-results  F-mz_full    seed 1 lr 0.001   best val loss 0.9778 (epoch 9), val R^2 0.106, 46 s
+  mz        tab:main-results  F-mz_full    seed 1 lr 0.003   best val loss 1.0028 (epoch 9), val R^2 0.083, 47 s
+mz: mean relative excess val loss 0.0003: +22.1%, 0.001: +0.9%, 0.003: +5.0% -> lr 0.001
+chosen: {'mz': 0.001}
+  baseline  tab:meb           d8-st        seed 0 lr 0.0003  best val loss 0.2327 (epoch 10), val R^2 0.778, 24 s
+  baseline  tab:meb           d8-st        seed 0 lr 0.001   best val loss 0.1373 (epoch 10), val R^2 0.869, 36 s
+  baseline  tab:meb           d8-st        seed 0 lr 0.003   best val loss 0.1167 (epoch 9), val R^2 0.889, 83 s
+  baseline  tab:meb           d8-st        seed 1 lr 0.0003  best val loss 0.2390 (epoch 10), val R^2 0.772, 89 s
+  baseline  tab:meb           d8-st        seed 1 lr 0.001   best val loss 0.1448 (epoch 9), val R^2 0.862, 87 s
+  baseline  tab:meb           d8-st        seed 1 lr 0.003   best val loss 0.1256 (epoch 10), val R^2 0.880, 56 s
+  baseline  tab:tdof-verify   L16-st_4l    seed 0 lr 0.0003  best val loss 0.7724 (epoch 10), val R^2 0.137, 106 s
+  baseline  tab:tdof-verify   L16-st_4l    seed 0 lr 0.001   best val loss 0.6508 (epoch 9), val R^2 0.273, 80 s
+  baseline  tab:tdof-verify   L16-st_4l    seed 0 lr 0.003   best val loss 0.8317 (epoch 10), val R^2 0.071, 87 s
+  baseline  tab:tdof-verify   L16-st_4l    seed 1 lr 0.0003  best val loss 0.7319 (epoch 8), val R^2 0.183, 74 s
+  baseline  tab:tdof-verify   L16-st_4l    seed 1 lr 0.001   best val loss 0.6091 (epoch 10), val R^2 0.320, 17 s
+  baseline  tab:tdof-verify   L16-st_4l    seed 1 lr 0.003   best val loss 0.8492 (epoch 5), val R^2 0.051, 18 s
+  baseline  tab:main-results  F-st         seed 0 lr 0.0003  best val loss 0.6121 (epoch 10), val R^2 0.440, 15 s
+  baseline  tab:main-results  F-st         seed 0 lr 0.001   best val loss 0.5410 (epoch 10), val R^2 0.505, 13 s
+  baseline  tab:main-results  F-st         seed 0 lr 0.003   best val loss 0.9066 (epoch 4), val R^2 0.171, 15 s
+  baseline  tab:main-results  F-st         seed 1 lr 0.0003  best val loss 0.6036 (epoch 6), val R^2 0.448, 17 s
+  baseline  tab:main-results  F-st         seed 1 lr 0.001   best val loss 0.5333 (epoch 10), val R^2 0.512, 14 s
+  baseline  tab:main-results  F-st         seed 1 lr 0.003   best val loss 0.8171 (epoch 9), val R^2 0.253, 15 s
+baseline: mean relative excess val loss 0.0003: +42.5%, 0.001: +5.5%, 0.003: +31.3% -> lr 0.001
+  deepsets  tab:meb           d8-deepsets  seed 0 lr 0.0003  best val loss 0.3458 (epoch 10), val R^2 0.670, 1 s
+  deepsets  tab:meb           d8-deepsets  seed 0 lr 0.001   best val loss 0.3322 (epoch 10), val R^2 0.683, 1 s
+  deepsets  tab:meb           d8-deepsets  seed 0 lr 0.003   best val loss 0.3864 (epoch 10), val R^2 0.631, 1 s
+  deepsets  tab:meb           d8-deepsets  seed 1 lr 0.0003  best val loss 0.3293 (epoch 10), val R^2 0.685, 1 s
+  deepsets  tab:meb           d8-deepsets  seed 1 lr 0.001   best val loss 0.3320 (epoch 7), val R^2 0.683, 1 s
+  deepsets  tab:meb           d8-deepsets  seed 1 lr 0.003   best val loss 0.3384 (epoch 9), val R^2 0.677, 1 s
+  deepsets  tab:main-results  A-deepsets   seed 0 lr 0.0003  best val loss 0.5602 (epoch 10), val R^2 0.434, 2 s
+  deepsets  tab:main-results  A-deepsets   seed 0 lr 0.001   best val loss 0.5494 (epoch 10), val R^2 0.445, 2 s
+  deepsets  tab:main-results  A-deepsets   seed 0 lr 0.003   best val loss 0.6025 (epoch 10), val R^2 0.391, 2 s
+  deepsets  tab:main-results  A-deepsets   seed 1 lr 0.0003  best val loss 0.5883 (epoch 8), val R^2 0.406, 2 s
+  deepsets  tab:main-results  A-deepsets   seed 1 lr 0.001   best val loss 0.5201 (epoch 9), val R^2 0.474, 2 s
+  deepsets  tab:main-results  A-deepsets   seed 1 lr 0.003   best val loss 0.5722 (epoch 10), val R^2 0.422, 2 s
+  deepsets  tab:main-results  F-deepsets   seed 0 lr 0.0003  best val loss 1.4186 (epoch 10), val R^2 -0.297, 1 s
+  deepsets  tab:main-results  F-deepsets   seed 0 lr 0.001   best val loss 0.8785 (epoch 9), val R^2 0.197, 1 s
+  deepsets  tab:main-results  F-deepsets   seed 0 lr 0.003   best val loss 2.0107 (epoch 10), val R^2 -0.839, 1 s
+  deepsets  tab:main-results  F-deepsets   seed 1 lr 0.0003  best val loss 1.0176 (epoch 7), val R^2 0.069, 1 s
+  deepsets  tab:main-results  F-deepsets   seed 1 lr 0.001   best val loss 1.0407 (epoch 9), val R^2 0.048, 2 s
+  deepsets  tab:main-results  F-deepsets   seed 1 lr 0.003   best val loss 1.0163 (epoch 9), val R^2 0.071, 1 s
+deepsets: mean relative excess val loss 0.0003: +13.5%, 0.001: +0.5%, 0.003: +27.9% -> lr 0.001
+chosen: {'baseline': 0.001, 'deepsets': 0.001}
+"""  # noqa: E501 (the probe's lines, verbatim)
+LR_BY_FAMILY_ANNEALED = {"mz": 1e-3, "baseline": 1e-3, "deepsets": 1e-3}
 
 PROFILES = {
     # lr 1e-3 so that 3 epochs of 4 steps visibly move the curves; the numbers mean nothing.
