@@ -556,3 +556,19 @@ def test_a_readable_result_raises_no_warning(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ex.UnreadableResultWarning)
         scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path)
+
+
+def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path):
+    pma = [c.id for c in ex.get_table("tab:meb").cells if c.id.startswith("d8-")]
+    for cid in pma:
+        _cell(tmp_path, "tab:meb", cid, 0.05 if "mz" not in cid else 0.7, "cpu-annealed")
+    rows = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}
+    assert "normalised" not in rows["meb-d8-mz-beats-pma"]  # the twins did not run
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-ynorm-mz_full", 0.2, "cpu-annealed")
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-ynorm-st", 0.6, "cpu-annealed")
+    row = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}[
+        "meb-d8-mz-beats-pma"
+    ]
+    assert row["verdict"] == "holds"  # raw: MZ beats every PMA baseline
+    assert row["normalised"]["verdict"] == "does not hold here"  # normalised: ST wins
+    assert "on per-set normalised sets" in row["reason"]

@@ -746,4 +746,40 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
     else:
         tables = [tables] if isinstance(tables, str) else list(tables)
         chosen = [c for t in tables for c in claims(t)]
-    return Scorecard([evaluate(c, profiles, results_dir) for c in chosen], profiles)
+    rows = []
+    for c in chosen:
+        row = evaluate(c, profiles, results_dir)
+        beside = per_set_normalised(c, profiles, results_dir)
+        if beside is not None:
+            row["normalised"] = beside
+            row["reason"] += (
+                f"; on per-set normalised sets (chapter 5's ablation cells): {beside['verdict']}"
+                f" (ours {beside['ours_text']}; {beside['reason']})"
+            )
+        rows.append(row)
+    return Scorecard(rows, profiles)
+
+
+def _normalised_cell(cell_id: str) -> str:
+    """The per-set normalised twin of a tab:meb d = 8 cell (``abl-d8-scale-*``)."""
+    model = cell_id.removeprefix("d8-")
+    if model == ex.SET_STATS:
+        return "abl-d8-scale-set_stats"
+    return f"abl-d8-scale-ynorm-{model}"
+
+
+def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
+    """An MEB d = 8 claim judged again on the per-set normalised ablation cells (the data
+    normalisation the MEB verdict turns on, chapter 5), from the profiles that ran them; None
+    for other claims or where none of the twin cells ran."""
+    if (
+        isinstance(claim, RankClaim)
+        or claim.table != "tab:meb"
+        or not all(c.startswith("d8-") for c in claim.cells)
+    ):
+        return None
+    ids = {c.id for c in ex.get_table("tab:meb").cells}
+    if not any(_normalised_cell(c) in ids for c in claim.cells):
+        return None
+    row = evaluate(claim, profiles, results_dir, rename=_normalised_cell)
+    return None if row["verdict"] == "not run" else row
