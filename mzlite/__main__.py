@@ -7,8 +7,8 @@
     python -m mzlite run tab:meb --profile full --device cuda --launcher ray --address auto \\
         --gpus-per-job 0.25 --checkpoint-dir /shared/checkpoints
     python -m mzlite report tab:meb --profile smoke [--format text]
-    python -m mzlite plan tab:tdof-verify tab:meb --profile cpu-converged --cells 'd8-*'
-    python -m mzlite scorecard [tab:tdof-verify ...] [--profiles cpu-converged] [--format markdown]
+    python -m mzlite plan tab:tdof-verify tab:meb --profile cpu-annealed --cells 'd8-*'
+    python -m mzlite scorecard [tab:tdof-verify ...] [--profiles cpu-annealed] [--format markdown]
     python -m mzlite grade SUBMISSIONS/ [--out GRADES/] [--timeout 600]
 
 Bad input (unknown table, profile or model, an invalid seed range) prints what is valid and
@@ -19,6 +19,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+
+def _profiles() -> list[str]:
+    from mzlite.experiments.specs import PROFILES
+
+    return list(PROFILES)
+
+
+def _profile_order() -> tuple[str, ...]:
+    from mzlite.experiments.results import PROFILE_ORDER
+
+    return PROFILE_ORDER
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--profile",
         default="smoke",
-        help="smoke (default), cpu (30 epochs), cpu-converged (converged CPU protocol) or full",
+        help="one of " + ", ".join(_profiles()) + " (default: smoke)",
     )
     p.add_argument("--seeds", default=None, help="e.g. 0-4 or 0,2,5 (default: the profile's)")
     p.add_argument("--device", default="auto", help="auto (default), cpu or cuda")
@@ -65,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="estimated CPU hours of the jobs still to run")
     p.add_argument("tables", nargs="+")
-    p.add_argument("--profile", default="cpu-converged")
+    p.add_argument("--profile", default="cpu-annealed")
     p.add_argument("--seeds", default=None, help="e.g. 0-2 (default: the profile's)")
     p.add_argument("--models", default=None, help="comma-separated model names or ids")
     p.add_argument("--cells", default=None, help="comma-separated cell-id glob patterns")
@@ -85,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("tables", nargs="*", help="table labels (default: every table with claims)")
     p.add_argument(
         "--profiles", default=None, help="comma-separated, best evidence first "
-        "(default: full,cpu-converged,cpu)"
+        "(default: " + ",".join(_profile_order()) + ")"
     )  # fmt: skip
     p.add_argument("--format", choices=("text", "markdown"), default="text")
     p.add_argument("--results-dir", default=None)
