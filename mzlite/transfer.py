@@ -82,7 +82,7 @@ def ranks(
                 means[m] = (mean, std, len(r2s))
                 score[m] = mean if statistic == "mean" else statistics.median(r2s)
         ordered = sorted(score, key=lambda m: -score[m])
-        stats = by_cell.get(f"{setting}-{ex.SET_STATS}", [])
+        stats = by_cell.get(ex.CellKey(LABEL, f"{setting}-{ex.SET_STATS}").cell, [])
         todo = ex.jobs(LABEL, profile, cells=f"{setting}-*", results_dir=results_dir)
         missing = sum(not j.result_path.exists() for j in todo)
         others = [m for m in ordered if m != model]

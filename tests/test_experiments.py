@@ -55,6 +55,26 @@ def test_registry_has_the_required_tables():
 
 
 @pytest.mark.parametrize("label", ex.TABLES)
+def test_every_table_names_its_chapter_and_valid_cells(label):
+    spec = ex.get_table(label)
+    assert (REPO / "notebooks" / f"{spec.chapter}.ipynb").exists(), spec.chapter
+    for c in spec.cells:
+        assert ex.CellKey(label, c.id).spec is c
+        assert ex.model_family(c.model) in ex.MODEL_FAMILIES
+
+
+def test_cell_keys_fail_loudly_and_tables_need_a_chapter():
+    assert ex.CellKey("meb", "d8-st").table == "tab:meb"
+    with pytest.raises(ValueError, match="no cell 'd8-renamed' in tab:meb; cells: "):
+        ex.CellKey("tab:meb", "d8-renamed")
+    with pytest.raises(ValueError, match="unknown table name 'tab:nope'"):
+        ex.CellKey("tab:nope", "d8-st")
+    cell = ex.get_table("tab:meb").cells[0]
+    with pytest.raises(ValueError, match="chapter must be a notebook name"):
+        ex.TableSpec("tab:x", "a table", (cell,))
+
+
+@pytest.mark.parametrize("label", ex.TABLES)
 def test_every_paper_reference_exists(label):
     spec = ex.get_table(label)
     table = load_paper_table(label)  # raises if data/paper lacks the table

@@ -107,6 +107,7 @@ from .specs import (  # noqa: F401
 from .tables import (  # noqa: F401
     TABLES,
     TRANSFER_TIER1,
+    CellKey,
     get_profile,
     get_table,
 )
@@ -116,6 +117,7 @@ __all__ = [
     "PROFILE_ORDER",
     "TABLES",
     "Cell",
+    "CellKey",
     "Derived",
     "Job",
     "PaperRef",

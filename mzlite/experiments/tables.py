@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 from mzlite.registry import Registry
@@ -21,6 +22,7 @@ _LA_ST = ("la_st", "la_st", "LA-ST (Linear Attn.)", {}, 359_000)
 _MZ_FULL = ("mz_full", "mz_full", "MZAttn-Full", {}, None)
 _MZ_LARGE = ("mz_large", "mz_large", "MZAttn-Large", {}, None)
 _GEOM_BATCH = 256  # "geom. tasks" of the hyperparameter table
+_RELATIONAL = "06_relational_benchmarks"  # the chapter that runs the relational tables
 
 
 def _stats_cell(col_id, task, options, column, sizes, batch, part="main") -> Cell:
@@ -218,6 +220,7 @@ def _meb() -> TableSpec:
         "MEB radius prediction (R^2), d in {8, 16, 32}",
         tuple(cells + abl),
         notes="Sizes 10K/2K/2K (not in the paper). Ablation part: d=8 only.",
+        chapter="05_minimum_enclosing_ball",
     )
 
 
@@ -285,6 +288,7 @@ def _tdof_verify() -> TableSpec:
             "d=32 (mzlite.tasks.quadratic_tdof default); sizes 5K/1K/2K (not in the paper). "
             "Ablation part: MZAttn-1L at lr 1e-3 for L in {8, 16, 32}."
         ),
+        chapter="04_training_on_gpu",
     )
 
 
@@ -350,6 +354,7 @@ def _main_results() -> TableSpec:
             "Tasks C (ModelNet40) and E (ScanObjectNN) are not reproduced: their datasets are "
             "not available offline. Task D's MSE is compared as MSE x 10^2, as printed."
         ),
+        chapter=_RELATIONAL,
     )
 
 
@@ -371,7 +376,7 @@ def _geometry_sweep(label, title, task, dims, models, *, normed, seeds, sizes, c
         transpose=transpose,
     )
     note = "Targets standardised (app:opt-confound)." if normed else "Raw targets."
-    return TableSpec(label, title, tuple(cells), notes=note)
+    return TableSpec(label, title, tuple(cells), notes=note, chapter=_RELATIONAL)
 
 
 def _normed_label(label: str) -> str:
@@ -399,6 +404,7 @@ def _sgsp() -> TableSpec:
         "Sparse geometric set predicates (R^2)",
         tuple(cells),
         notes="k=5 for every k-target; sizes 10K/2K/2K (not in the paper).",
+        chapter=_RELATIONAL,
     )
 
 
@@ -424,6 +430,7 @@ def _mz_efficient() -> TableSpec:
         "MZ parameter efficiency (R^2): Slim / Med / Full vs Standard",
         tuple(cells),
         notes="Max = Task A (sum of dimension-wise maxima), RotMatch = Task F, MST = Task G.",
+        chapter=_RELATIONAL,
     )
 
 
@@ -438,6 +445,7 @@ def _gen_ablation() -> TableSpec:
         "MZ generator budget n_mz (the model's L) on the quadratic-TDOF target with TDOF L",
         tuple(cells),
         notes="1-layer MZ (n_enc=1), n_g=8; d=32; sizes 5K/1K/2K (not in the paper).",
+        chapter=_RELATIONAL,
     )
 
 
@@ -479,6 +487,7 @@ def _egnn() -> TableSpec:
             "EGNN at the paper's stated h=140, 4 layers (552,861 parameters here; the paper "
             "says ~303K, which that configuration does not give: see mzlite.baselines)."
         ),
+        chapter=_RELATIONAL,
     )
 
 
@@ -544,6 +553,7 @@ def _transfer_matrix() -> TableSpec:
             "MZAttn-Full's rank among the 7 models, not R^2: mzlite.transfer computes ours. "
             "Sizes 5K/1K/2K (not in the paper)."
         ),
+        chapter="10_real_data_digits",
     )
 
 
@@ -597,6 +607,26 @@ def get_table(label: str) -> TableSpec:
             if cand in reg:
                 return reg[cand]
     return reg[label]  # unknown: the error lists the valid tables
+
+
+@dataclass(frozen=True)
+class CellKey:
+    """One cell of a registered table, by the table's label and the cell's id. Checked when
+    made: a renamed or missing cell raises here (listing the table's cells), where the code
+    names it, instead of reading later as a cell without results."""
+
+    table: str
+    cell: str
+
+    def __post_init__(self):
+        spec = get_table(self.table)  # "tab-meb" and "meb" resolve to "tab:meb"
+        spec.cell(self.cell)
+        object.__setattr__(self, "table", spec.label)
+
+    @property
+    def spec(self):
+        """The ``Cell`` this key names."""
+        return get_table(self.table).cell(self.cell)
 
 
 def get_profile(profile: str) -> Profile:
