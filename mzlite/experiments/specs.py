@@ -401,7 +401,7 @@ def check_task_options(task: str, options: dict) -> dict:
 
 def model_names() -> tuple[str, ...]:
     """Every model name a cell may use: ``mzlite.nn.MODELS``'s, with its alias ``"standard"``."""
-    return tuple(_nn.MODEL_NAMES) + ("standard",)
+    return tuple(_nn.MODELS) + ("standard",)
 
 
 MODEL_FAMILIES = _nn.FAMILIES
