@@ -20,6 +20,7 @@ from mzlite.nn import (
     param_table,
 )
 from mzlite.nn.baselines import EGNNLayer, HyperAttention, LinearAttention
+from mzlite.tasks import baseline_r2, make_task
 
 D_IN = 4
 NETWORKS = tuple(n for n, spec in MODELS.items() if spec.trainable)  # every buildable model
@@ -94,6 +95,20 @@ def test_default_build_matches_its_paper_count(name):
     assert abs(ours - spec.paper_count) <= PAPER_COUNT_TOLERANCE * spec.paper_count, (
         f"{name}: {ours:,} parameters, the paper's {spec.paper_params}"
     )
+
+
+def test_the_yardstick_is_a_closed_form_spec():
+    """set_stats is registered like the networks; its fit hook is the ridge of baseline_r2."""
+    spec = model_spec("set_stats")
+    assert not spec.trainable and spec.family == "closed_form"
+    train = make_task("set_regression", 80, seed=0, d=3)
+    test = make_task("set_regression", 40, seed=1, d=3)
+    fitted, ridge = spec.fit(train, test), baseline_r2(train, test)
+    assert fitted["test"] == {"r2": ridge["r2"], "n": 40}
+    assert fitted["params"] == len(ridge["features"]) + 1
+    assert "set_stats" not in [r["model"] for r in param_table(3)]  # no network to count
+    with pytest.raises(ValueError, match="closed form"):
+        match_width("set_stats", 3)
 
 
 def test_model_names_are_one_per_model():
