@@ -13,13 +13,14 @@ from mzlite.nn import (
     MODEL_NAMES,
     MODELS,
     PAPER_COUNT_TOLERANCE,
+    ModelSpec,
     build_model,
     count_parameters,
     match_width,
     model_spec,
     param_table,
 )
-from mzlite.nn.baselines import EGNNLayer, HyperAttention, LinearAttention
+from mzlite.nn.baselines import DeepSets, DeepSetsConfig, EGNNLayer, HyperAttention, LinearAttention
 from mzlite.tasks import baseline_r2, make_task
 
 D_IN = 4
@@ -109,6 +110,17 @@ def test_the_yardstick_is_a_closed_form_spec():
     assert "set_stats" not in [r["model"] for r in param_table(3)]  # no network to count
     with pytest.raises(ValueError, match="closed form"):
         match_width("set_stats", 3)
+
+
+def test_a_model_spec_is_a_network_or_a_closed_form_never_both():
+    with pytest.raises(ValueError, match="family must be one of"):
+        ModelSpec("X", "transformer", DeepSets, DeepSetsConfig)
+    with pytest.raises(ValueError, match="either model and config"):
+        ModelSpec("X", "baseline")
+    with pytest.raises(ValueError, match="either model and config"):
+        ModelSpec("X", "closed_form", DeepSets, DeepSetsConfig, fit=lambda tr, te: {})
+    with pytest.raises(ValueError, match="'closed_form' is for models with a fit hook"):
+        ModelSpec("X", "baseline", fit=lambda tr, te: {})
 
 
 def test_model_names_are_one_per_model():
