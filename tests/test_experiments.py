@@ -51,7 +51,10 @@ def _run(table, dirs, **kw):
 def test_registry_has_the_required_tables():
     for label in ("tab:meb", "tab:tdof-verify", "tab:main-results"):
         assert label in ex.TABLES
-    assert set(ex.PROFILES) == {"smoke", "cpu", "cpu-converged", "full"}
+    # a property, not an inventory: a new profile is an addition, not a failure
+    assert {"smoke", "cpu", "cpu-converged", "full"} <= set(ex.PROFILES)
+    for name, prof in ex.PROFILES.items():
+        assert prof.name == name and prof.description.startswith(name), name
 
 
 @pytest.mark.parametrize("label", ex.TABLES)
