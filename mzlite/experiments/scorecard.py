@@ -276,7 +276,7 @@ def _mz_best_claims(table: str) -> list[Claim]:
     out = []
     for col, cells in by_col.items():
         mz = [c.id for c in cells if c.model == "mz_full" and not c.model_kwargs]
-        others = [c.id for c in cells if not c.model.startswith("mz")]
+        others = [c.id for c in cells if _nn.model_spec(c.model).family != "mz"]
         if len(mz) != 1 or not others:
             continue
         claim = _beats(
