@@ -53,7 +53,7 @@ DRIVER = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import torch
-from mzlite.nn import make_model
+from mzlite.nn import build_model
 from mzlite.train import TrainConfig, fit
 n_train, n_val, epochs, batch, threads = (int(a) for a in sys.argv[2:7])
 if threads:
@@ -68,7 +68,7 @@ def sets(N):
     return x, mask, y
 train, val = sets(n_train), sets(n_val)
 torch.manual_seed(0)
-model = make_model("mz_full", 8, device="cpu")
+model = build_model("mz_full", 8, device="cpu")
 torch.optim.AdamW([torch.zeros(1, requires_grad=True)])  # its first call imports torch._dynamo
 cfg = TrainConfig(epochs=epochs, batch_size=batch, warmup_epochs=1, patience=None, device="cpu",
                   lr=1e-3)
@@ -190,14 +190,14 @@ def equal(args) -> None:
 LAYOUT_DRIVER = r"""
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
-from mzlite.nn import make_model
+from mzlite.nn import build_model
 from mzlite.train import TrainConfig, fit
 g = torch.Generator().manual_seed(0)
 x = torch.randn(512, 30, 8, generator=g)
 mask = torch.arange(30)[None] < torch.randint(10, 31, (512,), generator=g)[:, None]
 y = x.mean(1).norm(dim=-1, keepdim=True)
 torch.manual_seed(0)
-model = make_model(sys.argv[2], 8, device="cpu")
+model = build_model(sys.argv[2], 8, device="cpu")
 t = time.perf_counter()
 fit(model, (x, mask, y), (x[:128], mask[:128], y[:128]),
     TrainConfig(epochs=2, batch_size=128, warmup_epochs=1, device="cpu"), progress=False)
@@ -279,8 +279,8 @@ def levers(args) -> None:
 
     import mzlite.nn.attention as attention
     import mzlite.nn.models as models
+    from mzlite.nn import build_model
     from mzlite.nn import fused as fused_kernel
-    from mzlite.nn import make_model
 
     torch.set_num_threads(1)
     fixed, *varying = step_batches(1 + args.repeats + 2)
@@ -294,7 +294,7 @@ def levers(args) -> None:
             setattr(models, b, getattr(code, b))
         try:
             torch.manual_seed(0)
-            m = make_model("mz_full", 8, device="cpu", **kw)
+            m = build_model("mz_full", 8, device="cpu", **kw)
             m.pack_sets = pack_sets  # a class attribute at the baseline: harmless there
         finally:
             for b, v in saved.items():
@@ -369,7 +369,7 @@ def compile_lever(args) -> None:
     import torch
     import torch._inductor.config as inductor_config
 
-    from mzlite.nn import make_model
+    from mzlite.nn import build_model
 
     inductor_config.compile_threads = 1  # compile in this process: its CPU time is measurable
     torch.set_num_threads(1)
@@ -377,7 +377,7 @@ def compile_lever(args) -> None:
     models = {}
     for name in ("eager", "compiled"):
         torch.manual_seed(0)
-        m = make_model("mz_full", 8, device="cpu")
+        m = build_model("mz_full", 8, device="cpu")
         opt = torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=1e-5, fused=True)
         models[name] = (torch.compile(m, dynamic=True) if name == "compiled" else m, opt)
 

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from mzlite import experiments as ex
 from mzlite._checks import resolve_device
+from mzlite.nn import model_spec
 from mzlite.tasks import make_task
 
 N_TRAIN, N_VAL, BATCH, EPOCHS, SEEDS = 10_000, 2_000, 256, 200, 5
@@ -46,7 +47,7 @@ def _cells():
     return [
         c
         for c in ex.get_table("tab:meb").cells
-        if c.part == "main" and c.options == {"d": 8} and c.model != ex.SET_STATS
+        if c.part == "main" and c.options == {"d": 8} and model_spec(c.model).trainable
     ]
 
 

@@ -16,6 +16,7 @@ lists every valid name, so a typo is answered with the list to pick from::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -63,6 +64,17 @@ class Registry(Mapping[str, T], Generic[T]):
         """The registered name that ``name`` (a name or an alias) stands for."""
         self[name]
         return self._aliases.get(name, name)
+
+    @contextmanager
+    def registered(self, name: str, obj: T) -> Iterator[T]:
+        """Hold ``obj`` under ``name`` for the length of a ``with`` block, then forget it (and any
+        alias to it): how a test walks a contributor's journey with a throwaway example."""
+        self.add(name, obj)
+        try:
+            yield obj
+        finally:
+            del self._items[name]
+            self._aliases = {a: n for a, n in self._aliases.items() if n != name}
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator form of :meth:`add`: ``@REGISTRY.register("name")``."""

@@ -75,14 +75,14 @@ def ranks(
         setting = f"{variant}-{target}"
         means, score = {}, {}
         for m in RANKED:
-            cell = (substitute or {}).get(f"{setting}-{m}", f"{setting}-{m}")
+            cell = (substitute or {}).get(cell_id(setting, m), cell_id(setting, m))
             r2s = [r["metrics"]["test"].get("r2") for r in by_cell.get(cell, [])]
             mean, std = mean_std(r2s)
             if mean is not None:
                 means[m] = (mean, std, len(r2s))
                 score[m] = mean if statistic == "mean" else statistics.median(r2s)
         ordered = sorted(score, key=lambda m: -score[m])
-        stats = by_cell.get(f"{setting}-{ex.SET_STATS}", [])
+        stats = by_cell.get(cell_id(setting, ex.SET_STATS), [])
         todo = ex.jobs(LABEL, profile, cells=f"{setting}-*", results_dir=results_dir)
         missing = sum(not j.result_path.exists() for j in todo)
         others = [m for m in ordered if m != model]
@@ -105,6 +105,12 @@ def ranks(
     return rows
 
 
+def cell_id(setting: str, model: str) -> str:
+    """The id of ``model``'s cell in ``setting`` ("raw-meb") of the table: checked against the
+    table (``CellKey``), so that a renamed cell raises instead of reading as one without results."""
+    return ex.CellKey(LABEL, f"{setting}-{model}").cell
+
+
 def per_seed(profile: str, results_dir=None) -> list[dict]:
     """Every result of the table's ranked models, one row per (setting, model, seed): ``setting``,
     ``model`` (id) and ``name`` (the paper's row), ``seed``, test ``r2``, ``best_epoch`` (of the
@@ -116,7 +122,7 @@ def per_seed(profile: str, results_dir=None) -> list[dict]:
     for variant, target in ex.TRANSFER_TIER1:
         setting = f"{variant}-{target}"
         for m in RANKED:
-            for r in by_cell.get(f"{setting}-{m}", []):  # seed order
+            for r in by_cell.get(cell_id(setting, m), []):  # seed order
                 rows.append(
                     {
                         "setting": setting,
@@ -153,7 +159,7 @@ def ablations(profile: str, results_dir=None) -> list[dict]:
         if cell.part != "ablation" or cell.id in same or not by_cell.get(cell.id):
             continue
         setting = f"{cell.options['variant']}-{cell.options['target']}"
-        r2 = {m: [r["metrics"]["test"].get("r2") for r in by_cell.get(f"{setting}-{m}", [])]
+        r2 = {m: [r["metrics"]["test"].get("r2") for r in by_cell.get(cell_id(setting, m), [])]
               for m in RANKED}  # fmt: skip
         means = {m: statistics.fmean(v) for m, v in r2.items() if v}
         ablated = {r["seed"]: r["metrics"]["test"].get("r2") for r in by_cell[cell.id]}
@@ -165,7 +171,7 @@ def ablations(profile: str, results_dir=None) -> list[dict]:
                 "change": dict(cell.train),
                 "main": {
                     r["seed"]: r["metrics"]["test"].get("r2")
-                    for r in by_cell.get(f"{setting}-{cell.model}", [])
+                    for r in by_cell.get(cell_id(setting, cell.model), [])
                 },
                 "ablated": ablated,
                 "rank": _rank_among(means, cell.model, means.get(cell.model)),
@@ -219,7 +225,7 @@ def longer_cap(profile: str, results_dir=None) -> dict:
     for (setting, model), cell in _cap_cells().items():
         todo = ex.jobs(LABEL, profile, cells=cell, results_dir=results_dir)
         if todo and all(j.result_path.exists() for j in todo):
-            out[f"{setting}-{model}"] = cell
+            out[cell_id(setting, model)] = cell
     return out
 
 
@@ -260,7 +266,7 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
     complete = [r for r in rows if r["complete"] and r["n_models"] == len(RANKED)]
     observed = [r["rank"] for r in complete]
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
-    cells = [substitute.get(f"{r['setting']}-{m}", f"{r['setting']}-{m}")
+    cells = [substitute.get(cell_id(r["setting"], m), cell_id(r["setting"], m))
              for r in complete for m in RANKED]  # fmt: skip
     seeds = min((len(by_cell.get(c, [])) for c in cells), default=0)
     behind = [r for c in cells for r in by_cell.get(c, [])]

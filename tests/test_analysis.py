@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from mzlite import analysis as A
-from mzlite.nn import make_model
+from mzlite.nn import build_model
 
 
 def test_relative_frobenius_change_by_hand():
@@ -64,7 +64,7 @@ def test_sign_flips():
 
 
 def test_probe_matches_the_operator_formula_and_checkpoint_roundtrip(tmp_path):
-    model = make_model(
+    model = build_model(
         "mz_med", 4, device="cpu", seed=0, d_model=8, n_heads=2, d_ff=8, n_inducing=2, n_enc=1
     )
     with torch.no_grad():
@@ -96,7 +96,7 @@ def test_probe_matches_the_operator_formula_and_checkpoint_roundtrip(tmp_path):
 def test_model_checkpoint_keeps_the_target_scaling(tmp_path):
     from mzlite.train import set_target_scaling, target_scaling
 
-    model = make_model("mz_slim", 3, 2, device="cpu", seed=0, d_model=8, n_heads=2, d_ff=16)
+    model = build_model("mz_slim", 3, 2, device="cpu", seed=0, d_model=8, n_heads=2, d_ff=16)
     set_target_scaling(model, [10.0, -2.0], [3.0, 0.5])
     x = torch.randn(4, 5, 3)
     path = A.save_model_checkpoint(tmp_path / "m.pt", model)

@@ -51,7 +51,30 @@ def _run(table, dirs, **kw):
 def test_registry_has_the_required_tables():
     for label in ("tab:meb", "tab:tdof-verify", "tab:main-results"):
         assert label in ex.TABLES
-    assert set(ex.PROFILES) == {"smoke", "cpu", "cpu-converged", "full"}
+    # a property, not an inventory: a new profile is an addition, not a failure
+    assert {"smoke", "cpu", "cpu-converged", "full"} <= set(ex.PROFILES)
+    for name, prof in ex.PROFILES.items():
+        assert prof.name == name and prof.description.startswith(name), name
+
+
+@pytest.mark.parametrize("label", ex.TABLES)
+def test_every_table_names_its_chapter_and_valid_cells(label):
+    spec = ex.get_table(label)
+    assert (REPO / "notebooks" / f"{spec.chapter}.ipynb").exists(), spec.chapter
+    for c in spec.cells:
+        assert ex.CellKey(label, c.id).spec is c
+        assert ex.model_family(c.model) in ex.MODEL_FAMILIES
+
+
+def test_cell_keys_fail_loudly_and_tables_need_a_chapter():
+    assert ex.CellKey("meb", "d8-st").table == "tab:meb"
+    with pytest.raises(ValueError, match="no cell 'd8-renamed' in tab:meb; cells: "):
+        ex.CellKey("tab:meb", "d8-renamed")
+    with pytest.raises(ValueError, match="unknown table name 'tab:nope'"):
+        ex.CellKey("tab:nope", "d8-st")
+    cell = ex.get_table("tab:meb").cells[0]
+    with pytest.raises(ValueError, match="chapter must be a notebook name"):
+        ex.TableSpec("tab:x", "a table", (cell,))
 
 
 @pytest.mark.parametrize("label", ex.TABLES)

@@ -149,7 +149,7 @@ def test_a_failing_job_is_reported_with_its_traceback_and_the_others_finish(
     bad = ex.Cell("L4-broken", "quadratic_tdof", {"L": 4}, "st", "broken", "L=4",
                   model_kwargs={"n_enc": "two"}, sizes=(128, 64, 64))  # fmt: skip
     table = ex.TableSpec("tab:raytest", "a table with a broken cell",
-                         (spec.cell("L4-set_stats"), bad))  # fmt: skip
+                         (spec.cell("L4-set_stats"), bad), chapter=spec.chapter)  # fmt: skip
     out = ex.run(table, "smoke", results_dir=tmp_path, cache_dir=cache, threads=1, data_workers=1,
                  launcher=RayLauncher())  # fmt: skip
     assert len(out["done"]) == 1 and out["done"][0].endswith("L4-set_stats__seed0.json")

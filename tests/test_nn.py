@@ -19,9 +19,9 @@ from mzlite.nn import (
     SetModelDetails,
     SetTransformer,
     SetTransformerConfig,
+    build_model,
     count_parameters,
-    make_model,
-    parameter_count_table,
+    param_table,
     theorem3_layer,
 )
 
@@ -453,12 +453,13 @@ def test_operators_are_context_adaptive():
 
 
 def test_parameter_counts_match_paper():
-    rows = {r["model"].strip(): r["ours"] for r in parameter_count_table(d_in=8)}
-    assert rows["Set Transformer (standard)"] == 207_745  # paper ~208K
+    rows = {r["model"]: r["params"] for r in param_table(d_in=8)}
+    assert rows["st"] == 207_745  # paper ~208K
     # paper ~372K: 370,273 with the default generator normalisation ("zonotope", no parameters
     # of its own); the per-row LayerNorm reading adds 2 LayerNorms of 2 d per block: 371,809
-    assert rows["MZ-Full (n_g=8, L=4)"] == 370_273
-    assert rows["same, generators share W_V, W_O"] == 322_657 - 6 * 2 * 2 * 64
+    assert rows["mz_full"] == 370_273
+    shared = build_model("mz_full", 8, device="meta", gen_own_weights=False)
+    assert count_parameters(shared) == 322_657 - 6 * 2 * 2 * 64
     # the MZ-Full count by hand from the documented choices (d=64, H=4, d_k=16, d_ff=128)
     d, H, dk, ff, ng, L, m, din = 64, 4, 16, 128, 8, 4, 16, 8
     lin = lambda i, o, b=True: i * o + (o if b else 0)  # noqa: E731
@@ -485,8 +486,8 @@ def test_parameter_counts_match_paper():
         + lin(d, 1)
     )
     assert total == 370_273
-    assert count_parameters(make_model("mz_full", 8, device="cpu")) == total
-    per_row_ln = make_model("mz_full", 8, device="cpu", gen_norm="layernorm")
+    assert count_parameters(build_model("mz_full", 8, device="cpu")) == total
+    per_row_ln = build_model("mz_full", 8, device="cpu", gen_norm="layernorm")
     assert count_parameters(per_row_ln) == total + 6 * 2 * 2 * d == 371_809
 
 
@@ -551,8 +552,8 @@ def test_variants_and_factory():
     with pytest.raises(ValueError, match="name"):
         MZSetTransformerConfig.variant("huge")
     with pytest.raises(ValueError, match="name"):
-        make_model("mz_huge", 3)
-    assert set(MODEL_NAMES) >= {"standard", "mz_full"}
+        build_model("mz_huge", 3)
+    assert set(MODEL_NAMES) >= {"st", "st_large", "mz_slim", "mz_med", "mz_full", "mz_large"}
     # L = 0 is allowed: no matrix generators, the generator stream is the aggregated generators
     y = MZSetTransformer(**dict(SMALL_MZ, L=0))(*_batch())
     assert y.shape == (3, 2)
@@ -585,7 +586,7 @@ def _train_reduces_loss(model, device, steps=25):
 
 @pytest.mark.parametrize("name", ["standard", "mz_slim"])
 def test_training_reduces_loss_cpu(name):
-    model = make_model(
+    model = build_model(
         name, d_in=3, d_out=2, device="cpu", seed=0, d_model=16, n_heads=2, d_ff=32, n_inducing=4
     )
     _train_reduces_loss(model, torch.device("cpu"))
@@ -594,7 +595,7 @@ def test_training_reduces_loss_cpu(name):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("name", ["standard", "mz_full"])
 def test_training_reduces_loss_auto_device_cuda(name):
-    model = make_model(name, d_in=3, d_out=2, device="auto", seed=0)
+    model = build_model(name, d_in=3, d_out=2, device="auto", seed=0)
     assert next(model.parameters()).device.type == "cuda"
     _train_reduces_loss(model, torch.device("cuda"))
 

@@ -58,3 +58,18 @@ def test_aliases_find_their_target_and_stay_out_of_the_listing():
         reg.add("standard", 3)
     with pytest.raises(UnknownName, match="unknown model name 'nope'"):
         reg.alias("x", "nope")
+
+
+def test_registered_holds_a_name_for_a_with_block_only():
+    reg = Registry("model", [("a", 1)])
+    reg.alias("first", "a")
+    with reg.registered("b", 2) as obj:
+        assert obj == 2 and reg["b"] == 2 and list(reg) == ["a", "b"]
+        reg.alias("second", "b")
+        with pytest.raises(ValueError, match="registered twice"):
+            reg.add("b", 3)
+    assert list(reg) == ["a"] and "b" not in reg and "second" not in reg
+    assert reg["first"] == 1
+    with pytest.raises(RuntimeError), reg.registered("c", 3):
+        raise RuntimeError("a failing test still leaves the registry as it was")
+    assert "c" not in reg

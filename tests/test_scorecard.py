@@ -3,6 +3,7 @@ their provenance; every table the book shows names its paper label."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import warnings
@@ -70,6 +71,15 @@ def test_every_claim_has_a_paper_value_and_a_chapter():
         assert row["verdict"] == "not run" and row["ours"] is None
         assert c.table in ex.TABLES and load_paper_table(c.table)
         assert c.chapter in chapters, f"{c.id} links to a missing chapter {c.chapter}"
+
+
+def test_a_claim_naming_a_missing_cell_fails_when_made():
+    """A renamed cell id breaks the claim at once, not later as a silent "not run"."""
+    (beats,) = [c for c in claims("tab:meb") if c.id == "meb-d8-mz-beats-pma"]
+    with pytest.raises(ValueError, match="no cell 'd8-mz_fool' in tab:meb"):
+        dataclasses.replace(beats, cells=("d8-mz_fool", *beats.cells[1:]))
+    with pytest.raises(ValueError, match="no cell 'd8-gone' in tab:meb"):
+        dataclasses.replace(beats, compare=(beats.compare[0], ("d8-gone",)))
 
 
 def test_the_paper_side_is_computed_from_data_paper():

@@ -10,7 +10,7 @@ import torch
 from scipy import stats
 
 from mzlite.analysis import uncertainty as U
-from mzlite.nn import make_model
+from mzlite.nn import build_model
 
 
 def test_correlations_match_scipy_with_ties():
@@ -85,22 +85,22 @@ def test_estimators_on_tiny_models():
     mask = torch.ones(6, 5, dtype=torch.bool)
     mask[0, 3:] = False
     kw = dict(d_model=8, n_heads=2, d_ff=8, n_inducing=2, n_enc=1)
-    mz = make_model("mz_slim", 4, device="cpu", seed=0, **kw)
+    mz = build_model("mz_slim", 4, device="cpu", seed=0, **kw)
     pred, ihw = U.ihw_uncertainty(mz, x, mask, batch_size=4)
     det = mz.inspect(x, mask)
     G = det.pooled.generators  # (B, k, n_g, d)
     assert torch.allclose(ihw, G.abs().sum(dim=(1, 2, 3)))  # sum_g ||G_g||_1 by hand
     assert torch.allclose(pred, mz.eval()(x, mask))
-    st = make_model("standard", 4, device="cpu", seed=0, **kw)
+    st = build_model("standard", 4, device="cpu", seed=0, **kw)
     mean, std = U.mc_dropout_predict(st, x, mask, passes=5, seed=1, batch_size=4)
     assert mean.shape == std.shape == (6, 1) and bool((std > 0).all())
     st.eval()
     again = U.mc_dropout_predict(st, x, mask, passes=5, seed=1, batch_size=4)
     assert torch.allclose(mean, again[0]) and not st.training  # seeded, mode restored
-    members = [make_model("standard", 4, device="cpu", seed=s, **kw) for s in range(3)]
+    members = [build_model("standard", 4, device="cpu", seed=s, **kw) for s in range(3)]
     mean, std = U.ensemble_predict(members, x, mask)
     outs = torch.stack([m.eval()(x, mask) for m in members])
     assert torch.allclose(mean, outs.mean(0)) and torch.allclose(std, outs.std(0, unbiased=False))
     with pytest.raises(ValueError, match="dropout"):
-        U.mc_dropout_predict(make_model("standard", 4, device="cpu", dropout=0.0, **kw), x)
+        U.mc_dropout_predict(build_model("standard", 4, device="cpu", dropout=0.0, **kw), x)
     assert U.time_per_prediction(lambda: None, 10, repeats=2) >= 0

@@ -8,8 +8,10 @@
 A ``TableSpec`` is a list of ``Cell`` s: one (task, task options, model, training) combination
 each, with the ``data/paper`` entries it reproduces (``PaperRef``: row, column, metric). Cells the
 paper does not have, but the book needs (normalisation, pooling, learning rate), are marked
-``part="ablation"``; every table also carries one "set statistics (ridge)" pseudo-model cell per
-task setting (:func:`mzlite.tasks.baseline_r2`), so each table shows how hard its task really is.
+``part="ablation"``; every table also carries one cell per task setting of the yardstick
+``set_stats`` (a ridge on set statistics, :func:`mzlite.tasks.baseline_r2`, registered in
+``mzlite.nn.MODELS`` as a closed-form model), so each table shows how hard its task really is.
+A ``TableSpec`` also names the book chapter that runs it; ``CellKey`` names one of its cells.
 
 Four profiles (``PROFILES``), whose results never mix (separate directories, the profile is in
 every JSON and ``mzlite.experiments.report`` refuses to mix them):
@@ -107,6 +109,7 @@ from .specs import (  # noqa: F401
 from .tables import (  # noqa: F401
     TABLES,
     TRANSFER_TIER1,
+    CellKey,
     get_profile,
     get_table,
 )
@@ -116,6 +119,7 @@ __all__ = [
     "PROFILE_ORDER",
     "TABLES",
     "Cell",
+    "CellKey",
     "Derived",
     "Job",
     "PaperRef",

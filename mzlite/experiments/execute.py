@@ -27,7 +27,7 @@ from mzlite.experiments import stats as _stats
 from mzlite.train import evaluate, fit, resolve_amp, seed_everything
 
 from .jobs import Job, protocol
-from .specs import RESULT_FORMAT, SET_STATS, Cell, check_task_options
+from .specs import RESULT_FORMAT, Cell, check_task_options
 
 # ---------------------------------------------------------------------------------------------
 # Provenance
@@ -162,7 +162,7 @@ def is_done(job: Job) -> bool:
     exp = _expected(job)
     diff = {k: (res.get(k), v) for k, v in exp.items() if res.get(k) != v}
     old_cfg = res.get("train_config")
-    if old_cfg and job.cell.model != SET_STATS:
+    if old_cfg and _nn.model_spec(job.cell.model).trainable:
         cfg = job.train_config()
         new_cfg = cfg.to_dict()
         # precision: what the run used (amp=None is resolved per machine and recorded in the
@@ -218,13 +218,14 @@ def run_job(
             "model_kwargs": dict(cell.model_kwargs),
         }
     )
-    if cell.model == SET_STATS:
-        b = _tasks.baseline_r2(tr, te)
+    spec = _nn.model_spec(cell.model)
+    if not spec.trainable:
+        fitted = spec.fit(tr, te)
         out.update(
             {
-                "metrics": {"test": {"r2": b["r2"], "n": b["n_test"]}, "best_epoch": None},
-                "model_config": {"ridge_alpha": b["alpha"], "features": b["features"]},
-                "params": len(b["features"]) + 1,
+                "metrics": {"test": fitted["test"], "best_epoch": None},
+                "model_config": fitted["model_config"],
+                "params": fitted["params"],
                 "train_config": None,
                 "epochs_run": 0,
                 "stop_reason": "closed_form",

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from mzlite.nn import model_spec
 from mzlite.train import TrainConfig
 
 from .specs import (
     PROFILES,
-    SET_STATS,
     Cell,
     Profile,
     TableSpec,
@@ -82,7 +82,7 @@ class Job:
     def train_config(self) -> TrainConfig:
         c, p = self.cell, self.profile
         kw = dict(p.train)
-        if c.model != SET_STATS and model_family(c.model) in p.lr_by_family:
+        if model_family(c.model) in p.lr_by_family:
             kw["lr"] = p.lr_by_family[model_family(c.model)]
         kw.update(c.train)  # a cell's own protocol (lr sweep, targets) wins ...
         kw.update({k: p.train[k] for k in p.fixed_train})  # ... except where the profile is fixed
@@ -96,7 +96,7 @@ def protocol(job: Job) -> dict:
     description, the model family and where its learning rate comes from."""
     c, p = job.cell, job.profile
     out = {"profile": p.name, "description": p.description}
-    if c.model != SET_STATS:
+    if model_spec(c.model).trainable:
         fam = model_family(c.model)
         if "lr" in c.train:
             src = f"cell {c.id}"
@@ -120,7 +120,7 @@ def _experiment_key(job: Job) -> str:
         "sizes": list(job.sizes),
         "data_seed": job.profile.data_seed,
     }
-    if c.model != SET_STATS:
+    if model_spec(c.model).trainable:
         cfg = job.train_config().to_dict()
         for k in ("seed", "device", "num_threads"):
             cfg.pop(k)
@@ -212,9 +212,10 @@ def jobs(
         bad = [m for m in models if m not in known]
         if bad:
             raise ValueError(f"unknown model(s) {bad} for {spec.label}; valid: {sorted(known)}")
+        # a closed-form yardstick comes with any choice of models: it costs no training
         chosen = [
             c for c in chosen if c.model in models or c.id.rsplit("-", 1)[-1] in models
-            or c.model == SET_STATS
+            or not model_spec(c.model).trainable
         ]  # fmt: skip
     if cells is not None:
         pats = [cells] if isinstance(cells, str) else list(cells)
@@ -228,7 +229,7 @@ def jobs(
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     out = []
     for c in chosen:
-        if c.model == SET_STATS:  # deterministic: one result, seed 0
+        if not model_spec(c.model).trainable:  # deterministic: one result, seed 0
             ss = [0]
         elif want_seeds is not None:
             ss = want_seeds

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from mzlite import experiments as ex
+from mzlite import nn as _nn
 
 EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
 
@@ -60,7 +61,7 @@ def _measured(results_dir) -> list[dict]:
             if prof == "smoke":  # tiny data: per-step overhead dominates, nothing to scale
                 continue
             for r in ex.load_results(label, prof, results_dir):
-                c = _cpu_s_per_epoch(r) if r["model"] != ex.SET_STATS else None
+                c = _cpu_s_per_epoch(r) if _nn.model_spec(r["model"]).trainable else None
                 if c is not None:
                     out.append({**{k: r.get(k) for k in ("table", "cell", "task", "model")},
                                 "profile": prof, "unit_s": c,
@@ -192,7 +193,7 @@ def plan(
         spec = ex.get_table(table)
         js = ex.jobs(spec, prof.name, seeds, models, cells, results_dir)
         mine = [r for r in ex.load_results(spec, prof.name, results_dir)
-                if r["model"] != ex.SET_STATS]  # fmt: skip
+                if _nn.model_spec(r["model"]).trainable]  # fmt: skip
         by_cell: dict[str, list] = {}
         for j in js:
             by_cell.setdefault(j.cell.id, []).append(j)
@@ -200,7 +201,8 @@ def plan(
             cell, job = cjobs[0].cell, cjobs[0]
             done = sum(j.result_path.exists() for j in cjobs)
             todo = len(cjobs) - done
-            cap = job.train_config().epochs if cell.model != ex.SET_STATS else 0
+            trainable = _nn.model_spec(cell.model).trainable
+            cap = job.train_config().epochs if trainable else 0
             row = {
                 "table": spec.label,
                 "cell": cid,
@@ -210,7 +212,7 @@ def plan(
                 "done": done,
                 "epoch_cap": cap,
             }
-            if cell.model == ex.SET_STATS:
+            if not trainable:
                 rows.append({**row, "s_per_epoch": 0.0, "cost_source": "closed form",
                              "epochs": 0, "epochs_source": "closed form", "epochs_tag": "-",
                              "cpu_h": 0.0, "cpu_h_cap": 0.0})  # fmt: skip

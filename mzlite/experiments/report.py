@@ -29,6 +29,7 @@ import math
 import statistics
 
 from mzlite import experiments as ex
+from mzlite import nn as _nn
 from mzlite.experiments import stats as _stats
 from mzlite.experiments.formatting import format_mean_std
 from mzlite.experiments.results import PROFILE_ORDER
@@ -225,6 +226,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
         res = sorted(by_cell.get(c.id, []), key=lambda r: r["seed"])
         mixed = len({protocol_key(r) for r in res}) > 1
         spiked, trained = spike_counts(res)  # once per cell, not per metric row
+        gradient_trained = _nn.model_spec(c.model).trainable  # a closed form has no params
         refs = c.paper or (ex.PaperRef(c.row, c.column, "r2"),)
         for ref in refs:
             vals = [
@@ -242,6 +244,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
             rows.append(
                 {
                     "part": c.part,
+                    "model": c.model,
                     "row": c.row,
                     "column": c.column,
                     "metric": metric,
@@ -260,13 +263,13 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                     "same_as": same.get(c.id),
                     "epochs": epoch_range(res),
                     "device": device_names(res) if res else "--",
-                    "params": params[0] if params and c.model != ex.SET_STATS else None,
+                    "params": params[0] if params and gradient_trained else None,
                     "paper_mean": None if pc is None else pc.get("mean"),
                     "paper_std": None if pc is None else pc.get("std"),
                     "paper_text": "--"
                     if pc is None or pc.get("mean") is None
                     else format_mean_std(pc["mean"], pc.get("std")),
-                    "paper_params": pp if c.model != ex.SET_STATS else None,
+                    "paper_params": pp if gradient_trained else None,
                 }
             )
     for d in spec.derived:
@@ -374,8 +377,9 @@ def evidence_note(row: dict | None) -> str:
     if prof is None or not row.get("seeds"):
         return "not run under any profile yet"
     name = "cpu (the 30-epoch ablation)" if prof == "cpu" else prof
-    if row.get("row") == ex.SET_STATS_LABEL:
-        return f"{prof}: ridge on set statistics (closed form, no training), the {prof} data sizes"
+    spec = _nn.model_spec(row["model"]) if row.get("model") else None
+    if spec is not None and not spec.trainable:
+        return f"{prof}: {spec.display} (closed form, no training), the {prof} data sizes"
     n = row["n_seeds"]
     text = f"{name}: {n} seed{'s' if n != 1 else ''}, {row['epochs']} epochs"
     if row.get("converged_text") not in (None, "--"):
@@ -402,10 +406,11 @@ def what_ran(table, profile: str, results_dir=None) -> str:
         return ""
     n_cells = sum(c.id not in same for c in spec.cells)
     results = [r for res in by_cell.values() for r in res]
-    trained = [r for r in results if r["model"] != ex.SET_STATS]
+    trained = [r for r in results if _nn.model_spec(r["model"]).trainable]
     parts = [f"{prof.name}: {len(by_cell)} of {n_cells} cells have results"]
     if trained:
-        per_cell = sorted({len(res) for res in by_cell.values() if res[0]["model"] != ex.SET_STATS})
+        per_cell = sorted({len(res) for res in by_cell.values()
+                           if _nn.model_spec(res[0]["model"]).trainable})  # fmt: skip
         parts.append(f"{'/'.join(map(str, per_cell))} seed(s) per trained cell "
                      f"({len(trained)} runs)")  # fmt: skip
     sizes = sorted({tuple(r["sizes"]) for r in results})

@@ -53,6 +53,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mzlite import experiments as ex
+from mzlite import nn as _nn
 from mzlite.experiments import stats as _stats
 from mzlite.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.experiments.results import PROFILE_ORDER  # the best evidence first
@@ -64,13 +65,6 @@ VERDICTS = (
 )  # fmt: skip
 FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre, rate annealed on plateau)"
-# The chapter that runs each table (file name under book/chapters/, without suffix).
-CHAPTERS = {
-    "tab:tdof-verify": "04_training_on_gpu",
-    "tab:meb": "05_minimum_enclosing_ball",
-    "tab:transfer-matrix": "10_real_data_digits",
-}
-DEFAULT_CHAPTER = "06_relational_benchmarks"
 TIE = 0.01  # an R^2 gap this small counts as a tie
 
 
@@ -86,7 +80,9 @@ class Claim:
     ``MissingCell``); ``holds``/``partly`` test our value; ``metric`` is the result metric the
     cells are read with; ``fmt`` formats a value ("+0.12", "0.97 -> 0.40"). ``compare``:
     ``(a, (b, ...))`` for a claim that cell ``a`` is better than each ``b``: "holds" then also
-    needs Welch's test of ``a`` against every ``b`` that ran to give p < ``ALPHA``."""
+    needs Welch's test of ``a`` against every ``b`` that ran to give p < ``ALPHA``. Every cell
+    id is checked against the table when the claim is made (``CellKey``): a renamed cell fails
+    loudly instead of leaving the claim silently "not run"."""
 
     id: str
     table: str
@@ -99,9 +95,16 @@ class Claim:
     fmt: Callable[[float], str] = lambda v: f"{v:.3f}"
     compare: tuple[str, tuple[str, ...]] | None = None
 
+    def __post_init__(self):
+        if not self.cells:
+            raise ValueError(f"claim {self.id!r} names no cells")
+        named = list(self.cells) + ([self.compare[0], *self.compare[1]] if self.compare else [])
+        for cell_id in named:
+            ex.CellKey(self.table, cell_id)
+
     @property
     def chapter(self) -> str:
-        return CHAPTERS.get(self.table, DEFAULT_CHAPTER)
+        return ex.get_table(self.table).chapter
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ class RankClaim:
 
     @property
     def chapter(self) -> str:
-        return CHAPTERS.get(self.table, DEFAULT_CHAPTER)
+        return ex.get_table(self.table).chapter
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -225,9 +228,8 @@ _PMA = ("st", "st_large", "hypernet_r8", "hypernet_r64", "perceiver", "la_st")
 def _meb_claims() -> list[Claim]:
     spec = ex.get_table("tab:meb")
     out = []
-    ids = {c.id for c in spec.cells}
     for d in (8, 16, 32):
-        pma = [f"d{d}-{m}" for m in _PMA if f"d{d}-{m}" in ids]
+        pma = [f"d{d}-{m}" for m in _PMA]
         out.append(
             Claim(
                 f"meb-d{d}-pma-fail",
@@ -268,12 +270,13 @@ def _mz_best_claims(table: str) -> list[Claim]:
     spec = ex.get_table(table)
     by_col: dict[str, list[ex.Cell]] = {}
     for c in spec.cells:
-        if c.part == "main" and c.model != ex.SET_STATS and any(r.metric == "r2" for r in c.paper):
+        trained = _nn.model_spec(c.model).trainable
+        if c.part == "main" and trained and any(r.metric == "r2" for r in c.paper):
             by_col.setdefault(c.column, []).append(c)
     out = []
     for col, cells in by_col.items():
         mz = [c.id for c in cells if c.model == "mz_full" and not c.model_kwargs]
-        others = [c.id for c in cells if not c.model.startswith("mz")]
+        others = [c.id for c in cells if _nn.model_spec(c.model).family != "mz"]
         if len(mz) != 1 or not others:
             continue
         claim = _beats(
@@ -347,7 +350,7 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None)
 
 
 def _protocol(results: list[dict], profile: str) -> str:
-    trained = [r for r in results if r["model"] != ex.SET_STATS]
+    trained = [r for r in results if _nn.model_spec(r["model"]).trainable]
     seeds = {r["seed"] for r in trained}
     sizes = sorted({tuple(r["sizes"]) for r in results})
     sz = ", ".join("/".join(f"{n:,}" for n in s) for s in sizes)

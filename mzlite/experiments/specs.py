@@ -13,8 +13,8 @@ from mzlite._paths import REPO_ROOT
 from mzlite.train import TrainConfig
 
 RESULT_FORMAT = "mzlite.result/1"
-SET_STATS = "set_stats"  # the pseudo-model: ridge regression on simple set statistics
-SET_STATS_LABEL = "set statistics (ridge)"
+SET_STATS = "set_stats"  # the yardstick every table carries: a ridge on simple set statistics
+SET_STATS_LABEL = _nn.model_spec(SET_STATS).display
 _ID = re.compile(r"^[A-Za-z0-9_.=-]+$")
 
 
@@ -59,9 +59,9 @@ class Derived:
 
 @dataclass(frozen=True)
 class Cell:
-    """One experiment of a table: ``model`` (a ``mzlite.nn.build_model`` name, or
-    ``"set_stats"``) with ``model_kwargs`` (``match_params``: widen to that many parameters with
-    ``match_width`` at the task's d_in) on task ``task`` with ``options``; ``sizes`` and
+    """One experiment of a table: ``model`` (a name of ``mzlite.nn.MODELS``) with
+    ``model_kwargs`` (``match_params``: widen to that many parameters with ``match_width`` at
+    the task's d_in) on task ``task`` with ``options``; ``sizes`` and
     ``full_seeds`` are the full profile's (n_train, n_val, n_test) and seed count; ``train``
     overrides the paper's ``TrainConfig`` (e.g. ``normalize_targets``, ``lr``); ``row``/``column``
     place it in the report; ``paper`` lists the numbers it reproduces (empty: the paper has
@@ -89,8 +89,7 @@ class Cell:
         if not isinstance(self.id, str) or not _ID.match(self.id) or "__" in self.id:
             raise ValueError(f"cell id must match {_ID.pattern} without '__', got {self.id!r}")
         check_task_options(self.task, self.options)
-        if self.model != SET_STATS:
-            check_model_name(self.model)
+        check_model_name(self.model)
         if self.part not in ("main", "ablation"):
             raise ValueError(f"part must be 'main' or 'ablation', got {self.part!r}")
         if len(self.sizes) != 3 or any(not isinstance(n, int) or n < 1 for n in self.sizes):
@@ -337,15 +336,23 @@ PROFILES = {
 @dataclass(frozen=True)
 class TableSpec:
     """A paper table: its ``label``, a ``title``, its ``cells`` and ``derived`` numbers;
-    ``columns`` orders the report; ``notes`` states what is not reproduced and why."""
+    ``notes`` states what is not reproduced and why; ``chapter`` is the book chapter that runs
+    and reads it (a notebook name under ``notebooks/``, without suffix): the scorecard links its
+    claims there."""
 
     label: str
     title: str
     cells: tuple[Cell, ...]
     derived: tuple[Derived, ...] = ()
     notes: str = ""
+    chapter: str = ""
 
     def __post_init__(self):
+        if not re.fullmatch(r"\d\d_[a-z0-9_]+", self.chapter):
+            raise ValueError(
+                f"{self.label}: chapter must be a notebook name like '06_relational_benchmarks', "
+                f"got {self.chapter!r}"
+            )
         ids = [c.id for c in self.cells]
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
@@ -393,22 +400,19 @@ def check_task_options(task: str, options: dict) -> dict:
 
 
 def model_names() -> tuple[str, ...]:
-    """Every model name a cell may use: ``mzlite.nn.build_model``'s (with its alias
-    ``"standard"``) plus the ``"set_stats"`` pseudo-model."""
-    return tuple(_nn.NAMES) + ("standard", SET_STATS)
+    """Every model name a cell may use: ``mzlite.nn.MODELS``'s, with its alias ``"standard"``."""
+    return tuple(_nn.MODELS) + ("standard",)
 
 
-MODEL_FAMILIES = ("mz", "deepsets", "baseline")
+MODEL_FAMILIES = _nn.FAMILIES
 
 
 def model_family(name: str) -> str:
-    """The learning-rate family of model ``name``: "mz" (every MZAttn variant), "deepsets", or
-    "baseline" (the Set Transformer and the other attention, state-space and equivariant
-    baselines, probed with the Set Transformer)."""
+    """The learning-rate family of model ``name`` (its ``ModelSpec.family``): "mz" (every MZAttn
+    variant), "deepsets", "baseline" (the Set Transformer and the other attention, state-space
+    and equivariant baselines, probed with the Set Transformer) or "closed_form"."""
     check_model_name(name)
-    if name.startswith("mz"):
-        return "mz"
-    return "deepsets" if name == "deepsets" else "baseline"
+    return _nn.model_spec(name).family
 
 
 def check_model_name(name: str) -> None:

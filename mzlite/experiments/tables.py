@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
+from mzlite.nn import model_spec
 from mzlite.registry import Registry
 
 from .specs import PROFILES, SET_STATS, SET_STATS_LABEL, Cell, Derived, PaperRef, Profile, TableSpec
@@ -12,15 +14,23 @@ from .specs import PROFILES, SET_STATS, SET_STATS_LABEL, Cell, Derived, PaperRef
 # The registry
 # ---------------------------------------------------------------------------------------------
 
-# (model id, build_model name, paper row label, kwargs, match_params)
-_ST = ("st", "st", "Standard", {}, None)
-_ST_LARGE = ("st_large", "st_large", "ST-Large", {}, None)
-_HYPER = ("hypernet", "hypernet", "HyperNet", {}, 360_000)
-_PERCEIVER = ("perceiver", "perceiver", "Perceiver", {}, None)
-_LA_ST = ("la_st", "la_st", "LA-ST (Linear Attn.)", {}, 359_000)
-_MZ_FULL = ("mz_full", "mz_full", "MZAttn-Full", {}, None)
-_MZ_LARGE = ("mz_large", "mz_large", "MZAttn-Large", {}, None)
+
+def _model(name: str, label: str = "", *, mid: str = "", kw=None, match: int | None = None):
+    """A model of a table: (model id in cell ids, registered name, the paper's row label, config
+    overrides, match_params). The row label is the model's display name unless the paper's
+    table words it otherwise (its numbers are found by that label in data/paper)."""
+    return (mid or name, name, label or model_spec(name).display, dict(kw or {}), match)
+
+
+_ST = _model("st", "Standard")
+_ST_LARGE = _model("st_large")
+_HYPER = _model("hypernet", match=360_000)
+_PERCEIVER = _model("perceiver")
+_LA_ST = _model("la_st", match=359_000)
+_MZ_FULL = _model("mz_full")
+_MZ_LARGE = _model("mz_large")
 _GEOM_BATCH = 256  # "geom. tasks" of the hyperparameter table
+_RELATIONAL = "06_relational_benchmarks"  # the chapter that runs the relational tables
 
 
 def _stats_cell(col_id, task, options, column, sizes, batch, part="main") -> Cell:
@@ -150,12 +160,12 @@ def _meb() -> TableSpec:
     models = [
         _ST,
         _ST_LARGE,
-        ("hypernet_r8", "hypernet", "HyperNet (r=8)", {}, 360_000),
+        _model("hypernet", "HyperNet (r=8)", mid="hypernet_r8", match=360_000),
         ("hypernet_r64", "hypernet", "HyperNet (r=64, full key-rank)", {"rank": 64}, None),
         _PERCEIVER,
         _LA_ST,
-        ("st_meanpool", "st_meanpool", "Standard (mean-pool head)", {}, None),
-        ("mamba_pma", "mamba_pma", "Mamba + PMA", {}, None),
+        _model("st_meanpool"),
+        _model("mamba_pma"),
         _MZ_FULL,
     ]
     cols = [(f"d{d}", f"d={d}", {"d": d}, f"d={d} R^2") for d in (8, 16, 32)]
@@ -163,18 +173,14 @@ def _meb() -> TableSpec:
     # Deep Sets (no attention, no PMA: sum-pooled) is not in the paper's table; it shows what a
     # plain set model does on the same data. No paper number.
     cells += [
-        Cell(f"d{d}-deepsets", "meb_radius", {"d": d}, "deepsets", "Deep Sets", f"d={d}",
-             batch_size=_GEOM_BATCH, full_seeds=5, note="not in the paper's table")
+        Cell(f"d{d}-deepsets", "meb_radius", {"d": d}, "deepsets", model_spec("deepsets").display,
+             f"d={d}", batch_size=_GEOM_BATCH, full_seeds=5, note="not in the paper's table")
         for d in (8, 16, 32)
     ]  # fmt: skip
     # Ablation (the book's questions, no paper numbers), at d=8: per-set data normalisation
     # (raw vs scale), target standardisation, PMA vs mean-pool under both, a learning-rate sweep.
     abl = []
-    for mid, name, label in (
-        ("st", "st", "Standard"),
-        ("st_meanpool", "st_meanpool", "Standard (mean-pool head)"),
-        ("mz_full", "mz_full", "MZAttn-Full"),
-    ):
+    for mid, name, label, _, _ in (_ST, _model("st_meanpool"), _MZ_FULL):
         # Each variant states both axes, so that it means the same under every profile; the one
         # that a profile's own protocol already is (raw under full/cpu, standardised targets
         # under cpu-converged) is not run twice (``aliases``).
@@ -218,6 +224,7 @@ def _meb() -> TableSpec:
         "MEB radius prediction (R^2), d in {8, 16, 32}",
         tuple(cells + abl),
         notes="Sizes 10K/2K/2K (not in the paper). Ablation part: d=8 only.",
+        chapter="05_minimum_enclosing_ball",
     )
 
 
@@ -285,18 +292,19 @@ def _tdof_verify() -> TableSpec:
             "d=32 (mzlite.tasks.quadratic_tdof default); sizes 5K/1K/2K (not in the paper). "
             "Ablation part: MZAttn-1L at lr 1e-3 for L in {8, 16, 32}."
         ),
+        chapter="04_training_on_gpu",
     )
 
 
 def _main_results() -> TableSpec:
     models = [
-        ("deepsets", "deepsets", "Deep Sets", {}, None),
-        ("st", "st", "Set Transformer", {}, None),
-        ("st_film", "st_film", "ST + FiLM", {}, None),
-        ("st_large", "st_large", "ST-Large", {}, None),
-        ("perceiver", "perceiver", "Perceiver", {}, None),
-        ("hypernet", "hypernet", "HyperNet", {}, 360_000),
-        ("mz_full", "mz_full", "MZAttn (ours)", {}, None),
+        _model("deepsets"),
+        _model("st"),
+        _model("st_film"),
+        _ST_LARGE,
+        _PERCEIVER,
+        _HYPER,
+        _model("mz_full", "MZAttn (ours)"),
     ]
     matched = {"st_large", "perceiver", "hypernet", "mz_full"}
     # (column id, task, options, paper column prefix, sizes, seeds, mse scale)
@@ -350,6 +358,7 @@ def _main_results() -> TableSpec:
             "Tasks C (ModelNet40) and E (ScanObjectNN) are not reproduced: their datasets are "
             "not available offline. Task D's MSE is compared as MSE x 10^2, as printed."
         ),
+        chapter=_RELATIONAL,
     )
 
 
@@ -371,7 +380,7 @@ def _geometry_sweep(label, title, task, dims, models, *, normed, seeds, sizes, c
         transpose=transpose,
     )
     note = "Targets standardised (app:opt-confound)." if normed else "Raw targets."
-    return TableSpec(label, title, tuple(cells), notes=note)
+    return TableSpec(label, title, tuple(cells), notes=note, chapter=_RELATIONAL)
 
 
 def _normed_label(label: str) -> str:
@@ -399,15 +408,16 @@ def _sgsp() -> TableSpec:
         "Sparse geometric set predicates (R^2)",
         tuple(cells),
         notes="k=5 for every k-target; sizes 10K/2K/2K (not in the paper).",
+        chapter=_RELATIONAL,
     )
 
 
 def _mz_efficient() -> TableSpec:
     models = [
-        ("st", "st", "Standard", {}, None),
-        ("mz_slim", "mz_slim", "MZ-Slim (n_g=2, L=1)", {}, None),
-        ("mz_med", "mz_med", "MZ-Med (n_g=4, L=2)", {}, None),
-        ("mz_full", "mz_full", "MZ-Full (n_g=8, L=4)", {}, None),
+        _ST,
+        _model("mz_slim", "MZ-Slim (n_g=2, L=1)"),
+        _model("mz_med", "MZ-Med (n_g=4, L=2)"),
+        _model("mz_full", "MZ-Full (n_g=8, L=4)"),
     ]
     cells = []
     for cid, task, col, sizes, batch in (
@@ -424,6 +434,7 @@ def _mz_efficient() -> TableSpec:
         "MZ parameter efficiency (R^2): Slim / Med / Full vs Standard",
         tuple(cells),
         notes="Max = Task A (sum of dimension-wise maxima), RotMatch = Task F, MST = Task G.",
+        chapter=_RELATIONAL,
     )
 
 
@@ -438,6 +449,7 @@ def _gen_ablation() -> TableSpec:
         "MZ generator budget n_mz (the model's L) on the quadratic-TDOF target with TDOF L",
         tuple(cells),
         notes="1-layer MZ (n_enc=1), n_g=8; d=32; sizes 5K/1K/2K (not in the paper).",
+        chapter=_RELATIONAL,
     )
 
 
@@ -465,8 +477,8 @@ def _egnn() -> TableSpec:
     cells = []
     for cid, pcol, task, opts, d, sizes, batch in cols:
         models = [
-            ("st_large", "st_large", "ST-Large", {}, None),
-            ("mz_full", "mz_full", "MZAttn (ours)", {}, None),
+            _ST_LARGE,
+            _model("mz_full", "MZAttn (ours)"),
             # the leading d features are coordinates; a packed type indicator is invariant
             ("egnn", "egnn", "EGNN", {"n_coord": d}, None),
         ]
@@ -479,6 +491,7 @@ def _egnn() -> TableSpec:
             "EGNN at the paper's stated h=140, 4 layers (552,861 parameters here; the paper "
             "says ~303K, which that configuration does not give: see mzlite.baselines)."
         ),
+        chapter=_RELATIONAL,
     )
 
 
@@ -544,6 +557,7 @@ def _transfer_matrix() -> TableSpec:
             "MZAttn-Full's rank among the 7 models, not R^2: mzlite.transfer computes ours. "
             "Sizes 5K/1K/2K (not in the paper)."
         ),
+        chapter="10_real_data_digits",
     )
 
 
@@ -597,6 +611,26 @@ def get_table(label: str) -> TableSpec:
             if cand in reg:
                 return reg[cand]
     return reg[label]  # unknown: the error lists the valid tables
+
+
+@dataclass(frozen=True)
+class CellKey:
+    """One cell of a registered table, by the table's label and the cell's id. Checked when
+    made: a renamed or missing cell raises here (listing the table's cells), where the code
+    names it, instead of reading later as a cell without results."""
+
+    table: str
+    cell: str
+
+    def __post_init__(self):
+        spec = get_table(self.table)  # "tab-meb" and "meb" resolve to "tab:meb"
+        spec.cell(self.cell)
+        object.__setattr__(self, "table", spec.label)
+
+    @property
+    def spec(self):
+        """The ``Cell`` this key names."""
+        return get_table(self.table).cell(self.cell)
 
 
 def get_profile(profile: str) -> Profile:

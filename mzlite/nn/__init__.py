@@ -123,15 +123,13 @@ from .models import (  # noqa: F401
     theorem3_layer,
 )
 from .registry import (  # noqa: F401
+    FAMILIES,
     MODEL_NAMES,
     MODELS,
-    NAMES,
-    PAPER_PARAMS,
-    PERMUTATION_INVARIANT,
+    PAPER_COUNT_TOLERANCE,
     ModelSpec,
     build_model,
-    make_model,
     match_width,
+    model_spec,
     param_table,
-    parameter_count_table,
 )

@@ -28,7 +28,8 @@ the parameter-matched rows of the paper are ``match_width(name, d_in, d_out, 365
 Conventions (as ``mzlite.nn``): ``model(x (B, n, d_in), mask (B, n) bool | None) -> (B, d_out)``,
 ``mask`` True for a real element. Padded rows of ``x`` are zeroed on entry, attention gives them
 ``-inf`` scores, every pooling is masked: appending padded rows never changes an output (tested).
-Every model except ``mamba_pma`` is permutation invariant (tested).
+Every model except ``mamba_pma`` is permutation invariant (``ModelSpec.invariant`` of
+``mzlite.nn.MODELS`` says which; tested).
 
 Choices the paper leaves open (each also named in the class that makes it)
 --------------------------------------------------------------------------

@@ -1,15 +1,17 @@
-"""Every model of the paper by name: one registry, one factory, parameter counts and matching.
+"""Every model of the paper by name: one registration each, carrying its metadata.
 
-``build_model(name, d_in, d_out)`` (also ``make_model``) builds any registered model: the
-standard and MZ Set Transformers of ``models`` and the baselines of ``baselines``;
-``match_width`` finds the width that gives a target parameter count; ``param_table`` and
-``parameter_count_table`` list counts beside the paper's.
+``MODELS`` maps a name to its ``ModelSpec``: how to build it, its display name, its
+learning-rate family, whether it is permutation invariant and the paper's parameter count.
+``build_model(name, d_in, d_out)`` builds any trainable model; ``match_width`` finds the width
+that gives a target parameter count; ``param_table`` lists counts beside the paper's. The
+set-statistics yardstick (``"set_stats"``) is registered like the others, with a closed-form
+``fit`` instead of a network (``trainable`` is False).
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import NamedTuple
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 
 import torch
 import torch.nn as nn
@@ -43,93 +45,144 @@ from .models import (
 
 # ----------------------------------------------------------------------------- registry
 
-
-class ModelSpec(NamedTuple):
-    """How to build a registered model: ``model(config(**{**base, d_in, d_out, **overrides}))``;
-    ``width`` is the config field ``match_width`` turns by default."""
-
-    model: type
-    config: type
-    base: dict
-    width: str
+# Learning-rate families: a profile may set one rate per family (experiments.Profile). "baseline"
+# is every attention, state-space and equivariant baseline, probed with the Set Transformer;
+# "closed_form" models are fitted without gradient steps and take no rate.
+FAMILIES = ("mz", "deepsets", "baseline", "closed_form")
+# How far our default build (d_in=8, d_out=1) may be from the paper's count: the paper's rows
+# come from tasks whose d_in it does not always state, which moves the input layer's count.
+PAPER_COUNT_TOLERANCE = 0.05
 
 
-# Every model of the paper, by the name tables, results and notebooks use.
+@dataclass(frozen=True)
+class ModelSpec:
+    """One registered model: everything the package knows about it, in one place.
+
+    Trainable models are ``model(config(**{**base, d_in, d_out, **overrides}))``; ``width`` is
+    the config field ``match_width`` turns by default. A closed-form model has no network:
+    ``fit(train, test)`` (two ``SetData``) returns ``{"test": metrics, "model_config": ...,
+    "params": int}`` and the runner records it instead of training. ``display`` is the name
+    reports and plots print; ``family`` the learning-rate family (``FAMILIES``); ``invariant``
+    whether the output ignores the order of a set's elements. ``paper_params`` is the paper's
+    count as printed, with its source; ``paper_count`` that count as a number where our default
+    build reproduces it (``PAPER_COUNT_TOLERANCE``), None where the paper gives none or the
+    model is parameter-matched per table (``paper_params`` then says why)."""
+
+    display: str
+    family: str
+    model: type | None = None
+    config: type | None = None
+    base: dict = field(default_factory=dict)
+    width: str = "d_model"
+    invariant: bool = True
+    paper_params: str = "n/a"
+    paper_count: int | None = None
+    fit: Callable | None = None
+
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
+        if (self.fit is None) == (self.model is None or self.config is None):
+            raise ValueError(
+                "a model spec needs either model and config (a network) or fit (closed form)"
+            )
+        if (self.fit is not None) != (self.family == "closed_form"):
+            raise ValueError("family 'closed_form' is for models with a fit hook, and only them")
+
+    @property
+    def trainable(self) -> bool:
+        """True for a network trained by ``mzlite.train.fit``; False for a closed-form fit."""
+        return self.fit is None
+
+
+def _fit_set_statistics(train, test) -> dict:
+    """The yardstick: a ridge on simple set statistics (``mzlite.tasks.baseline_r2``)."""
+    from ..tasks import baseline_r2  # the tasks package is not needed to build networks
+
+    b = baseline_r2(train, test)
+    return {
+        "test": {"r2": b["r2"], "n": b["n_test"]},
+        "model_config": {"ridge_alpha": b["alpha"], "features": b["features"]},
+        "params": len(b["features"]) + 1,
+    }
+
+
+def _st(display, model=SetTransformer, config=SetTransformerConfig, base=None, **kw):
+    return ModelSpec(display, "baseline", model, config, dict(base or {}), **kw)
+
+
+def _mz(variant: str, display: str, **kw) -> ModelSpec:
+    base = MZSetTransformerConfig.VARIANTS[variant]
+    return ModelSpec(display, "mz", MZSetTransformer, MZSetTransformerConfig, base, **kw)
+
+
+# Every model of the paper, by the name tables, results and notebooks use. Paper counts: sources
+# tab:main-results, tab:meb, tab:slot-baseline, tab:hypernet-rank, app:egnn-comparison,
+# app:impl, tab:mz-efficient, tab:qm9.
 MODELS: Registry[ModelSpec] = Registry(
     "model",
     [
-        ("deepsets", ModelSpec(DeepSets, DeepSetsConfig, {}, "d_hidden")),
-        ("st", ModelSpec(SetTransformer, SetTransformerConfig, {}, "d_model")),
-        (
-            "st_large",
-            ModelSpec(
-                SetTransformer,
-                SetTransformerConfig,
-                SetTransformerConfig.VARIANTS["st_large"],
-                "d_model",
-            ),
-        ),
-        ("st_film", ModelSpec(FiLMSetTransformer, SetTransformerConfig, {}, "d_model")),
-        ("hypernet", ModelSpec(HyperNetSetTransformer, HyperNetConfig, {}, "d_model")),
-        ("perceiver", ModelSpec(Perceiver, PerceiverConfig, {}, "d_model")),
-        ("la_st", ModelSpec(LinearAttentionSetTransformer, SetTransformerConfig, {}, "d_model")),
-        ("slot", ModelSpec(SlotAttention, SlotAttentionConfig, {}, "d_model")),
-        ("egnn", ModelSpec(EGNN, EGNNConfig, {}, "d_hidden")),
-        ("mamba_pma", ModelSpec(MambaPMA, MambaPMAConfig, {}, "d_model")),
-        (
-            "st_meanpool",
-            ModelSpec(MeanPoolSetTransformer, SetTransformerConfig, {"n_dec": 0}, "d_model"),
-        ),
-        *(
-            (
-                f"mz_{v}",
-                ModelSpec(MZSetTransformer, MZSetTransformerConfig, base, "d_model"),
-            )
-            for v, base in MZSetTransformerConfig.VARIANTS.items()
-        ),
+        ("deepsets", ModelSpec("Deep Sets", "deepsets", DeepSets, DeepSetsConfig,
+                               width="d_hidden", paper_params="36K", paper_count=36_000)),
+        ("st", _st("Set Transformer", paper_params="208K", paper_count=208_000)),
+        ("st_large", _st("ST-Large", base=SetTransformerConfig.VARIANTS["st_large"],
+                         paper_params="362K", paper_count=362_000)),
+        ("st_film", _st("ST + FiLM", FiLMSetTransformer, paper_params="225K",
+                        paper_count=225_000)),
+        ("hypernet", _st("HyperNet", HyperNetSetTransformer, HyperNetConfig,
+                         paper_params="360K (r=8, matched per table)")),
+        ("perceiver", _st("Perceiver", Perceiver, PerceiverConfig, paper_params="341K",
+                          paper_count=341_000)),
+        ("la_st", _st("LA-ST (Linear Attn.)", LinearAttentionSetTransformer,
+                      paper_params="359K (matched per table)")),
+        ("slot", _st("Slot Attention", SlotAttention, SlotAttentionConfig, paper_params="59K",
+                     paper_count=59_000)),
+        # the paper's stated h=140, 4 layers gives 552,861 here, not its ~303K (baselines.EGNN)
+        ("egnn", _st("EGNN", EGNN, EGNNConfig, width="d_hidden",
+                     paper_params="303K (h=140, 4 layers; that configuration has 552,861)")),
+        ("mamba_pma", _st("Mamba + PMA", MambaPMA, MambaPMAConfig, invariant=False,
+                          paper_params="645K", paper_count=645_000)),
+        ("st_meanpool", _st("Standard (mean-pool head)", MeanPoolSetTransformer,
+                            base={"n_dec": 0}, paper_params="140K", paper_count=140_000)),
+        ("mz_slim", _mz("slim", "MZ-Slim", paper_params="333K", paper_count=333_000)),
+        ("mz_med", _mz("med", "MZ-Med")),
+        ("mz_full", _mz("full", "MZAttn-Full", paper_params="365-372K", paper_count=372_000)),
+        ("mz_large", _mz("large", "MZAttn-Large", paper_params="417K", paper_count=417_000)),
+        ("set_stats", ModelSpec("set statistics (ridge)", "closed_form",
+                                fit=_fit_set_statistics)),
     ],
-)
+)  # fmt: skip
 MODELS.alias("standard", "st")  # the paper's "Standard" Set Transformer
-NAMES = tuple(MODELS)  # every model ``build_model`` knows
-PERMUTATION_INVARIANT = tuple(n for n in NAMES if n != "mamba_pma")
+MODEL_NAMES = tuple(MODELS)  # every registered model, in registration order (without aliases)
 
-# the paper's counts, for ``param_table`` (sources: tab:main-results, tab:meb, tab:slot-baseline,
-# tab:hypernet-rank, app:egnn-comparison, app:impl, tab:mz-efficient, tab:qm9)
-PAPER_PARAMS = {
-    "deepsets": "36K",
-    "st": "208K",
-    "st_large": "362K",
-    "st_film": "225K",
-    "hypernet": "360K (r=8, matched)",
-    "perceiver": "341K",
-    "la_st": "359K (matched)",
-    "slot": "59K",
-    "egnn": "303K (h=140, 4 layers)",
-    "mamba_pma": "645K",
-    "st_meanpool": "140K",
-    "mz_slim": "333K",
-    "mz_med": "n/a",
-    "mz_full": "365-372K",
-    "mz_large": "417K",
-}
+
+def model_spec(name: str) -> ModelSpec:
+    """The spec of model ``name`` (a name or an alias); the error lists the valid names."""
+    return MODELS[name]
 
 
 def _config(name: str, d_in: int, d_out: int, **kw):
-    cls, cfg_cls, base, _ = MODELS[name]
-    allowed = {f.name for f in fields(cfg_cls)}
+    spec = MODELS[name]
+    if not spec.trainable:
+        raise ValueError(
+            f"model {name!r} is fitted in closed form (no network to build): call "
+            f"mzlite.nn.model_spec({name!r}).fit(train, test)"
+        )
+    allowed = {f.name for f in fields(spec.config)}
     unknown = sorted(set(kw) - allowed)
     if unknown:
         raise ValueError(
             f"unknown config field(s) {unknown} for {name!r}; valid: {sorted(allowed)}"
         )
-    return cls, cfg_cls(**{**base, "d_in": d_in, "d_out": d_out, **kw})
+    return spec.model, spec.config(**{**spec.base, "d_in": d_in, "d_out": d_out, **kw})
 
 
 def build_model(
     name: str, d_in: int, d_out: int = 1, device="auto", seed: int | None = None, **kw
 ) -> nn.Module:
-    """Build the model ``name`` (one of ``NAMES``; ``"standard"`` is an alias of ``"st"``) for sets
-    of ``d_in`` features and ``d_out`` outputs, on ``device`` (``"auto"``: CUDA when available).
+    """Build the model ``name`` (a trainable one of ``MODEL_NAMES``; ``"standard"`` is an alias of
+    ``"st"``) for sets of ``d_in`` features and ``d_out`` outputs, on ``device`` (``"auto"``:
+    CUDA when available).
 
     ``kw`` are config fields (e.g. ``d_model=96``, ``rank=16``, ``n_coord=3``); ``seed`` seeds the
     initialisation. Every model maps ``(x (B, n, d_in), mask (B, n) | None) -> (B, d_out)``."""
@@ -190,9 +243,10 @@ def match_width(
     grows with the knob (true for every width here). Counting builds models on the meta device
     (no memory, ~10-30 builds)."""
     name = MODELS.canonical(name)
-    _, cfg_cls, base, width = MODELS[name]
-    knob = width if knob == "d" else knob
-    defaults = cfg_cls(**{**base, "d_in": d_in, "d_out": d_out, **fixed})
+    _config(name, d_in, d_out)  # a closed-form model has no width: the error says so
+    spec = MODELS[name]
+    knob = spec.width if knob == "d" else knob
+    defaults = spec.config(**{**spec.base, "d_in": d_in, "d_out": d_out, **fixed})
     if knob in fixed or not isinstance(getattr(defaults, knob, None), int):
         raise ValueError(
             f"knob must be 'd' or an unfixed int config field of {name!r}, got {knob!r}"
@@ -222,62 +276,22 @@ def match_width(
     return best, _count(name, d_in, d_out, **best)
 
 
-def param_table(d_in: int = 8, d_out: int = 1, target_params: int = 365_000) -> list[dict]:
-    """One row per model: ``{"model", "params" (defaults), "paper", "matched" (kwargs of
-    ``match_width`` at ``target_params``), "matched_params"}``. The paper's column is for the
-    task it reports on, whose ``d_in`` is not always 8, so small differences are expected."""
+def param_table(d_in: int = 8, d_out: int = 1, target_params: int | None = None) -> list[dict]:
+    """One row per trainable model: ``{"model", "display", "params" (default config), "paper"
+    (the paper's count as printed)}``, plus ``"matched"`` (kwargs of ``match_width``) and
+    ``"matched_params"`` when ``target_params`` is given. The paper's column is for the task it
+    reports on, whose ``d_in`` is not always 8, so small differences are expected."""
     rows = []
-    for name in NAMES:
-        kw, n = match_width(name, d_in, d_out, target_params)
-        rows.append(
-            {
-                "model": name,
-                "params": _count(name, d_in, d_out),
-                "paper": PAPER_PARAMS[name],
-                "matched": kw,
-                "matched_params": n,
-            }
-        )
-    return rows
-
-
-# ----------------------------------------------------------------------------- factories
-
-# The Set Transformer family of ``mzlite.nn`` (every name of ``MODELS`` builds with make_model)
-MODEL_NAMES = ("standard", "st_large", "mz_slim", "mz_med", "mz_full", "mz_large")
-
-
-make_model = build_model  # the name ``mzlite.nn`` has always used
-
-
-def parameter_count_table(d_in: int = 8, d_out: int = 1) -> list[dict]:
-    """Rows ``{"model", "ours", "paper", "note"}``: our parameter counts beside the paper's.
-
-    Paper numbers: ~208K Standard and ~372K MZ-Full (App. app:impl), 360-368K for the
-    parameter-matched ST-Large, 333K MZ-Slim and 417K MZ-Large (reported on tasks whose ``d_in``
-    the paper does not state next to them, so only Standard and MZ-Full are like for like)."""
-    rows = [
-        ("Set Transformer (standard)", "standard", {}, "~208K", "default: one SAB after PMA"),
-        ("  same, two SABs after PMA", "standard", {"n_dec": 2}, "~208K", "does not match"),
-        ("ST-Large (d=80, d_ff=200)", "st_large", {}, "~360-368K", ""),
-        ("MZ-Slim (n_g=2, L=1)", "mz_slim", {}, "333K", "d_in of the paper's row unknown"),
-        ("MZ-Med (n_g=4, L=2)", "mz_med", {}, "n/a", ""),
-        ("MZ-Full (n_g=8, L=4)", "mz_full", {}, "~365-372K", "default: own generator W_V, W_O"),
-        (
-            "  same, generators share W_V, W_O",
-            "mz_full",
-            {"gen_own_weights": False},
-            "~365-372K",
-            "does not match",
-        ),
-        ("MZ-Large (n_g=16, L=8)", "mz_large", {}, "417K", "d_in of the paper's row unknown"),
-    ]
-    return [
-        {
-            "model": label,
-            "ours": count_parameters(make_model(key, d_in, d_out, "cpu", **ov)),
-            "paper": paper,
-            "note": note,
+    for name, spec in MODELS.items():
+        if not spec.trainable:
+            continue
+        row = {
+            "model": name,
+            "display": spec.display,
+            "params": _count(name, d_in, d_out),
+            "paper": spec.paper_params,
         }
-        for label, key, ov, paper, note in rows
-    ]
+        if target_params is not None:
+            row["matched"], row["matched_params"] = match_width(name, d_in, d_out, target_params)
+        rows.append(row)
+    return rows
