@@ -23,9 +23,9 @@ from mzlite import experiments as ex
 from mzlite import nn as mznn
 from mzlite import tasks as T
 from mzlite.exercises import checker
-from mzlite.experiments import tables as table_registry
 from mzlite.experiments.report import report
 from mzlite.experiments.scorecard import Claim, evaluate
+from mzlite.experiments.tables import table_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
@@ -184,10 +184,10 @@ def _depth_table() -> ex.TableSpec:
 @pytest.fixture
 def depth_table(monkeypatch):
     spec = _depth_table()
-    with table_registry._registry().registered(spec.label, spec):
+    with table_registry().registered(spec.label, spec):
         monkeypatch.setattr(ex, "TABLES", (*ex.TABLES, spec.label))
         yield spec
-    assert "tab:depth" not in table_registry._registry()
+    assert "tab:depth" not in table_registry()
 
 
 def test_journey_add_a_paper_table(depth_table, tmp_path):
