@@ -426,8 +426,8 @@ def _r2(mean: float | None, std: float | None) -> str:
 def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> str:
     """The reading ablation as an HTML table: per diagnostic cell and reading, MZ's test R²
     (mean ± std over seeds), how many runs stopped and fitted, the Set Transformer's R² on the
-    same cell and protocol, and the two compared (Welch's test over seeds). A run that stopped without fitting is counted as an
-    optimisation failure."""
+    same cell and protocol, and the two compared (Welch's test over seeds). A run that stopped
+    without fitting is counted as an optimisation failure."""
     rows = ablation(results_dir) if rows is None else rows
     head = "".join(
         f"<th>{h}</th>"
