@@ -174,7 +174,8 @@ def _block_diag(M: torch.Tensor) -> torch.Tensor:
     return torch.einsum("hij,hg->higj", M, eye).reshape(H * k, H * k)
 
 
-def _init_linear(module: nn.Module) -> None:
+def init_linear(module: nn.Module) -> None:
+    """Xavier-uniform weight and zero bias for a ``Linear`` (other modules: unchanged)."""
     if isinstance(module, nn.Linear):  # App. app:impl: "All other linear layers use Xavier"
         nn.init.xavier_uniform_(module.weight)
         if module.bias is not None:
@@ -503,7 +504,7 @@ class MZMAB(nn.Module):
         hc, hG = self._add_norm(cq, Gq, a_c, a_G, self.ln0, self.ln0_g)
         c, G = self._add_norm(hc, hG, self.ffn(hc), self.ffn_g(hG), self.ln1, self.ln1_g)
         if details is not None:
-            details.append(replace(info, name=self.name, output=_tokens(c, G)))
+            details.append(replace(info, name=self.name, output=token_zonotopes(c, G)))
         return c, G
 
 
@@ -576,7 +577,7 @@ class MZPMA(nn.Module):
         return self.mab(sc, sG, c, G, mask, details)  # (B, k, d), (B, k, n_g, d)
 
 
-def _tokens(c, G):
+def token_zonotopes(c, G):
     """Token zonotopes as ``mzlite.zonotope.Zonotope`` when that module exists, else ``(c, G)``."""
     try:
         from ..zonotope import Zonotope
