@@ -44,7 +44,6 @@ import copy
 import json
 import os
 import re
-import sys
 from functools import cache
 from pathlib import Path
 
@@ -721,7 +720,3 @@ def main(argv=None) -> int:
     write_paper_labels(args.tex, out / LABELS_JSON.name)
     print(f"wrote {len(paths)} tables and {LABELS_JSON.name} to {out}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
