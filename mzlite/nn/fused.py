@@ -23,8 +23,9 @@ A function of ``mzlite.nn.attention`` marked ``@fused.fast_path(KERNEL)`` is the
 kernel runs in its place when all of these hold (``fast_path`` checks them, nowhere else does):
 
 1. the kernels are loaded in this process. ``build()`` compiles them (or loads this machine's
-   earlier build); the MZ blocks' constructors call ``prepare()``, which builds them where they
-   would be selected, so the build happens before the first forward pass, never inside one;
+   earlier build); ``MZAttention``'s constructor (so every MZ block and model) calls
+   ``prepare()``, which builds them where they would be selected, so the build happens before
+   the first forward pass, never inside one;
 2. the policy selects them, environment variable ``MZLITE_FUSED``: ``auto`` (or unset, the
    default) only in a build with AVX-512 (``has_avx512()``: the kernels are compiled with
    ``-march=native``) and, for ``add_norm``, only at the widths it has AVX-512 code for,
@@ -40,7 +41,7 @@ kernel runs in its place when all of these hold (``fast_path`` checks them, nowh
 Build
 -----
 C++ (``_fused_cpu.cpp``) compiled by ``torch.utils.cpp_extension`` in a child process (once per
-machine, CPU, source and torch version, ~30 s on 2 cores), cached in torch's extension folder
+machine, CPU, source and torch version, ~30-50 s on 2 cores), cached in torch's extension folder
 (``TORCH_EXTENSIONS_DIR``); later processes import the cached library directly. torch finds
 ninja on ``PATH`` only; mzlite looks for it on ``PATH``, beside this interpreter (a venv's
 ``ninja`` package, on ``PATH`` only when the venv is activated) and in the ``ninja`` package, and
@@ -176,7 +177,7 @@ def _import(name: str, build_dir: Path):
 
 def build() -> bool:
     """Compile the kernels now, or load this machine's earlier build (~1 s); True once they are
-    loaded. Never called by a forward pass: the MZ blocks' constructors call ``prepare()``, and a
+    loaded. Never called by a forward pass: ``MZAttention``'s constructor calls ``prepare()``, and a
     script or notebook may call this ahead. ``MZLITE_FUSED=0``: False, nothing built. A failed
     build (no C++ compiler, no ninja) warns once, naming the cause, and returns False here and
     on later calls (``build_error()``); the eager path runs."""
@@ -213,8 +214,8 @@ def _cpu_has_avx512() -> bool:
 
 def prepare() -> None:
     """Build the kernels if this process would select them (``MZLITE_FUSED=1``, or ``auto`` on
-    a CPU with AVX-512), else nothing; at most one try per process. Called by the constructors
-    of the MZ blocks, so that the build (once per machine) comes before the first forward."""
+    a CPU with AVX-512), else nothing; at most one try per process. Called by ``MZAttention``'s
+    constructor, so that the build (once per machine) comes before the first forward."""
     if "ext" in _state or "error" in _state:
         return
     chosen = policy()
