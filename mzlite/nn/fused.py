@@ -30,9 +30,10 @@ kernel runs in its place when all of these hold (``fast_path`` checks them, nowh
    default) only in a build with AVX-512 (``has_avx512()``: the kernels are compiled with
    ``-march=native``) and, for ``add_norm``, only at the widths it has AVX-512 code for,
    ``AVX512_WIDTHS``: that is where ``benchmarks/fused_kernels.py`` measured them faster than
-   eager PyTorch. Elsewhere (Apple silicon, most laptops' AVX2, other widths: the generic loops,
-   slower than eager) the eager path runs. ``1``: wherever they can run (after that benchmark,
-   run on your CPU, says they are faster there); ``0``: never, and never built;
+   eager PyTorch. Elsewhere the eager path runs: CPUs without AVX-512 (Apple silicon, most
+   laptops) were not measured, and at other widths the generic loops were not reliably faster
+   (0.8x-2.0x eager between runs). ``1``: wherever they can run (after that benchmark, run on
+   your CPU, says they are faster there); ``0``: never, and never built;
 3. the code is not inside a ``disabled()`` block, and the arguments are ones the kernel takes
    (CPU tensors; ``add_norm``: float32 or bfloat16 and an affine float32 LayerNorm).
 
