@@ -107,25 +107,27 @@ def bench_add_norm(args) -> dict:
 
 
 def bench_layout(args) -> None:
-    print("head-major layouts of the generator stream (H=4, n_g=8, d=64, bf16), fwd + bwd:")
+    print("head-major layouts of the generator stream (H=4, n_g=8, d=64), fwd + bwd:")
     g = torch.Generator().manual_seed(0)
     mask = torch.arange(30)[None] < torch.randint(10, 31, (128,), generator=g)[:, None]
     pk, H, ng, d = Packing(mask), 4, 8, 64
-    packed = torch.randn(len(pk.rows), ng, d, generator=g).bfloat16().requires_grad_()
-    heads = torch.randn(pk.B, H, pk.n, ng, d // H, generator=g).bfloat16().requires_grad_()
-    padded = torch.randn(pk.B, pk.n, ng, d, generator=g).bfloat16().requires_grad_()
-    cases = {
-        "packed -> head-major": (Packing.unpack_heads, pk, packed, H),
-        "head-major -> packed": (Packing.pack_heads, pk, heads),
-        "padded -> head-major": (_heads_first, padded, H),
-        "head-major -> padded": (_heads_last, heads),
-    }
-    for label, (f, *xs) in cases.items():
-        # contiguous, as the attention reads them (eager's heads_first returns a permuted view)
-        kernel = fwd_bwd(lambda *a, f=f: f.kernel.run(*a).contiguous(), *xs)
-        eager = fwd_bwd(lambda *a, f=f: f.eager(*a).contiguous(), *xs)
-        k, e = side_by_side(kernel, eager, args.repeats * 3)
-        row(f"{f.kernel.name} ({label})", k, e, selected(f, *xs))
+    for dtype in (torch.bfloat16, torch.float32):
+        packed = torch.randn(len(pk.rows), ng, d, generator=g).to(dtype).requires_grad_()
+        heads = torch.randn(pk.B, H, pk.n, ng, d // H, generator=g).to(dtype).requires_grad_()
+        padded = torch.randn(pk.B, pk.n, ng, d, generator=g).to(dtype).requires_grad_()
+        cases = {
+            "packed -> head-major": (Packing.unpack_heads, pk, packed, H),
+            "head-major -> packed": (Packing.pack_heads, pk, heads),
+            "padded -> head-major": (_heads_first, padded, H),
+            "head-major -> padded": (_heads_last, heads),
+        }
+        for label, (f, *xs) in cases.items():
+            # contiguous, as attention reads them (eager's heads_first returns a permuted view)
+            kernel = fwd_bwd(lambda *a, f=f: f.kernel.run(*a).contiguous(), *xs)
+            eager = fwd_bwd(lambda *a, f=f: f.eager(*a).contiguous(), *xs)
+            k, e = side_by_side(kernel, eager, args.repeats * 3)
+            name = f"{f.kernel.name} {str(dtype).removeprefix('torch.')}"
+            row(f"{name:21} ({label})", k, e, selected(f, *xs))
 
 
 def bench_model(args) -> None:
