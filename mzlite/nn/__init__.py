@@ -2,8 +2,9 @@
 
 ``mzlite.nn`` is the one import; the code lives in ``attention`` (the attention math and the
 blocks), ``details`` (what a layer and a model computed on the way), ``models`` (configs,
-models, the Theorem thm:separation construction), ``baselines`` (the paper's other set models)
-and ``registry`` (every model by name, parameter matching).
+models, the Theorem thm:separation construction), ``baselines`` (the paper's other set models),
+``registry`` (every model by name, parameter matching) and ``fused`` (C++ kernels that may run
+parts of ``attention`` on CPU, and the one place that decides where: AVX-512 CPUs).
 
 Two models with the same skeleton (Lee et al. 2019; paper Sec. sec:architecture):
 
