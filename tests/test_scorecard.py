@@ -582,3 +582,91 @@ def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path
     assert row["verdict"] == "holds"  # raw: MZ beats every PMA baseline
     assert row["normalised"]["verdict"] == "does not hold here"  # normalised: ST wins
     assert "on per-set normalised sets" in row["reason"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The sequential decision rule (plan --decide): refutation by one model, survival, retirement
+# ---------------------------------------------------------------------------------------------
+
+
+def _hull_claim(col: str = "d3"):
+    (claim,) = [c for c in claims("tab:hull") if c.id == f"tab-hull-{col}-mz_full-best"]
+    return claim
+
+
+def test_one_significantly_better_model_refutes_a_claim_whatever_the_rest(tmp_path):
+    claim = _hull_claim()
+    _cell(tmp_path, "tab:hull", "d3-mz_full", 0.50, "cpu-annealed")
+    _cell(tmp_path, "tab:hull", "d3-st_large", 0.80, "cpu-annealed")
+    _write(tmp_path, "tab:hull", "d3-st", 0.20, "cpu-annealed")  # one seed: no verdict alone
+    row = evaluate(claim, profiles=("cpu-annealed",), results_dir=tmp_path)
+    assert row["verdict"] == "does not hold here"
+    w = ex.stats.welch([0.79, 0.80, 0.81], [0.49, 0.50, 0.51])  # the pair's own test
+    assert row["refuted_by"]["cell"] == "d3-st_large"
+    assert row["refuted_by"]["p"] == pytest.approx(w["p"])
+    assert row["decided_by"].startswith("refuted by ST-Large (d3-st_large: R^2 +0.300")
+    assert row["why"] == row["decided_by"]
+    # the same pair with two seeds of the better model: the rule does not lean on it
+    for path in (tmp_path / "cpu-annealed" / "tab-hull").glob("d3-st_large__seed2.json"):
+        path.unlink()
+    row = evaluate(claim, profiles=("cpu-annealed",), results_dir=tmp_path)
+    assert row["verdict"] == "insufficient evidence" and row["refuted_by"] is None
+
+
+def test_a_better_model_without_significance_refutes_nothing(tmp_path):
+    claim = _hull_claim()
+    for s, (mz, st) in enumerate(((0.5, 0.9), (0.7, 0.3), (0.6, 0.95))):
+        _write(tmp_path, "tab:hull", "d3-mz_full", mz, "cpu-annealed", seed=s)
+        _write(tmp_path, "tab:hull", "d3-st_large", st, "cpu-annealed", seed=s)
+    _write(tmp_path, "tab:hull", "d3-st", 0.2, "cpu-annealed")
+    p = ex.stats.welch([0.9, 0.3, 0.95], [0.5, 0.7, 0.6])["p"]
+    assert p > 0.05
+    row = evaluate(claim, profiles=("cpu-annealed",), results_dir=tmp_path)
+    assert row["refuted_by"] is None and row["verdict"] == "insufficient evidence"
+
+
+def test_a_claim_that_survives_its_first_step_says_how_many_models_it_survived(tmp_path):
+    claim = _hull_claim("d6")
+    _cell(tmp_path, "tab:hull", "d6-mz_full", 0.90, "cpu-annealed")
+    _cell(tmp_path, "tab:hull", "d6-st_large", 0.50, "cpu-annealed")
+    _cell(tmp_path, "tab:hull", "d6-st", 0.60, "cpu-annealed")
+    row = evaluate(claim, profiles=("cpu-annealed",), results_dir=tmp_path)
+    n_models = len(claim.compare[1])
+    assert n_models == 5  # Standard, ST-Large, HyperNet, Perceiver, LA-ST
+    assert row["verdict"] == "holds partly" and row["refuted_by"] is None
+    assert row["decided_by"].startswith(f"survived 2 of {n_models} models so far")
+    assert f"{n_models - 2} still to run" in row["decided_by"]
+    for cid in claim.compare[1]:  # the rest of the column: all beaten, significantly
+        _cell(tmp_path, "tab:hull", cid, 0.40, "cpu-annealed")
+    row = evaluate(claim, profiles=("cpu-annealed",), results_dir=tmp_path)
+    assert row["verdict"] == "holds"
+    assert row["decided_by"].startswith(f"survived all {n_models} models")
+
+
+def test_a_monotone_claim_stops_once_the_cells_run_fail_it(tmp_path):
+    (claim,) = [c for c in claims("tab:meb") if c.id == "meb-d16-pma-fail"]
+    assert claim.monotone
+    _cell(tmp_path, "tab:meb", "d16-st_large", 0.80, "cpu-annealed")
+    row = evaluate(claim, profiles=("cpu-annealed",), results_dir=tmp_path)
+    assert row["verdict"] == "does not hold here"
+    assert row["decided_by"].startswith("refuted by the 1 of 6 cells run (ST-Large)")
+    # cells that run and pass leave it open: the rest may still fail it
+    _cell(tmp_path, "tab:meb", "d16-st_large", 0.05, "cpu-annealed")
+    row = evaluate(claim, profiles=("cpu-annealed",), results_dir=tmp_path)
+    assert row["refuted_by"] is None and row["verdict"] == "holds partly"
+
+
+def test_one_seed_cpu_results_retire_once_a_converged_cell_exists(tmp_path):
+    claim = _hull_claim()
+    _write(tmp_path, "tab:hull", "d3-mz_full", 0.5, "cpu")
+    _write(tmp_path, "tab:hull", "d3-st", 0.9, "cpu")
+    row = evaluate(claim, results_dir=tmp_path)
+    assert row["profile"] == "cpu" and row["verdict"] == "insufficient evidence"
+    _cell(tmp_path, "tab:hull", "d3-st", 0.6, "cpu-annealed", converged=False)
+    assert evaluate(claim, results_dir=tmp_path)["profile"] == "cpu"  # unconverged: not yet
+    _cell(tmp_path, "tab:hull", "d3-st", 0.6, "cpu-annealed")
+    row = evaluate(claim, results_dir=tmp_path)
+    assert row["verdict"] == "not run" and row["profile"] is None
+    assert "cpu results retired" in row["retired"]["cpu"] and "cpu-annealed" in row["why"]
+    # asked for the cpu profile alone, its results still read (the labelled ablation)
+    assert evaluate(claim, profiles=("cpu",), results_dir=tmp_path)["profile"] == "cpu"

@@ -80,7 +80,10 @@ class Claim:
     ``MissingCell``); ``holds``/``partly`` test our value; ``metric`` is the result metric the
     cells are read with; ``fmt`` formats a value ("+0.12", "0.97 -> 0.40"). ``compare``:
     ``(a, (b, ...))`` for a claim that cell ``a`` is better than each ``b``: "holds" then also
-    needs Welch's test of ``a`` against every ``b`` that ran to give p < ``ALPHA``. Every cell
+    needs Welch's test of ``a`` against every ``b`` that ran to give p < ``ALPHA``.
+    ``monotone``: ``expr`` is computed from the cells that ran and another cell can only make it
+    fail more (the best of several baselines "fails"): once the cells that ran fail even the
+    weaker test, with solid evidence, the claim is refuted (``refutation``). Every cell
     id is checked against the table when the claim is made (``CellKey``): a renamed cell fails
     loudly instead of leaving the claim silently "not run"."""
 
@@ -94,6 +97,7 @@ class Claim:
     metric: str = "r2"
     fmt: Callable[[float], str] = lambda v: f"{v:.3f}"
     compare: tuple[str, tuple[str, ...]] | None = None
+    monotone: bool = False
 
     def __post_init__(self):
         if not self.cells:
@@ -240,6 +244,7 @@ def _meb_claims() -> list[Claim]:
                 _max_of(pma),
                 lambda v: v <= 0.10,
                 lambda v: v <= 0.30,
+                monotone=True,
             )
         )
         out.append(
@@ -489,12 +494,18 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         "reading": "",
         "reason": "not run",
         "cells": list(claim.cells),
+        "decided_by": "",
+        "refuted_by": None,
     }
     ren = (lambda c: c) if rename is None else rename
+    order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
+    by_profile = {prof: ex.results_by_cell(claim.table, prof, results_dir) for prof in order}
+    retired = _retired(claim, by_profile, ren)
     judged = []  # (profile, reading, verdict) of every profile with the claim's cells
-    for profile in PROFILE_ORDER if profiles is None else profiles:
-        prof = ex.get_profile(profile).name
-        res = ex.results_by_cell(claim.table, prof, results_dir)
+    for prof in order:
+        if prof in retired:
+            continue
+        res = by_profile[prof]
         try:
             ours = claim.expr(mean_getter(res, claim.metric, rename))
         except MissingCell:
@@ -504,14 +515,23 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         cover = "" if ran == len(claim.cells) else f"; {ran} of {len(claim.cells)} cells run"
         ev = evidence(claim, res, rename)
         verdict = judge(claim, ours, prof, complete=ran == len(claim.cells), evidence=ev)
+        refuted = refutation(claim, res, rename) if prof != "smoke" else None
+        if refuted is not None:
+            verdict = "does not hold here"  # one significantly better model settles it
         judged.append((prof, reading_of(used), verdict))
         if len(judged) > 1:
             continue  # later profiles only say whether another reading reads otherwise
         why = ""
+        if refuted is not None:
+            decided = refuted["text"]
+        else:
+            decided = _decided_by(claim, verdict, ev, ran)
         if verdict == "insufficient evidence":
             why = "; ".join(ev["problems"])
         elif verdict == "optimisation failure":
             why = "; ".join(ev["failures"])
+        else:
+            why = decided
         row.update(
             ours=ours,
             ours_text=claim.fmt(ours),
@@ -521,11 +541,139 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
             evidence=ev,
             why=why,
             verdict=verdict,
+            decided_by=decided,
+            refuted_by=refuted,
         )
+    if retired:
+        row["retired"] = retired
     if judged:
         row["reading"] = judged[0][1]
         row["reason"] = _reason(judged)
+    elif retired:
+        row["why"] = "; ".join(retired.values())
     return row
+
+
+def _solid(results: list[dict]) -> bool:
+    """Enough for the sequential rule to lean on one cell: at least ``MIN_SEEDS`` seeds, every
+    run converged, one protocol."""
+    if len(results) < _stats.MIN_SEEDS:
+        return False
+    conv = [_stats.result_convergence(r) for r in results]
+    return all(v["converged"] for v in conv) and len({protocol_key(r) for r in results}) == 1
+
+
+def refutation(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict | None:
+    """The sequential decision rule's early stop (``plan.decide`` runs a claim's column in this
+    order): a claim that cell ``a`` beats every ``b`` (``compare``, on R^2) is refuted by one
+    ``b`` that is better than ``a`` by more than ``TIE`` with Welch's p < ``ALPHA``, both cells
+    with ``MIN_SEEDS`` converged seeds of one protocol, whatever the other cells of the column
+    say or whether they ran. Returns the most significant such ``b`` as ``{"cell", "model",
+    "diff", "p", "text"}`` ("refuted by ST-Large (d3-st_large: R^2 +0.21 above, Welch p =
+    0.003)"), or None (no such cell, or not a compare claim on R^2)."""
+    ren = (lambda c: c) if rename is None else rename
+    if claim.monotone:
+        return _monotone_refutation(claim, by_cell, ren)
+    if claim.compare is None or claim.metric != "r2":
+        return None
+    a, bs = claim.compare
+    res_a = by_cell.get(ren(a), [])
+    if not _solid(res_a):
+        return None
+    best = None
+    for b in bs:
+        res_b = by_cell.get(ren(b), [])
+        if not _solid(res_b):
+            continue
+        w = _stats.welch(_values(res_b, claim.metric), _values(res_a, claim.metric))
+        if w["diff"] is None or w["p"] is None or not (w["diff"] > TIE and w["p"] < _stats.ALPHA):
+            continue
+        if best is None or w["p"] < best["p"]:
+            best = {"cell": b, "diff": w["diff"], "p": w["p"]}
+    if best is None:
+        return None
+    best["model"] = ex.get_table(claim.table).cell(best["cell"]).row
+    best["text"] = (
+        f"refuted by {best['model']} ({best['cell']}: R^2 {best['diff']:+.3f} above {a}, "
+        f"Welch p = {best['p']:.2g}); the rest of the column need not run"
+    )
+    return best
+
+
+def _monotone_refutation(claim: Claim, by_cell: dict, ren) -> dict | None:
+    """A ``monotone`` claim that the cells run so far already fail (not even its weaker test),
+    each of them with solid evidence (``_solid``): no further cell can rescue it."""
+    ran = {c: by_cell.get(ren(c), []) for c in claim.cells if by_cell.get(ren(c))}
+    if not ran or len(ran) == len(claim.cells) or not all(_solid(r) for r in ran.values()):
+        return None  # complete claims are judged as usual
+    value = claim.expr(mean_getter(by_cell, claim.metric, ren))
+    if claim.partly(value):
+        return None
+    spec = ex.get_table(claim.table)
+    return {
+        "cell": None,
+        "model": None,
+        "diff": None,
+        "p": None,
+        "text": (
+            f"refuted by the {len(ran)} of {len(claim.cells)} cells run "
+            f"({', '.join(spec.cell(c).row for c in ran)}): {claim.fmt(value)} fails even the "
+            "weaker test, and no further cell can lower it"
+        ),
+    }
+
+
+def _decided_by(claim: Claim, verdict: str, ev: dict, ran: int) -> str:
+    """Which rule decided a verdict that no refutation decided (see ``refutation``)."""
+    if verdict not in _DECIDED:
+        return ""
+    if claim.compare is None:
+        return "the claim's thresholds, on the mean over seeds"
+    n_b = len(claim.compare[1])
+    tested = len(ev.get("tests") or [])
+    p = "" if ev.get("p_max") is None else f" (largest Welch p = {ev['p_max']:.2g})"
+    if verdict == "holds":
+        return f"survived all {n_b} models of the comparison, each significantly{p}"
+    if verdict == "holds partly" and ran < len(claim.cells):
+        return (
+            f"survived {tested} of {n_b} models so far, none significantly better{p}; "
+            f"{n_b - tested} still to run (plan --decide)"
+        )
+    if verdict == "holds partly":
+        return (
+            f"survived all {n_b} models, none significantly better; the gap passes only the "
+            f"claim's weaker test, or not significantly{p}"
+        )
+    return f"the claim's thresholds: no single model significantly better{p}"
+
+
+# A profile whose results leave a claim's verdict once a better profile has a converged cell of
+# the claim (the one-seed, 30-epoch ``cpu`` protocol: its results stay as a labelled ablation).
+RETIRED_ONCE_CONVERGED = ("cpu",)
+
+
+def _retired(claim: Claim, by_profile: dict, ren) -> dict[str, str]:
+    """``{profile: why}`` for each of ``RETIRED_ONCE_CONVERGED`` among ``by_profile`` that a
+    converged cell of ``claim`` under another profile of ``by_profile`` retires."""
+    better = {}
+    for prof, res in by_profile.items():
+        if prof in RETIRED_ONCE_CONVERGED or prof == "smoke":
+            continue
+        n = sum(
+            any(_stats.result_convergence(r)["converged"] for r in res.get(ren(c), []))
+            for c in claim.cells
+        )
+        if n:
+            better[prof] = n
+    if not better:
+        return {}
+    prof, n = next(iter(better.items()))
+    return {
+        old: f"{old} results retired from this verdict ({n} converged cell(s) of the claim "
+        f"under {prof}; they stay as an ablation)"
+        for old in RETIRED_ONCE_CONVERGED
+        if by_profile.get(old) and any(by_profile[old].get(ren(c)) for c in claim.cells)
+    }
 
 
 def reading_of(results: list[dict]) -> str:
@@ -592,6 +740,7 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
         "paper": paper, "paper_text": paper_text, "ours": None, "ours_text": "--",
         "profile": None, "protocol": "--", "statistics": "--", "evidence": None, "why": "",
         "verdict": "not run", "cells": list(claim.cells), "reading": "", "reason": "not run",
+        "decided_by": "", "refuted_by": None,
     }  # fmt: skip
     for profile in PROFILE_ORDER if profiles is None else profiles:
         prof = ex.get_profile(profile).name
@@ -639,6 +788,8 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
         )
         reading = reading_of(used)
         row.update(reading=reading, reason=_reason([(prof, reading, verdict)]))
+        if verdict in _DECIDED:
+            row["decided_by"] = f"the rank test of transfer.prediction: {why}"
         break
     return row
 
