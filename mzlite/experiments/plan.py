@@ -15,7 +15,10 @@ and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
   table under any non-smoke profile; the same model (and options) on the same task in another
   cell or table; else extrapolated from other tasks: a reference model's cost on this task
   (the Set Transformer where it has results here) times the median ratio of the two models'
-  costs on the tasks where both have results ("extrapolated"); else, with ``measure``, five
+  costs on the tasks where both have results ("extrapolated"); else, for a variant of a model
+  (``model_kwargs``: depth, generators), the cost on the task of the same model with a subset of
+  those kwargs (the plain model where it ran) times the ratio of their parameter counts
+  ("scaled"); else, with ``measure``, five
   training steps of the model timed now on real sets of the task, interleaved with those of a
   model that has results on that task, whose measured cost is scaled by the ratio ("timed
   now"). The source is printed beside each row.
@@ -86,6 +89,7 @@ def _measured(results_dir) -> list[dict]:
                     out.append({**{k: r.get(k) for k in ("table", "cell", "task", "model")},
                                 "profile": prof, "unit_s": c,
                                 "key": _model_key(r["model"], r.get("model_kwargs") or {}),
+                                "kwargs": dict(r.get("model_kwargs") or {}),
                                 "options": r.get("task_options") or {}})  # fmt: skip
     return out
 
@@ -295,7 +299,7 @@ def _unit_cost(label, cell, measured, timed, measure, profile=None):
             f"median of {len(like)} {'/'.join(sorted({m['profile'] for m in like}))} result(s) "
             f"of {cell.model} on {cell.task}"
             + (f" ({own} of this cell)" if own else ""))  # fmt: skip
-    extrapolated = _extrapolated(cell, key, measured)
+    extrapolated = _extrapolated(cell, key, measured) or _param_scaled(cell, measured)
     if extrapolated is not None:
         return extrapolated
     if not measure:
@@ -337,6 +341,37 @@ def _extrapolated(cell, key: str, measured: list[dict]):
                 f"on {len(ratios)} other task(s))"
             )
     return None
+
+
+def _param_scaled(cell, measured: list[dict]):
+    """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_enc`` or
+    ``n_g``) from the results on the same task of the same model with a subset of those kwargs
+    (the plain model where it has some, else the nearest variant), scaled by the two builds'
+    parameter counts (a step's cost grows about linearly with them at these sizes); None when
+    no such result exists or the cell is no variant."""
+    import dataclasses
+
+    from mzlite.tasks import make_task
+
+    kw = cell.model_kwargs
+    like = [m for m in measured if m["model"] == cell.model and m["task"] == cell.task
+            and all(kw.get(k) == v for k, v in m["kwargs"].items())]  # fmt: skip
+    if not like or not (kw or cell.match_params):
+        return None
+    nearest = max(len(m["kwargs"]) for m in like)
+    like = [m for m in like if len(m["kwargs"]) == nearest]
+    base_kw = like[0]["kwargs"]
+    data = make_task(cell.task, 4, 0, **cell.options)
+    base = dataclasses.replace(cell, model_kwargs=base_kw, match_params=None)
+    n_mine, n_base = (
+        sum(p.numel() for p in ex.build_cell_model(c, data.d_in, data.d_out, 0).parameters())
+        for c in (cell, base)
+    )
+    ratio = n_mine / n_base
+    return statistics.median(m["unit_s"] for m in like) * ratio, (
+        f"scaled: {ratio:.2f} x {like[0]['key']} on {cell.task} by parameter count "
+        f"({n_mine:,} / {n_base:,})"
+    )
 
 
 def _timed(cells, timed) -> list[float]:
