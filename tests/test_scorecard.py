@@ -670,3 +670,35 @@ def test_one_seed_cpu_results_retire_once_a_converged_cell_exists(tmp_path):
     assert "cpu results retired" in row["retired"]["cpu"] and "cpu-annealed" in row["why"]
     # asked for the cpu profile alone, its results still read (the labelled ablation)
     assert evaluate(claim, profiles=("cpu",), results_dir=tmp_path)["profile"] == "cpu"
+
+
+def test_the_why_it_works_ablations_hold_partly_and_fail(tmp_path):
+    """tab:depth, tab:ablation and tab:gen-ablation claims on constructed results."""
+
+    def row(claim_id, root):
+        (c,) = [c for c in claims() if c.id == claim_id]
+        return evaluate(c, profiles=("cpu-annealed",), results_dir=root)
+
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for k in range(1, 7):
+        _cell(a, "tab:depth", f"B-st_{k}l", 0.90 + 0.005 * k, "cpu-annealed")
+    _cell(a, "tab:depth", "B-mz_1l", 0.97, "cpu-annealed")
+    assert row("depth-mz-1l-beats-every-depth", a)["verdict"] == "holds"
+    for k, v in ((2, 0.90), (4, 0.95), (8, 0.92), (16, 0.88)):
+        _cell(a, "tab:ablation", f"B-ng{k}-mz_full", v, "cpu-annealed")
+        _cell(b, "tab:ablation", f"B-ng{k}-mz_full", 1.9 - v, "cpu-annealed")  # reversed order
+    assert row("ablation-ng4-peaks", a)["verdict"] == "holds"  # +0.03, significant
+    assert row("ablation-ng16-overfits", a)["verdict"] == "holds"
+    r = row("ablation-ng16-overfits", b)  # n_g = 16 now best: refuted by it
+    assert r["verdict"] == "does not hold here" and r["refuted_by"]["cell"] == "B-ng16-mz_full"
+    for L in (16, 32):
+        for k, (v_a, v_c) in {1: (0.95, 0.60), 4: (0.96, 0.70), 32: (0.955, 0.80)}.items():
+            _cell(a, "tab:gen-ablation", f"L{L}-nmz{k}", v_a, "cpu-annealed")
+            _cell(c, "tab:gen-ablation", f"L{L}-nmz{k}", v_c, "cpu-annealed")
+    assert row("gen-ablation-nmz1-fits", a)["verdict"] == "holds"
+    assert row("gen-ablation-diminishing", a)["verdict"] == "holds"
+    assert row("gen-ablation-nmz1-fits", c)["verdict"] == "does not hold here"  # 0.60 < 0.70
+    assert row("gen-ablation-diminishing", c)["verdict"] == "does not hold here"  # +0.10
+    assert row("gen-ablation-diminishing", c)["decided_by"] == (
+        "the claim's thresholds, on the mean over seeds"
+    )
