@@ -10,6 +10,8 @@ from mzlite import experiments as ex
 from mzlite import nn as _nn
 from mzlite.__main__ import main as cli
 from mzlite.experiments.plan import decide, plan
+from mzlite.nn import build_model, count_parameters
+from mzlite.tasks import make_task
 
 
 def _write(root, table, cell, seed, profile, sizes, wall, epochs, threads=1):
@@ -144,3 +146,25 @@ def test_cli_plan_decide(tmp_path, capsys):
     assert cli(["plan", "tab:meb", "--first", "1"]) == 2
     with pytest.raises(ValueError, match="first must be an int >= 0"):
         decide("tab:meb", first=-1)
+
+
+def test_a_model_without_results_on_a_task_is_extrapolated_or_scaled(tmp_path):
+    units = lambda s: s[0] + s[1] / 3  # noqa: E731
+    size = (2000, 500, 2000)
+    # st on hull and MEB, perceiver on MEB only: perceiver on hull = st on hull x their MEB ratio
+    _write(tmp_path, "tab:hull", "d3-st", 0, "cpu", size, 100.0, 10)
+    _write(tmp_path, "tab:meb", "d8-st", 0, "cpu", size, 200.0, 10)
+    _write(tmp_path, "tab:meb", "d8-perceiver", 0, "cpu", size, 600.0, 10)
+    (row,) = plan("tab:hull", "cpu-annealed", cells=["d3-perceiver"], results_dir=tmp_path,
+                  measure=False).rows  # fmt: skip
+    expect = 100.0 / 10 / units(size) * (600.0 / 200.0) * units(size)
+    assert row["s_per_epoch"] == pytest.approx(expect)
+    assert row["cost_source"].startswith("extrapolated: 3.0 x st on hull_volume")
+    # a deeper Set Transformer on Task B from the plain one, by parameter count
+    _write(tmp_path, "tab:main-results", "B-st", 0, "cpu", size, 50.0, 10)
+    (row,) = plan("tab:depth", "cpu-annealed", cells=["B-st_3l"], results_dir=tmp_path,
+                  measure=False).rows  # fmt: skip
+    d_in = make_task("chamfer_matching", 2, 0).d_in
+    n = {k: count_parameters(build_model("st", d_in, n_enc=k)) for k in (2, 3)}  # default: 2
+    assert row["s_per_epoch"] == pytest.approx(50.0 / 10 * n[3] / n[2])
+    assert row["cost_source"].startswith("scaled:") and "by parameter count" in row["cost_source"]

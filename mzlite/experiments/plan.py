@@ -16,8 +16,9 @@ and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
   cell or table; else extrapolated from other tasks: a reference model's cost on this task
   (the Set Transformer where it has results here) times the median ratio of the two models'
   costs on the tasks where both have results ("extrapolated"); else, for a variant of a model
-  (``model_kwargs``: depth, generators), the cost on the task of the same model with a subset of
-  those kwargs (the plain model where it ran) times the ratio of their parameter counts
+  (``model_kwargs``: depth, generators) or a sibling built by the same class (MZ-Slim and
+  MZ-Full, ST and ST-Large), the cost on the task of the same model with a subset of those kwargs
+  (the plain model where it ran), else of a sibling, times the ratio of their parameter counts
   ("scaled"); else, with ``measure``, five
   training steps of the model timed now on real sets of the task, interleaved with those of a
   model that has results on that task, whose measured cost is scaled by the ratio ("timed
@@ -299,7 +300,7 @@ def _unit_cost(label, cell, measured, timed, measure, profile=None):
             f"median of {len(like)} {'/'.join(sorted({m['profile'] for m in like}))} result(s) "
             f"of {cell.model} on {cell.task}"
             + (f" ({own} of this cell)" if own else ""))  # fmt: skip
-    extrapolated = _extrapolated(cell, key, measured) or _param_scaled(cell, measured)
+    extrapolated = _extrapolated(cell, key, measured) or _param_scaled(cell, measured, profile)
     if extrapolated is not None:
         return extrapolated
     if not measure:
@@ -343,26 +344,30 @@ def _extrapolated(cell, key: str, measured: list[dict]):
     return None
 
 
-def _param_scaled(cell, measured: list[dict]):
+def _param_scaled(cell, measured: list[dict], profile=None):
     """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_enc`` or
-    ``n_g``) from the results on the same task of the same model with a subset of those kwargs
-    (the plain model where it has some, else the nearest variant), scaled by the two builds'
+    ``n_g``) or of a sibling model built by the same class, from the results on the same task of
+    the same model with a subset of those kwargs (else of a sibling), scaled by the two builds'
     parameter counts (a step's cost grows about linearly with them at these sizes); None when
-    no such result exists or the cell is no variant."""
+    no such result exists."""
     import dataclasses
 
     from mzlite.tasks import make_task
 
-    kw = cell.model_kwargs
-    like = [m for m in measured if m["model"] == cell.model and m["task"] == cell.task
+    kw, cls = cell.model_kwargs, _nn.model_spec(cell.model).model
+    like = [m for m in measured if m["task"] == cell.task and m["key"] != _model_key(cell.model, kw)
+            and _nn.model_spec(m["model"]).model is cls
             and all(kw.get(k) == v for k, v in m["kwargs"].items())]  # fmt: skip
-    if not like or not (kw or cell.match_params):
+    if not like:
         return None
-    nearest = max(len(m["kwargs"]) for m in like)
-    like = [m for m in like if len(m["kwargs"]) == nearest]
-    base_kw = like[0]["kwargs"]
+    like = [m for m in like if m["profile"] == profile] or like  # as for a cell's own results
+    # the same registered model first (the plain one, else its nearest variant), else a sibling
+    # built by the same class (mz_slim from mz_full, st_large from st)
+    best = max((m["model"] == cell.model, len(m["kwargs"])) for m in like)
+    like = [m for m in like if (m["model"] == cell.model, len(m["kwargs"])) == best]
     data = make_task(cell.task, 4, 0, **cell.options)
-    base = dataclasses.replace(cell, model_kwargs=base_kw, match_params=None)
+    base = dataclasses.replace(cell, model=like[0]["model"], model_kwargs=like[0]["kwargs"],
+                               match_params=None)  # fmt: skip
     n_mine, n_base = (
         sum(p.numel() for p in ex.build_cell_model(c, data.d_in, data.d_out, 0).parameters())
         for c in (cell, base)
