@@ -702,3 +702,22 @@ def test_the_why_it_works_ablations_hold_partly_and_fail(tmp_path):
     assert row("gen-ablation-diminishing", c)["decided_by"] == (
         "the claim's thresholds, on the mean over seeds"
     )
+
+
+def test_uncertainty_claims_read_their_own_metric_and_paper_table(tmp_path):
+    by = {c.id: c for c in claims("tab:ece-nll")}
+    nll = by["ece-nll-ihw-nll-below-ensemble"]
+    for cell, v in (("B-ihw-mz_full", 4.0), ("B-ensemble-st", 4.5), ("B-mcdropout-st", 3.0)):
+        _cell(tmp_path, "tab:ece-nll", cell, v, "cpu-annealed", metric="nll")
+    row = evaluate(nll, profiles=("cpu-annealed",), results_dir=tmp_path)
+    assert row["ours"] == pytest.approx(0.5) and row["verdict"] == "holds"
+    mc = evaluate(by["ece-nll-mc-dropout-best-nll"], ("cpu-annealed",), tmp_path)
+    assert mc["ours"] == pytest.approx(1.0) and mc["verdict"] == "holds"
+    spear = by["unc-comparison-ihw-ranks-errors"]
+    paper = load_paper_table("tab:unc-comparison")
+    s = {r["row"]: r["cells"]["Spearman"]["mean"] for r in paper["rows"]}
+    row = evaluate(spear, results_dir=tmp_path)
+    assert row["paper"] == pytest.approx(
+        s["MZAttn (IHW)"] - max(s["MC-Dropout"], s["Deep Ensemble"])
+    )
+    assert row["paper_table"] == "tab:unc-comparison" and row["verdict"] == "not run"

@@ -61,6 +61,7 @@ from mzlite import nn as _nn
 from mzlite.experiments import scorecard as _sc
 from mzlite.experiments import stats as _stats
 from mzlite.experiments.scorecard import TIE
+from mzlite.experiments.uncertainty_study import models_per_job
 
 EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
 
@@ -253,7 +254,9 @@ def plan(
                 epochs = float(min(prior, cap))
                 eps_src = (f"{spec.label}: prior min(4 x patience, cap) = {epochs:.0f} (no "
                            f"{prof.name} results yet)")  # fmt: skip
-            spe = None if unit is None else unit * _units(job.sizes)
+            spe = (
+                None if unit is None else unit * _units(job.sizes) * models_per_job(spec.label, cid)
+            )  # an ensemble cell's job trains all its members
             rows.append({
                 **row,
                 "s_per_epoch": spe,

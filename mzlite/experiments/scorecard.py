@@ -83,7 +83,10 @@ class Claim:
     needs Welch's test of ``a`` against every ``b`` that ran to give p < ``ALPHA``.
     ``monotone``: ``expr`` is computed from the cells that ran and another cell can only make it
     fail more (the best of several baselines "fails"): once the cells that ran fail even the
-    weaker test, with solid evidence, the claim is refuted (``refutation``). Every cell
+    weaker test, with solid evidence, the claim is refuted (``refutation``). ``paper_table``
+    and ``paper_expr``: a claim about a paper table whose runs are the cells of another table
+    (tab:unc-comparison's, read from tab:ece-nll's runs) computes its paper side with
+    ``paper_expr()`` from ``paper_table``'s numbers. Every cell
     id is checked against the table when the claim is made (``CellKey``): a renamed cell fails
     loudly instead of leaving the claim silently "not run"."""
 
@@ -98,6 +101,8 @@ class Claim:
     fmt: Callable[[float], str] = lambda v: f"{v:.3f}"
     compare: tuple[str, tuple[str, ...]] | None = None
     monotone: bool = False
+    paper_table: str | None = None
+    paper_expr: Callable[[], float] | None = None
 
     def __post_init__(self):
         if not self.cells:
@@ -322,6 +327,104 @@ def _why_claims() -> list[Claim]:
     ]
 
 
+def _uncertainty_claims() -> list[Claim]:
+    """The uncertainty study (mzlite.experiments.uncertainty_study): tab:ece-nll's cells, with
+    the claims of tab:ece-nll, tab:unc-comparison and tab:uncertainty."""
+    from mzlite.paper import paper_value
+
+    label = "tab:ece-nll"
+    ihw, mc, ens = "B-ihw-mz_full", "B-mcdropout-st", "B-ensemble-st"
+    unc, binned = "tab:unc-comparison", "tab:uncertainty"
+    spear = {k: paper_value(unc, k, "Spearman") for k in ("MZAttn (IHW)", "MC-Dropout",
+                                                          "Deep Ensemble")}  # fmt: skip
+    return [
+        Claim(
+            "ece-nll-ihw-nll-below-ensemble",
+            label,
+            "IHW's Gaussian NLL is lower than the 5-member deep ensemble's (NLL gap > 0, "
+            "significantly; partly: within 0.1 nats).",
+            (ihw, ens),
+            lambda get: get(ens) - get(ihw),
+            lambda v: v > 0,
+            lambda v: v >= -0.1,
+            metric="nll",
+            fmt=_signed,
+            compare=(ihw, (ens,)),
+        ),
+        Claim(
+            "ece-nll-ihw-ece-on-par",
+            label,
+            "IHW's calibration error (ECE) is on par with the deep ensemble's: they differ by at "
+            "most 0.05 (partly: 0.10).",
+            (ihw, ens),
+            lambda get: abs(get(ihw) - get(ens)),
+            lambda v: v <= 0.05,
+            lambda v: v <= 0.10,
+            metric="ece",
+        ),
+        Claim(
+            "ece-nll-mc-dropout-best-nll",
+            label,
+            "MC-Dropout (30 passes) has the lowest NLL of the three methods (gap to the better "
+            "of IHW and the ensemble > 0, significantly; partly: within 0.1 nats).",
+            (mc, ihw, ens),
+            lambda get: min(get(ihw), get(ens)) - get(mc),
+            lambda v: v > 0,
+            lambda v: v >= -0.1,
+            metric="nll",
+            fmt=_signed,
+            compare=(mc, (ihw, ens)),
+        ),
+        Claim(
+            "ece-nll-mc-dropout-best-ece",
+            label,
+            "MC-Dropout has the lowest ECE of the three methods (gap > 0, significantly; "
+            "partly: within 0.02).",
+            (mc, ihw, ens),
+            lambda get: min(get(ihw), get(ens)) - get(mc),
+            lambda v: v > 0,
+            lambda v: v >= -0.02,
+            metric="ece",
+            fmt=_signed,
+            compare=(mc, (ihw, ens)),
+        ),
+        Claim(
+            "unc-comparison-ihw-ranks-errors",
+            label,
+            f"{unc}: IHW, one forward pass, ranks the errors about as well as MC-Dropout and the "
+            "ensemble: its Spearman correlation with |error| is at most 0.10 below the better "
+            "of theirs (partly: 0.20).",
+            (ihw, mc, ens),
+            lambda get: get(ihw) - max(get(mc), get(ens)),
+            lambda v: v >= -0.10,
+            lambda v: v >= -0.20,
+            metric="unc_spearman",
+            fmt=_signed,
+            paper_table=unc,
+            paper_expr=lambda: (
+                spear["MZAttn (IHW)"] - max(spear["MC-Dropout"], spear["Deep Ensemble"])
+            ),
+        ),
+        Claim(
+            "uncertainty-error-grows-with-ihw",
+            label,
+            f"{binned}: the test sets in the highest fifth of IHW have a mean |error| at least "
+            "twice that of the lowest fifth (partly: larger at all).",
+            (ihw,),
+            lambda get: get(ihw),
+            lambda v: v >= 2.0,
+            lambda v: v > 1.0,
+            metric="bin_err_ratio",
+            fmt=lambda v: f"{v:.2f}x",
+            paper_table=binned,
+            paper_expr=lambda: (
+                paper_value(binned, "5 (highest)", "Mean |error|")
+                / paper_value(binned, "1 (lowest)", "Mean |error|")
+            ),
+        ),
+    ]
+
+
 def _paper_value(table: str, cell_id: str, metric: str) -> float:
     cell = ex.get_table(table).cell(cell_id)
     for ref in cell.paper:
@@ -387,8 +490,9 @@ def _transfer_claims() -> list[RankClaim]:
 def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
     out = _tdof_claims() + _meb_claims() + _transfer_claims() + _why_claims()
+    out += _uncertainty_claims()
     own = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix", "tab:depth",
-           "tab:ablation")  # fmt: skip
+           "tab:ablation", "tab:ece-nll")  # fmt: skip
     for label in ex.TABLES:
         if label not in own:
             out += _mz_best_claims(label)
@@ -540,7 +644,10 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         if rename is not None:
             raise ValueError("rename applies to cell claims, not to a RankClaim")
         return _evaluate_ranks(claim, profiles, results_dir)
-    paper = claim.expr(lambda cid: _paper_value(claim.table, cid, claim.metric))
+    if claim.paper_expr is not None:
+        paper = claim.paper_expr()
+    else:
+        paper = claim.expr(lambda cid: _paper_value(claim.table, cid, claim.metric))
     row = {
         "claim": claim.id,
         "table": claim.table,
@@ -561,6 +668,7 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         "cells": list(claim.cells),
         "decided_by": "",
         "refuted_by": None,
+        "paper_table": claim.paper_table or claim.table,
     }
     ren = (lambda c: c) if rename is None else rename
     order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
