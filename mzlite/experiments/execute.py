@@ -241,7 +241,7 @@ def run_job(
         test = evaluate(model, te, cfg, target_stats=stats)
         from .uncertainty_study import job_metrics  # the uncertainty cells' own metrics
 
-        unc = job_metrics(job, model, (tr, va, te), cfg)
+        unc = job_metrics(job, model, (tr, va, te), cfg, build_cell_model)
         if unc:
             test, out["uncertainty"] = {**test, **unc["metrics"]}, unc["detail"]
         best = hist.best_epoch

@@ -96,17 +96,16 @@ def uncertainty_metrics(method, models, val, test, seed: int = 0) -> dict:
     return {"metrics": metrics, "detail": detail}
 
 
-def job_metrics(job, model, splits, cfg) -> dict:
+def job_metrics(job, model, splits, cfg, build=None) -> dict:
     """For a job of ``TABLE`` (the runner calls this after training ``model``): its method's
     uncertainty metrics ``{"metrics", "detail"}``, training the ensemble's other members first
-    (``cfg`` with their seeds); ``{}`` for a job of any other table."""
+    (``build(cell, d_in, d_out, seed, device)``, the runner's ``build_cell_model``, with ``cfg``
+    at their seeds); ``{}`` for a job of any other table."""
     if job.table != TABLE or job.cell.id not in METHODS:
         return {}
     from dataclasses import replace
 
     from mzlite.train import fit
-
-    from .execute import build_cell_model
 
     method = METHODS[job.cell.id][0]
     tr, va, te = splits
@@ -115,7 +114,7 @@ def job_metrics(job, model, splits, cfg) -> dict:
         dev = next(model.parameters()).device
         for k in range(MEMBERS - 1):
             seed = ENSEMBLE_SEED0 + (MEMBERS - 1) * job.seed + k
-            member = build_cell_model(job.cell, tr.d_in, tr.d_out, seed, dev)
+            member = build(job.cell, tr.d_in, tr.d_out, seed, dev)
             fit(member, tr, va, replace(cfg, seed=seed), progress=False)
             models.append(member)
     out = uncertainty_metrics(method, models, va, te, seed=job.seed)
