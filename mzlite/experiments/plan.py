@@ -22,7 +22,8 @@ and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
   ("scaled"); else, with ``measure``, five
   training steps of the model timed now on real sets of the task, interleaved with those of a
   model that has results on that task, whose measured cost is scaled by the ratio ("timed
-  now"). The source is printed beside each row.
+  now"); without ``measure``, the model's median cost on other tasks ("rough"). The source is
+  printed beside each row.
 - Epochs: the median ``epochs_run`` of this profile's finished results of the same cell, else
   of the same model in the table, else of the table (the row says which: cell, model, table);
   without any, a prior of 4 x patience (a run stops ``patience`` epochs after its best epoch,
@@ -307,6 +308,12 @@ def _unit_cost(label, cell, measured, timed, measure, profile=None):
     if extrapolated is not None:
         return extrapolated
     if not measure:
+        elsewhere = [m["unit_s"] for m in measured if m["key"] == key]
+        if elsewhere:  # rough: set sizes and d differ between tasks
+            return statistics.median(elsewhere), (
+                f"rough: median of {len(elsewhere)} result(s) of {key} on other tasks (no result "
+                "on this task; plan without --no-measure times it)"
+            )
         return None, "no result of this model on this task (measure=False)"
     # Time it beside a model that has results on this task, and scale that model's measured
     # cost: step timings miss the per-epoch overheads and see today's load, a ratio sees neither.
@@ -498,17 +505,19 @@ class Decisions:
             "",
         ]
         open_ = [c for c in self.claims if c["status"] == "open"]
-        open_.sort(key=lambda c: (_next_step(c) or {}).get("cpu_h") or 0.0)
+        # cheapest first; a step with cells no estimate prices goes after those that have one
+        open_.sort(key=lambda c: (bool((_next_step(c) or {}).get("unknown")),
+                                  (_next_step(c) or {}).get("cpu_h") or 0.0))  # fmt: skip
         for c in open_:
             row = c["row"]
             out.append(f"{c['table']} {c['claim']}  [now: {row['verdict']}"
                        + (f": {row['why']}" if row.get("why") else "") + "]")  # fmt: skip
             for s in c["steps"]:
-                more = f" + {s['unknown']} cell(s) without an estimate" if s["unknown"] else ""
-                price, cap = f"{s['cpu_h']:.2f}{more}", f"{s['cpu_h_cap']:.2f}"
+                more = f"; {s['unknown']} cell(s) without an estimate" if s["unknown"] else ""
                 state = "done" if not s["todo"] else f"{s['todo']} job(s) (+{s['done']} done)"
                 out.append(f"  step {s['step']} ({s['when']}): {', '.join(s['cells'])}: {state}, "
-                           f"{price} CPU h expected ({cap} at the cap)")  # fmt: skip
+                           f"{s['cpu_h']:.2f} CPU h expected ({s['cpu_h_cap']:.2f} at the cap"
+                           f"{more})")  # fmt: skip
         decided = [c for c in self.claims if c["status"] == "decided"]
         if decided:
             out += ["", f"decided ({len(decided)}):"]
