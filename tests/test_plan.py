@@ -142,6 +142,9 @@ def test_cli_plan_decide(tmp_path, capsys):
     assert cli(argv) == 0
     out = capsys.readouterr().out
     assert "tdof-separation" in out and "step 1 (first): L32-mz_1l, L32-set_stats" in out
+    assert cli(["plan", "tab:transfer-matrix", "--decide", "--no-measure", "--results-dir",
+                str(tmp_path)]) == 0  # fmt: skip
+    assert "no cell claims to order" in capsys.readouterr().out
     assert cli([*argv, "--cells", "L4-*"]) == 2
     assert cli(["plan", "tab:meb", "--first", "1"]) == 2
     with pytest.raises(ValueError, match="first must be an int >= 0"):

@@ -51,6 +51,7 @@ with the commands that run them.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
@@ -360,7 +361,6 @@ def _param_scaled(cell, measured: list[dict], profile=None):
     the same model with a subset of those kwargs (else of a sibling), scaled by the two builds'
     parameter counts (a step's cost grows about linearly with them at these sizes); None when
     no such result exists."""
-    import dataclasses
 
     from mzlite.tasks import make_task
 
@@ -460,6 +460,7 @@ class Decisions:
     claims: list[dict]
     strength: list[dict]
     first: int = FIRST_STEP_BASELINES
+    without: list[str] = dataclasses.field(default_factory=list)  # tables with no cell claims
 
     def next_jobs(self) -> list[tuple[str, str]]:
         """(table, cell) of every cell the next step of an open claim runs, once each."""
@@ -525,6 +526,12 @@ class Decisions:
                 row = c["row"]
                 rule = row.get("decided_by") or row.get("why") or ""
                 out.append(f"  {c['table']} {c['claim']}: {row['verdict']} ({rule})")
+        if self.without:
+            out += [
+                "",
+                "no cell claims to order (rank claims are judged over every setting, or "
+                f"none are registered): {', '.join(self.without)}; plan prices them whole",
+            ]
         t = self.totals()
         unk = f"; {t['unknown']} cell(s) without an estimate" if t["unknown"] else ""
         out += [
@@ -603,9 +610,12 @@ def decide(
     for c in chosen:
         spec = ex.get_table(c.table)
         planned.append((c, _steps(c, spec, order, first)))
-    cells = sorted({cid for _, steps in planned for _, ids in steps for cid in ids})
-    p = plan(labels, prof.name, seeds, cells=cells, results_dir=results_dir, measure=measure)
-    price = {(r["table"], r["cell"]): r for r in p.rows}
+    price = {}
+    for label in dict.fromkeys(c.table for c, _ in planned):
+        cells = sorted({cid for c, steps in planned if c.table == label for _, ids in steps
+                        for cid in ids})  # fmt: skip
+        p = plan(label, prof.name, seeds, cells=cells, results_dir=results_dir, measure=measure)
+        price.update({(r["table"], r["cell"]): r for r in p.rows})
     out = []
     for c, steps in planned:
         row = _sc.evaluate(c, (prof.name,), results_dir)
@@ -625,7 +635,8 @@ def decide(
         status = "decided" if refuted or complete else "open"
         out.append({"claim": c.id, "table": c.table, "status": status, "row": row,
                     "steps": rows})  # fmt: skip
-    return Decisions(prof.name, out, strength, first)
+    without = [label for label in labels if not any(c.table == label for c, _ in planned)]
+    return Decisions(prof.name, out, strength, first, without)
 
 
 __all__ = ["DEFAULT_STRENGTH", "Decisions", "Plan", "baseline_strength", "decide", "plan"]
