@@ -11,9 +11,10 @@ values, applied twice, once to the paper's numbers (``data/paper``, through each
 our value with the claim's thresholds, which are stated in the claim's text.
 
 Which results: for each claim the first profile of ``profiles`` (default ``PROFILE_ORDER``:
-``("full", "cpu-converged", "cpu")``) that has the cells the claim needs (a "best baseline"
-needs at least one of its baselines; the row then says how many of the claim's cells ran); the
-row names that profile, the seeds, the epochs, the data sizes and the device. Smoke results
+``("full", "cpu-annealed", "cpu-converged", "cpu")``) that has the cells the claim needs (a
+"best baseline" needs at least one of its baselines; the row then says how many of the claim's
+cells ran); the row names that profile, the seeds, the epochs, the data sizes and the device.
+Smoke results
 never give a verdict (their numbers mean nothing): with ``profiles=("smoke",)`` each row says
 "pipeline only".
 
@@ -41,6 +42,17 @@ baseline", "ST-4L at L=4 beats itself at L=32") are decided by Welch's two-sided
 seeds, as the paper uses: "holds" needs the gap beyond its threshold *and* p < ``ALPHA`` (0.05)
 against every compared cell that ran (the largest p is printed); a gap that passes its
 threshold without significance only "holds partly".
+
+The sequential decision rule (``refutation``; ``plan --decide`` orders the runs by it): a claim
+that one cell beats every other of its column is refuted ("does not hold here") by a single
+compared cell better by more than the tie with Welch's p < ALPHA, both cells with MIN_SEEDS
+converged seeds of one protocol, whatever the rest of the column says or whether it ran; a claim
+about the best of several baselines (``Claim.monotone``) once the cells run fail even its weaker
+test. Every row says which rule decided it (``decided_by``, also the verdict's ``why``):
+"refuted by ST-Large (..., Welch p = ...)", "survived N of M models ...", "the claim's
+thresholds". Retirement: the one-seed ``cpu`` results leave a claim's verdict once a converged
+cell of the claim exists under another profile (``row["retired"]`` says so); asked for alone
+(``profiles=("cpu",)``) they still read, as the labelled ablation they are.
 
 Choices: a tie is an R^2 gap within 0.01 ("holds partly"). "MZ beats the best" claims are
 generated for every column where the paper's own numbers put MZ first, so the paper's side of
