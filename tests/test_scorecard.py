@@ -721,3 +721,19 @@ def test_uncertainty_claims_read_their_own_metric_and_paper_table(tmp_path):
         s["MZAttn (IHW)"] - max(s["MC-Dropout"], s["Deep Ensemble"])
     )
     assert row["paper_table"] == "tab:unc-comparison" and row["verdict"] == "not run"
+
+
+def test_ambiguity_claims_one_per_noise_level(tmp_path):
+    cs = {c.id: c for c in claims("tab:ambiguity")}
+    assert len(cs) == 5 and all(c.compare for c in cs.values())
+    _cell(tmp_path, "tab:ambiguity", "s0.3-mz_full", 0.95, "cpu-annealed")
+    _cell(tmp_path, "tab:ambiguity", "s0.3-st", 0.90, "cpu-annealed")
+    _cell(tmp_path, "tab:ambiguity", "s1.0-mz_full", 0.80, "cpu-annealed")
+    _cell(tmp_path, "tab:ambiguity", "s1.0-st", 0.90, "cpu-annealed")
+    ok = evaluate(cs["ambiguity-s0.3-mz-beats-st"], ("cpu-annealed",), tmp_path)
+    bad = evaluate(cs["ambiguity-s1.0-mz-beats-st"], ("cpu-annealed",), tmp_path)
+    assert ok["verdict"] == "holds" and ok["ours"] == pytest.approx(0.05)
+    assert bad["verdict"] == "does not hold here" and bad["refuted_by"]["cell"] == "s1.0-st"
+    paper = {r["row"]: r["cells"] for r in load_paper_table("tab:ambiguity")["rows"]}
+    expect = paper["0.3"]["MZ R^2"]["mean"] - paper["0.3"]["ST R^2"]["mean"]
+    assert ok["paper"] == pytest.approx(expect)

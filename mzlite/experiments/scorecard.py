@@ -339,6 +339,26 @@ def _why_claims() -> list[Claim]:
     ]
 
 
+def _ambiguity_claims() -> list[Claim]:
+    """tab:ambiguity: at every correspondence-noise level, MZAttn-Full beats the Set
+    Transformer on set matching."""
+    spec = ex.get_table("tab:ambiguity")
+    cols = sorted({c.column for c in spec.cells}, key=lambda c: float(c.rsplit("=", 1)[1]))
+    out = []
+    for col in cols:
+        cid = col.rsplit("=", 1)[1]
+        out.append(
+            _beats(
+                f"ambiguity-s{cid}-mz-beats-st",
+                spec.label,
+                f"Set matching, {col}: MZAttn-Full beats the Set Transformer",
+                f"s{cid}-mz_full",
+                [f"s{cid}-st"],
+            )
+        )
+    return out
+
+
 def _uncertainty_claims() -> list[Claim]:
     """The uncertainty study (mzlite.experiments.uncertainty_study): tab:ece-nll's cells, with
     the claims of tab:ece-nll, tab:unc-comparison and tab:uncertainty."""
@@ -502,9 +522,9 @@ def _transfer_claims() -> list[RankClaim]:
 def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
     out = _tdof_claims() + _meb_claims() + _transfer_claims() + _why_claims()
-    out += _uncertainty_claims()
+    out += _uncertainty_claims() + _ambiguity_claims()
     own = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix", "tab:depth",
-           "tab:ablation", "tab:ece-nll")  # fmt: skip
+           "tab:ablation", "tab:ece-nll", "tab:ambiguity")  # fmt: skip
     for label in ex.TABLES:
         if label not in own:
             out += _mz_best_claims(label)
