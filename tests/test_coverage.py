@@ -54,3 +54,9 @@ def test_the_coverage_page_names_every_table(tmp_path):
     for label in paper_table_labels():
         assert paper_ref(label) in html  # "Table N", as the book names tables
     assert "Every labelled table of the paper (33)" in html
+
+
+def test_without_the_latex_source_the_labels_come_from_labels_json(monkeypatch, tmp_path):
+    expect = paper_table_labels()
+    monkeypatch.setenv("MZLITE_PAPER_TEX", str(tmp_path / "absent.tex"))
+    assert paper_table_labels() == expect

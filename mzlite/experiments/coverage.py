@@ -259,12 +259,14 @@ def paper_table_labels() -> list[str]:
     """Every table label of the paper in its order: parsed from the LaTeX source (as
     ``mzlite.paper`` does) when it is there, else from the committed ``data/paper/labels.json``
     (its entries of kind "Table")."""
+    import json
+
     from mzlite import paper
 
     try:
         return paper.table_labels(paper.read_paper_tex())
     except FileNotFoundError:
-        labels = paper._load_labels(str(paper.LABELS_JSON))  # noqa: SLF001 (same package)
+        labels = json.loads(paper.LABELS_JSON.read_text(encoding="utf-8"))["labels"]
         return [k for k, v in labels.items() if v.get("kind") == "Table"]
 
 
