@@ -23,9 +23,9 @@ from mzlite import experiments as ex
 from mzlite import nn as mznn
 from mzlite import tasks as T
 from mzlite.exercises import checker
-from mzlite.experiments import tables as table_registry
 from mzlite.experiments.report import report
 from mzlite.experiments.scorecard import Claim, evaluate
+from mzlite.experiments.tables import table_registry
 from mzlite.paper import load_paper_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -186,10 +186,10 @@ def _rank_table() -> ex.TableSpec:
 @pytest.fixture
 def rank_table(monkeypatch):
     spec = _rank_table()
-    with table_registry.table_registry().registered(spec.label, spec):
+    with table_registry().registered(spec.label, spec):
         monkeypatch.setattr(ex, "TABLES", (*ex.TABLES, spec.label))
         yield spec
-    assert "tab:hypernet-rank" not in table_registry.table_registry()
+    assert "tab:hypernet-rank" not in table_registry()
 
 
 def test_journey_add_a_paper_table(rank_table, tmp_path):
