@@ -600,3 +600,18 @@ def test_run_docstring_lists_every_profile_with_its_seeds():
         line = next(x for x in doc.splitlines() if x.strip().startswith(f"- ``{name}``"))
         seeds = "each cell's paper count" if prof.seeds is None else str(prof.seeds)
         assert line.endswith(f"[seeds: {seeds}]"), line
+
+
+def test_tab_depth_layers_are_encoder_blocks_with_the_papers_parameter_counts():
+    """tab:depth's 'Layers' read as ISAB encoder blocks (n_enc) give the paper's Params column:
+    140K for one block, +68K per block, 244K for the 1-layer MZAttn (within 1%)."""
+    spec = ex.get_table("tab:depth")
+    d_in = make_task("chamfer_matching", 2, 0).d_in
+    for c in spec.cells:
+        if c.model == ex.SET_STATS:
+            continue
+        model = ex.build_cell_model(c, d_in, 1, 0)
+        n = sum(p.numel() for p in model.parameters())
+        assert model.cfg.n_enc == int(c.row.rsplit("/ ", 1)[1])
+        paper = paper_cell("tab:depth", c.row, "Params")["mean"]
+        assert n == pytest.approx(paper, rel=0.01), (c.id, n, paper)
