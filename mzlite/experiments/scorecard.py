@@ -66,6 +66,7 @@ from dataclasses import dataclass
 
 from mzlite import experiments as ex
 from mzlite import nn as _nn
+from mzlite.experiments import reading as _reading
 from mzlite.experiments import stats as _stats
 from mzlite.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.experiments.results import PROFILE_ORDER  # the best evidence first
@@ -753,7 +754,7 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         row["retired"] = retired
     if judged:
         row["reading"] = judged[0][1]
-        row["reason"] = _reason(judged)
+        row["reason"] = _reason(judged, claim, results_dir)
     elif retired:
         row["why"] = "; ".join(retired.values())
     return row
@@ -898,10 +899,12 @@ def reading_of(results: list[dict]) -> str:
 _DECIDED = {"holds": "holds", "holds partly": "holds", "does not hold here": "does not hold"}
 
 
-def _reason(judged: list[tuple[str, str, str]]) -> str:
+def _reason(judged: list[tuple[str, str, str]], claim=None, results_dir=None) -> str:
     """The reason a row states, from the verdicts of every profile that has the claim's cells,
     best evidence first: under which reading it was decided, and whether another reading's
-    results read otherwise."""
+    results read otherwise: another profile's, or (for a claim on a diagnostic cell of the
+    reading ablation, decided under its profile) a reading of the ablation under which MZ
+    against the Set Transformer comes out otherwise (``reading.dependence``)."""
     profile, reading, verdict = judged[0]
     if verdict == "optimisation failure":
         return "optimisation failure: says nothing about the architecture"
@@ -917,7 +920,24 @@ def _reason(judged: list[tuple[str, str, str]]) -> str:
                 f"depends on a reading choice: {_DECIDED[verdict]} under {reading or profile} "
                 f"({profile}), {_DECIDED[other]} under {other_reading} ({other_profile})"
             )
+    others = _ablation_dependence(claim, profile, results_dir) if claim is not None else []
+    if others:
+        return (
+            f"depends on a reading choice: {reason}; MZ against the Set Transformer comes out "
+            f"otherwise under " + "; ".join(others) + " (reading ablation, chapter 3)"
+        )
     return reason
+
+
+def _ablation_dependence(claim, profile: str, results_dir=None) -> list[str]:
+    """``reading.dependence`` of the diagnostic cell whose MZ cell ``claim`` compares, when the
+    claim was decided under the ablation's profile; empty otherwise."""
+    if profile != _reading.PROFILE or not claim.compare:
+        return []
+    for table, _, main, _, what in _reading.DIAGNOSTIC_CELLS:
+        if claim.table == table and claim.compare[0] == main:
+            return _reading.dependence(what, results_dir=results_dir)
+    return []
 
 
 def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
