@@ -37,6 +37,7 @@ def _as_points(got) -> np.ndarray:
     "ch10.image_points",
     hint="np.nonzero(image >= threshold) gives rows and columns; x is the column, y points up.",
     per_seed=True,
+    kind="coding",
 )
 def _image_points(function, seed):
     for image in _images(seed):
@@ -84,6 +85,7 @@ def _rank_lists(seed: int) -> list[list[int]]:
     hint="itertools.product(range(1, 8), repeat=len(observed)) lists every outcome, all equally "
     "likely; count those whose sum is at most the observed sum.",
     per_seed=True,
+    kind="coding",
 )
 def _null_test(function, seed):
     for observed in _rank_lists(seed):

@@ -78,6 +78,7 @@ def _step(answer):
 @exercise(
     "ch11.least_squares",
     hint="Stack H = [X_-; U_-] and solve (H H^T) Z = H for Z; the answer is X_+ Z^T.",
+    kind="coding",
 )
 def _least_squares(answer):
     if not callable(answer):

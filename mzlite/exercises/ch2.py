@@ -117,6 +117,7 @@ def tdof_inputs(seed: int = 0) -> dict[str, torch.Tensor]:
     hint="Subtract one operator from all the others, flatten each difference, and count the "
     "singular values above 1e-8 times the largest.",
     per_seed=True,
+    kind="coding",
 )
 def _tdof_function(function, seed):
     x = _tdof_sets(seed)

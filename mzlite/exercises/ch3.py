@@ -118,6 +118,7 @@ def _gate_layer(W, b, d, H, L) -> MZAttention:
     hint="gamma = tanh(W cbar + b) with cbar the mean over the REAL tokens of each set; "
     "the H L outputs are head-major: .view(B, H, L).",
     per_seed=True,
+    kind="coding",
 )
 def _gate_function(function, seed):
     H, L = GATE_SIZES["H"], GATE_SIZES["L"]
@@ -204,6 +205,7 @@ def _head_reference(c_hat, G_hat, gamma, M_c, M_l, W_mix):
     hint="o_c = M_c c_hat, and a matrix acts on a column vector (rows: c_hat @ M_c.T); "
     "o_G = G_hat M_c^T + W_mix stack_l[gamma_l M_l c_hat].",
     per_seed=True,
+    kind="coding",
 )
 def _head_function(function, seed):
     for trial in range(3):
