@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import hashlib
 import json
 import os
 import re
@@ -37,6 +36,10 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's mzlite, whatever is installed
+
+from mzlite.exercises.roster import read_roster, seed_for  # noqa: E402, F401 (seed_for: --roster)
+
 TARGET = ROOT / "book" / "_build" / "student"
 # The zip the book links to (book/teaching.md): inside the book's source tree, ignored by git.
 ZIP = ROOT / "book" / "_generated" / "mzattn-student-notebooks.zip"
@@ -125,28 +128,6 @@ def write(path: Path, nb: dict) -> None:
     tmp = path.with_suffix(".partial")
     tmp.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     os.replace(tmp, path)
-
-
-def seed_for(name: str) -> int:
-    """A stable seed from a student's name (the same on every machine, unlike hash())."""
-    return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % 1_000_000
-
-
-def read_roster(path: Path) -> list[tuple[str, int]]:
-    students = []
-    for n, line in enumerate(path.read_text().splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, _, seed = (s.strip() for s in line.partition(","))
-        if not re.fullmatch(r"[\w.-]+", name):
-            raise ValueError(
-                f"{path}:{n}: a name may hold letters, digits, '.', '-' and '_': {name!r}"
-            )
-        if seed and not seed.isdigit():
-            raise ValueError(f"{path}:{n}: the seed must be a non-negative integer, got {seed!r}")
-        students.append((name, int(seed) if seed else seed_for(name)))
-    return students
 
 
 def make(chapters: list[Path], out: Path, seed: int | None) -> list[Path]:
