@@ -1,10 +1,13 @@
 """Chapter 7 exercises ("Inside a trained layer"): every reference answer is computed from the
 shipped checkpoint ``data/checkpoints/mz_tdof8_L8.pt`` and its test split, directly from
-``model.inspect`` (not through ``mzlite.analysis``, which the solutions use)."""
+``model.inspect`` (not through ``mzlite.analysis``, which the solutions use). The checkpoint is
+found beside the package (a checkout) or, for a student copy unzipped from the book's download,
+in ``data/checkpoints`` of the working folder, as the chapter itself looks for it."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 
@@ -12,7 +15,23 @@ from .._paths import REPO_ROOT
 from ..tasks import derive_seed, make_task
 from .checker import exercise, same_integer, same_number
 
-CHECKPOINT = REPO_ROOT / "data" / "checkpoints" / "mz_tdof8_L8.pt"
+CHECKPOINT_NAME = "mz_tdof8_L8.pt"
+CHECKPOINT = REPO_ROOT / "data" / "checkpoints" / CHECKPOINT_NAME
+
+
+def checkpoint_path() -> Path:
+    """The shipped checkpoint: beside the package, else in ``data/checkpoints`` of the working
+    folder or of its parent (an unzipped student copy); FileNotFoundError names every place."""
+    places = [CHECKPOINT.parent, Path("data") / "checkpoints", Path("..") / "data" / "checkpoints"]
+    for folder in places:
+        if (folder / CHECKPOINT_NAME).is_file():
+            return folder / CHECKPOINT_NAME
+    raise FileNotFoundError(
+        f"{CHECKPOINT_NAME} is in none of {[str(p) for p in places]}: run the chapter from the "
+        "folder the student download unzips to, or from a checkout of the repository"
+    )
+
+
 LAYER = "enc0.inducing"
 EX_SETS = (2, 3)  # ch7.relchange / ch7.flips compare test sets 2 and 3
 EX_HEAD = 1  # ... at head 1
@@ -24,7 +43,7 @@ def exercise_model_and_sets(n_sets: int = 8):
     ``n_sets`` sets of the test split it was evaluated on."""
     from ..analysis import load_model_checkpoint
 
-    model, info = load_model_checkpoint(CHECKPOINT)
+    model, info = load_model_checkpoint(checkpoint_path())
     data = info["data"]
     test = make_task(
         data["task"], data["n_test"], derive_seed(data["split_seed"], 2), **data["options"]
