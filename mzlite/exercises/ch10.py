@@ -71,6 +71,12 @@ number_exercise(
     hint="The best possible outcome is rank 1 in every cell; how likely is that under the null?",
     right=lambda p: f"(1/7)^{EX_CELLS} = {p:.6f}: below 0.05 from 2 cells on, never with 1",
     wrong="not the probability of rank 1 in every cell under the null",
+    mistakes=lambda: [
+        (1 / 7, "one cell's chance: the cells are independent, multiply them"),
+        (1 - (6 / 7) ** EX_CELLS, "rank 1 in at least one cell: every cell is asked for"),
+        (EX_CELLS / 7, "the chances added: independent cells multiply"),
+        ((1 / 6) ** EX_CELLS, "six rivals: rank 1 among 7 models has chance 1/7"),
+    ],
 )
 
 

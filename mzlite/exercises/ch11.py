@@ -15,7 +15,7 @@ from ..reachability import (
     sample_trajectories,
 )
 from ..zonotope import MatrixZonotope, Zonotope
-from .checker import call, exercise
+from .checker import call, exercise, named_mistake
 
 # ch11.generators: T transitions, a noise zonotope with Q generators in R^N_STATE
 EX_T, EX_Q, EX_N = 50, 2, 2
@@ -113,7 +113,14 @@ def _noise_scale(answer):
         lo, hi = consistent_systems(data, box(2, s)).interval_hull()
         widths.append(float((hi - lo).sum()))
     ref = widths[1] / widths[0]
-    ok = math.isclose(float(answer), ref, rel_tol=1e-6)
-    return ok, f"M_Sigma is linear in the noise generators: the width grows by {ref:g}" if ok else (
-        f"{answer!r} is not the factor"
+    if math.isclose(float(answer), ref, rel_tol=1e-6):
+        return True, f"M_Sigma is linear in the noise generators: the width grows by {ref:g}"
+    return False, named_mistake(
+        answer,
+        [
+            (ref**2, "the square: M_Sigma's generators are linear in the noise, not quadratic"),
+            (1 / ref, "the inverse: a larger noise makes M_Sigma wider"),
+            (1.0, "no change: every generator of M_Sigma carries a noise generator"),
+        ],
+        f"{answer!r} is not the factor",
     )

@@ -8,7 +8,7 @@ import torch
 
 from ..analysis.tdof import mahalanobis_operator, random_sets, span_tdof, zscore_operator
 from ..nn import MultiheadAttention, theorem3_layer
-from .checker import call, diagnose, exercise, same_integer
+from .checker import call, diagnose, exercise, named_mistake, same_integer
 
 # ch2.extrapolate: a standard attention pooling layer (d = 3, one head, seed 7) on constant sets.
 EX_D, EX_LAYER_SEED, EX_T = 3, 7, -1.5
@@ -51,23 +51,43 @@ def _extrapolate(answer, seed):
     layer, query = exercise_layer(seed)
     with torch.no_grad():
         ref = layer(query, constant_set(EX_T))[0].flatten()
-    ok = torch.allclose(_vector(answer, EX_D), ref, rtol=1e-6, atol=1e-8)
-    return ok, (
-        f"o(S_{EX_T}) = {[round(v, 4) for v in ref.tolist()]}: a straight line in t"
-        if ok
-        else "not the layer's output on that set"
-    )
+    got = _vector(answer, EX_D)
+    if torch.allclose(got, ref, rtol=1e-6, atol=1e-8):
+        return True, f"o(S_{EX_T}) = {[round(v, 4) for v in ref.tolist()]}: a straight line in t"
+    with torch.no_grad():
+        o1, o2 = (layer(query, constant_set(t))[0].flatten() for t in (1.0, 2.0))
+    slips = [
+        (
+            o1 + EX_T * (o2 - o1),
+            f"o(S_1) + t (o(S_2) - o(S_1)): the line at t = {EX_T} is "
+            "a + t b with a = 2 o(S_1) - o(S_2)",
+        ),  # fmt: skip
+        (EX_T * o1, "t o(S_1): the output is a + t b, with an intercept a"),
+        (2 * o1 - o2 - EX_T * (o2 - o1), "a - t b: the slope's sign flipped"),
+    ]
+    for wrong, name in slips:
+        if torch.allclose(got, wrong, rtol=1e-6, atol=1e-8):
+            return False, f"that is {name}"
+    return False, "not the layer's output on that set"
 
 
 @exercise("ch2.tdof", hint="The Mahalanobis operator is a symmetric d x d matrix.")
 def _tdof(answer):
     x = random_sets(4 * EX_TDOF_D**2, EX_TDOF_D + 3, EX_TDOF_D, seed=0)
     ref = span_tdof(mahalanobis_operator, x).rank
-    ok = same_integer(answer, ref)
-    return ok, (
-        f"TDOF = {ref}: the symmetric {EX_TDOF_D} x {EX_TDOF_D} matrices"
-        if ok
-        else f"{answer!r} is not the TDOF of the Mahalanobis operator in d = {EX_TDOF_D}"
+    d = EX_TDOF_D
+    if same_integer(answer, ref):
+        return True, f"TDOF = {ref}: the symmetric {d} x {d} matrices"
+    return False, named_mistake(
+        answer,
+        [
+            (d * d, "d^2, every d x d matrix: the Mahalanobis operator is symmetric"),
+            (d * (d - 1) // 2, "d(d - 1)/2, the antisymmetric part: symmetric has a diagonal too"),
+            (ref + 1, "one too many: a constant part of the operator is no degree of freedom"),
+            (d, "d, one per coordinate: that would be a diagonal scaling"),
+        ],
+        f"{answer!r} is not the TDOF of the Mahalanobis operator in d = {d}",
+        integer=True,
     )
 
 

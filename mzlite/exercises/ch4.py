@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .checker import exercise, same_integer, same_number
+from .checker import exercise, named_mistake, same_integer, same_number
 
 TABLE = "tab:tdof-verify"
 EX_CELL = "L8-st_4l"  # any model cell of the table: they all share sizes and batch size
@@ -31,11 +31,16 @@ def full_protocol() -> tuple[int, int, object]:
 )
 def _steps(answer):
     n_train, ref, cfg = full_protocol()
-    ok = same_integer(answer, ref)
-    return ok, (
-        f"ceil({n_train} / {cfg.batch_size}) = {ref} steps per epoch"
-        if ok
-        else "not the number of optimiser steps in one epoch"
+    if same_integer(answer, ref):
+        return True, f"ceil({n_train} / {cfg.batch_size}) = {ref} steps per epoch"
+    return False, named_mistake(
+        answer,
+        [
+            (n_train // cfg.batch_size, "floor: the last, smaller batch is a step too"),
+            (n_train, "one step per set: a step takes a batch"),
+            (n_train / cfg.batch_size, "a fraction of a step: steps are whole batches"),
+        ],
+        "not the number of optimiser steps in one epoch",
     )
 
 
@@ -51,11 +56,17 @@ def _warmup_lr(answer):
     else:  # not reached with the paper's protocol; kept so the checker stays right if it changes
         T = cfg.epochs * spe
         ref = cfg.lr * 0.5 * (1 + math.cos(math.pi * (EX_STEP - W) / max(T - W, 1)))
-    ok = same_number(answer, ref, rtol=1e-9, atol=1e-15)
-    return ok, (
-        f"step {EX_STEP} of {W} warm-up steps: lr = {ref:.3g}"
-        if ok
-        else "not the learning rate of that step"
+    if same_number(answer, ref, rtol=1e-9, atol=1e-15):
+        return True, f"step {EX_STEP} of {W} warm-up steps: lr = {ref:.3g}"
+    return False, named_mistake(
+        answer,
+        [
+            (cfg.lr * EX_STEP / W, "lr step / W: step 0 trains too, at lr / W"),
+            (cfg.lr, "the peak rate: warm-up has not ended at that step"),
+            (cfg.lr * (EX_STEP + 1) / spe, "a warm-up of one epoch: it lasts warmup_epochs"),
+        ],
+        "not the learning rate of that step",
+        rtol=1e-9,
     )
 
 

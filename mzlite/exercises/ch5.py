@@ -10,7 +10,7 @@ import numpy as np
 
 from ..tasks import meb_radius_dataset, set_features
 from ..tasks.geometry import meb
-from .checker import exercise, same_number
+from .checker import exercise, named_mistake, same_number
 
 # Exercise 1: three points in the plane; the MEB radius can be found with pencil and paper.
 EX_POINTS = ((0.0, 0.0), (6.0, 0.0), (1.0, 1.0))
@@ -40,12 +40,28 @@ def _stat_names(answer) -> set[str]:
     "all three points.",
 )
 def _radius(answer):
-    ref = meb(exercise_points()).radius
-    ok = same_number(answer, ref)
-    return ok, (
-        f"R = {ref:g}: the two far points are the support, the third lies inside"
-        if ok
-        else "not the radius of the smallest ball containing the three points"
+    P = exercise_points()
+    ref = meb(P).radius
+    if same_number(answer, ref):
+        return True, f"R = {ref:g}: the two far points are the support, the third lies inside"
+    a, b, c = (float(np.linalg.norm(P[i] - P[j])) for i, j in ((1, 2), (0, 2), (0, 1)))
+    (x1, y1), (x2, y2) = P[1] - P[0], P[2] - P[0]
+    area = abs(x1 * y2 - x2 * y1) / 2
+    return False, named_mistake(
+        answer,
+        [
+            (
+                a * b * c / (4 * area),
+                "the circumcircle's radius: with an obtuse angle the "
+                "smallest ball is the one on the longest side",
+            ),  # fmt: skip
+            (2 * ref, "the diameter: the radius is half of it"),
+            (
+                float(np.linalg.norm(P - P.mean(0), axis=1).max()),
+                "the largest distance to the centroid: an upper bound, not the radius",
+            ),  # fmt: skip
+        ],
+        "not the radius of the smallest ball containing the three points",
     )
 
 

@@ -287,21 +287,27 @@ def number_exercise(
     hint: str = "",
     inputs: Callable[[int], dict] | None = None,
     rtol: float = 1e-6,
+    mistakes: Callable[..., list[tuple[float, str]]] | None = None,
 ) -> None:
     """Register an exercise whose answer is one number: ``reference(inputs(seed))`` computes it
     (per seed), or ``reference()`` without ``inputs``. A correct answer shows ``right`` (a format
-    string given the reference, ``"{:.4f}"``, or a function of it), a wrong one ``wrong``."""
+    string given the reference, ``"{:.4f}"``, or a function of it), a wrong one the usual slip it
+    equals, from ``mistakes(inputs(seed))`` (pairs of the slip's value, computed the wrong way,
+    and its name; see :func:`named_mistake`), else ``wrong``."""
 
-    def verdict(answer, ref: float) -> tuple[bool, str]:
-        ok = same_number(answer, ref, rtol)
-        return ok, (right(ref) if callable(right) else right.format(ref)) if ok else wrong
+    def verdict(answer, ex) -> tuple[bool, str]:
+        ref = reference() if ex is None else reference(ex)
+        if same_number(answer, ref, rtol):
+            return True, right(ref) if callable(right) else right.format(ref)
+        if mistakes is None:
+            return False, wrong
+        slips = mistakes() if ex is None else mistakes(ex)
+        return False, named_mistake(answer, slips, wrong, rtol=rtol)
 
     if inputs is None:
-        exercise(key, hint)(lambda answer: verdict(answer, reference()))
+        exercise(key, hint)(lambda answer: verdict(answer, None))
     else:
-        exercise(key, hint, per_seed=True)(
-            lambda answer, seed: verdict(answer, reference(inputs(seed)))
-        )
+        exercise(key, hint, per_seed=True)(lambda answer, seed: verdict(answer, inputs(seed)))
 
 
 def call(function, *args):
