@@ -93,7 +93,7 @@ def test_chapter_exercises_are_discovered():
 # ---- coding exercises: right functions pass, typical mistakes are named, placeholders wait
 import torch  # noqa: E402
 
-from mzlite.exercises import ch3, ch6, ch8  # noqa: E402
+from mzlite.exercises import ch2, ch3, ch5, ch6, ch8, ch11  # noqa: E402
 from mzlite.zonotope import MatrixZonotope, Zonotope  # noqa: E402
 
 
@@ -327,6 +327,28 @@ def _slip_ch8_spearman(seed):
     return float(np.corrcoef(inp["u"], np.abs(inp["y"] - inp["mu"]))[0, 1])  # Pearson
 
 
+def _slip_ch3_extra_params(seed):
+    s = ch3.layer_sizes(seed)
+    d, H, n_g, L = s["d"], s["n_heads"], s["n_g"], s["L"]
+    d_k = d // H
+    # M_c and M_l, W_mix, the gate's weight but not its bias, W_vg and W_og
+    return H * (1 + L) * d_k**2 + H * n_g * L + d * H * L + 2 * d * d
+
+
+def _slip_ch5_radius(seed):
+    from scipy.spatial.distance import pdist
+
+    P = ch5.exercise_points(seed)
+    D = pdist(P)
+    a, b, c = sorted(D)
+    if a * a + b * b <= c * c:  # obtuse or right: the longest side is a diameter
+        radius = c / 2
+    else:  # acute: the circumcircle
+        (x1, y1), (x2, y2) = P[1] - P[0], P[2] - P[0]
+        radius = a * b * c / (2 * abs(x1 * y2 - x2 * y1))
+    return 2 * radius  # the diameter
+
+
 def _floor_steps():
     from mzlite.exercises.ch4 import full_protocol
 
@@ -339,23 +361,19 @@ VALUE_SLIPS = {
     "ch1.area": (_slip_ch1_area, "interval hull"),
     "ch1.inside": (lambda seed: True, "interval hull is not inside"),
     "ch2.extrapolate": (_slip_ch2_extrapolate, "o(S_1) + t"),
-    "ch2.tdof": (lambda seed: 25, "symmetric"),
+    "ch2.tdof": (lambda seed: ch2.tdof_dimension(seed) ** 2, "symmetric"),
     "ch3.gates": (_slip_ch3_gates, "unmasked mean"),
     "ch3.ihw": (_slip_ch3_ihw, "L1 norms"),
-    # M_c and M_l, W_mix, the gate's weight but not its bias, W_vg and W_og (d = 64, H = 4, L = 4)
-    "ch3.extra_params": (
-        lambda seed: 4 * 5 * 16 * 16 + 4 * 8 * 4 + 64 * 16 + 2 * 64 * 64,
-        "gate without its bias",
-    ),
+    "ch3.extra_params": (_slip_ch3_extra_params, "gate without its bias"),
     "ch4.steps": (lambda seed: _floor_steps(), "floor"),
-    "ch5.radius": (lambda seed: 3.0 * 2, "diameter"),
+    "ch5.radius": (_slip_ch5_radius, "diameter"),
     "ch6.mst": (_slip_ch6_mst, "squared edge lengths"),
     "ch6.chamfer": (_slip_ch6_chamfer, "one direction only"),
     "ch6.r2": (_slip_ch6_r2, "squared correlation"),
     "ch8.nll": (_slip_ch8_nll, "0.5 log(2 pi)"),
     "ch8.spearman": (_slip_ch8_spearman, "Pearson"),
     "ch10.p_floor": (lambda seed: 1 / 7, "one cell's chance"),
-    "ch11.noise_scale": (lambda seed: 4.0, "the square"),
+    "ch11.noise_scale": (lambda seed: ch11.noise_factor(seed) ** 2, "the square"),
 }
 
 

@@ -65,17 +65,23 @@ def _image_points(function, seed):
     return True, "the on-pixels at (col - 3.5, 3.5 - row), as mzlite.tasks.image_points"
 
 
+def floor_cells(seed: int = 0) -> int:
+    """The number of complete settings of exercise ch10.p_floor for the notebook's ``seed``."""
+    return EX_CELLS if seed == 0 else int(np.random.default_rng([10, 1, seed]).integers(2, 7))
+
+
 number_exercise(
     "ch10.p_floor",
-    lambda: null_test([1] * EX_CELLS)["p_advantage"],
+    lambda ex: null_test([1] * ex["cells"])["p_advantage"],
+    inputs=lambda seed: {"cells": floor_cells(seed)},
     hint="The best possible outcome is rank 1 in every cell; how likely is that under the null?",
-    right=lambda p: f"(1/7)^{EX_CELLS} = {p:.6f}: below 0.05 from 2 cells on, never with 1",
+    right=lambda p: f"(1/7)^k = {p:.6f}: below 0.05 from 2 cells on, never with 1",
     wrong="not the probability of rank 1 in every cell under the null",
-    mistakes=lambda: [
+    mistakes=lambda ex: [
         (1 / 7, "one cell's chance: the cells are independent, multiply them"),
-        (1 - (6 / 7) ** EX_CELLS, "rank 1 in at least one cell: every cell is asked for"),
-        (EX_CELLS / 7, "the chances added: independent cells multiply"),
-        ((1 / 6) ** EX_CELLS, "six rivals: rank 1 among 7 models has chance 1/7"),
+        (1 - (6 / 7) ** ex["cells"], "rank 1 in at least one cell: every cell is asked for"),
+        (ex["cells"] / 7, "the chances added: independent cells multiply"),
+        ((1 / 6) ** ex["cells"], "six rivals: rank 1 among 7 models has chance 1/7"),
     ],
 )
 

@@ -4,6 +4,7 @@ notebook builds the same inputs with the functions below."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..analysis.tdof import mahalanobis_operator, random_sets, span_tdof, zscore_operator
@@ -28,6 +29,23 @@ def exercise_layer(seed: int = 0) -> tuple[MultiheadAttention, torch.Tensor]:
         layer = MultiheadAttention(EX_D, n_heads=1).double()
         query = torch.randn(1, 1, EX_D, dtype=torch.float64)
     return layer, query
+
+
+def tdof_dimension(seed: int = 0) -> int:
+    """The dimension ``d`` of exercise ch2.tdof for the notebook's ``seed`` (5 for seed 0)."""
+    return EX_TDOF_D if seed == 0 else int(np.random.default_rng([2, 1, seed]).integers(3, 9))
+
+
+def theorem3_inputs(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(A (2, 2), S (3, 2))`` of exercise ch2.theorem3, float64, for the notebook's ``seed``
+    (the typed ones for seed 0; else small numbers with one decimal)."""
+    d = torch.float64
+    if seed == 0:
+        return torch.tensor(EX_A, dtype=d), torch.tensor(EX_SET, dtype=d)
+    g = np.random.default_rng([2, 2, seed])
+    A = np.round(g.uniform(-1.5, 1.5, (2, 2)), 1)
+    S = np.round(g.uniform(-2.0, 3.0, (3, 2)) * 2) / 2
+    return torch.tensor(A, dtype=d), torch.tensor(S, dtype=d)
 
 
 def constant_set(t: float, n: int = 4) -> torch.Tensor:
@@ -71,11 +89,11 @@ def _extrapolate(answer, seed):
     return False, "not the layer's output on that set"
 
 
-@exercise("ch2.tdof", hint="The Mahalanobis operator is a symmetric d x d matrix.")
-def _tdof(answer):
-    x = random_sets(4 * EX_TDOF_D**2, EX_TDOF_D + 3, EX_TDOF_D, seed=0)
+@exercise("ch2.tdof", hint="The Mahalanobis operator is a symmetric d x d matrix.", per_seed=True)
+def _tdof(answer, seed):
+    d = tdof_dimension(seed)
+    x = random_sets(4 * d**2, d + 3, d, seed=0)
     ref = span_tdof(mahalanobis_operator, x).rank
-    d = EX_TDOF_D
     if same_integer(answer, ref):
         return True, f"TDOF = {ref}: the symmetric {d} x {d} matrices"
     return False, named_mistake(
@@ -91,15 +109,29 @@ def _tdof(answer):
     )
 
 
-@exercise("ch2.theorem3", hint="mu first, then gamma = tanh(mu_1), then (I + gamma A) mu.")
-def _theorem3(answer):
-    A = torch.tensor(EX_A, dtype=torch.float64)
+@exercise(
+    "ch2.theorem3",
+    hint="mu first, then gamma = tanh(mu_1), then (I + gamma A) mu.",
+    per_seed=True,
+)
+def _theorem3(answer, seed):
+    A, S = theorem3_inputs(seed)
     with torch.no_grad():
-        ref = theorem3_layer(A)(torch.tensor([EX_SET], dtype=torch.float64))[0]
-    ok = torch.allclose(_vector(answer, A.shape[0]), ref, rtol=1e-6, atol=1e-8)
-    return ok, (
-        f"f_A(S) = {[round(v, 4) for v in ref.tolist()]}" if ok else "not f_A(S) for that set"
-    )
+        ref = theorem3_layer(A)(S[None])[0]
+    got = _vector(answer, A.shape[0])
+    if torch.allclose(got, ref, rtol=1e-6, atol=1e-8):
+        return True, f"f_A(S) = {[round(v, 4) for v in ref.tolist()]}"
+    mu = S.mean(0)
+    slips = [
+        (mu + torch.tanh(mu[0]) * (A.T @ mu), "A transposed: A acts on the column mu"),
+        (mu + mu[0] * (A @ mu), "no tanh: gamma = tanh(mu_1)"),
+        (mu + torch.tanh(mu[1]) * (A @ mu), "gamma from the second coordinate: mu_1 is the first"),
+        (torch.tanh(mu[0]) * (A @ mu), "gamma A mu without the identity: (I + gamma A) mu"),
+    ]
+    for wrong, name in slips:
+        if torch.allclose(got, wrong, rtol=1e-6, atol=1e-8):
+            return False, f"that is {name}"
+    return False, "not f_A(S) for that set"
 
 
 # Coding exercise: a TDOF estimate from a target's operators on generic sets.

@@ -4,6 +4,7 @@ builds the same layer and set with :func:`exercise_inputs`."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..nn import MultiheadAttention, MZAttention
@@ -37,6 +38,20 @@ def exercise_inputs(seed: int = 0):
     return layer, c, G, mask
 
 
+def layer_sizes(seed: int = 0) -> dict:
+    """The layer of exercise ch3.extra_params for the notebook's ``seed``: ``d``, ``n_heads``,
+    ``n_g`` and ``L`` (MZ-Full's attention layer for seed 0)."""
+    if seed == 0:
+        return dict(EX_FULL)
+    g = np.random.default_rng([3, 1, seed])
+    return {
+        "d": int(g.choice([32, 48, 64, 96])),
+        "n_heads": int(g.choice([2, 4])),
+        "n_g": int(g.choice([2, 4, 8])),
+        "L": int(g.choice([2, 3, 4, 6, 8])),
+    }
+
+
 def _outputs(seed: int):
     layer, c, G, mask = exercise_inputs(seed)
     with torch.no_grad():
@@ -47,15 +62,16 @@ def _outputs(seed: int):
     "ch3.extra_params",
     hint="M_c and M_l (H (1+L) d_k^2), W_mix (H n_g L), the gate Linear(d, H L) with its bias, "
     "and the generators' own bias-free W_vg and W_og (d^2 each).",
+    per_seed=True,
 )
-def _extra_params(answer):
-    d, H = EX_FULL["d"], EX_FULL["n_heads"]
-    ref = count_parameters(MZAttention(**EX_FULL)) - count_parameters(
-        MultiheadAttention(d, n_heads=H)
+def _extra_params(answer, seed):
+    sizes = layer_sizes(seed)
+    ref = count_parameters(MZAttention(**sizes)) - count_parameters(
+        MultiheadAttention(sizes["d"], n_heads=sizes["n_heads"])
     )
     if same_integer(answer, ref):
         return True, f"{ref} extra parameters per attention layer"
-    mz = MZAttention(**EX_FULL)
+    mz = MZAttention(**sizes)
     generators = mz.v_g.weight.numel() + mz.o_g.weight.numel()
     return False, named_mistake(
         answer,

@@ -44,26 +44,40 @@ def _steps(answer):
     )
 
 
+def warmup_step(seed: int = 0) -> int:
+    """The (0-based) optimiser step of exercise ch4.warmup_lr for the notebook's ``seed``: 99
+    for seed 0, else a step inside the full protocol's warm-up."""
+    if seed == 0:
+        return EX_STEP
+    import numpy as np
+
+    _, spe, cfg = full_protocol()
+    W = max(cfg.warmup_epochs * spe, 2)
+    return int(np.random.default_rng([4, 1, seed]).integers(1, W))
+
+
 @exercise(
     "ch4.warmup_lr",
     hint="Warm-up is linear over warmup_epochs * steps_per_epoch steps: lr * (step + 1) / W.",
+    per_seed=True,
 )
-def _warmup_lr(answer):
+def _warmup_lr(answer, seed):
     _, spe, cfg = full_protocol()
     W = cfg.warmup_epochs * spe
-    if EX_STEP < W:
-        ref = cfg.lr * (EX_STEP + 1) / W
+    step = warmup_step(seed)
+    if step < W:
+        ref = cfg.lr * (step + 1) / W
     else:  # not reached with the paper's protocol; kept so the checker stays right if it changes
         T = cfg.epochs * spe
-        ref = cfg.lr * 0.5 * (1 + math.cos(math.pi * (EX_STEP - W) / max(T - W, 1)))
+        ref = cfg.lr * 0.5 * (1 + math.cos(math.pi * (step - W) / max(T - W, 1)))
     if same_number(answer, ref, rtol=1e-9, atol=1e-15):
-        return True, f"step {EX_STEP} of {W} warm-up steps: lr = {ref:.3g}"
+        return True, f"step {step} of {W} warm-up steps: lr = {ref:.3g}"
     return False, named_mistake(
         answer,
         [
-            (cfg.lr * EX_STEP / W, "lr step / W: step 0 trains too, at lr / W"),
+            (cfg.lr * step / W, "lr step / W: step 0 trains too, at lr / W"),
             (cfg.lr, "the peak rate: warm-up has not ended at that step"),
-            (cfg.lr * (EX_STEP + 1) / spe, "a warm-up of one epoch: it lasts warmup_epochs"),
+            (cfg.lr * (step + 1) / spe, "a warm-up of one epoch: it lasts warmup_epochs"),
         ],
         "not the learning rate of that step",
         rtol=1e-9,
