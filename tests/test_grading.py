@@ -599,3 +599,35 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     roster.write_text("ada,1\nada,2\n")
     with pytest.raises(ValueError, match="listed twice"):
         read_roster(roster)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_without_namespaces_the_audit_hook_still_protects(tmp_path):
+    """isolation='audit' (a machine without unprivileged namespaces): the vandal and the
+    solution reader are refused by the audit hook, and the next student is still graded right."""
+    everyone = _cheats(tmp_path)
+    subs = tmp_path / "submissions"
+    for name in ("vandal", "reader", "next"):
+        (subs / name).mkdir(parents=True)
+        (subs / name / CH1.name).write_text(json.dumps(everyone[name]))
+    roster = tmp_path / "class.csv"
+    roster.write_text("".join(f"{n},{ROSTER[n]}\n" for n in ("vandal", "reader", "next")))
+    watched = [p for p in [CH1, ROOT / "mzlite" / "exercises" / "checker.py"] if p.exists()]
+    before = {p: p.read_bytes() for p in watched}
+    try:
+        graded = grade(subs, tmp_path / "grades", timeout=240, cell_timeout=60, roster=roster,
+                       trials=2, isolation="audit", progress=False)  # fmt: skip
+    finally:
+        changed = [p for p, b in before.items() if p.read_bytes() != b]
+        for p in changed:
+            p.write_bytes(before[p])
+    assert not changed, f"a submission rewrote the instructor's files: {changed}"
+    by = {g.student: g for g in graded}
+    executed = (tmp_path / "grades" / "executed" / "vandal" / CH1.name).read_text()
+    assert "could not rewrite" in executed and "not allowed while grading" in executed
+    reader = (tmp_path / "grades" / "executed" / "reader" / CH1.name).read_text()
+    assert "not allowed while grading" in reader  # reading notebooks/ refused
+    assert by["reader"].results["ch1.half_widths"]["status"] == "missing"
+    assert by["next"].results["ch1.half_widths"]["status"] == "wrong"
+    assert by["vandal"].results["ch1.area"]["status"] == "correct"

@@ -41,6 +41,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -107,14 +108,15 @@ def seed_of(nb: dict) -> int | None:
 
 
 def _read_limited(path: Path, limit: int) -> bytes | None:
-    """A regular file's bytes (links not followed), or None when absent, not a plain file or
-    larger than ``limit``: how files a submission could have planted are read."""
+    """A regular file's bytes (a link not followed, a FIFO not waited on), or None when absent,
+    not a plain file or larger than ``limit``: how files a submission could have planted are
+    read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
-        if not os.path.isfile(f"/proc/self/fd/{fd}") and not Path(path).is_file():
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         data = f.read(limit + 1)
     return None if len(data) > limit else data
@@ -241,6 +243,10 @@ def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> Noteb
         os.killpg(proc.pid, signal.SIGKILL)
         output, _ = proc.communicate()
         outcome, detail = "timed out", f"did not finish in {ctx.timeout:g} s"
+    try:  # whatever the run left behind in its process group (a namespace kills the rest)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     seconds = time.perf_counter() - start
 
     executed = _read_limited(dst, MAX_NOTEBOOK)

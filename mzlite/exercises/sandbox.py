@@ -11,7 +11,8 @@ Two layers keep it there:
 - **Linux namespaces**, where ``unshare`` can create them without privileges (most Linux
   systems; no container runtime): the run sees the instructor's checkout, the virtual environment
   and the installed mzlite read-only, the solutions, reports, snapshot and other students' folders
-  as empty folders, and no network (:func:`isolated_command`).
+  as empty folders, no network, and its own processes only, all killed when it ends
+  (:func:`isolated_command`).
 - **An audit hook** (PEP 578, which code cannot remove once installed) in every sandboxed Python
   process, also where namespaces are missing: opening a denied path for reading, or anything
   outside the sandbox for writing, raises ``PermissionError`` (:data:`SITECUSTOMIZE`).
@@ -36,6 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 POLICY_ENV = "MZLITE_SANDBOX_POLICY"
 ISOLATIONS = ("auto", "namespaces", "audit")
+# own user, mount, network and process namespaces; every process of the run (a daemon it forks
+# included) is killed when the run ends
+UNSHARE = ["unshare", "-rmnpf", "--kill-child", "--mount-proc", "--"]
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".tmp-*", "cache")
 
 # Installed first thing in every sandboxed interpreter (``sitecustomize`` for a kernel, imported
@@ -192,13 +196,13 @@ def policy(box: Path, hidden: list[Path]) -> dict:
 
 @functools.lru_cache(maxsize=1)
 def namespaces_available() -> bool:
-    """Whether ``unshare`` can give an unprivileged process its own mount and network
-    namespaces here (and bring up its loopback, which a kernel's connection needs)."""
+    """Whether ``unshare`` can give an unprivileged process its own user, mount, network and
+    process namespaces here (and bring up its loopback, which a kernel's connection needs)."""
     if not shutil.which("unshare") or not shutil.which("ip") or not shutil.which("mount"):
         return False
     try:
         done = subprocess.run(
-            ["unshare", "-rmn", "--", "sh", "-c", "ip link set lo up && mount -t tmpfs none /mnt"],
+            [*UNSHARE, "sh", "-c", "ip link set lo up && mount -t tmpfs none /mnt"],
             capture_output=True,
             timeout=30,
         )
@@ -214,7 +218,7 @@ def choose_isolation(isolation: str) -> str:
         return "namespaces" if namespaces_available() else "audit"
     if isolation == "namespaces" and not namespaces_available():
         raise ValueError(
-            "isolation='namespaces' but unprivileged namespaces (unshare -rmn) are not available "
+            "isolation='namespaces' but unprivileged namespaces (unshare -rmnpf) are not available "
             "here; use 'audit' or 'auto'"
         )
     return isolation
@@ -238,7 +242,7 @@ def isolated_command(cmd: list[str], box: Path, hidden: list[Path], isolation: s
             lines.append(f'mount -t tmpfs -o size=64k,mode=755 none "{Path(p).resolve()}"')
     lines += [f'mkdir -p "{box}"', f'mount --bind "{keep}" "{box}"', f'umount "{keep}"']
     lines.append('exec "$@"')
-    return ["unshare", "-rmn", "--", "sh", "-c", "\n".join(lines), "sandbox", *cmd]
+    return [*UNSHARE, "sh", "-c", "\n".join(lines), "sandbox", *cmd]
 
 
 def environment(box: Path, hidden: list[Path], extra: dict | None = None) -> dict:
