@@ -595,6 +595,8 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     assert find_submissions(tmp_path) == [("x", tmp_path / "x" / "01_a.ipynb")]
     with pytest.raises(ValueError, match="chapters"):
         grade(tmp_path, chapters=[99])
+    with pytest.raises(ValueError, match="numbers like 1 or ch3"):
+        grade(tmp_path, chapters=["one"])
     roster = tmp_path / "class.csv"
     roster.write_text("ada,1\nada,2\n")
     with pytest.raises(ValueError, match="listed twice"):

@@ -425,8 +425,12 @@ def grade(
     if chapters is None:
         chapters = sorted({c for _, p in found if (c := chapter_of(p))}, key=lambda c: int(c[2:]))
     else:
-        chapters = [f"ch{int(str(c).removeprefix('ch'))}" for c in chapters]
-        valid = sorted({k.split(".")[0] for k in keys()}, key=lambda c: int(c[2:]))
+        try:
+            chapters = [f"ch{int(str(c).strip().removeprefix('ch'))}" for c in chapters]
+        except ValueError:
+            raise ValueError(f"chapters must be numbers like 1 or ch3, got {chapters!r}") from None
+        prefixes = {k.split(".")[0] for k in keys()}
+        valid = sorted((c for c in prefixes if re.fullmatch(r"ch\d+", c)), key=lambda c: int(c[2:]))
         bad = [c for c in chapters if c not in valid]
         if bad:
             raise ValueError(f"chapters {bad} have no exercises; valid: {', '.join(valid)}")
