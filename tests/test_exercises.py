@@ -385,3 +385,20 @@ def test_a_planted_slip_in_a_value_exercise_is_named(key, seed):
         seed = 7 if seed else 0  # seeds whose point is outside the zonotope, inside its hull
     r = check(key, slip(seed), seed=seed)
     assert r.status == "wrong" and phrase in r.message, r.message
+
+
+def test_while_grading_check_records_the_answer_and_judges_nothing(tmp_path, monkeypatch):
+    from mzlite.exercises.checker import CAPTURE_ENV
+    from mzlite.exercises.wire import decode
+
+    capture = tmp_path / "capture.jsonl"
+    monkeypatch.setenv(CAPTURE_ENV, str(capture))
+    r = check("test.double", 6)
+    assert r.status == "recorded" and not r  # no verdict: a loop over answers learns nothing
+    assert check("test.double", 5, strict=True).status == "recorded"  # strict does not raise
+    check("ch1.half_widths", _half_widths, seed=3)
+    check("test.double", object())
+    lines = [json.loads(s) for s in capture.read_text().splitlines()]
+    assert decode(lines[0]["answer"]) == 6 and decode(lines[1]["answer"]) == 5
+    assert lines[2] == {"key": "ch1.half_widths", "seed": 3, "function": "_half_widths"}
+    assert "cannot be graded" in lines[3]["unencodable"]
