@@ -343,6 +343,8 @@ def test_every_cheat_is_flagged_or_graded_wrong(graded, student):
 def test_cheats_earn_nothing_on_their_target(graded):
     by, _ = graded
     assert "different answers were checked" in by["looper"].results["ch1.generators"]["message"]
+    assert by["looper"].results["ch1.generators"]["attempts"] == 59
+    assert by["ace"].results["ch1.generators"]["attempts"] == 1
     assert "L2 norm" in by["patcher"].results["ch1.half_widths"]["message"]
     assert by["copier"].results["ch1.generators"]["status"] == "wrong"
     assert by["classmate"].results["ch1.generators"]["status"] == "wrong"

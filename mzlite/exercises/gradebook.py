@@ -90,6 +90,7 @@ def long_rows(graded, assignment, points) -> list[dict]:
                     "max_points": points[key],
                     "trials": res.get("trials", ""),
                     "trials_passed": res.get("passed", ""),
+                    "attempts": res.get("attempts", ""),
                     "message": res.get("message", ""),
                     "run": g.outcome,
                     "run_detail": g.detail,

@@ -288,6 +288,8 @@ def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> Noteb
     # statements that fail outside the notebook (imports of mzlite, names computed there) are
     # expected; a function that needed one fails its trials, which say why
     results.pop("__worker_errors__", None)
+    for key, res in results.items():  # check calls of the graded run (not those made at home)
+        res["attempts"] = len(answers.get(key, []))
     return NotebookGrade(
         student,
         path.name,
