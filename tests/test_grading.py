@@ -584,6 +584,9 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     assert "SUBMISSIONS must be a folder" in capsys.readouterr().err
     assert main(["grade", str(tmp_path)]) == 2
     assert "no .ipynb files" in capsys.readouterr().err
+    # python -m mzlite grade takes every option of the grader's own command line
+    assert main(["grade", str(tmp_path), "--jobs", "0", "--roster", "r.csv"]) == 2
+    assert "jobs must be a positive integer" in capsys.readouterr().err
     with pytest.raises(ValueError, match="timeout"):
         grade(tmp_path, timeout=0)
     with pytest.raises(ValueError, match="jobs must be"):
