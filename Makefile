@@ -2,8 +2,8 @@
 #   make book   builds the executed book into book/_build/html (the main job)
 #   make test-fast  the unit tier only (no slow, integration or browser tests), for the edit loop
 #   make test   unit tests, every notebook under papermill, the book with warnings as errors,
-#               the exercise cells of the student copies, and the rendered chapters checked in
-#               headless Chromium
+#               the student copies run whole from the unzipped download, and the rendered
+#               chapters checked in headless Chromium
 #   make student  student copies of the chapters (no solutions) in book/_build/student, zipped
 #   make book STUDENT=1  the student edition: no solution cells, no answers' outputs
 #   make instructor  the instructor pack (solutions, sample answers) in book/_build/instructor
