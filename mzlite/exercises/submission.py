@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,9 +89,16 @@ def _python(src: str) -> str:
     return "\n".join("" if ln.lstrip()[:1] in "%!" else ln for ln in src.split("\n"))
 
 
+# CPython 3.11's AST constructor keeps its recursion depth in interpreter-wide state: two threads
+# parsing at once (grade() inspects notebooks in a thread pool) can raise "SystemError: AST
+# constructor recursion depth mismatch" (python/cpython#106905). One parse at a time.
+_PARSE_LOCK = threading.Lock()
+
+
 def _parse(src: str) -> ast.Module | None:
     try:
-        return ast.parse(_python(src))
+        with _PARSE_LOCK:
+            return ast.parse(_python(src))
     except SyntaxError:
         return None
 
