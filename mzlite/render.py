@@ -29,7 +29,10 @@ from mzlite.experiments.formatting import format_mean_std
 from mzlite.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.paper import name_labels, paper_label
 
-__all__ = ["results_table", "scorecard_html", "report_html", "comparison_table", "conclusion"]
+__all__ = [
+    "results_table", "scorecard_html", "scorecard_summary", "report_html", "comparison_table",
+    "conclusion",
+]  # fmt: skip
 
 VERDICT_COLOURS = {
     "holds": ("#d4edda", "#155724"),
@@ -154,38 +157,84 @@ def verdict_reason(row: dict) -> str:
     return "no results under any profile yet"
 
 
+def scorecard_summary(sc) -> str:
+    """The scorecard's counts in words, and the profiles it read, best evidence first."""
+    from mzlite.experiments.findings import count_phrase
+
+    counts = {}
+    for r in sc.rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    text = f"{len(sc.rows)} claims: " + ", ".join(count_phrase(v, n) for v, n in counts.items())
+    profiles = getattr(sc, "profiles", ())
+    if profiles:
+        text += f". Profiles read, best evidence first: {', '.join(profiles)}"
+    return text + "."
+
+
 def scorecard_html(sc) -> HTML:
     """The scorecard as one page-width table: grouped by paper table (linked to its chapter),
-    columns claim | paper | ours | verdict (with its rule), protocols as footnotes."""
+    columns claim | paper | ours | verdict (with its rule), protocols as footnotes. Claims not
+    run are listed after the table, collapsed (a toggle), by paper table; cells are named in
+    words (``narrate.scrub``)."""
+    from mzlite.experiments.narrate import scrub
+
     notes = _Footnotes("Protocol that produced our number")
     body, table = [], None
-    for r in sc.rows:
+    ran = [r for r in sc.rows if r["verdict"] != "not run"]
+    for r in ran:
         if r["table"] != table:
             table = r["table"]
-            ch = r["chapter"]
-            num = ch.split("_", 1)[0].lstrip("0")
-            link = f'<a href="{_e(ch)}.html">chapter&nbsp;{_e(num)}</a>'
-            body.append(
-                f'<tr class="mz-group"><th colspan="4">{_e(table_name(table))}'
-                f" &middot; {link}</th></tr>"
-            )
+            body.append(_group_heading(table, r["chapter"]))
         base = _COVERAGE.sub("", r.get("protocol") or "")
         stats = r.get("statistics") or "--"
-        stats = "" if stats == "--" else f'<span class="mz-why">{_e(stats)}</span>'
+        stats = "" if stats == "--" else f'<span class="mz-why">{_e(scrub(stats, table))}</span>'
         ours = _e(r["ours_text"]) + notes.mark(base)
         # which reading of the paper decided it (scorecard rows; not for "not run")
         reason = r.get("reason") if r.get("reason") not in (None, "", r["verdict"]) else ""
-        reason = f'<span class="mz-why"><strong>{_e(reason)}</strong></span>' if reason else ""
+        reason = (f'<span class="mz-why"><strong>{_e(scrub(reason, table))}</strong></span>'
+                  if reason else "")  # fmt: skip
         body.append(
-            f"<tr><td>{_e(name_labels(r['text']))}</td>"
+            f"<tr><td>{_e(name_labels(scrub(r['text'], table)))}</td>"
             f'<td class="mz-num">{_e(r["paper_text"])}</td>'
             f'<td class="mz-num">{ours}</td>'
             f"<td>{verdict_badge(r['verdict'])}"
-            f'<span class="mz-why">{_e(verdict_reason(r))}</span>{reason}{stats}</td></tr>'
+            f'<span class="mz-why">{_e(scrub(verdict_reason(r), table))}</span>{reason}{stats}'
+            "</td></tr>"
         )
     cols = [("Claim (its test)", 46), ("Paper", 12), ("Ours", 13), ("Verdict", 29)]
-    summary = f'<p class="mz-caption">{_e(sc.summary())}</p>' if hasattr(sc, "summary") else ""
-    return HTML(STYLE + summary + _table(cols, "".join(body)) + notes.legend())
+    summary = f'<p class="mz-caption">{_e(scorecard_summary(sc))}</p>'
+    out = STYLE + summary + (_table(cols, "".join(body)) if body else "") + notes.legend()
+    return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == "not run"]))
+
+
+def _group_heading(table: str, chapter: str, colspan: int = 4) -> str:
+    num = chapter.split("_", 1)[0].lstrip("0")
+    link = f'<a href="{_e(chapter)}.html">chapter&nbsp;{_e(num)}</a>'
+    return (f'<tr class="mz-group"><th colspan="{colspan}">{_e(table_name(table))}'
+            f" &middot; {link}</th></tr>")  # fmt: skip
+
+
+def _not_run_toggle(rows: list[dict]) -> str:
+    """The claims without results, collapsed: one line per paper table, its claims below."""
+    if not rows:
+        return ""
+    from mzlite.experiments.findings import headline
+
+    by_table: dict[str, list[dict]] = {}
+    for r in rows:
+        by_table.setdefault(r["table"], []).append(r)
+    items = "".join(
+        f"<li><b>{_e(table_name(t))}</b> ({len(rs)}): "
+        + "; ".join(_e(name_labels(headline(r["text"]))) for r in rs)
+        + "</li>"
+        for t, rs in by_table.items()
+    )
+    n, k = len(rows), len(by_table)
+    return (
+        f'<details class="mz-not-run"><summary>{n} claim{"s" * (n != 1)} not run yet, in '
+        f"{k} paper table{'s' * (k != 1)} (click to list them)</summary>"
+        f'<ul class="mz-legend">{items}</ul></details>'
+    )
 
 
 # ---------------------------------------------------------------------------------------------

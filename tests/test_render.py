@@ -42,14 +42,19 @@ def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
     )
     html = sc._repr_html_()
     rows = _cells_of_rows(html)
-    assert len(rows) == 4 and all(len(r) == 4 for r in rows)  # claim | paper | ours | verdict
+    # the claim not run is not a row: it is listed, collapsed, after the table
+    assert len(rows) == 3 and all(len(r) == 4 for r in rows)  # claim | paper | ours | verdict
     assert "holds partly" in rows[0][3] and "only 3 of 7 models" in rows[0][3]
     assert "weaker" in rows[1][3]  # partly without missing cells: the weaker test
-    assert "not run" in rows[3][3]
-    # one footnote for the protocol shared by three rows; none for the row that did not run
+    toggle = html[html.index("<details") :]
+    assert "1 claim not run yet, in 1 paper table " in toggle and "d = 16: fails" in toggle
+    assert "</table>" not in toggle
+    # one footnote for the protocol shared by the rows
     assert rows[0][2].endswith("<sup>[1]</sup>") and rows[2][2].endswith("<sup>[1]</sup>")
-    assert "<sup>" not in rows[3][2]
     assert html.count("<li>[1]") == 1 and "[2]" not in html
+    # the counts in words, no Python repr of the profiles
+    assert "4 claims: 2 hold partly, 1 does not hold here, 1 was not run." in html
+    assert "(&#x27;full&#x27;" not in html and "('full'" not in html
     # groups named as the paper prints them, linked to their chapter; text escaped
     assert "Table 2 (Main results" in html and "Table 3 (MEB radius prediction)" in html
     assert 'href="06_relational_benchmarks.html"' in html

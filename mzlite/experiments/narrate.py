@@ -1,0 +1,417 @@
+"""The sentences and small tables the results chapters print, written from result rows.
+
+    from mzlite.experiments import narrate
+    narrate.glance("04_training_on_gpu", narrate.tdof_summary())  # "Results at a glance" box
+    narrate.gap_table(narrate.tdof_gaps())                         # Welch per L (chapter 4)
+    narrate.describe_runs("tab:tdof-verify", "cpu-converged")      # what ran, in words
+    narrate.fit_ratio("tab:meb", "d8-st", "cpu-converged")         # how far a run fitted
+
+Every number comes from the result files, through ``report`` (typed ``ReportRow``s) and the
+scorecard; nothing is typed. A chapter calls one function per paragraph or table and keeps the
+code that teaches. Cells are named in words ("d = 8, MZAttn-Full"), never by id
+(``cell_words``, ``scrub``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from mzlite import experiments as ex
+from mzlite import nn as _nn
+from mzlite.experiments.report import (
+    ReportRow,
+    epoch_range,
+    evidence_note,
+    ours_text,
+    report,
+)
+from mzlite.experiments.results import PROFILE_ORDER
+from mzlite.experiments.stats import ALPHA, welch
+from mzlite.paper import paper_cell
+
+__all__ = [
+    "cell_words", "scrub", "claim_lines", "glance", "pipeline_only", "paper_metric",
+    "Gap", "tdof_gaps", "gap_table", "tdof_summary", "describe_runs", "train_variance",
+    "fit_ratio",
+]  # fmt: skip
+
+TDOF = "tab:tdof-verify"
+
+
+# ---------------------------------------------------------------------------------------------
+# Words for ids
+# ---------------------------------------------------------------------------------------------
+
+
+def _spaced(text: str) -> str:
+    """ "d=8" -> "d = 8", "R^2" -> "R²"."""
+    return re.sub(r"\b([A-Za-z]\w*)=(\d)", r"\1 = \2", text).replace("R^2", "R²")
+
+
+def cell_words(table, cell_id: str) -> str:
+    """A cell as a reader knows it: its setting (the paper's column) and model (the paper's row),
+    "d = 8, MZAttn-Full"; an unknown id raises (``CellKey``)."""
+    cell = ex.get_table(ex.CellKey(table, cell_id).table).cell(cell_id)
+    return f"{_spaced(cell.column)}, {cell.row}"
+
+
+def scrub(text: str, table=None) -> str:
+    """``text`` with every cell id of ``table`` (every table when None) replaced by its words
+    (``cell_words``), and "R^2" written R²: for sentences that the scorecard and the transfer
+    study write with ids."""
+    labels = [ex.get_table(table).label] if table is not None else list(ex.TABLES)
+    ids = {}
+    for label in labels:
+        for c in ex.get_table(label).cells:
+            ids.setdefault(c.id, cell_words(label, c.id))
+    if ids:
+        pattern = re.compile(
+            r"(?<![\w-])(" + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
+            + r")(?![\w-])"
+        )  # fmt: skip
+        text = pattern.sub(lambda m: ids[m.group(1)], text)
+    return _spaced(text)
+
+
+def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
+    """The paper's mean ``metric`` for one cell (through its ``PaperRef``), None where the paper
+    has no such number."""
+    cell = ex.get_table(table).cell(ex.CellKey(table, cell_id).cell)
+    for ref in cell.paper:
+        if ref.metric == metric:
+            v = paper_cell(ex.get_table(table).label, ref.row, ref.column).get("mean")
+            if v is not None:
+                return v * ref.scale
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Results at a glance
+# ---------------------------------------------------------------------------------------------
+
+
+def _chapter_rows(chapter: str, sc=None) -> list[dict]:
+    if sc is None:
+        from mzlite.experiments.scorecard import scorecard
+
+        tables = [t for t in ex.TABLES if ex.get_table(t).chapter == chapter]
+        sc = scorecard(tables=tables) if tables else None
+    return [r for r in (sc.rows if sc is not None else []) if r["chapter"] == chapter]
+
+
+def claim_lines(rows: list[dict]) -> list[str]:
+    """One sentence per scorecard row: the claim without its thresholds, the verdict, ours
+    beside the paper's and the protocol, in words."""
+    from mzlite.experiments.findings import headline
+
+    out = []
+    for r in rows:
+        text = headline(r["text"])
+        text = f"{text[0].upper()}{text[1:]}: {r['verdict']}"
+        if r["verdict"] != "not run":
+            text += f" (ours {r['ours_text']}, the paper's {r['paper_text']}; {r['profile']})"
+        out.append(scrub(text + ".", r["table"]))
+    return out
+
+
+def glance(chapter: str, sentences=(), sc=None, title: str = "Results at a glance"):
+    """The box at the top of a results chapter: the verdict counts of its claims, the chapter's
+    own summary ``sentences`` (its results, with their numbers), then one line per claim."""
+    import html
+
+    from mzlite.experiments.findings import count_phrase
+    from mzlite.render import HTML, STYLE
+
+    rows = _chapter_rows(chapter, sc)
+    counts = Counter(r["verdict"] for r in rows)
+    paras = [s for s in sentences if s]
+    if rows:
+        paras.insert(
+            0,
+            f"{len(rows)} claim{'s' if len(rows) != 1 else ''} of the paper tested "
+            "here: " + ", ".join(count_phrase(v, n) for v, n in counts.items()) + ".",
+        )
+    body = "".join(f"<p>{html.escape(p)}</p>" for p in paras)
+    lines = claim_lines(rows)
+    if lines:
+        body += '<ul class="mz-claims">' + "".join(
+            f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"  # fmt: skip
+    return HTML(
+        f'{STYLE}<div class="mz-conclusion mz-glance"><p class="mz-title">{html.escape(title)}'
+        f"</p>{body}</div>"
+    )
+
+
+def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1):
+    """The "Results at a glance" box of a chapter that has only pipeline-check runs: says so
+    plainly, with the scale that ran, so that no number on the page reads like a result."""
+    from mzlite.render import conclusion
+
+    sz = "/".join(f"{n:,}" for n in sizes)
+    return conclusion(
+        [
+            f"No results yet. Everything on this page was trained in the page itself under the "
+            f"{profile} profile: {sz} train/validation/test sets, {epochs} epochs, {seeds} "
+            f"seed{'s' if seeds != 1 else ''} per model.",
+            f"At that scale the numbers check that {what} runs end to end; they are not a "
+            "reproduction of the paper and no verdict is read from them. Converged runs of this "
+            "chapter have not been made yet.",
+        ],
+        title="Results at a glance",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 4: the depth-separation test, MZ-1L against ST-4L per L
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gap:
+    """MZ-1L (or its ablation ``variant``) against ST-4L at one ``L``, one protocol: Welch's
+    test over seeds (``diff`` = MZ − ST mean R², ``p``), the paper's difference."""
+
+    L: int
+    variant: str
+    mz: ReportRow
+    st: ReportRow
+    diff: float
+    p: float | None
+    paper_diff: float | None
+
+    @property
+    def reading(self) -> str:
+        if self.p is None:
+            return "too few seeds for a test"
+        if self.p < ALPHA:
+            return "MZ-1L fits better" if self.diff > 0 else "ST-4L fits better"
+        return "no significant difference"
+
+
+def _L(cell_id: str) -> int:
+    return int(ex.get_table(TDOF).cell(cell_id).options["L"])
+
+
+def tdof_gaps(profiles=PROFILE_ORDER, results_dir=None) -> list[Gap]:
+    """For every L, MZ-1L against ST-4L from the most trusted profile that has both cells (the
+    two rows of a gap always share it); then the learning-rate ablation cells (MZ-1L at 1e-3)
+    against ST-4L of that profile, where they ran."""
+    spec = ex.get_table(TDOF)
+    ids = {c.id for c in spec.cells}
+    Ls = sorted({int(c.options["L"]) for c in spec.cells if c.part == "main"})
+    profiles = [ex.get_profile(p).name for p in profiles]
+    by_prof = {
+        p: {c: ReportRow.of(r, p) for c, r in
+            report(TDOF, p, results_dir).by_cell(None, "r2").items()}
+        for p in profiles
+    }  # fmt: skip
+    out = []
+    for L in Ls:
+        variants = [("MZAttn-1L", f"L{L}-mz_1l")]
+        if f"abl-L{L}-lr0.001-mz_1l" in ids:
+            variants.append(("MZAttn-1L, learning rate 1e-3", f"abl-L{L}-lr0.001-mz_1l"))
+        for name, mz_id in variants:
+            for p in profiles:
+                mz, st = by_prof[p].get(mz_id), by_prof[p].get(f"L{L}-st_4l")
+                if mz is None or st is None or not (mz.ran and st.ran):
+                    continue
+                if mz.same_as:  # the profile's own protocol: the main cell's runs again
+                    continue
+                w = welch(mz.values, st.values)
+                pm, ps = paper_metric(TDOF, f"L{L}-mz_1l"), paper_metric(TDOF, f"L{L}-st_4l")
+                paper = pm - ps if name == "MZAttn-1L" and None not in (pm, ps) else None
+                out.append(Gap(L, name, mz, st, w["diff"], w["p"], paper))
+                break
+    return out
+
+
+def _with_n(row: ReportRow) -> str:
+    return f"{ours_text(row)} (n = {row.n_seeds})"
+
+
+def gap_table(gaps: list[Gap]):
+    """The Welch comparison of ``tdof_gaps`` as a page-width table (protocols as footnotes)."""
+    from mzlite.paper import paper_ref
+    from mzlite.render import comparison_table
+
+    if not gaps:
+        from mzlite.render import conclusion
+
+        return conclusion("No L has results of both models under one protocol yet.",
+                          title="MZ-1L against ST-4L")  # fmt: skip
+    rows = [
+        {
+            "L": str(g.L), "model": g.variant, "mz": _with_n(g.mz), "st": _with_n(g.st),
+            "diff": f"{g.diff:+.3f}", "p": "--" if g.p is None else f"{g.p:.2g}",
+            "paper": "--" if g.paper_diff is None else f"{g.paper_diff:+.3f}",
+            "reading": g.reading, "protocol": evidence_note(g.mz),
+        }
+        for g in gaps
+    ]  # fmt: skip
+    return comparison_table(
+        rows,
+        [("L", "L", 6), ("model", "MZ model", 18), ("mz", "MZ R²", 17), ("st", "ST-4L R²", 17),
+         ("diff", "MZ − ST", 10), ("p", "Welch p", 9), ("paper", "paper MZ − ST", 10),
+         ("reading", "reading", 13)],
+        caption=f"{paper_ref(TDOF)}: MZ-1L against ST-4L over seeds",
+        footnote_key="protocol",
+        footnote_title="Protocol behind the MZ number",
+    )  # fmt: skip
+
+
+def tdof_summary(gaps: list[Gap] | None = None, results_dir=None) -> list[str]:
+    """The depth-separation result in sentences, with its numbers: who fits better at which L
+    (Welch's test over seeds, per protocol), beside the paper's gap."""
+    if gaps is None:
+        gaps = tdof_gaps(results_dir=results_dir)
+    main = [g for g in gaps if g.variant == "MZAttn-1L"]
+    if not main:
+        return ["No L has results of both MZ-1L and ST-4L under one protocol yet."]
+    readings = Counter(g.reading for g in main)
+    each = "; ".join(
+        f"L = {g.L}: {ours_text(g.mz)} against {ours_text(g.st)} ({g.mz.profile}"
+        + ("" if g.p is None else f", p = {g.p:.2g}") + ")"
+        for g in main
+    )  # fmt: skip
+    Ls = [g.L for g in main]
+    ((common, n),) = readings.most_common(1)
+    if n == len(main):
+        first = f"{common[0].upper()}{common[1:]} at every L with results ({_ls(Ls)})"
+    else:
+        first = "; ".join(
+            f"{reading} at L = {_ls([g.L for g in main if g.reading == reading])}"
+            for reading in readings
+        )
+        first = first[0].upper() + first[1:]
+    out = [f"{first}. Test R², MZ-1L against ST-4L: {each}."]
+    papers = [g.paper_diff for g in main if g.paper_diff is not None]
+    if papers:
+        out.append(
+            "The paper's gap MZ − ST is "
+            + ("positive at every L" if all(v > 0 for v in papers) else "mixed")
+            + f" ({', '.join(f'{v:+.3f}' for v in papers)}); ours is "
+            + ", ".join(f"{g.diff:+.3f}" for g in main)
+            + "."
+        )
+    abl = [g for g in gaps if g.variant != "MZAttn-1L"]
+    if abl:
+        out.append(
+            "At a learning rate of 1e-3, MZ-1L against ST-4L: "
+            + "; ".join(f"L = {g.L}: {g.reading} ({g.diff:+.3f})" for g in abl)
+            + "."
+        )
+    return out
+
+
+def _ls(Ls: list[int]) -> str:
+    return ", ".join(map(str, Ls[:-1])) + (" and " if len(Ls) > 1 else "") + str(Ls[-1])
+
+
+def describe_runs(table, profile: str, results_dir=None) -> list[str]:
+    """What the trained results of ``table`` under ``profile`` are, in sentences: per model, our
+    number per setting beside the paper's, with the epochs run, the best epochs and why the runs
+    stopped; the derived ratios; the set-statistics yardstick; how many runs were still
+    improving at the cap or stopped early; data sizes and seeds against the full protocol."""
+    spec, prof = ex.get_table(table), ex.get_profile(profile)
+    rows = [ReportRow.of(r, prof.name) for r in report(spec, prof.name, results_dir).rows]
+    main = [r for r in rows if r.part == "main" and r.seeds]
+    trained = [r for r in main if _nn.model_spec(r.model).trainable]
+    stats = [r for r in main if not _nn.model_spec(r.model).trainable]
+    if not trained:
+        return [f"Profile {prof.name}: no trained results on disk yet."]
+    by_cell = ex.results_by_cell(spec, prof.name, results_dir)
+    runs = [x for r in trained for x in by_cell.get(r.cell, [])]
+    lines = [f"Profile {prof.name} ({prof.description})."]
+    by_model: dict[str, list[ReportRow]] = {}
+    for r in trained:
+        by_model.setdefault(r.row, []).append(r)
+    for name, rs in by_model.items():
+        parts = []
+        for r in rs:
+            res = by_cell.get(r.cell, [])
+            best = "/".join(str(x["metrics"].get("best_epoch")) for x in res)
+            why = ", ".join(sorted({x.get("stop_reason", "?").replace("_", " ") for x in res}))
+            paper = "" if r.paper_mean is None else f"paper {r.paper_mean:.3f}; "
+            parts.append(f"{_spaced(r.column)}: {ours_text(r)} ({paper}{epoch_range(res)} "
+                         f"epochs, best {best}, {why})")  # fmt: skip
+        lines.append(f"{name}: " + "; ".join(parts) + ".")
+    ratios = [r for r in rows if r.part == "derived" and r.ours_mean is not None]
+    if ratios:
+        lines.append(f"{ratios[0].column} (above 1: MZ fits better): " + "; ".join(
+            f"{_spaced(spec.cell(r.cell).column)}: {r.ours_mean:.1f}x (paper "
+            f"{r.paper_mean:g}x)" for r in ratios
+        ) + ".")  # fmt: skip
+    if stats:
+        lines.append("Set statistics (ridge), no training: " + "; ".join(
+            f"{_spaced(r.column)}: {ours_text(r)}" for r in stats) + ".")  # fmt: skip
+    capped = [
+        x for x in runs
+        if x.get("stop_reason") == "completed" and x["metrics"].get("best_epoch") is not None
+        and x["metrics"]["best_epoch"] >= x["epochs_run"] - 2
+    ]  # fmt: skip
+    if capped:
+        lines.append(
+            f"{len(capped)} of {len(runs)} trained runs were still improving when the epoch cap "
+            "stopped them (best epoch within the last 3): they are under-trained."
+        )
+    stopped = sum(x.get("stop_reason") == "early_stopping" for x in runs)
+    if stopped:
+        lines.append(
+            f"{stopped} of {len(runs)} runs stopped early (validation loss flat for the "
+            "profile's patience): more epochs alone would not have helped them."
+        )
+    first = runs[0]
+    full = ex.job(spec, first["cell"], "full")
+    if first["sizes"][0] < full.sizes[0]:
+        lines.append(f"Each model saw {first['sizes'][0]:,} training sets, against "
+                     f"{full.sizes[0]:,} in the full protocol.")  # fmt: skip
+    n_seeds = min(r.n_seeds for r in trained)
+    if n_seeds < full.cell.full_seeds:
+        lines.append(
+            f"{n_seeds} seed{'s' if n_seeds != 1 else ''} per cell against the paper's "
+            f"{full.cell.full_seeds}"
+            + (": no error bars on our side." if n_seeds == 1
+               else "; the ± is the standard deviation over these seeds.")
+        )  # fmt: skip
+    return [scrub(x, spec.label) for x in lines]
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 5: did a run fit its training set?
+# ---------------------------------------------------------------------------------------------
+
+
+def train_variance(table, cell_id: str, profile: str) -> float:
+    """The variance of a cell's raw training targets under ``profile`` (the MSE of the mean
+    predictor), from the runner's cached dataset."""
+    from mzlite.tasks import make_splits
+
+    job = ex.job(table, cell_id, profile)
+    sp = make_splits(
+        job.cell.task, *job.sizes, job.profile.data_seed, cache=True,
+        cache_dir=ex.default_cache_dir() / "datasets", **job.cell.options,
+    )  # fmt: skip
+    return float(sp.train.y.double().var(unbiased=False))
+
+
+def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | None:
+    """A cell's lowest training loss over the variance of its training targets, in training
+    units (1 = the mean predictor; standardised targets have variance 1), averaged over its
+    seeds; None when no run of it has a history."""
+    runs = [r for r in ex.results_by_cell(table, profile, results_dir).get(cell_id, [])
+            if r.get("history")]  # fmt: skip
+    if not runs:
+        return None
+    ratios = []
+    for r in runs:
+        losses = [v for v in r["history"]["train_loss"] if v is not None and math.isfinite(v)]
+        if not losses:
+            continue
+        scale = 1.0 if r["train_config"].get("normalize_targets") else None
+        if scale is None:
+            scale = train_variance(table, cell_id, profile)
+        ratios.append(min(losses) / scale)
+    return sum(ratios) / len(ratios) if ratios else None

@@ -1,0 +1,235 @@
+"""mzlite.experiments.findings and narrate: the sentences the book prints, written from results.
+
+Results are constructed on disk (as the runner writes them), so each test knows what the
+sentences must say; the statistics are checked against scipy."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from scipy import stats as sps
+from test_scorecard import _cell, _tdof, _write
+
+from mzlite import experiments as ex
+from mzlite.experiments import findings as fd
+from mzlite.experiments import narrate
+from mzlite.experiments.scorecard import scorecard
+
+ROOT = Path(__file__).resolve().parents[1]
+HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+
+
+def _all_cell_ids() -> set[str]:
+    return {c.id for t in ex.TABLES for c in ex.get_table(t).cells}
+
+
+def test_headline_drops_the_test_and_keeps_the_statement():
+    assert (
+        fd.headline(
+            "At L=32 one MZ layer beats four standard layers (R^2 gap > 0.01; partly: a tie)."
+        )
+        == "at L = 32 one MZ layer beats four standard layers"
+    )
+    assert (
+        fd.headline(
+            "d=8: every PMA-pooled attention baseline fails on the MEB radius: the best of "
+            "them has R^2 <= 0.10 (partly: <= 0.30)."
+        )
+        == "d = 8: every PMA-pooled attention baseline fails on the MEB radius"
+    )
+    assert (
+        fd.headline(
+            "A 1-layer MZ model fits the quadratic-TDOF target at every L in [4, 8, 16, 24, 32]: "
+            "its lowest R^2 is >= 0.90 (partly: >= 0.70)."
+        )
+        == "a 1-layer MZ model fits the quadratic-TDOF target at every L in {4, 8, 16, 24, 32}"
+    )
+    assert fd.headline("Tier 1: MZAttn-Full ranks 3rd-5th").startswith("Tier 1")  # no lowering
+
+
+def test_count_phrase_and_results_label():
+    assert fd.count_phrase("holds", 1) == "1 holds" and fd.count_phrase("holds", 2) == "2 hold"
+    assert fd.count_phrase("not run", 30) == "30 were not run"
+    assert fd.results_label("04_training_on_gpu") == "results-ch04"
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        fd.count_phrase("maybe", 1)
+    with pytest.raises(ValueError, match="chapter must start with its number"):
+        fd.results_label("intro")
+
+
+def test_findings_say_what_the_scorecard_says(tmp_path):
+    # MZ-1L fits at every L (0.95), ST-4L drops from 0.9 to 0.3: the three TDOF claims hold
+    _tdof(tmp_path, mz=0.95, st4=0.9, st32=0.3, profile="cpu-converged")
+    sc = scorecard(results_dir=tmp_path)
+    f = fd.findings(sc, results_dir=tmp_path)
+    counts = sc.counts()
+    assert f.counts == counts and f.total == len(sc)
+    assert counts["holds"] == 3 and counts["not run"] == len(sc) - 3  # what was constructed
+    opening = f.sentences[0].text
+    assert f"tests {len(sc)} claims" in opening
+    assert "3 hold" in opening and f"{counts['not run']} were not run" in opening
+    held = next(s for s in f.sentences if s.text.startswith("What held"))
+    for r in sc.rows:
+        if r["verdict"] == "holds":
+            assert fd.headline(r["text"]) in held.text and r["ours_text"] in held.text
+    assert held.links == (("04_training_on_gpu", "results-ch04", "chapter 4"),)
+    sure = next(s for s in f.sentences if s.text.startswith("How sure"))
+    assert "rests on 3 seeds per cell" in sure.text and "Welch t-tests" in sure.text
+    not_run = next(s for s in f.sentences if s.text.startswith("What could not run"))
+    assert f"{counts['not run']} claims of" in not_run.text
+    assert not any(s.text.startswith("What did not hold") for s in f.sentences)  # none failed
+    assert 4 <= len(f.sentences) <= 6
+    for s in f.sentences:  # no plumbing in the text
+        assert "R^2" not in s.text and not HASH.search(s.text) and "data/" not in s.text
+        assert not set(re.findall(r"[\w-]+", s.text)) & _all_cell_ids()
+
+
+def test_findings_name_what_did_not_hold_and_render_with_links(tmp_path):
+    _tdof(tmp_path, mz=0.4, st4=0.9, st32=0.88, profile="cpu-converged")  # MZ fails everywhere
+    sc = scorecard(results_dir=tmp_path)
+    f = fd.findings(sc, results_dir=tmp_path, price=False)
+    failed = next(s for s in f.sentences if s.text.startswith("What did not hold"))
+    assert "a 1-layer MZ model fits the quadratic-TDOF target" in failed.text
+    assert not any(s.text.startswith("What could not run") for s in f.sentences)  # price=False
+    md = f.to_markdown()
+    assert "{ref}`chapter 4 <results-ch04>`" in md
+    for v, n in f.counts.items():
+        if n:
+            assert f'data-verdict="{v}" data-n="{n}"' in md
+    html = str(f.to_html())
+    assert 'href="04_training_on_gpu.html#results-ch04"' in html
+    assert f'data-total="{len(sc)}"' in html
+
+
+def test_every_label_a_finding_links_to_is_on_its_page():
+    """Each chapter a claim belongs to carries its "Results at a glance" label; chapter 9 the
+    labels of its how-sure and not-run sections (else the landing page's links break)."""
+    from mzlite.experiments.scorecard import claims
+
+    wanted = {(c.chapter, fd.results_label(c.chapter)) for c in claims()}
+    wanted |= {
+        (fd.SCORECARD_CHAPTER, lab)
+        for lab in (fd.results_label(fd.SCORECARD_CHAPTER), fd.HOW_SURE_LABEL, fd.NOT_RUN_LABEL)
+    }
+    missing = []
+    for chapter, label in sorted(wanted):
+        nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+        md = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        if f"({label})=" not in md:
+            missing.append(f"{chapter}: ({label})=")
+    assert not missing, missing
+
+
+# ---------------------------------------------------------------------------------------------
+# narrate
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cell_words_and_scrub():
+    assert narrate.cell_words("tab:meb", "d8-mz_full") == "d = 8, MZAttn-Full"
+    text = narrate.scrub("d8-st vs d8-mz_full: R^2; 3 of 126 runs: raw-hull-perceiver seed 1")
+    assert text == (
+        "d = 8, Standard vs d = 8, MZAttn-Full: R²; 3 of 126 runs: "
+        "MNIST raw pixel / Hull, Perceiver seed 1"
+    )
+    assert narrate.scrub("the d8-stable way") == "the d8-stable way"  # not part of a word
+    with pytest.raises(ValueError):
+        narrate.cell_words("tab:meb", "d8-nope")
+
+
+def test_tdof_gaps_test_over_seeds_as_scipy_does(tmp_path):
+    _tdof(tmp_path, mz=0.7, st4=0.9, st32=0.8, profile="cpu-converged")
+    gaps = narrate.tdof_gaps(results_dir=tmp_path)
+    assert [g.L for g in gaps] == [4, 8, 16, 24, 32]
+    for g in gaps:
+        t = sps.ttest_ind(g.mz.values, g.st.values, equal_var=False)
+        assert g.p == pytest.approx(t.pvalue, rel=1e-6)
+        assert g.diff == pytest.approx(0.7 - (0.9 if g.L < 24 else 0.8))
+        assert g.reading == "ST-4L fits better" and g.mz.profile == "cpu-converged"
+        assert g.paper_diff == pytest.approx(
+            narrate.paper_metric("tab:tdof-verify", f"L{g.L}-mz_1l")
+            - narrate.paper_metric("tab:tdof-verify", f"L{g.L}-st_4l")
+        )
+    summary = narrate.tdof_summary(gaps)
+    assert summary[0].startswith("ST-4L fits better at every L with results (4, 8, 16, 24 and 32)")
+    assert "0.700 ± 0.010 against 0.900 ± 0.010" in summary[0]
+    assert "positive at every L" in summary[1]
+    html = str(narrate.gap_table(gaps))
+    assert html.count("<tr>") == len(gaps) + 1 and "R²" in html and "R^2" not in html
+
+
+def test_tdof_gap_needs_both_models_under_one_protocol(tmp_path):
+    _cell(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.9, "cpu-converged")
+    _cell(tmp_path, "tab:tdof-verify", "L4-st_4l", 0.8, "cpu")  # another protocol
+    assert narrate.tdof_gaps(results_dir=tmp_path) == []
+    assert narrate.tdof_summary([]) == [
+        "No L has results of both MZ-1L and ST-4L under one protocol yet."
+    ]
+
+
+def test_describe_runs_reads_the_result_files(tmp_path):
+    assert narrate.describe_runs("tab:tdof-verify", "cpu-converged", tmp_path) == [
+        "Profile cpu-converged: no trained results on disk yet."
+    ]
+    for s in range(3):
+        _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.9 + s / 100, "cpu-converged", seed=s,
+               stop_reason="early_stopping", epochs_run=40 + s,
+               train_config={"epochs": 200})  # fmt: skip
+    text = " ".join(narrate.describe_runs("tab:tdof-verify", "cpu-converged", tmp_path))
+    assert "MZAttn-1L: L = 4: 0.910 ± 0.010" in text and "40-42 epochs" in text
+    assert "3 of 3 runs stopped early" in text
+    assert "L4-mz_1l" not in text
+
+
+def test_fit_ratio_is_the_lowest_training_loss_over_the_target_variance(tmp_path):
+    for s, losses in enumerate(([1.0, 0.5, 0.7], [0.9, 0.3, 0.4])):
+        cfg = {"normalize_targets": True}
+        _write(tmp_path, "tab:meb", "d8-st", 0.1, "cpu-converged", seed=s,
+               history={"train_loss": losses}, train_config=cfg)  # fmt: skip
+    assert narrate.fit_ratio("tab:meb", "d8-st", "cpu-converged", tmp_path) == pytest.approx(0.4)
+    assert narrate.fit_ratio("tab:meb", "d8-mz_full", "cpu-converged", tmp_path) is None
+
+
+def test_pipeline_only_says_so():
+    html = str(narrate.pipeline_only("the comparison", "smoke", (2000, 500, 500), 4))
+    assert "No results yet" in html and "2,000/500/500" in html and "4 epochs" in html
+    assert "not a reproduction" in html
+
+
+# ---------------------------------------------------------------------------------------------
+# book/_ext/book_setup.py
+# ---------------------------------------------------------------------------------------------
+
+
+def _book_setup():
+    spec = importlib.util.spec_from_file_location("book_setup", ROOT / "book/_ext/book_setup.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_repository_link_only_when_the_url_is_set():
+    mod = _book_setup()
+    for url, words, button in (("", "the repository", False),
+                               ("https://example.org/r", "[the repository](https://example.org/r)",
+                                True)):  # fmt: skip
+        cfg = SimpleNamespace(html_theme_options={"repository_url": url}, myst_substitutions={})
+        mod._repository(None, cfg)
+        assert cfg.myst_substitutions["repository"] == words
+        assert cfg.html_theme_options["use_repository_button"] is button
+
+
+def test_findings_file_is_written_from_the_scorecard(tmp_path):
+    path = _book_setup().write_findings(tmp_path)
+    text = path.read_text()
+    counts = scorecard().counts()
+    for v, n in counts.items():
+        assert (f'data-verdict="{v}" data-n="{n}"' in text) == bool(n)
+    mtime = path.stat().st_mtime_ns
+    _book_setup().write_findings(tmp_path)
+    assert path.stat().st_mtime_ns == mtime  # unchanged: not rewritten
