@@ -56,17 +56,19 @@ def _scripts_once(app, pagename, templatename, context, doctree) -> None:
         return
     seen, kept = set(), []
     for js in scripts:
+        # its file (None and "" both mean inline), priority and attributes (the body among them)
         attrs = getattr(js, "attributes", {}) or {}
-        key = (str(js), attrs.get("body"), attrs.get("src"))
-        if key in seen:
-            continue
-        seen.add(key)
-        kept.append(js)
-    context["script_files"] = kept
+        key = (getattr(js, "filename", str(js)) or "", getattr(js, "priority", 0),
+               tuple(sorted(attrs.items())))  # fmt: skip
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    scripts[:] = kept  # in place: the template reads the builder's own list
 
 
 def setup(app):
     app.connect("config-inited", _repository)
     app.connect("builder-inited", _findings)
-    app.connect("html-page-context", _scripts_once, priority=900)
+    # first: the event stops at the first handler that returns a template
+    app.connect("html-page-context", _scripts_once, priority=100)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
