@@ -233,3 +233,28 @@ def test_findings_file_is_written_from_the_scorecard(tmp_path):
     mtime = path.stat().st_mtime_ns
     _book_setup().write_findings(tmp_path)
     assert path.stat().st_mtime_ns == mtime  # unchanged: not rewritten
+
+
+def test_meb_sentence_tells_a_collapse_from_a_fit(tmp_path):
+    cfg = {"normalize_targets": True}
+    flat = {"train_loss": [1.2, 1.0, 1.0]}  # never below the variance of the targets
+    _cell(tmp_path, "tab:meb", "d8-st", 0.0, "cpu-converged", train_config=cfg, history=flat)
+    _cell(tmp_path, "tab:meb", "d8-mz_full", 0.6, "cpu-converged", train_config=cfg,
+          history={"train_loss": [1.0, 0.3]})  # fmt: skip
+    _cell(tmp_path, "tab:meb", "d8-st_meanpool", 0.5, "cpu-converged", train_config=cfg,
+          history={"train_loss": [1.0, 0.4]})  # fmt: skip
+    _write(tmp_path, "tab:meb", "d8-set_stats", 0.9, "cpu-converged")
+    assert narrate.condition_profile("raw", results_dir=tmp_path) == "cpu-converged"
+    text = narrate.meb_sentence("raw", results_dir=tmp_path)
+    assert "Standard (PMA) reaches R² = 0.000 ± 0.010, MZAttn-Full 0.600 ± 0.010" in text
+    assert "set statistics 0.900" in text
+    assert "1.00 x the variance of its training targets" in text  # min(flat) / 1
+    w = sps.ttest_ind([0.59, 0.6, 0.61], [0.49, 0.5, 0.51], equal_var=False)
+    assert f"difference +0.100, Welch p = {w.pvalue:.2g}" in text
+    assert narrate.meb_sentence("per-set normalised", results_dir=tmp_path) == (
+        "On per-set normalised data no protocol has the cells to compare yet."
+    )
+    assert narrate.normalised_twin("d8-st", "cpu-converged") == "abl-d8-scale-ynorm-st"
+    assert narrate.normalised_twin("d8-set_stats", "cpu-converged") == "abl-d8-scale-set_stats"
+    with pytest.raises(ValueError, match="condition must be one of"):
+        narrate.condition_cell("d8-st", "cooked", "cpu")

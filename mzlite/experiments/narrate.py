@@ -35,7 +35,8 @@ from mzlite.paper import paper_cell
 __all__ = [
     "cell_words", "scrub", "claim_lines", "glance", "pipeline_only", "paper_metric",
     "Gap", "tdof_gaps", "gap_table", "tdof_summary", "describe_runs", "train_variance",
-    "fit_ratio",
+    "fit_ratio", "CONDITIONS", "normalised_twin", "condition_cell", "condition_profile",
+    "meb_pattern", "meb_sentence",
 ]  # fmt: skip
 
 TDOF = "tab:tdof-verify"
@@ -415,3 +416,128 @@ def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | No
             scale = train_variance(table, cell_id, profile)
         ratios.append(min(losses) / scale)
     return sum(ratios) / len(ratios) if ratios else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 5: the MEB pattern on raw and on per-set normalised data
+# ---------------------------------------------------------------------------------------------
+
+MEB = "tab:meb"
+CONDITIONS = ("raw", "per-set normalised")
+
+
+def normalised_twin(cell_id: str, profile: str) -> str:
+    """The d = 8 ablation cell of ``tab:meb`` that differs from main cell ``cell_id`` under
+    ``profile`` only in its data (per-set normalised): targets scaled as the profile scales
+    them (the set-statistics ridge does not depend on that)."""
+    model = cell_id.split("-", 1)[1]
+    standardised = ex.get_profile(profile).train.get("normalize_targets", False)
+    variant = "scale-ynorm" if standardised and model != ex.SET_STATS else "scale"
+    return f"abl-d8-{variant}-{model}"
+
+
+def condition_cell(cell_id: str, condition: str, profile: str) -> str:
+    """Main cell ``cell_id`` under data ``condition`` ("raw" or "per-set normalised")."""
+    if condition not in CONDITIONS:
+        raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
+    return cell_id if condition == "raw" else normalised_twin(cell_id, profile)
+
+
+def _meb_rows(profiles, results_dir) -> dict[str, dict[str, ReportRow]]:
+    return {p: {c: ReportRow.of(r, p) for c, r in
+                report(MEB, p, results_dir).by_cell(None, "r2").items()}
+            for p in profiles}  # fmt: skip
+
+
+def condition_profile(condition: str, profiles=PROFILE_ORDER, results_dir=None,
+                      _rows=None) -> str | None:  # fmt: skip
+    """The most trusted profile with results of both the Standard and the MZAttn-Full d = 8
+    cells under ``condition``: a comparison reads numbers of one protocol only."""
+    profiles = [ex.get_profile(p).name for p in profiles]
+    rows = _rows if _rows is not None else _meb_rows(profiles, results_dir)
+    for p in profiles:
+        cells = [condition_cell(f"d8-{m}", condition, p) for m in ("st", "mz_full")]
+        if all(rows[p].get(c) is not None and rows[p][c].ran for c in cells):
+            return p
+    return None
+
+
+def meb_pattern(profiles=PROFILE_ORDER, results_dir=None) -> dict[tuple[str, str], dict]:
+    """The scorecard's d = 8 MEB claims judged under each data condition: ``{(condition, claim
+    id): scorecard row}``, each from the most trusted profile with the claim's cells (the
+    normalised condition reads the twin cells, ``normalised_twin``)."""
+    from mzlite.experiments.scorecard import claims, evaluate
+
+    out = {}
+    for cl in claims(MEB):
+        if not cl.id.startswith("meb-d8-"):
+            continue
+        for cond in CONDITIONS:
+            row = None
+            for p in profiles:
+                rename = None if cond == "raw" else (lambda c, p=p: normalised_twin(c, p))
+                row = evaluate(cl, profiles=(p,), results_dir=results_dir, rename=rename)
+                if row["verdict"] != "not run":
+                    break
+            out[cond, cl.id] = row
+    return out
+
+
+def _versus(a: ReportRow, b: ReportRow) -> str:
+    w = welch(a.values, b.values)
+    return f"difference {w['diff']:+.3f}, " + (
+        "no test (needs 2 seeds a side)" if w["p"] is None else f"Welch p = {w['p']:.2g}"
+    )
+
+
+def meb_sentence(condition: str, pattern=None, profiles=PROFILE_ORDER, results_dir=None) -> str:
+    """What the d = 8 MEB results say under data ``condition``, with their numbers: the
+    scorecard's two claims, each model's R², and, where the PMA model collapsed, whether it
+    fitted its training sets (``fit_ratio``) and what set statistics reach."""
+    profiles = [ex.get_profile(p).name for p in profiles]
+    rows = _meb_rows(profiles, results_dir)
+    prof = condition_profile(condition, profiles, results_dir, _rows=rows)
+    if prof is None:
+        return f"On {condition} data no protocol has the cells to compare yet."
+    if pattern is None:
+        pattern = meb_pattern(profiles, results_dir)
+    st, mp, mz, stats = (
+        rows[prof].get(condition_cell(f"d8-{m}", condition, prof))
+        for m in ("st", "st_meanpool", "mz_full", ex.SET_STATS)
+    )
+    fail = pattern[condition, "meb-d8-pma-fail"]["verdict"]
+    beat = pattern[condition, "meb-d8-mz-beats-pma"]["verdict"]
+    s = (
+        f"On {condition} data ({evidence_note(st)}): the scorecard's d = 8 claims say 'PMA "
+        f"fails': {fail}, 'MZ above PMA': {beat}. Standard (PMA) reaches R² = {ours_text(st)}, "
+        f"MZAttn-Full {ours_text(mz)}, set statistics {ours_text(stats)}. "
+    )
+    has_stats = stats is not None and stats.ran
+    if fail not in ("holds", "holds partly", "optimisation failure"):  # PMA learned the radius
+        s += "PMA pooling is no obstacle on this data"
+        if has_stats:
+            above = stats.ours_mean > st.ours_mean + (st.ours_std or 0.0)
+            s += (", though set statistics alone still score higher" if above
+                  else ", and it does at least as well as set statistics")  # fmt: skip
+        return s + "."
+    s += ("The PMA model never left the mean predictor (an optimisation failure, which says "
+          "nothing about the architecture)" if fail == "optimisation failure"
+          else "The PMA model collapsed")  # fmt: skip
+    ratio = fit_ratio(MEB, st.cell, prof, results_dir)
+    if ratio is not None:
+        s += (f": its lowest training loss is {ratio:.2f} x the variance of its training "
+              "targets (1 = the mean predictor), so it did not fit even its training sets")  # fmt: skip
+    if has_stats and stats.ours_mean > st.ours_mean:
+        s += (
+            f", while a ridge on set statistics reaches {ours_text(stats)}: the information is "
+            "within reach of a mean over the set, which points to a failure to fit (optimisation, "
+            "or the pooling head) rather than to attention that cannot represent the target"
+        )
+    s += "."
+    if mp is not None and mp.ran and mz is not None and mz.ran:
+        s += (f" Without PMA, the mean-pool head reaches {ours_text(mp)}; MZAttn-Full against "
+              f"it: {_versus(mz, mp)}.")  # fmt: skip
+        if has_stats and max(mp.ours_mean, mz.ours_mean) < stats.ours_mean:
+            s += (" So what separates the models on this data is whether the PMA head "
+                  "collapses, and no model comes near the set-statistics ridge.")  # fmt: skip
+    return s
