@@ -525,8 +525,10 @@ def meb_sentence(condition: str, pattern=None, profiles=PROFILE_ORDER, results_d
           else "The PMA model collapsed")  # fmt: skip
     ratio = fit_ratio(MEB, st.cell, prof, results_dir)
     if ratio is not None:
-        s += (f": its lowest training loss is {ratio:.2f} x the variance of its training "
-              "targets (1 = the mean predictor), so it did not fit even its training sets")  # fmt: skip
+        s += (
+            f": its lowest training loss is {ratio:.2f} x the variance of its training targets "
+            "(1 = the mean predictor), so it did not fit even its training sets"
+        )
     if has_stats and stats.ours_mean > st.ours_mean:
         s += (
             f", while a ridge on set statistics reaches {ours_text(stats)}: the information is "
