@@ -7,6 +7,8 @@
 - **The repository URL** is read from one setting, ``repository.url`` in ``_config.yml``. While it
   is empty no link is printed: ``{{ repository }}`` in a page reads "the repository" and the
   repository button is off; once it is set, the words link to it and the button appears.
+- **No console errors**: a default theme mode (the theme logs an error on every page without
+  one).
 - **Scripts once.** sphinx-thebe adds its configuration script (``const THEBE_JS_URL = ...``) to
   every page twice, and the second declaration is a JavaScript error on every page; identical
   inline scripts are kept once.
@@ -22,6 +24,9 @@ GENERATED = "_generated/findings.md"
 
 def _repository(app, config) -> None:
     theme = config.html_theme_options
+    # pydata-sphinx-theme logs "Got invalid theme mode" as a console error on every page when no
+    # default mode is set; "auto" follows the reader's system setting, as the theme does anyway
+    theme.setdefault("default_mode", "auto")
     url = (theme.get("repository_url") or "").strip()
     theme["use_repository_button"] = bool(url)
     words = f"[the repository]({url})" if url else "the repository"

@@ -122,6 +122,16 @@ class Finding:
     text: str
     links: tuple[tuple[str, str, str], ...]
 
+    @property
+    def lead(self) -> str:
+        """The sentence's opening words up to its first colon ("What held"), set in bold on a
+        page; "" for a sentence without one."""
+        head = self.text.split(": ", 1)[0]
+        return head if head != self.text and len(head.split()) <= 6 else ""
+
+    def body(self) -> str:
+        return self.text[len(self.lead) + 2 :] if self.lead else self.text
+
 
 def _chapter_links(chapters: list[str]) -> tuple[tuple[str, str, str], ...]:
     """One link per chapter, in the order of first mention, to its "Results at a glance"."""
@@ -165,7 +175,8 @@ class Findings:
         out = ['<div class="mz-findings">', "", self.counts_html(), "", "</div>", ""]
         for s in self.sentences:
             refs = ", ".join(f"{{ref}}`{text} <{label}>`" for _, label, text in s.links)
-            out += [f"{s.text} ({refs})", ""]
+            lead = f"**{s.lead}:** " if s.lead else ""
+            out += [f"{lead}{s.body()} ({refs})", ""]
         return "\n".join(out)
 
     def to_html(self, title: str = "What the book found"):
@@ -177,9 +188,10 @@ class Findings:
             return f'<a href="{href}">{html.escape(text)}</a>'
 
         paras = "".join(
-            f"<p>{html.escape(s.text)} ({', '.join(link(*x) for x in s.links)})</p>"
+            "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
+            + f"{html.escape(s.body())} ({', '.join(link(*x) for x in s.links)})</p>"
             for s in self.sentences
-        )
+        )  # fmt: skip
         return HTML(
             f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
             f"{html.escape(title)}</p>{self.counts_html()}{paras}</div>"
@@ -271,8 +283,8 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
         return None
     tables = list(dict.fromkeys(r["table"] for r in missing))
     text = (
-        f"What could not run on this project's 2-core CPU: {len(missing)} claims of "
-        f"{len(tables)} tables ({_tables_words(tables)})."
+        f"What could not run: {len(missing)} claims of {len(tables)} tables "
+        f"({_tables_words(tables)}), beyond what this project's 2-core CPU could afford."
     )
     cost = _price(tables, results_dir)
     if cost is not None:
