@@ -23,6 +23,7 @@ from mzlite import experiments as ex
 from mzlite import nn as _nn
 from mzlite.experiments.report import (
     ReportRow,
+    best_report_rows,
     epoch_range,
     evidence_note,
     ours_text,
@@ -36,7 +37,7 @@ __all__ = [
     "cell_words", "scrub", "claim_lines", "glance", "pipeline_only", "paper_metric",
     "Gap", "tdof_gaps", "gap_table", "tdof_summary", "describe_runs", "train_variance",
     "fit_ratio", "CONDITIONS", "normalised_twin", "condition_cell", "condition_profile",
-    "meb_pattern", "meb_sentence",
+    "meb_pattern", "meb_sentence", "versus", "main_results_lines",
 ]  # fmt: skip
 
 TDOF = "tab:tdof-verify"
@@ -483,7 +484,9 @@ def meb_pattern(profiles=PROFILE_ORDER, results_dir=None) -> dict[tuple[str, str
     return out
 
 
-def _versus(a: ReportRow, b: ReportRow) -> str:
+def versus(a: ReportRow | dict, b: ReportRow | dict) -> str:
+    """Row ``a`` against row ``b`` (of one protocol): the difference of means and Welch's p."""
+    a, b = (r if isinstance(r, ReportRow) else ReportRow.of(r) for r in (a, b))
     w = welch(a.values, b.values)
     return f"difference {w['diff']:+.3f}, " + (
         "no test (needs 2 seeds a side)" if w["p"] is None else f"Welch p = {w['p']:.2g}"
@@ -538,8 +541,52 @@ def meb_sentence(condition: str, pattern=None, profiles=PROFILE_ORDER, results_d
     s += "."
     if mp is not None and mp.ran and mz is not None and mz.ran:
         s += (f" Without PMA, the mean-pool head reaches {ours_text(mp)}; MZAttn-Full against "
-              f"it: {_versus(mz, mp)}.")  # fmt: skip
+              f"it: {versus(mz, mp)}.")  # fmt: skip
         if has_stats and max(mp.ours_mean, mz.ours_mean) < stats.ours_mean:
             s += (" So what separates the models on this data is whether the PMA head "
                   "collapses, and no model comes near the set-statistics ridge.")  # fmt: skip
     return s
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 6: the main results, task by task
+# ---------------------------------------------------------------------------------------------
+
+MAIN_MODELS = ("mz_full", "st", "st_large", "deepsets", ex.SET_STATS)
+
+
+def main_results_lines(table: str = "tab:main-results", models=MAIN_MODELS, profiles=PROFILE_ORDER,
+                       results_dir=None) -> list[str]:  # fmt: skip
+    """One sentence per column (task) of ``table``: each of ``models``' R² from the most trusted
+    protocol that has its cell, with seeds, convergence and the paper's number; where one
+    protocol has both, Welch's test of MZAttn-Full against the Set Transformer."""
+    spec = ex.get_table(table)
+    best = best_report_rows(spec.label, profiles, results_dir=results_dir)
+    columns = list(dict.fromkeys(c.column for c in spec.cells if c.part == "main"))
+    lines = []
+    for column in columns:
+        by_model = {spec.cell(c).model: r for c, r in best.items()
+                    if spec.cell(c).column == column and r.part == "main"}  # fmt: skip
+        parts = []
+        for m in models:
+            r = by_model.get(m)
+            if r is None or r.profile is None:
+                continue
+            tag = "the 30-epoch ablation" if r.profile == "cpu" else r.profile
+            seeds = ("" if not _nn.model_spec(m).trainable
+                     else f", n = {r.n_seeds}, converged {r.converged_text}")  # fmt: skip
+            paper = "" if r.paper_text == "--" else f", paper {r.paper_text}"
+            parts.append(f"{r.row} {ours_text(r)} [{tag}{seeds}{paper}]")
+        name = _spaced(column)
+        if not parts:
+            lines.append(f"{name}: no results under any profile yet.")
+            continue
+        line = f"{name}, test R²: " + "; ".join(parts) + "."
+        mz, st = by_model.get("mz_full"), by_model.get("st")
+        if mz and st and mz.profile and mz.profile == st.profile:
+            w = welch(mz.values, st.values)
+            if w["p"] is not None:
+                line += (f" MZAttn-Full minus the Set Transformer: {w['diff']:+.3f} "
+                         f"(Welch p = {w['p']:.2g}, {mz.profile}).")  # fmt: skip
+        lines.append(line)
+    return lines
