@@ -218,7 +218,9 @@ def test_repository_link_only_when_the_url_is_set():
     for url, words, button in (("", "the repository", False),
                                ("https://example.org/r", "[the repository](https://example.org/r)",
                                 True)):  # fmt: skip
-        cfg = SimpleNamespace(html_theme_options={"repository_url": url}, myst_substitutions={})
+        cfg = SimpleNamespace(
+            html_theme_options={"repository_url": url}, myst_substitutions={}, html_context={}
+        )
         mod._repository(None, cfg)
         assert cfg.myst_substitutions["repository"] == words
         assert cfg.html_theme_options["use_repository_button"] is button

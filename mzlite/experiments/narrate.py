@@ -119,7 +119,7 @@ def claim_lines(rows: list[dict]) -> list[str]:
     return out
 
 
-def glance(chapter: str, sentences=(), sc=None, title: str = "Results at a glance"):
+def glance(chapter: str, sentences=(), sc=None, title: str = "What the results say"):
     """The box at the top of a results chapter: the verdict counts of its claims, the chapter's
     own summary ``sentences`` (its results, with their numbers), then one line per claim."""
     import html
@@ -326,7 +326,10 @@ def describe_runs(table, profile: str, results_dir=None) -> list[str]:
         return [f"Profile {prof.name}: no trained results on disk yet."]
     by_cell = ex.results_by_cell(spec, prof.name, results_dir)
     runs = [x for r in trained for x in by_cell.get(r.cell, [])]
-    lines = [f"Profile {prof.name} ({prof.description})."]
+    about = prof.description  # usually "<name>: what it is"
+    lines = [
+        f"Profile {about}." if about.startswith(prof.name) else f"Profile {prof.name}: {about}."
+    ]
     by_model: dict[str, list[ReportRow]] = {}
     for r in trained:
         by_model.setdefault(r.row, []).append(r)
