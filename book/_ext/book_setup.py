@@ -24,9 +24,10 @@ GENERATED = "_generated/findings.md"
 
 def _repository(app, config) -> None:
     theme = config.html_theme_options
-    # pydata-sphinx-theme logs "Got invalid theme mode" as a console error on every page when no
-    # default mode is set; "auto" follows the reader's system setting, as the theme does anyway
-    theme.setdefault("default_mode", "auto")
+    # pydata-sphinx-theme's layout reads `default_mode` from the page context and logs "Got
+    # invalid theme mode" as a console error on every page when it is empty; "auto" follows the
+    # reader's system setting, which is what the theme falls back to anyway
+    config.html_context = {**(config.html_context or {}), "default_mode": "auto"}
     url = (theme.get("repository_url") or "").strip()
     theme["use_repository_button"] = bool(url)
     words = f"[the repository]({url})" if url else "the repository"
