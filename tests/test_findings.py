@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 from scipy import stats as sps
-from test_scorecard import _cell, _tdof, _write
+from test_scorecard import SETTINGS, _cell, _tdof, _tier1, _write
 
 from mzlite import experiments as ex
 from mzlite.experiments import findings as fd
@@ -260,3 +260,15 @@ def test_meb_sentence_tells_a_collapse_from_a_fit(tmp_path):
     assert narrate.normalised_twin("d8-set_stats", "cpu-converged") == "abl-d8-scale-set_stats"
     with pytest.raises(ValueError, match="condition must be one of"):
         narrate.condition_cell("d8-st", "cooked", "cpu")
+
+
+def test_transfer_summary_states_the_ranks_and_the_verdict(tmp_path):
+    assert "No converged run" in narrate.transfer_summary(tmp_path)[0]
+    ranks = dict(zip(SETTINGS, (2, 7, 7, 6, 6, 7), strict=True))
+    _tier1(tmp_path, ranks, unconverged=("raw-hull-perceiver",))
+    text = " ".join(narrate.transfer_summary(tmp_path))
+    assert "raw pixel / MEB: 2 (paper 4)" in text and "raw pixel / Hull: 7" in text
+    assert f"Mean rank over the 6 complete settings: {sum(ranks.values()) / 6:.2f}" in text
+    assert "insufficient evidence" in text  # a run behind a rank did not converge
+    assert "Perceiver" in text and "raw-hull-perceiver" not in text and "raw-hull" not in text
+    assert narrate.model_words("st_large") == "ST-Large"

@@ -37,7 +37,8 @@ __all__ = [
     "cell_words", "scrub", "claim_lines", "glance", "pipeline_only", "paper_metric",
     "Gap", "tdof_gaps", "gap_table", "tdof_summary", "describe_runs", "train_variance",
     "fit_ratio", "CONDITIONS", "normalised_twin", "condition_cell", "condition_profile",
-    "meb_pattern", "meb_sentence", "versus", "main_results_lines",
+    "meb_pattern", "meb_sentence", "versus", "main_results_lines", "setting_words",
+    "model_words", "transfer_summary",
 ]  # fmt: skip
 
 TDOF = "tab:tdof-verify"
@@ -593,3 +594,57 @@ def main_results_lines(table: str = "tab:main-results", models=MAIN_MODELS, prof
                          f"(Welch p = {w['p']:.2g}, {mz.profile}).")  # fmt: skip
         lines.append(line)
     return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 10: MZAttn-Full's rank on real point clouds
+# ---------------------------------------------------------------------------------------------
+
+TRANSFER = "tab:transfer-matrix"
+
+
+def setting_words(setting: str) -> str:
+    """A setting of the transfer study in words: "raw-hull" -> "raw pixel / Hull"."""
+    return ex.get_table(TRANSFER).cell(f"{setting}-mz_full").column.removeprefix("MNIST ")
+
+
+def model_words(model: str) -> str:
+    """A registered model by its display name ("st_large" -> "ST-Large")."""
+    return _nn.model_spec(model).display
+
+
+def transfer_summary(results_dir=None) -> list[str]:
+    """The transfer study's result in sentences: MZAttn-Full's rank per setting beside the
+    paper's (complete settings; provisional ranks marked), and the verdict on the paper's
+    no-advantage prediction with its reason, cells in words."""
+    from mzlite import transfer
+
+    prof = transfer.converged_profile(results_dir)
+    if prof is None:
+        return ["No converged run of the transfer study is on disk yet: nothing on this page "
+                "ranks MZAttn-Full (the smoke run only checks the pipeline)."]  # fmt: skip
+    rows = [r for r in transfer.ranks(prof, results_dir=results_dir) if r["rank"] is not None]
+    if not rows:
+        return [f"The {prof} run of the transfer study has no MZAttn-Full result yet."]
+    ranks = "; ".join(
+        f"{setting_words(r['setting'])}: {r['rank']}{'' if r['complete'] else '*'} "
+        f"(paper {r['paper_rank']:.0f})"
+        for r in rows
+    )
+    n = rows[0]["n_models"]
+    out = [f"MZAttn-Full's rank among the {n} models by mean test R² over seeds ({prof}; 1 is "
+           f"best; the paper's rank beside each): {ranks}."]  # fmt: skip
+    if any(not r["complete"] for r in rows):
+        out[0] += " A rank marked * is provisional: its setting is still running."
+    complete = [r["rank"] for r in rows if r["complete"]]
+    if complete:
+        mean = sum(complete) / len(complete)
+        out.append(f"Mean rank over the {len(complete)} complete settings: {mean:.2f}, where "
+                   "no advantage would give 4.")  # fmt: skip
+    pred = transfer.prediction(prof, results_dir)
+    reason = scrub(pred["reason"], TRANSFER)
+    for setting in {r["setting"] for r in transfer.ranks(prof, results_dir=results_dir)}:
+        reason = reason.replace(setting, setting_words(setting))
+    out.append(f"The paper's prediction that MZAttn-Full has no advantage here: {pred['verdict']} "
+               f"({reason}).")  # fmt: skip
+    return out
