@@ -25,7 +25,7 @@ from __future__ import annotations
 import html
 import re
 
-from mzlite.experiments.formatting import format_mean_std
+from mzlite.experiments.formatting import count_phrase, format_mean_std, headline, scrub
 from mzlite.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.paper import name_labels, paper_label
 
@@ -159,8 +159,6 @@ def verdict_reason(row: dict) -> str:
 
 def scorecard_summary(sc) -> str:
     """The scorecard's counts in words, and the profiles it read, best evidence first."""
-    from mzlite.experiments.findings import count_phrase
-
     counts = {}
     for r in sc.rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -175,9 +173,7 @@ def scorecard_html(sc) -> HTML:
     """The scorecard as one page-width table: grouped by paper table (linked to its chapter),
     columns claim | paper | ours | verdict (with its rule), protocols as footnotes. Claims not
     run are listed after the table, collapsed (a toggle), by paper table; cells are named in
-    words (``narrate.scrub``)."""
-    from mzlite.experiments.narrate import scrub
-
+    words (``formatting.scrub``)."""
     notes = _Footnotes("Protocol that produced our number")
     body, table = [], None
     ran = [r for r in sc.rows if r["verdict"] != "not run"]
@@ -218,8 +214,6 @@ def _not_run_toggle(rows: list[dict]) -> str:
     """The claims without results, collapsed: one line per paper table, its claims below."""
     if not rows:
         return ""
-    from mzlite.experiments.findings import headline
-
     by_table: dict[str, list[dict]] = {}
     for r in rows:
         by_table.setdefault(r["table"], []).append(r)

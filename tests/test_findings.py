@@ -17,6 +17,7 @@ from test_scorecard import SETTINGS, _cell, _tdof, _tier1, _write
 
 from mzlite import experiments as ex
 from mzlite.experiments import findings as fd
+from mzlite.experiments import formatting as fmt
 from mzlite.experiments import narrate
 from mzlite.experiments.scorecard import scorecard
 
@@ -30,34 +31,34 @@ def _all_cell_ids() -> set[str]:
 
 def test_headline_drops_the_test_and_keeps_the_statement():
     assert (
-        fd.headline(
+        fmt.headline(
             "At L=32 one MZ layer beats four standard layers (R^2 gap > 0.01; partly: a tie)."
         )
         == "at L = 32 one MZ layer beats four standard layers"
     )
     assert (
-        fd.headline(
+        fmt.headline(
             "d=8: every PMA-pooled attention baseline fails on the MEB radius: the best of "
             "them has R^2 <= 0.10 (partly: <= 0.30)."
         )
         == "d = 8: every PMA-pooled attention baseline fails on the MEB radius"
     )
     assert (
-        fd.headline(
+        fmt.headline(
             "A 1-layer MZ model fits the quadratic-TDOF target at every L in [4, 8, 16, 24, 32]: "
             "its lowest R^2 is >= 0.90 (partly: >= 0.70)."
         )
         == "a 1-layer MZ model fits the quadratic-TDOF target at every L in {4, 8, 16, 24, 32}"
     )
-    assert fd.headline("Tier 1: MZAttn-Full ranks 3rd-5th").startswith("Tier 1")  # no lowering
+    assert fmt.headline("Tier 1: MZAttn-Full ranks 3rd-5th").startswith("Tier 1")  # no lowering
 
 
 def test_count_phrase_and_results_label():
-    assert fd.count_phrase("holds", 1) == "1 holds" and fd.count_phrase("holds", 2) == "2 hold"
-    assert fd.count_phrase("not run", 30) == "30 were not run"
+    assert fmt.count_phrase("holds", 1) == "1 holds" and fmt.count_phrase("holds", 2) == "2 hold"
+    assert fmt.count_phrase("not run", 30) == "30 were not run"
     assert fd.results_label("04_training_on_gpu") == "results-ch04"
     with pytest.raises(ValueError, match="verdict must be one of"):
-        fd.count_phrase("maybe", 1)
+        fmt.count_phrase("maybe", 1)
     with pytest.raises(ValueError, match="chapter must start with its number"):
         fd.results_label("intro")
 
@@ -76,7 +77,7 @@ def test_findings_say_what_the_scorecard_says(tmp_path):
     held = next(s for s in f.sentences if s.text.startswith("What held"))
     for r in sc.rows:
         if r["verdict"] == "holds":
-            assert fd.headline(r["text"]) in held.text and r["ours_text"] in held.text
+            assert fmt.headline(r["text"]) in held.text and r["ours_text"] in held.text
     assert held.links == (("04_training_on_gpu", "results-ch04", "chapter 4"),)
     sure = next(s for s in f.sentences if s.text.startswith("How sure"))
     assert "rests on 3 seeds per cell" in sure.text and "Welch t-tests" in sure.text
@@ -131,15 +132,15 @@ def test_every_label_a_finding_links_to_is_on_its_page():
 
 
 def test_cell_words_and_scrub():
-    assert narrate.cell_words("tab:meb", "d8-mz_full") == "d = 8, MZAttn-Full"
-    text = narrate.scrub("d8-st vs d8-mz_full: R^2; 3 of 126 runs: raw-hull-perceiver seed 1")
+    assert fmt.cell_words("tab:meb", "d8-mz_full") == "d = 8, MZAttn-Full"
+    text = fmt.scrub("d8-st vs d8-mz_full: R^2; 3 of 126 runs: raw-hull-perceiver seed 1")
     assert text == (
         "d = 8, Standard vs d = 8, MZAttn-Full: R²; 3 of 126 runs: "
         "MNIST raw pixel / Hull, Perceiver seed 1"
     )
-    assert narrate.scrub("the d8-stable way") == "the d8-stable way"  # not part of a word
+    assert fmt.scrub("the d8-stable way") == "the d8-stable way"  # not part of a word
     with pytest.raises(ValueError):
-        narrate.cell_words("tab:meb", "d8-nope")
+        fmt.cell_words("tab:meb", "d8-nope")
 
 
 def test_tdof_gaps_test_over_seeds_as_scipy_does(tmp_path):

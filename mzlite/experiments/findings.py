@@ -20,14 +20,14 @@ carries ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``.
 from __future__ import annotations
 
 import html
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from mzlite.experiments.formatting import count_phrase, headline
 from mzlite.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 
 __all__ = [
-    "Finding", "Findings", "findings", "headline", "results_label", "count_phrase",
+    "Finding", "Findings", "findings", "results_label",
     "HOW_SURE_LABEL", "NOT_RUN_LABEL", "SCORECARD_CHAPTER",
 ]  # fmt: skip
 
@@ -37,20 +37,6 @@ NOT_RUN_LABEL = "scorecard-not-run"
 DECIDED = ("holds", "holds partly", "does not hold here")
 HELD = ("holds", "holds partly")
 
-# How a verdict count reads in a sentence: (one, several)
-_PHRASES = {
-    "holds": ("holds", "hold"),
-    "holds partly": ("holds partly", "hold partly"),
-    "does not hold here": ("does not hold here", "do not hold here"),
-    "optimisation failure": ("ended in an optimisation failure", "ended in optimisation failures"),
-    "insufficient evidence": (
-        "lacks the evidence for a verdict",
-        "lack the evidence for a verdict",
-    ),
-    "not run": ("was not run", "were not run"),
-    "pipeline only": ("is a pipeline check only", "are pipeline checks only"),
-}
-
 
 def results_label(chapter: str) -> str:
     """The label of a chapter's "Results at a glance" section: "results-ch04" for
@@ -59,35 +45,6 @@ def results_label(chapter: str) -> str:
     if not num.isdigit():
         raise ValueError(f"chapter must start with its number (e.g. '04_x'), got {chapter!r}")
     return f"results-ch{num}"
-
-
-def count_phrase(verdict: str, n: int) -> str:
-    """ "1 holds partly", "6 do not hold here" (``n`` claims with ``verdict``)."""
-    if verdict not in _PHRASES:
-        raise ValueError(f"verdict must be one of {', '.join(_PHRASES)}, got {verdict!r}")
-    one, several = _PHRASES[verdict]
-    return f"{n} {one if n == 1 else several}"
-
-
-_LOWER = {"A", "An", "At", "The", "Every", "One", "In", "On", "Each"}
-_THRESHOLD = re.compile(r"\s*\((?:R\^2 gap|partly|exact null)[^)]*\)\.?\s*$")
-
-
-def headline(text: str) -> str:
-    """A claim's statement without its thresholds: "At L=32 one MZ layer beats four standard
-    layers (R^2 gap > 0.01; partly: a tie)." -> "At L=32 one MZ layer beats four standard
-    layers"; "d=8: every PMA-pooled ... radius: the best of them ..." -> "d=8: every PMA-pooled
-    ... radius" (the part before the test, which follows the last colon of a long claim)."""
-    t = _THRESHOLD.sub("", text.strip()).rstrip(".")
-    parts = t.split(": ")
-    if len(parts) > 1:
-        head = ": ".join(parts[:-1])
-        if len(head.split()) >= 4:  # "d=8" or "Tier 1" alone is a prefix, not a statement
-            t = head
-    t = re.sub(r"\b(L|d)=(\d+)", r"\1 = \2", t).replace("R^2", "R²")
-    if t.split(" ", 1)[0] in _LOWER:  # "a 4-layer ..." mid-sentence; "MZAttn", "Tier 1" stay
-        t = t[0].lower() + t[1:]
-    return re.sub(r"\[([^\]]*)\]", r"{\1}", t)  # a Python list reads as a set of values
 
 
 def _list(items: list[str], most: int = 3) -> str:

@@ -15,12 +15,12 @@ code that teaches. Cells are named in words ("d = 8, MZAttn-Full"), never by id
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 
 from mzlite import experiments as ex
 from mzlite import nn as _nn
+from mzlite.experiments.formatting import scrub, spaced
 from mzlite.experiments.report import (
     ReportRow,
     best_report_rows,
@@ -34,7 +34,7 @@ from mzlite.experiments.stats import ALPHA, welch
 from mzlite.paper import paper_cell
 
 __all__ = [
-    "cell_words", "scrub", "claim_lines", "glance", "pipeline_only", "paper_metric",
+    "claim_lines", "glance", "pipeline_only", "paper_metric",
     "Gap", "tdof_gaps", "gap_table", "tdof_summary", "describe_runs", "train_variance",
     "fit_ratio", "CONDITIONS", "normalised_twin", "condition_cell", "condition_profile",
     "meb_pattern", "meb_sentence", "versus", "main_results_lines", "setting_words",
@@ -47,36 +47,6 @@ TDOF = "tab:tdof-verify"
 # ---------------------------------------------------------------------------------------------
 # Words for ids
 # ---------------------------------------------------------------------------------------------
-
-
-def _spaced(text: str) -> str:
-    """ "d=8" -> "d = 8", "R^2" -> "R²"."""
-    return re.sub(r"\b([A-Za-z]\w*)=(\d)", r"\1 = \2", text).replace("R^2", "R²")
-
-
-def cell_words(table, cell_id: str) -> str:
-    """A cell as a reader knows it: its setting (the paper's column) and model (the paper's row),
-    "d = 8, MZAttn-Full"; an unknown id raises (``CellKey``)."""
-    cell = ex.get_table(ex.CellKey(table, cell_id).table).cell(cell_id)
-    return f"{_spaced(cell.column)}, {cell.row}"
-
-
-def scrub(text: str, table=None) -> str:
-    """``text`` with every cell id of ``table`` (every table when None) replaced by its words
-    (``cell_words``), and "R^2" written R²: for sentences that the scorecard and the transfer
-    study write with ids."""
-    labels = [ex.get_table(table).label] if table is not None else list(ex.TABLES)
-    ids = {}
-    for label in labels:
-        for c in ex.get_table(label).cells:
-            ids.setdefault(c.id, cell_words(label, c.id))
-    if ids:
-        pattern = re.compile(
-            r"(?<![\w-])(" + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
-            + r")(?![\w-])"
-        )  # fmt: skip
-        text = pattern.sub(lambda m: ids[m.group(1)], text)
-    return _spaced(text)
 
 
 def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
@@ -108,7 +78,7 @@ def _chapter_rows(chapter: str, sc=None) -> list[dict]:
 def claim_lines(rows: list[dict]) -> list[str]:
     """One sentence per scorecard row: the claim without its thresholds, the verdict, ours
     beside the paper's and the protocol, in words."""
-    from mzlite.experiments.findings import headline
+    from mzlite.experiments.formatting import headline
 
     out = []
     for r in rows:
@@ -125,7 +95,7 @@ def glance(chapter: str, sentences=(), sc=None, title: str = "What the results s
     own summary ``sentences`` (its results, with their numbers), then one line per claim."""
     import html
 
-    from mzlite.experiments.findings import count_phrase
+    from mzlite.experiments.formatting import count_phrase
     from mzlite.render import HTML, STYLE
 
     rows = _chapter_rows(chapter, sc)
@@ -341,18 +311,18 @@ def describe_runs(table, profile: str, results_dir=None) -> list[str]:
             best = "/".join(str(x["metrics"].get("best_epoch")) for x in res)
             why = ", ".join(sorted({x.get("stop_reason", "?").replace("_", " ") for x in res}))
             paper = "" if r.paper_mean is None else f"paper {r.paper_mean:.3f}; "
-            parts.append(f"{_spaced(r.column)}: {ours_text(r)} ({paper}{epoch_range(res)} "
+            parts.append(f"{spaced(r.column)}: {ours_text(r)} ({paper}{epoch_range(res)} "
                          f"epochs, best {best}, {why})")  # fmt: skip
         lines.append(f"{name}: " + "; ".join(parts) + ".")
     ratios = [r for r in rows if r.part == "derived" and r.ours_mean is not None]
     if ratios:
         lines.append(f"{ratios[0].column} (above 1: MZ fits better): " + "; ".join(
-            f"{_spaced(spec.cell(r.cell).column)}: {r.ours_mean:.1f}x (paper "
+            f"{spaced(spec.cell(r.cell).column)}: {r.ours_mean:.1f}x (paper "
             f"{r.paper_mean:g}x)" for r in ratios
         ) + ".")  # fmt: skip
     if stats:
         lines.append("Set statistics (ridge), no training: " + "; ".join(
-            f"{_spaced(r.column)}: {ours_text(r)}" for r in stats) + ".")  # fmt: skip
+            f"{spaced(r.column)}: {ours_text(r)}" for r in stats) + ".")  # fmt: skip
     capped = [
         x for x in runs
         if x.get("stop_reason") == "completed" and x["metrics"].get("best_epoch") is not None
@@ -581,7 +551,7 @@ def main_results_lines(table: str = "tab:main-results", models=MAIN_MODELS, prof
                      else f", n = {r.n_seeds}, converged {r.converged_text}")  # fmt: skip
             paper = "" if r.paper_text == "--" else f", paper {r.paper_text}"
             parts.append(f"{r.row} {ours_text(r)} [{tag}{seeds}{paper}]")
-        name = _spaced(column)
+        name = spaced(column)
         if not parts:
             lines.append(f"{name}: no results under any profile yet.")
             continue

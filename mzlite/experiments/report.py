@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from mzlite import experiments as ex
 from mzlite import nn as _nn
 from mzlite.experiments import stats as _stats
-from mzlite.experiments.formatting import format_mean_std
+from mzlite.experiments.formatting import cell_words, format_mean_std
 from mzlite.experiments.results import PROFILE_ORDER
 from mzlite.paper import load_paper_table, paper_cell
 
@@ -153,8 +153,6 @@ class Report:
         if r.get("mixed"):
             ours = "mixed protocols"
         if r.get("same_as"):
-            from mzlite.experiments.narrate import cell_words
-
             ours += f" (= {cell_words(self.label, r['same_as'])})"
         params = "--" if r["params"] is None else f"{r['params'] / 1e3:.0f}K"
         if r.get("paper_params"):
