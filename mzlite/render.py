@@ -31,7 +31,7 @@ from mzlite.paper import name_labels, paper_label
 
 __all__ = [
     "results_table", "scorecard_html", "scorecard_summary", "report_html", "comparison_table",
-    "conclusion",
+    "conclusion", "table_name", "tables_words",
 ]  # fmt: skip
 
 VERDICT_COLOURS = {
@@ -94,6 +94,18 @@ def table_name(label: str, title: bool = True) -> str:
     except KeyError:
         return label
     return f"{entry['text']} ({entry['title']})" if title and entry["title"] else entry["text"]
+
+
+def tables_words(labels: list[str]) -> str:
+    """ "Tables 4, 6 and 17" (as the paper numbers them, in order)."""
+    names = [table_name(t, title=False) for t in labels]
+    nums = [n.removeprefix("Table ") for n in names]
+    if all(n.isdigit() for n in nums):
+        nums = sorted(nums, key=int)
+        if len(nums) == 1:
+            return f"Table {nums[0]}"
+        return "Tables " + ", ".join(nums[:-1]) + f" and {nums[-1]}"
+    return ", ".join(names)
 
 
 class _Footnotes:

@@ -273,3 +273,35 @@ def test_transfer_summary_states_the_ranks_and_the_verdict(tmp_path):
     assert "insufficient evidence" in text  # a run behind a rank did not converge
     assert "Perceiver" in text and "raw-hull-perceiver" not in text and "raw-hull" not in text
     assert narrate.model_words("st_large") == "ST-Large"
+
+
+def test_glance_leads_with_results_and_collapses_claims_not_run(tmp_path):
+    from mzlite.experiments.scorecard import Scorecard
+
+    rows = [
+        {"table": "tab:main-results", "chapter": "06_relational_benchmarks", "verdict": v,
+         "text": f"Task {t}: Set Regr.: MZAttn beats every other model of the column (R^2 gap "
+                 "> 0.01; partly: a tie).", "ours_text": "+0.100", "paper_text": "+0.024",
+         "profile": "cpu-converged"}
+        for t, v in (("A", "holds"), ("B", "not run"))
+    ] + [{"table": "tab:hull", "chapter": "06_relational_benchmarks", "verdict": "not run",
+          "text": "d=3: MZAttn beats every other model of the column.", "ours_text": "--",
+          "paper_text": "+0.3", "profile": None}]  # fmt: skip
+    html = str(narrate.glance("06_relational_benchmarks", ["Our sentence."],
+                              sc=Scorecard(rows, ("cpu",))))  # fmt: skip
+    assert "3 claims of the paper tested here: 1 holds, 2 were not run." in html
+    assert html.index("Our sentence.") < html.index("<ul")  # the results first, then claims
+    assert ("Table 2, Task A: Set Regr.: MZAttn beats every other model of the column: holds "
+            "(ours +0.100, the paper&#x27;s +0.024; cpu-converged).") in html  # fmt: skip
+    assert "Not run yet: 2 claims, of Tables 2 and 22." in html
+    assert "Task B" not in html
+
+
+def test_main_results_glance_names_the_best_other_model(tmp_path):
+    for m, v in (("mz_full", 0.6), ("st", 0.7), ("deepsets", 0.8)):
+        _cell(tmp_path, "tab:main-results", f"A-{m}", v, "cpu-converged")
+    lines = narrate.main_results_glance(results_dir=tmp_path)
+    paper = narrate.paper_metric("tab:main-results", "A-mz_full")
+    assert lines[0] == (f"Task A: Set Regr.: MZAttn-Full 0.600 ± 0.010 (paper {paper:.3f}); best "
+                        "other model Deep Sets 0.800 ± 0.010.")  # fmt: skip
+    assert lines[1] == "Task B: Set Match.: MZAttn-Full not run yet."

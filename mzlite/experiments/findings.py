@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from mzlite.experiments.formatting import count_phrase, headline
 from mzlite.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
+from mzlite.render import tables_words
 
 __all__ = [
     "Finding", "Findings", "findings", "results_label",
@@ -55,20 +56,6 @@ def _list(items: list[str], most: int = 3) -> str:
 
 def _chapter_number(chapter: str) -> str:
     return chapter.split("_", 1)[0].lstrip("0")
-
-
-def _tables_words(labels: list[str]) -> str:
-    """ "Tables 4, 6 and 17" (as the paper numbers them, in order)."""
-    from mzlite.render import table_name
-
-    names = [table_name(t, title=False) for t in labels]
-    nums = [n.removeprefix("Table ") for n in names]
-    if all(n.isdigit() for n in nums):
-        nums = sorted(nums, key=int)
-        if len(nums) == 1:
-            return f"Table {nums[0]}"
-        return "Tables " + ", ".join(nums[:-1]) + f" and {nums[-1]}"
-    return ", ".join(names)
 
 
 @dataclass(frozen=True)
@@ -241,7 +228,7 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
     tables = list(dict.fromkeys(r["table"] for r in missing))
     text = (
         f"What could not run: {len(missing)} claims of {len(tables)} tables "
-        f"({_tables_words(tables)}), beyond what this project's 2-core CPU could afford."
+        f"({tables_words(tables)}), beyond what this project's 2-core CPU could afford."
     )
     cost = _price(tables, results_dir)
     if cost is not None:

@@ -87,22 +87,21 @@ def count_phrase(verdict: str, n: int) -> str:
     return f"{n} {one if n == 1 else several}"
 
 
+_TEST = re.compile(r"<=|>=|\bits\b|\bthe best of them\b")  # how a claim's test reads
 _LOWER = {"A", "An", "At", "The", "Every", "One", "In", "On", "Each"}
 _THRESHOLD = re.compile(r"\s*\((?:R\^2 gap|partly|exact null)[^)]*\)\.?\s*$")
 
 
 def headline(text: str) -> str:
-    """A claim's statement without its thresholds: "At L=32 one MZ layer beats four standard
-    layers (R^2 gap > 0.01; partly: a tie)." -> "at L = 32 one MZ layer beats four standard
-    layers"; "d=8: every PMA-pooled ... radius: the best of them ..." -> "d = 8: every
-    PMA-pooled ... radius" (the part before the test, which follows the last colon of a long
-    claim)."""
+    """A claim's statement without its test: "At L=32 one MZ layer beats four standard layers
+    (R^2 gap > 0.01; partly: a tie)." -> "at L = 32 one MZ layer beats four standard layers";
+    "d=8: every PMA-pooled ... radius: the best of them has R^2 <= 0.10 ..." -> "d = 8: every
+    PMA-pooled ... radius" (the test follows the last colon and compares, or speaks of "its"
+    value)."""
     t = _THRESHOLD.sub("", text.strip()).rstrip(".")
-    parts = t.split(": ")
-    if len(parts) > 1:
-        head = ": ".join(parts[:-1])
-        if len(head.split()) >= 4:  # "d=8" or "Tier 1" alone is a prefix, not a statement
-            t = head
+    head, sep, test = t.rpartition(": ")
+    if sep and _TEST.search(test):  # the part after the last colon states the test
+        t = head
     t = spaced(t)
     if t.split(" ", 1)[0] in _LOWER:  # "a 4-layer ..." mid-sentence; "MZAttn", "Tier 1" stay
         t = t[0].lower() + t[1:]

@@ -37,8 +37,8 @@ __all__ = [
     "claim_lines", "glance", "pipeline_only", "paper_metric",
     "Gap", "tdof_gaps", "gap_table", "tdof_summary", "describe_runs", "train_variance",
     "fit_ratio", "CONDITIONS", "normalised_twin", "condition_cell", "condition_profile",
-    "meb_pattern", "meb_sentence", "versus", "main_results_lines", "setting_words",
-    "model_words", "transfer_summary",
+    "meb_pattern", "meb_sentence", "versus", "main_results_glance", "main_results_lines",
+    "setting_words", "model_words", "transfer_summary",
 ]  # fmt: skip
 
 TDOF = "tab:tdof-verify"
@@ -75,14 +75,17 @@ def _chapter_rows(chapter: str, sc=None) -> list[dict]:
     return [r for r in (sc.rows if sc is not None else []) if r["chapter"] == chapter]
 
 
-def claim_lines(rows: list[dict]) -> list[str]:
-    """One sentence per scorecard row: the claim without its thresholds, the verdict, ours
-    beside the paper's and the protocol, in words."""
+def claim_lines(rows: list[dict], tables: bool = False) -> list[str]:
+    """One sentence per scorecard row: the claim without its test, the verdict, ours beside the
+    paper's and the protocol, in words; ``tables``: each led by its paper table ("Table 5")."""
     from mzlite.experiments.formatting import headline
+    from mzlite.render import table_name
 
     out = []
     for r in rows:
         text = headline(r["text"])
+        if tables:
+            text = f"{table_name(r['table'], title=False)}, {text}"
         text = f"{text[0].upper()}{text[1:]}: {r['verdict']}"
         if r["verdict"] != "not run":
             text += f" (ours {r['ours_text']}, the paper's {r['paper_text']}; {r['profile']})"
@@ -107,8 +110,15 @@ def glance(chapter: str, sentences=(), sc=None, title: str = "What the results s
             f"{len(rows)} claim{'s' if len(rows) != 1 else ''} of the paper tested "
             "here: " + ", ".join(count_phrase(v, n) for v, n in counts.items()) + ".",
         )
+    ran = [r for r in rows if r["verdict"] != "not run"]
+    several = len({r["table"] for r in rows}) > 1
+    lines = claim_lines(ran, tables=several)
+    if len(ran) < len(rows):
+        from mzlite.render import tables_words
+
+        missing = list(dict.fromkeys(r["table"] for r in rows if r["verdict"] == "not run"))
+        lines.append(f"Not run yet: {len(rows) - len(ran)} claims, of {tables_words(missing)}.")
     body = "".join(f"<p>{html.escape(p)}</p>" for p in paras)
-    lines = claim_lines(rows)
     if lines:
         body += '<ul class="mz-claims">' + "".join(
             f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"  # fmt: skip
@@ -527,6 +537,36 @@ def meb_sentence(condition: str, pattern=None, profiles=PROFILE_ORDER, results_d
 # ---------------------------------------------------------------------------------------------
 
 MAIN_MODELS = ("mz_full", "st", "st_large", "deepsets", ex.SET_STATS)
+
+
+def main_results_glance(table: str = "tab:main-results", profiles=PROFILE_ORDER,
+                        results_dir=None) -> list[str]:  # fmt: skip
+    """One short sentence per column (task) of ``table``: MZAttn-Full's R² beside the paper's,
+    the best other trained model and the set-statistics yardstick, each from its most trusted
+    protocol (``main_results_lines`` gives every model)."""
+    spec = ex.get_table(table)
+    best = best_report_rows(spec.label, profiles, results_dir=results_dir)
+    out = []
+    for column in dict.fromkeys(c.column for c in spec.cells if c.part == "main"):
+        rows = {spec.cell(c).model: r for c, r in best.items()
+                if spec.cell(c).column == column and r.part == "main" and r.ran}  # fmt: skip
+        mz = rows.get("mz_full")
+        if mz is None:
+            out.append(f"{spaced(column)}: MZAttn-Full not run yet.")
+            continue
+        others = {m: r for m, r in rows.items()
+                  if _nn.model_spec(m).trainable and _nn.model_spec(m).family != "mz"}  # fmt: skip
+        text = f"{spaced(column)}: MZAttn-Full {ours_text(mz)}"
+        if mz.paper_mean is not None:
+            text += f" (paper {mz.paper_mean:.3f})"
+        if others:
+            m, r = max(others.items(), key=lambda kv: kv[1].ours_mean)
+            text += f"; best other model {r.row} {ours_text(r)}"
+        stats = rows.get(ex.SET_STATS)
+        if stats is not None:
+            text += f"; set statistics {ours_text(stats)}"
+        out.append(text + ".")
+    return out
 
 
 def main_results_lines(table: str = "tab:main-results", models=MAIN_MODELS, profiles=PROFILE_ORDER,
