@@ -279,6 +279,7 @@ def report_html(rep) -> HTML:
         setting = None
         for r in (r for r in rep.rows if r["part"] == part):
             this = r["column"] if r["metric"] in ("r2", "") else f"{r['column']}, {r['metric']}"
+            this = scrub(this, rep.label)  # a derived metric names its cells: in words
             if this != setting:  # one heading per setting (column of the paper's table)
                 setting = this
                 body.append(f'<tr class="mz-group"><th colspan="3">{_e(prefix + this)}</th></tr>')

@@ -144,3 +144,10 @@ def test_scorecard_shows_the_scorecards_own_reason_and_statistics():
     verdict = _cells_of_rows(html)[0][3]
     assert "insufficient evidence" in verdict and "needs &gt;= 3" in verdict
     assert "only 2 of 6 models of the claim ran" in verdict and "n = 1 seed(s)" in verdict
+
+
+def test_report_names_the_cells_of_a_derived_row_in_words():
+    from mzlite.experiments.report import report
+
+    html = str(render.report_html(report("tab:tdof-verify", "smoke", results_dir="/nonexistent")))
+    assert "L4-st_4l" not in html and "mse(L = 4, ST-4L) / mse(L = 4, MZAttn-1L)" in html
