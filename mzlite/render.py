@@ -276,37 +276,44 @@ def report_html(rep) -> HTML:
     sections = (("main", ""), ("derived", "derived: "), ("ablation", "ablation, no paper number: "))
     body = []
     for part, prefix in sections:
-        setting = None
+        # one heading per (setting, metric), its rows together in table order: a cell with two
+        # metrics (R² and a second one) would otherwise alternate between two headings
+        groups: dict[str, list[dict]] = {}
         for r in (r for r in rep.rows if r["part"] == part):
             this = r["column"] if r["metric"] in ("r2", "") else f"{r['column']}, {r['metric']}"
-            this = scrub(this, rep.label)  # a derived metric names its cells: in words
-            if this != setting:  # one heading per setting (column of the paper's table)
-                setting = this
-                body.append(f'<tr class="mz-group"><th colspan="3">{_e(prefix + this)}</th></tr>')
-            params = ""
-            if r.get("params"):
-                params = f"{r['params'] / 1e3:.0f}K params"
-                if r.get("paper_params"):
-                    params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
-                params = f'<span class="mz-sub">{_e(params)}</span>'
-            if r["seeds"]:
-                ours = (
-                    rep._cells(r)["ours"]
-                    if hasattr(rep, "_cells")
-                    else format_mean_std(r["ours_mean"], r["ours_std"])
-                )
-                ours = _e(ours) + notes.mark(_run_protocol(r, rep.profile))
-            else:
-                ours = '<span class="mz-sub">not run</span>'
-            body.append(
-                f"<tr><td>{_e(r['row'])}{params}</td>"
-                f'<td class="mz-num">{ours}</td><td class="mz-num">{_e(r["paper_text"])}</td></tr>'
-            )
+            groups.setdefault(scrub(this, rep.label), []).append(r)  # derived: cells in words
+        for this, rows in groups.items():
+            body.append(f'<tr class="mz-group"><th colspan="3">{_e(prefix + this)}</th></tr>')
+            body += [_report_row(r, rep, notes) for r in rows]
     parts.append(_table(cols, "".join(body)))
     parts.append(notes.legend())
     if rep.notes:
         parts.append(f'<p class="mz-legend">{_e(name_labels(rep.notes))}</p>')
     return HTML("".join(parts))
+
+
+def _report_row(r: dict, rep, notes: _Footnotes) -> str:
+    """One model's row of ``report_html``: the model (its parameter count under it), ours with
+    its protocol footnote, the paper's."""
+    params = ""
+    if r.get("params"):
+        params = f"{r['params'] / 1e3:.0f}K params"
+        if r.get("paper_params"):
+            params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
+        params = f'<span class="mz-sub">{_e(params)}</span>'
+    if r["seeds"]:
+        ours = (
+            rep._cells(r)["ours"]
+            if hasattr(rep, "_cells")
+            else format_mean_std(r["ours_mean"], r["ours_std"])
+        )
+        ours = _e(ours) + notes.mark(_run_protocol(r, rep.profile))
+    else:
+        ours = '<span class="mz-sub">not run</span>'
+    return (
+        f"<tr><td>{_e(r['row'])}{params}</td>"
+        f'<td class="mz-num">{ours}</td><td class="mz-num">{_e(r["paper_text"])}</td></tr>'
+    )
 
 
 # ---------------------------------------------------------------------------------------------

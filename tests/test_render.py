@@ -151,3 +151,19 @@ def test_report_names_the_cells_of_a_derived_row_in_words():
 
     html = str(render.report_html(report("tab:tdof-verify", "smoke", results_dir="/nonexistent")))
     assert "L4-st_4l" not in html and "mse(L = 4, ST-4L) / mse(L = 4, MZAttn-1L)" in html
+
+
+def test_report_keeps_each_setting_and_metric_under_one_heading():
+    base = {"part": "main", "column": "Task D", "ours_mean": 0.5, "ours_std": None,
+            "ours_values": [0.5], "seeds": [0], "epochs": "30", "device": "cpu", "params": None,
+            "paper_text": "--", "paper_params": None}  # fmt: skip
+    rows = [
+        {**base, "row": model, "metric": metric, "cells": [f"D-{model}"]}
+        for model in ("Standard", "MZAttn")
+        for metric in ("r2", "recall")
+    ]  # a cell with two metrics: its rows alternate in the report
+    html = str(render.report_html(Report("tab:main-results", "Main", "cpu", rows)))
+    heads = re.findall(r'<tr class="mz-group"><th colspan="3">([^<]*)</th>', html)
+    assert heads == ["Task D", "Task D, recall"]
+    body = html.split("Task D, recall")
+    assert body[0].count("<tr><td>") == 2 and body[1].count("<tr><td>") == 2
