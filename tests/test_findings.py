@@ -305,3 +305,12 @@ def test_main_results_glance_names_the_best_other_model(tmp_path):
     assert lines[0] == (f"Task A: Set Regr.: MZAttn-Full 0.600 ± 0.010 (paper {paper:.3f}); best "
                         "other model Deep Sets 0.800 ± 0.010.")  # fmt: skip
     assert lines[1] == "Task B: Set Match.: MZAttn-Full not run yet."
+
+
+def test_sentence_case_capitalises_words_not_symbols():
+    assert fmt.sentence_case("a 1-layer MZ model fits") == "A 1-layer MZ model fits"
+    assert fmt.sentence_case("at L = 32 one MZ layer") == "At L = 32 one MZ layer"
+    assert (
+        fmt.sentence_case("d = 8: every PMA-pooled baseline") == "d = 8: every PMA-pooled baseline"
+    )
+    assert fmt.sentence_case("MZAttn beats") == "MZAttn beats"

@@ -92,6 +92,13 @@ _LOWER = {"A", "An", "At", "The", "Every", "One", "In", "On", "Each"}
 _THRESHOLD = re.compile(r"\s*\((?:R\^2 gap|partly|exact null)[^)]*\)\.?\s*$")
 
 
+def sentence_case(text: str) -> str:
+    """``text`` opening a sentence: "a 1-layer ..." -> "A 1-layer ..."; a symbol ("d = 8") or a
+    name ("MZAttn") stays as it is."""
+    first = text.split(" ", 1)[0]
+    return first.capitalize() + text[len(first) :] if first.capitalize() in _LOWER else text
+
+
 def headline(text: str) -> str:
     """A claim's statement without its test: "At L=32 one MZ layer beats four standard layers
     (R^2 gap > 0.01; partly: a tie)." -> "at L = 32 one MZ layer beats four standard layers";

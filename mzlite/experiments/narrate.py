@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from mzlite import experiments as ex
 from mzlite import nn as _nn
-from mzlite.experiments.formatting import scrub, spaced
+from mzlite.experiments.formatting import scrub, sentence_case, spaced
 from mzlite.experiments.report import (
     ReportRow,
     best_report_rows,
@@ -86,7 +86,7 @@ def claim_lines(rows: list[dict], tables: bool = False) -> list[str]:
         text = headline(r["text"])
         if tables:
             text = f"{table_name(r['table'], title=False)}, {text}"
-        text = f"{text[0].upper()}{text[1:]}: {r['verdict']}"
+        text = f"{sentence_case(text)}: {r['verdict']}"
         if r["verdict"] != "not run":
             text += f" (ours {r['ours_text']}, the paper's {r['paper_text']}; {r['profile']})"
         out.append(scrub(text + ".", r["table"]))
@@ -143,7 +143,7 @@ def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1):
             "reproduction of the paper and no verdict is read from them. Converged runs of this "
             "chapter have not been made yet.",
         ],
-        title="Results at a glance",
+        title="What this page's numbers are",
     )
 
 
