@@ -167,3 +167,8 @@ def test_report_keeps_each_setting_and_metric_under_one_heading():
     assert heads == ["Task D", "Task D, recall"]
     body = html.split("Task D, recall")
     assert body[0].count("<tr><td>") == 2 and body[1].count("<tr><td>") == 2
+
+
+def test_conclusion_names_paper_labels_in_its_title_too():
+    html = str(render.conclusion("see tab:meb", title="Table tab:meb (eq:quadratic-tdof)"))
+    assert not RAW_LABEL.search(html)
