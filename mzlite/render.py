@@ -366,7 +366,8 @@ def conclusion(text: str | list[str], title: str = "What the numbers say") -> HT
     paras = [text] if isinstance(text, str) else list(text)
     body = "".join(f"<p>{_e(name_labels(p))}</p>" for p in paras if p)
     return HTML(
-        f'{STYLE}<div class="mz-conclusion"><p class="mz-title">{_e(name_labels(title))}</p>{body}</div>'
+        f'{STYLE}<div class="mz-conclusion"><p class="mz-title">{_e(name_labels(title))}</p>'
+        f"{body}</div>"
     )
 
 
