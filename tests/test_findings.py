@@ -314,3 +314,19 @@ def test_sentence_case_capitalises_words_not_symbols():
         fmt.sentence_case("d = 8: every PMA-pooled baseline") == "d = 8: every PMA-pooled baseline"
     )
     assert fmt.sentence_case("MZAttn beats") == "MZAttn beats"
+
+
+def test_each_inline_script_is_kept_once():
+    from sphinx.builders.html._assets import _JavaScript
+
+    body = 'const THEBE_JS_URL = "x"'
+    scripts = [_JavaScript(None, body=body), _JavaScript("a.js"), _JavaScript("", body=body),
+               _JavaScript("a.js"), _JavaScript(None, body="let other = 1")]  # fmt: skip
+    context = {"script_files": scripts}
+    _book_setup()._scripts_once(None, "intro", "page.html", context, None)
+    assert context["script_files"] is scripts  # the builder's own list, edited in place
+    assert [(js.filename, js.attributes.get("body")) for js in scripts] == [
+        (None, body),
+        ("a.js", None),
+        (None, "let other = 1"),
+    ]
