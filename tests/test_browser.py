@@ -376,7 +376,13 @@ def _plumbing() -> list[tuple[str, re.Pattern]]:
 
     ids = sorted({c.id for t in ex.TABLES for c in ex.get_table(t).cells}, key=len, reverse=True)
     return [
-        ("a commit hash", re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")),
+        # hex of 7-40 digits with a digit and two letters, not part of a number ("4.44e-16")
+        (
+            "a commit hash",
+            re.compile(
+                r"(?<![\w.+-])(?=[0-9a-f]*\d)(?=(?:[0-9]*[a-f]){2})[0-9a-f]{7,40}(?![\w.+-])"
+            ),
+        ),
         ("a cell id", re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, ids)) + r")(?![\w-])")),
         ("a dict repr", re.compile(r"\{'\w[^']*': |\{\d+: (?:True|False|None)")),
         ("a tuple repr", re.compile(r"\('[^']*', '[^']*'")),

@@ -22,7 +22,7 @@ from mzlite.experiments import narrate
 from mzlite.experiments.scorecard import scorecard
 
 ROOT = Path(__file__).resolve().parents[1]
-HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
+HASH = re.compile(r"(?<![\w.+-])(?=[0-9a-f]*\d)(?=(?:[0-9]*[a-f]){2})[0-9a-f]{7,40}(?![\w.+-])")
 
 
 def _all_cell_ids() -> set[str]:
@@ -330,3 +330,9 @@ def test_each_inline_script_is_kept_once():
         ("a.js", None),
         (None, "let other = 1"),
     ]
+
+
+def test_the_hash_pattern_finds_hashes_not_numbers():
+    assert HASH.search("trained at git 6dc48738ac") and HASH.search("code 917d63a, 3 seeds")
+    assert not HASH.search("eps 4.440892098500626e-16, 1234567e")
+    assert not HASH.search("seed 12345678") and not HASH.search("decade")
