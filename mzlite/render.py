@@ -31,7 +31,7 @@ from mzlite.paper import name_labels, paper_label
 
 __all__ = [
     "results_table", "scorecard_html", "scorecard_summary", "report_html", "comparison_table",
-    "conclusion", "table_name", "tables_words",
+    "conclusion", "table_name", "tables_words", "toggle",
 ]  # fmt: skip
 
 VERDICT_COLOURS = {
@@ -68,6 +68,8 @@ STYLE = """<style>
   margin:0.6em 0;border-radius:0.2em}
 .mz-conclusion .mz-title{font-weight:600;margin:0 0 0.25em 0}
 .mz-conclusion p{margin:0.25em 0}
+details.mz-toggle{margin:0.5em 0}
+details.mz-toggle>summary{cursor:pointer;font-weight:600;color:#0d6efd}
 </style>"""
 
 
@@ -368,6 +370,17 @@ def conclusion(text: str | list[str], title: str = "What the numbers say") -> HT
     return HTML(
         f'{STYLE}<div class="mz-conclusion"><p class="mz-title">{_e(name_labels(title))}</p>'
         f"{body}</div>"
+    )
+
+
+def toggle(summary: str, *parts) -> HTML:
+    """``parts`` (anything with ``_repr_html_``, or HTML strings) collapsed under one line,
+    ``summary``, that the reader clicks to open: for evidence a page keeps but does not lead with
+    (a 30-epoch ablation, a pipeline check)."""
+    inner = "".join(p._repr_html_() if hasattr(p, "_repr_html_") else str(p) for p in parts)
+    return HTML(
+        f'{STYLE}<details class="mz-toggle"><summary>{_e(name_labels(summary))}</summary>'
+        f"{inner}</details>"
     )
 
 

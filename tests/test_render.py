@@ -172,3 +172,10 @@ def test_report_keeps_each_setting_and_metric_under_one_heading():
 def test_conclusion_names_paper_labels_in_its_title_too():
     html = str(render.conclusion("see tab:meb", title="Table tab:meb (eq:quadratic-tdof)"))
     assert not RAW_LABEL.search(html)
+
+
+def test_toggle_collapses_its_parts_under_one_line():
+    html = str(render.toggle("The 30-epoch ablation (tab:meb)", render.conclusion("x"), "<p>y</p>"))
+    assert html.count("<details") == 1 and "<details open" not in html
+    assert "<summary>The 30-epoch ablation (Table 3)</summary>" in html
+    assert html.index("</summary>") < html.index('<div class="mz-conclusion"') < html.index("<p>y")
