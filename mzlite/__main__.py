@@ -8,6 +8,7 @@
         --gpus-per-job 0.25 --checkpoint-dir /shared/checkpoints
     python -m mzlite report tab:meb --profile smoke [--format text]
     python -m mzlite plan tab:tdof-verify tab:meb --profile cpu-annealed --cells 'd8-*'
+    python -m mzlite plan tab:hull tab:meb --decide --no-measure   # the sequential decision rule
     python -m mzlite scorecard [tab:tdof-verify ...] [--profiles cpu-annealed] [--format markdown]
     python -m mzlite grade SUBMISSIONS/ [--out GRADES/] [--timeout 600]
 
@@ -84,6 +85,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="divides the wall-time estimate")
     p.add_argument(
         "--no-measure", action="store_true", help="do not time models that have no result on disk"
+    )
+    p.add_argument(
+        "--decide",
+        action="store_true",
+        help="the sequential decision rule: each claim's state, its steps in order and their "
+        "price, the next steps' commands (mzlite.experiments.plan.decide)",
+    )
+    p.add_argument(
+        "--first", type=int, default=None, help="--decide: baselines in a claim's first step (2)"
     )
     p.add_argument("--results-dir", default=None)
 
@@ -176,9 +186,19 @@ def main(argv=None) -> int:
             )
             return 1 if out["failed"] else 0
         if args.cmd == "plan":
-            from mzlite.experiments.plan import plan
+            from mzlite.experiments.plan import FIRST_STEP_BASELINES, decide, plan
 
             seeds = None if args.seeds is None else ex.parse_seeds(args.seeds)
+            if args.decide:
+                if args.models or args.cells or args.workers != 1:
+                    raise ValueError("--decide chooses the cells itself: drop --models, --cells "
+                                     "and --workers")  # fmt: skip
+                first = FIRST_STEP_BASELINES if args.first is None else args.first
+                print(decide(args.tables, args.profile, seeds, args.results_dir,
+                             measure=not args.no_measure, first=first).to_text())  # fmt: skip
+                return 0
+            if args.first is not None:
+                raise ValueError("--first applies to --decide only")
             print(
                 plan(
                     args.tables,

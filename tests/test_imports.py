@@ -14,14 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mzlite"
 
-# Underscore names that nn/ still shares between its own modules; the rework of mzlite/nn for
-# issue 26 (the fused-kernel gating) owns those files. Remove an entry when its name is public.
-PENDING_PRIVATE = {
-    ("mzlite.nn.baselines", "mzlite.nn.attention", "_init_linear"),
-    ("mzlite.nn.baselines", "mzlite.nn.models", "_check_set"),
-    ("mzlite.nn.models", "mzlite.nn.attention", "_init_linear"),
-    ("mzlite.nn.models", "mzlite.nn.attention", "_tokens"),
-}
+# Underscore names that modules still share (none left; add one only with the issue that removes it)
+PENDING_PRIVATE: set[tuple[str, str, str]] = set()
 
 
 def module_files(package: Path = PACKAGE) -> dict[str, tuple[Path, bool]]:

@@ -23,9 +23,10 @@ from mzlite import experiments as ex
 from mzlite import nn as mznn
 from mzlite import tasks as T
 from mzlite.exercises import checker
-from mzlite.experiments import tables as table_registry
 from mzlite.experiments.report import report
 from mzlite.experiments.scorecard import Claim, evaluate
+from mzlite.experiments.tables import table_registry
+from mzlite.paper import load_paper_table
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
@@ -162,70 +163,74 @@ def test_journey_add_a_task(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def _depth_table() -> ex.TableSpec:
-    """A throwaway registration of the paper's tab:depth (not registered in mzlite): the Set
-    Transformer with one and two encoder blocks, and the yardstick, on Task A."""
+def _rank_table() -> ex.TableSpec:
+    """A throwaway registration of the paper's tab:hypernet-rank (not registered in mzlite): the
+    HyperNet baseline at rank 8 and 16, and the yardstick, on Task A."""
     cells = [
-        ex.Cell(f"A-st_{k}l", "set_regression", {"d": 4}, "st", "Set Transformer", "Task A",
-                model_kwargs={**SMALL_ST, "n_enc": k}, sizes=(128, 64, 64), full_seeds=3,
-                paper=(ex.PaperRef(f"Set Transformer / {k}", "R^2"),
-                       ex.PaperRef(f"Set Transformer / {k}", "MSE", "mse")))
-        for k in (1, 2)
+        ex.Cell(f"A-hypernet_r{r}", "set_regression", {"d": 4}, "hypernet", f"HyperNet (r={r})",
+                "Task A", model_kwargs={**SMALL_ST, "n_enc": 1, "rank": r}, sizes=(128, 64, 64),
+                full_seeds=3,
+                paper=(ex.PaperRef(f"HyperNet (r={r})", "Task A: Set Regr. / R^2"),
+                       ex.PaperRef(f"HyperNet (r={r})", "Task A: Set Regr. / MSE", "mse")))
+        for r in (8, 16)
     ]  # fmt: skip
     cells.append(
         ex.Cell("A-set_stats", "set_regression", {"d": 4}, ex.SET_STATS, "yardstick", "Task A",
                 sizes=(128, 64, 64), full_seeds=1)
     )  # fmt: skip
     return ex.TableSpec(
-        "tab:depth", "Encoder depth (R^2)", tuple(cells), chapter="06_relational_benchmarks"
+        "tab:hypernet-rank", "HyperNet rank (R^2)", tuple(cells), chapter="06_relational_benchmarks"
     )
 
 
 @pytest.fixture
-def depth_table(monkeypatch):
-    spec = _depth_table()
-    with table_registry._registry().registered(spec.label, spec):
+def rank_table(monkeypatch):
+    spec = _rank_table()
+    with table_registry().registered(spec.label, spec):
         monkeypatch.setattr(ex, "TABLES", (*ex.TABLES, spec.label))
         yield spec
-    assert "tab:depth" not in table_registry._registry()
+    assert "tab:hypernet-rank" not in table_registry()
 
 
-def test_journey_add_a_paper_table(depth_table, tmp_path):
+def test_journey_add_a_paper_table(rank_table, tmp_path):
     section = _journey("Add a paper table")
     for named in ("mzlite/experiments/tables.py", "data/paper", "chapter=", "PaperRef"):
         assert named in section, named
-    assert ex.get_table("depth") is depth_table and depth_table.chapter in {
+    assert ex.get_table("hypernet-rank") is rank_table and rank_table.chapter in {
         p.stem for p in (ROOT / "notebooks").glob("*.ipynb")
     }
-    dirs = _run("tab:depth", tmp_path)
-    rows = report("tab:depth", "smoke", dirs["results_dir"]).by_cell(metric="r2")
-    one = rows["A-st_1l"]  # the paper's number beside ours, from data/paper
-    assert one["paper_mean"] == pytest.approx(0.961) and one["n_seeds"] == 1
+    dirs = _run("tab:hypernet-rank", tmp_path)
+    rows = report("tab:hypernet-rank", "smoke", dirs["results_dir"]).by_cell(metric="r2")
+    one = rows["A-hypernet_r8"]  # the paper's number beside ours, from data/paper
+    paper = load_paper_table("tab:hypernet-rank")["rows"][0]["cells"]["Task A: Set Regr. / R^2"]
+    assert one["paper_mean"] == pytest.approx(paper["mean"]) and one["n_seeds"] == 1
     assert one["params"] > 0 and rows["A-set_stats"]["params"] is None  # a closed form has none
-    assert ex.aliases("tab:depth", "smoke") == {}
+    assert ex.aliases("tab:hypernet-rank", "smoke") == {}
 
 
-def test_journey_add_a_scorecard_claim(depth_table, tmp_path):
+def test_journey_add_a_scorecard_claim(rank_table, tmp_path):
     section = _journey("Add a scorecard claim")
     for named in ("mzlite/experiments/scorecard.py", "Claim", "claims()", "CellKey"):
         assert named in section, named
     claim = Claim(
-        "depth-st-flat",
-        "tab:depth",
-        "A second encoder block changes the Set Transformer's R^2 by less than 0.05 "
-        "(partly: 0.10).",
-        ("A-st_1l", "A-st_2l"),
-        lambda get: abs(get("A-st_2l") - get("A-st_1l")),
+        "rank-flat",
+        "tab:hypernet-rank",
+        "Doubling HyperNet's rank changes its R^2 by less than 0.05 (partly: 0.10).",
+        ("A-hypernet_r8", "A-hypernet_r16"),
+        lambda get: abs(get("A-hypernet_r16") - get("A-hypernet_r8")),
         lambda v: v < 0.05,
         lambda v: v < 0.10,
     )
     assert claim.chapter == "06_relational_benchmarks"
-    with pytest.raises(ValueError, match="no cell 'A-st_3l' in tab:depth"):
-        Claim("depth-typo", "tab:depth", "a renamed cell", ("A-st_3l",), lambda get: 0.0,
-              lambda v: True, lambda v: True)  # fmt: skip
+    with pytest.raises(ValueError, match="no cell 'A-hypernet_r32' in tab:hypernet-rank"):
+        Claim("rank-typo", "tab:hypernet-rank", "a renamed cell", ("A-hypernet_r32",),
+              lambda get: 0.0, lambda v: True, lambda v: True)  # fmt: skip
     empty = evaluate(claim, results_dir=tmp_path / "none")
-    assert empty["verdict"] == "not run" and empty["paper"] == pytest.approx(abs(0.958 - 0.961))
-    dirs = _run("tab:depth", tmp_path)
+    paper = {r["row"]: r["cells"]["Task A: Set Regr. / R^2"]["mean"]
+             for r in load_paper_table("tab:hypernet-rank")["rows"]}  # fmt: skip
+    expect = abs(paper["HyperNet (r=16)"] - paper["HyperNet (r=8)"])
+    assert empty["verdict"] == "not run" and empty["paper"] == pytest.approx(expect)
+    dirs = _run("tab:hypernet-rank", tmp_path)
     smoke = evaluate(claim, profiles=("smoke",), results_dir=dirs["results_dir"])
     assert smoke["verdict"] == "pipeline only" and smoke["ours"] is not None
 

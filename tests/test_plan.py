@@ -7,8 +7,11 @@ import json
 import pytest
 
 from mzlite import experiments as ex
+from mzlite import nn as _nn
 from mzlite.__main__ import main as cli
-from mzlite.experiments.plan import plan
+from mzlite.experiments.plan import decide, plan
+from mzlite.nn import build_model, count_parameters
+from mzlite.tasks import make_task
 
 
 def _write(root, table, cell, seed, profile, sizes, wall, epochs, threads=1):
@@ -76,3 +79,95 @@ def test_cli_plan(tmp_path, capsys):
     assert cli(["plan", "tab:nope"]) == 2
     with pytest.raises(ValueError, match="workers"):
         plan("tab:meb", workers=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The sequential decision rule
+# ---------------------------------------------------------------------------------------------
+
+SPREAD = (-0.01, 0.0, 0.01)
+
+
+def _seeds(root, table, cell, r2, profile="cpu-annealed", seeds=3):
+    """``seeds`` converged results of ``cell`` around test R^2 ``r2`` (100 s, 40 epochs)."""
+    c = ex.get_table(table).cell(cell)
+    for s in range(seeds):
+        _write(root, table, cell, s, profile, (2000, 500, 2000), 100.0, 40)
+        path = ex.result_path(table, cell, s, profile, root)
+        res = json.loads(path.read_text())
+        res["metrics"]["test"]["r2"] = r2 + SPREAD[s]
+        res["convergence"] = {"converged": True, "stopped": True, "fitted": True, "rule": "t"}
+        if not _nn.model_spec(c.model).trainable:
+            res["epochs_run"], res["wall_time_s"] = 0, 0.1
+        path.write_text(json.dumps(res))
+
+
+def test_decide_orders_stops_refuted_claims_and_prices_each_step(tmp_path):
+    T = "tab:hull"
+    # d3: ST-Large significantly better than MZ: refuted, nothing more of d3 runs
+    _seeds(tmp_path, T, "d3-mz_full", 0.50)
+    _seeds(tmp_path, T, "d3-st_large", 0.80)
+    # d6: the first step done (MZ, the yardstick, Standard, ST-Large) and survived
+    for cell, v in (("d6-mz_full", 0.9), ("d6-st_large", 0.5), ("d6-st", 0.6)):
+        _seeds(tmp_path, T, cell, v)
+    _seeds(tmp_path, T, "d6-set_stats", 0.3, seeds=1)
+    d = decide(T, "cpu-annealed", results_dir=tmp_path, measure=False)
+    # the strength order comes from the results: Standard beat ST-Large in d6
+    assert [r["model"] for r in d.strength[:2]] == ["st", "st_large"]
+    assert d.strength[0]["score"] == 0.0 and d.strength[1]["score"] == 1.0
+    by = {c["claim"]: c for c in d.claims}
+    d3, d6, d9 = (by[f"tab-hull-{c}-mz_full-best"] for c in ("d3", "d6", "d9"))
+    assert d3["status"] == "decided" and d3["row"]["decided_by"].startswith("refuted by ST-Large")
+    assert d6["status"] == "open" and d6["steps"][0]["todo"] == 0
+    assert set(d6["steps"][1]["cells"]) == {"d6-hypernet", "d6-perceiver", "d6-la_st"}
+    assert d9["steps"][0]["cells"] == ["d9-mz_full", "d9-set_stats", "d9-st", "d9-st_large"]
+    nxt = d.next_jobs()
+    assert not any(c.startswith("d3-") for _, c in nxt)
+    assert ("tab:hull", "d6-perceiver") in nxt and ("tab:hull", "d9-mz_full") in nxt
+    assert ("tab:hull", "d9-perceiver") not in nxt  # d9's second step waits for its first
+    # each step's price is plan's, cell by cell
+    rows = {r["cell"]: r for r in plan(T, "cpu-annealed", results_dir=tmp_path,
+                                       measure=False).rows}  # fmt: skip
+    step = d9["steps"][0]
+    assert step["cpu_h"] == pytest.approx(sum(rows[c]["cpu_h"] for c in step["cells"]))
+    assert step["todo"] == 3 * 3 + 1
+    text = d.to_text()
+    assert "refuted by ST-Large" in text and "step 2 (only if no model of step 1" in text
+    assert "python -m mzlite run tab:hull --profile cpu-annealed" in text
+    assert text.index("tab-hull-d6-mz_full-best") < text.index("decided (")
+
+
+def test_cli_plan_decide(tmp_path, capsys):
+    argv = ["plan", "tab:tdof-verify", "--decide", "--no-measure", "--results-dir", str(tmp_path)]
+    assert cli(argv) == 0
+    out = capsys.readouterr().out
+    assert "tdof-separation" in out and "step 1 (first): L32-mz_1l, L32-set_stats" in out
+    assert cli(["plan", "tab:transfer-matrix", "--decide", "--no-measure", "--results-dir",
+                str(tmp_path)]) == 0  # fmt: skip
+    assert "no cell claims to order" in capsys.readouterr().out
+    assert cli([*argv, "--cells", "L4-*"]) == 2
+    assert cli(["plan", "tab:meb", "--first", "1"]) == 2
+    with pytest.raises(ValueError, match="first must be an int >= 0"):
+        decide("tab:meb", first=-1)
+
+
+def test_a_model_without_results_on_a_task_is_extrapolated_or_scaled(tmp_path):
+    units = lambda s: s[0] + s[1] / 3  # noqa: E731
+    size = (2000, 500, 2000)
+    # st on hull and MEB, perceiver on MEB only: perceiver on hull = st on hull x their MEB ratio
+    _write(tmp_path, "tab:hull", "d3-st", 0, "cpu", size, 100.0, 10)
+    _write(tmp_path, "tab:meb", "d8-st", 0, "cpu", size, 200.0, 10)
+    _write(tmp_path, "tab:meb", "d8-perceiver", 0, "cpu", size, 600.0, 10)
+    (row,) = plan("tab:hull", "cpu-annealed", cells=["d3-perceiver"], results_dir=tmp_path,
+                  measure=False).rows  # fmt: skip
+    expect = 100.0 / 10 / units(size) * (600.0 / 200.0) * units(size)
+    assert row["s_per_epoch"] == pytest.approx(expect)
+    assert row["cost_source"].startswith("extrapolated: 3.0 x st on hull_volume")
+    # a deeper Set Transformer on Task B from the plain one, by parameter count
+    _write(tmp_path, "tab:main-results", "B-st", 0, "cpu", size, 50.0, 10)
+    (row,) = plan("tab:depth", "cpu-annealed", cells=["B-st_3l"], results_dir=tmp_path,
+                  measure=False).rows  # fmt: skip
+    d_in = make_task("chamfer_matching", 2, 0).d_in
+    n = {k: count_parameters(build_model("st", d_in, n_enc=k)) for k in (2, 3)}  # default: 2
+    assert row["s_per_epoch"] == pytest.approx(50.0 / 10 * n[3] / n[2])
+    assert row["cost_source"].startswith("scaled:") and "by parameter count" in row["cost_source"]

@@ -79,3 +79,66 @@ def test_a_result_under_another_reading_is_refused():
         reading._summary([result], ("zonotope", "plateau"))
     legacy = {"model_config": {}, "train_config": {}}
     assert reading.recorded_reading(legacy) == ("layernorm", "cosine")
+
+
+def _write_result(root, cell, seed, r2, *, gen_norm="zonotope", schedule="plateau", fitted=True):
+    """A result file of tab:main-results under cpu-annealed, as the runner writes the fields
+    the reading ablation reads."""
+    spec = ex.get_table("tab:main-results")
+    d = root / "cpu-annealed" / spec.dirname
+    d.mkdir(parents=True, exist_ok=True)
+    mz = "mz_full" in cell
+    result = {
+        "table": spec.label, "cell": cell, "seed": seed, "profile": "cpu-annealed",
+        "model_config": {"gen_norm": gen_norm} if mz else {},
+        "train_config": {"schedule": schedule},
+        "metrics": {"test": {"r2": r2}},
+        "convergence": {"stopped": True, "converged": True, "fitted": fitted},
+    }  # fmt: skip
+    (d / f"{cell}__seed{seed}.json").write_text(json.dumps(result))
+
+
+def _task_f(rows):
+    return {r.reading: r for r in rows if r.cell == "Task F (rotation matching)"}
+
+
+def test_mz_against_st_is_decided_by_welch_over_seeds(tmp_path):
+    for seed, (mz, st) in enumerate([(0.05, 0.50), (0.08, 0.49), (0.03, 0.51)]):
+        _write_result(tmp_path, "F-mz_full", seed, mz)
+        _write_result(tmp_path, "F-st", seed, st)
+    for seed in range(2):
+        _write_result(tmp_path, "rd-F-none-plateau-mz_full", seed, 0.6, gen_norm="none")
+    rows = _task_f(reading.ablation(results_dir=tmp_path))
+    outcome, p = rows[reading.DEFAULT_READING_ROW].versus_st
+    assert outcome == "ST better" and p < 0.001
+    assert rows[reading.DEFAULT_READING_ROW].r2 == (0.05, 0.08, 0.03)
+    # two seeds decide nothing, however large the gap
+    assert rows["generators: none, schedule: plateau"].versus_st == ("too few seeds", None)
+    assert rows["the paper's training-set size"].versus_st == ("too few seeds", None)
+    table = reading.ablation_table(list(rows.values()))
+    assert "ST better (p = " in table and "too few seeds" in table
+
+
+def test_dependence_names_the_readings_that_reverse_the_default(tmp_path):
+    for seed, (mz, st, big_mz, big_st) in enumerate(
+        [(0.05, 0.50, 0.61, 0.52), (0.08, 0.49, 0.62, 0.53), (0.03, 0.51, 0.60, 0.52)]
+    ):
+        _write_result(tmp_path, "F-mz_full", seed, mz)
+        _write_result(tmp_path, "F-st", seed, st)
+        _write_result(tmp_path, "rd-F-paper-size-mz_full", seed, big_mz)
+        _write_result(tmp_path, "rd-F-paper-size-st", seed, big_st)
+        _write_result(tmp_path, "rd-F-none-plateau-mz_full", seed, st + 0.001 * seed,
+                      gen_norm="none")  # fmt: skip
+        # a reading whose runs never fitted decides nothing, however high its R²
+        _write_result(tmp_path, "rd-F-layernorm-plateau-mz_full", seed, 0.9, gen_norm="layernorm",
+                      fitted=False)  # fmt: skip
+    got = reading.dependence("Task F (rotation matching)", results_dir=tmp_path)
+    assert len(got) == 2
+    assert got[0].startswith("generators: none, schedule: plateau: no significant difference")
+    assert got[1].startswith("the paper's training-set size: MZ better (p = ")
+    rows = _task_f(reading.ablation(results_dir=tmp_path))
+    assert rows["generators: layernorm, schedule: plateau"].versus_st[0] == "optimisation failure"
+    # the same runs with the default undecided: nothing is said to depend on a reading
+    assert reading.dependence("Task B (Chamfer matching)", results_dir=tmp_path) == []
+    with pytest.raises(ValueError, match="diagnostic cells"):
+        reading.dependence("Task Z", results_dir=tmp_path)

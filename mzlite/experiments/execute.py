@@ -239,6 +239,11 @@ def run_job(
         hist = fit(model, tr, va, cfg, checkpoint_path=job.checkpoint_path, progress=progress)
         stats = hist if cfg.normalize_targets else None
         test = evaluate(model, te, cfg, target_stats=stats)
+        from .uncertainty_study import job_metrics  # the uncertainty cells' own metrics
+
+        unc = job_metrics(job, model, (tr, va, te), cfg, build_cell_model)
+        if unc:
+            test, out["uncertainty"] = {**test, **unc["metrics"]}, unc["detail"]
         best = hist.best_epoch
         from mzlite.nn import config_dict
 

@@ -13,10 +13,17 @@ and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
   profile's data sizes by ``n_train + n_val / 3`` (an epoch is a training pass plus a validation
   forward pass, about a third of a training step per set). In order: the same cell of the same
   table under any non-smoke profile; the same model (and options) on the same task in another
-  cell or table; else, with ``measure``, five training steps of the model timed now on real
-  sets of the task, interleaved with those of a model that has results on that task (the Set
-  Transformer where it has), whose measured cost is scaled by the ratio ("timed now"). The
-  source is printed beside each row.
+  cell or table; else extrapolated from other tasks: a reference model's cost on this task
+  (the Set Transformer where it has results here) times the median ratio of the two models'
+  costs on the tasks where both have results ("extrapolated"); else, for a variant of a model
+  (``model_kwargs``: depth, generators) or a sibling built by the same class (MZ-Slim and
+  MZ-Full, ST and ST-Large), the cost on the task of the same model with a subset of those kwargs
+  (the plain model where it ran), else of a sibling, times the ratio of their parameter counts
+  ("scaled"); else, with ``measure``, five
+  training steps of the model timed now on real sets of the task, interleaved with those of a
+  model that has results on that task, whose measured cost is scaled by the ratio ("timed
+  now"); without ``measure``, the model's median cost on other tasks ("rough"). The source is
+  printed beside each row.
 - Epochs: the median ``epochs_run`` of this profile's finished results of the same cell, else
   of the same model in the table, else of the table (the row says which: cell, model, table);
   without any, a prior of 4 x patience (a run stops ``patience`` epochs after its best epoch,
@@ -25,10 +32,26 @@ and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
 
 Timings on a shared machine drift by tens of percent; the plan orders runs by cost, it does not
 promise a finish time. Workers divide the wall time, not the CPU hours.
+
+The sequential decision rule (``decide``; ``python -m mzlite plan TABLES --decide``): most
+claims say that MZAttn beats every other model of its column. Spending CPU hours where verdicts
+change, each such claim runs in two steps: first MZ, the column's set-statistics yardstick and
+the ``FIRST_STEP_BASELINES`` strongest baselines of the column (``baseline_strength``: their
+mean rank in the columns with results so far, else ``DEFAULT_STRENGTH``: ST-Large, ST, Deep
+Sets, ...), 3 seeds; a claim refuted by one significantly better model
+(``scorecard.refutation``: R^2 gap > TIE, Welch p < ALPHA, both cells with 3 converged seeds)
+needs no other cell, and the scorecard says so ("refuted by ST-Large (..., Welch p = ...)");
+one that survives gets the rest of its column. A claim about the best of several baselines
+(``Claim.monotone``: more cells can only make it fail more) is ordered the same way and stops
+as soon as the cells run already fail it. Other claims run all their cells in one step. ``decide``
+reads each claim's state from the results on disk of the planned profile alone, prices each
+step with ``plan`` and prints the order, the open claims' next steps first, cheapest first,
+with the commands that run them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass
@@ -37,6 +60,10 @@ import torch
 
 from mzlite import experiments as ex
 from mzlite import nn as _nn
+from mzlite.experiments import scorecard as _sc
+from mzlite.experiments import stats as _stats
+from mzlite.experiments.scorecard import TIE
+from mzlite.experiments.uncertainty_study import models_per_job
 
 EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
 
@@ -66,6 +93,7 @@ def _measured(results_dir) -> list[dict]:
                     out.append({**{k: r.get(k) for k in ("table", "cell", "task", "model")},
                                 "profile": prof, "unit_s": c,
                                 "key": _model_key(r["model"], r.get("model_kwargs") or {}),
+                                "kwargs": dict(r.get("model_kwargs") or {}),
                                 "options": r.get("task_options") or {}})  # fmt: skip
     return out
 
@@ -228,7 +256,9 @@ def plan(
                 epochs = float(min(prior, cap))
                 eps_src = (f"{spec.label}: prior min(4 x patience, cap) = {epochs:.0f} (no "
                            f"{prof.name} results yet)")  # fmt: skip
-            spe = None if unit is None else unit * _units(job.sizes)
+            spe = (
+                None if unit is None else unit * _units(job.sizes) * models_per_job(spec.label, cid)
+            )  # an ensemble cell's job trains all its members
             rows.append({
                 **row,
                 "s_per_epoch": spe,
@@ -275,7 +305,16 @@ def _unit_cost(label, cell, measured, timed, measure, profile=None):
             f"median of {len(like)} {'/'.join(sorted({m['profile'] for m in like}))} result(s) "
             f"of {cell.model} on {cell.task}"
             + (f" ({own} of this cell)" if own else ""))  # fmt: skip
+    extrapolated = _extrapolated(cell, key, measured) or _param_scaled(cell, measured, profile)
+    if extrapolated is not None:
+        return extrapolated
     if not measure:
+        elsewhere = [m["unit_s"] for m in measured if m["key"] == key]
+        if elsewhere:  # rough: set sizes and d differ between tasks
+            return statistics.median(elsewhere), (
+                f"rough: median of {len(elsewhere)} result(s) of {key} on other tasks (no result "
+                "on this task; plan without --no-measure times it)"
+            )
         return None, "no result of this model on this task (measure=False)"
     # Time it beside a model that has results on this task, and scale that model's measured
     # cost: step timings miss the per-epoch overheads and see today's load, a ratio sees neither.
@@ -292,6 +331,64 @@ def _unit_cost(label, cell, measured, timed, measure, profile=None):
     return unit, f"timed now: {ratio:.1f} x {ref_key} on {cell.task} (5 steps each, interleaved)"
 
 
+def _extrapolated(cell, key: str, measured: list[dict]):
+    """(unit cost, source) of ``cell``'s model on its task from results of other tasks: the cost
+    of a reference model on this task (the Set Transformer where it has results here) times the
+    median ratio of the two models' costs on the tasks where both have results; None when no
+    task has both."""
+    here = {m["key"] for m in measured if m["task"] == cell.task}
+    refs = (["st"] if "st" in here else []) + sorted(here - {"st"})
+    for ref in refs:
+        ratios = []
+        for task in sorted({m["task"] for m in measured if m["key"] == key} - {cell.task}):
+            mine = [m["unit_s"] for m in measured if m["key"] == key and m["task"] == task]
+            theirs = [m["unit_s"] for m in measured if m["key"] == ref and m["task"] == task]
+            if mine and theirs:
+                ratios.append(statistics.median(mine) / statistics.median(theirs))
+        if ratios:
+            base = [m["unit_s"] for m in measured if m["key"] == ref and m["task"] == cell.task]
+            ratio = statistics.median(ratios)
+            return statistics.median(base) * ratio, (
+                f"extrapolated: {ratio:.1f} x {ref} on {cell.task} (the two models' cost ratio "
+                f"on {len(ratios)} other task(s))"
+            )
+    return None
+
+
+def _param_scaled(cell, measured: list[dict], profile=None):
+    """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_enc`` or
+    ``n_g``) or of a sibling model built by the same class, from the results on the same task of
+    the same model with a subset of those kwargs (else of a sibling), scaled by the two builds'
+    parameter counts (a step's cost grows about linearly with them at these sizes); None when
+    no such result exists."""
+
+    from mzlite.tasks import make_task
+
+    kw, cls = cell.model_kwargs, _nn.model_spec(cell.model).model
+    like = [m for m in measured if m["task"] == cell.task and m["key"] != _model_key(cell.model, kw)
+            and _nn.model_spec(m["model"]).model is cls
+            and all(kw.get(k) == v for k, v in m["kwargs"].items())]  # fmt: skip
+    if not like:
+        return None
+    like = [m for m in like if m["profile"] == profile] or like  # as for a cell's own results
+    # the same registered model first (the plain one, else its nearest variant), else a sibling
+    # built by the same class (mz_slim from mz_full, st_large from st)
+    best = max((m["model"] == cell.model, len(m["kwargs"])) for m in like)
+    like = [m for m in like if (m["model"] == cell.model, len(m["kwargs"])) == best]
+    data = make_task(cell.task, 4, 0, **cell.options)
+    base = dataclasses.replace(cell, model=like[0]["model"], model_kwargs=like[0]["kwargs"],
+                               match_params=None)  # fmt: skip
+    n_mine, n_base = (
+        sum(p.numel() for p in ex.build_cell_model(c, data.d_in, data.d_out, 0).parameters())
+        for c in (cell, base)
+    )
+    ratio = n_mine / n_base
+    return statistics.median(m["unit_s"] for m in like) * ratio, (
+        f"scaled: {ratio:.2f} x {like[0]['key']} on {cell.task} by parameter count "
+        f"({n_mine:,} / {n_base:,})"
+    )
+
+
 def _timed(cells, timed) -> list[float]:
     def key(c):
         opts = ex.check_task_options(c.task, c.options)
@@ -304,4 +401,242 @@ def _timed(cells, timed) -> list[float]:
     return timed[k]
 
 
-__all__ = ["Plan", "plan"]
+# ---------------------------------------------------------------------------------------------
+# The sequential decision rule: which runs can change a verdict, in which order, at what price
+# ---------------------------------------------------------------------------------------------
+
+# The order in which models are tried when no results say otherwise (the strongest baselines of
+# the converged tables so far first: ST-Large and the Set Transformer, then Deep Sets).
+DEFAULT_STRENGTH = ("st_large", "st", "deepsets", "perceiver", "hypernet", "la_st", "st_film",
+                    "egnn", "mamba_pma", "st_meanpool", "slot")  # fmt: skip
+FIRST_STEP_BASELINES = 2  # the strongest baselines that run beside MZ in a claim's first step
+
+
+def baseline_strength(results_dir=None, profiles=None) -> list[dict]:
+    """Every non-MZ trained model, strongest first, by its mean normalised rank among the non-MZ
+    models of each column (table, profile, column of main cells) where at least two of them have
+    results: 0 = best of its column, 1 = worst. Rows ``{"model", "score", "columns"}``; models
+    without results follow in ``DEFAULT_STRENGTH`` order (score None). ``profiles``: the
+    profiles whose results count (default every non-smoke profile)."""
+    profiles = [p for p in (profiles or ex.PROFILES) if ex.get_profile(p).name != "smoke"]
+    ranks: dict[str, list[float]] = {}
+    for label in ex.TABLES:
+        spec = ex.get_table(label)
+        for prof in profiles:
+            by_cell = ex.results_by_cell(spec, prof, results_dir)
+            cols: dict[str, dict[str, float]] = {}
+            for c in spec.cells:
+                ms = _nn.model_spec(c.model)
+                if c.part != "main" or not ms.trainable or ms.family == "mz":
+                    continue
+                vals = [r["metrics"]["test"].get("r2") for r in by_cell.get(c.id, [])]
+                vals = [v for v in vals if v is not None]
+                if vals:
+                    best = cols.setdefault(c.column, {}).get(c.model)
+                    mean = statistics.fmean(vals)
+                    cols[c.column][c.model] = mean if best is None else max(best, mean)
+            for col in cols.values():
+                if len(col) < 2:
+                    continue
+                order = sorted(col, key=col.get, reverse=True)
+                for i, m in enumerate(order):
+                    ranks.setdefault(m, []).append(i / (len(order) - 1))
+    default = {m: i for i, m in enumerate(DEFAULT_STRENGTH)}
+    names = [n for n, s in _nn.MODELS.items() if s.trainable and s.family != "mz"]
+    rows = [{"model": n, "score": statistics.fmean(ranks[n]) if n in ranks else None,
+             "columns": len(ranks.get(n, []))} for n in names]  # fmt: skip
+    return sorted(rows, key=lambda r: (r["score"] is None, r["score"] or 0.0,
+                                       default.get(r["model"], len(default))))  # fmt: skip
+
+
+@dataclass
+class Decisions:
+    """The sequential decision plan of ``decide``: ``claims``, one dict per claim with its
+    ``status`` ("decided", "open"), its scorecard ``row`` and ``steps`` (each ``{"step",
+    "cells", "todo", "done", "cpu_h", "cpu_h_cap", "unknown", "when"}``); ``strength`` (the
+    baseline order used); ``to_text()``."""
+
+    profile: str
+    claims: list[dict]
+    strength: list[dict]
+    first: int = FIRST_STEP_BASELINES
+    without: list[str] = dataclasses.field(default_factory=list)  # tables with no cell claims
+
+    def next_jobs(self) -> list[tuple[str, str]]:
+        """(table, cell) of every cell the next step of an open claim runs, once each."""
+        out = []
+        for c in self.claims:
+            step = _next_step(c)
+            for cid in step["cells"] if step else ():
+                if (c["table"], cid) not in out:
+                    out.append((c["table"], cid))
+        return out
+
+    def totals(self) -> dict:
+        """CPU hours of the next steps (every cell once) and of every step of the open claims
+        (each claim survives every step: the most the rule can cost)."""
+        nxt, worst = {}, {}
+        for c in self.claims:
+            step = _next_step(c)
+            if step:
+                nxt.update({(c["table"], k): v for k, v in step["price"].items()})
+            if c["status"] == "open":
+                for s in c["steps"]:
+                    worst.update({(c["table"], k): v for k, v in s["price"].items()})
+        add = lambda d, key: sum(v[key] or 0.0 for v in d.values())  # noqa: E731
+        return {
+            "next_cpu_h": add(nxt, "cpu_h"), "next_jobs": sum(v["todo"] for v in nxt.values()),
+            "worst_cpu_h": add(worst, "cpu_h"), "worst_cap_h": add(worst, "cpu_h_cap"),
+            "unknown": sum(v["cpu_h"] is None and v["todo"] > 0 for v in worst.values()),
+        }  # fmt: skip
+
+    def to_text(self) -> str:
+        prof = ex.get_profile(self.profile)
+        top = ", ".join(
+            f"{r['model']} (" + ("no results" if r["score"] is None else f"{r['score']:.2f}") + ")"
+            for r in self.strength[:4]
+        )
+        out = [
+            f"decide [{prof.name}]: the sequential rule. Each claim that MZAttn beats every model "
+            f"of its column runs MZ, the yardstick and the {self.first} strongest baselines "
+            f"first; one baseline significantly better (R^2 gap > {TIE}, Welch p < "
+            f"{_stats.ALPHA}, {_stats.MIN_SEEDS} converged seeds each) refutes it and the rest "
+            "of the column is not run; a claim that survives gets the rest of its column.",
+            f"baseline strength (mean normalised rank in the columns run so far, 0 = best): {top}",
+            "",
+        ]
+        open_ = [c for c in self.claims if c["status"] == "open"]
+        # cheapest first; a step with cells no estimate prices goes after those that have one
+        open_.sort(key=lambda c: (bool((_next_step(c) or {}).get("unknown")),
+                                  (_next_step(c) or {}).get("cpu_h") or 0.0))  # fmt: skip
+        for c in open_:
+            row = c["row"]
+            out.append(f"{c['table']} {c['claim']}  [now: {row['verdict']}"
+                       + (f": {row['why']}" if row.get("why") else "") + "]")  # fmt: skip
+            for s in c["steps"]:
+                more = f"; {s['unknown']} cell(s) without an estimate" if s["unknown"] else ""
+                state = "done" if not s["todo"] else f"{s['todo']} job(s) (+{s['done']} done)"
+                out.append(f"  step {s['step']} ({s['when']}): {', '.join(s['cells'])}: {state}, "
+                           f"{s['cpu_h']:.2f} CPU h expected ({s['cpu_h_cap']:.2f} at the cap"
+                           f"{more})")  # fmt: skip
+        decided = [c for c in self.claims if c["status"] == "decided"]
+        if decided:
+            out += ["", f"decided ({len(decided)}):"]
+            for c in decided:
+                row = c["row"]
+                rule = row.get("decided_by") or row.get("why") or ""
+                out.append(f"  {c['table']} {c['claim']}: {row['verdict']} ({rule})")
+        if self.without:
+            out += [
+                "",
+                "no cell claims to order (rank claims are judged over every setting, or "
+                f"none are registered): {', '.join(self.without)}; plan prices them whole",
+            ]
+        t = self.totals()
+        unk = f"; {t['unknown']} cell(s) without an estimate" if t["unknown"] else ""
+        out += [
+            "",
+            f"next steps of the {len(open_)} open claim(s): {t['next_jobs']} job(s), "
+            f"{t['next_cpu_h']:.1f} CPU h expected",
+            f"every step of every open claim (each survives): {t['worst_cpu_h']:.1f} CPU h "
+            f"expected, {t['worst_cap_h']:.1f} at the epoch cap{unk}",
+            "the next steps, one command per table:" if self.next_jobs() else "nothing to run",
+        ]
+        by_table: dict[str, list[str]] = {}
+        for table, cid in self.next_jobs():
+            by_table.setdefault(table, []).append(cid)
+        for table, cells in by_table.items():
+            out.append(f"  python -m mzlite run {table} --profile {prof.name} --workers 1 "
+                       f"--threads 1 --cells {','.join(cells)}")  # fmt: skip
+        return "\n".join(out)
+
+    __str__ = to_text
+
+
+def _next_step(claim: dict) -> dict | None:
+    """The first step of an open claim with jobs to run."""
+    if claim["status"] != "open":
+        return None
+    return next((s for s in claim["steps"] if s["todo"]), None)
+
+
+def _steps(claim, spec, strength: list[str], first: int) -> list[tuple[str, list[str]]]:
+    """(when, cells) of each step of ``claim``: for a compare claim on R^2, MZ, the column's
+    yardstick and the ``first`` strongest of the compared cells, then the rest; else one step."""
+    rank = {m: i for i, m in enumerate(strength)}
+    if claim.monotone:
+        ordered = sorted(claim.cells, key=lambda b: rank.get(spec.cell(b).model, len(rank)))
+        steps = [("first", ordered[:first] or ordered)]
+        if ordered[len(steps[0][1]) :]:
+            steps.append(("only if step 1 does not fail it", ordered[len(steps[0][1]) :]))
+        return steps
+    if claim.compare is None or claim.metric != "r2":
+        return [("all of the claim's cells", list(claim.cells))]
+    a, bs = claim.compare
+    col = spec.cell(a).column
+    yard = [c.id for c in spec.cells if c.model == ex.SET_STATS and c.column == col
+            and c.part == spec.cell(a).part]  # fmt: skip
+    ordered = sorted(bs, key=lambda b: rank.get(spec.cell(b).model, len(rank)))
+    step1 = [a, *yard, *ordered[:first]]
+    rest = [c for c in (*ordered[first:], *claim.cells) if c not in step1]
+    steps = [("first", step1)]
+    if rest:
+        steps.append(("only if no model of step 1 refutes it", list(dict.fromkeys(rest))))
+    return steps
+
+
+def decide(
+    tables,
+    profile: str = "cpu-annealed",
+    seeds=None,
+    results_dir=None,
+    measure: bool = True,
+    first: int = FIRST_STEP_BASELINES,
+) -> Decisions:
+    """The sequential decision plan of the scorecard's claims about ``tables`` under ``profile``
+    (see ``Decisions``): each claim's status from the results on disk (``scorecard.evaluate`` on
+    this profile alone, with its ``refutation`` rule) and the steps still to run, each priced by
+    ``plan``. A claim is decided when a model refutes it or when every cell it names has its
+    seeds; else it is open."""
+    if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+        raise ValueError(f"first must be an int >= 0 (baselines in the first step), got {first!r}")
+    prof = ex.get_profile(profile)
+    tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
+    labels = [ex.get_table(t).label for t in tables]
+    strength = baseline_strength(results_dir)
+    order = [r["model"] for r in strength]
+    chosen = [c for label in labels for c in _sc.claims(label) if isinstance(c, _sc.Claim)]
+    planned = []
+    for c in chosen:
+        spec = ex.get_table(c.table)
+        planned.append((c, _steps(c, spec, order, first)))
+    price = {}
+    for label in dict.fromkeys(c.table for c, _ in planned):
+        cells = sorted({cid for c, steps in planned if c.table == label for _, ids in steps
+                        for cid in ids})  # fmt: skip
+        p = plan(label, prof.name, seeds, cells=cells, results_dir=results_dir, measure=measure)
+        price.update({(r["table"], r["cell"]): r for r in p.rows})
+    out = []
+    for c, steps in planned:
+        row = _sc.evaluate(c, (prof.name,), results_dir)
+        rows = []
+        for i, (when, ids) in enumerate(steps, start=1):
+            got = {cid: price[(c.table, cid)] for cid in ids if (c.table, cid) in price}
+            rows.append({
+                "step": i, "when": when, "cells": ids, "price": got,
+                "todo": sum(r["todo"] for r in got.values()),
+                "done": sum(r["done"] for r in got.values()),
+                "cpu_h": sum(r["cpu_h"] or 0.0 for r in got.values()),
+                "cpu_h_cap": sum(r["cpu_h_cap"] or 0.0 for r in got.values()),
+                "unknown": sum(r["cpu_h"] is None and r["todo"] > 0 for r in got.values()),
+            })  # fmt: skip
+        refuted = row.get("refuted_by") is not None
+        complete = all(not s["todo"] for s in rows)
+        status = "decided" if refuted or complete else "open"
+        out.append({"claim": c.id, "table": c.table, "status": status, "row": row,
+                    "steps": rows})  # fmt: skip
+    without = [label for label in labels if not any(c.table == label for c, _ in planned)]
+    return Decisions(prof.name, out, strength, first, without)
+
+
+__all__ = ["DEFAULT_STRENGTH", "Decisions", "Plan", "baseline_strength", "decide", "plan"]

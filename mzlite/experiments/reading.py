@@ -22,7 +22,10 @@ from . import stats as _stats
 from .results import load_results
 from .tables import GEN_NORM_READINGS, SCHEDULE_READINGS, get_table
 
-__all__ = ["CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "choices_table", "AblationRow"]
+__all__ = [
+    "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices_table",
+    "dependence", "AblationRow",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -253,8 +256,9 @@ DIAGNOSTIC_CELLS = (
 @dataclass(frozen=True)
 class AblationRow:
     """One reading of one diagnostic cell: test R² over its seeds (``mean``, ``std``,
-    ``seeds``), how many runs ``stopped`` and how many ``fitted`` their training set, and the
-    Set Transformer's mean R² on the same cell and protocol (``st_mean``)."""
+    ``seeds``; the values in ``r2``), how many runs ``stopped`` and how many ``fitted`` their
+    training set, and the Set Transformer's R² on the same cell and protocol (``st_mean``,
+    its values ``st_r2``)."""
 
     cell: str
     reading: str
@@ -266,10 +270,31 @@ class AblationRow:
     stopped: int
     fitted: int
     st_mean: float | None
+    r2: tuple[float, ...] = ()
+    st_r2: tuple[float, ...] = ()
 
     @property
     def optimisation_failures(self) -> int:
         return self.stopped - self.fitted if self.seeds else 0
+
+    @property
+    def versus_st(self) -> tuple[str, float | None]:
+        """MZ against the Set Transformer under this reading: ("MZ better" | "ST better" |
+        "no significant difference" | "too few seeds", Welch's p). A side needs
+        ``MIN_SEEDS`` seeds, and a difference needs p < ``ALPHA`` (the scorecard's rules); a
+        reading with an optimisation failure among its runs decides nothing."""
+        if min(len(self.r2), len(self.st_r2)) < _stats.MIN_SEEDS:
+            return "too few seeds", None
+        if self.optimisation_failures:
+            return "optimisation failure", None
+        test = _stats.welch(self.r2, self.st_r2)
+        p = test["p"]
+        if p is None or p >= _stats.ALPHA:
+            return "no significant difference", p
+        return ("MZ better" if test["diff"] > 0 else "ST better"), p
+
+
+DEFAULT_READING_ROW = "generators: zonotope, schedule: plateau"  # the main cells' reading
 
 
 def _reading_cells(table: str, col: str, main: str, mid: str) -> list[tuple[str, str, str]]:
@@ -298,9 +323,14 @@ def recorded_reading(result: dict) -> tuple[str, str]:
     return gen_norm, (result.get("train_config") or {}).get("schedule", "cosine")
 
 
+def _r2_values(results: list[dict]) -> tuple[float, ...]:
+    r2 = [((r.get("metrics") or {}).get("test") or {}).get("r2") for r in results]
+    return tuple(v for v in r2 if v is not None)
+
+
 def _summary(results: list[dict], expect: tuple[str, str] | None = None):
-    """(mean R², std, seeds, stopped, fitted) of a cell's results; with ``expect`` every
-    result must have been trained under that (gen_norm, schedule) reading."""
+    """(mean R², std, seeds, stopped, fitted, R² values) of a cell's results; with ``expect``
+    every result must have been trained under that (gen_norm, schedule) reading."""
     for r in results if expect else ():
         got = recorded_reading(r)
         if got != expect:
@@ -308,13 +338,12 @@ def _summary(results: list[dict], expect: tuple[str, str] | None = None):
                 f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was trained under "
                 f"generators {got[0]!r}, schedule {got[1]!r}, not the {expect} its row says"
             )
-    r2 = [((r.get("metrics") or {}).get("test") or {}).get("r2") for r in results]
-    r2 = [v for v in r2 if v is not None]
+    r2 = _r2_values(results)
     summ = _stats.summarise(r2)
     conv = [_stats.result_convergence(r) for r in results]
     stopped = sum(bool(c.get("stopped", c.get("converged"))) for c in conv)
     fitted = sum(c.get("fitted") is True for c in conv)
-    return summ.get("mean"), summ.get("std"), len(r2), stopped, fitted
+    return summ.get("mean"), summ.get("std"), len(r2), stopped, fitted, r2
 
 
 PROFILE = "cpu-annealed"  # the profile the reading ablation runs under
@@ -332,33 +361,60 @@ def ablation(results_dir=None) -> list[AblationRow]:
     """The reading ablation from the result files: per diagnostic cell, the first reading's
     results (profile ``cpu-converged``: per-row generator LayerNorm, cosine over the cap, MZ at
     lr 3e-3), then one row per (generator normalisation, schedule) under ``cpu-annealed``, then
-    the extra readings (signed readout, the paper's training-set size). Cells without results
-    have ``seeds == 0``; a result trained under another reading than its row raises."""
+    the extra readings (signed readout, the paper's training-set size). Each row carries the
+    Set Transformer of the same protocol (the paper-size row: the Set Transformer at the
+    paper's size). Cells without results have ``seeds == 0``; a result trained under another
+    reading than its row raises."""
     rows = []
     for table, col, main, st_cell, what in DIAGNOSTIC_CELLS:
         first = _by_cell(table, FIRST_READING, results_dir)
-        mean, std, n, stopped, fitted = _summary(first.get(main, []), ("layernorm", "cosine"))
+        *mz, r2 = _summary(first.get(main, []), ("layernorm", "cosine"))
+        st_r2 = _summary(first.get(st_cell, []))[-1]
         rows.append(AblationRow(what, "first reading: per-row LayerNorm, cosine, lr 3e-3",
-                                "layernorm", "cosine", mean, std, n, stopped, fitted,
-                                _summary(first.get(st_cell, []))[0]))  # fmt: skip
+                                "layernorm", "cosine", *mz, _mean(st_r2), r2, st_r2))  # fmt: skip
         by_cell = _by_cell(table, PROFILE, results_dir)
         mid = main.rsplit("-", 1)[1]
-        st = _summary(by_cell.get(st_cell, []))[0]
+        st_r2 = _summary(by_cell.get(st_cell, []))[-1]
         for gen_norm, sched, cid in _reading_cells(table, col, main, mid):
-            mean, std, n, stopped, fitted = _summary(by_cell.get(cid, []), (gen_norm, sched))
+            *mz, r2 = _summary(by_cell.get(cid, []), (gen_norm, sched))
             rows.append(AblationRow(what, f"generators: {gen_norm}, schedule: {sched}", gen_norm,
-                                    sched, mean, std, n, stopped, fitted, st))  # fmt: skip
-        extra = [(f"rd-{col}-signed-{mid}", "signed readout")]
-        extra += [(f"rd-{col}-paper-size-{mid}", "the paper's training-set size")]
+                                    sched, *mz, _mean(st_r2), r2, st_r2))  # fmt: skip
+        paper_st = _summary(by_cell.get(f"rd-{col}-paper-size-st", []))[-1]
+        extra = [(f"rd-{col}-signed-{mid}", "signed readout", st_r2)]
+        extra += [(f"rd-{col}-paper-size-{mid}", "the paper's training-set size", paper_st)]
         ids = {c.id for c in get_table(table).cells}
-        for cid, reading in extra:
+        for cid, reading, st_values in extra:
             if cid not in ids:
                 continue
-            mean, std, n, stopped, fitted = _summary(by_cell.get(cid, []), ("zonotope", "plateau"))
-            st_paper = _summary(by_cell.get(f"rd-{col}-paper-size-st", []))[0]
-            rows.append(AblationRow(what, reading, "zonotope", "plateau", mean, std, n, stopped,
-                                    fitted, st_paper if "size" in reading else st))  # fmt: skip
+            *mz, r2 = _summary(by_cell.get(cid, []), ("zonotope", "plateau"))
+            rows.append(AblationRow(what, reading, "zonotope", "plateau", *mz,
+                                    _mean(st_values), r2, st_values))  # fmt: skip
     return rows
+
+
+def _mean(values: tuple[float, ...]) -> float | None:
+    return _stats.summarise(values).get("mean")
+
+
+def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=None) -> list[str]:
+    """The readings under which MZ against the Set Transformer on diagnostic cell ``cell`` (its
+    description in ``DIAGNOSTIC_CELLS``, e.g. "Task F (rotation matching)") comes out otherwise
+    than under mzlite's default reading, each as "<reading>: <outcome> (p = ...)"; empty when
+    no decided reading differs, or when the default reading itself is undecided."""
+    known = [c[-1] for c in DIAGNOSTIC_CELLS]
+    if cell not in known:
+        raise ValueError(f"cell must be one of the diagnostic cells {known}, got {cell!r}")
+    rows = [r for r in (ablation(results_dir) if rows is None else rows) if r.cell == cell]
+    default = next(r for r in rows if r.reading == DEFAULT_READING_ROW).versus_st[0]
+    decided = ("MZ better", "ST better", "no significant difference")
+    if default not in decided:
+        return []
+    out = []
+    for r in rows:
+        outcome, p = r.versus_st
+        if r.reading != DEFAULT_READING_ROW and outcome in decided and outcome != default:
+            out.append(f"{r.reading}: {outcome} (p = {p:.2g})")
+    return out
 
 
 def _r2(mean: float | None, std: float | None) -> str:
@@ -369,14 +425,14 @@ def _r2(mean: float | None, std: float | None) -> str:
 
 def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> str:
     """The reading ablation as an HTML table: per diagnostic cell and reading, MZ's test R²
-    (mean ± std over seeds), how many runs stopped and fitted, and the Set Transformer's R² on
-    the same cell and protocol. A run that stopped without fitting is counted as an
-    optimisation failure."""
+    (mean ± std over seeds), how many runs stopped and fitted, the Set Transformer's R² on the
+    same cell and protocol, and the two compared (Welch's test over seeds). A run that stopped
+    without fitting is counted as an optimisation failure."""
     rows = ablation(results_dir) if rows is None else rows
     head = "".join(
         f"<th>{h}</th>"
         for h in ("Cell", "Reading", "MZ test R²", "Seeds", "Fitted / stopped",
-                  "Set Transformer R²")
+                  "Set Transformer R²", "MZ against ST")
     )  # fmt: skip
     body = []
     for r in rows:
@@ -385,7 +441,9 @@ def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> s
             fit += f" ({r.optimisation_failures} optimisation failure"
             fit += "s)" if r.optimisation_failures > 1 else ")"
         st = "–" if r.st_mean is None else f"{r.st_mean:.3f}"
-        cells = (r.cell, r.reading, _r2(r.mean, r.std), str(r.seeds), fit, st)
+        outcome, p = r.versus_st
+        versus = outcome if p is None else f"{outcome} (p = {p:.2g})"
+        cells = (r.cell, r.reading, _r2(r.mean, r.std), str(r.seeds), fit, st, versus)
         body.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells) + "</tr>")
     return (
         "<table class='mz-reading-ablation'><thead><tr>" + head + "</tr></thead><tbody>"

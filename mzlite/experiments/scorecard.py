@@ -11,9 +11,10 @@ values, applied twice, once to the paper's numbers (``data/paper``, through each
 our value with the claim's thresholds, which are stated in the claim's text.
 
 Which results: for each claim the first profile of ``profiles`` (default ``PROFILE_ORDER``:
-``("full", "cpu-converged", "cpu")``) that has the cells the claim needs (a "best baseline"
-needs at least one of its baselines; the row then says how many of the claim's cells ran); the
-row names that profile, the seeds, the epochs, the data sizes and the device. Smoke results
+``("full", "cpu-annealed", "cpu-converged", "cpu")``) that has the cells the claim needs (a
+"best baseline" needs at least one of its baselines; the row then says how many of the claim's
+cells ran); the row names that profile, the seeds, the epochs, the data sizes and the device.
+Smoke results
 never give a verdict (their numbers mean nothing): with ``profiles=("smoke",)`` each row says
 "pipeline only".
 
@@ -42,6 +43,17 @@ seeds, as the paper uses: "holds" needs the gap beyond its threshold *and* p < `
 against every compared cell that ran (the largest p is printed); a gap that passes its
 threshold without significance only "holds partly".
 
+The sequential decision rule (``refutation``; ``plan --decide`` orders the runs by it): a claim
+that one cell beats every other of its column is refuted ("does not hold here") by a single
+compared cell better by more than the tie with Welch's p < ALPHA, both cells with MIN_SEEDS
+converged seeds of one protocol, whatever the rest of the column says or whether it ran; a claim
+about the best of several baselines (``Claim.monotone``) once the cells run fail even its weaker
+test. Every row says which rule decided it (``decided_by``, also the verdict's ``why``):
+"refuted by ST-Large (..., Welch p = ...)", "survived N of M models ...", "the claim's
+thresholds". Retirement: the one-seed ``cpu`` results leave a claim's verdict once a converged
+cell of the claim exists under another profile (``row["retired"]`` says so); asked for alone
+(``profiles=("cpu",)``) they still read, as the labelled ablation they are.
+
 Choices: a tie is an R^2 gap within 0.01 ("holds partly"). "MZ beats the best" claims are
 generated for every column where the paper's own numbers put MZ first, so the paper's side of
 every such row is a positive gap by construction.
@@ -54,6 +66,7 @@ from dataclasses import dataclass
 
 from mzlite import experiments as ex
 from mzlite import nn as _nn
+from mzlite.experiments import reading as _reading
 from mzlite.experiments import stats as _stats
 from mzlite.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.experiments.results import PROFILE_ORDER  # the best evidence first
@@ -80,7 +93,13 @@ class Claim:
     ``MissingCell``); ``holds``/``partly`` test our value; ``metric`` is the result metric the
     cells are read with; ``fmt`` formats a value ("+0.12", "0.97 -> 0.40"). ``compare``:
     ``(a, (b, ...))`` for a claim that cell ``a`` is better than each ``b``: "holds" then also
-    needs Welch's test of ``a`` against every ``b`` that ran to give p < ``ALPHA``. Every cell
+    needs Welch's test of ``a`` against every ``b`` that ran to give p < ``ALPHA``.
+    ``monotone``: ``expr`` is computed from the cells that ran and another cell can only make it
+    fail more (the best of several baselines "fails"): once the cells that ran fail even the
+    weaker test, with solid evidence, the claim is refuted (``refutation``). ``paper_table``
+    and ``paper_expr``: a claim about a paper table whose runs are the cells of another table
+    (tab:unc-comparison's, read from tab:ece-nll's runs) computes its paper side with
+    ``paper_expr()`` from ``paper_table``'s numbers. Every cell
     id is checked against the table when the claim is made (``CellKey``): a renamed cell fails
     loudly instead of leaving the claim silently "not run"."""
 
@@ -94,6 +113,9 @@ class Claim:
     metric: str = "r2"
     fmt: Callable[[float], str] = lambda v: f"{v:.3f}"
     compare: tuple[str, tuple[str, ...]] | None = None
+    monotone: bool = False
+    paper_table: str | None = None
+    paper_expr: Callable[[], float] | None = None
 
     def __post_init__(self):
         if not self.cells:
@@ -240,6 +262,7 @@ def _meb_claims() -> list[Claim]:
                 _max_of(pma),
                 lambda v: v <= 0.10,
                 lambda v: v <= 0.30,
+                monotone=True,
             )
         )
         out.append(
@@ -252,6 +275,187 @@ def _meb_claims() -> list[Claim]:
             )
         )
     return out
+
+
+def _why_claims() -> list[Claim]:
+    """The ablations the paper offers as its explanation of why MZ works: depth (tab:depth),
+    the zonotope generator budget n_g (tab:ablation), the matrix generator budget n_mz
+    (tab:gen-ablation)."""
+    depth = ex.get_table("tab:depth")
+    st = [c.id for c in depth.cells if c.model == "st"]
+    gen = ex.get_table("tab:gen-ablation")
+    Ls = sorted({c.options["L"] for c in gen.cells})
+    one = [f"L{L}-nmz1" for L in Ls]
+    others = ["B-ng2-mz_full", "B-ng8-mz_full", "B-ng16-mz_full"]
+    return [
+        _beats(
+            "depth-mz-1l-beats-every-depth",
+            depth.label,
+            "Set matching: a 1-layer MZAttn beats the Set Transformer at every depth from 1 to "
+            f"{len(st)} encoder blocks",
+            "B-mz_1l",
+            st,
+        ),
+        Claim(
+            "ablation-ng4-peaks",
+            "tab:ablation",
+            "Set matching: the zonotope generator budget n_g = 4 gives the best R^2 of n_g in "
+            "{2, 4, 8, 16} (R^2 gap to the best other n_g > 0, significantly; partly: a tie "
+            f"within {TIE}).",
+            ("B-ng4-mz_full", *others),
+            _gap("B-ng4-mz_full", others),
+            lambda v: v > 0,
+            lambda v: v >= -TIE,
+            fmt=_signed,
+            compare=("B-ng4-mz_full", tuple(others)),
+        ),
+        _beats(
+            "ablation-ng16-overfits",
+            "tab:ablation",
+            "Set matching: larger zonotope budgets overfit: n_g = 4 beats n_g = 16",
+            "B-ng4-mz_full",
+            ["B-ng16-mz_full"],
+        ),
+        Claim(
+            "gen-ablation-nmz1-fits",
+            gen.label,
+            f"Even one matrix generator (n_mz = 1) fits the quadratic-TDOF target at L in {Ls}: "
+            "its lowest R^2 is >= 0.90 (partly: >= 0.70).",
+            tuple(one),
+            _min_of(one),
+            lambda v: v >= 0.90,
+            lambda v: v >= 0.70,
+        ),
+        Claim(
+            "gen-ablation-diminishing",
+            gen.label,
+            "More matrix generators than 4 add nothing: at every L, R^2 with n_mz = 32 exceeds "
+            f"R^2 with n_mz = 4 by at most {TIE} (partly: 0.03).",
+            tuple(f"L{L}-nmz{k}" for L in Ls for k in (4, 32)),
+            lambda get: max(get(f"L{L}-nmz32") - get(f"L{L}-nmz4") for L in Ls),
+            lambda v: v <= TIE,
+            lambda v: v <= 0.03,
+            fmt=_signed,
+        ),
+    ]
+
+
+def _ambiguity_claims() -> list[Claim]:
+    """tab:ambiguity: at every correspondence-noise level, MZAttn-Full beats the Set
+    Transformer on set matching."""
+    spec = ex.get_table("tab:ambiguity")
+    cols = sorted({c.column for c in spec.cells}, key=lambda c: float(c.rsplit("=", 1)[1]))
+    out = []
+    for col in cols:
+        cid = col.rsplit("=", 1)[1]
+        out.append(
+            _beats(
+                f"ambiguity-s{cid}-mz-beats-st",
+                spec.label,
+                f"Set matching, {col}: MZAttn-Full beats the Set Transformer",
+                f"s{cid}-mz_full",
+                [f"s{cid}-st"],
+            )
+        )
+    return out
+
+
+def _uncertainty_claims() -> list[Claim]:
+    """The uncertainty study (mzlite.experiments.uncertainty_study): tab:ece-nll's cells, with
+    the claims of tab:ece-nll, tab:unc-comparison and tab:uncertainty."""
+    from mzlite.paper import paper_value
+
+    label = "tab:ece-nll"
+    ihw, mc, ens = "B-ihw-mz_full", "B-mcdropout-st", "B-ensemble-st"
+    unc, binned = "tab:unc-comparison", "tab:uncertainty"
+    spear = {k: paper_value(unc, k, "Spearman") for k in ("MZAttn (IHW)", "MC-Dropout",
+                                                          "Deep Ensemble")}  # fmt: skip
+    return [
+        Claim(
+            "ece-nll-ihw-nll-below-ensemble",
+            label,
+            "IHW's Gaussian NLL is lower than the 5-member deep ensemble's (NLL gap > 0, "
+            "significantly; partly: within 0.1 nats).",
+            (ihw, ens),
+            lambda get: get(ens) - get(ihw),
+            lambda v: v > 0,
+            lambda v: v >= -0.1,
+            metric="nll",
+            fmt=_signed,
+            compare=(ihw, (ens,)),
+        ),
+        Claim(
+            "ece-nll-ihw-ece-on-par",
+            label,
+            "IHW's calibration error (ECE) is on par with the deep ensemble's: they differ by at "
+            "most 0.05 (partly: 0.10).",
+            (ihw, ens),
+            lambda get: abs(get(ihw) - get(ens)),
+            lambda v: v <= 0.05,
+            lambda v: v <= 0.10,
+            metric="ece",
+        ),
+        Claim(
+            "ece-nll-mc-dropout-best-nll",
+            label,
+            "MC-Dropout (30 passes) has the lowest NLL of the three methods (gap to the better "
+            "of IHW and the ensemble > 0, significantly; partly: within 0.1 nats).",
+            (mc, ihw, ens),
+            lambda get: min(get(ihw), get(ens)) - get(mc),
+            lambda v: v > 0,
+            lambda v: v >= -0.1,
+            metric="nll",
+            fmt=_signed,
+            compare=(mc, (ihw, ens)),
+        ),
+        Claim(
+            "ece-nll-mc-dropout-best-ece",
+            label,
+            "MC-Dropout has the lowest ECE of the three methods (gap > 0, significantly; "
+            "partly: within 0.02).",
+            (mc, ihw, ens),
+            lambda get: min(get(ihw), get(ens)) - get(mc),
+            lambda v: v > 0,
+            lambda v: v >= -0.02,
+            metric="ece",
+            fmt=_signed,
+            compare=(mc, (ihw, ens)),
+        ),
+        Claim(
+            "unc-comparison-ihw-ranks-errors",
+            label,
+            f"{unc}: IHW, one forward pass, ranks the errors about as well as MC-Dropout and the "
+            "ensemble: its Spearman correlation with |error| is at most 0.10 below the better "
+            "of theirs (partly: 0.20).",
+            (ihw, mc, ens),
+            lambda get: get(ihw) - max(get(mc), get(ens)),
+            lambda v: v >= -0.10,
+            lambda v: v >= -0.20,
+            metric="unc_spearman",
+            fmt=_signed,
+            paper_table=unc,
+            paper_expr=lambda: (
+                spear["MZAttn (IHW)"] - max(spear["MC-Dropout"], spear["Deep Ensemble"])
+            ),
+        ),
+        Claim(
+            "uncertainty-error-grows-with-ihw",
+            label,
+            f"{binned}: the test sets in the highest fifth of IHW have a mean |error| at least "
+            "twice that of the lowest fifth (partly: larger at all).",
+            (ihw,),
+            lambda get: get(ihw),
+            lambda v: v >= 2.0,
+            lambda v: v > 1.0,
+            metric="bin_err_ratio",
+            fmt=lambda v: f"{v:.2f}x",
+            paper_table=binned,
+            paper_expr=lambda: (
+                paper_value(binned, "5 (highest)", "Mean |error|")
+                / paper_value(binned, "1 (lowest)", "Mean |error|")
+            ),
+        ),
+    ]
 
 
 def _paper_value(table: str, cell_id: str, metric: str) -> float:
@@ -318,9 +522,12 @@ def _transfer_claims() -> list[RankClaim]:
 
 def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
-    out = _tdof_claims() + _meb_claims() + _transfer_claims()
+    out = _tdof_claims() + _meb_claims() + _transfer_claims() + _why_claims()
+    out += _uncertainty_claims() + _ambiguity_claims()
+    own = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix", "tab:depth",
+           "tab:ablation", "tab:ece-nll", "tab:ambiguity")  # fmt: skip
     for label in ex.TABLES:
-        if label not in ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix"):
+        if label not in own:
             out += _mz_best_claims(label)
     if table is not None:
         label = ex.get_table(table).label
@@ -470,7 +677,10 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         if rename is not None:
             raise ValueError("rename applies to cell claims, not to a RankClaim")
         return _evaluate_ranks(claim, profiles, results_dir)
-    paper = claim.expr(lambda cid: _paper_value(claim.table, cid, claim.metric))
+    if claim.paper_expr is not None:
+        paper = claim.paper_expr()
+    else:
+        paper = claim.expr(lambda cid: _paper_value(claim.table, cid, claim.metric))
     row = {
         "claim": claim.id,
         "table": claim.table,
@@ -489,12 +699,19 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         "reading": "",
         "reason": "not run",
         "cells": list(claim.cells),
+        "decided_by": "",
+        "refuted_by": None,
+        "paper_table": claim.paper_table or claim.table,
     }
     ren = (lambda c: c) if rename is None else rename
+    order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
+    by_profile = {prof: ex.results_by_cell(claim.table, prof, results_dir) for prof in order}
+    retired = _retired(claim, by_profile, ren)
     judged = []  # (profile, reading, verdict) of every profile with the claim's cells
-    for profile in PROFILE_ORDER if profiles is None else profiles:
-        prof = ex.get_profile(profile).name
-        res = ex.results_by_cell(claim.table, prof, results_dir)
+    for prof in order:
+        if prof in retired:
+            continue
+        res = by_profile[prof]
         try:
             ours = claim.expr(mean_getter(res, claim.metric, rename))
         except MissingCell:
@@ -504,14 +721,23 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         cover = "" if ran == len(claim.cells) else f"; {ran} of {len(claim.cells)} cells run"
         ev = evidence(claim, res, rename)
         verdict = judge(claim, ours, prof, complete=ran == len(claim.cells), evidence=ev)
+        refuted = refutation(claim, res, rename) if prof != "smoke" else None
+        if refuted is not None:
+            verdict = "does not hold here"  # one significantly better model settles it
         judged.append((prof, reading_of(used), verdict))
         if len(judged) > 1:
             continue  # later profiles only say whether another reading reads otherwise
         why = ""
+        if refuted is not None:
+            decided = refuted["text"]
+        else:
+            decided = _decided_by(claim, verdict, ev, ran)
         if verdict == "insufficient evidence":
             why = "; ".join(ev["problems"])
         elif verdict == "optimisation failure":
             why = "; ".join(ev["failures"])
+        else:
+            why = decided
         row.update(
             ours=ours,
             ours_text=claim.fmt(ours),
@@ -521,11 +747,139 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
             evidence=ev,
             why=why,
             verdict=verdict,
+            decided_by=decided,
+            refuted_by=refuted,
         )
+    if retired:
+        row["retired"] = retired
     if judged:
         row["reading"] = judged[0][1]
-        row["reason"] = _reason(judged)
+        row["reason"] = _reason(judged, claim, results_dir)
+    elif retired:
+        row["why"] = "; ".join(retired.values())
     return row
+
+
+def _solid(results: list[dict]) -> bool:
+    """Enough for the sequential rule to lean on one cell: at least ``MIN_SEEDS`` seeds, every
+    run converged, one protocol."""
+    if len(results) < _stats.MIN_SEEDS:
+        return False
+    conv = [_stats.result_convergence(r) for r in results]
+    return all(v["converged"] for v in conv) and len({protocol_key(r) for r in results}) == 1
+
+
+def refutation(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict | None:
+    """The sequential decision rule's early stop (``plan.decide`` runs a claim's column in this
+    order): a claim that cell ``a`` beats every ``b`` (``compare``, on R^2) is refuted by one
+    ``b`` that is better than ``a`` by more than ``TIE`` with Welch's p < ``ALPHA``, both cells
+    with ``MIN_SEEDS`` converged seeds of one protocol, whatever the other cells of the column
+    say or whether they ran. Returns the most significant such ``b`` as ``{"cell", "model",
+    "diff", "p", "text"}`` ("refuted by ST-Large (d3-st_large: R^2 +0.21 above, Welch p =
+    0.003)"), or None (no such cell, or not a compare claim on R^2)."""
+    ren = (lambda c: c) if rename is None else rename
+    if claim.monotone:
+        return _monotone_refutation(claim, by_cell, ren)
+    if claim.compare is None or claim.metric != "r2":
+        return None
+    a, bs = claim.compare
+    res_a = by_cell.get(ren(a), [])
+    if not _solid(res_a):
+        return None
+    best = None
+    for b in bs:
+        res_b = by_cell.get(ren(b), [])
+        if not _solid(res_b):
+            continue
+        w = _stats.welch(_values(res_b, claim.metric), _values(res_a, claim.metric))
+        if w["diff"] is None or w["p"] is None or not (w["diff"] > TIE and w["p"] < _stats.ALPHA):
+            continue
+        if best is None or w["p"] < best["p"]:
+            best = {"cell": b, "diff": w["diff"], "p": w["p"]}
+    if best is None:
+        return None
+    best["model"] = ex.get_table(claim.table).cell(best["cell"]).row
+    best["text"] = (
+        f"refuted by {best['model']} ({best['cell']}: R^2 {best['diff']:+.3f} above {a}, "
+        f"Welch p = {best['p']:.2g}); the rest of the column need not run"
+    )
+    return best
+
+
+def _monotone_refutation(claim: Claim, by_cell: dict, ren) -> dict | None:
+    """A ``monotone`` claim that the cells run so far already fail (not even its weaker test),
+    each of them with solid evidence (``_solid``): no further cell can rescue it."""
+    ran = {c: by_cell.get(ren(c), []) for c in claim.cells if by_cell.get(ren(c))}
+    if not ran or len(ran) == len(claim.cells) or not all(_solid(r) for r in ran.values()):
+        return None  # complete claims are judged as usual
+    value = claim.expr(mean_getter(by_cell, claim.metric, ren))
+    if claim.partly(value):
+        return None
+    spec = ex.get_table(claim.table)
+    return {
+        "cell": None,
+        "model": None,
+        "diff": None,
+        "p": None,
+        "text": (
+            f"refuted by the {len(ran)} of {len(claim.cells)} cells run "
+            f"({', '.join(spec.cell(c).row for c in ran)}): {claim.fmt(value)} fails even the "
+            "weaker test, and no further cell can lower it"
+        ),
+    }
+
+
+def _decided_by(claim: Claim, verdict: str, ev: dict, ran: int) -> str:
+    """Which rule decided a verdict that no refutation decided (see ``refutation``)."""
+    if verdict not in _DECIDED:
+        return ""
+    if claim.compare is None:
+        return "the claim's thresholds, on the mean over seeds"
+    n_b = len(claim.compare[1])
+    tested = len(ev.get("tests") or [])
+    p = "" if ev.get("p_max") is None else f" (largest Welch p = {ev['p_max']:.2g})"
+    if verdict == "holds":
+        return f"survived all {n_b} models of the comparison, each significantly{p}"
+    if verdict == "holds partly" and ran < len(claim.cells):
+        return (
+            f"survived {tested} of {n_b} models so far, none significantly better{p}; "
+            f"{n_b - tested} still to run (plan --decide)"
+        )
+    if verdict == "holds partly":
+        return (
+            f"survived all {n_b} models, none significantly better; the gap passes only the "
+            f"claim's weaker test, or not significantly{p}"
+        )
+    return f"the claim's thresholds: no single model significantly better{p}"
+
+
+# A profile whose results leave a claim's verdict once a better profile has a converged cell of
+# the claim (the one-seed, 30-epoch ``cpu`` protocol: its results stay as a labelled ablation).
+RETIRED_ONCE_CONVERGED = ("cpu",)
+
+
+def _retired(claim: Claim, by_profile: dict, ren) -> dict[str, str]:
+    """``{profile: why}`` for each of ``RETIRED_ONCE_CONVERGED`` among ``by_profile`` that a
+    converged cell of ``claim`` under another profile of ``by_profile`` retires."""
+    better = {}
+    for prof, res in by_profile.items():
+        if prof in RETIRED_ONCE_CONVERGED or prof == "smoke":
+            continue
+        n = sum(
+            any(_stats.result_convergence(r)["converged"] for r in res.get(ren(c), []))
+            for c in claim.cells
+        )
+        if n:
+            better[prof] = n
+    if not better:
+        return {}
+    prof, n = next(iter(better.items()))
+    return {
+        old: f"{old} results retired from this verdict ({n} converged cell(s) of the claim "
+        f"under {prof}; they stay as an ablation)"
+        for old in RETIRED_ONCE_CONVERGED
+        if by_profile.get(old) and any(by_profile[old].get(ren(c)) for c in claim.cells)
+    }
 
 
 def reading_of(results: list[dict]) -> str:
@@ -545,10 +899,12 @@ def reading_of(results: list[dict]) -> str:
 _DECIDED = {"holds": "holds", "holds partly": "holds", "does not hold here": "does not hold"}
 
 
-def _reason(judged: list[tuple[str, str, str]]) -> str:
+def _reason(judged: list[tuple[str, str, str]], claim=None, results_dir=None) -> str:
     """The reason a row states, from the verdicts of every profile that has the claim's cells,
     best evidence first: under which reading it was decided, and whether another reading's
-    results read otherwise."""
+    results read otherwise: another profile's, or (for a claim on a diagnostic cell of the
+    reading ablation, decided under its profile) a reading of the ablation under which MZ
+    against the Set Transformer comes out otherwise (``reading.dependence``)."""
     profile, reading, verdict = judged[0]
     if verdict == "optimisation failure":
         return "optimisation failure: says nothing about the architecture"
@@ -564,7 +920,24 @@ def _reason(judged: list[tuple[str, str, str]]) -> str:
                 f"depends on a reading choice: {_DECIDED[verdict]} under {reading or profile} "
                 f"({profile}), {_DECIDED[other]} under {other_reading} ({other_profile})"
             )
+    others = _ablation_dependence(claim, profile, results_dir) if claim is not None else []
+    if others:
+        return (
+            f"depends on a reading choice: {reason}; MZ against the Set Transformer comes out "
+            f"otherwise under " + "; ".join(others) + " (reading ablation, chapter 3)"
+        )
     return reason
+
+
+def _ablation_dependence(claim, profile: str, results_dir=None) -> list[str]:
+    """``reading.dependence`` of the diagnostic cell whose MZ cell ``claim`` compares, when the
+    claim was decided under the ablation's profile; empty otherwise."""
+    if profile != _reading.PROFILE or not claim.compare:
+        return []
+    for table, _, main, _, what in _reading.DIAGNOSTIC_CELLS:
+        if claim.table == table and claim.compare[0] == main:
+            return _reading.dependence(what, results_dir=results_dir)
+    return []
 
 
 def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
@@ -592,6 +965,7 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
         "paper": paper, "paper_text": paper_text, "ours": None, "ours_text": "--",
         "profile": None, "protocol": "--", "statistics": "--", "evidence": None, "why": "",
         "verdict": "not run", "cells": list(claim.cells), "reading": "", "reason": "not run",
+        "decided_by": "", "refuted_by": None,
     }  # fmt: skip
     for profile in PROFILE_ORDER if profiles is None else profiles:
         prof = ex.get_profile(profile).name
@@ -639,6 +1013,8 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
         )
         reading = reading_of(used)
         row.update(reading=reading, reason=_reason([(prof, reading, verdict)]))
+        if verdict in _DECIDED:
+            row["decided_by"] = f"the rank test of transfer.prediction: {why}"
         break
     return row
 

@@ -2,8 +2,9 @@
 
 ``mzlite.nn`` is the one import; the code lives in ``attention`` (the attention math and the
 blocks), ``details`` (what a layer and a model computed on the way), ``models`` (configs,
-models, the Theorem thm:separation construction), ``baselines`` (the paper's other set models)
-and ``registry`` (every model by name, parameter matching).
+models, the Theorem thm:separation construction), ``baselines`` (the paper's other set models),
+``registry`` (every model by name, parameter matching) and ``fused`` (C++ kernels that may run
+parts of ``attention`` on CPU, and the one place that decides where: AVX-512 CPUs).
 
 Two models with the same skeleton (Lee et al. 2019; paper Sec. sec:architecture):
 
@@ -26,13 +27,21 @@ Conventions (the same in every class and function of this module)
   ``Packing``; ``MZSetTransformer.pack_sets``), with the same outputs as the padded layout.
 - Post-LN blocks as the paper's Eq. 6-7 (its Set Transformer recap):
   ``h = LN(x_q + Attn(x_q, x_kv))``, ``out = LN(h + FFN(h))``. Lee et al.'s reference code
-  (``ln=True``) differs in four places, and mzlite follows the paper in each: it scales scores
-  by ``1/sqrt(d)`` (mzlite: ``1/sqrt(d_k)``, Eq. eq:mz-main's ``softmax(q^T k / sqrt(d_k))``),
-  its residual adds the *projected* query ``W_Q x_q`` (mzlite: ``x_q``), it has no output
-  projection ``W_O`` (mzlite: one, as multi-head attention in Vaswani et al. and the paper's
-  parameter counts need), and its rFF is one ``Linear`` + ReLU (mzlite: ``d -> d_ff -> d`` with
-  GELU, choice 5). Attention is explicit (softmax of scores), not
-  ``scaled_dot_product_attention``, so its weights can be returned.
+  (``ln=True``) differs in four places, and mzlite follows the paper in each, because the
+  paper's equations and parameter counts are what the book reproduces:
+
+  1. score scale: that code divides by ``sqrt(d)``, the full width; mzlite by ``sqrt(d_k)``,
+     the head width, as Eq. eq:mz-main's ``softmax(q^T k / sqrt(d_k))`` and Vaswani et al.;
+  2. residual: that code adds the *projected* query ``W_Q x_q``; mzlite adds ``x_q``, the
+     block's input, as Eq. 6 (``h = LN(x_q + Attn(x_q, x_kv))`` above);
+  3. output projection: that code has none; mzlite has ``W_O``, as multi-head attention has
+     in Vaswani et al., and the paper's ~208K parameters need it (choice 1);
+  4. rFF: that code's is one ``Linear`` + ReLU; mzlite's is ``d -> d_ff -> d`` with GELU
+     (choices 1 and 5), which the paper's parameter counts and its GELU (Eq. eq:zono-proj)
+     need.
+
+  Attention is explicit (softmax of scores), not ``scaled_dot_product_attention``, so its
+  weights can be returned.
 - ``model(x, mask, return_details=True)`` returns ``(y, details)``; ``model.inspect(x, mask)``
   returns only ``details`` (in eval mode, without gradients): a ``SetModelDetails`` whose
   ``layers`` are ``AttentionDetails`` (``details.layer("pool").gates``; fields and shapes in
@@ -62,12 +71,14 @@ Choices the paper leaves open (each one named in the code where it is made)
 4. Dropout (p=0.1) acts on the residual branches. In the MZ model one mask per token is shared by
    the centre and all its generators: dropout is then a random diagonal linear map applied to the
    whole zonotope (a valid zonotope operation), and it costs 1/(1+n_g) of the random numbers.
-   Under choice 7's per-row LayerNorm reading, on CPU the residual, dropout and LayerNorm of the
-   MZ blocks run as one fused kernel
-   (``mzlite.nn.fused``), whose masks are hashed from a seed drawn from torch's generator (still
-   reproducible under ``torch.manual_seed``, not the numbers ``bernoulli_`` would draw); under
-   bf16 autocast its outputs, the tokens between blocks, are bf16 (the eager path keeps the
-   learned tokens' stream in float32). Same math otherwise (``tests/test_fused.py``).
+   Under choice 7's per-row LayerNorm reading, on a CPU where the fused kernels are selected
+   (AVX-512; ``mzlite.nn.fused``, which says where and why) the residual, dropout and LayerNorm
+   of the MZ blocks run as one fused kernel, whose masks are hashed from a seed drawn from
+   torch's generator: reproducible under ``torch.manual_seed``, other numbers than
+   ``bernoulli_`` draws, of the same distribution (tested); under bf16 autocast its outputs, the
+   tokens between blocks, are bf16 (the eager path keeps the learned tokens' stream in float32).
+   A result records which path ran (``provenance["fused_cpu_kernels"]``). Same math otherwise
+   (``tests/test_fused.py``).
 5. Activations: GELU in every FFN and head (the paper uses GELU in Eq. eq:zono-proj; Lee et al.
    use ReLU). Initialisation as App. app:impl: Xavier-uniform linear weights with zero biases,
    ``M_c = I``, ``M_l ~ N(0, 0.02^2)``, ``W_mix ~ N(0, 0.1^2)``; learned inducing points / seeds

@@ -476,9 +476,21 @@ torch::Tensor pack_heads(const torch::Tensor& x, const torch::Tensor& rows, int6
   return out;
 }
 
+// Whether this build has the AVX-512 kernels (compiled with -march=native on a CPU with
+// AVX-512F): mzlite.nn.fused selects the kernels by default only then, where they were measured
+// faster than eager PyTorch (benchmarks/fused_kernels.py).
+bool has_avx512() {
+#ifdef __AVX512F__
+  return true;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
+  module.def("has_avx512", &has_avx512);
   module.def("add_norm_forward", &add_norm_forward);
   module.def("add_norm_backward", &add_norm_backward);
   module.def("keep_mask", &keep_mask);

@@ -1,6 +1,11 @@
 """Attention blocks of mzlite: masked multi-head attention, MAB/SAB/ISAB/PMA (Lee et al. 2019)
 and their MZ counterparts (paper Eq. eq:zono-proj, eq:mz-main). Models, configs and the
-documented conventions and choices are in ``mzlite.nn`` (read its docstring first)."""
+documented conventions and choices are in ``mzlite.nn`` (read its docstring first).
+
+Everything here is the math in eager PyTorch. A function marked ``@fused.fast_path(...)`` (five:
+head layouts and the ``"layernorm"`` reading's residual + LayerNorm) may run as a C++ kernel on
+CPU instead, the same math; ``mzlite.nn.fused.fast_path`` decides where, and nothing else here
+does."""
 
 from __future__ import annotations
 
@@ -128,21 +133,19 @@ class Packing:
             )
         return self._slot_row
 
+    @fused.fast_path(fused.UNPACK_HEADS)
     def unpack_heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
         """Packed generator rows ``(R, n_g, H d_k)`` -> head-major ``(B, H, n, n_g, d_k)`` with
         zeros at the padding (what attention over the set's elements reads)."""
-        if fused.layout_usable(x):  # one pass instead of three (mzlite.nn.fused)
-            return fused.unpack_heads(x, self, n_heads)
         # row copies, then one permuting copy: faster (forward and backward) than one
         # advanced-index write into the permuted layout (measured, 2.5 vs 3.9 ms at batch 128)
         ng, d = x.shape[1:]
         x = self.unpack(x).view(self.B, self.n, ng, n_heads, d // n_heads)
         return x.permute(0, 3, 1, 2, 4).contiguous()
 
+    @fused.fast_path(fused.PACK_HEADS)
     def pack_heads(self, x: torch.Tensor) -> torch.Tensor:
         """Head-major ``(B, H, n, n_g, d_k)`` -> packed ``(R, n_g, H d_k)``."""
-        if fused.layout_usable(x):
-            return fused.pack_heads(x, self)
         B, H, n, ng, dk = x.shape
         return self.pack(x.permute(0, 2, 3, 1, 4).reshape(B, n, ng, H * dk))
 
@@ -150,21 +153,17 @@ class Packing:
 # ----------------------------------------------------------------------------- helpers
 
 
+@fused.fast_path(fused.HEADS_FIRST)
 def _heads_first(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """Generator rows ``(B, n, n_g, H d_k)`` -> head-major ``(B, H, n, n_g, d_k)``."""
     B, n, ng, d = x.shape
-    if fused.layout_usable(
-        x
-    ):  # one pass of d_k-element copies; ATen's permuting copy is ~3x slower
-        return Packing.full(B, n, x.device).unpack_heads(x.reshape(B * n, ng, d), n_heads)
     return x.view(B, n, ng, n_heads, d // n_heads).permute(0, 3, 1, 2, 4)
 
 
+@fused.fast_path(fused.HEADS_LAST)
 def _heads_last(x: torch.Tensor) -> torch.Tensor:
     """Head-major ``(B, H, n, n_g, d_k)`` -> ``(B, n, n_g, H d_k)``, inverse of ``_heads_first``."""
     B, H, n, ng, dk = x.shape
-    if fused.layout_usable(x):
-        return Packing.full(B, n, x.device).pack_heads(x).view(B, n, ng, H * dk)
     return x.permute(0, 2, 3, 1, 4).reshape(B, n, ng, H * dk)
 
 
@@ -175,7 +174,8 @@ def _block_diag(M: torch.Tensor) -> torch.Tensor:
     return torch.einsum("hij,hg->higj", M, eye).reshape(H * k, H * k)
 
 
-def _init_linear(module: nn.Module) -> None:
+def init_linear(module: nn.Module) -> None:
+    """Xavier-uniform weight and zero bias for a ``Linear`` (other modules: unchanged)."""
     if isinstance(module, nn.Linear):  # App. app:impl: "All other linear layers use Xavier"
         nn.init.xavier_uniform_(module.weight)
         if module.bias is not None:
@@ -319,6 +319,7 @@ class MZAttention(nn.Module):
 
     def __init__(self, d: int, *, n_heads: int, n_g: int, L: int, gen_own_weights: bool = True):
         super().__init__()
+        fused.prepare()  # where the CPU kernels would run, build them now, not in a forward pass
         self.n_heads, self.d_k, self.n_g, self.L = n_heads, d // n_heads, n_g, L
         dk = self.d_k
         self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
@@ -418,6 +419,25 @@ def zonotope_layer_norm(
     return c_out.to(c.dtype), G_out.to(G.dtype)
 
 
+def add_dropped(c, G, a_c, a_G, p: float):
+    """``(c + drop(a_c), G + drop(a_G))``, dropout with probability ``p`` (0: none). Choice 4: one
+    mask per token, shared by its centre ``(..., d)`` and all its generators ``(..., n_g, d)``;
+    ``addcmul`` fuses mask and residual into one pass."""
+    if p == 0.0:
+        return c + a_c, G + a_G
+    keep = torch.empty_like(a_c).bernoulli_(1 - p).div_(1 - p)  # (..., d): a row per token
+    return torch.addcmul(c, a_c, keep), torch.addcmul(G, a_G, keep.unsqueeze(-2))
+
+
+@fused.fast_path(fused.ADD_NORM_ROWS)
+def add_norm_rows(c, G, a_c, a_G, ln_c, ln_G, p: float):
+    """The post-LN of choice 7's ``"layernorm"`` reading: ``(ln_c(c + drop(a_c)),
+    ln_G(G + drop(a_G)))``, ``ln_G`` a LayerNorm of its own on every generator row, one dropout
+    mask per token (``add_dropped``)."""
+    hc, hG = add_dropped(c, G, a_c, a_G, p)
+    return ln_c(hc), ln_G(hG)
+
+
 class MZMAB(nn.Module):
     """MZ Multihead Attention Block: ``MZAttention`` + post-LN + FFN, for both streams.
 
@@ -461,34 +481,16 @@ class MZMAB(nn.Module):
         f_g = max(1, d_ff // 2)
         self.ffn_g = nn.Sequential(nn.Linear(d, f_g), nn.GELU(), nn.Linear(f_g, d))
 
-    def _add_dropped(self, c, G, a_c, a_G):
-        """``(c + drop(a_c), G + drop(a_G))``. Choice 4: one dropout mask per token, shared by its
-        centre and all its generators; ``addcmul`` fuses mask and residual into one pass."""
-        if not self.training or self.p == 0.0:
-            return c + a_c, G + a_G
-        keep = torch.empty_like(a_c).bernoulli_(1 - self.p).div_(1 - self.p)  # (B, n, d)
-        return torch.addcmul(c, a_c, keep), torch.addcmul(G, a_G, keep.unsqueeze(-2))
-
     def _add_norm(self, c, G, a_c, a_G, ln_c, ln_G):
-        """Residual, dropout (one mask per token) and the block's LayerNorm of both streams."""
-        if self.gen_norm == "layernorm" and fused.usable(ln_c, c, G, a_c, a_G):
-            return self._add_norm_fused(c, G, a_c, a_G, ln_c, ln_G)
-        hc, hG = self._add_dropped(c, G, a_c, a_G)
+        """Residual, dropout (one mask per token, choice 4) and the block's LayerNorm of both
+        streams (choice 7)."""
+        p = self.p if self.training else 0.0
+        if self.gen_norm == "layernorm":
+            return add_norm_rows(c, G, a_c, a_G, ln_c, ln_G, p)
+        hc, hG = add_dropped(c, G, a_c, a_G, p)
         if self.gen_norm == "zonotope":
             return zonotope_layer_norm(hc, hG, ln_c)
-        return ln_c(hc), (hG if ln_G is None else ln_G(hG))
-
-    def _add_norm_fused(self, c, G, a_c, a_G, ln_c, ln_G):
-        """``_add_norm`` of the ``"layernorm"`` reading as one fused CPU pass per stream
-        (``mzlite.nn.fused``: its own mask RNG; under bf16 autocast its output takes the
-        branch's precision). Same math (tests/test_fused.py)."""
-        p = self.p if self.training else 0.0
-        seed = fused.draw_seed() if p > 0 else 0
-        c = fused.add_norm(c, a_c, ln_c, p=p, seed=seed, out_dtype=a_c.dtype)
-        G = fused.add_norm(
-            G, a_G, ln_G, p=p, seed=seed, rows_per_token=G.shape[-2], out_dtype=a_G.dtype
-        )
-        return c, G
+        return ln_c(hc), hG  # "none"
 
     def forward(
         self, cq, Gq, ckv, Gkv, mask=None, details: list | None = None, q_packing=None,
@@ -502,7 +504,7 @@ class MZMAB(nn.Module):
         hc, hG = self._add_norm(cq, Gq, a_c, a_G, self.ln0, self.ln0_g)
         c, G = self._add_norm(hc, hG, self.ffn(hc), self.ffn_g(hG), self.ln1, self.ln1_g)
         if details is not None:
-            details.append(replace(info, name=self.name, output=_tokens(c, G)))
+            details.append(replace(info, name=self.name, output=token_zonotopes(c, G)))
         return c, G
 
 
@@ -575,7 +577,7 @@ class MZPMA(nn.Module):
         return self.mab(sc, sG, c, G, mask, details)  # (B, k, d), (B, k, n_g, d)
 
 
-def _tokens(c, G):
+def token_zonotopes(c, G):
     """Token zonotopes as ``mzlite.zonotope.Zonotope`` when that module exists, else ``(c, G)``."""
     try:
         from ..zonotope import Zonotope

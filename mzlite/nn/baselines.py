@@ -65,7 +65,7 @@ from .attention import (
     PMA,
     SAB,
     MultiheadAttention,
-    _init_linear,
+    init_linear,
     masked_mean,
     masked_sum,
     merge_heads,
@@ -75,7 +75,7 @@ from .attention import (
 from .models import (
     SetTransformer,
     SetTransformerConfig,
-    _check_set,
+    check_set,
 )
 
 __all__ = [
@@ -166,7 +166,7 @@ class DeepSets(nn.Module):
         self.rho = _mlp(h, h, cfg.d_out, cfg.n_rho)
 
     def forward(self, x, mask=None):
-        x, mask = _check_set(x, mask, self.cfg.d_in, self.phi[0].weight)
+        x, mask = check_set(x, mask, self.cfg.d_in, self.phi[0].weight)
         return self.rho(_pool(self.phi(x), mask, self.cfg.pool))  # (B, d_out)
 
 
@@ -259,9 +259,9 @@ class HyperNetSetTransformer(SetTransformer):
                 c.d_model, n_heads=c.n_heads, rank=c.rank, v_factor=c.v_factor
             )
             for lin in (mab.attn.q, mab.attn.k, mab.attn.v, mab.attn.o):
-                _init_linear(lin)
+                init_linear(lin)
             if isinstance(mab.attn.V, nn.Linear):
-                _init_linear(mab.attn.V)
+                init_linear(mab.attn.V)
 
 
 # ----------------------------------------------------------------------------- LA-ST
@@ -370,10 +370,10 @@ class Perceiver(nn.Module):
         self.pool = PMA(d, **mab, k=c.n_seeds, name="pool") if c.pool == "pma" else None
         self.head = _head(k * d, c.d_out)
         for mod in self.modules():
-            _init_linear(mod)
+            init_linear(mod)
 
     def forward(self, x, mask=None):
-        x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.weight)
+        x, mask = check_set(x, mask, self.cfg.d_in, self.embed.weight)
         h = zero_pad(self.embed(x), mask)  # (B, n, d)
         z = self.latents.expand(x.shape[0], -1, -1)  # (B, m, d)
         for cross, blocks in zip(self.cross, self.latent_blocks, strict=True):
@@ -429,7 +429,7 @@ class SlotAttention(nn.Module):
 
     def forward(self, x, mask=None):
         c = self.cfg
-        x, mask = _check_set(x, mask, c.d_in, self.embed.weight)
+        x, mask = check_set(x, mask, c.d_in, self.embed.weight)
         B, d = x.shape[0], c.d_model
         h = self.ln_in(self.embed(zero_pad(x, mask)))  # (B, n, d)
         k, v = self.k(h), self.v(h)  # (B, n, d)
@@ -544,7 +544,7 @@ class EGNN(nn.Module):
 
     def forward(self, x, mask=None):
         like = self.head[0].weight
-        x, mask = _check_set(x, mask, self.cfg.d_in, like)
+        x, mask = check_set(x, mask, self.cfg.d_in, like)
         x = zero_pad(x, mask)
         pos, attr = x[..., : self.n_coord], x[..., self.n_coord :]  # (B, n, c), (B, n, a)
         h = self.embed(attr) if self.embed is not None else self.h0.expand(*x.shape[:2], -1)
@@ -602,7 +602,7 @@ class MambaPMA(nn.Module):
         self.dec = nn.ModuleList(SAB(d, **mab, name=f"dec{i}") for i in range(c.n_dec))
         self.head = _head(c.n_seeds * d, c.d_out)
         for mod in (self.embed, self.pool, self.dec, self.head):
-            mod.apply(_init_linear)
+            mod.apply(init_linear)
         mcfg = MambaConfig(
             d_model=d,
             n_layers=c.n_layers,
@@ -613,7 +613,7 @@ class MambaPMA(nn.Module):
         self.mamba = Mamba(mcfg)
 
     def forward(self, x, mask=None):
-        x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.weight)
+        x, mask = check_set(x, mask, self.cfg.d_in, self.embed.weight)
         order = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)  # real elements first
         x = x.gather(1, order.unsqueeze(-1).expand_as(x))
         mask = mask.gather(1, order)  # (B, n): True then False

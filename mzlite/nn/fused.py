@@ -1,38 +1,81 @@
-"""Fused CPU kernels: residual, dropout and LayerNorm of a post-LN block in one pass.
+"""Fused CPU kernels of the MZ blocks, and the one place where mzlite chooses them over eager
+PyTorch. The math is in ``mzlite.nn.attention``; these only run parts of it faster.
 
+What they compute
+-----------------
 ``add_norm(x, a, norm, p=p, seed=seed)`` is ``norm(x + dropout(a))`` with one dropout mask per
 token (shared by a token's centre and generator rows, choice 4 of ``mzlite.nn``), computed in
 float32 from float32 or bfloat16 inputs, in one pass over memory forward and one backward. In
 eager PyTorch the same step is six passes with autocast's float32 <-> bfloat16 casts between
 them, and on the generator stream ``(B, n, n_g, d)`` these passes cost more than its matrix
-products (``benchmarks/fit_speed.py levers``). The MZ blocks use it on CPU
-(``mzlite.nn.attention.MZMAB``); ``reference_add_norm`` is the same computation in PyTorch, and
-the tests hold the two equal, gradients included.
+products. The MZ blocks of choice 7's ``"layernorm"`` reading use it
+(``attention.add_norm_rows``); ``reference_add_norm`` is the same computation in PyTorch, and the
+tests hold the two equal, gradients included.
 
 ``unpack_heads`` / ``pack_heads`` move the generator values between the packed (or token-major)
 layout ``(R, n_g, H d_k)`` and the head-major one attention reads, ``(B, H, n, n_g, d_k)``, in
-one pass of ``d_k``-element copies (``Packing.unpack_heads`` / ``pack_heads`` use them on CPU).
+one pass of ``d_k``-element copies (for ``Packing.unpack_heads`` / ``pack_heads`` and the padded
+layout's permutes, every reading).
 
-The kernels are C++ (``_fused_cpu.cpp``), compiled on first use by ``torch.utils.cpp_extension``
-(once per machine and source, ~30 s on 2 cores, cached in torch's extension folder,
-``TORCH_EXTENSIONS_DIR``). Where they cannot be built (no C++ compiler) mzlite warns once and
-runs the eager path, the same math with torch's own dropout masks; ``MZLITE_FUSED=0`` turns them
-off, ``disabled()`` for a block of code.
+When they run: ``fast_path``, the only switch
+--------------------------------------------
+A function of ``mzlite.nn.attention`` marked ``@fused.fast_path(KERNEL)`` is the eager math; the
+kernel runs in its place when all of these hold (``fast_path`` checks them, nowhere else does):
 
-The dropout mask is not drawn by torch's RNG but hashed from a 64-bit seed that is drawn from
-torch's default generator (``draw_seed``): ``keep[t, j] = hash(seed, t d + j) >= p``, so runs
+1. the kernels are loaded in this process. ``build()`` compiles them (or loads this machine's
+   earlier build); ``MZAttention``'s constructor (so every MZ block and model) calls
+   ``prepare()``, which builds them where they would be selected, so the build happens before
+   the first forward pass, never inside one;
+2. the policy selects them, environment variable ``MZLITE_FUSED``: ``auto`` (or unset, the
+   default) only in a build with AVX-512 (``has_avx512()``: the kernels are compiled with
+   ``-march=native``) and, for ``add_norm``, only at the widths it has AVX-512 code for,
+   ``AVX512_WIDTHS``: that is where ``benchmarks/fused_kernels.py`` measured them faster than
+   eager PyTorch. Elsewhere the eager path runs: CPUs without AVX-512 (Apple silicon, most
+   laptops) were not measured, and at other widths the generic loops were not reliably faster
+   (0.8x-2.0x eager between runs). ``1``: wherever they can run (after that benchmark, run on
+   your CPU, says they are faster there); ``0``: never, and never built;
+3. the code is not inside a ``disabled()`` block, and the arguments are ones the kernel takes
+   (CPU tensors; ``add_norm``: float32 or bfloat16 and an affine float32 LayerNorm).
+
+``calls`` counts the kernel calls per kernel (for tests and benchmarks).
+
+Build
+-----
+C++ (``_fused_cpu.cpp``) compiled by ``torch.utils.cpp_extension`` in a child process (once per
+machine, CPU, source and torch version, ~30-50 s on 2 cores), cached in torch's extension folder
+(``TORCH_EXTENSIONS_DIR``); later processes import the cached library directly. torch finds
+ninja on ``PATH`` only; mzlite looks for it on ``PATH``, beside this interpreter (a venv's
+``ninja`` package, on ``PATH`` only when the venv is activated) and in the ``ninja`` package, and
+hands its folder to the child's environment: this process's ``PATH`` is never changed. Where the
+build fails (no C++ compiler, no ninja) mzlite warns once, naming the cause, and runs the eager
+path (``build_error()`` says why).
+
+Dropout
+-------
+The kernel's dropout mask is not drawn by torch's RNG but hashed from a 64-bit seed that is drawn
+from torch's default generator (``draw_seed``): ``keep[t, j] = hash(seed, t d + j) >= p``, so runs
 stay reproducible under ``torch.manual_seed`` and a resumed run's RNG state, and the backward
-pass recomputes the mask instead of storing it. ``keep_mask`` returns it, for tests and
-teaching."""
+pass recomputes the mask instead of storing it. ``keep_mask`` returns it. The eager path draws
+``bernoulli_`` masks: other numbers from the same distribution (i.i.d. keep with probability
+``1 - p``, scaled by ``1 / (1 - p)``, one row per token; ``tests/test_fused.py`` holds both to
+it), and, under bf16 autocast, the kernel returns bf16 where eager LayerNorm returns float32. So a
+result records which path ran: ``loaded()``, saved as ``provenance["fused_cpu_kernels"]``."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import importlib.util
 import os
 import platform
+import shutil
+import subprocess
 import sys
 import warnings
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -40,73 +83,167 @@ import torch.nn as nn
 
 _SOURCE = Path(__file__).with_name("_fused_cpu.cpp")
 _DTYPES = (torch.float32, torch.bfloat16)
-_state: dict = {}  # "ext": the loaded module or None, once loading was tried
+ENV = "MZLITE_FUSED"
+POLICIES = ("auto", "1", "0")
+AVX512_WIDTHS = (32, 64, 128, 256)  # the widths d with AVX-512 code in add_norm
+_state: dict = {}  # "ext": the loaded module; "error": why the build failed (tried once)
 _off = [0]  # depth of nested ``disabled()`` blocks
+calls: Counter = Counter()  # kernel name -> times it ran in place of the eager function
+
+
+def policy() -> str:
+    """``MZLITE_FUSED``: ``"auto"`` (default: AVX-512 builds only), ``"1"`` (wherever the
+    kernels can run) or ``"0"`` (never)."""
+    value = os.environ.get(ENV, "").strip().lower() or "auto"
+    if value not in POLICIES:
+        raise ValueError(f"{ENV} must be one of {POLICIES} (unset: 'auto'), got {value!r}")
+    return value
 
 
 def _build_tag() -> str:
-    """A short tag of the kernel's source and this CPU's instruction set, part of the
-    extension's name: the kernel is built with ``-march=native``, so a cache shared by two kinds
-    of machine must not hand one the other's build, and two checkouts with other sources (a run
-    in a worktree beside an edited main) must not rebuild each other's in place."""
-    flags = ""
-    try:
+    """A short tag of the kernel's source, this CPU's instruction set and the torch and Python
+    versions, part of the extension's name: the kernel is built with ``-march=native``, so a
+    cache shared by two kinds of machine must not hand one the other's build, and two checkouts
+    with other sources (a run in a worktree beside an edited main) must not load each other's."""
+    flags = platform.processor()
+    with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("flags"):
                 flags = line
                 break
-    except OSError:
-        pass
-    key = platform.machine().encode() + flags.encode() + _SOURCE.read_bytes()
-    return hashlib.sha1(key).hexdigest()[:12]
+    key = "|".join([platform.machine(), flags, torch.__version__, sys.version.split()[0]])
+    return hashlib.sha1(key.encode() + _SOURCE.read_bytes()).hexdigest()[:12]
 
 
-def _load():
-    """The compiled extension, or None (turned off, or it could not be built: warned once)."""
-    if "ext" in _state:
-        return _state["ext"]
-    _state["ext"] = None
-    if os.environ.get("MZLITE_FUSED", "1") == "0":
-        return None
+def _ninja() -> str | None:
+    """ninja's executable: on ``PATH``, beside this interpreter, or the ``ninja`` package's."""
+    found = shutil.which("ninja") or shutil.which("ninja", path=os.path.dirname(sys.executable))
+    if found is None:
+        with contextlib.suppress(ImportError, AttributeError):
+            import ninja
+
+            found = shutil.which("ninja", path=ninja.BIN_DIR)
+    return found
+
+
+# the child process that compiles: torch.utils.cpp_extension, which runs ninja from PATH
+_COMPILE = """
+import sys
+from torch.utils import cpp_extension
+name, source, build_dir = sys.argv[1:]
+cpp_extension.load(name=name, sources=[source], build_directory=build_dir,
+                   extra_cflags=["-O3", "-march=native", "-fopenmp-simd"], verbose=False)
+"""
+
+
+def _build_dir(name: str) -> Path:
     from torch.utils import cpp_extension
 
-    # a venv's ninja (pip package) is on PATH only when the venv is activated
-    bin_dir = os.path.dirname(sys.executable)
-    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or cpp_extension.get_default_build_root()
+    return Path(root) / name
+
+
+def _compile(name: str, build_dir: Path) -> None:
+    """Compile the extension into ``build_dir`` in a child process (whose environment gets
+    ninja's folder on its ``PATH``); raise RuntimeError with the cause when that fails."""
+    ninja = _ninja()
+    if ninja is None:
+        raise RuntimeError(
+            "ninja not found (on PATH, beside the Python interpreter, or as the ninja package): "
+            "pip install ninja"
+        )
+    env = dict(os.environ, PATH=os.path.dirname(ninja) + os.pathsep + os.environ.get("PATH", ""))
+    build_dir.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _COMPILE, name, str(_SOURCE), str(build_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode:
+        # the cause: a compiler's first "error:" line, a shell's "not found", else the last line
+        lines = [ln.strip() for ln in out.stderr.splitlines() if ln.strip()]
+        causes = [ln for ln in lines if "error:" in ln] + [ln for ln in lines if "not found" in ln]
+        raise RuntimeError((causes or lines[-1:] or [f"exit status {out.returncode}"])[0])
+    (build_dir / f"{name}.built").touch()  # written last: the library is complete
+
+
+def _import(name: str, build_dir: Path):
+    suffix = ".pyd" if sys.platform == "win32" else ".so"
+    spec = importlib.util.spec_from_file_location(name, build_dir / f"{name}{suffix}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build() -> bool:
+    """Compile the kernels now, or load this machine's earlier build (~1 s); True once they are
+    loaded. Never called by a forward pass: ``MZAttention``'s constructor calls ``prepare()``, and a
+    script or notebook may call this ahead. ``MZLITE_FUSED=0``: False, nothing built. A failed
+    build (no C++ compiler, no ninja) warns once, naming the cause, and returns False here and
+    on later calls (``build_error()``); the eager path runs."""
+    if "ext" in _state:
+        return True
+    if "error" in _state or policy() == "0":
+        return False
+    name = f"mzlite_fused_cpu_{_build_tag()}"
     try:
-        _state["ext"] = cpp_extension.load(
-            name=f"mzlite_fused_cpu_{_build_tag()}",
-            sources=[str(_SOURCE)],
-            extra_cflags=["-O3", "-march=native", "-fopenmp-simd"],
-            verbose=False,
-        )
+        build_dir = _build_dir(name)
+        if not (build_dir / f"{name}.built").exists():
+            _compile(name, build_dir)
+        _state["ext"] = _import(name, build_dir)
     except Exception as e:  # no compiler, no ninja, a read-only cache: the eager path still works
+        _state["error"] = f"{type(e).__name__}: {str(e).strip() or 'no message'}"
         warnings.warn(
-            f"mzlite's fused CPU kernel could not be built ({type(e).__name__}: "
-            f"{str(e).strip().splitlines()[-1] if str(e).strip() else ''}); using the eager "
-            "PyTorch path (same math, slower). Set MZLITE_FUSED=0 to silence this.",
+            f"mzlite's fused CPU kernels could not be built ({_state['error']}); the eager "
+            f"PyTorch path runs (same math). Set {ENV}=0 to silence this.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=2,
         )
-    return _state["ext"]
+        return False
+    return True
 
 
-def available() -> bool:
-    """Whether the fused kernel is built and on (compiles it on the first call)."""
-    return _load() is not None
+def build_error() -> str | None:
+    """Why the build failed in this process (None: not tried, or it worked)."""
+    return _state.get("error")
+
+
+def _cpu_has_avx512() -> bool:
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
+
+
+def prepare() -> None:
+    """Build the kernels if this process would select them (``MZLITE_FUSED=1``, or ``auto`` on
+    a CPU with AVX-512), else nothing; at most one try per process. Called by ``MZAttention``'s
+    constructor, so that the build (once per machine) comes before the first forward."""
+    if "ext" in _state or "error" in _state:
+        return
+    chosen = policy()
+    if chosen == "1" or (chosen == "auto" and _cpu_has_avx512()):
+        build()
+
+
+def has_avx512() -> bool:
+    """Whether the loaded build has the AVX-512 kernels (False when none is loaded)."""
+    ext = _state.get("ext")
+    return ext is not None and ext.has_avx512()
 
 
 def loaded() -> bool:
-    """Whether the kernel is loaded in this process (an MZ block ran on CPU here), without
-    building it: what result provenance records."""
-    return _state.get("ext") is not None
+    """Whether MZ blocks on CPU in this process run the kernels: loaded and selected by the
+    policy (``MZLITE_FUSED``; by default an AVX-512 build), ``disabled()`` blocks aside. What
+    result provenance records (``fused_cpu_kernels``); builds nothing."""
+    if "ext" not in _state:
+        return False
+    chosen = policy()
+    return chosen == "1" or (chosen == "auto" and has_avx512())
 
 
 @contextlib.contextmanager
 def disabled():
     """Within the block the MZ blocks run the eager PyTorch path (for side-by-side
-    comparisons: ``benchmarks/fit_speed.py levers``, the tests)."""
+    comparisons: ``benchmarks/fused_kernels.py``, the tests)."""
     _off[0] += 1
     try:
         yield
@@ -114,27 +251,47 @@ def disabled():
         _off[0] -= 1
 
 
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel that can stand in for an eager function of the same signature: ``run(*args)``
+    computes it, ``accepts(*args)`` says whether ``run`` takes these arguments."""
+
+    name: str
+    run: Callable
+    accepts: Callable
+
+
+def fast_path(kernel: Kernel):
+    """Decorator for an eager function of ``mzlite.nn.attention``: calls run ``kernel`` in its
+    place where the kernels are loaded, selected (``loaded()``), not ``disabled()`` and
+    ``kernel.accepts`` the arguments; the eager function otherwise. The one place mzlite
+    chooses between the two. The result keeps ``.eager`` and ``.kernel``."""
+
+    def decorate(eager):
+        @functools.wraps(eager)
+        def dispatch(*args, **kwargs):
+            if not _off[0] and loaded() and kernel.accepts(*args, **kwargs):
+                calls[kernel.name] += 1
+                return kernel.run(*args, **kwargs)
+            return eager(*args, **kwargs)
+
+        dispatch.eager, dispatch.kernel = eager, kernel
+        return dispatch
+
+    return decorate
+
+
 def usable(norm: nn.LayerNorm, *tensors: torch.Tensor) -> bool:
-    """Whether ``add_norm`` can run these: CPU tensors of float32 or bfloat16, a LayerNorm over
-    the last axis with weight and bias, the kernel built and not ``disabled()``. Otherwise
-    (CUDA, float64) the caller runs the eager path."""
-    if _off[0]:
-        return False
+    """Whether ``add_norm`` takes these: CPU tensors of float32 or bfloat16 and a LayerNorm over
+    the last axis with float32 weight and bias (any width: the policy's width rule is
+    ``fast_path``'s). Otherwise (CUDA, float64, no norm) the eager path runs."""
     if not all(t.device.type == "cpu" and t.dtype in _DTYPES for t in tensors):
         return False
     if not isinstance(norm, nn.LayerNorm) or norm.weight is None or norm.bias is None:
         return False
     if len(norm.normalized_shape) != 1:
         return False
-    if norm.weight.dtype != torch.float32 or norm.weight.device.type != "cpu":
-        return False
-    return available()
-
-
-def layout_usable(x: torch.Tensor) -> bool:
-    """Whether ``unpack_heads``/``pack_heads`` can run on ``x``: a CPU tensor (any dtype: they
-    move bytes) and the kernel built and not ``disabled()``."""
-    return not _off[0] and x.device.type == "cpu" and available()
+    return norm.weight.dtype == torch.float32 and norm.weight.device.type == "cpu"
 
 
 def draw_seed() -> int:
@@ -151,11 +308,12 @@ def keep_mask(tokens: int, d: int, p: float, seed: int) -> torch.Tensor:
 
 
 def _require():
-    ext = _load()
+    ext = _state.get("ext")
     if ext is None:
+        why = build_error() or f"not built in this process ({ENV}={policy()})"
         raise RuntimeError(
-            "mzlite's fused CPU kernel is off (MZLITE_FUSED=0) or could not be built (see the "
-            "warning); check fused.usable(...) before calling it"
+            f"mzlite's fused CPU kernels are not loaded ({why}): call mzlite.nn.fused.build() "
+            "first and use them where it returns True"
         )
     return ext
 
@@ -197,7 +355,7 @@ def add_norm(
     ``(tokens, rows_per_token, d)``, give the token of each row (``rows_per_token = n_g`` for
     generators ``(..., n_g, d)``, 1 for centres). ``out_dtype`` (float32 or bfloat16): None
     gives bfloat16 when ``x`` and ``a`` both are, else float32 (as eager ``norm(x + a)`` under
-    autocast). Needs ``usable``."""
+    autocast). Needs ``build()`` and ``usable``."""
     if x.shape != a.shape:
         raise ValueError(f"x and a must have one shape, got {tuple(x.shape)} and {tuple(a.shape)}")
     _check_p(p)
@@ -273,13 +431,66 @@ class _PackHeads(torch.autograd.Function):
 
 def unpack_heads(x: torch.Tensor, packing, n_heads: int) -> torch.Tensor:
     """``Packing.unpack_heads`` in one pass: packed ``(R, n_g, H d_k)`` -> head-major
-    ``(B, H, n, n_g, d_k)``, zeros at the padding. Needs ``layout_usable``."""
+    ``(B, H, n, n_g, d_k)``, zeros at the padding. Needs ``build()`` and CPU tensors."""
     _require()
     return _UnpackHeads.apply(x.contiguous(), packing, n_heads)
 
 
 def pack_heads(x: torch.Tensor, packing) -> torch.Tensor:
     """``Packing.pack_heads`` in one pass: head-major ``(B, H, n, n_g, d_k)`` -> packed
-    ``(R, n_g, H d_k)``. Needs ``layout_usable``."""
+    ``(R, n_g, H d_k)``. Needs ``build()`` and CPU tensors."""
     _require()
     return _PackHeads.apply(x.contiguous(), packing)
+
+
+# ----------------------------------------------------------------------------- the stand-ins
+# Each Kernel takes the arguments of the eager function of mzlite.nn.attention it stands in for.
+
+
+class _Whole:
+    """The packing of a batch without padding (slot i is packed row i): the padded layout's
+    head permutes as ``unpack_heads`` / ``pack_heads``."""
+
+    def __init__(self, B: int, n: int, device: torch.device):
+        self.B, self.n, self.N = B, n, B * n
+        self.rows = self.slot_row = self.flat = torch.arange(B * n, device=device)
+
+
+def _on_cpu(x: torch.Tensor) -> bool:
+    return x.device.type == "cpu"
+
+
+def _heads_first(x, n_heads):
+    B, n, ng, d = x.shape
+    return unpack_heads(x.reshape(B * n, ng, d), _Whole(B, n, x.device), n_heads)
+
+
+def _heads_last(x):
+    B, H, n, ng, dk = x.shape
+    return pack_heads(x, _Whole(B, n, x.device)).view(B, n, ng, H * dk)
+
+
+def _add_norm_rows(c, G, a_c, a_G, ln_c, ln_G, p):
+    seed = draw_seed() if p > 0 else 0
+    c = add_norm(c, a_c, ln_c, p=p, seed=seed, out_dtype=a_c.dtype)
+    G = add_norm(G, a_G, ln_G, p=p, seed=seed, rows_per_token=G.shape[-2], out_dtype=a_G.dtype)
+    return c, G
+
+
+def _add_norm_rows_accepts(c, G, a_c, a_G, ln_c, ln_G, p):
+    if not (usable(ln_c, c, G, a_c, a_G) and usable(ln_G)):
+        return False
+    return policy() == "1" or c.shape[-1] in AVX512_WIDTHS  # generic loops: slower than eager
+
+
+UNPACK_HEADS = Kernel(
+    "unpack_heads",
+    lambda packing, x, n_heads: unpack_heads(x, packing, n_heads),
+    lambda packing, x, n_heads: _on_cpu(x),
+)
+PACK_HEADS = Kernel(
+    "pack_heads", lambda packing, x: pack_heads(x, packing), lambda packing, x: _on_cpu(x)
+)
+HEADS_FIRST = Kernel("heads_first", _heads_first, lambda x, n_heads: _on_cpu(x))
+HEADS_LAST = Kernel("heads_last", _heads_last, _on_cpu)
+ADD_NORM_ROWS = Kernel("add_norm_rows", _add_norm_rows, _add_norm_rows_accepts)

@@ -28,8 +28,8 @@ from .attention import (
     MZAttention,
     Packing,
     ZonotopeProjection,
-    _init_linear,
-    _tokens,
+    init_linear,
+    token_zonotopes,
     zero_pad,
 )
 from .details import SetModelDetails
@@ -119,7 +119,7 @@ class MZSetTransformerConfig(SetTransformerConfig):
     }
 
 
-def _check_set(x, mask, d_in: int, like: torch.Tensor):
+def check_set(x, mask, d_in: int, like: torch.Tensor):
     """Validate a padded set batch for a model with ``d_in`` features; return ``(x, mask)``."""
     x = as_float_tensor("x", x, like=like)
     if x.ndim != 3 or x.shape[-1] != d_in or x.shape[1] == 0:
@@ -160,10 +160,10 @@ class SetTransformer(nn.Module):
         self.dec = nn.ModuleList(SAB(d, **mab, name=f"dec{i}") for i in range(cfg.n_dec))
         self.head = nn.Sequential(nn.Linear(cfg.n_seeds * d, d), nn.GELU(), nn.Linear(d, cfg.d_out))
         for mod in self.modules():
-            _init_linear(mod)
+            init_linear(mod)
 
     def forward(self, x, mask=None, return_details: bool = False):
-        x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.weight)
+        x, mask = check_set(x, mask, self.cfg.d_in, self.embed.weight)
         details = [] if return_details else None
         h = h_in = zero_pad(self.embed(x), mask)  # (B, n, d)
         for i in range(len(self.enc)):
@@ -244,10 +244,10 @@ class MZSetTransformer(nn.Module):
         self.dec = nn.ModuleList(MZSAB(d, **mab, name=f"dec{i}") for i in range(cfg.n_dec))
         self.head = nn.Sequential(nn.Linear(2 * k * d, d), nn.GELU(), nn.Linear(d, cfg.d_out))
         for mod in self.modules():
-            _init_linear(mod)  # MZ matrices and learned tokens are Parameters, not Linear
+            init_linear(mod)  # MZ matrices and learned tokens are Parameters, not Linear
 
     def forward(self, x, mask=None, return_details: bool = False):
-        x, mask = _check_set(x, mask, self.cfg.d_in, self.embed.W_c.weight)
+        x, mask = check_set(x, mask, self.cfg.d_in, self.embed.W_c.weight)
         details = [] if return_details else None
         if self._packs(x, mask, return_details):
             packing = Packing(mask)
@@ -269,9 +269,8 @@ class MZSetTransformer(nn.Module):
         y = self.head(feats)  # (B, d_out)
         if not return_details:
             return y
-        return y, SetModelDetails(
-            details, pooled=_tokens(c, G), input_tokens=_tokens(c_in, G_in), features=feats
-        )
+        pooled, inputs = token_zonotopes(c, G), token_zonotopes(c_in, G_in)
+        return y, SetModelDetails(details, pooled=pooled, input_tokens=inputs, features=feats)
 
     def _packs(self, x, mask, return_details: bool) -> bool:
         """Whether this forward runs the set's tokens packed (see ``pack_sets``)."""

@@ -1,0 +1,209 @@
+"""The fused CPU kernels (``mzlite.nn.fused``) against eager PyTorch on this CPU, side by side.
+
+Every row times the same computation twice in one process, the kernel and the eager path
+(``fused.disabled()``), interleaved repeat by repeat in alternating order, CPU time of one
+thread (``time.process_time``: what a shared machine's load touches least), medians after
+warm-up; the ratio is eager / kernel (above 1: the kernel is faster). Printed with the load.
+
+``add_norm``  the residual + dropout + LayerNorm of the ``"layernorm"`` reading
+              (``attention.add_norm_rows``), forward + backward, on a packed batch's streams:
+              128 sets of ~20 tokens, 8 generators, widths 32, 64, 128, 256 (AVX-512 code) and
+              48, 80 (the generic loops), float32 and bf16 rows, p = 0.1. Every width is
+              timed, selected or not.
+``layout``    the head-major (un)packing of the generator stream (``Packing.unpack_heads`` /
+              ``pack_heads``, the padded layout's permutes), forward + backward, bf16.
+``model``     one training step as ``fit`` takes it on CPU (bf16 autocast, AdamW) of MZ-Full,
+              batch 128, sets of 10-30, each reading of choice 7 that has kernels.
+
+It ends by comparing each measurement with what the policy selects on this CPU
+(``MZLITE_FUSED`` unset: AVX-512 builds, add_norm at its AVX-512 widths). On a CPU without
+AVX-512 set ``MZLITE_FUSED=1`` to time the kernels there (``0`` would time eager twice).
+
+    OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py              # ~3 min CPU
+    OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py --repeats 5 --parts add_norm,layout
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fit_speed import step_batches, train_step  # noqa: E402
+
+from mzlite.nn import Packing, build_model, fused  # noqa: E402
+from mzlite.nn.attention import _heads_first, _heads_last, add_norm_rows  # noqa: E402
+
+PARTS = ("add_norm", "layout", "model")
+
+
+def side_by_side(kernel, eager, repeats: int, warmup: int = 2) -> tuple[float, float]:
+    """Median CPU seconds of ``kernel()`` and ``eager()``, interleaved in alternating order."""
+    times = {kernel: [], eager: []}
+    for r in range(warmup + repeats):
+        for f in (kernel, eager) if r % 2 == 0 else (eager, kernel):
+            t = time.process_time()
+            f()
+            if r >= warmup:
+                times[f].append(time.process_time() - t)
+    return statistics.median(times[kernel]), statistics.median(times[eager])
+
+
+def row(label: str, kernel_s: float, eager_s: float, selected: bool) -> float:
+    ratio = eager_s / kernel_s
+    verdict = "kernel faster" if ratio > 1 else "eager faster"
+    print(
+        f"  {label:38} kernel {kernel_s * 1e3:8.2f} ms  eager {eager_s * 1e3:8.2f} ms  "
+        f"eager/kernel {ratio:5.2f}x  {verdict:13}  policy: {'kernel' if selected else 'eager'}",
+        flush=True,
+    )
+    return ratio
+
+
+def fwd_bwd(f, *args):
+    """A step of ``f(*args)`` forward and backward, with a dense gradient of ones per output
+    (made once; as a model's gradients, not the stride-0 one a ``.sum()`` would send back)."""
+    grads = []
+
+    def step():
+        out = f(*args)
+        out = out if isinstance(out, tuple) else (out,)
+        if not grads:
+            grads.extend(torch.ones(o.shape, dtype=o.dtype) for o in out)
+        torch.autograd.backward(out, grads)
+
+    return step
+
+
+def selected(stand_in, *args) -> bool:
+    """Whether ``fused.fast_path`` runs the kernel for these arguments on this CPU."""
+    return fused.loaded() and stand_in.kernel.accepts(*args)
+
+
+def bench_add_norm(args) -> dict:
+    print("add_norm (residual + dropout + LayerNorm of both streams), forward + backward:")
+    T, ng, p, ratios = 2560, 8, 0.1, {}
+    for d in args.widths:
+        for dtype in (torch.float32, torch.bfloat16):
+            g = torch.Generator().manual_seed(0)
+            ln_c, ln_G = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+            c, a_c = (torch.randn(T, d, generator=g).to(dtype).requires_grad_() for _ in "ca")
+            G, a_G = (torch.randn(T, ng, d, generator=g).to(dtype).requires_grad_() for _ in "Ga")
+
+            xs = (c, G, a_c, a_G, ln_c, ln_G, p)
+            f = add_norm_rows
+            k, e = side_by_side(fwd_bwd(f.kernel.run, *xs), fwd_bwd(f.eager, *xs), args.repeats)
+            label = f"d={d:3} {str(dtype).removeprefix('torch.'):8} ({T}, {ng}, {d}) rows"
+            on = selected(f, *xs)
+            ratios[d, dtype] = (row(label, k, e, on), on)
+    return ratios
+
+
+def bench_layout(args) -> None:
+    print("head-major layouts of the generator stream (H=4, n_g=8, d=64), fwd + bwd:")
+    g = torch.Generator().manual_seed(0)
+    mask = torch.arange(30)[None] < torch.randint(10, 31, (128,), generator=g)[:, None]
+    pk, H, ng, d = Packing(mask), 4, 8, 64
+    for dtype in (torch.bfloat16, torch.float32):
+        packed = torch.randn(len(pk.rows), ng, d, generator=g).to(dtype).requires_grad_()
+        heads = torch.randn(pk.B, H, pk.n, ng, d // H, generator=g).to(dtype).requires_grad_()
+        padded = torch.randn(pk.B, pk.n, ng, d, generator=g).to(dtype).requires_grad_()
+        cases = {
+            "packed -> head-major": (Packing.unpack_heads, pk, packed, H),
+            "head-major -> packed": (Packing.pack_heads, pk, heads),
+            "padded -> head-major": (_heads_first, padded, H),
+            "head-major -> padded": (_heads_last, heads),
+        }
+        for label, (f, *xs) in cases.items():
+            # contiguous, as attention reads them (eager's heads_first returns a permuted view)
+            kernel = fwd_bwd(lambda *a, f=f: f.kernel.run(*a).contiguous(), *xs)
+            eager = fwd_bwd(lambda *a, f=f: f.eager(*a).contiguous(), *xs)
+            k, e = side_by_side(kernel, eager, args.repeats * 3)
+            name = f"{f.kernel.name} {str(dtype).removeprefix('torch.')}"
+            row(f"{name:21} ({label})", k, e, selected(f, *xs))
+
+
+def bench_model(args) -> None:
+    print("one training step of MZ-Full (d=64, batch 128, sets of 10-30, bf16 autocast, AdamW):")
+    batch = step_batches(1)[0]
+    for gen_norm in ("layernorm", "zonotope"):
+        torch.manual_seed(0)
+        model = build_model("mz_full", 8, device="cpu", gen_norm=gen_norm)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-5, fused=True)
+
+        def kernel(m=model, o=opt):
+            train_step(m, o, batch)
+
+        def eager(m=model, o=opt):
+            with fused.disabled():
+                train_step(m, o, batch)
+
+        before = sum(fused.calls.values())
+        kernel()
+        ran = sum(fused.calls.values()) > before  # through fast_path: what fit runs here
+        k, e = side_by_side(kernel, eager, args.repeats)
+        what = "add_norm + layouts" if gen_norm == "layernorm" else "layouts"
+        row(f'gen_norm="{gen_norm}" ({what})', k, e, ran)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=7, help="timed repeats per path and row")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument(
+        "--widths",
+        type=lambda v: [int(w) for w in v.split(",")],
+        default=[32, 48, 64, 80, 128, 256],
+        help="add_norm widths d, comma-separated (default 32,48,64,80,128,256)",
+    )
+    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {PARTS}")
+    args = ap.parse_args()
+    parts = [p for p in args.parts.split(",") if p]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        ap.error(f"--parts: unknown {unknown}; valid: {', '.join(PARTS)}")
+    torch.set_num_threads(args.threads)
+    if not fused.build():
+        sys.exit(f"the fused kernels cannot be built here: {fused.build_error()}")
+    print(
+        f"fused kernels vs eager: {platform.processor() or platform.machine()}, torch "
+        f"{torch.__version__} (CPU capability {torch.backends.cpu.get_cpu_capability()}), kernel "
+        f"build {'with' if fused.has_avx512() else 'without'} AVX-512, MZLITE_FUSED="
+        f"{fused.policy()}, {args.threads} thread(s), median of {args.repeats} repeats, CPU time; "
+        f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}",
+        flush=True,
+    )
+    if not fused.loaded():
+        print("  (not selected by the policy here: the model rows time eager twice)")
+    ratios = bench_add_norm(args) if "add_norm" in parts else {}
+    if "layout" in parts:
+        bench_layout(args)
+    if "model" in parts:
+        bench_model(args)
+    if ratios:
+        print("policy on this CPU against these measurements (add_norm):")
+        for d in sorted({d for d, _ in ratios}):
+            faster = all(r > 1 for (dd, _), (r, _) in ratios.items() if dd == d)
+            chosen = all(on for (dd, _), (_, on) in ratios.items() if dd == d)
+            if chosen and not faster:
+                verdict = "DISAGREES: the policy runs a kernel not measured faster"
+            elif faster and not chosen:
+                verdict = "policy conservative: generic loops, eager unless MZLITE_FUSED=1"
+            else:
+                verdict = "agrees"
+            print(
+                f"  d={d:3}: policy {'kernel' if chosen else 'eager':6}; measured kernel "
+                f"{'faster' if faster else 'not faster'} in both dtypes: {verdict}"
+            )
+    print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
