@@ -294,7 +294,10 @@ def test_glance_leads_with_results_and_collapses_claims_not_run(tmp_path):
     assert ("Table 2, Task A: Set Regr.: MZAttn beats every other model of the column: holds "
             "(ours +0.100, the paper&#x27;s +0.024; cpu-converged).") in html  # fmt: skip
     assert "Not run yet: 2 claims, of Tables 2 and 22." in html
-    assert "Task B" not in html
+    assert "Task B" not in html and "What the results say" in html
+    nothing = Scorecard([r for r in rows if r["verdict"] == "not run"], ("cpu",))
+    html = str(narrate.glance("06_relational_benchmarks", sc=nothing))
+    assert "What the results say" not in html and "The paper&#x27;s claims" in html
 
 
 def test_main_results_glance_names_the_best_other_model(tmp_path):

@@ -93,9 +93,10 @@ def claim_lines(rows: list[dict], tables: bool = False) -> list[str]:
     return out
 
 
-def glance(chapter: str, sentences=(), sc=None, title: str = "What the results say"):
+def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     """The box at the top of a results chapter: the verdict counts of its claims, the chapter's
-    own summary ``sentences`` (its results, with their numbers), then one line per claim."""
+    own summary ``sentences`` (its results, with their numbers), then one line per claim.
+    ``title``: by default "What the results say", or, where nothing has run, what it is."""
     import html
 
     from mzlite.experiments.formatting import count_phrase
@@ -118,6 +119,9 @@ def glance(chapter: str, sentences=(), sc=None, title: str = "What the results s
 
         missing = list(dict.fromkeys(r["table"] for r in rows if r["verdict"] == "not run"))
         lines.append(f"Not run yet: {len(rows) - len(ran)} claims, of {tables_words(missing)}.")
+    if title is None:
+        title = ("What the results say" if ran or any(sentences)
+                 else "The paper's claims about this chapter")  # fmt: skip
     body = "".join(f"<p>{html.escape(p)}</p>" for p in paras)
     if lines:
         body += '<ul class="mz-claims">' + "".join(
