@@ -2,9 +2,11 @@
 #   make book   builds the executed book into book/_build/html (the main job)
 #   make test-fast  the unit tier only (no slow, integration or browser tests), for the edit loop
 #   make test   unit tests, every notebook under papermill, the book with warnings as errors,
-#               the exercise cells of the student copies, and the rendered chapters checked in
-#               headless Chromium
-#   make student  student copies of the chapters (no solutions) in book/_build/student
+#               the student copies run whole from the unzipped download, and the rendered
+#               chapters checked in headless Chromium
+#   make student  student copies of the chapters (no solutions) in book/_build/student, zipped
+#   make book STUDENT=1  the student edition: no solution cells, no answers' outputs
+#   make instructor  the instructor pack (solutions, sample answers) in book/_build/instructor
 # Both create (or reuse) .venv; nothing else on the machine is touched, except that `make test`
 # installs Debian's chromium when it is missing and apt-get can be used.
 
@@ -23,7 +25,7 @@ TORCH_INDEX ?=
 TORCH_EXTRA_INDEX ?=
 TORCH_PIP_INDEX := $(if $(TORCH_INDEX),--index-url "$(TORCH_INDEX)") $(if $(TORCH_EXTRA_INDEX),--extra-index-url "$(TORCH_EXTRA_INDEX)")
 
-.PHONY: venv book notebooks student assets test test-fast browser lint clean
+.PHONY: venv book notebooks student instructor assets test test-fast browser lint clean
 
 venv: $(STAMP)
 
@@ -43,11 +45,25 @@ notebooks: $(STAMP)
 student: $(STAMP)
 	$(VPY) book/_scripts/make_student.py
 
+# The instructor pack (chapters with solutions, sample answers): never part of the student download
+instructor: $(STAMP)
+	$(VPY) book/_scripts/make_student.py --instructor book/_build/instructor
+
+# STUDENT=1: the student edition (book/_build/student-book/_build/html), built from the executed
+# chapters without their solution cells and without the answer cells' outputs
+STUDENT ?=
 book: $(STAMP) assets notebooks student
 	$(VPY) book/_scripts/teaching.py
+ifeq ($(STUDENT),1)
+	$(VPY) book/_scripts/make_student.py --book-source book/_build/student-src
+	$(VENV)/bin/jupyter-book build book/_build/student-src -W -n --keep-going --path-output book/_build/student-book
+	@echo
+	@echo "The student edition is built: book/_build/student-book/_build/html/index.html."
+else
 	$(VENV)/bin/jupyter-book build book -W -n --keep-going
 	@echo
 	@echo "The book is built: open book/_build/html/index.html in a browser (it works offline)."
+endif
 
 browser: $(STAMP)
 	@bash book/_scripts/ensure_chromium.sh

@@ -93,7 +93,7 @@ def test_chapter_exercises_are_discovered():
 # ---- coding exercises: right functions pass, typical mistakes are named, placeholders wait
 import torch  # noqa: E402
 
-from mzlite.exercises import ch3, ch6, ch8  # noqa: E402
+from mzlite.exercises import ch2, ch3, ch5, ch6, ch8, ch11  # noqa: E402
 from mzlite.zonotope import MatrixZonotope, Zonotope  # noqa: E402
 
 
@@ -257,3 +257,148 @@ def test_inputs_match_between_notebook_and_checker():
     M_c, M_l, c, G = product_inputs(4)
     ref = MatrixZonotope(M_c, M_l) @ Zonotope(c, G)
     assert ref.num_generators == G.shape[0] + M_l.shape[0] * (1 + G.shape[0])
+
+
+# ---- value exercises: a usual slip, computed here the wrong way, is named (issue 25)
+def _slip_ch1_generators(seed):
+    from mzlite.exercises.ch1 import generator_sizes
+
+    L, h = generator_sizes(seed)
+    return h + L  # the cross terms forgotten
+
+
+def _slip_ch1_area(seed):
+    from mzlite.exercises.ch1 import exercise_zonotope
+
+    G = exercise_zonotope(seed)[0].generators
+    return float(4 * G.abs().sum(0).prod())  # the interval hull's area
+
+
+def _slip_ch2_extrapolate(seed):
+    from mzlite.exercises.ch2 import constant_set, exercise_layer
+
+    layer, query = exercise_layer(seed)
+    with torch.no_grad():
+        o1, o2 = (layer(query, constant_set(t))[0].flatten() for t in (1.0, 2.0))
+    return o1 + (-1.5) * (o2 - o1)  # the line anchored at o(S_1) with t, not t - 1
+
+
+def _slip_ch3_gates(seed):
+    layer, c, _, _ = ch3.exercise_inputs(seed)
+    with torch.no_grad():
+        return torch.tanh(layer.gate(c.mean(1))).view(1, layer.n_heads, layer.L)
+
+
+def _slip_ch3_ihw(seed):
+    layer, c, G, mask = ch3.exercise_inputs(seed)
+    with torch.no_grad():
+        _, o_G, _ = layer(c, c, G, mask)
+    return float(o_G[0, 0].norm(dim=-1).sum())  # L2 norms
+
+
+def _slip_ch6_mst(seed):
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    from scipy.spatial.distance import pdist, squareform
+
+    return float(
+        minimum_spanning_tree(squareform(pdist(ch6.exercise_inputs(seed)["mst_points"])) ** 2).sum()
+    )
+
+
+def _slip_ch6_chamfer(seed):
+    inp = ch6.exercise_inputs(seed)
+    d2 = ((inp["A"][:, None] - inp["B"][None]) ** 2).sum(-1)
+    return float(d2.min(1).mean())  # one direction
+
+
+def _slip_ch6_r2(seed):
+    inp = ch6.exercise_inputs(seed)
+    return float(np.corrcoef(inp["y"], inp["pred"])[0, 1] ** 2)
+
+
+def _slip_ch8_nll(seed):
+    inp = ch8.exercise_inputs(seed)
+    z = (inp["y"] - inp["mu"]) / inp["sigma"]
+    return float((0.5 * z**2 + np.log(inp["sigma"])).mean())  # without 0.5 log(2 pi)
+
+
+def _slip_ch8_spearman(seed):
+    inp = ch8.exercise_inputs(seed)
+    return float(np.corrcoef(inp["u"], np.abs(inp["y"] - inp["mu"]))[0, 1])  # Pearson
+
+
+def _slip_ch3_extra_params(seed):
+    s = ch3.layer_sizes(seed)
+    d, H, n_g, L = s["d"], s["n_heads"], s["n_g"], s["L"]
+    d_k = d // H
+    # M_c and M_l, W_mix, the gate's weight but not its bias, W_vg and W_og
+    return H * (1 + L) * d_k**2 + H * n_g * L + d * H * L + 2 * d * d
+
+
+def _slip_ch5_radius(seed):
+    from scipy.spatial.distance import pdist
+
+    P = ch5.exercise_points(seed)
+    D = pdist(P)
+    a, b, c = sorted(D)
+    if a * a + b * b <= c * c:  # obtuse or right: the longest side is a diameter
+        radius = c / 2
+    else:  # acute: the circumcircle
+        (x1, y1), (x2, y2) = P[1] - P[0], P[2] - P[0]
+        radius = a * b * c / (2 * abs(x1 * y2 - x2 * y1))
+    return 2 * radius  # the diameter
+
+
+def _floor_steps():
+    from mzlite.exercises.ch4 import full_protocol
+
+    n_train, _, cfg = full_protocol()  # the exercise's inputs; the slip drops the last batch
+    return n_train // cfg.batch_size
+
+
+VALUE_SLIPS = {
+    "ch1.generators": (_slip_ch1_generators, "cross terms"),
+    "ch1.area": (_slip_ch1_area, "interval hull"),
+    "ch1.inside": (lambda seed: True, "interval hull is not inside"),
+    "ch2.extrapolate": (_slip_ch2_extrapolate, "o(S_1) + t"),
+    "ch2.tdof": (lambda seed: ch2.tdof_dimension(seed) ** 2, "symmetric"),
+    "ch3.gates": (_slip_ch3_gates, "unmasked mean"),
+    "ch3.ihw": (_slip_ch3_ihw, "L1 norms"),
+    "ch3.extra_params": (_slip_ch3_extra_params, "gate without its bias"),
+    "ch4.steps": (lambda seed: _floor_steps(), "floor"),
+    "ch5.radius": (_slip_ch5_radius, "diameter"),
+    "ch6.mst": (_slip_ch6_mst, "squared edge lengths"),
+    "ch6.chamfer": (_slip_ch6_chamfer, "one direction only"),
+    "ch6.r2": (_slip_ch6_r2, "squared correlation"),
+    "ch8.nll": (_slip_ch8_nll, "0.5 log(2 pi)"),
+    "ch8.spearman": (_slip_ch8_spearman, "Pearson"),
+    "ch10.p_floor": (lambda seed: 1 / 7, "one cell's chance"),
+    "ch11.noise_scale": (lambda seed: ch11.noise_factor(seed) ** 2, "the square"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(VALUE_SLIPS))
+@pytest.mark.parametrize("seed", [0, 5])
+def test_a_planted_slip_in_a_value_exercise_is_named(key, seed):
+    slip, phrase = VALUE_SLIPS[key]
+    if key == "ch1.inside":
+        seed = 7 if seed else 0  # seeds whose point is outside the zonotope, inside its hull
+    r = check(key, slip(seed), seed=seed)
+    assert r.status == "wrong" and phrase in r.message, r.message
+
+
+def test_while_grading_check_records_the_answer_and_judges_nothing(tmp_path, monkeypatch):
+    from mzlite.exercises.checker import CAPTURE_ENV
+    from mzlite.exercises.wire import decode
+
+    capture = tmp_path / "capture.jsonl"
+    monkeypatch.setenv(CAPTURE_ENV, str(capture))
+    r = check("test.double", 6)
+    assert r.status == "recorded" and not r  # no verdict: a loop over answers learns nothing
+    assert check("test.double", 5, strict=True).status == "recorded"  # strict does not raise
+    check("ch1.half_widths", _half_widths, seed=3)
+    check("test.double", object())
+    lines = [json.loads(s) for s in capture.read_text().splitlines()]
+    assert decode(lines[0]["answer"]) == 6 and decode(lines[1]["answer"]) == 5
+    assert lines[2] == {"key": "ch1.half_widths", "seed": 3, "function": "_half_widths"}
+    assert "cannot be graded" in lines[3]["unencodable"]

@@ -1,139 +1,582 @@
-"""``python -m mzlite grade``: generated submissions (all correct, all blank, one raising, one that
-never ends, one unreadable) are graded, and none of them stops the run."""
+"""The grader (mzlite.exercises.grading) trusts no submission.
+
+A generated class of chapter-1 notebooks (student copies with their answer cells filled in):
+one honest student, one absent, the cheats of issue 25 (a forged check log, a patched
+``torch.allclose``, a patched ``diagnose``, answers tried in a loop, the instructor's solution
+read and executed, mzlite's own product returned, the book's answer copied, a classmate's value
+checked with the classmate's seed, the installed checker rewritten, ``check`` replaced by a fake
+tick), a raising notebook and an endless one. Every cheat must be flagged or graded wrong, the
+next student's wrong answer must stay wrong, and the instructor's files must be unchanged. The
+unit tests below hold the pieces (the wire format, the static inspection, the audit hook, the
+judge, points and the gradebook) without kernels.
+"""
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
+from book_scripts import load
 
 from mzlite.__main__ import main
-from mzlite.exercises import keys
-from mzlite.exercises.grading import chapter_of, find_submissions, grade
+from mzlite.exercises import gradebook, sandbox, submission, wire
+from mzlite.exercises.ch1 import exercise_zonotope, generator_sizes
+from mzlite.exercises.checker import get, keys
+from mzlite.exercises.grading import (
+    NotebookGrade,
+    chapter_of,
+    find_submissions,
+    grade,
+    read_points,
+)
+from mzlite.exercises.roster import read_roster
 
-pytest.importorskip("nbclient")
+ROOT = Path(__file__).resolve().parents[1]
+CH1 = ROOT / "notebooks" / "01_zonotopes.ipynb"
+ms = load("make_student")
 
-SETUP = "from mzlite.exercises import check\nimport torch\n"
-CORRECT = {
-    "ch1.generators": "answer = 2 + 3 + 2 * 3",
-    "ch1.area": "answer = 12.0",
-    "ch1.inside": "answer = False",
-    "ch1.half_widths": "def answer(G):\n    return G.abs().sum(dim=-2)",
-    "ch1.mz_product": (
-        "def answer(M_c, M_l, c, G):\n"
-        "    cross = torch.einsum('lpq,kq->lkp', M_l, G).reshape(-1, M_c.shape[0])\n"
-        "    return M_c @ c, torch.cat([G @ M_c.T, M_l @ c, cross])"
-    ),
+# The roster of the generated class: name, seed
+ROSTER = {
+    "ace": 7,
+    "bob": 8,  # absent: his seed is what the classmate cheat copies
+    "forger": 11,
+    "patcher": 12,
+    "diagnoser": 13,
+    "looper": 14,
+    "reader": 15,
+    "library": 16,
+    "copier": 24,  # not 17: seed 17 happens to have the book's 11 generators
+    "classmate": 18,
+    "vandal": 19,
+    "next": 20,
+    "faker": 21,
+    "raiser": 22,
+    "sleeper": 23,
+}
+
+SIZES = (
+    "from mzlite.exercises.ch1 import exercise_zonotope, generator_sizes\n\n"
+    "L_ex, h_ex = generator_sizes(seed)\n"
+)
+ZONOTOPE = "z_ex, p_ex = exercise_zonotope(seed)\n"
+HALF_WIDTHS = "def half_widths(G):\n    return G.abs().sum(dim=-2)\n\n\n"
+MZ_TIMES_Z = (
+    "def mz_times_z(M_c, M_l, c, G):\n"
+    "    cross = torch.einsum('lpq,kq->lkp', M_l, G).reshape(-1, M_c.shape[0])\n"
+    "    return M_c @ c, torch.cat([G @ M_c.T, M_l @ c, cross])\n\n\n"
+)
+HONEST = {
+    "ch1.generators": SIZES
+    + 'answer = h_ex + L_ex + L_ex * h_ex\ncheck("ch1.generators", answer, seed=seed)',
+    "ch1.area": ZONOTOPE + 'answer = z_ex.volume().item()\ncheck("ch1.area", answer, seed=seed)',
+    "ch1.inside": 'answer = bool(z_ex.contains(p_ex))\ncheck("ch1.inside", answer, seed=seed)',
+    "ch1.half_widths": HALF_WIDTHS + 'check("ch1.half_widths", half_widths, seed=seed)',
+    "ch1.mz_product": MZ_TIMES_Z + 'check("ch1.mz_product", mz_times_z, seed=seed)',
 }
 
 
-def _cell(src, tags=()):
+def _values(seed: int) -> dict:
+    L, h = generator_sizes(seed)
+    z, p = exercise_zonotope(seed)
+    return {"generators": h + L + L * h, "area": z.volume().item(), "inside": bool(z.contains(p))}
+
+
+def _with(**cells) -> dict:
+    """The honest answers with some cells replaced (keyword: the key's part after 'ch1.')."""
+    out = dict(HONEST)
+    for name, src in cells.items():
+        out[f"ch1.{name}"] = src
+    return out
+
+
+def _notebook(seed: int, answers: dict, extra: list[str] = ()) -> dict:
+    nb = ms.student_copy(json.loads(CH1.read_text()), seed)
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        for key, new in answers.items():
+            if cell["cell_type"] == "code" and f'check("{key}"' in src:
+                cell["source"] = new
+    for i, src in enumerate(extra):  # cells added before the exercises
+        at = next(j for j, c in enumerate(nb["cells"]) if 'check("ch1.' in "".join(c["source"]))
+        nb["cells"].insert(
+            at, {"cell_type": "code", "metadata": {}, "source": src, "outputs": [], "id": f"x{i}"}
+        )
+    return nb
+
+
+def _digest(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _cheats(root: Path) -> dict[str, dict]:
+    """The generated class: notebook per student (bob is absent)."""
+    installed_checker = Path(sandbox.installed_roots()[0]) / "mzlite" / "exercises" / "checker.py"
+    bob = _values(ROSTER["bob"])
+    wrong_half = "def half_widths(G):\n    return G.norm(dim=-2)\n\n\n"
     return {
-        "cell_type": "code",
-        "execution_count": None,
-        "id": f"c{abs(hash(src)) % 10**8}",
-        "metadata": {"tags": list(tags)},
-        "outputs": [],
-        "source": src,
+        "ace": _notebook(ROSTER["ace"], HONEST),
+        "forger": _notebook(
+            ROSTER["forger"],
+            _with(
+                area=ZONOTOPE
+                + textwrap.dedent(
+                    """\
+                    import json, os
+                    answer = 1.0
+                    check("ch1.area", answer, seed=seed)
+                    line = {"key": "ch1.area", "status": "correct", "message": "", "seed": seed}
+                    with open(os.environ.get("MZLITE_CHECK_LOG", "log.jsonl"), "a") as f:
+                        f.write(json.dumps(line) + "\\n")
+                    """
+                )
+            ),
+        ),
+        "patcher": _notebook(
+            ROSTER["patcher"],
+            _with(
+                half_widths="def always(*a, **k):\n    return True\n\n\ntorch.allclose = always\n"
+                + wrong_half
+                + 'check("ch1.half_widths", half_widths, seed=seed)'
+            ),
+        ),
+        "diagnoser": _notebook(
+            ROSTER["diagnoser"],
+            _with(
+                mz_product="import mzlite.exercises.checker as C\n"
+                "C.diagnose = lambda *a, **k: (True, 'agrees with mzlite')\n\n"
+                "def mz_times_z(M_c, M_l, c, G):\n    return M_c @ c, G @ M_c.T\n\n\n"
+                'check("ch1.mz_product", mz_times_z, seed=seed)'
+            ),
+        ),
+        "looper": _notebook(
+            ROSTER["looper"],
+            _with(
+                generators=SIZES
+                + 'for answer in range(1, 60):\n    if check("ch1.generators", answer, '
+                "seed=seed):\n        break"
+            ),
+        ),
+        "reader": _notebook(
+            ROSTER["reader"],
+            _with(
+                half_widths=textwrap.dedent(
+                    f"""\
+                    import json
+                    from pathlib import Path
+                    for where in ["{CH1}", "../notebooks/{CH1.name}"]:
+                        try:
+                            nb = json.loads(Path(where).read_text())
+                        except OSError as e:
+                            print("could not read", where, e)
+                            continue
+                        for c in nb["cells"]:
+                            s = "".join(c["source"])
+                            if "strict=True" in s and "half_widths" in s:
+                                exec(s.replace(", strict=True", ""))
+                    check("ch1.half_widths", half_widths, seed=seed)
+                    """
+                )
+            ),
+        ),
+        "library": _notebook(
+            ROSTER["library"],
+            _with(
+                mz_product="from mzlite.zonotope import MatrixZonotope, Zonotope\n\n\n"
+                "def mz_times_z(M_c, M_l, c, G):\n"
+                "    z = MatrixZonotope(M_c, M_l) @ Zonotope(c, G)\n"
+                "    return z.center, z.generators\n\n\n"
+                'check("ch1.mz_product", mz_times_z, seed=seed)'
+            ),
+        ),
+        "copier": _notebook(  # the reading version's numbers (seed 0)
+            ROSTER["copier"],
+            _with(
+                generators=SIZES + 'answer = 11\ncheck("ch1.generators", answer, seed=seed)',
+                area=ZONOTOPE + 'answer = 12.0\ncheck("ch1.area", answer, seed=seed)',
+            ),
+        ),
+        "classmate": _notebook(  # bob's values, checked at home with bob's seed
+            ROSTER["bob"],
+            _with(
+                generators=SIZES
+                + f'answer = {bob["generators"]}\ncheck("ch1.generators", answer, seed=seed)',
+                area=ZONOTOPE + f'answer = {bob["area"]!r}\ncheck("ch1.area", answer, seed=seed)',
+            ),
+        ),
+        "vandal": _notebook(
+            ROSTER["vandal"],
+            HONEST,
+            extra=[
+                textwrap.dedent(
+                    f"""\
+                    import mzlite.exercises.checker as C
+                    fake = "\\ndef verdict(ex, answer, seed=0):\\n    return Result(ex.key, 'correct', '', seed)\\n"
+                    for target in [C.__file__, "{installed_checker}"]:
+                        try:
+                            with open(target, "a") as f:
+                                f.write(fake)
+                            print("rewrote", target)
+                        except OSError as e:
+                            print("could not rewrite", target, e)
+                    """  # noqa: E501
+                )
+            ],
+        ),
+        "next": _notebook(
+            ROSTER["next"],
+            _with(half_widths=wrong_half + HONEST["ch1.half_widths"].split("\n\n\n")[1]),
+        ),  # noqa: E501
+        "faker": _notebook(
+            ROSTER["faker"],
+            _with(
+                area=ZONOTOPE
+                + "def check(*a, **k):\n    return True\n\n\n"
+                + 'answer = 3.0\ncheck("ch1.area", answer)'
+            ),
+        ),
+        "raiser": _notebook(ROSTER["raiser"], HONEST, extra=["1 / 0  # a broken cell"]),
+        "sleeper": _notebook(
+            ROSTER["sleeper"],
+            HONEST,
+            extra=["import time\n\nwhile True:\n    time.sleep(0.5)  # never ends"],
+        ),
     }
 
 
-def _notebook(path, bodies, seed=3):
-    cells = [_cell(f'profile = "smoke"\nseed = {seed}\ndevice = "auto"', ["parameters"])]
-    cells.append(_cell(SETUP))
-    cells += [_cell(b) for b in bodies]
-    nb = {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(nb))
+def _write_class(root: Path) -> Path:
+    subs = root / "submissions"
+    for name, nb in _cheats(root).items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / CH1.name).write_text(json.dumps(nb))
+    (subs / "garbled").mkdir()
+    (subs / "garbled" / CH1.name).write_text("{ this is not json")
+    roster = root / "class.csv"
+    roster.write_text("# name,seed\n" + "".join(f"{n},{s}\n" for n, s in ROSTER.items()))
+    return subs
 
 
-def _answers(values):
-    return [f'{v}\ncheck("{k}", answer, seed=seed)' for k, v in values.items()]
-
-
-# five kernels, one of them runs into its 60 s time limit: the tests that read it are integration
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("class") / "submissions"
-    name = "01_zonotopes.ipynb"
-    _notebook(root / "ace" / name, _answers(CORRECT))
-    _notebook(root / "blank" / name, _answers({k: "answer = ..." for k in CORRECT}))
-    raising = _answers(CORRECT)
-    raising.insert(1, "1 / 0  # a broken cell: the run goes on")
-    _notebook(root / "raiser" / name, raising)
-    endless = _answers(CORRECT)
-    endless.insert(
-        2,
-        # never ends; it sleeps, so that CI's two cores stay free
-        "import time\n\nwhile True:\n    time.sleep(0.5)",
+    root = tmp_path_factory.mktemp("class")
+    subs = _write_class(root)
+    watched = [ROOT / "mzlite" / "exercises" / "checker.py", CH1]
+    watched += [Path(r) / "mzlite" / "exercises" / "checker.py" for r in sandbox.installed_roots()]
+    before = {p: p.read_bytes() for p in watched if p.exists()}
+    try:
+        graded = grade(
+            subs,
+            root / "grades",
+            timeout=240,
+            cell_timeout=20,
+            roster=root / "class.csv",
+            jobs=2,
+            trials=3,
+            secret="test",
+            progress=False,
+        )
+    finally:
+        changed = [p for p, b in before.items() if p.read_bytes() != b]
+        for p in changed:  # put the instructor's file back before failing
+            p.write_bytes(before[p])
+    assert not changed, f"a submission rewrote the instructor's files: {changed}"
+    return {g.student: g for g in graded}, root / "grades"
+
+
+def _status(g, key):
+    return g.results[key]["status"]
+
+
+def _flagged(g, *words):
+    text = " | ".join(g.findings)
+    return all(w in text for w in words), text
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1200)
+def test_the_honest_student_gets_every_point_and_no_finding(graded):
+    ace = graded[0]["ace"]
+    assert ace.outcome == "ran" and ace.seed == 7 and ace.findings == []
+    assert {k: r["status"] for k, r in ace.results.items()} == dict.fromkeys(
+        keys("ch1."), "correct"
     )
-    _notebook(root / "looper" / name, endless)
-    (root / "garbled.ipynb").write_text("{ this is not json")
-    out = root.parent / "grades"
-    runs = grade(root, out, timeout=60, progress=False)
-    return runs, out
+    assert ace.results["ch1.half_widths"]["trials"] == 3
 
 
-def _by(runs, student):
-    return next(r for r in runs if r.student == student)
-
-
-@pytest.mark.integration
-@pytest.mark.timeout(900)
-def test_every_submission_is_reported(graded):
-    runs, _ = graded
-    assert sorted(r.student for r in runs) == ["ace", "blank", "garbled", "looper", "raiser"]
-    ch1 = set(keys("ch1."))
-    assert set(CORRECT) == ch1, "the generated submission covers every chapter 1 exercise"
-    ace = _by(runs, "ace")
-    assert ace.outcome == "ran" and ace.seed == 3
-    assert {k: r["status"] for k, r in ace.results.items()} == dict.fromkeys(ch1, "correct")
-    blank = _by(runs, "blank")
-    assert blank.outcome == "ran"
-    assert {r["status"] for r in blank.results.values()} == {"unanswered"}
+CHEATS = {
+    # student: (the exercise the cheat targets, words every finding list must hold)
+    "forger": ("ch1.area", ["grader's environment variables"]),
+    "patcher": ("ch1.half_widths", ["patches `torch.allclose`"]),
+    "diagnoser": ("ch1.mz_product", ["patches `C.diagnose`"]),
+    "looper": ("ch1.generators", ["not a statement of its own"]),
+    "reader": ("ch1.half_widths", ["reads a notebook file", "exec"]),
+    "library": ("ch1.mz_product", ["uses mzlite's own MatrixZonotope"]),
+    "copier": ("ch1.area", []),
+    "classmate": ("ch1.area", ["the notebook's seed is 8, the roster's 18"]),
+    "faker": ("ch1.area", ["redefines `check`"]),
+}
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(900)
-def test_a_raising_cell_is_reported_and_later_checks_still_count(graded):
-    raiser = _by(graded[0], "raiser")
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("student", sorted(CHEATS))
+def test_every_cheat_is_flagged_or_graded_wrong(graded, student):
+    key, words = CHEATS[student]
+    g = graded[0][student]
+    assert _status(g, key) != "correct", g.results[key]
+    ok, text = _flagged(g, *words)
+    assert ok, f"{student}: expected {words} in the findings: {text}"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1200)
+def test_cheats_earn_nothing_on_their_target(graded):
+    by, _ = graded
+    assert "different answers were checked" in by["looper"].results["ch1.generators"]["message"]
+    assert by["looper"].results["ch1.generators"]["attempts"] == 59
+    assert by["ace"].results["ch1.generators"]["attempts"] == 1
+    assert "L2 norm" in by["patcher"].results["ch1.half_widths"]["message"]
+    assert by["copier"].results["ch1.generators"]["status"] == "wrong"
+    assert by["classmate"].results["ch1.generators"]["status"] == "wrong"
+    assert by["faker"].results["ch1.area"]["status"] == "missing"
+    assert by["reader"].results["ch1.half_widths"]["status"] == "missing"
+    assert "MatrixZonotope" in by["library"].results["ch1.mz_product"]["message"]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1200)
+def test_a_rewritten_checker_changes_nothing_for_anyone(graded):
+    by, out = graded
+    vandal, nxt = by["vandal"], by["next"]
+    ok, text = _flagged(vandal, "refers to installed files")
+    assert ok, text
+    executed = (out / "executed" / "vandal" / CH1.name).read_text()
+    assert "could not rewrite" in executed  # the instructor's checker: refused
+    assert _status(nxt, "ch1.half_widths") == "wrong"  # the next student's wrong answer
+    assert all(_status(vandal, k) == "correct" for k in keys("ch1."))  # its honest answers
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1200)
+def test_a_raising_cell_and_an_endless_loop_cost_one_cell(graded):
+    by, _ = graded
+    raiser, sleeper = by["raiser"], by["sleeper"]
     assert raiser.outcome == "cell errors" and "ZeroDivisionError" in raiser.detail
-    assert len(raiser.results) == len(CORRECT)
-    assert all(r["status"] == "correct" for r in raiser.results.values())
+    assert sleeper.outcome == "cell errors" and "cell's time limit" in sleeper.detail
+    for g in (raiser, sleeper):  # every later exercise still counts
+        assert all(r["status"] == "correct" for r in g.results.values()), g.results
+    assert by["garbled"].outcome == "unreadable"
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(900)
-def test_an_endless_notebook_is_killed_with_the_checks_it_reached(graded):
-    looper = _by(graded[0], "looper")
-    assert looper.outcome == "timed out" and "60" in looper.detail
-    assert set(looper.results) == set(list(CORRECT)[:2])  # the two checks before the loop
-    garbled = _by(graded[0], "garbled")
-    assert garbled.outcome == "unreadable"
-
-
-@pytest.mark.integration
-@pytest.mark.timeout(900)
-def test_reports_per_student_and_per_exercise(graded):
-    runs, out = graded
-    rows = list(csv.DictReader((out / "grades.csv").open()))
-    looper = {r["exercise"]: r["status"] for r in rows if r["student"] == "looper"}
-    assert list(looper.values()).count("missing") == len(CORRECT) - 2
-    assert all(r["seed"] == "3" for r in rows if r["student"] == "ace")
+@pytest.mark.timeout(1200)
+def test_gradebook_one_row_per_student_with_the_absent_one(graded):
+    _, out = graded
+    rows = list(csv.DictReader((out / "gradebook.csv").open()))
+    names = [r["student"] for r in rows]
+    assert names[: len(ROSTER)] == list(ROSTER) and len(names) == len(set(names))
+    assert names[len(ROSTER) :] == ["garbled"]  # submitted without being on the roster
+    bob = rows[names.index("bob")]
+    assert bob["status"] == "absent" and float(bob["total"]) == 0 and bob["notebooks"] == "0"
+    ace = rows[names.index("ace")]
+    full = sum(get(k).points for k in keys("ch1."))
+    assert float(ace["total"]) == float(ace["max"]) == full and ace["percent"] == "100.0"
+    assert rows[names.index("forger")]["status"] == "flagged"
+    stats = {r["exercise"]: r for r in csv.DictReader((out / "statistics.csv").open())}
+    assert set(stats) == set(keys("ch1.")) and int(stats["ch1.area"]["students"]) == len(rows)
+    assert "L2 norm" in stats["ch1.half_widths"]["most_common_mistake"]
     md = (out / "summary.md").read_text()
-    assert "| ace | 1 | 5 | 0 | 0 | 0 | 5/5 |" in md
-    assert "| blank | 1 | 0 | 0 | 5 | 0 | 0/5 |" in md
-    assert "| ch1.inside | 2 | 0 | 1 | 1 |" in md  # ace and raiser right, blank, looper cut off
-    assert "looper / 01_zonotopes.ipynb: timed out" in md
-    assert (out / "executed" / "ace" / "01_zonotopes.ipynb").exists()
+    assert "## Findings" in md and "patches `torch.allclose`" in md
+
+
+# ---- unit tests: no kernels
+
+
+def test_wire_round_trip_and_refusals():
+    value = (
+        torch.arange(6, dtype=torch.float64).reshape(2, 3),
+        np.array([True, False]),
+        [1, 2.5, "x", None, ..., float("nan")],
+        {"a": torch.tensor(3)},
+    )
+    back = wire.decode(wire.encode(value))
+    assert torch.equal(back[0], value[0]) and back[0].dtype == torch.float64
+    assert np.array_equal(back[1], value[1]) and back[1].dtype == np.bool_
+    assert back[2][:5] == [1, 2.5, "x", None, ...] and np.isnan(back[2][5])
+    assert isinstance(back, tuple) and int(back[3]["a"]) == 3
+    with pytest.raises(wire.WireError, match="type object"):
+        wire.encode(object())
+    with pytest.raises(wire.WireError, match="dtype"):
+        wire.encode(np.array(["a"]))
+    bad_array = '{"__ndarray__": {"dtype": "object", "shape": [1], "data": ""}}'
+    for bad in ['{"__reduce__": 1}', bad_array, "not json"]:
+        with pytest.raises(wire.WireError):
+            wire.decode(bad)
+
+
+def test_a_clean_student_copy_has_no_findings_and_every_cheat_is_seen():
+    tmpl = submission.chapter_template("ch1")
+    for student, nb in _cheats(Path("/nonexistent")).items():
+        found = submission.inspect(nb, keys("ch1."), tmpl, ROSTER[student])
+        words = CHEATS.get(student, (None, []))[1]
+        text = " | ".join(map(str, found.findings))
+        if student in ("ace", "next", "copier", "raiser", "sleeper"):
+            assert found.findings == [], (student, text)
+        assert all(w in text for w in words), (student, text)
+    assert found.functions == {"ch1.half_widths": "half_widths", "ch1.mz_product": "mz_times_z"}
+    assert "def half_widths" in found.definitions and "check(" not in found.definitions
+
+
+def test_the_roster_seed_replaces_the_notebooks():
+    nb = _notebook(3, HONEST)
+    assert submission.claimed_seed(nb) == 3
+    assert submission.claimed_seed(submission.with_seed(nb, 42)) == 42
+    assert submission.claimed_seed(nb) == 3  # a copy
+    bare = {"cells": [{"cell_type": "code", "source": "x = 1", "metadata": {}}]}
+    assert submission.claimed_seed(submission.with_seed(bare, 5)) == 5
+
+
+def test_the_audit_hook_keeps_a_process_in_its_sandbox(tmp_path):
+    box, secret, outside = tmp_path / "box", tmp_path / "secret", tmp_path / "outside"
+    for d in (box, secret, outside):
+        d.mkdir()
+    (secret / "solution.txt").write_text("42")
+    policy = {
+        "deny_read": [str(secret)],
+        "deny_write": [str(outside), str(secret)],
+        "allow_write": [str(box)],
+    }
+    code = sandbox.SITECUSTOMIZE + textwrap.dedent(
+        f"""
+        import os
+        def attempt(f):
+            try:
+                f()
+                return "ok"
+            except PermissionError:
+                return "denied"
+        print(attempt(lambda: open("{secret}/solution.txt").read()),
+              attempt(lambda: open("{outside}/x", "w").write("x")),
+              attempt(lambda: os.remove("{secret}/solution.txt")),
+              attempt(lambda: open("{box}/y", "w").write("y")),
+              attempt(lambda: open("{outside}/../box/z", "w").write("z")))
+        """
+    )
+    env = {"PATH": "/usr/bin:/bin", sandbox.POLICY_ENV: json.dumps(policy)}
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["denied", "denied", "denied", "ok", "ok"], out.stderr
+
+
+@pytest.mark.slow
+def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
+    from mzlite.exercises import judge
+    from mzlite.exercises.grading import _worker_boot
+
+    box = tmp_path / "box"
+    (box / "work").mkdir(parents=True)
+    definitions = textwrap.dedent(
+        """\
+        import torch
+        def _true(*a, **k):
+            return True
+        torch.allclose = _true  # patches the worker's torch, never the judge's
+        def wrong(G):
+            return G.sum(dim=-2)
+        def sometimes(G):
+            return G.abs().sum(dim=-2) if abs(float(G[0, 0, 0])) < 1.2 else G.sum(dim=-2)
+        def loops(G):
+            while True:
+                pass
+        """
+    )
+    request = {
+        "roster_seed": 5,
+        "secret": "s",
+        "trials": 6,
+        "call_timeout": 5.0,
+        "definitions": definitions,
+        "worker_cmd": [sys.executable, "-I", "-c", _worker_boot(ROOT)],
+        "worker_env": {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+        "worker_cwd": str(box / "work"),
+        "exercises": {"ch1.half_widths": {"function": "wrong"}},
+    }
+    assert judge.judge(request)["ch1.half_widths"]["status"] == "wrong"
+    request["exercises"] = {"ch1.half_widths": {"function": "sometimes"}}
+    part = judge.judge(request)["ch1.half_widths"]
+    assert part["status"] == "partial" and 0 < part["passed"] < 6 == part["trials"]
+    assert part["score"] == pytest.approx(part["passed"] / 6)
+    request["exercises"] = {
+        "ch1.half_widths": {"function": "loops"},
+        "ch1.area": {"answers": [{"answer": wire.encode(_values(5)["area"])}]},
+        "ch1.inside": {"answers": []},
+    }
+    request["trials"] = 1
+    out = judge.judge(request)
+    assert "did not return within 5 s" in out["ch1.half_widths"]["message"]
+    assert out["ch1.area"]["status"] == "correct" and out["ch1.inside"]["status"] == "missing"
+    seeds = {judge.hidden_seed("s", 5, "ch1.half_widths", t) for t in range(6)}
+    assert len(seeds) == 6 and 5 not in seeds
+    assert judge.hidden_seed("other", 5, "ch1.half_widths", 0) not in seeds
+
+
+def _grade(student, results, expected=None, findings=()):
+    return NotebookGrade(
+        student, CH1.name, "ch1", ROSTER.get(student), None, "ran", "", 1.0,
+        results, expected or keys("ch1."), list(findings),
+    )  # fmt: skip
+
+
+def test_points_partial_credit_and_the_roster_join(tmp_path):
+    assignment = keys("ch1.")
+    points = read_points(None, assignment)
+    assert points["ch1.area"] == 1 and points["ch1.half_widths"] == 2
+    override = tmp_path / "points.csv"
+    override.write_text("exercise,points\nch1.area,3\n")
+    points = read_points(override, assignment)
+    assert points["ch1.area"] == 3 and points["ch1.inside"] == 1
+    override.write_text("ch1.nope,3\n")
+    with pytest.raises(ValueError, match="'ch1.nope' is not an exercise being graded"):
+        read_points(override, assignment)
+    (tmp_path / "p.json").write_text('{"ch1.area": -1}')
+    with pytest.raises(ValueError, match=">= 0"):
+        read_points(tmp_path / "p.json", assignment)
+
+    graded = [
+        _grade("ace", {"ch1.area": {"status": "correct", "score": 1.0},
+                       "ch1.half_widths": {"status": "partial", "score": 0.5, "passed": 1,
+                                           "trials": 2, "message": "1 of 2 hidden trials passed; "
+                                           "delta is what you get with the L2 norm"}}),
+        _grade("zed", {"ch1.area": {"status": "wrong", "score": 0.0, "message": "no"}},
+               findings=["cell 3: patches `torch.allclose`"]),
+    ]  # fmt: skip
+    roster = [("bob", 8), ("ace", 7)]
+    rows = gradebook.gradebook_rows(graded, assignment, points, roster)
+    assert [r["student"] for r in rows] == ["bob", "ace", "zed"]
+    bob, ace, zed = rows
+    assert bob["status"] == "absent" and bob["total"] == 0 and bob["max"] == ace["max"]
+    assert ace["ch1.area"] == 3 and ace["ch1.half_widths"] == 1.0 and ace["total"] == 4.0
+    assert ace["percent"] == round(100 * 4 / sum(points.values()), 2)
+    assert zed["status"] == "off roster" and zed["findings"] == 1
+    gradebook.write_reports(graded, tmp_path / "out", assignment, points, roster)
+    lines = (tmp_path / "out" / "gradebook.csv").read_text().splitlines()
+    assert len(lines) == 1 + 3 and lines[0].split(",")[:3] == ["student", "seed", "status"]
+    assert lines[0].split(",")[8:] == assignment
+    stats = {r["exercise"]: r for r in gradebook.statistics(graded, assignment, points, roster)}
+    assert stats["ch1.area"]["correct"] == 1 and stats["ch1.area"]["missing"] == 1
+    assert stats["ch1.half_widths"]["partial"] == 1
+    assert "L2 norm" in stats["ch1.half_widths"]["most_common_mistake"]
 
 
 def test_bad_input_is_a_clear_error(tmp_path, capsys):
@@ -141,10 +584,57 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     assert "SUBMISSIONS must be a folder" in capsys.readouterr().err
     assert main(["grade", str(tmp_path)]) == 2
     assert "no .ipynb files" in capsys.readouterr().err
+    # python -m mzlite grade takes every option of the grader's own command line
+    assert main(["grade", str(tmp_path), "--jobs", "0", "--roster", "r.csv"]) == 2
+    assert "jobs must be a positive integer" in capsys.readouterr().err
     with pytest.raises(ValueError, match="timeout"):
         grade(tmp_path, timeout=0)
+    with pytest.raises(ValueError, match="jobs must be"):
+        grade(tmp_path, jobs=0)
+    with pytest.raises(ValueError, match="isolation must be one of"):
+        grade(tmp_path, isolation="docker")
     assert chapter_of(tmp_path / "03_mzattn.ipynb") == "ch3"
     assert chapter_of(tmp_path / "ada_07_inside.ipynb") == "ch7"
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "01_a.ipynb").write_text("{}")
     assert find_submissions(tmp_path) == [("x", tmp_path / "x" / "01_a.ipynb")]
+    with pytest.raises(ValueError, match="chapters"):
+        grade(tmp_path, chapters=[99])
+    with pytest.raises(ValueError, match="numbers like 1 or ch3"):
+        grade(tmp_path, chapters=["one"])
+    roster = tmp_path / "class.csv"
+    roster.write_text("ada,1\nada,2\n")
+    with pytest.raises(ValueError, match="listed twice"):
+        read_roster(roster)
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_without_namespaces_the_audit_hook_still_protects(tmp_path):
+    """isolation='audit' (a machine without unprivileged namespaces): the vandal and the
+    solution reader are refused by the audit hook, and the next student is still graded right."""
+    everyone = _cheats(tmp_path)
+    subs = tmp_path / "submissions"
+    for name in ("vandal", "reader", "next"):
+        (subs / name).mkdir(parents=True)
+        (subs / name / CH1.name).write_text(json.dumps(everyone[name]))
+    roster = tmp_path / "class.csv"
+    roster.write_text("".join(f"{n},{ROSTER[n]}\n" for n in ("vandal", "reader", "next")))
+    watched = [p for p in [CH1, ROOT / "mzlite" / "exercises" / "checker.py"] if p.exists()]
+    before = {p: p.read_bytes() for p in watched}
+    try:
+        graded = grade(subs, tmp_path / "grades", timeout=240, cell_timeout=60, roster=roster,
+                       trials=2, isolation="audit", progress=False)  # fmt: skip
+    finally:
+        changed = [p for p, b in before.items() if p.read_bytes() != b]
+        for p in changed:
+            p.write_bytes(before[p])
+    assert not changed, f"a submission rewrote the instructor's files: {changed}"
+    by = {g.student: g for g in graded}
+    executed = (tmp_path / "grades" / "executed" / "vandal" / CH1.name).read_text()
+    assert "could not rewrite" in executed and "not allowed while grading" in executed
+    reader = (tmp_path / "grades" / "executed" / "reader" / CH1.name).read_text()
+    assert "not allowed while grading" in reader  # reading notebooks/ refused
+    assert by["reader"].results["ch1.half_widths"]["status"] == "missing"
+    assert by["next"].results["ch1.half_widths"]["status"] == "wrong"
+    assert by["vandal"].results["ch1.area"]["status"] == "correct"

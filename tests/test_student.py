@@ -129,9 +129,74 @@ def test_seed_and_roster(tmp_path):
     assert ms.main([NOTEBOOKS[0].stem, "--out", str(tmp_path / "out"), "--roster", "nope.csv"]) == 2
 
 
-def test_exercise_part_keeps_setup_and_answer_cells():
+def test_the_download_stands_alone_and_holds_no_solution(tmp_path):
+    files = ms.make(NOTEBOOKS, tmp_path / "copies", seed=None)
+    zip_path = tmp_path / "download.zip"
+    ms.make_zip(files, zip_path)
+    import zipfile
+
+    with zipfile.ZipFile(zip_path) as z:
+        names = set(z.namelist())
+        copies = [json.loads(z.read(n)) for n in names if n.endswith(".ipynb")]
+        text = json.dumps(copies)
+    top = "mzattn-student-notebooks/"
+    assert f"{top}data/checkpoints/mz_tdof8_L8.pt" in names  # chapters 7 and 11 read it
+    assert {f"{top}{p.name}" for p in NOTEBOOKS} <= names and f"{top}README.txt" in names
+    assert not any(ms.is_solution(c) for nb in copies for c in nb["cells"])
+    assert "sample-answer" not in text
+    sample = (ROOT / "book" / "instructor" / "sample_answers.md").read_text()
+    assert sample.splitlines()[2][:40] not in text
+
+
+def test_answer_text_cells_stay_and_sample_answers_go():
     nb = json.loads(NOTEBOOKS[0].read_text())
-    part = ms.exercise_part(ms.student_copy(nb))
-    code = [c for c in part["cells"] if c["cell_type"] == "code"]
-    assert "parameters" in code[0]["metadata"].get("tags", [])
-    assert all(ms.is_answer(c) for c in code[2:]) and len(code) > 2
+    nb["cells"] += [
+        {"cell_type": "markdown", "metadata": {"tags": ["answer-text"]}, "source": "*...*"},
+        {"cell_type": "markdown", "metadata": {"tags": ["sample-answer"]}, "source": "42"},
+    ]
+    kept = ms.student_copy(nb)["cells"]
+    assert _src(kept[-1]) == "*...*" and all(_src(c) != "42" for c in kept)
+    predicted = [
+        p.name
+        for p in NOTEBOOKS
+        if "Predict, then run" in p.read_text() and "answer-text" not in p.read_text()
+    ]
+    assert predicted == [], f"predict-then-run questions without an answer cell: {predicted}"
+
+
+def test_student_edition_and_instructor_pack(tmp_path):
+    executed = tmp_path / "chapters"
+    executed.mkdir()
+    nb = json.loads(NOTEBOOKS[0].read_text())
+    for cell in nb["cells"]:  # as if executed: every code cell has an output
+        if cell["cell_type"] == "code":
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "out\n"}]
+    (executed / NOTEBOOKS[0].name).write_text(json.dumps(nb))
+    src = ms.make_book_source(tmp_path / "student-book", executed)
+    edition = json.loads((src / "chapters" / NOTEBOOKS[0].name).read_text())
+    assert not any(ms.is_solution(c) for c in edition["cells"])
+    for cell in edition["cells"]:
+        if cell["cell_type"] == "code":
+            assert bool(cell["outputs"]) != ms.is_answer(cell)  # chapter outputs stay, answers not
+    assert (src / "_toc.yml").exists() and (src / "teaching.md").exists()
+    assert not (src / "instructor").exists()
+    with pytest.raises(FileNotFoundError, match="make notebooks"):
+        ms.make_book_source(tmp_path / "none", tmp_path / "empty")
+    import zipfile
+
+    pack = ms.make_instructor_pack(tmp_path / "pack")
+    with zipfile.ZipFile(pack) as z:
+        names = z.namelist()
+        assert "mzattn-instructor-pack/sample_answers.md" in names
+        solutions = z.read(f"mzattn-instructor-pack/notebooks-with-solutions/{NOTEBOOKS[0].name}")
+    assert b"strict=True" in solutions
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_a_copy_runs_whole_from_the_unzipped_download(tmp_path):
+    """Chapter 7 reads the shipped checkpoint: run its copy from an unzipped download, whole."""
+    chapter = next(p for p in NOTEBOOKS if p.name.startswith("07_"))
+    files = ms.make([chapter], tmp_path / "copies", seed=None)
+    ms.make_zip(files, tmp_path / "download.zip")
+    assert ms.execute_download(tmp_path / "download.zip", timeout=600) == []

@@ -1,24 +1,32 @@
-"""Write the student copies of the chapters: no solutions, no outputs, exercises left to do.
+"""Write the student copies of the chapters, the student edition of the book and the instructor
+pack: no solution reaches a student.
 
     python book/_scripts/make_student.py                      # all chapters -> book/_build/student
     python book/_scripts/make_student.py --seed 17            # one class-wide variant of the inputs
     python book/_scripts/make_student.py --roster class.csv   # one folder per student, own seed
-    python book/_scripts/make_student.py --execute            # CI: run the exercise cells (below)
+    python book/_scripts/make_student.py --execute            # CI: run every copy from the zip
+    python book/_scripts/make_student.py --book-source DIR    # the student edition's book source
+    python book/_scripts/make_student.py --instructor DIR     # the instructor pack (a zip)
 
 A student copy is the chapter from notebooks/ with every solution cell removed (a code cell that
-calls ``check(..., strict=True)``, or one tagged ``solution``), every output cleared, and the
-answer cells kept with their ``...`` placeholders and ``check(...)`` calls. ``--roster`` reads one
-student a line (``name`` or ``name,seed``; without a seed one is derived from the name) and writes
-``OUT/<name>/`` with that seed in each chapter's ``parameters`` cell, so students get their own
-exercise inputs; ``python -m mzlite grade`` later reads the seed back from each submission.
-A zip of the default copies is written beside them for the book's download link.
+calls ``check(..., strict=True)``, or one tagged ``solution`` or ``sample-answer``), every output
+cleared, and the answer cells kept with their ``...`` placeholders and ``check(...)`` calls (and
+the written-answer cells, tagged ``answer-text``, of predict-then-run and discussion questions).
+``--roster`` reads one student a line (``name`` or ``name,seed``; without a seed one is derived
+from the name) and writes ``OUT/<name>/`` with that seed in each chapter's ``parameters`` cell, so
+students get their own exercise inputs; the grader judges each answer for the roster's seed.
 
-``--execute`` runs what a student's copy adds to the chapter as the book already executes it:
-for each chapter, the parameters and setup cells and every answer cell (with the markdown that
-asks it), under papermill, in a fresh kernel. It fails unless every cell runs and every ``check``
-reports "not answered yet". Together with the book's own run (every other kept cell, unchanged)
-and tests/test_student.py (no kept cell reads a name that only a solution defined), that shows a
-student's full copy runs top to bottom, at a small fraction of the cost of executing it again.
+The default copies are zipped for the book's download link together with what they read from
+disk (``data/checkpoints``: chapters 7 and 11 load ``mz_tdof8_L8.pt``), so an unzipped copy runs
+top to bottom outside the repository, from the unzipped folder. ``--execute`` proves it: it
+unzips the download into a fresh folder and runs every copy there, whole, under papermill; it
+fails unless every cell runs and every ``check`` reports "not answered yet".
+
+``--book-source DIR`` writes the source of the *student edition* of the book: the book's pages
+with every executed chapter of ``book/chapters/`` stripped of its solution cells (and their
+outputs) and of its answer cells' outputs (``make book STUDENT=1`` builds it). ``--instructor
+DIR`` writes ``DIR/mzattn-instructor-pack.zip``: the chapters with their solutions, the sample
+answers of the discussion and predict-then-run questions (``book/instructor/``), and how to grade.
 """
 
 from __future__ import annotations
@@ -26,10 +34,10 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -37,9 +45,16 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # this checkout's mzlite, whatever is installed
+
+from mzlite.exercises.roster import read_roster, seed_for  # noqa: E402, F401 (seed_for: --roster)
+
 TARGET = ROOT / "book" / "_build" / "student"
 # The zip the book links to (book/teaching.md): inside the book's source tree, ignored by git.
 ZIP = ROOT / "book" / "_generated" / "mzattn-student-notebooks.zip"
+# What an unzipped copy reads from disk, shipped in the zip (relative to the repository root)
+SHIPPED_DATA = ["data/checkpoints"]
+INSTRUCTOR = ROOT / "book" / "instructor"  # sample answers: the instructor pack only
 # Sentences of the reading version that are not true of a student copy (any line breaks).
 READER_ONLY = [re.compile(r"\s*The hidden cell\s+below\s+it\s+holds\s+a\s+solution\.")]
 
@@ -61,9 +76,10 @@ def calls_strict_check(src: str) -> bool:
 
 
 def is_solution(cell: dict) -> bool:
-    return cell["cell_type"] == "code" and (
-        "solution" in cell.get("metadata", {}).get("tags", [])
-        or calls_strict_check("".join(cell["source"]))
+    tags = cell.get("metadata", {}).get("tags", [])
+    return "sample-answer" in tags or (
+        cell["cell_type"] == "code"
+        and ("solution" in tags or calls_strict_check("".join(cell["source"])))
     )
 
 
@@ -83,14 +99,18 @@ def set_seed(cell: dict, seed: int) -> None:
     cell["source"] = new.splitlines(keepends=True)
 
 
-def student_copy(nb: dict, seed: int | None = None, source: str = "") -> dict:
-    """The student version of notebook ``nb`` (a new dict; ``nb`` is left as it is)."""
+def student_copy(
+    nb: dict, seed: int | None = None, source: str = "", keep_outputs: bool = False
+) -> dict:
+    """The student version of notebook ``nb`` (a new dict; ``nb`` is left as it is).
+    ``keep_outputs`` keeps the outputs of the chapter's own cells (the student edition of the
+    book), never those of an answer cell."""
     out = copy.deepcopy(nb)
     cells = []
     for cell in out["cells"]:
         if is_solution(cell):
             continue
-        if cell["cell_type"] == "code":
+        if cell["cell_type"] == "code" and (not keep_outputs or is_answer(cell)):
             cell["outputs"], cell["execution_count"] = [], None
             if seed is not None and "parameters" in cell.get("metadata", {}).get("tags", []):
                 set_seed(cell, seed)
@@ -105,48 +125,11 @@ def student_copy(nb: dict, seed: int | None = None, source: str = "") -> dict:
     return out
 
 
-def exercise_part(nb: dict) -> dict:
-    """Parameters and setup cells, then every answer cell with the markdown cell that asks it."""
-    cells = nb["cells"]
-    code = [i for i, c in enumerate(cells) if c["cell_type"] == "code"]
-    keep = set(code[:2])  # the parameters cell and the setup cell (imports, device, seed)
-    for i, c in enumerate(cells):
-        if is_answer(c):
-            keep.add(i)
-            if i > 0 and cells[i - 1]["cell_type"] == "markdown":
-                keep.add(i - 1)
-    part = copy.deepcopy(nb)
-    part["cells"] = [c for i, c in enumerate(cells) if i in keep]
-    return part
-
-
 def write(path: Path, nb: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".partial")
     tmp.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
     os.replace(tmp, path)
-
-
-def seed_for(name: str) -> int:
-    """A stable seed from a student's name (the same on every machine, unlike hash())."""
-    return int(hashlib.sha256(name.encode()).hexdigest()[:8], 16) % 1_000_000
-
-
-def read_roster(path: Path) -> list[tuple[str, int]]:
-    students = []
-    for n, line in enumerate(path.read_text().splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, _, seed = (s.strip() for s in line.partition(","))
-        if not re.fullmatch(r"[\w.-]+", name):
-            raise ValueError(
-                f"{path}:{n}: a name may hold letters, digits, '.', '-' and '_': {name!r}"
-            )
-        if seed and not seed.isdigit():
-            raise ValueError(f"{path}:{n}: the seed must be a non-negative integer, got {seed!r}")
-        students.append((name, int(seed) if seed else seed_for(name)))
-    return students
 
 
 def make(chapters: list[Path], out: Path, seed: int | None) -> list[Path]:
@@ -159,35 +142,76 @@ def make(chapters: list[Path], out: Path, seed: int | None) -> list[Path]:
     return written
 
 
+ZIP_README = """Student copies of the chapters of "Matrix Zonotopic Attention, hands on".
+
+Install mzlite (see the book's "How to use this book"), then start Jupyter from THIS folder
+(jupyter lab) and open a chapter: chapters 7 and 11 read data/checkpoints/ from here. Each
+answer cell has a ... placeholder: replace it, run the cell, and check() says whether you are
+right. Keep the seed in the parameters cell as your instructor gave it.
+"""
+
+
+def _zip_entry(z: zipfile.ZipFile, name: str, data: bytes) -> None:
+    info = zipfile.ZipInfo(name, (2026, 1, 1, 0, 0, 0))  # a fixed date: same input, same zip
+    info.compress_type = zipfile.ZIP_DEFLATED
+    z.writestr(info, data)
+
+
+def _shipped_files() -> list[Path]:
+    return sorted(
+        f
+        for d in SHIPPED_DATA
+        for f in (ROOT / d).rglob("*")
+        if f.is_file() and "cache" not in f.parts
+    )
+
+
 def make_zip(files: list[Path], zip_path: Path) -> None:
+    """The download: ``mzattn-student-notebooks/`` with the copies, the data they read
+    (``SHIPPED_DATA``) and a README, written atomically."""
     zip_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = zip_path.with_suffix(".partial")
+    top = "mzattn-student-notebooks"
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
         for f in files:
-            # a fixed date: the same notebooks give the same zip
-            info = zipfile.ZipInfo(f"mzattn-student-notebooks/{f.name}", (2026, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            z.writestr(info, f.read_bytes())
+            _zip_entry(z, f"{top}/{f.name}", f.read_bytes())
+        for f in _shipped_files():
+            _zip_entry(z, f"{top}/{f.relative_to(ROOT).as_posix()}", f.read_bytes())
+        _zip_entry(z, f"{top}/README.txt", ZIP_README.encode())
     os.replace(tmp, zip_path)
 
 
-def execute_exercise_parts(files: list[Path], timeout: int) -> list[str]:
-    """Run each copy's exercise part; return the problems found (empty: all good)."""
+def execute_download(zip_path: Path, timeout: int, names: list[str] | None = None) -> list[str]:
+    """Unzip the download into a fresh folder and run every copy in it (or those ``names``),
+    top to bottom, with the unzipped folder as working directory; return the problems found."""
     import papermill as pm
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from execute_notebooks import run_papermill
+    from execute_notebooks import ipc_kernel_manager, poll_channels_in_slices
 
     problems = []
-    for f in files:
-        part = exercise_part(json.loads(f.read_text()))
-        with tempfile.TemporaryDirectory() as tmp:
-            src, dst, log = Path(tmp) / f.name, Path(tmp) / "out.ipynb", Path(tmp) / "checks.jsonl"
-            src.write_text(json.dumps(part))
+    with tempfile.TemporaryDirectory() as tmp:
+        with zipfile.ZipFile(zip_path) as z:
+            z.extractall(tmp)
+        folder = Path(tmp) / "mzattn-student-notebooks"
+        copies = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+        if names:
+            copies = [c for c in copies if c.stem in names]
+        poll_channels_in_slices()
+        for f in copies:
+            log, dst = Path(tmp) / f"{f.stem}.checks.jsonl", Path(tmp) / f"{f.stem}.out.ipynb"
             os.environ["MZLITE_CHECK_LOG"] = str(log)
             start = time.perf_counter()
             try:
-                run_papermill(src, dst, timeout)
+                pm.execute_notebook(
+                    str(f),
+                    str(dst),
+                    kernel_name="python3",
+                    cwd=str(folder),
+                    execution_timeout=timeout,
+                    progress_bar=False,
+                    kernel_manager_class=ipc_kernel_manager(),
+                )
             except pm.PapermillExecutionError as err:
                 problems.append(f"{f.name}: cell {err.cell_index} raised {err.ename}: {err.evalue}")
                 continue
@@ -196,7 +220,7 @@ def execute_exercise_parts(files: list[Path], timeout: int) -> list[str]:
             results = (
                 [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
             )
-            answers = sum(1 for c in part["cells"] if is_answer(c))
+            answers = sum(1 for c in json.loads(f.read_text())["cells"] if is_answer(c))
             answered = [r["key"] for r in results if r["status"] != "unanswered"]
             if len(results) < answers:
                 problems.append(
@@ -205,11 +229,48 @@ def execute_exercise_parts(files: list[Path], timeout: int) -> list[str]:
             if answered:
                 problems.append(f"{f.name}: placeholders not reported as unanswered: {answered}")
             print(
-                f"{f.name}: {len(results)} exercises, all 'not answered yet' "
-                f"({time.perf_counter() - start:.0f} s)",
+                f"{f.name}: ran whole from the unzipped download, {len(results)} exercises all "
+                f"'not answered yet' ({time.perf_counter() - start:.0f} s)",
                 flush=True,
             )
     return problems
+
+
+def make_book_source(out: Path, chapters_dir: Path = ROOT / "book" / "chapters") -> Path:
+    """The student edition's book source in ``out``: the book's pages as they are, and every
+    executed chapter of ``chapters_dir`` as a student copy that keeps its own outputs."""
+    book = ROOT / "book"
+    if out.exists():
+        shutil.rmtree(out)
+    skip = shutil.ignore_patterns("_build", "chapters", "instructor", "*.partial")
+    shutil.copytree(book, out, ignore=skip)
+    executed = sorted(chapters_dir.glob("[0-9][0-9]_*.ipynb"))
+    if not executed:
+        raise FileNotFoundError(f"no executed chapters in {chapters_dir}: run `make notebooks`")
+    for path in executed:
+        nb = student_copy(json.loads(path.read_text()), source=f"book/chapters/{path.name}",
+                          keep_outputs=True)  # fmt: skip
+        write(out / "chapters" / path.name, nb)
+    for extra in chapters_dir.glob("*.json"):  # e.g. execution_times.json
+        shutil.copy2(extra, out / "chapters" / extra.name)
+    return out
+
+
+def make_instructor_pack(out: Path) -> Path:
+    """``out/mzattn-instructor-pack.zip``: the chapters with solutions, the sample answers
+    (``book/instructor/``) and the README on grading; never part of the student download."""
+    target = out / "mzattn-instructor-pack.zip"
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".partial")
+    top = "mzattn-instructor-pack"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+            _zip_entry(z, f"{top}/notebooks-with-solutions/{f.name}", f.read_bytes())
+        for f in sorted(INSTRUCTOR.glob("*.md")):
+            _zip_entry(z, f"{top}/{f.name}", f.read_bytes())
+        _zip_entry(z, f"{top}/teaching.md", (ROOT / "book" / "teaching.md").read_bytes())
+    os.replace(tmp, target)
+    return target
 
 
 def main(argv=None) -> int:
@@ -220,9 +281,21 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=TARGET, help=f"default: {TARGET.relative_to(ROOT)}")
     ap.add_argument("--seed", type=int, default=None, help="write this seed into every copy")
     ap.add_argument("--roster", type=Path, default=None, help="one student a line: name[,seed]")
-    ap.add_argument("--execute", action="store_true", help="run the exercise part of each copy")
+    ap.add_argument("--execute", action="store_true", help="run every copy from the unzipped zip")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per cell with --execute")
+    ap.add_argument("--book-source", type=Path, default=None, help="write the student edition")
+    ap.add_argument("--instructor", type=Path, default=None, help="write the instructor pack")
     args = ap.parse_args(argv)
+    if args.book_source:
+        try:
+            print(f"student edition source in {make_book_source(args.book_source)}")
+        except FileNotFoundError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
+    if args.instructor:
+        print(f"instructor pack: {make_instructor_pack(args.instructor)}")
+        return 0
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from execute_notebooks import chapters
 
@@ -245,7 +318,10 @@ def main(argv=None) -> int:
         make_zip(files, ZIP)
         print(f"zipped into {ZIP.relative_to(ROOT)}")
     if args.execute:
-        problems = execute_exercise_parts(files, args.timeout)
+        with tempfile.TemporaryDirectory() as tmp:  # a download of exactly these copies
+            download = Path(tmp) / "download.zip"
+            make_zip(files, download)
+            problems = execute_download(download, args.timeout)
         for p in problems:
             print(f"FAILED {p}", file=sys.stderr)
         return 1 if problems else 0

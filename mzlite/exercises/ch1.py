@@ -1,29 +1,53 @@
 """Chapter 1 exercises ("Zonotopes you can touch"): the checkers compute every reference answer
-with :mod:`mzlite.zonotope`; only the exercise's inputs are typed here (the same ones the
-notebook states in the question)."""
+with :mod:`mzlite.zonotope`; the exercises' inputs come from the notebook's ``seed`` (seed 0
+gives the numbers typed here, which the reading version of the book shows)."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..zonotope import MatrixZonotope, Zonotope
-from .checker import call, diagnose, exercise, rng, same_integer
+from .checker import call, diagnose, exercise, named_mistake, rng, same_integer
 
-# The 2-D zonotope of exercises ch1.area and ch1.inside: centre 0, generators e1, e2, e1 + e2.
+# The 2-D zonotope of exercises ch1.area and ch1.inside for seed 0 (the reading version's
+# numbers): centre 0, generators e1, e2, e1 + e2, and the point (1.5, -1).
 EX_CENTER = [0.0, 0.0]
 EX_GENERATORS = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
 EX_POINT = [1.5, -1.0]
-# Exercise ch1.generators: a matrix zonotope with L generators times a zonotope with h generators.
+# Exercise ch1.generators for seed 0: L generator matrices times a zonotope with h generators.
 EX_L, EX_H = 2, 3
 
 
-def _example() -> Zonotope:
-    return Zonotope(
-        torch.tensor(EX_CENTER, dtype=torch.float64),
-        torch.tensor(EX_GENERATORS, dtype=torch.float64),
-    )
+def generator_sizes(seed: int = 0) -> tuple[int, int]:
+    """``(L, h)`` of exercise ch1.generators for the notebook's ``seed`` ((2, 3) for seed 0)."""
+    if seed == 0:
+        return EX_L, EX_H
+    g = np.random.default_rng([1, 1, seed])
+    return int(g.integers(2, 6)), int(g.integers(2, 8))
+
+
+def exercise_zonotope(seed: int = 0) -> tuple[Zonotope, torch.Tensor]:
+    """The zonotope (float64, centre 0, three generators in the plane with small integer
+    entries) and the point of exercises ch1.area and ch1.inside, for the notebook's ``seed``.
+    The point always lies inside the zonotope's interval hull, so the hull alone does not
+    decide whether it is inside."""
+    d = torch.float64
+    if seed == 0:
+        return Zonotope(torch.tensor(EX_CENTER, dtype=d), torch.tensor(EX_GENERATORS, dtype=d)), (
+            torch.tensor(EX_POINT, dtype=d)
+        )
+    g = np.random.default_rng([1, 2, seed])
+    while True:
+        G = g.integers(-2, 3, size=(3, 2)).astype(np.float64)
+        dets = [abs(np.linalg.det(G[[i, j]])) for i, j in ((0, 1), (0, 2), (1, 2))]
+        if min(dets) > 0:  # no generator zero or parallel to another: three distinct sides
+            break
+    half = np.abs(G).sum(0)
+    point = np.round(g.uniform(-half, half) * 2) / 2
+    return Zonotope(torch.zeros(2, dtype=d), torch.tensor(G, dtype=d)), torch.tensor(point, dtype=d)
 
 
 def _as_number(answer) -> float:
@@ -36,40 +60,75 @@ def _as_number(answer) -> float:
     return float(answer)
 
 
-@exercise("ch1.generators", hint="Count M_c g_k (h of them), M_l c (L) and M_l g_k (L times h).")
-def _generators(answer):
-    g = torch.Generator().manual_seed(0)
-    mz = MatrixZonotope(torch.randn(2, 2, generator=g), torch.randn(EX_L, 2, 2, generator=g))
-    z = Zonotope(torch.randn(2, generator=g), torch.randn(EX_H, 2, generator=g))
+@exercise(
+    "ch1.generators",
+    hint="Count M_c g_k (h of them), M_l c (L) and M_l g_k (L times h).",
+    per_seed=True,
+)
+def _generators(answer, seed):
+    L, h = generator_sizes(seed)
+    g = torch.Generator().manual_seed(seed)
+    mz = MatrixZonotope(torch.randn(2, 2, generator=g), torch.randn(L, 2, 2, generator=g))
+    z = Zonotope(torch.randn(2, generator=g), torch.randn(h, 2, generator=g))
     ref = (mz @ z).num_generators
-    ok = same_integer(answer, ref)
-    # A wrong answer gets the hint, not the reference value.
-    return ok, f"MZ Z with L = {EX_L}, h = {EX_H} has h + L + L h = {ref} generators" if ok else (
-        f"{answer!r} is not the generator count of MZ Z"
+    if same_integer(answer, ref):
+        return True, f"MZ Z with L = {L}, h = {h} has h + L + L h = {ref} generators"
+    # A wrong answer is told which count it is, never the reference value.
+    return False, named_mistake(
+        answer,
+        [
+            (h + L, "h + L: the L h cross terms M_l g_k are missing"),
+            (L * h, "L h: only the cross terms; M_c g_k and M_l c are generators too"),
+            (h + L * h, "h + L h: the L generators M_l c are missing"),
+            (L + L * h, "L + L h: the h generators M_c g_k are missing"),
+            ((L + 1) * (h + 1), "(L + 1)(h + 1): M_c c is the centre, not a generator"),
+            (h, "h: the matrix generators add generators of their own"),
+        ],
+        f"{answer!r} is not the generator count of MZ Z",
+        integer=True,
     )
 
 
-@exercise("ch1.area", hint="Sum |det| over every pair of generators, times 2^2 = 4.")
-def _area(answer):
-    ref = _example().volume().item()
-    ok = math.isclose(_as_number(answer), ref, rel_tol=1e-6, abs_tol=1e-9)
-    return ok, f"the area is 4 * (sum of |det(g_i, g_j)| over pairs) = {ref:g}" if ok else (
-        f"{answer!r} is not the area"
+@exercise("ch1.area", hint="Sum |det| over every pair of generators, times 2^2 = 4.", per_seed=True)
+def _area(answer, seed):
+    z, _ = exercise_zonotope(seed)
+    ref = z.volume().item()
+    G = z.generators
+    pairs = [torch.linalg.det(G[[i, j]]).item() for i, j in ((0, 1), (0, 2), (1, 2))]
+    half = G.abs().sum(0)
+    if math.isclose(_as_number(answer), ref, rel_tol=1e-6, abs_tol=1e-9):
+        return True, f"the area is 4 * (sum of |det(g_i, g_j)| over pairs) = {ref:g}"
+    return False, named_mistake(
+        answer,
+        [
+            (ref / 4, "the |det| sum without the factor 2^2 = 4 (the generators span [-1, 1])"),
+            (4 * abs(sum(pairs)), "signed determinants: take |det| of every pair"),
+            (float(4 * half.prod()), "the area of the interval hull, a box around the zonotope"),
+            (4 * abs(pairs[0]), "one parallelogram (g_1, g_2): every pair of generators adds"),
+            (2 * sum(abs(x) for x in pairs), "a factor 2 where the area needs 2^2 = 4"),
+        ],
+        f"{answer!r} is not the area",
     )
 
 
 @exercise(
-    "ch1.inside", hint="Being inside the interval hull is necessary, not sufficient: draw it."
+    "ch1.inside",
+    hint="Being inside the interval hull is necessary, not sufficient: draw it.",
+    per_seed=True,
 )
-def _inside(answer):
+def _inside(answer, seed):
     if isinstance(answer, torch.Tensor) and answer.dtype == torch.bool and answer.numel() == 1:
         answer = bool(answer.item())
     if type(answer).__name__ not in ("bool", "bool_"):
         return False, "answer with True or False"
-    ref = bool(_example().contains(torch.tensor(EX_POINT, dtype=torch.float64)))
+    z, point = exercise_zonotope(seed)
+    ref = bool(z.contains(point))
     where = "inside" if ref else "outside (though inside the interval hull)"
-    ok = bool(answer) == ref
-    return ok, f"the point {tuple(EX_POINT)} is {where}" if ok else "not quite"
+    if bool(answer) == ref:
+        return True, f"the point {tuple(point.tolist())} is {where}"
+    if answer:  # the usual slip: the point is inside the hull, so it is taken to be inside
+        return False, "inside the interval hull is not inside the zonotope: its corners are cut"
+    return False, "the point is inside: find the alpha in [-1, 1]^3 that reaches it"
 
 
 # Coding exercises: the learner writes the function, the checker runs it on random inputs.
@@ -97,6 +156,7 @@ def product_inputs(seed: int = 0) -> tuple[torch.Tensor, ...]:
     "ch1.mz_product",
     hint="Three kinds of generator: M_c g_k, M_l c and M_l g_k; a matrix acts on a column vector.",
     per_seed=True,
+    kind="coding",
 )
 def _mz_product(function, seed):
     for trial in range(3):  # the notebook's inputs first, then two more draws
@@ -141,6 +201,7 @@ def half_width_inputs(seed: int = 0) -> torch.Tensor:
     "ch1.half_widths",
     hint="Coordinate i of c + sum_g alpha_g G_g is largest with alpha_g = sign(G_g,i).",
     per_seed=True,
+    kind="coding",
 )
 def _half_widths(function, seed):
     for trial in range(3):

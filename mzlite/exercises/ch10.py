@@ -37,6 +37,7 @@ def _as_points(got) -> np.ndarray:
     "ch10.image_points",
     hint="np.nonzero(image >= threshold) gives rows and columns; x is the column, y points up.",
     per_seed=True,
+    kind="coding",
 )
 def _image_points(function, seed):
     for image in _images(seed):
@@ -64,12 +65,24 @@ def _image_points(function, seed):
     return True, "the on-pixels at (col - 3.5, 3.5 - row), as mzlite.tasks.image_points"
 
 
+def floor_cells(seed: int = 0) -> int:
+    """The number of complete settings of exercise ch10.p_floor for the notebook's ``seed``."""
+    return EX_CELLS if seed == 0 else int(np.random.default_rng([10, 1, seed]).integers(2, 7))
+
+
 number_exercise(
     "ch10.p_floor",
-    lambda: null_test([1] * EX_CELLS)["p_advantage"],
+    lambda ex: null_test([1] * ex["cells"])["p_advantage"],
+    inputs=lambda seed: {"cells": floor_cells(seed)},
     hint="The best possible outcome is rank 1 in every cell; how likely is that under the null?",
-    right=lambda p: f"(1/7)^{EX_CELLS} = {p:.6f}: below 0.05 from 2 cells on, never with 1",
+    right=lambda p: f"(1/7)^k = {p:.6f}: below 0.05 from 2 cells on, never with 1",
     wrong="not the probability of rank 1 in every cell under the null",
+    mistakes=lambda ex: [
+        (1 / 7, "one cell's chance: the cells are independent, multiply them"),
+        (1 - (6 / 7) ** ex["cells"], "rank 1 in at least one cell: every cell is asked for"),
+        (ex["cells"] / 7, "the chances added: independent cells multiply"),
+        ((1 / 6) ** ex["cells"], "six rivals: rank 1 among 7 models has chance 1/7"),
+    ],
 )
 
 
@@ -84,6 +97,7 @@ def _rank_lists(seed: int) -> list[list[int]]:
     hint="itertools.product(range(1, 8), repeat=len(observed)) lists every outcome, all equally "
     "likely; count those whose sum is at most the observed sum.",
     per_seed=True,
+    kind="coding",
 )
 def _null_test(function, seed):
     for observed in _rank_lists(seed):

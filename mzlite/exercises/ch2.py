@@ -4,11 +4,12 @@ notebook builds the same inputs with the functions below."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..analysis.tdof import mahalanobis_operator, random_sets, span_tdof, zscore_operator
 from ..nn import MultiheadAttention, theorem3_layer
-from .checker import call, diagnose, exercise, same_integer
+from .checker import call, diagnose, exercise, named_mistake, same_integer
 
 # ch2.extrapolate: a standard attention pooling layer (d = 3, one head, seed 7) on constant sets.
 EX_D, EX_LAYER_SEED, EX_T = 3, 7, -1.5
@@ -28,6 +29,23 @@ def exercise_layer(seed: int = 0) -> tuple[MultiheadAttention, torch.Tensor]:
         layer = MultiheadAttention(EX_D, n_heads=1).double()
         query = torch.randn(1, 1, EX_D, dtype=torch.float64)
     return layer, query
+
+
+def tdof_dimension(seed: int = 0) -> int:
+    """The dimension ``d`` of exercise ch2.tdof for the notebook's ``seed`` (5 for seed 0)."""
+    return EX_TDOF_D if seed == 0 else int(np.random.default_rng([2, 1, seed]).integers(3, 9))
+
+
+def theorem3_inputs(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(A (2, 2), S (3, 2))`` of exercise ch2.theorem3, float64, for the notebook's ``seed``
+    (the typed ones for seed 0; else small numbers with one decimal)."""
+    d = torch.float64
+    if seed == 0:
+        return torch.tensor(EX_A, dtype=d), torch.tensor(EX_SET, dtype=d)
+    g = np.random.default_rng([2, 2, seed])
+    A = np.round(g.uniform(-1.5, 1.5, (2, 2)), 1)
+    S = np.round(g.uniform(-2.0, 3.0, (3, 2)) * 2) / 2
+    return torch.tensor(A, dtype=d), torch.tensor(S, dtype=d)
 
 
 def constant_set(t: float, n: int = 4) -> torch.Tensor:
@@ -51,35 +69,69 @@ def _extrapolate(answer, seed):
     layer, query = exercise_layer(seed)
     with torch.no_grad():
         ref = layer(query, constant_set(EX_T))[0].flatten()
-    ok = torch.allclose(_vector(answer, EX_D), ref, rtol=1e-6, atol=1e-8)
-    return ok, (
-        f"o(S_{EX_T}) = {[round(v, 4) for v in ref.tolist()]}: a straight line in t"
-        if ok
-        else "not the layer's output on that set"
-    )
-
-
-@exercise("ch2.tdof", hint="The Mahalanobis operator is a symmetric d x d matrix.")
-def _tdof(answer):
-    x = random_sets(4 * EX_TDOF_D**2, EX_TDOF_D + 3, EX_TDOF_D, seed=0)
-    ref = span_tdof(mahalanobis_operator, x).rank
-    ok = same_integer(answer, ref)
-    return ok, (
-        f"TDOF = {ref}: the symmetric {EX_TDOF_D} x {EX_TDOF_D} matrices"
-        if ok
-        else f"{answer!r} is not the TDOF of the Mahalanobis operator in d = {EX_TDOF_D}"
-    )
-
-
-@exercise("ch2.theorem3", hint="mu first, then gamma = tanh(mu_1), then (I + gamma A) mu.")
-def _theorem3(answer):
-    A = torch.tensor(EX_A, dtype=torch.float64)
+    got = _vector(answer, EX_D)
+    if torch.allclose(got, ref, rtol=1e-6, atol=1e-8):
+        return True, f"o(S_{EX_T}) = {[round(v, 4) for v in ref.tolist()]}: a straight line in t"
     with torch.no_grad():
-        ref = theorem3_layer(A)(torch.tensor([EX_SET], dtype=torch.float64))[0]
-    ok = torch.allclose(_vector(answer, A.shape[0]), ref, rtol=1e-6, atol=1e-8)
-    return ok, (
-        f"f_A(S) = {[round(v, 4) for v in ref.tolist()]}" if ok else "not f_A(S) for that set"
+        o1, o2 = (layer(query, constant_set(t))[0].flatten() for t in (1.0, 2.0))
+    slips = [
+        (
+            o1 + EX_T * (o2 - o1),
+            f"o(S_1) + t (o(S_2) - o(S_1)): the line at t = {EX_T} is "
+            "a + t b with a = 2 o(S_1) - o(S_2)",
+        ),  # fmt: skip
+        (EX_T * o1, "t o(S_1): the output is a + t b, with an intercept a"),
+        (2 * o1 - o2 - EX_T * (o2 - o1), "a - t b: the slope's sign flipped"),
+    ]
+    for wrong, name in slips:
+        if torch.allclose(got, wrong, rtol=1e-6, atol=1e-8):
+            return False, f"that is {name}"
+    return False, "not the layer's output on that set"
+
+
+@exercise("ch2.tdof", hint="The Mahalanobis operator is a symmetric d x d matrix.", per_seed=True)
+def _tdof(answer, seed):
+    d = tdof_dimension(seed)
+    x = random_sets(4 * d**2, d + 3, d, seed=0)
+    ref = span_tdof(mahalanobis_operator, x).rank
+    if same_integer(answer, ref):
+        return True, f"TDOF = {ref}: the symmetric {d} x {d} matrices"
+    return False, named_mistake(
+        answer,
+        [
+            (d * d, "d^2, every d x d matrix: the Mahalanobis operator is symmetric"),
+            (d * (d - 1) // 2, "d(d - 1)/2, the antisymmetric part: symmetric has a diagonal too"),
+            (ref + 1, "one too many: a constant part of the operator is no degree of freedom"),
+            (d, "d, one per coordinate: that would be a diagonal scaling"),
+        ],
+        f"{answer!r} is not the TDOF of the Mahalanobis operator in d = {d}",
+        integer=True,
     )
+
+
+@exercise(
+    "ch2.theorem3",
+    hint="mu first, then gamma = tanh(mu_1), then (I + gamma A) mu.",
+    per_seed=True,
+)
+def _theorem3(answer, seed):
+    A, S = theorem3_inputs(seed)
+    with torch.no_grad():
+        ref = theorem3_layer(A)(S[None])[0]
+    got = _vector(answer, A.shape[0])
+    if torch.allclose(got, ref, rtol=1e-6, atol=1e-8):
+        return True, f"f_A(S) = {[round(v, 4) for v in ref.tolist()]}"
+    mu = S.mean(0)
+    slips = [
+        (mu + torch.tanh(mu[0]) * (A.T @ mu), "A transposed: A acts on the column mu"),
+        (mu + mu[0] * (A @ mu), "no tanh: gamma = tanh(mu_1)"),
+        (mu + torch.tanh(mu[1]) * (A @ mu), "gamma from the second coordinate: mu_1 is the first"),
+        (torch.tanh(mu[0]) * (A @ mu), "gamma A mu without the identity: (I + gamma A) mu"),
+    ]
+    for wrong, name in slips:
+        if torch.allclose(got, wrong, rtol=1e-6, atol=1e-8):
+            return False, f"that is {name}"
+    return False, "not f_A(S) for that set"
 
 
 # Coding exercise: a TDOF estimate from a target's operators on generic sets.
@@ -117,6 +169,7 @@ def tdof_inputs(seed: int = 0) -> dict[str, torch.Tensor]:
     hint="Subtract one operator from all the others, flatten each difference, and count the "
     "singular values above 1e-8 times the largest.",
     per_seed=True,
+    kind="coding",
 )
 def _tdof_function(function, seed):
     x = _tdof_sets(seed)

@@ -4,12 +4,13 @@ builds the same layer and set with :func:`exercise_inputs`."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..nn import MultiheadAttention, MZAttention
 from ..nn.models import count_parameters
 from ..zonotope import Zonotope
-from .checker import call, diagnose, exercise, rng, same_integer
+from .checker import call, diagnose, exercise, named_mistake, rng, same_integer, same_number
 
 # ch3.extra_params: one attention layer of MZ-Full (App. app:impl) against a standard one.
 EX_FULL = {"d": 64, "n_heads": 4, "n_g": 8, "L": 4}
@@ -37,6 +38,20 @@ def exercise_inputs(seed: int = 0):
     return layer, c, G, mask
 
 
+def layer_sizes(seed: int = 0) -> dict:
+    """The layer of exercise ch3.extra_params for the notebook's ``seed``: ``d``, ``n_heads``,
+    ``n_g`` and ``L`` (MZ-Full's attention layer for seed 0)."""
+    if seed == 0:
+        return dict(EX_FULL)
+    g = np.random.default_rng([3, 1, seed])
+    return {
+        "d": int(g.choice([32, 48, 64, 96])),
+        "n_heads": int(g.choice([2, 4])),
+        "n_g": int(g.choice([2, 4, 8])),
+        "L": int(g.choice([2, 3, 4, 6, 8])),
+    }
+
+
 def _outputs(seed: int):
     layer, c, G, mask = exercise_inputs(seed)
     with torch.no_grad():
@@ -47,17 +62,28 @@ def _outputs(seed: int):
     "ch3.extra_params",
     hint="M_c and M_l (H (1+L) d_k^2), W_mix (H n_g L), the gate Linear(d, H L) with its bias, "
     "and the generators' own bias-free W_vg and W_og (d^2 each).",
+    per_seed=True,
 )
-def _extra_params(answer):
-    d, H = EX_FULL["d"], EX_FULL["n_heads"]
-    ref = count_parameters(MZAttention(**EX_FULL)) - count_parameters(
-        MultiheadAttention(d, n_heads=H)
+def _extra_params(answer, seed):
+    sizes = layer_sizes(seed)
+    ref = count_parameters(MZAttention(**sizes)) - count_parameters(
+        MultiheadAttention(sizes["d"], n_heads=sizes["n_heads"])
     )
-    ok = same_integer(answer, ref)
-    return ok, (
-        f"{ref} extra parameters per attention layer"
-        if ok
-        else f"{answer!r} is not the number of extra parameters"
+    if same_integer(answer, ref):
+        return True, f"{ref} extra parameters per attention layer"
+    mz = MZAttention(**sizes)
+    generators = mz.v_g.weight.numel() + mz.o_g.weight.numel()
+    return False, named_mistake(
+        answer,
+        [
+            (count_parameters(mz), "the whole MZ layer: the question asks what it adds"),
+            (ref - mz.gate.bias.numel(), "the gate without its bias"),
+            (ref - generators, "without W_vg and W_og, the generators' own d x d weights"),
+            (ref - mz.W_mix.numel(), "without W_mix (H n_g L)"),
+            (ref - mz.M_l.numel(), "without the matrix generators M_l (H L d_k^2)"),
+        ],
+        f"{answer!r} is not the number of extra parameters",
+        integer=True,
     )
 
 
@@ -71,8 +97,29 @@ def _gates(answer, seed):
     a = torch.as_tensor(answer, dtype=torch.float64)
     if a.numel() != ref.numel():
         raise ValueError(f"expected {ref.numel()} gate values (B, H, L) = {tuple(ref.shape)}")
-    ok = torch.allclose(a.reshape(ref.shape), ref, rtol=1e-6, atol=1e-8)
-    return ok, "the gates of the set, read from its real tokens only" if ok else "not the gates"
+    a = a.reshape(ref.shape)
+    if torch.allclose(a, ref, rtol=1e-6, atol=1e-8):
+        return True, "the gates of the set, read from its real tokens only"
+    layer, c, _, mask = exercise_inputs(seed)
+    m = mask.unsqueeze(-1).to(c.dtype)
+    c_bar = (c * m).sum(1) / m.sum(1)
+    B, H, L = ref.shape
+    with torch.no_grad():
+        slips = [
+            (
+                torch.tanh(layer.gate(c.mean(1))),
+                "the unmasked mean c.mean(1): the padding's junk moves the gates",
+            ),  # fmt: skip
+            (layer.gate(c_bar), "no tanh"),
+            (
+                torch.tanh(layer.gate(c_bar)).view(B, L, H).transpose(1, 2),
+                "the H L outputs read as (L, H): they are head-major",
+            ),  # fmt: skip
+        ]
+    for wrong, name in slips:
+        if torch.allclose(a, wrong.reshape(ref.shape), rtol=1e-6, atol=1e-8):
+            return False, f"that is {name}"
+    return False, "not the gates"
 
 
 @exercise(
@@ -84,8 +131,28 @@ def _ihw(answer, seed):
     o_c, o_G, _ = _outputs(seed)
     ref = Zonotope(o_c, o_G)[0, 0].ihw().item()
     a = torch.as_tensor(answer, dtype=torch.float64)
-    ok = a.numel() == 1 and abs(a.item() - ref) <= 1e-6 * max(1.0, abs(ref))
-    return ok, f"IHW = sum_g ||G_g||_1 = {ref:.4f}" if ok else "not the IHW of that token"
+    if a.numel() != 1:
+        return False, f"one number, got {a.numel()}"
+    if same_number(a.item(), ref):
+        return True, f"IHW = sum_g ||G_g||_1 = {ref:.4f}"
+    G = o_G[0, 0]  # (n_g, d) generators of the first real token
+    _, c_in, G_in, _ = exercise_inputs(seed)
+    return False, named_mistake(
+        a.item(),
+        [
+            (G.norm(dim=-1).sum().item(), "sum_g ||G_g||_2: the IHW uses L1 norms"),
+            (2 * ref, "the full width of the interval hull: the IHW sums half-widths"),
+            (
+                G.abs().amax(0).sum().item(),
+                "the largest |G_g,i| per coordinate: every generator adds width",
+            ),  # fmt: skip
+            (
+                Zonotope(c_in, G_in)[0, 0].ihw().item(),
+                "the IHW of the input token: the layer's output is asked for",
+            ),  # fmt: skip
+        ],
+        "not the IHW of that token",
+    )
 
 
 # Coding exercises: the learner writes the function, the checker runs it against mzlite.
@@ -118,6 +185,7 @@ def _gate_layer(W, b, d, H, L) -> MZAttention:
     hint="gamma = tanh(W cbar + b) with cbar the mean over the REAL tokens of each set; "
     "the H L outputs are head-major: .view(B, H, L).",
     per_seed=True,
+    kind="coding",
 )
 def _gate_function(function, seed):
     H, L = GATE_SIZES["H"], GATE_SIZES["L"]
@@ -204,6 +272,7 @@ def _head_reference(c_hat, G_hat, gamma, M_c, M_l, W_mix):
     hint="o_c = M_c c_hat, and a matrix acts on a column vector (rows: c_hat @ M_c.T); "
     "o_G = G_hat M_c^T + W_mix stack_l[gamma_l M_l c_hat].",
     per_seed=True,
+    kind="coding",
 )
 def _head_function(function, seed):
     for trial in range(3):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .checker import exercise, same_integer, same_number
+from .checker import exercise, named_mistake, same_integer, same_number
 
 TABLE = "tab:tdof-verify"
 EX_CELL = "L8-st_4l"  # any model cell of the table: they all share sizes and batch size
@@ -31,31 +31,56 @@ def full_protocol() -> tuple[int, int, object]:
 )
 def _steps(answer):
     n_train, ref, cfg = full_protocol()
-    ok = same_integer(answer, ref)
-    return ok, (
-        f"ceil({n_train} / {cfg.batch_size}) = {ref} steps per epoch"
-        if ok
-        else "not the number of optimiser steps in one epoch"
+    if same_integer(answer, ref):
+        return True, f"ceil({n_train} / {cfg.batch_size}) = {ref} steps per epoch"
+    return False, named_mistake(
+        answer,
+        [
+            (n_train // cfg.batch_size, "floor: the last, smaller batch is a step too"),
+            (n_train, "one step per set: a step takes a batch"),
+            (n_train / cfg.batch_size, "a fraction of a step: steps are whole batches"),
+        ],
+        "not the number of optimiser steps in one epoch",
     )
+
+
+def warmup_step(seed: int = 0) -> int:
+    """The (0-based) optimiser step of exercise ch4.warmup_lr for the notebook's ``seed``: 99
+    for seed 0, else a step inside the full protocol's warm-up."""
+    if seed == 0:
+        return EX_STEP
+    import numpy as np
+
+    _, spe, cfg = full_protocol()
+    W = max(cfg.warmup_epochs * spe, 2)
+    return int(np.random.default_rng([4, 1, seed]).integers(1, W))
 
 
 @exercise(
     "ch4.warmup_lr",
     hint="Warm-up is linear over warmup_epochs * steps_per_epoch steps: lr * (step + 1) / W.",
+    per_seed=True,
 )
-def _warmup_lr(answer):
+def _warmup_lr(answer, seed):
     _, spe, cfg = full_protocol()
     W = cfg.warmup_epochs * spe
-    if EX_STEP < W:
-        ref = cfg.lr * (EX_STEP + 1) / W
+    step = warmup_step(seed)
+    if step < W:
+        ref = cfg.lr * (step + 1) / W
     else:  # not reached with the paper's protocol; kept so the checker stays right if it changes
         T = cfg.epochs * spe
-        ref = cfg.lr * 0.5 * (1 + math.cos(math.pi * (EX_STEP - W) / max(T - W, 1)))
-    ok = same_number(answer, ref, rtol=1e-9, atol=1e-15)
-    return ok, (
-        f"step {EX_STEP} of {W} warm-up steps: lr = {ref:.3g}"
-        if ok
-        else "not the learning rate of that step"
+        ref = cfg.lr * 0.5 * (1 + math.cos(math.pi * (step - W) / max(T - W, 1)))
+    if same_number(answer, ref, rtol=1e-9, atol=1e-15):
+        return True, f"step {step} of {W} warm-up steps: lr = {ref:.3g}"
+    return False, named_mistake(
+        answer,
+        [
+            (cfg.lr * step / W, "lr step / W: step 0 trains too, at lr / W"),
+            (cfg.lr, "the peak rate: warm-up has not ended at that step"),
+            (cfg.lr * (step + 1) / spe, "a warm-up of one epoch: it lasts warmup_epochs"),
+        ],
+        "not the learning rate of that step",
+        rtol=1e-9,
     )
 
 

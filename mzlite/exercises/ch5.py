@@ -10,16 +10,24 @@ import numpy as np
 
 from ..tasks import meb_radius_dataset, set_features
 from ..tasks.geometry import meb
-from .checker import exercise, same_number
+from .checker import exercise, named_mistake, same_number
 
 # Exercise 1: three points in the plane; the MEB radius can be found with pencil and paper.
 EX_POINTS = ((0.0, 0.0), (6.0, 0.0), (1.0, 1.0))
 _NAMES = ("n", "rms_spread", "max_dist_to_centroid")
 
 
-def exercise_points() -> np.ndarray:
-    """The (3, 2) point set of exercise ch5.radius."""
-    return np.array(EX_POINTS, dtype=np.float64)
+def exercise_points(seed: int = 0) -> np.ndarray:
+    """The (3, 2) point set of exercise ch5.radius for the notebook's ``seed`` (the typed one for
+    seed 0; else three points with integer coordinates, no two equal, not on one line)."""
+    if seed == 0:
+        return np.array(EX_POINTS, dtype=np.float64)
+    g = np.random.default_rng([5, 1, seed])
+    while True:
+        P = g.integers(0, 9, size=(3, 2)).astype(np.float64)
+        (x1, y1), (x2, y2) = P[1] - P[0], P[2] - P[0]
+        if abs(x1 * y2 - x2 * y1) > 2:  # a proper triangle
+            return P
 
 
 @lru_cache(maxsize=2)
@@ -36,16 +44,33 @@ def _stat_names(answer) -> set[str]:
 
 @exercise(
     "ch5.radius",
-    hint="Is the angle at (1, 1) obtuse? Then the ball whose diameter is the longest side holds "
-    "all three points.",
+    hint="Is one angle obtuse (or right)? Then the ball whose diameter is the longest side holds "
+    "all three points; otherwise it is the circumcircle.",
+    per_seed=True,
 )
-def _radius(answer):
-    ref = meb(exercise_points()).radius
-    ok = same_number(answer, ref)
-    return ok, (
-        f"R = {ref:g}: the two far points are the support, the third lies inside"
-        if ok
-        else "not the radius of the smallest ball containing the three points"
+def _radius(answer, seed):
+    P = exercise_points(seed)
+    ref = meb(P).radius
+    if same_number(answer, ref):
+        return True, f"R = {ref:g}, the smallest ball holding all three points"
+    a, b, c = (float(np.linalg.norm(P[i] - P[j])) for i, j in ((1, 2), (0, 2), (0, 1)))
+    (x1, y1), (x2, y2) = P[1] - P[0], P[2] - P[0]
+    area = abs(x1 * y2 - x2 * y1) / 2
+    return False, named_mistake(
+        answer,
+        [
+            (
+                a * b * c / (4 * area),
+                "the circumcircle's radius: with an obtuse angle the "
+                "smallest ball is the one on the longest side",
+            ),  # fmt: skip
+            (2 * ref, "the diameter: the radius is half of it"),
+            (
+                float(np.linalg.norm(P - P.mean(0), axis=1).max()),
+                "the largest distance to the centroid: an upper bound, not the radius",
+            ),  # fmt: skip
+        ],
+        "not the radius of the smallest ball containing the three points",
     )
 
 

@@ -47,6 +47,55 @@ def _r2(ex: dict) -> float:
     return regression_metrics(pred, y)["r2"]
 
 
+def _mst_slips(ex: dict) -> list[tuple[float, str]]:
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    from scipy.spatial.distance import pdist, squareform
+
+    D = squareform(pdist(ex["mst_points"]))
+    nearest = np.where(np.eye(len(D), dtype=bool), np.inf, D).min(1)
+    return [
+        (float(minimum_spanning_tree(D**2).sum()), "squared edge lengths: sum plain lengths"),
+        (
+            float(nearest.sum()),
+            "each point's nearest-neighbour distance summed: a tree has n - 1 "
+            "edges, each counted once",
+        ),  # fmt: skip
+        (float(D.sum() / 2), "every pairwise distance: the MST keeps only n - 1 edges"),
+    ]
+
+
+def _chamfer_slips(ex: dict) -> list[tuple[float, str]]:
+    A, B = np.asarray(ex["A"]), np.asarray(ex["B"])
+    D2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
+    D = np.sqrt(D2)
+    return [
+        (
+            float(D.min(1).mean() + D.min(0).mean()),
+            "plain distances: the Chamfer distance squares them",
+        ),  # fmt: skip
+        (float(D2.min(1).mean()), "one direction only (A to B): add B to A"),
+        (float(D2.min(0).mean()), "one direction only (B to A): add A to B"),
+        (float(D2.min(1).sum() + D2.min(0).sum()), "sums where each direction is averaged"),
+    ]
+
+
+def _r2_slips(ex: dict) -> list[tuple[float, str]]:
+    y, p = np.asarray(ex["y"]), np.asarray(ex["pred"])
+    sse = ((y - p) ** 2).sum()
+    return [
+        (
+            float(np.corrcoef(y, p)[0, 1] ** 2),
+            "the squared correlation, which is never negative: "
+            "R^2 compares with predicting the mean",
+        ),  # fmt: skip
+        (
+            float(1 - sse / ((p - p.mean()) ** 2).sum()),
+            "the predictions' spread in the denominator: it is the spread of y",
+        ),  # fmt: skip
+        (float(sse / ((y - y.mean()) ** 2).sum()), "SSE / SST without the 1 -"),
+    ]
+
+
 number_exercise(
     "ch6.mst",
     lambda ex: mst_weight(ex["mst_points"]),
@@ -55,6 +104,7 @@ number_exercise(
     inputs=exercise_inputs,
     right="MST weight {:.6f}",
     wrong="not the total length of the MST",
+    mistakes=_mst_slips,
 )
 number_exercise(
     "ch6.chamfer",
@@ -63,6 +113,7 @@ number_exercise(
     inputs=exercise_inputs,
     right="CD(A, B) = {:.6f} (symmetric, squared distances, each direction averaged)",
     wrong="not the symmetric squared Chamfer distance of A and B",
+    mistakes=_chamfer_slips,
 )
 number_exercise(
     "ch6.r2",
@@ -73,4 +124,5 @@ number_exercise(
         f"R^2 = {r2:.4f}" + (": worse than predicting the mean of y" if r2 < 0 else "")
     ),
     wrong="not the R^2 of these predictions",
+    mistakes=_r2_slips,
 )

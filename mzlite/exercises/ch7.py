@@ -1,18 +1,37 @@
 """Chapter 7 exercises ("Inside a trained layer"): every reference answer is computed from the
 shipped checkpoint ``data/checkpoints/mz_tdof8_L8.pt`` and its test split, directly from
-``model.inspect`` (not through ``mzlite.analysis``, which the solutions use)."""
+``model.inspect`` (not through ``mzlite.analysis``, which the solutions use). The checkpoint is
+found beside the package (a checkout) or, for a student copy unzipped from the book's download,
+in ``data/checkpoints`` of the working folder, as the chapter itself looks for it."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 
 from .._paths import REPO_ROOT
 from ..tasks import derive_seed, make_task
-from .checker import exercise, same_integer, same_number
+from .checker import exercise, named_mistake, same_integer, same_number
 
-CHECKPOINT = REPO_ROOT / "data" / "checkpoints" / "mz_tdof8_L8.pt"
+CHECKPOINT_NAME = "mz_tdof8_L8.pt"
+CHECKPOINT = REPO_ROOT / "data" / "checkpoints" / CHECKPOINT_NAME
+
+
+def checkpoint_path() -> Path:
+    """The shipped checkpoint: beside the package, else in ``data/checkpoints`` of the working
+    folder or of its parent (an unzipped student copy); FileNotFoundError names every place."""
+    places = [CHECKPOINT.parent, Path("data") / "checkpoints", Path("..") / "data" / "checkpoints"]
+    for folder in places:
+        if (folder / CHECKPOINT_NAME).is_file():
+            return folder / CHECKPOINT_NAME
+    raise FileNotFoundError(
+        f"{CHECKPOINT_NAME} is in none of {[str(p) for p in places]}: run the chapter from the "
+        "folder the student download unzips to, or from a checkout of the repository"
+    )
+
+
 LAYER = "enc0.inducing"
 EX_SETS = (2, 3)  # ch7.relchange / ch7.flips compare test sets 2 and 3
 EX_HEAD = 1  # ... at head 1
@@ -24,12 +43,25 @@ def exercise_model_and_sets(n_sets: int = 8):
     ``n_sets`` sets of the test split it was evaluated on."""
     from ..analysis import load_model_checkpoint
 
-    model, info = load_model_checkpoint(CHECKPOINT)
+    model, info = load_model_checkpoint(checkpoint_path())
     data = info["data"]
     test = make_task(
         data["task"], data["n_test"], derive_seed(data["split_seed"], 2), **data["options"]
     )
     return model, test.x[:n_sets], test.mask[:n_sets]
+
+
+def exercise_sets(seed: int = 0) -> tuple[tuple[int, int], int]:
+    """``((a, b), head)`` of exercises ch7.relchange and ch7.flips for the notebook's ``seed``:
+    the two test sets (of the first eight) and the head compared ((2, 3) at head 1 for seed
+    0)."""
+    if seed == 0:
+        return EX_SETS, EX_HEAD
+    import numpy as np
+
+    g = np.random.default_rng([7, 1, seed])
+    a, b = (int(i) for i in g.choice(8, size=2, replace=False))
+    return (min(a, b), max(a, b)), int(g.integers(0, 2))
 
 
 def _layer_details():
@@ -40,26 +72,47 @@ def _layer_details():
 
 @exercise(
     "ch7.relchange",
-    hint="||M(mu_2) - M(mu_3)||_F / ||M_c||_F at head 1 of the first layer, one number.",
+    hint="||M(mu_a) - M(mu_b)||_F / ||M_c||_F at your head of the first layer, one number.",
+    per_seed=True,
 )
-def _relchange(answer):
+def _relchange(answer, seed):
     model, entry = _layer_details()
-    a, b = EX_SETS
-    M = entry.operators[:, EX_HEAD].double()  # (N, dk, dk)
-    M_c = model.enc[0].mab0.attn.M_c[EX_HEAD].detach().double()
-    ref = float(torch.sqrt(((M[a] - M[b]) ** 2).sum()) / torch.sqrt((M_c**2).sum()))
-    ok = same_number(answer, ref, rtol=1e-4)
-    return ok, (f"{ref:.4%} of ||M_c||_F" if ok else "not the relative change of those operators")
+    (a, b), head = exercise_sets(seed)
+    M = entry.operators[:, head].double()  # (N, dk, dk)
+    M_c = model.enc[0].mab0.attn.M_c[head].detach().double()
+    change = float(torch.sqrt(((M[a] - M[b]) ** 2).sum()))
+    ref = change / float(torch.sqrt((M_c**2).sum()))
+    if same_number(answer, ref, rtol=1e-4):
+        return True, f"{ref:.4%} of ||M_c||_F"
+    return False, named_mistake(
+        answer,
+        [
+            (100 * ref, "a percentage: the fraction is asked for"),
+            (change, "the change without dividing by ||M_c||_F"),
+            (
+                change / float(torch.sqrt((M[a] ** 2).sum())),
+                "relative to ||M(mu_a)||_F: the question divides by ||M_c||_F",
+            ),  # fmt: skip
+        ],
+        "not the relative change of those operators",
+        rtol=1e-4,
+    )
 
 
-@exercise("ch7.flips", hint="Compare the signs of the two gate vectors (B, H, L) at head 1.")
-def _flips(answer):
+@exercise(
+    "ch7.flips",
+    hint="Compare the signs of the two gate vectors (B, H, L) at your head.",
+    per_seed=True,
+)
+def _flips(answer, seed):
     _, entry = _layer_details()
-    a, b = EX_SETS
-    g = entry.gates[:, EX_HEAD]
+    (a, b), head = exercise_sets(seed)
+    g = entry.gates[:, head]
     ref = int((g[a] > 0).ne(g[b] > 0).sum())  # no gate is exactly 0 here (tanh of a float)
-    ok = same_integer(answer, ref)
-    return ok, (f"{ref} of {g.shape[-1]} gates flip sign" if ok else "not the number of flips")
+    if same_integer(answer, ref):
+        return True, f"{ref} of {g.shape[-1]} gates flip sign"
+    slips = [(g.shape[-1] - ref, "the gates that keep their sign: count those that change it")]
+    return False, named_mistake(answer, slips, "not the number of flips", integer=True)
 
 
 @exercise(

@@ -49,6 +49,48 @@ def _spearman(ex: dict) -> float:
     return float(spearmanr(ex["u"], np.abs(ex["y"] - ex["mu"])).statistic)
 
 
+def _nll_slips(ex: dict) -> list[tuple[float, str]]:
+    from scipy.stats import norm
+
+    y, mu, sigma = ex["y"], ex["mu"], ex["sigma"]
+    nll = -norm.logpdf(y, mu, sigma)
+    return [
+        (float((nll - 0.5 * np.log(2 * np.pi)).mean()), "the constant 0.5 log(2 pi) left out"),
+        (float(-norm.logpdf(y, mu, sigma**2).mean()), "sigma^2 used as the standard deviation"),
+        (float(nll.sum()), "the sum over the five predictions: the mean is asked for"),
+        (float(norm.logpdf(y, mu, sigma).mean()), "the log-likelihood: its negative is asked for"),
+    ]
+
+
+def _coverage_slips(ex: dict) -> list[tuple[float, str]]:
+    from scipy.stats import norm
+
+    err = np.abs(ex["y"] - ex["mu"])
+    inside = lambda z: float(np.mean(err <= z * ex["sigma"]))  # noqa: E731
+    z = norm.ppf((1 + EX_LEVEL) / 2)
+    return [
+        (inside(1.96), "the 95 % interval (z = 1.96): the level asked is 90 % (z = 1.645)"),
+        (inside(1.0), "one sigma (z = 1): a 90 % interval is mu +- 1.645 sigma"),
+        (1 - inside(z), "the fraction outside the interval"),
+    ]
+
+
+def _spearman_slips(ex: dict) -> list[tuple[float, str]]:
+    from scipy.stats import pearsonr, spearmanr
+
+    err = np.abs(ex["y"] - ex["mu"])
+    return [
+        (
+            float(pearsonr(ex["u"], err).statistic),
+            "Pearson's correlation of the raw values: Spearman's ranks them first",
+        ),  # fmt: skip
+        (
+            float(spearmanr(ex["u"], ex["y"] - ex["mu"]).statistic),
+            "the signed errors y - mu: take |y - mu|",
+        ),  # fmt: skip
+    ]
+
+
 number_exercise(
     "ch8.nll",
     _nll,
@@ -56,6 +98,7 @@ number_exercise(
     inputs=exercise_inputs,
     right="mean NLL = {:.4f} nats",
     wrong="not the mean Gaussian NLL",
+    mistakes=_nll_slips,
 )
 number_exercise(
     "ch8.coverage",
@@ -64,6 +107,7 @@ number_exercise(
     inputs=exercise_inputs,
     right=f"observed coverage {{:.2f}} at nominal {EX_LEVEL}",
     wrong="not the coverage",
+    mistakes=_coverage_slips,
 )
 number_exercise(
     "ch8.spearman",
@@ -72,4 +116,5 @@ number_exercise(
     inputs=exercise_inputs,
     right="Spearman = {:.3f}",
     wrong="not Spearman's rank correlation of u and |error|",
+    mistakes=_spearman_slips,
 )

@@ -60,8 +60,31 @@ def _verdict_answer(answer) -> str:
 def _verdict(answer, seed):
     inputs = claim_inputs(seed)
     ref = _verdict_of(inputs, "cpu-converged")
-    ok = _verdict_answer(answer) == ref
-    return ok, (f"{ref!r}" if ok else "not the scorecard's verdict for these seeds")
+    got = _verdict_answer(answer)
+    if got == ref:
+        return True, f"{ref!r}"
+    mean = {k: float(np.mean(v)) for k, v in inputs.items()}
+    gap = mean["mz"] - max(mean[b] for b in BASELINES)
+    gap_to_mean = mean["mz"] - float(np.mean([mean[b] for b in BASELINES]))
+    p_max = max(stats.welch(inputs["mz"], inputs[b])["p"] for b in BASELINES)
+
+    def rule(g, p_ok):  # the chapter's rule with a slip in one of its parts
+        return "holds" if g > TIE and p_ok else "holds partly" if g >= -TIE else VERDICTS[2]
+
+    slips = [
+        (
+            rule(gap_to_mean, p_max < stats.ALPHA),
+            "the gap to the MEAN of the baselines: the claim is against the best one",
+        ),  # fmt: skip
+        (
+            rule(gap, True),
+            "'holds' without Welch's test: it also needs p < 0.05 against every baseline",
+        ),  # fmt: skip
+    ]
+    for wrong, name in slips:
+        if got == wrong != ref:
+            return False, f"that is {name}"
+    return False, "not the scorecard's verdict for these seeds"
 
 
 @exercise("ch9.smoke", hint="What can a 3-epoch run on 128 sets say about the paper?")

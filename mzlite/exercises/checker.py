@@ -25,7 +25,12 @@ the seed and recomputes the reference. Each chapter registers its exercises with
         return answer == 3 + 2 + 2 * 3, "the product has h + L + L h generators"
 
 When the environment variable ``MZLITE_CHECK_LOG`` names a file, every ``check`` appends its
-result to it as one JSON line: that is how ``python -m mzlite grade`` collects results.
+result to it as one JSON line (the book's CI reads it to see every placeholder reported).
+
+The grader trusts none of that. While ``python -m mzlite grade`` executes a submission,
+``MZLITE_GRADING_CAPTURE`` names a file and ``check`` only *records* the answer (as plain data,
+:mod:`mzlite.exercises.wire`; a function by its name) and says so, without a verdict: the verdicts
+are computed afterwards by the grader's own process (:mod:`mzlite.exercises.grading`).
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from ..registry import Registry
 
 Checker = Callable[..., "tuple[bool, str]"]
 LOG_ENV = "MZLITE_CHECK_LOG"
+CAPTURE_ENV = "MZLITE_GRADING_CAPTURE"
+KINDS = ("value", "coding")
 
 
 @dataclass(frozen=True)
@@ -54,20 +61,44 @@ class Exercise:
     checker: Checker
     hint: str
     per_seed: bool = False
+    kind: str = "value"  # "value" | "coding" (the answer is a function)
+    points: float = 1.0  # the default weight in the gradebook (the instructor may override it)
 
 
 _REGISTRY: Registry[Exercise] = Registry("exercise")
 
 
-def exercise(key: str, hint: str = "", *, per_seed: bool = False) -> Callable[[Checker], Checker]:
+def exercise(
+    key: str,
+    hint: str = "",
+    *,
+    per_seed: bool = False,
+    kind: str = "value",
+    points: float | None = None,
+) -> Callable[[Checker], Checker]:
     """Register ``checker(answer) -> (correct, explanation)`` under ``key`` (e.g. ``"ch1.area"``);
-    with ``per_seed=True`` the checker is called as ``checker(answer, seed)``."""
+    with ``per_seed=True`` the checker is called as ``checker(answer, seed)``. ``kind="coding"``
+    marks an exercise answered by a function; ``points`` is its default weight in the gradebook
+    (1 for a value exercise, 2 for a coding one)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if points is None:
+        points = 2.0 if kind == "coding" else 1.0
+    if isinstance(points, bool) or not isinstance(points, int | float) or not points > 0:
+        raise ValueError(f"points must be a positive number, got {points!r}")
 
     def register(checker: Checker) -> Checker:
-        _REGISTRY.add(key, Exercise(key, checker, hint, per_seed))  # a key twice raises
+        # a key twice raises
+        _REGISTRY.add(key, Exercise(key, checker, hint, per_seed, kind, float(points)))
         return checker
 
     return register
+
+
+def get(key: str) -> Exercise:
+    """The registered exercise ``key``; an unknown key raises, listing the known ones."""
+    _load_chapters()
+    return _REGISTRY[key]
 
 
 def keys(prefix: str = "") -> list[str]:
@@ -83,7 +114,7 @@ class Unanswered(Exception):
 @dataclass
 class Result:
     key: str
-    status: str  # "correct" | "wrong" | "unanswered"
+    status: str  # "correct" | "wrong" | "unanswered" | "recorded" (while the grader runs)
     message: str
     seed: int | None = None
 
@@ -91,11 +122,17 @@ class Result:
         return self.status == "correct"
 
     def _repr_html_(self) -> str:
-        colour = {"correct": "#1a7f37", "wrong": "#cf222e", "unanswered": "#9a6700"}[self.status]
+        colour = {
+            "correct": "#1a7f37",
+            "wrong": "#cf222e",
+            "unanswered": "#9a6700",
+            "recorded": "#57606a",
+        }[self.status]
         mark = {
             "correct": "&#10004; Correct",
             "wrong": "&#10008; Not yet",
             "unanswered": "&#9998; Not answered yet",
+            "recorded": "&#128203; Recorded for grading",
         }[self.status]
         return (
             f'<div class="mz-exercise mz-{self.status}" style="border-left:4px solid {colour};'
@@ -122,6 +159,20 @@ def check(key: str, answer: object = ..., *, seed: int = 0, strict: bool = False
     ex = _REGISTRY[key]  # an unknown key raises a KeyError listing the known ones
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int (the notebook's seed parameter), got {seed!r}")
+    capture = os.environ.get(CAPTURE_ENV)
+    if capture:
+        return _record(capture, ex, answer, seed)
+    result = verdict(ex, answer, seed)
+    _log(result)
+    if strict and not result and result.status != "recorded":
+        raise AssertionError(f"exercise {key}: {result.message}")
+    return result
+
+
+def verdict(ex: Exercise, answer: object, seed: int = 0) -> Result:
+    """The checker's verdict on ``answer`` for seed ``seed``: nothing logged or recorded (the
+    grader's own process calls this)."""
+    key = ex.key
     if answer is ... or answer is None:
         result = Result(key, "unanswered", _unanswered(ex), seed)
     else:
@@ -139,10 +190,24 @@ def check(key: str, answer: object = ..., *, seed: int = 0, strict: bool = False
         else:
             hint = f" Hint: {ex.hint}" if (not ok and ex.hint) else ""
             result = Result(key, "correct" if ok else "wrong", why + hint, seed)
-    _log(result)
-    if strict and not result:
-        raise AssertionError(f"exercise {key}: {result.message}")
     return result
+
+
+def _record(path: str, ex: Exercise, answer: object, seed: int) -> Result:
+    """Grading mode: write the answer down for the grader, judge nothing here."""
+    from .wire import WireError, encode
+
+    entry: dict = {"key": ex.key, "seed": seed}
+    if callable(answer) and not isinstance(answer, type):
+        entry["function"] = getattr(answer, "__name__", "")
+    else:
+        try:
+            entry["answer"] = encode(answer)
+        except WireError as e:
+            entry["unencodable"] = str(e)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+    return Result(ex.key, "recorded", "recorded; the grader checks it in its own process", seed)
 
 
 def _log(result: Result) -> None:
@@ -191,6 +256,28 @@ def same_integer(answer, ref: int) -> bool:
     return not isinstance(answer, bool) and float(answer) == int(answer) == ref
 
 
+def named_mistake(
+    answer,
+    mistakes: Sequence[tuple[float, str]],
+    otherwise: str,
+    *,
+    rtol: float = 1e-6,
+    integer: bool = False,
+) -> str:
+    """The feedback for a wrong one-number ``answer``: "that is <name>" for the first of
+    ``mistakes`` (pairs of the number a usual slip gives, computed the wrong way, and the slip's
+    name) that it equals, else ``otherwise``. A mistake that happens to equal the right answer
+    must not be listed (the caller checks the answer first)."""
+    for wrong, name in mistakes:
+        try:
+            hit = same_integer(answer, int(wrong)) if integer else same_number(answer, wrong, rtol)
+        except (TypeError, ValueError):
+            return otherwise
+        if hit and (not integer or float(wrong) == int(wrong)):
+            return f"that is {name}"
+    return otherwise
+
+
 def number_exercise(
     key: str,
     reference: Callable[..., float],
@@ -200,21 +287,27 @@ def number_exercise(
     hint: str = "",
     inputs: Callable[[int], dict] | None = None,
     rtol: float = 1e-6,
+    mistakes: Callable[..., list[tuple[float, str]]] | None = None,
 ) -> None:
     """Register an exercise whose answer is one number: ``reference(inputs(seed))`` computes it
     (per seed), or ``reference()`` without ``inputs``. A correct answer shows ``right`` (a format
-    string given the reference, ``"{:.4f}"``, or a function of it), a wrong one ``wrong``."""
+    string given the reference, ``"{:.4f}"``, or a function of it), a wrong one the usual slip it
+    equals, from ``mistakes(inputs(seed))`` (pairs of the slip's value, computed the wrong way,
+    and its name; see :func:`named_mistake`), else ``wrong``."""
 
-    def verdict(answer, ref: float) -> tuple[bool, str]:
-        ok = same_number(answer, ref, rtol)
-        return ok, (right(ref) if callable(right) else right.format(ref)) if ok else wrong
+    def verdict(answer, ex) -> tuple[bool, str]:
+        ref = reference() if ex is None else reference(ex)
+        if same_number(answer, ref, rtol):
+            return True, right(ref) if callable(right) else right.format(ref)
+        if mistakes is None:
+            return False, wrong
+        slips = mistakes() if ex is None else mistakes(ex)
+        return False, named_mistake(answer, slips, wrong, rtol=rtol)
 
     if inputs is None:
-        exercise(key, hint)(lambda answer: verdict(answer, reference()))
+        exercise(key, hint)(lambda answer: verdict(answer, None))
     else:
-        exercise(key, hint, per_seed=True)(
-            lambda answer, seed: verdict(answer, reference(inputs(seed)))
-        )
+        exercise(key, hint, per_seed=True)(lambda answer, seed: verdict(answer, inputs(seed)))
 
 
 def call(function, *args):

@@ -1,59 +1,89 @@
-"""Grade submitted student notebooks: ``python -m mzlite grade SUBMISSIONS/``.
+"""Grade submitted student notebooks without trusting them.
 
-Each submission is executed top to bottom in a fresh kernel, in a child process with a time limit,
-and every ``check`` it runs is recorded (through ``MZLITE_CHECK_LOG``, see
-:mod:`mzlite.exercises.checker`). A cell that raises does not stop the run (later exercises still
-count); a notebook that does not finish in time is killed and reported with the checks it reached.
-Nothing a submission does can stop the grading of the others.
+    python -m mzlite.exercises.grading SUBMISSIONS/ --roster class.csv [--out GRADES/]
+        [--points points.json] [--chapters 1,3] [--jobs 2] [--timeout 900] [--cell-timeout 120]
+        [--trials 5] [--secret TEXT] [--isolation auto|namespaces|audit]
+    python -m mzlite grade SUBMISSIONS/        # the same with the defaults (no roster)
 
-Layout of ``SUBMISSIONS/``: one folder per student holding that student's notebooks
-(``ada/03_mzattn_from_scratch.ipynb``), or notebooks directly in it, named after the student.
-The chapter of a notebook is read from its name (``03_...``), and the exercises expected of it are
-those that chapter registers, so an exercise whose cell was deleted counts as missing.
+For every notebook (``STUDENT/NN_chapter.ipynb``, or ``STUDENT.ipynb`` directly in SUBMISSIONS):
 
-Written to ``OUT`` (default ``SUBMISSIONS-grades/``): ``grades.csv`` (one row per student,
-notebook and exercise), ``summary.md`` (per student, per exercise, and the problems) and the
-executed notebooks under ``executed/`` for a closer look.
+1. **Read, not run** (:mod:`mzlite.exercises.submission`): its check calls against the chapter's
+   answer cells, tampering (a redefined ``check``, a patched library function, ``exec``, reads of
+   notebooks or installed files), and its seed against the roster's. What is found is reported.
+2. **Run in a sandbox** (:mod:`mzlite.exercises.sandbox`): a folder, home and environment of its
+   own, a copy of mzlite and ``data/``, the roster's seed written into its parameters cell, the
+   instructor's checkout read-only and the solutions out of sight; every cell has a time limit
+   and the whole run another. Its ``check`` calls only *record* the answers (no verdict, so
+   trying answers in a loop learns nothing); whatever it writes elsewhere, its own check log
+   included, is ignored.
+3. **Judged in the grader's own process** (:mod:`mzlite.exercises.judge`), from a read-only copy
+   of mzlite made when grading started: each recorded value for the roster's seed, each coding
+   exercise's function (run in a sandboxed worker, never beside a checker) on ``trials`` hidden
+   inputs; partial credit is the fraction of hidden trials passed.
+
+Every file the submission could have changed (the installed mzlite, the notebooks, the snapshot)
+is hashed before and after; a change is reported, and a snapshot that changed stops the grading.
+
+Written to ``OUT`` (default ``SUBMISSIONS-grades/``): ``gradebook.csv`` (one row per student of
+the roster, absent ones included: points per exercise, total, percent, flags; what a
+learning-management system imports), ``grades.csv`` (one row per student and exercise, with the
+verdict's message), ``statistics.csv`` (per exercise: mean points, verdicts, the most common
+mistake), ``summary.md`` (all of it for a reader, with every finding) and the executed notebooks
+under ``executed/``.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
+import io
 import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checker import LOG_ENV, keys
+from . import sandbox, submission
+from .checker import CAPTURE_ENV, get, keys
+from .roster import read_roster
 
 ROOT = Path(__file__).resolve().parents[2]
-STATUSES = ("correct", "wrong", "unanswered", "missing")
+STATUSES = ("correct", "partial", "wrong", "unanswered", "missing")
+MAX_NOTEBOOK = 50 * 2**20  # bytes: a larger file is not a notebook of this book
+MAX_CAPTURE = 64 * 2**20
 
 
 @dataclass
-class Run:
-    """One executed submission."""
+class NotebookGrade:
+    """One graded submission."""
 
     student: str
     notebook: str
     chapter: str | None  # "ch3", or None when the name does not say
-    seed: int | None
+    seed: int | None  # the seed its answers were judged for (the roster's when there is one)
+    claimed_seed: int | None  # the seed the notebook's parameters cell holds
     outcome: str  # "ran" | "cell errors" | "timed out" | "unreadable"
     detail: str
     seconds: float
-    results: dict[str, dict] = field(default_factory=dict)  # exercise key -> last check result
+    results: dict[str, dict] = field(default_factory=dict)  # key -> status, message, score
     expected: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+
+
+# kept for callers of the earlier grader
+Run = NotebookGrade
 
 
 def find_submissions(root: Path) -> list[tuple[str, Path]]:
     """``(student, notebook)`` pairs under ``root`` (see the module docstring)."""
+    root = Path(root)
     if not root.is_dir():
         raise ValueError(f"SUBMISSIONS must be a folder of notebooks, got {str(root)!r}")
     found = []
@@ -74,23 +104,28 @@ def chapter_of(path: Path) -> str | None:
 
 
 def seed_of(nb: dict) -> int | None:
-    for cell in nb.get("cells", []):
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            m = re.search(r"(?m)^seed\s*=\s*(\d+)", "".join(cell.get("source", [])))
-            return int(m.group(1)) if m else None
-    return None
+    return submission.claimed_seed(nb)
 
 
-def _first_error(nb: dict) -> str:
-    for i, cell in enumerate(nb.get("cells", [])):
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "error":
-                return f"cell {i} raised {out.get('ename')}: {out.get('evalue')}"[:300]
-    return ""
+def _read_limited(path: Path, limit: int) -> bytes | None:
+    """A regular file's bytes (a link not followed, a FIFO not waited on), or None when absent,
+    not a plain file or larger than ``limit``: how files a submission could have planted are
+    read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = f.read(limit + 1)
+    return None if len(data) > limit else data
 
 
 def execute_one(src: Path, dst: Path, cwd: Path, cell_timeout: int | None) -> None:
-    """Run in the child process: execute ``src`` into ``dst``, errors recorded, not raised."""
+    """Run in the sandboxed child process: execute ``src`` into ``dst``, errors recorded. A cell
+    that runs past ``cell_timeout`` seconds is interrupted and recorded as an error, and the
+    next cell runs: an endless loop costs one cell's limit, not the notebook's."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -100,6 +135,12 @@ def execute_one(src: Path, dst: Path, cwd: Path, cell_timeout: int | None) -> No
         timeout=cell_timeout,
         kernel_name="python3",
         allow_errors=True,
+        interrupt_on_timeout=True,
+        error_on_timeout={
+            "ename": "CellTimeout",
+            "evalue": f"the cell did not finish in {cell_timeout} s and was interrupted",
+            "traceback": [],
+        },
         resources={"metadata": {"path": str(cwd)}},
     )
     try:
@@ -108,198 +149,388 @@ def execute_one(src: Path, dst: Path, cwd: Path, cell_timeout: int | None) -> No
         nbformat.write(nb, dst)
 
 
-def run_submission(student: str, path: Path, out: Path, timeout: float, cwd: Path) -> Run:
+def _first_error(nb: dict) -> str:
+    for i, cell in enumerate(nb.get("cells", [])):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                if out.get("ename") in ("KeyboardInterrupt", "CellTimeout"):
+                    return f"cell {i} was interrupted at the cell's time limit"
+                return f"cell {i} raised {out.get('ename')}: {out.get('evalue')}"[:300]
+    return ""
+
+
+def _worker_boot(snapshot: Path) -> str:
+    """The sandboxed worker's program, read from the snapshot (never from the sandbox)."""
+    parts = [sandbox.SITECUSTOMIZE]
+    for name in ("wire.py", "worker.py"):
+        src = (snapshot / "mzlite" / "exercises" / name).read_text()
+        parts.append(re.sub(r"(?m)^from __future__ import annotations$", "", src))
+    return "\n".join(parts)
+
+
+@dataclass
+class _Context:
+    out: Path
+    base: Path
+    snapshot: Path
+    snapshot_digest: dict
+    watched: list[Path]
+    watched_digest: dict
+    roster: dict[str, int] | None
+    timeout: float
+    cell_timeout: int
+    trials: int
+    secret: str
+    isolation: str
+    call_timeout: float
+    templates: dict = field(default_factory=dict)
+
+    def hidden(self) -> list[Path]:
+        return [self.out, self.snapshot, self.base / "requests"]
+
+    def template(self, chapter: str):
+        if chapter not in self.templates:
+            self.templates[chapter] = submission.chapter_template(chapter)
+        return self.templates[chapter]
+
+
+def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> NotebookGrade:
     chapter = chapter_of(path)
     expected = keys(chapter + ".") if chapter else []
+    raw = _read_limited(path, MAX_NOTEBOOK)
     try:
-        nb = json.loads(path.read_text())
-        if not isinstance(nb.get("cells"), list):
+        if raw is None:
+            raise ValueError("not a readable notebook file (or larger than 50 MB)")
+        nb = json.loads(raw)
+        if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
             raise ValueError("no cells")
-    except (OSError, ValueError) as e:
-        return Run(student, path.name, chapter, None, "unreadable", str(e)[:300], 0.0, {}, expected)
-    executed = out / "executed" / student / path.name
-    executed.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "checks.jsonl"
-        env = {**os.environ, LOG_ENV: str(log), "PYTHONUNBUFFERED": "1"}
-        env.setdefault("OMP_NUM_THREADS", "1")
-        cmd = [sys.executable, "-m", "mzlite.exercises.grading", str(path), str(executed), str(cwd)]
-        start = time.perf_counter()
-        # A session of its own: on a timeout the whole group (the kernel included) is killed.
-        proc = subprocess.Popen(
-            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    except ValueError as e:
+        return NotebookGrade(
+            student, path.name, chapter, None, None, "unreadable", str(e)[:300], 0.0, {}, expected
         )
-        try:
-            output, _ = proc.communicate(timeout=timeout)
-            outcome, detail = "ran", ""
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            output, _ = proc.communicate()
-            outcome, detail = "timed out", f"did not finish in {timeout:g} s"
-        seconds = time.perf_counter() - start
-        results = {}
-        if log.exists():
-            for line in log.read_text().splitlines():
-                try:
-                    r = json.loads(line)
-                    results[r["key"]] = r  # the last check of an exercise counts
-                except (ValueError, KeyError):
-                    continue
+    claimed = submission.claimed_seed(nb)
+    seed = ctx.roster.get(student) if ctx.roster is not None else None
+    roster_seed = seed
+    if seed is None:
+        seed = claimed if claimed is not None else 0
+    tmpl = ctx.template(chapter) if chapter else None
+    inspection = submission.inspect(nb, expected, tmpl, roster_seed)
+    findings = [str(f) for f in inspection.findings]
+    if ctx.roster is not None and student not in ctx.roster:
+        findings.append(f"{student} is not on the roster: judged for the notebook's seed {seed}")
+
+    box = sandbox.make_sandbox(ctx.base / "students", f"{index:04d}", ctx.snapshot)
+    src, dst = box / "work" / path.name, box / "work" / "executed.ipynb"
+    src.write_text(json.dumps(submission.with_seed(nb, seed)))
+    capture = box / "capture.jsonl"
+    env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
+    cmd = [sys.executable, "-m", "mzlite.exercises.grading", "--execute-notebook"]
+    cmd += [str(src), str(dst), str(box / "work"), str(ctx.cell_timeout)]
+    cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation)
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=box / "work",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=ctx.timeout)
+        outcome, detail = "ran", ""
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        outcome, detail = "timed out", f"did not finish in {ctx.timeout:g} s"
+    try:  # whatever the run left behind in its process group (a namespace kills the rest)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    seconds = time.perf_counter() - start
+
+    executed = _read_limited(dst, MAX_NOTEBOOK)
+    if executed is not None:
+        target = ctx.out / "executed" / student / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(executed)
     if outcome == "ran":
         try:
-            error = _first_error(json.loads(executed.read_text()))
-        except (OSError, ValueError):
+            error = _first_error(json.loads(executed)) if executed else ""
+        except ValueError:
             error = ""
         if proc.returncode != 0:
             tail = output.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
             outcome, detail = "cell errors", f"the run failed: {tail[0]}"[:300]
         elif error:
             outcome, detail = "cell errors", error
-    return Run(
-        student, path.name, chapter, seed_of(nb), outcome, detail, seconds, results, expected
+
+    answers: dict[str, list] = {k: [] for k in expected}
+    for line in (_read_limited(capture, MAX_CAPTURE) or b"").decode(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("key") in answers:
+            answers[entry["key"]].append(
+                {k: entry[k] for k in ("answer", "unencodable", "function") if k in entry}
+            )
+
+    changed = sandbox.changed_files(ctx.watched_digest, sandbox.tree_digest(*ctx.watched))
+    if changed:
+        findings.append(
+            "files outside its sandbox changed during its run (or one beside it): "
+            + ", ".join(changed[:5])
+        )
+        ctx.watched_digest = sandbox.tree_digest(*ctx.watched)
+
+    results = _judge(ctx, index, box, seed, expected, answers, inspection)
+    # statements that fail outside the notebook (imports of mzlite, names computed there) are
+    # expected; a function that needed one fails its trials, which say why
+    results.pop("__worker_errors__", None)
+    for key, res in results.items():  # check calls of the graded run (not those made at home)
+        res["attempts"] = len(answers.get(key, []))
+    return NotebookGrade(
+        student,
+        path.name,
+        chapter,
+        seed,
+        claimed,
+        outcome,
+        detail,
+        seconds,
+        results,
+        expected,
+        findings,
     )
 
 
-def _rows(runs: list[Run]):
-    for r in runs:
-        for key in sorted(set(r.expected) | set(r.results)):
-            res = r.results.get(key)
-            status = res["status"] if res else "missing"
-            message = (
-                res["message"]
-                if res
-                else (
-                    "never checked: the cell was removed or not reached"
-                    if r.outcome == "ran"
-                    else f"not reached ({r.outcome})"
-                )
+def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
+    if not expected:
+        return {}
+    if sandbox.tree_digest(ctx.snapshot) != ctx.snapshot_digest:
+        raise RuntimeError(
+            f"the grader's snapshot {ctx.snapshot} changed during grading: marks would not be "
+            "trustworthy, grading stopped"
+        )
+    hidden = (
+        ctx.hidden() + [box / "mzlite"] + [Path(r) / "mzlite" for r in sandbox.installed_roots()]
+    )
+    worker_env = sandbox.environment(box, hidden)
+    worker_env.pop("PYTHONPATH")
+    request = {
+        "roster_seed": seed,
+        "secret": ctx.secret,
+        "trials": ctx.trials,
+        "call_timeout": ctx.call_timeout,
+        "definitions": inspection.definitions,
+        "worker_cmd": sandbox.isolated_command(
+            [sys.executable, "-I", "-c", _worker_boot(ctx.snapshot)], box, hidden, ctx.isolation
+        ),
+        "worker_env": worker_env,
+        "worker_cwd": str(box / "work"),
+        "exercises": {
+            k: (
+                {"function": inspection.functions.get(k)}
+                if get(k).kind == "coding"
+                else {"answers": answers.get(k, [])}
             )
-            yield r, key, status, message
-        if not r.expected and not r.results:
-            yield r, "", "", r.detail or "no exercise was checked"
+            for k in expected
+        },
+    }
+    req = ctx.base / "requests" / f"{index:04d}.json"
+    res = req.with_suffix(".result.json")
+    req.parent.mkdir(parents=True, exist_ok=True)
+    req.write_text(json.dumps(request))
+    judge = ctx.snapshot / "mzlite" / "exercises" / "judge.py"
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
+    env["OMP_NUM_THREADS"] = "1"
+    limit = 300 + ctx.call_timeout * (ctx.trials * 3 + 2) * max(1, len(expected))
+    done = subprocess.run(
+        [sys.executable, "-I", str(judge), str(ctx.snapshot), str(req), str(res)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=limit,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the judge failed on request {req}: {done.stderr[-2000:]}")
+    return json.loads(res.read_text())
 
 
-def write_reports(runs: list[Run], out: Path) -> tuple[Path, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, md_path = out / "grades.csv", out / "summary.md"
-    tmp = csv_path.with_suffix(".partial")
-    with tmp.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(
-            [
-                "student",
-                "notebook",
-                "chapter",
-                "seed",
-                "exercise",
-                "status",
-                "message",
-                "run",
-                "run_detail",
-                "seconds",
-            ]
-        )
-        for r, key, status, message in _rows(runs):
-            w.writerow(
-                [
-                    r.student,
-                    r.notebook,
-                    r.chapter or "",
-                    "" if r.seed is None else r.seed,
-                    key,
-                    status,
-                    message,
-                    r.outcome,
-                    r.detail,
-                    f"{r.seconds:.1f}",
-                ]
+def read_points(path: Path | None, exercise_keys: list[str]) -> dict[str, float]:
+    """Points per exercise: the exercise modules' defaults, overridden by ``path`` (JSON
+    ``{"ch1.area": 2}`` or CSV ``exercise,points``). Unknown exercises and non-positive points
+    raise ValueError naming them."""
+    points = {k: get(k).points for k in exercise_keys}
+    if path is None:
+        return points
+    path = Path(path)
+    text = path.read_text()
+    if path.suffix == ".json":
+        override = json.loads(text)
+        if not isinstance(override, dict):
+            raise ValueError(f"{path}: expected a JSON object {{exercise: points}}")
+    else:
+        rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].startswith("#")]
+        if rows and rows[0][0].strip() == "exercise":
+            rows = rows[1:]
+        override = {r[0].strip(): r[1].strip() if len(r) > 1 else "" for r in rows}
+    for key, value in override.items():
+        if key not in points:
+            raise ValueError(
+                f"{path}: {key!r} is not an exercise being graded; valid: {', '.join(points)}"
             )
-    os.replace(tmp, csv_path)
-
-    per_student: dict[str, Counter] = defaultdict(Counter)
-    per_exercise: dict[str, Counter] = defaultdict(Counter)
-    for r, key, status, _ in _rows(runs):
-        if key:
-            per_student[r.student][status] += 1
-            per_exercise[key][status] += 1
-    lines = [
-        "# Grades",
-        "",
-        f"{len({r.student for r in runs})} students, {len(runs)} notebooks.",
-        "",
-        "## Per student",
-        "",
-        "| student | notebooks | correct | wrong | not answered | missing | score | problems |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for student in sorted({r.student for r in runs}):
-        c = per_student[student]
-        total = sum(c[s] for s in STATUSES)
-        problems = (
-            "; ".join(
-                f"{r.notebook}: {r.outcome}"
-                for r in runs
-                if r.student == student and r.outcome != "ran"
-            )
-            or ""
-        )
-        score = f"{c['correct']}/{total}" if total else "-"
-        n_nb = sum(r.student == student for r in runs)
-        lines.append(
-            f"| {student} | {n_nb} | {c['correct']} | {c['wrong']} | {c['unanswered']} "
-            f"| {c['missing']} | {score} | {problems} |"
-        )
-    lines += [
-        "",
-        "## Per exercise",
-        "",
-        "| exercise | correct | wrong | not answered | missing |",
-        "|---|---|---|---|---|",
-    ]
-    for key in sorted(per_exercise):
-        c = per_exercise[key]
-        lines.append(
-            f"| {key} | {c['correct']} | {c['wrong']} | {c['unanswered']} | {c['missing']} |"
-        )
-    problems = [r for r in runs if r.outcome != "ran"]
-    lines += ["", "## Problems", ""]
-    lines += [f"- {r.student} / {r.notebook}: {r.outcome}: {r.detail}" for r in problems] or [
-        "None: every notebook ran to its end."
-    ]
-    tmp = md_path.with_suffix(".partial")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, md_path)
-    return csv_path, md_path
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}: points of {key} must be a number, got {value!r}") from None
+        if not value >= 0:
+            raise ValueError(f"{path}: points of {key} must be >= 0, got {value!r}")
+        points[key] = value
+    return points
 
 
 def grade(
-    submissions, out=None, timeout: float = 600, cwd=None, progress: bool = True
-) -> list[Run]:
-    """Execute and grade every notebook under ``submissions``; write the reports into ``out``."""
+    submissions,
+    out=None,
+    timeout: float = 900,
+    cwd=None,
+    progress: bool = True,
+    *,
+    roster=None,
+    chapters=None,
+    points=None,
+    cell_timeout: int = 120,
+    jobs: int = 2,
+    trials: int = 5,
+    secret: str | None = None,
+    isolation: str = "auto",
+    call_timeout: float = 30.0,
+) -> list[NotebookGrade]:
+    """Grade every notebook under ``submissions`` (module docstring); write the reports into
+    ``out``. ``cwd`` is ignored (each run works in its own sandbox); kept for old callers."""
     root = Path(submissions)
     if not timeout or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if not cell_timeout or cell_timeout <= 0:
+        raise ValueError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be a positive integer, got {trials!r}")
+    mode = sandbox.choose_isolation(isolation)
     found = find_submissions(root)
+    roster_list = read_roster(Path(roster)) if roster is not None else None
     out = Path(out) if out else root.with_name(root.resolve().name + "-grades")
-    if cwd is None:
-        cwd = ROOT / "notebooks" if (ROOT / "notebooks").is_dir() else root
-    runs = []
-    for student, path in found:
-        run = run_submission(student, path, out, timeout, Path(cwd))
-        runs.append(run)
-        if progress:
-            done = sum(r["status"] == "correct" for r in run.results.values())
-            print(
-                f"{student} / {path.name}: {run.outcome} ({run.seconds:.0f} s), "
-                f"{done} of {len(set(run.expected) | set(run.results))} correct",
-                flush=True,
-            )
-    csv_path, md_path = write_reports(runs, out)
+    out.mkdir(parents=True, exist_ok=True)
+    if chapters is None:
+        chapters = sorted({c for _, p in found if (c := chapter_of(p))}, key=lambda c: int(c[2:]))
+    else:
+        try:
+            chapters = [f"ch{int(str(c).strip().removeprefix('ch'))}" for c in chapters]
+        except ValueError:
+            raise ValueError(f"chapters must be numbers like 1 or ch3, got {chapters!r}") from None
+        prefixes = {k.split(".")[0] for k in keys()}
+        valid = sorted((c for c in prefixes if re.fullmatch(r"ch\d+", c)), key=lambda c: int(c[2:]))
+        bad = [c for c in chapters if c not in valid]
+        if bad:
+            raise ValueError(f"chapters {bad} have no exercises; valid: {', '.join(valid)}")
+    assignment = [k for c in chapters for k in keys(c + ".")]
+    weights = read_points(points, assignment)
+    if secret is None:
+        secret = os.environ.get("MZLITE_GRADING_SECRET", "mzlite-grading")
+
+    with tempfile.TemporaryDirectory(prefix="mzlite-grade-") as tmp:
+        base = Path(tmp)
+        snapshot = sandbox.make_snapshot(base / "snapshot")
+        watched = [ROOT / "mzlite", ROOT / "notebooks"]
+        watched += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
+        ctx = _Context(
+            out=out.resolve(),
+            base=base,
+            snapshot=snapshot,
+            snapshot_digest=sandbox.tree_digest(snapshot),
+            watched=watched,
+            watched_digest=sandbox.tree_digest(*watched),
+            roster=dict(roster_list) if roster_list is not None else None,
+            timeout=float(timeout),
+            cell_timeout=int(cell_timeout),
+            trials=trials,
+            secret=secret,
+            isolation=mode,
+            call_timeout=float(call_timeout),
+        )
+
+        def one(item):
+            i, (student, path) = item
+            g = grade_notebook(ctx, i, student, path)
+            if progress:
+                done = sum(r.get("score", 0.0) for r in g.results.values())
+                print(
+                    f"{student} / {path.name}: {g.outcome} ({g.seconds:.0f} s), "
+                    f"{done:g} of {len(g.expected)} exercises"
+                    + (f", {len(g.findings)} findings" if g.findings else ""),
+                    flush=True,
+                )
+            return g
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            graded = list(pool.map(one, enumerate(found)))
+    from .gradebook import write_reports
+
+    paths = write_reports(graded, out, assignment, weights, roster_list, mode)
     if progress:
-        print(f"wrote {csv_path} and {md_path}")
-    return runs
+        print("wrote " + ", ".join(str(p) for p in paths))
+    return graded
 
 
-if __name__ == "__main__":  # the child process of run_submission
-    src, dst, cwd = sys.argv[1:4]
-    execute_one(Path(src), Path(dst), Path(cwd), cell_timeout=None)
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m mzlite.exercises.grading",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("submissions", help="a folder: STUDENT/NN_chapter.ipynb (or notebooks in it)")
+    ap.add_argument("--out", default=None, help="report folder (default: SUBMISSIONS-grades)")
+    ap.add_argument("--roster", default=None, help="one student a line: name[,seed]")
+    ap.add_argument("--chapters", default=None, help="the assignment, e.g. 1,3 (default: found)")
+    ap.add_argument("--points", default=None, help="JSON or CSV of points per exercise")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per notebook (900)")
+    ap.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell (120)")
+    ap.add_argument("--jobs", type=int, default=2, help="notebooks graded at once (2)")
+    ap.add_argument("--trials", type=int, default=5, help="hidden trials per coding exercise")
+    ap.add_argument("--secret", default=None, help="seeds the hidden trials (or env)")
+    ap.add_argument("--isolation", default="auto", choices=sandbox.ISOLATIONS)
+    return ap
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--execute-notebook"]:  # the sandboxed child of grade_notebook
+        src, dst, cwd, cell_timeout = argv[1:5]
+        execute_one(Path(src), Path(dst), Path(cwd), cell_timeout=int(cell_timeout))
+        return 0
+    args = _parser().parse_args(argv)
+    try:
+        grade(
+            args.submissions,
+            args.out,
+            args.timeout,
+            roster=args.roster,
+            chapters=None if args.chapters is None else args.chapters.split(","),
+            points=args.points,
+            cell_timeout=args.cell_timeout,
+            jobs=args.jobs,
+            trials=args.trials,
+            secret=args.secret,
+            isolation=args.isolation,
+        )
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

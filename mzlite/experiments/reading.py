@@ -167,7 +167,9 @@ CHOICES: tuple[Choice, ...] = (
         "app:task-descriptions",
         "5K train, 1K val, 2K test; 200 epochs; 3 seeds.",
         "at most 2K training and 500 validation sets on CPU (the paper's test sizes); the paper "
-        "states 5-10K for Tasks A, B, D, F, G and no size for MEB or tab:tdof-verify",
+        "states 5-10K for Tasks A, B, D, F, G and no size for MEB or tab:tdof-verify. Every "
+        "headline cell keeps the cap (a run at 5K costs ~2.5x one at 2K on this CPU: `plan` "
+        "prices them); Tasks B and F are rerun at the paper's 5K for MZ and the Set Transformer",
         "the paper's sizes where it gives them",
         "Profile.max_sizes; Cell.paper_size",
         "sizes",
