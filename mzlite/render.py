@@ -25,11 +25,14 @@ from __future__ import annotations
 import html
 import re
 
-from mzlite.experiments.formatting import format_mean_std
+from mzlite.experiments.formatting import count_phrase, format_mean_std, headline, scrub
 from mzlite.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.paper import name_labels, paper_label
 
-__all__ = ["results_table", "scorecard_html", "report_html", "comparison_table", "conclusion"]
+__all__ = [
+    "results_table", "scorecard_html", "scorecard_summary", "report_html", "comparison_table",
+    "conclusion", "table_name", "tables_words", "toggle",
+]  # fmt: skip
 
 VERDICT_COLOURS = {
     "holds": ("#d4edda", "#155724"),
@@ -65,6 +68,8 @@ STYLE = """<style>
   margin:0.6em 0;border-radius:0.2em}
 .mz-conclusion .mz-title{font-weight:600;margin:0 0 0.25em 0}
 .mz-conclusion p{margin:0.25em 0}
+details.mz-toggle{margin:0.5em 0}
+details.mz-toggle>summary{cursor:pointer;font-weight:600;color:#0d6efd}
 </style>"""
 
 
@@ -91,6 +96,18 @@ def table_name(label: str, title: bool = True) -> str:
     except KeyError:
         return label
     return f"{entry['text']} ({entry['title']})" if title and entry["title"] else entry["text"]
+
+
+def tables_words(labels: list[str]) -> str:
+    """ "Tables 4, 6 and 17" (as the paper numbers them, in order)."""
+    names = [table_name(t, title=False) for t in labels]
+    nums = [n.removeprefix("Table ") for n in names]
+    if all(n.isdigit() for n in nums):
+        nums = sorted(nums, key=int)
+        if len(nums) == 1:
+            return f"Table {nums[0]}"
+        return "Tables " + ", ".join(nums[:-1]) + f" and {nums[-1]}"
+    return ", ".join(names)
 
 
 class _Footnotes:
@@ -154,38 +171,78 @@ def verdict_reason(row: dict) -> str:
     return "no results under any profile yet"
 
 
+def scorecard_summary(sc) -> str:
+    """The scorecard's counts in words, and the profiles it read, best evidence first."""
+    counts = {}
+    for r in sc.rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    text = f"{len(sc.rows)} claims: " + ", ".join(count_phrase(v, n) for v, n in counts.items())
+    profiles = getattr(sc, "profiles", ())
+    if profiles:
+        text += f". Profiles read, best evidence first: {', '.join(profiles)}"
+    return text + "."
+
+
 def scorecard_html(sc) -> HTML:
     """The scorecard as one page-width table: grouped by paper table (linked to its chapter),
-    columns claim | paper | ours | verdict (with its rule), protocols as footnotes."""
+    columns claim | paper | ours | verdict (with its rule), protocols as footnotes. Claims not
+    run are listed after the table, collapsed (a toggle), by paper table; cells are named in
+    words (``formatting.scrub``)."""
     notes = _Footnotes("Protocol that produced our number")
     body, table = [], None
-    for r in sc.rows:
+    ran = [r for r in sc.rows if r["verdict"] != "not run"]
+    for r in ran:
         if r["table"] != table:
             table = r["table"]
-            ch = r["chapter"]
-            num = ch.split("_", 1)[0].lstrip("0")
-            link = f'<a href="{_e(ch)}.html">chapter&nbsp;{_e(num)}</a>'
-            body.append(
-                f'<tr class="mz-group"><th colspan="4">{_e(table_name(table))}'
-                f" &middot; {link}</th></tr>"
-            )
+            body.append(_group_heading(table, r["chapter"]))
         base = _COVERAGE.sub("", r.get("protocol") or "")
         stats = r.get("statistics") or "--"
-        stats = "" if stats == "--" else f'<span class="mz-why">{_e(stats)}</span>'
+        stats = "" if stats == "--" else f'<span class="mz-why">{_e(scrub(stats, table))}</span>'
         ours = _e(r["ours_text"]) + notes.mark(base)
         # which reading of the paper decided it (scorecard rows; not for "not run")
         reason = r.get("reason") if r.get("reason") not in (None, "", r["verdict"]) else ""
-        reason = f'<span class="mz-why"><strong>{_e(reason)}</strong></span>' if reason else ""
+        reason = (f'<span class="mz-why"><strong>{_e(scrub(reason, table))}</strong></span>'
+                  if reason else "")  # fmt: skip
         body.append(
-            f"<tr><td>{_e(name_labels(r['text']))}</td>"
+            f"<tr><td>{_e(name_labels(scrub(r['text'], table)))}</td>"
             f'<td class="mz-num">{_e(r["paper_text"])}</td>'
             f'<td class="mz-num">{ours}</td>'
             f"<td>{verdict_badge(r['verdict'])}"
-            f'<span class="mz-why">{_e(verdict_reason(r))}</span>{reason}{stats}</td></tr>'
+            f'<span class="mz-why">{_e(scrub(verdict_reason(r), table))}</span>{reason}{stats}'
+            "</td></tr>"
         )
     cols = [("Claim (its test)", 46), ("Paper", 12), ("Ours", 13), ("Verdict", 29)]
-    summary = f'<p class="mz-caption">{_e(sc.summary())}</p>' if hasattr(sc, "summary") else ""
-    return HTML(STYLE + summary + _table(cols, "".join(body)) + notes.legend())
+    summary = f'<p class="mz-caption">{_e(scorecard_summary(sc))}</p>'
+    out = STYLE + summary + (_table(cols, "".join(body)) if body else "") + notes.legend()
+    return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == "not run"]))
+
+
+def _group_heading(table: str, chapter: str, colspan: int = 4) -> str:
+    num = chapter.split("_", 1)[0].lstrip("0")
+    link = f'<a href="{_e(chapter)}.html">chapter&nbsp;{_e(num)}</a>'
+    return (f'<tr class="mz-group"><th colspan="{colspan}">{_e(table_name(table))}'
+            f" &middot; {link}</th></tr>")  # fmt: skip
+
+
+def _not_run_toggle(rows: list[dict]) -> str:
+    """The claims without results, collapsed: one line per paper table, its claims below."""
+    if not rows:
+        return ""
+    by_table: dict[str, list[dict]] = {}
+    for r in rows:
+        by_table.setdefault(r["table"], []).append(r)
+    items = "".join(
+        f"<li><b>{_e(table_name(t))}</b> ({len(rs)}): "
+        + "; ".join(_e(name_labels(headline(r["text"]))) for r in rs)
+        + "</li>"
+        for t, rs in by_table.items()
+    )
+    n, k = len(rows), len(by_table)
+    return (
+        f'<details class="mz-not-run"><summary>{n} claim{"s" * (n != 1)} not run yet, in '
+        f"{k} paper table{'s' * (k != 1)} (click to list them)</summary>"
+        f'<ul class="mz-legend">{items}</ul></details>'
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,36 +278,44 @@ def report_html(rep) -> HTML:
     sections = (("main", ""), ("derived", "derived: "), ("ablation", "ablation, no paper number: "))
     body = []
     for part, prefix in sections:
-        setting = None
+        # one heading per (setting, metric), its rows together in table order: a cell with two
+        # metrics (R² and a second one) would otherwise alternate between two headings
+        groups: dict[str, list[dict]] = {}
         for r in (r for r in rep.rows if r["part"] == part):
             this = r["column"] if r["metric"] in ("r2", "") else f"{r['column']}, {r['metric']}"
-            if this != setting:  # one heading per setting (column of the paper's table)
-                setting = this
-                body.append(f'<tr class="mz-group"><th colspan="3">{_e(prefix + this)}</th></tr>')
-            params = ""
-            if r.get("params"):
-                params = f"{r['params'] / 1e3:.0f}K params"
-                if r.get("paper_params"):
-                    params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
-                params = f'<span class="mz-sub">{_e(params)}</span>'
-            if r["seeds"]:
-                ours = (
-                    rep._cells(r)["ours"]
-                    if hasattr(rep, "_cells")
-                    else format_mean_std(r["ours_mean"], r["ours_std"])
-                )
-                ours = _e(ours) + notes.mark(_run_protocol(r, rep.profile))
-            else:
-                ours = '<span class="mz-sub">not run</span>'
-            body.append(
-                f"<tr><td>{_e(r['row'])}{params}</td>"
-                f'<td class="mz-num">{ours}</td><td class="mz-num">{_e(r["paper_text"])}</td></tr>'
-            )
+            groups.setdefault(scrub(this, rep.label), []).append(r)  # derived: cells in words
+        for this, rows in groups.items():
+            body.append(f'<tr class="mz-group"><th colspan="3">{_e(prefix + this)}</th></tr>')
+            body += [_report_row(r, rep, notes) for r in rows]
     parts.append(_table(cols, "".join(body)))
     parts.append(notes.legend())
     if rep.notes:
         parts.append(f'<p class="mz-legend">{_e(name_labels(rep.notes))}</p>')
     return HTML("".join(parts))
+
+
+def _report_row(r: dict, rep, notes: _Footnotes) -> str:
+    """One model's row of ``report_html``: the model (its parameter count under it), ours with
+    its protocol footnote, the paper's."""
+    params = ""
+    if r.get("params"):
+        params = f"{r['params'] / 1e3:.0f}K params"
+        if r.get("paper_params"):
+            params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
+        params = f'<span class="mz-sub">{_e(params)}</span>'
+    if r["seeds"]:
+        ours = (
+            rep._cells(r)["ours"]
+            if hasattr(rep, "_cells")
+            else format_mean_std(r["ours_mean"], r["ours_std"])
+        )
+        ours = _e(ours) + notes.mark(_run_protocol(r, rep.profile))
+    else:
+        ours = '<span class="mz-sub">not run</span>'
+    return (
+        f"<tr><td>{_e(r['row'])}{params}</td>"
+        f'<td class="mz-num">{ours}</td><td class="mz-num">{_e(r["paper_text"])}</td></tr>'
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +368,19 @@ def conclusion(text: str | list[str], title: str = "What the numbers say") -> HT
     paras = [text] if isinstance(text, str) else list(text)
     body = "".join(f"<p>{_e(name_labels(p))}</p>" for p in paras if p)
     return HTML(
-        f'{STYLE}<div class="mz-conclusion"><p class="mz-title">{_e(title)}</p>{body}</div>'
+        f'{STYLE}<div class="mz-conclusion"><p class="mz-title">{_e(name_labels(title))}</p>'
+        f"{body}</div>"
+    )
+
+
+def toggle(summary: str, *parts) -> HTML:
+    """``parts`` (anything with ``_repr_html_``, or HTML strings) collapsed under one line,
+    ``summary``, that the reader clicks to open: for evidence a page keeps but does not lead with
+    (a 30-epoch ablation, a pipeline check)."""
+    inner = "".join(p._repr_html_() if hasattr(p, "_repr_html_") else str(p) for p in parts)
+    return HTML(
+        f'{STYLE}<details class="mz-toggle"><summary>{_e(name_labels(summary))}</summary>'
+        f"{inner}</details>"
     )
 
 

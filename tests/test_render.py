@@ -42,14 +42,19 @@ def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
     )
     html = sc._repr_html_()
     rows = _cells_of_rows(html)
-    assert len(rows) == 4 and all(len(r) == 4 for r in rows)  # claim | paper | ours | verdict
+    # the claim not run is not a row: it is listed, collapsed, after the table
+    assert len(rows) == 3 and all(len(r) == 4 for r in rows)  # claim | paper | ours | verdict
     assert "holds partly" in rows[0][3] and "only 3 of 7 models" in rows[0][3]
     assert "weaker" in rows[1][3]  # partly without missing cells: the weaker test
-    assert "not run" in rows[3][3]
-    # one footnote for the protocol shared by three rows; none for the row that did not run
+    toggle = html[html.index("<details") :]
+    assert "1 claim not run yet, in 1 paper table " in toggle and "d = 16: fails" in toggle
+    assert "</table>" not in toggle
+    # one footnote for the protocol shared by the rows
     assert rows[0][2].endswith("<sup>[1]</sup>") and rows[2][2].endswith("<sup>[1]</sup>")
-    assert "<sup>" not in rows[3][2]
     assert html.count("<li>[1]") == 1 and "[2]" not in html
+    # the counts in words, no Python repr of the profiles
+    assert "4 claims: 2 hold partly, 1 does not hold here, 1 was not run." in html
+    assert "(&#x27;full&#x27;" not in html and "('full'" not in html
     # groups named as the paper prints them, linked to their chapter; text escaped
     assert "Table 2 (Main results" in html and "Table 3 (MEB radius prediction)" in html
     assert 'href="06_relational_benchmarks.html"' in html
@@ -139,3 +144,38 @@ def test_scorecard_shows_the_scorecards_own_reason_and_statistics():
     verdict = _cells_of_rows(html)[0][3]
     assert "insufficient evidence" in verdict and "needs &gt;= 3" in verdict
     assert "only 2 of 6 models of the claim ran" in verdict and "n = 1 seed(s)" in verdict
+
+
+def test_report_names_the_cells_of_a_derived_row_in_words():
+    from mzlite.experiments.report import report
+
+    html = str(render.report_html(report("tab:tdof-verify", "smoke", results_dir="/nonexistent")))
+    assert "L4-st_4l" not in html and "mse(L = 4, ST-4L) / mse(L = 4, MZAttn-1L)" in html
+
+
+def test_report_keeps_each_setting_and_metric_under_one_heading():
+    base = {"part": "main", "column": "Task D", "ours_mean": 0.5, "ours_std": None,
+            "ours_values": [0.5], "seeds": [0], "epochs": "30", "device": "cpu", "params": None,
+            "paper_text": "--", "paper_params": None}  # fmt: skip
+    rows = [
+        {**base, "row": model, "metric": metric, "cells": [f"D-{model}"]}
+        for model in ("Standard", "MZAttn")
+        for metric in ("r2", "recall")
+    ]  # a cell with two metrics: its rows alternate in the report
+    html = str(render.report_html(Report("tab:main-results", "Main", "cpu", rows)))
+    heads = re.findall(r'<tr class="mz-group"><th colspan="3">([^<]*)</th>', html)
+    assert heads == ["Task D", "Task D, recall"]
+    body = html.split("Task D, recall")
+    assert body[0].count("<tr><td>") == 2 and body[1].count("<tr><td>") == 2
+
+
+def test_conclusion_names_paper_labels_in_its_title_too():
+    html = str(render.conclusion("see tab:meb", title="Table tab:meb (eq:quadratic-tdof)"))
+    assert not RAW_LABEL.search(html)
+
+
+def test_toggle_collapses_its_parts_under_one_line():
+    html = str(render.toggle("The 30-epoch ablation (tab:meb)", render.conclusion("x"), "<p>y</p>"))
+    assert html.count("<details") == 1 and "<details open" not in html
+    assert "<summary>The 30-epoch ablation (Table 3)</summary>" in html
+    assert html.index("</summary>") < html.index('<div class="mz-conclusion"') < html.index("<p>y")

@@ -1,9 +1,12 @@
-"""How a number of a results table is printed, the same in the text report and on the book's
-HTML pages (``mzlite.experiments.report``, ``mzlite.render``)."""
+"""How a number of a results table is printed, and how cells, claims and verdict counts are
+named in text: the same in the text report, the scorecard, the findings and on the book's HTML
+pages (``report``, ``scorecard``, ``findings``, ``narrate``, ``mzlite.render``). The lowest layer
+of the results' text: it imports nothing of theirs, so each of them can use it."""
 
 from __future__ import annotations
 
 import math
+import re
 
 
 def format_value(v, digits: int = 3) -> str:
@@ -26,3 +29,87 @@ def format_mean_std(mean, std) -> str:
     if std is None:
         return format_value(mean)
     return f"{format_value(mean)} ± {format_value(std)}"
+
+
+def spaced(text: str) -> str:
+    """ "d=8" -> "d = 8", "R^2" -> "R²": a setting and a metric as a page prints them."""
+    return re.sub(r"\b([A-Za-z]\w*)=(\d)", r"\1 = \2", text).replace("R^2", "R²")
+
+
+def cell_words(table, cell_id: str) -> str:
+    """A cell as a reader knows it: its setting (the paper's column) and model (the paper's row),
+    "d = 8, MZAttn-Full"; an unknown id raises (``CellKey``)."""
+    from mzlite import experiments as ex
+
+    key = ex.CellKey(table, cell_id)
+    cell = ex.get_table(key.table).cell(key.cell)
+    return f"{spaced(cell.column)}, {cell.row}"
+
+
+def scrub(text: str, table=None) -> str:
+    """``text`` with every cell id of ``table`` (every table when None) replaced by its words
+    (``cell_words``), and "R^2" written R²: for sentences that the scorecard and the transfer
+    study write with ids."""
+    from mzlite import experiments as ex
+
+    labels = [ex.get_table(table).label] if table is not None else list(ex.TABLES)
+    ids: dict[str, str] = {}
+    for label in labels:
+        for c in ex.get_table(label).cells:
+            ids.setdefault(c.id, cell_words(label, c.id))
+    if ids:
+        alternatives = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
+        pattern = re.compile(r"(?<![\w-])(" + alternatives + r")(?![\w-])")
+        text = pattern.sub(lambda m: ids[m.group(1)], text)
+    return spaced(text)
+
+
+# How a verdict count reads in a sentence: (one, several)
+_PHRASES = {
+    "holds": ("holds", "hold"),
+    "holds partly": ("holds partly", "hold partly"),
+    "does not hold here": ("does not hold here", "do not hold here"),
+    "optimisation failure": ("ended in an optimisation failure", "ended in optimisation failures"),
+    "insufficient evidence": (
+        "lacks the evidence for a verdict",
+        "lack the evidence for a verdict",
+    ),
+    "not run": ("was not run", "were not run"),
+    "pipeline only": ("is a pipeline check only", "are pipeline checks only"),
+}
+
+
+def count_phrase(verdict: str, n: int) -> str:
+    """ "1 holds partly", "6 do not hold here" (``n`` claims with ``verdict``)."""
+    if verdict not in _PHRASES:
+        raise ValueError(f"verdict must be one of {', '.join(_PHRASES)}, got {verdict!r}")
+    one, several = _PHRASES[verdict]
+    return f"{n} {one if n == 1 else several}"
+
+
+_TEST = re.compile(r"<=|>=|\bits\b|\bthe best of them\b")  # how a claim's test reads
+_LOWER = {"A", "An", "At", "The", "Every", "One", "In", "On", "Each"}
+_THRESHOLD = re.compile(r"\s*\((?:R\^2 gap|partly|exact null)[^)]*\)\.?\s*$")
+
+
+def sentence_case(text: str) -> str:
+    """``text`` opening a sentence: "a 1-layer ..." -> "A 1-layer ..."; a symbol ("d = 8") or a
+    name ("MZAttn") stays as it is."""
+    first = text.split(" ", 1)[0]
+    return first.capitalize() + text[len(first) :] if first.capitalize() in _LOWER else text
+
+
+def headline(text: str) -> str:
+    """A claim's statement without its test: "At L=32 one MZ layer beats four standard layers
+    (R^2 gap > 0.01; partly: a tie)." -> "at L = 32 one MZ layer beats four standard layers";
+    "d=8: every PMA-pooled ... radius: the best of them has R^2 <= 0.10 ..." -> "d = 8: every
+    PMA-pooled ... radius" (the test follows the last colon and compares, or speaks of "its"
+    value)."""
+    t = _THRESHOLD.sub("", text.strip()).rstrip(".")
+    head, sep, test = t.rpartition(": ")
+    if sep and _TEST.search(test):  # the part after the last colon states the test
+        t = head
+    t = spaced(t)
+    if t.split(" ", 1)[0] in _LOWER:  # "a 4-layer ..." mid-sentence; "MZAttn", "Tier 1" stay
+        t = t[0].lower() + t[1:]
+    return re.sub(r"\[([^\]]*)\]", r"{\1}", t)  # a Python list reads as a set of values

@@ -24,14 +24,16 @@ shows no mean and says "mixed protocols".
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import statistics
+from dataclasses import dataclass
 
 from mzlite import experiments as ex
 from mzlite import nn as _nn
 from mzlite.experiments import stats as _stats
-from mzlite.experiments.formatting import format_mean_std
+from mzlite.experiments.formatting import cell_words, format_mean_std
 from mzlite.experiments.results import PROFILE_ORDER
 from mzlite.paper import load_paper_table, paper_cell
 
@@ -151,7 +153,7 @@ class Report:
         if r.get("mixed"):
             ours = "mixed protocols"
         if r.get("same_as"):
-            ours += f" (= {r['same_as']})"
+            ours += f" (= {cell_words(self.label, r['same_as'])})"
         params = "--" if r["params"] is None else f"{r['params'] / 1e3:.0f}K"
         if r.get("paper_params"):
             params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
@@ -334,6 +336,92 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
     return Report(spec.label, spec.title, prof.name, rows, notes)
 
 
+@dataclass(frozen=True)
+class ReportRow:
+    """One row of a ``Report`` (a cell's metric: ours beside the paper's), typed: what the
+    narration of a chapter reads (``mzlite.experiments.narrate``) instead of a dict by key.
+    ``profile`` is the profile its results come from (None: not run under any profile asked).
+    ``ReportRow.of(row)`` makes one from a report's dict row."""
+
+    part: str
+    row: str
+    column: str
+    metric: str
+    cells: tuple[str, ...]
+    ours_mean: float | None = None
+    ours_std: float | None = None
+    ours_values: tuple = ()
+    seeds: tuple[int, ...] = ()
+    converged: int = 0
+    converged_text: str = "--"
+    spiked: int = 0
+    trained: int = 0
+    spiked_text: str = ""
+    mixed: bool = False
+    same_as: str | None = None
+    epochs: str = "--"
+    device: str = "--"
+    params: int | None = None
+    paper_mean: float | None = None
+    paper_std: float | None = None
+    paper_text: str = "--"
+    paper_params: float | None = None
+    model: str | None = None
+    profile: str | None = None
+
+    @classmethod
+    def of(cls, row: dict, profile: str | None = None) -> ReportRow:
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in row.items() if k in names}
+        for k in ("cells", "ours_values", "seeds"):
+            kw[k] = tuple(kw.get(k) or ())
+        if profile is not None:
+            kw["profile"] = profile
+        return cls(**kw)
+
+    @property
+    def cell(self) -> str:
+        """The cell id (the first of a derived row's two)."""
+        return self.cells[0]
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.seeds)
+
+    @property
+    def ran(self) -> bool:
+        """Whether it has a mean to show (results of one protocol)."""
+        return bool(self.seeds) and not self.mixed and self.ours_mean is not None
+
+    @property
+    def values(self) -> list[float]:
+        """Our per-seed values that exist (for a test over seeds)."""
+        return [v for v in self.ours_values if v is not None and math.isfinite(v)]
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d.update(n_seeds=self.n_seeds, cells=list(self.cells), seeds=list(self.seeds),
+                 ours_values=list(self.ours_values))  # fmt: skip
+        return d
+
+
+def report_rows(
+    table, profile: str, results_dir=None, part: str | None = "main", metric: str | None = "r2"
+) -> dict[str, ReportRow]:
+    """``report(table, profile).by_cell(part, metric)`` as typed rows, ``profile`` set on the
+    rows with results."""
+    prof = ex.get_profile(profile).name
+    rows = report(table, prof, results_dir).by_cell(part, metric)
+    return {c: ReportRow.of(r, prof if r["seeds"] else None) for c, r in rows.items()}
+
+
+def best_report_rows(
+    table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
+) -> dict[str, ReportRow]:
+    """``best_rows`` as typed rows: per cell, the first of ``profiles`` with its results."""
+    return {c: ReportRow.of(r) for c, r in best_rows(table, profiles, metric, results_dir).items()}
+
+
 def best_rows(
     table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
 ) -> dict[str, dict]:
@@ -360,9 +448,11 @@ def best_rows(
     return dict(sorted(out.items(), key=lambda kv: order[kv[0]]))
 
 
-def ours_text(row: dict | None) -> str:
+def ours_text(row: dict | ReportRow | None) -> str:
     """A report row's number as a reader sees it: "0.812 ± 0.010" (mean ± std over seeds; no std
     for one seed), "mixed protocols", or "not run"."""
+    if isinstance(row, ReportRow):
+        row = row.as_dict()
     if not row or not row.get("seeds"):
         return "not run"
     if row.get("mixed"):
@@ -370,9 +460,11 @@ def ours_text(row: dict | None) -> str:
     return format_mean_std(row["ours_mean"], row["ours_std"])
 
 
-def evidence_note(row: dict | None) -> str:
+def evidence_note(row: dict | ReportRow | None) -> str:
     """What stands behind one ``best_rows`` row, for a footnote: its protocol (the 30-epoch
     ``cpu`` profile named as the ablation it is), seeds, epochs run and convergence."""
+    if isinstance(row, ReportRow):
+        row = row.as_dict()
     prof = (row or {}).get("profile")
     if prof is None or not row.get("seeds"):
         return "not run under any profile yet"
@@ -393,11 +485,13 @@ def _g(v: float) -> str:
     return f"{v:g}"
 
 
-def what_ran(table, profile: str, results_dir=None) -> str:
+def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> str:
     """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
     the result files (never from the profile's intent): how many cells ran, seeds, data sizes,
     epochs run (cap, patience), how many runs converged, learning rates by model family,
-    target scaling, precision, device and code commit. "" when there are none."""
+    target scaling, precision, device and code commit (``commit_ids=False``, for a book page:
+    how many versions of the code, the commits staying in the result files). "" when there
+    are none."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     same = ex.aliases(spec, prof.name)
     by_cell = {c: r for c, r in ex.results_by_cell(spec, prof.name, results_dir).items()
@@ -445,5 +539,10 @@ def what_ran(table, profile: str, results_dir=None) -> str:
         dev += f" ({'/'.join(map(str, threads))} thread(s) per run)"
     parts.append(dev)
     commits = sorted({(r.get("provenance") or {}).get("git_commit") or "?" for r in results})
-    parts.append("code " + ", ".join(c[:7] for c in commits))
+    if commit_ids:
+        parts.append("code " + ", ".join(c[:7] for c in commits))
+    else:  # a book page: the commits stay in the result files
+        n = len(commits)
+        parts.append(f"{'one version' if n == 1 else f'{n} versions'} of the code (the commit "
+                     "is recorded in each result file)")  # fmt: skip
     return "; ".join(parts) + "."

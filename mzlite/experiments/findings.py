@@ -1,0 +1,286 @@
+"""What the book found, in a few plain sentences written from the scorecard (never typed).
+
+    from mzlite.experiments.findings import findings
+    f = findings()                  # reads the scorecard and the plan of what is left
+    f.counts                        # {"holds": 1, "holds partly": 2, ...}, the scorecard's own
+    print(f.to_markdown())          # MyST for the landing page ({ref} links to chapter sections)
+    f.to_html()                     # the same block on a chapter page (chapter 9), as HTML
+
+Five sentences, each linked to the chapter section that backs it: the verdict counts; what
+held; what did not (and under which reading of the paper it was decided); how sure (seeds per
+cell, Welch's tests, what lacks evidence); what could not run on this project's CPU and what it
+would cost (``experiments.plan``, CPU hours measured from results on disk). Every number is
+counted from the rows, so the block changes whenever a result lands.
+
+A chapter that a sentence links to carries the label ``results_label(chapter)`` on its
+"Results at a glance" heading (tests/test_findings.py checks that each one exists); chapter 9
+carries ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from dataclasses import dataclass, field
+
+from mzlite.experiments.formatting import count_phrase, headline
+from mzlite.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
+from mzlite.render import tables_words
+
+__all__ = [
+    "Finding", "Findings", "findings", "results_label",
+    "HOW_SURE_LABEL", "NOT_RUN_LABEL", "SCORECARD_CHAPTER",
+]  # fmt: skip
+
+SCORECARD_CHAPTER = "09_reproduction_scorecard"
+HOW_SURE_LABEL = "scorecard-how-sure"
+NOT_RUN_LABEL = "scorecard-not-run"
+DECIDED = ("holds", "holds partly", "does not hold here")
+HELD = ("holds", "holds partly")
+
+
+def results_label(chapter: str) -> str:
+    """The label of a chapter's "Results at a glance" section: "results-ch04" for
+    "04_training_on_gpu" (written ``(results-ch04)=`` above the heading)."""
+    num = chapter.split("_", 1)[0]
+    if not num.isdigit():
+        raise ValueError(f"chapter must start with its number (e.g. '04_x'), got {chapter!r}")
+    return f"results-ch{num}"
+
+
+def _list(items: list[str], most: int = 3) -> str:
+    if len(items) > most:
+        return "; ".join(items[:most]) + f"; and {len(items) - most} more"
+    return "; ".join(items)
+
+
+def _chapter_number(chapter: str) -> str:
+    return chapter.split("_", 1)[0].lstrip("0")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One sentence and the chapter sections that back it: ``links``, each (chapter page, e.g.
+    "04_training_on_gpu"; Sphinx label on it, e.g. "results-ch04"; the link's text)."""
+
+    text: str
+    links: tuple[tuple[str, str, str], ...]
+
+    @property
+    def lead(self) -> str:
+        """The sentence's opening words up to its first colon ("What held"), set in bold on a
+        page; "" for a sentence without one."""
+        head = self.text.split(": ", 1)[0]
+        return head if head != self.text and len(head.split()) <= 6 else ""
+
+    def body(self) -> str:
+        return self.text[len(self.lead) + 2 :] if self.lead else self.text
+
+
+def _chapter_links(chapters: list[str]) -> tuple[tuple[str, str, str], ...]:
+    """One link per chapter, in the order of first mention, to its "Results at a glance"."""
+    return tuple(
+        (ch, results_label(ch), f"chapter {_chapter_number(ch)}") for ch in dict.fromkeys(chapters)
+    )
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The verdict counts of a scorecard (every verdict, zeros included; ``total`` claims) and
+    the sentences that say what they mean."""
+
+    counts: dict[str, int]
+    total: int
+    sentences: tuple[Finding, ...] = field(default_factory=tuple)
+
+    def counts_text(self) -> str:
+        parts = [count_phrase(v, n) for v, n in self.counts.items() if n]
+        return f"{self.total} claims: " + ", ".join(parts) + "."
+
+    def counts_html(self) -> str:
+        """The counts as badges, each carrying ``data-verdict`` and ``data-n`` (what the browser
+        test compares with the scorecard)."""
+        from mzlite.render import verdict_badge
+
+        items = "".join(
+            f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}">'
+            f"<b>{n}</b> {verdict_badge(v)}</li>"
+            for v, n in self.counts.items()
+            if n
+        )
+        return (
+            f'<ul class="mz-findings-counts" data-total="{self.total}">'
+            f'<li class="mz-count-total"><b>{self.total}</b> claims</li>{items}</ul>'
+        )
+
+    def to_markdown(self, prefix: str = "") -> str:
+        """MyST for a page that is not a notebook (the landing page): the counts as an HTML
+        block, then one paragraph per sentence ending in a ``{ref}`` link to its section."""
+        out = ['<div class="mz-findings">', "", self.counts_html(), "", "</div>", ""]
+        for s in self.sentences:
+            refs = ", ".join(f"{{ref}}`{text} <{label}>`" for _, label, text in s.links)
+            lead = f"**{s.lead}:** " if s.lead else ""
+            out += [f"{lead}{s.body()} ({refs})", ""]
+        return "\n".join(out)
+
+    def to_html(self, title: str = "What the book found"):
+        """The block as HTML for a chapter page: links are relative to the chapters' folder."""
+        from mzlite.render import HTML, STYLE
+
+        def link(chapter, label, text):
+            href = html.escape(f"{chapter}.html#{label}")
+            return f'<a href="{href}">{html.escape(text)}</a>'
+
+        paras = "".join(
+            "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
+            + f"{html.escape(s.body())} ({', '.join(link(*x) for x in s.links)})</p>"
+            for s in self.sentences
+        )  # fmt: skip
+        return HTML(
+            f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
+            f"{html.escape(title)}</p>{self.counts_html()}{paras}</div>"
+        )
+
+
+def _scorecard_link(label: str, text: str) -> tuple[tuple[str, str, str], ...]:
+    return ((SCORECARD_CHAPTER, label, text),)
+
+
+def _seeds_of(row: dict) -> list[int]:
+    ev = row.get("evidence") or {}
+    return [c.get("n", 0) for c in (ev.get("cells") or {}).values()]
+
+
+def _held_sentence(rows: list[dict]) -> Finding:
+    held = [r for r in rows if r["verdict"] in HELD]
+    if not held:
+        return Finding("No claim of the paper holds here yet, in full or in part.",
+                       _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
+    items = [
+        f"{headline(r['text'])} ({r['verdict']}: ours {r['ours_text']}, the paper's "
+        f"{r['paper_text']})"
+        for r in held
+    ]
+    return Finding(f"What held: {_list(items)}.", _chapter_links([r["chapter"] for r in held]))
+
+
+def _failed_sentence(rows: list[dict]) -> Finding | None:
+    failed = [r for r in rows if r["verdict"] == "does not hold here"]
+    if not failed:
+        return None
+    items = [f"{headline(r['text'])} (ours {r['ours_text']}, the paper's {r['paper_text']})"
+             for r in failed]  # fmt: skip
+    first = sum(r.get("reading") == FIRST_READING for r in failed)
+    text = f"What did not hold: {_list(items)}."
+    if first:
+        text += (
+            f" {first} of these {len(failed)} verdicts were read from mzlite's first reading of "
+            "the paper (a per-row generator LayerNorm that breaks its initialisation claims), "
+            "not from the faithful one; results under the faithful reading replace them as "
+            "they land."
+        )
+    return Finding(text, _chapter_links([r["chapter"] for r in failed]))
+
+
+def _sure_sentence(rows: list[dict]) -> Finding:
+    decided = [r for r in rows if r["verdict"] in DECIDED]
+    c = Counter(r["verdict"] for r in rows)
+    if decided:
+        seeds = [n for r in decided for n in _seeds_of(r)]
+        tests = sum(len((r.get("evidence") or {}).get("tests") or []) for r in decided)
+        profiles = Counter(r.get("profile") for r in decided)
+        lo, hi = (min(seeds), max(seeds)) if seeds else (0, 0)
+        span = f"{lo}" if lo == hi else f"{lo} to {hi}"
+        text = (
+            f"How sure: each of the {len(decided)} verdicts rests on {span} seeds per cell, "
+            "every run converged"
+            + (
+                f", and {tests} Welch t-tests over seeds (p < 0.05 needed) decide the claims "
+                "that one model beats another"
+                if tests
+                else ""
+            )
+            + "; the protocols behind them: "
+            + ", ".join(f"{p} ({n})" for p, n in profiles.items())
+            + "."
+        )
+    else:
+        text = "How sure: no claim has the converged seeds a verdict needs yet."
+    weak = c["insufficient evidence"] + c["optimisation failure"]
+    if weak:
+        text += (
+            f" {count_phrase('insufficient evidence', c['insufficient evidence'])} (fewer than "
+            "3 seeds, or runs that did not converge)"
+        )
+        if c["optimisation failure"]:
+            text += (
+                f", and {count_phrase('optimisation failure', c['optimisation failure'])}, "
+                "which say nothing about the architecture"
+            )
+        text += "."
+    return Finding(text, _scorecard_link(HOW_SURE_LABEL, "how sure, chapter 9"))
+
+
+def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
+    missing = [r for r in rows if r["verdict"] == "not run"]
+    if not missing:
+        return None
+    tables = list(dict.fromkeys(r["table"] for r in missing))
+    text = (
+        f"What could not run: {len(missing)} claims of {len(tables)} tables "
+        f"({tables_words(tables)}), beyond what this project's 2-core CPU could afford."
+    )
+    cost = _price(tables, results_dir)
+    if cost is not None:
+        jobs, hours, cap, unknown = cost
+        text += (
+            f" Their {jobs:,} training runs would take about {hours:,.0f} CPU hours "
+            f"({cap:,.0f} if every run went to its epoch cap) on this machine"
+            + (
+                f", not counting {unknown} cells whose models never ran on their task here and "
+                "so have no measured cost"
+                if unknown
+                else ""
+            )
+            + "; on a GPU each table is one command."
+        )
+    return Finding(text, _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))
+
+
+def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int] | None:
+    """(runs to do, expected CPU hours, hours at the epoch cap, cells without an estimate) of
+    ``tables`` under the first CPU profile of ``PROFILE_ORDER`` (the project's faithful
+    protocol), from measured costs only (nothing is timed while a page builds)."""
+    from mzlite import experiments as ex
+    from mzlite.experiments.plan import plan
+
+    cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
+    if not cpu:
+        return None
+    totals = plan(tables, cpu[0], results_dir=results_dir, measure=False).totals().values()
+    return (
+        sum(t["todo"] for t in totals),
+        sum(t["cpu_h"] for t in totals),
+        sum(t["cpu_h_cap"] for t in totals),
+        sum(t["unknown"] for t in totals),
+    )
+
+
+def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
+    """The findings of scorecard ``sc`` (default: ``scorecard()`` of every claim, best profile
+    on disk per claim). ``price``: say what the claims not run would cost (``plan``)."""
+    if sc is None:
+        sc = scorecard(results_dir=results_dir)
+    rows = list(sc.rows)
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    total = len(rows)
+    phrases = [count_phrase(v, n) for v, n in counts.items() if n]
+    said = ", ".join(phrases[:-1]) + (" and " if len(phrases) > 1 else "") + phrases[-1]
+    opening = Finding(
+        f"The book tests {total} claims of the paper against our own training runs: {said}.",
+        _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
+    )
+    sentences = [opening, _held_sentence(rows), _failed_sentence(rows), _sure_sentence(rows)]
+    if price:
+        sentences.append(_not_run_sentence(rows, results_dir))
+    return Findings(counts, total, tuple(s for s in sentences if s is not None))

@@ -1,0 +1,341 @@
+"""mzlite.experiments.findings and narrate: the sentences the book prints, written from results.
+
+Results are constructed on disk (as the runner writes them), so each test knows what the
+sentences must say; the statistics are checked against scipy."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from scipy import stats as sps
+from test_scorecard import SETTINGS, _cell, _tdof, _tier1, _write
+
+from mzlite import experiments as ex
+from mzlite.experiments import findings as fd
+from mzlite.experiments import formatting as fmt
+from mzlite.experiments import narrate
+from mzlite.experiments.scorecard import scorecard
+
+ROOT = Path(__file__).resolve().parents[1]
+HASH = re.compile(r"(?<![\w.+-])(?=[0-9a-f]*\d)(?=(?:[0-9]*[a-f]){2})[0-9a-f]{7,40}(?![\w.+-])")
+
+
+def _all_cell_ids() -> set[str]:
+    return {c.id for t in ex.TABLES for c in ex.get_table(t).cells}
+
+
+def test_headline_drops_the_test_and_keeps_the_statement():
+    assert (
+        fmt.headline(
+            "At L=32 one MZ layer beats four standard layers (R^2 gap > 0.01; partly: a tie)."
+        )
+        == "at L = 32 one MZ layer beats four standard layers"
+    )
+    assert (
+        fmt.headline(
+            "d=8: every PMA-pooled attention baseline fails on the MEB radius: the best of "
+            "them has R^2 <= 0.10 (partly: <= 0.30)."
+        )
+        == "d = 8: every PMA-pooled attention baseline fails on the MEB radius"
+    )
+    assert (
+        fmt.headline(
+            "A 1-layer MZ model fits the quadratic-TDOF target at every L in [4, 8, 16, 24, 32]: "
+            "its lowest R^2 is >= 0.90 (partly: >= 0.70)."
+        )
+        == "a 1-layer MZ model fits the quadratic-TDOF target at every L in {4, 8, 16, 24, 32}"
+    )
+    assert fmt.headline("Tier 1: MZAttn-Full ranks 3rd-5th").startswith("Tier 1")  # no lowering
+
+
+def test_count_phrase_and_results_label():
+    assert fmt.count_phrase("holds", 1) == "1 holds" and fmt.count_phrase("holds", 2) == "2 hold"
+    assert fmt.count_phrase("not run", 30) == "30 were not run"
+    assert fd.results_label("04_training_on_gpu") == "results-ch04"
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        fmt.count_phrase("maybe", 1)
+    with pytest.raises(ValueError, match="chapter must start with its number"):
+        fd.results_label("intro")
+
+
+def test_findings_say_what_the_scorecard_says(tmp_path):
+    # MZ-1L fits at every L (0.95), ST-4L drops from 0.9 to 0.3: the three TDOF claims hold
+    _tdof(tmp_path, mz=0.95, st4=0.9, st32=0.3, profile="cpu-converged")
+    sc = scorecard(results_dir=tmp_path)
+    f = fd.findings(sc, results_dir=tmp_path)
+    counts = sc.counts()
+    assert f.counts == counts and f.total == len(sc)
+    assert counts["holds"] == 3 and counts["not run"] == len(sc) - 3  # what was constructed
+    opening = f.sentences[0].text
+    assert f"tests {len(sc)} claims" in opening
+    assert "3 hold" in opening and f"{counts['not run']} were not run" in opening
+    held = next(s for s in f.sentences if s.text.startswith("What held"))
+    for r in sc.rows:
+        if r["verdict"] == "holds":
+            assert fmt.headline(r["text"]) in held.text and r["ours_text"] in held.text
+    assert held.links == (("04_training_on_gpu", "results-ch04", "chapter 4"),)
+    sure = next(s for s in f.sentences if s.text.startswith("How sure"))
+    assert "rests on 3 seeds per cell" in sure.text and "Welch t-tests" in sure.text
+    not_run = next(s for s in f.sentences if s.text.startswith("What could not run"))
+    assert f"{counts['not run']} claims of" in not_run.text
+    assert not any(s.text.startswith("What did not hold") for s in f.sentences)  # none failed
+    assert 4 <= len(f.sentences) <= 6
+    for s in f.sentences:  # no plumbing in the text
+        assert "R^2" not in s.text and not HASH.search(s.text) and "data/" not in s.text
+        assert not set(re.findall(r"[\w-]+", s.text)) & _all_cell_ids()
+
+
+def test_findings_name_what_did_not_hold_and_render_with_links(tmp_path):
+    _tdof(tmp_path, mz=0.4, st4=0.9, st32=0.88, profile="cpu-converged")  # MZ fails everywhere
+    sc = scorecard(results_dir=tmp_path)
+    f = fd.findings(sc, results_dir=tmp_path, price=False)
+    failed = next(s for s in f.sentences if s.text.startswith("What did not hold"))
+    assert "a 1-layer MZ model fits the quadratic-TDOF target" in failed.text
+    assert not any(s.text.startswith("What could not run") for s in f.sentences)  # price=False
+    md = f.to_markdown()
+    assert "{ref}`chapter 4 <results-ch04>`" in md
+    for v, n in f.counts.items():
+        if n:
+            assert f'data-verdict="{v}" data-n="{n}"' in md
+    html = str(f.to_html())
+    assert 'href="04_training_on_gpu.html#results-ch04"' in html
+    assert f'data-total="{len(sc)}"' in html
+
+
+def test_every_label_a_finding_links_to_is_on_its_page():
+    """Each chapter a claim belongs to carries its "Results at a glance" label; chapter 9 the
+    labels of its how-sure and not-run sections (else the landing page's links break)."""
+    from mzlite.experiments.scorecard import claims
+
+    wanted = {(c.chapter, fd.results_label(c.chapter)) for c in claims()}
+    wanted |= {
+        (fd.SCORECARD_CHAPTER, lab)
+        for lab in (fd.results_label(fd.SCORECARD_CHAPTER), fd.HOW_SURE_LABEL, fd.NOT_RUN_LABEL)
+    }
+    missing = []
+    for chapter, label in sorted(wanted):
+        nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+        md = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        if f"({label})=" not in md:
+            missing.append(f"{chapter}: ({label})=")
+    assert not missing, missing
+
+
+# ---------------------------------------------------------------------------------------------
+# narrate
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cell_words_and_scrub():
+    assert fmt.cell_words("tab:meb", "d8-mz_full") == "d = 8, MZAttn-Full"
+    text = fmt.scrub("d8-st vs d8-mz_full: R^2; 3 of 126 runs: raw-hull-perceiver seed 1")
+    assert text == (
+        "d = 8, Standard vs d = 8, MZAttn-Full: R²; 3 of 126 runs: "
+        "MNIST raw pixel / Hull, Perceiver seed 1"
+    )
+    assert fmt.scrub("the d8-stable way") == "the d8-stable way"  # not part of a word
+    with pytest.raises(ValueError):
+        fmt.cell_words("tab:meb", "d8-nope")
+
+
+def test_tdof_gaps_test_over_seeds_as_scipy_does(tmp_path):
+    _tdof(tmp_path, mz=0.7, st4=0.9, st32=0.8, profile="cpu-converged")
+    gaps = narrate.tdof_gaps(results_dir=tmp_path)
+    assert [g.L for g in gaps] == [4, 8, 16, 24, 32]
+    for g in gaps:
+        t = sps.ttest_ind(g.mz.values, g.st.values, equal_var=False)
+        assert g.p == pytest.approx(t.pvalue, rel=1e-6)
+        assert g.diff == pytest.approx(0.7 - (0.9 if g.L < 24 else 0.8))
+        assert g.reading == "ST-4L fits better" and g.mz.profile == "cpu-converged"
+        assert g.paper_diff == pytest.approx(
+            narrate.paper_metric("tab:tdof-verify", f"L{g.L}-mz_1l")
+            - narrate.paper_metric("tab:tdof-verify", f"L{g.L}-st_4l")
+        )
+    summary = narrate.tdof_summary(gaps)
+    assert summary[0].startswith("ST-4L fits better at every L with results (4, 8, 16, 24 and 32)")
+    assert "0.700 ± 0.010 against 0.900 ± 0.010" in summary[0]
+    assert "positive at every L" in summary[1]
+    html = str(narrate.gap_table(gaps))
+    assert html.count("<tr>") == len(gaps) + 1 and "R²" in html and "R^2" not in html
+
+
+def test_tdof_gap_needs_both_models_under_one_protocol(tmp_path):
+    _cell(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.9, "cpu-converged")
+    _cell(tmp_path, "tab:tdof-verify", "L4-st_4l", 0.8, "cpu")  # another protocol
+    assert narrate.tdof_gaps(results_dir=tmp_path) == []
+    assert narrate.tdof_summary([]) == [
+        "No L has results of both MZ-1L and ST-4L under one protocol yet."
+    ]
+
+
+def test_describe_runs_reads_the_result_files(tmp_path):
+    assert narrate.describe_runs("tab:tdof-verify", "cpu-converged", tmp_path) == [
+        "Profile cpu-converged: no trained results on disk yet."
+    ]
+    for s in range(3):
+        _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.9 + s / 100, "cpu-converged", seed=s,
+               stop_reason="early_stopping", epochs_run=40 + s,
+               train_config={"epochs": 200})  # fmt: skip
+    text = " ".join(narrate.describe_runs("tab:tdof-verify", "cpu-converged", tmp_path))
+    assert "MZAttn-1L: L = 4: 0.910 ± 0.010" in text and "40-42 epochs" in text
+    assert "3 of 3 runs stopped early" in text
+    assert "L4-mz_1l" not in text
+
+
+def test_fit_ratio_is_the_lowest_training_loss_over_the_target_variance(tmp_path):
+    for s, losses in enumerate(([1.0, 0.5, 0.7], [0.9, 0.3, 0.4])):
+        cfg = {"normalize_targets": True}
+        _write(tmp_path, "tab:meb", "d8-st", 0.1, "cpu-converged", seed=s,
+               history={"train_loss": losses}, train_config=cfg)  # fmt: skip
+    assert narrate.fit_ratio("tab:meb", "d8-st", "cpu-converged", tmp_path) == pytest.approx(0.4)
+    assert narrate.fit_ratio("tab:meb", "d8-mz_full", "cpu-converged", tmp_path) is None
+
+
+def test_pipeline_only_says_so():
+    html = str(narrate.pipeline_only("the comparison", "smoke", (2000, 500, 500), 4))
+    assert "No results yet" in html and "2,000/500/500" in html and "4 epochs" in html
+    assert "not a reproduction" in html
+
+
+# ---------------------------------------------------------------------------------------------
+# book/_ext/book_setup.py
+# ---------------------------------------------------------------------------------------------
+
+
+def _book_setup():
+    spec = importlib.util.spec_from_file_location("book_setup", ROOT / "book/_ext/book_setup.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_repository_link_only_when_the_url_is_set():
+    mod = _book_setup()
+    for url, words, button in (("", "the repository", False),
+                               ("https://example.org/r", "[the repository](https://example.org/r)",
+                                True)):  # fmt: skip
+        cfg = SimpleNamespace(
+            html_theme_options={"repository_url": url}, myst_substitutions={}, html_context={}
+        )
+        mod._repository(None, cfg)
+        assert cfg.myst_substitutions["repository"] == words
+        assert cfg.html_theme_options["use_repository_button"] is button
+
+
+def test_findings_file_is_written_from_the_scorecard(tmp_path):
+    path = _book_setup().write_findings(tmp_path)
+    text = path.read_text()
+    counts = scorecard().counts()
+    for v, n in counts.items():
+        assert (f'data-verdict="{v}" data-n="{n}"' in text) == bool(n)
+    mtime = path.stat().st_mtime_ns
+    _book_setup().write_findings(tmp_path)
+    assert path.stat().st_mtime_ns == mtime  # unchanged: not rewritten
+
+
+def test_meb_sentence_tells_a_collapse_from_a_fit(tmp_path):
+    cfg = {"normalize_targets": True}
+    flat = {"train_loss": [1.2, 1.0, 1.0]}  # never below the variance of the targets
+    _cell(tmp_path, "tab:meb", "d8-st", 0.0, "cpu-converged", train_config=cfg, history=flat)
+    _cell(tmp_path, "tab:meb", "d8-mz_full", 0.6, "cpu-converged", train_config=cfg,
+          history={"train_loss": [1.0, 0.3]})  # fmt: skip
+    _cell(tmp_path, "tab:meb", "d8-st_meanpool", 0.5, "cpu-converged", train_config=cfg,
+          history={"train_loss": [1.0, 0.4]})  # fmt: skip
+    _write(tmp_path, "tab:meb", "d8-set_stats", 0.9, "cpu-converged")
+    assert narrate.condition_profile("raw", results_dir=tmp_path) == "cpu-converged"
+    text = narrate.meb_sentence("raw", results_dir=tmp_path)
+    assert "Standard (PMA) reaches R² = 0.000 ± 0.010, MZAttn-Full 0.600 ± 0.010" in text
+    assert "set statistics 0.900" in text
+    assert "1.00 x the variance of its training targets" in text  # min(flat) / 1
+    w = sps.ttest_ind([0.59, 0.6, 0.61], [0.49, 0.5, 0.51], equal_var=False)
+    assert f"difference +0.100, Welch p = {w.pvalue:.2g}" in text
+    assert narrate.meb_sentence("per-set normalised", results_dir=tmp_path) == (
+        "On per-set normalised data no protocol has the cells to compare yet."
+    )
+    assert narrate.normalised_twin("d8-st", "cpu-converged") == "abl-d8-scale-ynorm-st"
+    assert narrate.normalised_twin("d8-set_stats", "cpu-converged") == "abl-d8-scale-set_stats"
+    with pytest.raises(ValueError, match="condition must be one of"):
+        narrate.condition_cell("d8-st", "cooked", "cpu")
+
+
+def test_transfer_summary_states_the_ranks_and_the_verdict(tmp_path):
+    assert "No converged run" in narrate.transfer_summary(tmp_path)[0]
+    ranks = dict(zip(SETTINGS, (2, 7, 7, 6, 6, 7), strict=True))
+    _tier1(tmp_path, ranks, unconverged=("raw-hull-perceiver",))
+    text = " ".join(narrate.transfer_summary(tmp_path))
+    assert "raw pixel / MEB: 2 (paper 4)" in text and "raw pixel / Hull: 7" in text
+    assert f"Mean rank over the 6 complete settings: {sum(ranks.values()) / 6:.2f}" in text
+    assert "insufficient evidence" in text  # a run behind a rank did not converge
+    assert "Perceiver" in text and "raw-hull-perceiver" not in text and "raw-hull" not in text
+    assert narrate.model_words("st_large") == "ST-Large"
+
+
+def test_glance_leads_with_results_and_collapses_claims_not_run(tmp_path):
+    from mzlite.experiments.scorecard import Scorecard
+
+    rows = [
+        {"table": "tab:main-results", "chapter": "06_relational_benchmarks", "verdict": v,
+         "text": f"Task {t}: Set Regr.: MZAttn beats every other model of the column (R^2 gap "
+                 "> 0.01; partly: a tie).", "ours_text": "+0.100", "paper_text": "+0.024",
+         "profile": "cpu-converged"}
+        for t, v in (("A", "holds"), ("B", "not run"))
+    ] + [{"table": "tab:hull", "chapter": "06_relational_benchmarks", "verdict": "not run",
+          "text": "d=3: MZAttn beats every other model of the column.", "ours_text": "--",
+          "paper_text": "+0.3", "profile": None}]  # fmt: skip
+    html = str(narrate.glance("06_relational_benchmarks", ["Our sentence."],
+                              sc=Scorecard(rows, ("cpu",))))  # fmt: skip
+    assert "3 claims of the paper tested here: 1 holds, 2 were not run." in html
+    assert html.index("Our sentence.") < html.index("<ul")  # the results first, then claims
+    assert ("Table 2, Task A: Set Regr.: MZAttn beats every other model of the column: holds "
+            "(ours +0.100, the paper&#x27;s +0.024; cpu-converged).") in html  # fmt: skip
+    assert "Not run yet: 2 claims, of Tables 2 and 22." in html
+    assert "Task B" not in html and "What the results say" in html
+    nothing = Scorecard([r for r in rows if r["verdict"] == "not run"], ("cpu",))
+    html = str(narrate.glance("06_relational_benchmarks", sc=nothing))
+    assert "What the results say" not in html and "The paper&#x27;s claims" in html
+
+
+def test_main_results_glance_names_the_best_other_model(tmp_path):
+    for m, v in (("mz_full", 0.6), ("st", 0.7), ("deepsets", 0.8)):
+        _cell(tmp_path, "tab:main-results", f"A-{m}", v, "cpu-converged")
+    lines = narrate.main_results_glance(results_dir=tmp_path)
+    paper = narrate.paper_metric("tab:main-results", "A-mz_full")
+    assert lines[0] == (f"Task A: Set Regr.: MZAttn-Full 0.600 ± 0.010 (paper {paper:.3f}); best "
+                        "other model Deep Sets 0.800 ± 0.010.")  # fmt: skip
+    assert lines[1] == "Task B: Set Match.: MZAttn-Full not run yet."
+
+
+def test_sentence_case_capitalises_words_not_symbols():
+    assert fmt.sentence_case("a 1-layer MZ model fits") == "A 1-layer MZ model fits"
+    assert fmt.sentence_case("at L = 32 one MZ layer") == "At L = 32 one MZ layer"
+    assert (
+        fmt.sentence_case("d = 8: every PMA-pooled baseline") == "d = 8: every PMA-pooled baseline"
+    )
+    assert fmt.sentence_case("MZAttn beats") == "MZAttn beats"
+
+
+def test_each_inline_script_is_kept_once():
+    from sphinx.builders.html._assets import _JavaScript
+
+    body = 'const THEBE_JS_URL = "x"'
+    scripts = [_JavaScript(None, body=body), _JavaScript("a.js"), _JavaScript("", body=body),
+               _JavaScript("a.js"), _JavaScript(None, body="let other = 1")]  # fmt: skip
+    context = {"script_files": scripts}
+    _book_setup()._scripts_once(None, "intro", "page.html", context, None)
+    assert context["script_files"] is scripts  # the builder's own list, edited in place
+    assert [(js.filename, js.attributes.get("body")) for js in scripts] == [
+        (None, body),
+        ("a.js", None),
+        (None, "let other = 1"),
+    ]
+
+
+def test_the_hash_pattern_finds_hashes_not_numbers():
+    assert HASH.search("trained at git 6dc48738ac") and HASH.search("code 917d63a, 3 seeds")
+    assert not HASH.search("eps 4.440892098500626e-16, 1234567e")
+    assert not HASH.search("seed 12345678") and not HASH.search("decade")
