@@ -402,3 +402,17 @@ def test_while_grading_check_records_the_answer_and_judges_nothing(tmp_path, mon
     assert decode(lines[0]["answer"]) == 6 and decode(lines[1]["answer"]) == 5
     assert lines[2] == {"key": "ch1.half_widths", "seed": 3, "function": "_half_widths"}
     assert "cannot be graded" in lines[3]["unencodable"]
+
+
+def test_ch9_verdict_is_the_scorecards_verdict_on_cells_of_a_registered_table():
+    """The exercise's claim is a Claim like the scorecard's (its cells must exist): the
+    scorecard's own verdict is right, any other is wrong, for every seed."""
+    from mzlite.exercises import ch9
+    from mzlite.exercises.checker import get
+    from mzlite.experiments.scorecard import VERDICTS
+
+    checker = get("ch9.verdict").checker
+    for seed in range(4):
+        ref = ch9._verdict_of(ch9.claim_inputs(seed), "cpu-converged")
+        assert checker(ref, seed)[0]
+        assert not any(checker(v, seed)[0] for v in VERDICTS if v != ref)
