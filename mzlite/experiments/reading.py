@@ -18,6 +18,8 @@ import html
 import re
 from dataclasses import dataclass
 
+from mzlite.paper import name_labels
+
 from . import stats as _stats
 from .results import load_results
 from .tables import GEN_NORM_READINGS, SCHEDULE_READINGS, get_table
@@ -211,6 +213,11 @@ def missing_quotes(paper_tex: str) -> list[str]:
     return [c.words for c in CHOICES if c.words and _normalise(c.words) not in source]
 
 
+def _words(text: str) -> str:
+    """``text`` for a page: paper labels as the paper prints them ("Table 3"), HTML-escaped."""
+    return html.escape(name_labels(text))
+
+
 def choices_table() -> str:
     """``CHOICES`` as an HTML table (topic, the paper, ours, alternatives, switch)."""
     head = "".join(
@@ -220,18 +227,18 @@ def choices_table() -> str:
     rows = []
     for c in CHOICES:
         said = (
-            f"<span class='mz-quote'>“{html.escape(c.words)}”</span> ({html.escape(c.label)})"
+            f"<span class='mz-quote'>“{html.escape(c.words)}”</span> ({_words(c.label)})"
             if c.words
             else "<em>silent</em>"
         )
         cells = (
-            html.escape(c.topic),
+            _words(c.topic),
             said,
-            html.escape(c.ours),
-            html.escape(c.alternatives),
+            _words(c.ours),
+            _words(c.alternatives),
             f"<code>{html.escape(c.switch)}</code><br><small>recorded as "
             f"<code>{html.escape(c.recorded)}</code></small>",
-            html.escape(c.tested),
+            _words(c.tested),
         )
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     return (
