@@ -25,13 +25,17 @@ SOURCE = ROOT / "notebooks"
 TARGET = ROOT / "book" / "chapters"
 # Every executed chapter's recorded wall time, for the teaching page (book/_scripts/teaching.py)
 TIMES = TARGET / "execution_times.json"
-# Everything a chapter's output can depend on besides its own source. Smoke results are not an
-# input: the chapters write them while they execute (they are not committed either).
+# Everything a chapter's output can depend on besides its own source: every committed profile's
+# results (a new profile's folder counts without a change here). Smoke results are not an input:
+# the chapters write them while they execute (they are not committed either).
+SMOKE_RESULTS = "smoke"
 DEPENDENCY_GLOBS = [
     "mzlite/**/*.py",
-    "data/results/full/**/*.json",
-    "data/results/cpu/**/*.json",
-    "data/results/cpu-converged/**/*.json",
+    *(
+        f"data/results/{d.name}/**/*.json"
+        for d in sorted((ROOT / "data" / "results").glob("*"))
+        if d.is_dir() and d.name != SMOKE_RESULTS
+    ),
     "data/paper/**/*.json",
     "data/checkpoints/**/*",
 ]
