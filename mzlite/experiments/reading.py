@@ -288,19 +288,35 @@ class AblationRow:
 
     @property
     def versus_st(self) -> tuple[str, float | None]:
-        """MZ against the Set Transformer under this reading: ("MZ better" | "ST better" |
-        "no significant difference" | "too few seeds", Welch's p). A side needs
-        ``MIN_SEEDS`` seeds, and a difference needs p < ``ALPHA`` (the scorecard's rules); a
-        reading with an optimisation failure among its runs decides nothing."""
+        """MZ against the Set Transformer under this reading, by the scorecard's rules (a side
+        needs ``MIN_SEEDS`` seeds; R² gaps within ``TIE`` are a tie; "better" needs Welch's
+        p < ``ALPHA``): ("MZ better" | "MZ ahead, not significant" | "tie" | "ST ahead, not
+        significant" | "ST better" | "too few seeds" | "optimisation failure", p). A reading
+        with an optimisation failure among its runs decides nothing."""
         if min(len(self.r2), len(self.st_r2)) < _stats.MIN_SEEDS:
             return "too few seeds", None
         if self.optimisation_failures:
             return "optimisation failure", None
         test = _stats.welch(self.r2, self.st_r2)
-        p = test["p"]
-        if p is None or p >= _stats.ALPHA:
-            return "no significant difference", p
-        return ("MZ better" if test["diff"] > 0 else "ST better"), p
+        gap, p = test["diff"], test["p"]
+        significant = p is not None and p < _stats.ALPHA
+        if abs(gap) <= _stats.TIE:
+            return "tie", p
+        ahead = "MZ" if gap > 0 else "ST"
+        return (f"{ahead} better" if significant else f"{ahead} ahead, not significant"), p
+
+    @property
+    def claim_verdict(self) -> str | None:
+        """What "MZ beats the Set Transformer" reads under this reading, as the scorecard judges
+        a compare claim ("holds" needs the gap and p < ALPHA; "holds partly" a gap of at least
+        -TIE; else "does not hold here"); None when the reading decides nothing."""
+        return {
+            "MZ better": "holds",
+            "MZ ahead, not significant": "holds partly",
+            "tie": "holds partly",
+            "ST ahead, not significant": "does not hold here",
+            "ST better": "does not hold here",
+        }.get(self.versus_st[0])
 
 
 DEFAULT_READING_ROW = "generators: zonotope, schedule: plateau"  # the main cells' reading
@@ -406,22 +422,23 @@ def _mean(values: tuple[float, ...]) -> float | None:
 
 
 def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=None) -> list[str]:
-    """The readings under which MZ against the Set Transformer on diagnostic cell ``cell`` (its
-    description in ``DIAGNOSTIC_CELLS``, e.g. "Task F (rotation matching)") comes out otherwise
-    than under mzlite's default reading, each as "<reading>: <outcome> (p = ...)"; empty when
-    no decided reading differs, or when the default reading itself is undecided."""
+    """The readings under which "MZ beats the Set Transformer" on diagnostic cell ``cell`` (its
+    description in ``DIAGNOSTIC_CELLS``, e.g. "Task F (rotation matching)") reads otherwise than
+    under mzlite's default reading (``AblationRow.claim_verdict``), each as "<reading>: <MZ
+    against ST> (p = ...)"; empty when every decided reading reads the same, or when the
+    default reading itself decides nothing."""
     known = [c[-1] for c in DIAGNOSTIC_CELLS]
     if cell not in known:
         raise ValueError(f"cell must be one of the diagnostic cells {known}, got {cell!r}")
     rows = [r for r in (ablation(results_dir) if rows is None else rows) if r.cell == cell]
-    default = next(r for r in rows if r.reading == DEFAULT_READING_ROW).versus_st[0]
-    decided = ("MZ better", "ST better", "no significant difference")
-    if default not in decided:
+    default = next(r for r in rows if r.reading == DEFAULT_READING_ROW).claim_verdict
+    if default is None:
         return []
     out = []
     for r in rows:
-        outcome, p = r.versus_st
-        if r.reading != DEFAULT_READING_ROW and outcome in decided and outcome != default:
+        verdict = r.claim_verdict
+        if r.reading != DEFAULT_READING_ROW and verdict is not None and verdict != default:
+            outcome, p = r.versus_st
             out.append(f"{r.reading}: {outcome} (p = {p:.2g})")
     return out
 

@@ -78,7 +78,7 @@ VERDICTS = (
 )  # fmt: skip
 FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre, rate annealed on plateau)"
-TIE = 0.01  # an R^2 gap this small counts as a tie
+TIE = _stats.TIE  # an R^2 gap this small counts as a tie
 
 
 class MissingCell(LookupError):

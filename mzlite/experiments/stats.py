@@ -43,6 +43,7 @@ import numpy as np
 CONVERGENCE_TOL = 1e-3  # relative improvement of the best val loss over the last k epochs
 CONVERGENCE_WINDOW = 10  # k for runs without early stopping (patience None)
 ALPHA = 0.05  # significance level of every "A beats B" test
+TIE = 0.01  # an R^2 gap this small counts as a tie
 MIN_SEEDS = 3  # a verdict needs at least this many seeds per cell
 SPIKE_FACTOR = 2.0  # a validation loss above this multiple of the best before it is a spike
 FIT_THRESHOLD = 0.9  # fitted: lowest training loss below this fraction of the target variance
