@@ -147,3 +147,22 @@ def test_dependence_names_the_readings_that_reverse_the_default(tmp_path):
     assert reading.dependence("Task B (Chamfer matching)", results_dir=tmp_path) == []
     with pytest.raises(ValueError, match="diagnostic cells"):
         reading.dependence("Task Z", results_dir=tmp_path)
+
+
+def test_the_ablation_summary_states_the_comparison_the_fit_and_what_reads_otherwise(tmp_path):
+    assert "No diagnostic cell" in reading.ablation_summary(results_dir=tmp_path)
+    for seed, (mz, st, big_mz, big_st) in enumerate(
+        [(0.05, 0.50, 0.61, 0.52), (0.08, 0.49, 0.62, 0.53), (0.03, 0.51, 0.60, 0.52)]
+    ):
+        _write_result(tmp_path, "F-mz_full", seed, mz)
+        _write_result(tmp_path, "F-st", seed, st)
+        _write_result(tmp_path, "rd-F-paper-size-mz_full", seed, big_mz)
+        _write_result(tmp_path, "rd-F-paper-size-st", seed, big_st)
+    text = reading.ablation_summary(results_dir=tmp_path)
+    assert "<b>Task F (rotation matching)</b>: under mzlite's reading MZ reaches R² 0.053" in text
+    assert "(ST better, p = " in text and "Every run fitted its training set" in text
+    assert "It reads otherwise under the paper&#x27;s training-set size: MZ better (p = " in text
+    # one run that never fitted: said, and nothing read from it
+    _write_result(tmp_path, "F-mz_full", 2, 0.03, fitted=False)
+    text = reading.ablation_summary(results_dir=tmp_path)
+    assert "1 of its runs stopped without fitting" in text and "(optimisation failure)" in text

@@ -26,7 +26,7 @@ from .tables import GEN_NORM_READINGS, SCHEDULE_READINGS, get_table
 
 __all__ = [
     "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices_table",
-    "dependence", "AblationRow",
+    "ablation_summary", "dependence", "AblationRow",
 ]  # fmt: skip
 
 
@@ -441,6 +441,50 @@ def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=Non
             outcome, p = r.versus_st
             out.append(f"{r.reading}: {outcome} (p = {p:.2g})")
     return out
+
+
+def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) -> str:
+    """The reading ablation in sentences (HTML, one paragraph per diagnostic cell with results
+    under the default reading): MZ's R² against the Set Transformer's and how the two compare,
+    whether every run fitted its training set (so that a gap is not an optimisation failure),
+    and which other readings read the comparison otherwise (``dependence``), or how many were
+    run without changing it."""
+    rows = ablation(results_dir) if rows is None else rows
+    paragraphs = []
+    for *_, what in DIAGNOSTIC_CELLS:
+        mine = [r for r in rows if r.cell == what]
+        default = next(r for r in mine if r.reading == DEFAULT_READING_ROW)
+        if not default.seeds:
+            continue
+        outcome, p = default.versus_st
+        st = "not run" if default.st_mean is None else f"{default.st_mean:.3f}"
+        text = (
+            f"<b>{html.escape(what)}</b>: under mzlite's reading MZ reaches R² "
+            f"{_r2(default.mean, default.std)} over {default.seeds} seeds against the Set "
+            f"Transformer's {st} ({outcome}" + ("" if p is None else f", p = {p:.2g}") + "). "
+        )
+        if default.seeds and default.fitted == default.seeds:
+            text += "Every run fitted its training set, so a gap is not an optimisation failure. "
+        elif default.optimisation_failures:
+            text += (
+                f"{default.optimisation_failures} of its runs stopped without fitting: an "
+                "optimisation failure, from which nothing is read. "
+            )
+        others = dependence(what, rows)
+        decided = [
+            r for r in mine if r.reading != DEFAULT_READING_ROW and r.claim_verdict is not None
+        ]
+        if others:
+            text += "It reads otherwise under " + "; ".join(html.escape(o) for o in others) + "."
+        elif default.claim_verdict is not None:
+            text += (
+                f"None of the {len(decided)} other readings decided so far reads it otherwise"
+                + (" (the rest still run)." if len(decided) < len(mine) - 1 else ".")
+            )
+        paragraphs.append(f"<p>{text.strip()}</p>")
+    if not paragraphs:
+        return "<p>No diagnostic cell has results under mzlite's reading yet.</p>"
+    return "".join(paragraphs)
 
 
 def _r2(mean: float | None, std: float | None) -> str:
