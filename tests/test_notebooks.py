@@ -46,6 +46,9 @@ def test_chapter_source_is_clean_and_parameterised(path):
         nb["cells"][0]["source"]
     ).startswith("# ")
     assert f"chapters/{path.stem}" in TOC, f"{path.name} is not in book/_toc.yml"
+    # nbformat 4.5: a cell without an id warns on every execution and will be an error
+    ids = [c.get("id") for c in nb["cells"]]
+    assert None not in ids and len(set(ids)) == len(ids), "every cell needs its own id"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
