@@ -210,7 +210,7 @@ def test_journey_add_a_paper_table(rank_table, tmp_path):
 
 def test_journey_add_a_scorecard_claim(rank_table, tmp_path):
     section = _journey("Add a scorecard claim")
-    for named in ("mzlite/experiments/scorecard.py", "Claim", "claims()", "CellKey"):
+    for named in ("mzlite/experiments/claims.py", "Claim", "claims()", "CellKey"):
         assert named in section, named
     claim = Claim(
         "rank-flat",
