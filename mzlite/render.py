@@ -126,8 +126,20 @@ class _Footnotes:
     def legend(self) -> str:
         if not self.texts:
             return ""
-        items = "".join(f"<li>[{i}] {_e(t)}</li>" for i, t in enumerate(self.texts, start=1))
+        items = "".join(
+            f"<li>[{i}] {_note_html(t)}</li>" for i, t in enumerate(self.texts, start=1)
+        )
         return f'<ul class="mz-legend"><li><b>{_e(self.what)}</b></li>{items}</ul>'
+
+
+def _note_html(text: str) -> str:
+    """A footnote's text as HTML: `backticked` spans verbatim as code (a command, a cell to
+    type), the rest with paper labels named as the paper prints them."""
+    parts = text.split("`")
+    return "".join(
+        f"<code>{_e(part)}</code>" if i % 2 else _e(name_labels(part))
+        for i, part in enumerate(parts)
+    )
 
 
 def _table(colgroup: list[tuple[str, int]], body: str) -> str:

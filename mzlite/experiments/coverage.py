@@ -315,7 +315,7 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
             unk = f" + {t['unknown']} cell(s) unpriced" if t["unknown"] else ""
             timing = (
                 f"; {t['unknown']} cell(s) have no result of their model on their task to price "
-                f"them by: python -m mzlite plan {label} --profile {prof} times them"
+                f"them by: `python -m mzlite plan {label} --profile {prof}` times them"
                 if t["unknown"]
                 else ""
             )
@@ -324,7 +324,7 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
                 price=t["cpu_h"],
                 price_text=f"{t['cpu_h']:.1f}{unk}",
                 basis=(
-                    f"plan {label} --profile {prof} --no-measure: {t['todo']} job(s) to run, "
+                    f"`plan {label} --profile {prof} --no-measure`: {t['todo']} job(s) to run, "
                     f"{t['done']} done{timing}"
                 ),
             )
@@ -355,7 +355,7 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
                     f" + {unpriced} unpriced" if unpriced else ""
                 )
                 parts = [
-                    f"{lk.jobs} job(s) like {lk.table} {lk.cell}"
+                    f"{lk.jobs} job(s) like `{lk.table} {lk.cell}`"
                     + ("" if c is None else f" ({c:.2f} CPU h each)")
                     + (f", x {lk.scale:g}" if lk.scale != 1 else "")
                     + (f" ({lk.why})" if lk.why else "")
