@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from mzlite.paper import name_labels
 
 from . import stats as _stats
+from .cells import GEN_NORM_READINGS, SCHEDULE_READINGS
 from .results import load_results
-from .tables import GEN_NORM_READINGS, SCHEDULE_READINGS, get_table
+from .tables import get_table
 
 __all__ = [
     "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices_table",

@@ -8,179 +8,49 @@ from functools import cache
 from mzlite.nn import model_spec
 from mzlite.registry import Registry
 
-from .specs import PROFILES, SET_STATS, SET_STATS_LABEL, Cell, Derived, PaperRef, Profile, TableSpec
-
-# ---------------------------------------------------------------------------------------------
-# The registry
-# ---------------------------------------------------------------------------------------------
-
-
-def _model(name: str, label: str = "", *, mid: str = "", kw=None, match: int | None = None):
-    """A model of a table: (model id in cell ids, registered name, the paper's row label, config
-    overrides, match_params). The row label is the model's display name unless the paper's
-    table words it otherwise (its numbers are found by that label in data/paper)."""
-    return (mid or name, name, label or model_spec(name).display, dict(kw or {}), match)
-
-
-_ST = _model("st", "Standard")
-_ST_LARGE = _model("st_large")
-_HYPER = _model("hypernet", match=360_000)
-_PERCEIVER = _model("perceiver")
-_LA_ST = _model("la_st", match=359_000)
-_MZ_FULL = _model("mz_full")
-_MZ_LARGE = _model("mz_large")
-_GEOM_BATCH = 256  # "geom. tasks" of the hyperparameter table
-_RELATIONAL = "06_relational_benchmarks"  # the chapter that runs the relational tables
-
-
-def _stats_cell(col_id, task, options, column, sizes, batch, part="main") -> Cell:
-    return Cell(
-        f"{col_id}-{SET_STATS}",
-        task,
-        options,
-        SET_STATS,
-        SET_STATS_LABEL,
-        column,
-        sizes=sizes,
-        batch_size=batch,
-        full_seeds=1,
-        part=part,
-        note="ridge on set statistics (mzlite.tasks.baseline_r2); no training, one seed",
-    )
-
-
-def _grid(
-    columns: list[tuple[str, str, dict, str]],
-    models: list[tuple],
-    task: str,
-    *,
-    metric: str = "r2",
-    sizes=(10_000, 2_000, 2_000),
-    batch: int = 128,
-    seeds: int = 5,
-    train: dict | None = None,
-    transpose: bool = False,
-    stats: bool = True,
-    part: str = "main",
-) -> list[Cell]:
-    """Cells for every (column, model). ``columns``: (column id, our column label, task options,
-    paper column name; "" for none). The paper's cell is (model label, paper column), or (paper
-    column, model label) when ``transpose`` (tables whose rows are settings and columns models).
-    ``part``: "main" or "ablation" (the cells and their yardstick)."""
-    cells = []
-    for col_id, col_label, opts, paper_col in columns:
-        for mid, name, label, kw, match in models:
-            ref = (paper_col, label) if transpose else (label, paper_col)
-            cells.append(
-                Cell(
-                    f"{col_id}-{mid}",
-                    task,
-                    opts,
-                    name,
-                    label,
-                    col_label,
-                    model_kwargs=kw,
-                    match_params=match,
-                    paper=(PaperRef(*ref, metric),) if paper_col else (),
-                    sizes=sizes,
-                    batch_size=batch,
-                    train=dict(train or {}),
-                    full_seeds=seeds,
-                    part=part,
-                )
-            )
-        if stats:
-            cells.append(_stats_cell(col_id, task, opts, col_label, sizes, batch, part))
-    return cells
-
-
-# ---------------------------------------------------------------------------------------------
-# The reading ablation (issue 23): on a few diagnostic cells, which of mzlite's readings of the
-# paper matter. Generator normalisation x schedule for the MZ model; the pair (zonotope,
-# plateau) is the main cell under cpu-annealed and is not registered twice
-# (mzlite.experiments.reading maps it). Per the issue, each schedule keeps its profile's rate.
-# ---------------------------------------------------------------------------------------------
-
-GEN_NORM_READINGS = ("zonotope", "none", "layernorm")
-SCHEDULE_READINGS = {
-    "plateau": {"schedule": "plateau", "decay_patience": 5, "decay_factor": 0.5},
-    "cosine": {"schedule": "cosine"},
-}
-
-
-def _reading_cells(col, task, options, column, mz, sizes, batch, train=None, paper_size=()):
-    """The reading-ablation cells of one diagnostic column. ``mz``: (model id, build_model name,
-    row label, model kwargs) of the MZ model; ``train``: the column's own protocol (e.g.
-    standardised targets); ``paper_size``: (model id, name, label, kwargs) trained at the
-    cell's own sizes (``Cell.paper_size``) beside the capped main cells."""
-    mid, name, label, kw = mz
-    cells = []
-    for gen_norm in GEN_NORM_READINGS:
-        for sched, sched_train in SCHEDULE_READINGS.items():
-            if (gen_norm, sched) == ("zonotope", "plateau"):
-                continue  # the main cell under cpu-annealed
-            cells.append(
-                Cell(
-                    f"rd-{col}-{gen_norm}-{sched}-{mid}",
-                    task,
-                    options,
-                    name,
-                    label,
-                    f"{column}, generators: {gen_norm}, schedule: {sched}",
-                    model_kwargs={**kw, "gen_norm": gen_norm},
-                    sizes=sizes,
-                    batch_size=batch,
-                    train={**(train or {}), **sched_train},
-                    full_seeds=3,
-                    part="ablation",
-                )
-            )
-    for pid, pname, plabel, pkw in paper_size:
-        cells.append(
-            Cell(
-                f"rd-{col}-paper-size-{pid}",
-                task,
-                options,
-                pname,
-                plabel,
-                f"{column}, the paper's training-set size",
-                model_kwargs=pkw,
-                sizes=sizes,
-                batch_size=batch,
-                train=dict(train or {}),
-                full_seeds=3,
-                part="ablation",
-                paper_size=True,
-            )
-        )
-    return cells
+from .cells import (  # the rows, grids and reading cells every table is built of
+    GEOM_BATCH,
+    HYPER,
+    LA_ST,
+    MZ_FULL,
+    MZ_LARGE,
+    PERCEIVER,
+    RELATIONAL_CHAPTER,
+    ST,
+    ST_LARGE,
+    grid_cells,
+    model_row,
+    reading_cells,
+    stats_cell,
+)
+from .specs import PROFILES, Cell, Derived, PaperRef, Profile, TableSpec
 
 
 def _meb() -> TableSpec:
     models = [
-        _ST,
-        _ST_LARGE,
-        _model("hypernet", "HyperNet (r=8)", mid="hypernet_r8", match=360_000),
+        ST,
+        ST_LARGE,
+        model_row("hypernet", "HyperNet (r=8)", mid="hypernet_r8", match=360_000),
         ("hypernet_r64", "hypernet", "HyperNet (r=64, full key-rank)", {"rank": 64}, None),
-        _PERCEIVER,
-        _LA_ST,
-        _model("st_meanpool"),
-        _model("mamba_pma"),
-        _MZ_FULL,
+        PERCEIVER,
+        LA_ST,
+        model_row("st_meanpool"),
+        model_row("mamba_pma"),
+        MZ_FULL,
     ]
     cols = [(f"d{d}", f"d={d}", {"d": d}, f"d={d} R^2") for d in (8, 16, 32)]
-    cells = _grid(cols, models, "meb_radius", batch=_GEOM_BATCH, seeds=5)
+    cells = grid_cells(cols, models, "meb_radius", batch=GEOM_BATCH, seeds=5)
     # Deep Sets (no attention, no PMA: sum-pooled) is not in the paper's table; it shows what a
     # plain set model does on the same data. No paper number.
     cells += [
         Cell(f"d{d}-deepsets", "meb_radius", {"d": d}, "deepsets", model_spec("deepsets").display,
-             f"d={d}", batch_size=_GEOM_BATCH, full_seeds=5, note="not in the paper's table")
+             f"d={d}", batch_size=GEOM_BATCH, full_seeds=5, note="not in the paper's table")
         for d in (8, 16, 32)
     ]  # fmt: skip
     # Ablation (the book's questions, no paper numbers), at d=8: per-set data normalisation
     # (raw vs scale), target standardisation, PMA vs mean-pool under both, a learning-rate sweep.
     abl = []
-    for mid, name, label, _, _ in (_ST, _model("st_meanpool"), _MZ_FULL):
+    for mid, name, label, _, _ in (ST, model_row("st_meanpool"), MZ_FULL):
         # Each variant states both axes, so that it means the same under every profile; the one
         # that a profile's own protocol already is (raw under full/cpu, standardised targets
         # under cpu-converged) is not run twice (``aliases``).
@@ -203,21 +73,21 @@ def _meb() -> TableSpec:
                     label,
                     f"d=8, {col}",
                     sizes=(10_000, 2_000, 2_000),
-                    batch_size=_GEOM_BATCH,
+                    batch_size=GEOM_BATCH,
                     train=tr,
                     full_seeds=5,
                     part="ablation",
                 )
             )
     abl.append(
-        _stats_cell("abl-d8-scale", "meb_radius", {"d": 8, "normalise": "scale"},
-                    "d=8, data: scale", (10_000, 2_000, 2_000), _GEOM_BATCH, part="ablation")
+        stats_cell("abl-d8-scale", "meb_radius", {"d": 8, "normalise": "scale"},
+                    "d=8, data: scale", (10_000, 2_000, 2_000), GEOM_BATCH, part="ablation")
     )  # fmt: skip
     mz = ("mz_full", "mz_full", "MZAttn-Full", {})
-    abl += _reading_cells("d8", "meb_radius", {"d": 8}, "d=8", mz, (10_000, 2_000, 2_000),
-                          _GEOM_BATCH)  # fmt: skip
-    abl += _reading_cells("d8-scale", "meb_radius", {"d": 8, "normalise": "scale"},
-                          "d=8, data: scale", mz, (10_000, 2_000, 2_000), _GEOM_BATCH,
+    abl += reading_cells("d8", "meb_radius", {"d": 8}, "d=8", mz, (10_000, 2_000, 2_000),
+                          GEOM_BATCH)  # fmt: skip
+    abl += reading_cells("d8-scale", "meb_radius", {"d": 8, "normalise": "scale"},
+                          "d=8, data: scale", mz, (10_000, 2_000, 2_000), GEOM_BATCH,
                           train={"normalize_targets": True})  # fmt: skip
     return TableSpec(
         "tab:meb",
@@ -251,7 +121,7 @@ def _tdof_verify() -> TableSpec:
                 )
             )
         cells.append(
-            _stats_cell(f"L{L}", "quadratic_tdof", {"L": L}, f"L={L}", (5_000, 1_000, 2_000), 128)
+            stats_cell(f"L{L}", "quadratic_tdof", {"L": L}, f"L={L}", (5_000, 1_000, 2_000), 128)
         )
         derived.append(Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l"))
     # Ablation (no paper numbers): the 1-layer MZ model at lr 1e-3, the Set Transformer's rate.
@@ -275,7 +145,7 @@ def _tdof_verify() -> TableSpec:
             )
         )
     mz_1l = ("mz_1l", "mz_full", "MZAttn-1L", {"n_enc": 1})
-    cells += _reading_cells("L16", "quadratic_tdof", {"L": 16}, "L=16", mz_1l,
+    cells += reading_cells("L16", "quadratic_tdof", {"L": 16}, "L=16", mz_1l,
                             (5_000, 1_000, 2_000), 128)  # fmt: skip
     # thm:tdof-depth is proved for the signed readout (sec:architecture); the table runs the IHW
     cells.append(
@@ -298,13 +168,13 @@ def _tdof_verify() -> TableSpec:
 
 def _main_results() -> TableSpec:
     models = [
-        _model("deepsets"),
-        _model("st"),
-        _model("st_film"),
-        _ST_LARGE,
-        _PERCEIVER,
-        _HYPER,
-        _model("mz_full", "MZAttn (ours)"),
+        model_row("deepsets"),
+        model_row("st"),
+        model_row("st_film"),
+        ST_LARGE,
+        PERCEIVER,
+        HYPER,
+        model_row("mz_full", "MZAttn (ours)"),
     ]
     matched = {"st_large", "perceiver", "hypernet", "mz_full"}
     # (column id, task, options, paper column prefix, sizes, seeds, mse scale)
@@ -336,16 +206,16 @@ def _main_results() -> TableSpec:
                     sizes=sizes,
                     # Task A: "5 seeds (3 seeds for parameter-matched models)"
                     full_seeds=3 if (cid == "A" and mid in matched) else seeds,
-                    batch_size=_GEOM_BATCH if task == "mst_weight" else 128,
+                    batch_size=GEOM_BATCH if task == "mst_weight" else 128,
                 )
             )
-        cells.append(_stats_cell(cid, task, opts, prefix, sizes, 128))
+        cells.append(stats_cell(cid, task, opts, prefix, sizes, 128))
     # the reading ablation on Tasks B and F (5K training sets in the paper; 2K under the caps)
     for cid, task, prefix, sizes in (
         ("F", "rotation_matching", "Task F", (5_000, 1_000, 2_000)),
         ("B", "chamfer_matching", "Task B", (5_000, 1_000, 1_000)),
     ):
-        cells += _reading_cells(
+        cells += reading_cells(
             cid, task, {}, prefix, ("mz_full", "mz_full", "MZAttn (ours)", {}), sizes, 128,
             paper_size=[("mz_full", "mz_full", "MZAttn (ours)", {}),
                         ("st", "st", "Set Transformer", {})],
@@ -358,7 +228,7 @@ def _main_results() -> TableSpec:
             "Tasks C (ModelNet40) and E (ScanObjectNN) are not reproduced: their datasets are "
             "not available offline. Task D's MSE is compared as MSE x 10^2, as printed."
         ),
-        chapter=_RELATIONAL,
+        chapter=RELATIONAL_CHAPTER,
     )
 
 
@@ -369,18 +239,18 @@ def _geometry_sweep(label, title, task, dims, models, *, normed, seeds, sizes, c
         paper_col = str(d) if transpose else colfmt.format(d=d)
         cols.append((f"d{d}", f"d={d}", {"d": d, **(extra or {})}, paper_col))
     models = [(m[0], m[1], _normed_label(m[2]) if normed else m[2], m[3], m[4]) for m in models]
-    cells = _grid(
+    cells = grid_cells(
         cols,
         models,
         task,
         sizes=sizes,
-        batch=_GEOM_BATCH if task != "rotation_matching" else 128,
+        batch=GEOM_BATCH if task != "rotation_matching" else 128,
         seeds=seeds,
         train={"normalize_targets": True} if normed else None,
         transpose=transpose,
     )
     note = "Targets standardised (app:opt-confound)." if normed else "Raw targets."
-    return TableSpec(label, title, tuple(cells), notes=note, chapter=_RELATIONAL)
+    return TableSpec(label, title, tuple(cells), notes=note, chapter=RELATIONAL_CHAPTER)
 
 
 def _normed_label(label: str) -> str:
@@ -388,7 +258,7 @@ def _normed_label(label: str) -> str:
 
 
 def _sgsp() -> TableSpec:
-    models = [_ST, _ST_LARGE, _HYPER, _PERCEIVER, _LA_ST, _MZ_FULL, _MZ_LARGE]
+    models = [ST, ST_LARGE, HYPER, PERCEIVER, LA_ST, MZ_FULL, MZ_LARGE]
     models = [(m[0], m[1], _normed_label(m[2]), m[3], m[4]) for m in models]
     names = {
         "diameter": "diameter",
@@ -402,30 +272,30 @@ def _sgsp() -> TableSpec:
             (f"{target}-d{d}", f"{row}, d={d}", {"target": target, "d": d}, f"{row} / {d}")
             for d in (8, 16, 32)
         ]
-        cells += _grid(cols, models, "sgsp", batch=_GEOM_BATCH, seeds=5, transpose=True)
+        cells += grid_cells(cols, models, "sgsp", batch=GEOM_BATCH, seeds=5, transpose=True)
     return TableSpec(
         "tab:sgsp",
         "Sparse geometric set predicates (R^2)",
         tuple(cells),
         notes="k=5 for every k-target; sizes 10K/2K/2K (not in the paper).",
-        chapter=_RELATIONAL,
+        chapter=RELATIONAL_CHAPTER,
     )
 
 
 def _mz_efficient() -> TableSpec:
     models = [
-        _ST,
-        _model("mz_slim", "MZ-Slim (n_g=2, L=1)"),
-        _model("mz_med", "MZ-Med (n_g=4, L=2)"),
-        _model("mz_full", "MZ-Full (n_g=8, L=4)"),
+        ST,
+        model_row("mz_slim", "MZ-Slim (n_g=2, L=1)"),
+        model_row("mz_med", "MZ-Med (n_g=4, L=2)"),
+        model_row("mz_full", "MZ-Full (n_g=8, L=4)"),
     ]
     cells = []
     for cid, task, col, sizes, batch in (
         ("max", "set_regression", "Max R^2", (10_000, 2_000, 2_000), 128),
         ("rotmatch", "rotation_matching", "RotMatch R^2", (5_000, 1_000, 2_000), 128),
-        ("mst", "mst_weight", "MST R^2", (5_000, 1_000, 2_000), _GEOM_BATCH),
+        ("mst", "mst_weight", "MST R^2", (5_000, 1_000, 2_000), GEOM_BATCH),
     ):
-        cells += _grid(
+        cells += grid_cells(
             [(cid, col.replace(" R^2", ""), {}, col)], models, task, sizes=sizes, batch=batch,
             seeds=3,
         )  # fmt: skip
@@ -434,7 +304,7 @@ def _mz_efficient() -> TableSpec:
         "MZ parameter efficiency (R^2): Slim / Med / Full vs Standard",
         tuple(cells),
         notes="Max = Task A (sum of dimension-wise maxima), RotMatch = Task F, MST = Task G.",
-        chapter=_RELATIONAL,
+        chapter=RELATIONAL_CHAPTER,
     )
 
 
@@ -443,13 +313,13 @@ def _gen_ablation() -> TableSpec:
         (f"nmz{k}", "mz_full", str(k), {"n_enc": 1, "L": k}, None) for k in (1, 2, 4, 8, 16, 32)
     ]
     cols = [(f"L{L}", f"L={L}", {"L": L}, f"L={L} / R^2") for L in (16, 32)]
-    cells = _grid(cols, models, "quadratic_tdof", sizes=(5_000, 1_000, 2_000), seeds=3)
+    cells = grid_cells(cols, models, "quadratic_tdof", sizes=(5_000, 1_000, 2_000), seeds=3)
     return TableSpec(
         "tab:gen-ablation",
         "MZ generator budget n_mz (the model's L) on the quadratic-TDOF target with TDOF L",
         tuple(cells),
         notes="1-layer MZ (n_enc=1), n_g=8; d=32; sizes 5K/1K/2K (not in the paper).",
-        chapter=_RELATIONAL,
+        chapter=RELATIONAL_CHAPTER,
     )
 
 
@@ -478,7 +348,7 @@ def _depth() -> TableSpec:
                 full_seeds=3,
             )
         )
-    cells.append(_stats_cell("B", task, opts, col, sizes, 128))
+    cells.append(stats_cell("B", task, opts, col, sizes, 128))
     return TableSpec(
         "tab:depth",
         "Depth separation on set matching: 1-layer MZAttn vs 1-6-layer Set Transformers",
@@ -488,7 +358,7 @@ def _depth() -> TableSpec:
             "scale (tab:main-results), so Task B at its sizes 5K/1K/1K. 'Layers' = ISAB encoder "
             "blocks (n_enc), as for tab:tdof-verify."
         ),
-        chapter=_RELATIONAL,
+        chapter=RELATIONAL_CHAPTER,
     )
 
 
@@ -509,7 +379,7 @@ def _ng_ablation() -> TableSpec:
         )
         for k in (2, 4, 8, 16)
     ]
-    cells.append(_stats_cell("B", task, opts, col, sizes, 128))
+    cells.append(stats_cell("B", task, opts, col, sizes, 128))
     return TableSpec(
         "tab:ablation",
         "Zonotope generators n_g of MZAttn-Full (L=4) on set matching",
@@ -518,7 +388,7 @@ def _ng_ablation() -> TableSpec:
             "The paper runs one seed (42) at Task B's sizes; profiles with seeds run theirs "
             "(cpu-annealed: 3), so a verdict rests on seeds the paper does not have."
         ),
-        chapter=_RELATIONAL,
+        chapter=RELATIONAL_CHAPTER,
     )
 
 
@@ -547,7 +417,7 @@ def _ambiguity() -> TableSpec:
                     full_seeds=3,
                 )
             )
-        cells.append(_stats_cell(col, task, {"noise": float(sigma)}, f"noise sigma={sigma}",
+        cells.append(stats_cell(col, task, {"noise": float(sigma)}, f"noise sigma={sigma}",
                                  sizes, 128))  # fmt: skip
     return TableSpec(
         "tab:ambiguity",
@@ -558,7 +428,7 @@ def _ambiguity() -> TableSpec:
             "Task B itself (the same experiment as tab:main-results' B cells, run again here). "
             "The paper gives one number per cell and no seed count."
         ),
-        chapter=_RELATIONAL,
+        chapter=RELATIONAL_CHAPTER,
     )
 
 
@@ -588,7 +458,7 @@ def _ece_nll() -> TableSpec:
         )
         for cid, (method, row) in METHODS.items()
     ]
-    cells.append(_stats_cell("B", task, opts, col, sizes, 128))
+    cells.append(stats_cell("B", task, opts, col, sizes, 128))
     return TableSpec(
         "tab:ece-nll",
         "Uncertainty on set matching: IHW vs MC-Dropout (30 passes) vs a 5-member deep ensemble",
@@ -610,10 +480,10 @@ def _egnn() -> TableSpec:
         ("rot-d8", "Rot. matching / d=8", "rotation_matching", {"d": 8}, 8, s_syn, 128),
         ("rot-d32", "Rot. matching / d=32", "rotation_matching", {"d": 32}, 32, s_syn, 128),
         ("rot-d64", "Rot. matching / d=64", "rotation_matching", {"d": 64}, 64, s_syn, 128),
-        ("hull-d3", "Hull volume / d=3", "hull_volume", {"d": 3}, 3, s_geo, _GEOM_BATCH),
-        ("hull-d9", "Hull volume / d=9", "hull_volume", {"d": 9}, 9, s_geo, _GEOM_BATCH),
-        ("meb-d8", "MEB radius / d=8", "meb_radius", {"d": 8}, 8, s_geo, _GEOM_BATCH),
-        ("meb-d32", "MEB radius / d=32", "meb_radius", {"d": 32}, 32, s_geo, _GEOM_BATCH),
+        ("hull-d3", "Hull volume / d=3", "hull_volume", {"d": 3}, 3, s_geo, GEOM_BATCH),
+        ("hull-d9", "Hull volume / d=9", "hull_volume", {"d": 9}, 9, s_geo, GEOM_BATCH),
+        ("meb-d8", "MEB radius / d=8", "meb_radius", {"d": 8}, 8, s_geo, GEOM_BATCH),
+        ("meb-d32", "MEB radius / d=32", "meb_radius", {"d": 32}, 32, s_geo, GEOM_BATCH),
         ("cov-d8", "Statistical (Cov, Mah, PCA) / CN d=8", "statistical",
          {"target": "cov_frobenius", "d": 8}, 8, s_syn, 128),
         ("mah-d8", "Statistical (Cov, Mah, PCA) / Mah d=8", "statistical",
@@ -627,12 +497,14 @@ def _egnn() -> TableSpec:
     cells = []
     for cid, pcol, task, opts, d, sizes, batch in cols:
         models = [
-            _ST_LARGE,
-            _model("mz_full", "MZAttn (ours)"),
+            ST_LARGE,
+            model_row("mz_full", "MZAttn (ours)"),
             # the leading d features are coordinates; a packed type indicator is invariant
             ("egnn", "egnn", "EGNN", {"n_coord": d}, None),
         ]
-        cells += _grid([(cid, pcol, opts, pcol)], models, task, sizes=sizes, batch=batch, seeds=3)
+        cells += grid_cells(
+            [(cid, pcol, opts, pcol)], models, task, sizes=sizes, batch=batch, seeds=3
+        )
     return TableSpec(
         "tab:egnn-comparison",
         "MZAttn vs EGNN (R^2): invariant targets vs the fixed-frame quadratic-TDOF target",
@@ -641,7 +513,7 @@ def _egnn() -> TableSpec:
             "EGNN at the paper's stated h=140, 4 layers (552,861 parameters here; the paper "
             "says ~303K, which that configuration does not give: see mzlite.baselines)."
         ),
-        chapter=_RELATIONAL,
+        chapter=RELATIONAL_CHAPTER,
     )
 
 
@@ -657,17 +529,17 @@ TRANSFER_TIER1 = {
 }
 # The transfer table's epoch-cap ablation: (setting, model) pairs rerun at a longer cap.
 CAP_ABLATION_EPOCHS = 400
-CAP_ABLATION = [("raw-hull", _PERCEIVER), ("raw-hull", _MZ_LARGE), ("mixture-meb", _MZ_LARGE)]
+CAP_ABLATION = [("raw-hull", PERCEIVER), ("raw-hull", MZ_LARGE), ("mixture-meb", MZ_LARGE)]
 
 
 def _transfer_matrix() -> TableSpec:
-    models = [_ST, _ST_LARGE, _HYPER, _PERCEIVER, _LA_ST, _MZ_FULL, _MZ_LARGE]
+    models = [ST, ST_LARGE, HYPER, PERCEIVER, LA_ST, MZ_FULL, MZ_LARGE]
     cols = [
         (f"{variant}-{target}", f"{row} / {col}", {"variant": variant, "target": target}, "")
         for (variant, target), (row, col) in TRANSFER_TIER1.items()
     ]
-    cells = _grid(cols, models, "digits_geometry", sizes=(5_000, 1_000, 2_000),
-                  batch=_GEOM_BATCH, seeds=3)  # fmt: skip
+    cells = grid_cells(cols, models, "digits_geometry", sizes=(5_000, 1_000, 2_000),
+                  batch=GEOM_BATCH, seeds=3)  # fmt: skip
     # Ablation (no paper numbers): MZAttn-Full at lr 1e-3, the Set Transformer's rate, where its
     # seeds spread most under cpu-converged's 3e-3 (raw pixel / Hull: two of three stopped by
     # patience early, at R^2 0.63 and 0.79; chapter 10). Is its rank the learning rate's?
@@ -680,7 +552,7 @@ def _transfer_matrix() -> TableSpec:
             "MZAttn-Full",
             "MNIST raw pixel / Hull, lr=0.001",
             sizes=(5_000, 1_000, 2_000),
-            batch_size=_GEOM_BATCH,
+            batch_size=GEOM_BATCH,
             train={"lr": 1e-3},
             full_seeds=3,
             part="ablation",
@@ -695,8 +567,8 @@ def _transfer_matrix() -> TableSpec:
         col = (f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}",
                f"{' / '.join(TRANSFER_TIER1[(variant, target)])}, cap {CAP_ABLATION_EPOCHS}",
                {"variant": variant, "target": target}, "")  # fmt: skip
-        cells += _grid([col], [model], "digits_geometry", sizes=(5_000, 1_000, 2_000),
-                       batch=_GEOM_BATCH, seeds=3, train={"epochs": CAP_ABLATION_EPOCHS},
+        cells += grid_cells([col], [model], "digits_geometry", sizes=(5_000, 1_000, 2_000),
+                       batch=GEOM_BATCH, seeds=3, train={"epochs": CAP_ABLATION_EPOCHS},
                        stats=False, part="ablation")  # fmt: skip
     return TableSpec(
         "tab:transfer-matrix",
@@ -716,9 +588,9 @@ def table_registry() -> Registry[TableSpec]:
     """Every table spec by its LaTeX label, built once (use :func:`get_table` for one)."""
     geo5 = (10_000, 2_000, 2_000)
     syn = (5_000, 1_000, 2_000)
-    hull_models = [_ST, _ST_LARGE, _HYPER, _PERCEIVER, _LA_ST, _MZ_FULL, _MZ_LARGE]
-    mst_models = [_ST, _ST_LARGE, _HYPER, _PERCEIVER, _MZ_FULL, _MZ_LARGE]
-    rot_models = [_ST, _ST_LARGE, _PERCEIVER, _HYPER, _MZ_FULL]
+    hull_models = [ST, ST_LARGE, HYPER, PERCEIVER, LA_ST, MZ_FULL, MZ_LARGE]
+    mst_models = [ST, ST_LARGE, HYPER, PERCEIVER, MZ_FULL, MZ_LARGE]
+    rot_models = [ST, ST_LARGE, PERCEIVER, HYPER, MZ_FULL]
     rot_models = [m if m[0] != "mz_full" else (*m[:2], "MZAttn", *m[3:]) for m in rot_models]
     specs = [
         _meb(),

@@ -1,0 +1,155 @@
+"""The building blocks of the paper's tables (``tables``): a model's row (``model_row`` and the
+models most tables share), the grid of (column x model) cells with its set-statistics yardstick
+(``grid_cells``, ``stats_cell``), and the cells of the reading ablation (``reading_cells``, which
+``mzlite.experiments.reading`` reads)."""
+
+from __future__ import annotations
+
+from mzlite.nn import model_spec
+
+from .specs import SET_STATS, SET_STATS_LABEL, Cell, PaperRef
+
+# ---------------------------------------------------------------------------------------------
+# Model rows, the grid of cells and the set-statistics yardstick
+# ---------------------------------------------------------------------------------------------
+
+
+def model_row(name: str, label: str = "", *, mid: str = "", kw=None, match: int | None = None):
+    """A model of a table: (model id in cell ids, registered name, the paper's row label, config
+    overrides, match_params). The row label is the model's display name unless the paper's
+    table words it otherwise (its numbers are found by that label in data/paper)."""
+    return (mid or name, name, label or model_spec(name).display, dict(kw or {}), match)
+
+
+ST = model_row("st", "Standard")
+ST_LARGE = model_row("st_large")
+HYPER = model_row("hypernet", match=360_000)
+PERCEIVER = model_row("perceiver")
+LA_ST = model_row("la_st", match=359_000)
+MZ_FULL = model_row("mz_full")
+MZ_LARGE = model_row("mz_large")
+GEOM_BATCH = 256  # "geom. tasks" of the hyperparameter table
+RELATIONAL_CHAPTER = "06_relational_benchmarks"  # the chapter that runs the relational tables
+
+
+def stats_cell(col_id, task, options, column, sizes, batch, part="main") -> Cell:
+    return Cell(
+        f"{col_id}-{SET_STATS}",
+        task,
+        options,
+        SET_STATS,
+        SET_STATS_LABEL,
+        column,
+        sizes=sizes,
+        batch_size=batch,
+        full_seeds=1,
+        part=part,
+        note="ridge on set statistics (mzlite.tasks.baseline_r2); no training, one seed",
+    )
+
+
+def grid_cells(
+    columns: list[tuple[str, str, dict, str]],
+    models: list[tuple],
+    task: str,
+    *,
+    metric: str = "r2",
+    sizes=(10_000, 2_000, 2_000),
+    batch: int = 128,
+    seeds: int = 5,
+    train: dict | None = None,
+    transpose: bool = False,
+    stats: bool = True,
+    part: str = "main",
+) -> list[Cell]:
+    """Cells for every (column, model). ``columns``: (column id, our column label, task options,
+    paper column name; "" for none). The paper's cell is (model label, paper column), or (paper
+    column, model label) when ``transpose`` (tables whose rows are settings and columns models).
+    ``part``: "main" or "ablation" (the cells and their yardstick)."""
+    cells = []
+    for col_id, col_label, opts, paper_col in columns:
+        for mid, name, label, kw, match in models:
+            ref = (paper_col, label) if transpose else (label, paper_col)
+            cells.append(
+                Cell(
+                    f"{col_id}-{mid}",
+                    task,
+                    opts,
+                    name,
+                    label,
+                    col_label,
+                    model_kwargs=kw,
+                    match_params=match,
+                    paper=(PaperRef(*ref, metric),) if paper_col else (),
+                    sizes=sizes,
+                    batch_size=batch,
+                    train=dict(train or {}),
+                    full_seeds=seeds,
+                    part=part,
+                )
+            )
+        if stats:
+            cells.append(stats_cell(col_id, task, opts, col_label, sizes, batch, part))
+    return cells
+
+
+# ---------------------------------------------------------------------------------------------
+# The reading ablation (issue 23): on a few diagnostic cells, which of mzlite's readings of the
+# paper matter. Generator normalisation x schedule for the MZ model; the pair (zonotope,
+# plateau) is the main cell under cpu-annealed and is not registered twice
+# (mzlite.experiments.reading maps it). Per the issue, each schedule keeps its profile's rate.
+# ---------------------------------------------------------------------------------------------
+
+GEN_NORM_READINGS = ("zonotope", "none", "layernorm")
+SCHEDULE_READINGS = {
+    "plateau": {"schedule": "plateau", "decay_patience": 5, "decay_factor": 0.5},
+    "cosine": {"schedule": "cosine"},
+}
+
+
+def reading_cells(col, task, options, column, mz, sizes, batch, train=None, paper_size=()):
+    """The reading-ablation cells of one diagnostic column. ``mz``: (model id, build_model name,
+    row label, model kwargs) of the MZ model; ``train``: the column's own protocol (e.g.
+    standardised targets); ``paper_size``: (model id, name, label, kwargs) trained at the
+    cell's own sizes (``Cell.paper_size``) beside the capped main cells."""
+    mid, name, label, kw = mz
+    cells = []
+    for gen_norm in GEN_NORM_READINGS:
+        for sched, sched_train in SCHEDULE_READINGS.items():
+            if (gen_norm, sched) == ("zonotope", "plateau"):
+                continue  # the main cell under cpu-annealed
+            cells.append(
+                Cell(
+                    f"rd-{col}-{gen_norm}-{sched}-{mid}",
+                    task,
+                    options,
+                    name,
+                    label,
+                    f"{column}, generators: {gen_norm}, schedule: {sched}",
+                    model_kwargs={**kw, "gen_norm": gen_norm},
+                    sizes=sizes,
+                    batch_size=batch,
+                    train={**(train or {}), **sched_train},
+                    full_seeds=3,
+                    part="ablation",
+                )
+            )
+    for pid, pname, plabel, pkw in paper_size:
+        cells.append(
+            Cell(
+                f"rd-{col}-paper-size-{pid}",
+                task,
+                options,
+                pname,
+                plabel,
+                f"{column}, the paper's training-set size",
+                model_kwargs=pkw,
+                sizes=sizes,
+                batch_size=batch,
+                train=dict(train or {}),
+                full_seeds=3,
+                part="ablation",
+                paper_size=True,
+            )
+        )
+    return cells
