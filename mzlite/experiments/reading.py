@@ -265,23 +265,35 @@ DIAGNOSTIC_CELLS = (
 
 @dataclass(frozen=True)
 class AblationRow:
-    """One reading of one diagnostic cell: test R² over its seeds (``mean``, ``std``,
-    ``seeds``; the values in ``r2``), how many runs ``stopped`` and how many ``fitted`` their
-    training set, and the Set Transformer's R² on the same cell and protocol (``st_mean``,
-    its values ``st_r2``)."""
+    """One reading of one diagnostic cell: MZ's test R² per seed (``r2``; ``mean``, ``std``,
+    ``seeds`` over them), how many runs ``stopped`` and how many ``fitted`` their training set,
+    and the Set Transformer's R² per seed on the same cell and protocol (``st_r2``; its mean
+    ``st_mean``)."""
 
     cell: str
     reading: str
     gen_norm: str
     schedule: str
-    mean: float | None
-    std: float | None
-    seeds: int
     stopped: int
     fitted: int
-    st_mean: float | None
     r2: tuple[float, ...] = ()
     st_r2: tuple[float, ...] = ()
+
+    @property
+    def seeds(self) -> int:
+        return len(self.r2)
+
+    @property
+    def mean(self) -> float | None:
+        return _stats.summarise(self.r2).get("mean")
+
+    @property
+    def std(self) -> float | None:
+        return _stats.summarise(self.r2).get("std")
+
+    @property
+    def st_mean(self) -> float | None:
+        return _stats.summarise(self.st_r2).get("mean")
 
     @property
     def optimisation_failures(self) -> int:
@@ -355,8 +367,8 @@ def _r2_values(results: list[dict]) -> tuple[float, ...]:
 
 
 def _summary(results: list[dict], expect: tuple[str, str] | None = None):
-    """(mean R², std, seeds, stopped, fitted, R² values) of a cell's results; with ``expect``
-    every result must have been trained under that (gen_norm, schedule) reading."""
+    """(stopped, fitted, R² values) of a cell's results; with ``expect`` every result must have
+    been trained under that (gen_norm, schedule) reading."""
     for r in results if expect else ():
         got = recorded_reading(r)
         if got != expect:
@@ -364,12 +376,10 @@ def _summary(results: list[dict], expect: tuple[str, str] | None = None):
                 f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was trained under "
                 f"generators {got[0]!r}, schedule {got[1]!r}, not the {expect} its row says"
             )
-    r2 = _r2_values(results)
-    summ = _stats.summarise(r2)
     conv = [_stats.result_convergence(r) for r in results]
     stopped = sum(bool(c.get("stopped", c.get("converged"))) for c in conv)
     fitted = sum(c.get("fitted") is True for c in conv)
-    return summ.get("mean"), summ.get("std"), len(r2), stopped, fitted, r2
+    return stopped, fitted, _r2_values(results)
 
 
 PROFILE = "cpu-annealed"  # the profile the reading ablation runs under
@@ -394,32 +404,27 @@ def ablation(results_dir=None) -> list[AblationRow]:
     rows = []
     for table, col, main, st_cell, what in DIAGNOSTIC_CELLS:
         first = _by_cell(table, FIRST_READING, results_dir)
-        *mz, r2 = _summary(first.get(main, []), ("layernorm", "cosine"))
-        st_r2 = _summary(first.get(st_cell, []))[-1]
+        mz = _summary(first.get(main, []), ("layernorm", "cosine"))
+        first_st = _r2_values(first.get(st_cell, []))
         rows.append(AblationRow(what, "first reading: per-row LayerNorm, cosine, lr 3e-3",
-                                "layernorm", "cosine", *mz, _mean(st_r2), r2, st_r2))  # fmt: skip
+                                "layernorm", "cosine", *mz, first_st))  # fmt: skip
         by_cell = _by_cell(table, PROFILE, results_dir)
         mid = main.rsplit("-", 1)[1]
-        st_r2 = _summary(by_cell.get(st_cell, []))[-1]
+        st_r2 = _r2_values(by_cell.get(st_cell, []))
         for gen_norm, sched, cid in _reading_cells(table, col, main, mid):
-            *mz, r2 = _summary(by_cell.get(cid, []), (gen_norm, sched))
+            mz = _summary(by_cell.get(cid, []), (gen_norm, sched))
             rows.append(AblationRow(what, f"generators: {gen_norm}, schedule: {sched}", gen_norm,
-                                    sched, *mz, _mean(st_r2), r2, st_r2))  # fmt: skip
-        paper_st = _summary(by_cell.get(f"rd-{col}-paper-size-st", []))[-1]
+                                    sched, *mz, st_r2))  # fmt: skip
+        paper_st = _r2_values(by_cell.get(f"rd-{col}-paper-size-st", []))
         extra = [(f"rd-{col}-signed-{mid}", "signed readout", st_r2)]
         extra += [(f"rd-{col}-paper-size-{mid}", "the paper's training-set size", paper_st)]
         ids = {c.id for c in get_table(table).cells}
         for cid, reading, st_values in extra:
             if cid not in ids:
                 continue
-            *mz, r2 = _summary(by_cell.get(cid, []), ("zonotope", "plateau"))
-            rows.append(AblationRow(what, reading, "zonotope", "plateau", *mz,
-                                    _mean(st_values), r2, st_values))  # fmt: skip
+            mz = _summary(by_cell.get(cid, []), ("zonotope", "plateau"))
+            rows.append(AblationRow(what, reading, "zonotope", "plateau", *mz, st_values))
     return rows
-
-
-def _mean(values: tuple[float, ...]) -> float | None:
-    return _stats.summarise(values).get("mean")
 
 
 def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=None) -> list[str]:
