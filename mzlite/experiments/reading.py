@@ -393,16 +393,18 @@ def _by_cell(table: str, profile: str, results_dir) -> dict[str, list[dict]]:
     return by_cell
 
 
-def ablation(results_dir=None) -> list[AblationRow]:
+def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
     """The reading ablation from the result files: per diagnostic cell, the first reading's
     results (profile ``cpu-converged``: per-row generator LayerNorm, cosine over the cap, MZ at
     lr 3e-3), then one row per (generator normalisation, schedule) under ``cpu-annealed``, then
     the extra readings (signed readout, the paper's training-set size). Each row carries the
     Set Transformer of the same protocol (the paper-size row: the Set Transformer at the
     paper's size). Cells without results have ``seeds == 0``; a result trained under another
-    reading than its row raises."""
+    reading than its row raises. ``cell``: one diagnostic cell's rows only (its description)."""
     rows = []
     for table, col, main, st_cell, what in DIAGNOSTIC_CELLS:
+        if cell is not None and what != cell:
+            continue
         first = _by_cell(table, FIRST_READING, results_dir)
         mz = _summary(first.get(main, []), ("layernorm", "cosine"))
         first_st = _r2_values(first.get(st_cell, []))
@@ -436,7 +438,7 @@ def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=Non
     known = [c[-1] for c in DIAGNOSTIC_CELLS]
     if cell not in known:
         raise ValueError(f"cell must be one of the diagnostic cells {known}, got {cell!r}")
-    rows = [r for r in (ablation(results_dir) if rows is None else rows) if r.cell == cell]
+    rows = [r for r in (ablation(results_dir, cell) if rows is None else rows) if r.cell == cell]
     default = next(r for r in rows if r.reading == DEFAULT_READING_ROW).claim_verdict
     if default is None:
         return []
