@@ -141,6 +141,10 @@ def test_the_download_stands_alone_and_holds_no_solution(tmp_path):
         text = json.dumps(copies)
     top = "mzattn-student-notebooks/"
     assert f"{top}data/checkpoints/mz_tdof8_L8.pt" in names  # chapters 7 and 11 read it
+    # chapters 4-10 read the paper's numbers and the committed results
+    assert f"{top}data/paper/tab-main-results.json" in names
+    results = {n for n in names if n.startswith(f"{top}data/results/") and n.endswith(".json")}
+    assert len(results) >= 100 and not any(n.endswith(".partial") for n in names)
     assert {f"{top}{p.name}" for p in NOTEBOOKS} <= names and f"{top}README.txt" in names
     assert not any(ms.is_solution(c) for nb in copies for c in nb["cells"])
     assert "sample-answer" not in text

@@ -38,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,8 +53,10 @@ from mzlite.exercises.roster import read_roster, seed_for  # noqa: E402, F401 (s
 TARGET = ROOT / "book" / "_build" / "student"
 # The zip the book links to (book/teaching.md): inside the book's source tree, ignored by git.
 ZIP = ROOT / "book" / "_generated" / "mzattn-student-notebooks.zip"
-# What an unzipped copy reads from disk, shipped in the zip (relative to the repository root)
-SHIPPED_DATA = ["data/checkpoints"]
+# What an unzipped copy reads from disk, shipped in the zip (relative to the repository root):
+# the checkpoints (chapters 7, 11), the paper's numbers and the committed results (chapters 4-10).
+# An installed mzlite finds them as data/ of the folder the zip unzips to (mzlite._paths).
+SHIPPED_DATA = ["data/checkpoints", "data/paper", "data/results"]
 INSTRUCTOR = ROOT / "book" / "instructor"  # sample answers: the instructor pack only
 # Sentences of the reading version that are not true of a student copy (any line breaks).
 READER_ONLY = [re.compile(r"\s*The hidden cell\s+below\s+it\s+holds\s+a\s+solution\.")]
@@ -145,7 +148,8 @@ def make(chapters: list[Path], out: Path, seed: int | None) -> list[Path]:
 ZIP_README = """Student copies of the chapters of "Matrix Zonotopic Attention, hands on".
 
 Install mzlite (see the book's "How to use this book"), then start Jupyter from THIS folder
-(jupyter lab) and open a chapter: chapters 7 and 11 read data/checkpoints/ from here. Each
+(jupyter lab) and open a chapter: the chapters read data/ from here (the checkpoints, the
+paper's numbers and the book's results; set MZLITE_DATA to use another copy). Each
 answer cell has a ... placeholder: replace it, run the cell, and check() says whether you are
 right. Keep the seed in the parameters cell as your instructor gave it.
 """
@@ -158,11 +162,23 @@ def _zip_entry(z: zipfile.ZipFile, name: str, data: bytes) -> None:
 
 
 def _shipped_files() -> list[Path]:
+    """The files of ``SHIPPED_DATA``: those git tracks when this is a git checkout (never a
+    half-written or local result), else every file."""
+    tracked = None
+    if (ROOT / ".git").exists():
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--", *SHIPPED_DATA],
+            cwd=ROOT, capture_output=True, check=True,
+        ).stdout  # fmt: skip
+        tracked = {ROOT / name for name in out.decode().split("\0") if name}
     return sorted(
         f
         for d in SHIPPED_DATA
         for f in (ROOT / d).rglob("*")
-        if f.is_file() and "cache" not in f.parts
+        if f.is_file()
+        and "cache" not in f.parts
+        and not f.name.endswith(".partial")
+        and (tracked is None or f in tracked)
     )
 
 
@@ -183,56 +199,97 @@ def make_zip(files: list[Path], zip_path: Path) -> None:
 
 def execute_download(zip_path: Path, timeout: int, names: list[str] | None = None) -> list[str]:
     """Unzip the download into a fresh folder and run every copy in it (or those ``names``),
-    top to bottom, with the unzipped folder as working directory; return the problems found."""
+    top to bottom, with the unzipped folder as working directory and mzlite imported from a copy
+    of the package outside any checkout (as a student's install is: it finds ``data/`` in the
+    unzipped folder, not in this repository); return the problems found."""
     import papermill as pm
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from execute_notebooks import ipc_kernel_manager, poll_channels_in_slices
 
+    poll_channels_in_slices()
     problems = []
+    saved = {k: os.environ.get(k) for k in (*_PATH_VARS, "PYTHONPATH")}
     with tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(zip_path) as z:
             z.extractall(tmp)
         folder = Path(tmp) / "mzattn-student-notebooks"
-        copies = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
-        if names:
-            copies = [c for c in copies if c.stem in names]
-        poll_channels_in_slices()
-        for f in copies:
-            log, dst = Path(tmp) / f"{f.stem}.checks.jsonl", Path(tmp) / f"{f.stem}.out.ipynb"
-            os.environ["MZLITE_CHECK_LOG"] = str(log)
-            start = time.perf_counter()
-            try:
-                pm.execute_notebook(
-                    str(f),
-                    str(dst),
-                    kernel_name="python3",
-                    cwd=str(folder),
-                    execution_timeout=timeout,
-                    progress_bar=False,
-                    kernel_manager_class=ipc_kernel_manager(),
-                )
-            except pm.PapermillExecutionError as err:
-                problems.append(f"{f.name}: cell {err.cell_index} raised {err.ename}: {err.evalue}")
-                continue
-            finally:
-                os.environ.pop("MZLITE_CHECK_LOG", None)
-            results = (
-                [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        install_outside_checkout(Path(tmp) / "site", Path(tmp) / "cache")
+        try:
+            problems += _run_copies(pm, folder, names, Path(tmp), timeout, ipc_kernel_manager)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return problems
+
+
+# Variables that point mzlite at this checkout's files; a student's machine has none of them.
+_PATH_VARS = ("MZLITE_DATA", "MZLITE_RESULTS", "MZLITE_CACHE", "MZLITE_PAPER_TEX")
+
+
+def install_outside_checkout(site: Path, cache: Path) -> None:
+    """Make kernels started from now on import mzlite from a copy of the package in ``site``
+    (first on ``PYTHONPATH``, ahead of this checkout's editable install) with no checkout around
+    it, and a dataset cache of their own; raise if the copy still sees a checkout."""
+    shutil.copytree(
+        ROOT / "mzlite", site / "mzlite", ignore=shutil.ignore_patterns("__pycache__", "*.so")
+    )
+    for k in _PATH_VARS:
+        os.environ.pop(k, None)
+    os.environ["MZLITE_CACHE"] = str(cache)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    probe = "import mzlite, mzlite._paths as p; print(mzlite.__file__, p.in_checkout())"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=site.parent, capture_output=True, text=True, check=True
+    ).stdout.split()
+    if out != [str(site / "mzlite" / "__init__.py"), "False"]:
+        raise RuntimeError(f"the student's mzlite is not the copy outside the checkout: {out}")
+
+
+def _run_copies(pm, folder: Path, names, tmp: Path, timeout: int, kernel_manager) -> list[str]:
+    """Run each copy in ``folder`` (or those ``names``) whole under papermill; the problems."""
+    problems = []
+    copies = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    if names:
+        copies = [c for c in copies if c.stem in names]
+    for f in copies:
+        log, dst = tmp / f"{f.stem}.checks.jsonl", tmp / f"{f.stem}.out.ipynb"
+        os.environ["MZLITE_CHECK_LOG"] = str(log)
+        start = time.perf_counter()
+        try:
+            pm.execute_notebook(
+                str(f),
+                str(dst),
+                kernel_name="python3",
+                cwd=str(folder),
+                execution_timeout=timeout,
+                progress_bar=False,
+                kernel_manager_class=kernel_manager(),
             )
-            answers = sum(1 for c in json.loads(f.read_text())["cells"] if is_answer(c))
-            answered = [r["key"] for r in results if r["status"] != "unanswered"]
-            if len(results) < answers:
-                problems.append(
-                    f"{f.name}: {answers} answer cells but {len(results)} check results"
-                )
-            if answered:
-                problems.append(f"{f.name}: placeholders not reported as unanswered: {answered}")
-            print(
-                f"{f.name}: ran whole from the unzipped download, {len(results)} exercises all "
-                f"'not answered yet' ({time.perf_counter() - start:.0f} s)",
-                flush=True,
-            )
+        except pm.PapermillExecutionError as err:
+            problems.append(f"{f.name}: cell {err.cell_index} raised {err.ename}: {err.evalue}")
+            continue
+        finally:
+            os.environ.pop("MZLITE_CHECK_LOG", None)
+        results = (
+            [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        )
+        answers = sum(1 for c in json.loads(f.read_text())["cells"] if is_answer(c))
+        answered = [r["key"] for r in results if r["status"] != "unanswered"]
+        if len(results) < answers:
+            problems.append(f"{f.name}: {answers} answer cells but {len(results)} check results")
+        if answered:
+            problems.append(f"{f.name}: placeholders not reported as unanswered: {answered}")
+        print(
+            f"{f.name}: ran whole from the unzipped download, {len(results)} exercises all "
+            f"'not answered yet' ({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
     return problems
 
 

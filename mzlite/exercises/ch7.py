@@ -11,18 +11,19 @@ from pathlib import Path
 
 import torch
 
-from .._paths import REPO_ROOT
+from .._paths import data_root
 from ..tasks import derive_seed, make_task
 from .checker import exercise, named_mistake, same_integer, same_number
 
 CHECKPOINT_NAME = "mz_tdof8_L8.pt"
-CHECKPOINT = REPO_ROOT / "data" / "checkpoints" / CHECKPOINT_NAME
 
 
 def checkpoint_path() -> Path:
-    """The shipped checkpoint: beside the package, else in ``data/checkpoints`` of the working
-    folder or of its parent (an unzipped student copy); FileNotFoundError names every place."""
-    places = [CHECKPOINT.parent, Path("data") / "checkpoints", Path("..") / "data" / "checkpoints"]
+    """The shipped checkpoint: in ``data_root()/checkpoints`` (the checkout's, or the unzipped
+    student download's), else in ``data/checkpoints`` of the working folder or of its parent;
+    FileNotFoundError names every place."""
+    places = [data_root() / "checkpoints", Path("data") / "checkpoints"]
+    places.append(Path("..") / "data" / "checkpoints")
     for folder in places:
         if (folder / CHECKPOINT_NAME).is_file():
             return folder / CHECKPOINT_NAME
@@ -115,16 +116,48 @@ def _flips(answer, seed):
     return False, named_mistake(answer, slips, "not the number of flips", integer=True)
 
 
+def rankbound_inputs(seed: int = 0) -> dict:
+    """The head of exercise ch7.rankbound for the notebook's ``seed``: ``L`` generators, head
+    dimension ``d_k`` and ``n_sets`` probe sets (``None``: as many as you like). Seed 0: the
+    exercise model's head, probed without limit; else a head and a probe of the student's own."""
+    if seed == 0:
+        model, _ = _layer_details()
+        return {"L": model.cfg.L, "d_k": model.cfg.d_model // model.cfg.n_heads, "n_sets": None}
+    import numpy as np
+
+    g = np.random.default_rng([7, 2, seed])
+    n_sets = None if g.random() < 0.4 else int(g.integers(3, 41))
+    return {"L": int(g.integers(2, 41)), "d_k": int(g.choice([2, 3, 4, 8, 16])), "n_sets": n_sets}
+
+
 @exercise(
     "ch7.rankbound",
-    hint="M(mu) - M_bar = sum_l (gamma_l - gamma_bar_l) M_l: how many matrices span that?",
+    hint="M(mu) - M_bar = sum_l (gamma_l - gamma_bar_l) M_l: how many matrices span that? In how "
+    "many dimensions do the flattened d_k x d_k operators live? And what do n centred vectors sum "
+    "to?",
+    per_seed=True,
 )
-def _rankbound(answer):
-    model, _ = _layer_details()
-    ref = model.cfg.L
-    ok = same_integer(answer, ref)
-    return ok, (
-        f"at most L = {ref}: every centred operator lies in span(M_1..M_L)"
-        if ok
-        else "not the largest rank the centred operators can reach"
+def _rankbound(answer, seed):
+    head = rankbound_inputs(seed)
+    L, d_k, n = head["L"], head["d_k"], head["n_sets"]
+    # n centred operators sum to zero: at most n - 1 of them are independent
+    bounds = {"L": L, "d_k^2": d_k * d_k, **({"n_sets - 1": n - 1} if n else {})}
+    ref = min(bounds.values())
+    if same_integer(answer, ref):
+        return True, f"at most {ref}: the smallest of " + ", ".join(
+            f"{k} = {v}" for k, v in bounds.items()
+        )
+    slips = [(v, f"{k}: a bound, but {k} is not the smallest") for k, v in bounds.items()]
+    slips.append((d_k, "d_k: the rank of one operator; the stacked, flattened operators live in "
+                  "d_k^2 dimensions"))  # fmt: skip
+    slips.append((L + 1, "L + 1: centring removes M_c, leaving the span of M_1..M_L"))
+    if n:
+        slips.append(
+            (n, "n_sets: the centred operators sum to zero, so one of them depends on the rest")
+        )
+    return False, named_mistake(
+        answer,
+        [(v, why) for v, why in slips if v != ref],
+        "not the largest rank the centred operators can reach",
+        integer=True,
     )

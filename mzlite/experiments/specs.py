@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mzlite import nn as _nn
 from mzlite import tasks as _tasks
-from mzlite._paths import REPO_ROOT
+from mzlite._paths import data_root
 from mzlite.train import TrainConfig
 
 RESULT_FORMAT = "mzlite.result/1"
@@ -19,9 +19,10 @@ _ID = re.compile(r"^[A-Za-z0-9_.=-]+$")
 
 
 def default_results_dir() -> Path:
-    """``$MZLITE_RESULTS`` if set, else ``data/results`` in the repository (not the working
-    directory, so notebooks and the CLI find the same files)."""
-    return Path(os.environ.get("MZLITE_RESULTS", REPO_ROOT / "data" / "results"))
+    """``$MZLITE_RESULTS`` if set, else ``results`` in ``mzlite._paths.data_root()`` (the
+    repository's ``data/``, not the working directory's, so notebooks and the CLI find the same
+    files; outside a checkout, the ``data/`` shipped beside the chapters)."""
+    return Path(os.environ.get("MZLITE_RESULTS", data_root() / "results"))
 
 
 def default_cache_dir() -> Path:

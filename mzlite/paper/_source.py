@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mzlite._paths import REPO_ROOT
+from mzlite._paths import REPO_ROOT, data_root
 
-DATA_DIR = REPO_ROOT / "data" / "paper"
+DATA_DIR = data_root() / "paper"
 # The paper sits beside the repository (../shared/paper); $MZLITE_PAPER_TEX overrides it.
 DEFAULT_TEX = REPO_ROOT.parent / "shared" / "paper" / "mzattn-paper.tex"
 
