@@ -47,6 +47,33 @@ def test_solutions_pass_and_wrong_answers_fail():
     assert check("ch4.layer_params", ...).status == "unanswered"
 
 
+def isab_params(d: int, d_ff: int, m: int) -> int:
+    """One ISAB block, counted by hand: two MABs (q, k, v, o maps d x d + bias, two LayerNorms,
+    the rFF d -> d_ff -> d) and its m x d inducing points."""
+    mab = 4 * (d * d + d) + 2 * (2 * d) + (d * d_ff + d_ff) + (d_ff * d + d)
+    return 2 * mab + m * d
+
+
+@pytest.mark.parametrize("seed", [1, 2, 7])
+def test_every_student_counts_their_own_steps_and_parameters(seed):
+    from mzlite.exercises.ch4 import layer_inputs, steps_inputs
+
+    n, b = steps_inputs(seed)
+    assert n % b and (n, b) != steps_inputs(0)  # a last, smaller batch
+    check("ch4.steps", math.ceil(n / b), seed=seed, strict=True)
+    assert "floor" in check("ch4.steps", n // b, seed=seed).message
+    sizes = layer_inputs(seed)
+    ref = isab_params(sizes["d_model"], sizes["d_ff"], sizes["n_inducing"])
+    check("ch4.layer_params", ref, seed=seed, strict=True)
+    assert (
+        "inducing points"
+        in check(
+            "ch4.layer_params", ref - sizes["n_inducing"] * sizes["d_model"], seed=seed
+        ).message
+    )
+    assert isab_params(64, 128, 16) == ISAB_PARAMS and layer_inputs(0)["d_model"] == 64
+
+
 def test_the_chapters_solutions_give_the_expected_answers():
     """What the chapter's solution cells compute (lr_at, build_model) agrees with the same
     hand-derived answers."""

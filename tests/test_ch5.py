@@ -20,13 +20,29 @@ def test_radius_exercise_is_half_the_longest_side():
     assert len(meb(p).support) == 2  # the obtuse triangle's ball has two support points
 
 
-def test_sandwich_and_constant_exercises():
-    assert check("ch5.sandwich", ("rms_spread", "max_dist_to_centroid"), strict=True)
-    assert check("ch5.sandwich", ("max_dist_to_centroid", "rms_spread")).status == "wrong"
-    assert check("ch5.sandwich", "rms_spread").status == "wrong"  # malformed: one name
-    assert check("ch5.constant", "rms_spread", strict=True)
-    assert check("ch5.constant", ["rms_spread"], strict=True)
-    assert check("ch5.constant", "max_dist_to_centroid").status == "wrong"
+@pytest.mark.parametrize("seed", [0, 3])
+def test_sandwich_and_constant_exercises(seed):
+    """The bounds of the chapter's statistics (``set_features``), on the student's own points."""
+    import torch
+
+    from mzlite.exercises.ch5 import sandwich_points
+    from mzlite.tasks import set_features
+    from mzlite.tasks.dataset import SetData
+
+    P = sandwich_points(seed)
+    x, mask = torch.tensor(P[None], dtype=torch.float32), torch.ones(1, len(P), dtype=torch.bool)
+    data = SetData(x, mask, torch.zeros(1, 1), "meb_radius")
+    X, names = set_features(data, "basic")
+    r, u = (float(X[0, names.index(k)]) for k in ("rms_spread", "max_dist_to_centroid"))
+    assert r <= meb(P).radius <= u
+    assert check("ch5.sandwich", (r, u), seed=seed, strict=True)
+    assert "swapped" in check("ch5.sandwich", (u, r), seed=seed).message
+    assert "SQUARED" in check("ch5.sandwich", (r * r, u), seed=seed).message
+    assert check("ch5.sandwich", "rms_spread", seed=seed).status == "wrong"  # malformed
+    assert check("ch5.constant", ("rms_spread", u / r), seed=seed, strict=True)
+    assert "divide by" in check("ch5.constant", ("rms_spread", u), seed=seed).message
+    assert check("ch5.constant", ("max_dist_to_centroid", u / r), seed=seed).status == "wrong"
+    assert not np.array_equal(P, sandwich_points(seed + 1))
 
 
 def test_plot_meb_slider_has_one_visible_set_per_step():

@@ -1,3 +1,4 @@
+import importlib
 import itertools
 import json
 
@@ -93,7 +94,8 @@ def test_chapter_exercises_are_discovered():
 # ---- coding exercises: right functions pass, typical mistakes are named, placeholders wait
 import torch  # noqa: E402
 
-from mzlite.exercises import ch2, ch3, ch5, ch6, ch8, ch11  # noqa: E402
+from mzlite.exercises import ch2, ch3, ch5, ch6, ch7, ch8, ch9, ch11  # noqa: E402
+from mzlite.nn import build_model, count_parameters  # noqa: E402
 from mzlite.zonotope import MatrixZonotope, Zonotope  # noqa: E402
 
 
@@ -219,6 +221,17 @@ def test_a_check_leaves_the_notebooks_random_stream_alone():
     torch.manual_seed(0)
     check("ch3.head_function", _mz_head)  # builds layers (their init draws random numbers)
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_every_exercise_depends_on_the_students_seed():
+    """A value exercise draws its inputs from the seed; a coding exercise is graded on hidden
+    trials drawn from it: no two students share an answer to copy."""
+    from mzlite.exercises.checker import get, keys
+
+    for n in range(1, 12):
+        importlib.import_module(f"mzlite.exercises.ch{n}")
+    shared = [k for k in keys("ch") if not get(k).per_seed]
+    assert shared == []
 
 
 def test_per_seed_inputs_differ_and_the_reference_follows_the_seed():
@@ -349,11 +362,50 @@ def _slip_ch5_radius(seed):
     return 2 * radius  # the diameter
 
 
-def _floor_steps():
-    from mzlite.exercises.ch4 import full_protocol
+def _floor_steps(seed):
+    from mzlite.exercises.ch4 import steps_inputs
 
-    n_train, _, cfg = full_protocol()  # the exercise's inputs; the slip drops the last batch
-    return n_train // cfg.batch_size
+    n_train, batch = steps_inputs(seed)  # the exercise's inputs; the slip drops the last batch
+    return n_train // batch
+
+
+def _slip_ch4_layer_params(seed):
+    from mzlite.exercises.ch4 import layer_inputs
+
+    sizes = layer_inputs(seed)
+    return count_parameters(build_model("st", 32, 1, device="cpu", n_enc=4, **sizes))  # whole
+
+
+def _slip_ch5_sandwich(seed):
+    P = ch5.sandwich_points(seed)
+    dist = np.linalg.norm(P - P.mean(0), axis=1)
+    return float(dist.mean()), float(dist.max())  # the mean distance, not the RMS
+
+
+def _slip_ch5_constant(seed):
+    P = ch5.sandwich_points(seed)
+    dist = np.linalg.norm(P - P.mean(0), axis=1)
+    return "rms_spread", float(dist.max())  # not divided by the RMS spread
+
+
+def _slip_ch7_rankbound(seed):
+    head = ch7.rankbound_inputs(seed)  # a bound, but the loosest one
+    bounds = [head["L"], head["d_k"] ** 2] + ([head["n_sets"] - 1] if head["n_sets"] else [])
+    assert max(bounds) > min(bounds)
+    return max(bounds)
+
+
+def _slip_ch9_smoke(seed):
+    inputs, profile = ch9.smoke_inputs(seed)  # the profile ignored: judged as converged runs
+    return ch9._verdict_of(inputs, "cpu-converged")
+
+
+def _slip_ch9_not_run(seed):
+    from mzlite.experiments.scorecard import scorecard
+
+    rows = scorecard().rows  # every table's rows, whatever the seed's table
+    table = ch9.not_run_table(seed)
+    return sum(r["verdict"] != "not run" for r in rows if table is None or r["table"] == table)
 
 
 VALUE_SLIPS = {
@@ -365,7 +417,13 @@ VALUE_SLIPS = {
     "ch3.gates": (_slip_ch3_gates, "unmasked mean"),
     "ch3.ihw": (_slip_ch3_ihw, "L1 norms"),
     "ch3.extra_params": (_slip_ch3_extra_params, "gate without its bias"),
-    "ch4.steps": (lambda seed: _floor_steps(), "floor"),
+    "ch4.steps": (_floor_steps, "floor"),
+    "ch4.layer_params": (_slip_ch4_layer_params, "whole model"),
+    "ch5.sandwich": (_slip_ch5_sandwich, "mean distance"),
+    "ch5.constant": (_slip_ch5_constant, "divide by"),
+    "ch7.rankbound": (_slip_ch7_rankbound, "is not the smallest"),
+    "ch9.smoke": (_slip_ch9_smoke, "smoke run"),
+    "ch9.not_run": (_slip_ch9_not_run, "HAVE a verdict"),
     "ch5.radius": (_slip_ch5_radius, "diameter"),
     "ch6.mst": (_slip_ch6_mst, "squared edge lengths"),
     "ch6.chamfer": (_slip_ch6_chamfer, "one direction only"),
@@ -383,6 +441,8 @@ def test_a_planted_slip_in_a_value_exercise_is_named(key, seed):
     slip, phrase = VALUE_SLIPS[key]
     if key == "ch1.inside":
         seed = 7 if seed else 0  # seeds whose point is outside the zonotope, inside its hull
+    if key == "ch9.smoke":
+        seed = 1 if seed else 0  # seeds whose runs come from smoke
     r = check(key, slip(seed), seed=seed)
     assert r.status == "wrong" and phrase in r.message, r.message
 
@@ -407,7 +467,6 @@ def test_while_grading_check_records_the_answer_and_judges_nothing(tmp_path, mon
 def test_ch9_verdict_is_the_scorecards_verdict_on_cells_of_a_registered_table():
     """The exercise's claim is a Claim like the scorecard's (its cells must exist): the
     scorecard's own verdict is right, any other is wrong, for every seed."""
-    from mzlite.exercises import ch9
     from mzlite.exercises.checker import get
     from mzlite.experiments.scorecard import VERDICTS
 

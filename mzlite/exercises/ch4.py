@@ -25,20 +25,36 @@ def full_protocol() -> tuple[int, int, object]:
     return n_train, -(-n_train // cfg.batch_size), cfg
 
 
+def steps_inputs(seed: int = 0) -> tuple[int, int]:
+    """``(n_train, batch_size)`` of exercise ch4.steps for the notebook's ``seed``: the full
+    protocol's for seed 0, else a training-set size and a batch size of the student's own."""
+    n_train, _, cfg = full_protocol()
+    if seed == 0:
+        return n_train, cfg.batch_size
+    import numpy as np
+
+    g = np.random.default_rng([4, 2, seed])
+    batch = int(g.choice([32, 64, 128, 256]))
+    # never a whole number of batches: the last, smaller one is the point of the exercise
+    return int(g.integers(8, 80)) * batch + int(g.integers(1, batch)), batch
+
+
 @exercise(
     "ch4.steps",
     hint="One optimiser step per batch; the last, smaller batch of an epoch is kept.",
+    per_seed=True,
 )
-def _steps(answer):
-    n_train, ref, cfg = full_protocol()
+def _steps(answer, seed):
+    n_train, batch = steps_inputs(seed)
+    ref = -(-n_train // batch)
     if same_integer(answer, ref):
-        return True, f"ceil({n_train} / {cfg.batch_size}) = {ref} steps per epoch"
+        return True, f"ceil({n_train} / {batch}) = {ref} steps per epoch"
     return False, named_mistake(
         answer,
         [
-            (n_train // cfg.batch_size, "floor: the last, smaller batch is a step too"),
+            (n_train // batch, "floor: the last, smaller batch is a step too"),
             (n_train, "one step per set: a step takes a batch"),
-            (n_train / cfg.batch_size, "a fraction of a step: steps are whole batches"),
+            (n_train / batch, "a fraction of a step: steps are whole batches"),
         ],
         "not the number of optimiser steps in one epoch",
     )
@@ -84,24 +100,50 @@ def _warmup_lr(answer, seed):
     )
 
 
+def layer_inputs(seed: int = 0) -> dict:
+    """The Set Transformer sizes of exercise ch4.layer_params for the notebook's ``seed``: the
+    paper's (``d_model`` 64, ``d_ff`` 128, 16 inducing points) for seed 0, else sizes of the
+    student's own; pass them to ``build_model("st", 32, 1, n_enc=k, **layer_inputs(seed))``."""
+    if seed == 0:
+        return {"d_model": 64, "d_ff": 128, "n_inducing": 16}
+    import numpy as np
+
+    g = np.random.default_rng([4, 3, seed])
+    d = int(g.choice([32, 48, 64, 96, 128]))
+    d_ff = int(g.choice([1, 2, 4])) * d
+    return {"d_model": d, "d_ff": d_ff, "n_inducing": int(g.integers(4, 33))}
+
+
 @exercise(
     "ch4.layer_params",
-    hint="Build the standard Set Transformer with n_enc = 3 and n_enc = 4 and subtract.",
+    hint="Build the standard Set Transformer with n_enc = 3 and n_enc = 4 (your sizes) and "
+    "subtract.",
+    per_seed=True,
 )
-def _layer_params(answer):
+def _layer_params(answer, seed):
     import torch
 
     from ..nn.models import SetTransformer, SetTransformerConfig
 
+    sizes = layer_inputs(seed)
+
     def count(n_enc: int) -> int:
         with torch.device("meta"):
-            m = SetTransformer(SetTransformerConfig(d_in=EX_D_IN, d_out=1, n_enc=n_enc))
+            cfg = SetTransformerConfig(d_in=EX_D_IN, d_out=1, n_enc=n_enc, **sizes)
+            m = SetTransformer(cfg)
         return sum(p.numel() for p in m.parameters())
 
     ref = count(4) - count(3)
-    ok = same_integer(answer, ref)
-    return ok, (
-        f"one ISAB block adds {ref:,} parameters"
-        if ok
-        else "not the parameter count of one extra ISAB block"
+    if same_integer(answer, ref):
+        return True, f"one ISAB block adds {ref:,} parameters"
+    d, m = sizes["d_model"], sizes["n_inducing"]
+    return False, named_mistake(
+        answer,
+        [
+            (ref - m * d, "one ISAB block without its m x d inducing points"),
+            ((ref - m * d) // 2, "one MAB: an ISAB block holds two, and its inducing points"),
+            (count(4), "the whole model with four blocks: one block is asked for"),
+        ],
+        "not the parameter count of one extra ISAB block",
+        integer=True,
     )

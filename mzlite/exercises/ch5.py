@@ -1,14 +1,11 @@
 """Chapter 5 exercises ("The minimum enclosing ball"): every reference answer is computed by
-mzlite (``mzlite.tasks.geometry.meb`` and ``mzlite.tasks.set_features`` on generated MEB sets),
-never typed by hand."""
+mzlite (``mzlite.tasks.geometry.meb``) or written out here from the definitions of
+``mzlite.tasks.set_features`` (tests hold the two together), never typed by hand."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
-from ..tasks import meb_radius_dataset, set_features
 from ..tasks.geometry import meb
 from .checker import exercise, named_mistake, same_number
 
@@ -28,18 +25,6 @@ def exercise_points(seed: int = 0) -> np.ndarray:
         (x1, y1), (x2, y2) = P[1] - P[0], P[2] - P[0]
         if abs(x1 * y2 - x2 * y1) > 2:  # a proper triangle
             return P
-
-
-@lru_cache(maxsize=2)
-def exercise_sets(normalise: str = "none", n_sets: int = 300, d: int = 8, seed: int = 5):
-    """MEB sets of the chapter's generator (``mzlite.tasks.meb_radius_dataset``), for exercises."""
-    return meb_radius_dataset(n_sets, d=d, seed=seed, normalise=normalise)
-
-
-def _stat_names(answer) -> set[str]:
-    if isinstance(answer, str):
-        answer = [answer]
-    return {str(a).strip() for a in answer}
 
 
 @exercise(
@@ -74,46 +59,98 @@ def _radius(answer, seed):
     )
 
 
+def sandwich_points(seed: int = 0) -> np.ndarray:
+    """The (5, 2) point set of exercises ch5.sandwich and ch5.constant for the notebook's
+    ``seed``: five distinct points with integer coordinates."""
+    g = np.random.default_rng([5, 2, seed])
+    while True:
+        P = g.integers(-6, 7, size=(5, 2)).astype(np.float64)
+        if len(np.unique(P, axis=0)) == len(P):
+            return P
+
+
+def _spread(P: np.ndarray) -> tuple[float, float]:
+    """``(rms_spread, max_dist_to_centroid)`` of one set, as ``set_features`` defines them,
+    written out here."""
+    dist = np.linalg.norm(P - P.mean(0), axis=1)
+    return float(np.sqrt((dist**2).mean())), float(dist.max())
+
+
+def _pair(answer, what: str) -> tuple:
+    if isinstance(answer, str) or not hasattr(answer, "__len__") or len(answer) != 2:
+        raise ValueError(f"answer with a pair: {what}")
+    return tuple(answer)
+
+
 @exercise(
     "ch5.sandwich",
     hint="The ball centred at the centroid with radius max_i ||x_i - mean|| contains every point; "
     "and for any centre c, max_i ||x_i - c||^2 >= mean_i ||x_i - c||^2 >= mean_i ||x_i - mean||^2.",
+    per_seed=True,
 )
-def _sandwich(answer):
-    lower, upper = (str(a).strip() for a in answer)
-    data = exercise_sets("none")
-    X, names = set_features(data, "basic")
-    col = {nm: X[:, names.index(nm)] for nm in _NAMES}
-    R = data.y.double().numpy()[:, 0]
-    tol = 1e-5 * np.maximum(1.0, R)  # float32 targets
-    ok_bounds = (
-        lower in col
-        and upper in col
-        and bool((col[lower] <= R + tol).all())
-        and bool((R <= col[upper] + tol).all())
-        and lower != upper
-    )
-    ok = ok_bounds and (lower, upper) == ("rms_spread", "max_dist_to_centroid")
-    return ok, (
-        f"{lower} <= R <= {upper} on all {len(R)} generated sets (and on every set: see the hint)"
-        if ok
-        else f"give (lower, upper) as two of {list(_NAMES)} that bound R on every set"
+def _sandwich(answer, seed):
+    lower, upper = (float(a) for a in _pair(answer, "(lower, upper), two numbers"))
+    P = sandwich_points(seed)
+    r, u = _spread(P)
+    R = meb(P).radius
+    if same_number(lower, r) and same_number(upper, u):
+        return True, f"{r:.4g} <= R = {R:.4g} <= {u:.4g}"
+    dist = np.linalg.norm(P - P.mean(0), axis=1)
+    diameter = max(float(np.linalg.norm(a - b)) for a in P for b in P)
+    if same_number(lower, u) and same_number(upper, r):
+        return False, "the two bounds swapped: (lower, upper)"
+    slips_lower = [
+        (R, "the radius itself: the bounds are statistics that sandwich it"),
+        (r**2, "the mean SQUARED distance: take its square root"),
+        (float(dist.mean()), "the mean distance to the centroid: the chapter's lower end is "
+         "the RMS distance"),
+    ]  # fmt: skip
+    slips_upper = [
+        (R, "the radius itself: the bounds are statistics that sandwich it"),
+        (diameter, "the largest distance between two points: the upper end is the largest "
+         "distance to the centroid"),
+        (u**2, "a squared distance: take its square root"),
+    ]  # fmt: skip
+    if not same_number(lower, r):
+        return False, "lower end: " + named_mistake(lower, slips_lower, "not the RMS spread r")
+    return False, "upper end: " + named_mistake(
+        upper, slips_upper, "not the largest distance to the centroid"
     )
 
 
 @exercise(
     "ch5.constant",
     hint="normalise='scale' centres each set and divides it by one of the basic statistics.",
+    per_seed=True,
 )
-def _constant(answer):
-    data = exercise_sets("scale")
-    X, names = set_features(data, "basic")
-    const = {nm for nm, s in zip(names, X.std(0), strict=True) if s <= 1e-5 * (1 + X.std(0).max())}
-    const.discard("n")  # n is not constant: set sizes are drawn per set
-    got = _stat_names(answer)
-    ok = got == const
-    return ok, (
-        f"after normalisation {sorted(const)} is the same for every set, so it predicts nothing"
-        if ok
-        else f"not the statistic(s) that become constant; choose among {list(_NAMES)}"
+def _constant(answer, seed):
+    name, value = _pair(answer, "(a statistic's name, a number)")
+    name = str(name).strip()
+    P = sandwich_points(seed)
+    r, u = _spread(P)
+    ref = u / r  # the normalised set (P - mean) / r has RMS spread 1
+    if name not in _NAMES:
+        return False, f"the statistic is one of {list(_NAMES)}"
+    if name != "rms_spread":
+        return False, (
+            f"{name} still differs from set to set after normalisation: which statistic is "
+            "divided out?"
+        )
+    if same_number(value, ref):
+        return True, f"rms_spread becomes 1; your set's max_dist_to_centroid becomes {ref:.4g}"
+    return False, "the value: " + named_mistake(
+        float(value),
+        [
+            (u, "the distance before normalisation: divide by the set's RMS spread"),
+            (
+                meb(P).radius / r,
+                "the normalised target R / r: the question asks for the "
+                "largest distance to the centroid",
+            ),
+            (
+                u / float(np.linalg.norm(P - P.mean(0), axis=1).mean()),
+                "divided by the mean distance: normalise='scale' divides by the RMS spread",
+            ),
+        ],  # fmt: skip
+        "not the normalised set's largest distance to the centroid",
     )

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..experiments import stats
 from ..experiments.scorecard import TIE, VERDICTS, Claim, judge, scorecard
-from .checker import exercise, same_integer, student_inputs
+from .checker import exercise, named_mistake, same_integer, student_inputs
 
 BASELINES = ("b0", "b1", "b2")
 
@@ -92,23 +92,72 @@ def _verdict(answer, seed):
     return False, "not the scorecard's verdict for these seeds"
 
 
-@exercise("ch9.smoke", hint="What can a 3-epoch run on 128 sets say about the paper?")
-def _smoke(answer):
-    ref = _verdict_of(claim_inputs(0), "smoke")
-    ok = _verdict_answer(answer) == ref
-    return ok, (
-        f"{ref!r}: smoke results only show that the pipeline runs, whatever their numbers"
-        if ok
-        else "not the verdict the scorecard gives a smoke result"
-    )
+def smoke_inputs(seed: int = 0) -> tuple[dict, str]:
+    """``(results, profile)`` of exercise ch9.smoke for the notebook's ``seed``: test R^2 of a
+    column like exercise 1's and the profile that trained them. Seed 0: exercise 1's numbers
+    from a ``smoke`` run; else numbers of the student's own from ``smoke`` or from
+    ``cpu-converged`` (the verdict depends on both)."""
+    if seed == 0:
+        return claim_inputs(0), "smoke"
+    g = np.random.default_rng([9, 2, seed])
+    profile = "smoke" if g.random() < 0.5 else "cpu-converged"
+    return _draw_claim(g), profile
 
 
-@exercise("ch9.not_run", hint="Count the rows of sc.rows whose 'verdict' is 'not run'.")
-def _not_run(answer):
-    ref = scorecard().counts()["not run"]
-    ok = same_integer(answer, ref)
-    return ok, (
-        f"{ref} claims have no result under any profile yet"
-        if ok
-        else "not the number of 'not run' rows"
+@exercise(
+    "ch9.smoke",
+    hint="What can a 3-epoch run on 128 sets say about the paper? And what do converged runs of "
+    "three seeds say (exercise 1's rule)?",
+    per_seed=True,
+)
+def _smoke(answer, seed):
+    inputs, profile = smoke_inputs(seed)
+    ref = _verdict_of(inputs, profile)
+    got = _verdict_answer(answer)
+    if got == ref:
+        why = (
+            "smoke results only show that the pipeline runs, whatever their numbers"
+            if profile == "smoke"
+            else "converged runs of three seeds: the rule of exercise 1 applies"
+        )
+        return True, f"{ref!r}: {why}"
+    if profile == "smoke" and got == _verdict_of(inputs, "cpu-converged"):
+        return False, "that is the verdict of converged runs: these come from a smoke run"
+    if profile != "smoke" and got == "pipeline only":
+        return False, f"these runs are {profile}'s, not smoke: the scorecard judges them"
+    return False, f"not the verdict the scorecard gives these {profile} results"
+
+
+def not_run_table(seed: int = 0) -> str | None:
+    """The table of exercise ch9.not_run for the notebook's ``seed``: ``None`` (every table) for
+    seed 0, else one of the tables the scorecard has claims on."""
+    if seed == 0:
+        return None
+    from ..experiments.claims import claims
+
+    tables = sorted({c.table for c in claims()})
+    return tables[int(np.random.default_rng([9, 3, seed]).integers(len(tables)))]
+
+
+@exercise(
+    "ch9.not_run",
+    hint="Count the rows of sc.rows whose 'verdict' is 'not run' (and whose 'table' is yours).",
+    per_seed=True,
+)
+def _not_run(answer, seed):
+    table = not_run_table(seed)
+    rows = scorecard().rows
+    mine = [r for r in rows if table is None or r["table"] == table]
+    ref = sum(r["verdict"] == "not run" for r in mine)
+    where = "in every table" if table is None else f"of {table}"
+    if same_integer(answer, ref):
+        return True, f"{ref} claims {where} have no result under any profile yet"
+    slips = [(len(mine) - ref, "the rows that HAVE a verdict: count those that are 'not run'")]
+    if table is not None:
+        slips.append((sum(r["verdict"] == "not run" for r in rows), "every table's count"))
+    return False, named_mistake(
+        answer,
+        [(v, why) for v, why in slips if v != ref],
+        f"not the number of 'not run' rows {where}",
+        integer=True,
     )
