@@ -147,7 +147,8 @@ def make(chapters: list[Path], out: Path, seed: int | None) -> list[Path]:
 
 ZIP_README = """Student copies of the chapters of "Matrix Zonotopic Attention, hands on".
 
-Install mzlite (see the book's "How to use this book"), then start Jupyter from THIS folder
+Install mzlite as your instructor says (pip install jupyterlab mzlite-*.whl: the package
+alone, see the book's "Teaching with this book"), then start Jupyter from THIS folder
 (jupyter lab) and open a chapter: the chapters read data/ from here (the checkpoints, the
 paper's numbers and the book's results; set MZLITE_DATA to use another copy). Each
 answer cell has a ... placeholder: replace it, run the cell, and check() says whether you are
