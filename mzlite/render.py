@@ -250,10 +250,13 @@ def _not_run_toggle(rows: list[dict]) -> str:
         for t, rs in by_table.items()
     )
     n, k = len(rows), len(by_table)
+    reasons = {r.get("reason") for r in rows} - {None, "", "not run"}
+    why = reasons.pop() if len(reasons) == 1 else ""
+    why = f'<p class="mz-caption">{_e(why[:1].upper() + why[1:])}.</p>' if why else ""
     return (
         f'<details class="mz-not-run"><summary>{n} claim{"s" * (n != 1)} not run yet, in '
         f"{k} paper table{'s' * (k != 1)} (click to list them)</summary>"
-        f'<ul class="mz-legend">{items}</ul></details>'
+        f'<ul class="mz-legend">{items}</ul>{why}</details>'
     )
 
 

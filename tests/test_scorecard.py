@@ -772,3 +772,12 @@ def test_ambiguity_claims_one_per_noise_level(tmp_path):
     paper = {r["row"]: r["cells"] for r in load_paper_table("tab:ambiguity")["rows"]}
     expect = paper["0.3"]["MZ R^2"]["mean"] - paper["0.3"]["ST R^2"]["mean"]
     assert ok["paper"] == pytest.approx(expect)
+
+
+def test_a_claim_without_results_points_to_its_price(tmp_path):
+    """'not run' is never silent: the row says where its table's price and turn are."""
+    from mzlite.experiments.scorecard import NOT_RUN_REASON
+
+    rows = scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path).rows
+    assert rows and all(r["verdict"] == "not run" for r in rows)
+    assert {r["reason"] for r in rows} == {NOT_RUN_REASON} and "coverage page" in NOT_RUN_REASON

@@ -82,6 +82,8 @@ VERDICTS = (
 FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre, rate annealed on plateau)"
 TIE = _stats.TIE  # an R^2 gap this small counts as a tie
+# What a claim without results says: not a refusal to try, a price (coverage.py, plan --decide)
+NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,7 +247,7 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         "why": "",
         "verdict": "not run",
         "reading": "",
-        "reason": "not run",
+        "reason": NOT_RUN_REASON,
         "cells": list(claim.cells),
         "decided_by": "",
         "refuted_by": None,
@@ -512,7 +514,7 @@ def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
         "claim": claim.id, "table": claim.table, "text": claim.text, "chapter": claim.chapter,
         "paper": paper, "paper_text": paper_text, "ours": None, "ours_text": "--",
         "profile": None, "protocol": "--", "statistics": "--", "evidence": None, "why": "",
-        "verdict": "not run", "cells": list(claim.cells), "reading": "", "reason": "not run",
+        "verdict": "not run", "cells": list(claim.cells), "reading": "", "reason": NOT_RUN_REASON,
         "decided_by": "", "refuted_by": None,
     }  # fmt: skip
     for profile in PROFILE_ORDER if profiles is None else profiles:
