@@ -124,6 +124,23 @@ def test_mz_against_st_is_decided_by_welch_over_seeds(tmp_path):
     assert "ST better (p = " in table and "too few seeds" in table
 
 
+def test_a_set_transformer_that_never_fitted_decides_nothing(tmp_path):
+    """MZ far ahead of a Set Transformer whose runs never left the mean predictor: the baseline
+    failed to optimise, so the ablation reads nothing from the gap, as the scorecard does."""
+    for seed, mz in enumerate([0.20, 0.19, 0.11]):
+        _write_result(tmp_path, "F-mz_full", seed, mz)
+        _write_result(tmp_path, "F-st", seed, 0.0, fitted=seed != 1)
+    every = reading.ablation(results_dir=tmp_path)
+    rows = _task_f(every)
+    default = rows[reading.DEFAULT_READING_ROW]
+    assert default.st_failures == 1 and default.optimisation_failures == 0
+    assert default.versus_st == ("optimisation failure", None) and default.claim_verdict is None
+    summary = reading.ablation_summary(every)
+    assert "1 of the Set Transformer's runs stopped without fitting" in summary
+    assert "Every run fitted" not in summary
+    assert "(1 not fitted)" in reading.ablation_table(list(rows.values()))
+
+
 def _loses_at_2k_wins_at_5k(root) -> list[float]:
     """Task F results, 3 seeds: MZ well below the Set Transformer at 2K training sets, above it
     at the paper's 5K; returns the Set Transformer's 2K R² per seed."""

@@ -268,7 +268,7 @@ class AblationRow:
     """One reading of one diagnostic cell: MZ's test R² per seed (``r2``; ``mean``, ``std``,
     ``seeds`` over them), how many runs ``stopped`` and how many ``fitted`` their training set,
     and the Set Transformer's R² per seed on the same cell and protocol (``st_r2``; its mean
-    ``st_mean``)."""
+    ``st_mean``) with the number of its runs that stopped without fitting (``st_failures``)."""
 
     cell: str
     reading: str
@@ -278,6 +278,7 @@ class AblationRow:
     fitted: int
     r2: tuple[float, ...] = ()
     st_r2: tuple[float, ...] = ()
+    st_failures: int = 0
 
     @property
     def seeds(self) -> int:
@@ -305,10 +306,10 @@ class AblationRow:
         needs ``MIN_SEEDS`` seeds; R² gaps within ``TIE`` are a tie; "better" needs Welch's
         p < ``ALPHA``): ("MZ better" | "MZ ahead, not significant" | "tie" | "ST ahead, not
         significant" | "ST better" | "too few seeds" | "optimisation failure", p). A reading
-        with an optimisation failure among its runs decides nothing."""
+        with an optimisation failure among its runs or the Set Transformer's decides nothing."""
         if min(len(self.r2), len(self.st_r2)) < _stats.MIN_SEEDS:
             return "too few seeds", None
-        if self.optimisation_failures:
+        if self.optimisation_failures or self.st_failures:
             return "optimisation failure", None
         test = _stats.welch(self.r2, self.st_r2)
         gap, p = test["diff"], test["p"]
@@ -382,6 +383,12 @@ def _summary(results: list[dict], expect: tuple[str, str] | None = None):
     return stopped, fitted, _r2_values(results)
 
 
+def _st_side(results: list[dict]) -> tuple[tuple[float, ...], int]:
+    """(R² values, runs that stopped without fitting) of the Set Transformer's results."""
+    stopped, fitted, r2 = _summary(results)
+    return r2, stopped - fitted
+
+
 PROFILE = "cpu-annealed"  # the profile the reading ablation runs under
 FIRST_READING = "cpu-converged"  # mzlite's first reading: per-row LayerNorm, cosine, lr 3e-3
 
@@ -407,25 +414,25 @@ def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
             continue
         first = _by_cell(table, FIRST_READING, results_dir)
         mz = _summary(first.get(main, []), ("layernorm", "cosine"))
-        first_st = _r2_values(first.get(st_cell, []))
+        first_st = _st_side(first.get(st_cell, []))
         rows.append(AblationRow(what, "first reading: per-row LayerNorm, cosine, lr 3e-3",
-                                "layernorm", "cosine", *mz, first_st))  # fmt: skip
+                                "layernorm", "cosine", *mz, *first_st))  # fmt: skip
         by_cell = _by_cell(table, PROFILE, results_dir)
         mid = main.rsplit("-", 1)[1]
-        st_r2 = _r2_values(by_cell.get(st_cell, []))
+        st = _st_side(by_cell.get(st_cell, []))
         for gen_norm, sched, cid in _reading_cells(table, col, main, mid):
             mz = _summary(by_cell.get(cid, []), (gen_norm, sched))
             rows.append(AblationRow(what, f"generators: {gen_norm}, schedule: {sched}", gen_norm,
-                                    sched, *mz, st_r2))  # fmt: skip
-        paper_st = _r2_values(by_cell.get(f"rd-{col}-paper-size-st", []))
-        extra = [(f"rd-{col}-signed-{mid}", "signed readout", st_r2)]
+                                    sched, *mz, *st))  # fmt: skip
+        paper_st = _st_side(by_cell.get(f"rd-{col}-paper-size-st", []))
+        extra = [(f"rd-{col}-signed-{mid}", "signed readout", st)]
         extra += [(f"rd-{col}-paper-size-{mid}", "the paper's training-set size", paper_st)]
         ids = {c.id for c in get_table(table).cells}
         for cid, reading, st_values in extra:
             if cid not in ids:
                 continue
             mz = _summary(by_cell.get(cid, []), ("zonotope", "plateau"))
-            rows.append(AblationRow(what, reading, "zonotope", "plateau", *mz, st_values))
+            rows.append(AblationRow(what, reading, "zonotope", "plateau", *mz, *st_values))
     return rows
 
 
@@ -471,12 +478,20 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
             f"{_r2(default.mean, default.std)} over {default.seeds} seeds against the Set "
             f"Transformer's {st} ({outcome}" + ("" if p is None else f", p = {p:.2g}") + "). "
         )
-        if default.seeds and default.fitted == default.seeds:
+        if default.seeds and default.fitted == default.seeds and not default.st_failures:
             text += "Every run fitted its training set, so a gap is not an optimisation failure. "
+        elif default.seeds and default.fitted == default.seeds:
+            text += "Every MZ run fitted its training set. "
         elif default.optimisation_failures:
             text += (
                 f"{default.optimisation_failures} of its runs stopped without fitting: an "
                 "optimisation failure, from which nothing is read. "
+            )
+        if default.st_failures:
+            text += (
+                f"{default.st_failures} of the Set Transformer's runs stopped without fitting "
+                "their training sets: an optimisation failure of the baseline, from which "
+                "nothing is read about MZ against it. "
             )
         others = dependence(what, rows)
         decided = [
@@ -519,6 +534,7 @@ def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> s
             fit += f" ({r.optimisation_failures} optimisation failure"
             fit += "s)" if r.optimisation_failures > 1 else ")"
         st = "–" if r.st_mean is None else f"{r.st_mean:.3f}"
+        st += f" ({r.st_failures} not fitted)" if r.st_failures else ""
         outcome, p = r.versus_st
         versus = outcome if p is None else f"{outcome} (p = {p:.2g})"
         cells = (r.cell, r.reading, _r2(r.mean, r.std), str(r.seeds), fit, st, versus)
