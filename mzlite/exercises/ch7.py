@@ -22,8 +22,8 @@ def checkpoint_path() -> Path:
     """The shipped checkpoint: in ``data_root()/checkpoints`` (the checkout's, or the unzipped
     student download's), else in ``data/checkpoints`` of the working folder or of its parent;
     FileNotFoundError names every place."""
-    places = [data_root() / "checkpoints", Path("data") / "checkpoints"]
-    places.append(Path("..") / "data" / "checkpoints")
+    places = [data_root(), Path("data"), Path("..") / "data"]
+    places = [folder / "checkpoints" for folder in places]
     for folder in places:
         if (folder / CHECKPOINT_NAME).is_file():
             return folder / CHECKPOINT_NAME
