@@ -204,3 +204,33 @@ def test_a_copy_runs_whole_from_the_unzipped_download(tmp_path):
     files = ms.make([chapter], tmp_path / "copies", seed=None)
     ms.make_zip(files, tmp_path / "download.zip")
     assert ms.execute_download(tmp_path / "download.zip", timeout=600) == []
+
+
+@pytest.mark.slow
+def test_the_download_runs_with_mzlite_installed_outside_any_checkout(tmp_path):
+    """execute_download's kernels import a copy of the package that sees no checkout, and find
+    data/ in the unzipped folder: a copy that needed the repository would fail there."""
+    import zipfile
+
+    probe = (
+        "import mzlite, mzlite._paths as p\n"
+        "assert not p.in_checkout(), mzlite.__file__\n"
+        "assert p.data_root().parent.name == 'mzattn-student-notebooks', p.data_root()\n"
+    )
+    nb = {
+        "cells": [{"cell_type": "code", "execution_count": None, "id": "probe", "metadata": {},
+                   "outputs": [], "source": probe}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }  # fmt: skip
+    with zipfile.ZipFile(tmp_path / "download.zip", "w") as z:
+        z.writestr("mzattn-student-notebooks/00_probe.ipynb", json.dumps(nb))
+        z.writestr("mzattn-student-notebooks/data/paper/labels.json", "{}")
+    assert ms.execute_download(tmp_path / "download.zip", timeout=120) == []
+    failing = nb | {"cells": [nb["cells"][0] | {"source": "import mzlite._paths as p\n"
+                                                "assert p.in_checkout()\n"}]}  # fmt: skip
+    with zipfile.ZipFile(tmp_path / "bad.zip", "w") as z:
+        z.writestr("mzattn-student-notebooks/00_probe.ipynb", json.dumps(failing))
+        z.writestr("mzattn-student-notebooks/data/paper/labels.json", "{}")
+    assert ms.execute_download(tmp_path / "bad.zip", timeout=120)  # a failing copy is reported

@@ -215,8 +215,8 @@ def execute_download(zip_path: Path, timeout: int, names: list[str] | None = Non
         with zipfile.ZipFile(zip_path) as z:
             z.extractall(tmp)
         folder = Path(tmp) / "mzattn-student-notebooks"
-        install_outside_checkout(Path(tmp) / "site", Path(tmp) / "cache")
         try:
+            install_outside_checkout(Path(tmp) / "site", Path(tmp) / "cache")
             problems += _run_copies(pm, folder, names, Path(tmp), timeout, ipc_kernel_manager)
         finally:
             for k, v in saved.items():
