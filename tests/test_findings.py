@@ -339,3 +339,16 @@ def test_the_hash_pattern_finds_hashes_not_numbers():
     assert HASH.search("trained at git 6dc48738ac") and HASH.search("code 917d63a, 3 seeds")
     assert not HASH.search("eps 4.440892098500626e-16, 1234567e")
     assert not HASH.search("seed 12345678") and not HASH.search("decade")
+
+
+def test_claim_lines_name_the_tables_a_claim_cites():
+    """A claim's text may cite another paper table (tab:ece-nll's runs decide tab:uncertainty's
+    claim): the line names it as the page does, never as a raw LaTeX label."""
+    from mzlite.experiments import narrate
+    from mzlite.paper import RAW_LABEL
+
+    row = {"text": "tab:uncertainty: the top fifth has twice the error of the bottom fifth.",
+           "table": "tab:ece-nll", "verdict": "holds", "ours_text": "2.1x",
+           "paper_text": "6.03x", "profile": "cpu-annealed"}  # fmt: skip
+    (line,) = narrate.claim_lines([row])
+    assert not RAW_LABEL.findall(line) and line.startswith("Table ")

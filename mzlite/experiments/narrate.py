@@ -31,7 +31,7 @@ from mzlite.experiments.report import (
 )
 from mzlite.experiments.results import PROFILE_ORDER
 from mzlite.experiments.stats import ALPHA, welch
-from mzlite.paper import paper_cell
+from mzlite.paper import name_labels, paper_cell
 
 __all__ = [
     "claim_lines", "glance", "pipeline_only", "paper_metric",
@@ -89,7 +89,7 @@ def claim_lines(rows: list[dict], tables: bool = False) -> list[str]:
         text = f"{sentence_case(text)}: {r['verdict']}"
         if r["verdict"] != "not run":
             text += f" (ours {r['ours_text']}, the paper's {r['paper_text']}; {r['profile']})"
-        out.append(scrub(text + ".", r["table"]))
+        out.append(name_labels(scrub(text + ".", r["table"])))  # a claim may cite another table
     return out
 
 
