@@ -250,7 +250,7 @@ def _not_run_toggle(rows: list[dict]) -> str:
         for t, rs in by_table.items()
     )
     n, k = len(rows), len(by_table)
-    reasons = {r.get("reason") for r in rows} - {None, "", "not run"}
+    reasons = {r.get("reason") for r in rows} - {None, ""}
     why = reasons.pop() if len(reasons) == 1 else ""
     why = f'<p class="mz-caption">{_e(why[:1].upper() + why[1:])}.</p>' if why else ""
     return (

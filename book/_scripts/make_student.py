@@ -58,6 +58,8 @@ ZIP = ROOT / "book" / "_generated" / "mzattn-student-notebooks.zip"
 # An installed mzlite finds them as data/ of the folder the zip unzips to (mzlite._paths).
 SHIPPED_DATA = ["data/checkpoints", "data/paper", "data/results"]
 INSTRUCTOR = ROOT / "book" / "instructor"  # sample answers: the instructor pack only
+# Variables that point mzlite at this checkout's files; a student's machine has none of them.
+_PATH_VARS = ("MZLITE_DATA", "MZLITE_RESULTS", "MZLITE_CACHE", "MZLITE_PAPER_TEX")
 # Sentences of the reading version that are not true of a student copy (any line breaks).
 READER_ONLY = [re.compile(r"\s*The hidden cell\s+below\s+it\s+holds\s+a\s+solution\.")]
 
@@ -225,10 +227,6 @@ def execute_download(zip_path: Path, timeout: int, names: list[str] | None = Non
                 else:
                     os.environ[k] = v
     return problems
-
-
-# Variables that point mzlite at this checkout's files; a student's machine has none of them.
-_PATH_VARS = ("MZLITE_DATA", "MZLITE_RESULTS", "MZLITE_CACHE", "MZLITE_PAPER_TEX")
 
 
 def install_outside_checkout(site: Path, cache: Path) -> None:

@@ -133,7 +133,8 @@ def _layer_params(answer, seed):
             m = SetTransformer(cfg)
         return sum(p.numel() for p in m.parameters())
 
-    ref = count(4) - count(3)
+    whole = count(4)
+    ref = whole - count(3)
     if same_integer(answer, ref):
         return True, f"one ISAB block adds {ref:,} parameters"
     d, m = sizes["d_model"], sizes["n_inducing"]
@@ -142,7 +143,7 @@ def _layer_params(answer, seed):
         [
             (ref - m * d, "one ISAB block without its m x d inducing points"),
             ((ref - m * d) // 2, "one MAB: an ISAB block holds two, and its inducing points"),
-            (count(4), "the whole model with four blocks: one block is asked for"),
+            (whole, "the whole model with four blocks: one block is asked for"),
         ],
         "not the parameter count of one extra ISAB block",
         integer=True,

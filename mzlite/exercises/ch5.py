@@ -69,11 +69,11 @@ def sandwich_points(seed: int = 0) -> np.ndarray:
             return P
 
 
-def _spread(P: np.ndarray) -> tuple[float, float]:
-    """``(rms_spread, max_dist_to_centroid)`` of one set, as ``set_features`` defines them,
-    written out here."""
+def _spread(P: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """``(rms_spread, max_dist_to_centroid, distances)`` of one set, as ``set_features``
+    defines the two statistics (written out here), and each point's distance to the centroid."""
     dist = np.linalg.norm(P - P.mean(0), axis=1)
-    return float(np.sqrt((dist**2).mean())), float(dist.max())
+    return float(np.sqrt((dist**2).mean())), float(dist.max()), dist
 
 
 def _pair(answer, what: str) -> tuple:
@@ -91,11 +91,10 @@ def _pair(answer, what: str) -> tuple:
 def _sandwich(answer, seed):
     lower, upper = (float(a) for a in _pair(answer, "(lower, upper), two numbers"))
     P = sandwich_points(seed)
-    r, u = _spread(P)
+    r, u, dist = _spread(P)
     R = meb(P).radius
     if same_number(lower, r) and same_number(upper, u):
         return True, f"{r:.4g} <= R = {R:.4g} <= {u:.4g}"
-    dist = np.linalg.norm(P - P.mean(0), axis=1)
     diameter = max(float(np.linalg.norm(a - b)) for a in P for b in P)
     if same_number(lower, u) and same_number(upper, r):
         return False, "the two bounds swapped: (lower, upper)"
@@ -127,7 +126,7 @@ def _constant(answer, seed):
     name, value = _pair(answer, "(a statistic's name, a number)")
     name = str(name).strip()
     P = sandwich_points(seed)
-    r, u = _spread(P)
+    r, u, dist = _spread(P)
     ref = u / r  # the normalised set (P - mean) / r has RMS spread 1
     if name not in _NAMES:
         return False, f"the statistic is one of {list(_NAMES)}"
@@ -148,7 +147,7 @@ def _constant(answer, seed):
                 "largest distance to the centroid",
             ),
             (
-                u / float(np.linalg.norm(P - P.mean(0), axis=1).mean()),
+                u / float(dist.mean()),
                 "divided by the mean distance: normalise='scale' divides by the RMS spread",
             ),
         ],  # fmt: skip

@@ -478,10 +478,12 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
             f"{_r2(default.mean, default.std)} over {default.seeds} seeds against the Set "
             f"Transformer's {st} ({outcome}" + ("" if p is None else f", p = {p:.2g}") + "). "
         )
-        if default.seeds and default.fitted == default.seeds and not default.st_failures:
-            text += "Every run fitted its training set, so a gap is not an optimisation failure. "
-        elif default.seeds and default.fitted == default.seeds:
-            text += "Every MZ run fitted its training set. "
+        if default.fitted == default.seeds:
+            text += (
+                "Every MZ run fitted its training set. "
+                if default.st_failures
+                else "Every run fitted its training set, so a gap is not an optimisation failure. "
+            )
         elif default.optimisation_failures:
             text += (
                 f"{default.optimisation_failures} of its runs stopped without fitting: an "
