@@ -229,6 +229,14 @@ def scorecard_html(sc) -> HTML:
     return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == "not run"]))
 
 
+def _step_price(row: dict) -> str:
+    step = row.get("next_step")
+    if not step:
+        return ""
+    price = "not priced yet" if step["unknown"] else f"{step['cpu_h']:.1f} CPU h"
+    return f" [{step['todo']} runs, {price}]"
+
+
 def _group_heading(table: str, chapter: str, colspan: int = 4) -> str:
     num = chapter.split("_", 1)[0].lstrip("0")
     link = f'<a href="{_e(chapter)}.html">chapter&nbsp;{_e(num)}</a>'
@@ -245,13 +253,19 @@ def _not_run_toggle(rows: list[dict]) -> str:
         by_table.setdefault(r["table"], []).append(r)
     items = "".join(
         f"<li><b>{_e(table_name(t))}</b> ({len(rs)}): "
-        + "; ".join(_e(name_labels(headline(r["text"]))) for r in rs)
+        + "; ".join(_e(name_labels(headline(r["text"])) + _step_price(r)) for r in rs)
         + "</li>"
         for t, rs in by_table.items()
     )
     n, k = len(rows), len(by_table)
-    reasons = {r.get("reason") for r in rows} - {None, ""}
+    reasons = {r.get("reason") for r in rows if not r.get("next_step")} - {None, ""}
     why = reasons.pop() if len(reasons) == 1 else ""
+    if any(r.get("next_step") for r in rows):  # plan.priced: each claim's own next step
+        why = (
+            "in brackets, a claim's next step under the sequential rule (MZAttn, the yardstick "
+            "and the strongest baselines first): its runs and their expected CPU hours"
+            + (f"; the others: {why[:1].lower() + why[1:]}" if why else "")
+        )
     why = f'<p class="mz-caption">{_e(why[:1].upper() + why[1:])}.</p>' if why else ""
     return (
         f'<details class="mz-not-run"><summary>{n} claim{"s" * (n != 1)} not run yet, in '

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -135,6 +136,48 @@ def test_decide_orders_stops_refuted_claims_and_prices_each_step(tmp_path):
     assert "refuted by ST-Large" in text and "step 2 (only if no model of step 1" in text
     assert "python -m mzlite run tab:hull --profile cpu-annealed" in text
     assert text.index("tab-hull-d6-mz_full-best") < text.index("decided (")
+
+
+def test_a_claim_not_run_states_its_next_step_and_its_price(tmp_path):
+    from mzlite.experiments.coverage import next_steps_html
+    from mzlite.experiments.plan import priced, step_words
+    from mzlite.experiments.scorecard import scorecard
+
+    T = "tab:hull"
+    _seeds(tmp_path, T, "d3-mz_full", 0.50)  # ST-Large better: d3 is decided, not run no more
+    _seeds(tmp_path, T, "d3-st_large", 0.80)
+    _write(tmp_path, "tab:meb", "d8-st", 0, "cpu", (2000, 500, 2000), 100.0, 10)  # a price
+    d = decide(T, "cpu-annealed", results_dir=tmp_path, measure=False)
+    steps = {r["claim"]: r for r in d.next_steps()}
+    assert "tab-hull-d3-mz_full-best" not in steps  # refuted: no next step
+    d9 = steps["tab-hull-d9-mz_full-best"]
+    assert d9["cells"] == ["d9-mz_full", "d9-set_stats", "d9-st_large", "d9-st"]  # strongest first
+    assert d9["todo"] == 10 and d9["step"] == 1
+    assert d9["cells_text"] == "MZAttn-Full, set statistics (ridge), ST-Large and Standard at d=9"
+    assert d9["command"].endswith("--cells d9-mz_full,d9-set_stats,d9-st_large,d9-st")
+    # a bare setting as the row is named with its model
+    assert (
+        step_words("tab:ablation", ["B-ng4-mz_full"]) == "MZAttn-Full (n_g=4) at Task B: Set Match."
+    )
+    # the scorecard's rows not run quote the step; the rows with results keep their reason
+    sc = scorecard(T, ("cpu-annealed",), tmp_path)
+    out = priced(sc, "cpu-annealed", results_dir=tmp_path)
+    by = {r["claim"]: r for r in out.rows}
+    assert by["tab-hull-d3-mz_full-best"]["reason"] == next(
+        r["reason"] for r in sc.rows if r["claim"] == "tab-hull-d3-mz_full-best"
+    )
+    reason = by["tab-hull-d9-mz_full-best"]["reason"]
+    assert (
+        reason.startswith("no result yet: next under the sequential rule") and "10 runs" in reason
+    )
+    assert d9["cells_text"] in reason and "under cpu-annealed" in reason
+    html = out._repr_html_()
+    assert "[10 runs, " in html[html.index("<details") :]
+    # the chapter's table: one row per open claim, cheapest first, commands as footnotes
+    table = next_steps_html("cpu-annealed", tmp_path, [T])._repr_html_()
+    assert table.count("<tr>") == len(steps) + 1 and "python -m mzlite run tab:hull" in table
+    cpu = [float(x) for x in re.findall(r'<td class="mz-num">([\d.]+)</td></tr>', table)]
+    assert cpu == sorted(cpu) and len(cpu) == len(steps)
 
 
 def test_cli_plan_decide(tmp_path, capsys):

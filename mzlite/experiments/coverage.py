@@ -402,4 +402,50 @@ def coverage_html(profile: str = "cpu-annealed", results_dir=None):
                             footnote_title="Where each price comes from")  # fmt: skip
 
 
-__all__ = ["ENTRIES", "Entry", "Like", "coverage", "coverage_html", "paper_table_labels"]
+def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None):
+    """The next step of every open claim under the sequential rule (``plan.decide`` over
+    ``tables``, default every registered table with claims), cheapest first, as a page-width
+    table: the claim, the runs of its next step and their price; each row's footnote is the
+    command that runs the step."""
+    from mzlite.experiments.plan import decide
+    from mzlite.experiments.scorecard import claims
+    from mzlite.render import comparison_table, table_name
+
+    prof = ex.get_profile(profile).name
+    if tables is None:
+        tables = [t for t in ex.TABLES if claims(t)]
+    d = decide(tables, prof, results_dir=results_dir, measure=False)
+    steps = d.next_steps()
+    rows = [
+        {
+            "claim": r["text"],
+            "table": table_name(r["table"]),
+            "step": f"{r['step']}: {r['cells_text']}",
+            "runs": str(r["todo"]),
+            "cpu_h": "?" if r["unknown"] else f"{r['cpu_h']:.1f}",
+            "command": f"`{r['command']}`",
+        }
+        for r in steps
+    ]
+    t = d.totals()
+    cap = (
+        f"The next step of each of the {len(steps)} open claims under {prof}, cheapest first: "
+        f"{t['next_jobs']} runs, {t['next_cpu_h']:.1f} CPU h expected in all (a step several "
+        f"claims share counts once); every step of every open claim, should each survive: "
+        f"{t['worst_cpu_h']:.1f} CPU h."
+    )
+    cols = [
+        ("claim", "Claim", 40),
+        ("table", "Table", 16),
+        ("step", "Next step: its models", 30),
+        ("runs", "Runs", 6),
+        ("cpu_h", "CPU h", 8),
+    ]
+    return comparison_table(rows, cols, caption=cap, footnote_key="command",
+                            footnote_title="The command that runs each step")  # fmt: skip
+
+
+__all__ = [
+    "ENTRIES", "Entry", "Like", "coverage", "coverage_html", "next_steps_html",
+    "paper_table_labels",
+]  # fmt: skip

@@ -552,6 +552,82 @@ class Decisions:
 
     __str__ = to_text
 
+    def next_steps(self) -> list[dict]:
+        """One row per open claim with runs left, cheapest next step first: ``claim``,
+        ``table``, ``text`` (the claim), ``step`` and ``when``, ``cells`` and ``cells_text``
+        (the models and columns in words), ``todo`` (runs), ``cpu_h``, ``cpu_h_cap``,
+        ``unknown`` (cells without an estimate) and the ``command`` that runs the step."""
+        prof = ex.get_profile(self.profile).name
+        out = []
+        for c in self.claims:
+            step = _next_step(c)
+            if step is None:
+                continue
+            out.append({
+                "claim": c["claim"], "table": c["table"], "text": c["row"]["text"],
+                "step": step["step"], "when": step["when"], "cells": list(step["cells"]),
+                "cells_text": step_words(c["table"], step["cells"]), "todo": step["todo"],
+                "cpu_h": step["cpu_h"], "cpu_h_cap": step["cpu_h_cap"],
+                "unknown": step["unknown"],
+                "command": f"python -m mzlite run {c['table']} --profile {prof} --cells "
+                           + ",".join(cid for cid, r in step["price"].items() if r["todo"]),
+            })  # fmt: skip
+        out.sort(key=lambda r: (bool(r["unknown"]), r["cpu_h"]))
+        return out
+
+
+def step_words(table: str, cells) -> str:
+    """The cells of a step in words: their models (each once) and their columns, e.g.
+    "MZAttn-Full, Set statistics, ST-Large and Standard at d=8"."""
+    spec = ex.get_table(table)
+    chosen = [spec.cell(c) for c in cells]
+    models = list(dict.fromkeys(_row_words(c) for c in chosen))
+    columns = list(dict.fromkeys(c.column for c in chosen))
+    said = ", ".join(models[:-1]) + (" and " if len(models) > 1 else "") + models[-1]
+    return f"{said} at {', '.join(columns)}"
+
+
+def _row_words(cell) -> str:
+    """A cell's row, or where the row is a bare setting ("4" in tab:ablation's n_g row), its
+    model with that setting: "MZAttn-Full (n_g=4)"."""
+    if any(ch.isalpha() for ch in cell.row):
+        return cell.row
+    kwargs = ", ".join(f"{k}={v}" for k, v in cell.model_kwargs.items())
+    return _nn.model_spec(cell.model).display + (f" ({kwargs})" if kwargs else f" {cell.row}")
+
+
+def not_run_reason(step: dict, profile: str) -> str:
+    """The scorecard's reason for a claim without results, from its next step (a row of
+    ``Decisions.next_steps``): what runs next and what it costs."""
+    price = (
+        f"{step['cpu_h']:.1f} CPU h expected ({step['cpu_h_cap']:.1f} at the epoch cap)"
+        if not step["unknown"]
+        else f"not priced yet ({step['unknown']} cell(s) of models that never ran on the task)"
+    )
+    return (
+        f"no result yet: next under the sequential rule (`plan --decide`), {step['todo']} runs "
+        f"of {step['cells_text']}: {price} under {profile}"
+    )
+
+
+def priced(sc, profile: str = "cpu-annealed", results_dir=None, measure: bool = False):
+    """``sc`` (a ``Scorecard``) with each "not run" claim's reason replaced by its next step
+    under the sequential rule and that step's price (``not_run_reason``); claims the rule does
+    not order (rank claims) keep the scorecard's reason, which names the coverage page."""
+    prof = ex.get_profile(profile).name
+    tables = list(dict.fromkeys(r["table"] for r in sc.rows if r["verdict"] == "not run"))
+    steps = {}
+    if tables:
+        d = decide(tables, prof, results_dir=results_dir, measure=measure)
+        steps = {(r["table"], r["claim"]): r for r in d.next_steps()}
+    rows = []
+    for r in sc.rows:
+        step = steps.get((r["table"], r["claim"]))
+        if r["verdict"] == "not run" and step is not None:
+            r = {**r, "reason": not_run_reason(step, prof), "next_step": step}
+        rows.append(r)
+    return _sc.Scorecard(rows, sc.profiles)
+
 
 def _next_step(claim: dict) -> dict | None:
     """The first step of an open claim with jobs to run."""
@@ -639,4 +715,7 @@ def decide(
     return Decisions(prof.name, out, strength, first, without)
 
 
-__all__ = ["DEFAULT_STRENGTH", "Decisions", "Plan", "baseline_strength", "decide", "plan"]
+__all__ = [
+    "DEFAULT_STRENGTH", "Decisions", "Plan", "baseline_strength", "decide", "not_run_reason",
+    "plan", "priced", "step_words",
+]  # fmt: skip
