@@ -238,6 +238,47 @@ def test_findings_file_is_written_from_the_scorecard(tmp_path):
     assert path.stat().st_mtime_ns == mtime  # unchanged: not rewritten
 
 
+def test_a_mean_at_zero_reads_as_zero_not_as_noise():
+    assert fmt.format_mean_std(-1.2e-06, 5.59e-05) == "0.000 ± 0.000"
+    assert fmt.format_mean_std(-6.36e-05, 0.000664) == "0.000 ± 0.001"  # no "-0.000"
+    assert fmt.format_mean_std(-0.0008, 0.002) == "-0.001 ± 0.002"
+    assert fmt.format_mean_std(0.0008, 0.0001) == "0.0008 ± 0.0001"  # tiny but resolved
+    assert fmt.format_mean_std(0.812, 0.01) == "0.812 ± 0.010"
+    assert fmt.format_mean_std(0.5, None) == "0.500" and fmt.format_mean_std(None, 0.1) == "--"
+
+
+def _collapsed_st(root, cell, lr, fitted=False):
+    """A Standard cell on per-set normalised MEB sets, trained at ``lr``, three seeds."""
+    loss = [1.2, 0.5] if fitted else [1.2, 1.0, 1.0]
+    conv = {"converged": fitted, "stopped": True, "fitted": fitted, "rule": "t"}
+    _cell(root, "tab:meb", cell, 0.6 if fitted else 0.0, "cpu-annealed",
+          train_config={"normalize_targets": True, "lr": lr}, history={"train_loss": loss},
+          convergence=conv)  # fmt: skip
+
+
+def test_the_pma_collapse_on_normalised_sets_is_tried_at_lower_rates(tmp_path):
+    twin = narrate.normalised_twin("d8-st", "cpu-annealed")
+    _collapsed_st(tmp_path, twin, 1e-3)
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-ynorm-mz_full", 0.2, "cpu-annealed",
+          train_config={"normalize_targets": True}, history={"train_loss": [1.0, 0.4]})  # fmt: skip
+    _write(tmp_path, "tab:meb", "abl-d8-scale-set_stats", 0.7, "cpu-annealed")
+    assert narrate.rate_retry_sentence("cpu-annealed", tmp_path) == ""  # one rate: nothing to say
+    _collapsed_st(tmp_path, "abl-d8-scale-ynorm-lr0.0003-st", 3e-4)
+    _collapsed_st(tmp_path, "abl-d8-scale-ynorm-lr0.0001-st", 1e-4)
+    runs = narrate.rate_retry("cpu-annealed", tmp_path)
+    assert [r["lr"] for r in runs] == [1e-3, 3e-4, 1e-4] and all(r["fitted"] == 0 for r in runs)
+    text = narrate.rate_retry_sentence("cpu-annealed", tmp_path)
+    assert text.startswith("Lower learning rates than its family's 0.001 change nothing")
+    assert "lr 0.0001 (the paper’s): R² 0.000 ± 0.010, fitted in 0 of 3 runs" in text
+    assert "any of the 3 rates tried, the paper's own included" in text
+    assert text in narrate.meb_sentence("per-set normalised", results_dir=tmp_path)
+    # one lower rate that fits turns the reading round
+    _collapsed_st(tmp_path, "abl-d8-scale-ynorm-lr0.0003-st", 3e-4, fitted=True)
+    text = narrate.rate_retry_sentence("cpu-annealed", tmp_path)
+    assert "it fits: its collapse was a step-size failure, not a limit of PMA" in text
+    assert "R² 0.600 ± 0.010, fitted in 3 of 3 runs" in text
+
+
 def test_meb_sentence_tells_a_collapse_from_a_fit(tmp_path):
     cfg = {"normalize_targets": True}
     flat = {"train_loss": [1.2, 1.0, 1.0]}  # never below the variance of the targets

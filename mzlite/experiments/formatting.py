@@ -23,11 +23,21 @@ def format_value(v, digits: int = 3) -> str:
 
 
 def format_mean_std(mean, std) -> str:
-    """ "mean ± std", "mean" when there is no std (one seed), "--" when there is no mean."""
+    """ "mean ± std", "mean" when there is no std (one seed), "--" when there is no mean. A
+    mean that is zero to three decimals, or below 0.001 and within one std of zero, is printed
+    with three decimals beside its std: "0.000 ± 0.001", not "-6.36e-05 ± 0.000664" (seeds on
+    the mean predictor: the digits past the third are noise)."""
     if mean is None:
         return "--"
     if std is None:
         return format_value(mean)
+    if (
+        math.isfinite(mean)
+        and math.isfinite(std)
+        and std < 1e-2
+        and (abs(mean) < 5e-4 or (abs(mean) < 1e-3 and abs(mean) <= std))
+    ):
+        return f"{abs(mean) if round(mean, 3) == 0 else mean:.3f} ± {std:.3f}"
     return f"{format_value(mean)} ± {format_value(std)}"
 
 
