@@ -153,12 +153,11 @@ def test_a_claim_not_run_states_its_next_step_and_its_price(tmp_path):
     d9 = steps["tab-hull-d9-mz_full-best"]
     assert d9["cells"] == ["d9-mz_full", "d9-set_stats", "d9-st_large", "d9-st"]  # strongest first
     assert d9["todo"] == 10 and d9["step"] == 1
-    assert d9["cells_text"] == "MZAttn-Full, set statistics (ridge), ST-Large and Standard at d=9"
+    assert d9["cells_text"] == "MZAttn-Full, set statistics (ridge), ST-Large and Standard at d = 9"
     assert d9["command"].endswith("--cells d9-mz_full,d9-set_stats,d9-st_large,d9-st")
     # a bare setting as the row is named with its model
-    assert (
-        step_words("tab:ablation", ["B-ng4-mz_full"]) == "MZAttn-Full (n_g=4) at Task B: Set Match."
-    )
+    words = step_words("tab:ablation", ["B-ng4-mz_full"])
+    assert words == "MZAttn-Full (n_g = 4) at Task B: Set Match."
     # the scorecard's rows not run quote the step; the rows with results keep their reason
     sc = scorecard(T, ("cpu-annealed",), tmp_path)
     out = priced(sc, "cpu-annealed", results_dir=tmp_path)

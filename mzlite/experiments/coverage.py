@@ -407,6 +407,7 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
     ``tables``, default every registered table with claims), cheapest first, as a page-width
     table: the claim, the runs of its next step and their price; each row's footnote is the
     command that runs the step."""
+    from mzlite.experiments.formatting import headline, sentence_case
     from mzlite.experiments.plan import decide
     from mzlite.experiments.scorecard import claims
     from mzlite.render import comparison_table, table_name
@@ -418,9 +419,9 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
     steps = d.next_steps()
     rows = [
         {
-            "claim": r["text"],
+            "claim": sentence_case(headline(r["text"])),
             "table": table_name(r["table"]),
-            "step": f"{r['step']}: {r['cells_text']}",
+            "step": r["cells_text"] + f" (step {r['step']} of {r['steps']})",
             "runs": str(r["todo"]),
             "cpu_h": "?" if r["unknown"] else f"{r['cpu_h']:.1f}",
             "command": f"`{r['command']}`",
@@ -435,11 +436,11 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
         f"{t['worst_cpu_h']:.1f} CPU h."
     )
     cols = [
-        ("claim", "Claim", 40),
-        ("table", "Table", 16),
-        ("step", "Next step: its models", 30),
-        ("runs", "Runs", 6),
-        ("cpu_h", "CPU h", 8),
+        ("claim", "Claim", 34),
+        ("table", "Table", 18),
+        ("step", "Its next step: the models", 30),
+        ("runs", "Runs", 9),
+        ("cpu_h", "CPU h", 9),
     ]
     return comparison_table(rows, cols, caption=cap, footnote_key="command",
                             footnote_title="The command that runs each step")  # fmt: skip

@@ -62,6 +62,7 @@ from mzlite import experiments as ex
 from mzlite import nn as _nn
 from mzlite.experiments import scorecard as _sc
 from mzlite.experiments import stats as _stats
+from mzlite.experiments.formatting import spaced
 from mzlite.experiments.scorecard import TIE
 from mzlite.experiments.uncertainty_study import models_per_job
 
@@ -554,7 +555,8 @@ class Decisions:
 
     def next_steps(self) -> list[dict]:
         """One row per open claim with runs left, cheapest next step first: ``claim``,
-        ``table``, ``text`` (the claim), ``step`` and ``when``, ``cells`` and ``cells_text``
+        ``table``, ``text`` (the claim), ``step`` (of ``steps``) and ``when``, ``cells`` and
+        ``cells_text``
         (the models and columns in words), ``todo`` (runs), ``cpu_h``, ``cpu_h_cap``,
         ``unknown`` (cells without an estimate) and the ``command`` that runs the step."""
         prof = ex.get_profile(self.profile).name
@@ -565,7 +567,8 @@ class Decisions:
                 continue
             out.append({
                 "claim": c["claim"], "table": c["table"], "text": c["row"]["text"],
-                "step": step["step"], "when": step["when"], "cells": list(step["cells"]),
+                "step": step["step"], "steps": len(c["steps"]), "when": step["when"],
+                "cells": list(step["cells"]),
                 "cells_text": step_words(c["table"], step["cells"]), "todo": step["todo"],
                 "cpu_h": step["cpu_h"], "cpu_h_cap": step["cpu_h_cap"],
                 "unknown": step["unknown"],
@@ -578,13 +581,13 @@ class Decisions:
 
 def step_words(table: str, cells) -> str:
     """The cells of a step in words: their models (each once) and their columns, e.g.
-    "MZAttn-Full, Set statistics, ST-Large and Standard at d=8"."""
+    "MZAttn-Full, set statistics (ridge), ST-Large and Standard at d = 8"."""
     spec = ex.get_table(table)
     chosen = [spec.cell(c) for c in cells]
     models = list(dict.fromkeys(_row_words(c) for c in chosen))
     columns = list(dict.fromkeys(c.column for c in chosen))
     said = ", ".join(models[:-1]) + (" and " if len(models) > 1 else "") + models[-1]
-    return f"{said} at {', '.join(columns)}"
+    return spaced(f"{said} at {', '.join(columns)}")
 
 
 def _row_words(cell) -> str:
