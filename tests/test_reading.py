@@ -185,3 +185,23 @@ def test_the_ablation_summary_states_the_comparison_the_fit_and_what_reads_other
     _write_result(tmp_path, "F-mz_full", 2, 0.03, fitted=False)
     text = reading.ablation_summary(results_dir=tmp_path)
     assert "1 of its runs stopped without fitting" in text and "(optimisation failure)" in text
+
+
+def test_the_summary_counts_the_other_readings_that_agree(tmp_path):
+    for seed, (mz, st) in enumerate([(0.05, 0.50), (0.08, 0.49), (0.03, 0.51)]):
+        _write_result(tmp_path, "F-mz_full", seed, mz)
+        _write_result(tmp_path, "F-st", seed, st)
+
+    def task_f():  # Task F's paragraph of the summary
+        text = reading.ablation_summary(results_dir=tmp_path)
+        return text[text.index("<b>Task F") :].split("</p>")[0]
+
+    assert "No other reading is decided yet (the rest still run)." in task_f()
+    for seed in range(3):
+        _write_result(tmp_path, "rd-F-none-plateau-mz_full", seed, 0.1 + 0.01 * seed,
+                      gen_norm="none")  # fmt: skip
+    assert "The one other reading decided so far reads it the same way (the rest" in task_f()
+    for seed in range(3):
+        _write_result(tmp_path, "rd-F-none-cosine-mz_full", seed, 0.1 + 0.01 * seed,
+                      gen_norm="none", schedule="cosine")  # fmt: skip
+    assert "None of the 2 other readings decided so far reads it otherwise (the rest" in task_f()

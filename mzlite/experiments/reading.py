@@ -502,10 +502,14 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
         if others:
             text += "It reads otherwise under " + "; ".join(html.escape(o) for o in others) + "."
         elif default.claim_verdict is not None:
-            text += (
-                f"None of the {len(decided)} other readings decided so far reads it otherwise"
-                + (" (the rest still run)." if len(decided) < len(mine) - 1 else ".")
+            said = (
+                "No other reading is decided yet"
+                if not decided
+                else "The one other reading decided so far reads it the same way"
+                if len(decided) == 1
+                else f"None of the {len(decided)} other readings decided so far reads it otherwise"
             )
+            text += said + (" (the rest still run)." if len(decided) < len(mine) - 1 else ".")
         paragraphs.append(f"<p>{text.strip()}</p>")
     if not paragraphs:
         return "<p>No diagnostic cell has results under mzlite's reading yet.</p>"
