@@ -36,8 +36,16 @@ def test_registered_tables_are_priced_by_plan_and_the_rest_say_why(rows):
     for label in ex.TABLES:
         r = by[label]
         assert r["registered"] and r["runs_here"] == "registered"
-        t = plan(label, "cpu-annealed", measure=False).totals()[label]
-        assert r["price"] == pytest.approx(t["cpu_h"]) and f"{t['todo']} job(s)" in r["basis"]
+        p = plan(label, "cpu-annealed", measure=False)
+        t = p.totals().get(label, {"cpu_h": 0.0, "todo": 0})
+        # cells that are another table's runs (experiments.shared) cost what is left there
+        lent = ex.shared(label, "cpu-annealed")
+        rows_there = {(x["table"], x["cell"]): x for lender in {t for t, _ in lent.values()}
+                      for x in plan(lender, "cpu-annealed", measure=False).rows}  # fmt: skip
+        there = sum(rows_there[k]["cpu_h"] or 0.0 for k in lent.values() if k in rows_there)
+        assert r["price"] == pytest.approx(t["cpu_h"] + there), label
+        assert f"{t['todo']} job(s) to run" in r["basis"]
+        assert ("same experiments as cells of" in r["basis"]) == bool(lent)
     for r in rows:
         if r["registered"]:
             continue

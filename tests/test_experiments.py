@@ -209,6 +209,41 @@ def test_an_ablation_variant_equal_to_the_profile_is_not_run_twice():
     assert raw.train_config() == main.train_config() and raw.sizes == main.sizes
 
 
+def test_a_cell_that_is_an_earlier_tables_experiment_reads_its_runs(tmp_path):
+    """Under cpu-annealed (every target standardised) tab:hull-normed is tab:hull, and
+    tab:mz-efficient's rotation-matching cells are tab:main-results' Task F: run once, there."""
+    lent = ex.shared("tab:mz-efficient", "cpu-annealed")
+    assert lent["rotmatch-st"] == ("tab:main-results", "F-st")
+    assert lent["rotmatch-mz_full"] == ("tab:main-results", "F-mz_full")
+    hull = ex.shared("tab:hull-normed", "cpu-annealed")
+    assert hull["d6-st"] == ("tab:hull", "d6-st") and len(hull) == len(
+        ex.get_table("tab:hull-normed").cells)  # fmt: skip
+    # under full raw against standardised targets: only the closed-form yardstick is shared
+    assert set(ex.shared("tab:hull-normed", "full")) == {"d3-set_stats", "d6-set_stats",
+                                                         "d9-set_stats"}  # fmt: skip
+    assert ex.shared("tab:main-results", "cpu-annealed") == {}  # registered first: lends only
+    # the shared experiment is the same job: protocol, sizes and data
+    a = ex.jobs("tab:main-results", "cpu-annealed", [0], cells=["F-st"])[0]
+    spec, prof = ex.get_table("tab:mz-efficient"), ex.get_profile("cpu-annealed")
+    b = ex.Job(spec.label, spec.cell("rotmatch-st"), 0, prof, Path(), Path(), Path(), a.device)
+    assert (a.train_config(), a.sizes, a.cell.task, a.cell.options) == (
+        b.train_config(), b.sizes, b.cell.task, b.cell.options)  # fmt: skip
+    # not run again: no job, and asking for one names where it runs
+    assert not {j.cell.id for j in ex.jobs(spec, "cpu-annealed")} & set(lent)
+    with pytest.raises(ValueError, match="is run as tab:main-results F-st under cpu-annealed"):
+        ex.job(spec, "rotmatch-st", "cpu-annealed")
+    # its results are the lender's, as they are on disk (their table field says who ran them)
+    path = ex.result_path("tab:main-results", "F-st", 0, "cpu-annealed", tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"table": "tab:main-results", "profile": "cpu-annealed",
+                                "cell": "F-st", "seed": 0}))  # fmt: skip
+    got = ex.results_by_cell(spec, "cpu-annealed", tmp_path)
+    assert [r["table"] for r in got["rotmatch-st"]] == ["tab:main-results"]
+    assert "rotmatch-mz_full" not in got  # its lender has no result yet
+    # a table whose jobs compute more (the uncertainty study) never reads another's runs
+    assert ex.shared("tab:ece-nll", "cpu-annealed") == {}
+
+
 def _build_args():
     """One (cell, d_in, d_out) per distinct model configuration of the registry."""
     seen = {}

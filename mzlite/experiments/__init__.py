@@ -50,7 +50,9 @@ Choices the paper leaves open, fixed here (each also stated where it is made):
 - Targets are raw (the paper's default, app:opt-confound) except in the ``*-normed`` tables
   and under the ``cpu-converged`` profile (standardised; its ablation cells keep raw ones). An
   ablation cell that is the same experiment as an earlier cell under a profile is run once
-  (``aliases``).
+  (``aliases``); so is a cell that is the same experiment as a cell of a table registered
+  before it (``shared``: under ``cpu-annealed`` tab:hull-normed is tab:hull, tab:mz-efficient's
+  columns are tab:main-results' Tasks A, F and G), whose results it reads.
 - Parameter matching: ST-Large is the paper's fixed d=80, d_ff=200; HyperNet (r=8) and LA-ST are
   ``mzlite.nn.match_width`` to the paper's 360K and 359K at the task's own d_in.
 - "1-layer" models (tab:tdof-verify, tab:gen-ablation) have one ISAB encoder block
@@ -76,6 +78,7 @@ from .jobs import (  # noqa: F401
     parse_seeds,
     protocol,
     result_path,
+    shared,
 )
 from .results import (  # noqa: F401
     PROFILE_ORDER,
@@ -150,4 +153,5 @@ __all__ = [
     "result_path",
     "run",
     "run_job",
+    "shared",
 ]

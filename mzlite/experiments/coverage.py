@@ -312,20 +312,35 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
         }
         if label in ex.TABLES:
             t = totals.get(label, {"cpu_h": 0.0, "todo": 0, "done": 0, "unknown": 0})
-            unk = f" + {t['unknown']} cell(s) unpriced" if t["unknown"] else ""
+            lent = ex.shared(label, prof)  # run as cells of earlier tables: priced there
+            there = [by_cell.get(lender) for lender in lent.values()]
+            shared_h = sum(r["cpu_h"] or 0.0 for r in there if r is not None)
+            shared_todo = sum(r["todo"] for r in there if r is not None)
+            unknown = t["unknown"] + sum(
+                r is not None and r["cpu_h"] is None and r["todo"] > 0 for r in there
+            )
+            unk = f" + {unknown} cell(s) unpriced" if unknown else ""
             timing = (
-                f"; {t['unknown']} cell(s) have no result of their model on their task to price "
+                f"; {unknown} cell(s) have no result of their model on their task to price "
                 f"them by: `python -m mzlite plan {label} --profile {prof}` times them"
-                if t["unknown"]
+                if unknown
+                else ""
+            )
+            lenders = " and ".join(dict.fromkeys(lender for lender, _ in lent.values()))
+            sharing = (
+                f"; {len(lent)} cell(s) are the same experiments as cells of {lenders} under "
+                f"{prof} and run there ({shared_todo} job(s) left, {shared_h:.1f} CPU h, "
+                "counted in both tables)"
+                if lent
                 else ""
             )
             row.update(
                 runs_here="registered",
-                price=t["cpu_h"],
-                price_text=f"{t['cpu_h']:.1f}{unk}",
+                price=t["cpu_h"] + shared_h,
+                price_text=f"{t['cpu_h'] + shared_h:.1f}{unk}",
                 basis=(
                     f"`plan {label} --profile {prof} --no-measure`: {t['todo']} job(s) to run, "
-                    f"{t['done']} done{timing}"
+                    f"{t['done']} done{sharing}{timing}"
                 ),
             )
             vs = verdicts.get(label, [])

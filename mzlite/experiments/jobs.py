@@ -125,6 +125,10 @@ def _experiment_key(job: Job) -> str:
         for k in ("seed", "device", "num_threads"):
             cfg.pop(k)
         key["train"] = cfg
+    from .uncertainty_study import TABLE as UNCERTAINTY_TABLE  # imports jobs: not at the top
+
+    if job.table == UNCERTAINTY_TABLE:  # a label: a throwaway spec need not be registered
+        key["evaluation"] = "uncertainty"  # its jobs also compute MC-Dropout, ensembles, IHW
     return json.dumps(key, sort_keys=True, default=str)
 
 
@@ -158,6 +162,41 @@ def _aliases(spec: TableSpec, prof: Profile) -> dict[str, str]:
     return out
 
 
+def shared(table, profile: str = "smoke") -> dict[str, tuple[str, str]]:
+    """``{cell id: (table, cell id)}`` for the cells of registered ``table`` that, under
+    registered ``profile``, are the same experiment as a cell of a table registered before it
+    (same task, data, model and training: under ``cpu-annealed`` tab:mz-efficient's Task F
+    cells are tab:main-results', tab:hull-normed's are tab:hull's, since that profile
+    standardises every target). They are run once, under the earlier table; ``results_by_cell``
+    gives them its results, ``jobs`` leaves them out, ``plan`` prices them there. A job that
+    computes more than the usual metrics (tab:ece-nll's uncertainty) is never the same
+    experiment as one that does not. Unregistered specs and profiles share nothing."""
+    spec, prof = get_table(table), get_profile(profile)
+    if prof is not PROFILES.get(prof.name) or table_registry().get(spec.label) is not spec:
+        return {}
+    return dict(_registered_shared(prof.name).get(spec.label, {}))
+
+
+@cache
+def _registered_shared(profile: str) -> dict[str, dict[str, tuple[str, str]]]:
+    prof = get_profile(profile)
+    first: dict[str, tuple[str, str]] = {}
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for label, spec in table_registry().items():
+        same = _registered_aliases(label, prof.name)
+        mine = {}
+        for c in spec.cells:
+            if c.id in same:
+                continue
+            k = _experiment_key(Job(label, c, 0, prof, Path(), Path(), Path(), "cpu"))
+            if k in first and first[k][0] != label:
+                mine[c.id] = first[k]
+            else:
+                first.setdefault(k, (label, c.id))
+        out[label] = mine
+    return out
+
+
 def result_path(table, cell_id: str, seed: int, profile: str, results_dir=None) -> Path:
     """``<results>/<profile>/<label-with-dashes>/<cell-id>__seed<k>.json``."""
     root = Path(results_dir) if results_dir is not None else default_results_dir()
@@ -182,6 +221,10 @@ def job(
     same = aliases(spec, profile)
     if cell.id in same:
         raise ValueError(f"cell {cell.id} is run as {same[cell.id]} under {profile}: ask for that")
+    lender = shared(spec, profile).get(cell.id)
+    if lender is not None:
+        raise ValueError(f"cell {cell.id} of {spec.label} is run as {lender[0]} {lender[1]} under "
+                         f"{profile} (the same experiment): ask for that")  # fmt: skip
     (found,) = jobs(
         spec, profile, [seed], cells=[cell.id], results_dir=results_dir, cache_dir=cache_dir,
         device=device,
@@ -224,7 +267,7 @@ def jobs(
             raise ValueError(
                 f"cells {pats} match no cell of {spec.label}; cells: {[c.id for c in spec.cells]}"
             )
-    same = aliases(spec, prof)
+    same = {**aliases(spec, prof), **shared(spec, prof.name)}
     chosen = [c for c in chosen if c.id not in same]  # run once, under the earlier cell's id
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     out = []

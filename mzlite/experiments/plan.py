@@ -469,8 +469,11 @@ class Decisions:
         for c in self.claims:
             step = _next_step(c)
             for cid in step["cells"] if step else ():
-                if (c["table"], cid) not in out:
-                    out.append((c["table"], cid))
+                priced = step["price"].get(cid)
+                if priced is not None and not priced["todo"]:
+                    continue  # done: nothing to run
+                if step["where"][cid] not in out:  # a shared cell runs in the table it is from
+                    out.append(step["where"][cid])
         return out
 
     def totals(self) -> dict:
@@ -480,10 +483,10 @@ class Decisions:
         for c in self.claims:
             step = _next_step(c)
             if step:
-                nxt.update({(c["table"], k): v for k, v in step["price"].items()})
+                nxt.update({step["where"][k]: v for k, v in step["price"].items()})
             if c["status"] == "open":
                 for s in c["steps"]:
-                    worst.update({(c["table"], k): v for k, v in s["price"].items()})
+                    worst.update({s["where"][k]: v for k, v in s["price"].items()})
         add = lambda d, key: sum(v[key] or 0.0 for v in d.values())  # noqa: E731
         return {
             "next_cpu_h": add(nxt, "cpu_h"), "next_jobs": sum(v["todo"] for v in nxt.values()),
@@ -517,7 +520,12 @@ class Decisions:
             for s in c["steps"]:
                 more = f"; {s['unknown']} cell(s) without an estimate" if s["unknown"] else ""
                 state = "done" if not s["todo"] else f"{s['todo']} job(s) (+{s['done']} done)"
-                out.append(f"  step {s['step']} ({s['when']}): {', '.join(s['cells'])}: {state}, "
+                names = [
+                    cid if s["where"][cid] == (c["table"], cid)
+                    else f"{cid} (= {' '.join(s['where'][cid])})"
+                    for cid in s["cells"]
+                ]  # fmt: skip
+                out.append(f"  step {s['step']} ({s['when']}): {', '.join(names)}: {state}, "
                            f"{s['cpu_h']:.2f} CPU h expected ({s['cpu_h_cap']:.2f} at the cap"
                            f"{more})")  # fmt: skip
         decided = [c for c in self.claims if c["status"] == "decided"]
@@ -543,10 +551,7 @@ class Decisions:
             f"expected, {t['worst_cap_h']:.1f} at the epoch cap{unk}",
             "the next steps, one command per table:" if self.next_jobs() else "nothing to run",
         ]
-        by_table: dict[str, list[str]] = {}
-        for table, cid in self.next_jobs():
-            by_table.setdefault(table, []).append(cid)
-        for table, cells in by_table.items():
+        for table, cells in _by_table(self.next_jobs()).items():
             out.append(f"  python -m mzlite run {table} --profile {prof.name} --workers 1 "
                        f"--threads 1 --cells {','.join(cells)}")  # fmt: skip
         return "\n".join(out)
@@ -572,11 +577,23 @@ class Decisions:
                 "cells_text": step_words(c["table"], step["cells"]), "todo": step["todo"],
                 "cpu_h": step["cpu_h"], "cpu_h_cap": step["cpu_h_cap"],
                 "unknown": step["unknown"],
-                "command": f"python -m mzlite run {c['table']} --profile {prof} --cells "
-                           + ",".join(cid for cid, r in step["price"].items() if r["todo"]),
+                "command": "; ".join(
+                    f"python -m mzlite run {table} --profile {prof} --cells {','.join(ids)}"
+                    for table, ids in _by_table(
+                        step["where"][cid] for cid, r in step["price"].items() if r["todo"]
+                    ).items()
+                ),
             })  # fmt: skip
         out.sort(key=lambda r: (bool(r["unknown"]), r["cpu_h"]))
         return out
+
+
+def _by_table(pairs) -> dict[str, list[str]]:
+    """(table, cell id) pairs grouped by table, in order."""
+    out: dict[str, list[str]] = {}
+    for table, cid in pairs:
+        out.setdefault(table, []).append(cid)
+    return out
 
 
 def step_words(table: str, cells) -> str:
@@ -689,20 +706,29 @@ def decide(
     for c in chosen:
         spec = ex.get_table(c.table)
         planned.append((c, _steps(c, spec, order, first)))
+    # a cell that is the same experiment as an earlier table's runs there (experiments.shared)
+    lent = {label: ex.shared(label, prof.name) for label in labels}
+    where = lambda table, cid: lent.get(table, {}).get(cid, (table, cid))  # noqa: E731
+    wanted: dict[str, set] = {}
+    for c, steps in planned:
+        for _, ids in steps:
+            for cid in ids:
+                label, own = where(c.table, cid)
+                wanted.setdefault(label, set()).add(own)
     price = {}
-    for label in dict.fromkeys(c.table for c, _ in planned):
-        cells = sorted({cid for c, steps in planned if c.table == label for _, ids in steps
-                        for cid in ids})  # fmt: skip
-        p = plan(label, prof.name, seeds, cells=cells, results_dir=results_dir, measure=measure)
+    for label, cells in wanted.items():
+        p = plan(label, prof.name, seeds, cells=sorted(cells), results_dir=results_dir,
+                 measure=measure)  # fmt: skip
         price.update({(r["table"], r["cell"]): r for r in p.rows})
     out = []
     for c, steps in planned:
         row = _sc.evaluate(c, (prof.name,), results_dir)
         rows = []
         for i, (when, ids) in enumerate(steps, start=1):
-            got = {cid: price[(c.table, cid)] for cid in ids if (c.table, cid) in price}
+            at = {cid: where(c.table, cid) for cid in ids}
+            got = {cid: price[at[cid]] for cid in ids if at[cid] in price}
             rows.append({
-                "step": i, "when": when, "cells": ids, "price": got,
+                "step": i, "when": when, "cells": ids, "where": at, "price": got,
                 "todo": sum(r["todo"] for r in got.values()),
                 "done": sum(r["done"] for r in got.values()),
                 "cpu_h": sum(r["cpu_h"] or 0.0 for r in got.values()),

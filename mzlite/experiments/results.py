@@ -6,7 +6,7 @@ import json
 import warnings
 from pathlib import Path
 
-from .jobs import aliases, jobs
+from .jobs import aliases, jobs, shared
 from .specs import PROFILES, default_results_dir
 from .tables import get_profile, get_table, table_registry
 
@@ -61,10 +61,19 @@ def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
 
 
 def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str, list[dict]]:
-    """``load_results`` grouped by cell id: ``{cell id: [result, ...]}`` (seed order)."""
+    """``load_results`` grouped by cell id: ``{cell id: [result, ...]}`` (seed order); a cell
+    that is the same experiment as an earlier cell (``aliases``) or as a cell of an earlier
+    table (``shared``: its results say which table ran them) gets that cell's results."""
     out: dict[str, list[dict]] = {}
     for r in load_results(table, profile, results_dir):
         out.setdefault(r["cell"], []).append(r)
+    lenders: dict[str, dict] = {}
+    for cid, (label, other) in shared(table, profile).items():  # run under an earlier table
+        if cid not in out:
+            if label not in lenders:
+                lenders[label] = results_by_cell(label, profile, results_dir)
+            if other in lenders[label]:
+                out[cid] = lenders[label][other]
     for cid, same in aliases(table, profile).items():  # the same experiment, run once
         if cid not in out and same in out:
             out[cid] = out[same]
@@ -89,7 +98,8 @@ def best_profile(table, profiles=PROFILE_ORDER, results_dir=None) -> str | None:
 
 def list_tables(results_dir=None) -> list[dict]:
     """One row per registered table: label, title, cells, models, and for each profile the
-    number of (cell, seed) jobs and of results on disk."""
+    number of (cell, seed) jobs, of results on disk and of cells run as an earlier table's
+    (``shared``: not jobs of this table)."""
     rows = []
     for label, spec in table_registry().items():
         row = {
@@ -103,5 +113,6 @@ def list_tables(results_dir=None) -> list[dict]:
             js = jobs(label, p, results_dir=results_dir)
             row[f"{p}_jobs"] = len(js)
             row[f"{p}_results"] = sum(j.result_path.exists() for j in js)
+            row[f"{p}_shared"] = len(shared(label, p))  # cells run as an earlier table's
         rows.append(row)
     return rows

@@ -304,7 +304,7 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         row["retired"] = retired
     if judged:
         row["reading"] = judged[0][1]
-        row["reason"] = _reason(judged, claim, results_dir)
+        row["reason"] = _reason(judged, claim, results_dir) + _shared_note(claim, judged[0][0], ren)
     elif retired:
         row["why"] = "; ".join(retired.values())
     return row
@@ -477,6 +477,17 @@ def _reason(judged: list[tuple[str, str, str]], claim=None, results_dir=None) ->
             f"otherwise under " + "; ".join(others) + " (reading ablation, chapter 3)"
         )
     return reason
+
+
+def _shared_note(claim, profile: str, ren) -> str:
+    """Where a claim's cells are another table's runs (``experiments.shared``), which."""
+    lent = ex.shared(claim.table, profile)
+    lenders = list(dict.fromkeys(lent[ren(c)][0] for c in claim.cells if ren(c) in lent))
+    if not lenders:
+        return ""
+    n = sum(ren(c) in lent for c in claim.cells)
+    return (f"; {n} of its {len(claim.cells)} cells are the same experiments as cells of "
+            f"{' and '.join(lenders)} under {profile}, whose runs they read")  # fmt: skip
 
 
 def _ablation_dependence(claim, profile: str, results_dir=None) -> list[str]:
