@@ -14,7 +14,7 @@ import torch
 from mzlite._checks import resolve_device
 
 from .execute import git_info, is_done, job_splits, progress_line, result_summary, run_job
-from .jobs import Job, jobs
+from .jobs import Job, jobs, shared
 from .specs import PROFILES
 from .tables import get_profile, get_table
 
@@ -89,7 +89,11 @@ def run(
     skipped = [j for j in todo if is_done(j)]
     todo = [j for j in todo if j not in skipped]
     spec = get_table(table)
-    say(f"{spec.label} [{get_profile(profile).name}]: {len(todo)} to run, {len(skipped)} done")
+    lent = shared(spec, profile)
+    lenders = " and ".join(dict.fromkeys(label for label, _ in lent.values()))
+    say(f"{spec.label} [{get_profile(profile).name}]: {len(todo)} to run, {len(skipped)} done"
+        + (f"; {len(lent)} cell(s) are the same experiments as cells of {lenders} and run "
+           "there" if lent else ""))  # fmt: skip
     # Data first, once per (task, options, sizes): workers then only load the cache.
     if data_workers is None:  # a process pool costs more than it saves on tiny data
         data_workers = 1 if get_profile(profile).name == "smoke" else None
