@@ -561,9 +561,9 @@ class Decisions:
     def next_steps(self) -> list[dict]:
         """One row per open claim with runs left, cheapest next step first: ``claim``,
         ``table``, ``text`` (the claim), ``step`` (of ``steps``) and ``when``, ``cells`` and
-        ``cells_text``
-        (the models and columns in words), ``todo`` (runs), ``cpu_h``, ``cpu_h_cap``,
-        ``unknown`` (cells without an estimate) and the ``command`` that runs the step."""
+        ``cells_text`` (the models and columns in words), ``todo`` (runs), ``cpu_h``,
+        ``cpu_h_cap``, ``unknown`` (cells without an estimate) and the ``command`` that runs
+        the step (one per table: a shared cell runs in the table it is from)."""
         prof = ex.get_profile(self.profile).name
         out = []
         for c in self.claims:
@@ -609,7 +609,7 @@ def step_words(table: str, cells) -> str:
 
 def _row_words(cell) -> str:
     """A cell's row, or where the row is a bare setting ("4" in tab:ablation's n_g row), its
-    model with that setting: "MZAttn-Full (n_g=4)"."""
+    model with that setting: "MZAttn-Full (n_g=4)" (``step_words`` spaces it)."""
     if any(ch.isalpha() for ch in cell.row):
         return cell.row
     kwargs = ", ".join(f"{k}={v}" for k, v in cell.model_kwargs.items())
