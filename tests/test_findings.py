@@ -272,6 +272,11 @@ def test_the_pma_collapse_on_normalised_sets_is_tried_at_lower_rates(tmp_path):
     assert "lr 0.0001 (the paper’s): R² 0.000 ± 0.010, fitted in 0 of 3 runs" in text
     assert "any of the 3 rates tried, the paper's own included" in text
     assert text in narrate.meb_sentence("per-set normalised", results_dir=tmp_path)
+    # the same encoder with a mean-pool head fits: the collapse is the PMA head's
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-ynorm-st_meanpool", 0.3, "cpu-annealed",
+          train_config={"normalize_targets": True}, history={"train_loss": [1.0, 0.4]})  # fmt: skip
+    said = narrate.meb_sentence("per-set normalised", results_dir=tmp_path)
+    assert "a mean-pool head does fit (lowest training loss 0.40 x the variance)" in said
     # one lower rate that fits turns the reading round
     _collapsed_st(tmp_path, "abl-d8-scale-ynorm-lr0.0003-st", 3e-4, fitted=True)
     text = narrate.rate_retry_sentence("cpu-annealed", tmp_path)

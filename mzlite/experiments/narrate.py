@@ -30,7 +30,7 @@ from mzlite.experiments.report import (
     report,
 )
 from mzlite.experiments.results import PROFILE_ORDER
-from mzlite.experiments.stats import ALPHA, welch
+from mzlite.experiments.stats import ALPHA, FIT_THRESHOLD, welch
 from mzlite.paper import name_labels, paper_cell
 
 __all__ = [
@@ -589,6 +589,16 @@ def meb_sentence(condition: str, pattern=None, profiles=PROFILE_ORDER, results_d
     if condition == "per-set normalised":
         retry = rate_retry_sentence(prof, results_dir, rows[prof])
         s += f" {retry}" if retry else ""
+        rates = rate_retry(prof, results_dir, rows[prof])
+        never = len(rates) > 1 and not any(r["fitted"] for r in rates)
+        mp_fit = fit_ratio(MEB, mp.cell, prof, results_dir) if mp is not None and mp.ran else None
+        if never and mp_fit is not None and mp_fit < FIT_THRESHOLD:
+            s += (
+                f" The same encoder with a mean-pool head does fit (lowest training loss "
+                f"{mp_fit:.2f} x the variance): the collapse is the PMA head's, at every rate "
+                "tried, as the paper reports; the rule still reads no verdict from a model that "
+                "never fitted."
+            )
     if mp is not None and mp.ran and mz is not None and mz.ran:
         s += (f" Without PMA, the mean-pool head reaches {ours_text(mp)}; MZAttn-Full against "
               f"it: {versus(mz, mp)}.")  # fmt: skip
