@@ -83,6 +83,11 @@ def test_findings_say_what_the_scorecard_says(tmp_path):
     assert "rests on 3 seeds per cell" in sure.text and "Welch t-tests" in sure.text
     not_run = next(s for s in f.sentences if s.text.startswith("What could not run"))
     assert f"{counts['not run']} claims of" in not_run.text
+    from mzlite.experiments.plan import decide
+
+    nxt = decide(sorted({r["table"] for r in sc.rows if r["verdict"] == "not run"}),
+                 "cpu-annealed", results_dir=tmp_path, measure=False).totals()  # fmt: skip
+    assert f"their next steps are {nxt['next_jobs']:,} runs" in not_run.text
     assert not any(s.text.startswith("What did not hold") for s in f.sentences)  # none failed
     assert 4 <= len(f.sentences) <= 6
     for s in f.sentences:  # no plumbing in the text
@@ -398,3 +403,16 @@ def test_claim_lines_name_the_tables_a_claim_cites():
            "paper_text": "6.03x", "profile": "cpu-annealed"}  # fmt: skip
     (line,) = narrate.claim_lines([row])
     assert not RAW_LABEL.findall(line) and line.startswith("Table ")
+
+
+def test_a_table_whose_cells_run_elsewhere_is_priced_there(tmp_path):
+    """Under cpu-annealed tab:hull-normed's cells are tab:hull's runs: what could not run
+    still costs those runs, not nothing."""
+    from mzlite.experiments.plan import plan
+
+    lent = ex.shared("tab:hull-normed", "cpu-annealed")
+    assert lent and not ex.jobs("tab:hull-normed", "cpu-annealed", results_dir=tmp_path)
+    there = plan("tab:hull", "cpu-annealed", cells=sorted(c for _, c in lent.values()),
+                 results_dir=tmp_path, measure=False).totals()["tab:hull"]  # fmt: skip
+    jobs, hours, _, _ = fd._price(["tab:hull-normed"], tmp_path)
+    assert jobs == there["todo"] > 0 and hours == pytest.approx(there["cpu_h"])

@@ -244,20 +244,50 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
             )
             + "; on a GPU each table is one command."
         )
+    steps = _next_steps_price(tables, results_dir)
+    if steps is not None:
+        jobs, hours = steps
+        text += (
+            f" Fewer decide them: run in the sequential rule's order (MZAttn and its strongest "
+            f"rivals first, a column stopped once one model refutes the claim), their next "
+            f"steps are {jobs:,} runs, about {hours:,.0f} CPU hours."
+        )
     return Finding(text, _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))
+
+
+def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
+    """(runs, expected CPU hours) of the next steps of the sequential rule (``plan.decide``)
+    for ``tables`` under the project's faithful CPU protocol; None without such a profile."""
+    from mzlite import experiments as ex
+    from mzlite.experiments.plan import decide
+
+    cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
+    if not cpu:
+        return None
+    t = decide(tables, cpu[0], results_dir=results_dir, measure=False).totals()
+    return (t["next_jobs"], t["next_cpu_h"]) if t["next_jobs"] else None
 
 
 def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int] | None:
     """(runs to do, expected CPU hours, hours at the epoch cap, cells without an estimate) of
     ``tables`` under the first CPU profile of ``PROFILE_ORDER`` (the project's faithful
-    protocol), from measured costs only (nothing is timed while a page builds)."""
+    protocol), from measured costs only (nothing is timed while a page builds); a cell that is
+    another table's experiment (``experiments.shared``) is priced there."""
     from mzlite import experiments as ex
     from mzlite.experiments.plan import plan
 
     cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
     if not cpu:
         return None
-    totals = plan(tables, cpu[0], results_dir=results_dir, measure=False).totals().values()
+    totals = list(plan(tables, cpu[0], results_dir=results_dir, measure=False).totals().values())
+    lent: dict[str, set] = {}  # cells run as another table's (experiments.shared): priced there
+    for t in tables:
+        for label, cell in ex.shared(t, cpu[0]).values():
+            if label not in tables:
+                lent.setdefault(label, set()).add(cell)
+    for label, cells in lent.items():
+        p = plan(label, cpu[0], cells=sorted(cells), results_dir=results_dir, measure=False)
+        totals += list(p.totals().values())
     return (
         sum(t["todo"] for t in totals),
         sum(t["cpu_h"] for t in totals),
