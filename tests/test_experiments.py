@@ -242,6 +242,16 @@ def test_a_cell_that_is_an_earlier_tables_experiment_reads_its_runs(tmp_path):
     assert "rotmatch-mz_full" not in got  # its lender has no result yet
     # a table whose jobs compute more (the uncertainty study) never reads another's runs
     assert ex.shared("tab:ece-nll", "cpu-annealed") == {}
+    # a model's defaults written out are the same model: n_g = 8 is MZAttn-Full, two blocks
+    # the Set Transformer, one MZ block with L = 4 tab:tdof-verify's MZ-1L
+    assert ex.shared("tab:ablation", "cpu-annealed")["B-ng8-mz_full"] == (
+        "tab:main-results", "B-mz_full")  # fmt: skip
+    assert ex.shared("tab:depth", "cpu-annealed")["B-st_2l"] == ("tab:main-results", "B-st")
+    assert ex.shared("tab:gen-ablation", "cpu-annealed")["L16-nmz4"] == (
+        "tab:tdof-verify", "L16-mz_1l")  # fmt: skip
+    # ... but within a table a reading cell that names today's default is not the main cell,
+    # whose cpu-converged results were trained under the first reading's
+    assert "rd-B-zonotope-cosine-mz_full" not in ex.aliases("tab:main-results", "cpu-converged")
 
 
 def _build_args():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import re
@@ -108,14 +109,18 @@ def protocol(job: Job) -> dict:
     return out
 
 
-def _experiment_key(job: Job) -> str:
-    """Everything that decides what a job computes, except its seed and where it runs."""
+def _experiment_key(job: Job, stated: bool = False) -> str:
+    """Everything that decides what a job computes, except its seed and where it runs;
+    ``stated``: model kwargs as ``_stated_kwargs`` (defaults left out), for ``shared``. Within
+    a table (``aliases``) kwargs count as written: a reading-ablation cell that names today's
+    default (generators "zonotope") is not the main cell, whose older profiles' results were
+    trained under another default."""
     c = job.cell
     key = {
         "task": c.task,
         "options": check_task_options(c.task, c.options),
         "model": c.model,
-        "model_kwargs": c.model_kwargs,
+        "model_kwargs": _stated_kwargs(c) if stated else c.model_kwargs,
         "match_params": c.match_params,
         "sizes": list(job.sizes),
         "data_seed": job.profile.data_seed,
@@ -128,8 +133,25 @@ def _experiment_key(job: Job) -> str:
     from .uncertainty_study import TABLE as UNCERTAINTY_TABLE  # imports jobs: not at the top
 
     if job.table == UNCERTAINTY_TABLE:  # a label: a throwaway spec need not be registered
-        key["evaluation"] = "uncertainty"  # its jobs also compute MC-Dropout, ensembles, IHW
+        # each of its cells computes its own method's metrics (MC-Dropout, an ensemble, IHW)
+        key["evaluation"] = f"uncertainty: {c.id}"
     return json.dumps(key, sort_keys=True, default=str)
+
+
+def _stated_kwargs(cell: Cell) -> dict:
+    """A cell's model kwargs with the model's own settings filled in and every value equal to
+    its config's default left out: ``{"n_g": 8}`` and ``{}`` are the same MZAttn-Full, and
+    ``{"n_enc": 2}`` is the default Set Transformer (tab:ablation's n_g = 8 and tab:depth's
+    two-block rows are tab:main-results' cells)."""
+    spec = model_spec(cell.model)
+    merged = {**spec.base, **cell.model_kwargs}
+    if spec.config is None:
+        return merged
+    defaults = {
+        f.name: f.default for f in dataclasses.fields(spec.config)
+        if f.default is not dataclasses.MISSING
+    }  # fmt: skip
+    return {k: v for k, v in merged.items() if k not in defaults or defaults[k] != v}
 
 
 def aliases(table, profile: str = "smoke") -> dict[str, str]:
@@ -188,7 +210,7 @@ def _registered_shared(profile: str) -> dict[str, dict[str, tuple[str, str]]]:
         for c in spec.cells:
             if c.id in same:
                 continue
-            k = _experiment_key(Job(label, c, 0, prof, Path(), Path(), Path(), "cpu"))
+            k = _experiment_key(Job(label, c, 0, prof, Path(), Path(), Path(), "cpu"), True)
             if k in first and first[k][0] != label:
                 mine[c.id] = first[k]
             else:
