@@ -196,12 +196,19 @@ def test_the_summary_counts_the_other_readings_that_agree(tmp_path):
         text = reading.ablation_summary(results_dir=tmp_path)
         return text[text.index("<b>Task F") :].split("</p>")[0]
 
-    assert "No other reading is decided yet (the rest still run)." in task_f()
+    n = len([r for r in reading.ablation(results_dir=tmp_path) if r.cell.startswith("Task F")])
+    assert f"No other reading is decided yet ({n - 1} still run)." in task_f()
     for seed in range(3):
         _write_result(tmp_path, "rd-F-none-plateau-mz_full", seed, 0.1 + 0.01 * seed,
                       gen_norm="none")  # fmt: skip
-    assert "The one other reading decided so far reads it the same way (the rest" in task_f()
+    assert f"The one other reading decided so far reads it the same way ({n - 2} still" in task_f()
     for seed in range(3):
         _write_result(tmp_path, "rd-F-none-cosine-mz_full", seed, 0.1 + 0.01 * seed,
                       gen_norm="none", schedule="cosine")  # fmt: skip
-    assert "None of the 2 other readings decided so far reads it otherwise (the rest" in task_f()
+    assert "None of the 2 other readings decided so far reads it otherwise" in task_f()
+    # a reading whose runs did not all fit reads nothing, and is named
+    for seed in range(3):
+        _write_result(tmp_path, "rd-F-layernorm-cosine-mz_full", seed, 0.2, gen_norm="layernorm",
+                      schedule="cosine", fitted=seed != 0)  # fmt: skip
+    assert ("1 more read nothing, a run of each never having fitted its training set: "
+            "‘generators: layernorm, schedule: cosine’") in task_f()  # fmt: skip

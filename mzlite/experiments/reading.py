@@ -472,7 +472,7 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
         if not default.seeds:
             continue
         outcome, p = default.versus_st
-        st = "not run" if default.st_mean is None else f"{default.st_mean:.3f}"
+        st = "not run" if default.st_mean is None else f"{_unsigned_zero(default.st_mean):.3f}"
         text = (
             f"<b>{html.escape(what)}</b>: under mzlite's reading MZ reaches R² "
             f"{_r2(default.mean, default.std)} over {default.seeds} seeds against the Set "
@@ -502,18 +502,32 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
         if others:
             text += "It reads otherwise under " + "; ".join(html.escape(o) for o in others) + "."
         elif default.claim_verdict is not None:
+            failed = [r for r in mine if r.reading != DEFAULT_READING_ROW
+                      and r.versus_st[0] == "optimisation failure"]  # fmt: skip
+            running = len(mine) - 1 - len(decided) - len(failed)
+            so_far = " so far" if running else ""
             said = (
                 "No other reading is decided yet"
                 if not decided
-                else "The one other reading decided so far reads it the same way"
+                else f"The one other reading decided{so_far} reads it the same way"
                 if len(decided) == 1
-                else f"None of the {len(decided)} other readings decided so far reads it otherwise"
+                else f"None of the {len(decided)} other readings decided{so_far} reads it otherwise"
             )
-            text += said + (" (the rest still run)." if len(decided) < len(mine) - 1 else ".")
+            notes = [f"{running} still run"] if running else []
+            if failed:
+                notes.append(
+                    f"{len(failed)} more read nothing, a run of each never having fitted its "
+                    "training set: " + "; ".join(f"‘{html.escape(r.reading)}’" for r in failed)
+                )
+            text += said + (f" ({'; '.join(notes)})." if notes else ".")
         paragraphs.append(f"<p>{text.strip()}</p>")
     if not paragraphs:
         return "<p>No diagnostic cell has results under mzlite's reading yet.</p>"
     return "".join(paragraphs)
+
+
+def _unsigned_zero(v: float) -> float:
+    return 0.0 if round(v, 3) == 0 else v  # never "-0.000"
 
 
 def _r2(mean: float | None, std: float | None) -> str:
