@@ -289,7 +289,7 @@ def jobs(
             raise ValueError(
                 f"cells {pats} match no cell of {spec.label}; cells: {[c.id for c in spec.cells]}"
             )
-    same = {**aliases(spec, prof), **shared(spec, prof.name)}
+    same = {**aliases(spec, prof), **shared(spec, prof)}
     chosen = [c for c in chosen if c.id not in same]  # run once, under the earlier cell's id
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     out = []
