@@ -262,6 +262,9 @@ def _collapsed_st(root, cell, lr, fitted=False):
 
 
 def test_the_pma_collapse_on_normalised_sets_is_tried_at_lower_rates(tmp_path):
+    # a lower rate without a run at the family's rate has nothing to be compared with
+    _collapsed_st(tmp_path / "alone", "abl-d8-scale-ynorm-lr0.0003-st", 3e-4)
+    assert narrate.rate_retry_sentence("cpu-annealed", tmp_path / "alone") == ""
     twin = narrate.normalised_twin("d8-st", "cpu-annealed")
     _collapsed_st(tmp_path, twin, 1e-3)
     _cell(tmp_path, "tab:meb", "abl-d8-scale-ynorm-mz_full", 0.2, "cpu-annealed",

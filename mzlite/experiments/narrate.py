@@ -514,8 +514,13 @@ def rate_retry_sentence(profile: str, results_dir=None, _rows=None) -> str:
     no lower rate ran."""
     from mzlite.train import TrainConfig
 
-    family, *lower = rate_retry(profile, results_dir, _rows) or [None]
-    if family is None or not lower:
+    runs = rate_retry(profile, results_dir, _rows)
+    twin = normalised_twin("d8-st", profile)
+    family = next((r for r in runs if r["cell"] == twin and r["lr"] is not None), None)
+    if family is None:  # no run at the family's rate to compare the lower ones with
+        return ""
+    lower = [r for r in runs if r["lr"] is not None and r["lr"] < family["lr"]]
+    if not lower:
         return ""
     paper_lr = TrainConfig().lr  # the paper's rate (app:impl)
     said = "; ".join(
