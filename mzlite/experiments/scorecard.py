@@ -485,9 +485,12 @@ def _shared_note(claim, profile: str, ren) -> str:
     lenders = list(dict.fromkeys(lent[ren(c)][0] for c in claim.cells if ren(c) in lent))
     if not lenders:
         return ""
+    from mzlite.paper import name_labels  # a page names tables as the paper prints them
+
     n = sum(ren(c) in lent for c in claim.cells)
-    return (f"; {n} of its {len(claim.cells)} cells are the same experiments as cells of "
+    note = (f"; {n} of its {len(claim.cells)} cells are the same experiments as cells of "
             f"{' and '.join(lenders)} under {profile}, whose runs they read")  # fmt: skip
+    return name_labels(note)
 
 
 def _ablation_dependence(claim, profile: str, results_dir=None) -> list[str]:
