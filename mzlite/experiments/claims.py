@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from mzlite import experiments as ex
 from mzlite import nn as _nn
 from mzlite.experiments import stats as _stats
+from mzlite.experiments.formatting import unsigned_zero
 from mzlite.paper import paper_cell
 
 TIE = _stats.TIE  # an R^2 gap this small counts as a tie
@@ -47,7 +48,7 @@ class Claim:
     holds: Callable[[float], bool]
     partly: Callable[[float], bool]
     metric: str = "r2"
-    fmt: Callable[[float], str] = lambda v: f"{_unsigned_zero(v):.3f}"
+    fmt: Callable[[float], str] = lambda v: f"{unsigned_zero(v):.3f}"
     compare: tuple[str, tuple[str, ...]] | None = None
     monotone: bool = False
     paper_table: str | None = None
@@ -88,13 +89,8 @@ class RankClaim:
         return tuple(c.id for c in ex.get_table(self.table).cells if c.part == "main")
 
 
-def _unsigned_zero(v: float) -> float:
-    """0.0 for a value that prints as zero to three decimals: never "-0.000"."""
-    return 0.0 if round(v, 3) == 0 else v
-
-
 def _signed(v: float) -> str:
-    return f"{_unsigned_zero(v):+.3f}"
+    return f"{unsigned_zero(v):+.3f}"
 
 
 def _present(get, cells) -> list[float]:

@@ -22,6 +22,11 @@ def format_value(v, digits: int = 3) -> str:
     return f"{v:.{digits}f}"
 
 
+def unsigned_zero(v: float) -> float:
+    """0.0 for a value that prints as zero to three decimals: never "-0.000"."""
+    return 0.0 if round(v, 3) == 0 else v
+
+
 def format_mean_std(mean, std) -> str:
     """ "mean ± std", "mean" when there is no std (one seed), "--" when there is no mean. A
     mean that is zero to three decimals, or below 0.001 and within one std of zero, is printed
@@ -37,7 +42,7 @@ def format_mean_std(mean, std) -> str:
         and std < 1e-2
         and (abs(mean) < 5e-4 or (abs(mean) < 1e-3 and abs(mean) <= std))
     ):
-        return f"{abs(mean) if round(mean, 3) == 0 else mean:.3f} ± {std:.3f}"
+        return f"{unsigned_zero(mean):.3f} ± {std:.3f}"
     return f"{format_value(mean)} ± {format_value(std)}"
 
 

@@ -493,12 +493,13 @@ def rate_retry(profile: str, results_dir=None, _rows=None) -> list[dict]:
     twin = normalised_twin("d8-st", profile)
     retry = [c.id for c in spec.cells
              if c.id.startswith("abl-d8-scale-ynorm-lr") and c.model == "st"]  # fmt: skip
+    by_cell = ex.results_by_cell(MEB, profile, results_dir)
     out = []
     for cid in (twin, *retry):
         row = rows.get(cid)
         if row is None or not row.ran:
             continue
-        runs = ex.results_by_cell(MEB, profile, results_dir).get(cid, [])
+        runs = by_cell.get(cid, [])
         lrs = {r["train_config"].get("lr") for r in runs}
         lr = lrs.pop() if len(lrs) == 1 else None
         fitted = sum((r.get("convergence") or {}).get("fitted") is True for r in runs)

@@ -22,6 +22,7 @@ from mzlite.paper import name_labels
 
 from . import stats as _stats
 from .cells import GEN_NORM_READINGS, SCHEDULE_READINGS
+from .formatting import unsigned_zero
 from .results import load_results
 from .tables import get_table
 
@@ -472,7 +473,7 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
         if not default.seeds:
             continue
         outcome, p = default.versus_st
-        st = "not run" if default.st_mean is None else f"{_unsigned_zero(default.st_mean):.3f}"
+        st = "not run" if default.st_mean is None else f"{unsigned_zero(default.st_mean):.3f}"
         text = (
             f"<b>{html.escape(what)}</b>: under mzlite's reading MZ reaches R² "
             f"{_r2(default.mean, default.std)} over {default.seeds} seeds against the Set "
@@ -524,10 +525,6 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
     if not paragraphs:
         return "<p>No diagnostic cell has results under mzlite's reading yet.</p>"
     return "".join(paragraphs)
-
-
-def _unsigned_zero(v: float) -> float:
-    return 0.0 if round(v, 3) == 0 else v  # never "-0.000"
 
 
 def _r2(mean: float | None, std: float | None) -> str:
