@@ -51,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", default=None, help="e.g. 0-4 or 0,2,5 (default: the profile's)")
     p.add_argument("--device", default="auto", help="auto (default), cpu or cuda")
+    p.add_argument(
+        "--precision",
+        choices=("auto", "bf16", "float32"),
+        default="auto",
+        help="auto (default: bf16 autocast on a CPU with native bf16, float32 else); a GPU run "
+        "asks for bf16 to train the same experiment as bf16 CPU runs",
+    )
     p.add_argument("--workers", type=int, default=None, help="training processes (CPU: 1 a core)")
     p.add_argument("--threads", type=int, default=None, help="torch threads per job")
     p.add_argument("--models", default=None, help="comma-separated model names or ids")
@@ -175,6 +182,7 @@ def main(argv=None) -> int:
                 cache_dir=args.cache_dir,
                 threads=args.threads,
                 launcher=launcher,
+                precision=args.precision,
             )
             print(
                 f"done {len(out['done'])}, skipped {len(out['skipped'])}, "

@@ -467,6 +467,33 @@ def test_a_result_of_another_training_config_is_never_skipped_as_done(dirs):
     assert ex.get_profile("cpu").train["amp"] is False
 
 
+def test_a_gpu_run_asks_for_the_precision_of_the_cpu_runs_beside_it(dirs, monkeypatch):
+    _run("tab:tdof-verify", dirs, cells=["L4-st_4l"])
+    (auto,) = ex.jobs("tab:tdof-verify", "smoke", cells=["L4-st_4l"], **dirs)
+    assert auto.precision == "auto" and auto.train_config().amp is None
+    bf16, fp32 = (
+        ex.jobs("tab:tdof-verify", "smoke", cells=["L4-st_4l"], device="cuda", precision=p,
+                **dirs)[0]
+        for p in ("bf16", "float32")
+    )  # fmt: skip
+    assert bf16.train_config().amp is True and fp32.train_config().amp is False
+    # the result trained here in the machine's precision is done for a job that asks for the
+    # same precision by name, and another experiment for one that asks for the other
+    used = ex.result_amp(json.loads(auto.result_path.read_text()))
+    same, other = (bf16, fp32) if used else (fp32, bf16)
+    assert ex.is_done(same)
+    with pytest.raises(ValueError, match="train_config.amp"):
+        ex.is_done(other)
+    with pytest.raises(ValueError, match=r"precision must be one of \('auto', 'bf16'"):
+        ex.jobs("tab:tdof-verify", "smoke", cells=["L4-st_4l"], precision="fp16", **dirs)
+    # a copy of the tree without .git (a GPU machine) records the commit its caller names
+    monkeypatch.setattr(ex.execute, "_git", lambda *a: None)
+    monkeypatch.setenv("MZLITE_GIT_COMMIT", "a33d1e0")
+    assert ex.git_info() == {"commit": "a33d1e0", "dirty": None}
+    monkeypatch.delenv("MZLITE_GIT_COMMIT")
+    assert ex.git_info() == {"commit": None, "dirty": None}
+
+
 @pytest.mark.integration  # a real CLI run, SIGKILLed, polled for up to 120 s
 @pytest.mark.timeout(600)
 def test_killed_run_resumes_and_skips_finished_results(dirs):

@@ -60,6 +60,9 @@ def parse_seeds(text) -> list[int]:
     return sorted(out)
 
 
+PRECISIONS = ("auto", "bf16", "float32")
+
+
 @dataclass(frozen=True)
 class Job:
     table: str
@@ -70,6 +73,10 @@ class Job:
     checkpoint_path: Path
     cache_dir: Path
     device: str
+    # "auto" (TrainConfig's amp=None: bf16 autocast on a CPU with native bf16, float32 else),
+    # "bf16" or "float32": a GPU run asks for "bf16" to train the same experiment as the bf16
+    # CPU runs beside it (``is_done`` counts precision as part of the experiment)
+    precision: str = "auto"
 
     @property
     def sizes(self) -> tuple[int, int, int]:
@@ -89,6 +96,8 @@ class Job:
         kw.update({k: p.train[k] for k in p.fixed_train})  # ... except where the profile is fixed
         kw["batch_size"] = p.batch_size or c.batch_size
         kw["eval_batch_size"] = max(kw["batch_size"], 256)
+        if self.precision != "auto":
+            kw["amp"] = self.precision == "bf16"
         return TrainConfig(seed=self.seed, device=self.device, **kw)
 
 
@@ -265,9 +274,13 @@ def jobs(
     results_dir=None,
     cache_dir=None,
     device: str = "auto",
+    precision: str = "auto",
 ) -> list[Job]:
     """Every (cell, seed) job of ``table`` under ``profile``, after the ``models`` (model names
-    or model ids of the table) and ``cells`` (cell-id glob patterns) filters."""
+    or model ids of the table) and ``cells`` (cell-id glob patterns) filters; ``precision``:
+    one of ``PRECISIONS`` (``Job.precision``)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     spec, prof = get_table(table), get_profile(profile)
     want_seeds = None if seeds is None else parse_seeds(seeds)
     chosen = list(spec.cells)
@@ -311,6 +324,7 @@ def jobs(
                     cache_dir / "checkpoints" / prof.name / spec.dirname / f"{c.id}__seed{s}.pt",
                     cache_dir,
                     device,
+                    precision,
                 )
             )
     return out

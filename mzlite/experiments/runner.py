@@ -47,6 +47,7 @@ def run(
     data_workers: int | None = None,
     threads: int | None = None,
     launcher="local",
+    precision: str = "auto",
 ) -> dict:
     """Run every missing (cell, seed) of ``table`` under ``profile``, a name of ``PROFILES``
     (listed at the end of this docstring, which is generated from them).
@@ -63,6 +64,10 @@ def run(
     ``threads``: torch CPU threads per job; default ``max(1, cores // workers)``, but 1 for the
     smoke profile (its batches of 32 gain nothing from threads, and on a shared CPU two
     oversubscribed threads made a smoke job 15x slower: 59 s vs 3.8 s, measured).
+
+    ``precision``: "auto" (the machine's: bf16 autocast on a CPU with native bf16, float32 else,
+    on CUDA too), "bf16" or "float32" (``jobs.PRECISIONS``): results count precision as part of
+    the experiment, so a GPU run beside bf16 CPU runs asks for "bf16".
 
     ``launcher``: "local" (this machine: ``workers`` processes) or "ray" / a
     ``mzlite.launchers.RayLauncher`` (each job a Ray task; results written here all the same).
@@ -84,7 +89,7 @@ def run(
         workers = 1
         if threads is None:  # one CPU per task: Ray packs tasks onto the cluster's cores
             threads = 1
-    todo = jobs(table, profile, seeds, models, cells, results_dir, cache_dir, device)
+    todo = jobs(table, profile, seeds, models, cells, results_dir, cache_dir, device, precision)
     say = print if progress else (lambda *a, **k: None)
     skipped = [j for j in todo if is_done(j)]
     todo = [j for j in todo if j not in skipped]
