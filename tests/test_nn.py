@@ -31,7 +31,12 @@ SMALL_MZ = dict(SMALL, n_g=3, L=2)
 
 def _models(seed=0):
     torch.manual_seed(seed)
-    return [SetTransformer(**SMALL).eval(), MZSetTransformer(**SMALL_MZ).eval()]
+    genqk = MZSetTransformer(**SMALL_MZ, gen_qk=True).eval()
+    for mod in genqk.modules():  # W^gen is zero at init: make the scores read the generators
+        if isinstance(mod, MZAttention):
+            with torch.no_grad():
+                mod.W_q_gen.normal_(0, 1.0), mod.W_k_gen.normal_(0, 1.0)
+    return [SetTransformer(**SMALL).eval(), MZSetTransformer(**SMALL_MZ).eval(), genqk]
 
 
 def _randomise_mz(attn: MZAttention, scale=0.3):
@@ -40,6 +45,8 @@ def _randomise_mz(attn: MZAttention, scale=0.3):
         attn.M_l.normal_(0, scale)
         attn.W_mix.normal_(0, 1.0)
         attn.gate.bias.normal_(0, 1.0)
+        if attn.gen_qk:
+            attn.W_q_gen.normal_(0, 1.0), attn.W_k_gen.normal_(0, 1.0)
 
 
 def _batch(B=3, n=6, d=3, seed=1):
@@ -287,7 +294,7 @@ def test_mz_centre_stream_is_standard_attention_under_bf16_autocast(device):
 
 
 def test_padded_positions_are_zero_and_unused():
-    _, mz = _models()
+    _, mz, _ = _models()
     x, mask = _batch(3, 6)
     det = mz.inspect(x, mask)
     for layer in det.layers:
@@ -419,7 +426,7 @@ def test_details_are_dataclasses_with_named_layers():
             det.layer("nope")
         y = model(x, mask)
         torch.testing.assert_close(model.head(det.features), y)  # the head's input
-    st_pool, mz_pool = (m.inspect(x, mask).layer("pool") for m in _models())
+    st_pool, mz_pool = (m.inspect(x, mask).layer("pool") for m in _models()[:2])
     assert st_pool.gates is None and st_pool.operators is None
     assert st_pool.output.shape == (3, 1, 16)  # (B, k, d)
     assert mz_pool.gates.shape == (3, 4, 2) and mz_pool.output.generators.shape == (3, 1, 3, 16)
@@ -495,7 +502,7 @@ def test_parameter_counts_match_paper():
 
 
 def test_bad_input_errors():
-    st, mz = _models()
+    st, mz, _ = _models()
     x, mask = _batch(2, 5)
     for model in (st, mz):
         with pytest.raises(ValueError, match="x must have shape"):
@@ -671,11 +678,11 @@ def _mz_float64(seed=0, **kw):
     return mz
 
 
-@pytest.mark.parametrize("readout", ["ihw", "signed"])
-def test_packed_set_stream_equals_padded_layout_float64(readout):
+@pytest.mark.parametrize("readout,gen_qk", [("ihw", False), ("signed", False), ("ihw", True)])
+def test_packed_set_stream_equals_padded_layout_float64(readout, gen_qk):
     """The packed path (default on CPU) against the padded one (the reference layout): outputs
     and every parameter's gradient equal to float64 rounding, NaN in the padding included."""
-    mz = _mz_float64(readout=readout)
+    mz = _mz_float64(readout=readout, gen_qk=gen_qk)
     x, mask = _ragged_batch()
     assert mz._packs(x, mask, False) and not mz._packs(x, mask, True)
     out, grads = {}, {}
@@ -778,3 +785,38 @@ def test_packed_training_forward_ignores_padding_width_with_dropout():
     torch.testing.assert_close(mz(wide_x, wide_mask), y, rtol=0, atol=1e-12)
     torch.manual_seed(1)
     assert not torch.equal(mz(x, mask), mz(x, mask))  # dropout is really on
+
+
+def test_mz_genqk_starts_as_mz_full_and_its_scores_then_read_the_generators():
+    """Choice 8 (tab:genqk): W_q^gen, W_k^gen are zero at init, so MZ-GenQK is MZ-Full there (the
+    same seed gives the same other weights); once they move, queries and keys read sum_g |G_g|."""
+    x, mask = _batch(3, 6)
+    torch.manual_seed(0)
+    full = MZSetTransformer(**SMALL_MZ).eval()
+    torch.manual_seed(0)
+    genqk = MZSetTransformer(**SMALL_MZ, gen_qk=True).eval()
+    assert torch.equal(genqk(x, mask), full(x, mask))
+    n_mz_attn = sum(isinstance(m, MZAttention) for m in genqk.modules())
+    d = SMALL_MZ["d_model"]
+    assert n_mz_attn == 6  # 2 ISABs x 2 MABs, PMA, 1 SAB
+    assert count_parameters(genqk) - count_parameters(full) == n_mz_attn * 2 * d * d
+    # at the paper's sizes: ~50K more (365K -> 415K in tab:genqk)
+    big = count_parameters(MZSetTransformer(gen_qk=True)) - count_parameters(MZSetTransformer())
+    assert big == 49_152
+    # the zero W^gen still gets a gradient: training can move it
+    genqk.train()
+    genqk(x, mask).sum().backward()
+    attn = genqk.pool.mab.attn
+    assert attn.W_q_gen.grad.abs().sum() > 0 and attn.W_k_gen.grad.abs().sum() > 0
+    # moved, the attention weights depend on the generators, not only on the centres
+    genqk.eval()
+    c, G = torch.randn(2, 5, d), 0.5 * torch.randn(2, 5, SMALL_MZ["n_g"], d)
+    with torch.no_grad():
+        attn.W_q_gen.normal_(0, 1.0), attn.W_k_gen.normal_(0, 1.0)
+        a1 = attn(c[:, :1], c, G, Gq=G[:, :1], need_details=True)[2].attention
+        a2 = attn(c[:, :1], c, 2 * G, Gq=2 * G[:, :1], need_details=True)[2].attention
+    assert not torch.allclose(a1, a2)
+    with pytest.raises(ValueError, match="needs Gq"):
+        attn(c, c, G)
+    with pytest.raises(ValueError, match="gen_qk"):
+        MZSetTransformer(**SMALL_MZ, gen_qk="yes")

@@ -97,6 +97,16 @@ Choices the paper leaves open (each one named in the code where it is made)
    the "How we read the paper" page show the numbers). Its 1,536 extra parameters are exactly
    the gap between our 370,273 and the paper's ~372K: a hint that the authors' code normalises
    generator rows with parameters of its own, which the ablation tests.
+8. Generator information in the scores (``gen_qk``, tab:genqk's MZ-GenQK; app:genqk: "projections
+   W_q^gen, W_k^gen of per-token interval hull widths into the attention score computation").
+   Read as ``q = W_q c_q + W_q^gen w_q``, ``k = W_k c_k + W_k^gen w_k`` with ``w = sum_g |G_g|``
+   the token's half-width vector (the IHW the head reads, per token), bias-free ``d x d``
+   matrices in every MZ attention, **zero at initialisation**, so the model starts exactly as
+   MZ-Full, and as standard attention (the paper's initialisation claim). Six MZ attentions of
+   ``d = 64`` add 49,152 parameters (the paper: ~50K, 365K -> 415K). The alternatives, a
+   Xavier-initialised ``W^gen`` (the scores read noise from the first step) or a scalar IHW per
+   token (``d`` parameters, not ~50K), are not run. Off by default: the paper's MZAttn scores
+   centres only.
 """
 
 from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one import)

@@ -305,7 +305,10 @@ class MZAttention(nn.Module):
     (H, n_g, L) ~ N(0, 0.1^2), ``gate = Linear(d, H L)`` (choice 3), ``q, k, v, o``, ``v_g, o_g``.
 
     With ``M_c = I`` the centre stream is exactly standard masked multi-head attention
-    (Prop. prop:perm); it never depends on the generators, ``M_l`` or ``W_mix``.
+    (Prop. prop:perm); it never depends on the generators, ``M_l`` or ``W_mix``, unless
+    ``gen_qk`` (tab:genqk's MZ-GenQK, choice 8): then queries and keys also read the tokens'
+    interval-hull half-widths, ``q = W_q c_q + W_q^gen sum_g |G_q,g|`` (keys alike), and
+    ``forward`` needs the queries' generators ``Gq``.
 
     ``forward(cq (B, nq, d), ckv (B, nkv, d), Gkv (B, nkv, n_g, d), mask (B, nkv) | None,
     need_details=False) -> (o_c (B, nq, d), o_G (B, nq, n_g, d), details | None)``, ``details``
@@ -317,7 +320,16 @@ class MZAttention(nn.Module):
     give packed outputs ``(R, d)``, ``(R, n_g, d)``. Same values as the padded layout.
     """
 
-    def __init__(self, d: int, *, n_heads: int, n_g: int, L: int, gen_own_weights: bool = True):
+    def __init__(
+        self,
+        d: int,
+        *,
+        n_heads: int,
+        n_g: int,
+        L: int,
+        gen_own_weights: bool = True,
+        gen_qk: bool = False,
+    ):
         super().__init__()
         fused.prepare()  # where the CPU kernels would run, build them now, not in a forward pass
         self.n_heads, self.d_k, self.n_g, self.L = n_heads, d // n_heads, n_g, L
@@ -330,6 +342,12 @@ class MZAttention(nn.Module):
         self.M_l = nn.Parameter(0.02 * torch.randn(n_heads, L, dk, dk))  # (H, L, dk, dk)
         self.W_mix = nn.Parameter(0.1 * torch.randn(n_heads, n_g, L))  # (H, n_g, L)
         self.gate = nn.Linear(d, n_heads * L) if L > 0 else None  # W_gamma, choice 3
+        # choice 8 (tab:genqk's MZ-GenQK): W_q^gen, W_k^gen add each token's interval-hull
+        # half-width sum_g |G_g| to its query and key. Zero at init, so the model starts as
+        # MZ-Full (and as standard attention); Parameters, not Linear, so init_linear keeps them 0
+        self.gen_qk = gen_qk
+        self.W_q_gen = nn.Parameter(torch.zeros(d, d)) if gen_qk else None
+        self.W_k_gen = nn.Parameter(torch.zeros(d, d)) if gen_qk else None
 
     def forward(
         self,
@@ -340,14 +358,25 @@ class MZAttention(nn.Module):
         need_details: bool = False,
         q_packing: Packing | None = None,
         kv_packing: Packing | None = None,
+        Gq=None,
     ):
+        if self.gen_qk:  # half-widths before unpacking: (R, d) packed or (B, n, d)
+            if Gq is None:
+                raise ValueError("an MZAttention with gen_qk needs Gq, the queries' generators")
+            wq = Gq.abs().sum(-2)
+            wkv = Gkv.abs().sum(-2)
+            wq = q_packing.unpack(wq) if q_packing is not None else wq  # (B, nq, d)
+            wkv = kv_packing.unpack(wkv) if kv_packing is not None else wkv  # (B, nkv, d)
         if q_packing is not None:
             cq = q_packing.unpack(cq)  # (B, nq, d): centres are small, attention reads sets
         if kv_packing is not None:
             ckv, mask = kv_packing.unpack(ckv), kv_packing.mask  # (B, nkv, d), zeros at padding
         B, nq, d = cq.shape
         nkv, H, dk, ng, L = ckv.shape[1], self.n_heads, self.d_k, self.n_g, self.L
-        q, k = split_heads(self.q(cq), H), split_heads(self.k(ckv), H)  # (B, H, n, dk)
+        q, k = self.q(cq), self.k(ckv)  # (B, nq, d), (B, nkv, d)
+        if self.gen_qk:
+            q, k = q + F.linear(wq, self.W_q_gen), k + F.linear(wkv, self.W_k_gen)
+        q, k = split_heads(q, H), split_heads(k, H)  # (B, H, n, dk)
         vc = split_heads(self.v(ckv), H)  # (B, H, nkv, dk)
         # M_c folded into the weights next to it (aggregation and the projections are linear):
         # o_c = W_o blockdiag(M_c) c_hat and G_hat M_c^T = aggregate(G W_vg^T blockdiag(M_c)^T),
@@ -465,13 +494,16 @@ class MZMAB(nn.Module):
         L: int,
         gen_own_weights: bool = True,
         gen_norm: str = "zonotope",
+        gen_qk: bool = False,
         name: str = "mzmab",
     ):
         super().__init__()
         if gen_norm not in GEN_NORMS:
             raise ValueError(f"gen_norm must be one of {GEN_NORMS}, got {gen_norm!r}")
         self.name, self.p, self.gen_norm = name, dropout, gen_norm
-        self.attn = MZAttention(d, n_heads=n_heads, n_g=n_g, L=L, gen_own_weights=gen_own_weights)
+        self.attn = MZAttention(
+            d, n_heads=n_heads, n_g=n_g, L=L, gen_own_weights=gen_own_weights, gen_qk=gen_qk
+        )
         self.ln0, self.ln1 = nn.LayerNorm(d), nn.LayerNorm(d)
         if gen_norm == "layernorm":
             self.ln0_g, self.ln1_g = nn.LayerNorm(d), nn.LayerNorm(d)
@@ -498,8 +530,9 @@ class MZMAB(nn.Module):
     ):  # fmt: skip
         # with packed queries every step after the attention is per token, on real tokens only
         a_c, a_G, info = self.attn(
-            cq, ckv, Gkv, mask, details is not None, q_packing=q_packing, kv_packing=kv_packing
-        )
+            cq, ckv, Gkv, mask, details is not None, q_packing=q_packing, kv_packing=kv_packing,
+            Gq=Gq,
+        )  # fmt: skip
         # (B, nq, d), (B, nq, n_g, d)
         hc, hG = self._add_norm(cq, Gq, a_c, a_G, self.ln0, self.ln0_g)
         c, G = self._add_norm(hc, hG, self.ffn(hc), self.ffn_g(hG), self.ln1, self.ln1_g)

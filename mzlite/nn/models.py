@@ -47,6 +47,7 @@ def _validate(cfg) -> None:
         nonneg.append("L")
         choices["readout"] = ("ihw", "signed")
         choices["gen_norm"] = GEN_NORMS
+        choices["gen_qk"] = (False, True)
     check_config_fields(cfg, positive, nonneg, choices)
 
 
@@ -87,7 +88,8 @@ class MZSetTransformerConfig(SetTransformerConfig):
     ``sum_g |G_g|``, the paper's default head) or ``"signed"`` (pooled centre + ``sum_g G_g``, the
     readout of Theorems thm:tdof-depth and thm:separation); ``gen_own_weights``: see choice 2;
     ``gen_norm``: what the blocks' LayerNorms do to the generators (choice 7, ``GEN_NORMS``:
-    ``"zonotope"``, ``"none"``, ``"layernorm"``; see ``MZMAB``).
+    ``"zonotope"``, ``"none"``, ``"layernorm"``; see ``MZMAB``); ``gen_qk``: queries and keys
+    also read the tokens' interval-hull half-widths (choice 8, tab:genqk's MZ-GenQK).
 
     ``from_dict`` reads a config saved in a result or checkpoint; one saved before ``gen_norm``
     existed was trained with the per-row LayerNorm and is read as ``gen_norm="layernorm"``."""
@@ -97,6 +99,7 @@ class MZSetTransformerConfig(SetTransformerConfig):
     readout: str = "ihw"
     gen_own_weights: bool = True
     gen_norm: str = "zonotope"
+    gen_qk: bool = False
 
     # what a saved config without the field was trained with (mzlite before the field existed)
     LEGACY = {"gen_norm": "layernorm"}
@@ -235,6 +238,7 @@ class MZSetTransformer(nn.Module):
             L=cfg.L,
             gen_own_weights=cfg.gen_own_weights,
             gen_norm=cfg.gen_norm,
+            gen_qk=cfg.gen_qk,
         )
         self.embed = ZonotopeProjection(cfg.d_in, d, n_g=cfg.n_g)
         self.enc = nn.ModuleList(
