@@ -457,12 +457,33 @@ def _transfer_claims() -> list[RankClaim]:
     ]
 
 
+def _genqk_claims() -> list[Claim]:
+    """tab:genqk: generator information in the scores helps Task A, hurts Task B."""
+    return [
+        _beats(
+            "genqk-helps-task-a",
+            "tab:genqk",
+            "Set regression (Task A): scoring with generator information (MZ-GenQK) beats "
+            "centres-only MZAttn",
+            "A-genqk",
+            ["A-mz_full"],
+        ),
+        _beats(
+            "genqk-hurts-task-b",
+            "tab:genqk",
+            "Set matching (Task B): centres-only MZAttn beats MZ-GenQK",
+            "B-mz_full",
+            ["B-genqk"],
+        ),
+    ]
+
+
 def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
     out = _tdof_claims() + _meb_claims() + _transfer_claims() + _why_claims()
-    out += _uncertainty_claims() + _ambiguity_claims()
+    out += _uncertainty_claims() + _ambiguity_claims() + _genqk_claims()
     own = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix", "tab:depth",
-           "tab:ablation", "tab:ece-nll", "tab:ambiguity")  # fmt: skip
+           "tab:ablation", "tab:genqk", "tab:ece-nll", "tab:ambiguity")  # fmt: skip
     for label in ex.TABLES:
         if label not in own:
             out += _mz_best_claims(label)

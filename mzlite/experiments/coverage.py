@@ -105,20 +105,7 @@ ENTRIES: dict[str, Entry] = {
     ),
     "tab:genqk": Entry(
         "Feeding generator information (interval hull widths) into the Q/K scores helps Task A "
-        "and hurts Task B: centres-only scoring is a reasonable default.",
-        runs="no: needs the MZ-GenQK model (W_q^gen, W_k^gen over per-token interval hull "
-        "widths), which mzlite.nn does not have",
-        like=(
-            *_like("tab:main-results", ["A-mz_full", "B-mz_full"], 3),
-            *_like(
-                "tab:main-results",
-                ["A-mz_full", "B-mz_full"],
-                3,
-                1.14,
-                "MZ-GenQK's ~14% more parameters",
-            ),
-        ),  # fmt: skip
-        note="the price once the model exists: both models on Tasks A and B, 3 seeds",
+        "and hurts Task B: centres-only scoring is a reasonable default."
     ),
     "tab:hypernet-rank": Entry(
         "Raising HyperNet's rank from 8 to 32 does not close its gap to MZAttn on Tasks A and B; "
