@@ -78,6 +78,22 @@ CHOICES: tuple[Choice, ...] = (
         "reading ablation: TDOF L = 16, signed readout",
     ),
     Choice(
+        "Generator information in the scores (MZ-GenQK)",
+        "app:genqk",
+        "MZ-GenQK adds projections $W_q^{\\mathrm{gen}}, W_k^{\\mathrm{gen}}$ of per-token interval "
+        "hull widths into the attention score computation.",
+        "off: MZAttn scores centres only, as the paper's default. On (tab:genqk's MZ-GenQK): "
+        "q = W_q c + W_q^gen sum_g |G_g| and the keys alike, bias-free d x d matrices in every MZ "
+        "attention, zero at initialisation, so the model starts as MZ-Full (49,152 parameters, "
+        "the paper's ~50K)",
+        "a Xavier-initialised W^gen (the scores read noise from the first step); one scalar IHW "
+        "per token (d parameters, not ~50K)",
+        "MZSetTransformerConfig.gen_qk",
+        "model_config.gen_qk",
+        "tab:genqk itself (MZ-GenQK beside centres-only MZAttn on Tasks A and B); the "
+        "initialisation of W^gen is not ablated",
+    ),
+    Choice(
         "Gate summary",
         "eq:mz-main",
         "is the context-dependent gate computed from the set-level mean",
