@@ -80,8 +80,8 @@ CHOICES: tuple[Choice, ...] = (
     Choice(
         "Generator information in the scores (MZ-GenQK)",
         "app:genqk",
-        "MZ-GenQK adds projections $W_q^{\\mathrm{gen}}, W_k^{\\mathrm{gen}}$ of per-token interval "
-        "hull widths into the attention score computation.",
+        "MZ-GenQK adds projections $W_q^{\\mathrm{gen}}, W_k^{\\mathrm{gen}}$ of per-token "
+        "interval hull widths into the attention score computation.",
         "off: MZAttn scores centres only, as the paper's default. On (tab:genqk's MZ-GenQK): "
         "q = W_q c + W_q^gen sum_g |G_g| and the keys alike, bias-free d x d matrices in every MZ "
         "attention, zero at initialisation, so the model starts as MZ-Full (49,152 parameters, "
