@@ -15,7 +15,7 @@ from mzlite.nn import build_model, count_parameters
 from mzlite.tasks import make_task
 
 
-def _write(root, table, cell, seed, profile, sizes, wall, epochs, threads=1):
+def _write(root, table, cell, seed, profile, sizes, wall, epochs, threads=1, device="cpu"):
     spec = ex.get_table(table)
     c = spec.cell(cell)
     path = ex.result_path(spec, cell, seed, profile, root)
@@ -23,7 +23,8 @@ def _write(root, table, cell, seed, profile, sizes, wall, epochs, threads=1):
     res = {"format": ex.RESULT_FORMAT, "table": spec.label, "cell": cell, "seed": seed,
            "profile": profile, "task": c.task, "model": c.model, "sizes": list(sizes),
            "task_options": ex.check_task_options(c.task, c.options), "model_kwargs": c.model_kwargs,
-           "wall_time_s": wall, "epochs_run": epochs, "provenance": {"num_threads": threads},
+           "wall_time_s": wall, "epochs_run": epochs,
+           "provenance": {"num_threads": threads, "device": device},
            "metrics": {"test": {"r2": 0.5}}}  # fmt: skip
     path.write_text(json.dumps(res))
 
@@ -59,6 +60,21 @@ def test_estimate_is_jobs_times_epochs_times_measured_cost(tmp_path):
                                        measure=False).rows}  # fmt: skip
     assert rows["L16-mz_1l"]["epochs"] == 40 and "mz_full in" in rows["L16-mz_1l"]["epochs_source"]
     assert rows["L16-st_4l"]["epochs"] == 100 and rows["L4-mz_1l"]["epochs"] == 40
+
+
+def test_a_gpu_result_gives_epochs_but_prices_no_cpu_hour(tmp_path):
+    # a GPU run's wall time (15 other jobs beside it on one GPU) says nothing of a CPU's
+    _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0, "cpu-converged", (2000, 500, 2000), 20.0,
+           40, device="cuda:0")  # fmt: skip
+    (row,) = plan("tab:tdof-verify", "cpu-converged", cells=["L4-mz_1l"], results_dir=tmp_path,
+                  measure=False).rows  # fmt: skip
+    assert (row["todo"], row["epochs"]) == (2, 40) and row["s_per_epoch"] is None
+    # a CPU result of the same cell prices it
+    _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 1, "cpu-converged", (2000, 500, 2000), 200.0,
+           40)  # fmt: skip
+    (row,) = plan("tab:tdof-verify", "cpu-converged", cells=["L4-mz_1l"], results_dir=tmp_path,
+                  measure=False).rows  # fmt: skip
+    assert row["s_per_epoch"] == pytest.approx(5.0)
 
 
 def test_models_without_results_have_no_estimate_unless_timed(tmp_path):

@@ -7,8 +7,9 @@
 For every cell with (cell, seed) jobs still to run (``experiments.jobs``, after the ``models``
 and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
 
-- Seconds per epoch, on one thread, come from results already on disk (``wall_time_s /
-  epochs_run``, times the result's thread count, so the unit is CPU seconds; results of the
+- Seconds per epoch, on one thread, come from results already on disk that ran on a CPU
+  (``wall_time_s / epochs_run``, times the result's thread count, so the unit is CPU seconds;
+  a GPU's results give epochs, not seconds; results of the
   planned profile itself when it has some, since they ran its precision), rescaled to this
   profile's data sizes by ``n_train + n_val / 3`` (an epoch is a training pass plus a validation
   forward pass, about a third of a training step per set). In order: the same cell of the same
@@ -74,10 +75,13 @@ def _units(sizes) -> float:
 
 
 def _cpu_s_per_epoch(res: dict) -> float | None:
+    """CPU seconds per epoch per set unit; None for a result trained on a GPU (its wall time,
+    beside 15 other jobs on one GPU, prices no CPU hour) or without a timing."""
     n = res.get("epochs_run") or 0
-    if n < 1 or not res.get("wall_time_s"):
+    prov = res.get("provenance") or {}
+    if n < 1 or not res.get("wall_time_s") or not str(prov.get("device", "cpu")).startswith("cpu"):
         return None
-    threads = (res.get("provenance") or {}).get("num_threads") or 1
+    threads = prov.get("num_threads") or 1
     return res["wall_time_s"] * threads / n / _units(res["sizes"])
 
 
