@@ -419,3 +419,29 @@ def test_a_table_whose_cells_run_elsewhere_is_priced_there(tmp_path):
                  results_dir=tmp_path, measure=False).totals()["tab:hull"]  # fmt: skip
     jobs, hours, _, _ = fd._price(["tab:hull-normed"], tmp_path)
     assert jobs == there["todo"] > 0 and hours == pytest.approx(there["cpu_h"])
+
+
+def test_what_held_leads_with_full_verdicts_and_names_each_claims_table():
+    from mzlite.render import table_name
+
+    def row(table, text, verdict):
+        return {"table": table, "text": text, "verdict": verdict, "ours_text": "+0.01",
+                "paper_text": "+0.08", "chapter": "06_relational_benchmarks"}  # fmt: skip
+
+    rows = [
+        row(
+            "tab:hull",
+            "d=9: MZAttn beats every other model of the column (R^2 gap > 0.01; partly: a tie).",
+            "holds partly",
+        ),  # fmt: skip
+        row(
+            "tab:ece-nll",
+            "tab:unc-comparison: IHW ranks the errors as well as MC-Dropout.",
+            "holds",
+        ),  # fmt: skip
+    ]
+    text = fd._held_sentence(rows).text
+    hull = f"{table_name('tab:hull', title=False)}, d = 9: MZAttn beats every other model"
+    unc = f"{table_name('tab:unc-comparison', title=False)}: IHW ranks the errors"
+    assert hull in text and unc in text and "tab:" not in text
+    assert text.index(unc) < text.index(hull)  # "holds" before "holds partly"

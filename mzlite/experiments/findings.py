@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 from mzlite.experiments.formatting import count_phrase, headline
 from mzlite.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
-from mzlite.render import tables_words
+from mzlite.paper import name_labels
+from mzlite.render import table_name, tables_words
 
 __all__ = [
     "Finding", "Findings", "findings", "results_label",
@@ -151,14 +152,23 @@ def _seeds_of(row: dict) -> list[int]:
     return [c.get("n", 0) for c in (ev.get("cells") or {}).values()]
 
 
+def _claim_words(row: dict) -> str:
+    """The claim without its test, led by its table ("Table 22, d = 9: MZAttn beats every other
+    model of the column") unless it names a table itself; labels as the paper prints them."""
+    text = headline(row["text"])
+    if "tab:" in text:
+        return name_labels(text)
+    return f"{table_name(row['table'], title=False)}, {text}"
+
+
 def _held_sentence(rows: list[dict]) -> Finding:
     held = [r for r in rows if r["verdict"] in HELD]
     if not held:
         return Finding("No claim of the paper holds here yet, in full or in part.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
+    held.sort(key=lambda r: HELD.index(r["verdict"]))  # "holds" before "holds partly"
     items = [
-        f"{headline(r['text'])} ({r['verdict']}: ours {r['ours_text']}, the paper's "
-        f"{r['paper_text']})"
+        f"{_claim_words(r)} ({r['verdict']}: ours {r['ours_text']}, the paper's {r['paper_text']})"
         for r in held
     ]
     return Finding(f"What held: {_list(items)}.", _chapter_links([r["chapter"] for r in held]))
@@ -168,7 +178,7 @@ def _failed_sentence(rows: list[dict]) -> Finding | None:
     failed = [r for r in rows if r["verdict"] == "does not hold here"]
     if not failed:
         return None
-    items = [f"{headline(r['text'])} (ours {r['ours_text']}, the paper's {r['paper_text']})"
+    items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']})"
              for r in failed]  # fmt: skip
     first = sum(r.get("reading") == FIRST_READING for r in failed)
     text = f"What did not hold: {_list(items)}."
