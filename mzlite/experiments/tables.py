@@ -438,8 +438,8 @@ def _genqk() -> TableSpec:
         notes=(
             "MZ-GenQK is MZ-Full with gen_qk (mzlite.nn, choice 8: W_q^gen, W_k^gen over each "
             "token's interval-hull half-width, zero at initialisation). The centres-only rows are "
-            "tab:main-results' MZAttn cells (the same experiments). The paper gives no seed "
-            "count; 3 seeds, as its parameter-matched Task A rows."
+            "the MZAttn cells of tab:main-results (the same experiments). The paper gives no "
+            "seed count; 3 seeds, as its parameter-matched Task A rows."
         ),
         chapter=RELATIONAL_CHAPTER,
     )
