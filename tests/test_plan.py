@@ -140,6 +140,27 @@ def test_decide_orders_stops_refuted_claims_and_prices_each_step(tmp_path):
     assert d9["steps"][0]["cells"] == ["d9-mz_full", "d9-set_stats", "d9-st", "d9-st_large"]
     nxt = d.next_jobs()
     assert not any(c.startswith("d3-") for _, c in nxt)
+    # d9: MZ 0.05 below Standard, no one significantly (wide seeds): the gap already fails the
+    # weaker test and another baseline can only lower it, so the rest of d9 is not run
+    _seeds(tmp_path, T, "d9-mz_full", 0.40)
+    for s, v in ((1, 0.45), (2, 0.80), (0, 0.10)):  # seed 0 last: _seeds writes seed 0
+        _seeds(tmp_path, T, "d9-st", v, seeds=1)  # one value per seed: a std of 0.35
+        path = ex.result_path(T, "d9-st", 0, "cpu-annealed", tmp_path)
+        moved = path.with_name(f"d9-st__seed{s}.json")
+        res = json.loads(path.read_text())
+        res["seed"], res["metrics"]["test"]["r2"] = s, v
+        moved.write_text(json.dumps(res))
+    now = next(c for c in decide(T, "cpu-annealed", results_dir=tmp_path, measure=False).claims
+               if c["claim"] == "tab-hull-d9-mz_full-best")  # fmt: skip
+    assert now["status"] == "decided" and now["row"]["verdict"] == "does not hold here"
+    assert now["row"]["decided_by"].startswith("refuted by the 1 of 5 models of the comparison")
+    assert (
+        "gap -0.050 fails even the weaker test, no one of them significantly"
+        in (now["row"]["decided_by"])
+    )
+    for c in ("d9-mz_full", "d9-st"):
+        for s in range(3):
+            ex.result_path(T, c, s, "cpu-annealed", tmp_path).unlink()
     assert ("tab:hull", "d6-perceiver") in nxt and ("tab:hull", "d9-mz_full") in nxt
     assert ("tab:hull", "d9-perceiver") not in nxt  # d9's second step waits for its first
     # each step's price is plan's, cell by cell

@@ -42,12 +42,13 @@ mean rank in the columns with results so far, else ``DEFAULT_STRENGTH``: ST-Larg
 Sets, ...), 3 seeds; a claim refuted by one significantly better model
 (``scorecard.refutation``: R^2 gap > TIE, Welch p < ALPHA, both cells with 3 converged seeds)
 needs no other cell, and the scorecard says so ("refuted by ST-Large (..., Welch p = ...)");
-one that survives gets the rest of its column. A claim about the best of several baselines
-(``Claim.monotone``: more cells can only make it fail more) is ordered the same way and stops
-as soon as the cells run already fail it. Other claims run all their cells in one step. ``decide``
-reads each claim's state from the results on disk of the planned profile alone, prices each
-step with ``plan`` and prints the order, the open claims' next steps first, cheapest first,
-with the commands that run them.
+so does one whose gap to the best baseline run already fails even its weaker test (another
+baseline can only lower the gap); one that survives gets the rest of its column. A claim
+about the best of several baselines (``Claim.monotone``: more cells can only make it fail more)
+is ordered the same way and stops as soon as the cells run already fail it. Other claims run
+all their cells in one step. ``decide`` reads each claim's state from the results on disk of
+the planned profile alone, prices each step with ``plan`` and prints the order, the open
+claims' next steps first, cheapest first, with the commands that run them.
 """
 
 from __future__ import annotations

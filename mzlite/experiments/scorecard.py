@@ -46,9 +46,12 @@ threshold without significance only "holds partly".
 The sequential decision rule (``refutation``; ``plan --decide`` orders the runs by it): a claim
 that one cell beats every other of its column is refuted ("does not hold here") by a single
 compared cell better by more than the tie with Welch's p < ALPHA, both cells with MIN_SEEDS
-converged seeds of one protocol, whatever the rest of the column says or whether it ran; a claim
-about the best of several baselines (``Claim.monotone``) once the cells run fail even its weaker
-test. Every row says which rule decided it (``decided_by``, also the verdict's ``why``):
+converged seeds of one protocol, whatever the rest of the column says or whether it ran, or,
+before the column is complete, by the models run so far when the gap to the best of them fails
+even the claim's weaker test without one of them being significant (another model can only
+lower the gap); a claim about the best of several baselines (``Claim.monotone``) once the cells
+run fail even its weaker test. Every row says which rule decided it (``decided_by``, also the
+verdict's ``why``):
 "refuted by ST-Large (..., Welch p = ...)", "survived N of M models ...", "the claim's
 thresholds". Retirement: the one-seed ``cpu`` results leave a claim's verdict once a converged
 cell of the claim exists under another profile (``row["retired"]`` says so); asked for alone
@@ -324,7 +327,9 @@ def refutation(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dic
     order): a claim that cell ``a`` beats every ``b`` (``compare``, on R^2) is refuted by one
     ``b`` that is better than ``a`` by more than ``TIE`` with Welch's p < ``ALPHA``, both cells
     with ``MIN_SEEDS`` converged seeds of one protocol, whatever the other cells of the column
-    say or whether they ran. Returns the most significant such ``b`` as ``{"cell", "model",
+    say or whether they ran; without one, before the column is complete, by the ``b`` run so far
+    when the gap to their best already fails even the weaker test (``_gap_refutation``: another
+    ``b`` can only lower it). Returns the most significant such ``b`` as ``{"cell", "model",
     "diff", "p", "text"}`` ("refuted by ST-Large (d3-st_large: R^2 +0.21 above, Welch p =
     0.003)"), or None (no such cell, or not a compare claim on R^2)."""
     ren = (lambda c: c) if rename is None else rename
@@ -347,13 +352,40 @@ def refutation(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dic
         if best is None or w["p"] < best["p"]:
             best = {"cell": b, "diff": w["diff"], "p": w["p"]}
     if best is None:
-        return None
+        return _gap_refutation(claim, by_cell, ren)
     best["model"] = ex.get_table(claim.table).cell(best["cell"]).row
     best["text"] = (
         f"refuted by {best['model']} ({best['cell']}: R^2 {best['diff']:+.3f} above {a}, "
         f"Welch p = {best['p']:.2g}); the rest of the column need not run"
     )
     return best
+
+
+def _gap_refutation(claim: Claim, by_cell: dict, ren) -> dict | None:
+    """A claim that ``a`` beats every ``b`` whose gap to the ``b`` run so far already fails even
+    its weaker test, every one of them with solid evidence, before the rest of its column ran:
+    the gap is ``a`` minus the best ``b``, so another ``b`` can only lower it. None otherwise
+    (then the verdict comes from the claim's thresholds once the column is complete)."""
+    a, bs = claim.compare
+    ran = [b for b in bs if by_cell.get(ren(b))]
+    if not ran or len(ran) == len(bs) or not all(_solid(by_cell[ren(c)]) for c in (a, *ran)):
+        return None
+    value = claim.expr(mean_getter(by_cell, claim.metric, ren))
+    if claim.partly(value):
+        return None
+    spec = ex.get_table(claim.table)
+    return {
+        "cell": None,
+        "model": None,
+        "diff": None,
+        "p": None,
+        "text": (
+            f"refuted by the {len(ran)} of {len(bs)} models of the comparison run "
+            f"({', '.join(spec.cell(b).row for b in ran)}): the gap {claim.fmt(value)} fails "
+            "even the weaker test, no one of them significantly, and another model can only "
+            "lower it; the rest of the column need not run"
+        ),
+    }
 
 
 def _monotone_refutation(claim: Claim, by_cell: dict, ren) -> dict | None:
