@@ -361,54 +361,55 @@ def refutation(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dic
     return best
 
 
-def _gap_refutation(claim: Claim, by_cell: dict, ren) -> dict | None:
-    """A claim that ``a`` beats every ``b`` whose gap to the ``b`` run so far already fails even
-    its weaker test, every one of them with solid evidence, before the rest of its column ran:
-    the gap is ``a`` minus the best ``b``, so another ``b`` can only lower it. None otherwise
-    (then the verdict comes from the claim's thresholds once the column is complete)."""
-    a, bs = claim.compare
-    ran = [b for b in bs if by_cell.get(ren(b))]
-    if not ran or len(ran) == len(bs) or not all(_solid(by_cell[ren(c)]) for c in (a, *ran)):
+def _fails_before_complete(claim: Claim, by_cell: dict, ren, cells) -> tuple | None:
+    """``(ran, value)``: the ``cells`` run so far (some, not all, each with solid evidence,
+    ``_solid``) and the claim's value on them, when that value already fails even the claim's
+    weaker test; None otherwise (a complete set of cells is judged as usual)."""
+    ran = [c for c in cells if by_cell.get(ren(c))]
+    if not ran or len(ran) == len(cells) or not all(_solid(by_cell[ren(c)]) for c in ran):
         return None
     value = claim.expr(mean_getter(by_cell, claim.metric, ren))
-    if claim.partly(value):
+    return None if claim.partly(value) else (ran, value)
+
+
+def _refuted_by_cells(text: str) -> dict:
+    """A refutation by the cells run together, not by one cell (``refutation``'s shape)."""
+    return {"cell": None, "model": None, "diff": None, "p": None, "text": text}
+
+
+def _gap_refutation(claim: Claim, by_cell: dict, ren) -> dict | None:
+    """A claim that ``a`` beats every ``b`` (``a`` with solid evidence: ``refutation`` checked)
+    whose gap to the ``b`` run so far already fails even its weaker test, every one of them
+    with solid evidence, before the rest of its column ran: the gap is ``a`` minus the best
+    ``b``, so another ``b`` can only lower it. None otherwise (then the verdict comes from the
+    claim's thresholds once the column is complete)."""
+    bs = claim.compare[1]
+    found = _fails_before_complete(claim, by_cell, ren, bs)
+    if found is None:
         return None
+    ran, value = found
     spec = ex.get_table(claim.table)
-    return {
-        "cell": None,
-        "model": None,
-        "diff": None,
-        "p": None,
-        "text": (
-            f"refuted by the {len(ran)} of {len(bs)} models of the comparison run "
-            f"({', '.join(spec.cell(b).row for b in ran)}): the gap {claim.fmt(value)} fails "
-            "even the weaker test, no one of them significantly, and another model can only "
-            "lower it; the rest of the column need not run"
-        ),
-    }
+    return _refuted_by_cells(
+        f"refuted by the {len(ran)} of {len(bs)} models of the comparison run "
+        f"({', '.join(spec.cell(b).row for b in ran)}): the gap {claim.fmt(value)} fails "
+        "even the weaker test, no one of them significantly, and another model can only "
+        "lower it; the rest of the column need not run"
+    )
 
 
 def _monotone_refutation(claim: Claim, by_cell: dict, ren) -> dict | None:
     """A ``monotone`` claim that the cells run so far already fail (not even its weaker test),
     each of them with solid evidence (``_solid``): no further cell can rescue it."""
-    ran = {c: by_cell.get(ren(c), []) for c in claim.cells if by_cell.get(ren(c))}
-    if not ran or len(ran) == len(claim.cells) or not all(_solid(r) for r in ran.values()):
-        return None  # complete claims are judged as usual
-    value = claim.expr(mean_getter(by_cell, claim.metric, ren))
-    if claim.partly(value):
+    found = _fails_before_complete(claim, by_cell, ren, claim.cells)
+    if found is None:
         return None
+    ran, value = found
     spec = ex.get_table(claim.table)
-    return {
-        "cell": None,
-        "model": None,
-        "diff": None,
-        "p": None,
-        "text": (
-            f"refuted by the {len(ran)} of {len(claim.cells)} cells run "
-            f"({', '.join(spec.cell(c).row for c in ran)}): {claim.fmt(value)} fails even the "
-            "weaker test, and no further cell can lower it"
-        ),
-    }
+    return _refuted_by_cells(
+        f"refuted by the {len(ran)} of {len(claim.cells)} cells run "
+        f"({', '.join(spec.cell(c).row for c in ran)}): {claim.fmt(value)} fails even the "
+        "weaker test, and no further cell can lower it"
+    )
 
 
 def _decided_by(claim: Claim, verdict: str, ev: dict, ran: int) -> str:
