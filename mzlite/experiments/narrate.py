@@ -509,13 +509,13 @@ def rate_retry(profile: str, results_dir=None, _rows=None) -> list[dict]:
     return out
 
 
-def rate_retry_sentence(profile: str, results_dir=None, _rows=None) -> str:
+def rate_retry_sentence(profile: str, results_dir=None, _rows=None, _runs=None) -> str:
     """One sentence on the Standard model's per-set normalised runs at the rates below its
-    family's (``rate_retry``): whether a lower rate, down to the paper's, lets it fit; "" when
-    no lower rate ran."""
+    family's (``rate_retry``; ``_runs``: its rows when the caller has them): whether a lower
+    rate, down to the paper's, lets it fit; "" when no lower rate ran."""
     from mzlite.train import TrainConfig
 
-    runs = rate_retry(profile, results_dir, _rows)
+    runs = _runs if _runs is not None else rate_retry(profile, results_dir, _rows)
     twin = normalised_twin("d8-st", profile)
     family = next((r for r in runs if r["cell"] == twin and r["lr"] is not None), None)
     if family is None:  # no run at the family's rate to compare the lower ones with
@@ -593,9 +593,9 @@ def meb_sentence(condition: str, pattern=None, profiles=PROFILE_ORDER, results_d
         )
     s += "."
     if condition == "per-set normalised":
-        retry = rate_retry_sentence(prof, results_dir, rows[prof])
-        s += f" {retry}" if retry else ""
         rates = rate_retry(prof, results_dir, rows[prof])
+        retry = rate_retry_sentence(prof, results_dir, _runs=rates)
+        s += f" {retry}" if retry else ""
         never = len(rates) > 1 and not any(r["fitted"] for r in rates)
         mp_fit = fit_ratio(MEB, mp.cell, prof, results_dir) if mp is not None and mp.ran else None
         if never and mp_fit is not None and mp_fit < FIT_THRESHOLD:
