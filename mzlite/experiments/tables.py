@@ -21,6 +21,7 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     grid_cells,
     model_row,
     reading_cells,
+    standardised_twin_cells,
     stats_cell,
 )
 from .specs import PROFILES, Cell, Derived, PaperRef, Profile, TableSpec
@@ -229,6 +230,10 @@ def _main_results() -> TableSpec:
             paper_size=[("mz_full", "mz_full", "MZAttn (ours)", {}),
                         ("st", "st", "Set Transformer", {})],
         )  # fmt: skip
+    cells += standardised_twin_cells(
+        "F", "rotation_matching", {}, "Task F", [("mz_full", "mz_full", "MZAttn (ours)", {}),
+        ("st", "st", "Set Transformer", {})], (5_000, 1_000, 2_000), 128,
+    )  # fmt: skip
     return TableSpec(
         "tab:main-results",
         "Main results, Tasks A, B, D, F, G (MSE and R^2)",
