@@ -137,8 +137,8 @@ def speed(args) -> None:
 def equal(args) -> None:
     import torch
 
-    from mzlite import experiments as ex
     from mzlite.nn import fused
+    from mzlite.repro import experiments as ex
     from mzlite.train import evaluate, fit
 
     (job,) = [j for j in ex.jobs(args.table, args.profile, 0, cells=args.cell, device="cpu")
@@ -207,7 +207,7 @@ print(time.perf_counter() - t)
 
 def layout(args) -> None:
     """Jobs per minute: two 1-thread jobs at once vs the same two jobs one after the other on
-    2 threads each (what ``workers`` x ``threads`` choose in ``mzlite.experiments.run``)."""
+    2 threads each (what ``workers`` x ``threads`` choose in ``mzlite.repro.experiments.run``)."""
 
     def batch_of_jobs(workers: int, threads: int) -> float:
         t = time.perf_counter()

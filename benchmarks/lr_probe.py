@@ -1,7 +1,7 @@
 """Which learning rate does a CPU profile use? A short probe on the validation split.
 
 The paper's lr 1e-4 is tuned for 10K training sets and 200 epochs; the ``cpu-converged`` profile
-(``mzlite.experiments.PROFILES``) trains on at most 2K sets, i.e. 8-16 optimiser steps per
+(``mzlite.repro.experiments.PROFILES``) trains on at most 2K sets, i.e. 8-16 optimiser steps per
 epoch, so its rate has to be chosen again. This script trains each model family's representative
 cells (three per family) under the ``--profile``'s exact protocol (same data, batch, warm-up,
 schedule, standardised targets) for the first ``--epochs`` epochs at each rate of ``--grid``,
@@ -30,7 +30,7 @@ import time
 
 import torch
 
-from mzlite import experiments as ex
+from mzlite.repro import experiments as ex
 from mzlite.tasks import make_splits
 from mzlite.train import TrainConfig, fit
 

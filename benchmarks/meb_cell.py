@@ -13,7 +13,7 @@ real MEB sets of the full protocol's shape, and extrapolates:
 
 Settings compared side by side in one run: ``workers`` processes training at once (each timing
 every model, started together at a barrier before each model, so they contend as a real
-``mzlite.experiments.run(..., workers=N)`` would) x ``threads`` per worker. With N workers the
+``mzlite.repro.experiments.run(..., workers=N)`` would) x ``threads`` per worker. With N workers the
 cell's wall time is the per-job time divided by N.
 
     python benchmarks/meb_cell.py                      # CPU: w1 x t1, w1 x t2, w2 x t1
@@ -35,9 +35,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from mzlite import experiments as ex
 from mzlite._checks import resolve_device
 from mzlite.nn import model_spec
+from mzlite.repro import experiments as ex
 from mzlite.tasks import make_task
 
 N_TRAIN, N_VAL, BATCH, EPOCHS, SEEDS = 10_000, 2_000, 256, 200, 5

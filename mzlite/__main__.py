@@ -1,4 +1,4 @@
-"""``python -m mzlite``: list, run and report the paper's tables (see ``mzlite.experiments``).
+"""``python -m mzlite``: list, run and report the paper's tables (see ``mzlite.repro.experiments``).
 
     python -m mzlite list
     python -m mzlite run tab:meb --profile smoke
@@ -23,13 +23,13 @@ import sys
 
 
 def _profiles() -> list[str]:
-    from mzlite.experiments.specs import PROFILES
+    from mzlite.repro.experiments.specs import PROFILES
 
     return list(PROFILES)
 
 
 def _profile_order() -> tuple[str, ...]:
-    from mzlite.experiments.results import PROFILE_ORDER
+    from mzlite.repro.experiments.results import PROFILE_ORDER
 
     return PROFILE_ORDER
 
@@ -97,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
         "--decide",
         action="store_true",
         help="the sequential decision rule: each claim's state, its steps in order and their "
-        "price, the next steps' commands (mzlite.experiments.plan.decide)",
+        "price, the next steps' commands (mzlite.repro.experiments.plan.decide)",
     )
     p.add_argument(
         "--first", type=int, default=None, help="--decide: baselines in a claim's first step (2)"
@@ -133,11 +133,11 @@ def _split(s):
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["grade"]:  # one CLI for the grader: roster, points, jobs, secret, isolation
-        from mzlite.exercises import grading
+        from mzlite.grading import grader as grading
 
         return grading.main(argv[1:])
     args = _parser().parse_args(argv)
-    from mzlite import experiments as ex
+    from mzlite.repro import experiments as ex
 
     try:
         if args.cmd == "list":
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
             seeds = None if args.seeds is None else ex.parse_seeds(args.seeds)
             launcher = args.launcher
             if launcher == "ray":
-                from mzlite.launchers import RayLauncher
+                from mzlite.repro.launchers import RayLauncher
 
                 launcher = RayLauncher(address=args.address, gpus_per_job=args.gpus_per_job,
                                        checkpoint_dir=args.checkpoint_dir)  # fmt: skip
@@ -190,7 +190,7 @@ def main(argv=None) -> int:
             )
             return 1 if out["failed"] else 0
         if args.cmd == "plan":
-            from mzlite.experiments.plan import FIRST_STEP_BASELINES, decide, plan
+            from mzlite.repro.experiments.plan import FIRST_STEP_BASELINES, decide, plan
 
             seeds = None if args.seeds is None else ex.parse_seeds(args.seeds)
             if args.decide:
@@ -217,13 +217,13 @@ def main(argv=None) -> int:
             )
             return 0
         if args.cmd == "report":
-            from mzlite.experiments.report import report
+            from mzlite.repro.experiments.report import report
 
             r = report(args.table, args.profile, args.results_dir)
             print(r.to_markdown() if args.format == "markdown" else r.to_text())
             return 0
         if args.cmd == "scorecard":
-            from mzlite.experiments.scorecard import PROFILE_ORDER, scorecard
+            from mzlite.repro.experiments.scorecard import PROFILE_ORDER, scorecard
 
             sc = scorecard(
                 args.tables or None,

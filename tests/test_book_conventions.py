@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mzlite.paper import RAW_LABEL, paper_label
+from mzlite.repro.paper import RAW_LABEL, paper_label
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -88,11 +88,12 @@ def test_plumbing_is_hidden_and_run_logs_collapsed(path):
 def test_no_markdown_table_is_built_in_code(path):
     """A Markdown table displayed from code renders as one paragraph of pipes in the book (myst-nb
     renders text/markdown outputs as CommonMark, which has no tables): results tables go
-    through mzlite.render.comparison_table."""
+    through mzlite.repro.render.comparison_table."""
     for cell in _code_cells(path):
         src = "".join(cell["source"])
         assert not re.search(r"\|\s*:?-{3,}:?\s*\|", src), (
-            f"{path.name}: a Markdown table built in code; use mzlite.render.comparison_table:\n"
+            f"{path.name}: a Markdown table built in code; use "
+            "mzlite.repro.render.comparison_table:\n"
             f"{src[:200]}"
         )
 

@@ -207,7 +207,8 @@ def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_wi
 
 
 # What a reader sees at 800 px, measured in the page (JavaScript returns the offenders): every
-# results table (mzlite.render) ends inside the window, keeps its fixed column widths and has no
+# results table (mzlite.repro.render) ends inside the window, keeps its fixed column widths and has
+# no
 # cell whose content spills out of it, and wherever a table has a verdict column,
 # that column is inside the window and no box around the table scrolls sideways.
 _VERDICTS_OUT_OF_VIEW = """() => {
@@ -273,7 +274,7 @@ _READER_TEXT = """() => {
 
 @pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
 def test_page_reads_at_800px(server, browser, page_path, needs_plotly, needs_widget):
-    from mzlite.paper import RAW_LABEL
+    from mzlite.repro.paper import RAW_LABEL
 
     visit = _Visit(browser, server, page_path, 800, needs_plotly)
     verdicts = visit.page.evaluate(_VERDICTS_OUT_OF_VIEW)
@@ -284,7 +285,7 @@ def test_page_reads_at_800px(server, browser, page_path, needs_plotly, needs_wid
     assert not verdicts, f"results out of view at 800 px: {verdicts[:5]}"
     assert not overflowing, f"output blocks wider than the page at 800 px: {overflowing[:5]}"
     assert not scrolling, f"code cells scroll sideways at 800 px: {scrolling[:3]}"
-    assert not labels, f"raw paper labels in the text: {labels} (name them: mzlite.paper)"
+    assert not labels, f"raw paper labels in the text: {labels} (name them: mzlite.repro.paper)"
 
 
 def test_every_citation_is_on_the_references_page(server, browser):
@@ -351,7 +352,7 @@ _FINDINGS = """() => {
 
 
 def test_landing_page_says_what_the_book_found(server, browser):
-    from mzlite.experiments.scorecard import scorecard
+    from mzlite.repro.experiments.scorecard import scorecard
 
     visit = _Visit(browser, server, "intro.html", 1300)
     found = visit.page.evaluate(_FINDINGS)
@@ -372,7 +373,7 @@ def test_landing_page_says_what_the_book_found(server, browser):
 
 
 def _plumbing() -> list[tuple[str, re.Pattern]]:
-    from mzlite import experiments as ex
+    from mzlite.repro import experiments as ex
 
     ids = sorted({c.id for t in ex.TABLES for c in ex.get_table(t).cells}, key=len, reverse=True)
     return [

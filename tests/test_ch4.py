@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from mzlite import experiments as ex
 from mzlite.exercises import check
 from mzlite.exercises.ch4 import EX_CELL, EX_STEP, TABLE, full_protocol
 from mzlite.nn import build_model, count_parameters
+from mzlite.repro import experiments as ex
 from mzlite.train import TrainConfig, lr_at
 from mzlite.viz import plot_sweep
 

@@ -1,4 +1,4 @@
-"""mzlite.experiments.coverage: every labelled table of the paper gets exactly one line."""
+"""mzlite.repro.experiments.coverage: every labelled table of the paper gets exactly one line."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from mzlite import experiments as ex
-from mzlite.experiments.coverage import ENTRIES, coverage, coverage_html, paper_table_labels
-from mzlite.experiments.plan import plan
-from mzlite.paper import paper_ref, read_paper_tex
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.coverage import ENTRIES, coverage, coverage_html, paper_table_labels
+from mzlite.repro.experiments.plan import plan
+from mzlite.repro.paper import paper_ref, read_paper_tex
 
 
 @pytest.fixture(scope="module")

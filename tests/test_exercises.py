@@ -401,7 +401,7 @@ def _slip_ch9_smoke(seed):
 
 
 def _slip_ch9_not_run(seed):
-    from mzlite.experiments.scorecard import scorecard
+    from mzlite.repro.experiments.scorecard import scorecard
 
     rows = scorecard().rows  # every table's rows, whatever the seed's table
     table = ch9.not_run_table(seed)
@@ -468,7 +468,7 @@ def test_ch9_verdict_is_the_scorecards_verdict_on_cells_of_a_registered_table():
     """The exercise's claim is a Claim like the scorecard's (its cells must exist): the
     scorecard's own verdict is right, any other is wrong, for every seed."""
     from mzlite.exercises.checker import get
-    from mzlite.experiments.scorecard import VERDICTS
+    from mzlite.repro.experiments.scorecard import VERDICTS
 
     checker = get("ch9.verdict").checker
     for seed in range(4):

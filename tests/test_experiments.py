@@ -1,4 +1,5 @@
-"""The experiment registry, runner, CLI and report (mzlite.experiments, mzlite.experiments.report).
+"""The experiment registry, runner, CLI and report (mzlite.repro.experiments,
+mzlite.repro.experiments.report).
 
 Everything writes to temporary directories (results and dataset cache); training uses the smoke
 profile restricted to a few cells so the whole file runs in a couple of minutes on a CPU."""
@@ -19,10 +20,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from mzlite import experiments as ex
 from mzlite.__main__ import main as cli
-from mzlite.experiments.report import report
-from mzlite.paper import load_paper_table, paper_cell
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.report import report
+from mzlite.repro.paper import load_paper_table, paper_cell
 from mzlite.tasks import make_splits, make_task
 from mzlite.train import fit
 

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from mzlite import viz
-from mzlite.experiments.scorecard import Scorecard
+from mzlite.repro.experiments.scorecard import Scorecard
 
 
 def _fig(names, title="a title", width=820):

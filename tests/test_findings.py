@@ -1,4 +1,5 @@
-"""mzlite.experiments.findings and narrate: the sentences the book prints, written from results.
+"""mzlite.repro.experiments.findings and narrate: the sentences the book prints, written from
+results.
 
 Results are constructed on disk (as the runner writes them), so each test knows what the
 sentences must say; the statistics are checked against scipy."""
@@ -15,11 +16,11 @@ import pytest
 from scipy import stats as sps
 from test_scorecard import SETTINGS, _cell, _tdof, _tier1, _write
 
-from mzlite import experiments as ex
-from mzlite.experiments import findings as fd
-from mzlite.experiments import formatting as fmt
-from mzlite.experiments import narrate
-from mzlite.experiments.scorecard import scorecard
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import findings as fd
+from mzlite.repro.experiments import formatting as fmt
+from mzlite.repro.experiments import narrate
+from mzlite.repro.experiments.scorecard import scorecard
 
 ROOT = Path(__file__).resolve().parents[1]
 HASH = re.compile(r"(?<![\w.+-])(?=[0-9a-f]*\d)(?=(?:[0-9]*[a-f]){2})[0-9a-f]{7,40}(?![\w.+-])")
@@ -83,7 +84,7 @@ def test_findings_say_what_the_scorecard_says(tmp_path):
     assert "rests on 3 seeds per cell" in sure.text and "Welch t-tests" in sure.text
     not_run = next(s for s in f.sentences if s.text.startswith("What could not run"))
     assert f"{counts['not run']} claims of" in not_run.text
-    from mzlite.experiments.plan import decide
+    from mzlite.repro.experiments.plan import decide
 
     nxt = decide(sorted({r["table"] for r in sc.rows if r["verdict"] == "not run"}),
                  "cpu-annealed", results_dir=tmp_path, measure=False).totals()  # fmt: skip
@@ -115,7 +116,7 @@ def test_findings_name_what_did_not_hold_and_render_with_links(tmp_path):
 def test_every_label_a_finding_links_to_is_on_its_page():
     """Each chapter a claim belongs to carries its "Results at a glance" label; chapter 9 the
     labels of its how-sure and not-run sections (else the landing page's links break)."""
-    from mzlite.experiments.scorecard import claims
+    from mzlite.repro.experiments.scorecard import claims
 
     wanted = {(c.chapter, fd.results_label(c.chapter)) for c in claims()}
     wanted |= {
@@ -330,7 +331,7 @@ def test_transfer_summary_states_the_ranks_and_the_verdict(tmp_path):
 
 
 def test_glance_leads_with_results_and_collapses_claims_not_run(tmp_path):
-    from mzlite.experiments.scorecard import Scorecard
+    from mzlite.repro.experiments.scorecard import Scorecard
 
     rows = [
         {"table": "tab:main-results", "chapter": "06_relational_benchmarks", "verdict": v,
@@ -398,8 +399,8 @@ def test_the_hash_pattern_finds_hashes_not_numbers():
 def test_claim_lines_name_the_tables_a_claim_cites():
     """A claim's text may cite another paper table (tab:ece-nll's runs decide tab:uncertainty's
     claim): the line names it as the page does, never as a raw LaTeX label."""
-    from mzlite.experiments import narrate
-    from mzlite.paper import RAW_LABEL
+    from mzlite.repro.experiments import narrate
+    from mzlite.repro.paper import RAW_LABEL
 
     row = {"text": "tab:uncertainty: the top fifth has twice the error of the bottom fifth.",
            "table": "tab:ece-nll", "verdict": "holds", "ours_text": "2.1x",
@@ -411,7 +412,7 @@ def test_claim_lines_name_the_tables_a_claim_cites():
 def test_a_table_whose_cells_run_elsewhere_is_priced_there(tmp_path):
     """Under cpu-annealed tab:hull-normed's cells are tab:hull's runs: what could not run
     still costs those runs, not nothing."""
-    from mzlite.experiments.plan import plan
+    from mzlite.repro.experiments.plan import plan
 
     lent = ex.shared("tab:hull-normed", "cpu-annealed")
     assert lent and not ex.jobs("tab:hull-normed", "cpu-annealed", results_dir=tmp_path)
@@ -422,7 +423,7 @@ def test_a_table_whose_cells_run_elsewhere_is_priced_there(tmp_path):
 
 
 def test_what_held_leads_with_full_verdicts_and_names_each_claims_table():
-    from mzlite.render import table_name
+    from mzlite.repro.render import table_name
 
     def row(table, text, verdict):
         return {"table": table, "text": text, "verdict": verdict, "ours_text": "+0.01",

@@ -1,4 +1,4 @@
-"""The grader (mzlite.exercises.grading) trusts no submission.
+"""The grader (mzlite.grading.grader) trusts no submission.
 
 A generated class of chapter-1 notebooks (student copies with their answer cells filled in):
 one honest student, one absent, the cheats of issue 25 (a forged check log, a patched
@@ -27,17 +27,18 @@ import torch
 from book_scripts import load
 
 from mzlite.__main__ import main
-from mzlite.exercises import gradebook, sandbox, submission, wire
+from mzlite.exercises import wire
 from mzlite.exercises.ch1 import exercise_zonotope, generator_sizes
 from mzlite.exercises.checker import get, keys
-from mzlite.exercises.grading import (
+from mzlite.grading import gradebook, sandbox, submission
+from mzlite.grading.grader import (
     NotebookGrade,
     chapter_of,
     find_submissions,
     grade,
     read_points,
 )
-from mzlite.exercises.roster import read_roster
+from mzlite.grading.roster import read_roster
 
 ROOT = Path(__file__).resolve().parents[1]
 CH1 = ROOT / "notebooks" / "01_zonotopes.ipynb"
@@ -481,8 +482,8 @@ def test_the_audit_hook_keeps_a_process_in_its_sandbox(tmp_path):
 
 @pytest.mark.slow
 def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
-    from mzlite.exercises import judge
-    from mzlite.exercises.grading import _worker_boot
+    from mzlite.grading import judge
+    from mzlite.grading.grader import _worker_boot
 
     box = tmp_path / "box"
     (box / "work").mkdir(parents=True)

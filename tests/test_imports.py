@@ -129,11 +129,16 @@ def test_no_module_imports_another_modules_private_names():
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("first", ["mzlite.launchers", "mzlite.render", "mzlite.exercises.checker"])
+@pytest.mark.parametrize(
+    "first", ["mzlite.repro.launchers", "mzlite.repro.render", "mzlite.exercises.checker"]
+)
 @pytest.mark.slow  # fresh interpreters
 def test_a_module_imports_first_in_a_fresh_interpreter(first):
     """The modules that closed the old cycles, each imported before anything else of mzlite."""
-    code = f"import {first}, mzlite.experiments, mzlite.experiments.report, mzlite.exercises"
+    code = (
+        f"import {first}, mzlite.repro.experiments, mzlite.repro.experiments.report, "
+        "mzlite.exercises"
+    )
     run = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )

@@ -19,14 +19,14 @@ import torch
 import torch.nn as nn
 from book_scripts import load
 
-from mzlite import experiments as ex
 from mzlite import nn as mznn
 from mzlite import tasks as T
 from mzlite.exercises import checker
-from mzlite.experiments.report import report
-from mzlite.experiments.scorecard import Claim, evaluate
-from mzlite.experiments.tables import table_registry
-from mzlite.paper import load_paper_table
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.report import report
+from mzlite.repro.experiments.scorecard import Claim, evaluate
+from mzlite.repro.experiments.tables import table_registry
+from mzlite.repro.paper import load_paper_table
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
@@ -194,7 +194,7 @@ def rank_table(monkeypatch):
 
 def test_journey_add_a_paper_table(rank_table, tmp_path):
     section = _journey("Add a paper table")
-    for named in ("mzlite/experiments/tables.py", "data/paper", "chapter=", "PaperRef"):
+    for named in ("mzlite/repro/experiments/tables.py", "data/paper", "chapter=", "PaperRef"):
         assert named in section, named
     assert ex.get_table("hypernet-rank") is rank_table and rank_table.chapter in {
         p.stem for p in (ROOT / "notebooks").glob("*.ipynb")
@@ -210,7 +210,7 @@ def test_journey_add_a_paper_table(rank_table, tmp_path):
 
 def test_journey_add_a_scorecard_claim(rank_table, tmp_path):
     section = _journey("Add a scorecard claim")
-    for named in ("mzlite/experiments/claims.py", "Claim", "claims()", "CellKey"):
+    for named in ("mzlite/repro/experiments/claims.py", "Claim", "claims()", "CellKey"):
         assert named in section, named
     claim = Claim(
         "rank-flat",

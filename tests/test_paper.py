@@ -1,4 +1,4 @@
-"""mzlite.paper: the paper's numbers in data/paper/*.json match its LaTeX source.
+"""mzlite.repro.paper: the paper's numbers in data/paper/*.json match its LaTeX source.
 
 Cells are checked against the .tex with regexes written here, independently of the parser, so a
 parser bug or a hand edit of the JSON fails. The checks that need the .tex skip (with a message)
@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from mzlite import paper
-from mzlite.paper import (
+from mzlite.repro import paper
+from mzlite.repro.paper import (
     DATA_DIR,
     SYNTHETIC_LABELS,
     load_paper_table,
@@ -250,7 +250,7 @@ def test_every_committed_cell_matches_its_latex(tex):
 @needs_tex
 def test_committed_json_in_sync_with_tex():
     stale = paper.check_paper_tables()
-    assert not stale, f"run `python -m mzlite.paper` to refresh: {stale}"
+    assert not stale, f"run `python -m mzlite.repro.paper` to refresh: {stale}"
 
 
 @needs_tex
@@ -272,7 +272,7 @@ _WORDS = {
 
 def _parse_printed(printed: str) -> float:
     """A number as the .tex prints it: "8.0", "1{,}000", "10^{-4}", "five" (independent of
-    mzlite.paper, like the table checks above)."""
+    mzlite.repro.paper, like the table checks above)."""
     if printed in _WORDS:
         return float(_WORDS[printed])
     m = re.fullmatch(r"10\^\{(-?\d+)\}", printed)

@@ -31,7 +31,8 @@ def test_an_installed_package_reads_the_data_beside_the_chapters(tmp_path):
     (download / "data" / "paper").mkdir(parents=True)
     (download / "notes").mkdir()
     probe = (
-        "import mzlite._paths as p, mzlite.experiments.specs as s, mzlite.paper._source as q;"
+        "import mzlite._paths as p, mzlite.repro.experiments.specs as s, "
+        "mzlite.repro.paper._source as q;"
         "print(p.in_checkout(), p.data_root(), s.default_results_dir(), q.DATA_DIR)"
     )
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}

@@ -1,4 +1,4 @@
-"""mzlite.experiments.plan: CPU-hour estimates from the per-epoch costs of results on disk."""
+"""mzlite.repro.experiments.plan: CPU-hour estimates from the per-epoch costs of results on disk."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from mzlite import experiments as ex
 from mzlite import nn as _nn
 from mzlite.__main__ import main as cli
-from mzlite.experiments.plan import decide, plan
 from mzlite.nn import build_model, count_parameters
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.plan import decide, plan
 from mzlite.tasks import make_task
 
 
@@ -176,9 +176,9 @@ def test_decide_orders_stops_refuted_claims_and_prices_each_step(tmp_path):
 
 
 def test_a_claim_not_run_states_its_next_step_and_its_price(tmp_path):
-    from mzlite.experiments.coverage import next_steps_html
-    from mzlite.experiments.plan import priced, step_words
-    from mzlite.experiments.scorecard import scorecard
+    from mzlite.repro.experiments.coverage import next_steps_html
+    from mzlite.repro.experiments.plan import priced, step_words
+    from mzlite.repro.experiments.scorecard import scorecard
 
     T = "tab:hull"
     _seeds(tmp_path, T, "d3-mz_full", 0.50)  # ST-Large better: d3 is decided, not run no more

@@ -1,4 +1,4 @@
-"""How mzlite reads the paper (mzlite.experiments.reading): the quotes are the paper's, every
+"""How mzlite reads the paper (mzlite.repro.experiments.reading): the quotes are the paper's, every
 switch exists and is recorded in results, and the reading ablation reads its rows honestly."""
 
 import json
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from mzlite import experiments as ex
 from mzlite import nn as mznn
-from mzlite.experiments import reading
-from mzlite.paper import paper_tex_path
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import reading
+from mzlite.repro.paper import paper_tex_path
 from mzlite.train import TrainConfig
 
 

@@ -1,13 +1,14 @@
-"""mzlite.render: results tables made for the page (the browser test measures them at 800 px)."""
+"""mzlite.repro.render: results tables made for the page (the browser test measures them at 800
+px)."""
 
 from __future__ import annotations
 
 import re
 
-from mzlite import render
-from mzlite.experiments.report import Report
-from mzlite.experiments.scorecard import Scorecard
-from mzlite.paper import RAW_LABEL
+from mzlite.repro import render
+from mzlite.repro.experiments.report import Report
+from mzlite.repro.experiments.scorecard import Scorecard
+from mzlite.repro.paper import RAW_LABEL
 
 
 def _row(table, text, verdict, protocol, ours="+0.055"):
@@ -147,7 +148,7 @@ def test_scorecard_shows_the_scorecards_own_reason_and_statistics():
 
 
 def test_report_names_the_cells_of_a_derived_row_in_words():
-    from mzlite.experiments.report import report
+    from mzlite.repro.experiments.report import report
 
     html = str(render.report_html(report("tab:tdof-verify", "smoke", results_dir="/nonexistent")))
     assert "L4-st_4l" not in html and "mse(L = 4, ST-4L) / mse(L = 4, MZAttn-1L)" in html

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from mzlite import experiments as ex
 from mzlite._io import atomic_write_json
-from mzlite.experiments.report import report
-from mzlite.experiments.scorecard import VERDICTS, claims, evaluate, judge, scorecard
-from mzlite.paper import load_paper_table
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.report import report
+from mzlite.repro.experiments.scorecard import VERDICTS, claims, evaluate, judge, scorecard
+from mzlite.repro.paper import load_paper_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -327,7 +327,7 @@ def test_no_claim_gets_a_verdict_from_one_seed_or_unconverged_runs(tmp_path, see
 def test_best_rows_read_each_cell_from_its_most_trusted_profile(tmp_path):
     """Results land cell by cell: a chapter shows a cell's converged result as soon as it is on
     disk, the 30-epoch one (labelled) until then, and never a mean over both."""
-    from mzlite.experiments.report import best_rows, evidence_note, ours_text
+    from mzlite.repro.experiments.report import best_rows, evidence_note, ours_text
 
     _write(tmp_path, "tab:meb", "d8-st", 0.9)  # cpu: one seed
     _write(tmp_path, "tab:meb", "d8-mz_full", 0.7)
@@ -354,7 +354,7 @@ def test_best_rows_read_each_cell_from_its_most_trusted_profile(tmp_path):
 
 
 def test_what_ran_is_read_from_the_result_files(tmp_path):
-    from mzlite.experiments.report import what_ran
+    from mzlite.repro.experiments.report import what_ran
 
     assert what_ran("tab:meb", "cpu-converged", results_dir=tmp_path) == ""
     cfg = {"epochs": 200, "patience": 20, "lr": 3e-3, "normalize_targets": True, "amp": True}
@@ -386,7 +386,7 @@ def test_what_ran_is_read_from_the_result_files(tmp_path):
 def _tier1(results_dir, mz_ranks: dict, unconverged=()):
     """Complete cpu-converged settings of tab:transfer-matrix (3 seeds a model, the yardstick)
     where MZAttn-Full takes rank ``mz_ranks[setting]`` among the 7 models by mean R^2."""
-    from mzlite import transfer
+    from mzlite.repro import transfer
 
     others = [m for m in transfer.RANKED if m != "mz_full"]
     for setting, k in mz_ranks.items():
@@ -447,7 +447,7 @@ def test_transfer_rank_claims_hold_fail_and_refuse(tmp_path):
 def test_transfer_prediction_with_longer_cap_reruns_in_place_of_capped_runs(tmp_path):
     """The epoch-cap ablation as a sensitivity analysis: a capped run's converged rerun at the
     longer cap stands in for it (ranks and convergence both), once the rerun has every seed."""
-    from mzlite import transfer
+    from mzlite.repro import transfer
 
     _tier1(tmp_path, dict.fromkeys(SETTINGS, 4), unconverged=("raw-hull-perceiver",))
     cap = "abl-raw-hull-cap400-perceiver"
@@ -776,7 +776,7 @@ def test_ambiguity_claims_one_per_noise_level(tmp_path):
 
 def test_a_claim_without_results_points_to_its_price(tmp_path):
     """'not run' is never silent: the row says where its table's price and turn are."""
-    from mzlite.experiments.scorecard import NOT_RUN_REASON
+    from mzlite.repro.experiments.scorecard import NOT_RUN_REASON
 
     rows = scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path).rows
     assert rows and all(r["verdict"] == "not run" for r in rows)

@@ -1,4 +1,5 @@
-"""mzlite.experiments.stats: convergence of one run, Welch's test and the bootstrap interval over
+"""mzlite.repro.experiments.stats: convergence of one run, Welch's test and the bootstrap interval
+over
 seeds."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from mzlite.experiments import stats
+from mzlite.repro.experiments import stats
 
 
 def _hist(val_loss, stop, patience=15, cap=200):

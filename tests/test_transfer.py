@@ -1,4 +1,4 @@
-"""mzlite.transfer: the Tier-1 cells of tab:transfer-matrix, ranks from result files, and the
+"""mzlite.repro.transfer: the Tier-1 cells of tab:transfer-matrix, ranks from result files, and the
 exact no-advantage null, against brute-force enumeration."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from mzlite import experiments as ex
-from mzlite import transfer
-from mzlite.paper import paper_value
+from mzlite.repro import experiments as ex
+from mzlite.repro import transfer
+from mzlite.repro.paper import paper_value
 
 
 def test_every_tier1_setting_is_a_paper_cell_with_seven_models_and_a_yardstick():

@@ -1,4 +1,5 @@
-"""mzlite.experiments.uncertainty_study: the uncertainty cells' metrics, against a recomputation."""
+"""mzlite.repro.experiments.uncertainty_study: the uncertainty cells' metrics, against a
+recomputation."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import pytest
 import torch
 from scipy import stats as sps
 
-from mzlite import experiments as ex
 from mzlite.analysis.uncertainty import fit_sigma_affine, ihw_uncertainty
-from mzlite.experiments import uncertainty_study as U
 from mzlite.nn import build_model
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import uncertainty_study as U
 from mzlite.tasks import make_splits
 
 SMALL = dict(d_model=16, n_heads=2, d_ff=32, n_inducing=4, n_enc=1)

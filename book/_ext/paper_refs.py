@@ -1,5 +1,5 @@
 """Sphinx roles that name the paper's theorems, tables, equations and figures as its reader sees
-them, from the numbering ``mzlite.paper`` derives from the LaTeX source (data/paper/labels.json).
+them, from the numbering ``mzlite.repro.paper`` derives from the LaTeX source (data/paper/labels.json).
 
     {paper}`thm:tdof-depth`         ->  Theorem 2            (the title in a tooltip)
     {paper}`thm:bottleneck`(a)      ->  Theorem 1(a)
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from docutils import nodes
 
-from mzlite.paper import paper_label
+from mzlite.repro.paper import paper_label
 
 PAPER = "Zhang & Alanwar, Matrix Zonotopic Attention (2026)"
 

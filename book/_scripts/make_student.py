@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # this checkout's mzlite, whatever is installed
 
-from mzlite.exercises.roster import read_roster, seed_for  # noqa: E402, F401 (seed_for: --roster)
+from mzlite.grading.roster import read_roster, seed_for  # noqa: E402, F401 (seed_for: --roster)
 
 TARGET = ROOT / "book" / "_build" / "student"
 # The zip the book links to (book/teaching.md): inside the book's source tree, ignored by git.

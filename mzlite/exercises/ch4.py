@@ -17,7 +17,7 @@ EX_D_IN = 32  # the quadratic-TDOF sets of tab:tdof-verify live in R^32
 
 def full_protocol() -> tuple[int, int, object]:
     """``(n_train, steps_per_epoch, TrainConfig)`` of the exercise cell under the full profile."""
-    from .. import experiments as ex
+    from ..repro import experiments as ex
 
     job = ex.job(TABLE, EX_CELL, "full")
     cfg = job.train_config()

@@ -1,13 +1,13 @@
 """Chapter 9 exercises ("Reproduction scorecard"): every reference answer is computed by
-:mod:`mzlite.experiments.scorecard` (its verdict rule ``judge``, its tie threshold) and
-:mod:`mzlite.experiments.stats` (Welch's test), or read from the committed results."""
+:mod:`mzlite.repro.experiments.scorecard` (its verdict rule ``judge``, its tie threshold) and
+:mod:`mzlite.repro.experiments.stats` (Welch's test), or read from the committed results."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..experiments import stats
-from ..experiments.scorecard import TIE, VERDICTS, Claim, judge, scorecard
+from ..repro.experiments import stats
+from ..repro.experiments.scorecard import TIE, VERDICTS, Claim, judge, scorecard
 from .checker import exercise, named_mistake, same_integer, student_inputs
 
 BASELINES = ("b0", "b1", "b2")
@@ -133,7 +133,7 @@ def not_run_table(seed: int = 0) -> str | None:
     seed 0, else one of the tables the scorecard has claims on."""
     if seed == 0:
         return None
-    from ..experiments.claims import claims
+    from ..repro.experiments.claims import claims
 
     tables = sorted({c.table for c in claims()})
     return tables[int(np.random.default_rng([9, 3, seed]).integers(len(tables)))]

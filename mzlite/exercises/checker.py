@@ -30,7 +30,7 @@ result to it as one JSON line (the book's CI reads it to see every placeholder r
 The grader trusts none of that. While ``python -m mzlite grade`` executes a submission,
 ``MZLITE_GRADING_CAPTURE`` names a file and ``check`` only *records* the answer (as plain data,
 :mod:`mzlite.exercises.wire`; a function by its name) and says so, without a verdict: the verdicts
-are computed afterwards by the grader's own process (:mod:`mzlite.exercises.grading`).
+are computed afterwards by the grader's own process (:mod:`mzlite.grading.grader`).
 """
 
 from __future__ import annotations

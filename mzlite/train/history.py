@@ -20,7 +20,7 @@ class History:
     adds up every ``fit`` call of the run (resumes included). ``train_target_var`` (regression):
     the variance of the training targets in training units, the loss of the mean predictor, so
     that ``min(train_loss) / train_target_var`` says whether the run fitted its training set
-    (``mzlite.experiments.stats.fit_check``)."""
+    (``mzlite.repro.experiments.stats.fit_check``)."""
 
     epoch: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)

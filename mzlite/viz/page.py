@@ -82,8 +82,8 @@ def plot_verdicts(sc, *, title: str = "Verdicts per paper table"):
     verdicts' own colours (``render.VERDICT_COLOURS``), laid out for the page."""
     import plotly.graph_objects as go
 
-    from mzlite.experiments.scorecard import VERDICTS
-    from mzlite.render import VERDICT_COLOURS, table_name
+    from mzlite.repro.experiments.scorecard import VERDICTS
+    from mzlite.repro.render import VERDICT_COLOURS, table_name
 
     tables = list(dict.fromkeys(r["table"] for r in sc.rows))
     counts = {t: {v: 0 for v in VERDICTS} for t in tables}

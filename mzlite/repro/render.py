@@ -1,10 +1,10 @@
 """Results as HTML that reads on a book page: tables that fit the page width, conclusions as prose.
 
-    from mzlite.render import results_table, conclusion
+    from mzlite.repro.render import results_table, conclusion
     display(results_table(scorecard(tables=["tab:meb"])))    # or just show the Scorecard/Report
     display(conclusion("On raw data the paper's pattern does not appear ...", title="Verdict"))
 
-``Scorecard`` and ``Report`` (mzlite.experiments) render through this module in a notebook, so
+``Scorecard`` and ``Report`` (mzlite.repro.experiments) render through this module in a notebook, so
 every results table of the book has one design, made for a text column of about 700 px (an
 800 px window, or a 1300 px one with the navigation open):
 
@@ -17,7 +17,7 @@ every results table of the book has one design, made for a text column of about 
 
 The HTML carries its own small stylesheet (scoped to ``.mz-results``), so it looks the same in
 JupyterLab and in the built book. Nothing here computes a result: the row data come from
-``mzlite.experiments.scorecard`` and ``mzlite.experiments.report``.
+``mzlite.repro.experiments.scorecard`` and ``mzlite.repro.experiments.report``.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from __future__ import annotations
 import html
 import re
 
-from mzlite.experiments.formatting import count_phrase, format_mean_std, headline, scrub
-from mzlite.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
-from mzlite.paper import name_labels, paper_label
+from mzlite.repro.experiments.formatting import count_phrase, format_mean_std, headline, scrub
+from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
+from mzlite.repro.paper import name_labels, paper_label
 
 __all__ = [
     "results_table", "scorecard_html", "scorecard_summary", "report_html", "comparison_table",

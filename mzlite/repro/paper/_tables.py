@@ -1,5 +1,6 @@
 """The paper's tables: LaTeX to plain text, cells and tables parsed, the committed JSON written,
-read and checked, and the numbers outside the tables (``figures.json``); see ``mzlite.paper``."""
+read and checked, and the numbers outside the tables (``figures.json``); see
+``mzlite.repro.paper``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """Coverage: every labelled table of the paper, what it claims, whether it can run here, its price.
 
-    from mzlite.experiments.coverage import coverage, coverage_html
+    from mzlite.repro.experiments.coverage import coverage, coverage_html
     rows = coverage()              # one dict per table label of the paper, in the paper's order
     coverage_html()                # the book's page-width table (chapter 9, "Coverage")
 
-The labels come from the paper's LaTeX (``mzlite.paper.table_labels``, the way ``mzlite.paper``
+The labels come from the paper's LaTeX (``mzlite.repro.paper.table_labels``, the way
+``mzlite.repro.paper``
 finds them; ``data/paper/labels.json`` when the source is absent), so a table the paper adds
 shows up here as "not described" and the test that every label has exactly one entry fails.
 Each row: ``label``, ``claim`` (one line, in words), ``runs_here`` ("yes", "registered", or
@@ -25,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mzlite import experiments as ex
-from mzlite.paper import load_paper_table
+from mzlite.repro import experiments as ex
+from mzlite.repro.paper import load_paper_table
 
 OFFLINE = "no: its data cannot be downloaded here (no internet)"
 RUNS_IN_ECE_NLL = "yes: its numbers come from tab:ece-nll's runs (registered), priced there"
@@ -244,11 +245,12 @@ ENTRIES: dict[str, Entry] = {
 
 def paper_table_labels() -> list[str]:
     """Every table label of the paper in its order: parsed from the LaTeX source (as
-    ``mzlite.paper`` does) when it is there, else from the committed ``data/paper/labels.json``
+    ``mzlite.repro.paper`` does) when it is there, else from the committed
+    ``data/paper/labels.json``
     (its entries of kind "Table")."""
     import json
 
-    from mzlite import paper
+    from mzlite.repro import paper
 
     try:
         return paper.table_labels(paper.read_paper_tex())
@@ -267,8 +269,8 @@ def _per_job(rows: dict, like: Like) -> float | None:
 def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: bool = True) -> list:
     """One row per table label of the paper (see the module doc), priced under ``profile``;
     ``with_verdicts``: add each registered table's claim verdicts from the scorecard."""
-    from mzlite.experiments.plan import plan
-    from mzlite.experiments.scorecard import claims, scorecard
+    from mzlite.repro.experiments.plan import plan
+    from mzlite.repro.experiments.scorecard import claims, scorecard
 
     prof = ex.get_profile(profile).name
     labels = paper_table_labels()
@@ -383,7 +385,7 @@ def _caption(label: str) -> str:
 
 def coverage_html(profile: str = "cpu-annealed", results_dir=None):
     """``coverage`` as the book's page-width table, with each price's basis as a footnote."""
-    from mzlite.render import comparison_table
+    from mzlite.repro.render import comparison_table
 
     rows = coverage(profile, results_dir)
     n_reg = sum(r["registered"] for r in rows)
@@ -409,10 +411,10 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
     ``tables``, default every registered table with claims), cheapest first, as a page-width
     table: the claim, the runs of its next step and their price; each row's footnote is the
     command that runs the step."""
-    from mzlite.experiments.formatting import headline, sentence_case
-    from mzlite.experiments.plan import decide
-    from mzlite.experiments.scorecard import claims
-    from mzlite.render import comparison_table, table_name
+    from mzlite.repro.experiments.formatting import headline, sentence_case
+    from mzlite.repro.experiments.plan import decide
+    from mzlite.repro.experiments.scorecard import claims
+    from mzlite.repro.render import comparison_table, table_name
 
     prof = ex.get_profile(profile).name
     if tables is None:

@@ -1,12 +1,12 @@
 """The grader's own process: verdicts on one submission's answers, computed from the snapshot.
 
-    python -I SNAPSHOT/mzlite/exercises/judge.py SNAPSHOT REQUEST.json RESULT.json
+    python -I SNAPSHOT/mzlite/grading/judge.py SNAPSHOT REQUEST.json RESULT.json
 
-The grading process (:mod:`mzlite.exercises.grading`) starts this in a fresh interpreter that
+The grading process (:mod:`mzlite.grading.grader`) starts this in a fresh interpreter that
 imports mzlite from the read-only snapshot only (it refuses to run otherwise), with none of the
 student's code in it. Value answers arrive as plain data (:mod:`mzlite.exercises.wire`, recorded
 by the submission's ``check`` calls) and are judged for the roster's seed. A coding exercise's
-function stays in a sandboxed worker process (:mod:`mzlite.exercises.worker`): the checker here
+function stays in a sandboxed worker process (:mod:`mzlite.grading.worker`): the checker here
 calls a :class:`RemoteFunction` that sends the arguments there and gets the result back as data,
 so the student's code can never reach a checker, ``torch.allclose`` or a mark. Each coding exercise
 is checked on ``trials`` hidden seeds derived from the roster's seed and the grader's secret (the

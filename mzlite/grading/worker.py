@@ -1,6 +1,6 @@
 """The sandboxed process that runs a student's functions for the grader (never imported by it).
 
-The judge (:mod:`mzlite.exercises.judge`) starts ``python -I -c BOOT`` where BOOT is the sandbox's
+The judge (:mod:`mzlite.grading.judge`) starts ``python -I -c BOOT`` where BOOT is the sandbox's
 audit hook, :mod:`mzlite.exercises.wire` and this file, read from the grader's snapshot (so a
 submission cannot have replaced any of them). The process sends and receives one JSON object a
 line over copies of its stdin and stdout; the student's code sees ``/dev/null`` there instead.
@@ -21,7 +21,7 @@ import os
 import sys
 
 try:  # imported as a module (tests); in the sandbox, wire's source precedes this file
-    from .wire import from_data, to_data
+    from mzlite.exercises.wire import from_data, to_data
 except ImportError:  # pragma: no cover - the sandboxed boot defines them
     pass
 

@@ -1,9 +1,9 @@
 """Where a table's (cell, seed) jobs run: this machine (``launcher="local"``, the default: the
-process pool of :func:`mzlite.experiments.run`) or a Ray cluster (``launcher="ray"`` or a
+process pool of :func:`mzlite.repro.experiments.run`) or a Ray cluster (``launcher="ray"`` or a
 :class:`RayLauncher`; ``pip install "mzlite[ray]"``).
 
-    from mzlite import experiments as ex
-    from mzlite.launchers import RayLauncher
+    from mzlite.repro import experiments as ex
+    from mzlite.repro.launchers import RayLauncher
     ex.run("tab:meb", profile="full", launcher="ray")                  # a local Ray instance
     ex.run("tab:meb", profile="full", device="cuda",
            launcher=RayLauncher(address="auto", gpus_per_job=0.25,     # four jobs per GPU
@@ -53,7 +53,7 @@ LAUNCHERS = ("local", "ray")
 
 def get_launcher(launcher):
     """``"ray"`` -> ``RayLauncher()``; a launcher object is returned as it is. (``"local"`` is
-    :func:`mzlite.experiments.run`'s own pool and has no object.)"""
+    :func:`mzlite.repro.experiments.run`'s own pool and has no object.)"""
     if isinstance(launcher, RayLauncher):
         return launcher
     if launcher == "ray":
@@ -91,8 +91,8 @@ def _run_remote(job, git: dict, splits, threads: int, local_checkpoint: bool) ->
 
     import torch
 
-    from mzlite.experiments.execute import run_job
-    from mzlite.experiments.specs import default_cache_dir
+    from mzlite.repro.experiments.execute import run_job
+    from mzlite.repro.experiments.specs import default_cache_dir
 
     torch.set_num_threads(threads)
     if local_checkpoint:  # no shared path: this node's own cache
@@ -174,7 +174,7 @@ class RayLauncher:
 
     # -- running -------------------------------------------------------------------------------
     def run(self, todo, git, threads, done, failed, say) -> None:
-        """Run ``todo`` (``mzlite.experiments.Job`` s), appending finished result paths to
+        """Run ``todo`` (``mzlite.repro.experiments.Job`` s), appending finished result paths to
         ``done`` and ``(path, error)`` to ``failed``; ``say`` prints progress."""
         if not todo:
             return
@@ -200,7 +200,7 @@ class RayLauncher:
 
     def _submit(self, ray, todo, git, threads, say) -> dict:
         """One task per job, each dataset ``ray.put`` once; returns ``{task ref: job}``."""
-        from mzlite.experiments.execute import job_dataset_keys, job_splits
+        from mzlite.repro.experiments.execute import job_dataset_keys, job_splits
 
         devices = {j.device for j in todo}
         if len(devices) != 1:
@@ -232,7 +232,7 @@ class RayLauncher:
         """Write a finished task's result where the local launcher would (or record its
         failure); returns the progress line."""
         from mzlite._io import atomic_write_json, json_safe
-        from mzlite.experiments.execute import progress_line, result_summary
+        from mzlite.repro.experiments.execute import progress_line, result_summary
 
         try:
             out = ray.get(ref)

@@ -1,6 +1,6 @@
 """What the book found, in a few plain sentences written from the scorecard (never typed).
 
-    from mzlite.experiments.findings import findings
+    from mzlite.repro.experiments.findings import findings
     f = findings()                  # reads the scorecard and the plan of what is left
     f.counts                        # {"holds": 1, "holds partly": 2, ...}, the scorecard's own
     print(f.to_markdown())          # MyST for the landing page ({ref} links to chapter sections)
@@ -23,10 +23,10 @@ import html
 from collections import Counter
 from dataclasses import dataclass, field
 
-from mzlite.experiments.formatting import count_phrase, headline
-from mzlite.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
-from mzlite.paper import name_labels
-from mzlite.render import table_name, tables_words
+from mzlite.repro.experiments.formatting import count_phrase, headline
+from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
+from mzlite.repro.paper import name_labels
+from mzlite.repro.render import table_name, tables_words
 
 __all__ = [
     "Finding", "Findings", "findings", "results_label",
@@ -101,7 +101,7 @@ class Findings:
     def counts_html(self) -> str:
         """The counts as badges, each carrying ``data-verdict`` and ``data-n`` (what the browser
         test compares with the scorecard)."""
-        from mzlite.render import verdict_badge
+        from mzlite.repro.render import verdict_badge
 
         items = "".join(
             f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}">'
@@ -126,7 +126,7 @@ class Findings:
 
     def to_html(self, title: str = "What the book found"):
         """The block as HTML for a chapter page: links are relative to the chapters' folder."""
-        from mzlite.render import HTML, STYLE
+        from mzlite.repro.render import HTML, STYLE
 
         def link(chapter, label, text):
             href = html.escape(f"{chapter}.html#{label}")
@@ -268,8 +268,8 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
 def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
     """(runs, expected CPU hours) of the next steps of the sequential rule (``plan.decide``)
     for ``tables`` under the project's faithful CPU protocol; None without such a profile."""
-    from mzlite import experiments as ex
-    from mzlite.experiments.plan import decide
+    from mzlite.repro import experiments as ex
+    from mzlite.repro.experiments.plan import decide
 
     cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
     if not cpu:
@@ -283,8 +283,8 @@ def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]
     ``tables`` under the first CPU profile of ``PROFILE_ORDER`` (the project's faithful
     protocol), from measured costs only (nothing is timed while a page builds); a cell that is
     another table's experiment (``experiments.shared``) is priced there."""
-    from mzlite import experiments as ex
-    from mzlite.experiments.plan import plan
+    from mzlite.repro import experiments as ex
+    from mzlite.repro.experiments.plan import plan
 
     cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
     if not cpu:

@@ -1,6 +1,6 @@
 """The sentences and small tables the results chapters print, written from result rows.
 
-    from mzlite.experiments import narrate
+    from mzlite.repro.experiments import narrate
     narrate.glance("04_training_on_gpu", narrate.tdof_summary())  # "Results at a glance" box
     narrate.gap_table(narrate.tdof_gaps())                         # Welch per L (chapter 4)
     narrate.describe_runs("tab:tdof-verify", "cpu-converged")      # what ran, in words
@@ -18,10 +18,10 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from mzlite import experiments as ex
 from mzlite import nn as _nn
-from mzlite.experiments.formatting import scrub, sentence_case, spaced
-from mzlite.experiments.report import (
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.formatting import scrub, sentence_case, spaced
+from mzlite.repro.experiments.report import (
     ReportRow,
     best_report_rows,
     epoch_range,
@@ -29,9 +29,9 @@ from mzlite.experiments.report import (
     ours_text,
     report,
 )
-from mzlite.experiments.results import PROFILE_ORDER
-from mzlite.experiments.stats import ALPHA, FIT_THRESHOLD, welch
-from mzlite.paper import name_labels, paper_cell
+from mzlite.repro.experiments.results import PROFILE_ORDER
+from mzlite.repro.experiments.stats import ALPHA, FIT_THRESHOLD, welch
+from mzlite.repro.paper import name_labels, paper_cell
 
 __all__ = [
     "claim_lines", "glance", "pipeline_only", "paper_metric",
@@ -68,7 +68,7 @@ def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
 
 def _chapter_rows(chapter: str, sc=None) -> list[dict]:
     if sc is None:
-        from mzlite.experiments.scorecard import scorecard
+        from mzlite.repro.experiments.scorecard import scorecard
 
         tables = [t for t in ex.TABLES if ex.get_table(t).chapter == chapter]
         sc = scorecard(tables=tables) if tables else None
@@ -78,8 +78,8 @@ def _chapter_rows(chapter: str, sc=None) -> list[dict]:
 def claim_lines(rows: list[dict], tables: bool = False) -> list[str]:
     """One sentence per scorecard row: the claim without its test, the verdict, ours beside the
     paper's and the protocol, in words; ``tables``: each led by its paper table ("Table 5")."""
-    from mzlite.experiments.formatting import headline
-    from mzlite.render import table_name
+    from mzlite.repro.experiments.formatting import headline
+    from mzlite.repro.render import table_name
 
     out = []
     for r in rows:
@@ -99,8 +99,8 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     ``title``: by default "What the results say", or, where nothing has run, what it is."""
     import html
 
-    from mzlite.experiments.formatting import count_phrase
-    from mzlite.render import HTML, STYLE
+    from mzlite.repro.experiments.formatting import count_phrase
+    from mzlite.repro.render import HTML, STYLE
 
     rows = _chapter_rows(chapter, sc)
     counts = Counter(r["verdict"] for r in rows)
@@ -115,7 +115,7 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     several = len({r["table"] for r in rows}) > 1
     lines = claim_lines(ran, tables=several)
     if len(ran) < len(rows):
-        from mzlite.render import tables_words
+        from mzlite.repro.render import tables_words
 
         missing = list(dict.fromkeys(r["table"] for r in rows if r["verdict"] == "not run"))
         lines.append(f"Not run yet: {len(rows) - len(ran)} claims, of {tables_words(missing)}.")
@@ -135,7 +135,7 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
 def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1):
     """The "Results at a glance" box of a chapter that has only pipeline-check runs: says so
     plainly, with the scale that ran, so that no number on the page reads like a result."""
-    from mzlite.render import conclusion
+    from mzlite.repro.render import conclusion
 
     sz = "/".join(f"{n:,}" for n in sizes)
     return conclusion(
@@ -221,11 +221,11 @@ def _with_n(row: ReportRow) -> str:
 
 def gap_table(gaps: list[Gap]):
     """The Welch comparison of ``tdof_gaps`` as a page-width table (protocols as footnotes)."""
-    from mzlite.paper import paper_ref
-    from mzlite.render import comparison_table
+    from mzlite.repro.paper import paper_ref
+    from mzlite.repro.render import comparison_table
 
     if not gaps:
-        from mzlite.render import conclusion
+        from mzlite.repro.render import conclusion
 
         return conclusion("No L has results of both models under one protocol yet.",
                           title="MZ-1L against ST-4L")  # fmt: skip
@@ -455,7 +455,7 @@ def meb_pattern(profiles=PROFILE_ORDER, results_dir=None) -> dict[tuple[str, str
     """The scorecard's d = 8 MEB claims judged under each data condition: ``{(condition, claim
     id): scorecard row}``, each from the most trusted profile with the claim's cells (the
     normalised condition reads the twin cells, ``normalised_twin``)."""
-    from mzlite.experiments.scorecard import claims, evaluate
+    from mzlite.repro.experiments.scorecard import claims, evaluate
 
     out = {}
     for cl in claims(MEB):
@@ -709,7 +709,7 @@ def transfer_summary(results_dir=None) -> list[str]:
     """The transfer study's result in sentences: MZAttn-Full's rank per setting beside the
     paper's (complete settings; provisional ranks marked), and the verdict on the paper's
     no-advantage prediction with its reason, cells in words."""
-    from mzlite import transfer
+    from mzlite.repro import transfer
 
     prof = transfer.converged_profile(results_dir)
     if prof is None:

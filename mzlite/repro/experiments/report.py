@@ -1,6 +1,6 @@
 """Our numbers beside the paper's, one table at a time.
 
-    from mzlite.experiments.report import report
+    from mzlite.repro.experiments.report import report
     r = report("tab:meb", profile="smoke")    # a Report: rows of plain dicts, no pandas
     print(r.to_markdown())                     # or r.to_text(); in a notebook it renders as HTML
 
@@ -30,12 +30,12 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from mzlite import experiments as ex
 from mzlite import nn as _nn
-from mzlite.experiments import stats as _stats
-from mzlite.experiments.formatting import cell_words, format_mean_std
-from mzlite.experiments.results import PROFILE_ORDER
-from mzlite.paper import load_paper_table, paper_cell
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import stats as _stats
+from mzlite.repro.experiments.formatting import cell_words, format_mean_std
+from mzlite.repro.experiments.results import PROFILE_ORDER
+from mzlite.repro.paper import load_paper_table, paper_cell
 
 
 def mean_std(values: list[float]) -> tuple[float | None, float | None]:
@@ -209,7 +209,7 @@ class Report:
     __str__ = to_text
 
     def _repr_html_(self) -> str:
-        from mzlite.render import report_html  # one page-width design for every results table
+        from mzlite.repro.render import report_html  # one page-width design for every results table
 
         return report_html(self)
 
@@ -339,7 +339,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
 @dataclass(frozen=True)
 class ReportRow:
     """One row of a ``Report`` (a cell's metric: ours beside the paper's), typed: what the
-    narration of a chapter reads (``mzlite.experiments.narrate``) instead of a dict by key.
+    narration of a chapter reads (``mzlite.repro.experiments.narrate``) instead of a dict by key.
     ``profile`` is the profile its results come from (None: not run under any profile asked).
     ``ReportRow.of(row)`` makes one from a report's dict row."""
 

@@ -1,6 +1,6 @@
 """How many CPU hours will a table take? Estimates from measured per-epoch costs.
 
-    from mzlite.experiments.plan import plan
+    from mzlite.repro.experiments.plan import plan
     p = plan("tab:tdof-verify", profile="cpu-converged")
     print(p.to_text())          # one row per cell, a total per table; p.rows are plain dicts
 
@@ -60,13 +60,13 @@ from dataclasses import dataclass
 
 import torch
 
-from mzlite import experiments as ex
 from mzlite import nn as _nn
-from mzlite.experiments import scorecard as _sc
-from mzlite.experiments import stats as _stats
-from mzlite.experiments.formatting import spaced
-from mzlite.experiments.scorecard import TIE
-from mzlite.experiments.uncertainty_study import models_per_job
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import scorecard as _sc
+from mzlite.repro.experiments import stats as _stats
+from mzlite.repro.experiments.formatting import spaced
+from mzlite.repro.experiments.scorecard import TIE
+from mzlite.repro.experiments.uncertainty_study import models_per_job
 
 EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
 

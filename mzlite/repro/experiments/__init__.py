@@ -1,6 +1,6 @@
 """The paper's experiments as data: one spec per table (by its LaTeX label), one runner for all.
 
-    from mzlite import experiments as ex
+    from mzlite.repro import experiments as ex
     ex.list_tables()                                   # labels, cells, results on disk
     ex.run("tab:meb", profile="smoke")                 # a few minutes on a CPU
     ex.run("tab:meb", profile="full", seeds=range(5), device="cuda", workers=4)
@@ -14,7 +14,7 @@ paper does not have, but the book needs (normalisation, pooling, learning rate),
 A ``TableSpec`` also names the book chapter that runs it; ``CellKey`` names one of its cells.
 
 Four profiles (``PROFILES``), whose results never mix (separate directories, the profile is in
-every JSON and ``mzlite.experiments.report`` refuses to mix them):
+every JSON and ``mzlite.repro.experiments.report`` refuses to mix them):
 - ``smoke``: tiny data (128/64/64 sets), 3 epochs, lr 1e-3, one seed: it exercises the whole
   pipeline on a CPU in minutes and shows the learning curves moving. Its numbers mean nothing.
 - ``cpu-converged``: the book's CPU protocol, designed to finish training on 2 cores: targets
@@ -27,7 +27,8 @@ every JSON and ``mzlite.experiments.report`` refuses to mix them):
   5 warm-up epochs then cosine, clip 1.0, at most 200 epochs, patience 20, the data sizes and
   seed counts of each task.
 
-Every trained result records ``convergence`` (``mzlite.experiments.stats.convergence``: stopped by
+Every trained result records ``convergence`` (``mzlite.repro.experiments.stats.convergence``:
+stopped by
 patience, or the best validation loss improved by less than 0.1 % over its last ``patience``
 epochs; with the numbers that decided it) and ``converged``, and ``protocol`` (profile, model
 family, where the learning rate comes from).

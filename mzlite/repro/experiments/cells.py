@@ -1,7 +1,7 @@
 """The building blocks of the paper's tables (``tables``): a model's row (``model_row`` and the
 models most tables share), the grid of (column x model) cells with its set-statistics yardstick
 (``grid_cells``, ``stats_cell``), and the cells of the reading ablation (``reading_cells``, which
-``mzlite.experiments.reading`` reads)."""
+``mzlite.repro.experiments.reading`` reads)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def grid_cells(
 # The reading ablation (issue 23): on a few diagnostic cells, which of mzlite's readings of the
 # paper matter. Generator normalisation x schedule for the MZ model; the pair (zonotope,
 # plateau) is the main cell under cpu-annealed and is not registered twice
-# (mzlite.experiments.reading maps it). Per the issue, each schedule keeps its profile's rate.
+# (mzlite.repro.experiments.reading maps it). Per the issue, each schedule keeps its profile's rate.
 # ---------------------------------------------------------------------------------------------
 
 GEN_NORM_READINGS = ("zonotope", "none", "layernorm")

@@ -1,5 +1,5 @@
 """Where the paper's LaTeX source and the committed JSON are, and which tables the book uses
-(``mzlite.paper``)."""
+(``mzlite.repro.paper``)."""
 
 from __future__ import annotations
 

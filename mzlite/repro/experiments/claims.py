@@ -1,7 +1,7 @@
 """The paper's claims, each a checkable statement about a registered table (``Claim``: cells,
 the claim's number from them, thresholds; ``RankClaim``: a rank prediction of the transfer
 study), one builder per table or family of tables, gathered by ``claims()``. How a claim is
-judged from our results (evidence, verdicts, reasons) is ``mzlite.experiments.scorecard``;
+judged from our results (evidence, verdicts, reasons) is ``mzlite.repro.experiments.scorecard``;
 CONTRIBUTING.md's journey "Add a scorecard claim" says where a new one goes."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mzlite import experiments as ex
 from mzlite import nn as _nn
-from mzlite.experiments import stats as _stats
-from mzlite.experiments.formatting import unsigned_zero
-from mzlite.paper import paper_cell
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import stats as _stats
+from mzlite.repro.experiments.formatting import unsigned_zero
+from mzlite.repro.paper import paper_cell
 
 TIE = _stats.TIE  # an R^2 gap this small counts as a tie
 
@@ -69,7 +69,7 @@ class Claim:
 @dataclass(frozen=True)
 class RankClaim:
     """A claim about MZAttn-Full's *rank* among the 7 models of the transfer study
-    (tab:transfer-matrix), judged over its complete settings by ``mzlite.transfer.prediction``
+    (tab:transfer-matrix), judged over its complete settings by ``mzlite.repro.transfer.prediction``
     instead of on cell means of R^2. ``kind``: ``"no-advantage"`` (the exact null test of the
     mean rank: neither one-sided P <= ALPHA) or ``"mid-field"`` (every rank in
     ``transfer.MID_FIELD``; partly: at least half). Its evidence rules are the scorecard's: no
@@ -298,9 +298,9 @@ def _ambiguity_claims() -> list[Claim]:
 
 
 def _uncertainty_claims() -> list[Claim]:
-    """The uncertainty study (mzlite.experiments.uncertainty_study): tab:ece-nll's cells, with
+    """The uncertainty study (mzlite.repro.experiments.uncertainty_study): tab:ece-nll's cells, with
     the claims of tab:ece-nll, tab:unc-comparison and tab:uncertainty."""
-    from mzlite.paper import paper_value
+    from mzlite.repro.paper import paper_value
 
     label = "tab:ece-nll"
     ihw, mc, ens = "B-ihw-mz_full", "B-mcdropout-st", "B-ensemble-st"

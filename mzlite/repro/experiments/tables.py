@@ -491,7 +491,8 @@ def _ambiguity() -> TableSpec:
 
 
 def _ece_nll() -> TableSpec:
-    """The uncertainty study (mzlite.experiments.uncertainty_study): one cell per method on Task
+    """The uncertainty study (mzlite.repro.experiments.uncertainty_study): one cell per method on
+    Task
     B; each job adds its method's uncertainty metrics to the result."""
     from .uncertainty_study import METHODS
 
@@ -512,7 +513,7 @@ def _ece_nll() -> TableSpec:
             paper=tuple(PaperRef(row, pcol, metric) for pcol, metric in refs),
             sizes=sizes,
             full_seeds=3,
-            note=f"{method}: uncertainty metrics by mzlite.experiments.uncertainty_study",
+            note=f"{method}: uncertainty metrics by mzlite.repro.experiments.uncertainty_study",
         )
         for cid, (method, row) in METHODS.items()
     ]
@@ -576,7 +577,7 @@ def _egnn() -> TableSpec:
 
 
 # Tier 1 of the transfer study, on scikit-learn's bundled 8x8 digits (MNIST is not offline):
-# (variant, target) -> (the paper's MNIST row, its column). mzlite.transfer ranks MZAttn-Full.
+# (variant, target) -> (the paper's MNIST row, its column). mzlite.repro.transfer ranks MZAttn-Full.
 TRANSFER_TIER1 = {
     ("raw", "meb"): ("MNIST raw pixel", "MEB"),
     ("raw", "hull"): ("MNIST raw pixel", "Hull"),
@@ -618,7 +619,8 @@ def _transfer_matrix() -> TableSpec:
     )
     # Ablation (no paper numbers): the (setting, model) pairs with a cpu-converged run that hit
     # the 200-epoch cap still improving, at cap 400 (cosine over the longer cap, patience 20 as
-    # before). mzlite.transfer.longer_cap and prediction(substitute=...) read such a cell, every
+    # before). mzlite.repro.transfer.longer_cap and prediction(substitute=...) read such a cell,
+    # every
     # seed, in place of its main cell: does the verdict hang on the runs the cap stopped?
     for setting, model in CAP_ABLATION:
         variant, target = setting.split("-")
@@ -634,7 +636,7 @@ def _transfer_matrix() -> TableSpec:
         tuple(cells),
         notes=(
             "The paper's populated MNIST cells, on scikit-learn's 8x8 digits. The paper prints "
-            "MZAttn-Full's rank among the 7 models, not R^2: mzlite.transfer computes ours. "
+            "MZAttn-Full's rank among the 7 models, not R^2: mzlite.repro.transfer computes ours. "
             "Sizes 5K/1K/2K (not in the paper)."
         ),
         chapter="10_real_data_digits",

@@ -1,6 +1,6 @@
 """The reproduction scorecard: one row per claim of the paper, our number beside it, a verdict.
 
-    from mzlite.experiments.scorecard import scorecard
+    from mzlite.repro.experiments.scorecard import scorecard
     sc = scorecard()                          # every claim, best profile on disk per claim
     sc = scorecard(tables=["tab:meb"])        # the claims of one table
     print(sc.to_markdown())                   # in a notebook it renders as an HTML table
@@ -25,7 +25,7 @@ baselines that ran) is "holds partly". "Here" is meant: a reduced protocol can f
 the full protocol would pass; the protocol column says what ran.
 
 Readings and reasons: every row names the reading of the paper its MZ results were trained
-under (``reading``, from the results' recorded configs: ``mzlite.experiments.reading``) and a
+under (``reading``, from the results' recorded configs: ``mzlite.repro.experiments.reading``) and a
 ``reason``: "holds under our reading", "does not hold under our reading", "optimisation
 failure" (a run of the claim's cells stopped without fitting its training set: it never left the
 mean predictor, which says nothing about the architecture, so no "does not hold" is read from
@@ -64,19 +64,19 @@ every such row is a positive gap by construction.
 
 from __future__ import annotations
 
-from mzlite import experiments as ex
 from mzlite import nn as _nn
-from mzlite.experiments import reading as _reading
-from mzlite.experiments import stats as _stats
-from mzlite.experiments.claims import (  # re-exported: the scorecard's claims
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import reading as _reading
+from mzlite.repro.experiments import stats as _stats
+from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's claims
     Claim,
     MissingCell,
     RankClaim,
     cell_paper_value,
     claims,
 )
-from mzlite.experiments.report import device_names, epoch_range, mean_std, protocol_key
-from mzlite.experiments.results import PROFILE_ORDER  # the best evidence first
+from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
+from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
 
 VERDICTS = (
     "holds", "holds partly", "does not hold here", "optimisation failure",
@@ -468,7 +468,7 @@ def _retired(claim: Claim, by_profile: dict, ren) -> dict[str, str]:
 def reading_of(results: list[dict]) -> str:
     """Which of mzlite's readings of the paper the MZ results among ``results`` were trained
     under: ``DEFAULT_READING``, ``FIRST_READING``, "mixed readings", or "" (no MZ model)."""
-    from mzlite.experiments.reading import recorded_reading
+    from mzlite.repro.experiments.reading import recorded_reading
 
     mz = [r for r in results if str(r.get("model", "")).startswith("mz")]
     kinds = {recorded_reading(r)[0] == "layernorm" for r in mz}
@@ -518,7 +518,7 @@ def _shared_note(claim, profile: str, ren) -> str:
     lenders = list(dict.fromkeys(lent[ren(c)][0] for c in claim.cells if ren(c) in lent))
     if not lenders:
         return ""
-    from mzlite.paper import name_labels  # a page names tables as the paper prints them
+    from mzlite.repro.paper import name_labels  # a page names tables as the paper prints them
 
     n = sum(ren(c) in lent for c in claim.cells)
     note = (f"; {n} of its {len(claim.cells)} cells are the same experiments as cells of "
@@ -540,7 +540,7 @@ def _ablation_dependence(claim, profile: str, results_dir=None) -> list[str]:
 def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
     """A RankClaim's number for these ranks and its (short: a table column) text: the mean
     rank, or the share of ranks in the mid-field."""
-    from mzlite import transfer
+    from mzlite.repro import transfer
 
     if kind == "no-advantage":
         mean = sum(ranks) / len(ranks)
@@ -553,7 +553,7 @@ def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
 def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
     """``evaluate`` for a ``RankClaim``: the paper's ranks of the table's settings, ours from
     the first profile of ``profiles`` with results of the table (``transfer.prediction``)."""
-    from mzlite import transfer  # imports mzlite.experiments: not at module level
+    from mzlite.repro import transfer  # imports mzlite.repro.experiments: not at module level
 
     paper_ranks = transfer.paper_ranks()
     paper, paper_text = _rank_values(claim.kind, paper_ranks)
@@ -620,7 +620,7 @@ def _longer_cap_note(claim: RankClaim, profile: str, results_dir=None) -> str:
     """What the ranks say with the capped runs' pairs rerun at a longer epoch cap (the table's
     sensitivity analysis, ``transfer.longer_cap``), when that leaves no unconverged run; the
     verdict itself stays the protocol's. Empty otherwise."""
-    from mzlite import transfer
+    from mzlite.repro import transfer
 
     cap = transfer.longer_cap(profile, results_dir)
     sens = transfer.prediction(profile, results_dir, substitute=cap) if cap else None
@@ -705,7 +705,9 @@ class Scorecard:
     __str__ = to_markdown
 
     def _repr_html_(self) -> str:
-        from mzlite.render import scorecard_html  # one page-width design for every results table
+        from mzlite.repro.render import (
+            scorecard_html,  # one page-width design for every results table
+        )
 
         return scorecard_html(self)
 

@@ -1,22 +1,22 @@
 """Grade submitted student notebooks without trusting them.
 
-    python -m mzlite.exercises.grading SUBMISSIONS/ --roster class.csv [--out GRADES/]
+    python -m mzlite.grading.grader SUBMISSIONS/ --roster class.csv [--out GRADES/]
         [--points points.json] [--chapters 1,3] [--jobs 2] [--timeout 900] [--cell-timeout 120]
         [--trials 5] [--secret TEXT] [--isolation auto|namespaces|audit]
     python -m mzlite grade SUBMISSIONS/        # the same with the defaults (no roster)
 
 For every notebook (``STUDENT/NN_chapter.ipynb``, or ``STUDENT.ipynb`` directly in SUBMISSIONS):
 
-1. **Read, not run** (:mod:`mzlite.exercises.submission`): its check calls against the chapter's
+1. **Read, not run** (:mod:`mzlite.grading.submission`): its check calls against the chapter's
    answer cells, tampering (a redefined ``check``, a patched library function, ``exec``, reads of
    notebooks or installed files), and its seed against the roster's. What is found is reported.
-2. **Run in a sandbox** (:mod:`mzlite.exercises.sandbox`): a folder, home and environment of its
+2. **Run in a sandbox** (:mod:`mzlite.grading.sandbox`): a folder, home and environment of its
    own, a copy of mzlite and ``data/``, the roster's seed written into its parameters cell, the
    instructor's checkout read-only and the solutions out of sight; every cell has a time limit
    and the whole run another. Its ``check`` calls only *record* the answers (no verdict, so
    trying answers in a loop learns nothing); whatever it writes elsewhere, its own check log
    included, is ignored.
-3. **Judged in the grader's own process** (:mod:`mzlite.exercises.judge`), from a read-only copy
+3. **Judged in the grader's own process** (:mod:`mzlite.grading.judge`), from a read-only copy
    of mzlite made when grading started: each recorded value for the roster's seed, each coding
    exercise's function (run in a sandboxed worker, never beside a checker) on ``trials`` hidden
    inputs; partial credit is the fraction of hidden trials passed.
@@ -50,8 +50,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mzlite.exercises.checker import CAPTURE_ENV, get, keys
+
 from . import sandbox, submission
-from .checker import CAPTURE_ENV, get, keys
 from .roster import read_roster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,8 +163,8 @@ def _first_error(nb: dict) -> str:
 def _worker_boot(snapshot: Path) -> str:
     """The sandboxed worker's program, read from the snapshot (never from the sandbox)."""
     parts = [sandbox.SITECUSTOMIZE]
-    for name in ("wire.py", "worker.py"):
-        src = (snapshot / "mzlite" / "exercises" / name).read_text()
+    for part in (("exercises", "wire.py"), ("grading", "worker.py")):
+        src = (snapshot / "mzlite" / part[0] / part[1]).read_text()
         parts.append(re.sub(r"(?m)^from __future__ import annotations$", "", src))
     return "\n".join(parts)
 
@@ -224,7 +225,7 @@ def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> Noteb
     src.write_text(json.dumps(submission.with_seed(nb, seed)))
     capture = box / "capture.jsonl"
     env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
-    cmd = [sys.executable, "-m", "mzlite.exercises.grading", "--execute-notebook"]
+    cmd = [sys.executable, "-m", "mzlite.grading.grader", "--execute-notebook"]
     cmd += [str(src), str(dst), str(box / "work"), str(ctx.cell_timeout)]
     cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation)
     start = time.perf_counter()
@@ -342,7 +343,7 @@ def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
     res = req.with_suffix(".result.json")
     req.parent.mkdir(parents=True, exist_ok=True)
     req.write_text(json.dumps(request))
-    judge = ctx.snapshot / "mzlite" / "exercises" / "judge.py"
+    judge = ctx.snapshot / "mzlite" / "grading" / "judge.py"
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
     env["OMP_NUM_THREADS"] = "1"
     limit = 300 + ctx.call_timeout * (ctx.trials * 3 + 2) * max(1, len(expected))
@@ -487,7 +488,7 @@ def grade(
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m mzlite.exercises.grading",
+        prog="python -m mzlite.grading.grader",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,6 +1,7 @@
 """One job of a table run: its data, its model, training it with provenance, its result JSON
 (written atomically), whether a rerun may skip it, and the one-line summary a launcher prints.
-Every launcher (``runner.run``'s local pool, ``mzlite.launchers.RayLauncher``) runs jobs through
+Every launcher (``runner.run``'s local pool, ``mzlite.repro.launchers.RayLauncher``) runs jobs
+through
 these functions."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from mzlite import tasks as _tasks
 from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
 from mzlite._paths import REPO_ROOT
-from mzlite.experiments import stats as _stats
+from mzlite.repro.experiments import stats as _stats
 from mzlite.train import evaluate, fit, resolve_amp, seed_everything
 
 from .jobs import Job, protocol

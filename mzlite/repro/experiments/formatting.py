@@ -1,6 +1,7 @@
 """How a number of a results table is printed, and how cells, claims and verdict counts are
 named in text: the same in the text report, the scorecard, the findings and on the book's HTML
-pages (``report``, ``scorecard``, ``findings``, ``narrate``, ``mzlite.render``). The lowest layer
+pages (``report``, ``scorecard``, ``findings``, ``narrate``, ``mzlite.repro.render``). The lowest
+layer
 of the results' text: it imports nothing of theirs, so each of them can use it."""
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def spaced(text: str) -> str:
 def cell_words(table, cell_id: str) -> str:
     """A cell as a reader knows it: its setting (the paper's column) and model (the paper's row),
     "d = 8, MZAttn-Full"; an unknown id raises (``CellKey``)."""
-    from mzlite import experiments as ex
+    from mzlite.repro import experiments as ex
 
     key = ex.CellKey(table, cell_id)
     cell = ex.get_table(key.table).cell(key.cell)
@@ -65,7 +66,7 @@ def scrub(text: str, table=None) -> str:
     """``text`` with every cell id of ``table`` (every table when None) replaced by its words
     (``cell_words``), and "R^2" written R²: for sentences that the scorecard and the transfer
     study write with ids."""
-    from mzlite import experiments as ex
+    from mzlite.repro import experiments as ex
 
     labels = [ex.get_table(table).label] if table is not None else list(ex.TABLES)
     ids: dict[str, str] = {}

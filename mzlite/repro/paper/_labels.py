@@ -1,6 +1,6 @@
 """The paper's cross-references: every ``\\label`` numbered as LaTeX prints it
 (``labels.json``), and text that names them ("Table 3") instead of raw labels; see
-``mzlite.paper``."""
+``mzlite.repro.paper``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Running a table: every missing (cell, seed) job of it, in a local pool of worker processes or
-through a launcher (``mzlite.launchers``); one job's own work is ``mzlite.experiments.execute``."""
+through a launcher (``mzlite.repro.launchers``); one job's own work is
+``mzlite.repro.experiments.execute``."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def run(
     the experiment, so a GPU run beside bf16 CPU runs asks for "bf16".
 
     ``launcher``: "local" (this machine: ``workers`` processes) or "ray" / a
-    ``mzlite.launchers.RayLauncher`` (each job a Ray task; results written here all the same).
+    ``mzlite.repro.launchers.RayLauncher`` (each job a Ray task; results written here all the same).
 
     Returns ``{"done": [...], "skipped": [...], "failed": [...]}`` (result paths; failures as
     ``(path, error)``). A failed job does not stop the others; Ctrl-C stops the run and loses at
@@ -81,7 +82,7 @@ def run(
     if launcher == "local":
         resolve_device(device)  # "cuda" without CUDA fails here, before any work
     else:  # the cluster's workers resolve the device; concurrency follows its resources
-        from mzlite.launchers import get_launcher
+        from mzlite.repro.launchers import get_launcher
 
         launcher = get_launcher(launcher)
         if workers not in (None, 1):
@@ -136,7 +137,7 @@ def run(
 
 
 def _profiles_doc() -> str:
-    lines = ["", "", "    Profiles (``mzlite.experiments.PROFILES``):", ""]
+    lines = ["", "", "    Profiles (``mzlite.repro.experiments.PROFILES``):", ""]
     for name, prof in PROFILES.items():
         what = prof.description.removeprefix(name).lstrip(": ")
         seeds = "each cell's paper count" if prof.seeds is None else prof.seeds

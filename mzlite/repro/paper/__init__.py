@@ -3,8 +3,9 @@
 Every table the book compares against is parsed from ``mzattn-paper.tex`` rather than typed in,
 so a transcription typo cannot creep in and a new paper version is one command away::
 
-    python -m mzlite.paper                 # regenerate data/paper/*.json from the .tex
-    python -m mzlite.paper --check         # exit 1 if the committed JSON differs from the .tex
+    python -m mzlite.repro.paper                 # regenerate data/paper/*.json from the .tex
+    python -m mzlite.repro.paper --check         # exit 1 if the committed JSON differs from the
+    .tex
 
 and read back with ``load_paper_table("tab:meb")`` or ``paper_value("tab:meb", "ST-Large",
 "d=8 R^2")`` (the committed JSON is used; the .tex is not needed at run time). The same command
@@ -42,7 +43,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._check import check_paper_tables  # noqa: F401  (re-exported: one import, mzlite.paper)
+from ._check import check_paper_tables  # noqa: F401  (re-exported: one import, mzlite.repro.paper)
 from ._labels import (  # noqa: F401
     LABELS_JSON,
     RAW_LABEL,
@@ -75,7 +76,9 @@ from ._tables import (  # noqa: F401
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mzlite.paper", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m mzlite.repro.paper", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("--tex", default=None, help=f"paper source (default {DEFAULT_TEX})")
     ap.add_argument("--out", default=None, help=f"output folder (default {DATA_DIR})")
     ap.add_argument("--check", action="store_true", help="only compare, exit 1 when stale")

@@ -2,7 +2,7 @@
 mzlite chooses, with the paper's words (by label), our choice, the alternatives and the switch
 that selects them; and the reading ablation that tests the choices that can change a verdict.
 
-    from mzlite.experiments import reading
+    from mzlite.repro.experiments import reading
     reading.CHOICES                      # the choices, in the order the book's page lists them
     reading.choices_table()              # them as an HTML table (the "How we read the paper" page)
     reading.ablation(results_dir=None)   # the reading ablation, one row per diagnostic cell
@@ -18,7 +18,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from mzlite.paper import name_labels
+from mzlite.repro.paper import name_labels
 
 from . import stats as _stats
 from .cells import GEN_NORM_READINGS, SCHEDULE_READINGS

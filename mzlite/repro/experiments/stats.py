@@ -1,6 +1,6 @@
 """Statistics over seeds: did a run converge, and is one model better than another?
 
-    from mzlite.experiments import stats
+    from mzlite.repro.experiments import stats
     stats.convergence(result["history"])          # {"converged": True, "rule": ..., ...}
     stats.summarise([0.71, 0.69, 0.73])           # mean, sample std, n
     stats.welch([0.71, 0.69, 0.73], [0.02, 0.01, 0.03])   # Welch's t-test of a difference

@@ -1,5 +1,5 @@
-"""The committed JSON against a fresh parse of the paper's source: ``python -m mzlite.paper
---check`` (``mzlite.paper``)."""
+"""The committed JSON against a fresh parse of the paper's source: ``python -m mzlite.repro.paper
+--check`` (``mzlite.repro.paper``)."""
 
 from __future__ import annotations
 

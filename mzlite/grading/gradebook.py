@@ -14,8 +14,9 @@ import io
 from collections import Counter
 from pathlib import Path
 
+from mzlite.exercises.checker import get
+
 from .._io import atomic_write_text
-from .checker import get
 
 STATUSES = ("correct", "partial", "wrong", "unanswered", "missing")
 
