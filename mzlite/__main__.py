@@ -10,6 +10,8 @@
     python -m mzlite plan tab:tdof-verify tab:meb --profile cpu-annealed --cells 'd8-*'
     python -m mzlite plan tab:hull tab:meb --decide --no-measure   # the sequential decision rule
     python -m mzlite scorecard [tab:tdof-verify ...] [--profiles cpu-annealed] [--format markdown]
+    python -m mzlite search paper-sizes --dry-run     # the learning-rate search: its trials, price
+    python -m mzlite search paper-sizes --families mz --workers 2
     python -m mzlite grade SUBMISSIONS/ [--roster CSV] [--points FILE] [--jobs N] [--out DIR] ...
 
 Bad input (unknown table, profile or model, an invalid seed range) prints what is valid and
@@ -119,6 +121,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "markdown"), default="text")
     p.add_argument("--results-dir", default=None)
 
+    p = sub.add_parser("search", help="choose each family's lr and schedule for a profile")
+    p.add_argument("profile", help="a profile whose rates are searched (paper-sizes)")
+    p.add_argument("--families", default=None, help="comma-separated: mz, baseline, deepsets")
+    p.add_argument("--seeds", default=None, help="e.g. 0-1 (default: 0,1)")
+    p.add_argument("--workers", type=int, default=1, help="studies trained side by side")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per study")
+    p.add_argument("--dry-run", action="store_true", help="list the studies and their price")
+    p.add_argument("--results-dir", default=None)
+    p.add_argument("--cache-dir", default=None)
+
     # listed for --help only: main() hands `grade` and all its options to the grader's own CLI
     sub.add_parser(
         "grade", help="grade student notebooks without trusting them (options: grade --help)"
@@ -221,6 +233,19 @@ def main(argv=None) -> int:
 
             r = report(args.table, args.profile, args.results_dir)
             print(r.to_markdown() if args.format == "markdown" else r.to_text())
+            return 0
+        if args.cmd == "search":
+            from mzlite.repro.experiments import search as se
+
+            fams = _split(args.families)
+            seeds = se.SEEDS if args.seeds is None else ex.parse_seeds(args.seeds)
+            if args.dry_run:
+                print(se.price(args.profile, fams, seeds, args.results_dir))
+                return 0
+            out = se.search(args.profile, fams, seeds, cache_dir=args.cache_dir,
+                            results_dir=args.results_dir, workers=args.workers,
+                            threads=args.threads)  # fmt: skip
+            print(out["printed"])
             return 0
         if args.cmd == "scorecard":
             from mzlite.repro.experiments.scorecard import PROFILE_ORDER, scorecard

@@ -22,6 +22,7 @@ from .specs import (
     default_cache_dir,
     default_results_dir,
     model_family,
+    search_choice,
 )
 from .tables import get_profile, get_table, table_registry
 
@@ -83,6 +84,8 @@ class Job:
         p = self.profile
         if p.sizes:
             return p.sizes
+        if self.table in p.sizes_by_table:
+            return tuple(p.sizes_by_table[self.table])
         if p.max_sizes and not self.cell.paper_size:
             return tuple(min(a, b) for a, b in zip(self.cell.sizes, p.max_sizes, strict=True))
         return self.cell.sizes
@@ -92,6 +95,8 @@ class Job:
         kw = dict(p.train)
         if model_family(c.model) in p.lr_by_family:
             kw["lr"] = p.lr_by_family[model_family(c.model)]
+        if p.searched:  # before its search has run: the profile's own (run() refuses to train)
+            kw.update(search_choice(p.name).get(model_family(c.model), {}))
         kw.update(c.train)  # a cell's own protocol (lr sweep, targets) wins ...
         kw.update({k: p.train[k] for k in p.fixed_train})  # ... except where the profile is fixed
         kw["batch_size"] = p.batch_size or c.batch_size
@@ -110,6 +115,8 @@ def protocol(job: Job) -> dict:
         fam = model_family(c.model)
         if "lr" in c.train:
             src = f"cell {c.id}"
+        elif p.searched:
+            src = f"profile {p.name}, family {fam}: {p.lr_source}"
         elif p.lr_by_family:
             src = f"profile {p.name}, family {fam}: {p.lr_source}"
         else:

@@ -13,10 +13,11 @@ import traceback
 import torch
 
 from mzlite._checks import resolve_device
+from mzlite.nn import model_spec
 
 from .execute import git_info, is_done, job_splits, progress_line, result_summary, run_job
 from .jobs import Job, jobs, shared
-from .specs import PROFILES
+from .specs import PROFILES, model_family, search_choice, search_path
 from .tables import get_profile, get_table
 
 
@@ -94,6 +95,7 @@ def run(
     say = print if progress else (lambda *a, **k: None)
     skipped = [j for j in todo if is_done(j)]
     todo = [j for j in todo if j not in skipped]
+    _check_searched(todo)
     spec = get_table(table)
     lent = shared(spec, profile)
     lenders = " and ".join(dict.fromkeys(label for label, _ in lent.values()))
@@ -148,6 +150,20 @@ def _profiles_doc() -> str:
 
 if run.__doc__:  # None under python -OO
     run.__doc__ += _profiles_doc()
+
+
+def _check_searched(todo) -> None:
+    """A searched profile trains a family only once its search has chosen the family's rate."""
+    searched = [j for j in todo if j.profile.searched and model_spec(j.cell.model).trainable]
+    chosen = search_choice(todo[0].profile.name) if searched else {}
+    missing = sorted({model_family(j.cell.model) for j in searched} - set(chosen))
+    if missing:
+        name = todo[0].profile.name
+        raise ValueError(
+            f"profile {name} takes each family's lr and schedule from its learning-rate search, "
+            f"which has not chosen them for {missing} ({search_path(name)}): run "
+            f"`python -m mzlite search {name} --families {','.join(missing)}` first"
+        )
 
 
 def _run_jobs(todo, git, workers, threads, done, failed, say) -> None:

@@ -1,0 +1,108 @@
+"""The learning-rate search (mzlite.repro.experiments.search): its pruning rule, its choice, its
+file, resuming, and the profile that reads it. Deep Sets on tiny Task F splits keeps it fast."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import search as se
+from mzlite.repro.experiments.specs import PROFILES, Profile
+
+NAME = "test-searched"
+
+
+@pytest.fixture
+def tiny(monkeypatch, tmp_path):
+    """A searched profile of tiny splits, a 2 x 2 grid pruned after 2 epochs, one cell."""
+    monkeypatch.setenv("MZLITE_RESULTS", str(tmp_path / "results"))
+    monkeypatch.setenv("MZLITE_CACHE", str(tmp_path / "cache"))
+    prof = Profile(
+        NAME, (96, 48, 48), 1,
+        {"epochs": 8, "warmup_epochs": 1, "patience": None, "normalize_targets": True,
+         "amp": False},
+        batch_size=32, searched=True,
+    )  # fmt: skip
+    monkeypatch.setitem(PROFILES, NAME, prof)
+    monkeypatch.setattr(se, "LRS", (1e-3, 3e-2))
+    monkeypatch.setattr(se, "SCHEDULES", ("plateau", "cosine"))
+    monkeypatch.setattr(se, "MIN_EPOCHS", 2)
+    monkeypatch.setattr(se, "REDUCTION", 2)
+    monkeypatch.setattr(se, "SEARCH_CELLS", {"deepsets": (("tab:main-results", "F-deepsets"),)})
+    return tmp_path
+
+
+def test_the_choice_is_the_smallest_rate_within_the_tie_of_the_best_mean():
+    def recs(losses):
+        return [{"lr": lr, "schedule": s, "best_val_loss": v}
+                for (lr, s), v in zip([(lr, s) for lr in se.LRS for s in se.SCHEDULES], losses,
+                                      strict=True)]  # fmt: skip
+
+    n = len(se.LRS) * len(se.SCHEDULES)
+    # study 1: the last configuration (largest rate, cosine) is best; 3e-4 plateau is 1 % worse
+    a = [2.0] * n
+    a[-1], a[2] = 1.0, 1.01
+    b = [2.0] * n
+    b[-1], b[2] = 1.0, 1.01
+    c = se.choose({"s1": recs(a), "s2": recs(b)})
+    assert c["train"] == {"lr": se.LRS[1], "schedule": se.SCHEDULES[0]}
+    assert c["mean_relative_excess"][f"{se.LRS[1]:g} {se.SCHEDULES[0]}"] == pytest.approx(0.01)
+    # 5 % worse is no tie: the best wins
+    a[2] = b[2] = 1.05
+    c = se.choose({"s1": recs(a), "s2": recs(b)})
+    assert c["train"] == {"lr": se.LRS[-1], "schedule": se.SCHEDULES[-1]}
+    # a study that has not tried every configuration decides nothing
+    assert se.choose({"s1": recs(a), "s2": recs(b)[:-1]}) is None
+
+
+def test_search_prunes_only_at_its_rungs_writes_its_choice_and_the_profile_reads_it(tiny):
+    out = se.search(NAME, ["deepsets"], seeds=(0,), say=lambda *a: None)
+    path = ex.specs.search_path(NAME)
+    assert json.loads(path.read_text())["choice"] == json.loads(json.dumps(out["choice"]))
+    recs = out["families"]["deepsets"]["deepsets-tab-main-results-F-deepsets-seed0"]
+    assert {(r["lr"], r["schedule"]) for r in recs} == {
+        (lr, s) for lr in se.LRS for s in se.SCHEDULES
+    }
+    for r in recs:
+        assert r["epochs"] >= se.MIN_EPOCHS  # never pruned before the first rung
+        if r["state"] == "pruned":
+            assert r["epochs"] in (2, 4)  # the rungs: 2, then 2 x 2
+        else:
+            assert r["epochs"] == 8
+        assert math.isfinite(r["best_val_loss"])
+    assert any(r["state"] == "pruned" for r in recs)  # the pruner did prune (deterministic CPU)
+    best = min(recs, key=lambda r: r["best_val_loss"])
+    assert best["state"] == "complete"  # the best configuration is never the one pruned
+    choice = out["choice"]["deepsets"]["train"]
+    cfg = ex.job("tab:main-results", "F-deepsets", NAME, 0).train_config()
+    assert (cfg.lr, cfg.schedule) == (choice["lr"], choice["schedule"])
+    assert "deepsets: mean relative excess val loss" in out["printed"]
+    # a second run finds every trial finished and trains nothing
+    said = []
+    again = se.search(NAME, ["deepsets"], seeds=(0,), say=said.append)
+    assert len(said) == 1 and again["choice"] == out["choice"]  # the header line only
+
+
+def test_a_trial_left_running_by_a_killed_process_is_run_again(tiny):
+    (study,) = se.plan_search(NAME, ["deepsets"], seeds=(0,))
+    ost = se._optuna_study(study)
+    se._ask(ost, se.LRS[0], se.SCHEDULES[0])  # what a killed process leaves: a RUNNING trial
+    recs = se.run_study(study, say=lambda *a: None)
+    assert len(recs) == len(se.LRS) * len(se.SCHEDULES)
+    states = [t.state.name for t in se._optuna_study(study).get_trials()]
+    assert states.count("FAIL") == 1 and "RUNNING" not in states
+
+
+def test_a_searched_profile_refuses_to_train_before_its_search_chose(tiny):
+    with pytest.raises(ValueError, match=r"python -m mzlite search test-searched"):
+        ex.run("tab:main-results", profile=NAME, cells=["F-deepsets"], seeds=[0], progress=False)
+
+
+def test_plan_search_names_valid_families():
+    with pytest.raises(ValueError, match="families must be among"):
+        se.plan_search("paper-sizes", ["transformers"])
+    with pytest.raises(ValueError, match="takes no searched rates"):
+        se.plan_search("cpu-annealed")
