@@ -32,7 +32,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --disable-pip-version-check $(TORCH_PIP_INDEX) "$(TORCH)"
-	$(VPY) -m pip install --quiet --disable-pip-version-check -e ".[book,dev,ray]"
+	$(VPY) -m pip install --quiet --disable-pip-version-check -e ".[book,dev,ray,search]"
 	@touch $@
 
 assets:

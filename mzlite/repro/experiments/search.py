@@ -125,8 +125,18 @@ class _Reporter:
         return self.trial.should_prune()
 
 
+def _optuna():
+    try:
+        import optuna
+    except ImportError as e:
+        raise ImportError(
+            "the learning-rate search needs Optuna: pip install 'mzlite[search]' (or optuna)"
+        ) from e
+    return optuna
+
+
 def _storage(study: Study, cache_dir=None):
-    import optuna
+    optuna = _optuna()
 
     path = search_dir(study.job.profile.name, cache_dir) / f"{study.name}.journal"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +145,7 @@ def _storage(study: Study, cache_dir=None):
 
 
 def _optuna_study(study: Study, cache_dir=None):
-    import optuna
+    optuna = _optuna()
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     pruner = optuna.pruners.SuccessiveHalvingPruner(
@@ -151,8 +161,7 @@ def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
     """Run the configurations of ``study`` not finished yet, in grid order; returns every trial's
     record. A trial left running by an interrupted process is failed and asked again: its
     checkpoint makes it resume where it stopped."""
-    import optuna
-    from optuna.trial import TrialState
+    TrialState = _optuna().trial.TrialState
 
     ost = _optuna_study(study, cache_dir)
     for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
@@ -189,14 +198,13 @@ def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
             f"{record['epochs']:3d} epochs, best val loss {record['best_val_loss']:.4f} "
             f"(epoch {record['best_epoch']}), {time.perf_counter() - t0:.0f} s")  # fmt: skip
         ckpt.unlink(missing_ok=True)
-    del optuna
     return trials(study, cache_dir)
 
 
 def _ask(ost, lr: float, schedule: str):
     """A trial of exactly (lr, schedule), its parameters over the whole grid (Optuna keeps one
     distribution per parameter across a study)."""
-    from optuna.distributions import CategoricalDistribution
+    CategoricalDistribution = _optuna().distributions.CategoricalDistribution
 
     ost.enqueue_trial({"lr": lr, "schedule": schedule}, skip_if_exists=False)
     grid = {"lr": CategoricalDistribution(LRS), "schedule": CategoricalDistribution(SCHEDULES)}
@@ -221,7 +229,7 @@ def _record(hist, lr, schedule) -> dict:
 
 def trials(study: Study, cache_dir=None) -> list[dict]:
     """The finished trials of ``study`` as records (``_record``), in grid order."""
-    from optuna.trial import TrialState
+    TrialState = _optuna().trial.TrialState
 
     ost = _optuna_study(study, cache_dir)
     by_config = {}
