@@ -115,7 +115,7 @@ def test_changing_a_result_json_changes_the_page(tmp_path):
     # one result file of the separation claim's cells changes: the verdict follows it
     _write(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.99, seed=2)  # now 0.39, 0.40, 0.99
     sep2 = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
-    assert sep2["tdof-separation"]["verdict"] == "holds partly"  # a gap, not significant
+    assert sep2["tdof-separation"]["verdict"] == "not decided"  # a gap, not significant
     assert sep2["tdof-separation"]["evidence"]["p_max"] > 0.05
 
 
@@ -224,9 +224,17 @@ def test_verdict_thresholds_and_partial_coverage(tmp_path):
     # a "beats" claim holds only when Welch's test says so
     (sep,) = [c for c in claims("tab:tdof-verify") if c.id == "tdof-separation"]
     assert judge(sep, 0.2, "cpu", evidence={"problems": [], "p_max": 0.01}) == "holds"
-    assert judge(sep, 0.2, "cpu", evidence={"problems": [], "p_max": 0.2}) == "holds partly"
-    assert judge(sep, -0.2, "cpu", evidence={"problems": [], "p_max": 0.01}) == (
-        "does not hold here")  # fmt: skip
+    # a gap that no test backs is not decided, either way
+    assert judge(sep, 0.2, "cpu", evidence={"problems": [], "p_max": 0.2}) == "not decided"
+    assert judge(sep, -0.2, "cpu", evidence={"problems": [], "p_max": 0.01}) == "not decided"
+    # "does not hold" needs a model of the comparison significantly better
+    worse = {"problems": [], "p_max": 0.01, "better": ["L32-st_4l"]}
+    assert judge(sep, -0.2, "cpu", evidence=worse) == "does not hold here"
+    assert judge(sep, 0.005, "cpu", evidence=worse) == "holds partly"  # a tie
+    # no model of the comparison learns the target; the focal model memorised
+    assert judge(sep, 0.2, "cpu", evidence={**worse, "learns": False}) == "no model learns it"
+    memo = {**worse, "memorised": ["L32-mz_1l: 3 of 3 runs memorised"]}
+    assert judge(sep, 0.2, "cpu", evidence=memo) == "memorised"
     # MEB: one of six PMA baselines ran; the row says so
     _cell(tmp_path, "tab:meb", "d8-st", 0.02)
     _cell(tmp_path, "tab:meb", "d8-mz_full", 0.60)

@@ -85,6 +85,12 @@ _PHRASES = {
     "holds": ("holds", "hold"),
     "holds partly": ("holds partly", "hold partly"),
     "does not hold here": ("does not hold here", "do not hold here"),
+    "not decided": ("is not decided", "are not decided"),
+    "no model learns it": (
+        "is a tie where no model learns the target",
+        "are ties where no model learns the target",
+    ),
+    "memorised": ("rests on a model that memorised", "rest on models that memorised"),
     "optimisation failure": ("ended in an optimisation failure", "ended in optimisation failures"),
     "insufficient evidence": (
         "lacks the evidence for a verdict",

@@ -338,14 +338,15 @@ class AblationRow:
 
     @property
     def claim_verdict(self) -> str | None:
-        """What "MZ beats the Set Transformer" reads under this reading, as the scorecard judges
-        a compare claim ("holds" needs the gap and p < ALPHA; "holds partly" a gap of at least
-        -TIE; else "does not hold here"); None when the reading decides nothing."""
+        """What "MZ beats the Set Transformer" reads under this reading, with the scorecard's
+        labels (``scorecard.judge``): "holds" needs the gap and p < ALPHA, a tie "holds partly",
+        "does not hold here" needs ST significantly better, and a gap that no test backs is
+        "not decided"; None when the reading decides nothing."""
         return {
             "MZ better": "holds",
-            "MZ ahead, not significant": "holds partly",
+            "MZ ahead, not significant": "not decided",
             "tie": "holds partly",
-            "ST ahead, not significant": "does not hold here",
+            "ST ahead, not significant": "not decided",
             "ST better": "does not hold here",
         }.get(self.versus_st[0])
 

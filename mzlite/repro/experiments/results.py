@@ -82,7 +82,7 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
 
 # the best evidence first: cpu-annealed runs mzlite's default reading of the paper; cpu-converged
 # and cpu ran its first reading (per-row generator LayerNorm, cosine over the cap)
-PROFILE_ORDER = ("full", "cpu-annealed", "cpu-converged", "cpu")
+PROFILE_ORDER = ("full", "paper-sizes", "cpu-annealed", "cpu-converged", "cpu")
 
 
 def best_profile(table, profiles=PROFILE_ORDER, results_dir=None) -> str | None:

@@ -78,13 +78,20 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
 from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
 
+# Every label a claim can get, decided in ``judge`` alone (the reading ablation, the findings and
+# the chapters read them from here): "does not hold here" needs a significantly better model of
+# the comparison; a gap beyond a tie that no test backs is "not decided"; a comparison in which
+# no model learns the target (R^2 <= LEARNS for every one) is its own outcome; so is a focal
+# model that fitted its training set but whose kept weights predict no better than the mean
+# ("memorised"); a run that never fitted decides nothing ("optimisation failure").
 VERDICTS = (
-    "holds", "holds partly", "does not hold here", "optimisation failure",
-    "insufficient evidence", "not run", "pipeline only",
+    "holds", "holds partly", "does not hold here", "not decided", "no model learns it",
+    "memorised", "optimisation failure", "insufficient evidence", "not run", "pipeline only",
 )  # fmt: skip
 FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre, rate annealed on plateau)"
 TIE = _stats.TIE  # an R^2 gap this small counts as a tie
+LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
 # What a claim without results says: not a refusal to try, a price (coverage.py, plan --decide)
 NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
 
@@ -120,6 +127,34 @@ def _protocol(results: list[dict], profile: str) -> str:
     )
 
 
+def regime(results: list[dict], profile: str) -> str:
+    """The regime a verdict was read in, in words: the training-set size(s) of ``results`` and
+    the protocol ("2K training sets, cpu-annealed"; "5K training sets, the paper's protocol")."""
+    trained = [r for r in results if _nn.model_spec(r["model"]).trainable] or results
+    sizes = sorted({r["sizes"][0] for r in trained})
+    words = "/".join(f"{n / 1000:g}K" if n >= 1000 else str(n) for n in sizes)
+    name = "the paper's protocol" if profile == "full" else profile
+    return f"{words} training sets, {name}"
+
+
+def _no_model_learns(claim: Claim, by_cell: dict, ren) -> str:
+    """Why a comparison is "no model learns it": every model's mean R^2, and the yardstick's
+    (the set-statistics ridge of the same column, where it ran) beside them."""
+    a, bs = claim.compare
+    means = [m for m in (mean_std(_values(by_cell.get(ren(c), []), "r2"))[0] for c in (a, *bs))
+             if m is not None]  # fmt: skip
+    text = (f"every model of the comparison has R^2 <= {_stats.LEARNS:g} "
+            f"({min(means):.2f} to {max(means):.2f})")  # fmt: skip
+    spec = ex.get_table(claim.table)
+    column = spec.cell(a).column
+    for c in spec.cells:
+        if c.model == ex.SET_STATS and c.column == column:
+            y, _ = mean_std(_values(by_cell.get(ren(c.id), []), "r2"))
+            if y is not None:
+                text += f"; the yardstick ({ex.SET_STATS_LABEL}) reaches {y:.2f}"
+    return text
+
+
 def _values(results: list[dict], metric: str) -> list[float]:
     return [r["metrics"]["test"].get(metric) for r in results]
 
@@ -131,17 +166,23 @@ def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
     for a ``compare`` claim the Welch tests and their largest p (``p_max``); ``text``, one line
     for the row."""
     ren = (lambda c: c) if rename is None else rename
-    cells, few, unconverged, mixed, failed = {}, [], [], [], []
+    cells, few, unconverged, mixed, failed, memorised = {}, [], [], [], [], []
     for c in claim.cells:
         res = by_cell.get(ren(c), [])
         if not res:
             continue
         summ = _stats.summarise(_values(res, claim.metric))
         verdicts = [_stats.result_convergence(r) for r in res]
-        conv = sum(v["converged"] for v in verdicts)
+        # a claim that its models fail counts a run stopped at the mean predictor as converged
+        conv = sum(v["converged"] or (claim.expects_failure and bool(v.get("stopped")))
+                   for v in verdicts)  # fmt: skip
         n_failed = sum(_stats.optimisation_failure(v) for v in verdicts)
         if n_failed:
             failed.append((c, n_failed, len(res)))
+        kept = [_stats.kept_weights(r.get("history")) for r in res]
+        mem = [k for k in kept if k["memorised"]]
+        if 2 * len(mem) > len(res):  # most of its seeds
+            memorised.append((c, len(mem), len(res), mem))
         cells[c] = {**summ, "converged": conv, "runs": len(res)}
         if summ["n"] < _stats.MIN_SEEDS:
             few.append((c, summ["n"]))
@@ -163,9 +204,11 @@ def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
     failures = [
         f"{c}: {k} of {n} runs stopped without fitting the training set" for c, k, n in failed
     ]
+    if claim.expects_failure:  # the claim is that these models fail: their failure is evidence
+        failures = []
     if mixed:
         problems.append(f"mixed protocols in {', '.join(mixed)}")
-    tests, p_max = [], None
+    tests, p_max, better, learns = [], None, [], None
     if claim.compare is not None:
         a, bs = claim.compare
         if a in cells:
@@ -175,6 +218,23 @@ def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
                     tests.append({**w, "a": a, "b": b})
         ps = [t["p"] for t in tests]
         p_max = max(ps) if ps and None not in ps else None
+        # the models of the comparison significantly better than a (lower is better for losses
+        # and errors; an R^2 gap must also exceed the tie)
+        sign, tie = (1.0, 0.0) if claim.metric in LOWER_IS_BETTER else (-1.0, TIE)
+        better = [
+            t["b"]
+            for t in tests
+            if t["p"] is not None and sign * t["diff"] > tie and t["p"] < _stats.ALPHA
+        ]
+        if claim.metric == "r2" and cells:
+            learns = any(v["mean"] is not None and v["mean"] > _stats.LEARNS
+                         for v in cells.values())  # fmt: skip
+    focal = claim.compare[0] if claim.compare else None
+    memorised_text = [
+        f"{c}: {k} of {n} runs memorised (" + "; ".join(m["text"] for m in mem[:1]) + ")"
+        for c, k, n, mem in memorised
+        if focal is None or c == focal
+    ]
     n_runs = sum(v["runs"] for v in cells.values())
     n_conv = sum(v["converged"] for v in cells.values())
     ns = sorted({v["n"] for v in cells.values()})
@@ -192,8 +252,11 @@ def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
         "cells": cells,
         "problems": problems,
         "failures": failures,
+        "memorised": memorised_text,
         "tests": tests,
         "p_max": p_max,
+        "better": better,
+        "learns": learns,
         "text": text,
     }
 
@@ -201,23 +264,38 @@ def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
 def judge(
     claim: Claim, value: float, profile: str, complete: bool = True, evidence: dict | None = None
 ) -> str:
-    """The verdict on ``claim`` for our ``value`` computed from results of ``profile``: smoke
-    results never give one ("pipeline only"); without ``evidence`` (``scorecard.evidence``), or
-    with problems in it (too few seeds, unconverged runs), "insufficient evidence"; a
-    ``compare`` claim "holds" only with p < ALPHA; a claim that passes while some of its cells
-    did not run (``complete=False``) only "holds partly"."""
+    """The verdict on ``claim`` for our ``value`` computed from results of ``profile`` (the one
+    place that labels a claim, see ``VERDICTS``): smoke results never give one ("pipeline
+    only"); runs that never fitted decide nothing ("optimisation failure", unless failing is
+    the claim: ``Claim.expects_failure``); without ``evidence`` (``scorecard.evidence``), or
+    with problems in it (too few seeds, unconverged runs), "insufficient evidence". A
+    ``compare`` claim in which no model learns the target is "no model learns it"; one whose
+    focal model memorised is "memorised"; it "holds" only with p < ALPHA against every model
+    of the comparison ("not decided" without), "holds partly" on a tie (or while some cells
+    did not run, ``complete=False``), and "does not hold here" only where a model of the
+    comparison is significantly better ("not decided" otherwise). A claim on thresholds of
+    the mean (no ``compare``) holds, holds partly or does not hold by them."""
     if ex.get_profile(profile).name == "smoke":
         return "pipeline only"
     if evidence is not None and evidence.get("failures"):
         return "optimisation failure"
     if evidence is None or evidence["problems"]:
         return "insufficient evidence"
-    significant = claim.compare is None or (
-        evidence["p_max"] is not None and evidence["p_max"] < _stats.ALPHA
-    )
-    if claim.holds(value) and significant:
-        return "holds" if complete else "holds partly"
-    return "holds partly" if claim.partly(value) else "does not hold here"
+    if claim.compare is None:
+        if claim.holds(value):
+            return "holds" if complete else "holds partly"
+        return "holds partly" if claim.partly(value) else "does not hold here"
+    if evidence.get("learns") is False:
+        return "no model learns it"
+    if evidence.get("memorised"):
+        return "memorised"
+    significant = evidence["p_max"] is not None and evidence["p_max"] < _stats.ALPHA
+    if claim.holds(value):
+        return ("holds" if complete else "holds partly") if significant else "not decided"
+    if claim.partly(value):
+        return "holds partly"
+    better = evidence.get("better") or claim.size_of_gap
+    return "does not hold here" if better else "not decided"
 
 
 def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict:
@@ -275,8 +353,10 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         ev = evidence(claim, res, rename)
         verdict = judge(claim, ours, prof, complete=ran == len(claim.cells), evidence=ev)
         refuted = refutation(claim, res, rename) if prof != "smoke" else None
-        if refuted is not None:
-            verdict = "does not hold here"  # one significantly better model settles it
+        if refuted is not None and verdict not in ("no model learns it", "memorised"):
+            # a significantly better model settles it; a gap that no test backs does not
+            verdict = "does not hold here" if refuted["p"] is not None or claim.monotone \
+                else "not decided"  # fmt: skip
         judged.append((prof, reading_of(used), verdict))
         if len(judged) > 1:
             continue  # later profiles only say whether another reading reads otherwise
@@ -289,12 +369,17 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
             why = "; ".join(ev["problems"])
         elif verdict == "optimisation failure":
             why = "; ".join(ev["failures"])
+        elif verdict == "memorised":
+            why = "; ".join(ev["memorised"])
+        elif verdict == "no model learns it":
+            why = _no_model_learns(claim, res, ren)
         else:
             why = decided
         row.update(
             ours=ours,
             ours_text=claim.fmt(ours),
             profile=prof,
+            regime=regime(used, prof),
             protocol=_protocol(used, prof) + cover,
             statistics=ev["text"],
             evidence=ev,
@@ -491,6 +576,12 @@ def _reason(judged: list[tuple[str, str, str]], claim=None, results_dir=None) ->
     profile, reading, verdict = judged[0]
     if verdict == "optimisation failure":
         return "optimisation failure: says nothing about the architecture"
+    if verdict == "memorised":
+        return "memorised: the kept weights predict no better than the mean; more data decides"
+    if verdict == "no model learns it":
+        return "no model learns it: a tie at the mean predictor says nothing about the claim"
+    if verdict == "not decided":
+        return "not decided: the gap is not significant"
     if verdict not in _DECIDED:
         return verdict
     if not reading:
@@ -662,7 +753,9 @@ class Scorecard:
             "ours": r["ours_text"],
             "protocol": r["protocol"],
             "statistics": r.get("statistics", "--"),
-            "verdict": r["verdict"] + (f" ({r['why']})" if r.get("why") else ""),
+            "verdict": r["verdict"]
+            + (f" ({r['why']})" if r.get("why") else "")
+            + (f"; read in {r['regime']}" if r.get("regime") else ""),
             "reason": r.get("reason", ""),
             "chapter": r["chapter"],
         }
@@ -734,8 +827,42 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
                 f"; on per-set normalised sets (chapter 5's ablation cells): {beside['verdict']}"
                 f" (ours {beside['ours_text']}; {beside['reason']})"
             )
+        paper = under_paper_protocol(c, results_dir)
+        if paper is not None and c.table != "tab:meb":
+            row["paper_protocol"] = paper
+            differs = "" if paper["verdict"] == row["verdict"] else (
+                f"; it disagrees with the {row.get('regime') or 'reduced protocol'} verdict"
+            )  # fmt: skip
+            row["reason"] += (
+                f"; under the paper's protocol ({paper['regime']}, {paper['cells_run']} of "
+                f"{len(c.cells)} models): {paper['verdict']} (ours {paper['ours_text']}){differs}"
+            )
         rows.append(row)
     return Scorecard(rows, profiles)
+
+
+def _twin(cell_id: str) -> str:
+    """The standardised-target twin a cell trains as under the paper's protocol (``std-<id>``,
+    ``cells.standardised_twin_cells``), where its table has one; the cell itself otherwise."""
+    return f"std-{cell_id}"
+
+
+def under_paper_protocol(claim, results_dir=None) -> dict | None:
+    """``claim`` judged on its cells' standardised-target twins under the paper's protocol
+    (profile full), where any of them ran: the verdict that licenses (or not) the cheaper
+    protocol beside it. The row also says how many of the claim's models ran (``cells_run``)."""
+    if isinstance(claim, RankClaim):
+        return None
+    ids = {c.id for c in ex.get_table(claim.table).cells}
+    if not any(_twin(c) in ids for c in claim.cells):
+        return None
+    row = evaluate(claim, ("full",), results_dir,
+                   rename=lambda c: _twin(c) if _twin(c) in ids else c)  # fmt: skip
+    if row["verdict"] == "not run":
+        return None
+    by_cell = ex.results_by_cell(claim.table, "full", results_dir)
+    row["cells_run"] = sum(bool(by_cell.get(_twin(c))) for c in claim.cells)
+    return row
 
 
 def _normalised_cell(cell_id: str) -> str:

@@ -47,6 +47,7 @@ TIE = 0.01  # an R^2 gap this small counts as a tie
 MIN_SEEDS = 3  # a verdict needs at least this many seeds per cell
 SPIKE_FACTOR = 2.0  # a validation loss above this multiple of the best before it is a spike
 FIT_THRESHOLD = 0.9  # fitted: lowest training loss below this fraction of the target variance
+LEARNS = 0.05  # an R^2 at most this: the model predicts no better than the mean of the targets
 
 
 def fit_check(history: dict | None) -> dict:
@@ -150,6 +151,37 @@ def optimisation_failure(conv: dict) -> bool:
     return bool(conv.get("stopped", conv.get("converged"))) and conv.get("fitted") is False
 
 
+def kept_weights(history: dict | None) -> dict:
+    """What the kept (best-epoch) weights of a run show: ``{"memorised", "fit_ratio", "val_r2",
+    "text"}``. ``fit_ratio``: the lowest training loss / training-target variance (``fit_check``);
+    ``val_r2``: the validation R^2 of the kept weights. *Memorised*: the run fitted its training
+    set (``fit_ratio < FIT_THRESHOLD``) while its kept weights predict the validation set no
+    better than the mean (``val_r2 <= LEARNS``); None where it cannot be told (a closed form, a
+    classification run, no recorded metrics)."""
+    out = {"memorised": None, "fit_ratio": None, "val_r2": None, "text": ""}
+    if history is None:
+        return out
+    fit = fit_check(history)
+    best = history.get("best_epoch")
+    metrics = history.get("val_metrics") or []
+    if fit["fitted"] is None or not best or best > len(metrics):
+        return out
+    r2 = metrics[best - 1].get("r2")
+    if r2 is None:
+        return out
+    memorised = bool(fit["fitted"]) and r2 <= LEARNS
+    out.update(
+        memorised=memorised,
+        fit_ratio=fit["fit_ratio"],
+        val_r2=float(r2),
+        text=(
+            f"lowest training loss {fit['fit_ratio']:.2f} x the target variance, validation "
+            f"R^2 {r2:.2f} at the kept weights (epoch {best})"
+        ),
+    )
+    return out
+
+
 def loss_spikes(history: dict | None, factor: float = SPIKE_FACTOR) -> dict:
     """The epochs (1-based) whose validation loss exceeds ``factor`` times the lowest one before
     them: ``{"spiked", "epochs", "worst_ratio", "factor"}``; a closed-form result (``history``
@@ -245,6 +277,8 @@ __all__ = [
     "CONVERGENCE_TOL",
     "CONVERGENCE_WINDOW",
     "MIN_SEEDS",
+    "LEARNS",
+    "kept_weights",
     "bootstrap_ci",
     "convergence",
     "result_convergence",
