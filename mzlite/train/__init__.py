@@ -48,18 +48,21 @@ from .scaling import (
     standardised_outputs,
     target_scaling,
 )
+from .stacked import PER_MODEL_FIELDS, fit_stacked
 
 __all__ = [
     "CHECKPOINT_FORMAT",
     "SCHEDULES",
     "TASKS",
     "History",
+    "PER_MODEL_FIELDS",
     "TargetScaling",
     "TrainConfig",
     "classification_metrics",
     "cpu_has_bf16",
     "evaluate",
     "fit",
+    "fit_stacked",
     "load_checkpoint",
     "load_model_state",
     "lr_at",
