@@ -219,11 +219,12 @@ def _bcast(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return v.view(-1, *([1] * (like.ndim - 1)))  # (K,) -> (K, 1, ..., 1)
 
 
-def train_step(stack: _Stack, x, mask, y, lr: torch.Tensor, active: torch.Tensor) -> torch.Tensor:
+def train_step(stack: _Stack, x, mask, y, lr, active, t) -> torch.Tensor:
     """One optimiser step of every active model; returns the per-model losses (K,).
 
-    ``lr`` (K,) and ``active`` (K,) bool are tensors and nothing here reads a tensor's value, so
-    the step can be captured as a CUDA graph. Inactive models are computed but left unchanged."""
+    ``lr`` (K,), ``active`` (K,) bool and the step number ``t`` (a float64 scalar, from 1) are
+    tensors and nothing here reads a tensor's value, so the step can be captured as a CUDA graph
+    and replayed with new values. Inactive models are computed but left unchanged."""
     cfg = stack.configs[0]
     names = [n for n, p in stack.params.items() if p.requires_grad]
     pred = _forward(stack, x, mask)  # (K, B, d_out) or (K, B, C)
@@ -234,28 +235,29 @@ def train_step(stack: _Stack, x, mask, y, lr: torch.Tensor, active: torch.Tensor
         sq = sum(g.float().pow(2).flatten(1).sum(1) for g in grads)  # (K,)
         coef = (cfg.grad_clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)  # (K,)
         grads = [g * _bcast(coef, g).to(g.dtype) for g in grads]
-    _adamw_update(stack, names, grads, lr, active)
+    _adamw_update(stack, names, grads, lr, active, t)
     return losses.detach()
 
 
 @torch.no_grad()
-def _adamw_update(stack: _Stack, names, grads, lr: torch.Tensor, active: torch.Tensor) -> None:
+def _adamw_update(stack: _Stack, names, grads, lr, active, t) -> None:
     """torch.optim.AdamW's update, with a rate per model; rows of inactive models unchanged.
 
     Every active model has taken the same number of steps (a model leaves the stack for good
     when it stops), so the bias corrections are one scalar."""
     cfg = stack.configs[0]
     b1, b2 = cfg.betas
-    t = stack.step + 1
-    bc1, bc2_sqrt = 1 - b1**t, math.sqrt(1 - b2**t)
+    bc1, bc2_sqrt = 1 - torch.pow(b1, t), torch.sqrt(1 - torch.pow(b2, t))  # float64 scalars
+    step_size = lr / bc1  # (K,) float64, as the fused kernel forms it
     for n, g in zip(names, grads, strict=True):
         p, m, v = stack.params[n], stack.exp_avg[n], stack.exp_avg_sq[n]
         on = _bcast(active, p)
         lr_k = _bcast(lr, p).to(p.dtype)
+        step_k = _bcast(step_size, p).to(p.dtype)
         m_new = torch.lerp(m, g, 1 - b1)
         v_new = v * b2 + (1 - b2) * g * g
         p_new = p * (1 - lr_k * cfg.weight_decay)
-        p_new = p_new - (lr_k / bc1) * m_new / (v_new.sqrt() / bc2_sqrt + ADAM_EPS)
+        p_new = p_new - step_k * m_new / (v_new.sqrt() / bc2_sqrt.to(p.dtype) + ADAM_EPS)
         m.copy_(torch.where(on, m_new, m))
         v.copy_(torch.where(on, v_new, v))
         p.copy_(torch.where(on, p_new, p))
@@ -421,25 +423,24 @@ class _Stepper:
         self.stack, self.graph, self.graphs = stack, graph, {}
 
     def __call__(self, x, mask, y, lr, active) -> torch.Tensor:
+        t = torch.tensor(float(self.stack.step + 1), dtype=torch.float64, device=x.device)
         if not self.graph:
-            return train_step(self.stack, x, mask, y, lr, active)
+            return train_step(self.stack, x, mask, y, lr, active, t)
         key = (tuple(x.shape), tuple(y.shape))
         if key not in self.graphs:
-            self.graphs[key] = self._capture(x, mask, y, lr, active)
+            self.graphs[key] = self._capture(x, mask, y, lr, active, t)
         g, static, out = self.graphs[key]
-        for s, v in zip(static[:5], (x, mask, y, lr, active), strict=True):
+        for s, v in zip(static, (x, mask, y, lr, active, t), strict=True):
             s.copy_(v)
-        static[5].fill_(self.stack.step + 1)
         g.replay()
         return out.clone()
 
-    def _capture(self, x, mask, y, lr, active):
+    def _capture(self, x, mask, y, lr, active, t):
         """Warm up on a side stream (then undo the warm-up's updates), capture, return."""
         stack = self.stack
-        static = [t.clone() for t in (x, mask, y, lr, active)]
-        static.append(torch.zeros((), device=stack.device))
+        static = [v.clone() for v in (x, mask, y, lr, active, t)]
         keep = {
-            g: {n: t.detach().clone() for n, t in getattr(stack, g).items()}
+            g: {n: v.detach().clone() for n, v in getattr(stack, g).items()}
             for g in ("params", "exp_avg", "exp_avg_sq")
         }
         rng = torch.cuda.get_rng_state()
@@ -447,16 +448,16 @@ class _Stepper:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(3):
-                train_step(stack, *static[:5])
+                train_step(stack, *static)
         torch.cuda.current_stream().wait_stream(side)
         with torch.no_grad():
             for g, saved in keep.items():
-                for n, t in getattr(stack, g).items():
-                    t.copy_(saved[n])
+                for n, v in getattr(stack, g).items():
+                    v.copy_(saved[n])
         torch.cuda.set_rng_state(rng)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            out = train_step(stack, *static[:5])
+            out = train_step(stack, *static)
         return graph, static, out
 
 
