@@ -203,3 +203,28 @@ def test_bad_input_is_named():
         fit_stacked([], TRAIN, VAL, [], progress=False)
     with pytest.raises(ValueError, match="pad_to must be"):
         fit_stacked([tiny(0)], TRAIN, VAL, [cfg()], progress=False, pad_to=0)
+
+
+def test_runner_stacks_a_cells_seeds(tmp_path):
+    import json
+    from pathlib import Path
+
+    from mzlite.repro import experiments as ex
+
+    dirs = {"results_dir": tmp_path / "results", "cache_dir": tmp_path / "cache"}
+    kw = dict(cells=["L4-st_4l"], seeds="0-1", threads=1, data_workers=1, progress=False)
+    out = ex.run("tab:tdof-verify", "smoke", stack=True, precision="float32", **kw, **dirs)
+    assert len(out["done"]) == 2 and not out["failed"]
+    res = [json.loads(Path(p).read_text()) for p in sorted(out["done"])]
+    assert [r["seed"] for r in res] == [0, 1]
+    for r in res:
+        assert r["protocol"]["trained_stacked"] == 2
+        assert r["epochs_run"] == len(r["history"]["train_loss"]) == 3
+        assert r["train_config"]["seed"] == r["seed"] and r["history"]["config"]["amp"] is False
+    assert res[0]["history"]["train_loss"] != res[1]["history"]["train_loss"]
+    assert not list(Path(dirs["cache_dir"], "checkpoints").rglob("*.pt"))  # the stack's checkpoint is removed
+    # a rerun finds both results done, stacked or not
+    again = ex.run("tab:tdof-verify", "smoke", stack=False, precision="float32", **kw, **dirs)
+    assert len(again["skipped"]) == 2 and not again["done"]
+    with pytest.raises(ValueError, match="stack must be True, False or None"):
+        ex.run("tab:tdof-verify", "smoke", stack="yes", **kw, **dirs)
