@@ -38,6 +38,7 @@ from mzlite.train import stacked as S
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = ("mz_full", "st")
+HEADER = f"{'model':8} {'mode':18} {'K':>3} {'ms/step':>10} {'model-steps/s':>14} {'vs eager':>9}"
 
 
 def device_name(dev: torch.device) -> str:
@@ -164,6 +165,49 @@ def measure(args, dev) -> list[tuple]:
     return rows
 
 
+def fit_loop_against_stacked(args, dev) -> None:
+    """``fit_stacked`` of K models against a Python loop of K ``fit`` calls, whole runs (float32,
+    dropout off, one device), with the largest difference of their validation losses."""
+    from mzlite.train import fit, fit_stacked
+
+    x, mask, y = make_sets(args.train + args.train // 4, args.n_max, args.d_in, seed=1)
+    n = args.train
+    tr, va = (x[:n], mask[:n], y[:n]), (x[n:], mask[n:], y[n:])
+    one = dict(device=str(dev), amp=False, epochs=args.epochs, warmup_epochs=1, patience=None)
+    cfgs = [TrainConfig(seed=k, **one) for k in range(args.fit_k)]
+
+    def build(name, k):  # dropout off: the two ways then train the same models
+        return build_model(name, d_in=args.d_in, d_out=1, device=dev, seed=k, dropout=0.0)
+
+    for name in args.models:
+        models = [
+            build_model(name, d_in=args.d_in, d_out=1, device=dev, seed=k)
+            for k in range(args.fit_k)
+        ]
+        sync(dev)
+        t0 = time.perf_counter()
+        loop = [fit(m, tr, va, c, progress=False) for m, c in zip(models, cfgs, strict=True)]
+        sync(dev)
+        t_loop = time.perf_counter() - t0
+        models = [
+            build_model(name, d_in=args.d_in, d_out=1, device=dev, seed=k)
+            for k in range(args.fit_k)
+        ]
+        t0 = time.perf_counter()
+        stk = fit_stacked(models, tr, va, cfgs, progress=False)
+        sync(dev)
+        t_stk = time.perf_counter() - t0
+        diff = max(
+            abs(a - b) / abs(a) for h1, h2 in zip(loop, stk, strict=True)
+            for a, b in zip(h1.val_loss, h2.val_loss, strict=True)
+        )  # fmt: skip
+        print(
+            f"{name:8} K={args.fit_k}, {args.epochs} epochs of {args.train} sets: loop of fit "
+            f"{t_loop:.1f} s, fit_stacked {t_stk:.1f} s -> stacked/loop {t_stk / t_loop:.2f}; "
+            f"largest relative val-loss difference {diff:.1e}"
+        )
+
+
 def commit() -> str:
     try:
         return subprocess.run(
@@ -184,10 +228,18 @@ def main(argv=None) -> None:
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--n-max", type=int, default=30, help="set size sets are padded to")
     p.add_argument("--d-in", type=int, default=8)
-    p.add_argument("--steps", type=int, default=10, help="timed steps per repeat")
+    p.add_argument("--steps", type=int, default=10, help="timed steps per repeat (0: no table)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    p.add_argument(
+        "--fit-k",
+        type=int,
+        default=0,
+        help="also time whole runs: fit_stacked of this many models against a loop of fit",
+    )
+    p.add_argument("--train", type=int, default=256, help="--fit-k: training sets")
+    p.add_argument("--epochs", type=int, default=2, help="--fit-k: epochs")
     args = p.parse_args(argv)
     try:
         args.ks = [int(k) for k in args.ks.split(",")]
@@ -199,7 +251,9 @@ def main(argv=None) -> None:
     for name in args.models:
         if name not in MODELS:
             p.error(f"--models must name some of {MODELS}, got {name!r}")
-    for name in ("batch", "n_max", "d_in", "steps", "repeats"):
+    if args.steps < 0:
+        p.error(f"--steps must be >= 0, got {args.steps}")
+    for name in ("batch", "n_max", "d_in", "repeats", "train", "epochs"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.threads is not None:
@@ -213,8 +267,11 @@ def main(argv=None) -> None:
         f"d_in {args.d_in}, float32; {args.warmup} warm-up + {args.steps} timed steps, "
         f"median of {args.repeats}; loadavg {tuple(round(v, 2) for v in os.getloadavg())}"
     )
-    print(f"{'model':8} {'mode':18} {'K':>3} {'ms/step':>10} {'model-steps/s':>14} {'vs eager':>9}")
-    for name, label, K, secs, rate, eager in measure(args, dev):
+    if args.steps:
+        print(HEADER)
+    if args.fit_k < 0:
+        p.error(f"--fit-k must be >= 0, got {args.fit_k}")
+    for name, label, K, secs, rate, eager in measure(args, dev) if args.steps else []:
         if secs is None:
             print(f"{name:8} {label:18} {K:>3} {'n/a on cpu':>10}")
         elif isinstance(secs, str):
@@ -222,6 +279,8 @@ def main(argv=None) -> None:
         else:
             vs = f"{rate / eager:.2f}x" if eager else ""
             print(f"{name:8} {label:18} {K:>3} {secs * 1e3:>10.1f} {rate:>14.2f} {vs:>9}")
+    if args.fit_k:
+        fit_loop_against_stacked(args, dev)
 
 
 if __name__ == "__main__":
