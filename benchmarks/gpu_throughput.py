@@ -180,19 +180,13 @@ def fit_loop_against_stacked(args, dev) -> None:
         return build_model(name, d_in=args.d_in, d_out=1, device=dev, seed=k, dropout=0.0)
 
     for name in args.models:
-        models = [
-            build_model(name, d_in=args.d_in, d_out=1, device=dev, seed=k)
-            for k in range(args.fit_k)
-        ]
+        models = [build(name, k) for k in range(args.fit_k)]
         sync(dev)
         t0 = time.perf_counter()
         loop = [fit(m, tr, va, c, progress=False) for m, c in zip(models, cfgs, strict=True)]
         sync(dev)
         t_loop = time.perf_counter() - t0
-        models = [
-            build_model(name, d_in=args.d_in, d_out=1, device=dev, seed=k)
-            for k in range(args.fit_k)
-        ]
+        models = [build(name, k) for k in range(args.fit_k)]
         t0 = time.perf_counter()
         stk = fit_stacked(models, tr, va, cfgs, progress=False)
         sync(dev)
