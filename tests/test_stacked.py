@@ -222,9 +222,46 @@ def test_runner_stacks_a_cells_seeds(tmp_path):
         assert r["epochs_run"] == len(r["history"]["train_loss"]) == 3
         assert r["train_config"]["seed"] == r["seed"] and r["history"]["config"]["amp"] is False
     assert res[0]["history"]["train_loss"] != res[1]["history"]["train_loss"]
-    assert not list(Path(dirs["cache_dir"], "checkpoints").rglob("*.pt"))  # the stack's checkpoint is removed
+    # the stack's checkpoint was written beside the jobs' own, and is removed with the results
+    ckpts = Path(dirs["cache_dir"], "checkpoints")
+    assert ckpts.is_dir() and not list(ckpts.rglob("*.pt"))
     # a rerun finds both results done, stacked or not
     again = ex.run("tab:tdof-verify", "smoke", stack=False, precision="float32", **kw, **dirs)
     assert len(again["skipped"]) == 2 and not again["done"]
     with pytest.raises(ValueError, match="stack must be True, False or None"):
         ex.run("tab:tdof-verify", "smoke", stack="yes", **kw, **dirs)
+
+
+def test_standardised_targets_and_classification_equal_separate_runs():
+    # normalize_targets: every model answers in target units at the end, as after fit
+    x, mask, y = TRAIN
+    big = (x, mask, y * 50 + 100)
+    vbig = (VAL[0], VAL[1], VAL[2] * 50 + 100)
+    configs = [cfg(seed=s, normalize_targets=True) for s in range(2)]
+    sep = [tiny(k) for k in range(2)]
+    hs = [fit(m, big, vbig, c, progress=False) for m, c in zip(sep, configs, strict=True)]
+    stk = [tiny(k) for k in range(2)]
+    hk = fit_stacked(stk, big, vbig, configs, progress=False)
+    assert_same_run(hs, hk, sep, stk)
+    for ms, mk, a, b in zip(sep, stk, hs, hk, strict=True):
+        assert b.target_mean == a.target_mean
+        torch.testing.assert_close(mk(VAL[0], VAL[1]), ms(VAL[0], VAL[1]), rtol=1e-4, atol=1e-3)
+
+    # classification: logits (B, C), integer labels
+    def labels(d):
+        return d[0], d[1], (d[2][:, 0] > d[2].median()).long()
+
+    configs = [cfg(seed=s, task="classification") for s in range(2)]
+
+    def two_class(seed):
+        m = tiny(seed)
+        m.rho[1] = nn.Linear(16, 2)
+        return m
+
+    sep = [two_class(k) for k in range(2)]
+    tr, va = labels(TRAIN), labels(VAL)
+    hs = [fit(m, tr, va, c, progress=False) for m, c in zip(sep, configs, strict=True)]
+    stk = [two_class(k) for k in range(2)]
+    hk = fit_stacked(stk, tr, va, configs, progress=False)
+    assert_same_run(hs, hk, sep, stk)
+    assert hk[0].val_metrics[-1]["accuracy"] == hs[0].val_metrics[-1]["accuracy"]

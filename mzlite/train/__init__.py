@@ -14,6 +14,9 @@ geometric tasks), at most 200 epochs, early stopping on the validation loss with
     evaluate(model, test, hist.config_obj())   # metrics in original units
     model(x, mask)                              # so are its answers: it carries the scaling
 
+``fit_stacked(models, train, val, configs)`` trains K models of one architecture (a cell's seeds,
+or rates) as one vectorised model, each as its own ``fit`` would (``mzlite.train.stacked``).
+
 ``train``/``val``/``test`` are anything with ``.x (N, n, d_in)``, ``.mask (N, n)`` and ``.y``
 tensors (``mzlite.tasks.SetData``), or an ``(x, mask, y)`` tuple; the model is any ``nn.Module``
 called as ``model(x, mask) -> (B, d_out)``. Training knows no specific model or task.
