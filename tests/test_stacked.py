@@ -265,3 +265,23 @@ def test_standardised_targets_and_classification_equal_separate_runs():
     hk = fit_stacked(stk, tr, va, configs, progress=False)
     assert_same_run(hs, hk, sep, stk)
     assert hk[0].val_metrics[-1]["accuracy"] == hs[0].val_metrics[-1]["accuracy"]
+
+
+def test_stack_groups_keep_an_interrupted_run_alone(tmp_path):
+    from mzlite.repro.experiments import jobs
+    from mzlite.repro.experiments.runner import _stack_groups
+
+    todo = jobs(
+        "tab:tdof-verify", "smoke", "0-2", None, ["L4-st_4l", "L4-set_stats"],
+        tmp_path / "r", tmp_path / "c", "cpu",
+    )  # fmt: skip
+    groups = _stack_groups(todo)
+    sizes = sorted((g[0].cell.id, len(g)) for g in groups)
+    n_closed = sum(j.cell.id == "L4-set_stats" for j in todo)  # closed form: each alone
+    assert n_closed >= 1 and ("L4-st_4l", 3) in sizes
+    assert sizes.count(("L4-set_stats", 1)) == n_closed
+    st = [j for j in todo if j.cell.id == "L4-st_4l"]
+    st[1].checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+    st[1].checkpoint_path.write_bytes(b"")  # an unstacked fit was interrupted here
+    groups = [[j.seed for j in g] for g in _stack_groups(st)]
+    assert groups == [[0, 2], [1]]

@@ -189,10 +189,12 @@ def _check_searched(todo) -> None:
 
 
 def _stack_groups(todo: list[Job]) -> list[list[Job]]:
-    """The jobs to run, one group per cell (its seeds, in order); closed-form models alone."""
+    """The jobs to run, one group per cell (its seeds, in order); alone: closed-form models, and
+    a job with a checkpoint of its own (an interrupted unstacked run resumes where it stopped)."""
     groups: dict = {}
     for j in todo:
-        key = (j.table, j.cell.id) if model_spec(j.cell.model).trainable else id(j)
+        alone = not model_spec(j.cell.model).trainable or j.checkpoint_path.exists()
+        key = id(j) if alone else (j.table, j.cell.id)
         groups.setdefault(key, []).append(j)
     return list(groups.values())
 
