@@ -61,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
         "asks for bf16 to train the same experiment as bf16 CPU runs",
     )
     p.add_argument("--workers", type=int, default=None, help="training processes (CPU: 1 a core)")
+    p.add_argument(
+        "--stack",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="train each cell's seeds as one stacked model (default: on CUDA only)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch threads per job")
     p.add_argument("--models", default=None, help="comma-separated model names or ids")
     p.add_argument("--cells", default=None, help="comma-separated cell-id glob patterns")
@@ -195,6 +201,7 @@ def main(argv=None) -> int:
                 threads=args.threads,
                 launcher=launcher,
                 precision=args.precision,
+                stack=args.stack,
             )
             print(
                 f"done {len(out['done'])}, skipped {len(out['skipped'])}, "

@@ -14,6 +14,9 @@ geometric tasks), at most 200 epochs, early stopping on the validation loss with
     evaluate(model, test, hist.config_obj())   # metrics in original units
     model(x, mask)                              # so are its answers: it carries the scaling
 
+``fit_stacked(models, train, val, configs)`` trains K models of one architecture (a cell's seeds,
+or rates) as one vectorised model, each as its own ``fit`` would (``mzlite.train.stacked``).
+
 ``train``/``val``/``test`` are anything with ``.x (N, n, d_in)``, ``.mask (N, n)`` and ``.y``
 tensors (``mzlite.tasks.SetData``), or an ``(x, mask, y)`` tuple; the model is any ``nn.Module``
 called as ``model(x, mask) -> (B, d_out)``. Training knows no specific model or task.
@@ -48,18 +51,21 @@ from .scaling import (
     standardised_outputs,
     target_scaling,
 )
+from .stacked import PER_MODEL_FIELDS, fit_stacked
 
 __all__ = [
     "CHECKPOINT_FORMAT",
     "SCHEDULES",
     "TASKS",
     "History",
+    "PER_MODEL_FIELDS",
     "TargetScaling",
     "TrainConfig",
     "classification_metrics",
     "cpu_has_bf16",
     "evaluate",
     "fit",
+    "fit_stacked",
     "load_checkpoint",
     "load_model_state",
     "lr_at",

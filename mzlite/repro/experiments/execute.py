@@ -198,12 +198,20 @@ def result_amp(result: dict) -> bool | None:
 
 
 def run_job(
-    job: Job, git: dict | None = None, progress: bool = False, *, splits=None, write: bool = True
+    job: Job,
+    git: dict | None = None,
+    progress: bool = False,
+    *,
+    splits=None,
+    write: bool = True,
+    trained=None,
 ) -> dict:
     """Train and evaluate one (cell, seed) and write its result JSON (atomically). Resumes from
     the job's checkpoint; removes it once the result is written. ``splits``: the job's (train,
     val, test) data when the caller has them (a cluster worker gets them from the driver);
-    ``write=False`` returns the result without writing it or removing the checkpoint."""
+    ``write=False`` returns the result without writing it or removing the checkpoint.
+    ``trained``: ``(model, history, K)`` of a model already trained in a stack of K
+    (``run_stacked_jobs``): only evaluated here, and its result records ``trained_stacked: K``."""
     cell = job.cell
     device = resolve_device(job.device)
     tr, va, te = splits if splits is not None else job_splits(job)
@@ -237,9 +245,12 @@ def run_job(
         )
     else:
         cfg = job.train_config()
-        model = build_cell_model(cell, tr.d_in, tr.d_out, job.seed, device)
-        job.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
-        hist = fit(model, tr, va, cfg, checkpoint_path=job.checkpoint_path, progress=progress)
+        if trained is not None:
+            model, hist, _ = trained
+        else:
+            model = build_cell_model(cell, tr.d_in, tr.d_out, job.seed, device)
+            job.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+            hist = fit(model, tr, va, cfg, checkpoint_path=job.checkpoint_path, progress=progress)
         stats = hist if cfg.normalize_targets else None
         test = evaluate(model, te, cfg, target_stats=stats)
         from .uncertainty_study import job_metrics  # the uncertainty cells' own metrics
@@ -268,6 +279,8 @@ def run_job(
     out["convergence"] = _stats.convergence(out["history"])
     out["converged"] = out["convergence"]["converged"]
     out["protocol"] = protocol(job)
+    if trained is not None:  # one vectorised run of K models (mzlite.train.fit_stacked)
+        out["protocol"]["trained_stacked"] = trained[2]
     out["wall_time_s"] = (
         out["history"]["wall_time_s"] if out["history"] else time.perf_counter() - t0
     )
@@ -277,6 +290,48 @@ def run_job(
     atomic_write_json(job.result_path, json_safe(out))
     if job.checkpoint_path.exists():
         job.checkpoint_path.unlink()
+    return out
+
+
+def stack_checkpoint_path(group: list[Job]) -> Path:
+    """One checkpoint for a stack of one cell's seeds, beside the jobs' own."""
+    seeds = "-".join(str(j.seed) for j in group)
+    return group[0].checkpoint_path.with_name(f"stack-s{seeds}.pt")
+
+
+def run_stacked_jobs(group: list[Job], git: dict | None = None, progress: bool = False) -> list:
+    """Train the seeds of one cell as one stacked model (``mzlite.train.fit_stacked``), then
+    evaluate and write each (cell, seed) result as ``run_job`` does; the stack's checkpoint is
+    removed once every result is written. Returns the results in ``group``'s order."""
+    from mzlite.train import fit_stacked
+
+    if not group:
+        raise ValueError("group must hold at least one job, got none")
+    first = group[0]
+    for j in group[1:]:
+        if (j.table, j.cell.id, j.profile.name, j.sizes) != (
+            first.table, first.cell.id, first.profile.name, first.sizes,
+        ):  # fmt: skip
+            raise ValueError(
+                f"a stack holds the seeds of one cell: {j.cell.id} seed {j.seed} is not "
+                f"{first.cell.id} under {first.profile.name}"
+            )
+    if not _nn.model_spec(first.cell.model).trainable:
+        raise ValueError(f"model {first.cell.model!r} is fitted in closed form: nothing to stack")
+    splits = job_splits(first)
+    tr, va, _ = splits
+    device = resolve_device(first.device)
+    models = [build_cell_model(j.cell, tr.d_in, tr.d_out, j.seed, device) for j in group]
+    path = stack_checkpoint_path(group)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    configs = [j.train_config() for j in group]
+    hists = fit_stacked(models, tr, va, configs, checkpoint_path=path, progress=progress)
+    K = len(group)
+    out = [
+        run_job(j, git, splits=splits, trained=(m, h, K))
+        for j, m, h in zip(group, models, hists, strict=True)
+    ]
+    path.unlink(missing_ok=True)
     return out
 
 

@@ -15,7 +15,15 @@ import torch
 from mzlite._checks import resolve_device
 from mzlite.nn import model_spec
 
-from .execute import git_info, is_done, job_splits, progress_line, result_summary, run_job
+from .execute import (
+    git_info,
+    is_done,
+    job_splits,
+    progress_line,
+    result_summary,
+    run_job,
+    run_stacked_jobs,
+)
 from .jobs import Job, jobs, shared
 from .specs import PROFILES, model_family, search_choice, search_path
 from .tables import get_profile, get_table
@@ -50,6 +58,7 @@ def run(
     threads: int | None = None,
     launcher="local",
     precision: str = "auto",
+    stack: bool | None = None,
 ) -> dict:
     """Run every missing (cell, seed) of ``table`` under ``profile``, a name of ``PROFILES``
     (listed at the end of this docstring, which is generated from them).
@@ -71,6 +80,11 @@ def run(
     on CUDA too), "bf16" or "float32" (``jobs.PRECISIONS``): results count precision as part of
     the experiment, so a GPU run beside bf16 CPU runs asks for "bf16".
 
+    ``stack``: train the seeds of each cell as one stacked model (``mzlite.train.fit_stacked``:
+    one vectorised run of K models, each result what its own run would report, recording
+    ``trained_stacked: K`` in its ``protocol``); None (default): on CUDA only, where the small
+    models leave the GPU idle and stacking pays (on a CPU it does not: local launcher only).
+
     ``launcher``: "local" (this machine: ``workers`` processes) or "ray" / a
     ``mzlite.repro.launchers.RayLauncher`` (each job a Ray task; results written here all the same).
 
@@ -91,6 +105,12 @@ def run(
         workers = 1
         if threads is None:  # one CPU per task: Ray packs tasks onto the cluster's cores
             threads = 1
+    if stack is not None and not isinstance(stack, bool):
+        raise ValueError(f"stack must be True, False or None (auto: on CUDA), got {stack!r}")
+    if stack and launcher != "local":
+        raise ValueError("stack=True needs launcher='local' (Ray runs one job a task)")
+    if stack is None:
+        stack = launcher == "local" and resolve_device(device).type == "cuda"
     todo = jobs(table, profile, seeds, models, cells, results_dir, cache_dir, device, precision)
     say = print if progress else (lambda *a, **k: None)
     skipped = [j for j in todo if is_done(j)]
@@ -129,7 +149,9 @@ def run(
     if workers == 1:
         torch.set_num_threads(threads)
     try:
-        if launcher == "local":
+        if launcher == "local" and stack:
+            _run_stacks(_stack_groups(todo), git, workers, threads, done, failed, say)
+        elif launcher == "local":
             _run_jobs(todo, git, workers, threads, done, failed, say)
         else:
             launcher.run(todo, git, threads, done, failed, say)
@@ -164,6 +186,63 @@ def _check_searched(todo) -> None:
             f"which has not chosen them for {missing} ({search_path(name)}): run "
             f"`python -m mzlite search {name} --families {','.join(missing)}` first"
         )
+
+
+def _stack_groups(todo: list[Job]) -> list[list[Job]]:
+    """The jobs to run, one group per cell (its seeds, in order); alone: closed-form models, and
+    a job with a checkpoint of its own (an interrupted unstacked run resumes where it stopped)."""
+    groups: dict = {}
+    for j in todo:
+        alone = not model_spec(j.cell.model).trainable or j.checkpoint_path.exists()
+        key = id(j) if alone else (j.table, j.cell.id)
+        groups.setdefault(key, []).append(j)
+    return list(groups.values())
+
+
+def _stack_worker(group: list[Job], git: dict) -> list[dict]:
+    try:
+        if len(group) == 1:
+            return [result_summary(run_job(group[0], git))]
+        return [result_summary(r) for r in run_stacked_jobs(group, git)]
+    except Exception as e:  # reported by the parent for every job of the group; others go on
+        err = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+        return [err] * len(group)
+
+
+def _run_stacks(groups, git, workers, threads, done, failed, say) -> None:
+    """As ``_run_jobs``, one stacked run per group (a cell's seeds)."""
+    n, i = sum(len(g) for g in groups), 0
+
+    def report(group, summaries):
+        nonlocal i
+        for j, s in zip(group, summaries, strict=True):
+            i += 1
+            if "error" in s:
+                failed.append((str(j.result_path), s["error"]))
+                say(s.get("trace", ""), file=sys.stderr)
+            else:
+                done.append(str(j.result_path))
+            say(f"  [{i}/{n}] {progress_line(j, s)} (stack of {len(group)})")
+
+    if workers == 1:
+        for g in groups:
+            report(g, _stack_worker(g, git))
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = mp.get_context("spawn")
+    ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(threads,))  # fmt: skip
+    try:
+        futs = {ex.submit(_stack_worker, g, git): g for g in groups}
+        for f in as_completed(futs):
+            report(futs[f], f.result())
+    except KeyboardInterrupt:
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
 
 
 def _run_jobs(todo, git, workers, threads, done, failed, say) -> None:
