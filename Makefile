@@ -84,6 +84,7 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check mzlite tests benchmarks book/_scripts
 	$(VENV)/bin/ruff format --check mzlite tests benchmarks book/_scripts
+	$(VENV)/bin/lint-imports  # the layers of pyproject.toml's [tool.importlinter]
 
 clean:
 	rm -rf book/_build book/chapters book/_generated

@@ -65,6 +65,7 @@ every such row is a positive gap by construction.
 from __future__ import annotations
 
 from mzlite import nn as _nn
+from mzlite.analysis.verdicts import TIE, VERDICTS, rule  # the verdict rule on numbers
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import reading as _reading
 from mzlite.repro.experiments import stats as _stats
@@ -78,13 +79,8 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
 from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
 
-VERDICTS = (
-    "holds", "holds partly", "does not hold here", "optimisation failure",
-    "insufficient evidence", "not run", "pipeline only",
-)  # fmt: skip
 FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre, rate annealed on plateau)"
-TIE = _stats.TIE  # an R^2 gap this small counts as a tie
 # What a claim without results says: not a refusal to try, a price (coverage.py, plan --decide)
 NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
 
@@ -215,9 +211,7 @@ def judge(
     significant = claim.compare is None or (
         evidence["p_max"] is not None and evidence["p_max"] < _stats.ALPHA
     )
-    if claim.holds(value) and significant:
-        return "holds" if complete else "holds partly"
-    return "holds partly" if claim.partly(value) else "does not hold here"
+    return rule(claim.holds(value), claim.partly(value), significant, complete)
 
 
 def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict:
