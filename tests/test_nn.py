@@ -610,7 +610,8 @@ def test_training_reduces_loss_auto_device_cuda(name):
 def test_attention_math_written_once_matches_torch():
     """split_heads / attend / merge_heads against torch's scaled_dot_product_attention (its own
     kernel, boolean attn_mask True = attend), masked_mean / masked_sum / zero_pad against loops."""
-    from mzlite.nn import attend, masked_mean, masked_sum, merge_heads, split_heads, zero_pad
+    from mzlite.nn import attend, masked_mean, masked_sum
+    from mzlite.nn.attention import merge_heads, split_heads, zero_pad
 
     g = torch.Generator().manual_seed(0)
     B, nq, nkv, H, dk = 3, 4, 6, 2, 5
@@ -647,7 +648,7 @@ def _ragged_batch(B=5, n=7, d=3, seed=2, dtype=torch.float64):
 
 
 def test_packing_round_trip():
-    from mzlite.nn import Packing
+    from mzlite.nn.attention import Packing
 
     x, mask = _ragged_batch()
     N = int(mask.sum())
@@ -707,7 +708,8 @@ def test_packed_set_stream_equals_padded_layout_float64(readout, gen_qk):
 @pytest.mark.parametrize("block", ["isab", "sab", "pma"])
 def test_packed_blocks_equal_padded_blocks_float64(block):
     """MZISAB, MZSAB and MZPMA with packed tokens return the padded blocks' real rows."""
-    from mzlite.nn import MZPMA, Packing
+    from mzlite.nn import MZPMA
+    from mzlite.nn.attention import Packing
 
     torch.manual_seed(0)
     d, H, n_g, L = 8, 2, 3, 2
