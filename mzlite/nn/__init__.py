@@ -129,6 +129,7 @@ from .attention import (
     masked_mean,
     masked_softmax,
     masked_sum,
+    mz_attention_reference,
     zonotope_layer_norm,
 )
 from .details import AttentionDetails, SetModelDetails
@@ -169,6 +170,7 @@ __all__ = [
     "masked_mean",
     "masked_softmax",
     "masked_sum",
+    "mz_attention_reference",
     "zonotope_layer_norm",
     "MZSetTransformer",
     "MZSetTransformerConfig",
