@@ -67,6 +67,7 @@ from __future__ import annotations
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import TIE, VERDICTS, rule  # the verdict rule on numbers
 from mzlite.repro import experiments as ex
+from mzlite.repro import transfer
 from mzlite.repro.experiments import reading as _reading
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's claims
@@ -78,6 +79,7 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
 )
 from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
+from mzlite.repro.render import scorecard_html
 
 FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre, rate annealed on plateau)"
@@ -534,7 +536,6 @@ def _ablation_dependence(claim, profile: str, results_dir=None) -> list[str]:
 def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
     """A RankClaim's number for these ranks and its (short: a table column) text: the mean
     rank, or the share of ranks in the mid-field."""
-    from mzlite.repro import transfer
 
     if kind == "no-advantage":
         mean = sum(ranks) / len(ranks)
@@ -547,7 +548,6 @@ def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
 def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
     """``evaluate`` for a ``RankClaim``: the paper's ranks of the table's settings, ours from
     the first profile of ``profiles`` with results of the table (``transfer.prediction``)."""
-    from mzlite.repro import transfer  # imports mzlite.repro.experiments: not at module level
 
     paper_ranks = transfer.paper_ranks()
     paper, paper_text = _rank_values(claim.kind, paper_ranks)
@@ -614,7 +614,6 @@ def _longer_cap_note(claim: RankClaim, profile: str, results_dir=None) -> str:
     """What the ranks say with the capped runs' pairs rerun at a longer epoch cap (the table's
     sensitivity analysis, ``transfer.longer_cap``), when that leaves no unconverged run; the
     verdict itself stays the protocol's. Empty otherwise."""
-    from mzlite.repro import transfer
 
     cap = transfer.longer_cap(profile, results_dir)
     sens = transfer.prediction(profile, results_dir, substitute=cap) if cap else None
@@ -699,10 +698,6 @@ class Scorecard:
     __str__ = to_markdown
 
     def _repr_html_(self) -> str:
-        from mzlite.repro.render import (
-            scorecard_html,  # one page-width design for every results table
-        )
-
         return scorecard_html(self)
 
 
