@@ -38,8 +38,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fit_speed import step_batches, train_step  # noqa: E402
 
-from mzlite.nn import Packing, build_model, fused  # noqa: E402
-from mzlite.nn.attention import _heads_first, _heads_last, add_norm_rows  # noqa: E402
+from mzlite.nn import build_model, fused  # noqa: E402
+from mzlite.nn.attention import Packing, _heads_first, _heads_last, add_norm_rows  # noqa: E402
 
 PARTS = ("add_norm", "layout", "model")
 

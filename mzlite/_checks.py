@@ -7,6 +7,7 @@ message that names the argument and says what was expected. Nothing is silently 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import torch
@@ -118,13 +119,36 @@ def check_mask(mask: torch.Tensor | None, batch: int, n: int, device: torch.devi
     return mask
 
 
+# The device strings mzlite runs on; torch.device itself accepts twenty-odd types ("xla",
+# "meta", ...) and its error lists them all, none of which fit or train here
+DEVICES = "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
+_DEVICE = re.compile(r"(cpu|cuda|mps)(:\d+)?")
+
+
+def check_device(device: str | torch.device) -> None:
+    """Raise unless ``device`` is a ``torch.device`` or one of ``DEVICES`` (not resolved: a
+    config written on a CPU machine may name the CUDA device it will run on)."""
+    if isinstance(device, torch.device):
+        return
+    if not isinstance(device, str):
+        raise TypeError(f"device must be {DEVICES} or a torch.device, got {device!r}")
+    if device != "auto" and not _DEVICE.fullmatch(device):
+        raise ValueError(f"device must be {DEVICES}, got {device!r}")
+
+
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` means CUDA when available, else CPU; anything else goes to ``torch.device``."""
+    """``"auto"`` means CUDA when available, else CPU; else one of ``DEVICES``, which must be
+    available here."""
+    check_device(device)
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             f"device={device!r} was asked for but CUDA is not available; use device='auto' or 'cpu'"
+        )
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(
+            f"device={device!r} was asked for but MPS is not available; use device='auto' or 'cpu'"
         )
     return dev

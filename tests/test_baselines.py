@@ -9,10 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from mzlite.nn import (
-    FAMILIES,
     MODEL_NAMES,
     MODELS,
-    PAPER_COUNT_TOLERANCE,
     ModelSpec,
     build_model,
     count_parameters,
@@ -21,6 +19,7 @@ from mzlite.nn import (
     param_table,
 )
 from mzlite.nn.baselines import DeepSets, DeepSetsConfig, EGNNLayer, HyperAttention, LinearAttention
+from mzlite.nn.registry import FAMILIES, PAPER_COUNT_TOLERANCE
 from mzlite.tasks import baseline_r2, make_task
 
 D_IN = 4

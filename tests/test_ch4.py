@@ -18,6 +18,8 @@ def test_full_protocol_is_the_papers():
     n_train, spe, cfg = full_protocol()
     job = ex.jobs(TABLE, "full", cells=[EX_CELL])[0]
     assert n_train == job.sizes[0] and spe == math.ceil(n_train / cfg.batch_size)
+    # the exercise states the protocol on the teaching side: it must be the registry's, whole
+    assert ex.job(TABLE, EX_CELL, "full").train_config() == cfg
     paper = TrainConfig()
     for f in ("lr", "weight_decay", "warmup_epochs", "epochs", "patience", "grad_clip"):
         assert getattr(cfg, f) == getattr(paper, f), f

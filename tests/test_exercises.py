@@ -401,10 +401,11 @@ def _slip_ch9_smoke(seed):
 
 
 def _slip_ch9_not_run(seed):
+    from mzlite.repro.exercises import not_run_table
     from mzlite.repro.experiments.scorecard import scorecard
 
     rows = scorecard().rows  # every table's rows, whatever the seed's table
-    table = ch9.not_run_table(seed)
+    table = not_run_table(seed)
     return sum(r["verdict"] != "not run" for r in rows if table is None or r["table"] == table)
 
 
@@ -467,11 +468,30 @@ def test_while_grading_check_records_the_answer_and_judges_nothing(tmp_path, mon
 def test_ch9_verdict_is_the_scorecards_verdict_on_cells_of_a_registered_table():
     """The exercise's claim is a Claim like the scorecard's (its cells must exist): the
     scorecard's own verdict is right, any other is wrong, for every seed."""
+    from mzlite.analysis.verdicts import TIE
     from mzlite.exercises.checker import get
-    from mzlite.repro.experiments.scorecard import VERDICTS
+    from mzlite.repro.experiments import stats
+    from mzlite.repro.experiments.scorecard import VERDICTS, Claim, judge
 
+    cells = {"mz": "A-mz_full", "b0": "A-st", "b1": "A-st_large", "b2": "A-deepsets"}
+    mz, rivals = cells["mz"], tuple(cells[b] for b in ch9.BASELINES)
+    claim = Claim(
+        "exercise", "tab:main-results", f"MZAttn-Full beats the best baseline (gap > {TIE}).",
+        (mz, *rivals), lambda get: get(mz) - max(get(b) for b in rivals),
+        lambda v: v > TIE, lambda v: v >= -TIE, compare=(mz, rivals),
+    )  # fmt: skip
     checker = get("ch9.verdict").checker
-    for seed in range(4):
-        ref = ch9._verdict_of(ch9.claim_inputs(seed), "cpu-converged")
+    seen = set()
+    for seed in range(12):
+        inputs = ch9.claim_inputs(seed)
+        mean = {cells[k]: sum(v) / len(v) for k, v in inputs.items()}
+        p_max = max(stats.welch(inputs["mz"], inputs[b])["p"] for b in ch9.BASELINES)
+        for profile in ("cpu-converged", "smoke"):
+            ev = {"problems": [], "p_max": p_max}
+            ref = judge(claim, claim.expr(mean.__getitem__), profile, evidence=ev)
+            assert ch9._verdict_of(inputs, profile) == ref, (seed, profile)
+            seen.add(ref)
+        ref = ch9._verdict_of(inputs, "cpu-converged")
         assert checker(ref, seed)[0]
         assert not any(checker(v, seed)[0] for v in VERDICTS if v != ref)
+    assert {"pipeline only", "holds partly", "does not hold here"} <= seen  # not one verdict

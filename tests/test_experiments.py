@@ -373,9 +373,13 @@ TOP = {
 }  # fmt: skip
 
 
-def test_result_json_has_metrics_and_provenance(dirs):
+def test_result_json_has_metrics_and_provenance(dirs, capfd):
     out = _run("tab:tdof-verify", dirs, cells=["L4-st_4l", "L4-set_stats"])
     assert len(out["done"]) == 2 and not out["failed"]
+    # while it trains a job says where it is (first and last epoch of a short one), on stderr
+    err = capfd.readouterr().err
+    assert "L4-st_4l seed 0: epoch 1/3, train loss " in err and "L4-st_4l seed 0: epoch 3/3" in err
+    assert "epoch 2/3" not in err and "L4-set_stats" not in err  # closed form: no epochs
     res = json.loads(Path(out["done"][0]).read_text())
     assert TOP <= set(res) and PROVENANCE <= set(res["provenance"])
     assert res["profile"] == "smoke" and res["table"] == "tab:tdof-verify"
@@ -688,3 +692,25 @@ def test_tab_depth_layers_are_encoder_blocks_with_the_papers_parameter_counts():
         assert model.cfg.n_enc == int(c.row.rsplit("/ ", 1)[1])
         paper = paper_cell("tab:depth", c.row, "Params")["mean"]
         assert n == pytest.approx(paper, rel=0.01), (c.id, n, paper)
+
+
+def test_epoch_lines_report_at_most_every_interval_and_the_last_epoch():
+    import io
+    from types import SimpleNamespace
+
+    from mzlite.repro.experiments.execute import epoch_lines
+
+    job = ex.jobs("tab:tdof-verify", "smoke", cells=["L4-st_4l"])[0]  # a 3-epoch cap
+    now, out = [0.0], io.StringIO()
+    cb = epoch_lines(job, every_s=10.0, file=out, clock=lambda: now[0])
+    hist = SimpleNamespace(train_loss=[], val_loss=[], val_metrics=[])
+    for epoch, t in ((1, 0.0), (2, 4.0), (3, 9.0)):
+        now[0] = t
+        hist.train_loss.append(1.0 / epoch), hist.val_loss.append(2.0 / epoch)
+        hist.val_metrics.append({"r2": 0.1 * epoch})
+        assert cb(epoch, hist, None) is False  # reporting never stops a run
+    lines = out.getvalue().splitlines()
+    assert [ln.split(": ")[1].split(",")[0] for ln in lines] == ["epoch 1/3", "epoch 3/3"]
+    assert lines[0].strip() == (
+        "L4-st_4l seed 0: epoch 1/3, train loss 1, val loss 2, val R^2 0.100"
+    )

@@ -8,6 +8,7 @@ import pytest
 
 from mzlite import viz
 from mzlite.repro.experiments.scorecard import Scorecard
+from mzlite.repro.render import plot_verdicts
 
 
 def _fig(names, title="a title", width=820):
@@ -58,7 +59,7 @@ def test_the_chapters_plots_come_out_fitted():
 def test_plot_verdicts_counts_each_tables_verdicts():
     rows = [{"table": "tab:meb", "verdict": v} for v in ("holds", "holds", "not run")]
     rows.append({"table": "tab:tdof-verify", "verdict": "optimisation failure"})
-    fig = viz.plot_verdicts(Scorecard(rows, ("cpu",)))
+    fig = plot_verdicts(Scorecard(rows, ("cpu",)))
     bars = {t.name: list(t.x) for t in fig.data}
     assert bars == {"holds": [2, 0], "optimisation failure": [0, 1], "not run": [1, 0]}
     assert fig.layout.width is None

@@ -233,6 +233,7 @@ def test_repository_link_only_when_the_url_is_set():
         assert cfg.html_theme_options["use_repository_button"] is button
 
 
+@pytest.mark.slow  # ~28 s: the whole scorecard and the plan of what is left, twice
 def test_findings_file_is_written_from_the_scorecard(tmp_path):
     path = _book_setup().write_findings(tmp_path)
     text = path.read_text()

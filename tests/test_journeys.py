@@ -81,9 +81,30 @@ MEAN_MLP = mznn.ModelSpec(
 )
 
 
+def test_the_map_of_the_house_names_each_layer_and_the_contract_it_keeps():
+    """CONTRIBUTING's map names where each layer lives; the contract it cites is the one
+    ``make lint`` runs (pyproject.toml's [tool.importlinter], forbidding the library both)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    section = _journey("The map of the house")
+    for named in ("mzlite/repro/", "mzlite/grading/", "the teaching library", "make lint",
+                  "[tool.importlinter]", "lint-imports", "mzlite/repro/exercises.py"):  # fmt: skip
+        assert named in section, named
+    linter = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    forbidden = [c for c in linter["contracts"] if c["type"] == "forbidden"]
+    assert {"mzlite.repro", "mzlite.grading"} <= set(forbidden[0]["forbidden_modules"])
+    library = set(forbidden[0]["source_modules"])
+    package = {p.stem if p.is_file() else p.name for p in (ROOT / "mzlite").iterdir()}
+    package -= {"__init__", "__main__", "__pycache__", "repro", "grading"}
+    assert {f"mzlite.{m}" for m in package if not m.startswith(".")} == library, (
+        "every module of mzlite outside repro/ and grading/ is teaching library"
+    )
+    assert "lint-imports" in (ROOT / "Makefile").read_text()
+
+
 def test_journey_add_a_baseline(tmp_path):
     section = _journey("Add a baseline")
-    for named in ("mzlite/nn/baselines.py", "mzlite/nn/registry.py", "ModelSpec", "make test-fast"):
+    for named in ("Layer: the teaching library", "mzlite/nn/baselines.py", "mzlite/nn/registry.py",
+                  "ModelSpec", "make test-fast"):  # fmt: skip
         assert named in section, named
     with mznn.MODELS.registered("mean_mlp", MEAN_MLP):
         # it builds, counts and widens like every registered model
@@ -130,7 +151,8 @@ def centroid_norm_dataset(
 
 def test_journey_add_a_task(tmp_path):
     section = _journey("Add a task")
-    for named in ("mzlite/tasks/", "mzlite/tasks/registry.py", "task_digests", "make test-fast"):
+    for named in ("Layer: the teaching library", "mzlite/tasks/", "mzlite/tasks/registry.py",
+                  "task_digests", "make test-fast"):  # fmt: skip
         assert named in section, named
     with T.TASKS.registered("centroid_norm", centroid_norm_dataset):
         assert T.task_options("centroid_norm") == {"d": 3, "n_min": 4, "n_max": 9}
@@ -194,7 +216,8 @@ def rank_table(monkeypatch):
 
 def test_journey_add_a_paper_table(rank_table, tmp_path):
     section = _journey("Add a paper table")
-    for named in ("mzlite/repro/experiments/tables.py", "data/paper", "chapter=", "PaperRef"):
+    for named in ("Layer: the reproduction layer", "mzlite/repro/experiments/tables.py",
+                  "data/paper", "chapter=", "PaperRef"):  # fmt: skip
         assert named in section, named
     assert ex.get_table("hypernet-rank") is rank_table and rank_table.chapter in {
         p.stem for p in (ROOT / "notebooks").glob("*.ipynb")
@@ -210,7 +233,8 @@ def test_journey_add_a_paper_table(rank_table, tmp_path):
 
 def test_journey_add_a_scorecard_claim(rank_table, tmp_path):
     section = _journey("Add a scorecard claim")
-    for named in ("mzlite/repro/experiments/claims.py", "Claim", "claims()", "CellKey"):
+    for named in ("Layer: the reproduction layer", "mzlite.analysis.verdicts", "Claim",
+                  "mzlite/repro/experiments/claims.py", "claims()", "CellKey"):  # fmt: skip
         assert named in section, named
     claim = Claim(
         "rank-flat",
@@ -273,6 +297,7 @@ def _throwaway_chapter(path: Path) -> Path:
 def test_journey_add_a_chapter_with_exercises(tmp_path, monkeypatch):
     section = _journey("Add a chapter with exercises")
     for named in ("notebooks/", "book/_toc.yml", "mzlite/exercises/ch", "parameters",
+                  "mzlite/repro/exercises.py",
                   "Objectives", "hide-cell", "strict=True", "hide-input"):  # fmt: skip
         assert named in section, named
     nb = _throwaway_chapter(tmp_path / "99_throwaway.ipynb")

@@ -21,9 +21,11 @@ from mzlite.nn import (
     SetTransformerConfig,
     build_model,
     count_parameters,
+    mz_attention_reference,
     param_table,
     theorem3_layer,
 )
+from mzlite.nn.attention import Packing
 
 SMALL = dict(d_in=3, d_out=2, d_model=16, n_heads=4, d_ff=32, n_inducing=4)
 SMALL_MZ = dict(SMALL, n_g=3, L=2)
@@ -123,8 +125,10 @@ def test_mz_centre_stream_is_standard_attention(random_Mc):
         torch.testing.assert_close(o_G[:, :, g], r_g, atol=1e-6, rtol=0)
 
 
-def test_mz_attention_matches_loop_reference():
-    """Eq. eq:mz-main written out with loops over heads and generators, float64."""
+def test_the_reference_form_matches_loops():
+    """Eq. eq:mz-main written out with loops over heads and generators, float64: the package's
+    reference form (``mz_attention_reference``) computes it, and ``forward``'s details are its
+    weights, gates and operators."""
     torch.manual_seed(0)
     d, H, n_g, L = 8, 2, 3, 2
     dk = d // H
@@ -135,7 +139,8 @@ def test_mz_attention_matches_loop_reference():
     ckv = torch.randn(B, nkv, d, dtype=torch.float64)
     Gkv = torch.randn(B, nkv, n_g, d, dtype=torch.float64)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 1, 1, 1]], dtype=torch.bool)
-    o_c, o_G, info = att(cq, ckv, Gkv, mask, need_details=True)
+    _, _, info = att(cq, ckv, Gkv, mask, need_details=True)
+    o_c, o_G = mz_attention_reference(att, cq, ckv, Gkv, mask)
     with torch.no_grad():
         for b in range(B):
             real = mask[b].nonzero().flatten()
@@ -170,6 +175,67 @@ def test_mz_attention_matches_loop_reference():
                     torch.testing.assert_close(info.gates[b, h], gam[h])
             torch.testing.assert_close(o_c[b], att.o(oc), atol=1e-12, rtol=0)
             torch.testing.assert_close(o_G[b], oG @ att.o_g.weight.T, atol=1e-12, rtol=0)
+
+
+# (B, nq, nkv, d, H, n_g, L, gen_own_weights, gen_qk): heads, generators, matrix generators,
+# no gates (L = 0), shared value weights and GenQK
+SHAPES = [
+    (2, 3, 5, 8, 2, 3, 2, True, False),
+    (3, 1, 7, 12, 3, 1, 1, True, False),
+    (2, 4, 4, 8, 1, 4, 0, True, False),
+    (2, 3, 6, 8, 4, 2, 3, False, False),
+    (2, 2, 5, 8, 2, 3, 2, True, True),
+]
+
+
+def _reference_case(shape, dtype, masked, seed=0):
+    B, nq, nkv, d, H, n_g, L, own, gen_qk = shape
+    torch.manual_seed(seed)
+    att = MZAttention(d, n_heads=H, n_g=n_g, L=L, gen_own_weights=own, gen_qk=gen_qk)
+    with torch.no_grad():
+        att.M_c.add_(0.3 * torch.randn_like(att.M_c))
+        att.M_l.normal_(0, 0.3), att.W_mix.normal_(0, 1.0)
+        if gen_qk:
+            att.W_q_gen.normal_(0, 0.3), att.W_k_gen.normal_(0, 0.3)
+    att = att.to(dtype)
+    cq, ckv = torch.randn(B, nq, d, dtype=dtype), torch.randn(B, nkv, d, dtype=dtype)
+    Gq, Gkv = torch.randn(B, nq, n_g, d, dtype=dtype), torch.randn(B, nkv, n_g, d, dtype=dtype)
+    mask = None
+    if masked:  # a random number of real keys per set, at least one, in random places
+        keep = torch.randint(1, nkv + 1, (B, 1))
+        mask = torch.rand(B, nkv).argsort(-1) < keep
+    return att, (cq, ckv, Gkv, mask), Gq
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 2e-5)])
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "-".join(map(str, s)))
+def test_mz_attention_forward_is_the_reference_form(shape, masked, dtype, tol):
+    att, args, Gq = _reference_case(shape, dtype, masked)
+    with torch.no_grad():
+        o_c, o_G, _ = att(*args, Gq=Gq)
+        r_c, r_G = mz_attention_reference(att, *args, Gq=Gq)
+    torch.testing.assert_close(o_c, r_c, atol=tol, rtol=tol)
+    torch.testing.assert_close(o_G, r_G, atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("shape", SHAPES[:2] + SHAPES[-1:], ids=lambda s: "-".join(map(str, s)))
+def test_packed_and_bfloat16_forward_agree_with_the_reference_form(shape):
+    att, (cq, ckv, Gkv, mask), Gq = _reference_case(shape, torch.float64, masked=True)
+    with torch.no_grad():
+        r_c, r_G = mz_attention_reference(att, cq, ckv, Gkv, mask, Gq=Gq)
+        qp, kvp = Packing.full(*cq.shape[:2]), Packing(mask, rows_multiple=4)
+        p_c, p_G, _ = att(qp.pack(cq), kvp.pack(ckv), kvp.pack(Gkv), None, q_packing=qp,
+                          kv_packing=kvp, Gq=qp.pack(Gq))  # fmt: skip
+        torch.testing.assert_close(qp.unpack(p_c), r_c, atol=1e-12, rtol=1e-12)
+        torch.testing.assert_close(qp.unpack(p_G), r_G, atol=1e-12, rtol=1e-12)
+        # bfloat16 weights and inputs: the same numbers to bf16's ~3 significant digits
+        half = copy.deepcopy(att).to(torch.bfloat16)
+        b_c, b_G, _ = half(*(t.to(torch.bfloat16) for t in (cq, ckv, Gkv)), mask,
+                           Gq=Gq.to(torch.bfloat16))  # fmt: skip
+        scale = float(r_G.abs().max())
+        torch.testing.assert_close(b_c.double(), r_c, atol=0.05 * scale, rtol=0.05)
+        torch.testing.assert_close(b_G.double(), r_G, atol=0.05 * scale, rtol=0.05)
 
 
 # ----------------------------------------------------------------------------- symmetry, padding
@@ -610,7 +676,8 @@ def test_training_reduces_loss_auto_device_cuda(name):
 def test_attention_math_written_once_matches_torch():
     """split_heads / attend / merge_heads against torch's scaled_dot_product_attention (its own
     kernel, boolean attn_mask True = attend), masked_mean / masked_sum / zero_pad against loops."""
-    from mzlite.nn import attend, masked_mean, masked_sum, merge_heads, split_heads, zero_pad
+    from mzlite.nn import attend, masked_mean, masked_sum
+    from mzlite.nn.attention import merge_heads, split_heads, zero_pad
 
     g = torch.Generator().manual_seed(0)
     B, nq, nkv, H, dk = 3, 4, 6, 2, 5
@@ -647,7 +714,7 @@ def _ragged_batch(B=5, n=7, d=3, seed=2, dtype=torch.float64):
 
 
 def test_packing_round_trip():
-    from mzlite.nn import Packing
+    from mzlite.nn.attention import Packing
 
     x, mask = _ragged_batch()
     N = int(mask.sum())
@@ -707,7 +774,8 @@ def test_packed_set_stream_equals_padded_layout_float64(readout, gen_qk):
 @pytest.mark.parametrize("block", ["isab", "sab", "pma"])
 def test_packed_blocks_equal_padded_blocks_float64(block):
     """MZISAB, MZSAB and MZPMA with packed tokens return the padded blocks' real rows."""
-    from mzlite.nn import MZPMA, Packing
+    from mzlite.nn import MZPMA
+    from mzlite.nn.attention import Packing
 
     torch.manual_seed(0)
     d, H, n_g, L = 8, 2, 3, 2

@@ -17,19 +17,23 @@ def test_time_call_times_one_call():
         time_call(3)
 
 
-def test_median_time_warms_up_then_takes_the_median(monkeypatch):
-    # a fake clock that each call of fn advances by its duration: no sleeping, no load sensitivity
-    now = [0.0]
+def test_median_time_is_the_median_per_call_of_the_benchmark_timer(monkeypatch):
+    # a fake clock that each call of fn advances: no sleeping, no load sensitivity
+    import torch
+
+    now, threads = [0.0], []
     monkeypatch.setattr(timing.time, "perf_counter", lambda: now[0])
-    durations = iter([5.0, 0.03, 0.001, 0.02])  # the warm-up call, then three timed calls
 
     def fn():
-        now[0] += next(durations)
+        threads.append(torch.get_num_threads())
+        now[0] += 0.003 if len(threads) % 2 else 0.001  # two speeds: the median is per call
 
-    assert median_time(fn, repeats=3, warmup=1) == pytest.approx(0.02)  # middle of the three
-    with pytest.raises(StopIteration):  # fn was called exactly 1 + 3 times
-        fn()
-    with pytest.raises(ValueError, match="repeats must be an int >= 1"):
-        median_time(fn, repeats=0)
-    with pytest.raises(ValueError, match="warmup must be an int >= 0"):
-        median_time(fn, warmup=-1)
+    assert median_time(fn, min_run_time=0.5) == pytest.approx(0.002)
+    assert len(threads) >= 0.5 / 0.003  # it kept calling for min_run_time
+    assert set(threads) == {torch.get_num_threads()}  # not the Timer's default of one thread
+    with pytest.raises(ValueError, match="min_run_time must be > 0"):
+        median_time(fn, min_run_time=0)
+    with pytest.raises(TypeError, match="min_run_time must be a number"):
+        median_time(fn, min_run_time="1s")
+    with pytest.raises(TypeError, match="fn must be callable"):
+        median_time(3)

@@ -376,11 +376,24 @@ def test_history_to_dict_is_strict_json(tmp_path):
         ({"num_threads": 0}, "num_threads"),
         ({"task": "classification", "normalize_targets": True}, "normalize_targets"),
         ({"amp": "yes"}, "amp"),
+        ({"epochs": 1, "warmup_epochs": 5}, r"warmup_epochs must be <= epochs \(1\)"),
+        ({"device": "gpu"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps', got 'gpu'"),
+        ({"device": "cuda:x"}, "device must be"),
     ],
 )
 def test_bad_config_names_the_field(kw, field):
     with pytest.raises(ValueError, match=field):
         TrainConfig(**kw)
+
+
+def test_an_unset_warm_up_fits_a_short_run():
+    """The paper's 5 warm-up epochs are a default: a shorter run warms up over all its epochs,
+    and the config holds the number that ran (so a saved config reads back the same)."""
+    assert TrainConfig().warmup_epochs == 5
+    assert [TrainConfig(epochs=e).warmup_epochs for e in (1, 3, 5, 200)] == [1, 3, 5, 5]
+    cfg = TrainConfig(epochs=1)
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
+    assert TrainConfig(epochs=1, warmup_epochs=0).warmup_epochs == 0  # set: kept as given
 
 
 def test_bad_data_and_model_errors():

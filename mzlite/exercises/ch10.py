@@ -1,5 +1,5 @@
 """Chapter 10 exercises ("Real data: digits as point clouds"): references are computed with
-:func:`mzlite.tasks.image_points` and :func:`mzlite.repro.transfer.null_test`; the checkers draw
+:func:`mzlite.tasks.image_points` and :func:`mzlite.analysis.ranks.null_test`; the checkers draw
 their inputs (random 8x8 images, random rank lists) from the notebook's ``seed``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 
-from ..repro.transfer import null_test
+from ..analysis.ranks import null_test
 from ..tasks import image_points
 from .checker import call, exercise, number_exercise
 
@@ -117,4 +117,4 @@ def _null_test(function, seed):
             if abs(got - count / len(outcomes)) <= 1e-9:
                 return False, f"for ranks {observed}: {name}"
         return False, f"for ranks {observed}: {got!r}, expected {ref:.6f}"
-    return True, "equal to mzlite.repro.transfer.null_test's p_advantage on every rank list"
+    return True, "equal to mzlite.analysis.ranks.null_test's p_advantage on every rank list"

@@ -24,7 +24,7 @@ Conventions (the same in every class and function of this module)
   block zeroes its outputs at padded positions; they carry no information and no pooling, gate or
   mean ever reads them. Appending padded rows never changes an output (tested). On CPU the
   MZ-Set Transformer runs the set's per-element work on the real elements only (packed,
-  ``Packing``; ``MZSetTransformer.pack_sets``), with the same outputs as the padded layout.
+  ``attention.Packing``; ``MZSetTransformer.pack_sets``), with the outputs of the padded layout.
 - Post-LN blocks as the paper's Eq. 6-7 (its Set Transformer recap):
   ``h = LN(x_q + Attn(x_q, x_kv))``, ``out = LN(h + FFN(h))``. Lee et al.'s reference code
   (``ln=True``) differs in four places, and mzlite follows the paper in each, because the
@@ -109,7 +109,10 @@ Choices the paper leaves open (each one named in the code where it is made)
    centres only.
 """
 
-from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one import)
+# What a user builds with; the blocks' internals (``Packing``, ``split_heads``, ``merge_heads``,
+# ``zero_pad``) stay in ``attention``, the paper's metadata (``FAMILIES``,
+# ``PAPER_COUNT_TOLERANCE``) in ``registry``: importable from there, not part of this face.
+from .attention import (
     GEN_NORMS,
     ISAB,
     MAB,
@@ -121,19 +124,16 @@ from .attention import (  # noqa: F401  (re-exported: ``mzlite.nn`` is the one i
     SAB,
     MultiheadAttention,
     MZAttention,
-    Packing,
     ZonotopeProjection,
     attend,
     masked_mean,
     masked_softmax,
     masked_sum,
-    merge_heads,
-    split_heads,
-    zero_pad,
+    mz_attention_reference,
     zonotope_layer_norm,
 )
-from .details import AttentionDetails, SetModelDetails  # noqa: F401
-from .models import (  # noqa: F401
+from .details import AttentionDetails, SetModelDetails
+from .models import (
     MZSetTransformer,
     MZSetTransformerConfig,
     SetTransformer,
@@ -143,14 +143,50 @@ from .models import (  # noqa: F401
     count_parameters,
     theorem3_layer,
 )
-from .registry import (  # noqa: F401
-    FAMILIES,
+from .registry import (
     MODEL_NAMES,
     MODELS,
-    PAPER_COUNT_TOLERANCE,
     ModelSpec,
     build_model,
     match_width,
     model_spec,
     param_table,
 )
+
+__all__ = [
+    "GEN_NORMS",
+    "ISAB",
+    "MAB",
+    "MZISAB",
+    "MZMAB",
+    "MZPMA",
+    "MZSAB",
+    "PMA",
+    "SAB",
+    "MultiheadAttention",
+    "MZAttention",
+    "ZonotopeProjection",
+    "attend",
+    "masked_mean",
+    "masked_softmax",
+    "masked_sum",
+    "mz_attention_reference",
+    "zonotope_layer_norm",
+    "MZSetTransformer",
+    "MZSetTransformerConfig",
+    "SetTransformer",
+    "SetTransformerConfig",
+    "Theorem3Net",
+    "config_dict",
+    "count_parameters",
+    "theorem3_layer",
+    "MODEL_NAMES",
+    "MODELS",
+    "ModelSpec",
+    "build_model",
+    "match_width",
+    "model_spec",
+    "param_table",
+    "AttentionDetails",
+    "SetModelDetails",
+]

@@ -301,6 +301,8 @@ class MZAttention(nn.Module):
         gamma = tanh(W_gamma cbar_kv),  cbar_kv = masked mean of the key/value input centres,
 
     heads concatenated and projected by ``W_o`` (centres) and bias-free ``W_og`` (generators).
+    ``mz_attention_reference`` (below) writes exactly this with one einsum a line; ``forward``
+    computes the same with the heads batched, ``M_c`` folded into the weights and packed sets.
     Parameters: ``M_c`` (H, d_k, d_k) = I, ``M_l`` (H, L, d_k, d_k) ~ N(0, 0.02^2), ``W_mix``
     (H, n_g, L) ~ N(0, 0.1^2), ``gate = Linear(d, H L)`` (choice 3), ``q, k, v, o``, ``v_g, o_g``.
 
@@ -417,6 +419,50 @@ class MZAttention(nn.Module):
             ops = self.M_c + torch.einsum("bhl,hlde->bhde", gamma, self.M_l)  # (B, H, dk, dk)
             info = AttentionDetails(attn, gamma, ops)
         return o_c, o_G, info
+
+
+def mz_attention_reference(att: MZAttention, cq, ckv, Gkv, mask=None, Gq=None):
+    """Eq. eq:mz-main as the paper writes it, with the parameters of ``att``: the readable
+    reference ``MZAttention.forward`` is tested against (tests/test_nn.py). Padded layout only,
+    no packing, nothing folded into the weights; one einsum per line of the equation.
+
+    ``cq`` (B, nq, d), ``ckv`` (B, nkv, d), ``Gkv`` (B, nkv, n_g, d), ``mask`` (B, nkv) True =
+    real key (None: all real; every set needs one), ``Gq`` (B, nq, n_g, d) for ``gen_qk`` ->
+    ``(o_c (B, nq, d), o_G (B, nq, n_g, d))``. Index names: b set, i query, j key, h head,
+    g generator, l matrix generator, d and e the head's coordinates."""
+    B, nkv = ckv.shape[:2]
+    H, dk = att.n_heads, att.d_k
+    if mask is None:
+        mask = torch.ones(B, nkv, dtype=torch.bool, device=ckv.device)
+
+    def heads(x):  # (..., H d_k) -> (..., H, d_k)
+        return x.unflatten(-1, (H, dk))
+
+    q, k = att.q(cq), att.k(ckv)
+    if att.gen_qk:  # choice 8: queries and keys also read the interval-hull half-widths
+        q = q + Gq.abs().sum(-2) @ att.W_q_gen.T
+        k = k + Gkv.abs().sum(-2) @ att.W_k_gen.T
+    W_vg = (att.v if att.v_g is None else att.v_g).weight  # choice 2: bias-free
+    q, k, v_c, v_G = heads(q), heads(k), heads(att.v(ckv)), heads(Gkv @ W_vg.T)
+
+    # alpha_ij = softmax_j(q_i^T k_j / sqrt(d_k)) over the real keys
+    scores = torch.einsum("bihd,bjhd->bhij", q, k) / math.sqrt(dk)
+    alpha = scores.masked_fill(~mask[:, None, None, :], float("-inf")).softmax(-1)
+    # (c_hat_i, G_hat_i) = sum_j alpha_ij (v_j^c, v_j^G)
+    c_hat = torch.einsum("bhij,bjhd->bihd", alpha, v_c)
+    G_hat = torch.einsum("bhij,bjghd->bighd", alpha, v_G)
+    # o_c = M_c c_hat;  o_G = G_hat M_c^T (M_c on each generator row) + W_mix stack_l[...]
+    o_c = torch.einsum("hde,bihe->bihd", att.M_c, c_hat)
+    o_G = torch.einsum("hde,bighe->bighd", att.M_c, G_hat)
+    if att.L > 0:
+        # gamma = tanh(W_gamma cbar_kv), cbar_kv the mean of the real key/value input centres
+        cbar = (ckv * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+        gamma = torch.tanh(att.gate(cbar)).view(B, H, att.L)
+        stack = torch.einsum("bhl,hlde,bihe->bihld", gamma, att.M_l, c_hat)  # gamma_l M_l c_hat
+        o_G = o_G + torch.einsum("hgl,bihld->bighd", att.W_mix, stack)
+    # heads concatenated, then W_o (centres) and the bias-free W_og (generators)
+    W_og = (att.o if att.o_g is None else att.o_g).weight
+    return att.o(o_c.flatten(-2)), o_G.flatten(-2) @ W_og.T
 
 
 GEN_NORMS = ("zonotope", "none", "layernorm")

@@ -25,13 +25,15 @@ from __future__ import annotations
 import html
 import re
 
+from mzlite.analysis.verdicts import VERDICTS
 from mzlite.repro.experiments.formatting import count_phrase, format_mean_std, headline, scrub
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.repro.paper import name_labels, paper_label
+from mzlite.viz.page import fit_page
 
 __all__ = [
     "results_table", "scorecard_html", "scorecard_summary", "report_html", "comparison_table",
-    "conclusion", "table_name", "tables_words", "toggle",
+    "conclusion", "table_name", "tables_words", "toggle", "plot_verdicts",
 ]  # fmt: skip
 
 VERDICT_COLOURS = {
@@ -423,3 +425,27 @@ def results_table(obj) -> HTML:
     if hasattr(obj, "rows") and hasattr(obj, "label"):
         return report_html(obj)
     raise TypeError(f"results_table takes a Scorecard or a Report, got {type(obj).__name__}")
+
+
+def plot_verdicts(sc, *, title: str = "Verdicts per paper table"):
+    """The scorecard's verdicts counted per paper table, as stacked horizontal bars in the
+    verdicts' own colours (``VERDICT_COLOURS``), laid out for the page."""
+    import plotly.graph_objects as go
+
+    tables = list(dict.fromkeys(r["table"] for r in sc.rows))
+    counts = {t: {v: 0 for v in VERDICTS} for t in tables}
+    for r in sc.rows:
+        counts[r["table"]][r["verdict"]] += 1
+    fig = go.Figure(
+        [
+            go.Bar(name=v, y=[table_name(t, title=False) for t in tables],
+                   x=[counts[t][v] for t in tables], orientation="h",
+                   marker_color=VERDICT_COLOURS.get(v, ("#adb5bd", ""))[0],
+                   marker_line={"color": VERDICT_COLOURS.get(v, ("", "#212529"))[1],
+                                "width": 1})
+            for v in VERDICTS if any(counts[t][v] for t in tables)
+        ]
+    )  # fmt: skip
+    fig.update_layout(barmode="stack", title=title, xaxis_title="claims",
+                      yaxis={"autorange": "reversed"}, height=60 + 30 * len(tables))  # fmt: skip
+    return fit_page(fig)

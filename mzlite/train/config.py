@@ -10,10 +10,13 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 import torch
 
+from .._checks import check_device
+
 TASKS = ("regression", "classification")
 
 
 SCHEDULES = ("cosine", "plateau")
+WARMUP_EPOCHS = 5  # the paper's linear warm-up (App. app:impl)
 
 
 @dataclass
@@ -33,7 +36,8 @@ class TrainConfig:
     - ``lr``, ``weight_decay``, ``betas``: AdamW; the paper gives lr 1e-4, wd 1e-5 and no betas
       (PyTorch's default (0.9, 0.999) is used).
     - ``warmup_epochs``: linear warm-up from 0 (5 in the paper; 10 for MZ-Large at d=16, 32 in
-      Appendix ``app:meb``). 0 disables it.
+      Appendix ``app:meb``). 0 disables it. Left unset it is the paper's 5, or ``epochs`` when
+      the run is shorter (a 1-epoch run warms up over its one epoch); set, it must be <= epochs.
     - ``grad_clip``: max l2 norm of all gradients together (1.0); ``None`` disables clipping.
     - ``patience``: early stopping on the validation loss (20; 300 for the ResNet-50 runs);
       ``None`` disables early stopping. ``restore_best`` loads the best epoch's weights at the end.
@@ -72,7 +76,9 @@ class TrainConfig:
     decay_factor: float = 0.5
     weight_decay: float = 1e-5
     betas: tuple[float, float] = (0.9, 0.999)
-    warmup_epochs: int = 5
+    # None: the paper's WARMUP_EPOCHS, cut to ``epochs`` (resolved in __post_init__, so the field
+    # always holds the int that ran); a short run should not fail on a default the user never set
+    warmup_epochs: int | None = None
     grad_clip: float | None = 1.0
     patience: int | None = 20
     min_delta: float = 0.0
@@ -91,10 +97,13 @@ class TrainConfig:
         check_int_field("batch_size", self.batch_size, 1)
         if self.eval_batch_size is not None:
             check_int_field("eval_batch_size", self.eval_batch_size, 1)
+        if self.warmup_epochs is None:
+            self.warmup_epochs = min(WARMUP_EPOCHS, self.epochs)
         check_int_field("warmup_epochs", self.warmup_epochs, 0)
         if self.warmup_epochs > self.epochs:
             raise ValueError(
-                f"warmup_epochs must be <= epochs ({self.epochs}), got {self.warmup_epochs}"
+                f"warmup_epochs must be <= epochs ({self.epochs}), got {self.warmup_epochs} "
+                f"(left unset it is min({WARMUP_EPOCHS}, epochs))"
             )
         check_float_field("lr", self.lr, positive=True)
         if self.schedule not in SCHEDULES:
@@ -123,10 +132,7 @@ class TrainConfig:
         if self.amp is not None and not isinstance(self.amp, bool):
             raise ValueError(f"amp must be a bool or None (auto), got {self.amp!r}")
         check_int_field("seed", self.seed, 0)
-        if not isinstance(self.device, (str, torch.device)):
-            raise ValueError(
-                f"device must be 'auto', 'cpu', 'cuda' or a torch.device, got {self.device!r}"
-            )
+        check_device(self.device)
         if self.num_threads is not None:
             check_int_field("num_threads", self.num_threads, 1)
         if self.normalize_targets and self.task == "classification":

@@ -13,7 +13,7 @@ bars), ``page`` (the page layout and the verdict chart).
 from __future__ import annotations
 
 from . import page, results, training, zonotopes
-from .page import PAGE_FONT, fit_page, plot_verdicts
+from .page import PAGE_FONT, fit_page
 from .results import (
     plot_grouped_bars,
     plot_meb_slider,
@@ -38,7 +38,7 @@ __all__ = [
     "PAGE_FONT", "fit_page", "plot_bars", "plot_calibration", "plot_curves", "plot_gates",
     "plot_grouped_bars", "plot_histogram", "plot_meb_slider", "plot_operator",
     "plot_operator_slider", "plot_operators", "plot_ours_vs_paper", "plot_points_3d",
-    "plot_sweep", "plot_uncertainty_vs_error", "plot_verdicts", "plot_zonotope",
+    "plot_sweep", "plot_uncertainty_vs_error", "plot_zonotope",
     "plot_zonotope_3d", "plot_zonotope_slider",
 ]  # fmt: skip
 assert sorted(__all__) == sorted(zonotopes.__all__ + training.__all__ + results.__all__

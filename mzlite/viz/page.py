@@ -1,4 +1,4 @@
-"""One page layout for every plotly figure of the book, and the scorecard's verdict chart."""
+"""One page layout for every plotly figure of the book."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ __all__: list[str] = []
 # readable type, the legend in rows under the plot (or above it, where a slider sits below), so it
 # neither covers the data nor runs past the right edge.
 
-__all__ += ["fit_page", "plot_verdicts", "PAGE_FONT"]
+__all__ += ["fit_page", "PAGE_FONT"]
 
 PAGE_FONT = 13  # px: the figure's type (legend 12, title 15)
 _COLUMN_PX = 640  # the narrowest text column a figure is drawn in, less the margins
@@ -75,30 +75,3 @@ def fit_page(fig, *, height: int | None = None, legend_at: str = "bottom"):
         showlegend=bool(names), legend=legend, margin=margin,
     )  # fmt: skip
     return fig
-
-
-def plot_verdicts(sc, *, title: str = "Verdicts per paper table"):
-    """The scorecard's verdicts counted per paper table, as stacked horizontal bars in the
-    verdicts' own colours (``render.VERDICT_COLOURS``), laid out for the page."""
-    import plotly.graph_objects as go
-
-    from mzlite.repro.experiments.scorecard import VERDICTS
-    from mzlite.repro.render import VERDICT_COLOURS, table_name
-
-    tables = list(dict.fromkeys(r["table"] for r in sc.rows))
-    counts = {t: {v: 0 for v in VERDICTS} for t in tables}
-    for r in sc.rows:
-        counts[r["table"]][r["verdict"]] += 1
-    fig = go.Figure(
-        [
-            go.Bar(name=v, y=[table_name(t, title=False) for t in tables],
-                   x=[counts[t][v] for t in tables], orientation="h",
-                   marker_color=VERDICT_COLOURS.get(v, ("#adb5bd", ""))[0],
-                   marker_line={"color": VERDICT_COLOURS.get(v, ("", "#212529"))[1],
-                                "width": 1})
-            for v in VERDICTS if any(counts[t][v] for t in tables)
-        ]
-    )  # fmt: skip
-    fig.update_layout(barmode="stack", title=title, xaxis_title="claims",
-                      yaxis={"autorange": "reversed"}, height=60 + 30 * len(tables))  # fmt: skip
-    return fit_page(fig)

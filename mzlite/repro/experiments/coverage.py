@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from mzlite.repro import experiments as ex
 from mzlite.repro.paper import load_paper_table
+from mzlite.repro.render import comparison_table, table_name
 
 OFFLINE = "no: its data cannot be downloaded here (no internet)"
 RUNS_IN_ECE_NLL = "yes: its numbers come from tab:ece-nll's runs (registered), priced there"
@@ -385,7 +386,6 @@ def _caption(label: str) -> str:
 
 def coverage_html(profile: str = "cpu-annealed", results_dir=None):
     """``coverage`` as the book's page-width table, with each price's basis as a footnote."""
-    from mzlite.repro.render import comparison_table
 
     rows = coverage(profile, results_dir)
     n_reg = sum(r["registered"] for r in rows)
@@ -414,7 +414,6 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
     from mzlite.repro.experiments.formatting import headline, sentence_case
     from mzlite.repro.experiments.plan import decide
     from mzlite.repro.experiments.scorecard import claims
-    from mzlite.repro.render import comparison_table, table_name
 
     prof = ex.get_profile(profile).name
     if tables is None:

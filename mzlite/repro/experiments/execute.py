@@ -11,6 +11,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 import time
 from datetime import datetime, timezone
 from functools import cache
@@ -197,6 +198,33 @@ def result_amp(result: dict) -> bool | None:
     return None if amp is None else bool(amp)
 
 
+EPOCH_LINE_EVERY_S = 30.0  # a long job says where it is about twice a minute, a short one once
+
+
+def epoch_lines(job: Job, every_s: float = EPOCH_LINE_EVERY_S, file=None, clock=time.monotonic):
+    """A ``fit`` callback that prints where a running job is, ``"<cell> seed <s>: epoch e/E,
+    train loss ..., val loss ..."``, to ``file`` (stderr: a pool's workers share it with the
+    parent, whose stdout carries the finished jobs' lines): after the first epoch, then after
+    the first epoch that ends ``every_s`` seconds or more after the last line, and at the last."""
+    last, cap = [None], job.train_config().epochs
+
+    def line(epoch: int, hist, model) -> bool:
+        now = clock()
+        if last[0] is None or now - last[0] >= every_s or epoch == cap:
+            last[0] = now
+            r2 = (hist.val_metrics[-1] or {}).get("r2") if hist.val_metrics else None
+            print(
+                f"    {job.cell.id} seed {job.seed}: epoch {epoch}/{cap}, train loss "
+                f"{hist.train_loss[-1]:.4g}, val loss {hist.val_loss[-1]:.4g}"
+                + ("" if r2 is None else f", val R^2 {r2:.3f}"),
+                file=sys.stderr if file is None else file,
+                flush=True,
+            )
+        return False  # it only reports: never stops training
+
+    return line
+
+
 def run_job(
     job: Job,
     git: dict | None = None,
@@ -205,13 +233,16 @@ def run_job(
     splits=None,
     write: bool = True,
     trained=None,
+    epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
 ) -> dict:
     """Train and evaluate one (cell, seed) and write its result JSON (atomically). Resumes from
     the job's checkpoint; removes it once the result is written. ``splits``: the job's (train,
     val, test) data when the caller has them (a cluster worker gets them from the driver);
     ``write=False`` returns the result without writing it or removing the checkpoint.
     ``trained``: ``(model, history, K)`` of a model already trained in a stack of K
-    (``run_stacked_jobs``): only evaluated here, and its result records ``trained_stacked: K``."""
+    (``run_stacked_jobs``): only evaluated here, and its result records ``trained_stacked: K``.
+    ``progress``: fit's progress bar; ``epoch_every_s``: ``epoch_lines`` at most this often
+    (None: none), which is what ``python -m mzlite run`` shows of a job while it trains."""
     cell = job.cell
     device = resolve_device(job.device)
     tr, va, te = splits if splits is not None else job_splits(job)
@@ -250,7 +281,11 @@ def run_job(
         else:
             model = build_cell_model(cell, tr.d_in, tr.d_out, job.seed, device)
             job.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
-            hist = fit(model, tr, va, cfg, checkpoint_path=job.checkpoint_path, progress=progress)
+            lines = [] if epoch_every_s is None else [epoch_lines(job, epoch_every_s)]
+            hist = fit(
+                model, tr, va, cfg, checkpoint_path=job.checkpoint_path, progress=progress,
+                callbacks=lines,
+            )  # fmt: skip
         stats = hist if cfg.normalize_targets else None
         test = evaluate(model, te, cfg, target_stats=stats)
         from .uncertainty_study import job_metrics  # the uncertainty cells' own metrics

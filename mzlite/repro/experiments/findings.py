@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from mzlite.repro.experiments.formatting import count_phrase, headline
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 from mzlite.repro.paper import name_labels
-from mzlite.repro.render import table_name, tables_words
+from mzlite.repro.render import HTML, STYLE, table_name, tables_words, verdict_badge
 
 __all__ = [
     "Finding", "Findings", "findings", "results_label",
@@ -101,7 +101,6 @@ class Findings:
     def counts_html(self) -> str:
         """The counts as badges, each carrying ``data-verdict`` and ``data-n`` (what the browser
         test compares with the scorecard)."""
-        from mzlite.repro.render import verdict_badge
 
         items = "".join(
             f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}">'
@@ -126,7 +125,6 @@ class Findings:
 
     def to_html(self, title: str = "What the book found"):
         """The block as HTML for a chapter page: links are relative to the chapters' folder."""
-        from mzlite.repro.render import HTML, STYLE
 
         def link(chapter, label, text):
             href = html.escape(f"{chapter}.html#{label}")

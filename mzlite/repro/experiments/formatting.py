@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+from .tables import TABLES, CellKey, get_table
+
 
 def format_value(v, digits: int = 3) -> str:
     """``v`` with ``digits`` decimals; 3 significant digits when tiny or huge, 1 decimal from
@@ -55,10 +57,8 @@ def spaced(text: str) -> str:
 def cell_words(table, cell_id: str) -> str:
     """A cell as a reader knows it: its setting (the paper's column) and model (the paper's row),
     "d = 8, MZAttn-Full"; an unknown id raises (``CellKey``)."""
-    from mzlite.repro import experiments as ex
-
-    key = ex.CellKey(table, cell_id)
-    cell = ex.get_table(key.table).cell(key.cell)
+    key = CellKey(table, cell_id)
+    cell = get_table(key.table).cell(key.cell)
     return f"{spaced(cell.column)}, {cell.row}"
 
 
@@ -66,12 +66,10 @@ def scrub(text: str, table=None) -> str:
     """``text`` with every cell id of ``table`` (every table when None) replaced by its words
     (``cell_words``), and "R^2" written R²: for sentences that the scorecard and the transfer
     study write with ids."""
-    from mzlite.repro import experiments as ex
-
-    labels = [ex.get_table(table).label] if table is not None else list(ex.TABLES)
+    labels = [get_table(table).label] if table is not None else list(TABLES)
     ids: dict[str, str] = {}
     for label in labels:
-        for c in ex.get_table(label).cells:
+        for c in get_table(label).cells:
             ids.setdefault(c.id, cell_words(label, c.id))
     if ids:
         alternatives = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))

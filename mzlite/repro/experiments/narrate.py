@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
+from mzlite.repro import transfer
 from mzlite.repro.experiments.formatting import scrub, sentence_case, spaced
 from mzlite.repro.experiments.report import (
     ReportRow,
@@ -32,6 +33,7 @@ from mzlite.repro.experiments.report import (
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.stats import ALPHA, FIT_THRESHOLD, welch
 from mzlite.repro.paper import name_labels, paper_cell
+from mzlite.repro.render import HTML, STYLE, comparison_table, conclusion, table_name, tables_words
 
 __all__ = [
     "claim_lines", "glance", "pipeline_only", "paper_metric",
@@ -79,7 +81,6 @@ def claim_lines(rows: list[dict], tables: bool = False) -> list[str]:
     """One sentence per scorecard row: the claim without its test, the verdict, ours beside the
     paper's and the protocol, in words; ``tables``: each led by its paper table ("Table 5")."""
     from mzlite.repro.experiments.formatting import headline
-    from mzlite.repro.render import table_name
 
     out = []
     for r in rows:
@@ -100,7 +101,6 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     import html
 
     from mzlite.repro.experiments.formatting import count_phrase
-    from mzlite.repro.render import HTML, STYLE
 
     rows = _chapter_rows(chapter, sc)
     counts = Counter(r["verdict"] for r in rows)
@@ -115,8 +115,6 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     several = len({r["table"] for r in rows}) > 1
     lines = claim_lines(ran, tables=several)
     if len(ran) < len(rows):
-        from mzlite.repro.render import tables_words
-
         missing = list(dict.fromkeys(r["table"] for r in rows if r["verdict"] == "not run"))
         lines.append(f"Not run yet: {len(rows) - len(ran)} claims, of {tables_words(missing)}.")
     if title is None:
@@ -135,7 +133,6 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
 def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1):
     """The "Results at a glance" box of a chapter that has only pipeline-check runs: says so
     plainly, with the scale that ran, so that no number on the page reads like a result."""
-    from mzlite.repro.render import conclusion
 
     sz = "/".join(f"{n:,}" for n in sizes)
     return conclusion(
@@ -222,11 +219,8 @@ def _with_n(row: ReportRow) -> str:
 def gap_table(gaps: list[Gap]):
     """The Welch comparison of ``tdof_gaps`` as a page-width table (protocols as footnotes)."""
     from mzlite.repro.paper import paper_ref
-    from mzlite.repro.render import comparison_table
 
     if not gaps:
-        from mzlite.repro.render import conclusion
-
         return conclusion("No L has results of both models under one protocol yet.",
                           title="MZ-1L against ST-4L")  # fmt: skip
     rows = [
@@ -709,7 +703,6 @@ def transfer_summary(results_dir=None) -> list[str]:
     """The transfer study's result in sentences: MZAttn-Full's rank per setting beside the
     paper's (complete settings; provisional ranks marked), and the verdict on the paper's
     no-advantage prediction with its reason, cells in words."""
-    from mzlite.repro import transfer
 
     prof = transfer.converged_profile(results_dir)
     if prof is None:

@@ -36,6 +36,7 @@ from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.formatting import cell_words, format_mean_std
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.paper import load_paper_table, paper_cell
+from mzlite.repro.render import report_html
 
 
 def mean_std(values: list[float]) -> tuple[float | None, float | None]:
@@ -209,7 +210,6 @@ class Report:
     __str__ = to_text
 
     def _repr_html_(self) -> str:
-        from mzlite.repro.render import report_html  # one page-width design for every results table
 
         return report_html(self)
 

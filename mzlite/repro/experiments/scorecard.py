@@ -65,7 +65,9 @@ every such row is a positive gap by construction.
 from __future__ import annotations
 
 from mzlite import nn as _nn
+from mzlite.analysis.verdicts import TIE, VERDICTS, rule  # the verdict rule on numbers
 from mzlite.repro import experiments as ex
+from mzlite.repro import transfer
 from mzlite.repro.experiments import reading as _reading
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's claims
@@ -77,20 +79,10 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
 )
 from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
+from mzlite.repro.render import scorecard_html
 
-# Every label a claim can get, decided in ``judge`` alone (the reading ablation, the findings and
-# the chapters read them from here): "does not hold here" needs a significantly better model of
-# the comparison; a gap beyond a tie that no test backs is "not decided"; a comparison in which
-# no model learns the target (R^2 <= LEARNS for every one) is its own outcome; so is a focal
-# model that fitted its training set but whose kept weights predict no better than the mean
-# ("memorised"); a run that never fitted decides nothing ("optimisation failure").
-VERDICTS = (
-    "holds", "holds partly", "does not hold here", "not decided", "no model learns it",
-    "memorised", "optimisation failure", "insufficient evidence", "not run", "pipeline only",
-)  # fmt: skip
 FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre, rate annealed on plateau)"
-TIE = _stats.TIE  # an R^2 gap this small counts as a tie
 LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
 # What a claim without results says: not a refusal to try, a price (coverage.py, plan --decide)
 NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
@@ -281,21 +273,15 @@ def judge(
         return "optimisation failure"
     if evidence is None or evidence["problems"]:
         return "insufficient evidence"
-    if claim.compare is None:
-        if claim.holds(value):
-            return "holds" if complete else "holds partly"
-        return "holds partly" if claim.partly(value) else "does not hold here"
+    if claim.compare is None:  # thresholds on the mean decide
+        return rule(claim.holds(value), claim.partly(value), True, complete)
     if evidence.get("learns") is False:
         return "no model learns it"
     if evidence.get("memorised"):
         return "memorised"
     significant = evidence["p_max"] is not None and evidence["p_max"] < _stats.ALPHA
-    if claim.holds(value):
-        return ("holds" if complete else "holds partly") if significant else "not decided"
-    if claim.partly(value):
-        return "holds partly"
-    better = evidence.get("better") or claim.size_of_gap
-    return "does not hold here" if better else "not decided"
+    better = bool(evidence.get("better")) or claim.size_of_gap
+    return rule(claim.holds(value), claim.partly(value), significant, complete, better)
 
 
 def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict:
@@ -631,7 +617,6 @@ def _ablation_dependence(claim, profile: str, results_dir=None) -> list[str]:
 def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
     """A RankClaim's number for these ranks and its (short: a table column) text: the mean
     rank, or the share of ranks in the mid-field."""
-    from mzlite.repro import transfer
 
     if kind == "no-advantage":
         mean = sum(ranks) / len(ranks)
@@ -644,7 +629,6 @@ def _rank_values(kind: str, ranks: list) -> tuple[float, str]:
 def _evaluate_ranks(claim: RankClaim, profiles=None, results_dir=None) -> dict:
     """``evaluate`` for a ``RankClaim``: the paper's ranks of the table's settings, ours from
     the first profile of ``profiles`` with results of the table (``transfer.prediction``)."""
-    from mzlite.repro import transfer  # imports mzlite.repro.experiments: not at module level
 
     paper_ranks = transfer.paper_ranks()
     paper, paper_text = _rank_values(claim.kind, paper_ranks)
@@ -711,7 +695,6 @@ def _longer_cap_note(claim: RankClaim, profile: str, results_dir=None) -> str:
     """What the ranks say with the capped runs' pairs rerun at a longer epoch cap (the table's
     sensitivity analysis, ``transfer.longer_cap``), when that leaves no unconverged run; the
     verdict itself stays the protocol's. Empty otherwise."""
-    from mzlite.repro import transfer
 
     cap = transfer.longer_cap(profile, results_dir)
     sens = transfer.prediction(profile, results_dir, substitute=cap) if cap else None
@@ -798,10 +781,6 @@ class Scorecard:
     __str__ = to_markdown
 
     def _repr_html_(self) -> str:
-        from mzlite.repro.render import (
-            scorecard_html,  # one page-width design for every results table
-        )
-
         return scorecard_html(self)
 
 

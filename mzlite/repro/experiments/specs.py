@@ -470,7 +470,7 @@ def model_names() -> tuple[str, ...]:
     return tuple(_nn.MODELS) + ("standard",)
 
 
-MODEL_FAMILIES = _nn.FAMILIES
+MODEL_FAMILIES = _nn.registry.FAMILIES
 
 
 def model_family(name: str) -> str:

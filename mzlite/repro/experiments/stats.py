@@ -40,10 +40,11 @@ import statistics
 
 import numpy as np
 
+from mzlite.analysis.verdicts import ALPHA, TIE, welch  # re-exported: the scorecard's rule
+from mzlite.analysis.verdicts import finite as _finite
+
 CONVERGENCE_TOL = 1e-3  # relative improvement of the best val loss over the last k epochs
 CONVERGENCE_WINDOW = 10  # k for runs without early stopping (patience None)
-ALPHA = 0.05  # significance level of every "A beats B" test
-TIE = 0.01  # an R^2 gap this small counts as a tie
 MIN_SEEDS = 3  # a verdict needs at least this many seeds per cell
 SPIKE_FACTOR = 2.0  # a validation loss above this multiple of the best before it is a spike
 FIT_THRESHOLD = 0.9  # fitted: lowest training loss below this fraction of the target variance
@@ -218,10 +219,6 @@ def result_convergence(result: dict) -> dict:
                      fit_check(result.get("history")))  # fmt: skip
 
 
-def _finite(values) -> list[float]:
-    return [float(v) for v in values if v is not None and math.isfinite(v)]
-
-
 def summarise(values) -> dict:
     """``{"mean", "std", "n", "values"}`` of the finite ``values`` (sample std, ddof=1; None for
     fewer than two values; mean None for none)."""
@@ -234,29 +231,6 @@ def summarise(values) -> dict:
     }
 
 
-def welch(a, b) -> dict:
-    """Welch's two-sided t-test of mean(a) - mean(b) over seeds.
-
-    Returns ``{"diff", "t", "df", "p", "n_a", "n_b", "test"}``; ``t``/``df``/``p`` are None when a
-    side has fewer than two finite values. Two samples with zero variance each: p is 0 when the
-    means differ, 1 when they are equal (the t statistic is infinite or undefined)."""
-    from scipy import stats as sps
-
-    xa, xb = _finite(a), _finite(b)
-    out = {"test": "Welch t-test (two-sided)", "n_a": len(xa), "n_b": len(xb)}
-    out["diff"] = statistics.fmean(xa) - statistics.fmean(xb) if xa and xb else None
-    if len(xa) < 2 or len(xb) < 2:
-        return {**out, "t": None, "df": None, "p": None}
-    va, vb = statistics.variance(xa) / len(xa), statistics.variance(xb) / len(xb)
-    if va + vb == 0:
-        same = out["diff"] == 0
-        return {**out, "t": None if same else math.copysign(math.inf, out["diff"]),
-                "df": None, "p": 1.0 if same else 0.0}  # fmt: skip
-    r = sps.ttest_ind(xa, xb, equal_var=False)
-    df = (va + vb) ** 2 / (va**2 / (len(xa) - 1) + vb**2 / (len(xb) - 1))
-    return {**out, "t": float(r.statistic), "df": float(df), "p": float(r.pvalue)}
-
-
 def bootstrap_ci(a, b, level: float = 0.95, n_boot: int = 10_000, seed: int = 0) -> dict:
     """Percentile bootstrap interval of mean(a) - mean(b), resampling each side's seeds with
     replacement (``n_boot`` draws, fixed ``seed``: the same data give the same interval).
@@ -265,15 +239,21 @@ def bootstrap_ci(a, b, level: float = 0.95, n_boot: int = 10_000, seed: int = 0)
     diff = float(xa.mean() - xb.mean()) if len(xa) and len(xb) else None
     if len(xa) < 2 or len(xb) < 2:
         return {"diff": diff, "lo": None, "hi": None, "level": level}
-    rng = np.random.default_rng(seed)
-    ma = xa[rng.integers(0, len(xa), (n_boot, len(xa)))].mean(1)
-    mb = xb[rng.integers(0, len(xb), (n_boot, len(xb)))].mean(1)
-    lo, hi = np.quantile(ma - mb, [(1 - level) / 2, (1 + level) / 2])
+    from scipy import stats as sps
+
+    # scipy draws each side's resamples from one generator in turn, as independent percentile
+    # bootstraps of each side's seeds do: the same seed gives the same interval as before
+    ci = sps.bootstrap(
+        (xa, xb), lambda a, b, axis: a.mean(axis) - b.mean(axis), n_resamples=n_boot,
+        confidence_level=level, method="percentile", rng=np.random.default_rng(seed),
+    ).confidence_interval  # fmt: skip
+    lo, hi = ci.low, ci.high
     return {"diff": diff, "lo": float(lo), "hi": float(hi), "level": level}
 
 
 __all__ = [
     "ALPHA",
+    "TIE",
     "CONVERGENCE_TOL",
     "CONVERGENCE_WINDOW",
     "MIN_SEEDS",
