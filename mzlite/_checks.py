@@ -119,10 +119,11 @@ def check_mask(mask: torch.Tensor | None, batch: int, n: int, device: torch.devi
     return mask
 
 
-# The device strings mzlite runs on; torch.device itself accepts twenty-odd types ("xla",
-# "meta", ...) and its error lists them all, none of which fit or train here
-DEVICES = "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
-_DEVICE = re.compile(r"(cpu|cuda|mps)(:\d+)?")
+# The device strings mzlite runs on ("meta" builds a model without memory, to count its
+# parameters); torch.device itself accepts twenty-odd types ("xla", ...) and its error lists
+# them all, none of which fit or train here
+DEVICES = "'auto', 'cpu', 'cuda', 'cuda:N', 'mps' or 'meta'"
+_DEVICE = re.compile(r"(cpu|cuda|mps|meta)(:\d+)?")
 
 
 def check_device(device: str | torch.device) -> None:

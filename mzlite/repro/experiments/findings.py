@@ -23,6 +23,7 @@ import html
 from collections import Counter
 from dataclasses import dataclass, field
 
+from mzlite.repro.experiments import protocols as _protocols
 from mzlite.repro.experiments.formatting import count_phrase, headline
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 from mzlite.repro.paper import name_labels
@@ -93,18 +94,24 @@ class Findings:
     counts: dict[str, int]
     total: int
     sentences: tuple[Finding, ...] = field(default_factory=tuple)
+    headline: str = ""
+    protocols: tuple[dict, ...] = ()
 
     def counts_text(self) -> str:
         parts = [count_phrase(v, n) for v, n in self.counts.items() if n]
         return f"{self.total} claims: " + ", ".join(parts) + "."
 
-    def counts_html(self) -> str:
+    def counts_html(self, scorecard_href: str = "") -> str:
         """The counts as badges, each carrying ``data-verdict`` and ``data-n`` (what the browser
-        test compares with the scorecard)."""
+        test compares with the scorecard), each a link to the scorecard (``scorecard_href``)."""
+
+        def badge(v: str) -> str:
+            b = verdict_badge(v)
+            return f'<a href="{html.escape(scorecard_href)}">{b}</a>' if scorecard_href else b
 
         items = "".join(
             f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}">'
-            f"<b>{n}</b> {verdict_badge(v)}</li>"
+            f"<b>{n}</b> {badge(v)}</li>"
             for v, n in self.counts.items()
             if n
         )
@@ -113,10 +120,29 @@ class Findings:
             f'<li class="mz-count-total"><b>{self.total}</b> claims</li>{items}</ul>'
         )
 
+    def protocol_html(self) -> str:
+        """The protocol box: the paper's protocol beside each protocol of ours that decided a
+        verdict (``protocols.protocol_rows``), one row each, in words and measured numbers."""
+        head = "".join(f"<th>{html.escape(t)}</th>" for _, t in _protocols.COLUMNS)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(r[k]))}</td>" for k, _ in _protocols.COLUMNS)
+            + "</tr>"
+            for r in self.protocols
+        )  # fmt: skip
+        return (
+            '<div class="mz-protocols"><table class="mz-protocol-table">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+        )
+
     def to_markdown(self, prefix: str = "") -> str:
-        """MyST for a page that is not a notebook (the landing page): the counts as an HTML
-        block, then one paragraph per sentence ending in a ``{ref}`` link to its section."""
-        out = ['<div class="mz-findings">', "", self.counts_html(), "", "</div>", ""]
+        """MyST for a page that is not a notebook (the landing page): the headline, the
+        protocol box, the counts as an HTML block (each a link to the scorecard), then one
+        paragraph per sentence ending in a ``{ref}`` link to its section."""
+        href = f"{prefix}chapters/{SCORECARD_CHAPTER}.html"
+        out = [f'<p class="mz-headline"><b>{html.escape(self.headline)}</b></p>', ""]
+        if self.protocols:
+            out += [self.protocol_html(), ""]
+        out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
         for s in self.sentences:
             refs = ", ".join(f"{{ref}}`{text} <{label}>`" for _, label, text in s.links)
             lead = f"**{s.lead}:** " if s.lead else ""
@@ -160,16 +186,53 @@ def _claim_words(row: dict) -> str:
 
 
 def _held_sentence(rows: list[dict]) -> Finding:
-    held = [r for r in rows if r["verdict"] in HELD]
+    held = [r for r in rows if r["verdict"] == "holds"]
     if not held:
-        return Finding("No claim of the paper holds here yet, in full or in part.",
+        return Finding("What held in full: no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
-    held.sort(key=lambda r: HELD.index(r["verdict"]))  # "holds" before "holds partly"
-    items = [
-        f"{_claim_words(r)} ({r['verdict']}: ours {r['ours_text']}, the paper's {r['paper_text']})"
-        for r in held
-    ]
-    return Finding(f"What held: {_list(items)}.", _chapter_links([r["chapter"] for r in held]))
+    items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']}; "
+             f"{r.get('regime', '')})" for r in held]  # fmt: skip
+    return Finding(f"What held in full: {'; '.join(items)}.",
+                   _chapter_links([r["chapter"] for r in held]))  # fmt: skip
+
+
+def _partly_sentence(rows: list[dict]) -> Finding | None:
+    partly = [r for r in rows if r["verdict"] == "holds partly"]
+    if not partly:
+        return None
+    items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']})"
+             for r in partly]  # fmt: skip
+    return Finding(f"What held partly (a tie, or a column not yet complete): {'; '.join(items)}.",
+                   _chapter_links([r["chapter"] for r in partly]))  # fmt: skip
+
+
+def headline_text(rows: list[dict]) -> str:
+    """The plain result in one or two sentences: how the claims that MZAttn beats another model
+    came out, under the labels of ``VERDICTS``, and the regime most of them were read in."""
+    beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != "not run"]
+    if not beats:
+        return "No claim that MZAttn beats another model has been judged yet."
+    c = Counter(r["verdict"] for r in beats)
+    won = c["holds"]
+    parts = [count_phrase(v, c[v]) for v in VERDICTS if c[v] and v != "holds"]
+    regimes = Counter(r.get("regime") for r in beats if r.get("regime"))
+    regime = regimes.most_common(1)[0][0] if regimes else ""
+    first = (
+        f"MZAttn beats another model in {won} of the {len(beats)} claims of that kind judged here."
+        if won
+        else f"No claim that MZAttn beats another model holds in full here. Of the "
+        f"{len(beats)} judged,"
+    )
+    text = (
+        f"{first} " + ", ".join(parts) + "."
+        if not won
+        else f"{first} The others: " + (", ".join(parts) + ".")
+    )
+    if regime:
+        n = regimes[regime]
+        text += f" {n} of the {len(beats)} were read at {regime}"
+        text += "." if regime.endswith("the paper's protocol") else ", below the paper's sizes."
+    return text
 
 
 def _failed_sentence(rows: list[dict]) -> Finding | None:
@@ -209,7 +272,7 @@ def _sure_sentence(rows: list[dict]) -> Finding:
                 else ""
             )
             + "; the protocols behind them: "
-            + ", ".join(f"{p} ({n})" for p, n in profiles.items())
+            + ", ".join(f"{_protocols.reader_name(p)} ({n})" for p, n in profiles.items())
             + "."
         )
     else:
@@ -318,7 +381,12 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
         f"The book tests {total} claims of the paper against our own training runs: {said}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
-    sentences = [opening, _held_sentence(rows), _failed_sentence(rows), _sure_sentence(rows)]
+    sentences = [opening, _held_sentence(rows), _partly_sentence(rows), _failed_sentence(rows),
+                 _sure_sentence(rows)]  # fmt: skip
     if price:
         sentences.append(_not_run_sentence(rows, results_dir))
-    return Findings(counts, total, tuple(s for s in sentences if s is not None))
+    used = [p for p in sc.profiles if any(r.get("profile") == p for r in rows)]
+    return Findings(
+        counts, total, tuple(s for s in sentences if s is not None), headline_text(rows),
+        tuple(_protocols.protocol_rows(used, results_dir)) if used else (),
+    )  # fmt: skip

@@ -77,6 +77,7 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
     cell_paper_value,
     claims,
 )
+from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
 from mzlite.repro.render import scorecard_html
@@ -121,12 +122,12 @@ def _protocol(results: list[dict], profile: str) -> str:
 
 def regime(results: list[dict], profile: str) -> str:
     """The regime a verdict was read in, in words: the training-set size(s) of ``results`` and
-    the protocol ("2K training sets, cpu-annealed"; "5K training sets, the paper's protocol")."""
+    the protocol by its glossary name (``protocols.READER_NAMES``): "2K training sets, the
+    reduced CPU protocol"; "5K training sets, the paper's protocol"."""
     trained = [r for r in results if _nn.model_spec(r["model"]).trainable] or results
     sizes = sorted({r["sizes"][0] for r in trained})
     words = "/".join(f"{n / 1000:g}K" if n >= 1000 else str(n) for n in sizes)
-    name = "the paper's protocol" if profile == "full" else profile
-    return f"{words} training sets, {name}"
+    return f"{words} training sets, {reader_name(profile)}"
 
 
 def _no_model_learns(claim: Claim, by_cell: dict, ren) -> str:
@@ -319,6 +320,7 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         "decided_by": "",
         "refuted_by": None,
         "paper_table": claim.paper_table or claim.table,
+        "mz_beats": _mz_beats(claim),
     }
     ren = (lambda c: c) if rename is None else rename
     order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
@@ -382,6 +384,14 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
     elif retired:
         row["why"] = "; ".join(retired.values())
     return row
+
+
+def _mz_beats(claim: Claim) -> bool:
+    """A claim that an MZAttn model beats the other models of its comparison."""
+    if claim.compare is None or claim.size_of_gap:
+        return False
+    cell = ex.get_table(claim.table).cell(claim.compare[0])
+    return _nn.model_spec(cell.model).family == "mz"
 
 
 def _solid(results: list[dict]) -> bool:
