@@ -44,7 +44,7 @@ def test_device_resolution():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             resolve_device("cuda")
-    valid = "'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"
+    valid = "'auto', 'cpu', 'cuda', 'cuda:N', 'mps' or 'meta'"
     for bad in ("gpu", "cuda0", "xla", "CPU", ""):  # torch.device takes "xla"; mzlite runs none
         with pytest.raises(ValueError, match=f"device must be {valid}, got {bad!r}"):
             resolve_device(bad)
