@@ -372,6 +372,35 @@ def test_landing_page_says_what_the_book_found(server, browser):
         assert url.fragment and f'id="{url.fragment}"' in page, f"{href}: no such section"
 
 
+_HEADLINE = """() => {
+  const h = document.querySelector('p.mz-headline');
+  const box = document.querySelector('div.mz-protocols');
+  const table = box && box.querySelector('table');
+  const rows = table ? [...table.querySelectorAll('tbody tr')].map(
+    tr => [...tr.querySelectorAll('td')].map(td => td.innerText.trim())) : [];
+  return {headline: h ? h.innerText.trim() : null, rows,
+          fits: table ? table.scrollWidth <= box.clientWidth + 1 : null,
+          top: h ? h.getBoundingClientRect().top : null};
+}"""
+
+
+@pytest.mark.parametrize("width", [800, 1300])
+def test_landing_page_states_a_headline_and_the_protocols(server, browser, width):
+    from mzlite.repro.experiments.findings import findings
+
+    visit = _Visit(browser, server, "intro.html", width)
+    got = visit.page.evaluate(_HEADLINE)
+    visit.close()
+    f = findings(price=False)
+    assert got["headline"] == f.headline, "the headline is not the scorecard's"
+    assert got["top"] is not None and got["top"] < 1300, f"the headline is {got['top']} px down"
+    # the paper's protocol first, then each of ours that decided a verdict, every cell filled
+    assert [r[0] for r in got["rows"]] == [r["protocol"] for r in f.protocols]
+    assert got["rows"][0][0] == "the paper" and len(got["rows"]) >= 2
+    assert all(all(cell for cell in row) for row in got["rows"]), got["rows"]
+    assert got["fits"], f"the protocol table is wider than its column at {width} px"
+
+
 def _plumbing() -> list[tuple[str, re.Pattern]]:
     from mzlite.repro import experiments as ex
 

@@ -377,7 +377,10 @@ def test_history_to_dict_is_strict_json(tmp_path):
         ({"task": "classification", "normalize_targets": True}, "normalize_targets"),
         ({"amp": "yes"}, "amp"),
         ({"epochs": 1, "warmup_epochs": 5}, r"warmup_epochs must be <= epochs \(1\)"),
-        ({"device": "gpu"}, "device must be 'auto', 'cpu', 'cuda', 'cuda:N', 'mps' or 'meta', got 'gpu'"),
+        (
+            {"device": "gpu"},
+            "device must be 'auto', 'cpu', 'cuda', 'cuda:N', 'mps' or 'meta', got 'gpu'",
+        ),
         ({"device": "cuda:x"}, "device must be"),
     ],
 )
