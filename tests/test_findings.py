@@ -442,8 +442,59 @@ def test_what_held_leads_with_full_verdicts_and_names_each_claims_table():
             "holds",
         ),  # fmt: skip
     ]
-    text = fd._held_sentence(rows).text
+    full, partly = fd._held_sentence(rows).text, fd._partly_sentence(rows).text
     hull = f"{table_name('tab:hull', title=False)}, d = 9: MZAttn beats every other model"
     unc = f"{table_name('tab:unc-comparison', title=False)}: IHW ranks the errors"
-    assert hull in text and unc in text and "tab:" not in text
-    assert text.index(unc) < text.index(hull)  # "holds" before "holds partly"
+    # what held in full and what held partly are said apart, every claim named (no "and N more")
+    assert full.startswith("What held in full: ") and unc in full and hull not in full
+    assert partly.startswith("What held partly") and hull in partly and unc not in partly
+    assert "tab:" not in full + partly
+    many = [row("tab:hull", f"d={d}: MZAttn beats every other model of the column.", "holds partly")
+            for d in range(3, 12)]  # fmt: skip
+    assert "more" not in fd._partly_sentence(many).text
+    assert fd._held_sentence(many).text.startswith("What held in full: no claim")
+
+
+def test_the_protocol_box_is_measured_from_the_results_and_the_registered_cells(tmp_path):
+    from mzlite.repro.experiments import protocols as pr
+
+    paper = pr.paper_row()  # the registered cells' sizes and TrainConfig's defaults
+    assert paper["protocol"] == "the paper" and paper["training_sets"] == "5K-10K"
+    assert paper["schedule"].startswith("AdamW 1e-4, 5 warm-up epochs, cosine to 0 over 200")
+    cfg = {"lr": 1e-3, "batch_size": 128, "warmup_epochs": 3, "schedule": "plateau",
+           "patience": 20}  # fmt: skip
+    for seed, epochs in enumerate((10, 20, 30)):
+        _write(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.5, "cpu-annealed", seed=seed,
+               train_config=cfg, part="main", epochs_run=epochs,
+               provenance={"device": "cuda", "gpu_name": "NVIDIA H200"} if seed else
+               {"device": "cpu", "gpu_name": None})  # fmt: skip
+    rows = pr.protocol_rows(["cpu-annealed", "cpu-converged"], tmp_path)
+    assert [r["protocol"] for r in rows] == ["the paper", "the reduced CPU protocol"]
+    ours = rows[1]
+    # 2,000 training sets at batch 128: 16 steps an epoch, so 160, 320 and 480 steps
+    assert ours["training_sets"] == "2K" and ours["optimiser_steps"] == "median 320 (160-480)"
+    assert ours["schedule"].startswith("AdamW 1e-3, 3 warm-up epochs, halved after 5 epochs")
+    assert (
+        ours["seeds"] == "3"
+        and ours["hardware"] == "NVIDIA H200 (2 runs), this 2-core CPU (1 runs)"
+    )
+    with pytest.raises(ValueError, match="unknown profile 'gpu'; valid profiles"):
+        pr.protocol_rows(["gpu"], tmp_path)
+    assert pr.rate_text(3e-3) == "3e-3" and pr.reader_name("full") == "the paper's protocol"
+
+
+def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
+    def row(verdict, beats=True, regime="2K training sets, the reduced CPU protocol"):
+        return {"verdict": verdict, "mz_beats": beats, "regime": regime}
+
+    rows = [row("does not hold here"), row("does not hold here"), row("not decided"),
+            row("holds", beats=False), row("not run")]  # fmt: skip
+    text = fd.headline_text(rows)
+    assert text.startswith("No claim that MZAttn beats another model holds in full here. Of the 3")
+    assert "2 do not hold here, 1 is not decided" in text
+    assert text.endswith("3 of the 3 were read at 2K training sets, the reduced CPU protocol, "
+                         "below the paper's sizes.")  # fmt: skip
+    won = fd.headline_text([row("holds", regime="5K training sets, the paper's protocol"),
+                            row("no model learns it")])  # fmt: skip
+    assert won.startswith("MZAttn beats another model in 1 of the 2 claims of that kind")
+    assert "1 is a tie where no model learns the target" in won and "below" not in won

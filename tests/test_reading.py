@@ -2,6 +2,7 @@
 switch exists and is recorded in results, and the reading ablation reads its rows honestly."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from mzlite import nn as mznn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import reading
 from mzlite.repro.paper import paper_tex_path
+from mzlite.tasks import task_options
 from mzlite.train import TrainConfig
 
 
@@ -35,6 +37,10 @@ def _field(obj_name: str) -> tuple[type, str]:
 def test_every_switch_is_a_config_field():
     for choice in reading.CHOICES:
         if choice.switch.startswith("fixed"):
+            continue
+        task = re.fullmatch(r"tasks\.(\w+)\((\w+)=\.\.\.\)", choice.switch)
+        if task:  # a task generator's option
+            assert task[2] in task_options(task[1]), (choice.topic, choice.switch)
             continue
         for part in choice.switch.replace(";", ",").split(","):
             name = part.split("(")[0].strip()
