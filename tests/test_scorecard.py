@@ -789,3 +789,23 @@ def test_a_claim_without_results_points_to_its_price(tmp_path):
     rows = scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path).rows
     assert rows and all(r["verdict"] == "not run" for r in rows)
     assert {r["reason"] for r in rows} == {NOT_RUN_REASON} and "coverage page" in NOT_RUN_REASON
+
+
+def test_claims_about_pma_baselines_take_their_models_from_the_specs():
+    from mzlite import nn as mznn
+    from mzlite.repro.experiments.claims import pma_attention_baselines
+
+    spec = ex.get_table("tab:meb")
+    for d in (8, 16, 32):
+        (fail,) = [c for c in claims("tab:meb") if c.id == f"meb-d{d}-pma-fail"]
+        assert list(fail.cells) == pma_attention_baselines("tab:meb", f"d={d}")
+        column = [c for c in spec.cells if c.column == f"d={d}" and c.part == "main"]
+        for c in column:  # in the claim exactly when its spec says PMA-pooled attention baseline
+            s = mznn.model_spec(c.model)
+            kind = (s.family, s.encoder, c.model_kwargs.get("pool", s.pooling))
+            assert (c.id in fail.cells) == (kind == ("baseline", "attention", "pma")), c.id
+        # the mean-pool head, the state-space encoder and Deep Sets are not PMA attention
+        assert not {f"d{d}-st_meanpool", f"d{d}-mamba_pma", f"d{d}-deepsets"} & set(fail.cells)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        mznn.registry.ModelSpec("x", "baseline", mznn.SetTransformer, mznn.SetTransformerConfig,
+                                pooling="max")  # fmt: skip

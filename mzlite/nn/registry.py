@@ -54,6 +54,10 @@ FAMILIES = ("mz", "deepsets", "baseline", "closed_form")
 PAPER_COUNT_TOLERANCE = 0.05
 
 
+ENCODERS = ("attention", "mlp", "gnn", "ssm", "none")  # what relates a set's elements
+POOLINGS = ("pma", "mean", "sum", "slots", "none")  # how a set becomes one vector
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """One registered model: everything the package knows about it, in one place.
@@ -66,7 +70,10 @@ class ModelSpec:
     whether the output ignores the order of a set's elements. ``paper_params`` is the paper's
     count as printed, with its source; ``paper_count`` that count as a number where our default
     build reproduces it (``PAPER_COUNT_TOLERANCE``), None where the paper gives none or the
-    model is parameter-matched per table (``paper_params`` then says why)."""
+    model is parameter-matched per table (``paper_params`` then says why). ``encoder`` and
+    ``pooling`` say how the default build reads a set (``ENCODERS``, ``POOLINGS``): claims about
+    a kind of model ("every PMA-pooled attention baseline") select their cells by them, so a
+    model registered later joins the claims it belongs to."""
 
     display: str
     family: str
@@ -78,10 +85,16 @@ class ModelSpec:
     paper_params: str = "n/a"
     paper_count: int | None = None
     fit: Callable | None = None
+    encoder: str = "attention"
+    pooling: str = "pma"
 
     def __post_init__(self):
         if self.family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"encoder must be one of {ENCODERS}, got {self.encoder!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if (self.fit is None) == (self.model is None or self.config is None):
             raise ValueError(
                 "a model spec needs either model and config (a network) or fit (closed form)"
@@ -123,7 +136,8 @@ MODELS: Registry[ModelSpec] = Registry(
     "model",
     [
         ("deepsets", ModelSpec("Deep Sets", "deepsets", DeepSets, DeepSetsConfig,
-                               width="d_hidden", paper_params="36K", paper_count=36_000)),
+                               width="d_hidden", paper_params="36K", paper_count=36_000,
+                               encoder="mlp", pooling="sum")),
         ("st", _st("Set Transformer", paper_params="208K", paper_count=208_000)),
         ("st_large", _st("ST-Large", base=SetTransformerConfig.VARIANTS["st_large"],
                          paper_params="362K", paper_count=362_000)),
@@ -136,20 +150,22 @@ MODELS: Registry[ModelSpec] = Registry(
         ("la_st", _st("LA-ST (Linear Attn.)", LinearAttentionSetTransformer,
                       paper_params="359K (matched per table)")),
         ("slot", _st("Slot Attention", SlotAttention, SlotAttentionConfig, paper_params="59K",
-                     paper_count=59_000)),
+                     paper_count=59_000, pooling="slots")),
         # the paper's stated h=140, 4 layers gives 552,861 here, not its ~303K (baselines.EGNN)
         ("egnn", _st("EGNN", EGNN, EGNNConfig, width="d_hidden",
-                     paper_params="303K (h=140, 4 layers; that configuration has 552,861)")),
+                     paper_params="303K (h=140, 4 layers; that configuration has 552,861)",
+                     encoder="gnn", pooling="sum")),
         ("mamba_pma", _st("Mamba + PMA", MambaPMA, MambaPMAConfig, invariant=False,
-                          paper_params="645K", paper_count=645_000)),
+                          paper_params="645K", paper_count=645_000, encoder="ssm")),
         ("st_meanpool", _st("Standard (mean-pool head)", MeanPoolSetTransformer,
-                            base={"n_dec": 0}, paper_params="140K", paper_count=140_000)),
+                            base={"n_dec": 0}, paper_params="140K", paper_count=140_000,
+                            pooling="mean")),
         ("mz_slim", _mz("slim", "MZ-Slim", paper_params="333K", paper_count=333_000)),
         ("mz_med", _mz("med", "MZ-Med")),
         ("mz_full", _mz("full", "MZAttn-Full", paper_params="365-372K", paper_count=372_000)),
         ("mz_large", _mz("large", "MZAttn-Large", paper_params="417K", paper_count=417_000)),
         ("set_stats", ModelSpec("set statistics (ridge)", "closed_form",
-                                fit=_fit_set_statistics)),
+                                fit=_fit_set_statistics, encoder="none", pooling="none")),
     ],
 )  # fmt: skip
 MODELS.alias("standard", "st")  # the paper's "Standard" Set Transformer
