@@ -220,11 +220,13 @@ def scorecard_html(sc) -> HTML:
         reason = r.get("reason") if r.get("reason") not in (None, "", r["verdict"]) else ""
         reason = (f'<span class="mz-why"><strong>{_e(scrub(reason, table))}</strong></span>'
                   if reason else "")  # fmt: skip
+        regime = (f'<span class="mz-regime">read at {_e(r["regime"])}</span>'
+                  if r.get("regime") else "")  # fmt: skip
         body.append(
             f"<tr><td>{_e(name_labels(scrub(r['text'], table)))}</td>"
             f'<td class="mz-num">{_e(r["paper_text"])}</td>'
             f'<td class="mz-num">{ours}</td>'
-            f"<td>{verdict_badge(r['verdict'])}"
+            f"<td>{verdict_badge(r['verdict'])}{regime}"
             f'<span class="mz-why">{_e(scrub(verdict_reason(r), table))}</span>{reason}{stats}'
             "</td></tr>"
         )
