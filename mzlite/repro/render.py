@@ -181,8 +181,14 @@ def verdict_reason(row: dict) -> str:
             "passes only the weaker ('partly') test, or the test without a significant difference"
         )
     if verdict == "does not hold here":
-        why = "fails both the test and the weaker one under this protocol"
+        why = "fails both the test and the weaker one, a compared model significantly better"
         return why + (f" ({m.group(1)} of {m.group(2)} models ran)" if m else "")
+    if verdict == "not decided":
+        return "the gap is beyond a tie, but no Welch test backs it either way"
+    if verdict == "no model learns it":
+        return "no model of the comparison predicts better than the mean of the targets"
+    if verdict == "memorised":
+        return "the focal model fitted its training sets; its kept weights predict near the mean"
     if verdict == "pipeline only":
         return "a smoke run: it checks the code, it never gives a verdict"
     return "no results under any profile yet"
