@@ -149,7 +149,9 @@ def poll_channels_in_slices(slice_s: float = 1.0) -> None:
 def run_papermill(source: Path, target: Path, timeout: int, parameters: dict | None = None):
     """Execute ``source`` into ``target`` with papermill as the book does: the python3 kernel over
     IPC sockets, run in ``notebooks/`` (the chapters' working directory), ``timeout`` seconds a
-    cell. A failing cell raises ``papermill.PapermillExecutionError``."""
+    cell. A failing cell raises ``papermill.PapermillExecutionError``. On a terminal a bar shows
+    the chapter's cells as they run (where people wait); in a log (CI) the one line per chapter
+    that ``execute`` prints is enough."""
     import papermill as pm
 
     poll_channels_in_slices()
@@ -160,7 +162,7 @@ def run_papermill(source: Path, target: Path, timeout: int, parameters: dict | N
         kernel_name="python3",
         cwd=str(SOURCE),
         execution_timeout=timeout,
-        progress_bar=False,
+        progress_bar={"desc": source.stem, "unit": "cell"} if sys.stderr.isatty() else False,
         kernel_manager_class=ipc_kernel_manager(),
     )
 
