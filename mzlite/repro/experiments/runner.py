@@ -16,6 +16,7 @@ from mzlite._checks import resolve_device
 from mzlite.nn import model_spec
 
 from .execute import (
+    EPOCH_LINE_EVERY_S,
     git_info,
     is_done,
     job_splits,
@@ -33,10 +34,10 @@ def _worker_init(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _worker(job: Job, git: dict) -> dict:
+def _worker(job: Job, git: dict, every: float | None = EPOCH_LINE_EVERY_S) -> dict:
     # returns a summary only: the result itself is on disk
     try:
-        res = run_job(job, git)
+        res = run_job(job, git, epoch_every_s=every)
     except Exception as e:  # reported by the parent; other jobs go on
         return {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
     return result_summary(res)
@@ -152,7 +153,8 @@ def run(
         if launcher == "local" and stack:
             _run_stacks(_stack_groups(todo), git, workers, threads, done, failed, say)
         elif launcher == "local":
-            _run_jobs(todo, git, workers, threads, done, failed, say)
+            every = EPOCH_LINE_EVERY_S if progress else None  # --quiet: no epoch lines either
+            _run_jobs(todo, git, workers, threads, done, failed, say, every)
         else:
             launcher.run(todo, git, threads, done, failed, say)
     finally:
@@ -245,12 +247,12 @@ def _run_stacks(groups, git, workers, threads, done, failed, say) -> None:
         ex.shutdown(wait=True, cancel_futures=True)
 
 
-def _run_jobs(todo, git, workers, threads, done, failed, say) -> None:
+def _run_jobs(todo, git, workers, threads, done, failed, say, every=EPOCH_LINE_EVERY_S) -> None:
     n = len(todo)
     if workers == 1:
         for i, j in enumerate(todo, 1):
             try:
-                s = result_summary(run_job(j, git, progress=False))
+                s = result_summary(run_job(j, git, progress=False, epoch_every_s=every))
             except KeyboardInterrupt:
                 raise
             except Exception as e:
@@ -267,7 +269,7 @@ def _run_jobs(todo, git, workers, threads, done, failed, say) -> None:
         ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
                                  initargs=(threads,))  # fmt: skip
         try:
-            futs = {ex.submit(_worker, j, git): j for j in todo}
+            futs = {ex.submit(_worker, j, git, every): j for j in todo}
             for i, f in enumerate(as_completed(futs), 1):
                 j, s = futs[f], f.result()
                 if "error" in s:
