@@ -376,6 +376,9 @@ def price(profile: str, families=None, seeds=SEEDS, results_dir=None) -> str:
     lines, total_cap, total_sh = [], 0.0, 0.0
     for s in studies:
         unit, source = _plan._unit_cost(s.job.table, s.job.cell, measured, timed, True, profile)
+        if unit is None:  # no result and no timing of this model: no price
+            lines.append(f"  {s.name:50s}  no estimate ({source})")
+            continue
         sec = unit * _plan._units(s.job.sizes)
         total_cap += n * cap * sec / 3600
         total_sh += epochs * sec / 3600
