@@ -254,8 +254,8 @@ CHOICES: tuple[Choice, ...] = (
         "",
         "the reduced CPU protocol: bfloat16 autocast of the forward pass on CPUs with native bf16 "
         "(float32 master weights, loss and optimiser state), and a GPU run beside it asks for the "
-        "same; the paper's sizes and the paper's protocol: float32 (the paper names no mixed "
-        "precision, and on this Intel Xeon float32 is the faster)",
+        "same; the paper's sizes and the paper's protocol: float32, as the paper names no mixed "
+        "precision",
         "float32 throughout",
         "TrainConfig.amp",
         "train_config.amp",

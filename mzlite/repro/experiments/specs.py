@@ -358,7 +358,7 @@ PROFILES = {
     # (5) and patience (20) in epochs as the paper states them, which at these sizes gives about
     # the paper's optimiser steps; the 200-epoch cap. Each family's learning rate and schedule
     # come from the search that let runs go far enough to be judged (``searched``). Float32:
-    # the paper names no mixed precision, and on this Intel Xeon float32 is the faster one.
+    # the paper names no mixed precision (a profile's precision is part of its experiment).
     "paper-sizes": Profile(
         "paper-sizes",
         None,
@@ -385,7 +385,7 @@ PROFILES = {
     # The paper's protocol: TrainConfig's defaults are the hyperparameter table of app:impl
     # (AdamW 1e-4, 5 warm-up epochs, cosine to 0 over the 200-epoch cap, patience 20, raw
     # targets), at each cell's own sizes (app:task-descriptions). Float32: the paper names no
-    # mixed precision, and on an Intel Xeon float32 is also the faster CPU precision (issue 33).
+    # mixed precision (a profile's precision is part of its experiment).
     "full": Profile(
         "full",
         None,
