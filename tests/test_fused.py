@@ -396,10 +396,10 @@ def test_mz_training_mode_dropout_is_seeded_and_padding_blind(avx512):
 
 
 def test_the_policy_selects_avx512_builds_and_widths(avx512, monkeypatch):
-    """By default the kernels run only in an AVX-512 build and add_norm only at the widths it
-    has AVX-512 code for (elsewhere its generic loops are slower than eager:
-    benchmarks/fused_kernels.py); ``MZLITE_FUSED=1`` runs them wherever they can run, ``0``
-    never."""
+    """By default the kernels run only in an AVX-512 build, add_norm only at the widths it has
+    AVX-512 code for (elsewhere its generic loops are not reliably faster than eager:
+    benchmarks/fused_kernels.py), the zonotope LayerNorm at every width; ``MZLITE_FUSED=1`` runs
+    them wherever they can run, ``0`` never."""
     x, mask = _ragged()
 
     def kernels_run(**cfg):
@@ -414,7 +414,8 @@ def test_the_policy_selects_avx512_builds_and_widths(avx512, monkeypatch):
     assert kernels_run() == {"add_norm_rows", "unpack_heads", "pack_heads", "heads_first",
                              "heads_last"}  # fmt: skip
     assert "add_zonotope_norm" in kernels_run(gen_norm="zonotope")
-    assert "add_zonotope_norm" not in kernels_run(gen_norm="zonotope", d_model=48, d_ff=96)
+    # the zonotope kernel at every width (its generic loops measured well above eager)
+    assert "add_zonotope_norm" in kernels_run(gen_norm="zonotope", d_model=48, d_ff=96)
     assert kernels_run(d_model=48, d_ff=96) == {"unpack_heads", "pack_heads", "heads_first",
                                                 "heads_last"}  # fmt: skip
     monkeypatch.setenv("MZLITE_FUSED", "1")
