@@ -223,6 +223,25 @@ def test_zonotope_norm_equals_the_eager_function_in_its_dtype(kernels, d, dtype)
     _close(ln.bias.grad, ln_twin.bias.grad, torch.float32, "bias gradient")
 
 
+def test_the_models_stand_in_returns_the_branches_dtype(kernels):
+    """Under bf16 autocast the branches are bf16 and a residual may be float32 (learned tokens,
+    centres after a LayerNorm): the stand-in returns both streams in bf16 (as the ``"layernorm"``
+    reading does), the eager function in float32; values one bf16 rounding apart. With float32
+    branches, float32, as eager."""
+    ln = _norm(64)
+    xs = _zonotope_inputs(64, torch.float32, torch.float32, torch.bfloat16, T=12)
+    got = add_zonotope_norm.kernel.run(*xs, ln, 0.0)
+    want = add_zonotope_norm.eager(*xs, ln, 0.0)
+    assert [y.dtype for y in got] == [torch.bfloat16] * 2
+    assert [y.dtype for y in want] == [torch.float32] * 2
+    for y, y0, what in zip(got, want, ("centre", "generators"), strict=True):
+        _close(y, y0, torch.bfloat16, what)
+    xs = _zonotope_inputs(64, torch.bfloat16, torch.float32, torch.float32, T=12)
+    assert [y.dtype for y in add_zonotope_norm.kernel.run(*xs, ln, 0.0)] == [torch.float32] * 2
+    with pytest.raises(ValueError, match="out_dtype must be None, torch.float32 or"):
+        fused.zonotope_norm(*xs, ln, out_dtype=torch.float16)
+
+
 def test_zonotope_norm_falls_back_or_names_what_it_does_not_take(kernels):
     """Arguments the kernel does not take run the eager function (``fast_path``: float64, a
     LayerNorm without weight and bias, broadcast residuals), and calling ``zonotope_norm``
