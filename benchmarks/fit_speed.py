@@ -1,15 +1,20 @@
 """``fit`` on this CPU: the current code against a baseline commit, side by side in one run.
 
-Three measurements (issue 10), each printed with ``os.getloadavg()`` because the machine is shared:
+Measurements (issues 10 and 36), each printed with ``os.getloadavg()`` because the machine is
+shared:
 
 ``speed``   ``fit`` with its CPU defaults on MZ-Full (paper default size, d_in=8), sets of 10-30
-            elements, batch 128: the baseline commit's package (exported with ``git archive`` into
-            a temporary folder, no worktree needed) and this checkout's, each in a fresh
-            subprocess, interleaved repeat by repeat in alternating order; the ratio of median
-            times is the speedup, in wall time and in CPU time (the robust one on a shared machine
-            with ``--threads 1``). Both see the same data and the same torch threads; the one-off
-            import of ``torch._dynamo`` by the first AdamW of a process (~1.5 s) is paid before
-            the clock starts in both.
+            elements, batch 128, by default 3 epochs of 1,024 sets on one thread: the baseline
+            commit's package (default 81b182d, issue 36's yardstick; exported with ``git
+            archive`` into a temporary folder, no worktree needed) and today's (this checkout, or
+            ``--current COMMIT`` exported the same way), each fit in a fresh subprocess importing
+            its own tree, interleaved repeat by repeat in alternating order; the ratio of median
+            times is the speedup, in wall time and in CPU time (the robust one on a shared
+            machine with ``--threads 1``), held to ``--goal`` (1.35x). Both see the same data and
+            the same torch threads; the one-off import of ``torch._dynamo`` by the first AdamW of
+            a process (~1.5 s) is paid before the clock starts in both.
+``precision`` ``fit`` of MZ-Full and the Set Transformer in float32 against bf16 autocast, fresh
+            processes interleaved, one thread: the measurement behind ``resolve_amp``'s CPU rule.
 ``equal``   the same real cell (default tab:tdof-verify L=8, MZ-1L, ``cpu`` profile) trained with
             the fast path (``TrainConfig(amp=None)``: bf16 autocast on this CPU, the set stream
             packed, the fused CPU kernels) and the plain path (``amp=False``, float32, padded
@@ -24,7 +29,8 @@ Three measurements (issue 10), each printed with ``os.getloadavg()`` because the
 ``compile`` ``torch.compile`` of the whole model against eager, in one process: compile cost
             from a cold cache, median steps interleaved on varying batches, break-even steps.
 
-    python benchmarks/fit_speed.py speed                 # ~10 min on 2 cores
+    python benchmarks/fit_speed.py speed                 # today's default vs 81b182d's
+    python benchmarks/fit_speed.py precision             # float32 vs bf16, MZ-Full and ST
     python benchmarks/fit_speed.py speed --train 2000 --val 500 --epochs 6  # cpu-converged sizes
     python benchmarks/fit_speed.py equal --seeds 0-2 --epochs 15
     python benchmarks/fit_speed.py layout
@@ -38,6 +44,7 @@ import argparse
 import contextlib
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -56,6 +63,8 @@ import torch
 from mzlite.nn import build_model
 from mzlite.train import TrainConfig, fit
 n_train, n_val, epochs, batch, threads = (int(a) for a in sys.argv[2:7])
+name = sys.argv[7] if len(sys.argv) > 7 else "mz_full"
+amp = {"auto": None, "bf16": True, "fp32": False}[sys.argv[8] if len(sys.argv) > 8 else "auto"]
 if threads:
     torch.set_num_threads(threads)
 g = torch.Generator().manual_seed(0)
@@ -68,15 +77,20 @@ def sets(N):
     return x, mask, y
 train, val = sets(n_train), sets(n_val)
 torch.manual_seed(0)
-model = build_model("mz_full", 8, device="cpu")
+model = build_model(name, 8, device="cpu")
 torch.optim.AdamW([torch.zeros(1, requires_grad=True)])  # its first call imports torch._dynamo
 cfg = TrainConfig(epochs=epochs, batch_size=batch, warmup_epochs=1, patience=None, device="cpu",
-                  lr=1e-3)
+                  lr=1e-3, amp=amp)
 t, cpu = time.perf_counter(), time.process_time()
 hist = fit(model, train, val, cfg, progress=False)
 wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+try:
+    from mzlite.nn import fused
+    kernels = fused.loaded()
+except ImportError:  # a commit before the fused kernels
+    kernels = False
 print(json.dumps({"wall_s": wall, "cpu_s": cpu, "threads": torch.get_num_threads(),
-                  "val_loss": hist.val_loss, "amp": hist.config.get("amp")}))
+                  "val_loss": hist.val_loss, "amp": hist.config.get("amp"), "kernels": kernels}))
 """
 
 
@@ -89,9 +103,11 @@ def export_commit(commit: str, dest: Path) -> Path:
     return dest
 
 
-def one_fit(src: Path, *sizes: int) -> dict:
+def one_fit(src: Path, *sizes: int, model: str = "mz_full", amp: str = "auto") -> dict:
+    """One ``fit`` of ``model`` in a fresh interpreter importing the package at ``src``; ``amp``
+    is ``auto`` (``TrainConfig(amp=None)``, fit's default), ``bf16`` or ``fp32``."""
     out = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(src), *(str(s) for s in sizes)],
+        [sys.executable, "-c", DRIVER, str(src), *(str(s) for s in sizes), model, amp],
         check=True,
         capture_output=True,
         text=True,
@@ -100,15 +116,50 @@ def one_fit(src: Path, *sizes: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def cpu_name() -> str:
+    """This CPU's model name (``platform.processor()`` is empty on Linux)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def _describe(commit: str | None) -> str:
+    ref = commit or "HEAD"
+    out = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", ref], capture_output=True, text=True
+    )
+    name = out.stdout.strip() or ref
+    if commit is None:
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "mzlite"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        return f"this checkout ({name}{', mzlite/ edited' if dirty else ''})"
+    return name
+
+
 def speed(args) -> None:
+    """``fit``'s defaults on MZ-Full, the baseline commit's against today's (this checkout, or
+    ``--current``), each fit in a fresh process importing its own tree, interleaved; medians."""
     threads = args.threads or 0  # 0: fit's default (torch's, one per core)
     with tempfile.TemporaryDirectory() as tmp:
-        srcs = {"baseline": export_commit(args.baseline, Path(tmp)), "current": REPO}
+        base_dir, cur_dir = Path(tmp, "baseline"), Path(tmp, "current")
+        base_dir.mkdir()
+        current = REPO
+        if args.current:
+            cur_dir.mkdir()
+            current = export_commit(args.current, cur_dir)
+        srcs = {"baseline": export_commit(args.baseline, base_dir), "current": current}
+        names = {"baseline": _describe(args.baseline), "current": _describe(args.current)}
         print(
             f"fit speed: MZ-Full d_in=8, sets of 10-30, batch {args.batch}, {args.train} train / "
             f"{args.val} val sets, {args.epochs} epochs per fit, fit's CPU defaults, torch threads "
-            f"{threads or 'default'} ({os.cpu_count()} cores); baseline {args.baseline} vs this "
-            f"checkout; {args.repeats} interleaved repeats after 1 warm-up pair"
+            f"{threads or 'default'} ({os.cpu_count()} cores, {cpu_name()}); "
+            f"baseline {names['baseline']} vs current {names['current']}; {args.repeats} "
+            f"interleaved repeats after 1 warm-up pair; {time.strftime('%Y-%m-%d %H:%M %Z')}"
         )
         times = {k: {"wall_s": [], "cpu_s": []} for k in srcs}
         for r in range(args.repeats + 1):
@@ -120,8 +171,9 @@ def speed(args) -> None:
                         times[k][key].append(res[key])
                 print(
                     f"  repeat {r}{' (warm-up)' if r == 0 else ''} {k:8} wall {res['wall_s']:7.1f} "
-                    f"s, CPU {res['cpu_s']:7.1f} s  amp={res['amp']} threads={res['threads']} "
-                    f"final val loss {res['val_loss'][-1]:.4f}  load {os.getloadavg()[0]:.1f}",
+                    f"s, CPU {res['cpu_s']:7.1f} s  amp={res['amp']} kernels={res['kernels']} "
+                    f"threads={res['threads']} final val loss {res['val_loss'][-1]:.4f}  load "
+                    f"{os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
     for key, what in (("wall_s", "wall time"), ("cpu_s", "CPU time (all threads)")):
@@ -130,6 +182,43 @@ def speed(args) -> None:
         print(
             f"median fit {what}: baseline {base:.1f} s, current {cur:.1f} s -> speedup "
             f"{base / cur:.2f}x (per repeat {', '.join(f'{x:.2f}' for x in ratios)})"
+        )
+    base, cur = (statistics.median(times[k]["cpu_s"]) for k in ("baseline", "current"))
+    verdict = "met" if base / cur >= args.goal else "NOT met"
+    print(
+        f"goal: current >= {args.goal:.2f}x baseline {args.baseline} in median CPU time: "
+        f"{base / cur:.2f}x, {verdict}"
+    )
+    print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
+
+
+def precision(args) -> None:
+    """``fit`` of each model in float32 against bf16 autocast, this checkout, fresh processes
+    interleaved in alternating order, one thread: the measurement behind ``resolve_amp``'s CPU
+    rule (``mzlite.train.precision``)."""
+    print(
+        f"precision: fit of {', '.join(args.models)}, d_in=8, sets of 10-30, batch {args.batch}, "
+        f"{args.train} train / {args.val} val sets, {args.epochs} epochs, {args.threads} "
+        f"thread(s), float32 vs bf16 autocast; {args.repeats} interleaved repeats after 1 warm-up;"
+        f" {cpu_name()}; {time.strftime('%Y-%m-%d %H:%M %Z')}"
+    )
+    sizes = (args.train, args.val, args.epochs, args.batch, args.threads)
+    for model in args.models:
+        cpu = {"fp32": [], "bf16": []}
+        for r in range(args.repeats + 1):
+            for amp in list(cpu) if r % 2 == 0 else list(cpu)[::-1]:
+                res = one_fit(REPO, *sizes, model=model, amp=amp)
+                if r > 0:
+                    cpu[amp].append(res["cpu_s"])
+                print(
+                    f"  {model:8} repeat {r}{' (warm-up)' if r == 0 else ''} {amp}: CPU "
+                    f"{res['cpu_s']:6.2f} s  load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+        f32, b16 = (statistics.median(v) for v in cpu.values())
+        print(
+            f"{model}: median fit CPU time float32 {f32:.2f} s, bf16 {b16:.2f} s -> bf16 is "
+            f"{f32 / b16:.2f}x float32's speed"
         )
     print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
 
@@ -429,14 +518,24 @@ def compile_lever(args) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="what", required=True)
-    s = sub.add_parser("speed", help="fit wall time, baseline commit vs this checkout")
-    s.add_argument("--baseline", default="abea232")
+    s = sub.add_parser("speed", help="fit CPU time, baseline commit vs this checkout")
+    s.add_argument("--baseline", default="81b182d", help="default: issue 36's yardstick")
     s.add_argument("--train", type=int, default=1024)
     s.add_argument("--val", type=int, default=256)
-    s.add_argument("--epochs", type=int, default=2)
+    s.add_argument("--epochs", type=int, default=3)
     s.add_argument("--batch", type=int, default=128)
     s.add_argument("--repeats", type=int, default=3)
-    s.add_argument("--threads", type=int, default=None, help="default: fit's (torch's default)")
+    s.add_argument("--threads", type=int, default=1, help="torch threads (0: fit's default)")
+    s.add_argument("--current", default=None, help="a commit (default: this checkout as is)")
+    s.add_argument("--goal", type=float, default=1.35, help="the speedup the run is held to")
+    pr = sub.add_parser("precision", help="fit CPU time, float32 vs bf16 autocast, per model")
+    pr.add_argument("--models", type=lambda v: v.split(","), default=["mz_full", "st"])
+    pr.add_argument("--train", type=int, default=1024)
+    pr.add_argument("--val", type=int, default=256)
+    pr.add_argument("--epochs", type=int, default=3)
+    pr.add_argument("--batch", type=int, default=128)
+    pr.add_argument("--repeats", type=int, default=3)
+    pr.add_argument("--threads", type=int, default=1)
     e = sub.add_parser("equal", help="R^2 of one real cell, fast vs plain path, several seeds")
     e.add_argument("--table", default="tab:tdof-verify")
     e.add_argument("--cell", default="L8-mz_1l")
@@ -454,8 +553,8 @@ def main(argv=None) -> None:
     com.add_argument("--warmup", type=int, default=3)
     com.add_argument("--repeats", type=int, default=15)
     args = ap.parse_args(argv)
-    run = {"speed": speed, "equal": equal, "layout": layout, "levers": levers,
-           "compile": compile_lever}  # fmt: skip
+    run = {"speed": speed, "precision": precision, "equal": equal, "layout": layout,
+           "levers": levers, "compile": compile_lever}  # fmt: skip
     run[args.what](args)
 
 

@@ -5,15 +5,18 @@ Every row times the same computation twice in one process, the kernel and the ea
 thread (``time.process_time``: what a shared machine's load touches least), medians after
 warm-up; the ratio is eager / kernel (above 1: the kernel is faster). Printed with the load.
 
-``add_norm``  the residual + dropout + LayerNorm of the ``"layernorm"`` reading
-              (``attention.add_norm_rows``), forward + backward, on a packed batch's streams:
-              128 sets of ~20 tokens, 8 generators, widths 32, 64, 128, 256 (AVX-512 code) and
-              48, 80 (the generic loops), float32 and bf16 rows, p = 0.1. Every width is
-              timed, selected or not.
+``add_norm``  the residual + dropout + LayerNorm of both readings that have kernels, forward +
+              backward, on a packed batch's streams: ``"zonotope"`` (the default,
+              ``attention.add_zonotope_norm``: the centre's LayerNorm and its affine map on the
+              generators) and ``"layernorm"`` (``attention.add_norm_rows``); 128 sets of ~20
+              tokens, 8 generators, widths 32, 64, 128, 256 (AVX-512 code) and 48, 80 (the
+              generic loops), float32 and bf16 streams, p = 0.1. Every width is timed, selected
+              or not.
 ``layout``    the head-major (un)packing of the generator stream (``Packing.unpack_heads`` /
               ``pack_heads``, the padded layout's permutes), forward + backward, bf16.
-``model``     one training step as ``fit`` takes it on CPU (bf16 autocast, AdamW) of MZ-Full,
-              batch 128, sets of 10-30, each reading of choice 7 that has kernels.
+``model``     one training step as ``fit`` takes it on CPU (AdamW; the precision ``fit``'s
+              default resolves to here, ``resolve_amp``, or ``--amp``) of MZ-Full, batch 128,
+              sets of 10-30, each reading of choice 7 that has kernels.
 
 It ends by comparing each measurement with what the policy selects on this CPU
 (``MZLITE_FUSED`` unset: AVX-512 builds, add_norm at its AVX-512 widths). On a CPU without
@@ -39,7 +42,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fit_speed import step_batches, train_step  # noqa: E402
 
 from mzlite.nn import build_model, fused  # noqa: E402
-from mzlite.nn.attention import Packing, _heads_first, _heads_last, add_norm_rows  # noqa: E402
+from mzlite.nn.attention import (  # noqa: E402
+    Packing,
+    _heads_first,
+    _heads_last,
+    add_norm_rows,
+    add_zonotope_norm,
+)
+from mzlite.train import resolve_amp  # noqa: E402
 
 PARTS = ("add_norm", "layout", "model")
 
@@ -88,21 +98,28 @@ def selected(stand_in, *args) -> bool:
 
 
 def bench_add_norm(args) -> dict:
-    print("add_norm (residual + dropout + LayerNorm of both streams), forward + backward:")
+    """-> {(reading, d, dtype): (eager / kernel, selected)}"""
+    print("residual + dropout + LayerNorm of both streams, forward + backward:")
     T, ng, p, ratios = 2560, 8, 0.1, {}
-    for d in args.widths:
-        for dtype in (torch.float32, torch.bfloat16):
-            g = torch.Generator().manual_seed(0)
-            ln_c, ln_G = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
-            c, a_c = (torch.randn(T, d, generator=g).to(dtype).requires_grad_() for _ in "ca")
-            G, a_G = (torch.randn(T, ng, d, generator=g).to(dtype).requires_grad_() for _ in "Ga")
-
-            xs = (c, G, a_c, a_G, ln_c, ln_G, p)
-            f = add_norm_rows
-            k, e = side_by_side(fwd_bwd(f.kernel.run, *xs), fwd_bwd(f.eager, *xs), args.repeats)
-            label = f"d={d:3} {str(dtype).removeprefix('torch.'):8} ({T}, {ng}, {d}) rows"
-            on = selected(f, *xs)
-            ratios[d, dtype] = (row(label, k, e, on), on)
+    for reading, f in (("zonotope", add_zonotope_norm), ("layernorm", add_norm_rows)):
+        for d in args.widths:
+            for dtype in (torch.float32, torch.bfloat16):
+                g = torch.Generator().manual_seed(0)
+                ln_c, ln_G = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+                c, a_c = (torch.randn(T, d, generator=g).to(dtype).requires_grad_() for _ in "ca")
+                G, a_G = (
+                    torch.randn(T, ng, d, generator=g).to(dtype).requires_grad_() for _ in "Ga"
+                )
+                if reading == "zonotope":
+                    xs = (c, G, a_c, a_G, ln_c, p)
+                else:
+                    xs = (c, G, a_c, a_G, ln_c, ln_G, p)
+                kernel, eager = fwd_bwd(f.kernel.run, *xs), fwd_bwd(f.eager, *xs)
+                k, e = side_by_side(kernel, eager, args.repeats)
+                dt = str(dtype).removeprefix("torch.")
+                label = f"{f.kernel.name:17} d={d:3} {dt:8} ({T}, {ng}, {d})"
+                on = selected(f, *xs)
+                ratios[reading, d, dtype] = (row(label, k, e, on), on)
     return ratios
 
 
@@ -131,7 +148,9 @@ def bench_layout(args) -> None:
 
 
 def bench_model(args) -> None:
-    print("one training step of MZ-Full (d=64, batch 128, sets of 10-30, bf16 autocast, AdamW):")
+    amp = resolve_amp(None, "cpu") if args.amp == "auto" else args.amp == "bf16"
+    precision = "bf16 autocast" if amp else "float32"
+    print(f"one training step of MZ-Full (d=64, batch 128, sets of 10-30, {precision}, AdamW):")
     batch = step_batches(1)[0]
     for gen_norm in ("layernorm", "zonotope"):
         torch.manual_seed(0)
@@ -139,18 +158,18 @@ def bench_model(args) -> None:
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-5, fused=True)
 
         def kernel(m=model, o=opt):
-            train_step(m, o, batch)
+            train_step(m, o, batch, amp)
 
         def eager(m=model, o=opt):
             with fused.disabled():
-                train_step(m, o, batch)
+                train_step(m, o, batch, amp)
 
         before = sum(fused.calls.values())
         kernel()
         ran = sum(fused.calls.values()) > before  # through fast_path: what fit runs here
         k, e = side_by_side(kernel, eager, args.repeats)
-        what = "add_norm + layouts" if gen_norm == "layernorm" else "layouts"
-        row(f'gen_norm="{gen_norm}" ({what})', k, e, ran)
+        what = "add_norm_rows" if gen_norm == "layernorm" else "add_zonotope_norm"
+        row(f'gen_norm="{gen_norm}" ({what} + layouts)', k, e, ran)
 
 
 def main() -> None:
@@ -164,6 +183,12 @@ def main() -> None:
         help="add_norm widths d, comma-separated (default 32,48,64,80,128,256)",
     )
     ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {PARTS}")
+    ap.add_argument(
+        "--amp",
+        choices=("auto", "bf16", "fp32"),
+        default="auto",
+        help="precision of the model rows (default: what fit's amp=None resolves to here)",
+    )
     args = ap.parse_args()
     parts = [p for p in args.parts.split(",") if p]
     unknown = sorted(set(parts) - set(PARTS))
@@ -188,10 +213,11 @@ def main() -> None:
     if "model" in parts:
         bench_model(args)
     if ratios:
-        print("policy on this CPU against these measurements (add_norm):")
-        for d in sorted({d for d, _ in ratios}):
-            faster = all(r > 1 for (dd, _), (r, _) in ratios.items() if dd == d)
-            chosen = all(on for (dd, _), (_, on) in ratios.items() if dd == d)
+        print("policy on this CPU against these measurements:")
+        for reading, d in sorted({key[:2] for key in ratios}):
+            mine = [v for key, v in ratios.items() if key[:2] == (reading, d)]
+            faster = all(r > 1 for r, _ in mine)
+            chosen = all(on for _, on in mine)
             if chosen and not faster:
                 verdict = "DISAGREES: the policy runs a kernel not measured faster"
             elif faster and not chosen:
@@ -199,8 +225,8 @@ def main() -> None:
             else:
                 verdict = "agrees"
             print(
-                f"  d={d:3}: policy {'kernel' if chosen else 'eager':6}; measured kernel "
-                f"{'faster' if faster else 'not faster'} in both dtypes: {verdict}"
+                f"  {reading:9} d={d:3}: policy {'kernel' if chosen else 'eager':6}; measured "
+                f"kernel {'faster' if faster else 'not faster'} in both dtypes: {verdict}"
             )
     print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
 

@@ -1,9 +1,11 @@
 """The fused CPU kernels (mzlite.nn.fused) and where they are chosen.
 
 - The kernels: residual + dropout + LayerNorm against the same computation in float64 PyTorch,
-  gradients included; the head-layout copies against the eager copies.
+  gradients included; the zonotope LayerNorm (the default reading) against its eager function
+  in float64 and in the stream's own dtypes, at every width (AVX-512 code and generic loops) and
+  every float32 / bfloat16 mix it takes; the head-layout copies against the eager copies.
 - The models: an MZ-Set Transformer on the AVX-512 kernels against its eager path, d = 32, 64,
-  128, forward and backward.
+  128, both readings with kernels, forward and backward.
 - The choice (``fused.fast_path``): the policy, the width rule, ``disabled()``, built in the
   constructor and never in a forward pass, ninja's folder handed to the build's child process
   only (this process's PATH untouched).
@@ -25,7 +27,13 @@ import torch
 from scipy import stats
 
 from mzlite.nn import MZSetTransformer, fused
-from mzlite.nn.attention import Packing, add_dropped, add_norm_rows
+from mzlite.nn.attention import (
+    Packing,
+    add_dropped,
+    add_norm_rows,
+    add_zonotope_norm,
+    zonotope_layer_norm,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_MZ = dict(d_in=3, d_out=2, d_model=16, n_heads=4, d_ff=32, n_inducing=4, n_g=3, L=2)
@@ -126,6 +134,143 @@ def test_add_norm_equals_float64_reference(kernels, d, x_dtype, a_dtype, out_dty
     torch.testing.assert_close(ln.bias.grad.double(), ln64.bias.grad, rtol=1e-4, atol=1e-3)
 
 
+ZONO_WIDTHS = [32, 64, 128, 256, 48, 80]  # the AVX-512 widths, then two of the generic loops
+
+
+def _zonotope_inputs(d, c_dtype, G_dtype, a_dtype, T=40, ng=5, seed=0):
+    """``(c, G, a_c, a_G)``: residual streams of ``c_dtype`` / ``G_dtype``, branches of
+    ``a_dtype`` (as autocast hands them over: bf16 branch outputs on a float32 or bf16 residual);
+    generators ~0.1 as in a model (small perturbations of the centre)."""
+    g = torch.Generator().manual_seed(seed)
+    c, a_c = torch.randn(T, d, generator=g), torch.randn(T, d, generator=g)
+    G, a_G = 0.1 * torch.randn(T, ng, d, generator=g), 0.1 * torch.randn(T, ng, d, generator=g)
+    xs = (c.to(c_dtype), G.to(G_dtype), a_c.to(a_dtype), a_G.to(a_dtype))
+    return tuple(x.requires_grad_() for x in xs)
+
+
+def _close(got, want, dtype, what):
+    """Within one rounding step of ``dtype`` (bf16 2^-8, float32 1e-5), relative to the largest
+    value: a wrong mask row, a missing 1/(1-p) or a missing term of the gradient is off by
+    O(1)."""
+    eps = 2**-8 if dtype == torch.bfloat16 else 1e-5
+    scale = want.abs().max().item()
+    torch.testing.assert_close(got.double(), want.double(), rtol=0, atol=4 * eps * scale, msg=what)
+
+
+@pytest.mark.parametrize("d", ZONO_WIDTHS)
+@pytest.mark.parametrize("c_dtype", DTYPES)
+@pytest.mark.parametrize("G_dtype", DTYPES)
+@pytest.mark.parametrize("a_dtype", DTYPES)
+def test_zonotope_norm_equals_float64_eager(kernels, d, c_dtype, G_dtype, a_dtype):
+    """The fused zonotope LayerNorm (residual, the kernel's dropout, the centre's LayerNorm and
+    its affine map on the generators) against the eager ``zonotope_layer_norm`` in float64 on
+    the same rounded inputs and mask: both outputs and all six gradients (centre, generators,
+    both branches, LayerNorm weight and bias), every width and dtype mix the kernel takes. The
+    generators' pull on the centre's sigma is in the centre's gradient: it is checked too."""
+    p, seed = 0.3, 4321
+    ln = _norm(d)
+    c, G, a_c, a_G = xs = _zonotope_inputs(d, c_dtype, G_dtype, a_dtype)
+    y_c, y_G = fused.zonotope_norm(c, G, a_c, a_G, ln, p=p, seed=seed)
+    # each stream in the dtype eager ``c + a_c`` gives it
+    assert y_c.dtype == torch.promote_types(c_dtype, a_dtype) and y_c.shape == c.shape
+    assert y_G.dtype == torch.promote_types(G_dtype, a_dtype) and y_G.shape == G.shape
+    g = torch.Generator().manual_seed(1)
+    gy_c = torch.randn(y_c.shape, generator=g).to(y_c.dtype)
+    gy_G = torch.randn(y_G.shape, generator=g).to(y_G.dtype)
+    torch.autograd.backward((y_c, y_G), (gy_c, gy_G))
+
+    ln64 = copy.deepcopy(ln).double()
+    x64 = [x.detach().double().requires_grad_() for x in xs]
+    keep = fused.keep_mask(len(c), d, p, seed).double()
+    hc, hG = x64[0] + x64[2] * keep, x64[1] + x64[3] * keep[:, None]
+    r_c, r_G = zonotope_layer_norm(hc, hG, ln64)
+    torch.autograd.backward((r_c, r_G), (gy_c.double(), gy_G.double()))
+
+    _close(y_c, r_c, y_c.dtype, "centre")
+    _close(y_G, r_G, y_G.dtype, "generators")
+    for name, x, x_ref in zip(("c", "G", "a_c", "a_G"), xs, x64, strict=True):
+        _close(x.grad, x_ref.grad, x.dtype, f"gradient of {name}")
+    # float32 sums over 40 tokens x 6 rows of (possibly bf16) terms
+    torch.testing.assert_close(ln.weight.grad.double(), ln64.weight.grad, rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(ln.bias.grad.double(), ln64.bias.grad, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("d", ZONO_WIDTHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_zonotope_norm_equals_the_eager_function_in_its_dtype(kernels, d, dtype):
+    """What the model runs: ``add_zonotope_norm``'s kernel against its eager function on the same
+    float32 or bf16 tensors, without dropout, leading axes (sets, elements) kept: values and
+    gradients agree to the eager path's own rounding (eager rounds the bf16 residual sum once
+    before normalising; the kernel sums in float32: one bf16 step apart at most)."""
+    ln = _norm(d)
+    xs = _zonotope_inputs(d, dtype, dtype, dtype, T=24)
+    xs = tuple(x.detach().view(4, 6, *x.shape[1:]).requires_grad_() for x in xs)
+    twin = tuple(x.detach().clone().requires_grad_() for x in xs)
+    ln_twin = copy.deepcopy(ln)
+    got = add_zonotope_norm.kernel.run(*xs, ln, 0.0)
+    want = add_zonotope_norm.eager(*twin, ln_twin, 0.0)
+    g = torch.Generator().manual_seed(2)
+    grads = tuple(torch.randn(y.shape, generator=g).to(y.dtype) for y in want)
+    torch.autograd.backward(got, grads)
+    torch.autograd.backward(want, grads)
+    for y, y0, what in zip(got, want, ("centre", "generators"), strict=True):
+        assert y.dtype == y0.dtype and y.shape == y0.shape
+        _close(y, y0, dtype, what)
+    for name, x, x0 in zip(("c", "G", "a_c", "a_G"), xs, twin, strict=True):
+        _close(x.grad, x0.grad, dtype, f"gradient of {name}")
+    _close(ln.weight.grad, ln_twin.weight.grad, torch.float32 if dtype == torch.float32 else dtype,
+           "weight gradient")  # fmt: skip
+    _close(ln.bias.grad, ln_twin.bias.grad, torch.float32, "bias gradient")
+
+
+def test_the_models_stand_in_returns_the_branches_dtype(kernels):
+    """Under bf16 autocast the branches are bf16 and a residual may be float32 (learned tokens,
+    centres after a LayerNorm): the stand-in returns both streams in bf16 (as the ``"layernorm"``
+    reading does), the eager function in float32; values one bf16 rounding apart. With float32
+    branches, float32, as eager."""
+    ln = _norm(64)
+    xs = _zonotope_inputs(64, torch.float32, torch.float32, torch.bfloat16, T=12)
+    got = add_zonotope_norm.kernel.run(*xs, ln, 0.0)
+    want = add_zonotope_norm.eager(*xs, ln, 0.0)
+    assert [y.dtype for y in got] == [torch.bfloat16] * 2
+    assert [y.dtype for y in want] == [torch.float32] * 2
+    for y, y0, what in zip(got, want, ("centre", "generators"), strict=True):
+        _close(y, y0, torch.bfloat16, what)
+    xs = _zonotope_inputs(64, torch.bfloat16, torch.float32, torch.float32, T=12)
+    assert [y.dtype for y in add_zonotope_norm.kernel.run(*xs, ln, 0.0)] == [torch.float32] * 2
+    with pytest.raises(ValueError, match="out_dtype must be None, torch.float32 or"):
+        fused.zonotope_norm(*xs, ln, out_dtype=torch.float16)
+
+
+def test_zonotope_norm_falls_back_or_names_what_it_does_not_take(kernels):
+    """Arguments the kernel does not take run the eager function (``fast_path``: float64, a
+    LayerNorm without weight and bias, broadcast residuals), and calling ``zonotope_norm``
+    itself with them raises an error naming the arguments."""
+    ln = _norm(32)  # an AVX-512 width: only the property under test can turn the kernel down
+    c, G, a_c, a_G = _zonotope_inputs(32, torch.float32, torch.float32, torch.float32, T=3, ng=2)
+    accepts = add_zonotope_norm.kernel.accepts
+    assert accepts(c, G, a_c, a_G, ln, 0.0)
+    c64, G64 = c.detach().double(), G.detach().double()
+    assert not accepts(c64, G64, c64, G64, copy.deepcopy(ln).double(), 0.0)
+    plain = torch.nn.LayerNorm(32, elementwise_affine=False)
+    assert not accepts(c, G, a_c, a_G, plain, 0.0)
+    assert not accepts(c, G, a_c[:1].expand_as(c), a_G[:, :1], ln, 0.0)  # broadcast branch
+    before = fused.calls.copy()
+    with torch.no_grad():  # float64 through the dispatcher: the eager function, exactly
+        out = add_zonotope_norm(c64, G64, c64, G64, copy.deepcopy(ln).double(), 0.0)
+        ref = zonotope_layer_norm(2 * c64, 2 * G64, copy.deepcopy(ln).double())
+    assert fused.calls == before
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="c and a_c, G and a_G must have one shape each"):
+        fused.zonotope_norm(c, G, a_c[:2], a_G, ln)
+    with pytest.raises(ValueError, match=r"G must be \(\.\.\., n_g, d\) for c"):
+        fused.zonotope_norm(c, G[:2], a_c, a_G[:2], ln)
+    with pytest.raises(ValueError, match=r"p must be in \[0, 1\)"):
+        fused.zonotope_norm(c, G, a_c, a_G, ln, p=1.0)
+    with pytest.raises(RuntimeError, match="must be float32 or bfloat16"):
+        fused.zonotope_norm(c, G64, a_c, G64, ln)
+
+
 def test_without_dropout_it_is_layer_norm_of_the_sum(kernels):
     ln = _norm(64)
     x, a = torch.randn(7, 3, 64), torch.randn(7, 3, 64)
@@ -203,14 +348,15 @@ def _grads_and_output(model, x, mask):
 
 @pytest.mark.parametrize("d", [32, 64, 128])
 @pytest.mark.parametrize("pack_sets", [True, False])
-def test_mz_model_on_the_avx512_kernels_equals_eager(avx512, d, pack_sets):
-    """An MZ-Set Transformer whose every kernel runs (the ``"layernorm"`` reading: residual +
-    LayerNorm, and the head layouts) against the same model on the eager path, at d = 32, 64
-    and 128 (AVX-512 code of add_norm), the packed and the padded set layout: the same outputs
-    and gradients in float32 (stated 1e-4: float32 rounding of a deep model; the two differ in
-    summation order only)."""
+@pytest.mark.parametrize("gen_norm", ["zonotope", "layernorm"])
+def test_mz_model_on_the_avx512_kernels_equals_eager(avx512, d, pack_sets, gen_norm):
+    """An MZ-Set Transformer whose every kernel runs (residual + LayerNorm of its reading, the
+    default ``"zonotope"`` or ``"layernorm"``, and the head layouts) against the same model on
+    the eager path, at d = 32, 64 and 128 (AVX-512 code), the packed and the padded set layout:
+    the same outputs and gradients in float32 (stated 1e-4: float32 rounding of a deep model;
+    the two differ in summation order only)."""
     torch.manual_seed(0)
-    cfg = dict(SMALL_MZ, d_model=d, d_ff=2 * d, gen_norm="layernorm")
+    cfg = dict(SMALL_MZ, d_model=d, d_ff=2 * d, gen_norm=gen_norm)
     model = MZSetTransformer(**cfg).eval()
     model.pack_sets = pack_sets
     twin = copy.deepcopy(model)
@@ -218,7 +364,8 @@ def test_mz_model_on_the_avx512_kernels_equals_eager(avx512, d, pack_sets):
     before = fused.calls.copy()
     y, grads = _grads_and_output(model, x, mask)
     ran = fused.calls - before
-    assert ran["add_norm_rows"] > 0, "the model did not run the add_norm kernel"
+    kernel = "add_zonotope_norm" if gen_norm == "zonotope" else "add_norm_rows"
+    assert ran[kernel] > 0, f"the model did not run the {kernel} kernel"
     assert ran["unpack_heads" if pack_sets else "heads_first"] > 0
     with fused.disabled():
         y_eager, grads_eager = _grads_and_output(twin, x, mask)
@@ -228,23 +375,21 @@ def test_mz_model_on_the_avx512_kernels_equals_eager(avx512, d, pack_sets):
         torch.testing.assert_close(g, grads_eager[name], rtol=1e-3, atol=1e-4, msg=name)
 
 
-def test_the_default_reading_runs_the_layout_kernels_only(avx512):
-    """``gen_norm="zonotope"`` (the default) normalises generators with the centre's map, which
-    has no kernel: only the head layouts run on kernels, and they move bytes, so the outputs are
-    those of the eager path up to the order of float32 sums in backward."""
+def test_the_default_reading_runs_the_zonotope_kernel(avx512):
+    """``gen_norm="zonotope"`` (the default) runs its residual + zonotope LayerNorm on the fused
+    kernel at d = 64 (with the head layouts), never the ``"layernorm"`` reading's kernel, and
+    ``fused.disabled()`` runs none."""
     torch.manual_seed(0)
     model = MZSetTransformer(**dict(SMALL_MZ, d_model=64, d_ff=128)).eval()
-    twin = copy.deepcopy(model)
     x, mask = _ragged()
     before = fused.calls.copy()
-    y, grads = _grads_and_output(model, x, mask)
+    model(x, mask)
     ran = fused.calls - before
-    assert ran["unpack_heads"] > 0 and ran["add_norm_rows"] == 0
+    assert ran["add_zonotope_norm"] > 0 and ran["unpack_heads"] > 0
+    assert ran["add_norm_rows"] == 0
     with fused.disabled():
-        y_eager, grads_eager = _grads_and_output(twin, x, mask)
-    torch.testing.assert_close(y, y_eager, rtol=0, atol=1e-6)
-    for name, g in grads.items():
-        torch.testing.assert_close(g, grads_eager[name], rtol=1e-4, atol=1e-6, msg=name)
+        model(x, mask)
+    assert fused.calls - before == ran
 
 
 def test_mz_training_mode_dropout_is_seeded_and_padding_blind(avx512):
@@ -270,10 +415,10 @@ def test_mz_training_mode_dropout_is_seeded_and_padding_blind(avx512):
 
 
 def test_the_policy_selects_avx512_builds_and_widths(avx512, monkeypatch):
-    """By default the kernels run only in an AVX-512 build and add_norm only at the widths it
-    has AVX-512 code for (elsewhere its generic loops are slower than eager:
-    benchmarks/fused_kernels.py); ``MZLITE_FUSED=1`` runs them wherever they can run, ``0``
-    never."""
+    """By default the kernels run only in an AVX-512 build, add_norm only at the widths it has
+    AVX-512 code for (elsewhere its generic loops are not reliably faster than eager:
+    benchmarks/fused_kernels.py), the zonotope LayerNorm at every width; ``MZLITE_FUSED=1`` runs
+    them wherever they can run, ``0`` never."""
     x, mask = _ragged()
 
     def kernels_run(**cfg):
@@ -287,10 +432,14 @@ def test_the_policy_selects_avx512_builds_and_widths(avx512, monkeypatch):
     assert fused.loaded()
     assert kernels_run() == {"add_norm_rows", "unpack_heads", "pack_heads", "heads_first",
                              "heads_last"}  # fmt: skip
+    assert "add_zonotope_norm" in kernels_run(gen_norm="zonotope")
+    # the zonotope kernel at every width (its generic loops measured well above eager)
+    assert "add_zonotope_norm" in kernels_run(gen_norm="zonotope", d_model=48, d_ff=96)
     assert kernels_run(d_model=48, d_ff=96) == {"unpack_heads", "pack_heads", "heads_first",
                                                 "heads_last"}  # fmt: skip
     monkeypatch.setenv("MZLITE_FUSED", "1")
     assert "add_norm_rows" in kernels_run(d_model=48, d_ff=96)
+    assert "add_zonotope_norm" in kernels_run(gen_norm="zonotope", d_model=48, d_ff=96)
     monkeypatch.setenv("MZLITE_FUSED", "0")
     assert not fused.loaded() and kernels_run() == set()
     monkeypatch.setenv("MZLITE_FUSED", "auto")

@@ -71,7 +71,8 @@ Choices the paper leaves open (each one named in the code where it is made)
 4. Dropout (p=0.1) acts on the residual branches. In the MZ model one mask per token is shared by
    the centre and all its generators: dropout is then a random diagonal linear map applied to the
    whole zonotope (a valid zonotope operation), and it costs 1/(1+n_g) of the random numbers.
-   Under choice 7's per-row LayerNorm reading, on a CPU where the fused kernels are selected
+   Under choice 7's readings with a LayerNorm (``"zonotope"``, the default, and the per-row
+   ``"layernorm"``), on a CPU where the fused kernels are selected
    (AVX-512; ``mzlite.nn.fused``, which says where and why) the residual, dropout and LayerNorm
    of the MZ blocks run as one fused kernel, whose masks are hashed from a seed drawn from
    torch's generator: reproducible under ``torch.manual_seed``, other numbers than

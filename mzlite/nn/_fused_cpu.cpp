@@ -105,10 +105,13 @@ void forward_generic(const TX* x, const TA* a, const float* w, const float* b, T
   });
 }
 
+// extra (T R, or null): added to mean(g xhat) of each row; the zonotope LayerNorm's generators
+// depend on the centre's rstd, and their gradient reaches the centre through this term.
 template <typename TX, typename TA, typename TY>
 void backward_generic(const TY* gy, const TX* x, const TA* a, const float* w, const float* mean,
                       const float* rstd, TX* gx, TA* ga, float* gw_parts, float* gb_parts,
-                      int64_t T, int64_t R, int64_t d, double p, uint64_t seed) {
+                      int64_t T, int64_t R, int64_t d, double p, uint64_t seed,
+                      const float* extra) {
   at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
     // per-thread partial sums of the weight and bias gradients, added up by the caller
     float* gw = gw_parts + at::get_thread_num() * d;
@@ -132,6 +135,7 @@ void backward_generic(const TY* gy, const TX* x, const TA* a, const float* w, co
         }
         c1 /= float(d);
         c2 /= float(d);
+        if (extra) c2 += extra[row];
 #pragma omp simd
         for (int64_t j = 0; j < d; ++j) {
           const float gs = rs * (g[j] - c1 - xh[j] * c2);
@@ -226,7 +230,7 @@ void forward_avx512(const TX* x, const TA* a, const float* w, const float* b, TY
 template <typename TX, typename TA, typename TY, int NV>
 void backward_avx512(const TY* gy, const TX* x, const TA* a, const float* w, const float* mean,
                      const float* rstd, TX* gx, TA* ga, float* gw_parts, float* gb_parts,
-                     int64_t T, int64_t R, double p, uint64_t seed) {
+                     int64_t T, int64_t R, double p, uint64_t seed, const float* extra) {
   constexpr int64_t d = 16 * NV;
   at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
     __m512 m[NV], xh[NV], g[NV], wv[NV], gw[NV], gb[NV];
@@ -251,7 +255,8 @@ void backward_avx512(const TY* gy, const TX* x, const TA* a, const float* w, con
           c2 = _mm512_fmadd_ps(g[v], xh[v], c2);
         }
         const __m512 c1v = _mm512_set1_ps(_mm512_reduce_add_ps(c1) / float(d));
-        const __m512 c2v = _mm512_set1_ps(_mm512_reduce_add_ps(c2) / float(d));
+        const __m512 c2v = _mm512_set1_ps(_mm512_reduce_add_ps(c2) / float(d) +
+                                          (extra ? extra[row] : 0.0f));
         for (int v = 0; v < NV; ++v) {
           // gs = rstd (g - mean(g) - xhat mean(g xhat))
           const __m512 gs = _mm512_mul_ps(rsv, _mm512_fnmadd_ps(xh[v], c2v, _mm512_sub_ps(g[v], c1v)));
@@ -340,10 +345,11 @@ std::vector<torch::Tensor> add_norm_forward(const torch::Tensor& x, const torch:
   return {y, mean, rstd};
 }
 
-std::vector<torch::Tensor> add_norm_backward(const torch::Tensor& gy, const torch::Tensor& x,
-                                             const torch::Tensor& a, const torch::Tensor& w,
-                                             const torch::Tensor& mean, const torch::Tensor& rstd,
-                                             double p, int64_t seed) {
+std::vector<torch::Tensor> add_norm_backward_impl(const torch::Tensor& gy, const torch::Tensor& x,
+                                                  const torch::Tensor& a, const torch::Tensor& w,
+                                                  const torch::Tensor& mean,
+                                                  const torch::Tensor& rstd, double p,
+                                                  int64_t seed, const float* extra) {
   check(x, a, w, w);
   TORCH_CHECK(gy.sizes() == x.sizes() && gy.is_contiguous(),
               "add_norm_backward: grad must be contiguous and of x's shape");
@@ -366,17 +372,262 @@ std::vector<torch::Tensor> add_norm_backward(const torch::Tensor& gy, const torc
     float *pgw = gw_parts.data_ptr<float>(), *pgb = gb_parts.data_ptr<float>();
 #ifdef __AVX512F__
     if (d == 64)
-      return backward_avx512<TX, TA, TY, 4>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
+      return backward_avx512<TX, TA, TY, 4>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed, extra);
     if (d == 32)
-      return backward_avx512<TX, TA, TY, 2>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
+      return backward_avx512<TX, TA, TY, 2>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed, extra);
     if (d == 128)
-      return backward_avx512<TX, TA, TY, 8>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
+      return backward_avx512<TX, TA, TY, 8>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed, extra);
     if (d == 256)
-      return backward_avx512<TX, TA, TY, 16>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed);
+      return backward_avx512<TX, TA, TY, 16>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed, extra);
 #endif
-    backward_generic<TX, TA, TY>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, d, p, seed);
+    backward_generic<TX, TA, TY>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, d, p, seed,
+                                 extra);
   });
   return {gx, ga, gw_parts.sum(0), gb_parts.sum(0)};
+}
+
+std::vector<torch::Tensor> add_norm_backward(const torch::Tensor& gy, const torch::Tensor& x,
+                                             const torch::Tensor& a, const torch::Tensor& w,
+                                             const torch::Tensor& mean, const torch::Tensor& rstd,
+                                             double p, int64_t seed) {
+  return add_norm_backward_impl(gy, x, a, w, mean, rstd, p, seed, nullptr);
+}
+
+// ---------------------------------------------------------------------------- zonotope LayerNorm
+// The default reading of the MZ blocks (mzlite.nn choice 7, attention.add_zonotope_norm): the
+// centre c (T, d) gets LayerNorm(c + a_c * keep) (add_norm above, R = 1), and each of a token's
+// generator rows G (T, R, d) the centre's affine map without its bias,
+//   y = (s - mean(s)) * rstd_c * w,   s = G + a_G * keep,
+// with the centre's rstd_c, the token's mask shared by centre and generators. Backward, per
+// token, with u = (s - mean(s)) rstd_c and q = gy * w * rstd_c:
+//   ds = q - mean(q),   dw += sum gy * u,   and the generators' pull on rstd_c reaches the
+//   centre as  extra[t] = sum_{rows, j} gy * u * w / d,  added to mean(g xhat) in its backward.
+// One pass over the generator stream each way, where eager PyTorch takes about five forward
+// (promotion to float32 under autocast, residual, mean, centring, scaling, the cast back) and
+// more backward.
+
+template <typename TX, typename TA, typename TY>
+void gen_forward_generic(const TX* x, const TA* a, const float* w, const float* rstd, TY* y,
+                         int64_t T, int64_t R, int64_t d, double p, uint64_t seed) {
+  at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
+    std::vector<float> m(d), s(d), rw(d);
+    for (int64_t t = begin; t < end; ++t) {
+      keep_row(m.data(), t, d, p, seed);
+      for (int64_t j = 0; j < d; ++j) rw[j] = rstd[t] * w[j];
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t o = (t * R + r) * d;
+        float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < d; ++j) {
+          s[j] = load(x, o + j) + load(a, o + j) * m[j];
+          sum += s[j];
+        }
+        const float mu = sum / float(d);
+#pragma omp simd
+        for (int64_t j = 0; j < d; ++j) store(y, o + j, (s[j] - mu) * rw[j]);
+      }
+    }
+  });
+}
+
+template <typename TX, typename TA, typename TY>
+void gen_backward_generic(const TY* gy, const TX* x, const TA* a, const float* w,
+                          const float* rstd, TX* gx, TA* ga, float* gw_parts, float* extra,
+                          int64_t T, int64_t R, int64_t d, double p, uint64_t seed) {
+  at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
+    float* gw = gw_parts + at::get_thread_num() * d;
+    std::vector<float> m(d), q(d);
+    for (int64_t t = begin; t < end; ++t) {
+      keep_row(m.data(), t, d, p, seed);
+      const float rs = rstd[t];
+      float pull = 0.f;
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t o = (t * R + r) * d;
+        float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < d; ++j) sum += load(x, o + j) + load(a, o + j) * m[j];
+        const float mu = sum / float(d);
+        float qsum = 0.f;
+#pragma omp simd reduction(+ : qsum, pull)
+        for (int64_t j = 0; j < d; ++j) {
+          const float dy = load(gy, o + j);
+          const float u = (load(x, o + j) + load(a, o + j) * m[j] - mu) * rs;
+          gw[j] += dy * u;
+          pull += dy * u * w[j];
+          q[j] = dy * w[j] * rs;
+          qsum += q[j];
+        }
+        const float qbar = qsum / float(d);
+#pragma omp simd
+        for (int64_t j = 0; j < d; ++j) {
+          store(gx, o + j, q[j] - qbar);
+          store(ga, o + j, (q[j] - qbar) * m[j]);
+        }
+      }
+      extra[t] = pull / float(d);
+    }
+  });
+}
+
+#ifdef __AVX512F__
+template <typename TX, typename TA, typename TY, int NV>
+void gen_forward_avx512(const TX* x, const TA* a, const float* w, const float* rstd, TY* y,
+                        int64_t T, int64_t R, double p, uint64_t seed) {
+  constexpr int64_t d = 16 * NV;
+  at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
+    __m512 m[NV], s[NV], rw[NV];
+    for (int64_t t = begin; t < end; ++t) {
+      keep_row16<NV>(m, t, p, seed);
+      const __m512 rsv = _mm512_set1_ps(rstd[t]);
+      for (int v = 0; v < NV; ++v) rw[v] = _mm512_mul_ps(rsv, _mm512_loadu_ps(w + 16 * v));
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t o = (t * R + r) * d;
+        __m512 acc = _mm512_setzero_ps();
+        for (int v = 0; v < NV; ++v) {
+          s[v] = _mm512_fmadd_ps(load16(a + o + 16 * v), m[v], load16(x + o + 16 * v));
+          acc = _mm512_add_ps(acc, s[v]);
+        }
+        const __m512 muv = _mm512_set1_ps(_mm512_reduce_add_ps(acc) / float(d));
+        for (int v = 0; v < NV; ++v)
+          store16(y + o + 16 * v, _mm512_mul_ps(_mm512_sub_ps(s[v], muv), rw[v]));
+      }
+    }
+  });
+}
+
+template <typename TX, typename TA, typename TY, int NV>
+void gen_backward_avx512(const TY* gy, const TX* x, const TA* a, const float* w,
+                         const float* rstd, TX* gx, TA* ga, float* gw_parts, float* extra,
+                         int64_t T, int64_t R, double p, uint64_t seed) {
+  constexpr int64_t d = 16 * NV;
+  at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
+    __m512 m[NV], wv[NV], rw[NV], gw[NV], s[NV], q[NV];
+    for (int v = 0; v < NV; ++v) {
+      wv[v] = _mm512_loadu_ps(w + 16 * v);
+      gw[v] = _mm512_setzero_ps();
+    }
+    for (int64_t t = begin; t < end; ++t) {
+      keep_row16<NV>(m, t, p, seed);
+      const __m512 rsv = _mm512_set1_ps(rstd[t]);
+      for (int v = 0; v < NV; ++v) rw[v] = _mm512_mul_ps(rsv, wv[v]);
+      // sum gy u w = sum gy (s - mu) rstd w: accumulated as gy (s - mu) against rw, lane-wise
+      __m512 pull = _mm512_setzero_ps();
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t o = (t * R + r) * d;
+        __m512 acc = _mm512_setzero_ps(), qacc = _mm512_setzero_ps();
+        for (int v = 0; v < NV; ++v) {
+          s[v] = _mm512_fmadd_ps(load16(a + o + 16 * v), m[v], load16(x + o + 16 * v));
+          acc = _mm512_add_ps(acc, s[v]);
+        }
+        const __m512 muv = _mm512_set1_ps(_mm512_reduce_add_ps(acc) / float(d));
+        for (int v = 0; v < NV; ++v) {
+          const __m512 dy = load16(gy + o + 16 * v);
+          const __m512 c = _mm512_sub_ps(s[v], muv);
+          gw[v] = _mm512_fmadd_ps(_mm512_mul_ps(dy, c), rsv, gw[v]);
+          q[v] = _mm512_mul_ps(dy, rw[v]);
+          pull = _mm512_fmadd_ps(q[v], c, pull);
+          qacc = _mm512_add_ps(qacc, q[v]);
+        }
+        const __m512 qbar = _mm512_set1_ps(_mm512_reduce_add_ps(qacc) / float(d));
+        for (int v = 0; v < NV; ++v) {
+          const __m512 gs = _mm512_sub_ps(q[v], qbar);
+          store16(gx + o + 16 * v, gs);
+          store16(ga + o + 16 * v, _mm512_mul_ps(gs, m[v]));
+        }
+      }
+      extra[t] = _mm512_reduce_add_ps(pull) / float(d);
+    }
+    float* pw = gw_parts + at::get_thread_num() * d;
+    for (int v = 0; v < NV; ++v)
+      _mm512_storeu_ps(pw + 16 * v, _mm512_add_ps(_mm512_loadu_ps(pw + 16 * v), gw[v]));
+  });
+}
+#endif
+
+void check_zonotope(const torch::Tensor& c, const torch::Tensor& G, const torch::Tensor& a_G) {
+  TORCH_CHECK(G.device().is_cpu() && a_G.device().is_cpu(), "zonotope_norm: CPU tensors only");
+  TORCH_CHECK(G.dim() == 3 && G.sizes() == a_G.sizes() && c.dim() == 3 && c.size(1) == 1 &&
+                  c.size(0) == G.size(0) && c.size(2) == G.size(2),
+              "zonotope_norm: c must be (T, 1, d) and G, a_G (T, n_g, d), got ", c.sizes(), ", ",
+              G.sizes(), " and ", a_G.sizes());
+  TORCH_CHECK(G.is_contiguous() && a_G.is_contiguous(),
+              "zonotope_norm: G and a_G must be contiguous");
+  for (const auto& t : {G, a_G})
+    TORCH_CHECK(t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16,
+                "zonotope_norm: G and a_G must be float32 or bfloat16, got ", t.scalar_type());
+}
+
+// Forward of the zonotope LayerNorm: the centre as add_norm_forward (R = 1), then the
+// generators with the centre's rstd. -> {y_c, y_G, mean, rstd}
+std::vector<torch::Tensor> zonotope_norm_forward(const torch::Tensor& c, const torch::Tensor& G,
+                                                 const torch::Tensor& a_c,
+                                                 const torch::Tensor& a_G, const torch::Tensor& w,
+                                                 const torch::Tensor& b, double p, int64_t seed,
+                                                 double eps, bool c_bf16, bool G_bf16) {
+  check_zonotope(c, G, a_G);
+  auto centre = add_norm_forward(c, a_c, w, b, p, seed, eps, c_bf16);
+  const torch::Tensor& rstd = centre[2];
+  const int64_t T = G.size(0), R = G.size(1), d = G.size(2);
+  auto y = torch::empty(G.sizes(), G.options().dtype(G_bf16 ? at::kBFloat16 : at::kFloat));
+  dispatch3(G.scalar_type(), a_G.scalar_type(), y.scalar_type(), [&](auto px, auto pa, auto py) {
+    using TX = std::remove_pointer_t<decltype(px)>;
+    using TA = std::remove_pointer_t<decltype(pa)>;
+    using TY = std::remove_pointer_t<decltype(py)>;
+    auto px_ = static_cast<const TX*>(G.data_ptr());
+    auto pa_ = static_cast<const TA*>(a_G.data_ptr());
+    auto py_ = static_cast<TY*>(y.data_ptr());
+    const float *pw = w.data_ptr<float>(), *pr = rstd.data_ptr<float>();
+#ifdef __AVX512F__
+    if (d == 64) return gen_forward_avx512<TX, TA, TY, 4>(px_, pa_, pw, pr, py_, T, R, p, seed);
+    if (d == 32) return gen_forward_avx512<TX, TA, TY, 2>(px_, pa_, pw, pr, py_, T, R, p, seed);
+    if (d == 128) return gen_forward_avx512<TX, TA, TY, 8>(px_, pa_, pw, pr, py_, T, R, p, seed);
+    if (d == 256) return gen_forward_avx512<TX, TA, TY, 16>(px_, pa_, pw, pr, py_, T, R, p, seed);
+#endif
+    gen_forward_generic<TX, TA, TY>(px_, pa_, pw, pr, py_, T, R, d, p, seed);
+  });
+  return {centre[0], y, centre[1], rstd};
+}
+
+// -> {g_c, g_a_c, g_G, g_a_G, g_w, g_b}
+std::vector<torch::Tensor> zonotope_norm_backward(
+    const torch::Tensor& gy_c, const torch::Tensor& gy_G, const torch::Tensor& c,
+    const torch::Tensor& G, const torch::Tensor& a_c, const torch::Tensor& a_G,
+    const torch::Tensor& w, const torch::Tensor& mean, const torch::Tensor& rstd, double p,
+    int64_t seed) {
+  check_zonotope(c, G, a_G);
+  TORCH_CHECK(gy_G.sizes() == G.sizes() && gy_G.is_contiguous(),
+              "zonotope_norm_backward: the generators' grad must be contiguous and of G's shape");
+  const int64_t T = G.size(0), R = G.size(1), d = G.size(2);
+  auto gG = torch::empty_like(G);
+  auto gaG = torch::empty_like(a_G);
+  auto extra = torch::empty({T}, w.options());
+  auto gw_parts = torch::zeros({at::get_num_threads(), d}, w.options());
+  dispatch3(G.scalar_type(), a_G.scalar_type(), gy_G.scalar_type(), [&](auto px, auto pa, auto py) {
+    using TX = std::remove_pointer_t<decltype(px)>;
+    using TA = std::remove_pointer_t<decltype(pa)>;
+    using TY = std::remove_pointer_t<decltype(py)>;
+    auto pgy = static_cast<const TY*>(gy_G.data_ptr());
+    auto px_ = static_cast<const TX*>(G.data_ptr());
+    auto pa_ = static_cast<const TA*>(a_G.data_ptr());
+    auto pgx = static_cast<TX*>(gG.data_ptr());
+    auto pga = static_cast<TA*>(gaG.data_ptr());
+    const float *pw = w.data_ptr<float>(), *pr = rstd.data_ptr<float>();
+    float *pgw = gw_parts.data_ptr<float>(), *pe = extra.data_ptr<float>();
+#ifdef __AVX512F__
+    if (d == 64)
+      return gen_backward_avx512<TX, TA, TY, 4>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, p, seed);
+    if (d == 32)
+      return gen_backward_avx512<TX, TA, TY, 2>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, p, seed);
+    if (d == 128)
+      return gen_backward_avx512<TX, TA, TY, 8>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, p, seed);
+    if (d == 256)
+      return gen_backward_avx512<TX, TA, TY, 16>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, p, seed);
+#endif
+    gen_backward_generic<TX, TA, TY>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, d, p, seed);
+  });
+  auto centre = add_norm_backward_impl(gy_c, c, a_c, w, mean, rstd, p, seed,
+                                       extra.data_ptr<float>());
+  return {centre[0], centre[1], gG, gaG, centre[2] + gw_parts.sum(0), centre[3]};
 }
 
 torch::Tensor keep_mask(int64_t T, int64_t d, double p, int64_t seed) {
@@ -493,6 +744,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
   module.def("has_avx512", &has_avx512);
   module.def("add_norm_forward", &add_norm_forward);
   module.def("add_norm_backward", &add_norm_backward);
+  module.def("zonotope_norm_forward", &zonotope_norm_forward);
+  module.def("zonotope_norm_backward", &zonotope_norm_backward);
   module.def("keep_mask", &keep_mask);
   module.def("unpack_heads", &unpack_heads);
   module.def("pack_heads", &pack_heads);

@@ -2,10 +2,10 @@
 and their MZ counterparts (paper Eq. eq:zono-proj, eq:mz-main). Models, configs and the
 documented conventions and choices are in ``mzlite.nn`` (read its docstring first).
 
-Everything here is the math in eager PyTorch. A function marked ``@fused.fast_path(...)`` (five:
-head layouts and the ``"layernorm"`` reading's residual + LayerNorm) may run as a C++ kernel on
-CPU instead, the same math; ``mzlite.nn.fused.fast_path`` decides where, and nothing else here
-does."""
+Everything here is the math in eager PyTorch. A function marked ``@fused.fast_path(...)`` (six:
+head layouts, and the residual + LayerNorm of the ``"zonotope"`` and ``"layernorm"`` readings)
+may run as a C++ kernel on CPU instead, the same math; ``mzlite.nn.fused.fast_path`` decides
+where, and nothing else here does."""
 
 from __future__ import annotations
 
@@ -504,6 +504,14 @@ def add_dropped(c, G, a_c, a_G, p: float):
     return torch.addcmul(c, a_c, keep), torch.addcmul(G, a_G, keep.unsqueeze(-2))
 
 
+@fused.fast_path(fused.ADD_ZONOTOPE_NORM)
+def add_zonotope_norm(c, G, a_c, a_G, ln: nn.LayerNorm, p: float):
+    """The post-LN of choice 7's ``"zonotope"`` reading (the default): residual, dropout (one
+    mask per token, ``add_dropped``) and ``zonotope_layer_norm`` with the centre's ``ln``."""
+    hc, hG = add_dropped(c, G, a_c, a_G, p)
+    return zonotope_layer_norm(hc, hG, ln)
+
+
 @fused.fast_path(fused.ADD_NORM_ROWS)
 def add_norm_rows(c, G, a_c, a_G, ln_c, ln_G, p: float):
     """The post-LN of choice 7's ``"layernorm"`` reading: ``(ln_c(c + drop(a_c)),
@@ -565,9 +573,9 @@ class MZMAB(nn.Module):
         p = self.p if self.training else 0.0
         if self.gen_norm == "layernorm":
             return add_norm_rows(c, G, a_c, a_G, ln_c, ln_G, p)
-        hc, hG = add_dropped(c, G, a_c, a_G, p)
         if self.gen_norm == "zonotope":
-            return zonotope_layer_norm(hc, hG, ln_c)
+            return add_zonotope_norm(c, G, a_c, a_G, ln_c, p)
+        hc, hG = add_dropped(c, G, a_c, a_G, p)
         return ln_c(hc), hG  # "none"
 
     def forward(

@@ -12,6 +12,18 @@ products. The MZ blocks of choice 7's ``"layernorm"`` reading use it
 (``attention.add_norm_rows``); ``reference_add_norm`` is the same computation in PyTorch, and the
 tests hold the two equal, gradients included.
 
+``zonotope_norm(c, G, a_c, a_G, norm, p=p, seed=seed)`` is the default reading's step
+(``attention.add_zonotope_norm``): residual and dropout of both streams (one mask per token),
+``norm`` on the centre and its affine map without bias on the generators
+(``attention.zonotope_layer_norm``: every generator row centred and scaled by the centre's
+``w / sigma``), forward and backward in one pass over the generator stream each; eager PyTorch
+takes ~5 passes forward (the float32 copies autocast needs, residual, mean, centring, scaling)
+and more backward. The kernel and the eager function agree to rounding (tests: float64
+reference and the eager function in float32 and bf16, every width and dtype mix). As in the
+``"layernorm"`` reading, the model's stand-in returns both streams in the branches' dtype: under
+bf16 autocast bf16 where eager returns float32 for a float32 residual (the learned tokens' stream,
+and the centres after a LayerNorm), rounded once per block.
+
 ``unpack_heads`` / ``pack_heads`` move the generator values between the packed (or token-major)
 layout ``(R, n_g, H d_k)`` and the head-major one attention reads, ``(B, H, n, n_g, d_k)``, in
 one pass of ``d_k``-element copies (for ``Packing.unpack_heads`` / ``pack_heads`` and the padded
@@ -29,13 +41,16 @@ kernel runs in its place when all of these hold (``fast_path`` checks them, nowh
 2. the policy selects them, environment variable ``MZLITE_FUSED``: ``auto`` (or unset, the
    default) only in a build with AVX-512 (``has_avx512()``: the kernels are compiled with
    ``-march=native``) and, for ``add_norm``, only at the widths it has AVX-512 code for,
-   ``AVX512_WIDTHS``: that is where ``benchmarks/fused_kernels.py`` measured them faster than
-   eager PyTorch. Elsewhere the eager path runs: CPUs without AVX-512 (Apple silicon, most
-   laptops) were not measured, and at other widths the generic loops were not reliably faster
-   (0.8x-2.0x eager between runs). ``1``: wherever they can run (after that benchmark, run on
-   your CPU, says they are faster there); ``0``: never, and never built;
+   ``AVX512_WIDTHS``: that is where ``benchmarks/fused_kernels.py`` measured the kernels faster
+   than eager PyTorch. Elsewhere the eager path runs: CPUs without AVX-512 (Apple silicon, most
+   laptops) were not measured, and at other widths ``add_norm``'s generic loops were not
+   reliably faster (0.8x-2.0x eager between runs on Zen 4). ``zonotope_norm`` runs at every
+   width of an AVX-512 build: its generic loops measured 2.1x-3.9x eager (d = 48, 80, two runs
+   on the Intel Xeon), against five eager passes and more. ``1``: wherever they can run (after
+   that benchmark, run on your CPU, says they are faster there); ``0``: never, and never built;
 3. the code is not inside a ``disabled()`` block, and the arguments are ones the kernel takes
-   (CPU tensors; ``add_norm``: float32 or bfloat16 and an affine float32 LayerNorm).
+   (CPU tensors; ``add_norm``, ``zonotope_norm``: float32 or bfloat16 and an affine float32
+   LayerNorm, residual and branch of one shape; anything else runs the eager function).
 
 ``calls`` counts the kernel calls per kernel (for tests and benchmarks).
 
@@ -85,7 +100,7 @@ _SOURCE = Path(__file__).with_name("_fused_cpu.cpp")
 _DTYPES = (torch.float32, torch.bfloat16)
 ENV = "MZLITE_FUSED"
 POLICIES = ("auto", "1", "0")
-AVX512_WIDTHS = (32, 64, 128, 256)  # the widths d with AVX-512 code in add_norm
+AVX512_WIDTHS = (32, 64, 128, 256)  # the widths d with AVX-512 code (the others: generic loops)
 _state: dict = {}  # "ext": the loaded module; "error": why the build failed (tried once)
 _off = [0]  # depth of nested ``disabled()`` blocks
 calls: Counter = Counter()  # kernel name -> times it ran in place of the eager function
@@ -399,6 +414,78 @@ def reference_add_norm(
     return norm(s).view(x.shape)
 
 
+class _ZonotopeNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, c, G, a_c, a_G, weight, bias, p, seed, eps, c_bf16, G_bf16):
+        y_c, y_G, mean, rstd = _state["ext"].zonotope_norm_forward(
+            c, G, a_c, a_G, weight, bias, p, seed, eps, c_bf16, G_bf16
+        )
+        ctx.save_for_backward(c, G, a_c, a_G, weight, mean, rstd)
+        ctx.p, ctx.seed = p, seed
+        return y_c, y_G
+
+    @staticmethod
+    def backward(ctx, gy_c, gy_G):
+        c, G, a_c, a_G, weight, mean, rstd = ctx.saved_tensors
+        gc, ga_c, gG, ga_G, gw, gb = _state["ext"].zonotope_norm_backward(
+            gy_c.contiguous(), gy_G.contiguous(), c, G, a_c, a_G, weight, mean, rstd, ctx.p,
+            ctx.seed,
+        )  # fmt: skip
+        return gc, gG, ga_c, ga_G, gw, gb, None, None, None, None, None
+
+
+def zonotope_norm(
+    c: torch.Tensor,
+    G: torch.Tensor,
+    a_c: torch.Tensor,
+    a_G: torch.Tensor,
+    norm: nn.LayerNorm,
+    *,
+    p: float = 0.0,
+    seed: int = 0,
+    out_dtype: torch.dtype | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``attention.add_zonotope_norm`` in one pass: residual + dropout (one mask per token, from
+    ``keep_mask(tokens, d, p, seed)``, shared by the centre and its generators) and the zonotope
+    LayerNorm (``attention.zonotope_layer_norm``: ``norm`` on the centre, its affine map without
+    bias on the generators). ``c``, ``a_c`` ``(..., d)``; ``G``, ``a_G`` ``(..., n_g, d)``; each
+    float32 or bfloat16. ``out_dtype`` (float32 or bfloat16) for both outputs; None: each stream
+    in the promoted dtype of its two inputs, as the eager ``c + a_c`` gives it. Needs ``build()``
+    and ``usable``."""
+    if c.shape != a_c.shape or G.shape != a_G.shape:
+        raise ValueError(
+            f"c and a_c, G and a_G must have one shape each, got {tuple(c.shape)}, "
+            f"{tuple(a_c.shape)}, {tuple(G.shape)}, {tuple(a_G.shape)}"
+        )
+    if G.dim() != c.dim() + 1 or G.shape[:-2] != c.shape[:-1] or G.shape[-1] != c.shape[-1]:
+        raise ValueError(
+            f"G must be (..., n_g, d) for c (..., d), got c {tuple(c.shape)}, G {tuple(G.shape)}"
+        )
+    _check_p(p)
+    _require()
+    if out_dtype not in (None, *_DTYPES):
+        raise ValueError(
+            f"out_dtype must be None, torch.float32 or torch.bfloat16, got {out_dtype}"
+        )
+    d, ng = c.shape[-1], G.shape[-2]
+    c_dtype = out_dtype or torch.promote_types(c.dtype, a_c.dtype)
+    G_dtype = out_dtype or torch.promote_types(G.dtype, a_G.dtype)
+    y_c, y_G = _ZonotopeNorm.apply(
+        c.contiguous().view(-1, 1, d),
+        G.contiguous().view(-1, ng, d),
+        a_c.contiguous().view(-1, 1, d),
+        a_G.contiguous().view(-1, ng, d),
+        norm.weight,
+        norm.bias,
+        float(p),
+        int(seed),
+        float(norm.eps),
+        c_dtype == torch.bfloat16,
+        G_dtype == torch.bfloat16,
+    )
+    return y_c.view(c.shape), y_G.view(G.shape)
+
+
 class _UnpackHeads(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, packing, n_heads):
@@ -483,6 +570,27 @@ def _add_norm_rows_accepts(c, G, a_c, a_G, ln_c, ln_G, p):
     return policy() == "1" or c.shape[-1] in AVX512_WIDTHS  # generic loops: slower than eager
 
 
+def _add_zonotope_norm(c, G, a_c, a_G, ln, p):
+    # the branches' dtype, as _add_norm_rows: under bf16 autocast the streams leave the block in
+    # bf16, rounded once, instead of float32 copies that every product reading them casts
+    # (measured: MZ-Full step 312 -> 271 ms on the Intel Xeon, one process, 10 interleaved steps)
+    out_dtype = a_c.dtype if a_c.dtype == a_G.dtype else None
+    seed = draw_seed() if p > 0 else 0
+    return zonotope_norm(c, G, a_c, a_G, ln, p=p, seed=seed, out_dtype=out_dtype)
+
+
+def _add_zonotope_norm_accepts(c, G, a_c, a_G, ln, p):
+    if not usable(ln, c, G, a_c, a_G):
+        return False
+    if c.shape != a_c.shape or G.shape != a_G.shape:
+        return False  # broadcast residuals: the eager path handles them
+    if G.dim() != c.dim() + 1 or G.shape[:-2] != c.shape[:-1] or G.shape[-1] != c.shape[-1]:
+        return False
+    # every width: the generic loops measured 2.1x-3.9x eager at d = 48, 80 on the Intel Xeon
+    # (eager takes ~5 passes, so the margin does not hang on vectorisation, unlike add_norm's)
+    return True
+
+
 UNPACK_HEADS = Kernel(
     "unpack_heads",
     lambda packing, x, n_heads: unpack_heads(x, packing, n_heads),
@@ -494,3 +602,4 @@ PACK_HEADS = Kernel(
 HEADS_FIRST = Kernel("heads_first", _heads_first, lambda x, n_heads: _on_cpu(x))
 HEADS_LAST = Kernel("heads_last", _heads_last, _on_cpu)
 ADD_NORM_ROWS = Kernel("add_norm_rows", _add_norm_rows, _add_norm_rows_accepts)
+ADD_ZONOTOPE_NORM = Kernel("add_zonotope_norm", _add_zonotope_norm, _add_zonotope_norm_accepts)
