@@ -103,3 +103,12 @@ def test_model_checkpoint_keeps_the_target_scaling(tmp_path):
     loaded, _ = A.load_model_checkpoint(path)
     assert target_scaling(loaded).std.tolist() == [3.0, 0.5]
     assert torch.equal(loaded(x), model.eval()(x))
+
+
+def test_layer_words_names_the_blocks_for_a_reader():
+    from mzlite.analysis import layer_words
+
+    assert layer_words("enc0.inducing") == "encoder block 1, inducing points"
+    assert layer_words("enc1.elements") == "encoder block 2, elements"
+    assert layer_words("pool") == "pooling" and layer_words("dec0") == "decoder block 1"
+    assert layer_words("something") == "something"

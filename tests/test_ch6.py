@@ -69,7 +69,7 @@ def test_plot_ours_vs_paper_clips_groups_and_skips_missing():
         {"ours": 0.1, "paper": -60.0, "group": "ST", "table": "t2", "label": "d"},
     ]
     fig = plot_ours_vs_paper(pts, lo=-1.0)
-    traces = [t for t in fig.data if t.mode == "markers"]
+    traces = [t for t in fig.data if t.mode == "markers" and t.x != (None,)]
     assert [t.name for t in traces] == ["MZ, t1", "ST, t1", "ST, t2"]
     st1 = traces[1]
     assert st1.y[0] == -1.0 and st1.marker.symbol[0].endswith("-open")
@@ -80,13 +80,26 @@ def test_plot_ours_vs_paper_clips_groups_and_skips_missing():
     assert len(empty.data) == 1 and empty.layout.annotations
 
 
+def test_plot_ours_vs_paper_legend_names_each_group_and_table_once():
+    """A colour per group and a marker per table, each once in the legend: 2 groups and 12
+    tables make 14 entries (not 24 pairs), and the legend stays shorter than the plot."""
+    pts = [{"ours": 0.5, "paper": 0.5, "group": g, "table": f"Table {k}", "label": ""}
+           for g in ("MZ", "ST") for k in range(12)]  # fmt: skip
+    fig = plot_ours_vs_paper(pts)
+    shown = [t for t in fig.data if t.showlegend is not False]
+    assert [t.name for t in shown][:2] == ["MZ", "ST"] and len(shown) == 2 + 12 + 1
+    styles = {(t.marker.color, t.marker.symbol) for t in shown if t.mode == "markers"}
+    assert len(styles) == 14  # every entry looks different
+    assert fig.layout.margin.b - 56 < fig.layout.height - fig.layout.margin.b
+
+
 def test_plot_ours_vs_paper_draws_error_bars_where_given():
     pts = [
         {"ours": 0.5, "ours_std": 0.03, "paper": 0.8, "group": "MZ", "table": "t1", "label": "a"},
         {"ours": -3.0, "ours_std": 0.5, "paper": 0.8, "group": "MZ", "table": "t1", "label": "b"},
         {"ours": 0.4, "paper": 0.6, "group": "ST", "table": "t1", "label": "c"},
     ]
-    mz, st = (t for t in plot_ours_vs_paper(pts).data if t.mode == "markers")
+    mz, st = (t for t in plot_ours_vs_paper(pts).data if t.mode == "markers" and t.x != (None,))
     assert list(mz.error_y.array) == [0.03, 0.0]  # no bar on a clipped marker
     assert "± 0.030" in mz.text[0]
     assert st.error_y.array is None

@@ -208,6 +208,25 @@ def test_pipeline_only_says_so():
     assert "not a reproduction" in html
 
 
+def test_pipeline_only_says_no_results_only_when_there_are_none():
+    """A chapter whose claims the scorecard already reads from committed runs does not open
+    with "No results yet" (chapter 8's box sat above its own verdicts)."""
+    from mzlite.repro.experiments.scorecard import Scorecard
+
+    row = {"table": "tab:ece-nll", "chapter": "08_uncertainty", "verdict": "holds",
+           "text": "IHW is cheapest.", "ours_text": "0.1", "paper_text": "0.2",
+           "profile": "cpu-annealed"}  # fmt: skip
+    ran = Scorecard([row], ("cpu-annealed",))
+    html = str(narrate.pipeline_only("the comparison", "smoke", (2000, 500, 500), 4,
+                                     chapter="08_uncertainty", sc=ran))  # fmt: skip
+    assert "No results yet" not in html and "have not been made" not in html
+    assert "1 of its claims have them" in html and "chapter 9" in html
+    none = Scorecard([{**row, "verdict": "not run"}], ("cpu-annealed",))
+    html = str(narrate.pipeline_only("the comparison", "smoke", (2000, 500, 500), 4,
+                                     chapter="08_uncertainty", sc=none))  # fmt: skip
+    assert "No results yet" in html
+
+
 # ---------------------------------------------------------------------------------------------
 # book/_ext/book_setup.py
 # ---------------------------------------------------------------------------------------------
@@ -331,7 +350,9 @@ def test_transfer_summary_states_the_ranks_and_the_verdict(tmp_path):
     assert narrate.model_words("st_large") == "ST-Large"
 
 
-def test_glance_leads_with_results_and_collapses_claims_not_run(tmp_path):
+def test_glance_counts_and_links_to_the_verdicts_without_repeating_them(tmp_path):
+    """Each result once: the box counts the verdicts and links each paper table to its group
+    in chapter 9 (a table none of whose claims ran, to the list of claims not run)."""
     from mzlite.repro.experiments.scorecard import Scorecard
 
     rows = [
@@ -346,11 +367,11 @@ def test_glance_leads_with_results_and_collapses_claims_not_run(tmp_path):
     html = str(narrate.glance("06_relational_benchmarks", ["Our sentence."],
                               sc=Scorecard(rows, ("cpu",))))  # fmt: skip
     assert "3 claims of the paper tested here: 1 holds, 2 were not run." in html
-    assert html.index("Our sentence.") < html.index("<ul")  # the results first, then claims
-    assert ("Table 2, Task A: Set Regr.: MZAttn beats every other model of the column: holds "
-            "(ours +0.100, the paper&#x27;s +0.024; cpu-converged).") in html  # fmt: skip
-    assert "Not run yet: 2 claims, of Tables 2 and 22." in html
-    assert "Task B" not in html and "What the results say" in html
+    assert html.index("Our sentence.") < html.index("chapter 9")  # the results, then the link
+    assert '<a href="09_reproduction_scorecard.html#verdicts-tab-main-results">Table 2</a>' in html
+    assert '<a href="09_reproduction_scorecard.html#scorecard-not-run">Table 22</a>' in html
+    assert "MZAttn beats" not in html  # the verdicts themselves are chapter 9's
+    assert "What the results say" in html
     nothing = Scorecard([r for r in rows if r["verdict"] == "not run"], ("cpu",))
     html = str(narrate.glance("06_relational_benchmarks", sc=nothing))
     assert "What the results say" not in html and "The paper&#x27;s claims" in html

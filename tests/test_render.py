@@ -47,7 +47,7 @@ def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
     assert len(rows) == 3 and all(len(r) == 4 for r in rows)  # claim | paper | ours | verdict
     assert "holds partly" in rows[0][3] and "only 3 of 7 models" in rows[0][3]
     assert "weaker" in rows[1][3]  # partly without missing cells: the weaker test
-    toggle = html[html.index("<details") :]
+    toggle = html[html.index('<details class="mz-not-run"') :]
     assert "1 claim not run yet, in 1 paper table " in toggle and "d = 16: fails" in toggle
     assert "</table>" not in toggle
     # one footnote for the protocol shared by the rows
@@ -66,7 +66,8 @@ def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
 
 def test_report_groups_by_setting_with_protocol_footnotes():
     base = {"part": "main", "metric": "r2", "cells": ["x"], "ours_std": None, "ours_values": [],
-            "epochs": "30", "device": "cpu", "paper_std": None, "paper_params": None}  # fmt: skip
+            "epochs": "30", "device": "on a CPU", "paper_std": None,
+            "paper_params": None}  # fmt: skip
     rows = [
         {
             **base,
@@ -103,8 +104,8 @@ def test_report_groups_by_setting_with_protocol_footnotes():
     assert html.count('class="mz-group"') == 2  # d=8, d=16
     assert "Table 3 (MEB radius prediction)" in html and "see Table 22" in html
     assert "208K params" in html and "not run" in html
-    assert "<li>[1] cpu: 1 seed, 30 epochs, on cpu</li>" in html
-    assert "<li>[2] cpu: 2 seeds, 30 epochs, on cpu</li>" in html
+    assert "<li>[1] cpu: 1 seed, 30 epochs, on a CPU</li>" in html
+    assert "<li>[2] cpu: 2 seeds, 30 epochs, on a CPU</li>" in html
     rows[2] = {**rows[2], "converged_text": "2/2", "spiked_text": "1/2"}  # a spike is named
     html = Report("tab:meb", "MEB", "cpu", rows)._repr_html_()
     assert "converged: 2/2; validation-loss spike (&gt; 2x the best before it) in 1/2" in html
@@ -156,7 +157,8 @@ def test_report_names_the_cells_of_a_derived_row_in_words():
 
 def test_report_keeps_each_setting_and_metric_under_one_heading():
     base = {"part": "main", "column": "Task D", "ours_mean": 0.5, "ours_std": None,
-            "ours_values": [0.5], "seeds": [0], "epochs": "30", "device": "cpu", "params": None,
+            "ours_values": [0.5], "seeds": [0], "epochs": "30", "device": "on a CPU",
+            "params": None,
             "paper_text": "--", "paper_params": None}  # fmt: skip
     rows = [
         {**base, "row": model, "metric": metric, "cells": [f"D-{model}"]}
@@ -180,3 +182,55 @@ def test_toggle_collapses_its_parts_under_one_line():
     assert html.count("<details") == 1 and "<details open" not in html
     assert "<summary>The 30-epoch ablation (Table 3)</summary>" in html
     assert html.index("</summary>") < html.index('<div class="mz-conclusion"') < html.index("<p>y")
+
+
+def test_device_names_say_a_gpu_ran_a_cpu_protocol_in_words():
+    """A run of a CPU profile that a GPU made says so in words, not "3 seeds, CPU" above
+    "on NVIDIA H200"."""
+    from mzlite.repro.experiments.report import device_names
+
+    gpu = {"profile": "cpu-annealed", "provenance": {"device": "cuda", "gpu_name": "NVIDIA H200"}}
+    cpu = {"profile": "cpu-annealed", "provenance": {"device": "cpu"}}
+    assert device_names([cpu]) == "on a CPU"
+    assert device_names([cpu, gpu]) == (
+        "on a CPU and on an NVIDIA H200 GPU (a GPU, for speed, under the CPU protocol's settings)"
+    )
+    full = {**gpu, "profile": "full"}
+    assert device_names([full]) == "on an NVIDIA H200 GPU"
+
+
+def test_the_reading_table_is_the_books_table_without_raw_latex():
+    """Chapter 3's "How we read the paper": the page-width table renderer (a fixed layout that
+    fits its column), the paper's LaTeX as plain text, the labels as the paper prints them."""
+    from mzlite.repro.experiments import reading
+    from mzlite.repro.render import plain_math
+
+    html = reading.choices_table()
+    assert 'class="mz-results"' in html and "table-layout:fixed" in html
+    text = re.sub(r"<style>.*?</style>|<[^>]+>", " ", html, flags=re.S)
+    assert "$" not in text and "\\" not in text and "eq:" not in text
+    assert "1/√(n_g d)" in text
+    assert plain_math(r"LR warmup & $5$ epochs (linear $0\to10^{-4}$)") == (
+        "LR warmup: 5 epochs (linear 0 → 10^-4)"
+    )
+
+
+def test_scorecard_gives_each_verdict_one_line_and_its_details_in_a_toggle():
+    """Each claim once: the verdict, its reason in one line, the rest (the full rule, the
+    statistics, the regime) in a <details> toggle; each paper table's group carries the anchor
+    that the results chapters link to."""
+    row = _row("tab:meb", "d=8: fails", "does not hold here",
+               "cpu-annealed: 3 seed(s), 40 epochs, 2,000/500/2,000 sets, on a CPU")  # fmt: skip
+    row.update(
+        why="refuted by ST-Large (p = 0.01); the rest of the column need not run",
+        statistics="n = 3 seed(s) per cell",
+        regime="2K training sets, cpu-annealed",
+    )
+    html = Scorecard([row], ("cpu-annealed",))._repr_html_()
+    (cells,) = _cells_of_rows(html)
+    visible = re.sub(r"<details.*?</details>", "", cells[3], flags=re.S)
+    assert "refuted by ST-Large (p = 0.01)" in visible and "need not run" not in visible
+    details = cells[3][cells[3].index("<details") :]
+    assert "need not run" in details and "2K training sets, cpu-annealed" not in details
+    assert "read at 2K training sets, cpu-annealed" in visible  # the regime is never hidden
+    assert 'id="verdicts-tab-meb"' in html and "mz-scorecard" in html

@@ -385,7 +385,7 @@ def test_what_ran_is_read_from_the_result_files(tmp_path):
         "lr 0.001 (baseline), 0.003 (mz)",
         "targets standardised on the training split",
         "bf16 autocast",
-        "cpu (1 thread(s) per run)",
+        "on a CPU (1 thread(s) per run)",
         "code 917d63a",
     ):
         assert part in text, (part, text)

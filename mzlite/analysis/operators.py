@@ -37,6 +37,7 @@ __all__ = [
     "effective_rank",
     "sign_flips",
     "mz_heads",
+    "layer_words",
     "probe",
     "save_model_checkpoint",
     "load_model_checkpoint",
@@ -149,6 +150,22 @@ def mz_heads(model: torch.nn.Module) -> dict[str, MZAttention]:
     if not out:
         raise ValueError("model has no MZ attention block (is it an MZSetTransformer?)")
     return out
+
+
+def layer_words(name: str) -> str:
+    """A block name of ``mz_heads`` in a reader's words: ``"enc0.inducing"`` is "encoder block
+    1, inducing points", ``"enc1.elements"`` "encoder block 2, elements", ``"pool"`` "pooling",
+    ``"dec0"`` "decoder block 1"; an unknown name is returned as it is."""
+    parts = name.split(".")
+    head = parts[0]
+    for prefix, words in (("enc", "encoder block"), ("dec", "decoder block")):
+        if head.startswith(prefix) and head[len(prefix) :].isdigit():
+            head = f"{words} {int(head[len(prefix) :]) + 1}"
+            break
+    else:
+        head = {"pool": "pooling"}.get(head, head)
+    rest = {"inducing": "inducing points", "elements": "elements"}
+    return ", ".join([head] + [rest.get(p, p) for p in parts[1:]])
 
 
 @torch.no_grad()

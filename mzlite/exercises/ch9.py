@@ -60,7 +60,7 @@ def _verdict_answer(answer) -> str:
 )
 def _verdict(answer, seed):
     inputs = claim_inputs(seed)
-    ref = _verdict_of(inputs, "cpu-converged")
+    ref = _verdict_of(inputs, "cpu-annealed")
     got = _verdict_answer(answer)
     if got == ref:
         return True, f"{ref!r}"
@@ -93,11 +93,11 @@ def smoke_inputs(seed: int = 0) -> tuple[dict, str]:
     """``(results, profile)`` of exercise ch9.smoke for the notebook's ``seed``: test R^2 of a
     column like exercise 1's and the profile that trained them. Seed 0: exercise 1's numbers
     from a ``smoke`` run; else numbers of the student's own from ``smoke`` or from
-    ``cpu-converged`` (the verdict depends on both)."""
+    ``cpu-annealed`` (the verdict depends on both)."""
     if seed == 0:
         return claim_inputs(0), "smoke"
     g = np.random.default_rng([9, 2, seed])
-    profile = "smoke" if g.random() < 0.5 else "cpu-converged"
+    profile = "smoke" if g.random() < 0.5 else "cpu-annealed"
     return _draw_claim(g), profile
 
 
@@ -118,7 +118,7 @@ def _smoke(answer, seed):
             else "converged runs of three seeds: the rule of exercise 1 applies"
         )
         return True, f"{ref!r}: {why}"
-    if profile == "smoke" and got == _verdict_of(inputs, "cpu-converged"):
+    if profile == "smoke" and got == _verdict_of(inputs, "cpu-annealed"):
         return False, "that is the verdict of converged runs: these come from a smoke run"
     if profile != "smoke" and got == "pipeline only":
         return False, f"these runs are {profile}'s, not smoke: the scorecard judges them"

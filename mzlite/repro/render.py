@@ -28,12 +28,12 @@ import re
 from mzlite.analysis.verdicts import VERDICTS
 from mzlite.repro.experiments.formatting import count_phrase, format_mean_std, headline, scrub
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
-from mzlite.repro.paper import name_labels, paper_label
+from mzlite.repro.paper import latex_to_text, name_labels, paper_label
 from mzlite.viz.page import fit_page
 
 __all__ = [
-    "results_table", "scorecard_html", "scorecard_summary", "report_html", "comparison_table",
-    "conclusion", "table_name", "tables_words", "toggle", "plot_verdicts",
+    "plain_math", "results_table", "scorecard_html", "scorecard_summary", "report_html",
+    "comparison_table", "conclusion", "table_name", "tables_words", "toggle", "plot_verdicts",
 ]  # fmt: skip
 
 VERDICT_COLOURS = {
@@ -75,6 +75,8 @@ STYLE = """<style>
 .mz-conclusion p{margin:0.25em 0}
 details.mz-toggle{margin:0.5em 0}
 details.mz-toggle>summary{cursor:pointer;font-weight:600;color:#0d6efd}
+.mz-results details.mz-more{margin:0.1em 0 0 0}
+.mz-results details.mz-more>summary{cursor:pointer;font-size:0.85em;color:#0d6efd}
 </style>"""
 
 
@@ -147,11 +149,23 @@ def _note_html(text: str) -> str:
     )
 
 
-def _table(colgroup: list[tuple[str, int]], body: str) -> str:
+def plain_math(text: str) -> str:
+    r"""A LaTeX snippet quoted from the paper, as plain text a table cell shows without MathJax:
+    ``$1/\sqrt{n_g d}$`` becomes "1/√(n_g d)", a LaTeX table row's ``&`` a colon, the rest as
+    ``mzlite.repro.paper.latex_to_text`` writes it (no ``$`` or backslash is left)."""
+    out = re.sub(r"\\sqrt\{([^{}]*)\}", r"√(\1)", text)
+    out = re.sub(r"\\hat\{([^{}]*)\}", r"\1", out)
+    out = out.replace(r"\to", " → ").replace(" & ", ": ").replace(r"\|", "‖")
+    return latex_to_text(out).replace("( ", "(")
+
+
+def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
+    """The one table of the book: fixed column widths (in %), a header row, ``body``'s rows;
+    ``kind`` an extra class (``mz-scorecard``: book.css gives that table the page's width)."""
     cols = "".join(f'<col style="width:{w}%">' for _, w in colgroup)
     head = "".join(f"<th>{_e(name)}</th>" for name, _ in colgroup)
     return (
-        f'<table class="mz-results"><colgroup>{cols}</colgroup>'
+        f'<table class="mz-results{" " + kind if kind else ""}"><colgroup>{cols}</colgroup>'
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
 
@@ -219,27 +233,49 @@ def scorecard_html(sc) -> HTML:
             table = r["table"]
             body.append(_group_heading(table, r["chapter"]))
         base = _COVERAGE.sub("", r.get("protocol") or "")
-        stats = r.get("statistics") or "--"
-        stats = "" if stats == "--" else f'<span class="mz-why">{_e(scrub(stats, table))}</span>'
         ours = _e(r["ours_text"]) + notes.mark(base)
-        # which reading of the paper decided it (scorecard rows; not for "not run")
-        reason = r.get("reason") if r.get("reason") not in (None, "", r["verdict"]) else ""
-        reason = (f'<span class="mz-why"><strong>{_e(scrub(reason, table))}</strong></span>'
-                  if reason else "")  # fmt: skip
-        regime = (f'<span class="mz-regime">read at {_e(r["regime"])}</span>'
-                  if r.get("regime") else "")  # fmt: skip
         body.append(
             f"<tr><td>{_e(name_labels(scrub(r['text'], table)))}</td>"
             f'<td class="mz-num">{_e(r["paper_text"])}</td>'
-            f'<td class="mz-num">{ours}</td>'
-            f"<td>{verdict_badge(r['verdict'])}{regime}"
-            f'<span class="mz-why">{_e(scrub(verdict_reason(r), table))}</span>{reason}{stats}'
-            "</td></tr>"
+            f'<td class="mz-num">{ours}</td><td>{_verdict_cell(r, table)}</td></tr>'
         )
     cols = [("Claim (its test)", 46), ("Paper", 12), ("Ours", 13), ("Verdict", 29)]
     summary = f'<p class="mz-caption">{_e(scorecard_summary(sc))}</p>'
-    out = STYLE + summary + (_table(cols, "".join(body)) if body else "") + notes.legend()
+    table = _table(cols, "".join(body), kind="mz-scorecard") if body else ""
+    out = STYLE + summary + table + notes.legend()
     return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == "not run"]))
+
+
+def _first_clause(text: str) -> str:
+    """The first clause of a generated reason (up to its first "; "), the line a reader sees."""
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and text.startswith("; ", i) and i > start:
+            return text[:i]
+    return text
+
+
+def _verdict_cell(r: dict, table: str) -> str:
+    """A scorecard row's verdict: the badge, its reason in one line, and the rest (the full
+    rule, the reading that decided it, the statistics, the regime) in a toggle."""
+    full = scrub(verdict_reason(r), table)
+    line = _first_clause(full)
+    more = [_e(full)] if full != line else []  # HTML, escaped
+    reason = r.get("reason")
+    if reason not in (None, "", r["verdict"]):
+        more.append(f"<strong>{_e(scrub(reason, table))}</strong>")
+    stats = r.get("statistics") or "--"
+    if stats != "--":
+        more.append(_e(scrub(stats, table)))
+    details = ""
+    if more:
+        spans = "".join(f'<span class="mz-why">{m}</span>' for m in more)
+        details = f'<details class="mz-more"><summary>details</summary>{spans}</details>'
+    regime = (f'<span class="mz-regime">read at {_e(r["regime"])}</span>'
+              if r.get("regime") else "")  # fmt: skip
+    return f'{verdict_badge(r["verdict"])}{regime}<span class="mz-why">{_e(line)}</span>{details}'
 
 
 def _step_price(row: dict) -> str:
@@ -251,10 +287,13 @@ def _step_price(row: dict) -> str:
 
 
 def _group_heading(table: str, chapter: str, colspan: int = 4) -> str:
+    """A paper table's heading row, linked to its chapter; its id ("verdicts-tab-meb") is where
+    the results chapters link for the verdicts they do not repeat."""
     num = chapter.split("_", 1)[0].lstrip("0")
     link = f'<a href="{_e(chapter)}.html">chapter&nbsp;{_e(num)}</a>'
-    return (f'<tr class="mz-group"><th colspan="{colspan}">{_e(table_name(table))}'
-            f" &middot; {link}</th></tr>")  # fmt: skip
+    anchor = "verdicts-" + table.replace(":", "-")
+    return (f'<tr class="mz-group" id="{_e(anchor)}"><th colspan="{colspan}">'
+            f"{_e(table_name(table))} &middot; {link}</th></tr>")  # fmt: skip
 
 
 def _not_run_toggle(rows: list[dict]) -> str:
@@ -296,7 +335,7 @@ def _run_protocol(r: dict, profile: str) -> str:
     n = len(r.get("seeds") or [])
     if not n:
         return ""
-    text = f"{profile}: {n} seed{'s' if n != 1 else ''}, {r['epochs']} epochs, on {r['device']}"
+    text = f"{profile}: {n} seed{'s' if n != 1 else ''}, {r['epochs']} epochs, {r['device']}"
     if r.get("converged_text") not in (None, "--"):
         text += f"; converged: {r['converged_text']}"
     if r.get("spiked_text"):

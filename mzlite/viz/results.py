@@ -73,8 +73,14 @@ def plot_ours_vs_paper(points, *, lo: float = -1.0, title: str | None = None):
     rows = [p for p in points if p.get("ours") is not None and p.get("paper") is not None]
     fig = go.Figure()
     tables = sorted({p.get("table", "") for p in rows})
-    symbols = ["circle", "square", "diamond", "cross", "x", "triangle-up", "star", "hexagon"]
-    for g in sorted({p.get("group", "") for p in rows}):
+    groups = sorted({p.get("group", "") for p in rows})
+    symbols = ["circle", "square", "diamond", "cross", "x", "triangle-up", "star", "hexagon",
+               "triangle-down", "pentagon", "star-triangle-up", "hourglass"]  # fmt: skip
+    colours = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
+    # The legend says each thing once: a colour per group, a marker per table (not one entry per
+    # (group, table) pair, which made the legend taller than the plot)
+    for g in groups:
+        colour = colours[groups.index(g) % len(colours)]
         for t in tables:
             sel = [p for p in rows if p.get("group", "") == g and p.get("table", "") == t]
             if not sel:
@@ -87,8 +93,10 @@ def plot_ours_vs_paper(points, *, lo: float = -1.0, title: str | None = None):
                     mode="markers",
                     name=f"{g}, {t}" if t else str(g),
                     legendgroup=str(g),
+                    showlegend=False,
                     marker=dict(
                         size=9,
+                        color=colour,
                         symbol=[
                             sym + ("-open" if min(p["paper"], p["ours"]) < lo else "") for p in sel
                         ],
@@ -103,6 +111,7 @@ def plot_ours_vs_paper(points, *, lo: float = -1.0, title: str | None = None):
                     if all(p.get("ours_std") is None for p in sel)
                     else {
                         "type": "data",
+                        "color": colour,
                         "array": [
                             0.0 if p.get("ours_std") is None or p["ours"] < lo else p["ours_std"]
                             for p in sel
@@ -110,6 +119,13 @@ def plot_ours_vs_paper(points, *, lo: float = -1.0, title: str | None = None):
                     },
                 )
             )
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=str(g),
+                                 legendgroup=str(g),
+                                 marker=dict(size=9, color=colour, symbol="circle")))  # fmt: skip
+    for t in (t for t in tables if t):
+        sym = symbols[tables.index(t) % len(symbols)]
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=str(t),
+                                 marker=dict(size=9, color="#495057", symbol=sym)))  # fmt: skip
     fig.add_trace(
         go.Scatter(x=[lo, 1.0], y=[lo, 1.0], mode="lines", name="ours = paper",
                    line=dict(color="grey", dash="dot"))

@@ -33,10 +33,10 @@ from mzlite.repro.experiments.report import (
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.stats import ALPHA, FIT_THRESHOLD, welch
 from mzlite.repro.paper import name_labels, paper_cell
-from mzlite.repro.render import HTML, STYLE, comparison_table, conclusion, table_name, tables_words
+from mzlite.repro.render import HTML, STYLE, comparison_table, conclusion, table_name
 
 __all__ = [
-    "claim_lines", "glance", "pipeline_only", "paper_metric",
+    "claim_lines", "glance", "verdict_anchor", "verdict_links", "pipeline_only", "paper_metric",
     "Gap", "tdof_gaps", "gap_table", "tdof_summary", "describe_runs", "train_variance",
     "fit_ratio", "CONDITIONS", "normalised_twin", "condition_cell", "condition_profile",
     "meb_pattern", "meb_sentence", "versus", "main_results_glance", "main_results_lines",
@@ -94,9 +94,33 @@ def claim_lines(rows: list[dict], tables: bool = False) -> list[str]:
     return out
 
 
+SCORECARD_PAGE = "09_reproduction_scorecard.html"
+
+
+def verdict_anchor(table: str) -> str:
+    """The id of ``table``'s group in chapter 9's scorecard ("verdicts-tab-meb"): where a
+    results chapter links for its verdicts instead of repeating them."""
+    return "verdicts-" + ex.get_table(table).label.replace(":", "-")
+
+
+def verdict_links(rows: list[dict]) -> str:
+    """HTML: each paper table of ``rows`` linked to its verdicts in chapter 9 (a table none of
+    whose claims ran links to the list of claims not run)."""
+    import html
+
+    links = []
+    for table in dict.fromkeys(r["table"] for r in rows):
+        ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
+        anchor = verdict_anchor(table) if ran else "scorecard-not-run"
+        links.append(f'<a href="{SCORECARD_PAGE}#{anchor}">'
+                     f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
+    return ", ".join(links[:-1]) + (" and " if len(links) > 1 else "") + links[-1]
+
+
 def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     """The box at the top of a results chapter: the verdict counts of its claims, the chapter's
-    own summary ``sentences`` (its results, with their numbers), then one line per claim.
+    own summary ``sentences`` (its results, with their numbers), then a link to each of its
+    paper tables in chapter 9, which holds the verdicts (each result is said once, there).
     ``title``: by default "What the results say", or, where nothing has run, what it is."""
     import html
 
@@ -104,42 +128,55 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
 
     rows = _chapter_rows(chapter, sc)
     counts = Counter(r["verdict"] for r in rows)
-    paras = [s for s in sentences if s]
+    paras = [html.escape(s) for s in sentences if s]
     if rows:
         paras.insert(
             0,
-            f"{len(rows)} claim{'s' if len(rows) != 1 else ''} of the paper tested "
-            "here: " + ", ".join(count_phrase(v, n) for v, n in counts.items()) + ".",
+            html.escape(
+                f"{len(rows)} claim{'s' if len(rows) != 1 else ''} of the paper tested "
+                "here: " + ", ".join(count_phrase(v, n) for v, n in counts.items()) + "."
+            ),
         )
+        paras.append(f"Each claim's verdict and its reason: {verdict_links(rows)} in chapter 9.")
     ran = [r for r in rows if r["verdict"] != "not run"]
-    several = len({r["table"] for r in rows}) > 1
-    lines = claim_lines(ran, tables=several)
-    if len(ran) < len(rows):
-        missing = list(dict.fromkeys(r["table"] for r in rows if r["verdict"] == "not run"))
-        lines.append(f"Not run yet: {len(rows) - len(ran)} claims, of {tables_words(missing)}.")
     if title is None:
         title = ("What the results say" if ran or any(sentences)
                  else "The paper's claims about this chapter")  # fmt: skip
-    body = "".join(f"<p>{html.escape(p)}</p>" for p in paras)
-    if lines:
-        body += '<ul class="mz-claims">' + "".join(
-            f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"  # fmt: skip
+    body = "".join(f"<p>{p}</p>" for p in paras)
     return HTML(
         f'{STYLE}<div class="mz-conclusion mz-glance"><p class="mz-title">{html.escape(title)}'
         f"</p>{body}</div>"
     )
 
 
-def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1):
-    """The "Results at a glance" box of a chapter that has only pipeline-check runs: says so
-    plainly, with the scale that ran, so that no number on the page reads like a result."""
+def pipeline_only(
+    what: str, profile: str, sizes, epochs: int, seeds: int = 1, chapter=None, sc=None
+):
+    """The box that says what the numbers trained on a page are: a pipeline check, with the scale
+    that ran, so that no number on the page reads like a result. ``chapter``: where the scorecard
+    already reads committed runs of that chapter's tables, the box says so instead of "no
+    results yet" (which is said only when there are none)."""
 
     sz = "/".join(f"{n:,}" for n in sizes)
+    scale = (f"{sz} train/validation/test sets, {epochs} epochs, {seeds} "
+             f"seed{'s' if seeds != 1 else ''} per model")  # fmt: skip
+    ran = [r for r in (_chapter_rows(chapter, sc) if chapter else [])
+           if r["verdict"] not in ("not run", "pipeline only")]  # fmt: skip
+    if ran:
+        return conclusion(
+            [
+                f"The models trained on this page itself ran under the {profile} profile "
+                f"({scale}): their numbers check that {what} runs end to end, and no verdict is "
+                "read from them.",
+                f"The results of this chapter are the committed runs that the scorecard reads: "
+                f"{len(ran)} of its claims have them, and chapter 9 gives their verdicts.",
+            ],
+            title="What this page's numbers are",
+        )
     return conclusion(
         [
             f"No results yet. Everything on this page was trained in the page itself under the "
-            f"{profile} profile: {sz} train/validation/test sets, {epochs} epochs, {seeds} "
-            f"seed{'s' if seeds != 1 else ''} per model.",
+            f"{profile} profile: {scale}.",
             f"At that scale the numbers check that {what} runs end to end; they are not a "
             "reproduction of the paper and no verdict is read from them. Converged runs of this "
             "chapter have not been made yet.",
@@ -207,6 +244,9 @@ def tdof_gaps(profiles=PROFILE_ORDER, results_dir=None) -> list[Gap]:
                 w = welch(mz.values, st.values)
                 pm, ps = paper_metric(TDOF, f"L{L}-mz_1l"), paper_metric(TDOF, f"L{L}-st_4l")
                 paper = pm - ps if name == "MZAttn-1L" and None not in (pm, ps) else None
+                if name != "MZAttn-1L":  # the rate it replaces, so no reader takes 1e-3 as new
+                    main_lr = ex.job(TDOF, f"L{L}-mz_1l", p).train_config().lr
+                    name = f"MZAttn-1L at lr 1e-3 ({p}'s own: {main_lr:g})"
                 out.append(Gap(L, name, mz, st, w["diff"], w["p"], paper))
                 break
     return out
@@ -278,10 +318,13 @@ def tdof_summary(gaps: list[Gap] | None = None, results_dir=None) -> list[str]:
             + "."
         )
     abl = [g for g in gaps if g.variant != "MZAttn-1L"]
-    if abl:
+    for prof in dict.fromkeys(g.mz.profile for g in abl):
+        these = [g for g in abl if g.mz.profile == prof]
         out.append(
-            "At a learning rate of 1e-3, MZ-1L against ST-4L: "
-            + "; ".join(f"L = {g.L}: {g.reading} ({g.diff:+.3f})" for g in abl)
+            f"An ablation of {prof} (which trains MZ-1L at "
+            f"{ex.job(TDOF, f'L{these[0].L}-mz_1l', prof).train_config().lr:g}), MZ-1L "
+            "retrained at 1e-3 against ST-4L: "
+            + "; ".join(f"L = {g.L}: {g.reading} ({g.diff:+.3f})" for g in these)
             + "."
         )
     return out
@@ -556,11 +599,10 @@ def meb_sentence(condition: str, pattern=None, profiles=PROFILE_ORDER, results_d
         for m in ("st", "st_meanpool", "mz_full", ex.SET_STATS)
     )
     fail = pattern[condition, "meb-d8-pma-fail"]["verdict"]
-    beat = pattern[condition, "meb-d8-mz-beats-pma"]["verdict"]
+    # the verdicts (``fail``, ``beat``) steer the sentence; chapter 9 alone prints them
     s = (
-        f"On {condition} data ({evidence_note(st)}): the scorecard's d = 8 claims say 'PMA "
-        f"fails': {fail}, 'MZ above PMA': {beat}. Standard (PMA) reaches R² = {ours_text(st)}, "
-        f"MZAttn-Full {ours_text(mz)}, set statistics {ours_text(stats)}. "
+        f"On {condition} data ({evidence_note(st)}): Standard (PMA) reaches R² = "
+        f"{ours_text(st)}, MZAttn-Full {ours_text(mz)}, set statistics {ours_text(stats)}. "
     )
     has_stats = stats is not None and stats.ran
     if fail not in ("holds", "holds partly", "optimisation failure"):  # PMA learned the radius

@@ -281,31 +281,30 @@ def _words(text: str) -> str:
 
 
 def choices_table() -> str:
-    """``CHOICES`` as an HTML table (topic, the paper, ours, alternatives, switch)."""
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("Topic", "The paper says", "We read", "Alternatives", "Switch", "Tested by")
-    )
-    rows = []
-    for c in CHOICES:
-        said = (
-            f"<span class='mz-quote'>“{html.escape(c.words)}”</span> ({_words(c.label)})"
-            if c.words
-            else "<em>silent</em>"
+    """``CHOICES`` as the book's page-width table (``render.comparison_table``): topic, what the
+    paper says (its LaTeX as plain text, by label), what we read and the alternatives, the
+    switch; where a result records it and what tests it, as a footnote."""
+    from mzlite.repro.render import comparison_table, plain_math
+
+    rows = [
+        {
+            "topic": c.topic,
+            "paper": f"“{plain_math(c.words)}” ({c.label})" if c.words else "silent",
+            "ours": f"{c.ours}. Alternatives: {c.alternatives}",
+            "switch": c.switch,
+            "note": f"{c.topic}: recorded as {c.recorded}; tested by {c.tested}",
+        }
+        for c in CHOICES
+    ]
+    return str(
+        comparison_table(
+            rows,
+            [("topic", "Topic", 16), ("paper", "The paper says", 30),
+             ("ours", "We read (and the alternatives)", 32), ("switch", "Switch", 22)],
+            footnote_key="note",
+            footnote_title="Where a result records each choice, and what tests it",
+            code=("switch",),
         )
-        cells = (
-            _words(c.topic),
-            said,
-            _words(c.ours),
-            _words(c.alternatives),
-            f"<code>{html.escape(c.switch)}</code><br><small>recorded as "
-            f"<code>{html.escape(c.recorded)}</code></small>",
-            _words(c.tested),
-        )
-        rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
-    return (
-        "<table class='mz-reading'><thead><tr>" + head + "</tr></thead><tbody>"
-        + "".join(rows) + "</tbody></table>"
     )  # fmt: skip
 
 

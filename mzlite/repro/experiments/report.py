@@ -56,12 +56,25 @@ def epoch_range(results: list[dict]) -> str:
 
 
 def device_names(results: list[dict]) -> str:
-    """The devices (GPU names where known) the ``results`` ran on, comma-separated."""
-    devs = set()
+    """Where the ``results`` ran, in words: "on a CPU", "on an NVIDIA H200 GPU", both joined by
+    "and". A run of a CPU profile (``cpu``, ``cpu-annealed``, ...) that a GPU made says so: the
+    GPU made it faster, the profile's settings stayed those of the CPU protocol."""
+    cpu, gpus, cpu_profile = False, set(), False
     for r in results:
-        p = r.get("provenance", {})
-        devs.add(p.get("gpu_name") or p.get("device") or "?")
-    return ", ".join(sorted(devs)) or "--"
+        p = r.get("provenance") or {}
+        if p.get("gpu_name") or p.get("device") == "cuda":
+            gpus.add(p.get("gpu_name") or "GPU")
+            cpu_profile |= str(r.get("profile") or "").startswith("cpu")
+        elif p.get("device"):
+            cpu = True
+    words = (["on a CPU"] if cpu else []) + [
+        f"on an {g} GPU" if g[:1].upper() in "AEIOU" or g.startswith("NVIDIA") else f"on a {g} GPU"
+        for g in sorted(gpus)
+    ]
+    text = " and ".join(words) or "on an unrecorded device"
+    if cpu_profile:
+        text += " (a GPU, for speed, under the CPU protocol's settings)"
+    return text
 
 
 _FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fast, not what
