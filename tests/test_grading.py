@@ -30,13 +30,14 @@ from mzlite.__main__ import main
 from mzlite.exercises import wire
 from mzlite.exercises.ch1 import exercise_zonotope, generator_sizes
 from mzlite.exercises.checker import get, keys
-from mzlite.grading import gradebook, sandbox, submission
+from mzlite.grading import gradebook, judge, sandbox, submission
 from mzlite.grading.grader import (
     NotebookGrade,
     chapter_of,
     find_submissions,
     grade,
     read_points,
+    resolve_secret,
 )
 from mzlite.grading.roster import read_roster
 
@@ -44,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CH1 = ROOT / "notebooks" / "01_zonotopes.ipynb"
 ms = load("make_student")
 
+SECRET = "a-test-secret-of-32-characters!!"
 # The roster of the generated class: name, seed
 ROSTER = {
     "ace": 7,
@@ -283,7 +285,7 @@ def graded(tmp_path_factory):
             roster=root / "class.csv",
             jobs=2,
             trials=3,
-            secret="test",
+            secret=SECRET,
             progress=False,
         )
     finally:
@@ -607,6 +609,82 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     roster.write_text("ada,1\nada,2\n")
     with pytest.raises(ValueError, match="listed twice"):
         read_roster(roster)
+
+
+def test_a_secret_is_never_public(tmp_path, monkeypatch):
+    monkeypatch.delenv("MZLITE_GRADING_SECRET", raising=False)
+    first, generated = resolve_secret(None)
+    assert generated and len(first) >= 32 and resolve_secret(None)[0] != first
+    assert resolve_secret(SECRET) == (SECRET, False)
+    for bad in ("", "   ", "short"):
+        with pytest.raises(ValueError, match="secret is .*at least 16 characters"):
+            resolve_secret(bad)
+    monkeypatch.setenv("MZLITE_GRADING_SECRET", "")  # --secret "$GRADING_SECRET", unset
+    with pytest.raises(ValueError, match=r"\$MZLITE_GRADING_SECRET is empty"):
+        resolve_secret(None)
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / CH1.name).write_text("{}")
+    with pytest.raises(ValueError, match="secret is empty"):
+        grade(tmp_path, secret="")
+    assert main(["grade", str(tmp_path), "--secret", ""]) == 2
+    with pytest.raises(ValueError, match="non-empty"):
+        judge.hidden_seed("", 5, "ch1.half_widths", 0)
+    # the package holds no secret: the old default is no longer what grading uses
+    assert "mzlite-grading" not in (ROOT / "mzlite" / "grading" / "grader.py").read_text()
+
+
+def test_a_failure_is_a_row_and_the_gradebook_is_always_written(tmp_path, monkeypatch):
+    """A judge that dies (SIGBUS, say) marks its notebook "could not be graded: why"; every
+    other notebook is graded, and the gradebook holds every student of the roster, also when
+    grading is interrupted."""
+    subs = tmp_path / "subs"
+    for name in ("ace", "doomed", "next"):
+        (subs / name).mkdir(parents=True)
+        (subs / name / CH1.name).write_text(json.dumps(_notebook(ROSTER.get(name, 1), HONEST)))
+    roster = tmp_path / "class.csv"
+    roster.write_text("ace,7\nbob,8\ndoomed,9\nnext,20\n")
+    full = {k: {"status": "correct", "score": 1.0, "message": ""} for k in keys("ch1.")}
+
+    def fake(ctx, index, student, path, raw=None):
+        assert raw is not None and json.loads(raw)  # read before any student code ran
+        if student == "doomed":
+            raise RuntimeError("the judge was killed by SIGBUS: Bus error")
+        return _grade(student, dict(full))
+
+    from mzlite.grading import grader
+
+    monkeypatch.setattr(grader, "grade_notebook", fake)
+    monkeypatch.setattr(grader.sandbox, "make_snapshot", lambda dest: Path(dest))
+    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a: {})
+    out = tmp_path / "grades"
+    graded = grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit")
+    by = {g.student: g for g in graded}
+    assert by["doomed"].outcome == "could not be graded"
+    assert "killed by SIGBUS" in by["doomed"].detail
+    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    assert list(rows) == ["ace", "bob", "doomed", "next"]
+    assert rows["doomed"]["status"] == "could not be graded" and float(rows["doomed"]["total"]) == 0
+    assert rows["ace"]["percent"] == rows["next"]["percent"] == "100.0"
+    assert rows["bob"]["status"] == "absent"
+    longs = [r for r in csv.DictReader((out / "grades.csv").open()) if r["student"] == "doomed"]
+    assert longs and all("could not be graded: " in r["message"] for r in longs)
+    assert "killed by SIGBUS" in (out / "summary.md").read_text()
+
+    def interrupted(ctx, index, student, path, raw=None):
+        if student == "doomed":
+            raise KeyboardInterrupt
+        return _grade(student, dict(full))
+
+    monkeypatch.setattr(grader, "grade_notebook", interrupted)
+    (out / "gradebook.csv").unlink()
+    with pytest.raises(KeyboardInterrupt):
+        grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit", jobs=1)
+    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    assert list(rows) == ["ace", "bob", "doomed", "next"]
+    assert rows["ace"]["percent"] == "100.0"
+    assert rows["doomed"]["status"] == "could not be graded"  # next: graded or not started
+    doomed = [r for r in csv.DictReader((out / "grades.csv").open()) if r["student"] == "doomed"]
+    assert "grading was interrupted" in doomed[0]["message"]
 
 
 @pytest.mark.integration

@@ -40,6 +40,7 @@ import io
 import json
 import os
 import re
+import secrets
 import signal
 import stat
 import subprocess
@@ -59,6 +60,9 @@ ROOT = Path(__file__).resolve().parents[2]
 STATUSES = ("correct", "partial", "wrong", "unanswered", "missing")
 MAX_NOTEBOOK = 50 * 2**20  # bytes: a larger file is not a notebook of this book
 MAX_CAPTURE = 64 * 2**20
+SECRET_ENV = "MZLITE_GRADING_SECRET"
+MIN_SECRET = 16  # characters: long enough that nobody guesses it or tries every value
+SECRET_FILE = "grading-secret.txt"
 
 
 @dataclass
@@ -184,10 +188,12 @@ class _Context:
     secret: str
     isolation: str
     call_timeout: float
+    submissions: Path | None = None
     templates: dict = field(default_factory=dict)
 
     def hidden(self) -> list[Path]:
-        return [self.out, self.snapshot, self.base / "requests"]
+        out = [self.out, self.snapshot, self.base / "requests"]
+        return out + ([self.submissions] if self.submissions is not None else [])
 
     def template(self, chapter: str):
         if chapter not in self.templates:
@@ -195,10 +201,37 @@ class _Context:
         return self.templates[chapter]
 
 
-def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> NotebookGrade:
+NOT_GRADED = "could not be graded"
+
+
+def _not_graded(ctx: _Context | None, student: str, path: Path, why: str) -> NotebookGrade:
+    """The row of a notebook whose grading failed (a judge or sandbox that died): no marks for
+    it, the reason where the instructor reads it, and every other notebook still graded."""
+    chapter = chapter_of(path)
+    seed = ctx.roster.get(student) if ctx is not None and ctx.roster is not None else None
+    return NotebookGrade(
+        student,
+        path.name,
+        chapter,
+        seed,
+        None,
+        NOT_GRADED,
+        why[:500],
+        0.0,
+        {},
+        keys(chapter + ".") if chapter else [],
+    )
+
+
+def grade_notebook(
+    ctx: _Context, index: int, student: str, path: Path, raw: bytes | None = None
+) -> NotebookGrade:
+    """Grade one submission; ``raw`` is its content, read before any student code ran (read
+    from ``path`` when not given)."""
     chapter = chapter_of(path)
     expected = keys(chapter + ".") if chapter else []
-    raw = _read_limited(path, MAX_NOTEBOOK)
+    if raw is None:
+        raw = _read_limited(path, MAX_NOTEBOOK)
     try:
         if raw is None:
             raise ValueError("not a readable notebook file (or larger than 50 MB)")
@@ -311,8 +344,8 @@ def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
         return {}
     if sandbox.tree_digest(ctx.snapshot) != ctx.snapshot_digest:
         raise RuntimeError(
-            f"the grader's snapshot {ctx.snapshot} changed during grading: marks would not be "
-            "trustworthy, grading stopped"
+            f"the grader's snapshot {ctx.snapshot} changed during grading: a verdict from it "
+            "would not be trustworthy"
         )
     hidden = (
         ctx.hidden() + [box / "mzlite"] + [Path(r) / "mzlite" for r in sandbox.installed_roots()]
@@ -347,16 +380,52 @@ def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
     env["OMP_NUM_THREADS"] = "1"
     limit = 300 + ctx.call_timeout * (ctx.trials * 3 + 2) * max(1, len(expected))
-    done = subprocess.run(
-        [sys.executable, "-I", str(judge), str(ctx.snapshot), str(req), str(res)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=limit,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", str(judge), str(ctx.snapshot), str(req), str(res)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=limit,
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the judge did not finish in {limit:g} s") from None
     if done.returncode != 0:
-        raise RuntimeError(f"the judge failed on request {req}: {done.stderr[-2000:]}")
+        raise RuntimeError(f"the judge {_ended(done.returncode)}: {done.stderr[-500:].strip()}")
     return json.loads(res.read_text())
+
+
+def resolve_secret(secret: str | None) -> tuple[str, bool]:
+    """The secret the hidden trials derive from, and whether it was generated for this run.
+
+    ``None`` takes ``$MZLITE_GRADING_SECRET`` and, where that is unset, a fresh random secret
+    (which :func:`grade` records in the instructor's report folder, never in a student's box).
+    An empty or short secret is refused: a shell's unset variable gives ``""``, and any secret a
+    student can guess makes the hidden inputs public, so a lookup table would pass."""
+    if secret is None:
+        secret = os.environ.get(SECRET_ENV)
+        if secret is None:
+            return secrets.token_hex(16), True
+        where = f"${SECRET_ENV}"
+    else:
+        where = "secret"
+    if not isinstance(secret, str) or len(secret.strip()) < MIN_SECRET:
+        shown = "empty" if not str(secret).strip() else f"{len(secret.strip())} characters long"
+        raise ValueError(
+            f"{where} is {shown}: give a secret of at least {MIN_SECRET} characters (an unset "
+            "shell variable gives an empty one), or leave --secret out to have one generated "
+            "for this run and recorded in the report folder"
+        )
+    return secret, False
+
+
+def _ended(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
 
 
 def read_points(path: Path | None, exercise_keys: list[str]) -> dict[str, float]:
@@ -439,50 +508,77 @@ def grade(
             raise ValueError(f"chapters {bad} have no exercises; valid: {', '.join(valid)}")
     assignment = [k for c in chapters for k in keys(c + ".")]
     weights = read_points(points, assignment)
-    if secret is None:
-        secret = os.environ.get("MZLITE_GRADING_SECRET", "mzlite-grading")
+    secret, generated = resolve_secret(secret)
 
-    with tempfile.TemporaryDirectory(prefix="mzlite-grade-") as tmp:
-        base = Path(tmp)
-        snapshot = sandbox.make_snapshot(base / "snapshot")
-        watched = [ROOT / "mzlite", ROOT / "notebooks"]
-        watched += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
-        ctx = _Context(
-            out=out.resolve(),
-            base=base,
-            snapshot=snapshot,
-            snapshot_digest=sandbox.tree_digest(snapshot),
-            watched=watched,
-            watched_digest=sandbox.tree_digest(*watched),
-            roster=dict(roster_list) if roster_list is not None else None,
-            timeout=float(timeout),
-            cell_timeout=int(cell_timeout),
-            trials=trials,
-            secret=secret,
-            isolation=mode,
-            call_timeout=float(call_timeout),
+    if generated:  # the instructor's output only: no sandbox ever sees the report folder
+        from .._io import atomic_write_text
+
+        atomic_write_text(
+            out / SECRET_FILE,
+            f"{secret}\n# generated for the grading run of {time.strftime('%Y-%m-%d %H:%M')}: "
+            "pass it as --secret to grade these submissions again with the same hidden trials\n",
         )
+    # every submission is read before any student code runs: a sandbox that rewrites or reads a
+    # classmate's file later finds nothing of it (the folder is hidden from every sandbox too)
+    found = [(student, path, _read_limited(path, MAX_NOTEBOOK)) for student, path in found]
+    graded: list[NotebookGrade | None] = [None] * len(found)
+    try:
+        with tempfile.TemporaryDirectory(prefix="mzlite-grade-") as tmp:
+            base = Path(tmp)
+            snapshot = sandbox.make_snapshot(base / "snapshot")
+            watched = [ROOT / "mzlite", ROOT / "notebooks"]
+            watched += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
+            ctx = _Context(
+                out=out.resolve(),
+                base=base,
+                snapshot=snapshot,
+                snapshot_digest=sandbox.tree_digest(snapshot),
+                watched=watched,
+                watched_digest=sandbox.tree_digest(*watched),
+                roster=dict(roster_list) if roster_list is not None else None,
+                timeout=float(timeout),
+                cell_timeout=int(cell_timeout),
+                trials=trials,
+                secret=secret,
+                isolation=mode,
+                call_timeout=float(call_timeout),
+                submissions=root.resolve(),
+            )
 
-        def one(item):
-            i, (student, path) = item
-            g = grade_notebook(ctx, i, student, path)
-            if progress:
-                done = sum(r.get("score", 0.0) for r in g.results.values())
-                print(
-                    f"{student} / {path.name}: {g.outcome} ({g.seconds:.0f} s), "
-                    f"{done:g} of {len(g.expected)} exercises"
-                    + (f", {len(g.findings)} findings" if g.findings else ""),
-                    flush=True,
-                )
-            return g
+            def one(i: int) -> None:
+                student, path, raw = found[i]
+                try:
+                    g = grade_notebook(ctx, i, student, path, raw)
+                except Exception as e:  # noqa: BLE001 - one notebook's failure is its own row
+                    g = _not_graded(ctx, student, path, f"{type(e).__name__}: {e}")
+                graded[i] = g
+                if progress:
+                    done = sum(r.get("score", 0.0) for r in g.results.values())
+                    print(
+                        f"{student} / {path.name}: {g.outcome} ({g.seconds:.0f} s), "
+                        f"{done:g} of {len(g.expected)} exercises"
+                        + (f", {len(g.findings)} findings" if g.findings else ""),
+                        flush=True,
+                    )
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            graded = list(pool.map(one, enumerate(found)))
-    from .gradebook import write_reports
+            pool = ThreadPoolExecutor(max_workers=jobs)
+            try:
+                list(pool.map(one, range(len(found))))
+            finally:  # an interrupt stops what has not started instead of waiting for it
+                pool.shutdown(wait=True, cancel_futures=True)
+    finally:  # interrupted or not, every student of the roster gets a row
+        why = "grading was interrupted before this notebook was graded"
+        graded = [
+            g if g is not None else _not_graded(None, s, p, why)
+            for g, (s, p, _) in zip(graded, found, strict=True)
+        ]
+        from .gradebook import write_reports
 
-    paths = write_reports(graded, out, assignment, weights, roster_list, mode)
-    if progress:
-        print("wrote " + ", ".join(str(p) for p in paths))
+        paths = write_reports(graded, out, assignment, weights, roster_list, mode)
+        if progress:
+            print("wrote " + ", ".join(str(p) for p in paths))
+            if generated:
+                print(f"the hidden trials' secret was generated for this run: {out / SECRET_FILE}")
     return graded
 
 
@@ -501,7 +597,12 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell (120)")
     ap.add_argument("--jobs", type=int, default=2, help="notebooks graded at once (2)")
     ap.add_argument("--trials", type=int, default=5, help="hidden trials per coding exercise")
-    ap.add_argument("--secret", default=None, help="seeds the hidden trials (or env)")
+    ap.add_argument(
+        "--secret",
+        default=None,
+        help=f"seeds the hidden trials, at least {MIN_SECRET} characters (default: "
+        f"${SECRET_ENV}, else a random one recorded in OUT/{SECRET_FILE})",
+    )
     ap.add_argument("--isolation", default="auto", choices=sandbox.ISOLATIONS)
     return ap
 

@@ -35,6 +35,8 @@ class StudentError(Exception):
 def hidden_seed(secret: str, roster_seed: int, key: str, trial: int) -> int:
     """The seed of hidden trial ``trial`` of exercise ``key`` for a student: known to nobody
     without the grader's ``secret``, never the student's own seed."""
+    if not isinstance(secret, str) or not secret.strip():
+        raise ValueError("secret must be a non-empty string: hidden trials need a secret")
     digest = hashlib.sha256(f"{secret}|{roster_seed}|{key}|{trial}".encode()).hexdigest()
     return 1_000_000 + int(digest[:12], 16) % 1_000_000_000
 
