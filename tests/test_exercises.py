@@ -475,3 +475,79 @@ def test_ch9_verdict_is_the_scorecards_verdict_on_cells_of_a_registered_table():
         ref = ch9._verdict_of(ch9.claim_inputs(seed), "cpu-converged")
         assert checker(ref, seed)[0]
         assert not any(checker(v, seed)[0] for v in VERDICTS if v != ref)
+
+
+def _rebinds_seed(tree) -> list[int]:
+    """Lines of top-level statements that bind ``seed`` in the notebook's namespace (a loop
+    variable, an assignment, a ``with ... as``, an import, a walrus): function, class and lambda
+    bodies and comprehensions have scopes of their own and are skipped (a walrus in a
+    comprehension is not: it binds in the enclosing scope)."""
+    import ast
+
+    lines = []
+
+    def binds(node) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id == "seed" and isinstance(node.ctx, (ast.Store, ast.Del))
+        if isinstance(node, ast.alias):
+            return (node.asname or node.name.split(".")[0]) == "seed"
+        if isinstance(node, ast.ExceptHandler):
+            return node.name == "seed"
+        if isinstance(node, ast.NamedExpr):
+            return node.target.id == "seed"
+        return False
+
+    def visit(node, in_comprehension=False) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return
+        comp = in_comprehension or isinstance(
+            node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+        )
+        if binds(node) and (not comp or isinstance(node, ast.NamedExpr)):
+            lines.append(node.lineno if hasattr(node, "lineno") else 0)
+        for child in ast.iter_child_nodes(node):
+            visit(child, comp)
+
+    visit(tree)
+    return lines
+
+
+def test_no_top_level_statement_of_a_chapter_rebinds_seed():
+    """Every exercise reads the notebook's ``seed``, the parameters cell's: a loop ``for seed in
+    ...`` at the top level left it at its last value, so the home check used another seed than
+    the grader (chapter 10's "6 complete settings" for every student)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    offenders = []
+    for path in sorted(root.glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        for i, cell in enumerate(cells):
+            tags = cell.get("metadata", {}).get("tags", [])
+            if cell["cell_type"] != "code" or "parameters" in tags:
+                continue
+            src = "".join(cell["source"])
+            # IPython magics and shell lines are not Python
+            src = "\n".join("" if s.lstrip()[:1] in "%!" else s for s in src.splitlines())
+            offenders += [f"{path.name} cell {i} line {n}" for n in _rebinds_seed(ast.parse(src))]
+    assert not offenders, f"top-level statements rebind `seed`: {offenders}"
+    # the test can fail: each of these rebinds it, none of these does
+    for bad in [
+        "for seed, r2 in x.items():\n    pass",
+        "seed = 3",
+        "with f() as seed:\n    1",
+        "import seed",
+        "[(seed := 2) for _ in x]",
+        "del seed",
+        "if x:\n    seed += 1",
+    ]:
+        assert _rebinds_seed(ast.parse(bad)), bad
+    for fine in [
+        "def f(seed):\n    seed = 2",
+        "[seed for seed in x]",
+        "g = lambda seed: seed",
+        "print(seed)",
+        "class A:\n    seed = 1",
+    ]:
+        assert not _rebinds_seed(ast.parse(fine)), fine
