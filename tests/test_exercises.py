@@ -551,3 +551,25 @@ def test_no_top_level_statement_of_a_chapter_rebinds_seed():
         "class A:\n    seed = 1",
     ]:
         assert not _rebinds_seed(ast.parse(fine)), fine
+
+
+def test_ch1_inside_has_no_boundary_point_and_no_free_answer():
+    """The point of ch1.inside is never within MIN_MARGIN of the zonotope's boundary (where the
+    verdict would hang on a tolerance), and the interval-hull slip ("inside": the point is
+    always inside the hull) is right on about half of the seeds, as a coin would be."""
+    from mzlite.exercises.ch1 import MIN_MARGIN, boundary_margin, exercise_zonotope
+
+    inside = 0
+    for seed in range(1, 401):
+        z, p = exercise_zonotope(seed)
+        G, point = z.generators.numpy(), p.numpy()
+        margin = boundary_margin(G, point)
+        assert abs(margin) >= MIN_MARGIN, (seed, margin)
+        assert bool(z.contains(p)) == (margin > 0), seed
+        assert (np.abs(point) <= np.abs(G).sum(0)).all(), seed  # inside the interval hull
+        inside += margin > 0
+    assert 0.4 < inside / 400 < 0.6, inside
+    # the margin is a distance: a point on a side has margin 0, one beyond it a negative one
+    square = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    assert boundary_margin(square, np.array([2.0, 0.0])) == pytest.approx(0.0)
+    assert boundary_margin(square, np.array([1.5, -1.0])) == pytest.approx(-0.5 / np.sqrt(2))
