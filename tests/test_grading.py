@@ -16,8 +16,10 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -484,7 +486,6 @@ def test_the_audit_hook_keeps_a_process_in_its_sandbox(tmp_path):
 
 @pytest.mark.slow
 def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
-    from mzlite.grading import judge
     from mzlite.grading.grader import _worker_boot
 
     box = tmp_path / "box"
@@ -506,13 +507,18 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     )
     request = {
         "roster_seed": 5,
-        "secret": "s",
+        "secret": SECRET,
         "trials": 6,
         "call_timeout": 5.0,
         "definitions": definitions,
-        "worker_cmd": [sys.executable, "-I", "-c", _worker_boot(ROOT)],
-        "worker_env": {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
-        "worker_cwd": str(box / "work"),
+        "workers": {
+            k: {
+                "cmd": [sys.executable, "-I", "-c", _worker_boot(ROOT)],
+                "env": {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+                "cwd": str(box / "work"),
+            }
+            for k in ("ch1.half_widths", "ch1.mz_product")
+        },
         "exercises": {"ch1.half_widths": {"function": "wrong"}},
     }
     assert judge.judge(request)["ch1.half_widths"]["status"] == "wrong"
@@ -529,7 +535,7 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     out = judge.judge(request)
     assert "did not return within 5 s" in out["ch1.half_widths"]["message"]
     assert out["ch1.area"]["status"] == "correct" and out["ch1.inside"]["status"] == "missing"
-    seeds = {judge.hidden_seed("s", 5, "ch1.half_widths", t) for t in range(6)}
+    seeds = {judge.hidden_seed(SECRET, 5, "ch1.half_widths", t) for t in range(6)}
     assert len(seeds) == 6 and 5 not in seeds
     assert judge.hidden_seed("other", 5, "ch1.half_widths", 0) not in seeds
 
@@ -717,3 +723,281 @@ def test_without_namespaces_the_audit_hook_still_protects(tmp_path):
     assert by["reader"].results["ch1.half_widths"]["status"] == "missing"
     assert by["next"].results["ch1.half_widths"]["status"] == "wrong"
     assert by["vandal"].results["ch1.area"]["status"] == "correct"
+
+
+# ---- issue 37: a class that attacks the grader's design, not its checks
+
+ATTACKERS = {"ace": 7, "doomed": 30, "hog": 31, "leftovers": 32, "lookup": 33, "planter": 34,
+             "snoop": 35, "victim": 36}  # fmt: skip
+PUBLIC_SECRET = "mzlite-grading"  # the default secret the package used to ship
+LEFTOVER = "def hw(G):\n    return G.abs().sum(dim=-2)\n"
+
+
+def _public_inputs(seed: int) -> list[float]:
+    """What a lookup table over the public secret knows: a fingerprint of every input the
+    checker would draw for ``seed`` at home and in each hidden trial under PUBLIC_SECRET."""
+    from mzlite.exercises.ch1 import half_width_inputs
+
+    seeds = [seed] + [
+        judge.hidden_seed(PUBLIC_SECRET, seed, "ch1.half_widths", t) for t in range(3)
+    ]
+    return [
+        round(float(half_width_inputs(s + 7919 * trial).sum()), 9)
+        for s in seeds
+        for trial in range(3)
+    ]
+
+
+def _lookup_source(seed: int) -> str:
+    # right on the inputs it knows, the L2 slip elsewhere: full marks only where inputs are public
+    return (
+        f"KNOWN = {_public_inputs(seed)!r}\n\n\n"
+        "def half_widths(G):\n"
+        "    if round(float(G.sum()), 9) in KNOWN:\n"
+        "        return G.abs().sum(dim=-2)\n"
+        "    return G.norm(dim=-2)\n\n\n"
+    )
+
+
+def _attack_class(root: Path, subs: Path, home: Path, marker: Path, probe: Path) -> None:
+    victim_file = subs / "victim" / CH1.name
+    leftover_dir = marker.parent / "leftover-lib"
+    plant = home / ".cache" / "torch_extensions" / "mzlite_fused_cpu_0" / "planted.py"
+    shell = (
+        f"mkdir -p {plant.parent} && echo 'raise SystemExit(99)' > {plant}; "
+        f"echo planted > {marker}; echo x > {probe}; "
+        f"mkdir -p {leftover_dir} && printf '{LEFTOVER}' > {leftover_dir}/hw_helper.py"
+    ).replace("\n", "\\n")
+    leftovers = textwrap.dedent(
+        f"""\
+        import os, sys
+        from pathlib import Path
+        Path("hw_helper.py").write_text({LEFTOVER!r})
+
+
+        def half_widths(G):
+            for where in (os.getcwd(), {str(leftover_dir)!r}):
+                sys.path.insert(0, where)
+            import hw_helper
+            return hw_helper.hw(G)
+
+
+        check("ch1.half_widths", half_widths, seed=seed)
+        """
+    )
+    nbs = {
+        "ace": _notebook(ATTACKERS["ace"], HONEST),
+        "victim": _notebook(ATTACKERS["victim"], HONEST),
+        "doomed": _notebook(ATTACKERS["doomed"], HONEST),
+        "planter": _notebook(
+            ATTACKERS["planter"],
+            HONEST,
+            extra=[
+                "import subprocess\n\n"
+                f"done = subprocess.run(['sh', '-c', {shell!r}], capture_output=True, text=True)\n"
+                "print('planting:', done.returncode, done.stderr)"
+            ],
+        ),
+        "leftovers": _notebook(ATTACKERS["leftovers"], _with(half_widths=leftovers)),
+        "lookup": _notebook(
+            ATTACKERS["lookup"],
+            _with(
+                half_widths=_lookup_source(ATTACKERS["lookup"])
+                + 'check("ch1.half_widths", half_widths, seed=seed)'
+            ),
+        ),
+        "snoop": _notebook(
+            ATTACKERS["snoop"],
+            HONEST,
+            extra=[
+                "import subprocess\n\n"
+                "cmd = f'cat {victim_file!s}; printf garbage > {victim_file!s}'\n".replace(
+                    "{victim_file!s}", str(victim_file)
+                )
+                + "done = subprocess.run(['sh', '-c', cmd], capture_output=True, text=True)\n"
+                "print('STOLEN', len(done.stdout), 'bytes', done.stderr[:300])"
+            ],
+        ),
+        "hog": _notebook(
+            ATTACKERS["hog"],
+            HONEST,
+            extra=[
+                "hoard = bytearray(16 * 2**30)  # far past the memory limit",
+                "import os, time\n\nkids = []\ntry:\n    for _ in range(400):\n"
+                "        pid = os.fork()\n        if pid == 0:\n            time.sleep(3)\n"
+                "            os._exit(0)\n        kids.append(pid)\nfinally:\n"
+                "    print('forked', len(kids))\n    for k in kids:\n        os.waitpid(k, 0)",
+                "with open('big.bin', 'wb') as f:\n    for _ in range(80):\n"
+                "        f.write(bytes(2**20))  # past the file-size limit",
+            ],
+        ),
+    }
+    for name, nb in nbs.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / CH1.name).write_text(json.dumps(nb))
+    (root / "class.csv").write_text("".join(f"{n},{s}\n" for n, s in ATTACKERS.items()))
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """The attack class graded once, without a secret (one is drawn for the run), with a fake
+    grader's home (so a planted kernel cache could never reach the real one) and small limits;
+    the judge of "doomed" dies with SIGBUS, every judge records its environment."""
+    from mzlite.grading import grader
+
+    if not sandbox.namespaces_available():
+        # the audit hook alone cannot stop a shell: outside namespaces host /tmp stays writable
+        pytest.skip("needs unprivileged namespaces (unshare -rmnpf)")
+    root = tmp_path_factory.mktemp("attack")
+    subs, home = root / "submissions", root / "grader-home"
+    (home / ".cache" / "torch_extensions").mkdir(parents=True)
+    marker = Path(tempfile.mkdtemp(prefix="mzlite-attack-")) / "planted-in-host-tmp"
+    probe = Path(sys.base_prefix).resolve() / f"mzlite-probe-{root.name}.py"
+    _attack_class(root, subs, home, marker, probe)
+    envs = root / "judge-env"
+    envs.mkdir()
+    real = grader.judge_command
+
+    def spied(ctx, request, result):
+        student = sorted(ATTACKERS)[int(request.parent.name)]
+        if student == "doomed":  # a judge that dies, as one did on a shared library overwritten
+            return ["sh", "-c", "kill -BUS $$"]
+        dump = envs / f"{student}.env"
+        return ["sh", "-c", 'env > "$0"; exec "$@"', str(dump), *real(ctx, request, result)]
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HOME", str(home))
+    mp.delenv("MZLITE_GRADING_SECRET", raising=False)
+    mp.setattr(grader, "judge_command", spied)
+    before = (subs / "victim" / CH1.name).read_bytes()
+    try:
+        graded = grade(
+            subs,
+            root / "grades",
+            timeout=300,
+            cell_timeout=60,
+            roster=root / "class.csv",
+            jobs=2,
+            trials=3,
+            progress=False,
+            limits=sandbox.Limits(memory=4 * 2**30, processes=300, file_size=64 * 2**20),
+        )
+    finally:
+        mp.undo()
+        planted = [p for p in (marker, probe, marker.parent / "leftover-lib") if p.exists()]
+        probe.unlink(missing_ok=True)  # never leave a probe behind, also when the test fails
+        shutil.rmtree(marker.parent, ignore_errors=True)
+    return {
+        "by": {g.student: g for g in graded},
+        "out": root / "grades",
+        "home": home,
+        "planted": planted,
+        "envs": envs,
+        "victim_before": before,
+        "victim_after": (subs / "victim" / CH1.name).read_bytes(),
+    }
+
+
+def _all_correct(g):
+    return {k: r["status"] for k, r in g.results.items()} == dict.fromkeys(keys("ch1."), "correct")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_attackers_leave_every_other_student_graded_as_if_alone(attacked):
+    by = attacked["by"]
+    for name in ("ace", "victim"):
+        assert by[name].outcome == "ran" and by[name].findings == [], by[name].findings
+        assert _all_correct(by[name]), (name, by[name].results)
+    rows = {r["student"]: r for r in csv.DictReader((attacked["out"] / "gradebook.csv").open())}
+    assert list(rows) == list(ATTACKERS)
+    assert rows["ace"]["percent"] == rows["victim"]["percent"] == "100.0"
+    # a judge that dies is that notebook's row, not the end of grading
+    assert by["doomed"].outcome == "could not be graded" and "SIGBUS" in by["doomed"].detail
+    assert rows["doomed"]["status"] == "could not be graded"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_no_planted_file_reaches_the_judge(attacked):
+    """The planter writes, from a shell (past the audit hook), a kernel into the grader's
+    torch extension cache, a file into host /tmp and one beside the interpreter's standard
+    library; the judge runs with its own home and caches and no compiled kernels at all."""
+    by, home = attacked["by"], attacked["home"]
+    if sandbox.namespaces_available():  # read-only outside its box: nothing planted anywhere
+        assert attacked["planted"] == []
+        assert not list((home / ".cache" / "torch_extensions").rglob("planted.py"))
+        assert (
+            "Read-only file system"
+            in (attacked["out"] / "executed" / "planter" / CH1.name).read_text()
+        )
+    assert _all_correct(by["planter"])
+    for student in ("ace", "planter", "lookup"):
+        env = dict(
+            line.split("=", 1)
+            for line in (attacked["envs"] / f"{student}.env").read_text().splitlines()
+            if "=" in line
+        )
+        assert env["MZLITE_FUSED"] == "0"
+        for var in ("HOME", "TORCH_EXTENSIONS_DIR", "TMPDIR", "XDG_CACHE_HOME"):
+            assert not Path(env[var]).resolve().is_relative_to(home), (var, env[var])
+            assert "/judges/" in env[var], (var, env[var])
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_leftovers_and_a_public_secret_table_earn_nothing(attacked):
+    from mzlite.exercises.checker import verdict
+
+    by, out = attacked["by"], attacked["out"]
+    # the leftover helper is right: imported beside the notebook it would pass every trial
+    helper = {}
+    exec(LEFTOVER, helper)  # noqa: S102
+    assert verdict(get("ch1.half_widths"), helper["hw"], 5).status == "correct"
+    left = by["leftovers"].results["ch1.half_widths"]
+    assert left["status"] == "wrong" and "hw_helper" in left["message"], left
+    # the table passes every hidden trial that derives from the public secret ...
+    table = {"torch": torch}
+    exec(_lookup_source(ATTACKERS["lookup"]), table)  # noqa: S102
+    seed = ATTACKERS["lookup"]
+    public = [judge.hidden_seed(PUBLIC_SECRET, seed, "ch1.half_widths", t) for t in range(3)]
+    ex = get("ch1.half_widths")
+    assert all(verdict(ex, table["half_widths"], s).status == "correct" for s in public)
+    assert verdict(ex, table["half_widths"], seed).status == "correct"  # and the home check
+    # ... and none under the secret drawn for this run, which only the report folder holds
+    looked = by["lookup"].results["ch1.half_widths"]
+    assert looked["status"] == "wrong" and looked["passed"] == 0, looked
+    drawn = (out / "grading-secret.txt").read_text().splitlines()[0]
+    assert len(drawn) >= 32 and drawn != PUBLIC_SECRET
+    for g in by.values():  # in none of the executed notebooks
+        executed = out / "executed" / g.student / CH1.name
+        assert not executed.exists() or drawn not in executed.read_text()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_a_classmates_submission_can_be_neither_read_nor_changed(attacked):
+    by, out = attacked["by"], attacked["out"]
+    snoop = (out / "executed" / "snoop" / CH1.name).read_text()
+    assert "STOLEN 0 bytes" in snoop, snoop[-2000:]
+    assert _all_correct(by["victim"])  # graded from what it submitted
+    if sandbox.namespaces_available():
+        assert attacked["victim_after"] == attacked["victim_before"]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_memory_processes_and_file_size_are_limited_and_reported(attacked):
+    hog = attacked["by"]["hog"]
+    text = " | ".join(hog.findings)
+    assert "memory (4 GiB" in text and "file size (64 MiB" in text, text
+    executed = (attacked["out"] / "executed" / "hog" / CH1.name).read_text()
+    forked = int(executed.split("forked ")[1].split("\\n")[0])
+    assert forked < 400, forked  # stopped by the limit, not by the loop's end
+    assert "processes (300" in text, text
+    assert _all_correct(hog)  # the answers after the hoarding still count

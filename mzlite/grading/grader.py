@@ -3,33 +3,42 @@
     python -m mzlite.grading.grader SUBMISSIONS/ --roster class.csv [--out GRADES/]
         [--points points.json] [--chapters 1,3] [--jobs 2] [--timeout 900] [--cell-timeout 120]
         [--trials 5] [--secret TEXT] [--isolation auto|namespaces|audit]
+        [--memory GIB] [--processes N] [--file-size MIB]
     python -m mzlite grade SUBMISSIONS/        # the same with the defaults (no roster)
 
-For every notebook (``STUDENT/NN_chapter.ipynb``, or ``STUDENT.ipynb`` directly in SUBMISSIONS):
+Every notebook (``STUDENT/NN_chapter.ipynb``, or ``STUDENT.ipynb`` directly in SUBMISSIONS) is
+read into memory before any student code runs, and the folder is hidden from every sandbox: no
+run can read or rewrite a classmate's submission. Then, for each:
 
 1. **Read, not run** (:mod:`mzlite.grading.submission`): its check calls against the chapter's
    answer cells, tampering (a redefined ``check``, a patched library function, ``exec``, reads of
    notebooks or installed files), and its seed against the roster's. What is found is reported.
 2. **Run in a sandbox** (:mod:`mzlite.grading.sandbox`): a folder, home and environment of its
-   own, a copy of mzlite and ``data/``, the roster's seed written into its parameters cell, the
-   instructor's checkout read-only and the solutions out of sight; every cell has a time limit
-   and the whole run another. Its ``check`` calls only *record* the answers (no verdict, so
-   trying answers in a loop learns nothing); whatever it writes elsewhere, its own check log
-   included, is ignored.
-3. **Judged in the grader's own process** (:mod:`mzlite.grading.judge`), from a read-only copy
-   of mzlite made when grading started: each recorded value for the roster's seed, each coding
-   exercise's function (run in a sandboxed worker, never beside a checker) on ``trials`` hidden
-   inputs; partial credit is the fraction of hidden trials passed.
+   own, a copy of mzlite and ``data/``, the roster's seed written into its parameters cell,
+   everything outside its folder read-only (host ``/tmp``, the home, the interpreter, every
+   installed copy of mzlite) and the solutions out of sight, limits on memory, processes, file
+   size and CPU time; every cell has a time limit and the whole run another. Its ``check``
+   calls only *record* the answers (no verdict, so trying answers in a loop learns nothing);
+   whatever it writes, its own check log included, is ignored, and its folder is deleted before
+   judging.
+3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`), from a read-only copy of
+   mzlite made when grading started, with a private home and caches and no compiled kernels:
+   each recorded value for the roster's seed, each coding exercise's function (run in a
+   sandboxed worker in a fresh, empty box, never beside a checker) on ``trials`` hidden inputs
+   derived from a secret (``--secret``, or drawn for the run and written to
+   ``OUT/grading-secret.txt``); partial credit is the fraction of hidden trials passed.
 
 Every file the submission could have changed (the installed mzlite, the notebooks, the snapshot)
-is hashed before and after; a change is reported, and a snapshot that changed stops the grading.
+is hashed before and after; a change is reported. A notebook whose sandbox or judge dies (or
+whose snapshot changed) is a row "could not be graded" with the reason; grading goes on, and the
+reports are written whatever happens, with every student of the roster.
 
 Written to ``OUT`` (default ``SUBMISSIONS-grades/``): ``gradebook.csv`` (one row per student of
 the roster, absent ones included: points per exercise, total, percent, flags; what a
 learning-management system imports), ``grades.csv`` (one row per student and exercise, with the
 verdict's message), ``statistics.csv`` (per exercise: mean points, verdicts, the most common
-mistake), ``summary.md`` (all of it for a reader, with every finding) and the executed notebooks
-under ``executed/``.
+mistake), ``summary.md`` (all of it for a reader, with every finding: a limit a run reached is
+one) and the executed notebooks under ``executed/``.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import stat
 import subprocess
@@ -154,6 +164,22 @@ def execute_one(src: Path, dst: Path, cwd: Path, cell_timeout: int | None) -> No
         nbformat.write(nb, dst)
 
 
+def _errors(executed: bytes | None) -> str:
+    """Every error a run's cells recorded, one ``ename: evalue`` a line."""
+    try:
+        nb = json.loads(executed) if executed else {}
+    except ValueError:
+        return ""
+    cells = nb.get("cells", []) if isinstance(nb, dict) else []
+    return "\n".join(
+        f"{out.get('ename')}: {out.get('evalue')}"
+        for cell in cells
+        if isinstance(cell, dict)
+        for out in cell.get("outputs", [])
+        if isinstance(out, dict) and out.get("output_type") == "error"
+    )
+
+
 def _first_error(nb: dict) -> str:
     for i, cell in enumerate(nb.get("cells", [])):
         for out in cell.get("outputs", []):
@@ -189,10 +215,13 @@ class _Context:
     isolation: str
     call_timeout: float
     submissions: Path | None = None
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     templates: dict = field(default_factory=dict)
 
     def hidden(self) -> list[Path]:
-        out = [self.out, self.snapshot, self.base / "requests"]
+        """What no sandbox may see: the reports, the snapshot, the judges' and the other boxes'
+        folders, the submissions (read into memory before any of them ran)."""
+        out = [self.out, self.snapshot] + [self.base / d for d in ("judges", "functions")]
         return out + ([self.submissions] if self.submissions is not None else [])
 
     def template(self, chapter: str):
@@ -260,7 +289,7 @@ def grade_notebook(
     env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
     cmd = [sys.executable, "-m", "mzlite.grading.grader", "--execute-notebook"]
     cmd += [str(src), str(dst), str(box / "work"), str(ctx.cell_timeout)]
-    cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation)
+    cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation, ctx.limits)
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd,
@@ -310,6 +339,13 @@ def grade_notebook(
                 {k: entry[k] for k in ("answer", "unencodable", "function") if k in entry}
             )
 
+    signs = output.decode(errors="replace")[-20000:] + "\n" + _errors(executed)
+    if proc.returncode is not None and proc.returncode < 0:
+        signs += "\n" + _ended(proc.returncode)
+    findings += [
+        f"its run reached the sandbox's {h} limit" for h in sandbox.limit_hits(signs, ctx.limits)
+    ]
+
     changed = sandbox.changed_files(ctx.watched_digest, sandbox.tree_digest(*ctx.watched))
     if changed:
         findings.append(
@@ -318,10 +354,14 @@ def grade_notebook(
         )
         ctx.watched_digest = sandbox.tree_digest(*ctx.watched)
 
+    shutil.rmtree(box, ignore_errors=True)  # nothing of it is judged: the judge gets fresh boxes
     results = _judge(ctx, index, box, seed, expected, answers, inspection)
     # statements that fail outside the notebook (imports of mzlite, names computed there) are
     # expected; a function that needed one fails its trials, which say why
     results.pop("__worker_errors__", None)
+    for key, res in results.items():
+        for hit in sandbox.limit_hits(res.get("message", ""), ctx.limits):
+            findings.append(f"{key}: its function reached the sandbox's {hit} limit")
     for key, res in results.items():  # check calls of the graded run (not those made at home)
         res["attempts"] = len(answers.get(key, []))
     return NotebookGrade(
@@ -339,6 +379,13 @@ def grade_notebook(
     )
 
 
+def judge_command(ctx: _Context, request: Path, result: Path) -> list[str]:
+    """The judge's command line: a fresh interpreter (``-I``: no environment, no user site, no
+    script folder on its path) that imports mzlite from the snapshot only."""
+    judge = ctx.snapshot / "mzlite" / "grading" / "judge.py"
+    return [sys.executable, "-I", str(judge), str(ctx.snapshot), str(request), str(result)]
+
+
 def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
     if not expected:
         return {}
@@ -347,22 +394,30 @@ def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
             f"the grader's snapshot {ctx.snapshot} changed during grading: a verdict from it "
             "would not be trustworthy"
         )
-    hidden = (
-        ctx.hidden() + [box / "mzlite"] + [Path(r) / "mzlite" for r in sandbox.installed_roots()]
-    )
-    worker_env = sandbox.environment(box, hidden)
-    worker_env.pop("PYTHONPATH")
+    # each coding exercise's function runs in a fresh, empty box of its own, never in the
+    # folder the notebook ran in (what the run left there, a copy of mzlite say, is not there)
+    hidden = ctx.hidden() + [ctx.base / "students", box]
+    hidden += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
+    boot = [sys.executable, "-I", "-c", _worker_boot(ctx.snapshot)]
+    workers = {}
+    for k in expected:
+        if get(k).kind != "coding":
+            continue
+        fbox = sandbox.make_box(ctx.base / "functions", f"{index:04d}-{k}")
+        env = sandbox.environment(fbox, hidden)
+        env.pop("PYTHONPATH")
+        workers[k] = {
+            "cmd": sandbox.isolated_command(boot, fbox, hidden, ctx.isolation, ctx.limits),
+            "env": env,
+            "cwd": str(fbox / "work"),
+        }
     request = {
         "roster_seed": seed,
         "secret": ctx.secret,
         "trials": ctx.trials,
         "call_timeout": ctx.call_timeout,
         "definitions": inspection.definitions,
-        "worker_cmd": sandbox.isolated_command(
-            [sys.executable, "-I", "-c", _worker_boot(ctx.snapshot)], box, hidden, ctx.isolation
-        ),
-        "worker_env": worker_env,
-        "worker_cwd": str(box / "work"),
+        "workers": workers,
         "exercises": {
             k: (
                 {"function": inspection.functions.get(k)}
@@ -372,24 +427,38 @@ def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
             for k in expected
         },
     }
-    req = ctx.base / "requests" / f"{index:04d}.json"
-    res = req.with_suffix(".result.json")
-    req.parent.mkdir(parents=True, exist_ok=True)
+    # the judge's own folder: its home and caches, the request (holding the secret) and the
+    # result, where no sandbox can see or write (``hidden``)
+    jbox = sandbox.make_box(ctx.base / "judges", f"{index:04d}")
+    req, res = jbox / "request.json", jbox / "result.json"
     req.write_text(json.dumps(request))
-    judge = ctx.snapshot / "mzlite" / "grading" / "judge.py"
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
-    env["OMP_NUM_THREADS"] = "1"
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
+    env.update(
+        {
+            "HOME": str(jbox / "home"),
+            "TMPDIR": str(jbox / "tmp"),
+            "XDG_CACHE_HOME": str(jbox / "home" / ".cache"),
+            "TORCH_EXTENSIONS_DIR": str(jbox / "home" / ".cache" / "torch_extensions"),
+            "MPLCONFIGDIR": str(jbox / "home" / ".config" / "matplotlib"),
+            "MZLITE_FUSED": "0",  # the judge never loads a compiled kernel, from any cache
+            "OMP_NUM_THREADS": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
     limit = 300 + ctx.call_timeout * (ctx.trials * 3 + 2) * max(1, len(expected))
     try:
         done = subprocess.run(
-            [sys.executable, "-I", str(judge), str(ctx.snapshot), str(req), str(res)],
+            judge_command(ctx, req, res),
             env=env,
+            cwd=jbox / "work",
             capture_output=True,
             text=True,
             timeout=limit,
         )
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"the judge did not finish in {limit:g} s") from None
+    finally:
+        req.unlink(missing_ok=True)
     if done.returncode != 0:
         raise RuntimeError(f"the judge {_ended(done.returncode)}: {done.stderr[-500:].strip()}")
     return json.loads(res.read_text())
@@ -477,9 +546,12 @@ def grade(
     secret: str | None = None,
     isolation: str = "auto",
     call_timeout: float = 30.0,
+    limits: sandbox.Limits | None = None,
 ) -> list[NotebookGrade]:
     """Grade every notebook under ``submissions`` (module docstring); write the reports into
-    ``out``. ``cwd`` is ignored (each run works in its own sandbox); kept for old callers."""
+    ``out``. ``cwd`` is ignored (each run works in its own sandbox); kept for old callers.
+    ``limits`` bound every sandboxed process (default :class:`sandbox.Limits`, with CPU time
+    ``timeout`` plus a minute)."""
     root = Path(submissions)
     if not timeout or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
@@ -509,6 +581,10 @@ def grade(
     assignment = [k for c in chapters for k in keys(c + ".")]
     weights = read_points(points, assignment)
     secret, generated = resolve_secret(secret)
+    if limits is None:
+        limits = sandbox.Limits(cpu=int(timeout) + 60)
+    elif not isinstance(limits, sandbox.Limits):
+        raise ValueError(f"limits must be a mzlite.grading.sandbox.Limits, got {limits!r}")
 
     if generated:  # the instructor's output only: no sandbox ever sees the report folder
         from .._io import atomic_write_text
@@ -543,6 +619,7 @@ def grade(
                 isolation=mode,
                 call_timeout=float(call_timeout),
                 submissions=root.resolve(),
+                limits=limits,
             )
 
             def one(i: int) -> None:
@@ -604,6 +681,11 @@ def _parser() -> argparse.ArgumentParser:
         f"${SECRET_ENV}, else a random one recorded in OUT/{SECRET_FILE})",
     )
     ap.add_argument("--isolation", default="auto", choices=sandbox.ISOLATIONS)
+    ap.add_argument("--memory", type=float, default=4, help="GiB of address space per process (4)")
+    ap.add_argument(
+        "--processes", type=int, default=512, help="processes and threads per sandbox (512)"
+    )
+    ap.add_argument("--file-size", type=float, default=1024, help="MiB per written file (1024)")
     return ap
 
 
@@ -627,6 +709,12 @@ def main(argv=None) -> int:
             trials=args.trials,
             secret=args.secret,
             isolation=args.isolation,
+            limits=sandbox.Limits(
+                memory=int(args.memory * 2**30),
+                processes=args.processes,
+                file_size=int(args.file_size * 2**20),
+                cpu=int(args.timeout) + 60,
+            ),
         )
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
