@@ -599,7 +599,8 @@ def grade(
     found = [(student, path, _read_limited(path, MAX_NOTEBOOK)) for student, path in found]
     graded: list[NotebookGrade | None] = [None] * len(found)
     try:
-        with tempfile.TemporaryDirectory(prefix="mzlite-grade-") as tmp:
+        # a box a student made hard to delete must not cost the class its reports
+        with tempfile.TemporaryDirectory(prefix="mzlite-grade-", ignore_cleanup_errors=True) as tmp:
             base = Path(tmp)
             snapshot = sandbox.make_snapshot(base / "snapshot")
             watched = [ROOT / "mzlite", ROOT / "notebooks"]

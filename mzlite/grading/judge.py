@@ -194,7 +194,12 @@ def judge(request: dict) -> dict:
             continue
         entry = entries[-1]
         if "answer" not in entry:
-            why = entry.get("unencodable") or "a function where a value is asked for"
+            if entry.get("unencodable"):
+                why = entry["unencodable"]
+            elif "function" in entry:
+                why = "a function where a value is asked for"
+            else:
+                why = "no answer was recorded"
             out[key] = {"status": "wrong", "message": f"cannot grade this answer: {why}"}
             continue
         try:
