@@ -20,8 +20,10 @@ Three layers keep it there:
   process, also where namespaces are missing: opening a denied path for reading, or anything
   outside the sandbox for writing, raises ``PermissionError`` (:data:`SITECUSTOMIZE`). It does
   not see a program the process starts (a shell), so without namespaces a shell can still write
-  where the grader's user may; the judge then still never reads what it wrote (own home, no
-  kernels, the snapshot hashed).
+  wherever the grader's user may, the Python installation the judge imports included: the
+  judge's own home, the kernels off and the hashed snapshot then shut out a planted cache or
+  checker, not a planted library. Marks that count need namespaces (the summary names the
+  isolation used), or a grading user who cannot write the installation.
 - **Limits** (:class:`Limits`): address space, processes, file size and CPU time per process,
   and the box's own ``pid_max`` (root is not bound by ``RLIMIT_NPROC``); a run that reaches one
   is reported on its student's row (:func:`limit_hits`).
