@@ -442,6 +442,14 @@ def test_a_clean_student_copy_has_no_findings_and_every_cheat_is_seen():
     assert "def half_widths" in found.definitions and "check(" not in found.definitions
 
 
+def test_a_student_copy_names_the_teaching_page_without_a_dead_link(tmp_path):
+    """In JupyterLab a copy has no ../teaching.md beside it (a page of the built book)."""
+    assert ms.TEACHING_LINK in CH1.read_text()  # the book's chapters keep their link
+    (copy,) = ms.make([CH1], tmp_path, 3)
+    text = copy.read_text()
+    assert "../teaching.md" not in text and "Teaching with this book" in text
+
+
 def test_the_roster_seed_replaces_the_notebooks():
     nb = _notebook(3, HONEST)
     assert submission.claimed_seed(nb) == 3
