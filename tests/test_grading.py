@@ -623,6 +623,33 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     roster.write_text("ada,1\nada,2\n")
     with pytest.raises(ValueError, match="listed twice"):
         read_roster(roster)
+    for bad, word in [({"memory": 0}, "memory"), ({"processes": 10}, "processes"),
+                      ({"file_size": -1}, "file_size"), ({"cpu": 1.5}, "cpu")]:  # fmt: skip
+        with pytest.raises(ValueError, match=f"limits.{word} must be"):
+            sandbox.Limits(**bad)
+    with pytest.raises(ValueError, match="limits must be a mzlite.grading.sandbox.Limits"):
+        grade(tmp_path, limits={"memory": 2**30}, secret=SECRET)
+    assert main(["grade", str(tmp_path), "--processes", "10"]) == 2
+    assert "limits.processes must be at least 300" in capsys.readouterr().err
+
+
+def test_a_limit_reached_is_named_with_its_value():
+    limits = sandbox.Limits(memory=2 * 2**30, processes=300, file_size=2**20, cpu=60)
+    assert sandbox.limit_hits("MemoryError: ", limits) == ["memory (2 GiB of address space)"]
+    assert sandbox.limit_hits("BlockingIOError: [Errno 11] Resource temporarily unavailable",
+                              limits) == ["processes (300 processes and threads)"]  # fmt: skip
+    assert sandbox.limit_hits("OSError: [Errno 27] File too large", limits) == [
+        "file size (1 MiB per file)"
+    ]
+    assert sandbox.limit_hits("the judge was killed by SIGXCPU", limits) == [
+        "CPU time (60 s of CPU per process)"
+    ]
+    assert sandbox.limit_hits("ZeroDivisionError: division by zero", limits) == []
+    cmd = sandbox.limited_command(["true"], limits)
+    done = subprocess.run(
+        [*cmd[:-1], "sh", "-c", "ulimit -v; ulimit -f; ulimit -t"], capture_output=True, text=True
+    )
+    assert done.stdout.split() == [str(2 * 2**20), str(2**20 // 512), "60"], done.stderr
 
 
 def test_a_secret_is_never_public(tmp_path, monkeypatch):
