@@ -171,7 +171,7 @@ ZIP_README = """Student copies of the chapters of "Matrix Zonotopic Attention, h
 
 Install mzlite as your instructor says (PyTorch's CPU build first, then the package alone:
   python -m pip install torch --index-url https://download.pytorch.org/whl/cpu
-  python -m pip install jupyterlab mzlite-*.whl
+  python -m pip install jupyterlab jupyterlab-myst mzlite-*.whl
 see the book's "Teaching with this book"), then start Jupyter from THIS folder
 (jupyter lab) and open a chapter: the chapters read data/ from here (the checkpoints, the
 paper's numbers and the book's results; set MZLITE_DATA to use another copy). Each
