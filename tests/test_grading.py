@@ -1036,3 +1036,44 @@ def test_memory_processes_and_file_size_are_limited_and_reported(attacked):
     assert forked < 400, forked  # stopped by the limit, not by the loop's end
     assert "processes (300" in text, text
     assert _all_correct(hog)  # the answers after the hoarding still count
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_value_reruns_tell_a_typed_answer_from_a_computed_one(tmp_path):
+    """A value typed in after the home check ticked (or its hint gave the formula) is right for
+    one seed; with ``value_reruns`` the grader runs the notebook for a hidden seed too, and only
+    an answer the notebook computes is right there as well."""
+    typed = _values(41)
+    typist = _with(
+        generators=SIZES
+        + f'answer = {typed["generators"]}\ncheck("ch1.generators", answer, seed=seed)',
+        area=ZONOTOPE + f'answer = {typed["area"]!r}\ncheck("ch1.area", answer, seed=seed)',
+    )
+    for key in ("ch1.generators", "ch1.area"):  # right at home: without reruns, full marks
+        assert check_value(key, typed[key.split(".")[1]], 41)
+    subs = tmp_path / "subs"
+    for name, nb in {"typist": _notebook(41, typist), "worker": _notebook(42, HONEST)}.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / CH1.name).write_text(json.dumps(nb))
+    roster = tmp_path / "class.csv"
+    roster.write_text("typist,41\nworker,42\n")
+    graded = grade(subs, tmp_path / "grades", timeout=300, cell_timeout=60, roster=roster,
+                   trials=2, secret=SECRET, progress=False, value_reruns=1)  # fmt: skip
+    by = {g.student: g for g in graded}
+    assert _all_correct(by["worker"]), by["worker"].results
+    assert by["worker"].results["ch1.area"]["reruns"] == 1
+    for key in ("ch1.generators", "ch1.area"):
+        res = by["typist"].results[key]
+        assert res["status"] == "partial" and res["score"] == 0.5, res
+        assert "not typed in" in res["message"]
+    assert by["typist"].results["ch1.half_widths"]["status"] == "correct"  # coding: untouched
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades" / "gradebook.csv").open())}
+    assert rows["worker"]["percent"] == "100.0" and float(rows["typist"]["ch1.area"]) == 0.5
+
+
+def check_value(key, answer, seed) -> bool:
+    from mzlite.exercises.checker import verdict
+
+    return verdict(get(key), answer, seed).status == "correct"

@@ -64,6 +64,7 @@ from pathlib import Path
 from mzlite.exercises.checker import CAPTURE_ENV, get, keys
 
 from . import sandbox, submission
+from .judge import hidden_seed
 from .roster import read_roster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -216,6 +217,7 @@ class _Context:
     call_timeout: float
     submissions: Path | None = None
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    value_reruns: int = 0
     templates: dict = field(default_factory=dict)
 
     def hidden(self) -> list[Path]:
@@ -252,6 +254,81 @@ def _not_graded(ctx: _Context | None, student: str, path: Path, why: str) -> Not
     )
 
 
+@dataclass
+class _Run:
+    """One sandboxed run of a notebook: how it ended, its executed copy, the answers its check
+    calls recorded (key -> entries) and what it printed and raised (:func:`sandbox.limit_hits`)."""
+
+    outcome: str
+    detail: str
+    seconds: float
+    executed: bytes | None
+    answers: dict[str, list]
+    signs: str
+
+
+def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected) -> _Run:
+    """Run ``nb`` for ``seed`` in a fresh sandbox ``name`` (deleted afterwards)."""
+    box = sandbox.make_sandbox(ctx.base / "students", name, ctx.snapshot)
+    src, dst = box / "work" / notebook, box / "work" / "executed.ipynb"
+    src.write_text(json.dumps(submission.with_seed(nb, seed)))
+    capture = box / "capture.jsonl"
+    env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
+    cmd = [sys.executable, "-m", "mzlite.grading.grader", "--execute-notebook"]
+    cmd += [str(src), str(dst), str(box / "work"), str(ctx.cell_timeout)]
+    cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation, ctx.limits)
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        cwd=box / "work",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=ctx.timeout)
+        outcome, detail = "ran", ""
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        outcome, detail = "timed out", f"did not finish in {ctx.timeout:g} s"
+    try:  # whatever the run left behind in its process group (a namespace kills the rest)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    seconds = time.perf_counter() - start
+
+    executed = _read_limited(dst, MAX_NOTEBOOK)
+    if outcome == "ran":
+        try:
+            error = _first_error(json.loads(executed)) if executed else ""
+        except ValueError:
+            error = ""
+        if proc.returncode != 0:
+            tail = output.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+            outcome, detail = "cell errors", f"the run failed: {tail[0]}"[:300]
+        elif error:
+            outcome, detail = "cell errors", error
+
+    answers: dict[str, list] = {k: [] for k in expected}
+    for line in (_read_limited(capture, MAX_CAPTURE) or b"").decode(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("key") in answers:
+            answers[entry["key"]].append(
+                {k: entry[k] for k in ("answer", "unencodable", "function") if k in entry}
+            )
+
+    signs = output.decode(errors="replace")[-20000:] + "\n" + _errors(executed)
+    if proc.returncode is not None and proc.returncode < 0:
+        signs += "\n" + _ended(proc.returncode)
+    shutil.rmtree(box, ignore_errors=True)  # nothing of it is judged: the judge gets fresh boxes
+    return _Run(outcome, detail, seconds, executed, answers, signs)
+
+
 def grade_notebook(
     ctx: _Context, index: int, student: str, path: Path, raw: bytes | None = None
 ) -> NotebookGrade:
@@ -282,68 +359,15 @@ def grade_notebook(
     if ctx.roster is not None and student not in ctx.roster:
         findings.append(f"{student} is not on the roster: judged for the notebook's seed {seed}")
 
-    box = sandbox.make_sandbox(ctx.base / "students", f"{index:04d}", ctx.snapshot)
-    src, dst = box / "work" / path.name, box / "work" / "executed.ipynb"
-    src.write_text(json.dumps(submission.with_seed(nb, seed)))
-    capture = box / "capture.jsonl"
-    env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
-    cmd = [sys.executable, "-m", "mzlite.grading.grader", "--execute-notebook"]
-    cmd += [str(src), str(dst), str(box / "work"), str(ctx.cell_timeout)]
-    cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation, ctx.limits)
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd,
-        env=env,
-        cwd=box / "work",
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        output, _ = proc.communicate(timeout=ctx.timeout)
-        outcome, detail = "ran", ""
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
-        outcome, detail = "timed out", f"did not finish in {ctx.timeout:g} s"
-    try:  # whatever the run left behind in its process group (a namespace kills the rest)
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    seconds = time.perf_counter() - start
-
-    executed = _read_limited(dst, MAX_NOTEBOOK)
-    if executed is not None:
+    run = _run(ctx, f"{index:04d}", nb, path.name, seed, expected)
+    outcome, detail, seconds, answers = run.outcome, run.detail, run.seconds, run.answers
+    if run.executed is not None:
         target = ctx.out / "executed" / student / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(executed)
-    if outcome == "ran":
-        try:
-            error = _first_error(json.loads(executed)) if executed else ""
-        except ValueError:
-            error = ""
-        if proc.returncode != 0:
-            tail = output.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
-            outcome, detail = "cell errors", f"the run failed: {tail[0]}"[:300]
-        elif error:
-            outcome, detail = "cell errors", error
-
-    answers: dict[str, list] = {k: [] for k in expected}
-    for line in (_read_limited(capture, MAX_CAPTURE) or b"").decode(errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and entry.get("key") in answers:
-            answers[entry["key"]].append(
-                {k: entry[k] for k in ("answer", "unencodable", "function") if k in entry}
-            )
-
-    signs = output.decode(errors="replace")[-20000:] + "\n" + _errors(executed)
-    if proc.returncode is not None and proc.returncode < 0:
-        signs += "\n" + _ended(proc.returncode)
+        target.write_bytes(run.executed)
     findings += [
-        f"its run reached the sandbox's {h} limit" for h in sandbox.limit_hits(signs, ctx.limits)
+        f"its run reached the sandbox's {h} limit"
+        for h in sandbox.limit_hits(run.signs, ctx.limits)
     ]
 
     changed = sandbox.changed_files(ctx.watched_digest, sandbox.tree_digest(*ctx.watched))
@@ -354,8 +378,7 @@ def grade_notebook(
         )
         ctx.watched_digest = sandbox.tree_digest(*ctx.watched)
 
-    shutil.rmtree(box, ignore_errors=True)  # nothing of it is judged: the judge gets fresh boxes
-    results = _judge(ctx, index, box, seed, expected, answers, inspection)
+    results = _judge(ctx, f"{index:04d}", seed, expected, answers, inspection)
     # statements that fail outside the notebook (imports of mzlite, names computed there) are
     # expected; a function that needed one fails its trials, which say why
     results.pop("__worker_errors__", None)
@@ -364,6 +387,8 @@ def grade_notebook(
             findings.append(f"{key}: its function reached the sandbox's {hit} limit")
     for key, res in results.items():  # check calls of the graded run (not those made at home)
         res["attempts"] = len(answers.get(key, []))
+    if ctx.value_reruns:
+        seconds += _rerun_values(ctx, index, nb, path.name, seed, expected, inspection, results)
     return NotebookGrade(
         student,
         path.name,
@@ -379,6 +404,47 @@ def grade_notebook(
     )
 
 
+def _rerun_values(ctx, index, nb, notebook, seed, expected, inspection, results) -> float:
+    """Run the notebook again for ``ctx.value_reruns`` hidden seeds and judge every per-seed
+    value exercise it got right for its own seed there too: an answer typed in (checked at home
+    with the hints) is right for one seed only, one the notebook computes is right for every
+    seed. Its score becomes the fraction of runs it was right in. Returns the seconds spent."""
+    keys_ = [
+        k
+        for k in expected
+        if get(k).kind == "value"
+        and get(k).per_seed
+        and results.get(k, {}).get("status") == "correct"
+    ]
+    if not keys_:
+        return 0.0
+    spent, wrong = 0.0, {k: [] for k in keys_}
+    for r in range(ctx.value_reruns):
+        other = hidden_seed(ctx.secret, seed, "value-rerun", r)
+        run = _run(ctx, f"{index:04d}-r{r}", nb, notebook, other, expected)
+        spent += run.seconds
+        verdicts = _judge(ctx, f"{index:04d}-r{r}", other, keys_, run.answers, inspection)
+        for k in keys_:
+            if verdicts.get(k, {}).get("status") != "correct":
+                wrong[k].append(verdicts.get(k, {}).get("message", "not reached"))
+    runs = 1 + ctx.value_reruns
+    for k, messages in wrong.items():
+        if messages:
+            results[k] = {
+                "status": "partial",
+                "score": (runs - len(messages)) / runs,
+                "message": f"right for the notebook's seed, but the same notebook run for "
+                f"{len(messages)} of {ctx.value_reruns} other seed(s) gave a wrong answer "
+                f"({messages[0].split(' Hint:')[0]}): an answer must be computed from the "
+                "seed's inputs, not typed in",
+                "attempts": results[k].get("attempts", ""),
+                "reruns": ctx.value_reruns,
+            }
+        else:
+            results[k]["reruns"] = ctx.value_reruns
+    return spent
+
+
 def judge_command(ctx: _Context, request: Path, result: Path) -> list[str]:
     """The judge's command line: a fresh interpreter (``-I``: no environment, no user site, no
     script folder on its path) that imports mzlite from the snapshot only."""
@@ -386,7 +452,7 @@ def judge_command(ctx: _Context, request: Path, result: Path) -> list[str]:
     return [sys.executable, "-I", str(judge), str(ctx.snapshot), str(request), str(result)]
 
 
-def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
+def _judge(ctx, name, seed, expected, answers, inspection) -> dict:
     if not expected:
         return {}
     if sandbox.tree_digest(ctx.snapshot) != ctx.snapshot_digest:
@@ -396,14 +462,14 @@ def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
         )
     # each coding exercise's function runs in a fresh, empty box of its own, never in the
     # folder the notebook ran in (what the run left there, a copy of mzlite say, is not there)
-    hidden = ctx.hidden() + [ctx.base / "students", box]
+    hidden = ctx.hidden() + [ctx.base / "students"]
     hidden += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
     boot = [sys.executable, "-I", "-c", _worker_boot(ctx.snapshot)]
     workers = {}
     for k in expected:
         if get(k).kind != "coding":
             continue
-        fbox = sandbox.make_box(ctx.base / "functions", f"{index:04d}-{k}")
+        fbox = sandbox.make_box(ctx.base / "functions", f"{name}-{k}")
         env = sandbox.environment(fbox, hidden)
         env.pop("PYTHONPATH")
         workers[k] = {
@@ -429,7 +495,7 @@ def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
     }
     # the judge's own folder: its home and caches, the request (holding the secret) and the
     # result, where no sandbox can see or write (``hidden``)
-    jbox = sandbox.make_box(ctx.base / "judges", f"{index:04d}")
+    jbox = sandbox.make_box(ctx.base / "judges", name)
     req, res = jbox / "request.json", jbox / "result.json"
     req.write_text(json.dumps(request))
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
@@ -547,11 +613,14 @@ def grade(
     isolation: str = "auto",
     call_timeout: float = 30.0,
     limits: sandbox.Limits | None = None,
+    value_reruns: int = 0,
 ) -> list[NotebookGrade]:
     """Grade every notebook under ``submissions`` (module docstring); write the reports into
     ``out``. ``cwd`` is ignored (each run works in its own sandbox); kept for old callers.
     ``limits`` bound every sandboxed process (default :class:`sandbox.Limits`, with CPU time
-    ``timeout`` plus a minute)."""
+    ``timeout`` plus a minute). ``value_reruns`` (default 0) runs each notebook again for that
+    many hidden seeds and gives a per-seed value exercise full marks only where the notebook
+    computes the right answer in every run (:func:`_rerun_values`)."""
     root = Path(submissions)
     if not timeout or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
@@ -559,6 +628,8 @@ def grade(
         raise ValueError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if not isinstance(value_reruns, int) or value_reruns < 0:
+        raise ValueError(f"value_reruns must be an integer >= 0, got {value_reruns!r}")
     if not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
     mode = sandbox.choose_isolation(isolation)
@@ -621,6 +692,7 @@ def grade(
                 call_timeout=float(call_timeout),
                 submissions=root.resolve(),
                 limits=limits,
+                value_reruns=value_reruns,
             )
 
             def one(i: int) -> None:
@@ -687,6 +759,13 @@ def _parser() -> argparse.ArgumentParser:
         "--processes", type=int, default=512, help="processes and threads per sandbox (512)"
     )
     ap.add_argument("--file-size", type=float, default=1024, help="MiB per written file (1024)")
+    ap.add_argument(
+        "--value-reruns",
+        type=int,
+        default=0,
+        help="run each notebook again for N hidden seeds: a value answer scores only where it is "
+        "computed, not typed in (0)",
+    )
     return ap
 
 
@@ -710,6 +789,7 @@ def main(argv=None) -> int:
             trials=args.trials,
             secret=args.secret,
             isolation=args.isolation,
+            value_reruns=args.value_reruns,
             limits=sandbox.Limits(
                 memory=int(args.memory * 2**30),
                 processes=args.processes,
