@@ -16,8 +16,10 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -30,13 +32,14 @@ from mzlite.__main__ import main
 from mzlite.exercises import wire
 from mzlite.exercises.ch1 import exercise_zonotope, generator_sizes
 from mzlite.exercises.checker import get, keys
-from mzlite.grading import gradebook, sandbox, submission
+from mzlite.grading import gradebook, judge, sandbox, submission
 from mzlite.grading.grader import (
     NotebookGrade,
     chapter_of,
     find_submissions,
     grade,
     read_points,
+    resolve_secret,
 )
 from mzlite.grading.roster import read_roster
 
@@ -44,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CH1 = ROOT / "notebooks" / "01_zonotopes.ipynb"
 ms = load("make_student")
 
+SECRET = "a-test-secret-of-32-characters!!"
 # The roster of the generated class: name, seed
 ROSTER = {
     "ace": 7,
@@ -283,7 +287,7 @@ def graded(tmp_path_factory):
             roster=root / "class.csv",
             jobs=2,
             trials=3,
-            secret="test",
+            secret=SECRET,
             progress=False,
         )
     finally:
@@ -438,6 +442,14 @@ def test_a_clean_student_copy_has_no_findings_and_every_cheat_is_seen():
     assert "def half_widths" in found.definitions and "check(" not in found.definitions
 
 
+def test_a_student_copy_names_the_teaching_page_without_a_dead_link(tmp_path):
+    """In JupyterLab a copy has no ../teaching.md beside it (a page of the built book)."""
+    assert ms.TEACHING_LINK in CH1.read_text()  # the book's chapters keep their link
+    (copy,) = ms.make([CH1], tmp_path, 3)
+    text = copy.read_text()
+    assert "../teaching.md" not in text and "Teaching with this book" in text
+
+
 def test_the_roster_seed_replaces_the_notebooks():
     nb = _notebook(3, HONEST)
     assert submission.claimed_seed(nb) == 3
@@ -482,7 +494,6 @@ def test_the_audit_hook_keeps_a_process_in_its_sandbox(tmp_path):
 
 @pytest.mark.slow
 def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
-    from mzlite.grading import judge
     from mzlite.grading.grader import _worker_boot
 
     box = tmp_path / "box"
@@ -504,13 +515,18 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     )
     request = {
         "roster_seed": 5,
-        "secret": "s",
+        "secret": SECRET,
         "trials": 6,
         "call_timeout": 5.0,
         "definitions": definitions,
-        "worker_cmd": [sys.executable, "-I", "-c", _worker_boot(ROOT)],
-        "worker_env": {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
-        "worker_cwd": str(box / "work"),
+        "workers": {
+            k: {
+                "cmd": [sys.executable, "-I", "-c", _worker_boot(ROOT)],
+                "env": {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+                "cwd": str(box / "work"),
+            }
+            for k in ("ch1.half_widths", "ch1.mz_product")
+        },
         "exercises": {"ch1.half_widths": {"function": "wrong"}},
     }
     assert judge.judge(request)["ch1.half_widths"]["status"] == "wrong"
@@ -527,7 +543,7 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     out = judge.judge(request)
     assert "did not return within 5 s" in out["ch1.half_widths"]["message"]
     assert out["ch1.area"]["status"] == "correct" and out["ch1.inside"]["status"] == "missing"
-    seeds = {judge.hidden_seed("s", 5, "ch1.half_widths", t) for t in range(6)}
+    seeds = {judge.hidden_seed(SECRET, 5, "ch1.half_widths", t) for t in range(6)}
     assert len(seeds) == 6 and 5 not in seeds
     assert judge.hidden_seed("other", 5, "ch1.half_widths", 0) not in seeds
 
@@ -607,6 +623,109 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     roster.write_text("ada,1\nada,2\n")
     with pytest.raises(ValueError, match="listed twice"):
         read_roster(roster)
+    for bad, word in [({"memory": 0}, "memory"), ({"processes": 10}, "processes"),
+                      ({"file_size": -1}, "file_size"), ({"cpu": 1.5}, "cpu")]:  # fmt: skip
+        with pytest.raises(ValueError, match=f"limits.{word} must be"):
+            sandbox.Limits(**bad)
+    with pytest.raises(ValueError, match="limits must be a mzlite.grading.sandbox.Limits"):
+        grade(tmp_path, limits={"memory": 2**30}, secret=SECRET)
+    assert main(["grade", str(tmp_path), "--processes", "10"]) == 2
+    assert "limits.processes must be at least 300" in capsys.readouterr().err
+
+
+def test_a_limit_reached_is_named_with_its_value():
+    limits = sandbox.Limits(memory=2 * 2**30, processes=300, file_size=2**20, cpu=60)
+    assert sandbox.limit_hits("MemoryError: ", limits) == ["memory (2 GiB of address space)"]
+    assert sandbox.limit_hits("BlockingIOError: [Errno 11] Resource temporarily unavailable",
+                              limits) == ["processes (300 processes and threads)"]  # fmt: skip
+    assert sandbox.limit_hits("OSError: [Errno 27] File too large", limits) == [
+        "file size (1 MiB per file)"
+    ]
+    assert sandbox.limit_hits("the judge was killed by SIGXCPU", limits) == [
+        "CPU time (60 s of CPU per process)"
+    ]
+    assert sandbox.limit_hits("ZeroDivisionError: division by zero", limits) == []
+    cmd = sandbox.limited_command(["true"], limits)
+    done = subprocess.run(
+        [*cmd[:-1], "sh", "-c", "ulimit -v; ulimit -f; ulimit -t"], capture_output=True, text=True
+    )
+    assert done.stdout.split() == [str(2 * 2**20), str(2**20 // 512), "60"], done.stderr
+
+
+def test_a_secret_is_never_public(tmp_path, monkeypatch):
+    monkeypatch.delenv("MZLITE_GRADING_SECRET", raising=False)
+    first, generated = resolve_secret(None)
+    assert generated and len(first) >= 32 and resolve_secret(None)[0] != first
+    assert resolve_secret(SECRET) == (SECRET, False)
+    for bad in ("", "   ", "short"):
+        with pytest.raises(ValueError, match="secret is .*at least 16 characters"):
+            resolve_secret(bad)
+    monkeypatch.setenv("MZLITE_GRADING_SECRET", "")  # --secret "$GRADING_SECRET", unset
+    with pytest.raises(ValueError, match=r"\$MZLITE_GRADING_SECRET is empty"):
+        resolve_secret(None)
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / CH1.name).write_text("{}")
+    with pytest.raises(ValueError, match="secret is empty"):
+        grade(tmp_path, secret="")
+    assert main(["grade", str(tmp_path), "--secret", ""]) == 2
+    with pytest.raises(ValueError, match="non-empty"):
+        judge.hidden_seed("", 5, "ch1.half_widths", 0)
+    # the package holds no secret: the old default is no longer what grading uses
+    assert "mzlite-grading" not in (ROOT / "mzlite" / "grading" / "grader.py").read_text()
+
+
+def test_a_failure_is_a_row_and_the_gradebook_is_always_written(tmp_path, monkeypatch):
+    """A judge that dies (SIGBUS, say) marks its notebook "could not be graded: why"; every
+    other notebook is graded, and the gradebook holds every student of the roster, also when
+    grading is interrupted."""
+    subs = tmp_path / "subs"
+    for name in ("ace", "doomed", "next"):
+        (subs / name).mkdir(parents=True)
+        (subs / name / CH1.name).write_text(json.dumps(_notebook(ROSTER.get(name, 1), HONEST)))
+    roster = tmp_path / "class.csv"
+    roster.write_text("ace,7\nbob,8\ndoomed,9\nnext,20\n")
+    full = {k: {"status": "correct", "score": 1.0, "message": ""} for k in keys("ch1.")}
+
+    def fake(ctx, index, student, path, raw=None):
+        assert raw is not None and json.loads(raw)  # read before any student code ran
+        if student == "doomed":
+            raise RuntimeError("the judge was killed by SIGBUS: Bus error")
+        return _grade(student, dict(full))
+
+    from mzlite.grading import grader
+
+    monkeypatch.setattr(grader, "grade_notebook", fake)
+    monkeypatch.setattr(grader.sandbox, "make_snapshot", lambda dest: Path(dest))
+    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a: {})
+    out = tmp_path / "grades"
+    graded = grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit")
+    by = {g.student: g for g in graded}
+    assert by["doomed"].outcome == "could not be graded"
+    assert "killed by SIGBUS" in by["doomed"].detail
+    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    assert list(rows) == ["ace", "bob", "doomed", "next"]
+    assert rows["doomed"]["status"] == "could not be graded" and float(rows["doomed"]["total"]) == 0
+    assert rows["ace"]["percent"] == rows["next"]["percent"] == "100.0"
+    assert rows["bob"]["status"] == "absent"
+    longs = [r for r in csv.DictReader((out / "grades.csv").open()) if r["student"] == "doomed"]
+    assert longs and all("could not be graded: " in r["message"] for r in longs)
+    assert "killed by SIGBUS" in (out / "summary.md").read_text()
+
+    def interrupted(ctx, index, student, path, raw=None):
+        if student == "doomed":
+            raise KeyboardInterrupt
+        return _grade(student, dict(full))
+
+    monkeypatch.setattr(grader, "grade_notebook", interrupted)
+    (out / "gradebook.csv").unlink()
+    with pytest.raises(KeyboardInterrupt):
+        grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit", jobs=1)
+    rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    assert list(rows) == ["ace", "bob", "doomed", "next"]
+    assert rows["ace"]["percent"] == "100.0"
+    assert rows["doomed"]["status"] == "could not be graded"  # next: graded or not started
+    doomed = [r for r in csv.DictReader((out / "grades.csv").open()) if r["student"] == "doomed"]
+    assert "grading was interrupted" in doomed[0]["message"]
 
 
 @pytest.mark.integration
@@ -639,3 +758,322 @@ def test_without_namespaces_the_audit_hook_still_protects(tmp_path):
     assert by["reader"].results["ch1.half_widths"]["status"] == "missing"
     assert by["next"].results["ch1.half_widths"]["status"] == "wrong"
     assert by["vandal"].results["ch1.area"]["status"] == "correct"
+
+
+# ---- issue 37: a class that attacks the grader's design, not its checks
+
+ATTACKERS = {"ace": 7, "doomed": 30, "hog": 31, "leftovers": 32, "lookup": 33, "planter": 34,
+             "snoop": 35, "victim": 36}  # fmt: skip
+PUBLIC_SECRET = "mzlite-grading"  # the default secret the package used to ship
+LEFTOVER = "def hw(G):\n    return G.abs().sum(dim=-2)\n"
+
+
+def _public_inputs(seed: int) -> list[float]:
+    """What a lookup table over the public secret knows: a fingerprint of every input the
+    checker would draw for ``seed`` at home and in each hidden trial under PUBLIC_SECRET."""
+    from mzlite.exercises.ch1 import half_width_inputs
+
+    seeds = [seed] + [
+        judge.hidden_seed(PUBLIC_SECRET, seed, "ch1.half_widths", t) for t in range(3)
+    ]
+    return [
+        round(float(half_width_inputs(s + 7919 * trial).sum()), 9)
+        for s in seeds
+        for trial in range(3)
+    ]
+
+
+def _lookup_source(seed: int) -> str:
+    # right on the inputs it knows, the L2 slip elsewhere: full marks only where inputs are public
+    return (
+        f"KNOWN = {_public_inputs(seed)!r}\n\n\n"
+        "def half_widths(G):\n"
+        "    if round(float(G.sum()), 9) in KNOWN:\n"
+        "        return G.abs().sum(dim=-2)\n"
+        "    return G.norm(dim=-2)\n\n\n"
+    )
+
+
+def _attack_class(root: Path, subs: Path, home: Path, marker: Path, probe: Path) -> None:
+    victim_file = subs / "victim" / CH1.name
+    leftover_dir = marker.parent / "leftover-lib"
+    plant = home / ".cache" / "torch_extensions" / "mzlite_fused_cpu_0" / "planted.py"
+    shell = (
+        f"mkdir -p {plant.parent} && echo 'raise SystemExit(99)' > {plant}; "
+        f"echo planted > {marker}; echo x > {probe}; "
+        f"mkdir -p {leftover_dir} && printf '{LEFTOVER}' > {leftover_dir}/hw_helper.py"
+    ).replace("\n", "\\n")
+    leftovers = textwrap.dedent(
+        f"""\
+        import os, sys
+        from pathlib import Path
+        Path("hw_helper.py").write_text({LEFTOVER!r})
+
+
+        def half_widths(G):
+            for where in (os.getcwd(), {str(leftover_dir)!r}):
+                sys.path.insert(0, where)
+            import hw_helper
+            return hw_helper.hw(G)
+
+
+        check("ch1.half_widths", half_widths, seed=seed)
+        """
+    )
+    nbs = {
+        "ace": _notebook(ATTACKERS["ace"], HONEST),
+        "victim": _notebook(ATTACKERS["victim"], HONEST),
+        "doomed": _notebook(ATTACKERS["doomed"], HONEST),
+        "planter": _notebook(
+            ATTACKERS["planter"],
+            HONEST,
+            extra=[
+                "import subprocess\n\n"
+                f"done = subprocess.run(['sh', '-c', {shell!r}], capture_output=True, text=True)\n"
+                "print('planting:', done.returncode, done.stderr)"
+            ],
+        ),
+        "leftovers": _notebook(ATTACKERS["leftovers"], _with(half_widths=leftovers)),
+        "lookup": _notebook(
+            ATTACKERS["lookup"],
+            _with(
+                half_widths=_lookup_source(ATTACKERS["lookup"])
+                + 'check("ch1.half_widths", half_widths, seed=seed)'
+            ),
+        ),
+        "snoop": _notebook(
+            ATTACKERS["snoop"],
+            HONEST,
+            extra=[
+                "import subprocess\n\n"
+                "cmd = f'cat {victim_file!s}; printf garbage > {victim_file!s}'\n".replace(
+                    "{victim_file!s}", str(victim_file)
+                )
+                + "done = subprocess.run(['sh', '-c', cmd], capture_output=True, text=True)\n"
+                "print('STOLEN', len(done.stdout), 'bytes', done.stderr[:300])"
+            ],
+        ),
+        "hog": _notebook(
+            ATTACKERS["hog"],
+            HONEST,
+            extra=[
+                "hoard = bytearray(16 * 2**30)  # far past the memory limit",
+                "import os, time\n\nkids = []\ntry:\n    for _ in range(400):\n"
+                "        pid = os.fork()\n        if pid == 0:\n            time.sleep(3)\n"
+                "            os._exit(0)\n        kids.append(pid)\nfinally:\n"
+                "    print('forked', len(kids))\n    for k in kids:\n        os.waitpid(k, 0)",
+                "with open('big.bin', 'wb') as f:\n    for _ in range(80):\n"
+                "        f.write(bytes(2**20))  # past the file-size limit",
+            ],
+        ),
+    }
+    for name, nb in nbs.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / CH1.name).write_text(json.dumps(nb))
+    (root / "class.csv").write_text("".join(f"{n},{s}\n" for n, s in ATTACKERS.items()))
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """The attack class graded once, without a secret (one is drawn for the run), with a fake
+    grader's home (so a planted kernel cache could never reach the real one) and small limits;
+    the judge of "doomed" dies with SIGBUS, every judge records its environment."""
+    from mzlite.grading import grader
+
+    if not sandbox.namespaces_available():
+        # the audit hook alone cannot stop a shell: outside namespaces host /tmp stays writable
+        pytest.skip("needs unprivileged namespaces (unshare -rmnpf)")
+    root = tmp_path_factory.mktemp("attack")
+    subs, home = root / "submissions", root / "grader-home"
+    (home / ".cache" / "torch_extensions").mkdir(parents=True)
+    marker = Path(tempfile.mkdtemp(prefix="mzlite-attack-")) / "planted-in-host-tmp"
+    probe = Path(sys.base_prefix).resolve() / f"mzlite-probe-{root.name}.py"
+    _attack_class(root, subs, home, marker, probe)
+    envs = root / "judge-env"
+    envs.mkdir()
+    real = grader.judge_command
+
+    def spied(ctx, request, result):
+        student = sorted(ATTACKERS)[int(request.parent.name)]
+        if student == "doomed":  # a judge that dies, as one did on a shared library overwritten
+            return ["sh", "-c", "kill -BUS $$"]
+        dump = envs / f"{student}.env"
+        return ["sh", "-c", 'env > "$0"; exec "$@"', str(dump), *real(ctx, request, result)]
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HOME", str(home))
+    mp.delenv("MZLITE_GRADING_SECRET", raising=False)
+    mp.setattr(grader, "judge_command", spied)
+    before = (subs / "victim" / CH1.name).read_bytes()
+    try:
+        graded = grade(
+            subs,
+            root / "grades",
+            timeout=300,
+            cell_timeout=60,
+            roster=root / "class.csv",
+            jobs=2,
+            trials=3,
+            progress=False,
+            limits=sandbox.Limits(memory=4 * 2**30, processes=300, file_size=64 * 2**20),
+        )
+    finally:
+        mp.undo()
+        planted = [p for p in (marker, probe, marker.parent / "leftover-lib") if p.exists()]
+        probe.unlink(missing_ok=True)  # never leave a probe behind, also when the test fails
+        shutil.rmtree(marker.parent, ignore_errors=True)
+    return {
+        "by": {g.student: g for g in graded},
+        "out": root / "grades",
+        "home": home,
+        "planted": planted,
+        "envs": envs,
+        "victim_before": before,
+        "victim_after": (subs / "victim" / CH1.name).read_bytes(),
+    }
+
+
+def _all_correct(g):
+    return {k: r["status"] for k, r in g.results.items()} == dict.fromkeys(keys("ch1."), "correct")
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_attackers_leave_every_other_student_graded_as_if_alone(attacked):
+    by = attacked["by"]
+    for name in ("ace", "victim"):
+        assert by[name].outcome == "ran" and by[name].findings == [], by[name].findings
+        assert _all_correct(by[name]), (name, by[name].results)
+    rows = {r["student"]: r for r in csv.DictReader((attacked["out"] / "gradebook.csv").open())}
+    assert list(rows) == list(ATTACKERS)
+    assert rows["ace"]["percent"] == rows["victim"]["percent"] == "100.0"
+    # a judge that dies is that notebook's row, not the end of grading
+    assert by["doomed"].outcome == "could not be graded" and "SIGBUS" in by["doomed"].detail
+    assert rows["doomed"]["status"] == "could not be graded"
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_no_planted_file_reaches_the_judge(attacked):
+    """The planter writes, from a shell (past the audit hook), a kernel into the grader's
+    torch extension cache, a file into host /tmp and one beside the interpreter's standard
+    library; the judge runs with its own home and caches and no compiled kernels at all."""
+    by, home = attacked["by"], attacked["home"]
+    if sandbox.namespaces_available():  # read-only outside its box: nothing planted anywhere
+        assert attacked["planted"] == []
+        assert not list((home / ".cache" / "torch_extensions").rglob("planted.py"))
+        assert (
+            "Read-only file system"
+            in (attacked["out"] / "executed" / "planter" / CH1.name).read_text()
+        )
+    assert _all_correct(by["planter"])
+    for student in ("ace", "planter", "lookup"):
+        env = dict(
+            line.split("=", 1)
+            for line in (attacked["envs"] / f"{student}.env").read_text().splitlines()
+            if "=" in line
+        )
+        assert env["MZLITE_FUSED"] == "0"
+        for var in ("HOME", "TORCH_EXTENSIONS_DIR", "TMPDIR", "XDG_CACHE_HOME"):
+            assert not Path(env[var]).resolve().is_relative_to(home), (var, env[var])
+            assert "/judges/" in env[var], (var, env[var])
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_leftovers_and_a_public_secret_table_earn_nothing(attacked):
+    from mzlite.exercises.checker import verdict
+
+    by, out = attacked["by"], attacked["out"]
+    # the leftover helper is right: imported beside the notebook it would pass every trial
+    helper = {}
+    exec(LEFTOVER, helper)  # noqa: S102
+    assert verdict(get("ch1.half_widths"), helper["hw"], 5).status == "correct"
+    left = by["leftovers"].results["ch1.half_widths"]
+    assert left["status"] == "wrong" and "hw_helper" in left["message"], left
+    # the table passes every hidden trial that derives from the public secret ...
+    table = {"torch": torch}
+    exec(_lookup_source(ATTACKERS["lookup"]), table)  # noqa: S102
+    seed = ATTACKERS["lookup"]
+    public = [judge.hidden_seed(PUBLIC_SECRET, seed, "ch1.half_widths", t) for t in range(3)]
+    ex = get("ch1.half_widths")
+    assert all(verdict(ex, table["half_widths"], s).status == "correct" for s in public)
+    assert verdict(ex, table["half_widths"], seed).status == "correct"  # and the home check
+    # ... and none under the secret drawn for this run, which only the report folder holds
+    looked = by["lookup"].results["ch1.half_widths"]
+    assert looked["status"] == "wrong" and looked["passed"] == 0, looked
+    drawn = (out / "grading-secret.txt").read_text().splitlines()[0]
+    assert len(drawn) >= 32 and drawn != PUBLIC_SECRET
+    for g in by.values():  # in none of the executed notebooks
+        executed = out / "executed" / g.student / CH1.name
+        assert not executed.exists() or drawn not in executed.read_text()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_a_classmates_submission_can_be_neither_read_nor_changed(attacked):
+    by, out = attacked["by"], attacked["out"]
+    snoop = (out / "executed" / "snoop" / CH1.name).read_text()
+    assert "STOLEN 0 bytes" in snoop, snoop[-2000:]
+    assert _all_correct(by["victim"])  # graded from what it submitted
+    if sandbox.namespaces_available():
+        assert attacked["victim_after"] == attacked["victim_before"]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_memory_processes_and_file_size_are_limited_and_reported(attacked):
+    hog = attacked["by"]["hog"]
+    text = " | ".join(hog.findings)
+    assert "memory (4 GiB" in text and "file size (64 MiB" in text, text
+    executed = (attacked["out"] / "executed" / "hog" / CH1.name).read_text()
+    forked = int(executed.split("forked ")[1].split("\\n")[0])
+    assert forked < 400, forked  # stopped by the limit, not by the loop's end
+    assert "processes (300" in text, text
+    assert _all_correct(hog)  # the answers after the hoarding still count
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_value_reruns_tell_a_typed_answer_from_a_computed_one(tmp_path):
+    """A value typed in after the home check ticked (or its hint gave the formula) is right for
+    one seed; with ``value_reruns`` the grader runs the notebook for a hidden seed too, and only
+    an answer the notebook computes is right there as well."""
+    typed = _values(41)
+    typist = _with(
+        generators=SIZES
+        + f'answer = {typed["generators"]}\ncheck("ch1.generators", answer, seed=seed)',
+        area=ZONOTOPE + f'answer = {typed["area"]!r}\ncheck("ch1.area", answer, seed=seed)',
+    )
+    for key in ("ch1.generators", "ch1.area"):  # right at home: without reruns, full marks
+        assert check_value(key, typed[key.split(".")[1]], 41)
+    subs = tmp_path / "subs"
+    for name, nb in {"typist": _notebook(41, typist), "worker": _notebook(42, HONEST)}.items():
+        (subs / name).mkdir(parents=True)
+        (subs / name / CH1.name).write_text(json.dumps(nb))
+    roster = tmp_path / "class.csv"
+    roster.write_text("typist,41\nworker,42\n")
+    graded = grade(subs, tmp_path / "grades", timeout=300, cell_timeout=60, roster=roster,
+                   trials=2, secret=SECRET, progress=False, value_reruns=1)  # fmt: skip
+    by = {g.student: g for g in graded}
+    assert _all_correct(by["worker"]), by["worker"].results
+    assert by["worker"].results["ch1.area"]["reruns"] == 1
+    for key in ("ch1.generators", "ch1.area"):
+        res = by["typist"].results[key]
+        assert res["status"] == "partial" and res["score"] == 0.5, res
+        assert "not typed in" in res["message"]
+    assert by["typist"].results["ch1.half_widths"]["status"] == "correct"  # coding: untouched
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "grades" / "gradebook.csv").open())}
+    assert rows["worker"]["percent"] == "100.0" and float(rows["typist"]["ch1.area"]) == 0.5
+
+
+def check_value(key, answer, seed) -> bool:
+    from mzlite.exercises.checker import verdict
+
+    return verdict(get(key), answer, seed).status == "correct"

@@ -137,20 +137,42 @@ def write(path: Path, nb: dict) -> None:
     os.replace(tmp, path)
 
 
+# A chapter links the Teaching page as ../teaching.md, a page of the built book; a copy opened in
+# JupyterLab has no such file beside it, so it names the page instead of holding a dead link.
+TEACHING_LINK = "[Teaching with this book](../teaching.md)"
+TEACHING_TEXT = '"Teaching with this book", a page of the book'
+
+
+def without_book_links(nb: dict) -> dict:
+    """``nb`` with the link to the Teaching page (a page of the built book) replaced by its name,
+    for a copy opened outside the book."""
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "markdown":
+            continue
+        src = cell.get("source", "")
+        if isinstance(src, list):
+            cell["source"] = [line.replace(TEACHING_LINK, TEACHING_TEXT) for line in src]
+        else:
+            cell["source"] = src.replace(TEACHING_LINK, TEACHING_TEXT)
+    return nb
+
+
 def make(chapters: list[Path], out: Path, seed: int | None) -> list[Path]:
     written = []
     for path in chapters:
         nb = json.loads(path.read_text())
         target = out / path.name
-        write(target, student_copy(nb, seed, f"notebooks/{path.name}"))
+        write(target, without_book_links(student_copy(nb, seed, f"notebooks/{path.name}")))
         written.append(target)
     return written
 
 
 ZIP_README = """Student copies of the chapters of "Matrix Zonotopic Attention, hands on".
 
-Install mzlite as your instructor says (pip install jupyterlab mzlite-*.whl: the package
-alone, see the book's "Teaching with this book"), then start Jupyter from THIS folder
+Install mzlite as your instructor says (PyTorch's CPU build first, then the package alone:
+  python -m pip install torch --index-url https://download.pytorch.org/whl/cpu
+  python -m pip install jupyterlab jupyterlab-myst mzlite-*.whl
+see the book's "Teaching with this book"), then start Jupyter from THIS folder
 (jupyter lab) and open a chapter: the chapters read data/ from here (the checkpoints, the
 paper's numbers and the book's results; set MZLITE_DATA to use another copy). Each
 answer cell has a ... placeholder: replace it, run the cell, and check() says whether you are

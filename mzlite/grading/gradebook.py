@@ -2,9 +2,11 @@
 
 :func:`gradebook_rows` turns graded notebooks into one row per student: every student of the
 roster (an absent student, or a missing notebook, is a row of zeros, not a gap), then anyone who
-submitted without being on it. Each exercise of the assignment earns ``points x score``, where
-``score`` is 1 for a correct value, the fraction of hidden trials passed for a coding exercise,
-and 0 otherwise. :func:`write_reports` writes them (atomically) as CSV and Markdown.
+submitted without being on it. A notebook the grader could not grade (its sandbox or judge died)
+gives its student the status "could not be graded", with the reason in the messages of its
+exercises. Each exercise of the assignment earns ``points x score``, where ``score`` is 1 for a
+correct value, the fraction of hidden trials passed for a coding exercise, and 0 otherwise.
+:func:`write_reports` writes them (atomically) as CSV and Markdown.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from mzlite.exercises.checker import get
 from .._io import atomic_write_text
 
 STATUSES = ("correct", "partial", "wrong", "unanswered", "missing")
+NOT_GRADED = "could not be graded"  # a notebook whose sandbox or judge died (grader.NOT_GRADED)
 
 
 def _cell_results(graded, assignment):
@@ -30,7 +33,9 @@ def _cell_results(graded, assignment):
             if key in g.expected:
                 res = g.results.get(key) or {
                     "status": "missing",
-                    "message": f"not graded ({g.outcome}: {g.detail})" if g.detail else "missing",
+                    "message": f"{g.outcome}: {g.detail}"
+                    if g.outcome == NOT_GRADED
+                    else (f"not graded ({g.outcome}: {g.detail})" if g.detail else "missing"),
                 }
                 table[(g.student, key)] = (res, g)
     return table, notebooks
@@ -65,7 +70,10 @@ def gradebook_rows(graded, assignment, points, roster=None) -> list[dict]:
         row["max"] = total_max
         row["percent"] = round(100 * total / total_max, 2) if total_max else 0.0
         if not row["status"]:
-            row["status"] = "flagged" if row["findings"] else "graded"
+            if any(g.outcome == NOT_GRADED for g in nbs):
+                row["status"] = NOT_GRADED
+            else:
+                row["status"] = "flagged" if row["findings"] else "graded"
         rows.append(row)
     return rows
 

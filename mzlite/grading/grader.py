@@ -3,33 +3,42 @@
     python -m mzlite.grading.grader SUBMISSIONS/ --roster class.csv [--out GRADES/]
         [--points points.json] [--chapters 1,3] [--jobs 2] [--timeout 900] [--cell-timeout 120]
         [--trials 5] [--secret TEXT] [--isolation auto|namespaces|audit]
+        [--memory GIB] [--processes N] [--file-size MIB]
     python -m mzlite grade SUBMISSIONS/        # the same with the defaults (no roster)
 
-For every notebook (``STUDENT/NN_chapter.ipynb``, or ``STUDENT.ipynb`` directly in SUBMISSIONS):
+Every notebook (``STUDENT/NN_chapter.ipynb``, or ``STUDENT.ipynb`` directly in SUBMISSIONS) is
+read into memory before any student code runs, and the folder is hidden from every sandbox: no
+run can read or rewrite a classmate's submission. Then, for each:
 
 1. **Read, not run** (:mod:`mzlite.grading.submission`): its check calls against the chapter's
    answer cells, tampering (a redefined ``check``, a patched library function, ``exec``, reads of
    notebooks or installed files), and its seed against the roster's. What is found is reported.
 2. **Run in a sandbox** (:mod:`mzlite.grading.sandbox`): a folder, home and environment of its
-   own, a copy of mzlite and ``data/``, the roster's seed written into its parameters cell, the
-   instructor's checkout read-only and the solutions out of sight; every cell has a time limit
-   and the whole run another. Its ``check`` calls only *record* the answers (no verdict, so
-   trying answers in a loop learns nothing); whatever it writes elsewhere, its own check log
-   included, is ignored.
-3. **Judged in the grader's own process** (:mod:`mzlite.grading.judge`), from a read-only copy
-   of mzlite made when grading started: each recorded value for the roster's seed, each coding
-   exercise's function (run in a sandboxed worker, never beside a checker) on ``trials`` hidden
-   inputs; partial credit is the fraction of hidden trials passed.
+   own, a copy of mzlite and ``data/``, the roster's seed written into its parameters cell,
+   everything outside its folder read-only (host ``/tmp``, the home, the interpreter, every
+   installed copy of mzlite) and the solutions out of sight, limits on memory, processes, file
+   size and CPU time; every cell has a time limit and the whole run another. Its ``check``
+   calls only *record* the answers (no verdict, so trying answers in a loop learns nothing);
+   whatever it writes, its own check log included, is ignored, and its folder is deleted before
+   judging.
+3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`), from a read-only copy of
+   mzlite made when grading started, with a private home and caches and no compiled kernels:
+   each recorded value for the roster's seed, each coding exercise's function (run in a
+   sandboxed worker in a fresh, empty box, never beside a checker) on ``trials`` hidden inputs
+   derived from a secret (``--secret``, or drawn for the run and written to
+   ``OUT/grading-secret.txt``); partial credit is the fraction of hidden trials passed.
 
 Every file the submission could have changed (the installed mzlite, the notebooks, the snapshot)
-is hashed before and after; a change is reported, and a snapshot that changed stops the grading.
+is hashed before and after; a change is reported. A notebook whose sandbox or judge dies (or
+whose snapshot changed) is a row "could not be graded" with the reason; grading goes on, and the
+reports are written whatever happens, with every student of the roster.
 
 Written to ``OUT`` (default ``SUBMISSIONS-grades/``): ``gradebook.csv`` (one row per student of
 the roster, absent ones included: points per exercise, total, percent, flags; what a
 learning-management system imports), ``grades.csv`` (one row per student and exercise, with the
 verdict's message), ``statistics.csv`` (per exercise: mean points, verdicts, the most common
-mistake), ``summary.md`` (all of it for a reader, with every finding) and the executed notebooks
-under ``executed/``.
+mistake), ``summary.md`` (all of it for a reader, with every finding: a limit a run reached is
+one) and the executed notebooks under ``executed/``.
 """
 
 from __future__ import annotations
@@ -40,6 +49,8 @@ import io
 import json
 import os
 import re
+import secrets
+import shutil
 import signal
 import stat
 import subprocess
@@ -54,12 +65,16 @@ from mzlite.exercises.checker import CAPTURE_ENV, get, keys
 from mzlite.repro import exercises as _on_the_scorecard  # noqa: F401  registers ch9.not_run
 
 from . import sandbox, submission
+from .judge import hidden_seed
 from .roster import read_roster
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUSES = ("correct", "partial", "wrong", "unanswered", "missing")
 MAX_NOTEBOOK = 50 * 2**20  # bytes: a larger file is not a notebook of this book
 MAX_CAPTURE = 64 * 2**20
+SECRET_ENV = "MZLITE_GRADING_SECRET"
+MIN_SECRET = 16  # characters: long enough that nobody guesses it or tries every value
+SECRET_FILE = "grading-secret.txt"
 
 
 @dataclass
@@ -151,6 +166,22 @@ def execute_one(src: Path, dst: Path, cwd: Path, cell_timeout: int | None) -> No
         nbformat.write(nb, dst)
 
 
+def _errors(executed: bytes | None) -> str:
+    """Every error a run's cells recorded, one ``ename: evalue`` a line."""
+    try:
+        nb = json.loads(executed) if executed else {}
+    except ValueError:
+        return ""
+    cells = nb.get("cells", []) if isinstance(nb, dict) else []
+    return "\n".join(
+        f"{out.get('ename')}: {out.get('evalue')}"
+        for cell in cells
+        if isinstance(cell, dict)
+        for out in cell.get("outputs", [])
+        if isinstance(out, dict) and out.get("output_type") == "error"
+    )
+
+
 def _first_error(nb: dict) -> str:
     for i, cell in enumerate(nb.get("cells", [])):
         for out in cell.get("outputs", []):
@@ -185,10 +216,16 @@ class _Context:
     secret: str
     isolation: str
     call_timeout: float
+    submissions: Path | None = None
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    value_reruns: int = 0
     templates: dict = field(default_factory=dict)
 
     def hidden(self) -> list[Path]:
-        return [self.out, self.snapshot, self.base / "requests"]
+        """What no sandbox may see: the reports, the snapshot, the judges' and the other boxes'
+        folders, the submissions (read into memory before any of them ran)."""
+        out = [self.out, self.snapshot] + [self.base / d for d in ("judges", "functions")]
+        return out + ([self.submissions] if self.submissions is not None else [])
 
     def template(self, chapter: str):
         if chapter not in self.templates:
@@ -196,39 +233,51 @@ class _Context:
         return self.templates[chapter]
 
 
-def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> NotebookGrade:
-    chapter = chapter_of(path)
-    expected = keys(chapter + ".") if chapter else []
-    raw = _read_limited(path, MAX_NOTEBOOK)
-    try:
-        if raw is None:
-            raise ValueError("not a readable notebook file (or larger than 50 MB)")
-        nb = json.loads(raw)
-        if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-            raise ValueError("no cells")
-    except ValueError as e:
-        return NotebookGrade(
-            student, path.name, chapter, None, None, "unreadable", str(e)[:300], 0.0, {}, expected
-        )
-    claimed = submission.claimed_seed(nb)
-    seed = ctx.roster.get(student) if ctx.roster is not None else None
-    roster_seed = seed
-    if seed is None:
-        seed = claimed if claimed is not None else 0
-    tmpl = ctx.template(chapter) if chapter else None
-    inspection = submission.inspect(nb, expected, tmpl, roster_seed)
-    findings = [str(f) for f in inspection.findings]
-    if ctx.roster is not None and student not in ctx.roster:
-        findings.append(f"{student} is not on the roster: judged for the notebook's seed {seed}")
+NOT_GRADED = "could not be graded"
 
-    box = sandbox.make_sandbox(ctx.base / "students", f"{index:04d}", ctx.snapshot)
-    src, dst = box / "work" / path.name, box / "work" / "executed.ipynb"
+
+def _not_graded(ctx: _Context | None, student: str, path: Path, why: str) -> NotebookGrade:
+    """The row of a notebook whose grading failed (a judge or sandbox that died): no marks for
+    it, the reason where the instructor reads it, and every other notebook still graded."""
+    chapter = chapter_of(path)
+    seed = ctx.roster.get(student) if ctx is not None and ctx.roster is not None else None
+    return NotebookGrade(
+        student,
+        path.name,
+        chapter,
+        seed,
+        None,
+        NOT_GRADED,
+        why[:500],
+        0.0,
+        {},
+        keys(chapter + ".") if chapter else [],
+    )
+
+
+@dataclass
+class _Run:
+    """One sandboxed run of a notebook: how it ended, its executed copy, the answers its check
+    calls recorded (key -> entries) and what it printed and raised (:func:`sandbox.limit_hits`)."""
+
+    outcome: str
+    detail: str
+    seconds: float
+    executed: bytes | None
+    answers: dict[str, list]
+    signs: str
+
+
+def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected) -> _Run:
+    """Run ``nb`` for ``seed`` in a fresh sandbox ``name`` (deleted afterwards)."""
+    box = sandbox.make_sandbox(ctx.base / "students", name, ctx.snapshot)
+    src, dst = box / "work" / notebook, box / "work" / "executed.ipynb"
     src.write_text(json.dumps(submission.with_seed(nb, seed)))
     capture = box / "capture.jsonl"
     env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
     cmd = [sys.executable, "-m", "mzlite.grading.grader", "--execute-notebook"]
     cmd += [str(src), str(dst), str(box / "work"), str(ctx.cell_timeout)]
-    cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation)
+    cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation, ctx.limits)
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd,
@@ -252,10 +301,6 @@ def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> Noteb
     seconds = time.perf_counter() - start
 
     executed = _read_limited(dst, MAX_NOTEBOOK)
-    if executed is not None:
-        target = ctx.out / "executed" / student / path.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(executed)
     if outcome == "ran":
         try:
             error = _first_error(json.loads(executed)) if executed else ""
@@ -278,6 +323,54 @@ def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> Noteb
                 {k: entry[k] for k in ("answer", "unencodable", "function") if k in entry}
             )
 
+    signs = output.decode(errors="replace")[-20000:] + "\n" + _errors(executed)
+    if proc.returncode is not None and proc.returncode < 0:
+        signs += "\n" + _ended(proc.returncode)
+    shutil.rmtree(box, ignore_errors=True)  # nothing of it is judged: the judge gets fresh boxes
+    return _Run(outcome, detail, seconds, executed, answers, signs)
+
+
+def grade_notebook(
+    ctx: _Context, index: int, student: str, path: Path, raw: bytes | None = None
+) -> NotebookGrade:
+    """Grade one submission; ``raw`` is its content, read before any student code ran (read
+    from ``path`` when not given)."""
+    chapter = chapter_of(path)
+    expected = keys(chapter + ".") if chapter else []
+    if raw is None:
+        raw = _read_limited(path, MAX_NOTEBOOK)
+    try:
+        if raw is None:
+            raise ValueError("not a readable notebook file (or larger than 50 MB)")
+        nb = json.loads(raw)
+        if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+            raise ValueError("no cells")
+    except ValueError as e:
+        return NotebookGrade(
+            student, path.name, chapter, None, None, "unreadable", str(e)[:300], 0.0, {}, expected
+        )
+    claimed = submission.claimed_seed(nb)
+    seed = ctx.roster.get(student) if ctx.roster is not None else None
+    roster_seed = seed
+    if seed is None:
+        seed = claimed if claimed is not None else 0
+    tmpl = ctx.template(chapter) if chapter else None
+    inspection = submission.inspect(nb, expected, tmpl, roster_seed)
+    findings = [str(f) for f in inspection.findings]
+    if ctx.roster is not None and student not in ctx.roster:
+        findings.append(f"{student} is not on the roster: judged for the notebook's seed {seed}")
+
+    run = _run(ctx, f"{index:04d}", nb, path.name, seed, expected)
+    outcome, detail, seconds, answers = run.outcome, run.detail, run.seconds, run.answers
+    if run.executed is not None:
+        target = ctx.out / "executed" / student / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(run.executed)
+    findings += [
+        f"its run reached the sandbox's {h} limit"
+        for h in sandbox.limit_hits(run.signs, ctx.limits)
+    ]
+
     changed = sandbox.changed_files(ctx.watched_digest, sandbox.tree_digest(*ctx.watched))
     if changed:
         findings.append(
@@ -286,12 +379,17 @@ def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> Noteb
         )
         ctx.watched_digest = sandbox.tree_digest(*ctx.watched)
 
-    results = _judge(ctx, index, box, seed, expected, answers, inspection)
+    results = _judge(ctx, f"{index:04d}", seed, expected, answers, inspection)
     # statements that fail outside the notebook (imports of mzlite, names computed there) are
     # expected; a function that needed one fails its trials, which say why
     results.pop("__worker_errors__", None)
+    for key, res in results.items():
+        for hit in sandbox.limit_hits(res.get("message", ""), ctx.limits):
+            findings.append(f"{key}: its function reached the sandbox's {hit} limit")
     for key, res in results.items():  # check calls of the graded run (not those made at home)
         res["attempts"] = len(answers.get(key, []))
+    if ctx.value_reruns:
+        seconds += _rerun_values(ctx, index, nb, path.name, seed, expected, inspection, results)
     return NotebookGrade(
         student,
         path.name,
@@ -307,30 +405,86 @@ def grade_notebook(ctx: _Context, index: int, student: str, path: Path) -> Noteb
     )
 
 
-def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
+def _rerun_values(ctx, index, nb, notebook, seed, expected, inspection, results) -> float:
+    """Run the notebook again for ``ctx.value_reruns`` hidden seeds and judge every per-seed
+    value exercise it got right for its own seed there too: an answer typed in (checked at home
+    with the hints) is right for one seed only, one the notebook computes is right for every
+    seed. Its score becomes the fraction of runs it was right in. Returns the seconds spent."""
+    keys_ = [
+        k
+        for k in expected
+        if get(k).kind == "value"
+        and get(k).per_seed
+        and results.get(k, {}).get("status") == "correct"
+    ]
+    if not keys_:
+        return 0.0
+    spent, wrong = 0.0, {k: [] for k in keys_}
+    for r in range(ctx.value_reruns):
+        other = hidden_seed(ctx.secret, seed, "value-rerun", r)
+        run = _run(ctx, f"{index:04d}-r{r}", nb, notebook, other, expected)
+        spent += run.seconds
+        verdicts = _judge(ctx, f"{index:04d}-r{r}", other, keys_, run.answers, inspection)
+        for k in keys_:
+            if verdicts.get(k, {}).get("status") != "correct":
+                wrong[k].append(verdicts.get(k, {}).get("message", "not reached"))
+    runs = 1 + ctx.value_reruns
+    for k, messages in wrong.items():
+        if messages:
+            results[k] = {
+                "status": "partial",
+                "score": (runs - len(messages)) / runs,
+                "message": f"right for the notebook's seed, but the same notebook run for "
+                f"{len(messages)} of {ctx.value_reruns} other seed(s) gave a wrong answer "
+                f"({messages[0].split(' Hint:')[0]}): an answer must be computed from the "
+                "seed's inputs, not typed in",
+                "attempts": results[k].get("attempts", ""),
+                "reruns": ctx.value_reruns,
+            }
+        else:
+            results[k]["reruns"] = ctx.value_reruns
+    return spent
+
+
+def judge_command(ctx: _Context, request: Path, result: Path) -> list[str]:
+    """The judge's command line: a fresh interpreter (``-I``: no environment, no user site, no
+    script folder on its path) that imports mzlite from the snapshot only."""
+    judge = ctx.snapshot / "mzlite" / "grading" / "judge.py"
+    return [sys.executable, "-I", str(judge), str(ctx.snapshot), str(request), str(result)]
+
+
+def _judge(ctx, name, seed, expected, answers, inspection) -> dict:
     if not expected:
         return {}
     if sandbox.tree_digest(ctx.snapshot) != ctx.snapshot_digest:
         raise RuntimeError(
-            f"the grader's snapshot {ctx.snapshot} changed during grading: marks would not be "
-            "trustworthy, grading stopped"
+            f"the grader's snapshot {ctx.snapshot} changed during grading: a verdict from it "
+            "would not be trustworthy"
         )
-    hidden = (
-        ctx.hidden() + [box / "mzlite"] + [Path(r) / "mzlite" for r in sandbox.installed_roots()]
-    )
-    worker_env = sandbox.environment(box, hidden)
-    worker_env.pop("PYTHONPATH")
+    # each coding exercise's function runs in a fresh, empty box of its own, never in the
+    # folder the notebook ran in (what the run left there, a copy of mzlite say, is not there)
+    hidden = ctx.hidden() + [ctx.base / "students"]
+    hidden += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
+    boot = [sys.executable, "-I", "-c", _worker_boot(ctx.snapshot)]
+    workers = {}
+    for k in expected:
+        if get(k).kind != "coding":
+            continue
+        fbox = sandbox.make_box(ctx.base / "functions", f"{name}-{k}")
+        env = sandbox.environment(fbox, hidden)
+        env.pop("PYTHONPATH")
+        workers[k] = {
+            "cmd": sandbox.isolated_command(boot, fbox, hidden, ctx.isolation, ctx.limits),
+            "env": env,
+            "cwd": str(fbox / "work"),
+        }
     request = {
         "roster_seed": seed,
         "secret": ctx.secret,
         "trials": ctx.trials,
         "call_timeout": ctx.call_timeout,
         "definitions": inspection.definitions,
-        "worker_cmd": sandbox.isolated_command(
-            [sys.executable, "-I", "-c", _worker_boot(ctx.snapshot)], box, hidden, ctx.isolation
-        ),
-        "worker_env": worker_env,
-        "worker_cwd": str(box / "work"),
+        "workers": workers,
         "exercises": {
             k: (
                 {"function": inspection.functions.get(k)}
@@ -340,24 +494,74 @@ def _judge(ctx, index, box, seed, expected, answers, inspection) -> dict:
             for k in expected
         },
     }
-    req = ctx.base / "requests" / f"{index:04d}.json"
-    res = req.with_suffix(".result.json")
-    req.parent.mkdir(parents=True, exist_ok=True)
+    # the judge's own folder: its home and caches, the request (holding the secret) and the
+    # result, where no sandbox can see or write (``hidden``)
+    jbox = sandbox.make_box(ctx.base / "judges", name)
+    req, res = jbox / "request.json", jbox / "result.json"
     req.write_text(json.dumps(request))
-    judge = ctx.snapshot / "mzlite" / "grading" / "judge.py"
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "HOME")}
-    env["OMP_NUM_THREADS"] = "1"
-    limit = 300 + ctx.call_timeout * (ctx.trials * 3 + 2) * max(1, len(expected))
-    done = subprocess.run(
-        [sys.executable, "-I", str(judge), str(ctx.snapshot), str(req), str(res)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=limit,
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
+    env.update(
+        {
+            "HOME": str(jbox / "home"),
+            "TMPDIR": str(jbox / "tmp"),
+            "XDG_CACHE_HOME": str(jbox / "home" / ".cache"),
+            "TORCH_EXTENSIONS_DIR": str(jbox / "home" / ".cache" / "torch_extensions"),
+            "MPLCONFIGDIR": str(jbox / "home" / ".config" / "matplotlib"),
+            "MZLITE_FUSED": "0",  # the judge never loads a compiled kernel, from any cache
+            "OMP_NUM_THREADS": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
     )
+    limit = 300 + ctx.call_timeout * (ctx.trials * 3 + 2) * max(1, len(expected))
+    try:
+        done = subprocess.run(
+            judge_command(ctx, req, res),
+            env=env,
+            cwd=jbox / "work",
+            capture_output=True,
+            text=True,
+            timeout=limit,
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the judge did not finish in {limit:g} s") from None
+    finally:
+        req.unlink(missing_ok=True)
     if done.returncode != 0:
-        raise RuntimeError(f"the judge failed on request {req}: {done.stderr[-2000:]}")
+        raise RuntimeError(f"the judge {_ended(done.returncode)}: {done.stderr[-500:].strip()}")
     return json.loads(res.read_text())
+
+
+def resolve_secret(secret: str | None) -> tuple[str, bool]:
+    """The secret the hidden trials derive from, and whether it was generated for this run.
+
+    ``None`` takes ``$MZLITE_GRADING_SECRET`` and, where that is unset, a fresh random secret
+    (which :func:`grade` records in the instructor's report folder, never in a student's box).
+    An empty or short secret is refused: a shell's unset variable gives ``""``, and any secret a
+    student can guess makes the hidden inputs public, so a lookup table would pass."""
+    if secret is None:
+        secret = os.environ.get(SECRET_ENV)
+        if secret is None:
+            return secrets.token_hex(16), True
+        where = f"${SECRET_ENV}"
+    else:
+        where = "secret"
+    if not isinstance(secret, str) or len(secret.strip()) < MIN_SECRET:
+        shown = "empty" if not str(secret).strip() else f"{len(secret.strip())} characters long"
+        raise ValueError(
+            f"{where} is {shown}: give a secret of at least {MIN_SECRET} characters (an unset "
+            "shell variable gives an empty one), or leave --secret out to have one generated "
+            "for this run and recorded in the report folder"
+        )
+    return secret, False
+
+
+def _ended(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with status {returncode}"
 
 
 def read_points(path: Path | None, exercise_keys: list[str]) -> dict[str, float]:
@@ -409,9 +613,15 @@ def grade(
     secret: str | None = None,
     isolation: str = "auto",
     call_timeout: float = 30.0,
+    limits: sandbox.Limits | None = None,
+    value_reruns: int = 0,
 ) -> list[NotebookGrade]:
     """Grade every notebook under ``submissions`` (module docstring); write the reports into
-    ``out``. ``cwd`` is ignored (each run works in its own sandbox); kept for old callers."""
+    ``out``. ``cwd`` is ignored (each run works in its own sandbox); kept for old callers.
+    ``limits`` bound every sandboxed process (default :class:`sandbox.Limits`, with CPU time
+    ``timeout`` plus a minute). ``value_reruns`` (default 0) runs each notebook again for that
+    many hidden seeds and gives a per-seed value exercise full marks only where the notebook
+    computes the right answer in every run (:func:`_rerun_values`)."""
     root = Path(submissions)
     if not timeout or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
@@ -419,6 +629,8 @@ def grade(
         raise ValueError(f"cell_timeout must be a positive number of seconds, got {cell_timeout!r}")
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    if not isinstance(value_reruns, int) or value_reruns < 0:
+        raise ValueError(f"value_reruns must be an integer >= 0, got {value_reruns!r}")
     if not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be a positive integer, got {trials!r}")
     mode = sandbox.choose_isolation(isolation)
@@ -440,50 +652,84 @@ def grade(
             raise ValueError(f"chapters {bad} have no exercises; valid: {', '.join(valid)}")
     assignment = [k for c in chapters for k in keys(c + ".")]
     weights = read_points(points, assignment)
-    if secret is None:
-        secret = os.environ.get("MZLITE_GRADING_SECRET", "mzlite-grading")
+    secret, generated = resolve_secret(secret)
+    if limits is None:
+        limits = sandbox.Limits(cpu=int(timeout) + 60)
+    elif not isinstance(limits, sandbox.Limits):
+        raise ValueError(f"limits must be a mzlite.grading.sandbox.Limits, got {limits!r}")
 
-    with tempfile.TemporaryDirectory(prefix="mzlite-grade-") as tmp:
-        base = Path(tmp)
-        snapshot = sandbox.make_snapshot(base / "snapshot")
-        watched = [ROOT / "mzlite", ROOT / "notebooks"]
-        watched += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
-        ctx = _Context(
-            out=out.resolve(),
-            base=base,
-            snapshot=snapshot,
-            snapshot_digest=sandbox.tree_digest(snapshot),
-            watched=watched,
-            watched_digest=sandbox.tree_digest(*watched),
-            roster=dict(roster_list) if roster_list is not None else None,
-            timeout=float(timeout),
-            cell_timeout=int(cell_timeout),
-            trials=trials,
-            secret=secret,
-            isolation=mode,
-            call_timeout=float(call_timeout),
+    if generated:  # the instructor's output only: no sandbox ever sees the report folder
+        from .._io import atomic_write_text
+
+        atomic_write_text(
+            out / SECRET_FILE,
+            f"{secret}\n# generated for the grading run of {time.strftime('%Y-%m-%d %H:%M')}: "
+            "pass it as --secret to grade these submissions again with the same hidden trials\n",
         )
+    # every submission is read before any student code runs: a sandbox that rewrites or reads a
+    # classmate's file later finds nothing of it (the folder is hidden from every sandbox too)
+    found = [(student, path, _read_limited(path, MAX_NOTEBOOK)) for student, path in found]
+    graded: list[NotebookGrade | None] = [None] * len(found)
+    try:
+        # a box a student made hard to delete must not cost the class its reports
+        with tempfile.TemporaryDirectory(prefix="mzlite-grade-", ignore_cleanup_errors=True) as tmp:
+            base = Path(tmp)
+            snapshot = sandbox.make_snapshot(base / "snapshot")
+            watched = [ROOT / "mzlite", ROOT / "notebooks"]
+            watched += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
+            ctx = _Context(
+                out=out.resolve(),
+                base=base,
+                snapshot=snapshot,
+                snapshot_digest=sandbox.tree_digest(snapshot),
+                watched=watched,
+                watched_digest=sandbox.tree_digest(*watched),
+                roster=dict(roster_list) if roster_list is not None else None,
+                timeout=float(timeout),
+                cell_timeout=int(cell_timeout),
+                trials=trials,
+                secret=secret,
+                isolation=mode,
+                call_timeout=float(call_timeout),
+                submissions=root.resolve(),
+                limits=limits,
+                value_reruns=value_reruns,
+            )
 
-        def one(item):
-            i, (student, path) = item
-            g = grade_notebook(ctx, i, student, path)
-            if progress:
-                done = sum(r.get("score", 0.0) for r in g.results.values())
-                print(
-                    f"{student} / {path.name}: {g.outcome} ({g.seconds:.0f} s), "
-                    f"{done:g} of {len(g.expected)} exercises"
-                    + (f", {len(g.findings)} findings" if g.findings else ""),
-                    flush=True,
-                )
-            return g
+            def one(i: int) -> None:
+                student, path, raw = found[i]
+                try:
+                    g = grade_notebook(ctx, i, student, path, raw)
+                except Exception as e:  # noqa: BLE001 - one notebook's failure is its own row
+                    g = _not_graded(ctx, student, path, f"{type(e).__name__}: {e}")
+                graded[i] = g
+                if progress:
+                    done = sum(r.get("score", 0.0) for r in g.results.values())
+                    print(
+                        f"{student} / {path.name}: {g.outcome} ({g.seconds:.0f} s), "
+                        f"{done:g} of {len(g.expected)} exercises"
+                        + (f", {len(g.findings)} findings" if g.findings else ""),
+                        flush=True,
+                    )
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            graded = list(pool.map(one, enumerate(found)))
-    from .gradebook import write_reports
+            pool = ThreadPoolExecutor(max_workers=jobs)
+            try:
+                list(pool.map(one, range(len(found))))
+            finally:  # an interrupt stops what has not started instead of waiting for it
+                pool.shutdown(wait=True, cancel_futures=True)
+    finally:  # interrupted or not, every student of the roster gets a row
+        why = "grading was interrupted before this notebook was graded"
+        graded = [
+            g if g is not None else _not_graded(None, s, p, why)
+            for g, (s, p, _) in zip(graded, found, strict=True)
+        ]
+        from .gradebook import write_reports
 
-    paths = write_reports(graded, out, assignment, weights, roster_list, mode)
-    if progress:
-        print("wrote " + ", ".join(str(p) for p in paths))
+        paths = write_reports(graded, out, assignment, weights, roster_list, mode)
+        if progress:
+            print("wrote " + ", ".join(str(p) for p in paths))
+            if generated:
+                print(f"the hidden trials' secret was generated for this run: {out / SECRET_FILE}")
     return graded
 
 
@@ -502,8 +748,25 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell (120)")
     ap.add_argument("--jobs", type=int, default=2, help="notebooks graded at once (2)")
     ap.add_argument("--trials", type=int, default=5, help="hidden trials per coding exercise")
-    ap.add_argument("--secret", default=None, help="seeds the hidden trials (or env)")
+    ap.add_argument(
+        "--secret",
+        default=None,
+        help=f"seeds the hidden trials, at least {MIN_SECRET} characters (default: "
+        f"${SECRET_ENV}, else a random one recorded in OUT/{SECRET_FILE})",
+    )
     ap.add_argument("--isolation", default="auto", choices=sandbox.ISOLATIONS)
+    ap.add_argument("--memory", type=float, default=4, help="GiB of address space per process (4)")
+    ap.add_argument(
+        "--processes", type=int, default=512, help="processes and threads per sandbox (512)"
+    )
+    ap.add_argument("--file-size", type=float, default=1024, help="MiB per written file (1024)")
+    ap.add_argument(
+        "--value-reruns",
+        type=int,
+        default=0,
+        help="run each notebook again for N hidden seeds: a value answer scores only where it is "
+        "computed, not typed in (0)",
+    )
     return ap
 
 
@@ -527,6 +790,13 @@ def main(argv=None) -> int:
             trials=args.trials,
             secret=args.secret,
             isolation=args.isolation,
+            value_reruns=args.value_reruns,
+            limits=sandbox.Limits(
+                memory=int(args.memory * 2**30),
+                processes=args.processes,
+                file_size=int(args.file_size * 2**20),
+                cpu=int(args.timeout) + 60,
+            ),
         )
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)

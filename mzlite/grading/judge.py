@@ -4,12 +4,15 @@
 
 The grading process (:mod:`mzlite.grading.grader`) starts this in a fresh interpreter that
 imports mzlite from the read-only snapshot only (it refuses to run otherwise), with none of the
-student's code in it. Value answers arrive as plain data (:mod:`mzlite.exercises.wire`, recorded
-by the submission's ``check`` calls) and are judged for the roster's seed. A coding exercise's
-function stays in a sandboxed worker process (:mod:`mzlite.grading.worker`): the checker here
-calls a :class:`RemoteFunction` that sends the arguments there and gets the result back as data,
-so the student's code can never reach a checker, ``torch.allclose`` or a mark. Each coding exercise
-is checked on ``trials`` hidden seeds derived from the roster's seed and the grader's secret (the
+student's code in it, a home and caches of its own and the compiled kernels off
+(``MZLITE_FUSED=0``): nothing a sandbox could have written is imported or loaded here. Value
+answers arrive as plain data (:mod:`mzlite.exercises.wire`, recorded by the submission's
+``check`` calls) and are judged for the roster's seed. A coding exercise's function stays in a
+sandboxed worker process (:mod:`mzlite.grading.worker`), one per exercise, started in a fresh,
+empty box (never the folder the notebook ran in): the checker here calls a
+:class:`RemoteFunction` that sends the arguments there and gets the result back as data, so the
+student's code can never reach a checker, ``torch.allclose`` or a mark. Each coding exercise is
+checked on ``trials`` hidden seeds derived from the roster's seed and the grader's secret (the
 student never saw these inputs); the fraction passed is its partial credit.
 """
 
@@ -35,6 +38,8 @@ class StudentError(Exception):
 def hidden_seed(secret: str, roster_seed: int, key: str, trial: int) -> int:
     """The seed of hidden trial ``trial`` of exercise ``key`` for a student: known to nobody
     without the grader's ``secret``, never the student's own seed."""
+    if not isinstance(secret, str) or not secret.strip():
+        raise ValueError("secret must be a non-empty string: hidden trials need a secret")
     digest = hashlib.sha256(f"{secret}|{roster_seed}|{key}|{trial}".encode()).hexdigest()
     return 1_000_000 + int(digest[:12], 16) % 1_000_000_000
 
@@ -80,8 +85,7 @@ class Worker:
                     raise StudentError(f"your function did not return within {timeout:g} s")
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
-                    self.stop()
-                    raise StudentError("the process running your function ended")
+                    raise StudentError(f"the process running your function {self._ended()}")
                 buf += chunk
                 if len(buf) > MAX_REPLY:
                     self.stop()
@@ -117,6 +121,19 @@ class Worker:
                 f"your function returned something that cannot be graded: {e}"
             ) from None
 
+    def _ended(self) -> str:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.stop()
+        if code is not None and code < 0:
+            try:
+                return f"ended ({signal.Signals(-code).name})"
+            except ValueError:
+                return f"ended (signal {-code})"
+        return "ended" if code is None else f"ended (status {code})"
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             try:
@@ -143,51 +160,61 @@ def judge(request: dict) -> dict:
     from mzlite.repro import exercises as _on_the_scorecard  # noqa: F401  registers ch9.not_run
 
     seed, secret, trials = request["roster_seed"], request["secret"], request["trials"]
-    worker = Worker(
-        request["worker_cmd"],
-        request["worker_env"],
-        request["worker_cwd"],
-        request["definitions"],
-        request["call_timeout"],
-    )
-    out = {}
-    try:
-        for key, item in request["exercises"].items():
-            ex = get(key)
-            if ex.kind == "coding":
-                out[key] = _judge_function(ex, item.get("function"), worker, seed, secret, trials)
-                continue
-            entries = item.get("answers", [])
-            if not entries:
-                out[key] = {"status": "missing", "message": "never checked: not reached"}
-                continue
-            distinct = {json.dumps(e, sort_keys=True) for e in entries}
-            if len(distinct) > 1:
-                out[key] = {
-                    "status": "wrong",
-                    "message": f"{len(distinct)} different answers were checked in one run; a "
-                    "submission gives one answer",
-                }
-                continue
-            entry = entries[-1]
-            if "answer" not in entry:
-                why = entry.get("unencodable") or "a function where a value is asked for"
-                out[key] = {"status": "wrong", "message": f"cannot grade this answer: {why}"}
-                continue
+    out, errors = {}, []
+    for key, item in request["exercises"].items():
+        ex = get(key)
+        if ex.kind == "coding":
+            # a worker of its own, in a fresh box: nothing one function left behind (files,
+            # patched modules) reaches the next one
+            spec = request["workers"][key]
+            worker = Worker(
+                spec["cmd"],
+                spec["env"],
+                spec["cwd"],
+                request["definitions"],
+                request["call_timeout"],
+            )
             try:
-                answer = decode(entry["answer"])
-            except WireError as e:
-                out[key] = {"status": "wrong", "message": f"cannot grade this answer: {e}"}
-                continue
-            r = verdict(ex, answer, seed)
+                name = item.get("function")
+                out[key] = _judge_function(ex, name, worker, seed, secret, trials)
+            finally:
+                worker.stop()
+            errors += [e for e in worker.errors if e not in errors]
+            continue
+        entries = item.get("answers", [])
+        if not entries:
+            out[key] = {"status": "missing", "message": "never checked: not reached"}
+            continue
+        distinct = {json.dumps(e, sort_keys=True) for e in entries}
+        if len(distinct) > 1:
             out[key] = {
-                "status": r.status,
-                "message": r.message,
-                "score": float(r.status == "correct"),
+                "status": "wrong",
+                "message": f"{len(distinct)} different answers were checked in one run; a "
+                "submission gives one answer",
             }
-    finally:
-        worker.stop()
-    out["__worker_errors__"] = worker.errors
+            continue
+        entry = entries[-1]
+        if "answer" not in entry:
+            if entry.get("unencodable"):
+                why = entry["unencodable"]
+            elif "function" in entry:
+                why = "a function where a value is asked for"
+            else:
+                why = "no answer was recorded"
+            out[key] = {"status": "wrong", "message": f"cannot grade this answer: {why}"}
+            continue
+        try:
+            answer = decode(entry["answer"])
+        except WireError as e:
+            out[key] = {"status": "wrong", "message": f"cannot grade this answer: {e}"}
+            continue
+        r = verdict(ex, answer, seed)
+        out[key] = {
+            "status": r.status,
+            "message": r.message,
+            "score": float(r.status == "correct"),
+        }
+    out["__worker_errors__"] = errors
     return out
 
 

@@ -3,23 +3,34 @@
 Each submission gets a folder of its own (:func:`make_sandbox`): a writable copy of mzlite and of
 ``data/`` (so a chapter that writes a results cache writes it there, and a notebook that rewrites
 ``mzlite/exercises/checker.py`` rewrites its own copy), a home, a temporary folder and a working
-folder. Nothing of the instructor's is handed to it: not ``notebooks/`` (the solutions), not the
-grader's copy of the checkers (:func:`make_snapshot`), not the reports, not another student.
+folder. Each judged function gets a fresh, empty one (:func:`make_box`). Nothing of the
+instructor's is handed to it: not ``notebooks/`` (the solutions), not the grader's copy of the
+checkers (:func:`make_snapshot`), not the reports, not another student, not a compiled kernel
+(``MZLITE_FUSED=0``: the eager path runs, and nothing is loaded from a kernel cache).
 
-Two layers keep it there:
+Three layers keep it there:
 
 - **Linux namespaces**, where ``unshare`` can create them without privileges (most Linux
-  systems; no container runtime): the run sees the instructor's checkout, the virtual environment
-  and the installed mzlite read-only, the solutions, reports, snapshot and other students' folders
-  as empty folders, no network, and its own processes only, all killed when it ends
-  (:func:`isolated_command`).
+  systems; no container runtime): every file system is read-only but the box (host ``/tmp``,
+  the home and its caches, the interpreter and its standard library, the virtual environment,
+  every installed mzlite), the solutions, reports, snapshot, submissions and other boxes are
+  empty folders, there is no network, and the run has its own processes, all killed when it
+  ends (:func:`isolated_command`).
 - **An audit hook** (PEP 578, which code cannot remove once installed) in every sandboxed Python
   process, also where namespaces are missing: opening a denied path for reading, or anything
-  outside the sandbox for writing, raises ``PermissionError`` (:data:`SITECUSTOMIZE`).
+  outside the sandbox for writing, raises ``PermissionError`` (:data:`SITECUSTOMIZE`). It does
+  not see a program the process starts (a shell), so without namespaces a shell can still write
+  wherever the grader's user may, the Python installation the judge imports included: the
+  judge's own home, the kernels off and the hashed snapshot then shut out a planted cache or
+  checker, not a planted library. Marks that count need namespaces (the summary names the
+  isolation used), or a grading user who cannot write the installation.
+- **Limits** (:class:`Limits`): address space, processes, file size and CPU time per process,
+  and the box's own ``pid_max`` (root is not bound by ``RLIMIT_NPROC``); a run that reaches one
+  is reported on its student's row (:func:`limit_hits`).
 
-And one check that does not rely on either: :func:`tree_digest` of the installed mzlite, the
-notebooks and the snapshot before and after every run, so a change is reported, and the grader
-refuses to judge with a snapshot that changed.
+And one check that does not rely on any of them: :func:`tree_digest` of the installed mzlite,
+the notebooks and the snapshot before and after every run, so a change is reported, and the
+grader refuses to judge with a snapshot that changed.
 """
 
 from __future__ import annotations
@@ -32,6 +43,8 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +66,7 @@ import sys as _sys
 def _mzlite_sandbox_hook():
     policy = _json.loads(_os.environ.get("MZLITE_SANDBOX_POLICY") or "{}")
     deny_read = tuple(policy.get("deny_read", ()))
+    allow_read = tuple(policy.get("allow_read", ()))
     deny_write = tuple(policy.get("deny_write", ()))
     allow_write = tuple(policy.get("allow_write", ()))
     real = _os.path.realpath
@@ -76,7 +90,7 @@ def _mzlite_sandbox_hook():
         if event == "open" and args and isinstance(args[0], (str, bytes, _os.PathLike)):
             path, mode, flags = (list(args) + [None, None])[:3]
             path = _os.fsdecode(path)
-            if under(path, deny_read):
+            if under(path, deny_read) and not under(path, allow_read):
                 deny("reading", path)
             wants_write = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                 mode is None and isinstance(flags, int) and flags & writing
@@ -142,6 +156,15 @@ def make_snapshot(dest: Path) -> Path:
     return dest
 
 
+def make_box(base: Path, name: str) -> Path:
+    """A fresh, empty box (``home/``, ``tmp/``, ``work/``) where one judged function runs: none
+    of what the student's notebook run left behind is there to import or to read."""
+    box = Path(base) / name
+    for part in ("home", "tmp", "work"):
+        (box / part).mkdir(parents=True)
+    return box
+
+
 def make_sandbox(base: Path, name: str, snapshot: Path) -> Path:
     """A fresh writable folder for one run: ``mzlite/`` and ``data/`` copied from ``snapshot``,
     ``home/``, ``tmp/``, ``work/`` (the working directory) and ``sitecustomize.py``."""
@@ -155,11 +178,6 @@ def make_sandbox(base: Path, name: str, snapshot: Path) -> Path:
     for p in box.rglob("*"):  # the snapshot is read-only; the copy is the student's own
         p.chmod(p.stat().st_mode | stat.S_IWUSR)
     (box / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    # compiled C++ kernels of mzlite.nn.fused: reuse the instructor's build instead of compiling
-    # once per student
-    built = Path.home() / ".cache" / "torch_extensions"
-    if built.is_dir():
-        shutil.copytree(built, box / "home" / ".cache" / "torch_extensions", symlinks=True)
     return box
 
 
@@ -167,7 +185,10 @@ def make_sandbox(base: Path, name: str, snapshot: Path) -> Path:
 def installed_roots() -> tuple[str, ...]:
     """Folders the sandbox must not write: the checkout, the interpreter's environment and the
     folder the installed mzlite is imported from (an editable install may point elsewhere)."""
-    roots = {str(ROOT), os.path.realpath(sys.prefix)}
+    import site
+
+    roots = {str(ROOT), os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    roots |= {os.path.realpath(p) for p in site.getsitepackages() if os.path.isdir(p)}
     try:
         found = subprocess.run(
             [sys.executable, "-I", "-c", "import mzlite; print(mzlite.__file__)"],
@@ -185,13 +206,11 @@ def installed_roots() -> tuple[str, ...]:
 def policy(box: Path, hidden: list[Path]) -> dict:
     """The audit hook's policy for ``box``: write inside it only, read nothing of ``hidden``."""
     deny_read = [str(Path(p).resolve()) for p in hidden]
-    deny_read += [str(ROOT / "notebooks"), str(ROOT / "book")]
+    deny_read += [str(ROOT / "notebooks"), str(ROOT / "book"), str(box.resolve().parent)]
     deny_write = list(installed_roots()) + deny_read + [str(Path.home().resolve())]
-    return {
-        "deny_read": deny_read,
-        "deny_write": deny_write,
-        "allow_write": [str(box.resolve())],
-    }
+    deny_write.append(tempfile.gettempdir())
+    own = [str(box.resolve())]
+    return {"deny_read": deny_read, "deny_write": deny_write, "allow_write": own, "allow_read": own}
 
 
 @functools.lru_cache(maxsize=1)
@@ -224,19 +243,114 @@ def choose_isolation(isolation: str) -> str:
     return isolation
 
 
-def isolated_command(cmd: list[str], box: Path, hidden: list[Path], isolation: str) -> list[str]:
-    """``cmd`` as run in ``box``: under ``unshare`` (its own mounts, no network) with the
-    installed code read-only and ``hidden`` (and every other sandbox beside ``box``) out of
-    sight, or unchanged for ``isolation='audit'`` (the audit hook alone)."""
+MIN_PROCESSES = 300
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandboxed process may use: address space (``memory`` bytes), processes and
+    threads (``processes``), the size of a file it writes (``file_size`` bytes) and CPU time
+    (``cpu`` seconds). A process that reaches one gets ``MemoryError``, ``EAGAIN`` from
+    ``fork``, ``EFBIG`` or ``SIGXCPU``, and the grader reports it on the student's row."""
+
+    memory: int = 4 * 2**30
+    processes: int = 512
+    file_size: int = 2**30
+    cpu: int = 1800
+
+    def __post_init__(self):
+        for name in ("memory", "processes", "file_size", "cpu"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"limits.{name} must be a positive integer, got {value!r}")
+        if self.processes < MIN_PROCESSES:
+            raise ValueError(
+                f"limits.processes must be at least {MIN_PROCESSES} (Linux's smallest pid_max), "
+                f"got {self.processes!r}"
+            )
+
+
+# Sets the limits, then becomes the command: rlimits are inherited by every process the command
+# starts. A wrapper rather than ``preexec_fn``, which is unsafe in a process with threads.
+LIMITER = r"""
+import json, os, resource, sys
+limits = json.loads(sys.argv[1])
+for name, value in limits.items():
+    which = getattr(resource, "RLIMIT_" + name.upper())
+    hard = value + 5 if name == "cpu" else value  # SIGXCPU first, then SIGKILL
+    resource.setrlimit(which, (value, hard))
+os.execvp(sys.argv[2], sys.argv[2:])
+"""
+
+
+# what a process that reached a limit reports (its error, or how it ended), per limit
+_LIMIT_SIGNS = {
+    "memory": ("MemoryError", "can't allocate memory", "bad_alloc", "Cannot allocate memory"),
+    "processes": ("Resource temporarily unavailable", "can't start new thread", "BlockingIOError"),
+    "file size": ("File too large", "SIGXFSZ"),
+    "CPU time": ("SIGXCPU", "CPU time limit"),
+}
+
+
+def limit_hits(text: str, limits: Limits) -> list[str]:
+    """The limits ``text`` (errors of a run, how its processes ended) says were reached, each
+    with its value: what the student's row reports."""
+    values = {
+        "memory": f"{limits.memory / 2**30:g} GiB of address space",
+        "processes": f"{limits.processes} processes and threads",
+        "file size": f"{limits.file_size / 2**20:g} MiB per file",
+        "CPU time": f"{limits.cpu} s of CPU per process",
+    }
+    return [
+        f"{k} ({values[k]})" for k, signs in _LIMIT_SIGNS.items() if any(x in text for x in signs)
+    ]
+
+
+def limited_command(cmd: list[str], limits: Limits) -> list[str]:
+    """``cmd`` run under ``limits`` (``RLIMIT_AS``, ``RLIMIT_NPROC``, ``RLIMIT_FSIZE``,
+    ``RLIMIT_CPU``)."""
+    spec = {
+        "as": limits.memory,
+        "nproc": limits.processes,
+        "fsize": limits.file_size,
+        "cpu": limits.cpu,
+    }
+    return [sys.executable, "-I", "-c", LIMITER, json.dumps(spec), *cmd]
+
+
+def isolated_command(
+    cmd: list[str],
+    box: Path,
+    hidden: list[Path],
+    isolation: str,
+    limits: Limits | None = None,
+) -> list[str]:
+    """``cmd`` as run in ``box`` under ``limits``: in namespaces of its own (no network, its own
+    processes) where every file system but ``box`` is read-only (host ``/tmp``, the home, the
+    interpreter, every installed copy of mzlite) and ``hidden`` (and every other sandbox beside
+    ``box``) is out of sight; or with the audit hook alone for ``isolation='audit'``.
+
+    ``RLIMIT_NPROC`` does not bind a process of root (nor one in a user namespace that root
+    made), so in namespaces the box's own pid namespace also gets ``pid_max`` (Linux 6.14 or
+    newer; older kernels refuse it and the rlimit is all there is)."""
+    limits = limits or Limits()
+    cmd = limited_command(cmd, limits)
     if isolation == "audit":
         return cmd
     box = box.resolve()
     keep = box.parent.parent / "mnt" / box.name  # a mount point outside the siblings' folder
     keep.mkdir(parents=True, exist_ok=True)
     lines = ["set -e", "ip link set lo up", f'mount --bind "{box}" "{keep}"']
-    for root in installed_roots():
-        if not str(box).startswith(root.rstrip("/") + "/"):
-            lines.append(f'mount --bind -o ro "{root}" "{root}"')
+    # every mount read-only (the root file system first: host /tmp and the home are on it
+    # here); /proc is the box's own
+    lines += [
+        "mount -o remount,bind,ro /",
+        "awk '$4 ~ /^rw/ && $2 !~ /^\\/proc/ {print $2}' /proc/self/mounts | "
+        f'while read -r m; do [ "$m" = "{keep}" ] || mount -o remount,bind,ro "$m" 2>/dev/null '
+        "|| true; done",
+        "mount -t tmpfs -o size=64m,mode=1777 none /dev/shm 2>/dev/null || true",
+        f"echo {limits.processes + 1} > /proc/sys/kernel/pid_max 2>/dev/null || true",
+    ]
     for p in [*hidden, ROOT / "notebooks", ROOT / "book", box.parent]:
         if Path(p).is_dir():
             lines.append(f'mount -t tmpfs -o size=64k,mode=755 none "{Path(p).resolve()}"')
@@ -265,6 +379,9 @@ def environment(box: Path, hidden: list[Path], extra: dict | None = None) -> dic
             "JUPYTER_RUNTIME_DIR": str(home / ".jupyter-runtime"),
             "IPYTHONDIR": str(home / ".ipython"),
             "TORCH_EXTENSIONS_DIR": str(home / ".cache" / "torch_extensions"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            # no compiled kernel is loaded or built: nothing a box leaves in a kernel cache runs
+            "MZLITE_FUSED": "0",
             POLICY_ENV: json.dumps(policy(box, hidden)),
         }
     )
