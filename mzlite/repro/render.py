@@ -242,7 +242,11 @@ def scorecard_html(sc) -> HTML:
     cols = [("Claim (its test)", 46), ("Paper", 12), ("Ours", 13), ("Verdict", 29)]
     summary = f'<p class="mz-caption">{_e(scorecard_summary(sc))}</p>'
     table = _table(cols, "".join(body), kind="mz-scorecard") if body else ""
-    out = STYLE + summary + table + notes.legend()
+    legend = notes.legend()
+    if legend:  # one footnote per protocol: long, and read on request
+        legend = (f'<details class="mz-toggle mz-protocols"><summary>The protocols behind our '
+                  f"numbers, [1] to [{len(notes.texts)}]</summary>{legend}</details>")  # fmt: skip
+    out = STYLE + summary + table + legend
     return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == "not run"]))
 
 

@@ -92,7 +92,6 @@ def plot_ours_vs_paper(points, *, lo: float = -1.0, title: str | None = None):
                     y=[max(p["ours"], lo) for p in sel],
                     mode="markers",
                     name=f"{g}, {t}" if t else str(g),
-                    legendgroup=str(g),
                     showlegend=False,
                     marker=dict(
                         size=9,
@@ -119,8 +118,8 @@ def plot_ours_vs_paper(points, *, lo: float = -1.0, title: str | None = None):
                     },
                 )
             )
+        # no legendgroup: in a horizontal legend each group would start a row of its own
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=str(g),
-                                 legendgroup=str(g),
                                  marker=dict(size=9, color=colour, symbol="circle")))  # fmt: skip
     for t in (t for t in tables if t):
         sym = symbols[tables.index(t) % len(symbols)]
