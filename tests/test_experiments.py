@@ -374,7 +374,7 @@ TOP = {
 
 
 def test_result_json_has_metrics_and_provenance(dirs, capfd):
-    out = _run("tab:tdof-verify", dirs, cells=["L4-st_4l", "L4-set_stats"])
+    out = _run("tab:tdof-verify", dirs, cells=["L4-st_4l", "L4-set_stats"], progress=True)
     assert len(out["done"]) == 2 and not out["failed"]
     # while it trains a job says where it is (first and last epoch of a short one), on stderr
     err = capfd.readouterr().err
@@ -654,7 +654,7 @@ def test_default_cpu_layout_is_one_single_thread_worker_per_core(
 def test_best_profile_is_the_first_with_results(tmp_path):
     assert ex.best_profile("tab:meb", ("full", "cpu"), results_dir=tmp_path) is None
     # the scorecard's order too: mzlite's reading before its first reading
-    assert ex.PROFILE_ORDER == ("full", "cpu-annealed", "cpu-converged", "cpu")
+    assert ex.PROFILE_ORDER == ("full", "paper-sizes", "cpu-annealed", "cpu-converged", "cpu")
     job = ex.jobs("tab:meb", "cpu")[0]
 
     def write(profile):

@@ -34,7 +34,7 @@ from .precision import autocast, resolve_amp
 from .scaling import load_model_state, remove_target_scaling, set_target_scaling, target_scaling
 
 
-def _check_output(pred: torch.Tensor, y: torch.Tensor, task: str) -> None:
+def check_output(pred: torch.Tensor, y: torch.Tensor, task: str) -> None:
     """Catch a model/target mismatch before it broadcasts into a wrong loss."""
     if task == "regression" and pred.shape != y.shape:
         raise ValueError(
@@ -212,7 +212,7 @@ def _train_one_epoch(run: _Run, epoch: int) -> tuple[float, float]:
         if pred.dtype == torch.bfloat16:
             pred = pred.float()  # the loss in full precision
         if i == 0:
-            _check_output(pred, y, config.task)
+            check_output(pred, y, config.task)
         loss = loss_fn(pred, y.to(pred.dtype) if y.is_floating_point() else y)
         run.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -237,7 +237,7 @@ def _validate(run: _Run) -> tuple[float, dict]:
     return float(F.cross_entropy(vpred.double(), va.y)), classification_metrics(vpred, va.y)
 
 
-def _record(run: _Run, epoch: int, train_loss, val_loss, metrics, lr, seconds: float) -> None:
+def record_epoch(run: _Run, epoch: int, train_loss, val_loss, metrics, lr, seconds: float) -> None:
     """Keep the best weights, append the epoch to the History, and say why to stop, if so."""
     hist, config = run.hist, run.config
     if math.isfinite(val_loss) and val_loss < hist.best_val_loss - config.min_delta:
@@ -296,7 +296,7 @@ def _finish(run: _Run) -> None:
 
 
 @contextmanager
-def _num_threads(n: int | None):
+def num_threads_during(n: int | None):
     old = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)
@@ -346,7 +346,7 @@ def fit(
         model.eval()
         return run.hist
     with (
-        _num_threads(config.num_threads),
+        num_threads_during(config.num_threads),
         tqdm(
             total=config.epochs, initial=run.epoch, disable=not progress, unit="epoch", desc="fit"
         ) as bar,
@@ -356,7 +356,7 @@ def fit(
             t0 = time.perf_counter()
             train_loss, lr = _train_one_epoch(run, epoch)
             val_loss, metrics = _validate(run)
-            _record(run, epoch, train_loss, val_loss, metrics, lr, time.perf_counter() - t0)
+            record_epoch(run, epoch, train_loss, val_loss, metrics, lr, time.perf_counter() - t0)
             bar.update(1)
             bar.set_postfix(train=f"{train_loss:.4g}", val=f"{val_loss:.4g}", lr=f"{lr:.2e}")
             run.hist.wall_time_s += time.perf_counter() - t_call

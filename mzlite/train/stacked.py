@@ -51,7 +51,7 @@ from .checkpoints import (
 from .config import TrainConfig, lr_at
 from .data import SetTensors, as_set_tensors, param_dtype, to_device
 from .history import History
-from .loop import _check_output, _num_threads, _record
+from .loop import check_output, num_threads_during, record_epoch
 from .metrics import classification_metrics, regression_metrics
 from .precision import autocast, resolve_amp
 from .scaling import remove_target_scaling, set_target_scaling
@@ -101,7 +101,7 @@ def _check_inputs(models, configs) -> tuple[list[nn.Module], list[TrainConfig]]:
 
 
 class _Slot:
-    """Model ``k`` of the stack as ``loop._record`` sees a model: something with a state_dict."""
+    """Model ``k`` of the stack as ``loop.record_epoch`` sees a model (it has a state_dict)."""
 
     def __init__(self, stack: _Stack, k: int):
         self.stack, self.k = stack, k
@@ -112,7 +112,7 @@ class _Slot:
 
 @dataclass
 class _Member:
-    """One model's own training state (the fields ``loop._record`` reads and writes)."""
+    """One model's own training state (the fields ``loop.record_epoch`` reads and writes)."""
 
     config: TrainConfig
     hist: History
@@ -477,7 +477,7 @@ def _train_one_epoch(stack: _Stack, epoch: int, stepper: _Stepper, n_to) -> tupl
         if i == 0 and epoch == stack.epoch + 1:
             with torch.no_grad():
                 pred0 = _forward(stack, x[:, :2], mask[:, :2])  # (K, 2, d_out)
-            _check_output(pred0[0], y[0, :2], cfg.task)
+            check_output(pred0[0], y[0, :2], cfg.task)
         lr = torch.tensor(lrs, device=dev, dtype=torch.float64)
         losses = stepper(x, mask, y, lr, active)  # (K,)
         stack.step += 1
@@ -580,7 +580,7 @@ def fit_stacked(
         _finish(stack, models)
         return [m.hist for m in stack.members]
     with (
-        _num_threads(cfg.num_threads),
+        num_threads_during(cfg.num_threads),
         tqdm(
             total=cfg.epochs,
             initial=stack.epoch,
@@ -599,7 +599,7 @@ def fit_stacked(
             for k, m in enumerate(stack.members):
                 if running[k]:
                     val_loss, metrics = _validate(stack, vpred[k])
-                    _record(m, epoch, train_losses[k], val_loss, metrics, lrs[k], seconds)
+                    record_epoch(m, epoch, train_losses[k], val_loss, metrics, lrs[k], seconds)
             bar.update(1)
             elapsed = time.perf_counter() - t_call
             for k, m in enumerate(stack.members):
