@@ -196,12 +196,16 @@ def _held_sentence(rows: list[dict]) -> Finding:
                    _chapter_links([r["chapter"] for r in held]))  # fmt: skip
 
 
+def _beside_paper(row: dict) -> str:
+    """A claim in words with our value beside the paper's."""
+    return f"{_claim_words(row)} (ours {row['ours_text']}, the paper's {row['paper_text']})"
+
+
 def _partly_sentence(rows: list[dict]) -> Finding | None:
     partly = [r for r in rows if r["verdict"] == "holds partly"]
     if not partly:
         return None
-    items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']})"
-             for r in partly]  # fmt: skip
+    items = [_beside_paper(r) for r in partly]
     return Finding(f"What held partly (a tie, or a column not yet complete): {'; '.join(items)}.",
                    _chapter_links([r["chapter"] for r in partly]))  # fmt: skip
 
@@ -239,8 +243,7 @@ def _failed_sentence(rows: list[dict]) -> Finding | None:
     failed = [r for r in rows if r["verdict"] == "does not hold here"]
     if not failed:
         return None
-    items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']})"
-             for r in failed]  # fmt: skip
+    items = [_beside_paper(r) for r in failed]
     first = sum(r.get("reading") == FIRST_READING for r in failed)
     text = f"What did not hold: {_list(items)}."
     if first:
