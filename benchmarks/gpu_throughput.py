@@ -234,6 +234,11 @@ def main(argv=None) -> None:
     )
     p.add_argument("--train", type=int, default=256, help="--fit-k: training sets")
     p.add_argument("--epochs", type=int, default=2, help="--fit-k: epochs")
+    p.add_argument(
+        "--json",
+        default=None,
+        help="also write the rows here, for `python -m mzlite plan --gpu-throughput`",
+    )
     args = p.parse_args(argv)
     try:
         args.ks = [int(k) for k in args.ks.split(",")]
@@ -265,7 +270,10 @@ def main(argv=None) -> None:
         print(HEADER)
     if args.fit_k < 0:
         p.error(f"--fit-k must be >= 0, got {args.fit_k}")
+    rows = []
     for name, label, K, secs, rate, eager in measure(args, dev) if args.steps else []:
+        if isinstance(secs, float):
+            rows.append({"model": name, "mode": label, "K": K, "model_steps_per_s": rate})
         if secs is None:
             print(f"{name:8} {label:18} {K:>3} {'n/a on cpu':>10}")
         elif isinstance(secs, str):
@@ -273,6 +281,14 @@ def main(argv=None) -> None:
         else:
             vs = f"{rate / eager:.2f}x" if eager else ""
             print(f"{name:8} {label:18} {K:>3} {secs * 1e3:>10.1f} {rate:>14.2f} {vs:>9}")
+    if args.json:
+        from mzlite._io import atomic_write_json
+
+        atomic_write_json(Path(args.json), {
+            "format": "mzlite.gpu-throughput/1", "device": device_name(dev),
+            "commit": commit(), "batch": args.batch, "n_max": args.n_max, "d_in": args.d_in,
+            "rows": rows,
+        })  # fmt: skip
     if args.fit_k:
         fit_loop_against_stacked(args, dev)
 

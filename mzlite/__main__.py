@@ -110,6 +110,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--first", type=int, default=None, help="--decide: baselines in a claim's first step (2)"
     )
+    p.add_argument(
+        "--gpu-throughput",
+        default=None,
+        help="a JSON of benchmarks/gpu_throughput.py --json: also price the jobs in GPU hours",
+    )
     p.add_argument("--results-dir", default=None)
 
     p = sub.add_parser("report", help="our results beside the paper's numbers")
@@ -222,18 +227,28 @@ def main(argv=None) -> int:
                 return 0
             if args.first is not None:
                 raise ValueError("--first applies to --decide only")
-            print(
-                plan(
-                    args.tables,
-                    args.profile,
-                    seeds,
-                    _split(args.models),
-                    _split(args.cells),
-                    args.results_dir,
-                    args.workers,
-                    measure=not args.no_measure,
-                ).to_text()
+            p = plan(
+                args.tables,
+                args.profile,
+                seeds,
+                _split(args.models),
+                _split(args.cells),
+                args.results_dir,
+                args.workers,
+                measure=not args.no_measure,
             )
+            print(p.to_text())
+            if args.gpu_throughput:
+                import json
+                from pathlib import Path
+
+                from mzlite.repro.experiments.plan import gpu_text
+
+                path = Path(args.gpu_throughput)
+                if not path.exists():
+                    raise ValueError(f"--gpu-throughput: no such file {path}")
+                measured = json.loads(path.read_text())
+                print("\n" + gpu_text(p.gpu_hours(measured), measured))
             return 0
         if args.cmd == "report":
             from mzlite.repro.experiments.report import report

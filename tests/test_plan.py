@@ -251,3 +251,27 @@ def test_a_model_without_results_on_a_task_is_extrapolated_or_scaled(tmp_path):
     n = {k: count_parameters(build_model("st", d_in, n_enc=k)) for k in (2, 3)}  # default: 2
     assert row["s_per_epoch"] == pytest.approx(50.0 / 10 * n[3] / n[2])
     assert row["cost_source"].startswith("scaled:") and "by parameter count" in row["cost_source"]
+
+
+def test_gpu_hours_come_from_the_measured_throughput_of_the_model_or_its_family(tmp_path):
+    from mzlite.repro.experiments.plan import gpu_text
+
+    p = plan("tab:main-results", "cpu-annealed", cells=["F-mz_full", "F-st", "F-st_large",
+             "F-set_stats"], results_dir=tmp_path, measure=False)  # fmt: skip
+    measured = {"device": "cuda: test", "commit": "x", "batch": 128, "n_max": 30, "rows": [
+        {"model": "mz_full", "mode": "eager", "K": 1, "model_steps_per_s": 10.0},
+        {"model": "mz_full", "mode": "stacked 8", "K": 8, "model_steps_per_s": 40.0},
+        {"model": "st", "mode": "eager", "K": 1, "model_steps_per_s": 80.0},
+    ]}  # fmt: skip
+    rows = {r["cell"]: r for r in p.gpu_hours(measured)}
+    assert set(rows) == {"F-mz_full", "F-st", "F-st_large"}  # the closed form trains nothing
+    mz = next(r for r in p.rows if r["cell"] == "F-mz_full")
+    steps = mz["todo"] * -(-mz["sizes"][0] // 128)  # one epoch of every job, batch 128
+    assert rows["F-mz_full"]["gpu_h"] == pytest.approx(mz["epochs"] * steps / 40.0 / 3600)
+    assert rows["F-mz_full"]["gpu_h_cap"] == pytest.approx(mz["epoch_cap"] * steps / 40.0 / 3600)
+    # ST-Large was not measured: the Set Transformer, its family's measured model, prices it
+    assert rows["F-st_large"]["measured_as"] == "st" and rows["F-st_large"]["gpu_h"] > 0
+    text = gpu_text(list(rows.values()), measured)
+    assert "cuda: test" in text and "device call(s) of 10 minutes" in text
+    only_mz = {**measured, "rows": measured["rows"][:2]}
+    assert {r["cell"]: r["gpu_h"] for r in p.gpu_hours(only_mz)}["F-st"] is None

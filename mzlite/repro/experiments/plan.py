@@ -54,6 +54,7 @@ claims' next steps first, cheapest first, with the commands that run them.
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 import time
 from dataclasses import dataclass
@@ -200,6 +201,57 @@ class Plan:
         return "\n".join(out)
 
     __str__ = to_text
+
+    def gpu_hours(self, throughput: dict) -> list[dict]:
+        """GPU hours of each trained row from a measured throughput (``benchmarks/
+        gpu_throughput.py --json``): the row's optimiser steps (expected epochs x steps an
+        epoch, and at the cap) over the best model-steps per second the benchmark measured for
+        the row's model, or for its family's measured model (``GPU_STAND_INS``), at the
+        benchmark's batch and set size. A row whose model and family were not measured has
+        None."""
+        rates: dict[str, float] = {}
+        for r in throughput["rows"]:
+            rates[r["model"]] = max(rates.get(r["model"], 0.0), float(r["model_steps_per_s"]))
+        out = []
+        for r in self.rows:
+            if not _nn.model_spec(r["model"]).trainable or not r["todo"]:
+                continue
+            cell = ex.get_table(r["table"]).cell(r["cell"])
+            family = _nn.model_spec(r["model"]).family
+            stand_in = r["model"] if r["model"] in rates else GPU_STAND_INS.get(family)
+            rate = rates.get(stand_in)
+            steps = r["todo"] * math.ceil(r["sizes"][0] / cell.batch_size)  # one epoch, all jobs
+            out.append({
+                "table": r["table"], "cell": r["cell"], "todo": r["todo"],
+                "measured_as": stand_in if rate else None,
+                "gpu_h": r["epochs"] * steps / rate / 3600 if rate else None,
+                "gpu_h_cap": r["epoch_cap"] * steps / rate / 3600 if rate else None,
+            })  # fmt: skip
+        return out
+
+
+# The model whose measured GPU throughput prices another model of its family (Plan.gpu_hours)
+GPU_STAND_INS = {"mz": "mz_full", "baseline": "st", "deepsets": "st"}
+
+
+def gpu_text(rows: list[dict], throughput: dict) -> str:
+    """``Plan.gpu_hours`` as printed: a line per cell, the total, and how many 10-minute device
+    calls it takes."""
+    out = [f"GPU hours from the throughput measured on {throughput.get('device', '?')} (commit "
+           f"{throughput.get('commit', '?')}, batch {throughput.get('batch')}, sets padded to "
+           f"{throughput.get('n_max')}):"]  # fmt: skip
+    for r in rows:
+        if r["gpu_h"] is None:
+            out.append(f"  {r['table']} {r['cell']}: no measured throughput of its model")
+        else:
+            out.append(f"  {r['table']} {r['cell']}: {r['todo']} jobs, {r['gpu_h']:.2f} GPU h "
+                       f"({r['gpu_h_cap']:.2f} at the cap), as {r['measured_as']}")  # fmt: skip
+    known = [r for r in rows if r["gpu_h"] is not None]
+    total = sum(r["gpu_h"] for r in known)
+    cap = sum(r["gpu_h_cap"] for r in known)
+    out.append(f"total: {total:.2f} GPU h expected ({cap:.2f} at the cap), about "
+               f"{math.ceil(total * 6):d} device call(s) of 10 minutes")  # fmt: skip
+    return "\n".join(out)
 
 
 def plan(
