@@ -15,6 +15,7 @@ import statistics
 from collections import Counter
 
 from mzlite import nn as _nn
+from mzlite.repro.paper import name_labels
 from mzlite.train import TrainConfig
 
 from .results import load_results
@@ -73,7 +74,7 @@ def paper_row() -> dict:
         "schedule": f"AdamW {rate_text(cfg.lr)}, {cfg.warmup_epochs} warm-up epochs, cosine to 0 "
         f"over {cfg.epochs} epochs, patience {cfg.patience}",
         "seeds": _span([c.full_seeds for c in cells], fmt=lambda n: f"{n:g}"),
-        "hardware": PAPER_HARDWARE,
+        "hardware": name_labels(PAPER_HARDWARE),  # "app:compute" as the paper prints it
         "runs": None,
     }
 
