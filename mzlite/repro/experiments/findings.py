@@ -135,14 +135,14 @@ class Findings:
         )
 
     def to_markdown(self, prefix: str = "") -> str:
-        """MyST for a page that is not a notebook (the landing page): the headline, the
-        protocol box, the counts as an HTML block (each a link to the scorecard), then one
+        """MyST for a page that is not a notebook (the landing page): the headline, the counts
+        as an HTML block (each a link to the scorecard), the protocol box, then one
         paragraph per sentence ending in a ``{ref}`` link to its section."""
         href = f"{prefix}chapters/{SCORECARD_CHAPTER}.html"
         out = [f'<p class="mz-headline"><b>{html.escape(self.headline)}</b></p>', ""]
-        if self.protocols:
-            out += [self.protocol_html(), ""]
         out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
+        if self.protocols:  # the counts first, in the first screen; then the protocols
+            out += [self.protocol_html(), ""]
         for s in self.sentences:
             refs = ", ".join(f"{{ref}}`{text} <{label}>`" for _, label, text in s.links)
             lead = f"**{s.lead}:** " if s.lead else ""
