@@ -86,6 +86,22 @@ class _Run:
     best_state: dict | None = None
 
 
+def checked_splits(train, val, config: TrainConfig):
+    """``(train, val, stats)``: both splits as ``SetTensors`` with matching outputs, and with
+    ``normalize_targets`` the training targets' (mean, std) per output in float64 on the CPU
+    (Appendix app:opt-confound), else None."""
+    tr = as_set_tensors("train", train, config.task)
+    va = as_set_tensors("val", val, config.task)
+    if config.task == "regression" and tr.y.shape[1] != va.y.shape[1]:
+        raise ValueError(f"train.y has {tr.y.shape[1]} outputs but val.y has {va.y.shape[1]}")
+    stats = None
+    if config.normalize_targets:
+        y64 = tr.y.double()
+        std = y64.std(0, unbiased=False)  # (d_out,)
+        stats = (y64.mean(0).cpu(), torch.where(std > 0, std, torch.ones_like(std)).cpu())
+    return tr, va, stats
+
+
 def _prepare(model, train, val, config: TrainConfig, checkpoint_path) -> _Run:
     """Validate the inputs, standardise the targets, move everything to the device."""
     if not isinstance(config, TrainConfig):
@@ -93,17 +109,7 @@ def _prepare(model, train, val, config: TrainConfig, checkpoint_path) -> _Run:
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     device = resolve_device(config.device)
-    tr = as_set_tensors("train", train, config.task)
-    va = as_set_tensors("val", val, config.task)
-    if config.task == "regression" and tr.y.shape[1] != va.y.shape[1]:
-        raise ValueError(f"train.y has {tr.y.shape[1]} outputs but val.y has {va.y.shape[1]}")
-
-    # Target normalisation (Appendix app:opt-confound): train mean/std per output, float64.
-    stats = None
-    if config.normalize_targets:
-        y64 = tr.y.double()
-        std = y64.std(0, unbiased=False)  # (d_out,)
-        stats = (y64.mean(0).cpu(), torch.where(std > 0, std, torch.ones_like(std)).cpu())
+    tr, va, stats = checked_splits(train, val, config)
 
     remove_target_scaling(model)  # trained in standardised units; a new scaling is set at the end
     model.to(device)

@@ -49,9 +49,9 @@ from .checkpoints import (
     set_rng_state,
 )
 from .config import TrainConfig, lr_at
-from .data import SetTensors, as_set_tensors, param_dtype, to_device
+from .data import SetTensors, param_dtype, to_device
 from .history import History
-from .loop import check_output, num_threads_during, record_epoch
+from .loop import check_output, checked_splits, num_threads_during, record_epoch
 from .metrics import classification_metrics, regression_metrics
 from .precision import autocast, resolve_amp
 from .scaling import remove_target_scaling, set_target_scaling
@@ -267,15 +267,7 @@ def _prepare(models, train, val, configs, checkpoint_path) -> _Stack:
     models, configs = _check_inputs(models, configs)
     cfg = configs[0]
     device = resolve_device(cfg.device)
-    tr = as_set_tensors("train", train, cfg.task)
-    va = as_set_tensors("val", val, cfg.task)
-    if cfg.task == "regression" and tr.y.shape[1] != va.y.shape[1]:
-        raise ValueError(f"train.y has {tr.y.shape[1]} outputs but val.y has {va.y.shape[1]}")
-    stats = None
-    if cfg.normalize_targets:
-        y64 = tr.y.double()
-        std = y64.std(0, unbiased=False)  # (d_out,)
-        stats = (y64.mean(0).cpu(), torch.where(std > 0, std, torch.ones_like(std)).cpu())
+    tr, va, stats = checked_splits(train, val, cfg)
     for m in models:
         remove_target_scaling(m)
         m.to(device)
