@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..zonotope import Zonotope
 from . import fused
 from .details import AttentionDetails
 
@@ -665,9 +666,5 @@ class MZPMA(nn.Module):
 
 
 def token_zonotopes(c, G):
-    """Token zonotopes as ``mzlite.zonotope.Zonotope`` when that module exists, else ``(c, G)``."""
-    try:
-        from ..zonotope import Zonotope
-    except ImportError:
-        return c, G
+    """Token zonotopes ``(c, G)`` as one batched ``mzlite.zonotope.Zonotope``."""
     return Zonotope(c, G)

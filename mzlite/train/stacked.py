@@ -39,6 +39,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from mzlite._checks import resolve_device
+from mzlite.nn import baselines, fused, models
 
 from .checkpoints import (
     CHECKPOINT_FORMAT,
@@ -171,7 +172,6 @@ def _vmappable(base: nn.Module):
     (packing reads the mask's values), eager ops instead of the fused CPU kernels (autograd
     Functions without vmap rules), and ``check_set`` without the checks that read values
     (``as_set_tensors`` checked the whole data set once, before training)."""
-    from mzlite.nn import baselines, fused, models
 
     def check_set_shapes(x, mask, d_in, like):
         return x.masked_fill(~mask.unsqueeze(-1), 0.0), mask

@@ -13,7 +13,7 @@ from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.formatting import unsigned_zero
-from mzlite.repro.paper import paper_cell
+from mzlite.repro.paper import paper_cell, paper_value
 
 TIE = _stats.TIE  # an R^2 gap this small counts as a tie
 
@@ -320,8 +320,6 @@ def _ambiguity_claims() -> list[Claim]:
 def _uncertainty_claims() -> list[Claim]:
     """The uncertainty study (mzlite.repro.experiments.uncertainty_study): tab:ece-nll's cells, with
     the claims of tab:ece-nll, tab:unc-comparison and tab:uncertainty."""
-    from mzlite.repro.paper import paper_value
-
     label = "tab:ece-nll"
     ihw, mc, ens = "B-ihw-mz_full", "B-mcdropout-st", "B-ensemble-st"
     unc, binned = "tab:unc-comparison", "tab:uncertainty"

@@ -3,7 +3,7 @@ process pool of :func:`mzlite.repro.experiments.run`) or a Ray cluster (``launch
 :class:`RayLauncher`; ``pip install "mzlite[ray]"``).
 
     from mzlite.repro import experiments as ex
-    from mzlite.repro.launchers import RayLauncher
+    from mzlite.repro.experiments.launchers import RayLauncher
     ex.run("tab:meb", profile="full", launcher="ray")                  # a local Ray instance
     ex.run("tab:meb", profile="full", device="cuda",
            launcher=RayLauncher(address="auto", gpus_per_job=0.25,     # four jobs per GPU
@@ -43,8 +43,17 @@ What a cluster needs that the local pool did not, and how it is done here:
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import torch
+
+from mzlite._io import atomic_write_json, json_safe
+from mzlite.train import load_checkpoint
+
+from .execute import job_dataset_keys, job_splits, progress_line, result_summary, run_job
+from .specs import default_cache_dir
 
 __all__ = ["RayLauncher", "get_launcher"]
 
@@ -77,8 +86,6 @@ def _resume_epoch(path: Path) -> int:
     """The last finished epoch of the checkpoint at ``path`` (0 when there is none)."""
     if not path.exists():
         return 0
-    from mzlite.train import load_checkpoint
-
     try:
         return int(load_checkpoint(path, map_location="cpu")["epoch"])
     except Exception:  # an unreadable checkpoint is fit's to report; this is only provenance
@@ -87,13 +94,6 @@ def _resume_epoch(path: Path) -> int:
 
 def _run_remote(job, git: dict, splits, threads: int, local_checkpoint: bool) -> dict:
     """The body of one Ray task: train and evaluate ``job`` on ``splits``, return its result."""
-    import socket
-
-    import torch
-
-    from mzlite.repro.experiments.execute import run_job
-    from mzlite.repro.experiments.specs import default_cache_dir
-
     torch.set_num_threads(threads)
     if local_checkpoint:  # no shared path: this node's own cache
         job = replace(job, checkpoint_path=default_cache_dir() / job.checkpoint_path)
@@ -200,8 +200,6 @@ class RayLauncher:
 
     def _submit(self, ray, todo, git, threads, say) -> dict:
         """One task per job, each dataset ``ray.put`` once; returns ``{task ref: job}``."""
-        from mzlite.repro.experiments.execute import job_dataset_keys, job_splits
-
         devices = {j.device for j in todo}
         if len(devices) != 1:
             raise ValueError(f"one device per run, got {sorted(devices)}")
@@ -231,9 +229,6 @@ class RayLauncher:
     def _collect(self, ray, ref, job, done, failed, say) -> str:
         """Write a finished task's result where the local launcher would (or record its
         failure); returns the progress line."""
-        from mzlite._io import atomic_write_json, json_safe
-        from mzlite.repro.experiments.execute import progress_line, result_summary
-
         try:
             out = ray.get(ref)
         except ray.exceptions.RayError as e:  # the task raised, or its retries ran out

@@ -1,5 +1,5 @@
 """Running a table: every missing (cell, seed) job of it, in a local pool of worker processes or
-through a launcher (``mzlite.repro.launchers``); one job's own work is
+through a launcher (``mzlite.repro.experiments.launchers``); one job's own work is
 ``mzlite.repro.experiments.execute``."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .execute import (
     run_stacked_jobs,
 )
 from .jobs import Job, jobs, shared
+from .launchers import get_launcher
 from .specs import PROFILES, model_family, search_choice, search_path
 from .tables import get_profile, get_table
 
@@ -87,7 +88,8 @@ def run(
     models leave the GPU idle and stacking pays (on a CPU it does not: local launcher only).
 
     ``launcher``: "local" (this machine: ``workers`` processes) or "ray" / a
-    ``mzlite.repro.launchers.RayLauncher`` (each job a Ray task; results written here all the same).
+    ``mzlite.repro.experiments.launchers.RayLauncher`` (each job a Ray task; results written here
+    all the same).
 
     Returns ``{"done": [...], "skipped": [...], "failed": [...]}`` (result paths; failures as
     ``(path, error)``). A failed job does not stop the others; Ctrl-C stops the run and loses at
@@ -98,8 +100,6 @@ def run(
     if launcher == "local":
         resolve_device(device)  # "cuda" without CUDA fails here, before any work
     else:  # the cluster's workers resolve the device; concurrency follows its resources
-        from mzlite.repro.launchers import get_launcher
-
         launcher = get_launcher(launcher)
         if workers not in (None, 1):
             raise ValueError("workers is the local launcher's; Ray runs as many jobs as fit")

@@ -80,6 +80,7 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
+from mzlite.repro.paper import name_labels
 from mzlite.repro.render import scorecard_html
 
 FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
@@ -549,10 +550,8 @@ def _retired(claim: Claim, by_profile: dict, ren) -> dict[str, str]:
 def reading_of(results: list[dict]) -> str:
     """Which of mzlite's readings of the paper the MZ results among ``results`` were trained
     under: ``DEFAULT_READING``, ``FIRST_READING``, "mixed readings", or "" (no MZ model)."""
-    from mzlite.repro.experiments.reading import recorded_reading
-
     mz = [r for r in results if str(r.get("model", "")).startswith("mz")]
-    kinds = {recorded_reading(r)[0] == "layernorm" for r in mz}
+    kinds = {_reading.recorded_reading(r)[0] == "layernorm" for r in mz}
     if not kinds:
         return ""
     if len(kinds) > 1:
@@ -605,7 +604,6 @@ def _shared_note(claim, profile: str, ren) -> str:
     lenders = list(dict.fromkeys(lent[ren(c)][0] for c in claim.cells if ren(c) in lent))
     if not lenders:
         return ""
-    from mzlite.repro.paper import name_labels  # a page names tables as the paper prints them
 
     n = sum(ren(c) in lent for c in claim.cells)
     note = (f"; {n} of its {len(claim.cells)} cells are the same experiments as cells of "
