@@ -14,7 +14,14 @@ import pytest
 from mzlite._io import atomic_write_json
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.report import report
-from mzlite.repro.experiments.scorecard import VERDICTS, claims, evaluate, judge, scorecard
+from mzlite.repro.experiments.scorecard import (
+    VERDICTS,
+    claims,
+    evaluate,
+    judge,
+    scorecard,
+    under_paper_protocol,
+)
 from mzlite.repro.paper import load_paper_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -809,3 +816,23 @@ def test_claims_about_pma_baselines_take_their_models_from_the_specs():
     with pytest.raises(ValueError, match="pooling must be one of"):
         mznn.registry.ModelSpec("x", "baseline", mznn.SetTransformer, mznn.SetTransformerConfig,
                                 pooling="max")  # fmt: skip
+
+
+def test_under_paper_protocol_reads_the_full_results_once(tmp_path, monkeypatch):
+    """The claim judged on its standardised twins under the paper's protocol, from one read of
+    the table's full results; ``cells_run`` counts the twins that ran."""
+    (claim,) = [c for c in claims("tab:main-results") if c.id == "tab-main-results-F-mz_full-best"]
+    _cell(tmp_path, "tab:main-results", "std-F-mz_full", 0.6, profile="full")
+    _cell(tmp_path, "tab:main-results", "std-F-st", 0.4, profile="full")
+    reads = []
+    real = ex.results_by_cell
+
+    def counted(table, profile="smoke", results_dir=None):
+        reads.append((table, profile))
+        return real(table, profile, results_dir)
+
+    monkeypatch.setattr(ex, "results_by_cell", counted)
+    row = under_paper_protocol(claim, tmp_path)
+    assert reads.count(("tab:main-results", "full")) == 1
+    assert row["profile"] == "full" and row["cells_run"] == 2
+    assert row["verdict"] != "not run" and row["ours"] is not None

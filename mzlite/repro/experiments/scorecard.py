@@ -286,12 +286,13 @@ def judge(
     return rule(claim.holds(value), claim.partly(value), significant, complete, better)
 
 
-def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict:
+def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None, *, loaded=None) -> dict:
     """The scorecard row of ``claim``: the paper's value, ours from the first profile of
     ``profiles`` whose results let the claim be computed, the protocol, the statistics
     (``evidence``) and the verdict. ``rename`` maps the claim's cell ids to others (chapter 5
     asks the MEB claims of its normalised-data ablation cells this way); a ``RankClaim`` is
-    judged by ``transfer.prediction`` and takes no ``rename``."""
+    judged by ``transfer.prediction`` and takes no ``rename``. ``loaded``: results the caller
+    has read already, ``{profile: ex.results_by_cell(claim.table, profile, results_dir)}``."""
     if isinstance(claim, RankClaim):
         if rename is not None:
             raise ValueError("rename applies to cell claims, not to a RankClaim")
@@ -325,7 +326,11 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
     }
     ren = (lambda c: c) if rename is None else rename
     order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
-    by_profile = {prof: ex.results_by_cell(claim.table, prof, results_dir) for prof in order}
+    loaded = loaded or {}
+    by_profile = {
+        prof: loaded[prof] if prof in loaded else ex.results_by_cell(claim.table, prof, results_dir)
+        for prof in order
+    }
     retired = _retired(claim, by_profile, ren)
     judged = []  # (profile, reading, verdict) of every profile with the claim's cells
     for prof in order:
@@ -843,12 +848,12 @@ def under_paper_protocol(claim, results_dir=None) -> dict | None:
     ids = {c.id for c in ex.get_table(claim.table).cells}
     if not any(_twin(c) in ids for c in claim.cells):
         return None
-    row = evaluate(claim, ("full",), results_dir,
+    full = ex.results_by_cell(claim.table, "full", results_dir)
+    row = evaluate(claim, ("full",), results_dir, loaded={"full": full},
                    rename=lambda c: _twin(c) if _twin(c) in ids else c)  # fmt: skip
     if row["verdict"] == "not run":
         return None
-    by_cell = ex.results_by_cell(claim.table, "full", results_dir)
-    row["cells_run"] = sum(bool(by_cell.get(_twin(c))) for c in claim.cells)
+    row["cells_run"] = sum(bool(full.get(_twin(c))) for c in claim.cells)
     return row
 
 
