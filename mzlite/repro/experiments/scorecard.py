@@ -153,6 +153,67 @@ def _values(results: list[dict], metric: str) -> list[float]:
     return [r["metrics"]["test"].get(metric) for r in results]
 
 
+def _mean_r2(by_cell: dict, cell_id: str) -> float | None:
+    return mean_std(_values(by_cell.get(cell_id, []), "r2"))[0]
+
+
+def what_it_shows(claim: Claim, verdict: str, ours, by_cell: dict, rename=None) -> dict | None:
+    """What a claim that holds (or holds partly) shows where that is no evidence for MZAttn,
+    from the results (``{cell id: [result, ...]}``); None where it is, or where the claim does not
+    hold. ``kind``:
+
+    - ``"against"``: a ``Claim.no_gain`` claim whose gain ``ours`` is below ``-TIE``: the change
+      loses R^2, so the claim holds as evidence against it; ``best``: the best trained cell of
+      each column the claim reads, by mean test R^2 (``{column: cell id}``), ``r2`` their means.
+    - ``"says nothing"``: a claim on a metric other than R^2 (calibration, ranking the errors)
+      that reads an MZ model whose mean test R^2 is below that of another model it reads or of
+      the set-statistics yardstick of its column: ``model``, ``r2``, ``beside`` (``{cell id:
+      mean test R^2}`` of those).
+
+    ``text`` says it in one clause, the line the scorecard shows under the verdict."""
+    if verdict not in ("holds", "holds partly") or ours is None:
+        return None
+    ren = (lambda c: c) if rename is None else rename
+    spec = ex.get_table(claim.table)
+    if claim.no_gain and ours < -TIE:
+        best, r2 = {}, {}
+        for column in dict.fromkeys(spec.cell(c).column for c in claim.cells):
+            means = {c.id: _mean_r2(by_cell, c.id) for c in spec.cells
+                     if c.column == column and _nn.model_spec(c.model).trainable}  # fmt: skip
+            means = {k: v for k, v in means.items() if v is not None}
+            if means:
+                best[column] = max(means, key=means.get)
+                r2[best[column]] = means[best[column]]
+        rows = {spec.cell(c).row for c in best.values()}
+        text = (f"as evidence against {claim.no_gain}: they lose R^2 (a gain of {claim.fmt(ours)}"
+                f" at best, beyond the tie of {TIE:g})")  # fmt: skip
+        if len(rows) == 1 and best:
+            text += f", and row {rows.pop()} is the best of every column (" + ", ".join(
+                f"{c} {v:.3f}" for c, v in r2.items()
+            ) + ")"  # fmt: skip
+        return {"kind": "against", "change": claim.no_gain, "gain": ours, "best": best,
+                "r2": r2, "text": text}  # fmt: skip
+    if claim.metric == "r2":
+        return None
+    for c in claim.cells:
+        cell = spec.cell(c)
+        mz = _mean_r2(by_cell, ren(c))
+        if _nn.model_spec(cell.model).family != "mz" or mz is None:
+            continue
+        others = [ren(o) for o in claim.cells
+                  if _nn.model_spec(spec.cell(o).model).family != "mz"]  # fmt: skip
+        others += [y.id for y in spec.cells if y.model == ex.SET_STATS and y.column == cell.column]
+        beside = {o: _mean_r2(by_cell, o) for o in dict.fromkeys(others)}
+        beside = {o: v for o, v in beside.items() if v is not None and v > mz}
+        if beside:
+            text = (f"says nothing for MZAttn: the MZ model it reads ({ren(c)}) predicts worse "
+                    f"than the others beside it (test R^2 {mz:.3f}, against "
+                    + ", ".join(f"{o} {v:.3f}" for o, v in beside.items()) + ")")  # fmt: skip
+            return {"kind": "says nothing", "model": ren(c), "r2": mz, "beside": beside,
+                    "text": text}  # fmt: skip
+    return None
+
+
 def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
     """What our value rests on: per cell of ``claim`` that ran, its seeds' summary
     (``stats.summarise``) and how many runs converged; ``problems`` (why no verdict may be
@@ -323,6 +384,7 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None, *, load
         "refuted_by": None,
         "paper_table": claim.paper_table or claim.table,
         "mz_beats": _mz_beats(claim),
+        "shows": None,
     }
     ren = (lambda c: c) if rename is None else rename
     order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
@@ -369,7 +431,11 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None, *, load
             why = _no_model_learns(claim, res, ren)
         else:
             why = decided
+        shows = what_it_shows(claim, verdict, ours, res, rename)
+        if shows is not None:  # what a "holds" that is no evidence for MZAttn shows, said first
+            why = f"{shows['text']}; {why}"
         row.update(
+            shows=shows,
             ours=ours,
             ours_text=claim.fmt(ours),
             profile=prof,
