@@ -330,10 +330,18 @@ def stack_checkpoint_path(group: list[Job]) -> Path:
     return group[0].checkpoint_path.with_name(f"stack-s{seeds}.pt")
 
 
-def run_stacked_jobs(group: list[Job], git: dict | None = None, progress: bool = False) -> list:
+def run_stacked_jobs(
+    group: list[Job],
+    git: dict | None = None,
+    progress: bool = False,
+    *,
+    epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
+) -> list:
     """Train the seeds of one cell as one stacked model (``mzlite.train.fit_stacked``), then
     evaluate and write each (cell, seed) result as ``run_job`` does; the stack's checkpoint is
-    removed once every result is written. Returns the results in ``group``'s order."""
+    removed once every result is written. Returns the results in ``group``'s order. While it
+    trains, each running seed says its epoch and losses as ``run_job`` does (``epoch_lines``,
+    every ``epoch_every_s`` seconds; None: silent)."""
     if not group:
         raise ValueError("group must hold at least one job, got none")
     first = group[0]
@@ -354,7 +362,16 @@ def run_stacked_jobs(group: list[Job], git: dict | None = None, progress: bool =
     path = stack_checkpoint_path(group)
     path.parent.mkdir(parents=True, exist_ok=True)
     configs = [j.train_config() for j in group]
-    hists = fit_stacked(models, tr, va, configs, checkpoint_path=path, progress=progress)
+    lines = [] if epoch_every_s is None else [epoch_lines(j, epoch_every_s) for j in group]
+
+    def on_epoch(epoch, histories):
+        for line, hist, model in zip(lines, histories, models, strict=False):
+            if hist is not None:  # a seed that stopped early says nothing more
+                line(epoch, hist, model)
+
+    hists = fit_stacked(
+        models, tr, va, configs, checkpoint_path=path, progress=progress, on_epoch=on_epoch
+    )
     K = len(group)
     out = [
         run_job(j, git, splits=splits, trained=(m, h, K))

@@ -43,7 +43,7 @@ def _worker(group: list[Job], git: dict, every: float | None = EPOCH_LINE_EVERY_
     try:
         if len(group) == 1:
             return [result_summary(run_job(group[0], git, epoch_every_s=every))]
-        return [result_summary(r) for r in run_stacked_jobs(group, git)]
+        return [result_summary(r) for r in run_stacked_jobs(group, git, epoch_every_s=every)]
     except Exception as e:  # reported by the parent for every job of the group; others go on
         err = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
         return [err] * len(group)
