@@ -16,6 +16,10 @@
 
 Bad input (unknown table, profile or model, an invalid seed range) prints what is valid and
 exits with status 2.
+
+Each subcommand imports its own module inside ``main`` (``list`` and ``run`` never load the
+scorecard, the planner or the page renderers; ``grade`` hands over to the grader before this
+parser is built): the one module where function-level mzlite imports are the rule.
 """
 
 from __future__ import annotations
@@ -186,7 +190,7 @@ def main(argv=None) -> int:
             seeds = None if args.seeds is None else ex.parse_seeds(args.seeds)
             launcher = args.launcher
             if launcher == "ray":
-                from mzlite.repro.launchers import RayLauncher
+                from mzlite.repro.experiments.launchers import RayLauncher
 
                 launcher = RayLauncher(address=args.address, gpus_per_job=args.gpus_per_job,
                                        checkpoint_dir=args.checkpoint_dir)  # fmt: skip

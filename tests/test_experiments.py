@@ -644,7 +644,7 @@ def test_default_cpu_layout_is_one_single_thread_worker_per_core(
     seen = {}
     monkeypatch.setattr(ex.runner.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(ex.runner, "job_splits", lambda job, workers=1: None)
-    monkeypatch.setattr(ex.runner, "_run_jobs", lambda todo, git, w, t, *a: seen.update(w=w, t=t))
+    monkeypatch.setattr(ex.runner, "_run_groups", lambda g, git, w, t, *a: seen.update(w=w, t=t))
     ex.run("tab:tdof-verify", profile, device="cpu", cells=["L4-*", "L8-*"], **dirs)
     assert (seen["w"], seen["t"]) == expected
     w, t = expected

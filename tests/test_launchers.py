@@ -21,7 +21,7 @@ from mzlite.__main__ import main as cli
 from mzlite.repro import experiments as ex
 
 ray = pytest.importorskip("ray")
-from mzlite.repro.launchers import RayLauncher  # noqa: E402
+from mzlite.repro.experiments.launchers import RayLauncher  # noqa: E402
 
 TABLE, CELLS = "tab:tdof-verify", ["L4-*"]  # MZAttn-1L, ST-4L and the set-statistics ridge
 VICTIM = "L4-st_4l"

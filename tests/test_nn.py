@@ -25,7 +25,7 @@ from mzlite.nn import (
     param_table,
     theorem3_layer,
 )
-from mzlite.nn.attention import Packing
+from mzlite.nn.attention import Packing, zero_pad
 
 SMALL = dict(d_in=3, d_out=2, d_model=16, n_heads=4, d_ff=32, n_inducing=4)
 SMALL_MZ = dict(SMALL, n_g=3, L=2)
@@ -221,14 +221,28 @@ def test_mz_attention_forward_is_the_reference_form(shape, masked, dtype, tol):
 
 @pytest.mark.parametrize("shape", SHAPES[:2] + SHAPES[-1:], ids=lambda s: "-".join(map(str, s)))
 def test_packed_and_bfloat16_forward_agree_with_the_reference_form(shape):
+    """The set's ``Packing`` as the mask, as the blocks pass it: the keys packed (the inducing
+    points and seeds read the set), the queries packed (the set reads the inducing points), both
+    (self-attention); packed outputs are the reference's real rows."""
     att, (cq, ckv, Gkv, mask), Gq = _reference_case(shape, torch.float64, masked=True)
     with torch.no_grad():
         r_c, r_G = mz_attention_reference(att, cq, ckv, Gkv, mask, Gq=Gq)
-        qp, kvp = Packing.full(*cq.shape[:2]), Packing(mask, rows_multiple=4)
-        p_c, p_G, _ = att(qp.pack(cq), kvp.pack(ckv), kvp.pack(Gkv), None, q_packing=qp,
-                          kv_packing=kvp, Gq=qp.pack(Gq))  # fmt: skip
-        torch.testing.assert_close(qp.unpack(p_c), r_c, atol=1e-12, rtol=1e-12)
-        torch.testing.assert_close(qp.unpack(p_G), r_G, atol=1e-12, rtol=1e-12)
+        kvp = Packing(mask, rows_multiple=4)
+        p_c, p_G, _ = att(cq, kvp.pack(ckv), kvp.pack(Gkv), kvp, Gq=Gq)
+        torch.testing.assert_close(p_c, r_c, atol=1e-12, rtol=1e-12)
+        torch.testing.assert_close(p_G, r_G, atol=1e-12, rtol=1e-12)
+        qmask = torch.arange(cq.shape[1]) < torch.arange(cq.shape[0])[:, None] % cq.shape[1] + 1
+        qp = Packing(qmask, rows_multiple=4)
+        u_c, u_G = mz_attention_reference(att, cq, ckv, Gkv, None, Gq=Gq)  # every key real
+        p_c, p_G, _ = att(qp.pack(cq), ckv, Gkv, qp, Gq=qp.pack(Gq))
+        torch.testing.assert_close(qp.unpack(p_c), zero_pad(u_c, qmask), atol=1e-12, rtol=1e-12)
+        torch.testing.assert_close(qp.unpack(p_G), zero_pad(u_G, qmask), atol=1e-12, rtol=1e-12)
+        s_c, s_G = mz_attention_reference(att, ckv, ckv, Gkv, mask, Gq=Gkv)  # self-attention
+        p_c, p_G, _ = att(kvp.pack(ckv), kvp.pack(ckv), kvp.pack(Gkv), kvp, Gq=kvp.pack(Gkv))
+        torch.testing.assert_close(p_c[: kvp.N], s_c[mask], atol=1e-12, rtol=1e-12)
+        torch.testing.assert_close(p_G[: kvp.N], s_G[mask], atol=1e-12, rtol=1e-12)
+        with pytest.raises(ValueError, match="packed queries or keys"):
+            att(cq, ckv, Gkv, kvp, Gq=Gq)
         # bfloat16 weights and inputs: the same numbers to bf16's ~3 significant digits
         half = copy.deepcopy(att).to(torch.bfloat16)
         b_c, b_G, _ = half(*(t.to(torch.bfloat16) for t in (cq, ckv, Gkv)), mask,
@@ -793,7 +807,7 @@ def test_packed_blocks_equal_padded_blocks_float64(block):
     c_pad = pk.unpack(torch.randn(pk.N, d, dtype=torch.float64))  # (B, n, d), zero padding
     G_pad = pk.unpack(torch.randn(pk.N, n_g, d, dtype=torch.float64))
     want_c, want_G = blk(c_pad, G_pad, mask)
-    got_c, got_G = blk(pk.pack(c_pad), pk.pack(G_pad), packing=pk)
+    got_c, got_G = blk(pk.pack(c_pad), pk.pack(G_pad), pk)  # the packing in place of the mask
     if block != "pma":  # per-element outputs come back packed: real rows, then spare rows
         want_c, want_G = pk.pack(want_c), pk.pack(want_G)
     torch.testing.assert_close(got_c, want_c, rtol=0, atol=1e-12)

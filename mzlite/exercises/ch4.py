@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ..nn.models import SetTransformer, SetTransformerConfig
 from ..train import TrainConfig
 from .checker import exercise, named_mistake, same_integer, same_number
 
@@ -123,8 +124,6 @@ def layer_inputs(seed: int = 0) -> dict:
 )
 def _layer_params(answer, seed):
     import torch
-
-    from ..nn.models import SetTransformer, SetTransformerConfig
 
     sizes = layer_inputs(seed)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from .._paths import data_root
+from ..analysis import load_model_checkpoint
 from ..tasks import derive_seed, make_task
 from .checker import exercise, named_mistake, same_integer, same_number
 
@@ -42,8 +43,6 @@ EX_HEAD = 1  # ... at head 1
 def exercise_model_and_sets(n_sets: int = 8):
     """``(model, x, mask)``: the shipped L = 8 checkpoint (CPU, eval mode) and the first
     ``n_sets`` sets of the test split it was evaluated on."""
-    from ..analysis import load_model_checkpoint
-
     model, info = load_model_checkpoint(checkpoint_path())
     data = info["data"]
     test = make_task(

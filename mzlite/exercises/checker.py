@@ -48,6 +48,7 @@ import numpy as np
 import torch
 
 from ..registry import Registry
+from .wire import WireError, encode
 
 Checker = Callable[..., "tuple[bool, str]"]
 LOG_ENV = "MZLITE_CHECK_LOG"
@@ -195,8 +196,6 @@ def verdict(ex: Exercise, answer: object, seed: int = 0) -> Result:
 
 def _record(path: str, ex: Exercise, answer: object, seed: int) -> Result:
     """Grading mode: write the answer down for the grader, judge nothing here."""
-    from .wire import WireError, encode
-
     entry: dict = {"key": ex.key, "seed": seed}
     if callable(answer) and not isinstance(answer, type):
         entry["function"] = getattr(answer, "__name__", "")

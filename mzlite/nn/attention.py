@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..zonotope import Zonotope
 from . import fused
 from .details import AttentionDetails
 
@@ -317,9 +318,10 @@ class MZAttention(nn.Module):
     an ``AttentionDetails`` with ``attention`` (B, H, nq, nkv), ``gates`` (B, H, L) and
     ``operators`` ``M(mu)`` (B, H, d_k, d_k).
 
-    ``q_packing`` / ``kv_packing`` (a ``Packing``): the queries / keys and values come packed,
-    ``(R, d)`` and ``(R, n_g, d)`` (then the key mask is ``kv_packing.mask``); packed queries
-    give packed outputs ``(R, d)``, ``(R, n_g, d)``. Same values as the padded layout.
+    The model's fast path on CPU passes the set's ``Packing`` as ``mask``: then the side that
+    comes packed, centres ``(R, d)`` and generators ``(R, n_g, d)`` (queries, keys and values, or
+    both), is the set, and the other side holds learned tokens, all real; packed queries give
+    packed outputs. Same values as the padded layout (``_layouts``).
     """
 
     def __init__(
@@ -351,17 +353,8 @@ class MZAttention(nn.Module):
         self.W_q_gen = nn.Parameter(torch.zeros(d, d)) if gen_qk else None
         self.W_k_gen = nn.Parameter(torch.zeros(d, d)) if gen_qk else None
 
-    def forward(
-        self,
-        cq,
-        ckv,
-        Gkv,
-        mask=None,
-        need_details: bool = False,
-        q_packing: Packing | None = None,
-        kv_packing: Packing | None = None,
-        Gq=None,
-    ):
+    def forward(self, cq, ckv, Gkv, mask=None, need_details: bool = False, Gq=None):
+        q_packing, kv_packing, mask = _layouts(cq, ckv, mask)
         if self.gen_qk:  # half-widths before unpacking: (R, d) packed or (B, n, d)
             if Gq is None:
                 raise ValueError("an MZAttention with gen_qk needs Gq, the queries' generators")
@@ -372,7 +365,7 @@ class MZAttention(nn.Module):
         if q_packing is not None:
             cq = q_packing.unpack(cq)  # (B, nq, d): centres are small, attention reads sets
         if kv_packing is not None:
-            ckv, mask = kv_packing.unpack(ckv), kv_packing.mask  # (B, nkv, d), zeros at padding
+            ckv = kv_packing.unpack(ckv)  # (B, nkv, d), zeros at padding
         B, nq, d = cq.shape
         nkv, H, dk, ng, L = ckv.shape[1], self.n_heads, self.d_k, self.n_g, self.L
         q, k = self.q(cq), self.k(ckv)  # (B, nq, d), (B, nkv, d)
@@ -419,6 +412,19 @@ class MZAttention(nn.Module):
             ops = self.M_c + torch.einsum("bhl,hlde->bhde", gamma, self.M_l)  # (B, H, dk, dk)
             info = AttentionDetails(attn, gamma, ops)
         return o_c, o_G, info
+
+
+def _layouts(cq, ckv, mask):
+    """``(q_packing, kv_packing, key mask)`` of an attention call: with the set's ``Packing`` as
+    ``mask``, each side that comes packed (2-D centres ``(R, d)``) is unpacked with it, and the
+    key mask is the packing's where the keys are the set, None where they are learned tokens."""
+    if not isinstance(mask, Packing):
+        return None, None, mask
+    q_packing = mask if cq.ndim == 2 else None
+    kv_packing = mask if ckv.ndim == 2 else None
+    if q_packing is None and kv_packing is None:
+        raise ValueError("a Packing as mask needs packed queries or keys: (R, d) centres")
+    return q_packing, kv_packing, None if kv_packing is None else mask.mask
 
 
 def mz_attention_reference(att: MZAttention, cq, ckv, Gkv, mask=None, Gq=None):
@@ -578,16 +584,11 @@ class MZMAB(nn.Module):
         hc, hG = add_dropped(c, G, a_c, a_G, p)
         return ln_c(hc), hG  # "none"
 
-    def forward(
-        self, cq, Gq, ckv, Gkv, mask=None, details: list | None = None, q_packing=None,
-        kv_packing=None,
-    ):  # fmt: skip
+    def forward(self, cq, Gq, ckv, Gkv, mask=None, details: list | None = None):
+        """``mask``: the keys' (B, nkv) mask, or the set's ``Packing`` (``MZAttention``)."""
         # with packed queries every step after the attention is per token, on real tokens only
-        a_c, a_G, info = self.attn(
-            cq, ckv, Gkv, mask, details is not None, q_packing=q_packing, kv_packing=kv_packing,
-            Gq=Gq,
-        )  # fmt: skip
-        # (B, nq, d), (B, nq, n_g, d)
+        a_c, a_G, info = self.attn(cq, ckv, Gkv, mask, details is not None, Gq=Gq)
+        # (B, nq, d), (B, nq, n_g, d), or (R, d), (R, n_g, d) for packed queries
         hc, hG = self._add_norm(cq, Gq, a_c, a_G, self.ln0, self.ln0_g)
         c, G = self._add_norm(hc, hG, self.ffn(hc), self.ffn_g(hG), self.ln1, self.ln1_g)
         if details is not None:
@@ -608,7 +609,10 @@ class _LearnedZonotopes(nn.Module):
 
 
 class MZSAB(nn.Module):
-    """MZ Set Attention Block ``MZMAB(Z, Z)``; permutation-equivariant; padded rows zeroed."""
+    """MZ Set Attention Block ``MZMAB(Z, Z)``; permutation-equivariant; padded rows zeroed.
+
+    ``forward(c (B, n, d), G (B, n, n_g, d), mask (B, n) | None, details=None)``; the model's
+    fast path passes packed tokens and the set's ``Packing`` as ``mask`` (``MZAttention``)."""
 
     def __init__(self, d: int, *, name: str = "mzsab", **mab):
         """``mab``: the keyword arguments of ``MZMAB`` (``n_heads, d_ff, dropout, n_g, L`` and
@@ -616,10 +620,10 @@ class MZSAB(nn.Module):
         super().__init__()
         self.mab = MZMAB(d, **mab, name=name)
 
-    def forward(self, c, G, mask=None, details=None, packing: Packing | None = None):
-        if packing is not None:  # packed tokens (R, d), (R, n_g, d): no padding to zero
-            return self.mab(c, G, c, G, None, details, q_packing=packing, kv_packing=packing)
+    def forward(self, c, G, mask=None, details=None):
         c, G = self.mab(c, G, c, G, mask, details)
+        if isinstance(mask, Packing):  # packed tokens (R, d), (R, n_g, d): no padding to zero
+            return c, G
         return zero_pad(c, mask), zero_pad(G, mask)
 
 
@@ -635,15 +639,13 @@ class MZISAB(nn.Module):
         self.mab0 = MZMAB(d, **mab, name=name + ".inducing")
         self.mab1 = MZMAB(d, **mab, name=name + ".elements")
 
-    def forward(self, c, G, mask=None, details=None, packing: Packing | None = None):
-        if packing is not None:  # packed tokens (R, d), (R, n_g, d): no padding to zero
-            ic, iG = self.inducing(packing.B)
-            hc, hG = self.mab0(ic, iG, c, G, None, details, kv_packing=packing)
-            return self.mab1(c, G, hc, hG, None, details, q_packing=packing)
-        ic, iG = self.inducing(c.shape[0])  # (B, m, d), (B, m, n_g, d)
+    def forward(self, c, G, mask=None, details=None):
+        packed = isinstance(mask, Packing)  # tokens (R, d), (R, n_g, d): no padding to zero
+        ic, iG = self.inducing(mask.B if packed else c.shape[0])  # (B, m, d), (B, m, n_g, d)
         hc, hG = self.mab0(ic, iG, c, G, mask, details)  # attends to real elements only
-        c, G = self.mab1(c, G, hc, hG, None, details)  # every inducing token is real
-        return zero_pad(c, mask), zero_pad(G, mask)
+        # every inducing token is real: no key mask (packed: the packing unpacks the queries)
+        c, G = self.mab1(c, G, hc, hG, mask if packed else None, details)
+        return (c, G) if packed else (zero_pad(c, mask), zero_pad(G, mask))
 
 
 class MZPMA(nn.Module):
@@ -656,18 +658,11 @@ class MZPMA(nn.Module):
         self.seeds = _LearnedZonotopes(d, k=k, n_g=n_g)
         self.mab = MZMAB(d, **mab, n_g=n_g, name=name)
 
-    def forward(self, c, G, mask=None, details=None, packing: Packing | None = None):
-        if packing is not None:  # the set comes packed: (R, d), (R, n_g, d)
-            sc, sG = self.seeds(packing.B)
-            return self.mab(sc, sG, c, G, None, details, kv_packing=packing)
-        sc, sG = self.seeds(c.shape[0])
+    def forward(self, c, G, mask=None, details=None):
+        sc, sG = self.seeds(mask.B if isinstance(mask, Packing) else c.shape[0])
         return self.mab(sc, sG, c, G, mask, details)  # (B, k, d), (B, k, n_g, d)
 
 
 def token_zonotopes(c, G):
-    """Token zonotopes as ``mzlite.zonotope.Zonotope`` when that module exists, else ``(c, G)``."""
-    try:
-        from ..zonotope import Zonotope
-    except ImportError:
-        return c, G
+    """Token zonotopes ``(c, G)`` as one batched ``mzlite.zonotope.Zonotope``."""
     return Zonotope(c, G)

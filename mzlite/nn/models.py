@@ -256,9 +256,9 @@ class MZSetTransformer(nn.Module):
         if self._packs(x, mask, return_details):
             packing = Packing(mask)
             c, G = self.embed(packing.pack(x))  # (R, d), (R, n_g, d): real elements only
-            for blk in self.enc:
-                c, G = blk(c, G, None, None, packing=packing)
-            c, G = self.pool(c, G, None, None, packing=packing)  # (B, k, d), (B, k, n_g, d)
+            for blk in self.enc:  # the packing in place of the mask: the blocks stay packed
+                c, G = blk(c, G, packing)
+            c, G = self.pool(c, G, packing)  # (B, k, d), (B, k, n_g, d)
         else:
             c, G = self.embed(x)
             c, G = zero_pad(c, mask), zero_pad(G, mask)  # (B, n, d), (B, n, n_g, d)

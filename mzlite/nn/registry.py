@@ -110,7 +110,8 @@ class ModelSpec:
 
 def _fit_set_statistics(train, test) -> dict:
     """The yardstick: a ridge on simple set statistics (``mzlite.tasks.baseline_r2``)."""
-    from ..tasks import baseline_r2  # the tasks package is not needed to build networks
+    # lazy: building a network never loads the tasks (and scipy); only this closed-form fit does
+    from ..tasks import baseline_r2
 
     b = baseline_r2(train, test)
     return {

@@ -39,6 +39,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
 from mzlite._checks import resolve_device
+from mzlite.nn import baselines, fused, models
 
 from .checkpoints import (
     CHECKPOINT_FORMAT,
@@ -171,7 +172,6 @@ def _vmappable(base: nn.Module):
     (packing reads the mask's values), eager ops instead of the fused CPU kernels (autograd
     Functions without vmap rules), and ``check_set`` without the checks that read values
     (``as_set_tensors`` checked the whole data set once, before training)."""
-    from mzlite.nn import baselines, fused, models
 
     def check_set_shapes(x, mask, d_in, like):
         return x.masked_fill(~mask.unsqueeze(-1), 0.0), mask
@@ -535,6 +535,7 @@ def fit_stacked(
     progress: bool = True,
     graph: bool = False,
     pad_to: int | None = None,
+    on_epoch=None,
 ) -> list[History]:
     """Train ``models[k]`` with ``configs[k]`` for every k, as one stacked model; one ``History``
     per model, as ``fit`` would return it.
@@ -550,10 +551,14 @@ def fit_stacked(
     to ``pad_to`` columns (default: the data's full set size) so full batches share one shape.
     ``pad_to`` alone pads without capturing (what the CPU tests check: padding changes no loss).
 
+    ``on_epoch(epoch, histories)``: called after every epoch with the K ``History`` s, None for a
+    model that had already stopped (what a runner prints about a running stack); it cannot stop
+    training, unlike ``fit``'s callbacks.
+
     Differences from K ``fit`` calls: with dropout, draws come from one generator seeded with
     ``configs[0].seed`` (same distribution, other numbers); ``epoch_time_s`` and
     ``wall_time_s`` are the stack's; the set axis of a batch is cut to the longest set among
-    the K models' batches (padding changes no output); there are no callbacks.
+    the K models' batches (padding changes no output); ``on_epoch`` in place of callbacks.
     """
     from tqdm.auto import tqdm
 
@@ -593,6 +598,9 @@ def fit_stacked(
                     val_loss, metrics = _validate(stack, vpred[k])
                     record_epoch(m, epoch, train_losses[k], val_loss, metrics, lrs[k], seconds)
             bar.update(1)
+            if on_epoch is not None:
+                hists = [m.hist if r else None for r, m in zip(running, stack.members, strict=True)]
+                on_epoch(epoch, hists)
             elapsed = time.perf_counter() - t_call
             for k, m in enumerate(stack.members):
                 if running[k]:

@@ -27,6 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mzlite.repro import experiments as ex
+from mzlite.repro import paper
+from mzlite.repro.experiments.formatting import headline, sentence_case
+from mzlite.repro.experiments.plan import decide, plan
+from mzlite.repro.experiments.scorecard import claims, scorecard
 from mzlite.repro.paper import load_paper_table
 from mzlite.repro.render import comparison_table, table_name
 
@@ -251,8 +255,6 @@ def paper_table_labels() -> list[str]:
     (its entries of kind "Table")."""
     import json
 
-    from mzlite.repro import paper
-
     try:
         return paper.table_labels(paper.read_paper_tex())
     except FileNotFoundError:
@@ -270,9 +272,6 @@ def _per_job(rows: dict, like: Like) -> float | None:
 def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: bool = True) -> list:
     """One row per table label of the paper (see the module doc), priced under ``profile``;
     ``with_verdicts``: add each registered table's claim verdicts from the scorecard."""
-    from mzlite.repro.experiments.plan import plan
-    from mzlite.repro.experiments.scorecard import claims, scorecard
-
     prof = ex.get_profile(profile).name
     labels = paper_table_labels()
     registered = [label for label in labels if label in ex.TABLES]
@@ -411,10 +410,6 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
     ``tables``, default every registered table with claims), cheapest first, as a page-width
     table: the claim, the runs of its next step and their price; each row's footnote is the
     command that runs the step."""
-    from mzlite.repro.experiments.formatting import headline, sentence_case
-    from mzlite.repro.experiments.plan import decide
-    from mzlite.repro.experiments.scorecard import claims
-
     prof = ex.get_profile(profile).name
     if tables is None:
         tables = [t for t in ex.TABLES if claims(t)]

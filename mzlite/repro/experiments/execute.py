@@ -1,8 +1,7 @@
 """One job of a table run: its data, its model, training it with provenance, its result JSON
 (written atomically), whether a rerun may skip it, and the one-line summary a launcher prints.
-Every launcher (``runner.run``'s local pool, ``mzlite.repro.launchers.RayLauncher``) runs jobs
-through
-these functions."""
+Every launcher (``runner.run``'s local pool, ``launchers.RayLauncher``) runs jobs through these
+functions."""
 
 from __future__ import annotations
 
@@ -25,11 +24,14 @@ from mzlite import tasks as _tasks
 from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
 from mzlite._paths import REPO_ROOT
+from mzlite.nn import config_dict, match_width
 from mzlite.repro.experiments import stats as _stats
-from mzlite.train import evaluate, fit, resolve_amp, seed_everything
+from mzlite.tasks import derive_seed
+from mzlite.train import evaluate, fit, fit_stacked, resolve_amp, seed_everything
 
 from .jobs import Job, protocol
 from .specs import RESULT_FORMAT, Cell, check_task_options
+from .uncertainty_study import job_metrics
 
 # ---------------------------------------------------------------------------------------------
 # Provenance
@@ -108,8 +110,6 @@ def job_splits(job: Job, workers: int | None = 1):
 
 def job_dataset_keys(job: Job) -> list[str]:
     """The dataset-cache keys of the job's three splits: the same keys mean the same sets."""
-    from mzlite.tasks import derive_seed
-
     return [
         _tasks.cache_path(
             job.cell.task, n, derive_seed(job.profile.data_seed, i), job.cache_dir / "datasets",
@@ -121,8 +121,6 @@ def job_dataset_keys(job: Job) -> list[str]:
 
 @cache
 def _matched_kwargs(name: str, d_in: int, d_out: int, target: int, fixed: tuple) -> dict:
-    from mzlite.nn import match_width
-
     return match_width(name, d_in, d_out, target, **dict(fixed))[0]
 
 
@@ -288,13 +286,11 @@ def run_job(
             )  # fmt: skip
         stats = hist if cfg.normalize_targets else None
         test = evaluate(model, te, cfg, target_stats=stats)
-        from .uncertainty_study import job_metrics  # the uncertainty cells' own metrics
 
         unc = job_metrics(job, model, (tr, va, te), cfg, build_cell_model)
         if unc:
             test, out["uncertainty"] = {**test, **unc["metrics"]}, unc["detail"]
         best = hist.best_epoch
-        from mzlite.nn import config_dict
 
         out.update(
             {
@@ -334,12 +330,18 @@ def stack_checkpoint_path(group: list[Job]) -> Path:
     return group[0].checkpoint_path.with_name(f"stack-s{seeds}.pt")
 
 
-def run_stacked_jobs(group: list[Job], git: dict | None = None, progress: bool = False) -> list:
+def run_stacked_jobs(
+    group: list[Job],
+    git: dict | None = None,
+    progress: bool = False,
+    *,
+    epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
+) -> list:
     """Train the seeds of one cell as one stacked model (``mzlite.train.fit_stacked``), then
     evaluate and write each (cell, seed) result as ``run_job`` does; the stack's checkpoint is
-    removed once every result is written. Returns the results in ``group``'s order."""
-    from mzlite.train import fit_stacked
-
+    removed once every result is written. Returns the results in ``group``'s order. While it
+    trains, each running seed says its epoch and losses as ``run_job`` does (``epoch_lines``,
+    every ``epoch_every_s`` seconds; None: silent)."""
     if not group:
         raise ValueError("group must hold at least one job, got none")
     first = group[0]
@@ -360,7 +362,16 @@ def run_stacked_jobs(group: list[Job], git: dict | None = None, progress: bool =
     path = stack_checkpoint_path(group)
     path.parent.mkdir(parents=True, exist_ok=True)
     configs = [j.train_config() for j in group]
-    hists = fit_stacked(models, tr, va, configs, checkpoint_path=path, progress=progress)
+    lines = [] if epoch_every_s is None else [epoch_lines(j, epoch_every_s) for j in group]
+
+    def on_epoch(epoch, histories):
+        for line, hist, model in zip(lines, histories, models, strict=False):
+            if hist is not None:  # a seed that stopped early says nothing more
+                line(epoch, hist, model)
+
+    hists = fit_stacked(
+        models, tr, va, configs, checkpoint_path=path, progress=progress, on_epoch=on_epoch
+    )
     K = len(group)
     out = [
         run_job(j, git, splits=splits, trained=(m, h, K))

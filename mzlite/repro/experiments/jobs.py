@@ -25,6 +25,7 @@ from .specs import (
     search_choice,
 )
 from .tables import get_profile, get_table, table_registry
+from .uncertainty_study import TABLE as UNCERTAINTY_TABLE
 
 # ---------------------------------------------------------------------------------------------
 # Jobs
@@ -146,7 +147,6 @@ def _experiment_key(job: Job, stated: bool = False) -> str:
         for k in ("seed", "device", "num_threads"):
             cfg.pop(k)
         key["train"] = cfg
-    from .uncertainty_study import TABLE as UNCERTAINTY_TABLE  # imports jobs: not at the top
 
     if job.table == UNCERTAINTY_TABLE:  # a label: a throwaway spec need not be registered
         # each of its cells computes its own method's metrics (MC-Dropout, an ensemble, IHW)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro import transfer
-from mzlite.repro.experiments.formatting import scrub, sentence_case, spaced
+from mzlite.repro.experiments.formatting import count_phrase, headline, scrub, sentence_case, spaced
 from mzlite.repro.experiments.report import (
     ReportRow,
     best_report_rows,
@@ -31,9 +31,12 @@ from mzlite.repro.experiments.report import (
     report,
 )
 from mzlite.repro.experiments.results import PROFILE_ORDER
+from mzlite.repro.experiments.scorecard import claims, evaluate, scorecard
 from mzlite.repro.experiments.stats import ALPHA, FIT_THRESHOLD, welch
-from mzlite.repro.paper import name_labels, paper_cell
+from mzlite.repro.paper import name_labels, paper_cell, paper_ref
 from mzlite.repro.render import HTML, STYLE, comparison_table, conclusion, table_name
+from mzlite.tasks import make_splits
+from mzlite.train import TrainConfig
 
 __all__ = [
     "claim_lines", "glance", "verdict_anchor", "verdict_links", "pipeline_only", "paper_metric",
@@ -70,8 +73,6 @@ def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
 
 def _chapter_rows(chapter: str, sc=None) -> list[dict]:
     if sc is None:
-        from mzlite.repro.experiments.scorecard import scorecard
-
         tables = [t for t in ex.TABLES if ex.get_table(t).chapter == chapter]
         sc = scorecard(tables=tables) if tables else None
     return [r for r in (sc.rows if sc is not None else []) if r["chapter"] == chapter]
@@ -80,8 +81,6 @@ def _chapter_rows(chapter: str, sc=None) -> list[dict]:
 def claim_lines(rows: list[dict], tables: bool = False) -> list[str]:
     """One sentence per scorecard row: the claim without its test, the verdict, ours beside the
     paper's and the protocol, in words; ``tables``: each led by its paper table ("Table 5")."""
-    from mzlite.repro.experiments.formatting import headline
-
     out = []
     for r in rows:
         text = headline(r["text"])
@@ -123,8 +122,6 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     paper tables in chapter 9, which holds the verdicts (each result is said once, there).
     ``title``: by default "What the results say", or, where nothing has run, what it is."""
     import html
-
-    from mzlite.repro.experiments.formatting import count_phrase
 
     rows = _chapter_rows(chapter, sc)
     counts = Counter(r["verdict"] for r in rows)
@@ -258,8 +255,6 @@ def _with_n(row: ReportRow) -> str:
 
 def gap_table(gaps: list[Gap]):
     """The Welch comparison of ``tdof_gaps`` as a page-width table (protocols as footnotes)."""
-    from mzlite.repro.paper import paper_ref
-
     if not gaps:
         return conclusion("No L has results of both models under one protocol yet.",
                           title="MZ-1L against ST-4L")  # fmt: skip
@@ -414,8 +409,6 @@ def describe_runs(table, profile: str, results_dir=None) -> list[str]:
 def train_variance(table, cell_id: str, profile: str) -> float:
     """The variance of a cell's raw training targets under ``profile`` (the MSE of the mean
     predictor), from the runner's cached dataset."""
-    from mzlite.tasks import make_splits
-
     job = ex.job(table, cell_id, profile)
     sp = make_splits(
         job.cell.task, *job.sizes, job.profile.data_seed, cache=True,
@@ -492,8 +485,6 @@ def meb_pattern(profiles=PROFILE_ORDER, results_dir=None) -> dict[tuple[str, str
     """The scorecard's d = 8 MEB claims judged under each data condition: ``{(condition, claim
     id): scorecard row}``, each from the most trusted profile with the claim's cells (the
     normalised condition reads the twin cells, ``normalised_twin``)."""
-    from mzlite.repro.experiments.scorecard import claims, evaluate
-
     out = {}
     for cl in claims(MEB):
         if not cl.id.startswith("meb-d8-"):
@@ -550,8 +541,6 @@ def rate_retry_sentence(profile: str, results_dir=None, _rows=None, _runs=None) 
     """One sentence on the Standard model's per-set normalised runs at the rates below its
     family's (``rate_retry``; ``_runs``: its rows when the caller has them): whether a lower
     rate, down to the paper's, lets it fit; "" when no lower rate ran."""
-    from mzlite.train import TrainConfig
-
     runs = _runs if _runs is not None else rate_retry(profile, results_dir, _rows)
     twin = normalised_twin("d8-st", profile)
     family = next((r for r in runs if r["cell"] == twin and r["lr"] is not None), None)

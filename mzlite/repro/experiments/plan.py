@@ -68,6 +68,7 @@ from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.formatting import spaced
 from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
+from mzlite.tasks import make_task
 
 EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
 
@@ -113,8 +114,6 @@ def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
     """CPU seconds per training set of each of ``cells``, timed now: ``steps`` training steps
     of each cell's model on ``batch_size`` real sets of its task, one thread, the models taking
     turns step by step (so a load change on a shared machine hits them alike); medians."""
-    from mzlite.tasks import make_task
-
     runs = []
     for cell in cells:
         data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
@@ -419,8 +418,6 @@ def _param_scaled(cell, measured: list[dict], profile=None):
     the same model with a subset of those kwargs (else of a sibling), scaled by the two builds'
     parameter counts (a step's cost grows about linearly with them at these sizes); None when
     no such result exists."""
-
-    from mzlite.tasks import make_task
 
     kw, cls = cell.model_kwargs, _nn.model_spec(cell.model).model
     like = [m for m in measured if m["task"] == cell.task and m["key"] != _model_key(cell.model, kw)

@@ -18,7 +18,9 @@ import html
 import re
 from dataclasses import dataclass
 
+from mzlite.nn import MZSetTransformerConfig
 from mzlite.repro.paper import name_labels
+from mzlite.repro.render import comparison_table, plain_math
 
 from . import stats as _stats
 from .cells import GEN_NORM_READINGS, SCHEDULE_READINGS
@@ -284,8 +286,6 @@ def choices_table() -> str:
     """``CHOICES`` as the book's page-width table (``render.comparison_table``): topic, what the
     paper says (its LaTeX as plain text, by label), what we read and the alternatives, the
     switch; where a result records it and what tests it, as a footnote."""
-    from mzlite.repro.render import comparison_table, plain_math
-
     rows = [
         {
             "topic": c.topic,
@@ -416,8 +416,6 @@ def _reading_cells(table: str, col: str, main: str, mid: str) -> list[tuple[str,
 def recorded_reading(result: dict) -> tuple[str, str]:
     """(generator normalisation, schedule) a result was trained under, from its recorded
     configs (a config written before a field existed takes the value the code then had)."""
-    from mzlite.nn import MZSetTransformerConfig
-
     model = result.get("model_config") or {}
     gen_norm = {**MZSetTransformerConfig.LEGACY, **model}.get("gen_norm", "")
     return gen_norm, (result.get("train_config") or {}).get("schedule", "cosine")

@@ -1,14 +1,16 @@
 """Running a table: every missing (cell, seed) job of it, in a local pool of worker processes or
-through a launcher (``mzlite.repro.launchers``); one job's own work is
+through a launcher (``mzlite.repro.experiments.launchers``); one job's own work is
 ``mzlite.repro.experiments.execute``."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import sys
 import time
 import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import torch
 
@@ -26,6 +28,7 @@ from .execute import (
     run_stacked_jobs,
 )
 from .jobs import Job, jobs, shared
+from .launchers import get_launcher
 from .specs import PROFILES, model_family, search_choice, search_path
 from .tables import get_profile, get_table
 
@@ -34,13 +37,16 @@ def _worker_init(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _worker(job: Job, git: dict, every: float | None = EPOCH_LINE_EVERY_S) -> dict:
-    # returns a summary only: the result itself is on disk
+def _worker(group: list[Job], git: dict, every: float | None = EPOCH_LINE_EVERY_S) -> list[dict]:
+    """Run one group of jobs (a job alone, or a cell's seeds as one stacked model) and return each
+    job's summary (the results themselves are on disk); ``every``: seconds between epoch lines."""
     try:
-        res = run_job(job, git, epoch_every_s=every)
-    except Exception as e:  # reported by the parent; other jobs go on
-        return {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
-    return result_summary(res)
+        if len(group) == 1:
+            return [result_summary(run_job(group[0], git, epoch_every_s=every))]
+        return [result_summary(r) for r in run_stacked_jobs(group, git, epoch_every_s=every)]
+    except Exception as e:  # reported by the parent for every job of the group; others go on
+        err = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+        return [err] * len(group)
 
 
 def run(
@@ -87,7 +93,8 @@ def run(
     models leave the GPU idle and stacking pays (on a CPU it does not: local launcher only).
 
     ``launcher``: "local" (this machine: ``workers`` processes) or "ray" / a
-    ``mzlite.repro.launchers.RayLauncher`` (each job a Ray task; results written here all the same).
+    ``mzlite.repro.experiments.launchers.RayLauncher`` (each job a Ray task; results written here
+    all the same).
 
     Returns ``{"done": [...], "skipped": [...], "failed": [...]}`` (result paths; failures as
     ``(path, error)``). A failed job does not stop the others; Ctrl-C stops the run and loses at
@@ -98,8 +105,6 @@ def run(
     if launcher == "local":
         resolve_device(device)  # "cuda" without CUDA fails here, before any work
     else:  # the cluster's workers resolve the device; concurrency follows its resources
-        from mzlite.repro.launchers import get_launcher
-
         launcher = get_launcher(launcher)
         if workers not in (None, 1):
             raise ValueError("workers is the local launcher's; Ray runs as many jobs as fit")
@@ -150,11 +155,10 @@ def run(
     if workers == 1:
         torch.set_num_threads(threads)
     try:
-        if launcher == "local" and stack:
-            _run_stacks(_stack_groups(todo), git, workers, threads, done, failed, say)
-        elif launcher == "local":
+        if launcher == "local":
+            groups = _stack_groups(todo) if stack else [[j] for j in todo]
             every = EPOCH_LINE_EVERY_S if progress else None  # --quiet: no epoch lines either
-            _run_jobs(todo, git, workers, threads, done, failed, say, every)
+            _run_groups(groups, git, workers, threads, done, failed, say, every)
         else:
             launcher.run(todo, git, threads, done, failed, say)
     finally:
@@ -201,18 +205,10 @@ def _stack_groups(todo: list[Job]) -> list[list[Job]]:
     return list(groups.values())
 
 
-def _stack_worker(group: list[Job], git: dict) -> list[dict]:
-    try:
-        if len(group) == 1:
-            return [result_summary(run_job(group[0], git))]
-        return [result_summary(r) for r in run_stacked_jobs(group, git)]
-    except Exception as e:  # reported by the parent for every job of the group; others go on
-        err = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
-        return [err] * len(group)
-
-
-def _run_stacks(groups, git, workers, threads, done, failed, say) -> None:
-    """As ``_run_jobs``, one stacked run per group (a cell's seeds)."""
+def _run_groups(groups, git, workers, threads, done, failed, say, every=EPOCH_LINE_EVERY_S):
+    """Run each group of jobs (``_worker``): in this process when ``workers`` is 1, else in a pool
+    of ``workers`` spawned processes with ``threads`` torch threads each; append finished result
+    paths to ``done`` and ``(path, error)`` to ``failed``, and say one line per job as it ends."""
     n, i = sum(len(g) for g in groups), 0
 
     def report(group, summaries):
@@ -221,23 +217,21 @@ def _run_stacks(groups, git, workers, threads, done, failed, say) -> None:
             i += 1
             if "error" in s:
                 failed.append((str(j.result_path), s["error"]))
-                say(s.get("trace", ""), file=sys.stderr)
+                print(s["trace"], file=sys.stderr)  # a failure is said even under --quiet
             else:
                 done.append(str(j.result_path))
-            say(f"  [{i}/{n}] {progress_line(j, s)} (stack of {len(group)})")
+            stacked = f" (stack of {len(group)})" if len(group) > 1 else ""
+            say(f"  [{i}/{n}] {progress_line(j, s)}{stacked}")
 
     if workers == 1:
         for g in groups:
-            report(g, _stack_worker(g, git))
+            report(g, _worker(g, git, every))
         return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context("spawn")  # no fork of a process that already runs torch threads
     ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
                              initargs=(threads,))  # fmt: skip
     try:
-        futs = {ex.submit(_stack_worker, g, git): g for g in groups}
+        futs = {ex.submit(_worker, g, git, every): g for g in groups}
         for f in as_completed(futs):
             report(futs[f], f.result())
     except KeyboardInterrupt:
@@ -245,41 +239,3 @@ def _run_stacks(groups, git, workers, threads, done, failed, say) -> None:
         raise
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
-
-
-def _run_jobs(todo, git, workers, threads, done, failed, say, every=EPOCH_LINE_EVERY_S) -> None:
-    n = len(todo)
-    if workers == 1:
-        for i, j in enumerate(todo, 1):
-            try:
-                s = result_summary(run_job(j, git, progress=False, epoch_every_s=every))
-            except KeyboardInterrupt:
-                raise
-            except Exception as e:
-                s = {"error": f"{type(e).__name__}: {e}"}
-                traceback.print_exc()
-            (failed.append((str(j.result_path), s["error"])) if "error" in s else done.append(
-                str(j.result_path)))  # fmt: skip
-            say(f"  [{i}/{n}] {progress_line(j, s)}")
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        ctx = mp.get_context("spawn")  # no fork of a process that already runs torch threads
-        ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                                 initargs=(threads,))  # fmt: skip
-        try:
-            futs = {ex.submit(_worker, j, git, every): j for j in todo}
-            for i, f in enumerate(as_completed(futs), 1):
-                j, s = futs[f], f.result()
-                if "error" in s:
-                    failed.append((str(j.result_path), s["error"]))
-                    say(s.get("trace", ""), file=sys.stderr)
-                else:
-                    done.append(str(j.result_path))
-                say(f"  [{i}/{n}] {progress_line(j, s)}")
-        except KeyboardInterrupt:
-            ex.shutdown(wait=False, cancel_futures=True)
-            raise
-        finally:
-            ex.shutdown(wait=True, cancel_futures=True)

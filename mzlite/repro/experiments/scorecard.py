@@ -80,6 +80,7 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
+from mzlite.repro.paper import name_labels
 from mzlite.repro.render import scorecard_html
 
 FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
@@ -150,6 +151,67 @@ def _no_model_learns(claim: Claim, by_cell: dict, ren) -> str:
 
 def _values(results: list[dict], metric: str) -> list[float]:
     return [r["metrics"]["test"].get(metric) for r in results]
+
+
+def _mean_r2(by_cell: dict, cell_id: str) -> float | None:
+    return mean_std(_values(by_cell.get(cell_id, []), "r2"))[0]
+
+
+def what_it_shows(claim: Claim, verdict: str, ours, by_cell: dict, rename=None) -> dict | None:
+    """What a claim that holds (or holds partly) shows where that is no evidence for MZAttn,
+    from the results (``{cell id: [result, ...]}``); None where it is, or where the claim does not
+    hold. ``kind``:
+
+    - ``"against"``: a ``Claim.no_gain`` claim whose gain ``ours`` is below ``-TIE``: the change
+      loses R^2, so the claim holds as evidence against it; ``best``: the best trained cell of
+      each column the claim reads, by mean test R^2 (``{column: cell id}``), ``r2`` their means.
+    - ``"says nothing"``: a claim on a metric other than R^2 (calibration, ranking the errors)
+      that reads an MZ model whose mean test R^2 is below that of another model it reads or of
+      the set-statistics yardstick of its column: ``model``, ``r2``, ``beside`` (``{cell id:
+      mean test R^2}`` of those).
+
+    ``text`` says it in one clause, the line the scorecard shows under the verdict."""
+    if verdict not in ("holds", "holds partly") or ours is None:
+        return None
+    ren = (lambda c: c) if rename is None else rename
+    spec = ex.get_table(claim.table)
+    if claim.no_gain and ours < -TIE:
+        best, r2 = {}, {}
+        for column in dict.fromkeys(spec.cell(c).column for c in claim.cells):
+            means = {c.id: _mean_r2(by_cell, c.id) for c in spec.cells
+                     if c.column == column and _nn.model_spec(c.model).trainable}  # fmt: skip
+            means = {k: v for k, v in means.items() if v is not None}
+            if means:
+                best[column] = max(means, key=means.get)
+                r2[best[column]] = means[best[column]]
+        rows = {spec.cell(c).row for c in best.values()}
+        text = (f"as evidence against {claim.no_gain}: they lose R^2 (a gain of {claim.fmt(ours)}"
+                f" at best, beyond the tie of {TIE:g})")  # fmt: skip
+        if len(rows) == 1 and best:
+            text += f", and row {rows.pop()} is the best of every column (" + ", ".join(
+                f"{c} {v:.3f}" for c, v in r2.items()
+            ) + ")"  # fmt: skip
+        return {"kind": "against", "change": claim.no_gain, "gain": ours, "best": best,
+                "r2": r2, "text": text}  # fmt: skip
+    if claim.metric == "r2":
+        return None
+    for c in claim.cells:
+        cell = spec.cell(c)
+        mz = _mean_r2(by_cell, ren(c))
+        if _nn.model_spec(cell.model).family != "mz" or mz is None:
+            continue
+        others = [ren(o) for o in claim.cells
+                  if _nn.model_spec(spec.cell(o).model).family != "mz"]  # fmt: skip
+        others += [y.id for y in spec.cells if y.model == ex.SET_STATS and y.column == cell.column]
+        beside = {o: _mean_r2(by_cell, o) for o in dict.fromkeys(others)}
+        beside = {o: v for o, v in beside.items() if v is not None and v > mz}
+        if beside:
+            text = (f"says nothing for MZAttn: the MZ model it reads ({ren(c)}) predicts worse "
+                    f"than the others beside it (test R^2 {mz:.3f}, against "
+                    + ", ".join(f"{o} {v:.3f}" for o, v in beside.items()) + ")")  # fmt: skip
+            return {"kind": "says nothing", "model": ren(c), "r2": mz, "beside": beside,
+                    "text": text}  # fmt: skip
+    return None
 
 
 def evidence(claim: Claim, by_cell: dict[str, list[dict]], rename=None) -> dict:
@@ -285,12 +347,13 @@ def judge(
     return rule(claim.holds(value), claim.partly(value), significant, complete, better)
 
 
-def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict:
+def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None, *, loaded=None) -> dict:
     """The scorecard row of ``claim``: the paper's value, ours from the first profile of
     ``profiles`` whose results let the claim be computed, the protocol, the statistics
     (``evidence``) and the verdict. ``rename`` maps the claim's cell ids to others (chapter 5
     asks the MEB claims of its normalised-data ablation cells this way); a ``RankClaim`` is
-    judged by ``transfer.prediction`` and takes no ``rename``."""
+    judged by ``transfer.prediction`` and takes no ``rename``. ``loaded``: results the caller
+    has read already, ``{profile: ex.results_by_cell(claim.table, profile, results_dir)}``."""
     if isinstance(claim, RankClaim):
         if rename is not None:
             raise ValueError("rename applies to cell claims, not to a RankClaim")
@@ -321,10 +384,15 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
         "refuted_by": None,
         "paper_table": claim.paper_table or claim.table,
         "mz_beats": _mz_beats(claim),
+        "shows": None,
     }
     ren = (lambda c: c) if rename is None else rename
     order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
-    by_profile = {prof: ex.results_by_cell(claim.table, prof, results_dir) for prof in order}
+    loaded = loaded or {}
+    by_profile = {
+        prof: loaded[prof] if prof in loaded else ex.results_by_cell(claim.table, prof, results_dir)
+        for prof in order
+    }
     retired = _retired(claim, by_profile, ren)
     judged = []  # (profile, reading, verdict) of every profile with the claim's cells
     for prof in order:
@@ -363,7 +431,11 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None) -> dict
             why = _no_model_learns(claim, res, ren)
         else:
             why = decided
+        shows = what_it_shows(claim, verdict, ours, res, rename)
+        if shows is not None:  # what a "holds" that is no evidence for MZAttn shows, said first
+            why = f"{shows['text']}; {why}"
         row.update(
+            shows=shows,
             ours=ours,
             ours_text=claim.fmt(ours),
             profile=prof,
@@ -549,10 +621,8 @@ def _retired(claim: Claim, by_profile: dict, ren) -> dict[str, str]:
 def reading_of(results: list[dict]) -> str:
     """Which of mzlite's readings of the paper the MZ results among ``results`` were trained
     under: ``DEFAULT_READING``, ``FIRST_READING``, "mixed readings", or "" (no MZ model)."""
-    from mzlite.repro.experiments.reading import recorded_reading
-
     mz = [r for r in results if str(r.get("model", "")).startswith("mz")]
-    kinds = {recorded_reading(r)[0] == "layernorm" for r in mz}
+    kinds = {_reading.recorded_reading(r)[0] == "layernorm" for r in mz}
     if not kinds:
         return ""
     if len(kinds) > 1:
@@ -605,7 +675,6 @@ def _shared_note(claim, profile: str, ren) -> str:
     lenders = list(dict.fromkeys(lent[ren(c)][0] for c in claim.cells if ren(c) in lent))
     if not lenders:
         return ""
-    from mzlite.repro.paper import name_labels  # a page names tables as the paper prints them
 
     n = sum(ren(c) in lent for c in claim.cells)
     note = (f"; {n} of its {len(claim.cells)} cells are the same experiments as cells of "
@@ -845,12 +914,12 @@ def under_paper_protocol(claim, results_dir=None) -> dict | None:
     ids = {c.id for c in ex.get_table(claim.table).cells}
     if not any(_twin(c) in ids for c in claim.cells):
         return None
-    row = evaluate(claim, ("full",), results_dir,
+    full = ex.results_by_cell(claim.table, "full", results_dir)
+    row = evaluate(claim, ("full",), results_dir, loaded={"full": full},
                    rename=lambda c: _twin(c) if _twin(c) in ids else c)  # fmt: skip
     if row["verdict"] == "not run":
         return None
-    by_cell = ex.results_by_cell(claim.table, "full", results_dir)
-    row["cells_run"] = sum(bool(by_cell.get(_twin(c))) for c in claim.cells)
+    row["cells_run"] = sum(bool(full.get(_twin(c))) for c in claim.cells)
     return row
 
 

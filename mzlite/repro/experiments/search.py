@@ -34,6 +34,7 @@ from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
 from mzlite.train import fit
 
+from . import plan as _plan
 from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
 from .specs import default_cache_dir, model_family, search_path
@@ -360,8 +361,6 @@ def price(profile: str, families=None, seeds=SEEDS, results_dir=None) -> str:
     """What the search would cost, from ``plan``'s seconds per epoch of each study's cell: at the
     cap (every trial to the epoch cap) and under successive halving if no trial stopped early
     (n trials x MIN_EPOCHS, a third of them 3x as long, a ninth 9x: the pruner's upper bound)."""
-    from . import plan as _plan
-
     studies = plan_search(profile, families, seeds)
     n = len(LRS) * len(SCHEDULES)
     cap = get_profile(profile).train["epochs"]

@@ -25,6 +25,7 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     stats_cell,
 )
 from .specs import PROFILES, Cell, Derived, PaperRef, Profile, TableSpec
+from .uncertainty_study import METHODS
 
 
 def _meb() -> TableSpec:
@@ -494,8 +495,6 @@ def _ece_nll() -> TableSpec:
     """The uncertainty study (mzlite.repro.experiments.uncertainty_study): one cell per method on
     Task
     B; each job adds its method's uncertainty metrics to the result."""
-    from .uncertainty_study import METHODS
-
     task, opts, col, sizes = _TASK_B
     refs = (("MSE", "unc_mse"), ("ECE", "ece"), ("NLL", "nll"))
     cells = [

@@ -29,6 +29,9 @@ import time
 
 import torch
 
+from mzlite.analysis import uncertainty as U
+from mzlite.train import fit
+
 TABLE = "tab:ece-nll"
 PASSES = 30  # MC-Dropout passes (tab:ece-nll)
 MEMBERS = 5  # deep-ensemble members (tab:ece-nll)
@@ -53,16 +56,14 @@ def models_per_job(table: str, cell_id: str) -> int:
 def _estimates(method: str, models: list, split, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(prediction (N,), uncertainty u (N,)) of ``method`` on ``split`` in the targets' units
     (the models carry their target scaling: see ``mzlite.train.fit``)."""
-    from mzlite.analysis.uncertainty import ensemble_predict, ihw_uncertainty, mc_dropout_predict
-
     dev = next(models[0].parameters()).device
     x, mask = split.x.to(dev), split.mask.to(dev)
     if method == "ihw":
-        pred, u = ihw_uncertainty(models[0], x, mask)
+        pred, u = U.ihw_uncertainty(models[0], x, mask)
     elif method == "mc_dropout":
-        pred, u = mc_dropout_predict(models[0], x, mask, passes=PASSES, seed=seed)
+        pred, u = U.mc_dropout_predict(models[0], x, mask, passes=PASSES, seed=seed)
     else:
-        pred, u = ensemble_predict(models, x, mask)
+        pred, u = U.ensemble_predict(models, x, mask)
     pred, u = pred.reshape(len(split), -1)[:, 0], u.reshape(len(split), -1)[:, 0]
     return pred.detach().double().cpu(), u.detach().double().cpu()
 
@@ -71,8 +72,6 @@ def uncertainty_metrics(method, models, val, test, seed: int = 0) -> dict:
     """The metrics of the module doc for ``method`` ("ihw", "mc_dropout", "ensemble") of trained
     ``models`` (one, or the ensemble's members) on the ``val`` and ``test`` splits:
     ``{"metrics": {...}, "detail": {...}}``."""
-    from mzlite.analysis import uncertainty as U
-
     if method not in {m for m, _ in METHODS.values()}:
         raise ValueError(f"method must be one of ihw, mc_dropout, ensemble, got {method!r}")
     (pv, uv), (pt, ut) = (_estimates(method, models, s, seed) for s in (val, test))
@@ -104,8 +103,6 @@ def job_metrics(job, model, splits, cfg, build=None) -> dict:
     if job.table != TABLE or job.cell.id not in METHODS:
         return {}
     from dataclasses import replace
-
-    from mzlite.train import fit
 
     method = METHODS[job.cell.id][0]
     tr, va, te = splits
