@@ -1,6 +1,7 @@
 import importlib
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -112,20 +113,28 @@ def _mz_times_z(M_c, M_l, c, G, transpose=False, cross=True):
     return M_c @ c, torch.cat(gens)
 
 
-def _gates(c, mask, W, b, H, L, masked=True):
-    if masked:
-        m = mask.unsqueeze(-1).to(c.dtype)
-        c_bar = (c * m).sum(1) / m.sum(1)
-    else:
-        c_bar = c.mean(1)
-    return torch.tanh(c_bar @ W.T + b).view(c.shape[0], H, L)
+def _minkowski_mean(alpha, c, G, scaled=True):
+    gens = (
+        alpha[..., None, None] * G[:, None]
+        if scaled
+        else G[:, None].expand(-1, alpha.shape[1], -1, -1, -1)
+    )
+    return alpha @ c, gens.flatten(2, 3)
 
 
-def _mz_head(c_hat, G_hat, gamma, M_c, M_l, W_mix, transpose=False):
-    if transpose:
-        M_c, M_l = M_c.mT, M_l.mT
-    new = torch.einsum("bl,lij,bj->bli", gamma, M_l, c_hat)
-    return c_hat @ M_c.T, G_hat @ M_c.T + torch.einsum("gl,bli->bgi", W_mix, new)
+def _slot_wise_mean(alpha, c, G):
+    """Step 5 of chapter 3 for one head (its cell's einsum without the head axis): the layer's
+    own averaging, the reshape of the cell above the exercise."""
+    return alpha @ c, torch.einsum("bqj,bjgk->bqgk", alpha, G)
+
+
+def _readout_operator(gamma, M_c, M_l, W_mix):
+    return M_c + torch.einsum("bl,lij->bij", gamma * W_mix.sum(0), M_l)
+
+
+def _step7_operator(gamma, M_c, M_l, W_mix):
+    """Step 7 of chapter 3 for one head: M(mu), the reshape of the cell above the exercise."""
+    return M_c + torch.einsum("bl,lij->bij", gamma, M_l)
 
 
 def _tdof(ops, centred=True, tol=True):
@@ -176,10 +185,20 @@ CODING = {
             (lambda *a: _mz_times_z(*a, transpose=True), "transposed operator"),
         ],
     ),
-    "ch3.gate_function": (_gates, [(lambda *a: _gates(*a, masked=False), "unmasked mean")]),
-    "ch3.head_function": (
-        _mz_head,
-        [(lambda *a: _mz_head(*a, transpose=True), "transposed operator")],
+    "ch3.minkowski_mean": (
+        _minkowski_mean,
+        [
+            (_slot_wise_mean, "slot-wise average"),
+            (lambda *a: _minkowski_mean(*a, scaled=False), "not scaled by alpha"),
+        ],
+    ),
+    "ch3.readout_operator": (
+        _readout_operator,
+        [
+            (_step7_operator, "M(mu) = M_c + sum_l gamma_l M_l of step 7"),
+            (lambda *a: _readout_operator(*a).mT, "transposed operator"),
+            (lambda g, M_c, M_l, W: _readout_operator(g, M_c, M_l, W.abs()), "|W_mix|"),
+        ],
     ),
 }
 
@@ -201,6 +220,60 @@ def test_coding_exercise_right_wrong_and_placeholder(key, seed):
     assert check(key, 3.0, seed=seed).status == "wrong"  # not a function
 
 
+def test_ch3_coding_exercises_are_not_a_reshape_of_the_cell_above():
+    """Issue 37: each of chapter 3's coding exercises follows a cell that computes something
+    close (step 5's slot-wise average of generators, step 7's operator M(mu)); that cell's code,
+    reshaped to the exercise's arguments, is graded wrong with its name, and the honest solution,
+    which needs a step no cell of the chapter takes, passes on hidden seeds."""
+    from mzlite.exercises.checker import get
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "03_mzattn_from_scratch.ipynb"
+    code = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    above = {}
+    for i, src in enumerate(code):
+        for key in ("ch3.minkowski_mean", "ch3.readout_operator"):
+            if f'check("{key}", ' in src and "strict=True" not in src:
+                above[key] = next(
+                    c for c in reversed(code[:i]) if c.lstrip().startswith(("c_hat", "M_mu"))
+                )
+    # the cells above compute what the reshapes below compute, for H heads
+    assert 'torch.einsum("bhqj,bhjgk->bhqgk", alpha, v_G)' in above["ch3.minkowski_mean"]
+    assert (
+        'Wt["M_c"] + torch.einsum("bhl,hlij->bhij", gamma, Wt["M_l"])'
+        in above["ch3.readout_operator"]
+    )
+    reshapes = {
+        "ch3.minkowski_mean": (_slot_wise_mean, _minkowski_mean, "slot-wise average"),
+        "ch3.readout_operator": (_step7_operator, _readout_operator, "of step 7"),
+    }
+    for key, (reshape, honest, name) in reshapes.items():
+        assert get(key).kind == "coding"
+        for seed in (0, 1_000_003, 271_828):  # the student's and two hidden trials' seeds
+            wrong = check(key, reshape, seed=seed)
+            assert wrong.status == "wrong" and name in wrong.message, wrong.message
+            assert check(key, honest, seed=seed).status == "correct"
+
+
+def test_ch3_minkowski_mean_compares_sets_not_generator_lists():
+    """The Minkowski mean is a set: its generators in another order, with flipped signs or with
+    zero generators added (a padded token's) are the same answer; a set that differs is not."""
+
+    def shuffled(alpha, c, G):
+        centres, gens = _minkowski_mean(alpha, c, G)
+        zero = torch.zeros_like(gens[:, :, :1])
+        return centres, torch.cat([-gens.flip(2), zero], dim=2)
+
+    def one_generator_short(alpha, c, G):
+        centres, gens = _minkowski_mean(alpha, c, G)
+        return centres, gens[:, :, 1:]
+
+    assert check("ch3.minkowski_mean", shuffled, seed=4).status == "correct"
+    r = check("ch3.minkowski_mean", one_generator_short, seed=4)
+    assert r.status == "wrong" and "differs" in r.message
+    r = check("ch3.minkowski_mean", lambda alpha, c, G: (alpha @ c, G), seed=4)
+    assert r.status == "wrong" and "generators must have shape" in r.message
+
+
 def test_ch10_p_floor_and_image_points_input_checks():
     assert check("ch10.p_floor", (1 / 7) ** 4).status == "correct"
     assert check("ch10.p_floor", 1 / 7).status == "wrong"
@@ -219,7 +292,9 @@ def test_a_check_leaves_the_notebooks_random_stream_alone():
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    check("ch3.head_function", _mz_head)  # builds layers (their init draws random numbers)
+    check(
+        "ch3.readout_operator", _readout_operator
+    )  # builds layers (their init draws random numbers)
     assert torch.equal(torch.rand(3), expected)
 
 

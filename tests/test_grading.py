@@ -596,6 +596,24 @@ def test_points_partial_credit_and_the_roster_join(tmp_path):
     assert "L2 norm" in stats["ch1.half_widths"]["most_common_mistake"]
 
 
+def test_the_summary_says_what_audit_only_isolation_cannot_stop(tmp_path):
+    """Graded without namespaces, the summary's first lines say so, and what that leaves open (a
+    program the notebook starts gets past the audit hook); the Teaching page quotes it."""
+    assignment = keys("ch1.")
+    points = read_points(None, assignment)
+    graded = [_grade("ace", {"ch1.area": {"status": "correct", "score": 1.0}})]
+    for isolation in ("audit", "namespaces"):
+        gradebook.write_reports(graded, tmp_path / isolation, assignment, points, None, isolation)
+    audit = (tmp_path / "audit" / "summary.md").read_text()
+    head = audit.split("## Per student")[0]
+    assert "Isolation: audit." in head and gradebook.ISOLATION_NOTES["audit"] in head
+    assert "program a notebook starts" in head and "namespaces for marks" in head
+    namespaces = (tmp_path / "namespaces" / "summary.md").read_text()
+    assert "Isolation: namespaces." in namespaces and "not protected" not in namespaces
+    page = " ".join((ROOT / "book" / "teaching.md").read_text().split())
+    assert "Audit hook only: these marks are not protected against a program a notebook" in page
+
+
 def test_bad_input_is_a_clear_error(tmp_path, capsys):
     assert main(["grade", str(tmp_path / "nope")]) == 2
     assert "SUBMISSIONS must be a folder" in capsys.readouterr().err

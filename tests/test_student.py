@@ -110,7 +110,7 @@ def test_a_placeholder_cell_of_each_kind_is_reported_unanswered():
     def todo(*args): ...  # a student's function whose body is not written yet
 
     assert check("ch1.area", ...).status == "unanswered"
-    assert check("ch3.gate_function", todo, seed=3).status == "unanswered"
+    assert check("ch3.minkowski_mean", todo, seed=3).status == "unanswered"
 
 
 def test_seed_and_roster(tmp_path):

@@ -155,91 +155,122 @@ def _ihw(answer, seed):
     )
 
 
-# Coding exercises: the learner writes the function, the checker runs it against mzlite.
-GATE_SIZES = {"B": 3, "n": 6, "d": 4, "H": 2, "L": 3}
+# Coding exercises: the learner writes the function, the checker runs it against mzlite. Neither
+# is a reshape of a cell of the chapter: the first asks for the sound aggregation that the layer's
+# step 5 does *not* compute, the second for the operator that step 8's equation implies but no
+# cell writes down (the chapter's own cells are the named slips).
+MINKOWSKI_SIZES = {"B": 3, "n_q": 4, "n": 5, "n_g": 2, "d": 3}
 
 
-def gate_inputs(seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """``(c (B, n, d), mask (B, n), W (H L, d), b (H L,))`` of exercise ch3.gate_function: three
-    sets of 6, 4 and 2 real tokens, padding filled with junk (float64)."""
-    g = rng("ch3.gate_function", seed)
-    B, n, d, H, L = (GATE_SIZES[k] for k in "B n d H L".split())
+def minkowski_inputs(seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """``(alpha (B, n_q, n), c (B, n, d), G (B, n, n_g, d))`` of exercise ch3.minkowski_mean
+    (float64): attention weights of three sets with 5, 3 and 2 real tokens (weight exactly 0 on
+    the padded ones, whose centres and generators hold junk) and the value tokens' zonotopes."""
+    g = rng("ch3.minkowski_mean", seed)
+    B, nq, n, ng, d = (MINKOWSKI_SIZES[k] for k in "B n_q n n_g d".split())
     c = torch.randn(B, n, d, generator=g, dtype=torch.float64)
-    mask = torch.arange(n) < torch.tensor([[n], [4], [2]])  # (B, n), True = real
-    c[~mask] = 5.0 + 3.0 * torch.rand(int((~mask).sum()), d, generator=g, dtype=torch.float64)
-    W = 0.7 * torch.randn(H * L, d, generator=g, dtype=torch.float64)
-    b = 0.1 * torch.randn(H * L, generator=g, dtype=torch.float64)
-    return c, mask, W, b
+    G = 0.5 * torch.randn(B, n, ng, d, generator=g, dtype=torch.float64)
+    mask = torch.arange(n) < torch.tensor([[n], [3], [2]])  # (B, n), True = real
+    c[~mask], G[~mask] = 40.0, -7.0  # padding junk: weight 0 must keep it out
+    scores = 1.5 * torch.randn(B, nq, n, generator=g, dtype=torch.float64)
+    alpha = scores.masked_fill(~mask[:, None, :], float("-inf")).softmax(-1)
+    return alpha, c, G
 
 
-def _gate_layer(W, b, d, H, L) -> MZAttention:
-    layer = MZAttention(d, n_heads=H, n_g=1, L=L).double()
-    with torch.no_grad():
-        layer.gate.weight.copy_(W)
-        layer.gate.bias.copy_(b)
-    return layer
+def _minkowski_reference(alpha, c, G) -> Zonotope:
+    """``sum_j alpha_ij Z_j`` with mzlite's zonotope operations: each token scaled (a linear map
+    alpha_ij I) and the results added as Minkowski sums; batch ``(B, n_q)``."""
+    eye = torch.eye(c.shape[-1], dtype=c.dtype)
+    total = None
+    for j in range(c.shape[1]):
+        token = Zonotope(c[:, None, j], G[:, None, j])  # batch (B, 1)
+        part = token.linear_map(alpha[:, :, j, None, None] * eye)  # alpha_ij Z_j: (B, n_q)
+        total = part if total is None else total + part
+    return total
+
+
+def _support(out, directions, shape) -> torch.Tensor:
+    """The support function of the learner's zonotopes ``out = (centres, generators)`` in every
+    direction, ``(K, B, n_q)``: order and sign of the generators do not matter, only the set."""
+    B, nq, d = shape
+    if not isinstance(out, tuple | list) or len(out) != 2:
+        raise ValueError("return the pair (centres (B, n_q, d), generators (B, n_q, m, d))")
+    c, G = (torch.as_tensor(t).to(torch.float64) for t in out)
+    if tuple(c.shape) != (B, nq, d):
+        raise ValueError(
+            f"the centres must have shape (B, n_q, d) = {(B, nq, d)}, got {tuple(c.shape)}"
+        )
+    if G.ndim != 4 or tuple(G.shape[:2]) != (B, nq) or G.shape[-1] != d:
+        raise ValueError(
+            f"the generators must have shape (B, n_q, m, d) = ({B}, {nq}, m, {d}), "
+            f"got {tuple(G.shape)}"
+        )
+    return Zonotope(c, G).support(directions[:, None, None, :])
 
 
 @exercise(
-    "ch3.gate_function",
-    hint="gamma = tanh(W cbar + b) with cbar the mean over the REAL tokens of each set; "
-    "the H L outputs are head-major: .view(B, H, L).",
+    "ch3.minkowski_mean",
+    hint="chapter 1's zonotope arithmetic: what are the centre and generators of a scaled token "
+    "alpha Z, and of a Minkowski sum Z_1 + Z_2? How many generators does the sum keep?",
     per_seed=True,
     kind="coding",
 )
-def _gate_function(function, seed):
-    H, L = GATE_SIZES["H"], GATE_SIZES["L"]
+def _minkowski_mean(function, seed):
     for trial in range(3):
-        c, mask, W, b = gate_inputs(seed + 7919 * trial)
-        B, n, d = c.shape
-        G = torch.zeros(B, n, 1, d, dtype=c.dtype)
-        with torch.no_grad():
-            ref = _gate_layer(W, b, d, H, L)(c, c, G, mask, need_details=True)[2].gates
-        m = mask.unsqueeze(-1).to(c.dtype)
-        c_bar = (c * m).sum(1) / m.sum(1)
+        inputs = minkowski_inputs(seed + 7919 * trial)
+        alpha, c, G = inputs
+        B, nq, n = alpha.shape
+        ref = _minkowski_reference(*inputs)
+        g = rng("ch3.minkowski_mean.directions", seed + 7919 * trial)
+        U = torch.randn(16, c.shape[-1], generator=g, dtype=torch.float64)  # (K, d)
+        shape = (B, nq, c.shape[-1])
+        got = _support(call(function, *inputs), U, shape)
+        slot_wise = torch.einsum("bqj,bjgk->bqgk", alpha, G)  # step 5: one average per slot
+        unscaled = G[:, None].expand(B, nq, *G.shape[1:]).flatten(2, 3)
         ok, why = diagnose(
-            call(function, c, mask, W, b, H, L),
-            ref,
+            got,
+            ref.support(U[:, None, None, :]),
             [
                 (
-                    torch.tanh(c.mean(1) @ W.T + b).view(B, H, L),
-                    "the unmasked mean c.mean(1): the padding's junk moves the gates",
+                    _support((alpha @ c, slot_wise), U, shape),
+                    "the layer's slot-wise average sum_j alpha_ij G_j of step 5: generators of "
+                    "different tokens cancel there, a Minkowski sum keeps every one",
                 ),
-                ((c_bar @ W.T + b).view(B, H, L), "no tanh"),
                 (
-                    torch.tanh(c_bar @ W.T + b).view(B, L, H).transpose(1, 2),
-                    "the H L outputs read as (L, H): they are head-major, (H, L)",
+                    _support((alpha @ c, unscaled), U, shape),
+                    "the tokens' generators not scaled by alpha_ij (alpha Z = <alpha c, alpha G>)",
                 ),
             ],
-            what="gamma",
+            what="your result (compared as sets, by support functions)",
         )
         if not ok:
-            return False, why + f" (inputs: gate_inputs({seed + 7919 * trial}))"
-    return True, "the gates agree with mzlite's MZAttention, padded sets included"
+            return False, why + f" (inputs: minkowski_inputs({seed + 7919 * trial}))"
+    return True, "the Minkowski means agree with mzlite's zonotope arithmetic, padded sets included"
 
 
-HEAD_SIZES = {"B": 3, "n_g": 3, "d_k": 4, "L": 2}
+READOUT_SIZES = {"B": 3, "n_g": 3, "d_k": 4, "L": 2}
 
 
-def head_inputs(seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """``(c_hat (B, d_k), G_hat (B, n_g, d_k), gamma (B, L), M_c (d_k, d_k), M_l (L, d_k, d_k),
-    W_mix (n_g, L))`` of exercise ch3.head_function (float64): one aggregated token per set."""
-    g = rng("ch3.head_function", seed)
-    B, ng, dk, L = (HEAD_SIZES[k] for k in "B n_g d_k L".split())
+def readout_inputs(seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """``(gamma (B, L), M_c (d_k, d_k), M_l (L, d_k, d_k), W_mix (n_g, L))`` of exercise
+    ch3.readout_operator (float64): one head's parameters and the gates of three sets."""
+    g = rng("ch3.readout_operator", seed)
+    B, ng, dk, L = (READOUT_SIZES[k] for k in "B n_g d_k L".split())
 
     def r(*shape, scale=1.0):
         return scale * torch.randn(*shape, generator=g, dtype=torch.float64)
 
     gamma = torch.tanh(r(B, L, scale=1.5))
-    return r(B, dk), r(B, ng, dk, scale=0.3), gamma, r(dk, dk), r(L, dk, dk, scale=0.5), r(ng, L)
+    return gamma, r(dk, dk), r(L, dk, dk, scale=0.5), r(ng, L)
 
 
-def _head_reference(c_hat, G_hat, gamma, M_c, M_l, W_mix):
-    """One head of mzlite's MZAttention on one aggregated token: a layer with H = 1, identity
-    value and output weights, whose gate reproduces ``gamma``, attending to that token and to a
-    padded one full of junk (which must get no weight)."""
-    B, dk = c_hat.shape
-    ng, L = W_mix.shape
+def _readout_reference(gamma, M_c, M_l, W_mix) -> torch.Tensor:
+    """``R`` (B, d_k, d_k) column by column from mzlite's MZAttention: one head with identity
+    value and output weights and gates set by the gate's bias (its weight 0); set ``j`` holds the
+    token ``c_hat = e_j`` without generators and a padded token full of junk; the signed readout
+    ``o_c + sum_g o_G[g]`` of its output is ``R e_j``."""
+    B, L = gamma.shape
+    ng, dk = W_mix.shape[0], M_c.shape[0]
     layer = MZAttention(dk, n_heads=1, n_g=ng, L=L).double()
     eye = torch.eye(dk, dtype=torch.float64)
     with torch.no_grad():
@@ -251,63 +282,51 @@ def _head_reference(c_hat, G_hat, gamma, M_c, M_l, W_mix):
         layer.M_l.copy_(M_l[None])
         layer.W_mix.copy_(W_mix[None])
         layer.gate.weight.zero_()
-    # The gate reads the masked mean of the key/value tokens (= c_hat here); give it per-set
-    # gamma by making the gate's input carry it: a bias cannot differ between sets, so the
-    # reference is computed set by set.
-    outs_c, outs_G = [], []
+    ckv = torch.stack([eye, torch.full_like(eye, 40.0)], 1)  # (d_k sets, 2 tokens, d_k)
+    Gkv = torch.zeros(dk, 2, ng, dk, dtype=torch.float64)
+    Gkv[:, 1] = -9.0  # the padded token's generators: junk
+    mask = torch.tensor([[True, False]]).expand(dk, 2)
+    ops = []
     for i in range(B):
         with torch.no_grad():
             layer.gate.bias.copy_(torch.atanh(gamma[i]))
-            ckv = torch.stack([c_hat[i], torch.full_like(c_hat[i], 40.0)])[None]  # (1, 2, dk)
-            Gkv = torch.stack([G_hat[i], torch.full_like(G_hat[i], -9.0)])[None]  # (1, 2, ng, dk)
-            mask = torch.tensor([[True, False]])
-            o_c, o_G, _ = layer(ckv[:, :1], ckv, Gkv, mask)
-        outs_c.append(o_c[0, 0])
-        outs_G.append(o_G[0, 0])
-    return torch.stack(outs_c), torch.stack(outs_G)
+            o_c, o_G, _ = layer(ckv[:, :1], ckv, Gkv, mask)  # (d_k, 1, d_k), (d_k, 1, n_g, d_k)
+        ops.append((o_c[:, 0] + o_G[:, 0].sum(1)).T)  # column j: the readout of e_j
+    return torch.stack(ops)
 
 
 @exercise(
-    "ch3.head_function",
-    hint="o_c = M_c c_hat, and a matrix acts on a column vector (rows: c_hat @ M_c.T); "
-    "o_G = G_hat M_c^T + W_mix stack_l[gamma_l M_l c_hat].",
+    "ch3.readout_operator",
+    hint="write o_c + sum_g o_G[g] with step 8's equation and collect the terms in c_hat: "
+    "which weight does each gamma_l M_l carry once the slots are added?",
     per_seed=True,
     kind="coding",
 )
-def _head_function(function, seed):
+def _readout_operator(function, seed):
     for trial in range(3):
-        args = head_inputs(seed + 7919 * trial)
-        c_hat, G_hat, gamma, M_c, M_l, W_mix = args
-        ref = _head_reference(*args)
-        Mlc = torch.einsum("lij,bj->bli", M_l, c_hat)  # (B, L, dk)
-        Mlc_T = torch.einsum("lji,bj->bli", M_l, c_hat)
-        mixed = torch.einsum("gl,bl,bli->bgi", W_mix, gamma, Mlc)
-        got = call(function, *args)
-        if not isinstance(got, tuple | list) or len(got) != 2:
-            return False, "return the pair (o_c, o_G)"
+        args = readout_inputs(seed + 7919 * trial)
+        gamma, M_c, M_l, W_mix = args
+        ref = _readout_reference(*args)
+        gated = torch.einsum("bl,lij->bij", gamma * W_mix.sum(0), M_l)
         ok, why = diagnose(
-            tuple(got),
+            call(function, *args),
             ref,
             [
                 (
-                    (
-                        c_hat @ M_c,
-                        G_hat @ M_c + torch.einsum("gl,bl,bli->bgi", W_mix, gamma, Mlc_T),
-                    ),
-                    "a transposed operator: c_hat @ M is M^T c_hat",
+                    M_c + torch.einsum("bl,lij->bij", gamma, M_l),
+                    "the operator M(mu) = M_c + sum_l gamma_l M_l of step 7: the readout adds "
+                    "the slots, so gamma_l M_l comes weighted by sum_g W_mix[g, l]",
                 ),
                 (
-                    (ref[0], G_hat @ M_c.T),
-                    "the generators' gated term W_mix stack[gamma_l M_l c_hat] missing",
+                    M_c + torch.einsum("bl,lij->bij", gamma * W_mix.abs().sum(0), M_l),
+                    "|W_mix|: a signed readout adds the slots with their signs (the IHW takes "
+                    "absolute values, a linear readout does not)",
                 ),
-                ((ref[0], mixed), "the propagated generators G_hat M_c^T missing"),
-                (
-                    (ref[0] + mixed.sum(1), ref[1]),
-                    "the gated terms added to the centre: they are generators",
-                ),
+                ((M_c + gated).mT, "a transposed operator: R acts on c_hat as R @ c_hat"),
+                (gated, "the centre o_c = M_c c_hat left out of the readout"),
             ],
-            what="(o_c, o_G)",
+            what="R",
         )
         if not ok:
-            return False, why + f" (inputs: head_inputs({seed + 7919 * trial}))"
-    return True, "o_c and o_G agree with one head of mzlite's MZAttention"
+            return False, why + f" (inputs: readout_inputs({seed + 7919 * trial}))"
+    return True, "R agrees with the signed readout of one head of mzlite's MZAttention"

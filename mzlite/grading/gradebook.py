@@ -147,6 +147,20 @@ def _csv(rows: list[dict], columns: list[str]) -> str:
     return buf.getvalue()
 
 
+# What the summary says under the isolation that ran (the Teaching page quotes the audit note).
+ISOLATION_NOTES = {
+    "namespaces": "Each notebook ran in its own Linux namespaces: every file system read-only but "
+    "its sandbox, no network, its own processes.",
+    "audit": "**Audit hook only: these marks are not protected against a program a notebook "
+    "starts.** This machine had no unprivileged namespaces, so only Python's audit hook guarded "
+    "the files. A program a notebook starts (a shell, any executable) is not seen by the hook: it "
+    "can read what the grading user may read (the solutions, the classmates' submissions) and "
+    "write where that user may write (the Python installation the grader imports included), "
+    "and no finding records it. Grade on a Linux system with unprivileged namespaces for marks "
+    "that count.",
+}
+
+
 def write_reports(graded, out: Path, assignment, points, roster=None, isolation="") -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -165,6 +179,7 @@ def write_reports(graded, out: Path, assignment, points, roster=None, isolation=
         f"{len(book)} students, {len(graded)} notebooks, {len(assignment)} exercises "
         f"({sum(points[k] for k in assignment):g} points). Isolation: {isolation or 'n/a'}.",
         "",
+        *([ISOLATION_NOTES[isolation], ""] if isolation in ISOLATION_NOTES else []),
         "## Per student",
         "",
         "| student | seed | status | notebooks | points | percent | findings |",

@@ -1,7 +1,7 @@
 """Grade submitted student notebooks without trusting them.
 
     python -m mzlite.grading.grader SUBMISSIONS/ --roster class.csv [--out GRADES/]
-        [--points points.json] [--chapters 1,3] [--jobs 2] [--timeout 900] [--cell-timeout 120]
+        [--points points.json] [--chapters 1,3] [--jobs 2] [--timeout 900] [--cell-timeout 300]
         [--trials 5] [--secret TEXT] [--isolation auto|namespaces|audit]
         [--memory GIB] [--processes N] [--file-size MIB]
     python -m mzlite grade SUBMISSIONS/        # the same with the defaults (no roster)
@@ -607,7 +607,7 @@ def grade(
     roster=None,
     chapters=None,
     points=None,
-    cell_timeout: int = 120,
+    cell_timeout: int = 300,
     jobs: int = 2,
     trials: int = 5,
     secret: str | None = None,
@@ -745,7 +745,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--chapters", default=None, help="the assignment, e.g. 1,3 (default: found)")
     ap.add_argument("--points", default=None, help="JSON or CSV of points per exercise")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per notebook (900)")
-    ap.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell (120)")
+    ap.add_argument("--cell-timeout", type=int, default=300, help="seconds per cell (300)")
     ap.add_argument("--jobs", type=int, default=2, help="notebooks graded at once (2)")
     ap.add_argument("--trials", type=int, default=5, help="hidden trials per coding exercise")
     ap.add_argument(

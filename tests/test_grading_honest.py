@@ -1,0 +1,100 @@
+"""Issue 37's "done when": the honest student gets full marks, with no finding, on the chapters the
+class was graded on, under the Teaching page's settings (cell timeout 120 s, hidden trials from a
+secret, the isolation the machine allows). Chapter 1's honest student is one of the generated
+class in tests/test_grading.py; chapters 3, 10 and 11 are here. The honest submission is the
+student copy with each answer cell doing what the instructor's solution does: the solution's
+code typed into the answer cell, the cell's own ``check(...)`` line left as it was."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from book_scripts import load
+
+from mzlite.exercises.checker import get
+from mzlite.grading.grader import grade
+
+ROOT = Path(__file__).resolve().parents[1]
+ms = load("make_student")
+KEY = re.compile(r'check\("([\w.]+)"')
+SECRET = "an-honest-secret-of-32-chars!!!!"
+
+
+def honest_copy(nb: dict, seed: int) -> dict:
+    """The student copy for ``seed`` with every answer cell answered as its solution answers it:
+    the placeholder function replaced by the solution's, ``answer = ...`` by the solution's
+    working and ``answer = solution``; the check line stays the student copy's."""
+    solutions = {}
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        if ms.is_solution(cell) and KEY.search(src):
+            solutions[KEY.search(src)[1]] = src
+    copy = ms.student_copy(nb, seed)
+    for cell in copy["cells"]:
+        if not ms.is_answer(cell):
+            continue
+        src = "".join(cell["source"])
+        key = KEY.search(src)[1]
+        working = [s for s in solutions[key].splitlines() if not s.startswith("check(")]
+        out, in_placeholder = [], False
+        for line in src.splitlines():
+            if line.startswith("def "):
+                in_placeholder = True  # the solution's function replaces it
+            elif in_placeholder:
+                in_placeholder = "...  # your code here" not in line
+            elif line.startswith("check("):
+                out += working
+                if get(key).kind == "value":
+                    out.append("answer = solution")
+                out.append(line)
+            elif not line.startswith("answer = ..."):
+                out.append(line)
+        cell["source"] = "\n".join(out) + "\n"
+    return copy
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize(
+    "chapter",
+    ["03_mzattn_from_scratch", "10_real_data_digits", "11_data_driven_reachability"],
+)
+def test_the_honest_student_gets_full_marks(chapter, tmp_path):
+    path = ROOT / "notebooks" / f"{chapter}.ipynb"
+    seed = 41
+    subs = tmp_path / "submissions" / "ada"
+    subs.mkdir(parents=True)
+    (subs / path.name).write_text(json.dumps(honest_copy(json.loads(path.read_text()), seed)))
+    roster = tmp_path / "class.csv"
+    roster.write_text(f"ada,{seed}\n")
+    page = (ROOT / "book" / "teaching.md").read_text()  # the grading command's limits
+    limits = {k: int(re.search(rf"--{k} (\d+)", page)[1]) for k in ("timeout", "cell-timeout")}
+    (g,) = grade(tmp_path / "submissions", tmp_path / "grades", roster=roster, secret=SECRET,
+                 trials=3, timeout=limits["timeout"], cell_timeout=limits["cell-timeout"],
+                 progress=False)  # fmt: skip
+    assert g.outcome == "ran", g.detail
+    assert g.findings == []
+    wrong = {k: r.get("message") for k, r in g.results.items() if r.get("score") != 1.0}
+    assert not wrong, wrong
+    assert set(g.results) >= set(g.expected)
+
+
+def test_the_honest_copy_answers_every_exercise_and_keeps_every_check_line():
+    """The builder itself: no placeholder is left, every check line is the student copy's."""
+    path = ROOT / "notebooks" / "03_mzattn_from_scratch.ipynb"
+    nb = json.loads(path.read_text())
+    student, honest = ms.student_copy(nb, 5), honest_copy(nb, 5)
+    answers = [c for c in honest["cells"] if ms.is_answer(c)]
+    assert len(answers) == len([c for c in student["cells"] if ms.is_answer(c)]) == 5
+    for cell in answers:
+        src = "".join(cell["source"])
+        assert "...  # your" not in src and not re.search(r"(?m)^answer = \.\.\.", src), src
+        assert "strict=True" not in src
+    checks = sorted(s for c in student["cells"] for s in "".join(c["source"]).splitlines()
+                    if s.startswith("check("))  # fmt: skip
+    assert checks == sorted(
+        s for c in answers for s in "".join(c["source"]).splitlines() if s.startswith("check(")
+    )
