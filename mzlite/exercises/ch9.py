@@ -14,11 +14,38 @@ from .checker import exercise, student_inputs
 BASELINES = ("b0", "b1", "b2")
 
 
+# How far every quantity the verdict compares stays from its threshold: the inputs are rounded
+# to 4 decimals, and a student's float32 or differently ordered sum must reach the same verdict.
+GAP_MARGIN = 1e-3  # R^2 (a mean of three 4-decimal numbers moves by < 1e-4)
+P_MARGIN = 5e-3  # Welch's p
+
+
+def _clear_of_thresholds(inputs: dict) -> bool:
+    """No gap within GAP_MARGIN of +-TIE and no Welch p within P_MARGIN of ALPHA: a draw on a
+    boundary would make the right verdict depend on rounding."""
+    mean = {k: float(np.mean(v)) for k, v in inputs.items()}
+    gaps = [mean["mz"] - mean[b] for b in BASELINES]
+    gaps += [mean["mz"] - max(mean[b] for b in BASELINES)]
+    gaps += [mean["mz"] - float(np.mean([mean[b] for b in BASELINES]))]  # the named slip's gap
+    ps = [welch(inputs["mz"], inputs[b])["p"] for b in BASELINES]
+    return all(abs(abs(g) - TIE) > GAP_MARGIN for g in gaps) and all(
+        abs(p - ALPHA) > P_MARGIN for p in ps
+    )
+
+
 def _draw_claim(g: np.random.Generator) -> dict:
-    mz = float(g.uniform(0.3, 0.9))
-    means = {"mz": mz, **{b: mz + float(g.normal(-0.015, 0.015)) for b in BASELINES}}
-    spread = float(g.uniform(0.002, 0.012))
-    return {k: [round(m + float(e), 4) for e in g.normal(0.0, spread, 3)] for k, m in means.items()}
+    """One column's results, redrawn (from the same generator, so a seed still fixes them) until
+    no quantity of the verdict rule sits on its threshold: ties and boundary cases are excluded
+    by construction."""
+    while True:
+        mz = float(g.uniform(0.3, 0.9))
+        means = {"mz": mz, **{b: mz + float(g.normal(-0.015, 0.015)) for b in BASELINES}}
+        spread = float(g.uniform(0.002, 0.012))
+        inputs = {
+            k: [round(m + float(e), 4) for e in g.normal(0.0, spread, 3)] for k, m in means.items()
+        }
+        if _clear_of_thresholds(inputs):
+            return inputs
 
 
 def claim_inputs(seed: int = 0) -> dict:
