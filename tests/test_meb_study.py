@@ -9,7 +9,7 @@ from test_scorecard import _cell
 from mzlite.repro import experiments as ex
 from mzlite.repro import meb_study as ms
 from mzlite.repro.experiments.scorecard import claims, evaluate
-from mzlite.repro.paper import paper_value
+from mzlite.repro.paper import paper_ref, paper_value
 
 
 def test_every_ablation_cell_is_registered_and_the_ridge_ignores_the_targets():
@@ -65,7 +65,7 @@ def test_money_rows_and_bars_put_ours_beside_the_papers(tmp_path):
     assert rows["d8-mz_full"]["row"].profile is None
     models, series = ms.bar_series(results_dir=tmp_path)
     i = models.index("Standard")
-    assert series[f"paper ({ms.LABEL})"][i] == rows["d8-st"]["paper"]
+    assert series[f"paper ({paper_ref(ms.LABEL)})"][i] == rows["d8-st"]["paper"]
     assert series["ours, raw data"][0][i] == pytest.approx(0.9)
     assert series["ours, per-set normalised"][0][i] == pytest.approx(0.0, abs=1e-9)
     assert series["ours, raw data"][0][models.index("MZAttn-Full")] is None

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from . import experiments as ex
 from .experiments import narrate
+from .experiments.formatting import headline
 from .experiments.report import ReportRow, best_report_rows, report
 from .experiments.stats import welch
-from .paper import paper_value
+from .paper import paper_ref, paper_value
 from .training_study import CURRENT, PROTOCOL_STYLES
 
 __all__ = [
@@ -170,7 +171,7 @@ def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
     and, under that same protocol, ours on per-set normalised data (its twin cell); error bars
     the std over seeds."""
     money = money_rows(profiles, results_dir)
-    series = {f"paper ({LABEL})": [r["paper"] for r in money]}
+    series = {f"paper ({paper_ref(LABEL)})": [r["paper"] for r in money]}
     by_profile = {ex.get_profile(p).name: _profile_rows(p, results_dir) for p in profiles}
     for data, normalised in (("raw data", False), ("per-set normalised", True)):
         means, errors = [], []
@@ -267,8 +268,9 @@ def what_it_shows(verdict: str, mz_beats: bool) -> str:
 def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
     """The scorecard's d = 8 MEB claims judged under each data condition
     (``narrate.meb_pattern``): one dict per (condition, claim) with ``condition``, ``claim``,
-    ``text``, ``verdict``, ``profile``, ``ours_text``, ``evidence_for_mz`` (a holding verdict of
-    a claim that an MZ model beats the others) and ``shows`` (for a holding verdict:
+    ``text``, ``headline`` (the claim without its test), ``verdict``, ``profile``,
+    ``ours_text``, ``evidence_for_mz`` (a holding verdict of a claim that an MZ model beats the
+    others) and ``shows`` (for a holding verdict:
     ``SHOWS_MZ``, or ``SHOWS_FAILURE`` for a claim that holds because the models it names fail;
     "" otherwise)."""
     pattern = narrate.meb_pattern(profiles, results_dir)
@@ -277,7 +279,8 @@ def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
         shows = what_it_shows(r["verdict"], bool(r.get("mz_beats")))
         for_mz = shows == SHOWS_MZ
         out.append({"condition": cond, "claim": claim, "text": r["text"],
-                    "verdict": r["verdict"], "profile": r["profile"],
+                    "headline": headline(r["text"]), "verdict": r["verdict"],
+                    "profile": r["profile"],
                     "ours_text": r["ours_text"], "evidence_for_mz": for_mz,
                     "shows": shows})  # fmt: skip
     return sorted(out, key=lambda v: narrate.CONDITIONS.index(v["condition"]))
