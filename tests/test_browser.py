@@ -488,8 +488,8 @@ def test_plotly_figures_fit_the_text_column(server, browser, page_path, width):
 # 25-53K), so their limit is what they reached: it may only come down. Chapter 9 (16.2K px) names
 # under every verdict the regime it was read at, one line a claim that no toggle may hide.
 RESULTS_PAGES = {
-    "chapters/04_training_on_gpu.html": 22_000,
-    "chapters/05_minimum_enclosing_ball.html": 19_500,
+    "chapters/04_training_on_gpu.html": 15_000,
+    "chapters/05_minimum_enclosing_ball.html": 14_800,
     "chapters/06_relational_benchmarks.html": 19_500,
     "chapters/09_reproduction_scorecard.html": 16_500,
 }

@@ -1,0 +1,286 @@
+"""Chapter 5's study: the minimum-enclosing-ball table (tab:meb) read from the result files.
+
+Our numbers beside the paper's at d = 8 and across d; the normalisation ablation at d = 8 (raw
+or per-set normalised data, raw or standardised targets) and what each switch changes, with
+Welch's test over seeds; how far each model fitted its training sets; and the scorecard's d = 8
+claims under each data condition, with what a verdict shows. Every function returns data
+(dicts, ``ReportRow``s, series for ``mzlite.viz``); the chapter renders them.
+
+The main numbers come from the current protocols only (``CURRENT``: the paper's, its sizes,
+and our reading on a CPU, cpu-annealed); the first reading (cpu-converged) and the 30-epoch
+``cpu`` profile are ablations that the chapter shows in toggles, never in these.
+"""
+
+from __future__ import annotations
+
+from . import experiments as ex
+from .experiments import narrate
+from .experiments.formatting import headline
+from .experiments.report import ReportRow, best_report_rows, report
+from .experiments.stats import welch
+from .paper import paper_ref, paper_value
+from .training_study import CURRENT, PROTOCOL_STYLES
+
+__all__ = [
+    "LABEL", "CURRENT", "AXES", "MODELS", "ablation_cell", "ablation_grid", "switches",
+    "axes_with_results", "fit_rows", "money_rows", "bar_series", "dimension_series",
+    "learning_curves", "what_it_shows", "condition_verdicts",
+]  # fmt: skip
+
+LABEL = "tab:meb"
+AXES = {  # (data, targets) -> the ablation variant of tab:meb's d = 8 cells
+    ("raw", "raw"): "raw",
+    ("raw", "standardised"): "ynorm",
+    ("per-set normalised", "raw"): "scale",
+    ("per-set normalised", "standardised"): "scale-ynorm",
+}
+# The d = 8 models the ablation and the fit table compare, with the names the chapter uses
+MODELS = {"st": "Standard (PMA)", "st_meanpool": "mean-pool head", "mz_full": "MZAttn-Full",
+          ex.SET_STATS: "set statistics (ridge)"}  # fmt: skip
+COLOURS = {"st": "#1f77b4", "st_meanpool": "#2ca02c", "mz_full": "#d62728",
+           ex.SET_STATS: "#7f7f7f"}  # fmt: skip
+
+
+def _check(name: str, value, valid) -> None:
+    if value not in valid:
+        raise ValueError(f"{name} must be one of {list(valid)}, got {value!r}")
+
+
+def ablation_cell(model: str, data: str, targets: str) -> str:
+    """The id of ``model``'s d = 8 cell under (``data``, ``targets``). The set-statistics ridge
+    does not depend on the targets' scaling: it has one cell per data condition (the main cell
+    on raw data)."""
+    _check("model", model, MODELS)
+    _check("(data, targets)", (data, targets), AXES)
+    if model == ex.SET_STATS:
+        cid = "d8-set_stats" if data == "raw" else "abl-d8-scale-set_stats"
+    else:
+        cid = f"abl-d8-{AXES[data, targets]}-{model}"
+    return ex.CellKey(LABEL, cid).cell
+
+
+def ablation_grid(profiles=CURRENT, results_dir=None) -> list[dict]:
+    """One dict per (model, data, targets) of the d = 8 ablation: ``model`` (id), ``name``,
+    ``data``, ``targets``, ``cell`` and ``row`` (its ``ReportRow`` from the first of
+    ``profiles`` with its results; ``row.profile`` None where none has)."""
+    best = best_report_rows(LABEL, profiles, results_dir=results_dir)
+    return [
+        {"model": m, "name": name, "data": d, "targets": t, "cell": ablation_cell(m, d, t),
+         "row": best[ablation_cell(m, d, t)]}
+        for m, name in MODELS.items() for d, t in AXES
+    ]  # fmt: skip
+
+
+def axes_with_results(grid: list[dict]) -> list[tuple[str, str]]:
+    """The (data, targets) conditions of ``AXES`` under which some trained model of ``grid``
+    (``ablation_grid``) has results: the columns worth a table."""
+    return [
+        a
+        for a in AXES
+        if any(
+            g["row"].ran
+            for g in grid
+            if (g["data"], g["targets"]) == a and g["model"] != ex.SET_STATS
+        )
+    ]
+
+
+SWITCHES = (  # (what changes, from (data, targets), to (data, targets))
+    ("targets standardised, raw data", ("raw", "raw"), ("raw", "standardised")),
+    ("targets standardised, per-set normalised data",
+     ("per-set normalised", "raw"), ("per-set normalised", "standardised")),
+    ("each set normalised, standardised targets",
+     ("raw", "standardised"), ("per-set normalised", "standardised")),
+)  # fmt: skip
+
+
+def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
+    """What each switch of the ablation changes for each trained model: one dict per (model,
+    switch) with ``model``, ``name``, ``switch``, ``before`` and ``after`` (``ReportRow``s),
+    ``profile`` (the one protocol both come from, or None), ``comparable`` (both ran under one
+    protocol), ``diff`` (after − before mean R²) and ``p`` (Welch's, None with fewer than two
+    seeds a side or when not comparable)."""
+    grid = {(g["model"], g["data"], g["targets"]): g["row"] for g in
+            ablation_grid(profiles, results_dir)}  # fmt: skip
+    out = []
+    for m, name in MODELS.items():
+        if m == ex.SET_STATS:
+            continue
+        for what, a, b in SWITCHES:
+            before, after = grid[(m, *a)], grid[(m, *b)]
+            comparable = before.ran and after.ran and before.profile == after.profile
+            diff = p = None
+            if comparable:
+                w = welch(after.values, before.values)
+                diff, p = w["diff"], w["p"]
+            out.append({"model": m, "name": name, "switch": what, "before": before,
+                        "after": after, "profile": before.profile if comparable else None,
+                        "comparable": comparable, "diff": diff, "p": p})  # fmt: skip
+    return out
+
+
+def _profile_rows(profile: str, results_dir=None) -> dict[str, ReportRow]:
+    prof = ex.get_profile(profile).name
+    return {c: ReportRow.of(r, prof) for c, r in
+            report(LABEL, prof, results_dir).by_cell(None, "r2").items()}  # fmt: skip
+
+
+def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
+    """Per data condition (under the most trusted of ``profiles`` with its d = 8 cells,
+    ``narrate.condition_profile``), each model's test R² and how far it fitted its training
+    sets: one dict per (condition, model) with ``condition``, ``profile``, ``model``, ``name``,
+    ``lr`` (None: its family's rate; else the lower rate a retry of the PMA model ran at),
+    ``row`` (``ReportRow``) and ``fit`` (lowest training loss over the variance of the training
+    targets, 1 = the mean predictor; None for the ridge or without histories)."""
+    out = []
+    for cond in narrate.CONDITIONS:
+        prof = narrate.condition_profile(cond, profiles, results_dir)
+        if prof is None:
+            continue
+        rows = _profile_rows(prof, results_dir)
+        for m, name in MODELS.items():
+            cell = narrate.condition_cell(f"d8-{m}", cond, prof)
+            fit = None if m == ex.SET_STATS else narrate.fit_ratio(LABEL, cell, prof, results_dir)
+            out.append({"condition": cond, "profile": prof, "model": m, "name": name,
+                        "lr": None, "row": rows.get(cell), "fit": fit})  # fmt: skip
+        if cond == "per-set normalised":  # the PMA model again at lower learning rates
+            for r in narrate.rate_retry(prof, results_dir)[1:]:
+                out.append({"condition": cond, "profile": prof, "model": "st",
+                            "name": MODELS["st"], "lr": r["lr"], "row": r["row"],
+                            "fit": r["fit"]})  # fmt: skip
+    return out
+
+
+def _main_cells(d: int = 8):
+    return [c for c in ex.get_table(LABEL).cells if c.part == "main" and c.column == f"d={d}"]
+
+
+def money_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
+    """The d = 8 main cells, ours beside the paper's (fig:money): one dict per model with
+    ``cell``, ``model`` (the paper's row), ``row`` (our ``ReportRow`` from the first of
+    ``profiles`` with its results) and ``paper`` (its R², None where the paper has none)."""
+    best = best_report_rows(LABEL, profiles, results_dir=results_dir)
+    return [{"cell": c.id, "model": c.row, "row": best[c.id],
+             "paper": paper_value(LABEL, c.row, "d=8 R^2") if c.paper else None}
+            for c in _main_cells()]  # fmt: skip
+
+
+def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
+    """The d = 8 bars as ``mzlite.viz.plot_grouped_bars`` takes them: ``(models, series)``, the
+    paper's R², ours on raw data (each cell from the first of ``profiles`` with its results)
+    and, under that same protocol, ours on per-set normalised data (its twin cell); error bars
+    the std over seeds."""
+    money = money_rows(profiles, results_dir)
+    series = {f"paper ({paper_ref(LABEL)})": [r["paper"] for r in money]}
+    by_profile = {ex.get_profile(p).name: _profile_rows(p, results_dir) for p in profiles}
+    for data, normalised in (("raw data", False), ("per-set normalised", True)):
+        means, errors = [], []
+        for r in money:
+            row = r["row"]
+            if normalised and row.profile is not None:
+                row = by_profile[row.profile].get(narrate.normalised_twin(r["cell"], row.profile))
+            ran = row is not None and row.ran
+            means.append(row.ours_mean if ran else None)
+            errors.append(row.ours_std if ran else None)
+        if any(v is not None for v in means):
+            series[f"ours, {data}"] = (means, {"error": errors})
+    return [r["model"] for r in money], series
+
+
+def dimension_series(profiles=CURRENT, results_dir=None, dims=(8, 16, 32)) -> dict:
+    """R² against d for the models the CPU jobs run at every d, as ``mzlite.viz.plot_sweep``
+    takes them: ``{name: (dims, values, style)}``, the paper's and ours under each of
+    ``profiles`` that has results (std over seeds as error bars). One colour per model, one dash
+    and marker per protocol."""
+    spec = ex.get_table(LABEL)
+    ids = {c.id for c in spec.cells}
+    dims = list(dims)
+    series = {}
+    for m, colour in COLOURS.items():
+        cells = [f"d{d}-{m}" for d in dims]
+        if not all(c in ids for c in cells):
+            continue
+        row = spec.cell(cells[0]).row
+        if spec.cell(cells[0]).paper:
+            dash, symbol = PROTOCOL_STYLES["paper"]
+            series[f"{row}, paper"] = (
+                dims, [paper_value(LABEL, row, f"d={d} R^2") for d in dims],
+                {"dash": dash, "symbol": symbol, "color": colour},
+            )  # fmt: skip
+        for p in profiles:
+            rows = _profile_rows(p, results_dir)
+            got = [rows.get(c) for c in cells]
+            got = [r if r is not None and r.ran else None for r in got]
+            if not any(got):
+                continue
+            dash, symbol = PROTOCOL_STYLES.get(ex.get_profile(p).name, ("dot", "x"))
+            series[f"{row}, ours ({ex.get_profile(p).name})"] = (
+                dims, [r.ours_mean if r else None for r in got],
+                {"dash": dash, "symbol": symbol, "color": colour,
+                 "error": [r.ours_std if r else None for r in got]},
+            )  # fmt: skip
+    return series
+
+
+def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict | None:
+    """The training and validation losses per epoch of the first seed of the d = 8 Standard,
+    mean-pool and MZAttn-Full cells under data ``condition``, from the most trusted of
+    ``profiles`` with its cells: ``{"profile", "curves": {name: (epochs, losses)},
+    "mean_mse"}``, ``mean_mse`` the loss of the mean predictor in training units (1 for
+    standardised targets, else the variance of the training targets). None where nothing ran."""
+    _check("condition", condition, narrate.CONDITIONS)
+    prof = narrate.condition_profile(condition, profiles, results_dir)
+    if prof is None:
+        return None
+    by_cell = ex.results_by_cell(LABEL, prof, results_dir)
+    curves = {}
+    for m in ("st", "st_meanpool", "mz_full"):
+        res = by_cell.get(narrate.condition_cell(f"d8-{m}", condition, prof))
+        if res and res[0].get("history"):
+            h = res[0]["history"]
+            name = MODELS[m].replace(" (PMA)", "")
+            curves[f"{name} train"] = (h["epoch"], h["train_loss"])
+            curves[f"{name} val"] = (h["epoch"], h["val_loss"])
+    if not curves:
+        return None
+    st_cell = narrate.condition_cell("d8-st", condition, prof)
+    standardised = by_cell[st_cell][0]["train_config"]["normalize_targets"]
+    mean_mse = 1.0 if standardised else narrate.train_variance(LABEL, st_cell, prof)
+    return {"profile": prof, "curves": curves, "mean_mse": mean_mse}
+
+
+# What a verdict shows: a claim that holds only because the models it names fail is no
+# evidence that MZAttn wins (issue 34), whatever its label.
+SHOWS_MZ = "evidence for MZAttn-Full"
+SHOWS_FAILURE = "the models it names fail; no evidence for MZAttn-Full"
+HOLDING = ("holds", "holds partly")
+
+
+def what_it_shows(verdict: str, mz_beats: bool) -> str:
+    """What a verdict shows about MZAttn: for a holding verdict (``HOLDING``) of a claim that an
+    MZ model beats the others (``mz_beats``), ``SHOWS_MZ``; of any other claim (a family
+    fails), ``SHOWS_FAILURE``; "" for a verdict that does not hold."""
+    if verdict not in HOLDING:
+        return ""
+    return SHOWS_MZ if mz_beats else SHOWS_FAILURE
+
+
+def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
+    """The scorecard's d = 8 MEB claims judged under each data condition
+    (``narrate.meb_pattern``): one dict per (condition, claim) with ``condition``, ``claim``,
+    ``text``, ``headline`` (the claim without its test), ``verdict``, ``profile``,
+    ``ours_text``, ``evidence_for_mz`` (a holding verdict of a claim that an MZ model beats the
+    others) and ``shows`` (for a holding verdict:
+    ``SHOWS_MZ``, or ``SHOWS_FAILURE`` for a claim that holds because the models it names fail;
+    "" otherwise)."""
+    pattern = narrate.meb_pattern(profiles, results_dir)
+    out = []
+    for (cond, claim), r in pattern.items():
+        shows = what_it_shows(r["verdict"], bool(r.get("mz_beats")))
+        for_mz = shows == SHOWS_MZ
+        out.append({"condition": cond, "claim": claim, "text": r["text"],
+                    "headline": headline(r["text"]), "verdict": r["verdict"],
+                    "profile": r["profile"],
+                    "ours_text": r["ours_text"], "evidence_for_mz": for_mz,
+                    "shows": shows})  # fmt: skip
+    return sorted(out, key=lambda v: narrate.CONDITIONS.index(v["condition"]))

@@ -1,0 +1,95 @@
+"""mzlite.repro.meb_study (chapter 5): the ablation's cells, what each switch changes under one
+protocol only, the current protocols before the superseded ones, and what a verdict shows."""
+
+from __future__ import annotations
+
+import pytest
+from test_scorecard import _cell
+
+from mzlite.repro import experiments as ex
+from mzlite.repro import meb_study as ms
+from mzlite.repro.experiments.scorecard import claims, evaluate
+from mzlite.repro.paper import paper_ref, paper_value
+
+
+def test_every_ablation_cell_is_registered_and_the_ridge_ignores_the_targets():
+    ids = {c.id for c in ex.get_table(ms.LABEL).cells}
+    for m in ms.MODELS:
+        for data, targets in ms.AXES:
+            assert ms.ablation_cell(m, data, targets) in ids
+    for data in ("raw", "per-set normalised"):
+        assert ms.ablation_cell(ex.SET_STATS, data, "raw") == ms.ablation_cell(
+            ex.SET_STATS, data, "standardised"
+        )
+    assert ms.ablation_cell("mz_full", "per-set normalised", "raw") == "abl-d8-scale-mz_full"
+    with pytest.raises(ValueError, match="model must be one of"):
+        ms.ablation_cell("egnn", "raw", "raw")
+    with pytest.raises(ValueError, match=r"\(data, targets\) must be one of"):
+        ms.ablation_cell("st", "raw", "log")
+
+
+def test_switches_compare_two_conditions_under_one_protocol_only(tmp_path):
+    # cpu-annealed standardises the targets: its raw/standardised variant is the main cell
+    _cell(tmp_path, ms.LABEL, "d8-mz_full", 0.8, "cpu-annealed")
+    _cell(tmp_path, ms.LABEL, "abl-d8-scale-ynorm-mz_full", 0.2, "cpu-annealed")
+    _cell(tmp_path, ms.LABEL, "abl-d8-raw-mz_full", 0.5, "cpu-converged")  # the first reading
+    grid = {(g["model"], g["data"], g["targets"]): g["row"] for g in
+            ms.ablation_grid(results_dir=tmp_path)}  # fmt: skip
+    assert len(grid) == len(ms.MODELS) * len(ms.AXES)
+    assert grid["mz_full", "raw", "standardised"].ours_mean == pytest.approx(0.8)
+    assert grid["mz_full", "raw", "standardised"].profile == "cpu-annealed"
+    assert grid["mz_full", "raw", "raw"].profile is None  # cpu-converged is not current
+    assert ms.axes_with_results(ms.ablation_grid(results_dir=tmp_path)) == [
+        ("raw", "standardised"), ("per-set normalised", "standardised")]  # fmt: skip
+    by = {(s["model"], s["switch"]): s for s in ms.switches(results_dir=tmp_path)}
+    norm = by["mz_full", "each set normalised, standardised targets"]
+    assert norm["comparable"] and norm["profile"] == "cpu-annealed"
+    assert norm["diff"] == pytest.approx(-0.6) and norm["p"] < 0.05
+    assert not by["mz_full", "targets standardised, raw data"]["comparable"]
+    assert not by["st", "each set normalised, standardised targets"]["comparable"]
+    # with the first reading asked as well, its raw-target run is found, but of another protocol
+    both = {(s["model"], s["switch"]): s for s in
+            ms.switches(("cpu-annealed", "cpu-converged"), tmp_path)}  # fmt: skip
+    raw = both["mz_full", "targets standardised, raw data"]
+    assert raw["before"].profile == "cpu-converged" and not raw["comparable"]
+    assert raw["diff"] is None and raw["p"] is None
+
+
+def test_money_rows_and_bars_put_ours_beside_the_papers(tmp_path):
+    _cell(tmp_path, ms.LABEL, "d8-st", 0.9, "cpu-annealed")
+    _cell(tmp_path, ms.LABEL, "abl-d8-scale-ynorm-st", 0.0, "cpu-annealed")
+    _cell(tmp_path, ms.LABEL, "d8-mz_full", 0.6, "cpu")  # the 30-epoch ablation only
+    rows = {r["cell"]: r for r in ms.money_rows(results_dir=tmp_path)}
+    assert rows["d8-st"]["row"].ours_mean == pytest.approx(0.9)
+    assert rows["d8-st"]["paper"] == paper_value(ms.LABEL, "Standard", "d=8 R^2")
+    assert rows["d8-mz_full"]["row"].profile is None
+    models, series = ms.bar_series(results_dir=tmp_path)
+    i = models.index("Standard")
+    assert series[f"paper ({paper_ref(ms.LABEL)})"][i] == rows["d8-st"]["paper"]
+    assert series["ours, raw data"][0][i] == pytest.approx(0.9)
+    assert series["ours, per-set normalised"][0][i] == pytest.approx(0.0, abs=1e-9)
+    assert series["ours, raw data"][0][models.index("MZAttn-Full")] is None
+    dims = ms.dimension_series(results_dir=tmp_path)
+    assert dims["Standard, ours (cpu-annealed)"][1][0] == pytest.approx(0.9)
+    assert "MZAttn-Full, ours (cpu)" not in dims and "MZAttn-Full, paper" in dims
+
+
+@pytest.mark.parametrize(
+    ("verdict", "mz_beats", "shows"),
+    [("holds", True, ms.SHOWS_MZ), ("holds partly", False, ms.SHOWS_FAILURE),
+     ("holds", False, ms.SHOWS_FAILURE), ("does not hold here", True, ""),
+     ("optimisation failure", False, "")],
+)  # fmt: skip
+def test_a_holding_verdict_says_whether_it_is_evidence_for_mz(verdict, mz_beats, shows):
+    assert ms.what_it_shows(verdict, mz_beats) == shows
+
+
+def test_condition_verdicts_carry_each_claims_label(tmp_path):
+    d8 = [c for c in claims(ms.LABEL) if c.id.startswith("meb-d8-")]
+    got = ms.condition_verdicts(results_dir=tmp_path)
+    assert {(v["condition"], v["claim"]) for v in got} == {
+        (cond, c.id) for c in d8 for cond in ("raw", "per-set normalised")}  # fmt: skip
+    for v in got:
+        assert v["verdict"] == "not run" and v["shows"] == ""  # nothing on disk
+        mz = evaluate(next(c for c in d8 if c.id == v["claim"]), results_dir=tmp_path)["mz_beats"]
+        assert v["shows"] == ms.what_it_shows(v["verdict"], mz)
