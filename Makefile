@@ -25,8 +25,8 @@ TORCH_INDEX ?=
 TORCH_EXTRA_INDEX ?=
 TORCH_PIP_INDEX := $(if $(TORCH_INDEX),--index-url "$(TORCH_INDEX)") $(if $(TORCH_EXTRA_INDEX),--extra-index-url "$(TORCH_EXTRA_INDEX)")
 
-.PHONY: venv book notebooks student student-run instructor assets test test-unit test-browser test-fast \
-	browser lint clean
+.PHONY: venv book notebooks student student-run instructor assets test test-unit test-integration \
+	test-browser test-fast browser lint clean
 
 venv: $(STAMP)
 
@@ -77,18 +77,26 @@ student-run: $(STAMP)
 	$(VPY) book/_scripts/make_student.py --execute --out book/_build/student-run
 
 # The lanes of `make test`, each one process at a time (one torch thread in the tests and in
-# every chapter's kernel): the unit tests; the book (every chapter executed, then built) and its
-# browser checks; the student copies run whole.
+# every chapter's kernel): the unit tests, in two runs that together are every test but the
+# browser ones (the integration tests, ~8 min of kernels, sandboxes and Ray; the rest, ~3 min);
+# the book (every chapter executed, then built) and its browser checks; the student copies run
+# whole.
+PYTEST_CI := $(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
+test-integration: $(STAMP)
+	$(PYTEST_CI) -m "integration and not browser"
+
 test-unit: $(STAMP)
-	$(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
+	$(PYTEST_CI) -m "not integration and not browser"
 
 test-browser: book
 	$(MAKE) --no-print-directory browser
 
-# The lanes run two at a time (-j2): one after the other they took ~46 minutes on 2 cores.
+# The lanes run two at a time (-j2), the longest first: one after the other they took ~46
+# minutes on 2 cores.
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory -j2 --output-sync=line test-unit test-browser student-run
+	$(MAKE) --no-print-directory -j2 --output-sync=line \
+		test-browser test-integration student-run test-unit
 	@echo "All checks passed."
 
 # The unit tier for the edit loop (no slow, integration or browser tests): 1,047 tests. Measured
