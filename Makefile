@@ -78,7 +78,7 @@ student-run: $(STAMP)
 
 # The lanes of `make test`, each one process at a time (one torch thread in the tests and in
 # every chapter's kernel): the unit tests, in two runs that together are every test but the
-# browser ones (the integration tests, ~8 min of kernels, sandboxes and Ray; the rest, ~3 min);
+# browser ones (the integration tests: graded classes, Ray, killed runs; the rest, ~3 min);
 # the book (every chapter executed, then built) and its browser checks; the student copies run
 # whole.
 PYTEST_CI := $(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
@@ -91,12 +91,12 @@ test-unit: $(STAMP)
 test-browser: book
 	$(MAKE) --no-print-directory browser
 
-# The lanes run two at a time (-j2), the longest first: one after the other they took ~46
-# minutes on 2 cores.
+# The lanes run two at a time (-j2), the two longest first (make starts the next one in this
+# order as a lane ends): one after the other they took ~46 minutes on 2 cores.
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line \
-		test-browser test-integration student-run test-unit
+		test-integration test-browser student-run test-unit
 	@echo "All checks passed."
 
 # The unit tier for the edit loop (no slow, integration or browser tests): 1,047 tests. Measured
