@@ -25,7 +25,8 @@ TORCH_INDEX ?=
 TORCH_EXTRA_INDEX ?=
 TORCH_PIP_INDEX := $(if $(TORCH_INDEX),--index-url "$(TORCH_INDEX)") $(if $(TORCH_EXTRA_INDEX),--extra-index-url "$(TORCH_EXTRA_INDEX)")
 
-.PHONY: venv book notebooks student instructor assets test test-fast browser lint clean
+.PHONY: venv book notebooks student student-run instructor assets test test-unit test-integration \
+	test-browser test-fast browser lint clean
 
 venv: $(STAMP)
 
@@ -69,12 +70,33 @@ browser: $(STAMP)
 	@bash book/_scripts/ensure_chromium.sh
 	$(VPY) -m pytest -q -m browser tests/test_browser.py
 
+# The student copies run whole from the unzipped download: a second execution of every chapter,
+# independent of the book's (its own unzipped folder, data and results). Its copies go to their
+# own folder, so that it can run beside `make book`, which writes book/_build/student.
+student-run: $(STAMP)
+	$(VPY) book/_scripts/make_student.py --execute --out book/_build/student-run
+
+# The lanes of `make test`, each one process at a time (one torch thread in the tests and in
+# every chapter's kernel): the unit tests, in two runs that together are every test but the
+# browser ones (the integration tests: graded classes, Ray, killed runs; the rest, ~3 min);
+# the book (every chapter executed, then built) and its browser checks; the student copies run
+# whole.
+PYTEST_CI := $(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
+test-integration: $(STAMP)
+	$(PYTEST_CI) -m "integration and not browser"
+
+test-unit: $(STAMP)
+	$(PYTEST_CI) -m "not integration and not browser"
+
+test-browser: book
+	$(MAKE) --no-print-directory browser
+
+# The lanes run two at a time (-j2), the two longest first (make starts the next one in this
+# order as a lane ends): one after the other they took ~46 minutes on 2 cores.
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
-	$(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
-	$(MAKE) --no-print-directory book
-	$(VPY) book/_scripts/make_student.py --execute
-	$(MAKE) --no-print-directory browser
+	$(MAKE) --no-print-directory -j2 --output-sync=line \
+		test-integration test-browser student-run test-unit
 	@echo "All checks passed."
 
 # The unit tier for the edit loop (no slow, integration or browser tests): 1,047 tests. Measured

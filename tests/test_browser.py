@@ -5,6 +5,10 @@ HTML is served on 127.0.0.1 and every request that would leave the machine is re
 refused: the book must render math, plotly and widgets from its own files. A screenshot of each
 checked page, at 1300 and at 800 px, is kept in book/_build/screenshots/ for people to look at.
 
+Each page is loaded once per width (the `measured` fixture): one visit takes every measurement
+the checks below read, and each check asserts on its own. A page load (plotly, MathJax) costs
+seconds; loading a page per check made this file take ~11 minutes of `make test`.
+
 Beyond "it rendered", the checks are what a reader needs (issue 13), at 800 px:
 - every results table's verdict column is inside the window, with no sideways scrolling;
 - no printed output block (<pre>) is wider than its box (cut text, or a scrollbar to find it);
@@ -143,6 +147,21 @@ def browser():
         b.close()
 
 
+# The waits of a visit, each on a condition (at most 30 s: then the checks see what is there).
+# MathJax's startup promise settles when its first typesetting pass is over.
+_MATHJAX_DONE = """() => Promise.race([window.MathJax?.startup?.promise,
+                                      new Promise(done => setTimeout(done, 30000))])
+                   .then(() => true)"""
+# Every plotly figure of the page drawn (a figure div gets its SVG once plotly has drawn it).
+_PLOTS_DRAWN = """() => [...document.querySelectorAll('.plotly-graph-div')]
+  .every(div => div.querySelector('svg.main-svg'))"""
+# The fonts loaded and two frames painted since: the layout has settled.
+_LAID_OUT = """() => Promise.race([
+  document.fonts.ready.then(() => new Promise(
+    done => requestAnimationFrame(() => requestAnimationFrame(done)))),
+  new Promise(done => setTimeout(done, 30000))]).then(() => true)"""
+
+
 class _Visit:
     """One page opened in a fresh browser context at a given width, with every request that
     tried to leave the machine, every failed local request and every console error recorded."""
@@ -174,9 +193,11 @@ class _Visit:
         # MathJax 3 replaces TeX with <mjx-container> elements once it has typeset the page.
         if page.evaluate("() => document.querySelectorAll('.math').length"):
             page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
+            page.evaluate(_MATHJAX_DONE)
         if needs_plotly:
             page.wait_for_selector(".js-plotly-plot svg.main-svg", timeout=30_000)
-        page.wait_for_timeout(300)
+            page.wait_for_function(_PLOTS_DRAWN, timeout=30_000)
+        page.evaluate(_LAID_OUT)
         self.shot = SHOTS / f"{page_path.replace('/', '_').removesuffix('.html')}_{width}px.png"
 
     def _route(self, r):
@@ -187,25 +208,105 @@ class _Visit:
             self.left_machine.append(r.request.url)
             r.abort()
 
-    def close(self):
+    def screenshot(self):
         SHOTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(self.shot), full_page=True)
+
+    def close(self):
+        self.screenshot()
         self.context.close()
 
 
-@pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
-def test_page_renders_offline(server, browser, page_path, needs_plotly, needs_widget):
-    visit = _Visit(browser, server, page_path, 1300, needs_plotly)
-    page = visit.page
-    raw_tex = page.evaluate(
-        "() => document.querySelectorAll('.math:not(:has(mjx-container))').length"
+# Pages whose plotly figures a check waits for, whatever the executed chapter's outputs say
+# (the results chapters and the scorecard are measured with their figures drawn).
+SCORECARD_PAGE = "chapters/09_reproduction_scorecard.html"
+
+
+def _awaits_plotly(page_path: str) -> bool:
+    return (
+        page_path in RESULTS_PAGES
+        or page_path == SCORECARD_PAGE
+        or any(p == page_path and plotly for p, plotly, _ in PAGES)
     )
+
+
+def _needs_widget(page_path: str) -> bool:
+    return any(p == page_path and widget for p, _, widget in PAGES)
+
+
+class _Failed:
+    """A measurement that raised: each check that reads it raises the same error."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+class _Measured:
+    """What the checks read from one page at one width, measured in one visit: every script
+    (name -> value, or the error it raised), the page's body text, whether its widgets rendered,
+    the requests that tried to leave the machine, the failed local requests and the console
+    errors of the whole visit. A screenshot is kept; the page is closed."""
+
+    def __init__(self, browser, server, page_path: str, width: int):
+        visit = _Visit(browser, server, page_path, width, _awaits_plotly(page_path))
+        page, self.values = visit.page, {}
+        if _needs_widget(page_path):
+            # The html-manager renders the saved widget state into live DOM widgets.
+            self._take(
+                "widgets", lambda: page.wait_for_selector(".jupyter-widgets", timeout=30_000)
+            )
+        self._take("body_text", lambda: page.inner_text("body"))
+        for name, script in _MEASURES.items():
+            self._take(name, lambda script=script: page.evaluate(script))
+        visit.screenshot()  # the page as a reader sees it, before "narration" changes it
+        self._take("narration", lambda: page.evaluate(_NARRATION))
+        visit.context.close()
+        self.left_machine = list(visit.left_machine)
+        self.failed_local = list(visit.failed_local)
+        self.console_errors = list(visit.console_errors)
+
+    def _take(self, name, measure):
+        try:
+            self.values[name] = measure()
+        except Exception as e:  # noqa: BLE001 (raised again by the check that reads it)
+            self.values[name] = _Failed(e)
+
+    def __getitem__(self, name):
+        value = self.values[name]
+        if isinstance(value, _Failed):
+            raise value.error
+        return value
+
+
+@pytest.fixture(scope="module")
+def measured(server, browser):
+    """``measured(page_path, width)``: that page's measurements, the page loaded on first use
+    only. A visit that failed (a missing page, a figure never drawn) fails every check that
+    reads it, with the same error, without loading the page again."""
+    cache: dict[tuple[str, int], _Measured | _Failed] = {}
+
+    def get(page_path: str, width: int) -> _Measured:
+        key = (page_path, width)
+        if key not in cache:
+            try:
+                cache[key] = _Measured(browser, server, page_path, width)
+            except (Exception, pytest.fail.Exception) as e:
+                cache[key] = _Failed(e)
+        if isinstance(cache[key], _Failed):
+            raise cache[key].error
+        return cache[key]
+
+    return get
+
+
+@pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
+def test_page_renders_offline(measured, page_path, needs_plotly, needs_widget):
+    visit = measured(page_path, 1300)
+    raw_tex = visit["raw_tex"]
     if needs_widget:
-        # The html-manager renders the saved widget state into live DOM widgets.
-        page.wait_for_selector(".jupyter-widgets", timeout=30_000)
-    text = page.inner_text("body")
-    scrolling = page.evaluate(_SCROLLING_CODE)
-    visit.close()
+        visit["widgets"]  # the widgets rendered (a TimeoutError otherwise)
+    text = visit["body_text"]
+    scrolling = visit["scrolling"]
 
     assert not visit.left_machine, f"requests tried to leave the machine: {visit.left_machine[:10]}"
     assert not visit.failed_local, f"local requests failed: {visit.failed_local[:10]}"
@@ -282,27 +383,22 @@ _READER_TEXT = """() => {
 
 
 @pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
-def test_page_reads_at_800px(server, browser, page_path, needs_plotly, needs_widget):
+def test_page_reads_at_800px(measured, page_path, needs_plotly, needs_widget):
     from mzlite.repro.paper import RAW_LABEL
 
-    visit = _Visit(browser, server, page_path, 800, needs_plotly)
-    verdicts = visit.page.evaluate(_VERDICTS_OUT_OF_VIEW)
-    overflowing = visit.page.evaluate(_OVERFLOWING_OUTPUTS)
-    scrolling = visit.page.evaluate(_SCROLLING_CODE)
-    labels = sorted(set(RAW_LABEL.findall(visit.page.evaluate(_READER_TEXT))))
-    visit.close()
+    visit = measured(page_path, 800)
+    verdicts = visit["verdicts"]
+    overflowing = visit["overflowing"]
+    scrolling = visit["scrolling"]
+    labels = sorted(set(RAW_LABEL.findall(visit["reader_text"])))
     assert not verdicts, f"results out of view at 800 px: {verdicts[:5]}"
     assert not overflowing, f"output blocks wider than the page at 800 px: {overflowing[:5]}"
     assert not scrolling, f"code cells scroll sideways at 800 px: {scrolling[:3]}"
     assert not labels, f"raw paper labels in the text: {labels} (name them: mzlite.repro.paper)"
 
 
-def test_every_citation_is_on_the_references_page(server, browser):
-    visit = _Visit(browser, server, "references.html", 1300)
-    entries = set(
-        visit.page.evaluate("() => [...document.querySelectorAll('[id]')].map(e => e.id)")
-    )
-    visit.close()
+def test_every_citation_is_on_the_references_page(measured):
+    entries = set(measured("references.html", 1300)["ids"])
     missing = []
     for page_path, _, _ in PAGES:
         html = (HTML / page_path).read_text(encoding="utf-8")
@@ -328,6 +424,8 @@ _FIGURE_STATE = """gd => JSON.stringify([gd.data.map(t => [t.x, t.y, t.z]), gd.l
 
 @pytest.mark.parametrize("page_path", SLIDER_PAGES)
 def test_plotly_slider_moves_the_figure(server, browser, page_path):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     visit = _Visit(browser, server, page_path, 1300, needs_plotly=True)
     page = visit.page
     figures = page.locator(".js-plotly-plot:has(.slider-rail-touch-rect)")
@@ -339,9 +437,16 @@ def test_plotly_slider_moves_the_figure(server, browser, page_path):
         before = fig.evaluate(_FIGURE_STATE)
         rail = fig.locator(".slider-rail-touch-rect").first.bounding_box()
         page.mouse.click(rail["x"] + 0.7 * rail["width"], rail["y"] + rail["height"] / 2)
-        page.wait_for_timeout(600)
-        moved.append(fig.evaluate(_FIGURE_STATE) != before)
-    visit.close()
+        try:  # the figure changes within a few seconds of the click, or it did not move
+            page.wait_for_function(
+                f"([gd, before]) => ({_FIGURE_STATE})(gd) !== before",
+                arg=[fig.element_handle(), before],
+                timeout=5_000,
+            )
+            moved.append(True)
+        except PlaywrightTimeout:
+            moved.append(False)
+    visit.context.close()  # the screenshot at 1300 px is the page as loaded (`measured`)
     assert n >= 1, f"{page_path} has no plotly figure with a slider"
     assert all(moved), f"moving the slider did not change figure(s) {moved} on {page_path}"
 
@@ -360,15 +465,12 @@ _FINDINGS = """() => {
 }"""
 
 
-def test_landing_page_says_what_the_book_found(server, browser):
+def test_landing_page_says_what_the_book_found(measured):
     from mzlite.repro.experiments.scorecard import scorecard
 
-    visit = _Visit(browser, server, "intro.html", 1300)
-    found = visit.page.evaluate(_FINDINGS)
-    top = visit.page.evaluate(
-        "() => document.querySelector('ul.mz-findings-counts')?.getBoundingClientRect().top"
-    )
-    visit.close()
+    visit = measured("intro.html", 1300)
+    found = visit["findings"]
+    top = visit["findings_top"]
     assert found is not None, "the landing page has no findings block"
     sc = scorecard()
     assert found["total"] == len(sc)
@@ -394,12 +496,10 @@ _HEADLINE = """() => {
 
 
 @pytest.mark.parametrize("width", [800, 1300])
-def test_landing_page_states_a_headline_and_the_protocols(server, browser, width):
+def test_landing_page_states_a_headline_and_the_protocols(measured, width):
     from mzlite.repro.experiments.findings import findings
 
-    visit = _Visit(browser, server, "intro.html", width)
-    got = visit.page.evaluate(_HEADLINE)
-    visit.close()
+    got = measured("intro.html", width)["headline"]
     f = findings(price=False)
     assert got["headline"] == f.headline, "the headline is not the scorecard's"
     assert got["top"] is not None and got["top"] < 1300, f"the headline is {got['top']} px down"
@@ -431,17 +531,8 @@ def _plumbing() -> list[tuple[str, re.Pattern]]:
 
 
 @pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
-def test_no_plumbing_in_the_page_text(server, browser, page_path, needs_plotly, needs_widget):
-    visit = _Visit(browser, server, page_path, 1300, needs_plotly)
-    # an exercise's own output (the inputs it hands the student, e.g. a dict of seeds) is
-    # material to work with, not narration: left out, as its code is
-    visit.page.evaluate(
-        """() => document.querySelectorAll('div.cell').forEach(c => {
-             if ((c.querySelector('.cell_input')?.innerText || '').includes('check("'))
-               c.remove(); })"""
-    )
-    text = visit.page.evaluate(_READER_TEXT)
-    visit.context.close()
+def test_no_plumbing_in_the_page_text(measured, page_path, needs_plotly, needs_widget):
+    text = measured(page_path, 1300)["narration"]
     found = [f"{what}: {m.group(0)!r}" for what, rx in _plumbing() for m in rx.finditer(text)]
     assert not found, f"plumbing in the text of {page_path}: {sorted(set(found))[:8]}"
 
@@ -471,10 +562,9 @@ _FIGURES_OUT_OF_PLACE = """() => {
 @pytest.mark.parametrize(
     "page_path", [p for p, plotly, _ in PAGES if plotly] or ["chapters/01_zonotopes.html"]
 )
-def test_plotly_figures_fit_the_text_column(server, browser, page_path, width):
-    visit = _Visit(browser, server, page_path, width, needs_plotly=True)
-    bad = visit.page.evaluate(_FIGURES_OUT_OF_PLACE)
-    visit.context.close()
+def test_plotly_figures_fit_the_text_column(measured, page_path, width):
+    assert _awaits_plotly(page_path), f"{page_path} is measured without waiting for plotly"
+    bad = measured(page_path, width)["figures_out_of_place"]
     assert not bad, f"figures out of place at {width} px on {page_path}: {bad[:5]}"
 
 
@@ -518,18 +608,13 @@ def _superseded_open(opened: list[list[str]]) -> list[str]:
     return [f"{t} under {p}" for t, p in opened if p in ("cpu-converged", "cpu") and t in annealed]
 
 
-def _article_text(visit) -> str:
-    return visit.page.evaluate(_READER_TEXT)
-
-
 @pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
 def test_no_page_names_a_superseded_protocol_as_current(
-    server, browser, page_path, needs_plotly, needs_widget
+    measured, page_path, needs_plotly, needs_widget
 ):
-    visit = _Visit(browser, server, page_path, 1300, needs_plotly)
-    text = " ".join(_article_text(visit).split())
-    opened = visit.page.evaluate(_OPEN_REPORT_PROFILES)
-    visit.context.close()
+    visit = measured(page_path, 1300)
+    text = " ".join(visit["reader_text"].split())
+    opened = visit["open_reports"]
     found = [m.group(0)[:90] for rx in _SUPERSEDED for m in rx.finditer(text)]
     assert not found, f"{page_path} names a superseded protocol as current: {found[:3]}"
     old = _superseded_open(opened)
@@ -537,10 +622,8 @@ def test_no_page_names_a_superseded_protocol_as_current(
 
 
 @pytest.mark.parametrize(("page_path", "limit"), sorted(RESULTS_PAGES.items()))
-def test_results_chapters_stay_under_their_height_at_800px(server, browser, page_path, limit):
-    visit = _Visit(browser, server, page_path, 800, needs_plotly=True)
-    height = visit.page.evaluate("() => document.body.scrollHeight")
-    visit.context.close()
+def test_results_chapters_stay_under_their_height_at_800px(measured, page_path, limit):
+    height = measured(page_path, 800)["height"]
     assert height <= limit, f"{page_path} is {height} px tall at 800 px (at most {limit})"
 
 
@@ -561,25 +644,15 @@ _WIDE_TABLES = """() => {
 
 @pytest.mark.parametrize("width", [800, 1300])
 @pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
-def test_no_table_is_wider_than_its_column(
-    server, browser, page_path, needs_plotly, needs_widget, width
-):
-    visit = _Visit(browser, server, page_path, width, needs_plotly)
-    wide = visit.page.evaluate(_WIDE_TABLES)
-    visit.context.close()
+def test_no_table_is_wider_than_its_column(measured, page_path, needs_plotly, needs_widget, width):
+    wide = measured(page_path, width)["wide_tables"]
     assert not wide, f"tables wider than their column on {page_path} at {width} px: {wide[:3]}"
 
 
-def test_the_scorecard_uses_the_page_width_at_1300px(server, browser):
+def test_the_scorecard_uses_the_page_width_at_1300px(measured):
     """At 1300 px the scorecard is not narrower than at 800 px (the theme's right-hand page
     navigation gives its room to the article on that page)."""
-    widths = {}
-    for width in (800, 1300):
-        visit = _Visit(browser, server, "chapters/09_reproduction_scorecard.html", width, True)
-        widths[width] = visit.page.evaluate(
-            "() => document.querySelector('table.mz-scorecard').getBoundingClientRect().width"
-        )
-        visit.context.close()
+    widths = {width: measured(SCORECARD_PAGE, width)["scorecard_width"] for width in (800, 1300)}
     assert widths[1300] >= widths[800], widths
 
 
@@ -587,10 +660,8 @@ _RAW_TEX = re.compile(r"\$|\\(?:sqrt|frac|mathrm|mathbb|hat|sum|lVert|rVert|le|g
 
 
 @pytest.mark.parametrize(("page_path", "needs_plotly", "needs_widget"), PAGES)
-def test_no_raw_tex_in_the_rendered_text(server, browser, page_path, needs_plotly, needs_widget):
-    visit = _Visit(browser, server, page_path, 1300, needs_plotly)
-    text = _article_text(visit)
-    visit.context.close()
+def test_no_raw_tex_in_the_rendered_text(measured, page_path, needs_plotly, needs_widget):
+    text = measured(page_path, 1300)["reader_text"]
     raw = sorted({text[max(0, m.start() - 30) : m.end() + 30] for m in _RAW_TEX.finditer(text)})
     assert not raw, f"raw TeX in the text of {page_path}: {raw[:4]}"
 
@@ -623,8 +694,43 @@ _LOOKALIKE_LEGENDS = """() => {
 @pytest.mark.parametrize(
     "page_path", [p for p, plotly, _ in PAGES if plotly] or ["chapters/01_zonotopes.html"]
 )
-def test_legend_entries_of_a_figure_are_distinguishable(server, browser, page_path):
-    visit = _Visit(browser, server, page_path, 1300, needs_plotly=True)
-    bad = visit.page.evaluate(_LOOKALIKE_LEGENDS)
-    visit.context.close()
+def test_legend_entries_of_a_figure_are_distinguishable(measured, page_path):
+    assert _awaits_plotly(page_path), f"{page_path} is measured without waiting for plotly"
+    bad = measured(page_path, 1300)["lookalike_legends"]
     assert not bad, f"legend entries that look the same on {page_path}: {bad[:4]}"
+
+
+# Every script a check reads (name -> JavaScript), evaluated in each visit of `measured`.
+_MEASURES = {
+    "raw_tex": "() => document.querySelectorAll('.math:not(:has(mjx-container))').length",
+    "scrolling": _SCROLLING_CODE,
+    "verdicts": _VERDICTS_OUT_OF_VIEW,
+    "overflowing": _OVERFLOWING_OUTPUTS,
+    "reader_text": _READER_TEXT,
+    "ids": "() => [...document.querySelectorAll('[id]')].map(e => e.id)",
+    "findings": _FINDINGS,
+    "findings_top": (
+        "() => document.querySelector('ul.mz-findings-counts')?.getBoundingClientRect().top"
+    ),
+    "headline": _HEADLINE,
+    "figures_out_of_place": _FIGURES_OUT_OF_PLACE,
+    "open_reports": _OPEN_REPORT_PROFILES,
+    "height": "() => document.body.scrollHeight",
+    "wide_tables": _WIDE_TABLES,
+    "scorecard_width": (
+        "() => document.querySelector('table.mz-scorecard').getBoundingClientRect().width"
+    ),
+    "lookalike_legends": _LOOKALIKE_LEGENDS,
+}
+# The text a reader reads less the exercise cells, taken after the screenshot (it removes those
+# cells from the page): an exercise's own output (the inputs it hands the student, e.g. a dict
+# of seeds) is material to work with, not narration, and is left out, as its code is.
+_NARRATION = (
+    """() => {
+  document.querySelectorAll('div.cell').forEach(c => {
+    if ((c.querySelector('.cell_input')?.innerText || '').includes('check("')) c.remove(); });
+  return ("""
+    + _READER_TEXT
+    + """)();
+}"""
+)

@@ -4,7 +4,8 @@ pack: no solution reaches a student.
     python book/_scripts/make_student.py                      # all chapters -> book/_build/student
     python book/_scripts/make_student.py --seed 17            # one class-wide variant of the inputs
     python book/_scripts/make_student.py --roster class.csv   # one folder per student, own seed
-    python book/_scripts/make_student.py --execute            # CI: run every copy from the zip
+    python book/_scripts/make_student.py --execute            # run every copy from the zip
+    python book/_scripts/make_student.py --execute --out DIR  # the same, the copies in DIR (CI)
     python book/_scripts/make_student.py --book-source DIR    # the student edition's book source
     python book/_scripts/make_student.py --instructor DIR     # the instructor pack (a zip)
 
@@ -234,7 +235,10 @@ def execute_download(zip_path: Path, timeout: int, names: list[str] | None = Non
 
     poll_channels_in_slices()
     problems = []
-    saved = {k: os.environ.get(k) for k in (*_PATH_VARS, "PYTHONPATH")}
+    saved = {k: os.environ.get(k) for k in (*_PATH_VARS, "PYTHONPATH", "OMP_NUM_THREADS")}
+    # One intra-op thread, as the book's own execution (execute_notebooks.py): `make test` runs
+    # these copies beside that execution, one kernel each on a 2-core machine.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(zip_path) as z:
             z.extractall(tmp)
