@@ -77,12 +77,6 @@ def test_notes_use_myst_roles_jupyterlab_myst_renders_and_the_books_paper_role()
     assert not uncited, f"cited keys missing from book/references.bib: {uncited}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 37 item 6, open: {paper}`label` is a role of the book's Sphinx extension, which "
-    "jupyterlab-myst does not know; the student copy (book/_scripts/make_student.py) should write "
-    "it as the paper's name for the label (Theorem 2), as book/_ext/paper_refs.py does",
-)
 def test_a_student_copy_holds_only_roles_jupyterlab_myst_renders(tmp_path):
     files = ms.make(NOTEBOOKS, tmp_path, seed=None)
     left = {

@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # this checkout's mzlite, whatever is installed
 
 from mzlite.grading.roster import read_roster, seed_for  # noqa: E402, F401 (seed_for: --roster)
+from mzlite.repro.paper import paper_label  # noqa: E402
 
 TARGET = ROOT / "book" / "_build" / "student"
 # The zip the book links to (book/teaching.md): inside the book's source tree, ignored by git.
@@ -144,17 +145,34 @@ TEACHING_LINK = "[Teaching with this book](../teaching.md)"
 TEACHING_TEXT = '"Teaching with this book", a page of the book'
 
 
+# The book's own roles ({paper}`thm:tdof-depth` -> Theorem 2; book/_ext/paper_refs.py), which
+# JupyterLab (jupyterlab-myst included) would show as raw text.
+PAPER_ROLE = re.compile(r"\{paper(-title)?\}`([^`]+)`")
+
+
+def _paper_name(match: re.Match) -> str:
+    entry = paper_label(match.group(2).strip())  # an unknown label fails here, as in the book
+    if match.group(1) and entry["title"]:
+        return f"{entry['text']} ({entry['title']})"
+    return entry["text"]
+
+
+def _outside_the_book(text: str) -> str:
+    return PAPER_ROLE.sub(_paper_name, text.replace(TEACHING_LINK, TEACHING_TEXT))
+
+
 def without_book_links(nb: dict) -> dict:
-    """``nb`` with the link to the Teaching page (a page of the built book) replaced by its name,
-    for a copy opened outside the book."""
+    """``nb`` for a copy opened outside the book: the link to the Teaching page (a page of the
+    built book) replaced by its name, the book's paper roles by the paper's name for the label."""
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "markdown":
             continue
         src = cell.get("source", "")
         if isinstance(src, list):
-            cell["source"] = [line.replace(TEACHING_LINK, TEACHING_TEXT) for line in src]
+            src = "".join(src)
+            cell["source"] = _outside_the_book(src).splitlines(keepends=True)
         else:
-            cell["source"] = src.replace(TEACHING_LINK, TEACHING_TEXT)
+            cell["source"] = _outside_the_book(src)
     return nb
 
 
