@@ -60,6 +60,9 @@ def test_yardstick_rows_carry_the_ridge_and_the_papers_numbers():
     assert row["paper_st"] == narrate.paper_metric(relational.MAIN, "A-st")
     assert row["paper_best"] == max(row["paper_st"], row["paper_mz"])
     assert row["relation"] == relational.relation(row["all"], row["paper_best"])
+    html = str(relational.yardstick_table([row, {**row, "paper_st": None, "relation": None}]))
+    assert html.count("<tr>") == 3 and f"{row['all']:.3f}" in html  # a header and two rows
+    assert html.count(">--<") == 2  # a missing paper number and relation show as --
 
 
 def test_run_chapter_runs_nothing_under_a_read_only_profile():

@@ -18,11 +18,12 @@ from .experiments.formatting import cell_words
 from .experiments.report import best_rows, evidence_note, report, what_ran
 from .experiments.results import PROFILE_ORDER
 from .paper import paper_ref
-from .render import HTML, conclusion, toggle
+from .render import HTML, comparison_table, conclusion, toggle
 
 __all__ = [
     "CHAPTER", "MAIN", "ROLES", "chapter_tables", "yardstick_settings", "yardstick",
     "relation", "run_chapter", "protocols", "results_toggle", "overview_points", "smoke_curves",
+    "yardstick_table",
 ]  # fmt: skip
 
 CHAPTER = "06_relational_benchmarks"
@@ -212,3 +213,19 @@ def smoke_curves(label: str = MAIN, results_dir=None) -> dict[str, list[float]]:
         for r in ex.load_results(label, "smoke", results_dir)
         if r.get("history")
     }
+
+
+def yardstick_table(rows: list[dict], caption: str = "") -> HTML:
+    """``yardstick``'s rows as a table: per setting the ridge's R^2 (basic and all features),
+    the paper's Set Transformer and MZAttn-Full, and where "all" stands against the better."""
+    cols = ("basic", "all", "paper_st", "paper_mz")
+    shown = [{"setting": r["setting"], "relation": r["relation"] or "--",
+              **{k: "--" if r[k] is None else f"{r[k]:.3f}" for k in cols}}
+             for r in rows]  # fmt: skip
+    return comparison_table(
+        shown,
+        [("setting", "Setting", 34), ("basic", "Statistics, basic", 12),
+         ("all", "Statistics, all", 12), ("paper_st", "Paper ST", 10),
+         ("paper_mz", "Paper MZ", 10), ("relation", "All, vs the paper's better", 22)],
+        caption=caption,
+    )  # fmt: skip
