@@ -94,6 +94,11 @@ def test_protocols_and_overview_points_read_the_most_trusted_protocol(tmp_path):
     assert [h["profile"] for h in have] == ["cpu-annealed", "cpu"]
     assert [h["ablation"] for h in have] == [False, True]
     assert relational.protocols("tab:hull", results_dir=tmp_path) == []
+    # a table whose cells are another's experiment under a protocol reads that one's results
+    _copy(tmp_path, "cpu-annealed", "tab:hull", ["d3-st"])
+    assert ("tab:hull", "d3-st") in ex.shared("tab:hull-normed", "cpu-annealed").values()
+    normed = relational.protocols("tab:hull-normed", results_dir=tmp_path)
+    assert [h["profile"] for h in normed] == ["cpu-annealed"]
     points = relational.overview_points([main], results_dir=tmp_path)
     by_cell = {p["cell"]: p for p in points}
     assert set(by_cell) == {"A-mz_full", "A-st", "B-st"}
@@ -133,3 +138,16 @@ def test_smoke_curves_are_the_validation_losses_by_cell(tmp_path):
     (d / src.name).write_text(json.dumps(res))
     (curve,) = relational.smoke_curves(results_dir=tmp_path).values()
     assert curve == res["history"]["val_loss"]
+
+
+def test_plot_yardstick_draws_four_bars_per_setting_from_the_floor():
+    rows = [
+        {"setting": "s1", "basic": -3.0, "all": 0.5, "paper_st": None, "paper_mz": 0.9},
+        {"setting": "s2", "basic": 0.1, "all": 0.2, "paper_st": 0.3, "paper_mz": 0.4},
+    ]
+    fig = relational.plot_yardstick(rows)
+    assert [t.name for t in fig.data] == [name for _, name, _ in relational.BARS]
+    basic = fig.data[0]
+    assert list(basic.x) == ["s1", "s2"] and basic.y[0] == relational.FLOOR
+    assert basic.hovertext[0] == "-3.000"  # the true value stays in the hover text
+    assert fig.data[2].y[0] is None and fig.data[2].hovertext[0] == "--"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from mzlite.tasks import baseline_r2, make_splits
 from mzlite.train import History
+from mzlite.viz.page import fit_page
 
 from . import experiments as ex
 from .experiments import narrate
@@ -23,7 +24,7 @@ from .render import HTML, comparison_table, conclusion, toggle
 __all__ = [
     "CHAPTER", "MAIN", "ROLES", "chapter_tables", "yardstick_settings", "yardstick",
     "relation", "run_chapter", "protocols", "results_toggle", "overview_points", "smoke_curves",
-    "yardstick_table",
+    "yardstick_table", "plot_yardstick",
 ]  # fmt: skip
 
 CHAPTER = "06_relational_benchmarks"
@@ -144,20 +145,22 @@ def run_chapter(profile: str, device: str = "auto", workers: int = 1) -> dict[st
 
 def protocols(label: str, results_dir=None) -> list[dict]:
     """The protocols (``PROFILE_ORDER``, best evidence first) with results of ``label`` on
-    disk: ``profile``, ``role`` (``ROLES``: what its numbers are on the page) and ``ablation``
-    (True unless it is the chapter's reading or the paper's protocol)."""
+    disk, its own or those of an earlier table whose experiment it shares (``ex.shared``):
+    ``profile``, ``role`` (``ROLES``: what its numbers are on the page) and ``ablation`` (True
+    unless it is the chapter's reading or the paper's protocol)."""
     out = []
     for p in PROFILE_ORDER:
-        if ex.load_results(label, p, results_dir):
+        if ex.results_by_cell(label, p, results_dir):  # shared cells count: they are read
             role = ROLES.get(p, ex.get_profile(p).description)
             out.append({"profile": p, "role": role, "ablation": "ablation" in role})
     return out
 
 
 def results_toggle(label: str, results_dir=None) -> HTML:
-    """``label``'s results under every protocol on disk, closed under one line that names
-    them: per protocol, its report (the rows that ran) and what ran, in words. A table no
-    protocol has reached says so in the line."""
+    """``label``'s results under every protocol on disk, closed under one line: the table's
+    title and its protocols (ablations marked); inside, per protocol, its report (the rows that
+    ran) and what ran, in words, headed by its role. A table no protocol has reached is one line
+    that says so, with the command that runs it."""
     have = protocols(label, results_dir)
     if not have:  # a line, not a toggle: nothing to open (the command unrenamed, in code)
         run = f"python -m mzlite run {label} --profile cpu-annealed"
@@ -168,8 +171,8 @@ def results_toggle(label: str, results_dir=None) -> HTML:
         parts.append(report(label, h["profile"], results_dir, ran_only=True))
         ran = what_ran(label, h["profile"], results_dir, commit_ids=False)
         parts.append(conclusion(ran, title=f"What ran ({h['profile']}: {h['role']})"))
-    names = "; ".join(f"{h['profile']} ({h['role']})" for h in have)
-    return toggle(f"{paper_ref(label)}: {_short_title(label)}, under {names}", *parts)
+    names = ", ".join(h["profile"] + (" (ablation)" if h["ablation"] else "") for h in have)
+    return toggle(f"{paper_ref(label)}: {ex.get_table(label).title} [{names}]", *parts)
 
 
 def overview_points(labels=None, results_dir=None) -> list[dict]:
@@ -229,3 +232,35 @@ def yardstick_table(rows: list[dict], caption: str = "") -> HTML:
          ("paper_mz", "Paper MZ", 10), ("relation", "All, vs the paper's better", 22)],
         caption=caption,
     )  # fmt: skip
+
+
+# The yardstick chart's bars: (row key, legend name, colour)
+BARS = (
+    ("basic", "set statistics (basic)", "#9ecae1"),
+    ("all", "set statistics (all)", "#3182bd"),
+    ("paper_st", "paper ST", "#fdae6b"),
+    ("paper_mz", "paper MZ", "#e6550d"),
+)
+FLOOR = -0.2  # bars are drawn from here; the hover text keeps the true value
+
+
+def plot_yardstick(rows: list[dict], height: int = 480):
+    """``yardstick``'s rows as grouped bars per setting (``BARS``), R^2 drawn from ``FLOOR``:
+    how much of each target simple set statistics explain, beside the paper's ST and MZ."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for key, name, colour in BARS:
+        fig.add_bar(
+            name=name,
+            x=[r["setting"] for r in rows],
+            y=[None if r[key] is None else max(r[key], FLOOR) for r in rows],
+            marker_color=colour,
+            hovertext=["--" if r[key] is None else f"{r[key]:.3f}" for r in rows],
+        )
+    fig.update_layout(
+        barmode="group",
+        yaxis={"title": f"test R^2 (drawn from {FLOOR:g})", "range": [FLOOR, 1.02]},
+        title="How much of each target do simple set statistics explain?",
+    )
+    return fit_page(fig, height=height)
