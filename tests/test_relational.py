@@ -99,6 +99,8 @@ def test_protocols_and_overview_points_read_the_most_trusted_protocol(tmp_path):
     assert ("tab:hull", "d3-st") in ex.shared("tab:hull-normed", "cpu-annealed").values()
     normed = relational.protocols("tab:hull-normed", results_dir=tmp_path)
     assert [h["profile"] for h in normed] == ["cpu-annealed"]
+    hull = relational.overview_points(["tab:hull", "tab:hull-normed"], results_dir=tmp_path)
+    assert [(p["table"], p["cell"]) for p in hull] == [("Table 22", "d3-st")]  # drawn once
     points = relational.overview_points([main], results_dir=tmp_path)
     by_cell = {p["cell"]: p for p in points}
     assert set(by_cell) == {"A-mz_full", "A-st", "B-st"}

@@ -182,8 +182,9 @@ def overview_points(labels=None, results_dir=None) -> list[dict]:
     from the most trusted protocol that has it (``best_rows``). Each: ``ours``, ``ours_std``
     (None for the 30-epoch ablation's single seed), ``paper``, ``group`` ("MZAttn" or "Set
     Transformer", "(30 epochs)" added for the ablation), ``table``, ``label`` (hover text),
-    ``profile`` and ``cell``."""
-    points = []
+    ``profile`` and ``cell``. Runs that several tables share (``ex.shared``: a ``-normed``
+    table under a protocol that standardises every target) are drawn once, for the first."""
+    points, drawn = [], set()
     for label in chapter_tables() if labels is None else labels:
         spec = ex.get_table(label)
         st = "st" if "st" in spec.models else "st_large"
@@ -194,6 +195,10 @@ def overview_points(labels=None, results_dir=None) -> list[dict]:
                 continue
             if r["ours_mean"] is None or r["paper_mean"] is None:
                 continue
+            run = (r["profile"], *ex.shared(label, r["profile"]).get(cid, (label, cid)))
+            if run in drawn:  # the runs of a cell an earlier table has drawn: each once
+                continue
+            drawn.add(run)
             converged = r["profile"] != "cpu"
             points.append({
                 "ours": r["ours_mean"],
