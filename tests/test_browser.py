@@ -490,8 +490,8 @@ def test_plotly_figures_fit_the_text_column(server, browser, page_path, width):
 RESULTS_PAGES = {
     "chapters/04_training_on_gpu.html": 22_000,
     "chapters/05_minimum_enclosing_ball.html": 19_500,
-    "chapters/06_relational_benchmarks.html": 19_500,
-    "chapters/09_reproduction_scorecard.html": 16_500,
+    "chapters/06_relational_benchmarks.html": 15_000,
+    "chapters/09_reproduction_scorecard.html": 14_500,
 }
 # Sentences that present a superseded protocol (mzlite's first reading, cpu-converged, whose MZ
 # trained at 3e-3) as the one a page reads. The first reading may be shown, labelled as such.
