@@ -140,3 +140,86 @@ def test_prediction_never_judges_smoke_numbers(tmp_path):
     assert out["paper"]["n_cells"] == 6 and out["paper"]["mean_rank"] == pytest.approx(
         sum(transfer.paper_ranks()) / 6
     )
+
+
+def _field(root, profile, mz_seeds, others=None):
+    """raw-meb under ``profile``: the six other ranked models (one seed each unless ``others``
+    gives their seeds), MZAttn-Full's ``mz_seeds`` and the yardstick."""
+    others = others or {"st": [0.8], "st_large": [0.85], "hypernet": [0.5], "perceiver": [0.6],
+                        "la_st": [0.4], "mz_large": [0.3]}  # fmt: skip
+    for m, vs in others.items():
+        for seed, v in enumerate(vs):
+            _write(root, f"raw-meb-{m}", seed, v, profile)
+    for seed, v in enumerate(mz_seeds):
+        _write(root, "raw-meb-mz_full", seed, v, profile)
+    _write(root, f"raw-meb-{ex.SET_STATS}", 0, 0.45, profile)
+
+
+def test_progress_and_seed_spreads_read_the_complete_settings(tmp_path):
+    _field(tmp_path, "smoke", [0.95, 0.1, 0.9])  # mean 0.65: 3rd; median 0.9: 1st
+    rows = transfer.ranks("smoke", results_dir=tmp_path)
+    done = transfer.progress(rows)
+    assert done["complete"] == ["raw-meb"] and len(done["incomplete"]) == len(rows) - 1
+    assert done["missing_jobs"] == sum(r["missing_jobs"] for r in rows[1:]) > 0
+    (s,) = transfer.seed_spreads("smoke", results_dir=tmp_path)
+    assert s["setting"] == "raw-meb" and [v for v, _ in s["seeds"]] == [0.1, 0.9, 0.95]
+    assert s["spread"] == pytest.approx(0.85) and s["others"] == 0.0 and s["wider"]
+    assert (s["rank"], s["rank_median"]) == (3, 1)
+
+
+def test_rate_ablation_says_whether_the_rate_explains_the_rank(tmp_path):
+    conv = "cpu-converged"
+    others = {"st": [0.9, 0.7], "st_large": [0.95, 0.93], "hypernet": [0.8, 0.8],
+              "perceiver": [0.85, 0.85], "la_st": [0.7, 0.7], "mz_large": [0.75, 0.75]}  # fmt: skip
+    (cell,) = [c for c in ex.get_table(transfer.LABEL).cells if c.train == {"lr": 1e-3}]
+    setting = f"{cell.options['variant']}-{cell.options['target']}"
+    for m, vs in others.items():
+        for seed, v in enumerate(vs):
+            _write(tmp_path, f"{setting}-{m}", seed, v, conv)
+    for seed, v in enumerate([0.6, 0.7, 0.8]):  # mean 0.7: 6th
+        _write(tmp_path, f"{setting}-mz_full", seed, v, conv)
+    outcomes = {}
+    for name, ablated in {"the rate": [0.93, 0.91, 0.92], "part of it": [0.99, 0.6, 0.99],
+                          "not the rate": [0.5, 0.5, 0.5]}.items():  # fmt: skip
+        for seed, v in enumerate(ablated):
+            _write(tmp_path, cell.id, seed, v, conv)
+        (row,) = transfer.rate_ablation(conv, results_dir=tmp_path)
+        outcomes[name] = row["outcome"]
+        assert row["rank"] == 6 and row["mean"] == pytest.approx(0.7)
+        assert row["mean_ablated"] == pytest.approx(sum(ablated) / 3)
+        assert row["widest_other"] == pytest.approx(0.2) and row["lowest_other"] == 0.7
+        assert row["worst_ablated"] == min(ablated)
+    assert outcomes == {k: k for k in outcomes}
+
+
+def test_cap_outcome_compares_the_verdicts_then_the_ranks():
+    table = {"verdict": "insufficient evidence", "observed": [6, 7]}
+    assert transfer.cap_outcome(
+        table, {"verdict": "insufficient evidence", "observed": [1, 1]}
+    ) == ("same verdict")
+    assert transfer.cap_outcome(table, {"verdict": "holds", "observed": [6, 7]}) == "same ranks"
+    assert transfer.cap_outcome(table, {"verdict": "holds", "observed": [5, 7]}) == "depends"
+
+
+def test_plot_seeds_draws_every_seed_and_rank_table_marks_provisional_ranks(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    _field(tmp_path, "smoke", [0.95, 0.1, 0.9])
+    fig = transfer.plot_seeds("smoke", results_dir=tmp_path)
+    (ax,) = fig.axes
+    drawn = sum(len(line.get_xdata()) for line in ax.get_lines())
+    assert drawn == len(transfer.per_seed("smoke", results_dir=tmp_path))  # 6 + 3 seeds
+    rows = transfer.ranks("smoke", results_dir=tmp_path)
+    html = str(transfer.rank_table(rows, "smoke"))
+    assert html.count("<tr>") == len(rows) + 1  # a header and a row per setting
+    assert "3 of 7" in html and "*" not in html.split("3 of 7")[0].rsplit("<tr>", 1)[1]
+
+
+def test_converged_profile_reads_our_reading_before_the_first(tmp_path):
+    assert transfer.converged_profile(tmp_path) is None
+    _write(tmp_path, "raw-meb-st", 0, 0.5, "cpu-converged")
+    assert transfer.converged_profile(tmp_path) == "cpu-converged"
+    _write(tmp_path, "raw-meb-st", 0, 0.5, "cpu-annealed")
+    assert transfer.converged_profile(tmp_path) == "cpu-annealed"
+    assert set(transfer.READS) == set(transfer.CONVERGED)

@@ -239,7 +239,9 @@ def scorecard_html(sc) -> HTML:
             f'<td class="mz-num">{_e(r["paper_text"])}</td>'
             f'<td class="mz-num">{ours}</td><td>{_verdict_cell(r, table)}</td></tr>'
         )
-    cols = [("Claim (its test)", 46), ("Paper", 12), ("Ours", 13), ("Verdict", 29)]
+    # the verdict cell (badge, regime, reason, details) is what sets a row's height: it gets the
+    # most room, the claim wraps to a line more (chapter 9 at 800 px: 16.2K -> 14.6K px)
+    cols = [("Claim (its test)", 34), ("Paper", 10), ("Ours", 12), ("Verdict", 44)]
     summary = f'<p class="mz-caption">{_e(scorecard_summary(sc))}</p>'
     table = _table(cols, "".join(body), kind="mz-scorecard") if body else ""
     legend = notes.legend()
@@ -266,7 +268,8 @@ def _verdict_cell(r: dict, table: str) -> str:
     rule, the reading that decided it, the statistics, the regime) in a toggle."""
     full = scrub(verdict_reason(r), table)
     line = _first_clause(full)
-    more = [_e(full)] if full != line else []  # HTML, escaped
+    rest = full[len(line) :].removeprefix("; ")  # the line is shown once, above the toggle
+    more = [_e(rest)] if rest else []  # HTML, escaped
     reason = r.get("reason")
     if reason not in (None, "", r["verdict"]):
         more.append(f"<strong>{_e(scrub(reason, table))}</strong>")

@@ -13,21 +13,26 @@ from __future__ import annotations
 
 import statistics
 
+from mzlite import nn as _nn
 from mzlite.analysis.ranks import null_test  # re-exported: chapter 10 reads it here
 
 from . import experiments as ex
 from .experiments import stats as _stats
 from .experiments.report import mean_std
-from .paper import paper_value
+from .paper import paper_ref, paper_value
+from .render import comparison_table
 
 __all__ = [
     "LABEL", "ranks", "per_seed", "ablations", "null_test", "prediction", "paper_ranks",
-    "converged_profile", "longer_cap",
+    "converged_profile", "longer_cap", "progress", "seed_spreads", "rate_ablation", "cap_outcome",
+    "plot_seeds", "READS", "rank_table",
 ]  # fmt: skip
 
 LABEL = "tab:transfer-matrix"
 RANKED = ("st", "st_large", "hypernet", "perceiver", "la_st", "mz_full", "mz_large")
-CONVERGED = ("full", "cpu-converged")  # profiles whose runs end by early stopping
+# profiles whose runs end by early stopping, the one the chapter reads first; cpu-converged is our
+# first reading, read only while the others have no result of this table
+CONVERGED = ("full", "cpu-annealed", "cpu-converged")
 
 
 def converged_profile(results_dir=None) -> str | None:
@@ -300,3 +305,160 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
         "verdict": verdict,
         "reason": reason,
     }
+
+
+def progress(rows: list[dict]) -> dict:
+    """How far the run behind ``ranks``' ``rows`` is: ``complete`` and ``incomplete`` (the
+    settings' ids) and ``missing_jobs`` (the incomplete settings' (cell, seed) jobs still to
+    run)."""
+    return {
+        "complete": [r["setting"] for r in rows if r["complete"]],
+        "incomplete": [r["setting"] for r in rows if not r["complete"]],
+        "missing_jobs": sum(r["missing_jobs"] for r in rows if not r["complete"]),
+    }
+
+
+MZ_MODELS = ("mz_full", "mz_large")  # the MZAttn models; the other ranked models are the field
+
+
+def seed_spreads(profile: str, results_dir=None, model: str = "mz_full") -> list[dict]:
+    """Per complete setting of ``profile``, the seeds behind ``model``'s rank: ``setting``,
+    ``row``, ``column``, ``seeds`` (``model``'s (test R^2, best epoch) per seed, sorted),
+    ``spread`` (its best minus worst seed), ``others`` (the widest spread among the ranked
+    models that are not MZAttn models), ``wider`` (spread > others), and ``rank`` and
+    ``rank_median`` (its rank by the models' mean and by their median seed)."""
+    by_median = {r["setting"]: r for r in ranks(profile, model, results_dir, "median")}
+    seeds = per_seed(profile, results_dir)
+    out = []
+    for r in ranks(profile, model, results_dir):
+        if not r["complete"]:
+            continue
+        mine = [s for s in seeds if s["setting"] == r["setting"]]
+        r2 = {m: [s["r2"] for s in mine if s["model"] == m] for m in RANKED}
+        own = sorted((s["r2"], s["best_epoch"]) for s in mine if s["model"] == model)
+        spread = max(r2[model]) - min(r2[model])
+        others = max(max(v) - min(v) for m, v in r2.items() if m not in MZ_MODELS and v)
+        out.append({"setting": r["setting"], "row": r["row"], "column": r["column"],
+                    "seeds": own, "spread": spread, "others": others, "wider": spread > others,
+                    "rank": r["rank"], "rank_median": by_median[r["setting"]]["rank"]})  # fmt: skip
+    return out
+
+
+def rate_ablation(profile: str, results_dir=None) -> list[dict]:
+    """What each learning-rate ablation cell of ``profile`` (``ablations`` whose change sets
+    ``lr``) shows, one row each: ``setting``, ``model``, ``change``; ``mean`` and
+    ``mean_ablated`` (test R^2 over seeds at the profile's rate and at the ablation's);
+    ``rank`` and ``rank_ablated``; ``spread`` and ``spread_ablated`` (best minus worst seed);
+    ``widest_other`` and ``lowest_other`` (the widest spread and the worst seed of the ranked
+    models that are not MZAttn models, at their own rates); ``worst_ablated``; and ``outcome``:
+    "not the rate" (the rank does not improve), "the rate" (it improves and the seeds train as
+    reliably as the others') or "part of it" (it improves, but a seed is still the worst)."""
+    seeds = per_seed(profile, results_dir)
+    out = []
+    for a in ablations(profile, results_dir):
+        if "lr" not in a["change"]:
+            continue
+        main, new = list(a["main"].values()), list(a["ablated"].values())
+        rest = {}
+        for s in seeds:
+            if s["setting"] == a["setting"] and s["model"] not in MZ_MODELS:
+                rest.setdefault(s["model"], []).append(s["r2"])
+        widest = max((max(v) - min(v) for v in rest.values()), default=None)
+        lowest = min((min(v) for v in rest.values()), default=None)
+        spread_new = max(new) - min(new)
+        if a["rank_ablated"] >= a["rank"]:
+            outcome = "not the rate"
+        elif lowest is not None and min(new) >= lowest and spread_new <= widest:
+            outcome = "the rate"
+        else:
+            outcome = "part of it"
+        out.append({"setting": a["setting"], "model": a["model"], "change": a["change"],
+                    "mean": statistics.fmean(main) if main else None,
+                    "mean_ablated": statistics.fmean(new), "rank": a["rank"],
+                    "rank_ablated": a["rank_ablated"],
+                    "spread": max(main) - min(main) if main else None,
+                    "spread_ablated": spread_new, "widest_other": widest,
+                    "lowest_other": lowest, "worst_ablated": min(new),
+                    "outcome": outcome})  # fmt: skip
+    return out
+
+
+def cap_outcome(table: dict, rerun: dict) -> str:
+    """What the epoch-cap reruns say about the table's verdict, from ``prediction`` of the
+    table's own runs (``table``) and with the reruns substituted (``rerun``): "same verdict",
+    "same ranks" (another verdict, the same ranks: only the rule on capped runs differs) or
+    "depends" (the verdict and the ranks depend on how long those runs train)."""
+    if rerun["verdict"] == table["verdict"]:
+        return "same verdict"
+    return "same ranks" if rerun["observed"] == table["observed"] else "depends"
+
+
+def plot_seeds(profile: str, results_dir=None):
+    """Every seed's test R^2 of every ranked model per setting of ``profile`` (the MZAttn
+    models in colour, the others grey), with the set-statistics yardstick as a bar: what a mean
+    over seeds hides. A matplotlib Figure."""
+    import matplotlib.pyplot as plt
+
+    rows, seeds = ranks(profile, results_dir=results_dir), per_seed(profile, results_dir)
+    settings = [r["setting"] for r in rows]
+    colours = {"mz_full": "C0", "mz_large": "C3"}
+    width = 0.8 / len(RANKED)
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for j, m in enumerate(RANKED):
+        mine = [s for s in seeds if s["model"] == m]
+        if mine:
+            xs = [settings.index(s["setting"]) - 0.4 + (j + 0.5) * width for s in mine]
+            ax.plot(xs, [s["r2"] for s in mine], "o", ms=5, color=colours.get(m, "0.6"),
+                    label=mine[0]["name"] if m in colours else None)  # fmt: skip
+    for i, r in enumerate(rows):
+        if r["set_stats"] is not None:
+            ax.hlines(r["set_stats"], i - 0.42, i + 0.42, color="0.3", lw=1.5,
+                      label="set statistics" if i == 0 else None)  # fmt: skip
+    ax.plot([], [], "o", ms=5, color="0.6", label=f"the other {len(RANKED) - len(colours)} models")
+    labels = [f"{r['row'].replace('MNIST ', '')}\n{r['column']}" for r in rows]
+    ax.set_xticks(range(len(rows)), labels, fontsize=8)
+    ax.set(ylabel="test $R^2$ of one seed", title=f"every seed, profile {profile}")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    return fig
+
+
+# What the ranks of each converged profile are on the chapter's page
+READS = {
+    "full": "the paper's protocol",
+    "cpu-annealed": "our reading of the paper on a CPU",
+    "cpu-converged": "our first reading (a LayerNorm on every generator row, MZ at learning rate "
+    "3e-3), an ablation: no run of our reading has finished this table yet",
+}
+
+
+def rank_table(rows: list[dict], profile: str):
+    """``ranks``' ``rows`` as the chapter's table: per setting, MZAttn-Full's rank (ours, *
+    when the setting is incomplete, and the paper's), its R^2 over seeds, the best other model
+    and the set-statistics yardstick."""
+
+    def fmt(v):
+        return "--" if v is None else f"{v:.3f}"
+
+    out = []
+    for r in rows:
+        best, best_r2 = r["best_other"]
+        mean, std = r["r2"]
+        star = "" if r["complete"] else "*"
+        out.append({
+            "setting": f"{r['row'].removeprefix('MNIST ')} / {r['column']}"
+                       + ("" if r["complete"] else f" ({r['missing_jobs']} jobs still to run)"),
+            "ours": "--" if r["rank"] is None else f"{r['rank']}{star} of {r['n_models']}",
+            "paper": f"{r['paper_rank']:.0f}",
+            "mz": "--" if mean is None else f"{mean:.3f} ± {std or 0:.3f} ({r['seeds']})",
+            "best": "--" if best is None else f"{_nn.model_spec(best).display} {fmt(best_r2)}",
+            "stats": fmt(r["set_stats"]),
+        })  # fmt: skip
+    return comparison_table(
+        out,
+        [("setting", "Setting", 26), ("ours", "MZ rank, ours", 12),
+         ("paper", "MZ rank, paper", 12), ("mz", "MZAttn-Full R² (seeds)", 18),
+         ("best", "Best other R²", 18), ("stats", "Set statistics R²", 14)],
+        caption=f"{paper_ref(LABEL)}, profile {profile}: MZAttn-Full's rank among the models "
+                "per setting (* = provisional: the setting is incomplete)",
+    )  # fmt: skip

@@ -1,0 +1,271 @@
+"""Chapter 6's results (the relational benchmarks): which tables it reads, the set-statistics
+yardstick per setting, each table's results under every protocol on disk, and the points of its
+overview figure, all read from the table registry (``TableSpec``: its ``chapter``, cells and
+paper references), never from hand lists.
+
+The chapter shows what these functions return; the verdicts on the paper's claims about the same
+tables are chapter 9's (``scorecard``), and the chapter links there instead of repeating them.
+"""
+
+from __future__ import annotations
+
+from mzlite.tasks import baseline_r2, make_splits
+from mzlite.train import History
+from mzlite.viz.page import fit_page
+
+from . import experiments as ex
+from .experiments import narrate
+from .experiments.formatting import cell_words
+from .experiments.report import best_rows, evidence_note, report, what_ran
+from .experiments.results import PROFILE_ORDER
+from .paper import paper_ref
+from .render import HTML, comparison_table, conclusion, toggle
+
+__all__ = [
+    "CHAPTER", "MAIN", "ROLES", "chapter_tables", "yardstick_settings", "yardstick",
+    "relation", "run_chapter", "protocols", "results_toggle", "overview_points", "smoke_curves",
+    "yardstick_table", "plot_yardstick",
+]  # fmt: skip
+
+CHAPTER = "06_relational_benchmarks"
+MAIN = "tab:main-results"
+# What each protocol's numbers are on this chapter's pages: the one it reads, or an ablation
+ROLES = {
+    "full": "the paper's protocol",
+    "paper-sizes": "the paper's training-set sizes, an ablation",
+    "cpu-annealed": "our reading, the results this chapter reads",
+    "cpu-converged": "our first reading, an ablation",
+    "cpu": "the 30-epoch ablation",
+}
+SMOKE_SIZES = (1000, 1, 500)  # the yardstick's (train, val, test) sets outside the full profile
+NEAR = 0.1  # "within NEAR of" the paper's better model
+
+
+def chapter_tables(chapter: str = CHAPTER) -> list[str]:
+    """The labels of the registered tables whose ``TableSpec.chapter`` is ``chapter``, in the
+    registry's order (the main results first for chapter 6)."""
+    labels = [label for label in ex.TABLES if ex.get_table(label).chapter == chapter]
+    if not labels:
+        chapters = sorted({ex.get_table(label).chapter for label in ex.TABLES})
+        raise ValueError(f"chapter must be one of {chapters}, got {chapter!r}")
+    return labels
+
+
+def _short_title(label: str) -> str:
+    """A table's title up to its first ':' or ' (' ("Convex-hull volume")."""
+    title = ex.get_table(label).title
+    return title.split(" (")[0].split(":")[0].strip()
+
+
+def yardstick_settings(labels=None) -> list[dict]:
+    """One setting per (table, task, target) of ``labels`` (default: chapter 6's tables) where
+    the paper reports both the Set Transformer and MZAttn-Full: the first such column of each
+    (a sweep's smallest d). A table whose set-statistics data all belong to earlier tables (a
+    ``-normed`` table, an ablation on Task B) adds none. Each: ``setting`` (words), ``table``,
+    ``column`` (the column's cell-id prefix) and ``cell`` (its set-statistics ``Cell``: task,
+    options, sizes)."""
+    out, seen = [], set()
+    for label in chapter_tables() if labels is None else labels:
+        spec = ex.get_table(label)
+        ids = {c.id for c in spec.cells}
+        stats = [c for c in spec.cells if c.model == ex.SET_STATS and c.part == "main"]
+        data = {c.id: (c.task, tuple(sorted(c.options.items()))) for c in stats}
+        if set(data.values()) <= seen:
+            continue
+        seen |= set(data.values())
+        groups = set()
+        for cell in stats:
+            col = cell.id.removesuffix(f"-{ex.SET_STATS}")
+            group = (cell.task, cell.options.get("target"))
+            paper = [f"{col}-{m}" for m in ("st", "mz_full")]
+            if group in groups or not all(i in ids for i in paper):
+                continue
+            if any(narrate.paper_metric(label, i) is None for i in paper):
+                continue
+            groups.add(group)
+            words = cell.column if label == MAIN else f"{_short_title(label)}, {cell.column}"
+            out.append({"setting": words, "table": label, "column": col, "cell": cell})
+    return out
+
+
+def relation(ours: float, paper: float | None) -> str | None:
+    """Where ``ours`` stands against ``paper``: "at or above", "within 0.1 of" (``NEAR``) or
+    "below"; None without a paper value."""
+    if paper is None:
+        return None
+    gap = ours - paper
+    return "at or above" if gap >= 0 else f"within {NEAR:g} of" if gap >= -NEAR else "below"
+
+
+def yardstick(settings: list[dict], sizes: tuple[int, int, int] | None = SMOKE_SIZES,
+              seed: int = 0) -> list[dict]:  # fmt: skip
+    """The set-statistics ridge (``mzlite.tasks.baseline_r2``) on each of ``settings``
+    (``yardstick_settings``), trained on ``sizes`` sets (None: each cell's own sizes, the
+    full profile's). One row each: ``setting``, ``table``, ``basic`` and ``all`` (test R^2 with
+    the "basic" and "all" features), ``paper_st`` and ``paper_mz`` (the paper's R^2 of the Set
+    Transformer and MZAttn-Full), ``paper_best`` (the better of the two) and ``relation`` (of
+    ``all`` to ``paper_best``)."""
+    rows = []
+    for s in settings:
+        cell = s["cell"]
+        n_tr, n_val, n_te = cell.sizes if sizes is None else sizes
+        sp = make_splits(cell.task, n_tr, n_val, n_te, seed=seed, cache=True, **cell.options)
+        paper = {
+            m: narrate.paper_metric(s["table"], f"{s['column']}-{m}") for m in ("st", "mz_full")
+        }
+        known = [v for v in paper.values() if v is not None]
+        best = max(known) if known else None
+        r2 = {f: baseline_r2(sp.train, sp.test, features=f)["r2"] for f in ("basic", "all")}
+        rows.append({"setting": s["setting"], "table": s["table"], **r2,
+                     "paper_st": paper["st"], "paper_mz": paper["mz_full"], "paper_best": best,
+                     "relation": relation(r2["all"], best)})  # fmt: skip
+    return rows
+
+
+def run_chapter(profile: str, device: str = "auto", workers: int = 1) -> dict[str, dict]:
+    """What the chapter runs under ``profile``: ``smoke``, the Set Transformer, MZAttn-Full and
+    Deep Sets on Tasks A, F and G of the main table (a pipeline check); ``full``, every table of
+    the chapter with the paper's protocol; any other profile nothing (its results are read).
+    ``{label: {"done": n, "skipped": n, "failed": [(path, error), ...]}}``."""
+    prof = ex.get_profile(profile).name  # an unknown profile fails here, naming the valid ones
+    if prof == "smoke":
+        runs = {MAIN: dict(models=["st", "mz_full", "deepsets"], cells=["A-*", "F-*", "G-*"],
+                           threads=1, data_workers=1)}  # fmt: skip
+    elif prof == "full":
+        runs = {label: {"workers": workers} for label in chapter_tables()}
+    else:
+        return {}
+    out = {}
+    for label, kwargs in runs.items():
+        res = ex.run(label, prof, device=device, **kwargs)
+        out[label] = {"done": len(res["done"]), "skipped": len(res["skipped"]),
+                      "failed": list(res["failed"])}  # fmt: skip
+    return out
+
+
+def protocols(label: str, results_dir=None) -> list[dict]:
+    """The protocols (``PROFILE_ORDER``, best evidence first) with results of ``label`` on
+    disk, its own or those of an earlier table whose experiment it shares (``ex.shared``):
+    ``profile``, ``role`` (``ROLES``: what its numbers are on the page) and ``ablation`` (True
+    unless it is the chapter's reading or the paper's protocol)."""
+    out = []
+    for p in PROFILE_ORDER:
+        if ex.results_by_cell(label, p, results_dir):  # shared cells count: they are read
+            role = ROLES.get(p, ex.get_profile(p).description)
+            out.append({"profile": p, "role": role, "ablation": "ablation" in role})
+    return out
+
+
+def results_toggle(label: str, results_dir=None) -> HTML:
+    """``label``'s results under every protocol on disk, closed under one line: the table's
+    title and its protocols (ablations marked); inside, per protocol, its report (the rows that
+    ran) and what ran, in words, headed by its role. A table no protocol has reached is one line
+    that says so, with the command that runs it."""
+    have = protocols(label, results_dir)
+    if not have:  # a line, not a toggle: nothing to open (the command unrenamed, in code)
+        run = f"python -m mzlite run {label} --profile cpu-annealed"
+        return HTML(f"<p>{paper_ref(label)}: no results under any protocol yet "
+                    f"(<code>{run}</code> runs it).</p>")  # fmt: skip
+    parts = []
+    for h in have:
+        parts.append(report(label, h["profile"], results_dir, ran_only=True))
+        ran = what_ran(label, h["profile"], results_dir, commit_ids=False)
+        parts.append(conclusion(ran, title=f"What ran ({h['profile']}: {h['role']})"))
+    names = ", ".join(h["profile"] + (" (ablation)" if h["ablation"] else "") for h in have)
+    return toggle(f"{paper_ref(label)}: {ex.get_table(label).title} [{names}]", *parts)
+
+
+def overview_points(labels=None, results_dir=None) -> list[dict]:
+    """The overview figure's points (``mzlite.viz.plot_ours_vs_paper``): per main cell of
+    ``labels`` (default: chapter 6's tables) of MZAttn-Full and of the table's Set Transformer
+    (``st``, or ``st_large`` where the table has no ``st``) that has a paper R^2 and a result,
+    from the most trusted protocol that has it (``best_rows``). Each: ``ours``, ``ours_std``
+    (None for the 30-epoch ablation's single seed), ``paper``, ``group`` ("MZAttn" or "Set
+    Transformer", "(30 epochs)" added for the ablation), ``table``, ``label`` (hover text),
+    ``profile`` and ``cell``. Runs that several tables share (``ex.shared``: a ``-normed``
+    table under a protocol that standardises every target) are drawn once, for the first."""
+    points, drawn = [], set()
+    for label in chapter_tables() if labels is None else labels:
+        spec = ex.get_table(label)
+        st = "st" if "st" in spec.models else "st_large"
+        groups = {"mz_full": "MZAttn", st: "Set Transformer"}
+        for cid, r in best_rows(label, results_dir=results_dir).items():
+            model = spec.cell(cid).model
+            if model not in groups or r["profile"] is None or r["part"] != "main":
+                continue
+            if r["ours_mean"] is None or r["paper_mean"] is None:
+                continue
+            run = (r["profile"], *ex.shared(label, r["profile"]).get(cid, (label, cid)))
+            if run in drawn:  # the runs of a cell an earlier table has drawn: each once
+                continue
+            drawn.add(run)
+            converged = r["profile"] != "cpu"
+            points.append({
+                "ours": r["ours_mean"],
+                "ours_std": r["ours_std"] if converged else None,
+                "paper": r["paper_mean"],
+                "group": groups[model] + ("" if converged else " (30 epochs)"),
+                "table": paper_ref(label),
+                "label": f"{paper_ref(label)}: {r['row']}, {r['column']}<br>{evidence_note(r)}",
+                "profile": r["profile"],
+                "cell": cid,
+            })  # fmt: skip
+    return points
+
+
+def smoke_curves(label: str = MAIN, results_dir=None) -> dict[str, list[float]]:
+    """The validation loss per epoch of every ``smoke`` run of ``label`` on disk, by the cell's
+    name in words: the pipeline check's learning curves (they should go down, that is all)."""
+    return {
+        cell_words(label, r["cell"]): History.from_dict(r["history"]).val_loss
+        for r in ex.load_results(label, "smoke", results_dir)
+        if r.get("history")
+    }
+
+
+def yardstick_table(rows: list[dict], caption: str = "") -> HTML:
+    """``yardstick``'s rows as a table: per setting the ridge's R^2 (basic and all features),
+    the paper's Set Transformer and MZAttn-Full, and where "all" stands against the better."""
+    cols = ("basic", "all", "paper_st", "paper_mz")
+    shown = [{"setting": r["setting"], "relation": r["relation"] or "--",
+              **{k: "--" if r[k] is None else f"{r[k]:.3f}" for k in cols}}
+             for r in rows]  # fmt: skip
+    return comparison_table(
+        shown,
+        [("setting", "Setting", 34), ("basic", "Statistics, basic", 12),
+         ("all", "Statistics, all", 12), ("paper_st", "Paper ST", 10),
+         ("paper_mz", "Paper MZ", 10), ("relation", "All, vs the paper's better", 22)],
+        caption=caption,
+    )  # fmt: skip
+
+
+# The yardstick chart's bars: (row key, legend name, colour)
+BARS = (
+    ("basic", "set statistics (basic)", "#9ecae1"),
+    ("all", "set statistics (all)", "#3182bd"),
+    ("paper_st", "paper ST", "#fdae6b"),
+    ("paper_mz", "paper MZ", "#e6550d"),
+)
+FLOOR = -0.2  # bars are drawn from here; the hover text keeps the true value
+
+
+def plot_yardstick(rows: list[dict], height: int = 480):
+    """``yardstick``'s rows as grouped bars per setting (``BARS``), R^2 drawn from ``FLOOR``:
+    how much of each target simple set statistics explain, beside the paper's ST and MZ."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for key, name, colour in BARS:
+        fig.add_bar(
+            name=name,
+            x=[r["setting"] for r in rows],
+            y=[None if r[key] is None else max(r[key], FLOOR) for r in rows],
+            marker_color=colour,
+            hovertext=["--" if r[key] is None else f"{r[key]:.3f}" for r in rows],
+        )
+    fig.update_layout(
+        barmode="group",
+        yaxis={"title": f"test R^2 (drawn from {FLOOR:g})", "range": [FLOOR, 1.02]},
+        title="How much of each target do simple set statistics explain?",
+    )
+    return fit_page(fig, height=height)
