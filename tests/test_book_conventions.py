@@ -130,9 +130,10 @@ def test_no_page_expands_tdof_another_way():
 
 
 # Results chapters whose logic lives in tested modules (issue 35: "no results chapter defines a
-# function in a hidden cell"); chapters 4 and 5 join once theirs has moved.
-CALLING_CHAPTERS = ("06_relational_benchmarks", "07_inside_a_trained_layer",
-                    "09_reproduction_scorecard", "10_real_data_digits")  # fmt: skip
+# function in a hidden cell").
+CALLING_CHAPTERS = ("04_training_on_gpu", "05_minimum_enclosing_ball", "06_relational_benchmarks",
+                    "07_inside_a_trained_layer", "09_reproduction_scorecard",
+                    "10_real_data_digits")  # fmt: skip
 
 
 @pytest.mark.parametrize("name", CALLING_CHAPTERS)

@@ -26,14 +26,6 @@ LAZY_IMPORTS = {
     ("mzlite.nn.registry", "mzlite.tasks"): "building a network never loads the tasks (scipy)",
     ("mzlite.viz.results", "mzlite.tasks.geometry"): "scipy only for the figure that needs it",
 }
-# Lazy imports that neither dodge a cycle nor save anything, in files this change did not own;
-# they go to the top of their modules (issue 35). Add none.
-PENDING_LAZY = {
-    ("mzlite.grading.grader", "mzlite._io"),
-    ("mzlite.grading.grader", "mzlite.grading.gradebook"),
-    ("mzlite.repro.experiments.findings", "mzlite.repro.experiments"),
-    ("mzlite.repro.experiments.findings", "mzlite.repro.experiments.plan"),
-}
 
 
 def module_files(package: Path = PACKAGE) -> dict[str, tuple[Path, bool]]:
@@ -158,7 +150,7 @@ def test_every_function_level_mzlite_import_has_its_reason():
     makes a cycle, move the shared piece to the module both need), or, where loading it later
     is the point (the CLI, a worker script, an optional or costly dependency), add it to
     ``LAZY_IMPORTS`` with the reason and say the reason beside the import."""
-    allowed = set(LAZY_IMPORTS) | PENDING_LAZY
+    allowed = set(LAZY_IMPORTS)
     found = [
         f"{src}:{line} imports {dst} inside a function"
         for src, dst, _, line in imports(module_files(), lazy_only=True)
@@ -171,7 +163,7 @@ def test_the_lazy_import_lists_hold_no_stale_entry():
     lazy = {(src, dst) for src, dst, _, _ in imports(module_files(), lazy_only=True)}
     stale = [
         key
-        for key in [*LAZY_IMPORTS, *PENDING_LAZY]
+        for key in LAZY_IMPORTS
         if key not in lazy and not (key[1] == "*" and any(s == key[0] for s, _ in lazy))
     ]
     assert not stale, f"no longer imported inside a function, remove from the list: {stale}"

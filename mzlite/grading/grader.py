@@ -64,7 +64,9 @@ from pathlib import Path
 from mzlite.exercises.checker import CAPTURE_ENV, get, keys
 from mzlite.repro import exercises as _on_the_scorecard  # noqa: F401  registers ch9.not_run
 
+from .._io import atomic_write_text
 from . import sandbox, submission
+from .gradebook import write_reports
 from .judge import hidden_seed
 from .roster import read_roster
 
@@ -659,8 +661,6 @@ def grade(
         raise ValueError(f"limits must be a mzlite.grading.sandbox.Limits, got {limits!r}")
 
     if generated:  # the instructor's output only: no sandbox ever sees the report folder
-        from .._io import atomic_write_text
-
         atomic_write_text(
             out / SECRET_FILE,
             f"{secret}\n# generated for the grading run of {time.strftime('%Y-%m-%d %H:%M')}: "
@@ -723,8 +723,6 @@ def grade(
             g if g is not None else _not_graded(None, s, p, why)
             for g, (s, p, _) in zip(graded, found, strict=True)
         ]
-        from .gradebook import write_reports
-
         paths = write_reports(graded, out, assignment, weights, roster_list, mode)
         if progress:
             print("wrote " + ", ".join(str(p) for p in paths))

@@ -23,8 +23,10 @@ import html
 from collections import Counter
 from dataclasses import dataclass, field
 
+from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import protocols as _protocols
 from mzlite.repro.experiments.formatting import count_phrase, headline
+from mzlite.repro.experiments.plan import decide, plan
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 from mzlite.repro.paper import name_labels
 from mzlite.repro.render import HTML, STYLE, table_name, tables_words, verdict_badge
@@ -332,9 +334,6 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
 def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
     """(runs, expected CPU hours) of the next steps of the sequential rule (``plan.decide``)
     for ``tables`` under the project's faithful CPU protocol; None without such a profile."""
-    from mzlite.repro import experiments as ex
-    from mzlite.repro.experiments.plan import decide
-
     cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
     if not cpu:
         return None
@@ -347,9 +346,6 @@ def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]
     ``tables`` under the first CPU profile of ``PROFILE_ORDER`` (the project's faithful
     protocol), from measured costs only (nothing is timed while a page builds); a cell that is
     another table's experiment (``experiments.shared``) is priced there."""
-    from mzlite.repro import experiments as ex
-    from mzlite.repro.experiments.plan import plan
-
     cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
     if not cpu:
         return None
