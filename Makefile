@@ -78,7 +78,7 @@ student-run: $(STAMP)
 
 # The lanes of `make test`, each one process at a time (one torch thread in the tests and in
 # every chapter's kernel): the unit tests, in two runs that together are every test but the
-# browser ones (the integration tests: graded classes, Ray, killed runs; the rest, ~3 min);
+# browser ones (the integration tests: graded classes, Ray, killed runs, ~14 min; the rest, ~5 min);
 # the book (every chapter executed, then built) and its browser checks; the student copies run
 # whole.
 PYTEST_CI := $(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
@@ -92,16 +92,17 @@ test-browser: book
 	$(MAKE) --no-print-directory browser
 
 # The lanes run two at a time (-j2), the two longest first (make starts the next one in this
-# order as a lane ends): one after the other they took ~46 minutes on 2 cores.
+# order as a lane ends): 25 min on 2 idle cores from a fresh clone, install included (one lane
+# after the other: ~46 min).
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory -j2 --output-sync=line \
 		test-integration test-browser student-run test-unit
 	@echo "All checks passed."
 
-# The unit tier for the edit loop (no slow, integration or browser tests): 1,047 tests. Measured
-# in part only, on 2 cores shared with training runs (load average ~6): 195 of them took 130 s,
-# so plan on several minutes there; the same in CONTRIBUTING and the README.
+# The unit tier for the edit loop (no slow, integration or browser tests): 1,212 tests, about
+# 5 min on 2 cores (CI's unit lane, these and the 5 slow ones, took 325 s beside another lane);
+# the same in CONTRIBUTING and the README.
 test-fast: $(STAMP)
 	$(VPY) -m pytest -q -m "not slow and not integration and not browser" --timeout=$(TEST_TIMEOUT)
 
