@@ -4,6 +4,7 @@ the test over seeds read from result files written here."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -138,8 +139,14 @@ def test_progress_is_off_only_under_the_books_executor(tmp_path):
     child.write_text("from mzlite.repro import training_study\n"
                      "print(training_study.run_by_papermill())\n")  # fmt: skip
     parent = f"import subprocess, sys; subprocess.run([sys.executable, {str(child)!r}])"
+    env = {k: v for k, v in os.environ.items() if k != ts.BOOK_EXECUTION_ENV}
     for marker, expected in (("papermill", "True"), ("execute_notebooks.py", "True"),
                              ("jupyter-lab", "False")):  # fmt: skip
         out = subprocess.run([sys.executable, "-c", parent, marker], capture_output=True,
-                             text=True, check=True)  # fmt: skip
+                             text=True, check=True, env=env)  # fmt: skip
         assert out.stdout.strip() == expected, out.stderr
+    # the book's executor says so in the kernel's environment, whatever the parent is called
+    book_env = {**env, ts.BOOK_EXECUTION_ENV: "1"}
+    out = subprocess.run([sys.executable, "-c", parent, "jupyter-lab"], capture_output=True,
+                         text=True, check=True, env=book_env)  # fmt: skip
+    assert out.stdout.strip() == "True", out.stderr

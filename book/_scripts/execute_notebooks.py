@@ -39,9 +39,10 @@ DEPENDENCY_GLOBS = [
     "data/paper/**/*.json",
     "data/checkpoints/**/*",
 ]
-# The renderer that embeds plotly.js in the output, so figures render offline
-# (see book-toolchain notes).
-KERNEL_ENV = {"PLOTLY_RENDERER": "notebook"}
+# The renderer that embeds plotly.js in the output, so figures render offline (see
+# book-toolchain notes); and a mark that the kernel renders the book, so a chapter shows no
+# progress bar that would stay frozen on the page (mzlite.repro.training_study.run_by_papermill).
+KERNEL_ENV = {"PLOTLY_RENDERER": "notebook", "MZLITE_BOOK_EXECUTION": "1"}
 # plotly's notebook renderer hard-codes a MathJax CDN <script> into every figure. The book page
 # already typesets with its own local MathJax, so the executed copy drops that one tag.
 PLOTLY_MATHJAX_CDN = re.compile(

@@ -45,12 +45,19 @@ PROTOCOL_STYLES = {"paper": ("dash", "diamond"), "full": ("longdash", "star"),
                    "cpu-annealed": ("solid", "circle")}  # fmt: skip
 
 
+# Set by the book's executor (book/_scripts/execute_notebooks.py) for every chapter's kernel.
+BOOK_EXECUTION_ENV = "MZLITE_BOOK_EXECUTION"
+
+
 def run_by_papermill() -> bool:
-    """Whether this process (a notebook's kernel) was started by papermill, as the book's
-    executor (``book/_scripts/execute_notebooks.py``) starts it: its parent process's command
-    line names papermill or that script. A chapter shows progress bars only when this is
-    False, in a live kernel, so the rendered book holds no frozen bar. Where the parent's
-    command line cannot be read (no ``/proc``), False."""
+    """Whether this process (a notebook's kernel) runs a chapter for the rendered book: the
+    book's executor (``book/_scripts/execute_notebooks.py``) sets ``MZLITE_BOOK_EXECUTION=1``
+    in its kernels' environment; elsewhere, whether the parent process's command line names
+    papermill or that script (read from ``/proc``; where there is none, False). A chapter shows
+    progress bars only when this is False, in a live kernel, so the rendered book holds no
+    frozen bar."""
+    if os.environ.get(BOOK_EXECUTION_ENV) == "1":
+        return True
     try:
         cmdline = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
     except OSError:
