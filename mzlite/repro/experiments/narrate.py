@@ -42,7 +42,7 @@ __all__ = [
     "claim_lines", "glance", "verdict_anchor", "verdict_links", "pipeline_only", "paper_metric",
     "Gap", "tdof_gaps", "gap_table", "tdof_summary", "describe_runs", "train_variance",
     "fit_ratio", "CONDITIONS", "normalised_twin", "condition_cell", "condition_profile",
-    "meb_pattern", "meb_sentence", "versus", "main_results_glance", "main_results_lines",
+    "meb_pattern", "meb_sentence", "versus", "main_results_glance",
     "setting_words", "model_words", "transfer_summary",
 ]  # fmt: skip
 
@@ -643,14 +643,12 @@ def meb_sentence(condition: str, pattern=None, profiles=PROFILE_ORDER, results_d
 # Chapter 6: the main results, task by task
 # ---------------------------------------------------------------------------------------------
 
-MAIN_MODELS = ("mz_full", "st", "st_large", "deepsets", ex.SET_STATS)
-
 
 def main_results_glance(table: str = "tab:main-results", profiles=PROFILE_ORDER,
                         results_dir=None) -> list[str]:  # fmt: skip
     """One short sentence per column (task) of ``table``: MZAttn-Full's R² beside the paper's,
     the best other trained model and the set-statistics yardstick, each from its most trusted
-    protocol (``main_results_lines`` gives every model)."""
+    protocol (chapter 6's tables give every model)."""
     spec = ex.get_table(table)
     best = best_report_rows(spec.label, profiles, results_dir=results_dir)
     out = []
@@ -674,43 +672,6 @@ def main_results_glance(table: str = "tab:main-results", profiles=PROFILE_ORDER,
             text += f"; set statistics {ours_text(stats)}"
         out.append(text + ".")
     return out
-
-
-def main_results_lines(table: str = "tab:main-results", models=MAIN_MODELS, profiles=PROFILE_ORDER,
-                       results_dir=None) -> list[str]:  # fmt: skip
-    """One sentence per column (task) of ``table``: each of ``models``' R² from the most trusted
-    protocol that has its cell, with seeds, convergence and the paper's number; where one
-    protocol has both, Welch's test of MZAttn-Full against the Set Transformer."""
-    spec = ex.get_table(table)
-    best = best_report_rows(spec.label, profiles, results_dir=results_dir)
-    columns = list(dict.fromkeys(c.column for c in spec.cells if c.part == "main"))
-    lines = []
-    for column in columns:
-        by_model = {spec.cell(c).model: r for c, r in best.items()
-                    if spec.cell(c).column == column and r.part == "main"}  # fmt: skip
-        parts = []
-        for m in models:
-            r = by_model.get(m)
-            if r is None or r.profile is None:
-                continue
-            tag = "the 30-epoch ablation" if r.profile == "cpu" else r.profile
-            seeds = ("" if not _nn.model_spec(m).trainable
-                     else f", n = {r.n_seeds}, converged {r.converged_text}")  # fmt: skip
-            paper = "" if r.paper_text == "--" else f", paper {r.paper_text}"
-            parts.append(f"{r.row} {ours_text(r)} [{tag}{seeds}{paper}]")
-        name = spaced(column)
-        if not parts:
-            lines.append(f"{name}: no results under any profile yet.")
-            continue
-        line = f"{name}, test R²: " + "; ".join(parts) + "."
-        mz, st = by_model.get("mz_full"), by_model.get("st")
-        if mz and st and mz.profile and mz.profile == st.profile:
-            w = welch(mz.values, st.values)
-            if w["p"] is not None:
-                line += (f" MZAttn-Full minus the Set Transformer: {w['diff']:+.3f} "
-                         f"(Welch p = {w['p']:.2g}, {mz.profile}).")  # fmt: skip
-        lines.append(line)
-    return lines
 
 
 # ---------------------------------------------------------------------------------------------
