@@ -1,7 +1,6 @@
 """The sentences and small tables the results chapters print, written from result rows.
 
     from mzlite.repro.experiments import narrate
-    narrate.glance("04_training_on_gpu", narrate.tdof_summary())  # "Results at a glance" box
     narrate.gap_table(narrate.tdof_gaps())                         # Welch per L (chapter 4)
     narrate.describe_runs("tab:tdof-verify", "cpu-converged")      # what ran, in words
     narrate.fit_ratio("tab:meb", "d8-st", "cpu-converged")         # how far a run fitted
@@ -32,17 +31,16 @@ from mzlite.repro.experiments.report import (
 )
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.scorecard import claims, evaluate, scorecard
-from mzlite.repro.experiments.stats import ALPHA, FIT_THRESHOLD, welch
+from mzlite.repro.experiments.stats import ALPHA, welch
 from mzlite.repro.paper import name_labels, paper_cell, paper_ref
 from mzlite.repro.render import HTML, STYLE, comparison_table, conclusion, table_name
 from mzlite.tasks import make_splits
-from mzlite.train import TrainConfig
 
 __all__ = [
     "claim_lines", "glance", "verdict_anchor", "verdict_links", "pipeline_only", "paper_metric",
-    "Gap", "tdof_gaps", "gap_table", "tdof_summary", "describe_runs", "train_variance",
+    "Gap", "tdof_gaps", "gap_table", "describe_runs", "train_variance",
     "fit_ratio", "CONDITIONS", "normalised_twin", "condition_cell", "condition_profile",
-    "meb_pattern", "meb_sentence", "versus", "main_results_glance",
+    "meb_pattern", "versus", "main_results_glance",
     "setting_words", "model_words", "transfer_summary",
 ]  # fmt: skip
 
@@ -209,10 +207,6 @@ class Gap:
         return "no significant difference"
 
 
-def _L(cell_id: str) -> int:
-    return int(ex.get_table(TDOF).cell(cell_id).options["L"])
-
-
 def tdof_gaps(profiles=PROFILE_ORDER, results_dir=None) -> list[Gap]:
     """For every L, MZ-1L against ST-4L from the most trusted profile that has both cells (the
     two rows of a gap always share it); then the learning-rate ablation cells (MZ-1L at 1e-3)
@@ -276,57 +270,6 @@ def gap_table(gaps: list[Gap]):
         footnote_key="protocol",
         footnote_title="Protocol behind the MZ number",
     )  # fmt: skip
-
-
-def tdof_summary(gaps: list[Gap] | None = None, results_dir=None) -> list[str]:
-    """The depth-separation result in sentences, with its numbers: who fits better at which L
-    (Welch's test over seeds, per protocol), beside the paper's gap."""
-    if gaps is None:
-        gaps = tdof_gaps(results_dir=results_dir)
-    main = [g for g in gaps if g.variant == "MZAttn-1L"]
-    if not main:
-        return ["No L has results of both MZ-1L and ST-4L under one protocol yet."]
-    readings = Counter(g.reading for g in main)
-    each = "; ".join(
-        f"L = {g.L}: {ours_text(g.mz)} against {ours_text(g.st)} ({g.mz.profile}"
-        + ("" if g.p is None else f", p = {g.p:.2g}") + ")"
-        for g in main
-    )  # fmt: skip
-    Ls = [g.L for g in main]
-    ((common, n),) = readings.most_common(1)
-    if n == len(main):
-        first = f"{common[0].upper()}{common[1:]} at every L with results ({_ls(Ls)})"
-    else:
-        first = "; ".join(
-            f"{reading} at L = {_ls([g.L for g in main if g.reading == reading])}"
-            for reading in readings
-        )
-        first = first[0].upper() + first[1:]
-    out = [f"{first}. Test R², MZ-1L against ST-4L: {each}."]
-    papers = [g.paper_diff for g in main if g.paper_diff is not None]
-    if papers:
-        out.append(
-            "The paper's gap MZ − ST is "
-            + ("positive at every L" if all(v > 0 for v in papers) else "mixed")
-            + f" ({', '.join(f'{v:+.3f}' for v in papers)}); ours is "
-            + ", ".join(f"{g.diff:+.3f}" for g in main)
-            + "."
-        )
-    abl = [g for g in gaps if g.variant != "MZAttn-1L"]
-    for prof in dict.fromkeys(g.mz.profile for g in abl):
-        these = [g for g in abl if g.mz.profile == prof]
-        out.append(
-            f"An ablation of {prof} (which trains MZ-1L at "
-            f"{ex.job(TDOF, f'L{these[0].L}-mz_1l', prof).train_config().lr:g}), MZ-1L "
-            "retrained at 1e-3 against ST-4L: "
-            + "; ".join(f"L = {g.L}: {g.reading} ({g.diff:+.3f})" for g in these)
-            + "."
-        )
-    return out
-
-
-def _ls(Ls: list[int]) -> str:
-    return ", ".join(map(str, Ls[:-1])) + (" and " if len(Ls) > 1 else "") + str(Ls[-1])
 
 
 def describe_runs(table, profile: str, results_dir=None) -> list[str]:
@@ -535,108 +478,6 @@ def rate_retry(profile: str, results_dir=None, _rows=None) -> list[dict]:
                     "fit": fit_ratio(MEB, cid, profile, results_dir)})  # fmt: skip
     out.sort(key=lambda r: -(r["lr"] or 0.0))
     return out
-
-
-def rate_retry_sentence(profile: str, results_dir=None, _rows=None, _runs=None) -> str:
-    """One sentence on the Standard model's per-set normalised runs at the rates below its
-    family's (``rate_retry``; ``_runs``: its rows when the caller has them): whether a lower
-    rate, down to the paper's, lets it fit; "" when no lower rate ran."""
-    runs = _runs if _runs is not None else rate_retry(profile, results_dir, _rows)
-    twin = normalised_twin("d8-st", profile)
-    family = next((r for r in runs if r["cell"] == twin and r["lr"] is not None), None)
-    if family is None:  # no run at the family's rate to compare the lower ones with
-        return ""
-    lower = [r for r in runs if r["lr"] is not None and r["lr"] < family["lr"]]
-    if not lower:
-        return ""
-    paper_lr = TrainConfig().lr  # the paper's rate (app:impl)
-    said = "; ".join(
-        f"lr {r['lr']:g}{' (the paper’s)' if r['lr'] == paper_lr else ''}: R² "
-        + ours_text(r["row"])
-        + f", fitted in {r['fitted']} of {r['runs']} runs"
-        + ("" if r["fit"] is None else f", lowest training loss {r['fit']:.2f} x the variance")
-        for r in lower
-    )
-    fitted = [r for r in lower if r["fitted"]]
-    if fitted:
-        return (
-            f"At lower learning rates than its family's {family['lr']:g} ({said}) it fits: its "
-            "collapse was a step-size failure, not a limit of PMA."
-        )
-    paper = " the paper's own included," if any(r["lr"] == paper_lr for r in lower) else ""
-    return (
-        f"Lower learning rates than its family's {family['lr']:g} change nothing ({said}): it "
-        f"never fits at any of the {len(lower) + 1} rates tried,{paper} so the collapse is not a "
-        "matter of step size. Whether PMA cannot represent the radius or cannot be trained to, "
-        "no rate we tried moves it off the mean."
-    )
-
-
-def meb_sentence(condition: str, pattern=None, profiles=PROFILE_ORDER, results_dir=None) -> str:
-    """What the d = 8 MEB results say under data ``condition``, with their numbers: the
-    scorecard's two claims, each model's R², and, where the PMA model collapsed, whether it
-    fitted its training sets (``fit_ratio``) and what set statistics reach."""
-    profiles = [ex.get_profile(p).name for p in profiles]
-    rows = _meb_rows(profiles, results_dir)
-    prof = condition_profile(condition, profiles, results_dir, _rows=rows)
-    if prof is None:
-        return f"On {condition} data no protocol has the cells to compare yet."
-    if pattern is None:
-        pattern = meb_pattern(profiles, results_dir)
-    st, mp, mz, stats = (
-        rows[prof].get(condition_cell(f"d8-{m}", condition, prof))
-        for m in ("st", "st_meanpool", "mz_full", ex.SET_STATS)
-    )
-    fail = pattern[condition, "meb-d8-pma-fail"]["verdict"]
-    # the verdicts (``fail``, ``beat``) steer the sentence; chapter 9 alone prints them
-    s = (
-        f"On {condition} data ({evidence_note(st)}): Standard (PMA) reaches R² = "
-        f"{ours_text(st)}, MZAttn-Full {ours_text(mz)}, set statistics {ours_text(stats)}. "
-    )
-    has_stats = stats is not None and stats.ran
-    if fail not in ("holds", "holds partly", "optimisation failure"):  # PMA learned the radius
-        s += "PMA pooling is no obstacle on this data"
-        if has_stats:
-            above = stats.ours_mean > st.ours_mean + (st.ours_std or 0.0)
-            s += (", though set statistics alone still score higher" if above
-                  else ", and it does at least as well as set statistics")  # fmt: skip
-        return s + "."
-    s += ("The PMA model never left the mean predictor (an optimisation failure, which says "
-          "nothing about the architecture)" if fail == "optimisation failure"
-          else "The PMA model collapsed")  # fmt: skip
-    ratio = fit_ratio(MEB, st.cell, prof, results_dir)
-    if ratio is not None:
-        s += (
-            f": its lowest training loss is {ratio:.2f} x the variance of its training targets "
-            "(1 = the mean predictor), so it did not fit even its training sets"
-        )
-    if has_stats and stats.ours_mean > st.ours_mean:
-        s += (
-            f", while a ridge on set statistics reaches {ours_text(stats)}: the information is "
-            "within reach of a mean over the set, which points to a failure to fit (optimisation, "
-            "or the pooling head) rather than to attention that cannot represent the target"
-        )
-    s += "."
-    if condition == "per-set normalised":
-        rates = rate_retry(prof, results_dir, rows[prof])
-        retry = rate_retry_sentence(prof, results_dir, _runs=rates)
-        s += f" {retry}" if retry else ""
-        never = len(rates) > 1 and not any(r["fitted"] for r in rates)
-        mp_fit = fit_ratio(MEB, mp.cell, prof, results_dir) if mp is not None and mp.ran else None
-        if never and mp_fit is not None and mp_fit < FIT_THRESHOLD:
-            s += (
-                f" The same encoder with a mean-pool head does fit (lowest training loss "
-                f"{mp_fit:.2f} x the variance): the collapse is the PMA head's, at every rate "
-                "tried, as the paper reports; the rule still reads no verdict from a model that "
-                "never fitted."
-            )
-    if mp is not None and mp.ran and mz is not None and mz.ran:
-        s += (f" Without PMA, the mean-pool head reaches {ours_text(mp)}; MZAttn-Full against "
-              f"it: {versus(mz, mp)}.")  # fmt: skip
-        if has_stats and max(mp.ours_mean, mz.ours_mean) < stats.ours_mean:
-            s += (" So what separates the models on this data is whether the PMA head "
-                  "collapses, and no model comes near the set-statistics ridge.")  # fmt: skip
-    return s
 
 
 # ---------------------------------------------------------------------------------------------
