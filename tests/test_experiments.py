@@ -22,6 +22,7 @@ import torch
 
 from mzlite.__main__ import main as cli
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.protocols import CURRENT, PROTOCOL_STYLES
 from mzlite.repro.experiments.report import report
 from mzlite.repro.paper import load_paper_table, paper_cell
 from mzlite.tasks import make_splits, make_task
@@ -655,6 +656,9 @@ def test_best_profile_is_the_first_with_results(tmp_path):
     assert ex.best_profile("tab:meb", ("full", "cpu"), results_dir=tmp_path) is None
     # the scorecard's order too: mzlite's reading before its first reading
     assert ex.PROFILE_ORDER == ("full", "paper-sizes", "cpu-annealed", "cpu-converged", "cpu")
+    # the protocols the results pages read are the most trusted of that order, each with a style
+    assert CURRENT == ex.PROFILE_ORDER[: len(CURRENT)]
+    assert set(CURRENT) | {"paper"} == set(PROTOCOL_STYLES)
     job = ex.jobs("tab:meb", "cpu")[0]
 
     def write(profile):

@@ -16,10 +16,10 @@ from __future__ import annotations
 from . import experiments as ex
 from .experiments import narrate
 from .experiments.formatting import headline
+from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import ReportRow, best_report_rows, report
 from .experiments.stats import welch
 from .paper import paper_ref, paper_value
-from .training_study import CURRENT, PROTOCOL_STYLES
 
 __all__ = [
     "LABEL", "CURRENT", "AXES", "MODELS", "ablation_cell", "ablation_grid", "switches",

@@ -23,6 +23,7 @@ from mzlite.timing import median_time
 
 from . import experiments as ex
 from .experiments import narrate
+from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import report
 from .paper import load_paper_table, paper_value
 
@@ -34,15 +35,8 @@ __all__ = [
 
 LABEL = "tab:tdof-verify"
 EXAMPLE_CELL = "L8-mz_1l"  # the cell the chapter trains and whose profiles it tabulates
-# The protocols a results page reads: the paper's, its sizes, and our reading on a CPU. The first
-# reading (cpu-converged) and the 30-epoch cpu profile are ablations, shown only in toggles.
-CURRENT = ("full", "paper-sizes", "cpu-annealed")
-# One colour per model (by its cells' suffix), one dash and marker per protocol (the paper's:
-# dashed diamonds); chapter 5's figures share the protocols' styles
+# One colour per model (by its cells' suffix); one dash and marker per protocol (PROTOCOL_STYLES)
 MODEL_COLOURS = {"mz_1l": "#1f77b4", "st_4l": "#d62728", ex.SET_STATS: "#7f7f7f"}
-PROTOCOL_STYLES = {"paper": ("dash", "diamond"), "full": ("longdash", "star"),
-                   "paper-sizes": ("dashdot", "triangle-up"),
-                   "cpu-annealed": ("solid", "circle")}  # fmt: skip
 
 
 # Set by the book's executor (book/_scripts/execute_notebooks.py) for every chapter's kernel.
