@@ -20,16 +20,32 @@ GAP_MARGIN = 1e-3  # R^2 (a mean of three 4-decimal numbers moves by < 1e-4)
 P_MARGIN = 5e-3  # Welch's p
 
 
+def _rule_inputs(inputs: dict) -> dict:
+    """What the verdict rule and its named slips read from one column's seeds: ``gap`` (MZ
+    minus the best baseline), ``gap_to_mean`` (MZ minus the baselines' mean: the slip),
+    ``gaps`` (MZ minus each baseline), ``p`` (Welch's p of MZ against each baseline),
+    ``p_max`` and ``p_better`` (the smallest p of a baseline more than TIE above MZ, None if
+    none is)."""
+    mean = {k: float(np.mean(v)) for k, v in inputs.items()}
+    p = [welch(inputs["mz"], inputs[b])["p"] for b in BASELINES]
+    ahead = [welch(inputs[b], inputs["mz"])["p"] for b in BASELINES if mean[b] - mean["mz"] > TIE]
+    return {
+        "gap": mean["mz"] - max(mean[b] for b in BASELINES),
+        "gap_to_mean": mean["mz"] - float(np.mean([mean[b] for b in BASELINES])),
+        "gaps": [mean["mz"] - mean[b] for b in BASELINES],
+        "p": p,
+        "p_max": max(p),
+        "p_better": min(ahead) if ahead else None,
+    }
+
+
 def _clear_of_thresholds(inputs: dict) -> bool:
     """No gap within GAP_MARGIN of +-TIE and no Welch p within P_MARGIN of ALPHA: a draw on a
     boundary would make the right verdict depend on rounding."""
-    mean = {k: float(np.mean(v)) for k, v in inputs.items()}
-    gaps = [mean["mz"] - mean[b] for b in BASELINES]
-    gaps += [mean["mz"] - max(mean[b] for b in BASELINES)]
-    gaps += [mean["mz"] - float(np.mean([mean[b] for b in BASELINES]))]  # the named slip's gap
-    ps = [welch(inputs["mz"], inputs[b])["p"] for b in BASELINES]
+    q = _rule_inputs(inputs)
+    gaps = [*q["gaps"], q["gap"], q["gap_to_mean"]]
     return all(abs(abs(g) - TIE) > GAP_MARGIN for g in gaps) and all(
-        abs(p - ALPHA) > P_MARGIN for p in ps
+        abs(p - ALPHA) > P_MARGIN for p in q["p"]
     )
 
 
@@ -60,16 +76,8 @@ def _verdict_of(inputs: dict, profile: str) -> str:
     converged seeds per model, one protocol) trained under ``profile``."""
     if profile == "smoke":
         return "pipeline only"  # a smoke run's numbers mean nothing, whatever they say
-    mean = {k: float(np.mean(v)) for k, v in inputs.items()}
-    p_max = max(welch(inputs["mz"], inputs[b])["p"] for b in BASELINES)
-    return beats_verdict(mean["mz"] - max(mean[b] for b in BASELINES), p_max, _p_better(inputs))
-
-
-def _p_better(inputs: dict) -> float | None:
-    """The smallest Welch p among the baselines more than TIE above MZ (None: none is)."""
-    mean = {k: float(np.mean(v)) for k, v in inputs.items()}
-    ahead = [welch(inputs[b], inputs["mz"])["p"] for b in BASELINES if mean[b] - mean["mz"] > TIE]
-    return min(ahead) if ahead else None
+    q = _rule_inputs(inputs)
+    return beats_verdict(q["gap"], q["p_max"], q["p_better"])
 
 
 def _verdict_answer(answer) -> str:
@@ -91,14 +99,11 @@ def _verdict(answer, seed):
     got = _verdict_answer(answer)
     if got == ref:
         return True, f"{ref!r}"
-    mean = {k: float(np.mean(v)) for k, v in inputs.items()}
-    gap = mean["mz"] - max(mean[b] for b in BASELINES)
-    gap_to_mean = mean["mz"] - float(np.mean([mean[b] for b in BASELINES]))
-    p_max = max(welch(inputs["mz"], inputs[b])["p"] for b in BASELINES)
-    p_better = _p_better(inputs)
+    q = _rule_inputs(inputs)
+    gap, p_max, p_better = q["gap"], q["p_max"], q["p_better"]
     slips = [  # the chapter's rule with a slip in one of its parts
         (
-            beats_verdict(gap_to_mean, p_max, p_better),
+            beats_verdict(q["gap_to_mean"], p_max, p_better),
             "the gap to the MEAN of the baselines: the claim is against the best one",
         ),
         (
