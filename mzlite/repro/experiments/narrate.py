@@ -13,7 +13,6 @@ code that teaches. Cells are named in words ("d = 8, MZAttn-Full"), never by id
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -31,7 +30,7 @@ from mzlite.repro.experiments.report import (
 )
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.scorecard import claims, evaluate, scorecard
-from mzlite.repro.experiments.stats import ALPHA, welch
+from mzlite.repro.experiments.stats import ALPHA, fit_check, welch
 from mzlite.repro.paper import name_labels, paper_cell, paper_ref
 from mzlite.repro.render import HTML, STYLE, comparison_table, conclusion, table_name
 from mzlite.tasks import make_splits
@@ -362,21 +361,20 @@ def train_variance(table, cell_id: str, profile: str) -> float:
 
 def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | None:
     """A cell's lowest training loss over the variance of its training targets, in training
-    units (1 = the mean predictor; standardised targets have variance 1), averaged over its
-    seeds; None when no run of it has a history."""
-    runs = [r for r in ex.results_by_cell(table, profile, results_dir).get(cell_id, [])
-            if r.get("history")]  # fmt: skip
-    if not runs:
-        return None
+    units (1 = the mean predictor; ``stats.fit_check``), averaged over its seeds; None when no
+    run of it has a history."""
     ratios = []
-    for r in runs:
-        losses = [v for v in r["history"]["train_loss"] if v is not None and math.isfinite(v)]
-        if not losses:
+    for r in ex.results_by_cell(table, profile, results_dir).get(cell_id, []):
+        hist = r.get("history")
+        if not hist:
             continue
-        scale = 1.0 if r["train_config"].get("normalize_targets") else None
-        if scale is None:
-            scale = train_variance(table, cell_id, profile)
-        ratios.append(min(losses) / scale)
+        hist = {"config": r["train_config"], **hist}  # the result's own record, where it has one
+        if hist.get("train_target_var") is None and not r["train_config"].get("normalize_targets"):
+            # trained before History recorded the variance (the cpu and cpu-converged results)
+            hist = {**hist, "train_target_var": train_variance(table, cell_id, profile)}
+        ratio = fit_check(hist)["fit_ratio"]
+        if ratio is not None:
+            ratios.append(ratio)
     return sum(ratios) / len(ratios) if ratios else None
 
 
