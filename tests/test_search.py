@@ -86,6 +86,34 @@ def test_search_prunes_only_at_its_rungs_writes_its_choice_and_the_profile_reads
     assert len(said) == 1 and again["choice"] == out["choice"]  # the header line only
 
 
+def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):
+    """The reading page's account of the search, from the committed file only: every family's
+    trials, its choice beside the runner-up and the paper's 1e-4 with a cosine, by how much."""
+    grid = [(lr, s) for lr in se.LRS for s in se.SCHEDULES]
+    before = se.choice_rows("paper-sizes", results_dir=tmp_path)
+    assert [r["family"] for r in before] == [se.FAMILY_NAMES[f] for f in se.SEARCH_CELLS]
+    assert all(r["choice"] is None and r["trials"].startswith("0 of ") for r in before)
+    # one family decided: 3e-3 plateau best in both studies, the paper's setting 50 % worse
+    losses = {c: 1.2 for c in grid} | {(3e-3, "plateau"): 1.0, (1e-4, "cosine"): 1.5}
+    recs = [{"lr": lr, "schedule": s, "best_val_loss": losses[lr, s],
+             "state": "pruned" if losses[lr, s] > 1.2 else "complete"}
+            for lr, s in grid]  # fmt: skip
+    studies = {"s1": recs, "s2": recs}
+    path = ex.specs.search_path("paper-sizes", tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"families": {"deepsets": studies},
+                                "choice": {"deepsets": se.choose(studies)}}))  # fmt: skip
+    rows = {r["family"]: r for r in se.choice_rows("paper-sizes", results_dir=tmp_path)}
+    ds = rows["Deep Sets"]
+    assert ds["choice"] == "3e-3, plateau" and ds["excess"] == pytest.approx(0.0)
+    assert ds["paper_excess"] == pytest.approx(0.5)
+    assert ds["runner_up_excess"] == pytest.approx(0.2)
+    assert ds["trials"] == f"{2 * len(grid)} of {4 * len(grid)} (2 pruned)"  # 2 of 4 studies
+    assert rows["MZAttn"]["choice"] is None
+    html = str(se.choice_table("paper-sizes", results_dir=tmp_path))
+    assert "not decided yet" in html and "+50.0%" in html and "3e-3, plateau" in html
+
+
 def test_a_trial_left_running_by_a_killed_process_is_run_again(tiny):
     (study,) = se.plan_search(NAME, ["deepsets"], seeds=(0,))
     ost = se._optuna_study(study)

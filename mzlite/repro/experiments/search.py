@@ -22,6 +22,7 @@ did. The trials and the choice are written, with provenance, to ``search_path(pr
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -30,13 +31,16 @@ from pathlib import Path
 
 import torch
 
+from mzlite import nn as _nn
 from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
+from mzlite.repro.render import HTML, comparison_table
 from mzlite.train import fit
 
 from . import plan as _plan
 from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
+from .protocols import rate_text, reader_name
 from .specs import default_cache_dir, model_family, search_path
 from .tables import get_profile
 
@@ -298,8 +302,6 @@ def _run_in_worker(study: Study, cache_dir, threads: int) -> None:
 
 def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> dict:
     """Write ``search_path(profile)`` atomically from the studies' journals."""
-    import json
-
     path = search_path(profile, results_dir)
     old = json.loads(path.read_text()) if path.exists() else {"families": {}, "choice": {}}
     by_family: dict[str, dict[str, list[dict]]] = {}
@@ -355,6 +357,83 @@ def search_text(out: dict) -> str:
             + f" -> lr {c['train']['lr']:g}, {c['train']['schedule']}"
         )
     return "\n".join(lines)
+
+
+FAMILY_NAMES = {"mz": "MZAttn", "baseline": "attention baselines", "deepsets": "Deep Sets"}
+PAPER_CONFIG = (1e-4, "cosine")  # app:impl: AdamW 1e-4, cosine to 0
+
+
+def _config_words(config: tuple[float, str]) -> str:
+    return f"{rate_text(config[0])}, {config[1]}"
+
+
+def choice_rows(profile: str, results_dir=None) -> list[dict]:
+    """What the committed search of ``profile`` tried and chose, one dict per family:
+    ``family`` (in words), ``trained`` (the models and cells its studies train), ``trials``
+    (finished of planned, and how many were pruned), ``choice`` (the rate and schedule, None
+    until every study tried the whole grid), ``excess`` (the choice's mean relative excess
+    validation loss; ``choose``), ``runner_up`` and ``runner_up_excess``, ``paper_excess`` (the
+    paper's 1e-4 with a cosine)."""
+    path = search_path(profile, results_dir)
+    out = json.loads(path.read_text()) if path.exists() else {"families": {}, "choice": {}}
+    rows = []
+    for fam in SEARCH_CELLS:
+        studies = plan_search(profile, [fam])
+        trained = dict.fromkeys(  # the paper's row names; a swapped-in model by its own name
+            f"{_nn.model_spec(s.job.cell.model).display if FAMILY_MODEL[fam] else s.job.cell.row}"
+            f" on {s.job.table} {s.job.cell.column}"
+            for s in studies
+        )
+        records = [r for recs in out["families"].get(fam, {}).values() for r in recs]
+        row = {
+            "family": FAMILY_NAMES[fam],
+            "trained": "; ".join(trained) + f"; seeds {', '.join(map(str, SEEDS))}",
+            "trials": f"{len(records)} of {len(studies) * len(LRS) * len(SCHEDULES)} "
+            f"({sum(r['state'] == 'pruned' for r in records)} pruned)",
+            "choice": None, "excess": None, "runner_up": None, "runner_up_excess": None,
+            "paper_excess": None,
+        }  # fmt: skip
+        c = out["choice"].get(fam)
+        if c is not None:
+            excess = c["mean_relative_excess"]
+            chosen = (c["train"]["lr"], c["train"]["schedule"])
+            runner = tuple(c["runner_up"])
+            row.update(
+                choice=_config_words(chosen),
+                excess=excess[f"{chosen[0]:g} {chosen[1]}"],
+                runner_up=_config_words(runner),
+                runner_up_excess=excess[f"{runner[0]:g} {runner[1]}"],
+                paper_excess=excess.get(f"{PAPER_CONFIG[0]:g} {PAPER_CONFIG[1]}"),
+            )
+        rows.append(row)
+    return rows
+
+
+def choice_table(profile: str, results_dir=None) -> HTML:
+    """``choice_rows`` as a page-width table: each family's choice beside its runner-up and the
+    paper's setting, their mean relative excess validation loss (0 % = the best configuration
+    of every study)."""
+
+    def pct(v):
+        return "--" if v is None else f"{v:+.1%}"
+
+    rows = [
+        {**r, "choice": r["choice"] or "not decided yet", "excess": pct(r["excess"]),
+         "runner_up": "--" if r["runner_up"] is None
+         else f"{r['runner_up']} ({pct(r['runner_up_excess'])})",
+         "paper": f"{_config_words(PAPER_CONFIG)} ({pct(r['paper_excess'])})"}
+        for r in choice_rows(profile, results_dir)
+    ]  # fmt: skip
+    return comparison_table(
+        rows,
+        [("family", "family", 14), ("trials", "trials", 14), ("choice", "chosen", 16),
+         ("excess", "its excess", 10), ("runner_up", "runner-up", 22),
+         ("paper", "the paper's setting", 24)],
+        caption=f"The learning-rate search of {reader_name(profile)} ({profile}): mean excess "
+        "validation loss over the best configuration of each study (lower is better)",
+        footnote_key="trained",
+        footnote_title="What each family's studies train",
+    )  # fmt: skip
 
 
 def price(profile: str, families=None, seeds=SEEDS, results_dir=None) -> str:
