@@ -17,6 +17,7 @@ from scipy import stats as sps
 from test_scorecard import SETTINGS, _cell, _tdof, _tier1, _write
 
 from mzlite.repro import experiments as ex
+from mzlite.repro import meb_study, relational, training_study, transfer
 from mzlite.repro.experiments import findings as fd
 from mzlite.repro.experiments import formatting as fmt
 from mzlite.repro.experiments import narrate
@@ -151,7 +152,7 @@ def test_cell_words_and_scrub():
 
 def test_tdof_gaps_test_over_seeds_as_scipy_does(tmp_path):
     _tdof(tmp_path, mz=0.7, st4=0.9, st32=0.8, profile="cpu-converged")
-    gaps = narrate.tdof_gaps(results_dir=tmp_path)
+    gaps = training_study.tdof_gaps(results_dir=tmp_path)
     assert [g.L for g in gaps] == [4, 8, 16, 24, 32]
     for g in gaps:
         t = sps.ttest_ind(g.mz.values, g.st.values, equal_var=False)
@@ -162,14 +163,14 @@ def test_tdof_gaps_test_over_seeds_as_scipy_does(tmp_path):
             narrate.paper_metric("tab:tdof-verify", f"L{g.L}-mz_1l")
             - narrate.paper_metric("tab:tdof-verify", f"L{g.L}-st_4l")
         )
-    html = str(narrate.gap_table(gaps))
+    html = str(training_study.gap_table(gaps))
     assert html.count("<tr>") == len(gaps) + 1 and "R²" in html and "R^2" not in html
 
 
 def test_tdof_gap_needs_both_models_under_one_protocol(tmp_path):
     _cell(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.9, "cpu-converged")
     _cell(tmp_path, "tab:tdof-verify", "L4-st_4l", 0.8, "cpu")  # another protocol
-    assert narrate.tdof_gaps(results_dir=tmp_path) == []
+    assert training_study.tdof_gaps(results_dir=tmp_path) == []
 
 
 def test_describe_runs_reads_the_result_files(tmp_path):
@@ -191,8 +192,8 @@ def test_fit_ratio_is_the_lowest_training_loss_over_the_target_variance(tmp_path
         cfg = {"normalize_targets": True}
         _write(tmp_path, "tab:meb", "d8-st", 0.1, "cpu-converged", seed=s,
                history={"train_loss": losses}, train_config=cfg)  # fmt: skip
-    assert narrate.fit_ratio("tab:meb", "d8-st", "cpu-converged", tmp_path) == pytest.approx(0.4)
-    assert narrate.fit_ratio("tab:meb", "d8-mz_full", "cpu-converged", tmp_path) is None
+    assert meb_study.fit_ratio("tab:meb", "d8-st", "cpu-converged", tmp_path) == pytest.approx(0.4)
+    assert meb_study.fit_ratio("tab:meb", "d8-mz_full", "cpu-converged", tmp_path) is None
 
 
 def test_pipeline_only_says_so():
@@ -278,17 +279,17 @@ def _collapsed_st(root, cell, lr, fitted=False):
 def test_the_pma_collapse_on_normalised_sets_is_tried_at_lower_rates(tmp_path):
     # a lower rate without a run at the family's rate is listed alone
     _collapsed_st(tmp_path / "alone", "abl-d8-scale-ynorm-lr0.0003-st", 3e-4)
-    assert [r["lr"] for r in narrate.rate_retry("cpu-annealed", tmp_path / "alone")] == [3e-4]
-    twin = narrate.normalised_twin("d8-st", "cpu-annealed")
+    assert [r["lr"] for r in meb_study.rate_retry("cpu-annealed", tmp_path / "alone")] == [3e-4]
+    twin = meb_study.normalised_twin("d8-st", "cpu-annealed")
     _collapsed_st(tmp_path, twin, 1e-3)
     _collapsed_st(tmp_path, "abl-d8-scale-ynorm-lr0.0003-st", 3e-4)
     _collapsed_st(tmp_path, "abl-d8-scale-ynorm-lr0.0001-st", 1e-4)
-    runs = narrate.rate_retry("cpu-annealed", tmp_path)
+    runs = meb_study.rate_retry("cpu-annealed", tmp_path)
     assert [r["lr"] for r in runs] == [1e-3, 3e-4, 1e-4] and all(r["fitted"] == 0 for r in runs)
     assert [r["cell"] for r in runs][0] == twin and all(r["runs"] == 3 for r in runs)
     # one lower rate that fits is counted as fitted
     _collapsed_st(tmp_path, "abl-d8-scale-ynorm-lr0.0003-st", 3e-4, fitted=True)
-    fitted = {r["lr"]: r["fitted"] for r in narrate.rate_retry("cpu-annealed", tmp_path)}
+    fitted = {r["lr"]: r["fitted"] for r in meb_study.rate_retry("cpu-annealed", tmp_path)}
     assert fitted == {1e-3: 0, 3e-4: 3, 1e-4: 0}
 
 
@@ -298,23 +299,23 @@ def test_the_meb_conditions_name_their_cells_and_protocol(tmp_path):
           history={"train_loss": [1.2, 1.0, 1.0]})  # fmt: skip
     _cell(tmp_path, "tab:meb", "d8-mz_full", 0.6, "cpu-converged", train_config=cfg,
           history={"train_loss": [1.0, 0.3]})  # fmt: skip
-    assert narrate.condition_profile("raw", results_dir=tmp_path) == "cpu-converged"
-    assert narrate.normalised_twin("d8-st", "cpu-converged") == "abl-d8-scale-ynorm-st"
-    assert narrate.normalised_twin("d8-set_stats", "cpu-converged") == "abl-d8-scale-set_stats"
+    assert meb_study.condition_profile("raw", results_dir=tmp_path) == "cpu-converged"
+    assert meb_study.normalised_twin("d8-st", "cpu-converged") == "abl-d8-scale-ynorm-st"
+    assert meb_study.normalised_twin("d8-set_stats", "cpu-converged") == "abl-d8-scale-set_stats"
     with pytest.raises(ValueError, match="condition must be one of"):
-        narrate.condition_cell("d8-st", "cooked", "cpu")
+        meb_study.condition_cell("d8-st", "cooked", "cpu")
 
 
 def test_transfer_summary_states_the_ranks_and_the_verdict(tmp_path):
-    assert "No converged run" in narrate.transfer_summary(tmp_path)[0]
+    assert "No converged run" in transfer.transfer_summary(tmp_path)[0]
     ranks = dict(zip(SETTINGS, (2, 7, 7, 6, 6, 7), strict=True))
     _tier1(tmp_path, ranks, unconverged=("raw-hull-perceiver",))
-    text = " ".join(narrate.transfer_summary(tmp_path))
+    text = " ".join(transfer.transfer_summary(tmp_path))
     assert "raw pixel / MEB: 2 (paper 4)" in text and "raw pixel / Hull: 7" in text
     assert f"Mean rank over the 6 complete settings: {sum(ranks.values()) / 6:.2f}" in text
     assert "insufficient evidence" in text  # a run behind a rank did not converge
     assert "Perceiver" in text and "raw-hull-perceiver" not in text and "raw-hull" not in text
-    assert narrate.model_words("st_large") == "ST-Large"
+    assert transfer.model_words("st_large") == "ST-Large"
 
 
 def test_glance_counts_and_links_to_the_verdicts_without_repeating_them(tmp_path):
@@ -347,7 +348,7 @@ def test_glance_counts_and_links_to_the_verdicts_without_repeating_them(tmp_path
 def test_main_results_glance_names_the_best_other_model(tmp_path):
     for m, v in (("mz_full", 0.6), ("st", 0.7), ("deepsets", 0.8)):
         _cell(tmp_path, "tab:main-results", f"A-{m}", v, "cpu-converged")
-    lines = narrate.main_results_glance(results_dir=tmp_path)
+    lines = relational.main_results_glance(results_dir=tmp_path)
     paper = narrate.paper_metric("tab:main-results", "A-mz_full")
     assert lines[0] == (f"Task A: Set Regr.: MZAttn-Full 0.600 ± 0.010 (paper {paper:.3f}); best "
                         "other model Deep Sets 0.800 ± 0.010.")  # fmt: skip

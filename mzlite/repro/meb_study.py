@@ -13,18 +13,23 @@ and our reading on a CPU, cpu-annealed); the first reading (cpu-converged) and t
 
 from __future__ import annotations
 
+from mzlite.tasks import make_splits
+
 from . import experiments as ex
-from .experiments import narrate
 from .experiments.formatting import headline
 from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import ReportRow, best_report_rows, report
-from .experiments.stats import welch
+from .experiments.results import PROFILE_ORDER
+from .experiments.scorecard import claims, evaluate
+from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
 
 __all__ = [
     "LABEL", "CURRENT", "AXES", "MODELS", "ablation_cell", "ablation_grid", "switches",
     "axes_with_results", "fit_rows", "money_rows", "bar_series", "dimension_series",
-    "learning_curves", "what_it_shows", "condition_verdicts",
+    "learning_curves", "what_it_shows", "condition_verdicts", "CONDITIONS", "train_variance",
+    "fit_ratio", "normalised_twin", "condition_cell", "condition_profile", "meb_pattern",
+    "rate_retry",
 ]  # fmt: skip
 
 LABEL = "tab:meb"
@@ -127,24 +132,24 @@ def _profile_rows(profile: str, results_dir=None) -> dict[str, ReportRow]:
 
 def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
     """Per data condition (under the most trusted of ``profiles`` with its d = 8 cells,
-    ``narrate.condition_profile``), each model's test R² and how far it fitted its training
+    ``condition_profile``), each model's test R² and how far it fitted its training
     sets: one dict per (condition, model) with ``condition``, ``profile``, ``model``, ``name``,
     ``lr`` (None: its family's rate; else the lower rate a retry of the PMA model ran at),
     ``row`` (``ReportRow``) and ``fit`` (lowest training loss over the variance of the training
     targets, 1 = the mean predictor; None for the ridge or without histories)."""
     out = []
-    for cond in narrate.CONDITIONS:
-        prof = narrate.condition_profile(cond, profiles, results_dir)
+    for cond in CONDITIONS:
+        prof = condition_profile(cond, profiles, results_dir)
         if prof is None:
             continue
         rows = _profile_rows(prof, results_dir)
         for m, name in MODELS.items():
-            cell = narrate.condition_cell(f"d8-{m}", cond, prof)
-            fit = None if m == ex.SET_STATS else narrate.fit_ratio(LABEL, cell, prof, results_dir)
+            cell = condition_cell(f"d8-{m}", cond, prof)
+            fit = None if m == ex.SET_STATS else fit_ratio(LABEL, cell, prof, results_dir)
             out.append({"condition": cond, "profile": prof, "model": m, "name": name,
                         "lr": None, "row": rows.get(cell), "fit": fit})  # fmt: skip
         if cond == "per-set normalised":  # the PMA model again at lower learning rates
-            for r in narrate.rate_retry(prof, results_dir)[1:]:
+            for r in rate_retry(prof, results_dir)[1:]:
                 out.append({"condition": cond, "profile": prof, "model": "st",
                             "name": MODELS["st"], "lr": r["lr"], "row": r["row"],
                             "fit": r["fit"]})  # fmt: skip
@@ -178,7 +183,7 @@ def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
         for r in money:
             row = r["row"]
             if normalised and row.profile is not None:
-                row = by_profile[row.profile].get(narrate.normalised_twin(r["cell"], row.profile))
+                row = by_profile[row.profile].get(normalised_twin(r["cell"], row.profile))
             ran = row is not None and row.ran
             means.append(row.ours_mean if ran else None)
             errors.append(row.ours_std if ran else None)
@@ -228,14 +233,14 @@ def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict 
     ``profiles`` with its cells: ``{"profile", "curves": {name: (epochs, losses)},
     "mean_mse"}``, ``mean_mse`` the loss of the mean predictor in training units (1 for
     standardised targets, else the variance of the training targets). None where nothing ran."""
-    _check("condition", condition, narrate.CONDITIONS)
-    prof = narrate.condition_profile(condition, profiles, results_dir)
+    _check("condition", condition, CONDITIONS)
+    prof = condition_profile(condition, profiles, results_dir)
     if prof is None:
         return None
     by_cell = ex.results_by_cell(LABEL, prof, results_dir)
     curves = {}
     for m in ("st", "st_meanpool", "mz_full"):
-        res = by_cell.get(narrate.condition_cell(f"d8-{m}", condition, prof))
+        res = by_cell.get(condition_cell(f"d8-{m}", condition, prof))
         if res and res[0].get("history"):
             h = res[0]["history"]
             name = MODELS[m].replace(" (PMA)", "")
@@ -243,9 +248,9 @@ def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict 
             curves[f"{name} val"] = (h["epoch"], h["val_loss"])
     if not curves:
         return None
-    st_cell = narrate.condition_cell("d8-st", condition, prof)
+    st_cell = condition_cell("d8-st", condition, prof)
     standardised = by_cell[st_cell][0]["train_config"]["normalize_targets"]
-    mean_mse = 1.0 if standardised else narrate.train_variance(LABEL, st_cell, prof)
+    mean_mse = 1.0 if standardised else train_variance(LABEL, st_cell, prof)
     return {"profile": prof, "curves": curves, "mean_mse": mean_mse}
 
 
@@ -267,13 +272,13 @@ def what_it_shows(verdict: str, mz_beats: bool) -> str:
 
 def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
     """The scorecard's d = 8 MEB claims judged under each data condition
-    (``narrate.meb_pattern``): one dict per (condition, claim) with ``condition``, ``claim``,
+    (``meb_pattern``): one dict per (condition, claim) with ``condition``, ``claim``,
     ``text``, ``headline`` (the claim without its test), ``verdict``, ``profile``,
     ``ours_text``, ``evidence_for_mz`` (a holding verdict of a claim that an MZ model beats the
     others) and ``shows`` (for a holding verdict:
     ``SHOWS_MZ``, or ``SHOWS_FAILURE`` for a claim that holds because the models it names fail;
     "" otherwise)."""
-    pattern = narrate.meb_pattern(profiles, results_dir)
+    pattern = meb_pattern(profiles, results_dir)
     out = []
     for (cond, claim), r in pattern.items():
         shows = what_it_shows(r["verdict"], bool(r.get("mz_beats")))
@@ -283,4 +288,129 @@ def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
                     "profile": r["profile"],
                     "ours_text": r["ours_text"], "evidence_for_mz": for_mz,
                     "shows": shows})  # fmt: skip
-    return sorted(out, key=lambda v: narrate.CONDITIONS.index(v["condition"]))
+    return sorted(out, key=lambda v: CONDITIONS.index(v["condition"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 5: did a run fit its training set?
+# ---------------------------------------------------------------------------------------------
+
+
+def train_variance(table, cell_id: str, profile: str) -> float:
+    """The variance of a cell's raw training targets under ``profile`` (the MSE of the mean
+    predictor), from the runner's cached dataset."""
+    job = ex.job(table, cell_id, profile)
+    sp = make_splits(
+        job.cell.task, *job.sizes, job.profile.data_seed, cache=True,
+        cache_dir=ex.default_cache_dir() / "datasets", **job.cell.options,
+    )  # fmt: skip
+    return float(sp.train.y.double().var(unbiased=False))
+
+
+def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | None:
+    """A cell's lowest training loss over the variance of its training targets, in training
+    units (1 = the mean predictor; ``stats.fit_check``), averaged over its seeds; None when no
+    run of it has a history."""
+    ratios = []
+    for r in ex.results_by_cell(table, profile, results_dir).get(cell_id, []):
+        hist = r.get("history")
+        if not hist:
+            continue
+        hist = {"config": r["train_config"], **hist}  # the result's own record, where it has one
+        if hist.get("train_target_var") is None and not r["train_config"].get("normalize_targets"):
+            # trained before History recorded the variance (the cpu and cpu-converged results)
+            hist = {**hist, "train_target_var": train_variance(table, cell_id, profile)}
+        ratio = fit_check(hist)["fit_ratio"]
+        if ratio is not None:
+            ratios.append(ratio)
+    return sum(ratios) / len(ratios) if ratios else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 5: the MEB pattern on raw and on per-set normalised data
+# ---------------------------------------------------------------------------------------------
+
+CONDITIONS = ("raw", "per-set normalised")
+
+
+def normalised_twin(cell_id: str, profile: str) -> str:
+    """The d = 8 ablation cell of ``tab:meb`` that differs from main cell ``cell_id`` under
+    ``profile`` only in its data (per-set normalised): targets scaled as the profile scales
+    them (the set-statistics ridge does not depend on that)."""
+    model = cell_id.split("-", 1)[1]
+    standardised = ex.get_profile(profile).train.get("normalize_targets", False)
+    variant = "scale-ynorm" if standardised and model != ex.SET_STATS else "scale"
+    return f"abl-d8-{variant}-{model}"
+
+
+def condition_cell(cell_id: str, condition: str, profile: str) -> str:
+    """Main cell ``cell_id`` under data ``condition`` ("raw" or "per-set normalised")."""
+    if condition not in CONDITIONS:
+        raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
+    return cell_id if condition == "raw" else normalised_twin(cell_id, profile)
+
+
+def _meb_rows(profiles, results_dir) -> dict[str, dict[str, ReportRow]]:
+    return {p: {c: ReportRow.of(r, p) for c, r in
+                report(LABEL, p, results_dir).by_cell(None, "r2").items()}
+            for p in profiles}  # fmt: skip
+
+
+def condition_profile(condition: str, profiles=PROFILE_ORDER, results_dir=None,
+                      _rows=None) -> str | None:  # fmt: skip
+    """The most trusted profile with results of both the Standard and the MZAttn-Full d = 8
+    cells under ``condition``: a comparison reads numbers of one protocol only."""
+    profiles = [ex.get_profile(p).name for p in profiles]
+    rows = _rows if _rows is not None else _meb_rows(profiles, results_dir)
+    for p in profiles:
+        cells = [condition_cell(f"d8-{m}", condition, p) for m in ("st", "mz_full")]
+        if all(rows[p].get(c) is not None and rows[p][c].ran for c in cells):
+            return p
+    return None
+
+
+def meb_pattern(profiles=PROFILE_ORDER, results_dir=None) -> dict[tuple[str, str], dict]:
+    """The scorecard's d = 8 MEB claims judged under each data condition: ``{(condition, claim
+    id): scorecard row}``, each from the most trusted profile with the claim's cells (the
+    normalised condition reads the twin cells, ``normalised_twin``)."""
+    out = {}
+    for cl in claims(LABEL):
+        if not cl.id.startswith("meb-d8-"):
+            continue
+        for cond in CONDITIONS:
+            row = None
+            for p in profiles:
+                rename = None if cond == "raw" else (lambda c, p=p: normalised_twin(c, p))
+                row = evaluate(cl, profiles=(p,), results_dir=results_dir, rename=rename)
+                if row["verdict"] != "not run":
+                    break
+            out[cond, cl.id] = row
+    return out
+
+
+def rate_retry(profile: str, results_dir=None, _rows=None) -> list[dict]:
+    """The Standard (PMA) model on per-set normalised d = 8 sets under ``profile`` at every
+    learning rate it ran: its family's rate (``normalised_twin("d8-st")``) and the retry cells
+    ``abl-d8-scale-ynorm-lr*-st`` (lower rates, down to the paper's 1e-4), highest rate first.
+    Each: ``lr``, ``cell``, ``row`` (its ``ReportRow``), ``fit`` (``fit_ratio``), ``fitted``
+    (its runs that fitted, by their recorded convergence) and ``runs``; cells without results
+    are left out."""
+    rows = _rows if _rows is not None else _meb_rows([profile], results_dir)[profile]
+    spec = ex.get_table(LABEL)
+    twin = normalised_twin("d8-st", profile)
+    retry = [c.id for c in spec.cells
+             if c.id.startswith("abl-d8-scale-ynorm-lr") and c.model == "st"]  # fmt: skip
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    out = []
+    for cid in (twin, *retry):
+        row = rows.get(cid)
+        if row is None or not row.ran:
+            continue
+        runs = by_cell.get(cid, [])
+        lrs = {r["train_config"].get("lr") for r in runs}
+        lr = lrs.pop() if len(lrs) == 1 else None
+        fitted = sum((r.get("convergence") or {}).get("fitted") is True for r in runs)
+        out.append({"lr": lr, "cell": cid, "row": row, "runs": len(runs), "fitted": fitted,
+                    "fit": fit_ratio(LABEL, cid, profile, results_dir)})  # fmt: skip
+    out.sort(key=lambda r: -(r["lr"] or 0.0))
+    return out

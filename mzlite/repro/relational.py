@@ -9,14 +9,22 @@ tables are chapter 9's (``scorecard``), and the chapter links there instead of r
 
 from __future__ import annotations
 
+from mzlite import nn as _nn
 from mzlite.tasks import baseline_r2, make_splits
 from mzlite.train import History
 from mzlite.viz.page import fit_page
 
 from . import experiments as ex
 from .experiments import narrate
-from .experiments.formatting import cell_words
-from .experiments.report import best_rows, evidence_note, report, what_ran
+from .experiments.formatting import cell_words, spaced
+from .experiments.report import (
+    best_report_rows,
+    best_rows,
+    evidence_note,
+    ours_text,
+    report,
+    what_ran,
+)
 from .experiments.results import PROFILE_ORDER
 from .paper import paper_ref
 from .render import HTML, comparison_table, conclusion, toggle
@@ -24,7 +32,7 @@ from .render import HTML, comparison_table, conclusion, toggle
 __all__ = [
     "CHAPTER", "MAIN", "ROLES", "chapter_tables", "yardstick_settings", "yardstick",
     "relation", "run_chapter", "protocols", "results_toggle", "overview_points", "smoke_curves",
-    "yardstick_table", "plot_yardstick",
+    "yardstick_table", "plot_yardstick", "main_results_glance",
 ]  # fmt: skip
 
 CHAPTER = "06_relational_benchmarks"
@@ -269,3 +277,38 @@ def plot_yardstick(rows: list[dict], height: int = 480):
         title="How much of each target do simple set statistics explain?",
     )
     return fit_page(fig, height=height)
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 6: the main results, task by task
+# ---------------------------------------------------------------------------------------------
+
+
+def main_results_glance(table: str = MAIN, profiles=PROFILE_ORDER,
+                        results_dir=None) -> list[str]:  # fmt: skip
+    """One short sentence per column (task) of ``table``: MZAttn-Full's R² beside the paper's,
+    the best other trained model and the set-statistics yardstick, each from its most trusted
+    protocol (chapter 6's tables give every model)."""
+    spec = ex.get_table(table)
+    best = best_report_rows(spec.label, profiles, results_dir=results_dir)
+    out = []
+    for column in dict.fromkeys(c.column for c in spec.cells if c.part == "main"):
+        rows = {spec.cell(c).model: r for c, r in best.items()
+                if spec.cell(c).column == column and r.part == "main" and r.ran}  # fmt: skip
+        mz = rows.get("mz_full")
+        if mz is None:
+            out.append(f"{spaced(column)}: MZAttn-Full not run yet.")
+            continue
+        others = {m: r for m, r in rows.items()
+                  if _nn.model_spec(m).trainable and _nn.model_spec(m).family != "mz"}  # fmt: skip
+        text = f"{spaced(column)}: MZAttn-Full {ours_text(mz)}"
+        if mz.paper_mean is not None:
+            text += f" (paper {mz.paper_mean:.3f})"
+        if others:
+            m, r = max(others.items(), key=lambda kv: kv[1].ours_mean)
+            text += f"; best other model {r.row} {ours_text(r)}"
+        stats = rows.get(ex.SET_STATS)
+        if stats is not None:
+            text += f"; set statistics {ours_text(stats)}"
+        out.append(text + ".")
+    return out

@@ -13,6 +13,7 @@ import math
 import os
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -22,15 +23,18 @@ from torch.utils.flop_counter import FlopCounterMode
 from mzlite.timing import median_time
 
 from . import experiments as ex
-from .experiments import narrate
+from .experiments.narrate import paper_metric
 from .experiments.protocols import CURRENT, PROTOCOL_STYLES
-from .experiments.report import report
-from .paper import load_paper_table, paper_value
+from .experiments.report import ReportRow, evidence_note, ours_text, report
+from .experiments.results import PROFILE_ORDER
+from .experiments.stats import ALPHA, welch
+from .paper import load_paper_table, paper_ref, paper_value
+from .render import comparison_table, conclusion
 
 __all__ = [
     "LABEL", "EXAMPLE_CELL", "CURRENT", "run_by_papermill", "profile_rows", "forward_call",
     "train_step_call", "step_costs", "forward_flops", "paper_cost_ratios", "paper_rows",
-    "sweep_series", "main_gaps", "gap_readings",
+    "sweep_series", "main_gaps", "gap_readings", "Gap", "tdof_gaps", "gap_table",
 ]  # fmt: skip
 
 LABEL = "tab:tdof-verify"
@@ -231,17 +235,109 @@ def sweep_series(profiles=CURRENT, results_dir=None) -> dict:
     return series
 
 
-def main_gaps(profiles=CURRENT, results_dir=None) -> list[narrate.Gap]:
+def main_gaps(profiles=CURRENT, results_dir=None) -> list[Gap]:
     """MZ-1L against ST-4L at every L with results of both under one of ``profiles`` (the most
-    trusted first; ``narrate.tdof_gaps``), the main cells only: Welch's test over seeds."""
-    gaps = narrate.tdof_gaps(profiles=profiles, results_dir=results_dir)
+    trusted first; ``tdof_gaps``), the main cells only: Welch's test over seeds."""
+    gaps = tdof_gaps(profiles=profiles, results_dir=results_dir)
     return [g for g in gaps if g.variant == "MZAttn-1L"]
 
 
-def gap_readings(gaps: list[narrate.Gap]) -> dict[str, list[int]]:
+def gap_readings(gaps: list[Gap]) -> dict[str, list[int]]:
     """``{reading: [L, ...]}``: which L each reading of the test over seeds ("ST-4L fits
     better", "MZ-1L fits better", "no significant difference", ...) holds at, in L order."""
     out: dict[str, list[int]] = {}
     for g in sorted(gaps, key=lambda g: g.L):
         out.setdefault(g.reading, []).append(g.L)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The depth-separation test: MZ-1L against ST-4L per L, over seeds
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gap:
+    """MZ-1L (or its ablation ``variant``) against ST-4L at one ``L``, one protocol: Welch's
+    test over seeds (``diff`` = MZ − ST mean R², ``p``), the paper's difference."""
+
+    L: int
+    variant: str
+    mz: ReportRow
+    st: ReportRow
+    diff: float
+    p: float | None
+    paper_diff: float | None
+
+    @property
+    def reading(self) -> str:
+        if self.p is None:
+            return "too few seeds for a test"
+        if self.p < ALPHA:
+            return "MZ-1L fits better" if self.diff > 0 else "ST-4L fits better"
+        return "no significant difference"
+
+
+def tdof_gaps(profiles=PROFILE_ORDER, results_dir=None) -> list[Gap]:
+    """For every L, MZ-1L against ST-4L from the most trusted profile that has both cells (the
+    two rows of a gap always share it); then the learning-rate ablation cells (MZ-1L at 1e-3)
+    against ST-4L of that profile, where they ran."""
+    spec = ex.get_table(LABEL)
+    ids = {c.id for c in spec.cells}
+    Ls = sorted({int(c.options["L"]) for c in spec.cells if c.part == "main"})
+    profiles = [ex.get_profile(p).name for p in profiles]
+    by_prof = {
+        p: {c: ReportRow.of(r, p) for c, r in
+            report(LABEL, p, results_dir).by_cell(None, "r2").items()}
+        for p in profiles
+    }  # fmt: skip
+    out = []
+    for L in Ls:
+        variants = [("MZAttn-1L", f"L{L}-mz_1l")]
+        if f"abl-L{L}-lr0.001-mz_1l" in ids:
+            variants.append(("MZAttn-1L, learning rate 1e-3", f"abl-L{L}-lr0.001-mz_1l"))
+        for name, mz_id in variants:
+            for p in profiles:
+                mz, st = by_prof[p].get(mz_id), by_prof[p].get(f"L{L}-st_4l")
+                if mz is None or st is None or not (mz.ran and st.ran):
+                    continue
+                if mz.same_as:  # the profile's own protocol: the main cell's runs again
+                    continue
+                w = welch(mz.values, st.values)
+                pm, ps = paper_metric(LABEL, f"L{L}-mz_1l"), paper_metric(LABEL, f"L{L}-st_4l")
+                paper = pm - ps if name == "MZAttn-1L" and None not in (pm, ps) else None
+                if name != "MZAttn-1L":  # the rate it replaces, so no reader takes 1e-3 as new
+                    main_lr = ex.job(LABEL, f"L{L}-mz_1l", p).train_config().lr
+                    name = f"MZAttn-1L at lr 1e-3 ({p}'s own: {main_lr:g})"
+                out.append(Gap(L, name, mz, st, w["diff"], w["p"], paper))
+                break
+    return out
+
+
+def _with_n(row: ReportRow) -> str:
+    return f"{ours_text(row)} (n = {row.n_seeds})"
+
+
+def gap_table(gaps: list[Gap]):
+    """The Welch comparison of ``tdof_gaps`` as a page-width table (protocols as footnotes)."""
+    if not gaps:
+        return conclusion("No L has results of both models under one protocol yet.",
+                          title="MZ-1L against ST-4L")  # fmt: skip
+    rows = [
+        {
+            "L": str(g.L), "model": g.variant, "mz": _with_n(g.mz), "st": _with_n(g.st),
+            "diff": f"{g.diff:+.3f}", "p": "--" if g.p is None else f"{g.p:.2g}",
+            "paper": "--" if g.paper_diff is None else f"{g.paper_diff:+.3f}",
+            "reading": g.reading, "protocol": evidence_note(g.mz),
+        }
+        for g in gaps
+    ]  # fmt: skip
+    return comparison_table(
+        rows,
+        [("L", "L", 6), ("model", "MZ model", 18), ("mz", "MZ R²", 17), ("st", "ST-4L R²", 17),
+         ("diff", "MZ − ST", 10), ("p", "Welch p", 9), ("paper", "paper MZ − ST", 10),
+         ("reading", "reading", 13)],
+        caption=f"{paper_ref(LABEL)}: MZ-1L against ST-4L over seeds",
+        footnote_key="protocol",
+        footnote_title="Protocol behind the MZ number",
+    )  # fmt: skip

@@ -18,6 +18,7 @@ from mzlite.analysis.ranks import null_test  # re-exported: chapter 10 reads it 
 
 from . import experiments as ex
 from .experiments import stats as _stats
+from .experiments.formatting import scrub
 from .experiments.report import mean_std
 from .paper import paper_ref, paper_value
 from .render import comparison_table
@@ -25,7 +26,7 @@ from .render import comparison_table
 __all__ = [
     "LABEL", "ranks", "per_seed", "ablations", "null_test", "prediction", "paper_ranks",
     "converged_profile", "longer_cap", "progress", "seed_spreads", "rate_ablation", "cap_outcome",
-    "plot_seeds", "READS", "rank_table",
+    "plot_seeds", "READS", "rank_table", "setting_words", "model_words", "transfer_summary",
 ]  # fmt: skip
 
 LABEL = "tab:transfer-matrix"
@@ -462,3 +463,54 @@ def rank_table(rows: list[dict], profile: str):
         caption=f"{paper_ref(LABEL)}, profile {profile}: MZAttn-Full's rank among the models "
                 "per setting (* = provisional: the setting is incomplete)",
     )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 10: MZAttn-Full's rank on real point clouds
+# ---------------------------------------------------------------------------------------------
+
+
+def setting_words(setting: str) -> str:
+    """A setting of the transfer study in words: "raw-hull" -> "raw pixel / Hull"."""
+    return ex.get_table(LABEL).cell(f"{setting}-mz_full").column.removeprefix("MNIST ")
+
+
+def model_words(model: str) -> str:
+    """A registered model by its display name ("st_large" -> "ST-Large")."""
+    return _nn.model_spec(model).display
+
+
+def transfer_summary(results_dir=None) -> list[str]:
+    """The transfer study's result in sentences: MZAttn-Full's rank per setting beside the
+    paper's (complete settings; provisional ranks marked), and the verdict on the paper's
+    no-advantage prediction with its reason, cells in words."""
+
+    prof = converged_profile(results_dir)
+    if prof is None:
+        return ["No converged run of the transfer study is on disk yet: nothing on this page "
+                "ranks MZAttn-Full (the smoke run only checks the pipeline)."]  # fmt: skip
+    rows = [r for r in ranks(prof, results_dir=results_dir) if r["rank"] is not None]
+    if not rows:
+        return [f"The {prof} run of the transfer study has no MZAttn-Full result yet."]
+    rank_words = "; ".join(
+        f"{setting_words(r['setting'])}: {r['rank']}{'' if r['complete'] else '*'} "
+        f"(paper {r['paper_rank']:.0f})"
+        for r in rows
+    )
+    n = rows[0]["n_models"]
+    out = [f"MZAttn-Full's rank among the {n} models by mean test R² over seeds ({prof}; 1 is "
+           f"best; the paper's rank beside each): {rank_words}."]  # fmt: skip
+    if any(not r["complete"] for r in rows):
+        out[0] += " A rank marked * is provisional: its setting is still running."
+    complete = [r["rank"] for r in rows if r["complete"]]
+    if complete:
+        mean = sum(complete) / len(complete)
+        out.append(f"Mean rank over the {len(complete)} complete settings: {mean:.2f}, where "
+                   "no advantage would give 4.")  # fmt: skip
+    pred = prediction(prof, results_dir)
+    reason = scrub(pred["reason"], LABEL)
+    for setting in {r["setting"] for r in ranks(prof, results_dir=results_dir)}:
+        reason = reason.replace(setting, setting_words(setting))
+    out.append(f"The paper's prediction that MZAttn-Full has no advantage here: {pred['verdict']} "
+               f"({reason}).")  # fmt: skip
+    return out
