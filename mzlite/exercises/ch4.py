@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import torch
+
 from ..nn.models import SetTransformer, SetTransformerConfig
 from ..train import TrainConfig
 from .checker import exercise, named_mistake, same_integer, same_number
@@ -33,8 +36,6 @@ def steps_inputs(seed: int = 0) -> tuple[int, int]:
     n_train, _, cfg = full_protocol()
     if seed == 0:
         return n_train, cfg.batch_size
-    import numpy as np
-
     g = np.random.default_rng([4, 2, seed])
     batch = int(g.choice([32, 64, 128, 256]))
     # never a whole number of batches: the last, smaller one is the point of the exercise
@@ -67,8 +68,6 @@ def warmup_step(seed: int = 0) -> int:
     for seed 0, else a step inside the full protocol's warm-up."""
     if seed == 0:
         return EX_STEP
-    import numpy as np
-
     _, spe, cfg = full_protocol()
     W = max(cfg.warmup_epochs * spe, 2)
     return int(np.random.default_rng([4, 1, seed]).integers(1, W))
@@ -108,8 +107,6 @@ def layer_inputs(seed: int = 0) -> dict:
     student's own; pass them to ``build_model("st", 32, 1, n_enc=k, **layer_inputs(seed))``."""
     if seed == 0:
         return {"d_model": 64, "d_ff": 128, "n_inducing": 16}
-    import numpy as np
-
     g = np.random.default_rng([4, 3, seed])
     d = int(g.choice([32, 48, 64, 96, 128]))
     d_ff = int(g.choice([1, 2, 4])) * d
@@ -123,8 +120,6 @@ def layer_inputs(seed: int = 0) -> dict:
     per_seed=True,
 )
 def _layer_params(answer, seed):
-    import torch
-
     sizes = layer_inputs(seed)
 
     def count(n_enc: int) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .._paths import data_root
@@ -57,8 +58,6 @@ def exercise_sets(seed: int = 0) -> tuple[tuple[int, int], int]:
     0)."""
     if seed == 0:
         return EX_SETS, EX_HEAD
-    import numpy as np
-
     g = np.random.default_rng([7, 1, seed])
     a, b = (int(i) for i in g.choice(8, size=2, replace=False))
     return (min(a, b), max(a, b)), int(g.integers(0, 2))
@@ -122,8 +121,6 @@ def rankbound_inputs(seed: int = 0) -> dict:
     if seed == 0:
         model, _ = _layer_details()
         return {"L": model.cfg.L, "d_k": model.cfg.d_model // model.cfg.n_heads, "n_sets": None}
-    import numpy as np
-
     g = np.random.default_rng([7, 2, seed])
     n_sets = None if g.random() < 0.4 else int(g.integers(3, 41))
     return {"L": int(g.integers(2, 41)), "d_k": int(g.choice([2, 3, 4, 8, 16])), "n_sets": n_sets}

@@ -36,9 +36,11 @@ are computed afterwards by the grader's own process (:mod:`mzlite.grading.grader
 from __future__ import annotations
 
 import html
+import importlib
 import json
 import math
 import os
+import pkgutil
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -359,9 +361,6 @@ def diagnose(
 
 def _load_chapters() -> None:
     # Chapter checkers live in their own small modules so that this one stays generic.
-    import importlib
-    import pkgutil
-
     # this file's folder, not ``mzlite.exercises.__path__``: the package imports this module
     for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if re.fullmatch(r"ch\d+", info.name):

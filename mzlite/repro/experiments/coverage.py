@@ -24,6 +24,7 @@ lacks says which.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from mzlite.repro import experiments as ex
@@ -253,8 +254,6 @@ def paper_table_labels() -> list[str]:
     ``mzlite.repro.paper`` does) when it is there, else from the committed
     ``data/paper/labels.json``
     (its entries of kind "Table")."""
-    import json
-
     try:
         return paper.table_labels(paper.read_paper_tex())
     except FileNotFoundError:

@@ -14,6 +14,7 @@ code that teaches. Cells are named in words ("d = 8, MZAttn-Full"), never by id
 
 from __future__ import annotations
 
+import html
 from collections import Counter
 
 from mzlite import nn as _nn
@@ -94,8 +95,6 @@ def verdict_anchor(table: str) -> str:
 def verdict_links(rows: list[dict]) -> str:
     """HTML: each paper table of ``rows`` linked to its verdicts in chapter 9 (a table none of
     whose claims ran links to the list of claims not run)."""
-    import html
-
     links = []
     for table in dict.fromkeys(r["table"] for r in rows):
         ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
@@ -110,8 +109,6 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     own summary ``sentences`` (its results, with their numbers), then a link to each of its
     paper tables in chapter 9, which holds the verdicts (each result is said once, there).
     ``title``: by default "What the results say", or, where nothing has run, what it is."""
-    import html
-
     rows = _chapter_rows(chapter, sc)
     counts = Counter(r["verdict"] for r in rows)
     paras = [html.escape(s) for s in sentences if s]

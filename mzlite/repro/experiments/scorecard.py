@@ -64,6 +64,8 @@ every such row is a positive gap by construction.
 
 from __future__ import annotations
 
+import textwrap
+
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import TIE, VERDICTS, rule  # the verdict rule on numbers
 from mzlite.repro import experiments as ex
@@ -839,8 +841,6 @@ class Scorecard:
     def to_text(self, width: int = 100) -> str:
         """One block per claim, for a terminal: the claim, paper and ours with the protocol,
         the statistics, and the verdict with its reason; blocks grouped by table."""
-        import textwrap
-
         out, table = [self.summary()], None
         for r in self.rows:
             c = self._cells(r)

@@ -24,7 +24,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import multiprocessing as mp
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -285,9 +287,6 @@ def search(profile: str, families=None, seeds=SEEDS, *, cache_dir=None, results_
         for s in studies:
             run_study(s, cache_dir=cache_dir, say=say)
     else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
         with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
             futures = [pool.submit(_run_in_worker, s, cache_dir, threads) for s in studies]
             for f in futures:
