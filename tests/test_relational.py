@@ -86,6 +86,20 @@ def _copy(tmp_path, profile, label, cells):
     return n
 
 
+def test_every_current_protocol_is_read_and_the_superseded_ones_are_ablations(tmp_path):
+    """The paper's sizes are a protocol the chapter reads (above the reduced one), not an
+    ablation: only the superseded protocols are."""
+    for profile in ("paper-sizes", "cpu-annealed", "cpu"):
+        src = next((RESULTS / "cpu-annealed" / "tab-main-results").glob("A-st__seed*.json"))
+        dst = tmp_path / profile / "tab-main-results" / src.name
+        dst.parent.mkdir(parents=True)
+        dst.write_text(json.dumps({**json.loads(src.read_text()), "profile": profile}))
+    have = relational.protocols(relational.MAIN, results_dir=tmp_path)
+    assert [(h["profile"], h["ablation"]) for h in have] == [
+        ("paper-sizes", False), ("cpu-annealed", False), ("cpu", True)]  # fmt: skip
+    assert have[0]["role"] == "the paper's sizes"
+
+
 def test_protocols_and_overview_points_read_the_most_trusted_protocol(tmp_path):
     main = relational.MAIN
     _copy(tmp_path, "cpu-annealed", main, ["A-mz_full", "A-st"])

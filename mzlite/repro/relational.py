@@ -17,6 +17,7 @@ from mzlite.viz.page import fit_page
 from . import experiments as ex
 from .experiments import narrate
 from .experiments.formatting import cell_words, spaced
+from .experiments.protocols import CURRENT, reader_name
 from .experiments.report import (
     best_report_rows,
     best_rows,
@@ -30,21 +31,13 @@ from .paper import paper_ref
 from .render import HTML, comparison_table, conclusion, toggle
 
 __all__ = [
-    "CHAPTER", "MAIN", "ROLES", "chapter_tables", "yardstick_settings", "yardstick",
+    "CHAPTER", "MAIN", "chapter_tables", "yardstick_settings", "yardstick",
     "relation", "run_chapter", "protocols", "results_toggle", "overview_points", "smoke_curves",
     "yardstick_table", "plot_yardstick", "main_results_glance",
 ]  # fmt: skip
 
 CHAPTER = "06_relational_benchmarks"
 MAIN = "tab:main-results"
-# What each protocol's numbers are on this chapter's pages: the one it reads, or an ablation
-ROLES = {
-    "full": "the paper's protocol",
-    "paper-sizes": "the paper's training-set sizes, an ablation",
-    "cpu-annealed": "our reading, the results this chapter reads",
-    "cpu-converged": "our first reading, an ablation",
-    "cpu": "the 30-epoch ablation",
-}
 SMOKE_SIZES = (1000, 1, 500)  # the yardstick's (train, val, test) sets outside the full profile
 NEAR = 0.1  # "within NEAR of" the paper's better model
 
@@ -154,14 +147,13 @@ def run_chapter(profile: str, device: str = "auto", workers: int = 1) -> dict[st
 def protocols(label: str, results_dir=None) -> list[dict]:
     """The protocols (``PROFILE_ORDER``, best evidence first) with results of ``label`` on
     disk, its own or those of an earlier table whose experiment it shares (``ex.shared``):
-    ``profile``, ``role`` (``ROLES``: what its numbers are on the page) and ``ablation`` (True
-    unless it is the chapter's reading or the paper's protocol)."""
-    out = []
-    for p in PROFILE_ORDER:
-        if ex.results_by_cell(label, p, results_dir):  # shared cells count: they are read
-            role = ROLES.get(p, ex.get_profile(p).description)
-            out.append({"profile": p, "role": role, "ablation": "ablation" in role})
-    return out
+    ``profile``, ``role`` (the glossary's name of the protocol) and ``ablation`` (True unless it
+    is one of the protocols the results pages read, ``CURRENT``)."""
+    return [
+        {"profile": p, "role": reader_name(p), "ablation": p not in CURRENT}
+        for p in PROFILE_ORDER
+        if ex.results_by_cell(label, p, results_dir)  # shared cells count: they are read
+    ]
 
 
 def results_toggle(label: str, results_dir=None) -> HTML:
