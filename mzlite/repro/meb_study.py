@@ -292,7 +292,7 @@ def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Chapter 5: did a run fit its training set?
+# Did a run fit its training set?
 # ---------------------------------------------------------------------------------------------
 
 
@@ -327,7 +327,7 @@ def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | No
 
 
 # ---------------------------------------------------------------------------------------------
-# Chapter 5: the MEB pattern on raw and on per-set normalised data
+# The MEB pattern on raw and on per-set normalised data
 # ---------------------------------------------------------------------------------------------
 
 CONDITIONS = ("raw", "per-set normalised")

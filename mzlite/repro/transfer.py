@@ -466,7 +466,7 @@ def rank_table(rows: list[dict], profile: str):
 
 
 # ---------------------------------------------------------------------------------------------
-# Chapter 10: MZAttn-Full's rank on real point clouds
+# The study in sentences: MZAttn-Full's rank on real point clouds
 # ---------------------------------------------------------------------------------------------
 
 
