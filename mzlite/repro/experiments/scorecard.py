@@ -85,8 +85,10 @@ from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence 
 from mzlite.repro.paper import name_labels
 from mzlite.repro.render import scorecard_html
 
-FIRST_READING = "mzlite's first reading (per-row generator LayerNorm, cosine over the cap)"
-DEFAULT_READING = "mzlite's reading (generators mapped as their centre, rate annealed on plateau)"
+# What ``reading_of`` tells apart is the generator normalisation; the schedule is the protocol's
+# (the regime line names it), and the reading ablation crosses the two
+FIRST_READING = "mzlite's first reading (a LayerNorm on every generator row)"
+DEFAULT_READING = "mzlite's reading (generators mapped as their centre)"
 LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
 # What a claim without results says: not a refusal to try, a price (coverage.py, plan --decide)
 NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
