@@ -189,7 +189,12 @@ def test_rate_ablation_says_whether_the_rate_explains_the_rank(tmp_path):
         assert row["mean_ablated"] == pytest.approx(sum(ablated) / 3)
         assert row["widest_other"] == pytest.approx(0.2) and row["lowest_other"] == 0.7
         assert row["worst_ablated"] == min(ablated)
+        said = transfer.rate_ablation_words(conv, results_dir=tmp_path)
+        assert len(said) == 2 and said[1] == transfer.OUTCOME_WORDS[row["outcome"]]
+        assert f"(rank 6 -> {row['rank_ablated']} of 7)" in said[0]
+        assert "for the other 5 models" in said[0] and transfer.setting_words(setting) in said[0]
     assert outcomes == {k: k for k in outcomes}
+    assert transfer.rate_ablation_words(conv, results_dir=tmp_path / "none") == []
 
 
 def test_cap_outcome_compares_the_verdicts_then_the_ranks():

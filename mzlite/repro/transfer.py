@@ -24,9 +24,10 @@ from .paper import paper_ref, paper_value
 from .render import comparison_table
 
 __all__ = [
-    "LABEL", "ranks", "per_seed", "ablations", "null_test", "prediction", "paper_ranks",
+    "LABEL", "RANKED", "ranks", "per_seed", "ablations", "null_test", "prediction", "paper_ranks",
     "converged_profile", "longer_cap", "progress", "seed_spreads", "rate_ablation", "cap_outcome",
-    "plot_seeds", "READS", "rank_table", "setting_words", "model_words", "transfer_summary",
+    "plot_seeds", "READS", "rank_table", "OUTCOME_WORDS", "rate_ablation_words", "setting_words",
+    "model_words", "transfer_summary",
 ]  # fmt: skip
 
 LABEL = "tab:transfer-matrix"
@@ -382,6 +383,36 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
                     "lowest_other": lowest, "worst_ablated": min(new),
                     "outcome": outcome})  # fmt: skip
     return out
+
+
+# What each outcome of ``rate_ablation`` means for MZAttn-Full's place, in the chapter's words
+OUTCOME_WORDS = {
+    "not the rate": "The learning rate is not why it ranks where it does.",
+    "the rate": "Its place here was the protocol's learning rate: at this rate it trains as "
+    "reliably as the others.",
+    "part of it": "The rate explains part of its place, not its unreliability: its worst seed is "
+    "still below every other model's worst.",
+}
+
+
+def rate_ablation_words(profile: str, results_dir=None) -> list[str]:
+    """``rate_ablation`` of ``profile`` in sentences, two per learning-rate cell: what the rate
+    changes (mean test R^2, rank, the seeds' spread and worst seed, beside the models that are
+    not MZAttn models), then what that outcome means (``OUTCOME_WORDS``); [] before it ran."""
+    n, n_others = len(RANKED), len(RANKED) - len(MZ_MODELS)
+    words = []
+    for a in rate_ablation(profile, results_dir):
+        what = ", ".join(f"{k} = {v:g}" for k, v in a["change"].items())
+        words += [
+            f"At {what} MZAttn-Full's mean test R² on {setting_words(a['setting'])} goes from "
+            f"{a['mean']:.3f} to {a['mean_ablated']:.3f} (rank {a['rank']} -> "
+            f"{a['rank_ablated']} of {n}); its seeds spread {a['spread_ablated']:.3f} instead of "
+            f"{a['spread']:.3f}, against at most {a['widest_other']:.3f} for the other "
+            f"{n_others} models (worst seed {a['worst_ablated']:.3f}, theirs "
+            f"{a['lowest_other']:.3f}).",
+            OUTCOME_WORDS[a["outcome"]],
+        ]
+    return words
 
 
 def cap_outcome(table: dict, rerun: dict) -> str:
