@@ -23,6 +23,7 @@ from mzlite.repro.experiments.scorecard import (
     under_paper_protocol,
 )
 from mzlite.repro.paper import load_paper_table
+from mzlite.repro.render import scorecard_html
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -836,6 +837,17 @@ def test_under_paper_protocol_reads_the_full_results_once(tmp_path, monkeypatch)
     assert reads.count(("tab:main-results", "full")) == 1
     assert row["profile"] == "full" and row["cells_run"] == 2
     assert row["verdict"] != "not run" and row["ours"] is not None
+    # the scorecard's row shows it beside its own verdict, outside the details toggle
+    monkeypatch.setattr(ex, "results_by_cell", real)
+    _cell(tmp_path, "tab:main-results", "F-mz_full", 0.5)
+    _cell(tmp_path, "tab:main-results", "F-st", 0.45)
+    (shown,) = [r for r in scorecard(tables=["tab:main-results"], results_dir=tmp_path).rows
+                if r["claim"] == claim.id]  # fmt: skip
+    assert shown["paper_protocol"]["verdict"] == row["verdict"]
+    html = str(scorecard_html(scorecard(tables=["tab:main-results"], results_dir=tmp_path)))
+    line = html.split("under the paper's protocol (", 1)[1].split("<details", 1)[0]
+    agree = "agrees" if row["verdict"] == shown["verdict"] else "disagrees"
+    assert f"ours {row['ours_text']}; it {agree} with the verdict above" in line
 
 
 def test_a_holds_that_is_evidence_against_the_change_says_so(tmp_path):

@@ -282,7 +282,22 @@ def _verdict_cell(r: dict, table: str) -> str:
         details = f'<details class="mz-more"><summary>details</summary>{spans}</details>'
     regime = (f'<span class="mz-regime">read at {_e(r["regime"])}</span>'
               if r.get("regime") else "")  # fmt: skip
-    return f'{verdict_badge(r["verdict"])}{regime}<span class="mz-why">{_e(line)}</span>{details}'
+    return (f'{verdict_badge(r["verdict"])}{regime}<span class="mz-why">{_e(line)}</span>'
+            f"{_paper_protocol_line(r)}{details}")  # fmt: skip
+
+
+def _paper_protocol_line(r: dict) -> str:
+    """Where the claim ran under the paper's protocol too (``paper_protocol``), its verdict
+    beside the row's, and whether the two agree: the agreement is what licenses the cheaper
+    protocol. "" where it did not run."""
+    pp = r.get("paper_protocol")
+    if not pp:
+        return ""
+    agree = "agrees" if pp["verdict"] == r["verdict"] else "disagrees"
+    return (f'<span class="mz-regime">under the paper\'s protocol ({_e(pp["regime"])}, '
+            f'{pp["cells_run"]} models run): </span>{verdict_badge(pp["verdict"])}'
+            f'<span class="mz-why">ours {_e(pp["ours_text"])}; it {agree} with the verdict above'
+            "</span>")  # fmt: skip
 
 
 def _step_price(row: dict) -> str:
