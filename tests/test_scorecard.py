@@ -848,6 +848,11 @@ def test_under_paper_protocol_reads_the_full_results_once(tmp_path, monkeypatch)
     line = html.split("under the paper's protocol (", 1)[1].split("<details", 1)[0]
     agree = "agrees" if row["verdict"] == shown["verdict"] else "disagrees"
     assert f"ours {row['ours_text']}; it {agree} with the verdict above" in line
+    # said once: not again in the details toggle; the text form carries it in its verdict
+    assert "paper's protocol" not in shown["reason"]
+    text = scorecard(tables=["tab:main-results"], results_dir=tmp_path).to_text(width=10_000)
+    verdict_line = next(ln for ln in text.splitlines() if "under the paper's protocol" in ln)
+    assert verdict_line.strip().startswith("verdict:") and f"which {agree}" in verdict_line
 
 
 def test_a_holds_that_is_evidence_against_the_change_says_so(tmp_path):

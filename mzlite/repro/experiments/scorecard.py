@@ -821,7 +821,8 @@ class Scorecard:
             "statistics": r.get("statistics", "--"),
             "verdict": r["verdict"]
             + (f" ({r['why']})" if r.get("why") else "")
-            + (f"; read in {r['regime']}" if r.get("regime") else ""),
+            + (f"; read in {r['regime']}" if r.get("regime") else "")
+            + _paper_protocol_words(r),
             "reason": r.get("reason", ""),
             "chapter": r["chapter"],
         }
@@ -865,6 +866,17 @@ class Scorecard:
         return scorecard_html(self)
 
 
+def _paper_protocol_words(r: dict) -> str:
+    """The row's verdict under the paper's protocol, for the text and markdown forms (the HTML
+    row shows it as its own line); "" where it did not run."""
+    pp = r.get("paper_protocol")
+    if not pp:
+        return ""
+    agree = "agrees" if pp["verdict"] == r["verdict"] else "disagrees"
+    return (f"; under the paper's protocol ({pp['regime']}, {pp['cells_run']} models run): "
+            f"{pp['verdict']} (ours {pp['ours_text']}), which {agree}")  # fmt: skip
+
+
 def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecard:
     """The scorecard of ``tables`` (labels; default every registered table with claims)."""
     if isinstance(profiles, str):
@@ -890,13 +902,6 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
         paper = under_paper_protocol(c, results_dir)
         if paper is not None and c.table != "tab:meb":
             row["paper_protocol"] = paper
-            differs = "" if paper["verdict"] == row["verdict"] else (
-                f"; it disagrees with the {row.get('regime') or 'reduced protocol'} verdict"
-            )  # fmt: skip
-            row["reason"] += (
-                f"; under the paper's protocol ({paper['regime']}, {paper['cells_run']} of "
-                f"{len(c.cells)} models): {paper['verdict']} (ours {paper['ours_text']}){differs}"
-            )
         rows.append(row)
     return Scorecard(rows, profiles)
 
