@@ -98,7 +98,8 @@ def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):
     recs = [{"lr": lr, "schedule": s, "best_val_loss": losses[lr, s],
              "state": "pruned" if losses[lr, s] > 1.2 else "complete"}
             for lr, s in grid]  # fmt: skip
-    studies = {"s1": recs, "s2": recs}
+    studies = {"deepsets-tab-main-results-F-deepsets-seed0": recs,
+               "deepsets-tab-main-results-F-deepsets-seed5": recs}  # fmt: skip
     path = ex.specs.search_path("paper-sizes", tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"families": {"deepsets": studies},
@@ -110,6 +111,8 @@ def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):
     assert ds["runner_up_excess"] == pytest.approx(0.2)
     assert ds["trials"] == f"{2 * len(grid)} of {4 * len(grid)} (2 pruned)"  # 2 of 4 studies
     assert rows["MZAttn"]["choice"] is None
+    # the seeds its studies ran, not the default's (0, 1), which the undecided family plans
+    assert ds["trained"].endswith("seeds 0, 5") and rows["MZAttn"]["trained"].endswith("seeds 0, 1")
     html = str(se.choice_table("paper-sizes", results_dir=tmp_path))
     assert "not decided yet" in html and "+50.0%" in html and "3e-3, plateau" in html
 

@@ -245,6 +245,11 @@ def trials(study: Study, cache_dir=None) -> list[dict]:
     return [by_config[c] for c in study.configs() if c in by_config]
 
 
+def _config_key(config: tuple[float, str]) -> str:
+    """A configuration as the search file keys it: ``"0.001 plateau"``."""
+    return f"{config[0]:g} {config[1]}"
+
+
 def choose(records: dict[str, list[dict]]) -> dict | None:
     """The choice for one family from ``{study name: its trial records}``: each configuration's
     best validation loss relative to the best of its study, averaged over the studies; the
@@ -264,7 +269,7 @@ def choose(records: dict[str, list[dict]]) -> dict | None:
     lr, schedule = min(tied, key=lambda c: (c[0], mean[c]))
     return {
         "train": {"lr": lr, "schedule": schedule},
-        "mean_relative_excess": {f"{c[0]:g} {c[1]}": mean[c] for c in grid},
+        "mean_relative_excess": {_config_key(c): mean[c] for c in grid},
         "runner_up": min((c for c in grid if c != (lr, schedule)), key=mean.__getitem__),
     }
 
@@ -377,16 +382,18 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
     out = json.loads(path.read_text()) if path.exists() else {"families": {}, "choice": {}}
     rows = []
     for fam in SEARCH_CELLS:
-        studies = plan_search(profile, [fam])
+        ran = out["families"].get(fam, {})  # the seeds its studies ran; planned ones before
+        seeds = sorted({int(name.rsplit("-seed", 1)[1]) for name in ran}) or SEEDS
+        studies = plan_search(profile, [fam], seeds)
         trained = dict.fromkeys(  # the paper's row names; a swapped-in model by its own name
             f"{_nn.model_spec(s.job.cell.model).display if FAMILY_MODEL[fam] else s.job.cell.row}"
             f" on {s.job.table} {s.job.cell.column}"
             for s in studies
         )
-        records = [r for recs in out["families"].get(fam, {}).values() for r in recs]
+        records = [r for recs in ran.values() for r in recs]
         row = {
             "family": FAMILY_NAMES[fam],
-            "trained": "; ".join(trained) + f"; seeds {', '.join(map(str, SEEDS))}",
+            "trained": "; ".join(trained) + f"; seeds {', '.join(map(str, seeds))}",
             "trials": f"{len(records)} of {len(studies) * len(LRS) * len(SCHEDULES)} "
             f"({sum(r['state'] == 'pruned' for r in records)} pruned)",
             "choice": None, "excess": None, "runner_up": None, "runner_up_excess": None,
@@ -399,10 +406,10 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
             runner = tuple(c["runner_up"])
             row.update(
                 choice=_config_words(chosen),
-                excess=excess[f"{chosen[0]:g} {chosen[1]}"],
+                excess=excess[_config_key(chosen)],
                 runner_up=_config_words(runner),
-                runner_up_excess=excess[f"{runner[0]:g} {runner[1]}"],
-                paper_excess=excess.get(f"{PAPER_CONFIG[0]:g} {PAPER_CONFIG[1]}"),
+                runner_up_excess=excess[_config_key(runner)],
+                paper_excess=excess.get(_config_key(PAPER_CONFIG)),
             )
         rows.append(row)
     return rows
