@@ -84,6 +84,12 @@ def test_search_prunes_only_at_its_rungs_writes_its_choice_and_the_profile_reads
     said = []
     again = se.search(NAME, ["deepsets"], seeds=(0,), say=said.append)
     assert len(said) == 1 and again["choice"] == out["choice"]  # the header line only
+    # a run of another seed adds its study beside the first, and the choice reads both
+    both = se.search(NAME, ["deepsets"], seeds=(1,), say=lambda *a: None)
+    studies = both["families"]["deepsets"]
+    assert sorted(studies) == [f"deepsets-tab-main-results-F-deepsets-seed{k}" for k in (0, 1)]
+    assert studies["deepsets-tab-main-results-F-deepsets-seed0"] == recs
+    assert both["choice"]["deepsets"] == se.choose(studies)
 
 
 def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):

@@ -308,9 +308,11 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
     """Write ``search_path(profile)`` atomically from the studies' journals."""
     path = search_path(profile, results_dir)
     old = json.loads(path.read_text()) if path.exists() else {"families": {}, "choice": {}}
-    by_family: dict[str, dict[str, list[dict]]] = {}
+    # merged per study: a run of some seeds keeps the trials of the studies it did not run
+    families = {fam: dict(recs) for fam, recs in old["families"].items()}
+    touched = dict.fromkeys(s.family for s in studies)
     for s in studies:
-        by_family.setdefault(s.family, {})[s.name] = trials(s, cache_dir)
+        families.setdefault(s.family, {})[s.name] = trials(s, cache_dir)
     out = {
         "format": "mzlite.lr-search/1",
         "profile": profile,
@@ -318,11 +320,11 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
         "min_epochs": MIN_EPOCHS,
         "reduction_factor": REDUCTION,
         "tie": TIE,
-        "families": {**old["families"], **by_family},
+        "families": families,
         "choice": dict(old["choice"]),
     }
-    for fam, recs in by_family.items():
-        c = choose(recs)
+    for fam in touched:
+        c = choose(families[fam])
         if c is not None:
             out["choice"][fam] = c
     out["printed"] = search_text(out)
