@@ -844,6 +844,7 @@ def test_under_paper_protocol_reads_the_full_results_once(tmp_path, monkeypatch)
     (shown,) = [r for r in scorecard(tables=["tab:main-results"], results_dir=tmp_path).rows
                 if r["claim"] == claim.id]  # fmt: skip
     assert shown["paper_protocol"]["verdict"] == row["verdict"]
+    assert shown["paper_protocol"]["agrees"] == (row["verdict"] == shown["verdict"])
     html = str(scorecard_html(scorecard(tables=["tab:main-results"], results_dir=tmp_path)))
     line = html.split("under the paper's protocol (", 1)[1].split("<details", 1)[0]
     agree = "agrees" if row["verdict"] == shown["verdict"] else "disagrees"

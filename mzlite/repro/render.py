@@ -293,7 +293,7 @@ def _paper_protocol_line(r: dict) -> str:
     pp = r.get("paper_protocol")
     if not pp:
         return ""
-    agree = "agrees" if pp["verdict"] == r["verdict"] else "disagrees"
+    agree = "agrees" if pp["agrees"] else "disagrees"
     return (f'<span class="mz-regime">under the paper\'s protocol ({_e(pp["regime"])}, '
             f'{pp["cells_run"]} models run): </span>{verdict_badge(pp["verdict"])}'
             f'<span class="mz-why">ours {_e(pp["ours_text"])}; it {agree} with the verdict above'

@@ -872,7 +872,7 @@ def _paper_protocol_words(r: dict) -> str:
     pp = r.get("paper_protocol")
     if not pp:
         return ""
-    agree = "agrees" if pp["verdict"] == r["verdict"] else "disagrees"
+    agree = "agrees" if pp["agrees"] else "disagrees"
     return (f"; under the paper's protocol ({pp['regime']}, {pp['cells_run']} models run): "
             f"{pp['verdict']} (ours {pp['ours_text']}), which {agree}")  # fmt: skip
 
@@ -901,6 +901,8 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
             )
         paper = under_paper_protocol(c, results_dir)
         if paper is not None and c.table != "tab:meb":
+            # decided once here; the text, markdown and HTML forms only word it
+            paper["agrees"] = paper["verdict"] == row["verdict"]
             row["paper_protocol"] = paper
         rows.append(row)
     return Scorecard(rows, profiles)
