@@ -90,6 +90,13 @@ def test_search_prunes_only_at_its_rungs_writes_its_choice_and_the_profile_reads
     assert sorted(studies) == [f"deepsets-tab-main-results-F-deepsets-seed{k}" for k in (0, 1)]
     assert studies["deepsets-tab-main-results-F-deepsets-seed0"] == recs
     assert both["choice"]["deepsets"] == se.choose(studies)
+    assert [both["studies"][n]["seed"] for n in sorted(studies)] == [0, 1]
+    assert both["studies"][sorted(studies)[0]] == {
+        "family": "deepsets",
+        "table": "tab:main-results",
+        "cell": "F-deepsets",
+        "seed": 0,
+    }
 
 
 def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):
@@ -119,6 +126,14 @@ def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):
     assert rows["MZAttn"]["choice"] is None
     # the seeds its studies ran, not the default's (0, 1), which the undecided family plans
     assert ds["trained"].endswith("seeds 0, 5") and rows["MZAttn"]["trained"].endswith("seeds 0, 1")
+    # read from the studies' records where the file has them (written by write_search)
+    record = {"family": "deepsets", "table": "tab:main-results", "cell": "F-deepsets"}
+    data = json.loads(path.read_text())
+    data["studies"] = {name: record | {"seed": k} for name, k in zip(studies, (2, 7), strict=True)}
+    path.write_text(json.dumps(data))
+    (ds,) = [r for r in se.choice_rows("paper-sizes", results_dir=tmp_path)
+             if r["family"] == "Deep Sets"]  # fmt: skip
+    assert ds["trained"].endswith("seeds 2, 7")
     html = str(se.choice_table("paper-sizes", results_dir=tmp_path))
     assert "not decided yet" in html and "+50.0%" in html and "3e-3, plateau" in html
 

@@ -321,6 +321,8 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
         "reduction_factor": REDUCTION,
         "tie": TIE,
         "families": families,
+        # what each study trained, so that readers need not parse it back from its name
+        "studies": {**old.get("studies", {}), **{s.name: _study_record(s) for s in studies}},
         "choice": dict(old["choice"]),
     }
     for fam in touched:
@@ -334,6 +336,19 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
     }
     atomic_write_json(path, json_safe(out))
     return out
+
+
+def _study_record(study: Study) -> dict:
+    return {"family": study.family, "table": study.job.table, "cell": study.job.cell.id,
+            "seed": study.job.seed}  # fmt: skip
+
+
+def _study_seed(out: dict, name: str) -> int:
+    """The seed study ``name`` of a search file ran: its record (``write_search``); a file
+    written before studies were recorded (the paper-sizes search's, at 9473af9) only has the
+    name, ``Study.name``'s "...-seed<k>"."""
+    record = out.get("studies", {}).get(name)
+    return record["seed"] if record else int(name.rsplit("-seed", 1)[1])
 
 
 def search_text(out: dict) -> str:
@@ -385,7 +400,7 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
     rows = []
     for fam in SEARCH_CELLS:
         ran = out["families"].get(fam, {})  # the seeds its studies ran; planned ones before
-        seeds = sorted({int(name.rsplit("-seed", 1)[1]) for name in ran}) or SEEDS
+        seeds = sorted({_study_seed(out, name) for name in ran}) or SEEDS
         studies = plan_search(profile, [fam], seeds)
         trained = dict.fromkeys(  # the paper's row names; a swapped-in model by its own name
             f"{_nn.model_spec(s.job.cell.model).display if FAMILY_MODEL[fam] else s.job.cell.row}"
