@@ -293,11 +293,10 @@ def _paper_protocol_line(r: dict) -> str:
     pp = r.get("paper_protocol")
     if not pp:
         return ""
-    agree = "agrees" if pp["agrees"] else "disagrees"
     return (f'<span class="mz-regime">under the paper\'s protocol ({_e(pp["regime"])}, '
             f'{pp["cells_run"]} models run): </span>{verdict_badge(pp["verdict"])}'
-            f'<span class="mz-why">ours {_e(pp["ours_text"])}; it {agree} with the verdict above'
-            "</span>")  # fmt: skip
+            f'<span class="mz-why">ours {_e(pp["ours_text"])}; it {pp["agreement"]} with the '
+            "verdict above</span>")  # fmt: skip
 
 
 def _step_price(row: dict) -> str:

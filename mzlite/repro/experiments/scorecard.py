@@ -872,9 +872,8 @@ def _paper_protocol_words(r: dict) -> str:
     pp = r.get("paper_protocol")
     if not pp:
         return ""
-    agree = "agrees" if pp["agrees"] else "disagrees"
     return (f"; under the paper's protocol ({pp['regime']}, {pp['cells_run']} models run): "
-            f"{pp['verdict']} (ours {pp['ours_text']}), which {agree}")  # fmt: skip
+            f"{pp['verdict']} (ours {pp['ours_text']}), which {pp['agreement']}")  # fmt: skip
 
 
 def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecard:
@@ -903,6 +902,7 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
         if paper is not None and c.table != "tab:meb":
             # decided once here; the text, markdown and HTML forms only word it
             paper["agrees"] = paper["verdict"] == row["verdict"]
+            paper["agreement"] = "agrees" if paper["agrees"] else "disagrees"
             row["paper_protocol"] = paper
         rows.append(row)
     return Scorecard(rows, profiles)
