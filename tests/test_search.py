@@ -80,6 +80,13 @@ def test_search_prunes_only_at_its_rungs_writes_its_choice_and_the_profile_reads
     cfg = ex.job("tab:main-results", "F-deepsets", NAME, 0).train_config()
     assert (cfg.lr, cfg.schedule) == (choice["lr"], choice["schedule"])
     assert "deepsets: mean relative excess val loss" in out["printed"]
+    # writing the file again reads the journals and leaves them as they are
+    (study,) = se.plan_search(NAME, ["deepsets"], seeds=(0,))
+    journal = se._journal(study).read_bytes()
+    assert se.write_search(NAME, [study])["choice"] == out["choice"]
+    assert se._journal(study).read_bytes() == journal
+    (unrun,) = se.plan_search(NAME, ["deepsets"], seeds=(5,))
+    assert se.trials(unrun) == [] and not se._journal(unrun).exists()
     # a second run finds every trial finished and trains nothing
     said = []
     again = se.search(NAME, ["deepsets"], seeds=(0,), say=said.append)

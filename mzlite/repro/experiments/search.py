@@ -73,6 +73,11 @@ class Study:
         c = self.job.cell
         return f"{self.family}-{self.job.table.replace(':', '-')}-{c.id}-seed{self.job.seed}"
 
+    def record(self) -> dict:
+        """What the study trained, as the search file records it under ``"studies"``."""
+        j = self.job
+        return {"family": self.family, "table": j.table, "cell": j.cell.id, "seed": j.seed}
+
     def configs(self) -> list[tuple[float, str]]:
         return [(lr, s) for lr in LRS for s in SCHEDULES]
 
@@ -142,10 +147,14 @@ def _optuna():
     return optuna
 
 
+def _journal(study: Study, cache_dir=None) -> Path:
+    return search_dir(study.job.profile.name, cache_dir) / f"{study.name}.journal"
+
+
 def _storage(study: Study, cache_dir=None):
     optuna = _optuna()
 
-    path = search_dir(study.job.profile.name, cache_dir) / f"{study.name}.journal"
+    path = _journal(study, cache_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     backend = optuna.storages.journal.JournalFileBackend(str(path))
     return optuna.storages.JournalStorage(backend)
@@ -235,10 +244,14 @@ def _record(hist, lr, schedule) -> dict:
 
 
 def trials(study: Study, cache_dir=None) -> list[dict]:
-    """The finished trials of ``study`` as records (``_record``), in grid order."""
-    TrialState = _optuna().trial.TrialState
+    """The finished trials of ``study`` as records (``_record``), in grid order. Reading leaves
+    the journal as it is (creating the study would append to it); no journal: no trials."""
+    optuna = _optuna()
+    TrialState = optuna.trial.TrialState
 
-    ost = _optuna_study(study, cache_dir)
+    if not _journal(study, cache_dir).exists():
+        return []
+    ost = optuna.load_study(study_name=study.name, storage=_storage(study, cache_dir))
     by_config = {}
     for t in ost.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
         by_config[(t.params["lr"], t.params["schedule"])] = dict(t.user_attrs)
@@ -322,7 +335,7 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
         "tie": TIE,
         "families": families,
         # what each study trained, so that readers need not parse it back from its name
-        "studies": {**old.get("studies", {}), **{s.name: _study_record(s) for s in studies}},
+        "studies": {**old.get("studies", {}), **{s.name: s.record() for s in studies}},
         "choice": dict(old["choice"]),
     }
     for fam in touched:
@@ -336,11 +349,6 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
     }
     atomic_write_json(path, json_safe(out))
     return out
-
-
-def _study_record(study: Study) -> dict:
-    return {"family": study.family, "table": study.job.table, "cell": study.job.cell.id,
-            "seed": study.job.seed}  # fmt: skip
 
 
 def _study_seed(out: dict, name: str) -> int:
