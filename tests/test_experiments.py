@@ -156,6 +156,9 @@ def test_converged_cpu_profile_standardises_targets_and_stops_by_patience():
     assert conv["d8-st"].sizes == (2_000, 500, 2_000)
     tdof = {j.cell.id: j for j in ex.jobs("tab:tdof-verify", "cpu-converged")}
     assert tdof["L4-mz_1l"].sizes == (2_000, 500, 2_000)
+    # at the paper's sizes, its protocol trains the sizes it states none of as paper-sizes does
+    for paper in ("paper-sizes", "full"):
+        assert ex.job("tab:tdof-verify", "L32-mz_1l", paper, 0).sizes == (10_000, 2_000, 2_000)
     # the tdof learning-rate ablation: MZ-1L at the Set Transformer's rate, nothing else changed
     abl, main = tdof["abl-L16-lr0.001-mz_1l"], tdof["L16-mz_1l"]
     assert abl.train_config().lr == 1e-3 != main.train_config().lr
