@@ -848,7 +848,6 @@ def test_under_paper_protocol_reads_the_full_results_once(tmp_path, monkeypatch)
     html = str(scorecard_html(scorecard(tables=["tab:main-results"], results_dir=tmp_path)))
     line = html.split("under the paper's protocol (", 1)[1].split("<details", 1)[0]
     agree = "agrees" if row["verdict"] == shown["verdict"] else "disagrees"
-    assert shown["paper_protocol"]["agreement"] == agree
     assert f"ours {row['ours_text']}; it {agree} with the verdict above" in line
     # said once: not again in the details toggle; the text form carries it in its verdict
     assert "paper's protocol" not in shown["reason"]

@@ -26,7 +26,13 @@ import html
 import re
 
 from mzlite.analysis.verdicts import VERDICTS
-from mzlite.repro.experiments.formatting import count_phrase, format_mean_std, headline, scrub
+from mzlite.repro.experiments.formatting import (
+    agreement,
+    count_phrase,
+    format_mean_std,
+    headline,
+    scrub,
+)
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.repro.paper import latex_to_text, name_labels, paper_label
 from mzlite.viz.page import fit_page
@@ -295,8 +301,8 @@ def _paper_protocol_line(r: dict) -> str:
         return ""
     return (f'<span class="mz-regime">under the paper\'s protocol ({_e(pp["regime"])}, '
             f'{pp["cells_run"]} models run): </span>{verdict_badge(pp["verdict"])}'
-            f'<span class="mz-why">ours {_e(pp["ours_text"])}; it {pp["agreement"]} with the '
-            "verdict above</span>")  # fmt: skip
+            f'<span class="mz-why">ours {_e(pp["ours_text"])}; '
+            f'it {agreement(pp["agrees"])} with the verdict above</span>')  # fmt: skip
 
 
 def _step_price(row: dict) -> str:

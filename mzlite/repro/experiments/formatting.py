@@ -107,6 +107,11 @@ def count_phrase(verdict: str, n: int) -> str:
     return f"{n} {one if n == 1 else several}"
 
 
+def agreement(agrees: bool) -> str:
+    """How a verdict under a second protocol stands to the row's: "agrees" or "disagrees"."""
+    return "agrees" if agrees else "disagrees"
+
+
 _TEST = re.compile(r"<=|>=|\bits\b|\bthe best of them\b")  # how a claim's test reads
 _LOWER = {"A", "An", "At", "The", "Every", "One", "In", "On", "Each"}
 _THRESHOLD = re.compile(r"\s*\((?:R\^2 gap|partly|exact null)[^)]*\)\.?\s*$")

@@ -79,6 +79,7 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
     cell_paper_value,
     claims,
 )
+from mzlite.repro.experiments.formatting import agreement
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
@@ -873,7 +874,8 @@ def _paper_protocol_words(r: dict) -> str:
     if not pp:
         return ""
     return (f"; under the paper's protocol ({pp['regime']}, {pp['cells_run']} models run): "
-            f"{pp['verdict']} (ours {pp['ours_text']}), which {pp['agreement']}")  # fmt: skip
+            f"{pp['verdict']} (ours {pp['ours_text']}), "
+            f"which {agreement(pp['agrees'])}")  # fmt: skip
 
 
 def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecard:
@@ -900,9 +902,8 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
             )
         paper = under_paper_protocol(c, results_dir)
         if paper is not None and c.table != "tab:meb":
-            # decided once here; the text, markdown and HTML forms only word it
+            # decided once here; the text, markdown and HTML forms only word it (agreement)
             paper["agrees"] = paper["verdict"] == row["verdict"]
-            paper["agreement"] = "agrees" if paper["agrees"] else "disagrees"
             row["paper_protocol"] = paper
         rows.append(row)
     return Scorecard(rows, profiles)
