@@ -22,6 +22,7 @@ import torch
 
 from mzlite.__main__ import main as cli
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.pool import PARENT_POLL_S
 from mzlite.repro.experiments.protocols import CURRENT, PROTOCOL_STYLES
 from mzlite.repro.experiments.report import report
 from mzlite.repro.paper import load_paper_table, paper_cell
@@ -501,6 +502,41 @@ def test_a_gpu_run_asks_for_the_precision_of_the_cpu_runs_beside_it(dirs, monkey
     assert ex.git_info() == {"commit": "a33d1e0", "dirty": None}
     monkeypatch.delenv("MZLITE_GIT_COMMIT")
     assert ex.git_info() == {"commit": None, "dirty": None}
+
+
+_DRIVER = """
+import os, sys, time
+from mzlite.repro.experiments.pool import spawn_pool
+pool = spawn_pool(1, 1)
+print(pool.submit(os.getpid).result(), flush=True)
+pool.submit(time.sleep, 600)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:  # a zombie (exited, not yet reaped) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.slow  # a fresh interpreter and a spawned worker
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_killed_driver_leaves_no_worker_training():
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER], cwd=REPO, stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    try:
+        worker = int(driver.stdout.readline())
+        time.sleep(2 * PARENT_POLL_S)
+        assert _alive(worker)  # busy with its 600-s job while its driver lives
+    finally:
+        driver.send_signal(signal.SIGKILL)  # no chance to shut its pool down
+        driver.wait()
+    t0 = time.time()
+    while _alive(worker) and time.time() - t0 < 30:
+        time.sleep(0.1)
+    assert not _alive(worker), "the worker trained on after its driver was killed"
 
 
 @pytest.mark.integration  # a real CLI run, SIGKILLed, polled for up to 120 s

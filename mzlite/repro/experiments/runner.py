@@ -5,12 +5,11 @@ through a launcher (``mzlite.repro.experiments.launchers``); one job's own work 
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import sys
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 
 import torch
 
@@ -29,12 +28,9 @@ from .execute import (
 )
 from .jobs import Job, jobs, shared
 from .launchers import get_launcher
+from .pool import spawn_pool
 from .specs import PROFILES, model_family, search_choice, search_path
 from .tables import get_profile, get_table
-
-
-def _worker_init(threads: int) -> None:
-    torch.set_num_threads(threads)
 
 
 def _worker(group: list[Job], git: dict, every: float | None = EPOCH_LINE_EVERY_S) -> list[dict]:
@@ -227,9 +223,7 @@ def _run_groups(groups, git, workers, threads, done, failed, say, every=EPOCH_LI
         for g in groups:
             report(g, _worker(g, git, every))
         return
-    ctx = mp.get_context("spawn")  # no fork of a process that already runs torch threads
-    ex = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                             initargs=(threads,))  # fmt: skip
+    ex = spawn_pool(workers, threads)
     try:
         futs = {ex.submit(_worker, g, git, every): g for g in groups}
         for f in as_completed(futs):

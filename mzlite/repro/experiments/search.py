@@ -24,9 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import multiprocessing as mp
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +40,7 @@ from mzlite.train import fit
 from . import plan as _plan
 from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
+from .pool import spawn_pool
 from .protocols import rate_text, reader_name
 from .specs import default_cache_dir, model_family, search_path
 from .tables import get_profile
@@ -305,15 +304,14 @@ def search(profile: str, families=None, seeds=SEEDS, *, cache_dir=None, results_
         for s in studies:
             run_study(s, cache_dir=cache_dir, say=say)
     else:
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-            futures = [pool.submit(_run_in_worker, s, cache_dir, threads) for s in studies]
+        with spawn_pool(workers, threads) as pool:
+            futures = [pool.submit(_run_in_worker, s, cache_dir) for s in studies]
             for f in futures:
                 f.result()  # each worker prints its trials as they finish
     return write_search(profile, studies, cache_dir=cache_dir, results_dir=results_dir)
 
 
-def _run_in_worker(study: Study, cache_dir, threads: int) -> None:
-    torch.set_num_threads(threads)
+def _run_in_worker(study: Study, cache_dir) -> None:
     run_study(study, cache_dir=cache_dir, say=lambda line: print(line, flush=True))
 
 
