@@ -170,8 +170,9 @@ def _tdof_verify() -> TableSpec:
         tuple(cells),
         tuple(derived),
         notes=(
-            "d=32 (mzlite.tasks.quadratic_tdof default); sizes 5K/1K/2K (not in the paper). "
-            "Ablation part: MZAttn-1L at lr 1e-3 for L in {8, 16, 32}."
+            "d=32 (mzlite.tasks.quadratic_tdof default); sizes 5K/1K/2K (not in the paper), "
+            "10K/2K/2K under the profiles at the paper's sizes (paper-sizes, full). Ablation part: "
+            "MZAttn-1L at lr 1e-3 for L in {8, 16, 32}."
         ),
         chapter="04_training_on_gpu",
     )
