@@ -505,7 +505,7 @@ def test_a_gpu_run_asks_for_the_precision_of_the_cpu_runs_beside_it(dirs, monkey
 
 
 _DRIVER = """
-import os, sys, time
+import os, time
 from mzlite.repro.experiments.pool import spawn_pool
 pool = spawn_pool(1, 1)
 print(pool.submit(os.getpid).result(), flush=True)
