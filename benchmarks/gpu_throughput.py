@@ -27,6 +27,7 @@ import platform
 import statistics
 import subprocess
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -123,7 +124,7 @@ def stacked_step(name: str, data, args, dev, K: int, graph: bool):
 
 def time_row(make, args, dev):
     """(seconds per step, model-steps per second) of the step ``make`` builds, or the reason
-    there is no number: None (no CUDA) or "out of memory"."""
+    there is no number: None (no CUDA), "out of memory" or "failed: <error>"."""
     if make is None:
         return None
     try:
@@ -133,6 +134,9 @@ def time_row(make, args, dev):
         )
     except torch.OutOfMemoryError:
         return "out of memory"
+    except Exception as e:  # a path that fails on this device: its row says so, the rest run
+        traceback.print_exc()
+        return f"failed: {type(e).__name__}"
     finally:
         if dev.type == "cuda":
             torch.cuda.empty_cache()
@@ -165,9 +169,10 @@ def measure(args, dev) -> list[tuple]:
     return rows
 
 
-def fit_loop_against_stacked(args, dev) -> None:
+def fit_loop_against_stacked(args, dev) -> list[dict]:
     """``fit_stacked`` of K models against a Python loop of K ``fit`` calls, whole runs (float32,
-    dropout off, one device), with the largest difference of their validation losses."""
+    dropout off, one device), with the largest difference of their validation losses; on CUDA
+    also ``fit_stacked(graph=True)``, the runner's path there (this is its check on a GPU)."""
     from mzlite.train import fit, fit_stacked
 
     x, mask, y = make_sets(args.train + args.train // 4, args.n_max, args.d_in, seed=1)
@@ -179,27 +184,48 @@ def fit_loop_against_stacked(args, dev) -> None:
     def build(name, k):  # dropout off: the two ways then train the same models
         return build_model(name, d_in=args.d_in, d_out=1, device=dev, seed=k, dropout=0.0)
 
-    for name in args.models:
-        models = [build(name, k) for k in range(args.fit_k)]
+    def timed(train):
         sync(dev)
         t0 = time.perf_counter()
-        loop = [fit(m, tr, va, c, progress=False) for m, c in zip(models, cfgs, strict=True)]
+        hists = train()
         sync(dev)
-        t_loop = time.perf_counter() - t0
-        models = [build(name, k) for k in range(args.fit_k)]
-        t0 = time.perf_counter()
-        stk = fit_stacked(models, tr, va, cfgs, progress=False)
-        sync(dev)
-        t_stk = time.perf_counter() - t0
-        diff = max(
-            abs(a - b) / abs(a) for h1, h2 in zip(loop, stk, strict=True)
+        return hists, time.perf_counter() - t0
+
+    def largest_difference(h1s, h2s):
+        return max(
+            abs(a - b) / abs(a) for h1, h2 in zip(h1s, h2s, strict=True)
             for a, b in zip(h1.val_loss, h2.val_loss, strict=True)
         )  # fmt: skip
-        print(
-            f"{name:8} K={args.fit_k}, {args.epochs} epochs of {args.train} sets: loop of fit "
-            f"{t_loop:.1f} s, fit_stacked {t_stk:.1f} s -> stacked/loop {t_stk / t_loop:.2f}; "
-            f"largest relative val-loss difference {diff:.1e}"
+
+    out = []
+    for name in args.models:
+        ways = [("fit_stacked", False)] + (
+            [("fit_stacked+graph", True)] if dev.type == "cuda" else []
         )
+        pairs = list(zip([build(name, k) for k in range(args.fit_k)], cfgs, strict=True))
+        loop, t_loop = timed(lambda: [fit(m, tr, va, c, progress=False) for m, c in pairs])  # noqa: B023
+        for label, graph in ways:
+            models = [build(name, k) for k in range(args.fit_k)]
+            try:
+                stk, t_stk = timed(
+                    lambda: fit_stacked(models, tr, va, cfgs, progress=False, graph=graph)  # noqa: B023
+                )
+            except Exception as e:  # the runner then trains without this path
+                traceback.print_exc()
+                print(f"{name:8} K={args.fit_k}: {label} failed: {type(e).__name__}: {e}")
+                continue
+            diff = largest_difference(loop, stk)
+            print(
+                f"{name:8} K={args.fit_k}, {args.epochs} epochs of {args.train} sets: loop of fit "
+                f"{t_loop:.1f} s, {label} {t_stk:.1f} s -> loop/{label} {t_loop / t_stk:.2f}x; "
+                f"largest relative val-loss difference {diff:.1e}"
+            )
+            out.append({
+                "model": name, "mode": label, "K": args.fit_k, "epochs": args.epochs,
+                "train": args.train, "loop_s": t_loop, "stacked_s": t_stk,
+                "largest_relative_val_loss_difference": diff,
+            })  # fmt: skip
+    return out
 
 
 def commit() -> str:
@@ -208,8 +234,8 @@ def commit() -> str:
             ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
             capture_output=True, text=True, check=True,
         ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    except (OSError, subprocess.CalledProcessError):  # a copy without .git (a device machine)
+        return os.environ.get("MZLITE_GIT_COMMIT", "unknown")
 
 
 def main(argv=None) -> None:
@@ -281,16 +307,15 @@ def main(argv=None) -> None:
         else:
             vs = f"{rate / eager:.2f}x" if eager else ""
             print(f"{name:8} {label:18} {K:>3} {secs * 1e3:>10.1f} {rate:>14.2f} {vs:>9}")
+    whole_runs = fit_loop_against_stacked(args, dev) if args.fit_k else []
     if args.json:
         from mzlite._io import atomic_write_json
 
         atomic_write_json(Path(args.json), {
             "format": "mzlite.gpu-throughput/1", "device": device_name(dev),
-            "commit": commit(), "batch": args.batch, "n_max": args.n_max, "d_in": args.d_in,
-            "rows": rows,
+            "commit": commit(), "torch": torch.__version__, "batch": args.batch,
+            "n_max": args.n_max, "d_in": args.d_in, "rows": rows, "whole_runs": whole_runs,
         })  # fmt: skip
-    if args.fit_k:
-        fit_loop_against_stacked(args, dev)
 
 
 if __name__ == "__main__":

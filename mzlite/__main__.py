@@ -71,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="train each cell's seeds as one stacked model (default: on CUDA only)",
     )
+    p.add_argument(
+        "--graph",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a stack's training step as a CUDA graph (default: where seeds stack on CUDA)",
+    )
     p.add_argument("--threads", type=int, default=None, help="torch threads per job")
     p.add_argument("--models", default=None, help="comma-separated model names or ids")
     p.add_argument("--cells", default=None, help="comma-separated cell-id glob patterns")
@@ -211,6 +217,7 @@ def main(argv=None) -> int:
                 launcher=launcher,
                 precision=args.precision,
                 stack=args.stack,
+                graph=args.graph,
             )
             print(
                 f"done {len(out['done'])}, skipped {len(out['skipped'])}, "

@@ -237,8 +237,9 @@ def run_job(
     the job's checkpoint; removes it once the result is written. ``splits``: the job's (train,
     val, test) data when the caller has them (a cluster worker gets them from the driver);
     ``write=False`` returns the result without writing it or removing the checkpoint.
-    ``trained``: ``(model, history, K)`` of a model already trained in a stack of K
-    (``run_stacked_jobs``): only evaluated here, and its result records ``trained_stacked: K``.
+    ``trained``: ``(model, history, K, graph)`` of a model already trained in a stack of K
+    (``run_stacked_jobs``), its step a CUDA graph or not: only evaluated here, and its result
+    records ``trained_stacked: K`` (and ``cuda_graph: true``).
     ``progress``: fit's progress bar; ``epoch_every_s``: ``epoch_lines`` at most this often
     (None: none), which is what ``python -m mzlite run`` shows of a job while it trains."""
     cell = job.cell
@@ -275,7 +276,7 @@ def run_job(
     else:
         cfg = job.train_config()
         if trained is not None:
-            model, hist, _ = trained
+            model, hist = trained[:2]
         else:
             model = build_cell_model(cell, tr.d_in, tr.d_out, job.seed, device)
             job.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
@@ -312,6 +313,8 @@ def run_job(
     out["protocol"] = protocol(job)
     if trained is not None:  # one vectorised run of K models (mzlite.train.fit_stacked)
         out["protocol"]["trained_stacked"] = trained[2]
+        if trained[3]:
+            out["protocol"]["cuda_graph"] = True
     out["wall_time_s"] = (
         out["history"]["wall_time_s"] if out["history"] else time.perf_counter() - t0
     )
@@ -336,12 +339,14 @@ def run_stacked_jobs(
     progress: bool = False,
     *,
     epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
+    graph: bool = False,
 ) -> list:
     """Train the seeds of one cell as one stacked model (``mzlite.train.fit_stacked``), then
     evaluate and write each (cell, seed) result as ``run_job`` does; the stack's checkpoint is
     removed once every result is written. Returns the results in ``group``'s order. While it
     trains, each running seed says its epoch and losses as ``run_job`` does (``epoch_lines``,
-    every ``epoch_every_s`` seconds; None: silent)."""
+    every ``epoch_every_s`` seconds; None: silent). ``graph``: the step as a CUDA graph
+    (``fit_stacked``'s); the results record ``cuda_graph: true``."""
     if not group:
         raise ValueError("group must hold at least one job, got none")
     first = group[0]
@@ -370,11 +375,12 @@ def run_stacked_jobs(
                 line(epoch, hist, model)
 
     hists = fit_stacked(
-        models, tr, va, configs, checkpoint_path=path, progress=progress, on_epoch=on_epoch
-    )
+        models, tr, va, configs, checkpoint_path=path, progress=progress, on_epoch=on_epoch,
+        graph=graph,
+    )  # fmt: skip
     K = len(group)
     out = [
-        run_job(j, git, splits=splits, trained=(m, h, K))
+        run_job(j, git, splits=splits, trained=(m, h, K, graph))
         for j, m, h in zip(group, models, hists, strict=True)
     ]
     path.unlink(missing_ok=True)

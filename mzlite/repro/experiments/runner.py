@@ -33,13 +33,23 @@ from .specs import PROFILES, model_family, search_choice, search_path
 from .tables import get_profile, get_table
 
 
-def _worker(group: list[Job], git: dict, every: float | None = EPOCH_LINE_EVERY_S) -> list[dict]:
+def _worker(
+    group: list[Job], git: dict, every: float | None = EPOCH_LINE_EVERY_S, graph: bool = False
+) -> list[dict]:
     """Run one group of jobs (a job alone, or a cell's seeds as one stacked model) and return each
-    job's summary (the results themselves are on disk); ``every``: seconds between epoch lines."""
+    job's summary (the results themselves are on disk); ``every``: seconds between epoch lines;
+    ``graph``: a stack's step as a CUDA graph."""
     try:
-        if len(group) == 1:
+        # A job alone (closed form, or resuming its own unstacked checkpoint) runs as itself; a
+        # lone seed on the graph path is a stack of one, since the graph lives in fit_stacked.
+        j = group[0]
+        own = not model_spec(j.cell.model).trainable or j.checkpoint_path.exists()
+        if len(group) == 1 and (not graph or own):
             return [result_summary(run_job(group[0], git, epoch_every_s=every))]
-        return [result_summary(r) for r in run_stacked_jobs(group, git, epoch_every_s=every)]
+        return [
+            result_summary(r)
+            for r in run_stacked_jobs(group, git, epoch_every_s=every, graph=graph)
+        ]
     except Exception as e:  # reported by the parent for every job of the group; others go on
         err = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
         return [err] * len(group)
@@ -62,6 +72,7 @@ def run(
     launcher="local",
     precision: str = "auto",
     stack: bool | None = None,
+    graph: bool | None = None,
 ) -> dict:
     """Run every missing (cell, seed) of ``table`` under ``profile``, a name of ``PROFILES``
     (listed at the end of this docstring, which is generated from them).
@@ -87,6 +98,9 @@ def run(
     one vectorised run of K models, each result what its own run would report, recording
     ``trained_stacked: K`` in its ``protocol``); None (default): on CUDA only, where the small
     models leave the GPU idle and stacking pays (on a CPU it does not: local launcher only).
+    ``graph``: capture each stack's training step as a CUDA graph (``fit_stacked(graph=True)``:
+    the same arithmetic with one launch a step; results record ``cuda_graph: true``); None
+    (default): wherever seeds are stacked on CUDA. It needs stacking on CUDA.
 
     ``launcher``: "local" (this machine: ``workers`` processes) or "ray" / a
     ``mzlite.repro.experiments.launchers.RayLauncher`` (each job a Ray task; results written here
@@ -113,6 +127,18 @@ def run(
         raise ValueError("stack=True needs launcher='local' (Ray runs one job a task)")
     if stack is None:
         stack = launcher == "local" and resolve_device(device).type == "cuda"
+    if graph is not None and not isinstance(graph, bool):
+        raise ValueError(
+            f"graph must be True, False or None (auto: stacked on CUDA), got {graph!r}"
+        )
+    on_cuda = launcher == "local" and resolve_device(device).type == "cuda"
+    if graph and not (stack and on_cuda):
+        raise ValueError(
+            f"graph=True needs stacked training on a CUDA device, got stack={stack}, "
+            f"device={device!r}"
+        )
+    if graph is None:
+        graph = stack and on_cuda
     todo = jobs(table, profile, seeds, models, cells, results_dir, cache_dir, device, precision)
     say = print if progress else (lambda *a, **k: None)
     skipped = [j for j in todo if is_done(j)]
@@ -154,7 +180,7 @@ def run(
         if launcher == "local":
             groups = _stack_groups(todo) if stack else [[j] for j in todo]
             every = EPOCH_LINE_EVERY_S if progress else None  # --quiet: no epoch lines either
-            _run_groups(groups, git, workers, threads, done, failed, say, every)
+            _run_groups(groups, git, workers, threads, done, failed, say, every, graph)
         else:
             launcher.run(todo, git, threads, done, failed, say)
     finally:
@@ -201,7 +227,9 @@ def _stack_groups(todo: list[Job]) -> list[list[Job]]:
     return list(groups.values())
 
 
-def _run_groups(groups, git, workers, threads, done, failed, say, every=EPOCH_LINE_EVERY_S):
+def _run_groups(
+    groups, git, workers, threads, done, failed, say, every=EPOCH_LINE_EVERY_S, graph=False
+):
     """Run each group of jobs (``_worker``): in this process when ``workers`` is 1, else in a pool
     of ``workers`` spawned processes with ``threads`` torch threads each; append finished result
     paths to ``done`` and ``(path, error)`` to ``failed``, and say one line per job as it ends."""
@@ -221,11 +249,11 @@ def _run_groups(groups, git, workers, threads, done, failed, say, every=EPOCH_LI
 
     if workers == 1:
         for g in groups:
-            report(g, _worker(g, git, every))
+            report(g, _worker(g, git, every, graph))
         return
     ex = spawn_pool(workers, threads)
     try:
-        futs = {ex.submit(_worker, g, git, every): g for g in groups}
+        futs = {ex.submit(_worker, g, git, every, graph): g for g in groups}
         for f in as_completed(futs):
             report(futs[f], f.result())
     except KeyboardInterrupt:
