@@ -15,7 +15,10 @@
 set -u
 OUT=${OUT:-/tmp/gpu-lease-out}
 DEADLINE_S=${DEADLINE_S:-530}
-export PYTHONUNBUFFERED=1 MZLITE_GIT_COMMIT=${MZLITE_GIT_COMMIT:-unknown}
+# The device machine's .git can be older than the files sent: results name the commit given here.
+: "${MZLITE_GIT_COMMIT:?name the commit whose files were sent: MZLITE_GIT_COMMIT=<commit> bash $0}"
+# mzlite is not installed there: the benchmark (run as a script) imports it from the tree.
+export PYTHONUNBUFFERED=1 MZLITE_GIT_COMMIT PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 PROFILE=${PROFILE:-full}        # PROFILE, DEVICE, BENCH_ARGS: only to try the script on a CPU
 DEVICE=${DEVICE:-cuda}
 BENCH_ARGS=${BENCH_ARGS:---repeats 3 --fit-k 4 --train 1024 --epochs 3}
@@ -46,9 +49,9 @@ echo "cells run with: $ways; $(left) s left"
 
 R="python3 -m mzlite run --profile $PROFILE --device $DEVICE --seeds 0-2 $ways"
 timeout "$(left)" $R tab:tdof-verify --cells L32-mz_1l,L32-st_4l --workers 2 > "$OUT/tdof.log" 2>&1 &
-timeout "$(left)" $R tab:meb --workers 3 \
-    --cells abl-d8-scale-ynorm-mz_full,abl-d8-scale-ynorm-st,abl-d8-scale-ynorm-st_meanpool \
-    > "$OUT/meb.log" 2>&1 &
+meb=abl-d8-scale-ynorm-mz_full,abl-d8-scale-ynorm-st,abl-d8-scale-ynorm-st_meanpool  # the verdict's
+meb=$meb,abl-d8-scale-mz_full,abl-d8-scale-st,abl-d8-scale-st_meanpool           # raw twins next
+timeout "$(left)" $R tab:meb --workers 3 --cells "$meb" > "$OUT/meb.log" 2>&1 &
 wait
 sleep 3  # the pools' workers notice their driver is gone within a second (pool.PARENT_POLL_S)
 nvidia-smi --query-gpu=memory.used --format=csv,noheader

@@ -229,13 +229,17 @@ def fit_loop_against_stacked(args, dev) -> list[dict]:
 
 
 def commit() -> str:
+    """The commit of the code measured: the one a caller names in ``MZLITE_GIT_COMMIT`` (a copy
+    sent to a GPU machine, whose ``.git`` can be older than its files), else HEAD."""
+    if os.environ.get("MZLITE_GIT_COMMIT"):
+        return os.environ["MZLITE_GIT_COMMIT"]
     try:
         return subprocess.run(
             ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
             capture_output=True, text=True, check=True,
         ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):  # a copy without .git (a device machine)
-        return os.environ.get("MZLITE_GIT_COMMIT", "unknown")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def main(argv=None) -> None:

@@ -230,6 +230,30 @@ def test_runner_stacks_a_cells_seeds(tmp_path):
     assert len(again["skipped"]) == 2 and not again["done"]
     with pytest.raises(ValueError, match="stack must be True, False or None"):
         ex.run("tab:tdof-verify", "smoke", stack="yes", **kw, **dirs)
+    with pytest.raises(ValueError, match="graph must be True, False or None"):
+        ex.run("tab:tdof-verify", "smoke", graph="yes", **kw, **dirs)
+    with pytest.raises(ValueError, match="graph=True needs stacked training on a CUDA device"):
+        ex.run("tab:tdof-verify", "smoke", stack=True, graph=True, device="cpu", **kw, **dirs)
+
+
+def test_the_graph_path_takes_lone_seeds_to_fit_stacked_and_leaves_jobs_alone(tmp_path):
+    """On the graph path (CUDA) a lone trainable seed trains as a stack of one, since the graph
+    lives in ``fit_stacked``; a closed-form job, or one resuming its own unstacked checkpoint,
+    runs as itself. On this CPU the first reaches ``fit_stacked(graph=True)``, which refuses."""
+    from mzlite.repro import experiments as ex
+    from mzlite.repro.experiments.runner import _worker
+
+    dirs = {"results_dir": tmp_path / "results", "cache_dir": tmp_path / "cache"}
+    trained, closed = ex.jobs("tab:tdof-verify", "smoke", "0", cells=["L4-st_4l", "L4-set_stats"],
+                              precision="float32", **dirs)  # fmt: skip
+    [got] = _worker([trained], None, None, graph=True)
+    assert "graph=True needs a CUDA device" in got["error"]
+    [got] = _worker([closed], None, None, graph=True)
+    assert "error" not in got and closed.result_path.exists()
+    trained.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+    trained.checkpoint_path.write_bytes(b"")  # its own (empty) checkpoint: fit tries to resume it
+    [got] = _worker([trained], None, None, graph=True)
+    assert "in run_job" in got["trace"] and "in _resume" in got["trace"]
 
 
 def test_a_running_stack_says_each_seeds_epoch_and_losses(tmp_path, capsys):

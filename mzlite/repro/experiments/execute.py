@@ -55,11 +55,14 @@ def _git(*args) -> str | None:
 
 def git_info() -> dict:
     """``{"commit": HEAD or None, "dirty": bool or None}`` (None when not a git checkout). A copy
-    of a commit's files without its ``.git`` (a GPU machine sent the working tree) records the
-    commit its caller names in ``MZLITE_GIT_COMMIT``, with ``dirty`` None: not checked."""
-    head = _git("rev-parse", "HEAD")
+    of the working tree sent to another machine (a lent GPU) records the commit its caller names
+    in ``MZLITE_GIT_COMMIT``, with ``dirty`` None: not checked. The name wins over a ``.git``
+    that travelled with the copy, which can be older than the files sent (seen on the device
+    machine: HEAD read the session's first commit, the files were a later one's)."""
+    named = os.environ.get("MZLITE_GIT_COMMIT")
+    head = None if named else _git("rev-parse", "HEAD")
     if head is None:
-        return {"commit": os.environ.get("MZLITE_GIT_COMMIT") or None, "dirty": None}
+        return {"commit": named or None, "dirty": None}
     status = _git("status", "--porcelain", "--untracked-files=no")
     return {"commit": head.strip(), "dirty": None if status is None else bool(status.strip())}
 
