@@ -261,12 +261,14 @@ def test_gpu_hours_come_from_the_measured_throughput_of_the_model_or_its_family(
              "F-set_stats"], results_dir=tmp_path, measure=False)  # fmt: skip
     measured = {"device": "cuda: test", "commit": "x", "batch": 128, "n_max": 30, "rows": [
         {"model": "mz_full", "mode": "eager", "K": 1, "model_steps_per_s": 10.0},
-        {"model": "mz_full", "mode": "stacked 8", "K": 8, "model_steps_per_s": 40.0},
+        {"model": "mz_full", "mode": "stacked 2", "K": 2, "model_steps_per_s": 40.0},
+        {"model": "mz_full", "mode": "stacked 32", "K": 32, "model_steps_per_s": 400.0},
         {"model": "st", "mode": "eager", "K": 1, "model_steps_per_s": 80.0},
     ]}  # fmt: skip
     rows = {r["cell"]: r for r in p.gpu_hours(measured)}
     assert set(rows) == {"F-mz_full", "F-st", "F-st_large"}  # the closed form trains nothing
     mz = next(r for r in p.rows if r["cell"] == "F-mz_full")
+    assert 2 <= mz["todo"] < 32  # its seeds stack to at most their count: 40/s, not 400/s
     steps = mz["todo"] * -(-mz["sizes"][0] // 128)  # one epoch of every job, batch 128
     assert rows["F-mz_full"]["gpu_h"] == pytest.approx(mz["epochs"] * steps / 40.0 / 3600)
     assert rows["F-mz_full"]["gpu_h_cap"] == pytest.approx(mz["epoch_cap"] * steps / 40.0 / 3600)
@@ -274,5 +276,5 @@ def test_gpu_hours_come_from_the_measured_throughput_of_the_model_or_its_family(
     assert rows["F-st_large"]["measured_as"] == "st" and rows["F-st_large"]["gpu_h"] > 0
     text = gpu_text(list(rows.values()), measured)
     assert "cuda: test" in text and "device call(s) of 10 minutes" in text
-    only_mz = {**measured, "rows": measured["rows"][:2]}
+    only_mz = {**measured, "rows": measured["rows"][:3]}
     assert {r["cell"]: r["gpu_h"] for r in p.gpu_hours(only_mz)}["F-st"] is None

@@ -206,15 +206,17 @@ class Plan:
         gpu_throughput.py --json``): the row's optimiser steps (expected epochs x steps an
         epoch, and at the cap) over the best model-steps per second the benchmark measured for
         the row's model, or for its family's measured model (``GPU_STAND_INS``), at the
-        benchmark's batch and set size. A row whose model and family were not measured has
-        None."""
-        rates: dict[str, float] = {}
-        for r in throughput["rows"]:
-            rates[r["model"]] = max(rates.get(r["model"], 0.0), float(r["model_steps_per_s"]))
+        benchmark's batch and set size, in a stack no larger than the row's jobs (the runner
+        stacks a cell's seeds, no more: three seeds cannot run at a stack of 32's rate). A row
+        whose model and family were not measured has None."""
         out = []
         for r in self.rows:
             if not _nn.model_spec(r["model"]).trainable or not r["todo"]:
                 continue
+            rates: dict[str, float] = {}
+            for m in throughput["rows"]:
+                if m.get("K", 1) <= r["todo"]:
+                    rates[m["model"]] = max(rates.get(m["model"], 0.0), m["model_steps_per_s"])
             cell = ex.get_table(r["table"]).cell(r["cell"])
             family = _nn.model_spec(r["model"]).family
             stand_in = r["model"] if r["model"] in rates else GPU_STAND_INS.get(family)
