@@ -633,6 +633,7 @@ def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path
     assert row["verdict"] == "holds"  # raw: MZ beats every PMA baseline
     assert row["normalised"]["verdict"] == "does not hold here"  # normalised: ST wins
     assert "on per-set normalised sets" in row["reason"]
+    assert f"read in {row['normalised']['regime']}): does not hold here" in row["reason"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -897,8 +897,9 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
         if beside is not None:
             row["normalised"] = beside
             row["reason"] += (
-                f"; on per-set normalised sets (chapter 5's ablation cells): {beside['verdict']}"
-                f" (ours {beside['ours_text']}; {beside['reason']})"
+                f"; on per-set normalised sets (chapter 5's ablation cells, read in "
+                f"{beside['regime']}): {beside['verdict']} (ours {beside['ours_text']}; "
+                f"{beside['reason']})"
             )
         paper = under_paper_protocol(c, results_dir)
         if paper is not None and c.table != "tab:meb":
