@@ -634,6 +634,19 @@ def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path
     assert row["normalised"]["verdict"] == "does not hold here"  # normalised: ST wins
     assert "on per-set normalised sets" in row["reason"]
     assert f"read in {row['normalised']['regime']}): does not hold here" in row["reason"]
+    # the paper's protocol trains on raw targets: its standardised twins are an ablation there,
+    # and its per-set reading needs the raw-target twins (as chapter 5's meb_study reads them)
+    for m, v in (("mz_full", 0.6), ("st", 0.2)):
+        _cell(tmp_path, "tab:meb", f"abl-d8-scale-ynorm-{m}", v, "full")
+    rows = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}
+    assert rows["meb-d8-mz-beats-pma"]["normalised"]["profile"] == "cpu-annealed"
+    for m, v in (("mz_full", 0.6), ("st", 0.2)):
+        _cell(tmp_path, "tab:meb", f"abl-d8-scale-{m}", v, "full")
+    normalised = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}[
+        "meb-d8-mz-beats-pma"
+    ]["normalised"]
+    assert normalised["profile"] == "full" and normalised["verdict"].startswith("holds")
+    assert normalised["regime"].endswith("the paper's protocol")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from .experiments.formatting import headline
 from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import ReportRow, best_report_rows, report
 from .experiments.results import PROFILE_ORDER
-from .experiments.scorecard import claims, evaluate
+from .experiments.scorecard import claims, evaluate, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
 
@@ -331,16 +331,6 @@ def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | No
 # ---------------------------------------------------------------------------------------------
 
 CONDITIONS = ("raw", "per-set normalised")
-
-
-def normalised_twin(cell_id: str, profile: str) -> str:
-    """The d = 8 ablation cell of ``tab:meb`` that differs from main cell ``cell_id`` under
-    ``profile`` only in its data (per-set normalised): targets scaled as the profile scales
-    them (the set-statistics ridge does not depend on that)."""
-    model = cell_id.split("-", 1)[1]
-    standardised = ex.get_profile(profile).train.get("normalize_targets", False)
-    variant = "scale-ynorm" if standardised and model != ex.SET_STATS else "scale"
-    return f"abl-d8-{variant}-{model}"
 
 
 def condition_cell(cell_id: str, condition: str, profile: str) -> str:

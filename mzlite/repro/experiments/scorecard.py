@@ -934,26 +934,30 @@ def under_paper_protocol(claim, results_dir=None) -> dict | None:
     return row
 
 
-def _normalised_cell(cell_id: str) -> str:
-    """The per-set normalised twin of a tab:meb d = 8 cell (``abl-d8-scale-*``)."""
-    model = cell_id.removeprefix("d8-")
-    if model == ex.SET_STATS:
-        return "abl-d8-scale-set_stats"
-    return f"abl-d8-scale-ynorm-{model}"
+def normalised_twin(cell_id: str, profile: str) -> str:
+    """The d = 8 ablation cell of ``tab:meb`` that differs from main cell ``cell_id`` under
+    ``profile`` only in its data (per-set normalised): targets scaled as the profile scales
+    them (standardised, ``abl-d8-scale-ynorm-*``, or raw as the paper's protocol trains them,
+    ``abl-d8-scale-*``; the set-statistics ridge does not depend on that)."""
+    model = cell_id.split("-", 1)[1]
+    standardised = ex.get_profile(profile).train.get("normalize_targets", False)
+    variant = "scale-ynorm" if standardised and model != ex.SET_STATS else "scale"
+    return f"abl-d8-{variant}-{model}"
 
 
 def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
     """An MEB d = 8 claim judged again on the per-set normalised ablation cells (the data
-    normalisation the MEB verdict turns on, chapter 5), from the profiles that ran them; None
-    for other claims or where none of the twin cells ran."""
+    normalisation the MEB verdict turns on, chapter 5), from the most trusted of ``profiles``
+    that ran the claim's twins (``normalised_twin``: each profile's own target scaling); None
+    for other claims or where no profile ran them."""
     if (
         isinstance(claim, RankClaim)
         or claim.table != "tab:meb"
         or not all(c.startswith("d8-") for c in claim.cells)
     ):
         return None
-    ids = {c.id for c in ex.get_table("tab:meb").cells}
-    if not any(_normalised_cell(c) in ids for c in claim.cells):
-        return None
-    row = evaluate(claim, profiles, results_dir, rename=_normalised_cell)
-    return None if row["verdict"] == "not run" else row
+    for p in PROFILE_ORDER if profiles is None else profiles:
+        row = evaluate(claim, (p,), results_dir, rename=lambda c, p=p: normalised_twin(c, p))
+        if row["verdict"] != "not run":
+            return row
+    return None
