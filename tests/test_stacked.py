@@ -236,6 +236,20 @@ def test_runner_stacks_a_cells_seeds(tmp_path):
         ex.run("tab:tdof-verify", "smoke", stack=True, graph=True, device="cpu", **kw, **dirs)
 
 
+def test_the_stacks_of_a_tables_cells_keep_checkpoints_of_their_own(tmp_path):
+    """Two cells of one table stacked side by side (``run --workers``) must not resume each
+    other's stack: their checkpoints are named by cell, in the folder of the jobs' own."""
+    from mzlite.repro import experiments as ex
+    from mzlite.repro.experiments.execute import stack_checkpoint_path
+
+    kw = {"results_dir": tmp_path / "results", "cache_dir": tmp_path / "cache"}
+    raw = ex.jobs("tab:meb", "smoke", "0-1", cells=["abl-d8-scale-mz_full"], **kw)
+    std = ex.jobs("tab:meb", "smoke", "0-1", cells=["abl-d8-scale-ynorm-mz_full"], **kw)
+    a, b = stack_checkpoint_path(raw), stack_checkpoint_path(std)
+    assert a != b and a.parent == b.parent == raw[0].checkpoint_path.parent
+    assert a.name.startswith("abl-d8-scale-mz_full__")
+
+
 def test_the_graph_path_takes_lone_seeds_to_fit_stacked_and_leaves_jobs_alone(tmp_path):
     """On the graph path (CUDA) a lone trainable seed trains as a stack of one, since the graph
     lives in ``fit_stacked``; a closed-form job, or one resuming its own unstacked checkpoint,

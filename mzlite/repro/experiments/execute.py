@@ -331,9 +331,10 @@ def run_job(
 
 
 def stack_checkpoint_path(group: list[Job]) -> Path:
-    """One checkpoint for a stack of one cell's seeds, beside the jobs' own."""
+    """One checkpoint for a stack of one cell's seeds, beside the jobs' own and named by the
+    cell as theirs are: the stacks of a table's cells train side by side in one folder."""
     seeds = "-".join(str(j.seed) for j in group)
-    return group[0].checkpoint_path.with_name(f"stack-s{seeds}.pt")
+    return group[0].checkpoint_path.with_name(f"{group[0].cell.id}__stack-s{seeds}.pt")
 
 
 def run_stacked_jobs(
