@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # One call on a lent GPU, prepared so that it fits the lease (issues 36 and 33):
-#   1. benchmarks/gpu_throughput.py: the throughput table, and whole runs of fit_stacked with and
-#      without the CUDA graph against a loop of fit (the graph path's check on a GPU);
+#   1. with BENCH=1, benchmarks/gpu_throughput.py: the throughput table, and whole runs of
+#      fit_stacked with and without the CUDA graph against a loop of fit (the graph path's check
+#      on a GPU); by default the committed benchmarks/gpu-throughput-h200.json stands for it;
 #   2. the paper-protocol cells (profile `full`) of tab:tdof-verify L = 32 and MEB d = 8 per-set
 #      normalised, each cell's seeds stacked, the graph on where step 1 found it equal to the loop,
 #      until DEADLINE_S after the start; what does not finish leaves its stack checkpoint.
 # Everything that comes back is under $OUT: the table (text and JSON), the runs' logs, the new
 # results and the checkpoints (split into 15 MB parts: the device tool returns files <= 16 MiB).
 #
-#   run(command="MZLITE_GIT_COMMIT=<commit> bash benchmarks/gpu_lease.sh", timeout_s=600)
+#   run(command="MZLITE_GIT_COMMIT=$(git rev-parse --short HEAD) bash benchmarks/gpu_lease.sh", timeout_s=600)
+#   (the command is written here with the commit typed in: the device machine's .git is stale)
 #
 # Then, here: tar xzf <files_at>/results.tgz; cat <files_at>/ckpt.tgz.* | tar xz (data/cache/...),
 # and `python -m mzlite run ... --profile full --stack` resumes the stacks.
@@ -30,11 +32,16 @@ left() { echo $((DEADLINE_S - ($(date +%s) - t0))); }
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 
-timeout 200 python3 benchmarks/gpu_throughput.py $BENCH_ARGS --json "$OUT/gpu-throughput-h200.json" 2>&1 | tee "$OUT/gpu-throughput-h200.txt"
+measured=benchmarks/gpu-throughput-h200.json
+if [ "${BENCH:-0}" = 1 ]; then
+    measured="$OUT/gpu-throughput-h200.json"
+    timeout 200 python3 benchmarks/gpu_throughput.py $BENCH_ARGS --json "$measured" 2>&1 \
+        | tee "$OUT/gpu-throughput-h200.txt"
+fi
 
 # The graph path only where whole runs with it matched the loop of fit; stacking only where
 # fit_stacked ran at all (else one eager model a process).
-ways=$(python3 - "$OUT/gpu-throughput-h200.json" <<'EOF'
+ways=$(python3 - "$measured" <<'EOF'
 import json, sys
 try:
     runs = json.load(open(sys.argv[1]))["whole_runs"]
