@@ -278,3 +278,17 @@ def test_gpu_hours_come_from_the_measured_throughput_of_the_model_or_its_family(
     assert "cuda: test" in text and "device call(s) of 10 minutes" in text
     only_mz = {**measured, "rows": measured["rows"][:3]}
     assert {r["cell"]: r["gpu_h"] for r in p.gpu_hours(only_mz)}["F-st"] is None
+
+
+def test_the_sizes_the_paper_does_not_state_are_written_from_one_constant():
+    """The profiles at the paper's sizes and tab:tdof-verify's note say the sizes of
+    ``UNSTATED_PAPER_SIZES`` in the paper's words, derived, not restated."""
+    from mzlite.repro.experiments.specs import PROFILES, UNSTATED_PAPER_SIZES, sizes_text
+
+    assert sizes_text((10_000, 2_000, 500)) == "10K/2K/500"
+    words = sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])
+    for name in ("paper-sizes", "full"):
+        assert f"tab:tdof-verify {words}" in PROFILES[name].description
+        assert PROFILES[name].sizes_by_table == UNSTATED_PAPER_SIZES
+    note = ex.get_table("tab:tdof-verify").notes
+    assert f"{words} under the profiles at the paper's sizes" in note

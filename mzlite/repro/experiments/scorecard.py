@@ -83,6 +83,7 @@ from mzlite.repro.experiments.formatting import agreement
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
+from mzlite.repro.experiments.specs import set_count_text
 from mzlite.repro.paper import name_labels
 from mzlite.repro.render import scorecard_html
 
@@ -132,7 +133,7 @@ def regime(results: list[dict], profile: str) -> str:
     reduced CPU protocol"; "5K training sets, the paper's protocol"."""
     trained = [r for r in results if _nn.model_spec(r["model"]).trainable] or results
     sizes = sorted({r["sizes"][0] for r in trained})
-    words = "/".join(f"{n / 1000:g}K" if n >= 1000 else str(n) for n in sizes)
+    words = "/".join(set_count_text(n) for n in sizes)
     return f"{words} training sets, {reader_name(profile)}"
 
 

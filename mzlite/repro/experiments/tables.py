@@ -24,7 +24,16 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     standardised_twin_cells,
     stats_cell,
 )
-from .specs import PROFILES, Cell, Derived, PaperRef, Profile, TableSpec
+from .specs import (
+    PROFILES,
+    UNSTATED_PAPER_SIZES,
+    Cell,
+    Derived,
+    PaperRef,
+    Profile,
+    TableSpec,
+    sizes_text,
+)
 from .uncertainty_study import METHODS
 
 
@@ -171,7 +180,8 @@ def _tdof_verify() -> TableSpec:
         tuple(derived),
         notes=(
             "d=32 (mzlite.tasks.quadratic_tdof default); sizes 5K/1K/2K (not in the paper), "
-            "10K/2K/2K under the profiles at the paper's sizes (paper-sizes, full). Ablation part: "
+            f"{sizes_text(UNSTATED_PAPER_SIZES['tab:tdof-verify'])} under the profiles at the "
+            "paper's sizes (paper-sizes, full). Ablation part: "
             "MZAttn-1L at lr 1e-3 for L in {8, 16, 32}."
         ),
         chapter="04_training_on_gpu",
