@@ -127,6 +127,30 @@ def test_changing_a_result_json_changes_the_page(tmp_path):
     assert sep2["tdof-separation"]["evidence"]["p_max"] > 0.05
 
 
+def test_a_more_trusted_profile_with_too_few_runs_is_said_beside_the_verdict(tmp_path):
+    """The paper's protocol under way (one seed a cell) does not hide a decided reading of a
+    less trusted profile: the verdict is read where the evidence suffices, and the row says
+    the paper's protocol has too few runs so far."""
+    _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40, profile="cpu-annealed")
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.93, "full", seeds=1)
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "full", seeds=1)
+    sep = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}[
+        "tdof-separation"
+    ]
+    assert (sep["profile"], sep["verdict"]) == ("cpu-annealed", "holds")
+    assert [t["profile"] for t in sep["insufficient_above"]] == ["full"]
+    assert "the paper's protocol: insufficient evidence so far (" in sep["reason"]
+    # where no profile has enough, the most trusted one is read, as before
+    only_full = tmp_path / "only-full"
+    _cell(only_full, "tab:tdof-verify", "L32-mz_1l", 0.93, "full", seeds=1)
+    _cell(only_full, "tab:tdof-verify", "L32-st_4l", 0.98, "full", seeds=1)
+    sep = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=only_full).rows}[
+        "tdof-separation"
+    ]
+    assert (sep["profile"], sep["verdict"]) == ("full", "insufficient evidence")
+    assert "insufficient_above" not in sep
+
+
 def test_cli_scorecard_prints_each_claim_with_its_statistics_and_verdict(tmp_path, capsys):
     from mzlite.__main__ import main
 

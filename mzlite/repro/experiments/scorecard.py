@@ -400,7 +400,7 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None, *, load
         for prof in order
     }
     retired = _retired(claim, by_profile, ren)
-    judged = []  # (profile, reading, verdict) of every profile with the claim's cells
+    tried = []  # every profile with the claim's cells, best evidence first
     for prof in order:
         if prof in retired:
             continue
@@ -411,7 +411,6 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None, *, load
             continue
         used = [r for c in claim.cells for r in res.get(ren(c), [])]
         ran = sum(bool(res.get(ren(c))) for c in claim.cells)
-        cover = "" if ran == len(claim.cells) else f"; {ran} of {len(claim.cells)} cells run"
         ev = evidence(claim, res, rename)
         verdict = judge(claim, ours, prof, complete=ran == len(claim.cells), evidence=ev)
         refuted = refutation(claim, res, rename) if prof != "smoke" else None
@@ -419,49 +418,71 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None, *, load
             # a significantly better model settles it; a gap that no test backs does not
             verdict = "does not hold here" if refuted["p"] is not None or claim.monotone \
                 else "not decided"  # fmt: skip
-        judged.append((prof, reading_of(used), verdict))
-        if len(judged) > 1:
-            continue  # later profiles only say whether another reading reads otherwise
-        why = ""
-        if refuted is not None:
-            decided = refuted["text"]
-        else:
-            decided = _decided_by(claim, verdict, ev, ran)
-        if verdict == "insufficient evidence":
-            why = "; ".join(ev["problems"])
-        elif verdict == "optimisation failure":
-            why = "; ".join(ev["failures"])
-        elif verdict == "memorised":
-            why = "; ".join(ev["memorised"])
-        elif verdict == "no model learns it":
-            why = _no_model_learns(claim, res, ren)
-        else:
-            why = decided
-        shows = what_it_shows(claim, verdict, ours, res, rename)
-        if shows is not None:  # what a "holds" that is no evidence for MZAttn shows, said first
-            why = f"{shows['text']}; {why}"
-        row.update(
-            shows=shows,
-            ours=ours,
-            ours_text=claim.fmt(ours),
-            profile=prof,
-            regime=regime(used, prof),
-            protocol=_protocol(used, prof) + cover,
-            statistics=ev["text"],
-            evidence=ev,
-            why=why,
-            verdict=verdict,
-            decided_by=decided,
-            refuted_by=refuted,
-        )
+        tried.append(dict(prof=prof, res=res, ours=ours, used=used, ran=ran, ev=ev,
+                          verdict=verdict, refuted=refuted))  # fmt: skip
+    # The verdict is read where the evidence suffices: a more trusted profile whose runs are
+    # still too few (the paper's protocol, under way) is said beside it, not read instead.
+    main = next((t for t in tried if t["verdict"] != "insufficient evidence"), None)
+    main = main or (tried[0] if tried else None)
+    if main is not None:
+        row.update(_verdict_fields(claim, main, rename))
+        above = [t for t in tried[: tried.index(main)]]
+        if above:
+            row["insufficient_above"] = [
+                {"profile": t["prof"], "regime": regime(t["used"], t["prof"]),
+                 "problems": "; ".join(t["ev"]["problems"])} for t in above
+            ]  # fmt: skip
+    judged = [(t["prof"], reading_of(t["used"]), t["verdict"]) for t in tried]
+    if main is not None:
+        judged.insert(0, judged.pop(tried.index(main)))
     if retired:
         row["retired"] = retired
     if judged:
         row["reading"] = judged[0][1]
         row["reason"] = _reason(judged, claim, results_dir) + _shared_note(claim, judged[0][0], ren)
+        for t in row.get("insufficient_above", []):
+            row["reason"] += (
+                f"; read in {t['regime']}: insufficient evidence so far ({t['problems']})"
+            )
     elif retired:
         row["why"] = "; ".join(retired.values())
     return row
+
+
+def _verdict_fields(claim: Claim, t: dict, rename) -> dict:
+    """The row fields of ``claim`` read under one profile's results (``evaluate``'s ``tried``
+    entry ``t``): ours, the regime, protocol, statistics, the verdict and why."""
+    ren = (lambda c: c) if rename is None else rename
+    res, verdict, ev, refuted, ran = t["res"], t["verdict"], t["ev"], t["refuted"], t["ran"]
+    cover = "" if ran == len(claim.cells) else f"; {ran} of {len(claim.cells)} cells run"
+    decided = refuted["text"] if refuted is not None else _decided_by(claim, verdict, ev, ran)
+    if verdict == "insufficient evidence":
+        why = "; ".join(ev["problems"])
+    elif verdict == "optimisation failure":
+        why = "; ".join(ev["failures"])
+    elif verdict == "memorised":
+        why = "; ".join(ev["memorised"])
+    elif verdict == "no model learns it":
+        why = _no_model_learns(claim, res, ren)
+    else:
+        why = decided
+    shows = what_it_shows(claim, verdict, t["ours"], res, rename)
+    if shows is not None:  # what a "holds" that is no evidence for MZAttn shows, said first
+        why = f"{shows['text']}; {why}"
+    return dict(
+        shows=shows,
+        ours=t["ours"],
+        ours_text=claim.fmt(t["ours"]),
+        profile=t["prof"],
+        regime=regime(t["used"], t["prof"]),
+        protocol=_protocol(t["used"], t["prof"]) + cover,
+        statistics=ev["text"],
+        evidence=ev,
+        why=why,
+        verdict=verdict,
+        decided_by=decided,
+        refuted_by=refuted,
+    )
 
 
 def _mz_beats(claim: Claim) -> bool:
