@@ -9,8 +9,8 @@
 # Everything that comes back is under $OUT: the table (text and JSON), the runs' logs, the new
 # results and the checkpoints (split into 15 MB parts: the device tool returns files <= 16 MiB).
 #
-#   run(command="MZLITE_GIT_COMMIT=$(git rev-parse --short HEAD) bash benchmarks/gpu_lease.sh", timeout_s=600)
-#   (the command is written here with the commit typed in: the device machine's .git is stale)
+#   run(command="MZLITE_GIT_COMMIT=<commit> bash benchmarks/gpu_lease.sh", timeout_s=600)
+#   (<commit> typed in, here's HEAD: a $(git rev-parse HEAD) would run there, on a stale .git)
 #
 # Then, here: tar xzf <files_at>/results.tgz; cat <files_at>/ckpt.tgz.* | tar xz (data/cache/...),
 # and `python -m mzlite run ... --profile full --stack` resumes the stacks.
@@ -56,8 +56,8 @@ echo "cells run with: $ways; $(left) s left"
 
 R="python3 -m mzlite run --profile $PROFILE --device $DEVICE --seeds 0-2 $ways"
 timeout "$(left)" $R tab:tdof-verify --cells L32-mz_1l,L32-st_4l --workers 2 > "$OUT/tdof.log" 2>&1 &
-meb=abl-d8-scale-ynorm-mz_full,abl-d8-scale-ynorm-st,abl-d8-scale-ynorm-st_meanpool  # the verdict's
-meb=$meb,abl-d8-scale-mz_full,abl-d8-scale-st,abl-d8-scale-st_meanpool           # raw twins next
+meb=abl-d8-scale-mz_full,abl-d8-scale-st,abl-d8-scale-st_meanpool  # raw targets: the verdict's
+meb=$meb,abl-d8-scale-ynorm-mz_full,abl-d8-scale-ynorm-st,abl-d8-scale-ynorm-st_meanpool  # ablation
 timeout "$(left)" $R tab:meb --workers 3 --cells "$meb" > "$OUT/meb.log" 2>&1 &
 wait
 sleep 3  # the pools' workers notice their driver is gone within a second (pool.PARENT_POLL_S)
