@@ -25,7 +25,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import time
 import traceback
 from pathlib import Path
@@ -37,7 +36,6 @@ from mzlite.nn import build_model
 from mzlite.train import TrainConfig
 from mzlite.train import stacked as S
 
-REPO = Path(__file__).resolve().parents[1]
 MODELS = ("mz_full", "st")
 HEADER = f"{'model':8} {'mode':18} {'K':>3} {'ms/step':>10} {'model-steps/s':>14} {'vs eager':>9}"
 
@@ -229,17 +227,11 @@ def fit_loop_against_stacked(args, dev) -> list[dict]:
 
 
 def commit() -> str:
-    """The commit of the code measured: the one a caller names in ``MZLITE_GIT_COMMIT`` (a copy
-    sent to a GPU machine, whose ``.git`` can be older than its files), else HEAD."""
-    if os.environ.get("MZLITE_GIT_COMMIT"):
-        return os.environ["MZLITE_GIT_COMMIT"]
-    try:
-        return subprocess.run(
-            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    """The commit of the code measured, as results record it (``execute.git_info``: the one a
+    caller names in ``MZLITE_GIT_COMMIT`` on a copy sent to a GPU machine, else HEAD)."""
+    from mzlite.repro.experiments.execute import git_info
+
+    return (git_info()["commit"] or "unknown")[:7]
 
 
 def main(argv=None) -> None:

@@ -20,7 +20,7 @@ from .experiments.formatting import headline
 from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import ReportRow, best_report_rows, report
 from .experiments.results import PROFILE_ORDER
-from .experiments.scorecard import claims, evaluate, normalised_twin
+from .experiments.scorecard import claims, first_reading, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
 
@@ -368,13 +368,8 @@ def meb_pattern(profiles=PROFILE_ORDER, results_dir=None) -> dict[tuple[str, str
         if not cl.id.startswith("meb-d8-"):
             continue
         for cond in CONDITIONS:
-            row = None
-            for p in profiles:
-                rename = None if cond == "raw" else (lambda c, p=p: normalised_twin(c, p))
-                row = evaluate(cl, profiles=(p,), results_dir=results_dir, rename=rename)
-                if row["verdict"] != "not run":
-                    break
-            out[cond, cl.id] = row
+            twin = None if cond == "raw" else normalised_twin
+            out[cond, cl.id] = first_reading(cl, profiles, results_dir, twin=twin)
     return out
 
 

@@ -216,7 +216,8 @@ class Plan:
             rates: dict[str, float] = {}
             for m in throughput["rows"]:
                 if m.get("K", 1) <= r["todo"]:
-                    rates[m["model"]] = max(rates.get(m["model"], 0.0), m["model_steps_per_s"])
+                    measured = float(m["model_steps_per_s"])
+                    rates[m["model"]] = max(rates.get(m["model"], 0.0), measured)
             cell = ex.get_table(r["table"]).cell(r["cell"])
             family = _nn.model_spec(r["model"]).family
             stand_in = r["model"] if r["model"] in rates else GPU_STAND_INS.get(family)

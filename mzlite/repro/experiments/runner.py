@@ -125,13 +125,13 @@ def run(
         raise ValueError(f"stack must be True, False or None (auto: on CUDA), got {stack!r}")
     if stack and launcher != "local":
         raise ValueError("stack=True needs launcher='local' (Ray runs one job a task)")
+    on_cuda = launcher == "local" and resolve_device(device).type == "cuda"
     if stack is None:
-        stack = launcher == "local" and resolve_device(device).type == "cuda"
+        stack = on_cuda
     if graph is not None and not isinstance(graph, bool):
         raise ValueError(
             f"graph must be True, False or None (auto: stacked on CUDA), got {graph!r}"
         )
-    on_cuda = launcher == "local" and resolve_device(device).type == "cuda"
     if graph and not (stack and on_cuda):
         raise ValueError(
             f"graph=True needs stacked training on a CUDA device, got stack={stack}, "

@@ -422,19 +422,17 @@ def evaluate(claim: Claim, profiles=None, results_dir=None, rename=None, *, load
                           verdict=verdict, refuted=refuted))  # fmt: skip
     # The verdict is read where the evidence suffices: a more trusted profile whose runs are
     # still too few (the paper's protocol, under way) is said beside it, not read instead.
-    main = next((t for t in tried if t["verdict"] != "insufficient evidence"), None)
-    main = main or (tried[0] if tried else None)
-    if main is not None:
-        row.update(_verdict_fields(claim, main, rename))
-        above = [t for t in tried[: tried.index(main)]]
-        if above:
+    i = next((i for i, t in enumerate(tried) if t["verdict"] != "insufficient evidence"), 0)
+    if tried:
+        row.update(_verdict_fields(claim, tried[i], rename))
+        if i:
             row["insufficient_above"] = [
                 {"profile": t["prof"], "regime": regime(t["used"], t["prof"]),
-                 "problems": "; ".join(t["ev"]["problems"])} for t in above
+                 "problems": "; ".join(t["ev"]["problems"])} for t in tried[:i]
             ]  # fmt: skip
-    judged = [(t["prof"], reading_of(t["used"]), t["verdict"]) for t in tried]
-    if main is not None:
-        judged.insert(0, judged.pop(tried.index(main)))
+    # the verdict's profile first; the others only say whether another reading reads otherwise
+    read = tried[i : i + 1] + tried[:i] + tried[i + 1 :]
+    judged = [(t["prof"], reading_of(t["used"]), t["verdict"]) for t in read]
     if retired:
         row["retired"] = retired
     if judged:
@@ -967,6 +965,19 @@ def normalised_twin(cell_id: str, profile: str) -> str:
     return f"abl-d8-{variant}-{model}"
 
 
+def first_reading(claim, profiles=None, results_dir=None, twin=None) -> dict | None:
+    """``claim`` judged under the first of ``profiles`` (default ``PROFILE_ORDER``) that ran its
+    cells, or their twins ``twin(cell_id, profile)``, each profile alone (a reading never mixes
+    profiles); the last profile's "not run" row where none ran, None for no profiles."""
+    row = None
+    for p in PROFILE_ORDER if profiles is None else profiles:
+        rename = None if twin is None else (lambda c, p=p: twin(c, p))
+        row = evaluate(claim, (p,), results_dir, rename=rename)
+        if row["verdict"] != "not run":
+            break
+    return row
+
+
 def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
     """An MEB d = 8 claim judged again on the per-set normalised ablation cells (the data
     normalisation the MEB verdict turns on, chapter 5), from the most trusted of ``profiles``
@@ -978,6 +989,8 @@ def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
         or not all(c.startswith("d8-") for c in claim.cells)
     ):
         return None
+    row = first_reading(claim, profiles, results_dir, twin=normalised_twin)
+    return None if row is None or row["verdict"] == "not run" else row
     for p in PROFILE_ORDER if profiles is None else profiles:
         row = evaluate(claim, (p,), results_dir, rename=lambda c, p=p: normalised_twin(c, p))
         if row["verdict"] != "not run":
