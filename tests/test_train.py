@@ -485,7 +485,8 @@ def test_history_records_resolved_amp_and_resume_keeps_it(tmp_path, monkeypatch)
         fit(build(), TRAIN, VAL, small_cfg(epochs=3, amp=False), checkpoint_path=path,
             progress=False, callbacks=[stop_after_1])  # fmt: skip
     # an fp32 run resumed with amp=None (auto) continues in fp32, even where auto means bf16
-    monkeypatch.setattr(T, "cpu_has_bf16", lambda: True)
+    # patch the name resolve_amp reads (mzlite.train.precision), not the package's re-export
+    monkeypatch.setattr(T.precision, "cpu_has_bf16", lambda: True)
     with pytest.raises(ValueError, match="amp: False -> True"):
         fit(build(), TRAIN, VAL, small_cfg(epochs=3, amp=True), checkpoint_path=path,
             progress=False)  # fmt: skip
