@@ -197,8 +197,8 @@ def section(terms: set[str], keys: set[str]) -> str:
 
 
 def with_terms_and_references(nb: dict) -> dict:
-    """``nb`` (changed in place) with its roles rewritten as links and, when it has any, the
-    section they lead to as its last cell."""
+    """``nb`` (changed in place) with its roles rewritten as text and footnotes and, when it
+    has any, the section that lists its terms and references as its last cell."""
     terms: set[str] = set()
     keys: set[str] = set()
     for cell in nb.get("cells", []):
