@@ -85,17 +85,18 @@ def _loaded(tree) -> set[str]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_kept_cells_never_read_what_only_a_solution_defined(path):
-    """The student copy is the chapter minus its solutions: if no kept cell reads a name that only
-    a solution cell defines, every kept cell sees the same names as in the book's run."""
+    """The student copy is the chapter minus its solutions (and the kernel-drawn twins of the
+    book's figures): if no kept cell reads a name that only a left-out cell defines, every kept
+    cell sees the same names as in the book's run."""
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     trees = [ast.parse(_code(_src(c))) for c in cells]
     kept_defs: set[str] = set()
     for cell, tree in zip(cells, trees, strict=True):
-        if not ms.is_solution(cell):
+        if not ms.is_left_out(cell):
             kept_defs |= _defined(tree)
     only_in_solutions: set[str] = set()
     for cell, tree in zip(cells, trees, strict=True):
-        if ms.is_solution(cell):
+        if ms.is_left_out(cell):
             only_in_solutions |= _defined(tree) - kept_defs
         else:
             used = _loaded(tree) & only_in_solutions

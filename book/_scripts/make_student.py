@@ -93,6 +93,18 @@ def is_solution(cell: dict) -> bool:
     )
 
 
+def is_book_twin(cell: dict) -> bool:
+    """A cell the book drops (``remove-cell``): in the chapters, a kernel-drawn twin of the figure
+    the next cell draws in a form any page shows (plotly). A student copy keeps the book's form:
+    JupyterLab would show both, the same figure twice."""
+    return "remove-cell" in cell.get("metadata", {}).get("tags", [])
+
+
+def is_left_out(cell: dict) -> bool:
+    """Whether a student copy leaves ``cell`` out: a solution, or the twin of a figure."""
+    return is_solution(cell) or is_book_twin(cell)
+
+
 def is_answer(cell: dict) -> bool:
     return (
         cell["cell_type"] == "code"
@@ -118,7 +130,7 @@ def student_copy(
     out = copy.deepcopy(nb)
     cells = []
     for cell in out["cells"]:
-        if is_solution(cell):
+        if is_left_out(cell):
             continue
         if cell["cell_type"] == "code" and (not keep_outputs or is_answer(cell)):
             cell["outputs"], cell["execution_count"] = [], None
