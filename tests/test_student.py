@@ -67,6 +67,31 @@ def test_every_exercise_stays_with_its_placeholder(path, copies):
         assert "..." in src, f"answer cell without a ... placeholder:\n{src}"
 
 
+# Paths of the repository a download does not hold: the zip has the chapters, data/ and README.txt
+_REPO_PATH = re.compile(r"\b(?:tests|benchmarks|book|notebooks)/[\w./-]+")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_text_of_a_copy_says_where_a_file_outside_the_download_is(path, copies):
+    """A student copy that names a test, a benchmark or a script of the book says that it is in
+    the repository (the unzipped folder has none of them); a copy names no chapter by a
+    notebooks/ path it does not have."""
+    for cell in copies[path.name]["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = _src(cell)
+        for m in _REPO_PATH.finditer(text):
+            near = text[max(0, m.start() - 300) : m.end() + 60]
+            assert "repository" in near, f"{path.name}: {m[0]} named as if in the download"
+
+
+def test_a_file_of_the_repository_is_named_as_one():
+    nb = {"cells": [{"cell_type": "markdown", "source": "see `benchmarks/lr_probe.py` here"}]}
+    assert ms.without_book_links(nb)["cells"][0]["source"].startswith(
+        "see `benchmarks/lr_probe.py` of the mzlite repository here"
+    )
+
+
 def _defined(tree) -> set[str]:
     names = set()
     for node in ast.walk(tree):

@@ -172,13 +172,23 @@ def _paper_name(match: re.Match) -> str:
     return entry["text"]
 
 
+# A file of the repository that the download does not hold (a benchmark, a test, a script of the
+# book), named in code: a student copy says where it is rather than send the student looking for
+# it in the unzipped folder.
+REPO_ONLY = re.compile(
+    r"`((?:tests|benchmarks|book|notebooks)/[^`\s]+)`(?! of the mzlite repository)"
+)
+
+
 def _outside_the_book(text: str) -> str:
+    text = REPO_ONLY.sub(r"`\1` of the mzlite repository", text)
     return PAPER_ROLE.sub(_paper_name, text.replace(TEACHING_LINK, TEACHING_TEXT))
 
 
 def without_book_links(nb: dict) -> dict:
     """``nb`` for a copy opened outside the book: the link to the Teaching page (a page of the
     built book) replaced by its name, the book's paper roles by the paper's name for the label,
+    a file of the repository named as one (``REPO_ONLY``),
     its glossary terms and citations by links to a last cell that defines and references them
     (student_terms.py: the book's glossary and bibliography are not in the download)."""
     for cell in nb.get("cells", []):
