@@ -55,6 +55,11 @@ def test_students_install_cpu_torch_first_then_jupyterlab_myst_and_the_wheel(whe
     ]
 
 
+def test_the_teaching_page_and_the_download_give_the_same_install_lines():
+    """tests/test_student_lab.py runs the download's lines; the Teaching page must say the same."""
+    assert pip_installs(_student_install_block()) == pip_installs(ms.ZIP_README)
+
+
 def _markdown(path: Path) -> str:
     cells = json.loads(path.read_text())["cells"]
     return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")

@@ -154,7 +154,8 @@ def student_lab(tmp_path_factory):
             args = [f"torch=={torch_version}"] + (["--index-url", index] if index else [])
         args = [str(wheel.name) if a == "mzlite-*.whl" else a for a in args]
         started = time.perf_counter()
-        _run([str(py), "-m", "pip", "install", "-q", *args], cwd=folder, env=env)
+        # --no-compile: no bytecode written at install (Python writes it on first import)
+        _run([str(py), "-m", "pip", "install", "-q", "--no-compile", *args], cwd=folder, env=env)
         print(f"\npip install {shlex.join(args)}: {time.perf_counter() - started:.0f} s")
     installed = _run([str(py), "-m", "pip", "list", "--format", "json"], env=env)
     versions = {_canonical(d["name"]): d["version"] for d in json.loads(installed)}
