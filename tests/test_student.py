@@ -85,6 +85,17 @@ def test_the_text_of_a_copy_says_where_a_file_outside_the_download_is(path, copi
             assert "repository" in near, f"{path.name}: {m[0]} named as if in the download"
 
 
+@pytest.mark.parametrize("prefix", ["01_", "03_"])
+def test_a_figure_the_book_shows_once_shows_once_in_the_copy(prefix, copies):
+    """Chapters 1 and 3 draw a slider figure twice: a kernel-drawn twin (the book drops it) and
+    the plotly form. JupyterLab would show both; the copy keeps the book's form only."""
+    path = next(p for p in NOTEBOOKS if p.name.startswith(prefix))
+    twins = [_src(c) for c in json.loads(path.read_text())["cells"] if ms.is_book_twin(c)]
+    assert twins, f"{path.name} has no kernel-drawn twin any more: update this test"
+    kept = {_src(c) for c in copies[path.name]["cells"]}
+    assert not kept & set(twins)
+
+
 def test_a_file_of_the_repository_is_named_as_one():
     nb = {"cells": [{"cell_type": "markdown", "source": "see `benchmarks/lr_probe.py` here"}]}
     assert ms.without_book_links(nb)["cells"][0]["source"].startswith(
