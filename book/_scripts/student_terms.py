@@ -32,18 +32,20 @@ CITE_ROLE = re.compile(r"\{cite(?::(p|t))?\}`([^`]+)`")
 
 
 def term_label(target: str) -> str:
-    """The MyST label of a glossary term: ``term-`` and the term, lower case, words joined by -."""
+    """The footnote label of a glossary term: ``term-`` and the term, lower case, words joined
+    by -."""
     return "term-" + re.sub(r"[^a-z0-9]+", "-", target.lower()).strip("-")
 
 
 def ref_label(key: str) -> str:
+    """The footnote label of a work: ``ref-`` and its key, lower case (labels ignore case)."""
     return "ref-" + re.sub(r"[^a-z0-9]+", "-", key.lower()).strip("-")
 
 
 @functools.cache
 def glossary(path: Path = GLOSSARY) -> dict[str, str]:
-    """Term (as the glossary spells it) -> its definition (MyST, paragraphs joined by a blank
-    line), from the ``{glossary}`` block of ``path``."""
+    """Term (as the glossary spells it) -> its definition (MyST, as one paragraph: a footnote or
+    a list item holds one), from the ``{glossary}`` block of ``path``."""
     text = path.read_text()
     start = re.search(r"(?m)^```\{glossary\}\n", text)
     if start is None:
@@ -57,11 +59,7 @@ def glossary(path: Path = GLOSSARY) -> dict[str, str]:
             entries[term] = []
         elif term is not None:
             entries[term].append(line.strip())
-    definitions = {}
-    for term, lines in entries.items():
-        paragraphs = re.split(r"\n\s*\n", "\n".join(lines).strip())
-        definitions[term] = "\n\n".join(" ".join(p.split("\n")) for p in paragraphs)
-    return definitions
+    return {term: " ".join(" ".join(lines).split()) for term, lines in entries.items()}
 
 
 def _latex_text(value: str) -> str:
