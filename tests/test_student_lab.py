@@ -6,9 +6,9 @@ raw role, no "Citation Not Found") and a term's footnote showing its definition 
 glossary when the pointer rests on it. `jupyter labextension list` must call the pinned
 JupyterLab / jupyterlab-myst pair compatible.
 
-Kept as short as it can be: 323 s measured here with the machine ~5x oversubscribed (load 11 on
-2 cores: 242 s setting up, of which 155 s pip installing JupyterLab, and 72 s in the browser, the
-chapter's run 37 s of it). The fresh environment installs the download's lines as written, except
+Kept as short as it can be: 248 s measured here with the machine ~5x oversubscribed (load 10
+on 2 cores: 144 s setting up, of which 80 s pip installing, and 95 s in the browser, the
+chapter's run 38 s of it). The fresh environment installs the download's lines as written, except
 that its scientific stack (PyTorch and the other heavy packages mzlite needs, the same versions)
 is linked from the project's environment instead of unpacked again (~1.6 GB, minutes of disk
 time): pip finds them installed and installs the rest, JupyterLab, jupyterlab-myst and the
