@@ -25,26 +25,18 @@ shows no mean and says "mixed protocols".
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import statistics
 from dataclasses import dataclass
 
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import stats as _stats
+from mzlite.repro.experiments.engine import protocol_key
 from mzlite.repro.experiments.formatting import cell_words, format_mean_std
 from mzlite.repro.experiments.results import PROFILE_ORDER
+from mzlite.repro.experiments.stats import mean_std
 from mzlite.repro.paper import load_paper_table, paper_cell
 from mzlite.repro.render import report_html
-
-
-def mean_std(values: list[float]) -> tuple[float | None, float | None]:
-    """Mean and sample std (None for one value) of the finite ``values``; (None, None) if none."""
-    vals = [v for v in values if v is not None and math.isfinite(v)]
-    if not vals:
-        return None, None
-    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else None)
 
 
 def epoch_range(results: list[dict]) -> str:
@@ -75,27 +67,6 @@ def device_names(results: list[dict]) -> str:
     if cpu_profile:
         text += " (a GPU, for speed, under the CPU protocol's settings)"
     return text
-
-
-_FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fast, not what
-
-
-def protocol_key(result: dict) -> str:
-    """What a result computed, apart from its seed: training configuration (without seed,
-    device and threads; precision as the run resolved it), data (dataset keys and generator
-    version), model configuration, and the code (git commit). Two results of a cell with
-    different keys are never averaged: a campaign runs every seed of a cell at one commit."""
-    cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in _FREE}
-    cfg["amp"] = ex.result_amp(result)
-    key = {
-        "train": cfg,
-        "data": result.get("dataset_keys"),
-        "data_code": result.get("data_code_version"),
-        "model": result.get("model_config"),
-        "sizes": result.get("sizes"),
-        "code": (result.get("provenance") or {}).get("git_commit"),
-    }
-    return json.dumps(key, sort_keys=True, default=str)
 
 
 def spike_counts(results: list[dict]) -> tuple[int, int]:

@@ -79,11 +79,13 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
     cell_paper_value,
     claims,
 )
+from mzlite.repro.experiments.engine import protocol_key
 from mzlite.repro.experiments.formatting import agreement
 from mzlite.repro.experiments.protocols import reader_name
-from mzlite.repro.experiments.report import device_names, epoch_range, mean_std, protocol_key
+from mzlite.repro.experiments.report import device_names, epoch_range
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
 from mzlite.repro.experiments.specs import set_count_text
+from mzlite.repro.experiments.stats import mean_std
 from mzlite.repro.paper import name_labels
 from mzlite.repro.render import scorecard_html
 
