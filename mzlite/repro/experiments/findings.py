@@ -64,21 +64,17 @@ def _chapter_number(chapter: str) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """One sentence and the chapter sections that back it: ``links``, each (chapter page, e.g.
+    """One sentence and the chapter sections that back it: its ``lead`` ("What held", set in
+    bold on a page; "" for none), its ``body`` and ``links``, each (chapter page, e.g.
     "04_training_on_gpu"; Sphinx label on it, e.g. "results-ch04"; the link's text)."""
 
-    text: str
+    lead: str
+    body: str
     links: tuple[tuple[str, str, str], ...]
 
     @property
-    def lead(self) -> str:
-        """The sentence's opening words up to its first colon ("What held"), set in bold on a
-        page; "" for a sentence without one."""
-        head = self.text.split(": ", 1)[0]
-        return head if head != self.text and len(head.split()) <= 6 else ""
-
-    def body(self) -> str:
-        return self.text[len(self.lead) + 2 :] if self.lead else self.text
+    def text(self) -> str:
+        return f"{self.lead}: {self.body}" if self.lead else self.body
 
 
 def _chapter_links(chapters: list[str]) -> tuple[tuple[str, str, str], ...]:
@@ -148,7 +144,7 @@ class Findings:
         for s in self.sentences:
             refs = ", ".join(f"{{ref}}`{text} <{label}>`" for _, label, text in s.links)
             lead = f"**{s.lead}:** " if s.lead else ""
-            out += [f"{lead}{s.body()} ({refs})", ""]
+            out += [f"{lead}{s.body} ({refs})", ""]
         return "\n".join(out)
 
     def to_html(self, title: str = "What the book found"):
@@ -160,7 +156,7 @@ class Findings:
 
         paras = "".join(
             "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
-            + f"{html.escape(s.body())} ({', '.join(link(*x) for x in s.links)})</p>"
+            + f"{html.escape(s.body)} ({', '.join(link(*x) for x in s.links)})</p>"
             for s in self.sentences
         )  # fmt: skip
         return HTML(
@@ -174,8 +170,8 @@ def _scorecard_link(label: str, text: str) -> tuple[tuple[str, str, str], ...]:
 
 
 def _seeds_of(row: dict) -> list[int]:
-    ev = row.get("evidence") or {}
-    return [c.get("n", 0) for c in (ev.get("cells") or {}).values()]
+    v = row.get("value")
+    return [c.n for c in v.cells] if v is not None else []
 
 
 def _claim_words(row: dict) -> str:
@@ -190,11 +186,11 @@ def _claim_words(row: dict) -> str:
 def _held_sentence(rows: list[dict]) -> Finding:
     held = [r for r in rows if r["verdict"] == "holds"]
     if not held:
-        return Finding("What held in full: no claim of the paper, under any protocol of ours.",
+        return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
     items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']}; "
              f"{r.get('regime', '')})" for r in held]  # fmt: skip
-    return Finding(f"What held in full: {'; '.join(items)}.",
+    return Finding("What held in full", f"{'; '.join(items)}.",
                    _chapter_links([r["chapter"] for r in held]))  # fmt: skip
 
 
@@ -208,7 +204,8 @@ def _partly_sentence(rows: list[dict]) -> Finding | None:
     if not partly:
         return None
     items = [_beside_paper(r) for r in partly]
-    return Finding(f"What held partly (a tie, or a column not yet complete): {'; '.join(items)}.",
+    return Finding("What held partly (a tie, or a column not yet complete)",
+                   f"{'; '.join(items)}.",
                    _chapter_links([r["chapter"] for r in partly]))  # fmt: skip
 
 
@@ -247,7 +244,7 @@ def _failed_sentence(rows: list[dict]) -> Finding | None:
         return None
     items = [_beside_paper(r) for r in failed]
     first = sum(r.get("reading") == FIRST_READING for r in failed)
-    text = f"What did not hold: {_list(items)}."
+    text = f"{_list(items)}."
     if first:
         text += (
             f" {first} of these {len(failed)} verdicts were read from mzlite's first reading of "
@@ -255,7 +252,7 @@ def _failed_sentence(rows: list[dict]) -> Finding | None:
             "not from the faithful one; results under the faithful reading replace them as "
             "they land."
         )
-    return Finding(text, _chapter_links([r["chapter"] for r in failed]))
+    return Finding("What did not hold", text, _chapter_links([r["chapter"] for r in failed]))
 
 
 def _sure_sentence(rows: list[dict]) -> Finding:
@@ -263,12 +260,12 @@ def _sure_sentence(rows: list[dict]) -> Finding:
     c = Counter(r["verdict"] for r in rows)
     if decided:
         seeds = [n for r in decided for n in _seeds_of(r)]
-        tests = sum(len((r.get("evidence") or {}).get("tests") or []) for r in decided)
+        tests = sum(len(r["value"].tests) for r in decided if r.get("value") is not None)
         profiles = Counter(r.get("profile") for r in decided)
         lo, hi = (min(seeds), max(seeds)) if seeds else (0, 0)
         span = f"{lo}" if lo == hi else f"{lo} to {hi}"
         text = (
-            f"How sure: each of the {len(decided)} verdicts rests on {span} seeds per cell, "
+            f"each of the {len(decided)} verdicts rests on {span} seeds per cell, "
             "every run converged"
             + (
                 f", and {tests} Welch t-tests over seeds (p < 0.05 needed) decide the claims "
@@ -281,7 +278,7 @@ def _sure_sentence(rows: list[dict]) -> Finding:
             + "."
         )
     else:
-        text = "How sure: no claim has the converged seeds a verdict needs yet."
+        text = "no claim has the converged seeds a verdict needs yet."
     weak = c["insufficient evidence"] + c["optimisation failure"]
     if weak:
         text += (
@@ -294,7 +291,7 @@ def _sure_sentence(rows: list[dict]) -> Finding:
                 "which say nothing about the architecture"
             )
         text += "."
-    return Finding(text, _scorecard_link(HOW_SURE_LABEL, "how sure, chapter 9"))
+    return Finding("How sure", text, _scorecard_link(HOW_SURE_LABEL, "how sure, chapter 9"))
 
 
 def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
@@ -303,7 +300,7 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
         return None
     tables = list(dict.fromkeys(r["table"] for r in missing))
     text = (
-        f"What could not run: {len(missing)} claims of {len(tables)} tables "
+        f"{len(missing)} claims of {len(tables)} tables "
         f"({tables_words(tables)}), beyond what this project's 2-core CPU could afford."
     )
     cost = _price(tables, results_dir)
@@ -328,7 +325,8 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
             f"rivals first, a column stopped once one model refutes the claim), their next "
             f"steps are {jobs:,} runs, about {hours:,.0f} CPU hours."
         )
-    return Finding(text, _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))
+    return Finding("What could not run", text,
+                   _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))  # fmt: skip
 
 
 def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
@@ -377,6 +375,7 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     phrases = [count_phrase(v, n) for v, n in counts.items() if n]
     said = ", ".join(phrases[:-1]) + (" and " if len(phrases) > 1 else "") + phrases[-1]
     opening = Finding(
+        "",
         f"The book tests {total} claims of the paper against our own training runs: {said}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )

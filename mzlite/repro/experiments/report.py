@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import stats as _stats
-from mzlite.repro.experiments.engine import protocol_key
+from mzlite.repro.experiments.engine import protocol_key, regime_of
 from mzlite.repro.experiments.formatting import cell_words, format_mean_std
+from mzlite.repro.experiments.present import devices_text
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.stats import mean_std
 from mzlite.repro.paper import load_paper_table, paper_cell
@@ -49,24 +50,8 @@ def epoch_range(results: list[dict]) -> str:
 
 def device_names(results: list[dict]) -> str:
     """Where the ``results`` ran, in words: "on a CPU", "on an NVIDIA H200 GPU", both joined by
-    "and". A run of a CPU profile (``cpu``, ``cpu-annealed``, ...) that a GPU made says so: the
-    GPU made it faster, the profile's settings stayed those of the CPU protocol."""
-    cpu, gpus, cpu_profile = False, set(), False
-    for r in results:
-        p = r.get("provenance") or {}
-        if p.get("gpu_name") or p.get("device") == "cuda":
-            gpus.add(p.get("gpu_name") or "GPU")
-            cpu_profile |= str(r.get("profile") or "").startswith("cpu")
-        elif p.get("device"):
-            cpu = True
-    words = (["on a CPU"] if cpu else []) + [
-        f"on an {g} GPU" if g[:1].upper() in "AEIOU" or g.startswith("NVIDIA") else f"on a {g} GPU"
-        for g in sorted(gpus)
-    ]
-    text = " and ".join(words) or "on an unrecorded device"
-    if cpu_profile:
-        text += " (a GPU, for speed, under the CPU protocol's settings)"
-    return text
+    "and" (``present.devices_text``)."""
+    return devices_text(regime_of(results, ""))
 
 
 def spike_counts(results: list[dict]) -> tuple[int, int]:
