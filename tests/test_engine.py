@@ -151,3 +151,21 @@ def test_not_run_is_a_value_with_the_papers_number():
     v = judge(_claim("tdof-separation"), results_dir=Path("/nonexistent-results"))
     assert (v.label, v.reason, v.ours, v.cells) == (Label.NOT_RUN, Reason.NOT_RUN, None, ())
     assert v.paper is not None and v.paper > 0
+
+
+def test_a_reduced_refutation_does_not_overrule_a_faithful_reading_of_the_same_cells(tmp_path):
+    """Task B, a claim of the paper's text: ST-Large refutes it at 2K training sets, but the
+    paper's sizes read the same pair without refuting it; the stronger evidence stands."""
+    task_b = _claim("main-results-B-mz-beats-matched")
+    assert task_b.compare[0] == "B-mz_full" and "B-st_large" in task_b.compare[1]
+    faithful = {"model_config": {"gen_norm": "zonotope"}, "train_config": {"schedule": "plateau"}}
+    _cell(tmp_path, "tab:main-results", "B-mz_full", 0.50, "cpu-annealed", **faithful)
+    _cell(tmp_path, "tab:main-results", "B-st_large", 0.80, "cpu-annealed", **faithful)
+    v = judge(task_b, results_dir=tmp_path)
+    assert (v.profile, v.label, v.reason) == ("cpu-annealed", Label.FAILS, Reason.REFUTED_BY_MODEL)
+    _cell(tmp_path, "tab:main-results", "B-mz_full", 0.805, "paper-sizes")
+    _cell(tmp_path, "tab:main-results", "B-st_large", 0.81, "paper-sizes")
+    v = judge(task_b, results_dir=tmp_path)
+    assert (v.profile, v.label, v.reason) == ("paper-sizes", Label.PARTLY, Reason.TIE)
+    assert v.ours == pytest.approx(-0.005) and v.ran == 2 and v.n_cells == 4
+    assert [(b.profile, b.label) for b in v.beside] == [("cpu-annealed", Label.FAILS)]

@@ -596,7 +596,17 @@ def _decide(tried: list[Verdict]) -> int | None:
     if not tried:
         return None
     seeded = lambda v: all(c.n >= _stats.MIN_SEEDS for c in v.cells)  # noqa: E731
-    for test in (lambda v: v.decisive, lambda v: v.label != Label.INSUFFICIENT and seeded(v),
+
+    def overruled(i: int) -> bool:
+        """A refutation whose cells a more faithful profile read with solid evidence, without
+        refuting the claim: the stronger evidence on the same comparison stands."""
+        ref = tried[i].refutation
+        if ref is None or tried[i].complete:
+            return False
+        return any({c.cell for c in v.cells if c.solid} >= set(ref.cells) for v in tried[:i])
+
+    for test in (lambda v: v.decisive and not overruled(tried.index(v)),
+                 lambda v: v.label != Label.INSUFFICIENT and seeded(v),
                  lambda v: v.label != Label.INSUFFICIENT):  # fmt: skip
         i = next((i for i, v in enumerate(tried) if test(v)), None)
         if i is not None:
