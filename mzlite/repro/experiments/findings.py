@@ -40,6 +40,7 @@ SCORECARD_CHAPTER = "09_reproduction_scorecard"
 HOW_SURE_LABEL = "scorecard-how-sure"
 NOT_RUN_LABEL = "scorecard-not-run"
 DECIDED = ("holds", "holds partly", "does not hold here")
+PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
 HELD = ("holds", "holds partly")
 
 
@@ -209,32 +210,49 @@ def _partly_sentence(rows: list[dict]) -> Finding | None:
                    _chapter_links([r["chapter"] for r in partly]))  # fmt: skip
 
 
+def experiment_count(rows: list[dict]) -> int:
+    """How many experiments (a (table, cell) that ran) the verdicts of ``rows`` rest on: a cell
+    that several claims read, or that several tables share, counts once."""
+    found: set = set()
+    for r in rows:
+        if r.get("value") is not None:
+            found |= r["value"].experiments
+    return len(found)
+
+
+def _said(rows: list[dict]) -> str:
+    c = Counter(r["verdict"] for r in rows)
+    return ", ".join(count_phrase(v, c[v]) for v in VERDICTS if c[v])
+
+
 def headline_text(rows: list[dict]) -> str:
-    """The plain result in one or two sentences: how the claims that MZAttn beats another model
-    came out, under the labels of ``VERDICTS``, and the regime most of them were read in."""
+    """The plain result in a few sentences: how the claims that MZAttn beats another model came
+    out; first those read at the paper's sizes or under its protocol (``PAPER_SCALE``), with
+    the experiments they rest on, then the others and the regime most of them were read in;
+    the readings of the paper they were read under, where they are one."""
     beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != "not run"]
     if not beats:
         return "No claim that MZAttn beats another model has been judged yet."
-    c = Counter(r["verdict"] for r in beats)
-    won = c["holds"]
-    parts = [count_phrase(v, c[v]) for v in VERDICTS if c[v] and v != "holds"]
-    regimes = Counter(r.get("regime") for r in beats if r.get("regime"))
-    regime = regimes.most_common(1)[0][0] if regimes else ""
-    first = (
-        f"MZAttn beats another model in {won} of the {len(beats)} claims of that kind judged here."
-        if won
-        else f"No claim that MZAttn beats another model holds in full here. Of the "
-        f"{len(beats)} judged,"
-    )
-    text = (
-        f"{first} " + ", ".join(parts) + "."
-        if not won
-        else f"{first} The others: " + (", ".join(parts) + ".")
-    )
-    if regime:
-        n = regimes[regime]
-        text += f" {n} of the {len(beats)} were read at {regime}"
-        text += "." if regime.endswith("the paper's protocol") else ", below the paper's sizes."
+    won = sum(r["verdict"] == "holds" for r in beats)
+    text = "No claim that MZAttn beats another model holds in full here."
+    if won:
+        text = f"MZAttn beats another model in {won} of the {len(beats)} claims of that kind here."
+    paper = [r for r in beats if r.get("profile") in PAPER_SCALE]
+    rest = [r for r in beats if r.get("profile") not in PAPER_SCALE]
+    if paper:
+        text += (f" At the paper's sizes or under its protocol, {len(paper)} were judged, on "
+                 f"{experiment_count(paper)} experiments: {_said(paper)}.")  # fmt: skip
+    else:
+        text += " None was judged at the paper's sizes yet."
+    if rest:
+        regimes = Counter(r.get("regime") for r in rest if r.get("regime"))
+        where = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
+        text += f" The other {len(rest)}, read below the paper's sizes{where}: {_said(rest)}."
+    readings = {(v.layer_reading, v.task_reading) for r in beats
+                if (v := r.get("value")) is not None and v.layer_reading}  # fmt: skip
+    if len(readings) == 1:
+        layer, task = readings.pop()
+        text += f" All read under mzlite's layer reading {layer} and task reading {task}."
     return text
 
 
@@ -376,7 +394,8 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     said = ", ".join(phrases[:-1]) + (" and " if len(phrases) > 1 else "") + phrases[-1]
     opening = Finding(
         "",
-        f"The book tests {total} claims of the paper against our own training runs: {said}.",
+        f"The book tests {total} claims of the paper against our own training runs "
+        f"({experiment_count(rows)} experiments: a run several claims read counts once): {said}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
     sentences = [opening, _held_sentence(rows), _partly_sentence(rows), _failed_sentence(rows),
