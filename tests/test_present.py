@@ -57,3 +57,14 @@ def test_rows_name_cells_in_words_and_profiles_by_the_glossary(tmp_path):
         assert _no_ids(row[field], sep.table), field
     assert row["regime"] == "2K training sets, the reduced CPU protocol"
     assert row["readings"] == "layer reading v1, task reading literal"
+
+
+def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):
+    nll = _claim("ece-nll-ihw-nll-below-ensemble")  # lower is better
+    _cell(tmp_path, "tab:ece-nll", "B-ihw-mz_full", 1.50, "cpu-annealed", metric="nll")
+    _cell(tmp_path, "tab:ece-nll", "B-ensemble-st", 1.00, "cpu-annealed", metric="nll")
+    v = judge(nll, results_dir=tmp_path)
+    assert v.label == "does not hold here" and v.better == ("B-ensemble-st",)
+    why = present.why(nll, v)
+    assert why.startswith("fails even the weaker test, and Task B: Set Match., Deep Ensemble is")
+    assert "no single model significantly better" not in why

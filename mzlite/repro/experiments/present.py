@@ -267,6 +267,9 @@ def _why(claim, v: Verdict) -> str:
                 f"after Holm's correction within its table (p = {_p(v.p_holm)})"
             )
         return f"the gap is beyond a tie, but no Welch test backs it either way{p}"
+    if v.better:  # the label is "does not hold" because a compared model is better
+        names = ", ".join(_cell(v.table, b) for b in v.better)
+        return f"fails even the weaker test, and {names} is significantly better{p}"
     return f"the claim's thresholds: no single model significantly better{p}"
 
 
