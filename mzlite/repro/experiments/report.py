@@ -374,16 +374,6 @@ class ReportRow:
         return d
 
 
-def report_rows(
-    table, profile: str, results_dir=None, part: str | None = "main", metric: str | None = "r2"
-) -> dict[str, ReportRow]:
-    """``report(table, profile).by_cell(part, metric)`` as typed rows, ``profile`` set on the
-    rows with results."""
-    prof = ex.get_profile(profile).name
-    rows = report(table, prof, results_dir).by_cell(part, metric)
-    return {c: ReportRow.of(r, prof if r["seeds"] else None) for c, r in rows.items()}
-
-
 def best_report_rows(
     table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
 ) -> dict[str, ReportRow]:
