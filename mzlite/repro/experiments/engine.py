@@ -51,8 +51,8 @@ from mzlite.repro.experiments.results import PROFILE_ORDER
 
 __all__ = [
     "LAYER_READING", "LOWER_IS_BETTER", "TASK_READING", "CellStats", "Label", "Reason",
-    "Refutation", "Regime", "Shows", "Test", "Verdict", "judge", "judge_all", "judge_under",
-    "protocol_key", "readings",
+    "Refutation", "Regime", "Shows", "Test", "Verdict", "devices_of", "judge", "judge_all",
+    "judge_under", "protocol_key", "readings",
 ]  # fmt: skip
 
 LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
@@ -326,9 +326,9 @@ def readings(results: list[dict]) -> tuple[str, str, str]:
     return gen, layer, task
 
 
-def regime_of(results: list[dict], profile: str) -> Regime:
-    """The ``Regime`` of ``results`` under ``profile`` (sizes and epochs of the trained runs)."""
-    trained = _trained(results) or results
+def devices_of(results: list[dict]) -> tuple[tuple[str, ...], bool]:
+    """The devices ``results`` ran on, as recorded ("cpu" first, then GPU names), and whether a
+    GPU ran a CPU profile (faster, under the CPU protocol's settings)."""
     gpus, cpu, gpu_cpu = set(), False, False
     for r in results:
         p = r.get("provenance") or {}
@@ -337,13 +337,20 @@ def regime_of(results: list[dict], profile: str) -> Regime:
             gpu_cpu |= str(r.get("profile") or "").startswith("cpu")
         elif p.get("device"):
             cpu = True
+    return ("cpu",) * cpu + tuple(sorted(gpus)), gpu_cpu
+
+
+def regime_of(results: list[dict], profile: str) -> Regime:
+    """The ``Regime`` of ``results`` under ``profile`` (sizes and epochs of the trained runs)."""
+    trained = _trained(results) or results
+    devices, gpu_cpu = devices_of(results)
     eps = sorted(r.get("epochs_run", 0) for r in trained)
     return Regime(
         profile=profile,
         train_sizes=tuple(sorted({r["sizes"][0] for r in trained})),
         sizes=tuple(sorted({tuple(r["sizes"]) for r in results})),
         epochs=(eps[0], eps[-1]) if eps else None,
-        devices=("cpu",) * cpu + tuple(sorted(gpus)),
+        devices=devices,
         seeds=tuple(sorted({r["seed"] for r in trained})),
         gpu_for_cpu_profile=gpu_cpu,
     )

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import stats as _stats
-from mzlite.repro.experiments.engine import protocol_key, regime_of
+from mzlite.repro.experiments.engine import Regime, devices_of, protocol_key
 from mzlite.repro.experiments.formatting import cell_words, format_mean_std
 from mzlite.repro.experiments.present import devices_text
 from mzlite.repro.experiments.results import PROFILE_ORDER
@@ -51,7 +51,8 @@ def epoch_range(results: list[dict]) -> str:
 def device_names(results: list[dict]) -> str:
     """Where the ``results`` ran, in words: "on a CPU", "on an NVIDIA H200 GPU", both joined by
     "and" (``present.devices_text``)."""
-    return devices_text(regime_of(results, ""))
+    devices, gpu_cpu = devices_of(results)
+    return devices_text(Regime("", (), (), None, devices, gpu_for_cpu_profile=gpu_cpu))
 
 
 def spike_counts(results: list[dict]) -> tuple[int, int]:
