@@ -184,13 +184,23 @@ def _claim_words(row: dict) -> str:
     return f"{table_name(row['table'], title=False)}, {text}"
 
 
+def _what_it_shows(row: dict) -> str:
+    """What a holding verdict shows where that is no evidence for MZAttn (``engine.Shows``)."""
+    shows = row.get("shows")
+    if shows is None:
+        return ""
+    if shows.kind == "against":
+        return f"; evidence against {shows.change}: the change loses R²"
+    return "; it says nothing for MZAttn, whose R² is below a model beside it"
+
+
 def _held_sentence(rows: list[dict]) -> Finding:
     held = [r for r in rows if r["verdict"] == "holds"]
     if not held:
         return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
     items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']}; "
-             f"{r.get('regime', '')})" for r in held]  # fmt: skip
+             f"{r.get('regime', '')}{_what_it_shows(r)})" for r in held]  # fmt: skip
     return Finding("What held in full", f"{'; '.join(items)}.",
                    _chapter_links([r["chapter"] for r in held]))  # fmt: skip
 

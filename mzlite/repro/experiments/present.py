@@ -413,7 +413,7 @@ def row(claim, v: Verdict) -> dict:
     return {
         "claim": claim.id,
         "table": claim.table,
-        "text": name_labels(spaced(claim.text)),
+        "text": claim.text,  # the claim as registered (its test included)
         "chapter": claim.chapter,
         "paper": v.paper,
         "paper_text": value_text(claim, v.paper, v.rank.get("paper")),
