@@ -155,11 +155,8 @@ def test_decide_orders_stops_refuted_claims_and_prices_each_step(tmp_path):
                if c["claim"] == "tab-hull-d9-mz_full-best")  # fmt: skip
     # decided for the plan (no further run can make it hold), "not decided" for the scorecard
     assert now["status"] == "decided" and now["row"]["verdict"] == "not decided"
-    assert now["row"]["decided_by"].startswith("refuted by the 1 of 5 models of the comparison")
-    assert (
-        "gap -0.050 fails even the weaker test, no one of them significantly"
-        in (now["row"]["decided_by"])
-    )
+    assert now["row"]["value"].reason == "cannot-hold"  # engine.Reason.CANNOT_HOLD
+    assert now["row"]["value"].refutation.value == pytest.approx(-0.05)
     for c in ("d9-mz_full", "d9-st"):
         for s in range(3):
             ex.result_path(T, c, s, "cpu-annealed", tmp_path).unlink()
