@@ -19,8 +19,9 @@ warm-up; the ratio is eager / kernel (above 1: the kernel is faster). Printed wi
               sets of 10-30, each reading of choice 7 that has kernels.
 
 It ends by comparing each measurement with what the policy selects on this CPU
-(``MZLITE_FUSED`` unset: AVX-512 builds, add_norm at its AVX-512 widths). On a CPU without
-AVX-512 set ``MZLITE_FUSED=1`` to time the kernels there (``0`` would time eager twice).
+(``MZLITE_FUSED`` unset: what ``fused.choose`` measured faster here at d = 64, per kernel and
+dtype; add_norm only at the widths with vector code). ``MZLITE_FUSED=1`` selects every kernel
+(``0`` would time eager twice).
 
     OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py              # ~3 min CPU
     OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py --repeats 5 --parts add_norm,layout
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -77,24 +77,10 @@ def row(label: str, kernel_s: float, eager_s: float, selected: bool) -> float:
     return ratio
 
 
-def fwd_bwd(f, *args):
-    """A step of ``f(*args)`` forward and backward, with a dense gradient of ones per output
-    (made once; as a model's gradients, not the stride-0 one a ``.sum()`` would send back)."""
-    grads = []
-
-    def step():
-        out = f(*args)
-        out = out if isinstance(out, tuple) else (out,)
-        if not grads:
-            grads.extend(torch.ones(o.shape, dtype=o.dtype) for o in out)
-        torch.autograd.backward(out, grads)
-
-    return step
-
-
 def selected(stand_in, *args) -> bool:
     """Whether ``fused.fast_path`` runs the kernel for these arguments on this CPU."""
-    return fused.loaded() and stand_in.kernel.accepts(*args)
+    kernel = stand_in.kernel
+    return fused.loaded() and kernel.accepts(*args) and fused.selects(kernel, args)
 
 
 def bench_add_norm(args) -> dict:
@@ -114,7 +100,7 @@ def bench_add_norm(args) -> dict:
                     xs = (c, G, a_c, a_G, ln_c, p)
                 else:
                     xs = (c, G, a_c, a_G, ln_c, ln_G, p)
-                kernel, eager = fwd_bwd(f.kernel.run, *xs), fwd_bwd(f.eager, *xs)
+                kernel, eager = fused.fwd_bwd(f.kernel.run, *xs), fused.fwd_bwd(f.eager, *xs)
                 k, e = side_by_side(kernel, eager, args.repeats)
                 dt = str(dtype).removeprefix("torch.")
                 label = f"{f.kernel.name:17} d={d:3} {dt:8} ({T}, {ng}, {d})"
@@ -139,9 +125,9 @@ def bench_layout(args) -> None:
             "head-major -> padded": (_heads_last, heads),
         }
         for label, (f, *xs) in cases.items():
-            # contiguous, as attention reads them (eager's heads_first returns a permuted view)
-            kernel = fwd_bwd(lambda *a, f=f: f.kernel.run(*a).contiguous(), *xs)
-            eager = fwd_bwd(lambda *a, f=f: f.eager(*a).contiguous(), *xs)
+            # fwd_bwd makes the outputs contiguous, as attention reads them (eager's
+            # heads_first returns a permuted view)
+            kernel, eager = fused.fwd_bwd(f.kernel.run, *xs), fused.fwd_bwd(f.eager, *xs)
             k, e = side_by_side(kernel, eager, args.repeats * 3)
             name = f"{f.kernel.name} {str(dtype).removeprefix('torch.')}"
             row(f"{name:21} ({label})", k, e, selected(f, *xs))
@@ -197,11 +183,14 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     if not fused.build():
         sys.exit(f"the fused kernels cannot be built here: {fused.build_error()}")
+    if fused.policy() == "auto":
+        fused.choose()  # what a model's constructor does: the stored choice, or measured now
     print(
-        f"fused kernels vs eager: {platform.processor() or platform.machine()}, torch "
+        f"fused kernels vs eager: {fused.cpu_model()}, torch "
         f"{torch.__version__} (CPU capability {torch.backends.cpu.get_cpu_capability()}), kernel "
-        f"build {'with' if fused.has_avx512() else 'without'} AVX-512, MZLITE_FUSED="
-        f"{fused.policy()}, {args.threads} thread(s), median of {args.repeats} repeats, CPU time; "
+        f"build's vector code {fused.simd()} (widths {sorted(fused.simd_widths())}), "
+        f"MZLITE_FUSED={fused.policy()}, {args.threads} thread(s), median of {args.repeats} "
+        f"repeats, CPU time; "
         f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}",
         flush=True,
     )
