@@ -14,6 +14,8 @@ warm-up; the ratio is eager / kernel (above 1: the kernel is faster). Printed wi
               or not.
 ``layout``    the head-major (un)packing of the generator stream (``Packing.unpack_heads`` /
               ``pack_heads``, the padded layout's permutes), forward + backward, bf16.
+``builds``    this build's norm kernels against another build's (``--other-build``), the same
+              calls interleaved: the vector code against the loops it replaced.
 ``model``     one training step as ``fit`` takes it on CPU (AdamW; the precision ``fit``'s
               default resolves to here, ``resolve_amp``, or ``--amp``) of MZ-Full, batch 128,
               sets of 10-30, each reading of choice 7 that has kernels.
@@ -25,6 +27,9 @@ dtype; add_norm only at the widths with vector code). ``MZLITE_FUSED=1`` selects
 
     OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py              # ~3 min CPU
     OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py --repeats 5 --parts add_norm,layout
+    # this build's kernels against another commit's build (the vector code against the loops):
+    OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py --parts builds --widths 32,48,64,128 \
+        --other-build ~/.cache/torch_extensions/mzlite_fused_cpu_TAG/mzlite_fused_cpu_TAG.so
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from mzlite.nn.attention import (  # noqa: E402
 )
 from mzlite.train import resolve_amp  # noqa: E402
 
-PARTS = ("add_norm", "layout", "model")
+PARTS = ("add_norm", "layout", "model", "builds")
 
 
 def side_by_side(kernel, eager, repeats: int, warmup: int = 2) -> tuple[float, float]:
@@ -83,30 +88,69 @@ def selected(stand_in, *args) -> bool:
     return fused.loaded() and kernel.accepts(*args) and fused.selects(kernel, args)
 
 
+T, NG, P = 2560, 8, 0.1  # the norm rows' streams: (T, d) centres, (T, NG, d) generators
+READINGS = (("zonotope", add_zonotope_norm), ("layernorm", add_norm_rows))
+
+
+def norm_inputs(reading: str, d: int, dtype: torch.dtype) -> tuple:
+    """The arguments of the reading's residual + LayerNorm function (same ones every call)."""
+    g = torch.Generator().manual_seed(0)
+    ln_c, ln_G = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+    c, a_c = (torch.randn(T, d, generator=g).to(dtype).requires_grad_() for _ in "ca")
+    G, a_G = (torch.randn(T, NG, d, generator=g).to(dtype).requires_grad_() for _ in "Ga")
+    return (c, G, a_c, a_G, ln_c, P) if reading == "zonotope" else (c, G, a_c, a_G, ln_c, ln_G, P)
+
+
 def bench_add_norm(args) -> dict:
     """-> {(reading, d, dtype): (eager / kernel, selected)}"""
     print("residual + dropout + LayerNorm of both streams, forward + backward:")
-    T, ng, p, ratios = 2560, 8, 0.1, {}
-    for reading, f in (("zonotope", add_zonotope_norm), ("layernorm", add_norm_rows)):
+    ratios = {}
+    for reading, f in READINGS:
         for d in args.widths:
             for dtype in (torch.float32, torch.bfloat16):
-                g = torch.Generator().manual_seed(0)
-                ln_c, ln_G = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
-                c, a_c = (torch.randn(T, d, generator=g).to(dtype).requires_grad_() for _ in "ca")
-                G, a_G = (
-                    torch.randn(T, ng, d, generator=g).to(dtype).requires_grad_() for _ in "Ga"
-                )
-                if reading == "zonotope":
-                    xs = (c, G, a_c, a_G, ln_c, p)
-                else:
-                    xs = (c, G, a_c, a_G, ln_c, ln_G, p)
+                xs = norm_inputs(reading, d, dtype)
                 kernel, eager = fused.fwd_bwd(f.kernel.run, *xs), fused.fwd_bwd(f.eager, *xs)
                 k, e = side_by_side(kernel, eager, args.repeats)
                 dt = str(dtype).removeprefix("torch.")
-                label = f"{f.kernel.name:17} d={d:3} {dt:8} ({T}, {ng}, {d})"
+                label = f"{f.kernel.name:17} d={d:3} {dt:8} ({T}, {NG}, {d})"
                 on = selected(f, *xs)
                 ratios[reading, d, dtype] = (row(label, k, e, on), on)
     return ratios
+
+
+def bench_builds(args) -> None:
+    """This build's norm kernels against another build's (``--other-build``: the library that
+    ``fused.build()`` wrote for another commit, e.g. one before the vector code for this CPU),
+    the same calls on the same inputs, interleaved: what the vector code gains over the loops
+    it replaced."""
+    if not args.other_build:
+        sys.exit("--parts builds needs --other-build PATH (an mzlite_fused_cpu_*.so)")
+    path = Path(args.other_build)
+    other, mine = fused._import(path.stem, path.parent), fused._state["ext"]
+    theirs = other.simd() if hasattr(other, "simd") else "AVX-512 only"
+    print(f"this build ({fused.simd()}) against {path.name} (vector code: {theirs}), fwd + bwd:")
+
+    def on(ext, step):
+        def run():
+            fused._state["ext"] = ext  # the kernels' autograd Functions read it, backward too
+            try:
+                step()
+            finally:
+                fused._state["ext"] = mine
+
+        return run
+
+    for reading, f in READINGS:
+        for d in args.widths:
+            for dtype in (torch.float32, torch.bfloat16):
+                step = fused.fwd_bwd(f.kernel.run, *norm_inputs(reading, d, dtype))
+                a, b = side_by_side(on(mine, step), on(other, step), args.repeats)
+                dt = str(dtype).removeprefix("torch.")
+                print(
+                    f"  {f.kernel.name:17} d={d:3} {dt:8} this build {a * 1e3:7.2f} ms  other "
+                    f"{b * 1e3:7.2f} ms  other/this {b / a:5.2f}x",
+                    flush=True,
+                )
 
 
 def bench_layout(args) -> None:
@@ -168,7 +212,8 @@ def main() -> None:
         default=[32, 48, 64, 80, 128, 256],
         help="add_norm widths d, comma-separated (default 32,48,64,80,128,256)",
     )
-    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {PARTS}")
+    ap.add_argument("--parts", default="add_norm,layout,model", help=f"comma-separated, of {PARTS}")
+    ap.add_argument("--other-build", default=None, help="for --parts builds: another build's .so")
     ap.add_argument(
         "--amp",
         choices=("auto", "bf16", "fp32"),
@@ -197,6 +242,8 @@ def main() -> None:
     if not fused.loaded():
         print("  (not selected by the policy here: the model rows time eager twice)")
     ratios = bench_add_norm(args) if "add_norm" in parts else {}
+    if "builds" in parts:
+        bench_builds(args)
     if "layout" in parts:
         bench_layout(args)
     if "model" in parts:

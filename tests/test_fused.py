@@ -684,7 +684,7 @@ def test_both_paths_draw_dropout_masks_of_one_distribution(kernels, p):
     assert not torch.equal(fused.keep_mask(T, d, p, 7), fused.keep_mask(T, d, p, 8))
 
 
-def test_both_paths_give_one_output_distribution(kernels):
+def test_both_paths_give_one_output_distribution(forced):
     """The block function itself, on the kernel and on the eager path, over many draws: the
     same mean and spread of every output element (6 standard errors; a mask shared wrongly,
     another rate or a missing 1/(1-p) moves them by many)."""
