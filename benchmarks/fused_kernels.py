@@ -14,6 +14,8 @@ warm-up; the ratio is eager / kernel (above 1: the kernel is faster). Printed wi
               or not.
 ``layout``    the head-major (un)packing of the generator stream (``Packing.unpack_heads`` /
               ``pack_heads``, the padded layout's permutes), forward + backward, bf16.
+``choice``    ``fused.measure()`` (what the default policy measured, d = 64) beside the stored
+              choice this process runs (``fused.choice()``).
 ``builds``    this build's norm kernels against another build's (``--other-build``), the same
               calls interleaved: the vector code against the loops it replaced.
 ``model``     one training step as ``fit`` takes it on CPU (AdamW; the precision ``fit``'s
@@ -56,7 +58,7 @@ from mzlite.nn.attention import (  # noqa: E402
 )
 from mzlite.train import resolve_amp  # noqa: E402
 
-PARTS = ("add_norm", "layout", "model", "builds")
+PARTS = ("choice", "add_norm", "layout", "model", "builds")
 
 
 def side_by_side(kernel, eager, repeats: int, warmup: int = 2) -> tuple[float, float]:
@@ -116,6 +118,23 @@ def bench_add_norm(args) -> dict:
                 on = selected(f, *xs)
                 ratios[reading, d, dtype] = (row(label, k, e, on), on)
     return ratios
+
+
+def bench_choice(args) -> None:
+    """``fused.measure()`` now (the measurement behind the default policy: every kernel against
+    eager on fit's MZ-Full shapes, d = 64) beside what this process chose (``fused.choice()``,
+    the stored measurement while its key holds)."""
+    shape = ", ".join(f"{k} {v}" for k, v in fused.MEASURED_SHAPE.items())
+    print(f"the measured choice (fused.measure, {shape}; median of {args.repeats} repeats):")
+    chosen = fused.choice()
+    for key, m in fused.measure(args.repeats).items():
+        stored = "kernel" if chosen.get(key) else "eager"
+        print(
+            f"  {key:27} kernel {m['kernel_s'] * 1e3:7.2f} ms  eager {m['eager_s'] * 1e3:7.2f} ms"
+            f"  eager/kernel {m['eager_s'] / m['kernel_s']:5.2f}x  now: "
+            f"{'kernel' if m['kernel'] else 'eager':6}  stored choice: {stored}",
+            flush=True,
+        )
 
 
 def bench_builds(args) -> None:
@@ -212,7 +231,9 @@ def main() -> None:
         default=[32, 48, 64, 80, 128, 256],
         help="add_norm widths d, comma-separated (default 32,48,64,80,128,256)",
     )
-    ap.add_argument("--parts", default="add_norm,layout,model", help=f"comma-separated, of {PARTS}")
+    ap.add_argument(
+        "--parts", default="choice,add_norm,layout,model", help=f"comma-separated, of {PARTS}"
+    )
     ap.add_argument("--other-build", default=None, help="for --parts builds: another build's .so")
     ap.add_argument(
         "--amp",
@@ -242,6 +263,8 @@ def main() -> None:
     if not fused.loaded():
         print("  (not selected by the policy here: the model rows time eager twice)")
     ratios = bench_add_norm(args) if "add_norm" in parts else {}
+    if "choice" in parts:
+        bench_choice(args)
     if "builds" in parts:
         bench_builds(args)
     if "layout" in parts:
