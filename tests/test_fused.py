@@ -570,6 +570,19 @@ def test_the_measurement_runs_every_kernel_on_fits_shapes(kernels):
     assert fused.calls == before  # run directly, not through fast_path
 
 
+def test_the_measurement_leaves_the_rng_and_the_callers_context_alone(kernels):
+    """Measured inside ``no_grad`` and bf16 autocast (a model built there), it still times
+    forward and backward in the dtypes it names, and torch's global RNG (both sides draw
+    dropout masks from it) is as it was: a process that measures trains as one that reads the
+    stored choice."""
+    torch.manual_seed(5)
+    state = torch.get_rng_state()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = fused.measure(repeats=1)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert len(out) == 12 and all(v["kernel_s"] > 0 and v["eager_s"] > 0 for v in out.values())
+
+
 def test_a_failed_measurement_warns_and_runs_eager(fresh, monkeypatch):
     def broken():
         raise RuntimeError("simulated")

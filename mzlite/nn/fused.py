@@ -391,19 +391,27 @@ def measure(repeats: int = MEASURE_REPEATS) -> dict[str, dict]:
     """Each kernel against its eager function, forward and backward, on ``MEASURED_SHAPE`` in
     float32 and bfloat16: ``{"kernel:dtype": {"kernel_s", "eager_s", "kernel": faster}}`` with
     the median CPU seconds (``_clock``) of ``repeats`` calls of each, interleaved in
-    alternating order after one warm-up pair. No choice is changed."""
+    alternating order after one warm-up pair. No choice is changed, and torch's global RNG is
+    left as it was (both sides draw dropout masks from it): a model built in a process that
+    measures trains as one built where the choice was read back. Gradients on, autocast off,
+    whatever the caller's context (a model built under ``no_grad`` or autocast)."""
     out = {}
-    for name, dtype, kernel_step, eager_step in _cases():
-        times = {"kernel": [], "eager": []}
-        steps = {"kernel": kernel_step, "eager": eager_step}
-        for r in range(repeats + 1):
-            for side in ("kernel", "eager") if r % 2 == 0 else ("eager", "kernel"):
-                t = _clock()
-                steps[side]()
-                if r:
-                    times[side].append(_clock() - t)
-        k, e = (statistics.median(times[s]) for s in ("kernel", "eager"))
-        out[f"{name}:{_dtype_name(dtype)}"] = {"kernel_s": k, "eager_s": e, "kernel": k < e}
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.random.fork_rng(devices=[]))
+        stack.enter_context(torch.inference_mode(False))
+        stack.enter_context(torch.enable_grad())
+        stack.enter_context(torch.autocast("cpu", enabled=False))
+        for name, dtype, kernel_step, eager_step in _cases():
+            times = {"kernel": [], "eager": []}
+            steps = {"kernel": kernel_step, "eager": eager_step}
+            for r in range(repeats + 1):
+                for side in ("kernel", "eager") if r % 2 == 0 else ("eager", "kernel"):
+                    t = _clock()
+                    steps[side]()
+                    if r:
+                        times[side].append(_clock() - t)
+            k, e = (statistics.median(times[s]) for s in ("kernel", "eager"))
+            out[f"{name}:{_dtype_name(dtype)}"] = {"kernel_s": k, "eager_s": e, "kernel": k < e}
     return out
 
 
