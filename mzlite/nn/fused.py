@@ -43,8 +43,8 @@ kernel runs in its place when all of these hold (``fast_path`` checks them, nowh
    against its eager function, forward and backward, on the shapes ``fit`` trains MZ-Full with
    (``MEASURED_SHAPE``: 128 sets of 10-30 elements packed, 8 generators, d = 64), in float32
    and bfloat16, interleaved repeat by repeat in alternating order, CPU time, medians
-   (``MEASURE_REPEATS``; about a second in all), and keeps for each kernel and dtype the faster
-   side. The choice is stored beside the build and re-measured when its key changes
+   (``MEASURE_REPEATS``; about 2 s of CPU time in all), and keeps for each kernel and dtype
+   the faster side. The choice is stored beside the build and re-measured when its key changes
    (``choice_key``: machine, CPU model, torch, Python, the sources of the kernels and of both
    sides' Python); ``choice()`` returns it. So the fast path follows the CPU it runs on, not an
    instruction-set flag: on the AVX2 EPYC of issue 51 the kernels without AVX-512 measured up to
@@ -264,7 +264,7 @@ def prepare() -> None:
     """Build the kernels if this process may select them (``MZLITE_FUSED`` ``1`` or ``auto``)
     and, under ``auto``, measure which to run (``choose``); at most one try per process. Called
     by ``MZAttention``'s constructor, so that the build (once per machine) and the measurement
-    (once per machine and source, about a second) come before the first forward."""
+    (once per machine and source, about 2 s) come before the first forward."""
     if "error" in _state or "choice" in _state:
         return
     chosen = policy()
