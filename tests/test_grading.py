@@ -282,6 +282,7 @@ def graded(tmp_path_factory):
         graded = grade(
             subs,
             root / "grades",
+            chapters=[1],
             timeout=240,
             cell_timeout=20,
             roster=root / "class.csv",
@@ -597,19 +598,19 @@ def test_points_partial_credit_and_the_roster_join(tmp_path):
 
 
 def test_the_summary_says_what_audit_only_isolation_cannot_stop(tmp_path):
-    """Graded without namespaces, the summary's first lines say so, and what that leaves open (a
+    """Graded without the jail, the summary's first lines say so, and what that leaves open (a
     program the notebook starts gets past the audit hook); the Teaching page quotes it."""
     assignment = keys("ch1.")
     points = read_points(None, assignment)
     graded = [_grade("ace", {"ch1.area": {"status": "correct", "score": 1.0}})]
-    for isolation in ("audit", "namespaces"):
+    for isolation in ("audit", "jail"):
         gradebook.write_reports(graded, tmp_path / isolation, assignment, points, None, isolation)
     audit = (tmp_path / "audit" / "summary.md").read_text()
     head = audit.split("## Per student")[0]
     assert "Isolation: audit." in head and gradebook.ISOLATION_NOTES["audit"] in head
-    assert "program a notebook starts" in head and "namespaces for marks" in head
-    namespaces = (tmp_path / "namespaces" / "summary.md").read_text()
-    assert "Isolation: namespaces." in namespaces and "not protected" not in namespaces
+    assert "program a notebook starts" in head and "make the jail for marks" in head
+    jail = (tmp_path / "jail" / "summary.md").read_text()
+    assert "Isolation: jail." in jail and "not protected" not in jail
     page = " ".join((ROOT / "book" / "teaching.md").read_text().split())
     assert "Audit hook only: these marks are not protected against a program a notebook" in page
 
@@ -714,9 +715,11 @@ def test_a_failure_is_a_row_and_the_gradebook_is_always_written(tmp_path, monkey
 
     monkeypatch.setattr(grader, "grade_notebook", fake)
     monkeypatch.setattr(grader.sandbox, "make_snapshot", lambda dest: Path(dest))
+    monkeypatch.setattr(grader.student_view, "make_student_view", lambda *a: None)
     monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a: {})
     out = tmp_path / "grades"
-    graded = grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit")
+    graded = grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit",
+                   chapters=[1])  # fmt: skip
     by = {g.student: g for g in graded}
     assert by["doomed"].outcome == "could not be graded"
     assert "killed by SIGBUS" in by["doomed"].detail
@@ -737,7 +740,8 @@ def test_a_failure_is_a_row_and_the_gradebook_is_always_written(tmp_path, monkey
     monkeypatch.setattr(grader, "grade_notebook", interrupted)
     (out / "gradebook.csv").unlink()
     with pytest.raises(KeyboardInterrupt):
-        grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit", jobs=1)
+        grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit", jobs=1,
+              chapters=[1])  # fmt: skip
     rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
     assert list(rows) == ["ace", "bob", "doomed", "next"]
     assert rows["ace"]["percent"] == "100.0"
@@ -762,7 +766,7 @@ def test_without_namespaces_the_audit_hook_still_protects(tmp_path):
     before = {p: p.read_bytes() for p in watched}
     try:
         graded = grade(subs, tmp_path / "grades", timeout=240, cell_timeout=60, roster=roster,
-                       trials=2, isolation="audit", progress=False)  # fmt: skip
+                       trials=2, isolation="audit", progress=False, chapters=[1])  # fmt: skip
     finally:
         changed = [p for p, b in before.items() if p.read_bytes() != b]
         for p in changed:
@@ -898,9 +902,9 @@ def attacked(tmp_path_factory):
     the judge of "doomed" dies with SIGBUS, every judge records its environment."""
     from mzlite.grading import grader
 
-    if not sandbox.namespaces_available():
+    if not sandbox.jail_available():
         # the audit hook alone cannot stop a shell: outside namespaces host /tmp stays writable
-        pytest.skip("needs unprivileged namespaces (unshare -rmnpf)")
+        pytest.skip("needs the jail (bubblewrap and user namespaces)")
     root = tmp_path_factory.mktemp("attack")
     subs, home = root / "submissions", root / "grader-home"
     (home / ".cache" / "torch_extensions").mkdir(parents=True)
@@ -927,6 +931,7 @@ def attacked(tmp_path_factory):
         graded = grade(
             subs,
             root / "grades",
+            chapters=[1],
             timeout=300,
             cell_timeout=60,
             roster=root / "class.csv",
@@ -979,7 +984,7 @@ def test_no_planted_file_reaches_the_judge(attacked):
     torch extension cache, a file into host /tmp and one beside the interpreter's standard
     library; the judge runs with its own home and caches and no compiled kernels at all."""
     by, home = attacked["by"], attacked["home"]
-    if sandbox.namespaces_available():  # read-only outside its box: nothing planted anywhere
+    if sandbox.jail_available():  # read-only outside its box: nothing planted anywhere
         assert attacked["planted"] == []
         assert not list((home / ".cache" / "torch_extensions").rglob("planted.py"))
         assert (
@@ -1038,7 +1043,7 @@ def test_a_classmates_submission_can_be_neither_read_nor_changed(attacked):
     snoop = (out / "executed" / "snoop" / CH1.name).read_text()
     assert "STOLEN 0 bytes" in snoop, snoop[-2000:]
     assert _all_correct(by["victim"])  # graded from what it submitted
-    if sandbox.namespaces_available():
+    if sandbox.jail_available():
         assert attacked["victim_after"] == attacked["victim_before"]
 
 
@@ -1078,7 +1083,8 @@ def test_value_reruns_tell_a_typed_answer_from_a_computed_one(tmp_path):
     roster = tmp_path / "class.csv"
     roster.write_text("typist,41\nworker,42\n")
     graded = grade(subs, tmp_path / "grades", timeout=300, cell_timeout=60, roster=roster,
-                   trials=2, secret=SECRET, progress=False, value_reruns=1)  # fmt: skip
+                   trials=2, secret=SECRET, progress=False, value_reruns=1,
+                   chapters=[1])  # fmt: skip
     by = {g.student: g for g in graded}
     assert _all_correct(by["worker"]), by["worker"].results
     assert by["worker"].results["ch1.area"]["reruns"] == 1
