@@ -35,6 +35,10 @@ CHECKER_KEEPS = ("CAPTURE_ENV", "Result", "rng", "student_inputs", "_record", "o
 ORACLE = frozenset({"exercise", "number_exercise", "verdict", "diagnose", "get", "_REGISTRY"})
 _SKIP = ("__pycache__", "*.pyc", ".tmp-*", "cache")
 
+CHECKER_DOC = (
+    "The grader's copy of ``check``: while a notebook is graded it records each answer for the "
+    "grader, which judges it in its own process; the checkers are not here."
+)
 RECORDING_CHECK = '''
 
 # ---- the grading copy's own: a check that records, and nothing that judges
@@ -119,10 +123,13 @@ def _registers(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
 
 
-def prune(source: str, roots, where: str = "module") -> tuple[str, set[str]]:
+def prune(
+    source: str, roots, where: str = "module", doc: str | None = None
+) -> tuple[str, set[str]]:
     """``source`` reduced to the top-level statements that define ``roots`` and what those
-    need (imports kept name by name), in their order; and the names of everything dropped.
-    ValueError when what is kept needs a checker or a registration (an oracle)."""
+    need (imports kept name by name), in their order, under ``doc`` (default: its own
+    docstring); and the names of everything dropped. ValueError when what is kept needs a
+    checker or a registration (an oracle)."""
     tree = ast.parse(source)
     body = [n for n in tree.body if not _registers(n)]
     defines: dict[str, list[int]] = {}
@@ -145,7 +152,7 @@ def prune(source: str, roots, where: str = "module") -> tuple[str, set[str]]:
     if leaks:
         raise ValueError(f"{where}: the inputs handed to students need {leaks}, an oracle")
     out = []
-    doc = ast.get_docstring(tree, clean=False)
+    doc = ast.get_docstring(tree, clean=False) if doc is None else doc
     if doc is not None:
         out.append(repr(doc))
     out.append("from __future__ import annotations")
@@ -195,7 +202,7 @@ def make_student_view(snapshot: Path, dest: Path, exercise_keys: list[str]) -> P
     shutil.rmtree(ex_dest)
     _write(ex_dest / "wire.py", (ex_src / "wire.py").read_text())
     checker = (ex_src / "checker.py").read_text()
-    text, pruned = prune(checker, CHECKER_KEEPS, "mzlite/exercises/checker.py")
+    text, pruned = prune(checker, CHECKER_KEEPS, "mzlite/exercises/checker.py", CHECKER_DOC)
     pruned -= {"check", "keys"}
     text += RECORDING_CHECK.format(keys=sorted(exercise_keys))
     _write(ex_dest / "checker.py", text + REACHED.format(pruned=sorted(pruned)))
