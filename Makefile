@@ -83,6 +83,7 @@ student-run: $(STAMP)
 # whole.
 PYTEST_CI := $(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
 test-integration: $(STAMP)
+	@bash book/_scripts/ensure_bubblewrap.sh
 	$(PYTEST_CI) -m "integration and not browser"
 
 test-unit: $(STAMP)
@@ -96,6 +97,7 @@ test-browser: book
 # after the other: ~46 min).
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
+	@bash book/_scripts/ensure_bubblewrap.sh  # the grader's jail, before the lanes run at once
 	$(MAKE) --no-print-directory -j2 --output-sync=line \
 		test-integration test-browser student-run test-unit
 	@echo "All checks passed."

@@ -267,6 +267,7 @@ INSIDE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_the_box_holds_the_inputs_and_a_recording_check_and_no_oracle(tmp_path):
     """The students' copy of mzlite in a box (in the jail where there is one): no verdict, no
     registry, no chapter's checker, no grader; reaching for one is recorded; ``check`` records;
