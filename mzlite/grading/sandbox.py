@@ -365,8 +365,8 @@ class Limits:
                 raise ValueError(f"limits.{name} must be a positive integer, got {value!r}")
         if self.processes < MIN_PROCESSES:
             raise ValueError(
-                f"limits.processes must be at least {MIN_PROCESSES} (Linux's smallest pid_max), "
-                f"got {self.processes!r}"
+                f"limits.processes must be at least {MIN_PROCESSES} (a kernel, its threads and "
+                f"its children), got {self.processes!r}"
             )
 
 
