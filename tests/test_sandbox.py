@@ -16,6 +16,7 @@ import ctypes
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -171,6 +172,48 @@ def test_the_jail_holds_no_privilege_and_nothing_of_the_instructors(tmp_path):
     assert len(out) >= 4 * 4 + 5 + len(reads) + len(writes)
     for path in writes:
         assert not Path(path).exists(), path
+
+
+FORKS = textwrap.dedent(
+    """
+    import os, time
+    kids = []
+    try:
+        for _ in range(400):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(3)
+                os._exit(0)
+            kids.append(pid)
+    except OSError as e:
+        print("stopped:", e)
+    print("forked", len(kids))
+    for k in kids:
+        os.waitpid(k, 0)
+    """
+)
+
+
+def test_the_jail_bounds_its_processes(tmp_path):
+    """A jail run by root is mapped to root's user, which RLIMIT_NPROC does not bind: its own
+    pid namespace's pid_max does (Linux 6.14 or newer)."""
+    _need_jail()
+    box = _layout(tmp_path)["box"]
+    cmd = [sys.executable, "-I", "-c", FORKS]
+    limits = sandbox.Limits(processes=300)
+    done = subprocess.run(
+        sandbox.isolated_command(cmd, box, [], "jail", limits),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    forked = int(done.stdout.split("forked ")[1])
+    release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (6, 14) and os.geteuid() == 0:
+        pytest.skip(f"Linux {os.uname().release} has no pid_max per pid namespace")
+    assert forked < 300 and "Resource temporarily unavailable" in done.stdout, done.stdout
+    assert sandbox.limit_hits(done.stdout, limits) == ["processes (300 processes and threads)"]
 
 
 SHM = textwrap.dedent(

@@ -28,9 +28,10 @@ Three layers keep it there:
   judge's own home, the kernels off and the hashed snapshot then shut out a planted cache or
   checker, not a planted library. Marks that count need the jail (the summary names the
   isolation used), or a grading user who cannot write the installation.
-- **Limits** (:class:`Limits`): address space, processes, file size and CPU time per process (in
-  the jail the process is not root, so ``RLIMIT_NPROC`` binds it); a run that reaches one is
-  reported on its student's row (:func:`limit_hits`).
+- **Limits** (:class:`Limits`): address space, processes, file size and CPU time per process,
+  and the jail's own ``pid_max`` (a jail run by root is mapped to root's user, which
+  ``RLIMIT_NPROC`` does not bind); a run that reaches one is reported on its student's row
+  (:func:`limit_hits`).
 
 And one check that does not rely on any of them: :func:`tree_digest` of the installed mzlite,
 the notebooks and the snapshot before and after every run, so a change is reported, and the
@@ -223,6 +224,10 @@ def policy(box: Path, hidden: list[Path]) -> dict:
 # anything, and under no mount is anything of the instructor's: there is nothing to uncover.
 BWRAP = "bwrap"
 JAIL_UID = 1000
+# Started around bwrap: a pid namespace whose pid_max bounds every process of the jail below it
+# (the rlimit does not bind a jail mapped to root); only the jail's own command runs in it
+PID_BOUND = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork"]
+PID_BOUND += ["--kill-child", "--mount-proc", "--"]
 JAIL_FLAGS = [
     "--unshare-all",  # user, IPC, PID, network, UTS and cgroup namespaces of its own
     "--unshare-user",
@@ -307,15 +312,14 @@ def jail_mounts(box: Path) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def jail_available() -> bool:
     """Whether bubblewrap is installed and can make the jail here (user namespaces allowed)."""
-    if not shutil.which(BWRAP):
+    if not shutil.which(BWRAP) or not shutil.which(PID_BOUND[0]):
         return False
     with tempfile.TemporaryDirectory(prefix="mzlite-jail-probe-") as tmp:
         (Path(tmp) / "work").mkdir()
+        probe = [sys.executable, "-I", "-c", "pass"]
         try:
             done = subprocess.run(
-                [BWRAP, *jail_mounts(Path(tmp)), "--", sys.executable, "-I", "-c", "pass"],
-                capture_output=True,
-                timeout=60,
+                isolated_command(probe, Path(tmp), [], "jail"), capture_output=True, timeout=60
             )
         except (OSError, subprocess.SubprocessError):
             return False
@@ -365,8 +369,8 @@ class Limits:
                 raise ValueError(f"limits.{name} must be a positive integer, got {value!r}")
         if self.processes < MIN_PROCESSES:
             raise ValueError(
-                f"limits.processes must be at least {MIN_PROCESSES} (a kernel, its threads and "
-                f"its children), got {self.processes!r}"
+                f"limits.processes must be at least {MIN_PROCESSES} (Linux's smallest pid_max), "
+                f"got {self.processes!r}"
             )
 
 
@@ -429,15 +433,28 @@ def isolated_command(
     ``box`` exists of everything the grader has, or with the audit hook alone for
     ``isolation='audit'`` (``hidden`` is what its policy refuses to read).
 
-    In the jail the process is not root and holds no capability, so ``RLIMIT_NPROC`` binds it,
-    counted in its own user namespace (another box's processes are not counted)."""
+    A jail run by root is mapped to root's user, which ``RLIMIT_NPROC`` does not bind, so the
+    jail is started inside a pid namespace of its own whose ``pid_max`` is the process limit
+    (:data:`PID_BOUND`; Linux 6.14 or newer, older kernels refuse it and the rlimit is all
+    there is, which binds a grader that is not root)."""
     limits = limits or Limits()
     cmd = limited_command(cmd, limits)
     if isolation == "audit":
         return cmd
     if isolation != "jail":
         raise ValueError(f"isolation must be 'jail' or 'audit' here, got {isolation!r}")
-    return [BWRAP, *jail_mounts(box), "--", *cmd]
+    bound = f"echo {limits.processes + 1} > /proc/sys/kernel/pid_max 2>/dev/null || true"
+    return [
+        *PID_BOUND,
+        "sh",
+        "-c",
+        f'{bound}; exec "$@"',
+        "jail",
+        BWRAP,
+        *jail_mounts(box),
+        "--",
+        *cmd,
+    ]
 
 
 def environment(box: Path, hidden: list[Path], extra: dict | None = None) -> dict:
