@@ -332,7 +332,7 @@ def _flagged(g, *words):
 @pytest.mark.timeout(1200)
 def test_the_honest_student_gets_every_point_and_no_finding(graded):
     ace = graded[0]["ace"]
-    assert ace.outcome == "ran" and ace.seed == 7 and ace.findings == []
+    assert ace.outcome == "ran" and ace.seed == 7 and ace.findings == [], (ace.detail, ace.findings)
     assert {k: r["status"] for k, r in ace.results.items()} == dict.fromkeys(
         keys("ch1."), "correct"
     )
