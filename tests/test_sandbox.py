@@ -109,6 +109,7 @@ ESCAPES = textwrap.dedent(
     out["capabilities"] = status["CapEff"].strip()
     out["uid"] = os.getuid()
     out["hostname"] = socket.gethostname()
+    out["processes"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
     print(json.dumps(out))
     """
 )
@@ -162,6 +163,9 @@ def test_the_jail_holds_no_privilege_and_nothing_of_the_instructors(tmp_path):
     assert (box / "work" / "written.txt").read_text() == "x"
     assert out.pop("capabilities") == "0000000000000000"
     assert out.pop("uid") == sandbox.JAIL_UID and out.pop("hostname") == "sandbox"
+    # its own processes only (bwrap's init, the limiter's exec, this one): not the grader's
+    seen = out.pop("processes")
+    assert len(seen) <= 4 and max(seen) < 10, seen
     # the box's parents hold the box alone; the home holds only the interpreter's folder
     assert out.pop(f"list {base / 'students'}") == [box.name]
     assert out.pop(f"list {base}") == ["students"]
