@@ -7,6 +7,8 @@
 #   make student  student copies of the chapters (no solutions) in book/_build/student, zipped
 #   make book STUDENT=1  the student edition: no solution cells, no answers' outputs
 #   make instructor  the instructor pack (solutions, sample answers) in book/_build/instructor
+#   make lab      JupyterLab (with jupyterlab-myst) on the student copies: the chapters as a
+#                 student works them, solutions out (notebooks/ are the sources, with solutions)
 # Both create (or reuse) .venv; nothing else on the machine is touched, except that `make test`
 # installs Debian's chromium when it is missing and apt-get can be used.
 
@@ -26,7 +28,7 @@ TORCH_EXTRA_INDEX ?=
 TORCH_PIP_INDEX := $(if $(TORCH_INDEX),--index-url "$(TORCH_INDEX)") $(if $(TORCH_EXTRA_INDEX),--extra-index-url "$(TORCH_EXTRA_INDEX)")
 
 .PHONY: venv book notebooks student student-run instructor assets test test-unit test-integration \
-	test-browser test-fast browser lint clean
+	test-browser test-fast browser lint clean lab test-lab
 
 venv: $(STAMP)
 
@@ -45,6 +47,18 @@ notebooks: $(STAMP)
 # Student copies of the chapters (no solutions, no outputs) in book/_build/student, zipped for the book
 student: $(STAMP)
 	$(VPY) book/_scripts/make_student.py
+
+# The chapters as a student works them: the student copies (no solutions; terms and citations as
+# footnotes) opened in this environment's JupyterLab, which has jupyterlab-myst (pyproject's lab
+# extra). They read data/ from this checkout.
+lab: student
+	$(VENV)/bin/jupyter lab book/_build/student
+
+# The student's JupyterLab as a client: the download's install lines in a fresh venv from the
+# wheel, JupyterLab headless, chapter 1 opened, run and read in Chromium (tests/test_student_lab.py)
+test-lab: $(STAMP)
+	@bash book/_scripts/ensure_chromium.sh
+	$(PYTEST_CI) -m browser tests/test_student_lab.py
 
 # The instructor pack (chapters with solutions, sample answers): never part of the student download
 instructor: $(STAMP)
@@ -97,9 +111,10 @@ test-browser: book
 # after the other: ~46 min).
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
-	@bash book/_scripts/ensure_bubblewrap.sh  # the grader's jail, before the lanes run at once
+	@bash book/_scripts/ensure_chromium.sh  # once, before two lanes need it at the same time
+	@bash book/_scripts/ensure_bubblewrap.sh  # the grader's jail, likewise
 	$(MAKE) --no-print-directory -j2 --output-sync=line \
-		test-integration test-browser student-run test-unit
+		test-integration test-browser student-run test-unit test-lab
 	@echo "All checks passed."
 
 # The unit tier for the edit loop (no slow, integration or browser tests): 1,212 tests, about

@@ -12,7 +12,13 @@ shared:
             times is the speedup, in wall time and in CPU time (the robust one on a shared
             machine with ``--threads 1``), held to ``--goal`` (1.35x). Both see the same data and
             the same torch threads; the one-off import of ``torch._dynamo`` by the first AdamW of
-            a process (~1.5 s) is paid before the clock starts in both.
+            a process (~1.5 s) and the fused kernels' build and measured choice (once per
+            machine, ``mzlite.nn.fused.choose``) are paid before the clock starts. Beside
+            today's default (``MZLITE_FUSED`` unset: the kernels measured faster here) it fits
+            today's code forced either way, ``MZLITE_FUSED=0`` (eager) and ``=1`` (every
+            kernel), and says whether the default is the faster of the two on this CPU
+            (``--no-forced``: the two arms left out). The CPU's model and the flags that
+            matter here (AVX-512, AVX2, FMA, bf16, AMX) head the output.
 ``precision`` ``fit`` of MZ-Full and the Set Transformer in float32 against bf16 autocast, fresh
             processes interleaved, one thread: the measurement behind ``resolve_amp``'s CPU rule.
 ``equal``   the same real cell (default tab:tdof-verify L=8, MZ-1L, ``cpu`` profile) trained with
@@ -29,7 +35,8 @@ shared:
 ``compile`` ``torch.compile`` of the whole model against eager, in one process: compile cost
             from a cold cache, median steps interleaved on varying batches, break-even steps.
 
-    python benchmarks/fit_speed.py speed                 # today's default vs 81b182d's
+    python benchmarks/fit_speed.py speed                 # today's default vs 81b182d's, and
+                                                         # vs today's eager and every kernel
     python benchmarks/fit_speed.py precision             # float32 vs bf16, MZ-Full and ST
     python benchmarks/fit_speed.py speed --train 2000 --val 500 --epochs 6  # cpu-converged sizes
     python benchmarks/fit_speed.py equal --seeds 0-2 --epochs 15
@@ -103,15 +110,21 @@ def export_commit(commit: str, dest: Path) -> Path:
     return dest
 
 
-def one_fit(src: Path, *sizes: int, model: str = "mz_full", amp: str = "auto") -> dict:
+def one_fit(
+    src: Path, *sizes: int, model: str = "mz_full", amp: str = "auto", fused: str | None = None
+) -> dict:
     """One ``fit`` of ``model`` in a fresh interpreter importing the package at ``src``; ``amp``
-    is ``auto`` (``TrainConfig(amp=None)``, fit's default), ``bf16`` or ``fp32``."""
+    is ``auto`` (``TrainConfig(amp=None)``, fit's default), ``bf16`` or ``fp32``; ``fused``:
+    ``MZLITE_FUSED`` for it (None: unset, the default policy)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MZLITE_FUSED")}
+    if fused is not None:
+        env["MZLITE_FUSED"] = fused
     out = subprocess.run(
         [sys.executable, "-c", DRIVER, str(src), *(str(s) for s in sizes), model, amp],
         check=True,
         capture_output=True,
         text=True,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -123,6 +136,20 @@ def cpu_name() -> str:
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
+
+
+# the flags that decide the speed of these kernels and of torch's bf16 and matmul paths
+FLAGS = ("avx512f", "avx512_bf16", "amx_bf16", "avx2", "fma")
+
+
+def cpu_flags() -> list[str]:
+    """Which of ``FLAGS`` this CPU has (``/proc/cpuinfo``; empty elsewhere)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return [f for f in FLAGS if f in have]
+    return []
 
 
 def _describe(commit: str | None) -> str:
@@ -143,7 +170,8 @@ def _describe(commit: str | None) -> str:
 
 def speed(args) -> None:
     """``fit``'s defaults on MZ-Full, the baseline commit's against today's (this checkout, or
-    ``--current``), each fit in a fresh process importing its own tree, interleaved; medians."""
+    ``--current``), and today's forced to eager and to every kernel, each fit in a fresh process
+    importing its own tree, interleaved; medians."""
     threads = args.threads or 0  # 0: fit's default (torch's, one per core)
     with tempfile.TemporaryDirectory() as tmp:
         base_dir, cur_dir = Path(tmp, "baseline"), Path(tmp, "current")
@@ -152,20 +180,29 @@ def speed(args) -> None:
         if args.current:
             cur_dir.mkdir()
             current = export_commit(args.current, cur_dir)
-        srcs = {"baseline": export_commit(args.baseline, base_dir), "current": current}
+        # arm: (package, MZLITE_FUSED); "current" is today's default (the measured choice)
+        arms = {"baseline": (export_commit(args.baseline, base_dir), None),
+                "current": (current, None)}  # fmt: skip
+        if args.forced:
+            arms |= {"eager": (current, "0"), "kernels": (current, "1")}
         names = {"baseline": _describe(args.baseline), "current": _describe(args.current)}
         print(
             f"fit speed: MZ-Full d_in=8, sets of 10-30, batch {args.batch}, {args.train} train / "
             f"{args.val} val sets, {args.epochs} epochs per fit, fit's CPU defaults, torch threads "
-            f"{threads or 'default'} ({os.cpu_count()} cores, {cpu_name()}); "
-            f"baseline {names['baseline']} vs current {names['current']}; {args.repeats} "
-            f"interleaved repeats after 1 warm-up pair; {time.strftime('%Y-%m-%d %H:%M %Z')}"
+            f"{threads or 'default'} ({os.cpu_count()} cores, {cpu_name()}, flags "
+            f"{' '.join(cpu_flags()) or 'none of ' + ' '.join(FLAGS)}); baseline "
+            f"{names['baseline']} vs current {names['current']}"
+            + (" (default; eager: MZLITE_FUSED=0; kernels: MZLITE_FUSED=1)" if args.forced else "")
+            + f"; {args.repeats} interleaved repeats after 1 warm-up round; "
+            f"{time.strftime('%Y-%m-%d %H:%M %Z')}"
         )
-        times = {k: {"wall_s": [], "cpu_s": []} for k in srcs}
+        times = {k: {"wall_s": [], "cpu_s": []} for k in arms}
         for r in range(args.repeats + 1):
-            order = list(srcs) if r % 2 == 0 else list(srcs)[::-1]
+            order = list(arms) if r % 2 == 0 else list(arms)[::-1]
             for k in order:
-                res = one_fit(srcs[k], args.train, args.val, args.epochs, args.batch, threads)
+                src, fused = arms[k]
+                sizes = (args.train, args.val, args.epochs, args.batch, threads)
+                res = one_fit(src, *sizes, fused=fused)
                 if r > 0:
                     for key in ("wall_s", "cpu_s"):
                         times[k][key].append(res[key])
@@ -183,12 +220,23 @@ def speed(args) -> None:
             f"median fit {what}: baseline {base:.1f} s, current {cur:.1f} s -> speedup "
             f"{base / cur:.2f}x (per repeat {', '.join(f'{x:.2f}' for x in ratios)})"
         )
-    base, cur = (statistics.median(times[k]["cpu_s"]) for k in ("baseline", "current"))
+    med = {k: statistics.median(v["cpu_s"]) for k, v in times.items()}
+    base, cur = med["baseline"], med["current"]
     verdict = "met" if base / cur >= args.goal else "NOT met"
     print(
         f"goal: current >= {args.goal:.2f}x baseline {args.baseline} in median CPU time: "
         f"{base / cur:.2f}x, {verdict}"
     )
+    if args.forced:
+        best = min(med["eager"], med["kernels"])
+        which = "eager" if med["eager"] < med["kernels"] else "kernels"
+        faster = cur <= best * (1 + args.tolerance)
+        print(
+            f"median fit CPU time of today's code: default {cur:.1f} s, eager {med['eager']:.1f} "
+            f"s, every kernel {med['kernels']:.1f} s -> the default is "
+            f"{'' if faster else 'NOT '}the faster path here (the faster forced one: {which}, "
+            f"{best:.1f} s; tolerance {args.tolerance:.0%})"
+        )
     print(f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}")
 
 
@@ -528,6 +576,18 @@ def main(argv=None) -> None:
     s.add_argument("--threads", type=int, default=1, help="torch threads (0: fit's default)")
     s.add_argument("--current", default=None, help="a commit (default: this checkout as is)")
     s.add_argument("--goal", type=float, default=1.35, help="the speedup the run is held to")
+    s.add_argument(
+        "--no-forced",
+        dest="forced",
+        action="store_false",
+        help="leave out today's code forced to eager (MZLITE_FUSED=0) and every kernel (=1)",
+    )
+    s.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.03,
+        help="the default counts as the faster path within this fraction (default 0.03)",
+    )
     pr = sub.add_parser("precision", help="fit CPU time, float32 vs bf16 autocast, per model")
     pr.add_argument("--models", type=lambda v: v.split(","), default=["mz_full", "st"])
     pr.add_argument("--train", type=int, default=1024)

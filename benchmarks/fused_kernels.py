@@ -14,23 +14,30 @@ warm-up; the ratio is eager / kernel (above 1: the kernel is faster). Printed wi
               or not.
 ``layout``    the head-major (un)packing of the generator stream (``Packing.unpack_heads`` /
               ``pack_heads``, the padded layout's permutes), forward + backward, bf16.
+``choice``    ``fused.measure()`` (what the default policy measured, d = 64) beside the stored
+              choice this process runs (``fused.choice()``).
+``builds``    this build's norm kernels against another build's (``--other-build``), the same
+              calls interleaved: the vector code against the loops it replaced.
 ``model``     one training step as ``fit`` takes it on CPU (AdamW; the precision ``fit``'s
               default resolves to here, ``resolve_amp``, or ``--amp``) of MZ-Full, batch 128,
               sets of 10-30, each reading of choice 7 that has kernels.
 
 It ends by comparing each measurement with what the policy selects on this CPU
-(``MZLITE_FUSED`` unset: AVX-512 builds, add_norm at its AVX-512 widths). On a CPU without
-AVX-512 set ``MZLITE_FUSED=1`` to time the kernels there (``0`` would time eager twice).
+(``MZLITE_FUSED`` unset: what ``fused.choose`` measured faster here at d = 64, per kernel and
+dtype; add_norm only at the widths with vector code). ``MZLITE_FUSED=1`` selects every kernel
+(``0`` would time eager twice).
 
     OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py              # ~3 min CPU
     OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py --repeats 5 --parts add_norm,layout
+    # this build's kernels against another commit's build (the vector code against the loops):
+    OMP_NUM_THREADS=1 python benchmarks/fused_kernels.py --parts builds --widths 32,48,64,128 \
+        --other-build ~/.cache/torch_extensions/mzlite_fused_cpu_TAG/mzlite_fused_cpu_TAG.so
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -51,7 +58,7 @@ from mzlite.nn.attention import (  # noqa: E402
 )
 from mzlite.train import resolve_amp  # noqa: E402
 
-PARTS = ("add_norm", "layout", "model")
+PARTS = ("choice", "add_norm", "layout", "model", "builds")
 
 
 def side_by_side(kernel, eager, repeats: int, warmup: int = 2) -> tuple[float, float]:
@@ -77,50 +84,92 @@ def row(label: str, kernel_s: float, eager_s: float, selected: bool) -> float:
     return ratio
 
 
-def fwd_bwd(f, *args):
-    """A step of ``f(*args)`` forward and backward, with a dense gradient of ones per output
-    (made once; as a model's gradients, not the stride-0 one a ``.sum()`` would send back)."""
-    grads = []
-
-    def step():
-        out = f(*args)
-        out = out if isinstance(out, tuple) else (out,)
-        if not grads:
-            grads.extend(torch.ones(o.shape, dtype=o.dtype) for o in out)
-        torch.autograd.backward(out, grads)
-
-    return step
-
-
 def selected(stand_in, *args) -> bool:
     """Whether ``fused.fast_path`` runs the kernel for these arguments on this CPU."""
-    return fused.loaded() and stand_in.kernel.accepts(*args)
+    kernel = stand_in.kernel
+    return fused.loaded() and kernel.accepts(*args) and fused.selects(kernel, args)
+
+
+T, NG, P = 2560, 8, 0.1  # the norm rows' streams: (T, d) centres, (T, NG, d) generators
+READINGS = (("zonotope", add_zonotope_norm), ("layernorm", add_norm_rows))
+
+
+def norm_inputs(reading: str, d: int, dtype: torch.dtype) -> tuple:
+    """The arguments of the reading's residual + LayerNorm function (same ones every call)."""
+    g = torch.Generator().manual_seed(0)
+    ln_c, ln_G = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+    c, a_c = (torch.randn(T, d, generator=g).to(dtype).requires_grad_() for _ in "ca")
+    G, a_G = (torch.randn(T, NG, d, generator=g).to(dtype).requires_grad_() for _ in "Ga")
+    return (c, G, a_c, a_G, ln_c, P) if reading == "zonotope" else (c, G, a_c, a_G, ln_c, ln_G, P)
 
 
 def bench_add_norm(args) -> dict:
     """-> {(reading, d, dtype): (eager / kernel, selected)}"""
     print("residual + dropout + LayerNorm of both streams, forward + backward:")
-    T, ng, p, ratios = 2560, 8, 0.1, {}
-    for reading, f in (("zonotope", add_zonotope_norm), ("layernorm", add_norm_rows)):
+    ratios = {}
+    for reading, f in READINGS:
         for d in args.widths:
             for dtype in (torch.float32, torch.bfloat16):
-                g = torch.Generator().manual_seed(0)
-                ln_c, ln_G = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
-                c, a_c = (torch.randn(T, d, generator=g).to(dtype).requires_grad_() for _ in "ca")
-                G, a_G = (
-                    torch.randn(T, ng, d, generator=g).to(dtype).requires_grad_() for _ in "Ga"
-                )
-                if reading == "zonotope":
-                    xs = (c, G, a_c, a_G, ln_c, p)
-                else:
-                    xs = (c, G, a_c, a_G, ln_c, ln_G, p)
-                kernel, eager = fwd_bwd(f.kernel.run, *xs), fwd_bwd(f.eager, *xs)
+                xs = norm_inputs(reading, d, dtype)
+                kernel, eager = fused.fwd_bwd(f.kernel.run, *xs), fused.fwd_bwd(f.eager, *xs)
                 k, e = side_by_side(kernel, eager, args.repeats)
                 dt = str(dtype).removeprefix("torch.")
-                label = f"{f.kernel.name:17} d={d:3} {dt:8} ({T}, {ng}, {d})"
+                label = f"{f.kernel.name:17} d={d:3} {dt:8} ({T}, {NG}, {d})"
                 on = selected(f, *xs)
                 ratios[reading, d, dtype] = (row(label, k, e, on), on)
     return ratios
+
+
+def bench_choice(args) -> None:
+    """``fused.measure()`` now (the measurement behind the default policy: every kernel against
+    eager on fit's MZ-Full shapes, d = 64) beside what this process chose (``fused.choice()``,
+    the stored measurement while its key holds)."""
+    shape = ", ".join(f"{k} {v}" for k, v in fused.MEASURED_SHAPE.items())
+    print(f"the measured choice (fused.measure, {shape}; median of {args.repeats} repeats):")
+    chosen = fused.choice()
+    for key, m in fused.measure(args.repeats).items():
+        stored = "kernel" if chosen.get(key) else "eager"
+        print(
+            f"  {key:27} kernel {m['kernel_s'] * 1e3:7.2f} ms  eager {m['eager_s'] * 1e3:7.2f} ms"
+            f"  eager/kernel {m['eager_s'] / m['kernel_s']:5.2f}x  now: "
+            f"{'kernel' if m['kernel'] else 'eager':6}  stored choice: {stored}",
+            flush=True,
+        )
+
+
+def bench_builds(args) -> None:
+    """This build's norm kernels against another build's (``--other-build``: the library that
+    ``fused.build()`` wrote for another commit, e.g. one before the vector code for this CPU),
+    the same calls on the same inputs, interleaved: what the vector code gains over the loops
+    it replaced."""
+    if not args.other_build:
+        sys.exit("--parts builds needs --other-build PATH (an mzlite_fused_cpu_*.so)")
+    path = Path(args.other_build)
+    other, mine = fused._import(path.stem, path.parent), fused._state["ext"]
+    theirs = other.simd() if hasattr(other, "simd") else "AVX-512 only"
+    print(f"this build ({fused.simd()}) against {path.name} (vector code: {theirs}), fwd + bwd:")
+
+    def on(ext, step):
+        def run():
+            fused._state["ext"] = ext  # the kernels' autograd Functions read it, backward too
+            try:
+                step()
+            finally:
+                fused._state["ext"] = mine
+
+        return run
+
+    for reading, f in READINGS:
+        for d in args.widths:
+            for dtype in (torch.float32, torch.bfloat16):
+                step = fused.fwd_bwd(f.kernel.run, *norm_inputs(reading, d, dtype))
+                a, b = side_by_side(on(mine, step), on(other, step), args.repeats)
+                dt = str(dtype).removeprefix("torch.")
+                print(
+                    f"  {f.kernel.name:17} d={d:3} {dt:8} this build {a * 1e3:7.2f} ms  other "
+                    f"{b * 1e3:7.2f} ms  other/this {b / a:5.2f}x",
+                    flush=True,
+                )
 
 
 def bench_layout(args) -> None:
@@ -139,9 +188,9 @@ def bench_layout(args) -> None:
             "head-major -> padded": (_heads_last, heads),
         }
         for label, (f, *xs) in cases.items():
-            # contiguous, as attention reads them (eager's heads_first returns a permuted view)
-            kernel = fwd_bwd(lambda *a, f=f: f.kernel.run(*a).contiguous(), *xs)
-            eager = fwd_bwd(lambda *a, f=f: f.eager(*a).contiguous(), *xs)
+            # fwd_bwd makes the outputs contiguous, as attention reads them (eager's
+            # heads_first returns a permuted view)
+            kernel, eager = fused.fwd_bwd(f.kernel.run, *xs), fused.fwd_bwd(f.eager, *xs)
             k, e = side_by_side(kernel, eager, args.repeats * 3)
             name = f"{f.kernel.name} {str(dtype).removeprefix('torch.')}"
             row(f"{name:21} ({label})", k, e, selected(f, *xs))
@@ -182,7 +231,10 @@ def main() -> None:
         default=[32, 48, 64, 80, 128, 256],
         help="add_norm widths d, comma-separated (default 32,48,64,80,128,256)",
     )
-    ap.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {PARTS}")
+    ap.add_argument(
+        "--parts", default="choice,add_norm,layout,model", help=f"comma-separated, of {PARTS}"
+    )
+    ap.add_argument("--other-build", default=None, help="for --parts builds: another build's .so")
     ap.add_argument(
         "--amp",
         choices=("auto", "bf16", "fp32"),
@@ -197,17 +249,24 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     if not fused.build():
         sys.exit(f"the fused kernels cannot be built here: {fused.build_error()}")
+    if fused.policy() == "auto":
+        fused.choose()  # what a model's constructor does: the stored choice, or measured now
     print(
-        f"fused kernels vs eager: {platform.processor() or platform.machine()}, torch "
+        f"fused kernels vs eager: {fused.cpu_model()}, torch "
         f"{torch.__version__} (CPU capability {torch.backends.cpu.get_cpu_capability()}), kernel "
-        f"build {'with' if fused.has_avx512() else 'without'} AVX-512, MZLITE_FUSED="
-        f"{fused.policy()}, {args.threads} thread(s), median of {args.repeats} repeats, CPU time; "
+        f"build's vector code {fused.simd()} (widths {sorted(fused.simd_widths())}), "
+        f"MZLITE_FUSED={fused.policy()}, {args.threads} thread(s), median of {args.repeats} "
+        f"repeats, CPU time; "
         f"loadavg {tuple(round(x, 2) for x in os.getloadavg())}",
         flush=True,
     )
     if not fused.loaded():
         print("  (not selected by the policy here: the model rows time eager twice)")
     ratios = bench_add_norm(args) if "add_norm" in parts else {}
+    if "choice" in parts:
+        bench_choice(args)
+    if "builds" in parts:
+        bench_builds(args)
     if "layout" in parts:
         bench_layout(args)
     if "model" in parts:
@@ -221,7 +280,8 @@ def main() -> None:
             if chosen and not faster:
                 verdict = "DISAGREES: the policy runs a kernel not measured faster"
             elif faster and not chosen:
-                verdict = "policy conservative: generic loops, eager unless MZLITE_FUSED=1"
+                verdict = "policy conservative: eager here (no vector code at this width, or not"
+                verdict += " measured faster at d = 64); MZLITE_FUSED=1 runs the kernel"
             else:
                 verdict = "agrees"
             print(

@@ -473,17 +473,35 @@ def test_the_protocol_box_is_measured_from_the_results_and_the_registered_cells(
 
 
 def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
-    def row(verdict, beats=True, regime="2K training sets, the reduced CPU protocol"):
-        return {"verdict": verdict, "mz_beats": beats, "regime": regime}
+    from mzlite.analysis.verdicts import Label
+    from mzlite.repro.experiments.engine import CellStats, Reason, Verdict
+
+    def stats(cell, table="tab:main-results"):
+        return CellStats(cell, cell, ((table, cell),), (0.5,) * 3, 0.5, 0.0, (0, 1, 2), 3, 3,
+                         0, 0, 0.5, True, False)  # fmt: skip
+
+    def row(verdict, beats=True, profile="cpu-annealed", cells=("F-mz_full", "F-st")):
+        value = Verdict("c", "tab:main-results", Label(verdict), Reason.THRESHOLDS,
+                        profile=profile, cells=tuple(stats(c) for c in cells),
+                        layer_reading="v1", task_reading="literal")  # fmt: skip
+        regime = {"full": "10K training sets, the paper's protocol"}.get(
+            profile, "2K training sets, the reduced CPU protocol"
+        )
+        return {"verdict": verdict, "mz_beats": beats, "regime": regime, "profile": profile,
+                "value": value}  # fmt: skip
 
     rows = [row("does not hold here"), row("does not hold here"), row("not decided"),
             row("holds", beats=False), row("not run")]  # fmt: skip
     text = fd.headline_text(rows)
-    assert text.startswith("No claim that MZAttn beats another model holds in full here. Of the 3")
-    assert "2 do not hold here, 1 is not decided" in text
-    assert text.endswith("3 of the 3 were read at 2K training sets, the reduced CPU protocol, "
-                         "below the paper's sizes.")  # fmt: skip
-    won = fd.headline_text([row("holds", regime="5K training sets, the paper's protocol"),
-                            row("no model learns it")])  # fmt: skip
+    assert text.startswith("No claim that MZAttn beats another model holds in full here. None "
+                           "was judged at the paper's sizes yet.")  # fmt: skip
+    assert ("The other 3, read below the paper's sizes (most at 2K training sets, the reduced "
+            "CPU protocol): 2 do not hold here, 1 is not decided.") in text  # fmt: skip
+    assert text.endswith("layer reading v1 and task reading literal.")
+    # two claims on the same runs at the paper's protocol: 2 claims, 3 experiments, not 4
+    other = row("no model learns it", profile="full", cells=("F-mz_full", "F-st_large"))
+    won = fd.headline_text([row("holds", profile="full"), other])
     assert won.startswith("MZAttn beats another model in 1 of the 2 claims of that kind")
-    assert "1 is a tie where no model learns the target" in won and "below" not in won
+    assert "under its protocol, 2 were judged, on 3 experiments: 1 holds" in won
+    assert "1 is a tie where no model learns the target" in won and "The other" not in won
+    assert fd.experiment_count(rows) == 2

@@ -2,20 +2,26 @@
 
 - The kernels: residual + dropout + LayerNorm against the same computation in float64 PyTorch,
   gradients included; the zonotope LayerNorm (the default reading) against its eager function
-  in float64 and in the stream's own dtypes, at every width (AVX-512 code and generic loops) and
-  every float32 / bfloat16 mix it takes; the head-layout copies against the eager copies.
-- The models: an MZ-Set Transformer on the AVX-512 kernels against its eager path, d = 32, 64,
-  128, both readings with kernels, forward and backward.
-- The choice (``fused.fast_path``): the policy, the width rule, ``disabled()``, built in the
-  constructor and never in a forward pass, ninja's folder handed to the build's child process
-  only (this process's PATH untouched).
+  in float64 and in the stream's own dtypes, at every width (vector code, AVX-512 or AVX2, and
+  generic loops) and every float32 / bfloat16 mix it takes; the head-layout copies against the
+  eager copies.
+- The models: an MZ-Set Transformer on the kernels (whatever this CPU's build has) against its
+  eager path, d = 32, 64, 128, both readings with kernels, forward and backward.
+- The choice (``fused.fast_path``): the policy, the measured choice (kept per kernel and dtype,
+  stored and keyed, re-measured when the key changes, overridden by ``MZLITE_FUSED``; a fake
+  clock favouring either side picks that side), the width rule, ``disabled()``, built and
+  measured in the constructor and never in a forward pass, ninja's folder handed to the build's
+  child process only (this process's PATH untouched).
+- No CPU premise: nothing asks for AVX-512 or AVX2 (a build without them runs every test here:
+  ``MZLITE_FUSED_MARCH=x86-64``), ``has_avx512`` forced False changes no choice.
 - Dropout: the kernel's hashed masks and eager's ``bernoulli_`` masks have one distribution.
 - No compiler: simulated by a build that fails; the kernel tests skip, the models run eager.
 
-Tests that need the kernels ask for the ``kernels`` (or ``avx512``) fixture, which skips them
+Tests that need the kernels ask for the ``kernels`` (or ``forced``) fixture, which skips them
 where the kernels cannot be built (no C++ compiler)."""
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -54,12 +60,19 @@ def kernels():
 
 
 @pytest.fixture
-def avx512(kernels):
-    """The kernels as selected by default: an AVX-512 build (compiled with -march=native)."""
-    if not fused.has_avx512():
-        pytest.skip("this CPU's build of the kernels has no AVX-512 (they are not selected)")
-    if fused.policy() != "auto":
-        pytest.skip(f"MZLITE_FUSED={fused.policy()}: the default policy is under test")
+def forced(kernels, monkeypatch):
+    """The kernels selected wherever they run (``MZLITE_FUSED=1``), whatever this CPU's build
+    has (AVX-512, AVX2 or generic loops) and whatever the measurement chose."""
+    monkeypatch.setenv("MZLITE_FUSED", "1")
+
+
+@pytest.fixture
+def fresh(monkeypatch, tmp_path):
+    """A process state with the loaded kernels but no choice yet, its store under tmp_path."""
+    require_kernels()
+    monkeypatch.setattr(fused, "_state", {"ext": fused._state["ext"]})
+    monkeypatch.setattr(fused, "_build_dir", lambda name: tmp_path / name)
+    monkeypatch.delenv("MZLITE_FUSED", raising=False)
 
 
 @pytest.fixture
@@ -96,7 +109,7 @@ def _ragged(B=5, n=7, d_in=3, seed=1):
 DTYPES = [torch.float32, torch.bfloat16]
 
 
-@pytest.mark.parametrize("d", [64, 256, 48])  # AVX-512 kernels (d = 16 k), generic loops
+@pytest.mark.parametrize("d", [64, 256, 48, 80])  # vector code (AVX-512, AVX2), generic loops
 @pytest.mark.parametrize("x_dtype", DTYPES)
 @pytest.mark.parametrize("a_dtype", DTYPES)
 @pytest.mark.parametrize("out_dtype", DTYPES)
@@ -134,7 +147,7 @@ def test_add_norm_equals_float64_reference(kernels, d, x_dtype, a_dtype, out_dty
     torch.testing.assert_close(ln.bias.grad.double(), ln64.bias.grad, rtol=1e-4, atol=1e-3)
 
 
-ZONO_WIDTHS = [32, 64, 128, 256, 48, 80]  # the AVX-512 widths, then two of the generic loops
+ZONO_WIDTHS = [32, 64, 128, 256, 48, 80]  # vector code (AVX-512: the first 4, AVX2: 5), generic
 
 
 def _zonotope_inputs(d, c_dtype, G_dtype, a_dtype, T=40, ng=5, seed=0):
@@ -349,10 +362,10 @@ def _grads_and_output(model, x, mask):
 @pytest.mark.parametrize("d", [32, 64, 128])
 @pytest.mark.parametrize("pack_sets", [True, False])
 @pytest.mark.parametrize("gen_norm", ["zonotope", "layernorm"])
-def test_mz_model_on_the_avx512_kernels_equals_eager(avx512, d, pack_sets, gen_norm):
+def test_mz_model_on_the_kernels_equals_eager(forced, d, pack_sets, gen_norm):
     """An MZ-Set Transformer whose every kernel runs (residual + LayerNorm of its reading, the
     default ``"zonotope"`` or ``"layernorm"``, and the head layouts) against the same model on
-    the eager path, at d = 32, 64 and 128 (AVX-512 code), the packed and the padded set layout:
+    the eager path, at d = 32, 64 and 128 (vector code), the packed and the padded set layout:
     the same outputs and gradients in float32 (stated 1e-4: float32 rounding of a deep model;
     the two differ in summation order only)."""
     torch.manual_seed(0)
@@ -375,7 +388,7 @@ def test_mz_model_on_the_avx512_kernels_equals_eager(avx512, d, pack_sets, gen_n
         torch.testing.assert_close(g, grads_eager[name], rtol=1e-3, atol=1e-4, msg=name)
 
 
-def test_the_default_reading_runs_the_zonotope_kernel(avx512):
+def test_the_default_reading_runs_the_zonotope_kernel(forced):
     """``gen_norm="zonotope"`` (the default) runs its residual + zonotope LayerNorm on the fused
     kernel at d = 64 (with the head layouts), never the ``"layernorm"`` reading's kernel, and
     ``fused.disabled()`` runs none."""
@@ -392,7 +405,7 @@ def test_the_default_reading_runs_the_zonotope_kernel(avx512):
     assert fused.calls - before == ran
 
 
-def test_mz_training_mode_dropout_is_seeded_and_padding_blind(avx512):
+def test_mz_training_mode_dropout_is_seeded_and_padding_blind(forced):
     """Training mode on the kernels: the hashed dropout is reproducible under torch.manual_seed,
     differs between draws, and padding content still changes nothing (the mask depends on the
     token position, not on what is stored there)."""
@@ -414,42 +427,176 @@ def test_mz_training_mode_dropout_is_seeded_and_padding_blind(avx512):
 # ----------------------------------------------------------------------------- the choice
 
 
-def test_the_policy_selects_avx512_builds_and_widths(avx512, monkeypatch):
-    """By default the kernels run only in an AVX-512 build, add_norm only at the widths it has
-    AVX-512 code for (elsewhere its generic loops are not reliably faster than eager:
-    benchmarks/fused_kernels.py), the zonotope LayerNorm at every width; ``MZLITE_FUSED=1`` runs
-    them wherever they can run, ``0`` never."""
+def _kernels_run(x, mask, **cfg):
+    """The kernels a forward pass of a small MZ-Set Transformer runs (through fast_path)."""
+    torch.manual_seed(0)
+    cfg = dict(SMALL_MZ, d_model=32, d_ff=64, gen_norm="layernorm") | cfg
+    model = MZSetTransformer(**cfg).eval()
+    before = fused.calls.copy()
+    model(x, mask)
+    return set(fused.calls - before)
+
+
+def test_the_policy_runs_what_was_measured_faster(fresh, monkeypatch):
+    """Under ``auto`` a kernel runs where the measured choice has it faster, per kernel and
+    dtype (bf16 under autocast); add_norm only at the widths with vector code; ``1`` runs them
+    wherever they can run, ``0`` never; a build without AVX-512 changes nothing."""
     x, mask = _ragged()
-
-    def kernels_run(**cfg):
-        torch.manual_seed(0)
-        cfg = dict(SMALL_MZ, d_model=32, d_ff=64, gen_norm="layernorm") | cfg
-        model = MZSetTransformer(**cfg).eval()
-        before = fused.calls.copy()
-        model(x, mask)
-        return set(fused.calls - before)
-
+    names = ("add_norm_rows", "add_zonotope_norm", "unpack_heads", "pack_heads", "heads_first",
+             "heads_last")  # fmt: skip
+    every = {f"{n}:{dt}": True for n in names for dt in ("float32", "bfloat16")}
+    monkeypatch.setitem(fused._state, "choice", dict(every))
     assert fused.loaded()
-    assert kernels_run() == {"add_norm_rows", "unpack_heads", "pack_heads", "heads_first",
-                             "heads_last"}  # fmt: skip
-    assert "add_zonotope_norm" in kernels_run(gen_norm="zonotope")
-    # the zonotope kernel at every width (its generic loops measured well above eager)
-    assert "add_zonotope_norm" in kernels_run(gen_norm="zonotope", d_model=48, d_ff=96)
-    assert kernels_run(d_model=48, d_ff=96) == {"unpack_heads", "pack_heads", "heads_first",
-                                                "heads_last"}  # fmt: skip
+    layouts = {"unpack_heads", "pack_heads", "heads_first", "heads_last"}
+    # d = 32: add_norm has vector code there, unless this build has none (MZLITE_FUSED_MARCH)
+    norm = {"add_norm_rows"} if 32 in fused.simd_widths() else set()
+    assert _kernels_run(x, mask) == norm | layouts
+    assert "add_zonotope_norm" in _kernels_run(x, mask, gen_norm="zonotope")
+    fused._state["choice"] |= {"unpack_heads:float32": False, "add_norm_rows:float32": False}
+    assert _kernels_run(x, mask) == layouts - {"unpack_heads"}
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # the bf16 choice: all kernels
+        assert _kernels_run(x, mask) == norm | layouts
+    # add_norm's generic loops only when forced; the zonotope kernel at every width
+    generic = min(set(range(8, 200, 4)) - fused.simd_widths())
+    wide = dict(d_model=generic, d_ff=2 * generic)
+    assert "add_norm_rows" not in _kernels_run(x, mask, **wide)
+    assert "add_zonotope_norm" in _kernels_run(x, mask, gen_norm="zonotope", **wide)
+    monkeypatch.setattr(fused, "has_avx512", lambda: False)  # forced "no AVX-512": no change
+    assert "add_zonotope_norm" in _kernels_run(x, mask, gen_norm="zonotope")
+    monkeypatch.setitem(fused._state, "choice", {k: False for k in every})  # eager measured faster
+    assert not fused.loaded() and _kernels_run(x, mask, gen_norm="zonotope") == set()
     monkeypatch.setenv("MZLITE_FUSED", "1")
-    assert "add_norm_rows" in kernels_run(d_model=48, d_ff=96)
-    assert "add_zonotope_norm" in kernels_run(gen_norm="zonotope", d_model=48, d_ff=96)
+    assert fused.loaded() and "add_norm_rows" in _kernels_run(x, mask, **wide)
+    monkeypatch.setitem(fused._state, "choice", dict(every))
     monkeypatch.setenv("MZLITE_FUSED", "0")
-    assert not fused.loaded() and kernels_run() == set()
-    monkeypatch.setenv("MZLITE_FUSED", "auto")
-    monkeypatch.setattr(fused, "has_avx512", lambda: False)  # a build without AVX-512
-    assert not fused.loaded() and kernels_run() == set()
+    assert not fused.loaded() and _kernels_run(x, mask) == set()
+
+
+class _FakeClock:
+    """``fused._clock`` for the tests: time advances only when a fake step runs, by the step's
+    cost, so a measurement's verdict is known in advance (no real timing)."""
+
+    def __init__(self):
+        self.now, self.ran = 0.0, []
+
+    def __call__(self):
+        return self.now
+
+    def step(self, name, side, cost):
+        def run():
+            self.ran.append((name, side))
+            self.now += cost
+
+        return run
+
+
+def _fake_cases(clock, kernel_cost):
+    """Two kernels, two dtypes; ``kernel_cost(name)``: its kernel's cost (eager costs 1)."""
+    for name in ("add_zonotope_norm", "unpack_heads"):
+        for dtype in (torch.float32, torch.bfloat16):
+            yield (name, dtype, clock.step(name, "kernel", kernel_cost(name)),
+                   clock.step(name, "eager", 1.0))  # fmt: skip
+
+
+@pytest.mark.parametrize("kernel_cost", [0.5, 2.0])
+def test_a_fake_clock_favouring_either_side_picks_that_side(fresh, monkeypatch, kernel_cost):
+    """The verdict follows the timings: kernels timed at half eager's cost are chosen, at twice
+    it they are not; both sides run interleaved, in alternating order, the same number of
+    times (one warm-up pair, then ``MEASURE_REPEATS``)."""
+    clock = _FakeClock()
+    monkeypatch.setattr(fused, "_clock", clock)
+    monkeypatch.setattr(fused, "_cases", lambda: _fake_cases(clock, lambda name: kernel_cost))
+    chosen = fused.choose()
+    assert chosen == {f"{n}:{dt}": kernel_cost < 1 for n in ("add_zonotope_norm", "unpack_heads")
+                      for dt in ("float32", "bfloat16")}  # fmt: skip
+    assert fused.choice() == chosen and fused.loaded() is (kernel_cost < 1)
+    first = [side for name, side in clock.ran[: 2 * (fused.MEASURE_REPEATS + 1)]]
+    assert first[:4] == ["kernel", "eager", "eager", "kernel"]  # alternating order
+    assert first.count("kernel") == first.count("eager") == fused.MEASURE_REPEATS + 1
+    # a mixed verdict, per kernel
+    clock.ran.clear()
+    costs = {"add_zonotope_norm": 0.5, "unpack_heads": 3.0}
+    monkeypatch.setattr(fused, "_cases", lambda: _fake_cases(clock, costs.get))
+    mixed = fused.choose(remeasure=True)
+    assert mixed["add_zonotope_norm:float32"] and not mixed["unpack_heads:bfloat16"]
+
+
+def test_the_choice_is_stored_keyed_and_measured_again_when_the_key_changes(fresh, monkeypatch):
+    """Measured once, then read back (no measurement) while ``choice_key()`` is the same; a
+    changed key (another torch, CPU, source, ...) measures again; the record names what was
+    timed. The environment overrides it: ``1`` and ``0`` never measure."""
+    clock = _FakeClock()
+    monkeypatch.setattr(fused, "_clock", clock)
+    monkeypatch.setattr(fused, "_cases", lambda: _fake_cases(clock, lambda name: 0.5))
+    key = fused.choice_key()
+    assert {"machine", "cpu", "torch", "sources"} <= set(key)
+    fused.prepare()  # auto: builds (loaded already) and measures
+    measured = len(clock.ran)
+    assert measured and all(fused.choice().values())
+    (stored,) = Path(fused._choice_path(key)).parent.glob("choice-*.json")
+    record = json.loads(stored.read_text())
+    assert record["key"] == key and record["measured"]["unpack_heads:float32"]["eager_s"] == 1.0
+    # another process on the same machine: read back, not measured
+    monkeypatch.setattr(fused, "_state", {"ext": fused._state["ext"]})
+    fused.prepare()
+    assert len(clock.ran) == measured and all(fused.choice().values())
+    # a changed key (here: another torch version) measures again, now finding eager faster
+    monkeypatch.setattr(fused, "_state", {"ext": fused._state["ext"]})
+    monkeypatch.setattr(fused, "choice_key", lambda: {**key, "torch": "9.9"})
+    monkeypatch.setattr(fused, "_cases", lambda: _fake_cases(clock, lambda name: 2.0))
+    fused.prepare()
+    assert len(clock.ran) == 2 * measured and not any(fused.choice().values())
+    # forced either way: nothing is measured, the environment wins over the stored choice
+    for forced_to, runs in (("1", True), ("0", False)):
+        monkeypatch.setattr(fused, "_state", {"ext": fused._state["ext"]})
+        monkeypatch.setenv("MZLITE_FUSED", forced_to)
+        fused.prepare()
+        assert len(clock.ran) == 2 * measured and fused.loaded() is runs
+
+
+def test_the_measurement_runs_every_kernel_on_fits_shapes(kernels):
+    """The real cases (no timing asserted): every kernel of the fast path, both dtypes, each
+    step runs forward and backward on MZ-Full's batch shapes, on the kernel and on eager."""
+    cases = list(fused._cases())
+    assert {(name, dt) for name, dt, *_ in cases} == {
+        (k.name, dt) for k in (fused.ADD_ZONOTOPE_NORM, fused.ADD_NORM_ROWS, fused.UNPACK_HEADS,
+                               fused.PACK_HEADS, fused.HEADS_FIRST, fused.HEADS_LAST)
+        for dt in (torch.float32, torch.bfloat16)
+    }  # fmt: skip
+    before = fused.calls.copy()
+    for _, _, kernel_step, eager_step in cases:
+        kernel_step()
+        eager_step()
+    assert fused.calls == before  # run directly, not through fast_path
+
+
+def test_the_measurement_leaves_the_rng_and_the_callers_context_alone(kernels):
+    """Measured inside ``no_grad`` and bf16 autocast (a model built there), it still times
+    forward and backward in the dtypes it names, and torch's global RNG (both sides draw
+    dropout masks from it) is as it was: a process that measures trains as one that reads the
+    stored choice."""
+    torch.manual_seed(5)
+    state = torch.get_rng_state()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = fused.measure(repeats=1)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert len(out) == 12 and all(v["kernel_s"] > 0 and v["eager_s"] > 0 for v in out.values())
+
+
+def test_a_failed_measurement_warns_and_runs_eager(fresh, monkeypatch):
+    def broken():
+        raise RuntimeError("simulated")
+        yield
+
+    monkeypatch.setattr(fused, "_cases", broken)
+    with pytest.warns(RuntimeWarning, match="could not time.*simulated"):
+        assert fused.choose() == {}
+    assert not fused.loaded()
 
 
 def test_the_build_comes_before_the_first_forward(monkeypatch):
-    """The MZ blocks' constructors build the kernels (where they would be selected); a forward
-    pass never builds, and without them it runs eager."""
+    """The MZ blocks' constructors build the kernels (and under ``auto`` measure them); a
+    forward pass never builds nor measures, and without them it runs eager."""
     built = []
     monkeypatch.setattr(fused, "_state", {})
     monkeypatch.setattr(fused, "build", lambda: built.append(1) or False)
@@ -465,7 +612,19 @@ def test_the_build_comes_before_the_first_forward(monkeypatch):
     # explicitly turned off: the constructor does not try
     monkeypatch.setattr(fused, "_state", {})
     monkeypatch.setenv("MZLITE_FUSED", "0")
+    tries = len(built)
     MZSetTransformer(**SMALL_MZ)
+    assert len(built) == tries
+    # auto: built and measured in the first constructor, once per process
+    chose = []
+    monkeypatch.setenv("MZLITE_FUSED", "auto")
+    monkeypatch.setattr(fused, "build", lambda: built.append(1) or True)
+    monkeypatch.setattr(fused, "choose", lambda: chose.append(1) or fused._state.update(choice={}))
+    MZSetTransformer(**SMALL_MZ)
+    MZSetTransformer(**SMALL_MZ)
+    assert len(built) == tries + 1 and chose == [1]
+    monkeypatch.setattr(fused, "choose", lambda: pytest.fail("a forward pass measured"))
+    model(*_ragged())
 
 
 def test_ninja_is_handed_to_the_build_process_not_put_on_this_path(monkeypatch, tmp_path):
@@ -538,7 +697,7 @@ def test_both_paths_draw_dropout_masks_of_one_distribution(kernels, p):
     assert not torch.equal(fused.keep_mask(T, d, p, 7), fused.keep_mask(T, d, p, 8))
 
 
-def test_both_paths_give_one_output_distribution(kernels):
+def test_both_paths_give_one_output_distribution(forced):
     """The block function itself, on the kernel and on the eager path, over many draws: the
     same mean and spread of every output element (6 standard errors; a mask shared wrongly,
     another rate or a missing 1/(1-p) moves them by many)."""

@@ -155,11 +155,8 @@ def test_decide_orders_stops_refuted_claims_and_prices_each_step(tmp_path):
                if c["claim"] == "tab-hull-d9-mz_full-best")  # fmt: skip
     # decided for the plan (no further run can make it hold), "not decided" for the scorecard
     assert now["status"] == "decided" and now["row"]["verdict"] == "not decided"
-    assert now["row"]["decided_by"].startswith("refuted by the 1 of 5 models of the comparison")
-    assert (
-        "gap -0.050 fails even the weaker test, no one of them significantly"
-        in (now["row"]["decided_by"])
-    )
+    assert now["row"]["value"].reason == "cannot-hold"  # engine.Reason.CANNOT_HOLD
+    assert now["row"]["value"].refutation.value == pytest.approx(-0.05)
     for c in ("d9-mz_full", "d9-st"):
         for s in range(3):
             ex.result_path(T, c, s, "cpu-annealed", tmp_path).unlink()
@@ -292,3 +289,82 @@ def test_the_sizes_the_paper_does_not_state_are_written_from_one_constant():
         assert PROFILES[name].sizes_by_table == UNSTATED_PAPER_SIZES
     note = ex.get_table("tab:tdof-verify").notes
     assert f"{words} under the profiles at the paper's sizes" in note
+
+
+# ---------------------------------------------------------------------------------------------
+# Priced for this machine
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_epoch_cost(monkeypatch, tmp_path):
+    """``_epoch_cost_here`` without a fit: this CPU costs ``ratio[family]`` times what the
+    reference cell's result recorded (per set unit); calls are counted. The cache under
+    tmp_path."""
+    from mzlite.repro.experiments import plan as plan_mod
+
+    monkeypatch.setenv("MZLITE_CACHE", str(tmp_path / "cache"))
+    calls, ratio = [], {"mz": 2.0, "baseline": 0.5}
+
+    def fake(job):
+        calls.append(job.cell.id)
+        (res,) = [r for r in ex.load_results(job.table, job.profile.name, tmp_path / "results")
+                  if r["cell"] == job.cell.id]  # fmt: skip
+        return plan_mod._cpu_s_per_epoch(res) * ratio[ex.model_family(job.cell.model)]
+
+    monkeypatch.setattr(plan_mod, "_epoch_cost_here", fake)
+    return calls
+
+
+def test_costs_recorded_elsewhere_are_rescaled_to_this_cpu(tmp_path, fake_epoch_cost,
+                                                           monkeypatch):  # fmt: skip
+    """With ``measure`` every cost that comes from results on disk is multiplied by this CPU's
+    factor for the model's family (an epoch of the family's reference cell fitted here over its
+    recorded cost); timed once per key, read back after; another CPU times again; without
+    ``measure`` the costs are as recorded."""
+    from mzlite.repro.experiments import plan as plan_mod
+
+    root = tmp_path / "results"
+    _write(root, "tab:tdof-verify", "L4-mz_1l", 0, "cpu", (2000, 500, 1000), 150.0, 30)
+    _write(root, "tab:tdof-verify", "L4-st_4l", 0, "cpu", (2000, 500, 1000), 60.0, 30)
+    cells = dict(cells=["L4-mz_1l", "L4-st_4l"], results_dir=root)
+    recorded = {r["cell"]: r for r in plan("tab:tdof-verify", "cpu", measure=False, **cells).rows}
+    assert fake_epoch_cost == []  # measure=False times nothing
+    here = plan("tab:tdof-verify", "cpu", **cells)
+    rows = {r["cell"]: r for r in here.rows}
+    assert sorted(fake_epoch_cost) == ["L4-mz_1l", "L4-st_4l"]  # one reference per family
+    for cell, factor in (("L4-mz_1l", 2.0), ("L4-st_4l", 0.5)):  # MZ, and ST (baseline family)
+        assert rows[cell]["s_per_epoch"] == pytest.approx(factor * recorded[cell]["s_per_epoch"])
+        assert rows[cell]["cpu_h"] == pytest.approx(factor * recorded[cell]["cpu_h"])
+        assert rows[cell]["cost_source"].endswith(f"; x{factor:.2f} for this CPU")
+    text = here.to_text()
+    assert "priced for this CPU" in text and "mz models: 2.00x" in text
+    assert "tab:tdof-verify L4-mz_1l (cpu)" in text
+    # the timings are stored: another plan reads them back
+    plan("tab:tdof-verify", "cpu", **cells)
+    assert len(fake_epoch_cost) == 2
+    # another CPU (or torch, source, reference): timed again
+    monkeypatch.setattr(plan_mod, "cpu_model", lambda: "Another CPU")
+    again = plan("tab:tdof-verify", "cpu", **cells)
+    assert len(fake_epoch_cost) == 4 and "Another CPU" in again.to_text()
+
+
+def test_a_family_without_results_takes_the_median_factor():
+    from mzlite.repro.experiments.plan import _factor
+
+    machine = {"mz": {"factor": 3.0}, "baseline": {"factor": 1.0}}
+    assert _factor(machine, "mz_full") == 3.0 and _factor(machine, "st") == 1.0
+    assert _factor(machine, "deepsets") == pytest.approx(2.0)
+
+
+@pytest.mark.slow
+def test_the_epoch_cost_here_is_a_real_fit(monkeypatch):
+    """The timing itself (no value asserted: it is this machine's): a short fit of a real cell
+    under its profile's config, CPU seconds per set unit of its last epoch, positive."""
+    from mzlite.repro.experiments import plan as plan_mod
+
+    monkeypatch.setitem(plan_mod.REFERENCE_FIT, "n_train", 64)
+    monkeypatch.setitem(plan_mod.REFERENCE_FIT, "n_val", 32)
+    (job,) = ex.jobs("tab:main-results", "cpu-converged", [0], cells=["D-deepsets"])
+    cost = plan_mod._epoch_cost_here(job)
+    assert 0 < cost < 1  # CPU s per set: DeepSets takes well under a second per set

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from mzlite._io import atomic_write_json
+from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.engine import Reason
 from mzlite.repro.experiments.report import report
 from mzlite.repro.experiments.scorecard import (
     VERDICTS,
@@ -109,9 +111,9 @@ def test_changing_a_result_json_changes_the_page(tmp_path):
     assert by_id["tdof-st-4l-drop"]["ours"] == pytest.approx(0.57)
     assert by_id["tdof-separation"]["verdict"] == "holds"
     assert "cpu: 3 seed(s), 30 epochs" in by_id["tdof-mz-1l"]["protocol"]
-    sep = by_id["tdof-separation"]
-    assert "n = 3 seed(s) per cell, 6/6 runs converged" in sep["statistics"]
-    assert sep["evidence"]["p_max"] < 1e-4 and "Welch p = " in sep["statistics"]
+    sep = by_id["tdof-separation"]["value"]
+    assert {c.n for c in sep.cells} == {3} and sum(c.converged for c in sep.cells) == 6
+    assert sep.reason == Reason.SIGNIFICANT and sep.p_max < 1e-4
 
     for seed in range(3):  # one L fails
         _write(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.30 + SPREAD[seed], seed=seed)
@@ -124,7 +126,8 @@ def test_changing_a_result_json_changes_the_page(tmp_path):
     _write(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.99, seed=2)  # now 0.39, 0.40, 0.99
     sep2 = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
     assert sep2["tdof-separation"]["verdict"] == "not decided"  # a gap, not significant
-    assert sep2["tdof-separation"]["evidence"]["p_max"] > 0.05
+    assert sep2["tdof-separation"]["value"].p_max > 0.05
+    assert sep2["tdof-separation"]["value"].reason == Reason.NOT_SIGNIFICANT
 
 
 def test_a_more_trusted_profile_with_too_few_runs_is_said_beside_the_verdict(tmp_path):
@@ -138,8 +141,9 @@ def test_a_more_trusted_profile_with_too_few_runs_is_said_beside_the_verdict(tmp
         "tdof-separation"
     ]
     assert (sep["profile"], sep["verdict"]) == ("cpu-annealed", "holds")
-    assert [t["profile"] for t in sep["insufficient_above"]] == ["full"]
-    assert "the paper's protocol: insufficient evidence so far (" in sep["reason"]
+    assert [(b.profile, b.label) for b in sep["value"].beside] == [("full", Label.INSUFFICIENT)]
+    assert sep["value"].beside[0].problems == (Reason.TOO_FEW_SEEDS,)
+    assert "the paper's protocol: insufficient evidence so far" in sep["reason"]
     # where no profile has enough, the most trusted one is read, as before
     only_full = tmp_path / "only-full"
     _cell(only_full, "tab:tdof-verify", "L32-mz_1l", 0.93, "full", seeds=1)
@@ -148,7 +152,7 @@ def test_a_more_trusted_profile_with_too_few_runs_is_said_beside_the_verdict(tmp
         "tdof-separation"
     ]
     assert (sep["profile"], sep["verdict"]) == ("full", "insufficient evidence")
-    assert "insufficient_above" not in sep
+    assert sep["value"].beside == ()
 
 
 def test_cli_scorecard_prints_each_claim_with_its_statistics_and_verdict(tmp_path, capsys):
@@ -172,7 +176,8 @@ def test_one_seed_or_unconverged_runs_give_no_verdict(tmp_path):
     _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40, seeds=1)  # values that would "hold"
     rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
     assert {r["verdict"] for r in rows.values()} == {"insufficient evidence"}
-    assert "have 1 seed(s) (needs >= 3)" in rows["tdof-mz-1l"]["why"]
+    assert rows["tdof-mz-1l"]["value"].problems == (Reason.TOO_FEW_SEEDS,)
+    assert {c.n for c in rows["tdof-mz-1l"]["value"].cells} == {1}
     assert "insufficient evidence (5 of 5 cells have 1 seed(s)" in scorecard(
         "tab:tdof-verify", results_dir=tmp_path).to_markdown()  # fmt: skip
     # three seeds, but one run stopped at the cap still improving: still no verdict
@@ -180,7 +185,9 @@ def test_one_seed_or_unconverged_runs_give_no_verdict(tmp_path):
     _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.95, seed=1, converged=False)
     rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
     assert rows["tdof-mz-1l"]["verdict"] == "insufficient evidence"
-    assert rows["tdof-mz-1l"]["why"] == "1 of 15 runs did not converge"
+    v = rows["tdof-mz-1l"]["value"]
+    assert v.problems == (Reason.UNCONVERGED,)
+    assert sum(c.runs - c.converged for c in v.cells) == 1
     assert rows["tdof-separation"]["verdict"] == "holds"  # its cells all converged
     # results without a stored "convergence" (older files) are judged from their history
     improving = {"val_loss": [1.0 / (1 + e) for e in range(30)], "stop_reason": "completed",
@@ -194,7 +201,9 @@ def test_one_seed_or_unconverged_runs_give_no_verdict(tmp_path):
     # a cell whose seeds were trained under different protocols is never averaged
     _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.95, seed=1, train_config={"lr": 3e-3})
     rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
-    assert "mixed protocols in L8-mz_1l" in rows["tdof-mz-1l"]["why"]
+    v = rows["tdof-mz-1l"]["value"]
+    assert Reason.MIXED_PROTOCOLS in v.problems
+    assert [c.cell for c in v.cells if c.mixed] == ["L8-mz_1l"]
     rep = {r["cells"][0]: r for r in report("tab:tdof-verify", "cpu", tmp_path).rows}
     assert rep["L8-mz_1l"]["mixed"] and rep["L8-mz_1l"]["ours_mean"] is None
     # ... and so is a cell whose seeds come from different code versions
@@ -541,7 +550,10 @@ def test_a_run_that_never_fitted_is_an_optimisation_failure_not_a_refutation(tmp
     rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
     row = rows["tdof-mz-1l"]
     assert row["verdict"] == "optimisation failure"
-    assert "L8-mz_1l: 1 of 3 runs stopped without fitting" in row["why"]
+    assert row["value"].reason == Reason.OPTIMISATION_FAILURE
+    assert [(c.cell, c.failed, c.runs) for c in row["value"].cells if c.failed] == [
+        ("L8-mz_1l", 1, 3)
+    ]
     assert row["reason"].startswith("optimisation failure")
 
 
@@ -693,7 +705,8 @@ def test_one_significantly_better_model_refutes_a_claim_whatever_the_rest(tmp_pa
     w = ex.stats.welch([0.79, 0.80, 0.81], [0.49, 0.50, 0.51])  # the pair's own test
     assert row["refuted_by"]["cell"] == "d3-st_large"
     assert row["refuted_by"]["p"] == pytest.approx(w["p"])
-    assert row["decided_by"].startswith("refuted by ST-Large (d3-st_large: R^2 +0.300")
+    assert row["value"].reason == Reason.REFUTED_BY_MODEL
+    assert row["refuted_by"]["diff"] == pytest.approx(0.30)
     assert row["why"] == row["decided_by"]
     # the same pair with two seeds of the better model: the rule does not lean on it
     for path in (tmp_path / "cpu-annealed" / "tab-hull").glob("d3-st_large__seed2.json"):
@@ -756,7 +769,7 @@ def test_one_seed_cpu_results_retire_once_a_converged_cell_exists(tmp_path):
     _cell(tmp_path, "tab:hull", "d3-st", 0.6, "cpu-annealed")
     row = evaluate(claim, results_dir=tmp_path)
     assert row["verdict"] == "not run" and row["profile"] is None
-    assert "cpu results retired" in row["retired"]["cpu"] and "cpu-annealed" in row["why"]
+    assert row["value"].retired == (("cpu", "cpu-annealed"),)
     # asked for the cpu profile alone, its results still read (the labelled ablation)
     assert evaluate(claim, profiles=("cpu",), results_dir=tmp_path)["profile"] == "cpu"
 
@@ -912,10 +925,11 @@ def test_a_holds_that_is_evidence_against_the_change_says_so(tmp_path):
     r = row(loss)
     assert r["verdict"] == "holds" and r["ours"] == pytest.approx(-0.10)
     shows = r["shows"]
-    assert shows["kind"] == "against" and shows["gain"] == pytest.approx(-0.10)
-    assert shows["best"] == {"L=16": "L16-nmz1", "L=32": "L32-nmz1"}
-    assert shows["r2"] == pytest.approx({"L16-nmz1": 0.80, "L32-nmz1": 0.79})
-    assert r["why"].startswith(shows["text"] + "; ")  # the line the scorecard shows first
+    assert shows.kind == "against" and shows.gain == pytest.approx(-0.10)
+    assert [c for c, _ in shows.best] == ["L16-nmz1", "L32-nmz1"]  # the best of each column
+    assert [v for _, v in shows.best] == pytest.approx([0.80, 0.79])
+    assert shows.one_row is not None
+    assert r["why"].startswith("as evidence against more matrix generators than 4")
 
 
 def test_a_holds_on_a_model_that_predicts_worse_than_its_neighbours_says_nothing_for_mz(tmp_path):
@@ -940,7 +954,7 @@ def test_a_holds_on_a_model_that_predicts_worse_than_its_neighbours_says_nothing
     assert weak["verdict"] == strong["verdict"] == "holds"
     assert strong["shows"] is None
     shows = weak["shows"]
-    assert shows["kind"] == "says nothing" and shows["model"] == "B-ihw-mz_full"
-    assert shows["r2"] == pytest.approx(0.08)
-    assert shows["beside"] == pytest.approx({"B-ensemble-st": 0.30, "B-set_stats": 0.60})
-    assert weak["why"].startswith(shows["text"] + "; ")
+    assert shows.kind == "says nothing" and shows.model == "B-ihw-mz_full"
+    assert shows.r2 == pytest.approx(0.08)
+    assert dict(shows.beside) == pytest.approx({"B-ensemble-st": 0.30, "B-set_stats": 0.60})
+    assert weak["why"].startswith("says nothing for MZAttn")

@@ -67,6 +67,42 @@ def test_every_exercise_stays_with_its_placeholder(path, copies):
         assert "..." in src, f"answer cell without a ... placeholder:\n{src}"
 
 
+# Paths of the repository a download does not hold: the zip has the chapters, data/ and README.txt
+_REPO_PATH = re.compile(r"\b(?:tests|benchmarks|book|notebooks)/[\w./-]+")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_text_of_a_copy_says_where_a_file_outside_the_download_is(path, copies):
+    """A student copy that names a test, a benchmark or a script of the book says that it is in
+    the repository (the unzipped folder has none of them); a copy names no chapter by a
+    notebooks/ path it does not have."""
+    for cell in copies[path.name]["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = _src(cell)
+        for m in _REPO_PATH.finditer(text):
+            near = text[max(0, m.start() - 300) : m.end() + 60]
+            assert "repository" in near, f"{path.name}: {m[0]} named as if in the download"
+
+
+@pytest.mark.parametrize("prefix", ["01_", "03_"])
+def test_a_figure_the_book_shows_once_shows_once_in_the_copy(prefix, copies):
+    """Chapters 1 and 3 draw a slider figure twice: a kernel-drawn twin (the book drops it) and
+    the plotly form. JupyterLab would show both; the copy keeps the book's form only."""
+    path = next(p for p in NOTEBOOKS if p.name.startswith(prefix))
+    twins = [_src(c) for c in json.loads(path.read_text())["cells"] if ms.is_book_twin(c)]
+    assert twins, f"{path.name} has no kernel-drawn twin any more: update this test"
+    kept = {_src(c) for c in copies[path.name]["cells"]}
+    assert not kept & set(twins)
+
+
+def test_a_file_of_the_repository_is_named_as_one():
+    nb = {"cells": [{"cell_type": "markdown", "source": "see `benchmarks/lr_probe.py` here"}]}
+    assert ms.without_book_links(nb)["cells"][0]["source"].startswith(
+        "see `benchmarks/lr_probe.py` of the mzlite repository here"
+    )
+
+
 def _defined(tree) -> set[str]:
     names = set()
     for node in ast.walk(tree):
@@ -85,17 +121,18 @@ def _loaded(tree) -> set[str]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_kept_cells_never_read_what_only_a_solution_defined(path):
-    """The student copy is the chapter minus its solutions: if no kept cell reads a name that only
-    a solution cell defines, every kept cell sees the same names as in the book's run."""
+    """The student copy is the chapter minus its solutions (and the kernel-drawn twins of the
+    book's figures): if no kept cell reads a name that only a left-out cell defines, every kept
+    cell sees the same names as in the book's run."""
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     trees = [ast.parse(_code(_src(c))) for c in cells]
     kept_defs: set[str] = set()
     for cell, tree in zip(cells, trees, strict=True):
-        if not ms.is_solution(cell):
+        if not ms.is_left_out(cell):
             kept_defs |= _defined(tree)
     only_in_solutions: set[str] = set()
     for cell, tree in zip(cells, trees, strict=True):
-        if ms.is_solution(cell):
+        if ms.is_left_out(cell):
             only_in_solutions |= _defined(tree) - kept_defs
         else:
             used = _loaded(tree) & only_in_solutions

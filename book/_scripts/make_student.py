@@ -52,6 +52,9 @@ sys.path.insert(0, str(ROOT))  # this checkout's mzlite, whatever is installed
 from mzlite.grading.roster import read_roster, seed_for  # noqa: E402, F401 (seed_for: --roster)
 from mzlite.repro.paper import paper_label  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from student_terms import with_terms_and_references  # noqa: E402
+
 TARGET = ROOT / "book" / "_build" / "student"
 # The zip the book links to (book/teaching.md): inside the book's source tree, ignored by git.
 ZIP = ROOT / "book" / "_generated" / "mzattn-student-notebooks.zip"
@@ -90,6 +93,18 @@ def is_solution(cell: dict) -> bool:
     )
 
 
+def is_book_twin(cell: dict) -> bool:
+    """A cell the book drops (``remove-cell``): in the chapters, a kernel-drawn twin of the figure
+    the next cell draws in a form any page shows (plotly). A student copy keeps the book's form:
+    JupyterLab would show both, the same figure twice."""
+    return "remove-cell" in cell.get("metadata", {}).get("tags", [])
+
+
+def is_left_out(cell: dict) -> bool:
+    """Whether a student copy leaves ``cell`` out: a solution, or the twin of a figure."""
+    return is_solution(cell) or is_book_twin(cell)
+
+
 def is_answer(cell: dict) -> bool:
     return (
         cell["cell_type"] == "code"
@@ -115,7 +130,7 @@ def student_copy(
     out = copy.deepcopy(nb)
     cells = []
     for cell in out["cells"]:
-        if is_solution(cell):
+        if is_left_out(cell):
             continue
         if cell["cell_type"] == "code" and (not keep_outputs or is_answer(cell)):
             cell["outputs"], cell["execution_count"] = [], None
@@ -157,13 +172,25 @@ def _paper_name(match: re.Match) -> str:
     return entry["text"]
 
 
+# A file of the repository that the download does not hold (a benchmark, a test, a script of the
+# book), named in code: a student copy says where it is rather than send the student looking for
+# it in the unzipped folder.
+REPO_ONLY = re.compile(
+    r"`((?:tests|benchmarks|book|notebooks)/[^`\s]+)`(?! of the mzlite repository)"
+)
+
+
 def _outside_the_book(text: str) -> str:
+    text = REPO_ONLY.sub(r"`\1` of the mzlite repository", text)
     return PAPER_ROLE.sub(_paper_name, text.replace(TEACHING_LINK, TEACHING_TEXT))
 
 
 def without_book_links(nb: dict) -> dict:
     """``nb`` for a copy opened outside the book: the link to the Teaching page (a page of the
-    built book) replaced by its name, the book's paper roles by the paper's name for the label."""
+    built book) replaced by its name, the book's paper roles by the paper's name for the label,
+    a file of the repository named as one (``REPO_ONLY``),
+    its glossary terms and citations by links to a last cell that defines and references them
+    (student_terms.py: the book's glossary and bibliography are not in the download)."""
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "markdown":
             continue
@@ -173,7 +200,7 @@ def without_book_links(nb: dict) -> dict:
             cell["source"] = _outside_the_book(src).splitlines(keepends=True)
         else:
             cell["source"] = _outside_the_book(src)
-    return nb
+    return with_terms_and_references(nb)
 
 
 def make(chapters: list[Path], out: Path, seed: int | None) -> list[Path]:
@@ -188,14 +215,16 @@ def make(chapters: list[Path], out: Path, seed: int | None) -> list[Path]:
 
 ZIP_README = """Student copies of the chapters of "Matrix Zonotopic Attention, hands on".
 
-Install mzlite as your instructor says (PyTorch's CPU build first, then the package alone:
+Install mzlite as your instructor says (PyTorch's CPU build first, then JupyterLab with
+jupyterlab-myst, a pair known to work together, and the package:
   python -m pip install torch --index-url https://download.pytorch.org/whl/cpu
-  python -m pip install jupyterlab jupyterlab-myst mzlite-*.whl
+  python -m pip install "jupyterlab>=4.5,<4.6" "jupyterlab-myst==2.7.0" mzlite-*.whl
 see the book's "Teaching with this book"), then start Jupyter from THIS folder
 (jupyter lab) and open a chapter: the chapters read data/ from here (the checkpoints, the
 paper's numbers and the book's results; set MZLITE_DATA to use another copy). Each
 answer cell has a ... placeholder: replace it, run the cell, and check() says whether you are
-right. Keep the seed in the parameters cell as your instructor gave it.
+right. Keep the seed in the parameters cell as your instructor gave it. The last cell of each
+chapter defines the terms it uses and lists the works it cites; the links lead there.
 """
 
 

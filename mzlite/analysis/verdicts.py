@@ -16,20 +16,35 @@ from __future__ import annotations
 
 import math
 import statistics
+from enum import StrEnum
 
-__all__ = ["ALPHA", "TIE", "VERDICTS", "beats_verdict", "finite", "rule", "welch"]
+__all__ = ["ALPHA", "TIE", "VERDICTS", "Label", "beats_verdict", "finite", "holm", "rule", "welch"]
 
 ALPHA = 0.05  # significance level of every "A beats B" test
 TIE = 0.01  # an R^2 gap this small counts as a tie
-# Every label a claim can get (``mzlite.repro.experiments.scorecard.judge`` decides which):
+# Every label a claim can get (``mzlite.repro.experiments.engine.judge`` decides which):
 # "does not hold here" needs a significantly better model of the comparison; a gap beyond a tie
 # that no test backs is "not decided"; a comparison in which no model learns the target is its
 # own outcome; so is a focal model that fitted its training set but whose kept weights predict
 # no better than the mean ("memorised"); a run that never fitted decides nothing.
-VERDICTS = (
-    "holds", "holds partly", "does not hold here", "not decided", "no model learns it",
-    "memorised", "optimisation failure", "insufficient evidence", "not run", "pipeline only",
-)  # fmt: skip
+
+
+class Label(StrEnum):
+    """A verdict's label. A member equals its words ("holds"), so a label compares with them."""
+
+    HOLDS = "holds"
+    PARTLY = "holds partly"
+    FAILS = "does not hold here"
+    NOT_DECIDED = "not decided"
+    NO_MODEL_LEARNS = "no model learns it"
+    MEMORISED = "memorised"
+    OPTIMISATION_FAILURE = "optimisation failure"
+    INSUFFICIENT = "insufficient evidence"
+    NOT_RUN = "not run"
+    PIPELINE_ONLY = "pipeline only"
+
+
+VERDICTS = tuple(label.value for label in Label)
 
 
 def finite(values) -> list[float]:
@@ -65,7 +80,7 @@ def rule(
     significant: bool = True,
     complete: bool = True,
     better: bool | None = None,
-) -> str:
+) -> Label:
     """The verdict from a claim's two tests on our value (``holds``: its threshold; ``partly``:
     its weaker one), whether the gap is ``significant`` (p < ``ALPHA`` against every compared
     model), whether every cell of the claim ran, and whether a compared model is significantly
@@ -73,13 +88,13 @@ def rule(
     which its thresholds alone decide."""
     if better is None:
         if holds:
-            return "holds" if complete else "holds partly"
-        return "holds partly" if partly else "does not hold here"
+            return Label.HOLDS if complete else Label.PARTLY
+        return Label.PARTLY if partly else Label.FAILS
     if holds:
-        return ("holds" if complete else "holds partly") if significant else "not decided"
+        return (Label.HOLDS if complete else Label.PARTLY) if significant else Label.NOT_DECIDED
     if partly:
-        return "holds partly"  # a tie
-    return "does not hold here" if better else "not decided"
+        return Label.PARTLY  # a tie
+    return Label.FAILS if better else Label.NOT_DECIDED
 
 
 def beats_verdict(
@@ -98,3 +113,17 @@ def beats_verdict(
     significant = p_max is not None and p_max < alpha
     better = p_better is not None and p_better < alpha
     return rule(gap > tie, gap >= -tie, significant, better=better)
+
+
+def holm(p_values) -> list[float]:
+    """Holm's step-down adjusted p-values of a family of tests, in the order given: sorted
+    ascending, the i-th smallest (from 0) is multiplied by ``m - i``, made non-decreasing and
+    capped at 1. Rejecting where the adjusted p < ALPHA controls the family-wise error rate."""
+    ps = [float(p) for p in p_values]
+    if any(not 0.0 <= p <= 1.0 for p in ps):
+        raise ValueError(f"p_values must lie in [0, 1], got {ps}")
+    m, out, running = len(ps), [0.0] * len(ps), 0.0
+    for i, k in enumerate(sorted(range(m), key=ps.__getitem__)):
+        running = max(running, min(1.0, (m - i) * ps[k]))
+        out[k] = running
+    return out

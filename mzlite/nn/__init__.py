@@ -4,7 +4,7 @@
 blocks), ``details`` (what a layer and a model computed on the way), ``models`` (configs,
 models, the Theorem thm:separation construction), ``baselines`` (the paper's other set models),
 ``registry`` (every model by name, parameter matching) and ``fused`` (C++ kernels that may run
-parts of ``attention`` on CPU, and the one place that decides where: AVX-512 CPUs).
+parts of ``attention`` on CPU, and the one place that decides where: measured on this machine).
 
 Two models with the same skeleton (Lee et al. 2019; paper Sec. sec:architecture):
 
@@ -72,8 +72,8 @@ Choices the paper leaves open (each one named in the code where it is made)
    the centre and all its generators: dropout is then a random diagonal linear map applied to the
    whole zonotope (a valid zonotope operation), and it costs 1/(1+n_g) of the random numbers.
    Under choice 7's readings with a LayerNorm (``"zonotope"``, the default, and the per-row
-   ``"layernorm"``), on a CPU where the fused kernels are selected
-   (AVX-512; ``mzlite.nn.fused``, which says where and why) the residual, dropout and LayerNorm
+   ``"layernorm"``), on a CPU where the fused kernels are selected (measured faster there;
+   ``mzlite.nn.fused``, which says where and why) the residual, dropout and LayerNorm
    of the MZ blocks run as one fused kernel, whose masks are hashed from a seed drawn from
    torch's generator: reproducible under ``torch.manual_seed``, other numbers than
    ``bernoulli_`` draws, of the same distribution (tested); under bf16 autocast its outputs, the

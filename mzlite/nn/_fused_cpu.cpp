@@ -14,13 +14,16 @@
 #include <torch/extension.h>
 
 #include <ATen/Parallel.h>
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
+#define MZLITE_SIMD  // vector code for some widths (with_simd); without it the generic loops only
 #endif
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -147,79 +150,154 @@ void backward_generic(const TY* gy, const TX* x, const TA* a, const float* w, co
   });
 }
 
+// The same two kernels with vector intrinsics for d = W NV (W lanes: 16 with AVX-512, 8 with
+// AVX2 + FMA): a row lives in NV registers and the weight and bias gradients stay in registers
+// across rows (the generic loops above reach a fraction of this speed: short rows, reductions
+// and bf16 conversions defeat the compiler's vectoriser). One template per kernel, written
+// against a vector type V (Avx512, Avx2) that supplies W lanes of float32 and these operations.
+// Which V runs is decided at compile time (-march=native: the CPU that builds is the CPU that
+// runs); a build for a CPU with neither has the generic loops only.
+
 #ifdef __AVX512F__
-// The same two kernels with AVX-512 intrinsics for d = 16 NV: a row lives in NV registers and
-// the weight and bias gradients stay in registers across rows (the generic loops above reach
-// about a tenth of this speed: short rows, reductions and bf16 conversions defeat the
-// compiler's vectoriser).
+struct Avx512 {
+  using F = __m512;
+  static constexpr int W = 16;
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static F load(const c10::BFloat16* p) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+  }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static void store(c10::BFloat16* p, F v) {
+    // round to nearest even; NaN stays NaN (as torch's cast)
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FC0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+  }
+  static F set1(float f) { return _mm512_set1_ps(f); }
+  static F zero() { return _mm512_setzero_ps(); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }    // a b + c
+  static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a b
+  static float sum(F v) { return _mm512_reduce_add_ps(v); }
+  static __m512i mix(__m512i h) {  // mix32 lane by lane
+    h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+    h = _mm512_mullo_epi32(h, _mm512_set1_epi32(int(0x85EBCA6Bu)));
+    h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 13));
+    h = _mm512_mullo_epi32(h, _mm512_set1_epi32(int(0xC2B2AE35u)));
+    return _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
+  }
+  // keep_row's entries base .. base + 15
+  static F keep(uint32_t base, uint32_t s0, uint32_t s1, uint32_t threshold, float scale) {
+    const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(base)), lanes);
+    const __m512i h = mix(_mm512_add_epi32(mix(_mm512_xor_si512(idx, _mm512_set1_epi32(int(s0)))),
+                                           _mm512_set1_epi32(int(s1))));
+    const __mmask16 kept = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(h, 8), _mm512_set1_epi32(int(threshold)));
+    return _mm512_maskz_mov_ps(kept, _mm512_set1_ps(scale));
+  }
+};
+#endif
 
-inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 load16(const c10::BFloat16* p) {
-  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
-}
-inline void store16(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
-inline void store16(c10::BFloat16* p, __m512 v) {
-  // round to nearest even; NaN stays NaN (as torch's cast)
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-  r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FC0));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
-}
-inline __m512i mix32x16(__m512i h) {
-  h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
-  h = _mm512_mullo_epi32(h, _mm512_set1_epi32(int(0x85EBCA6Bu)));
-  h = _mm512_xor_si512(h, _mm512_srli_epi32(h, 13));
-  h = _mm512_mullo_epi32(h, _mm512_set1_epi32(int(0xC2B2AE35u)));
-  return _mm512_xor_si512(h, _mm512_srli_epi32(h, 16));
-}
+#if defined(__AVX2__) && defined(__FMA__)
+struct Avx2 {
+  using F = __m256;
+  static constexpr int W = 8;
+  static F load(const float* p) { return _mm256_loadu_ps(p); }
+  static F load(const c10::BFloat16* p) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+  }
+  static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
+  static void store(c10::BFloat16* p, F v) {
+    // round to nearest even; NaN stays NaN (as torch's cast)
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    // 32 -> 16 bits per 128-bit half (no saturation: r < 2^16), then the two halves' low words
+    // side by side: 64-bit chunks 0 and 2
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xD8);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+  }
+  static F set1(float f) { return _mm256_set1_ps(f); }
+  static F zero() { return _mm256_setzero_ps(); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }    // a b + c
+  static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }  // c - a b
+  static float sum(F v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
+  static __m256i mix(__m256i h) {  // mix32 lane by lane
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+    h = _mm256_mullo_epi32(h, _mm256_set1_epi32(int(0x85EBCA6Bu)));
+    h = _mm256_xor_si256(h, _mm256_srli_epi32(h, 13));
+    h = _mm256_mullo_epi32(h, _mm256_set1_epi32(int(0xC2B2AE35u)));
+    return _mm256_xor_si256(h, _mm256_srli_epi32(h, 16));
+  }
+  // keep_row's entries base .. base + 7
+  static F keep(uint32_t base, uint32_t s0, uint32_t s1, uint32_t threshold, float scale) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32(int(base)), lanes);
+    const __m256i h = mix(_mm256_add_epi32(mix(_mm256_xor_si256(idx, _mm256_set1_epi32(int(s0)))),
+                                           _mm256_set1_epi32(int(s1))));
+    // h >> 8 and the threshold are below 2^24: the signed comparison is the unsigned one
+    const __m256i dropped = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(threshold)), _mm256_srli_epi32(h, 8));
+    return _mm256_andnot_ps(_mm256_castsi256_ps(dropped), _mm256_set1_ps(scale));
+  }
+};
+#endif
 
-template <int NV>
-inline void keep_row16(__m512* m, int64_t t, double p, uint64_t seed) {
+#ifdef MZLITE_SIMD
+template <class V, int NV>
+inline void keep_row_simd(typename V::F* m, int64_t t, double p, uint64_t seed) {
   if (p <= 0.0) {
-    for (int v = 0; v < NV; ++v) m[v] = _mm512_set1_ps(1.0f);
+    for (int v = 0; v < NV; ++v) m[v] = V::set1(1.0f);
     return;
   }
-  const __m512i s0 = _mm512_set1_epi32(int(uint32_t(seed))), s1 = _mm512_set1_epi32(int(uint32_t(seed >> 32)));
-  const __m512i threshold = _mm512_set1_epi32(int(uint32_t(std::llround(p * 16777216.0))));
-  const __m512 scale = _mm512_set1_ps(float(1.0 / (1.0 - p)));
-  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  for (int v = 0; v < NV; ++v) {
-    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(uint32_t(t * 16 * NV + 16 * v))), lanes);
-    const __m512i h = mix32x16(_mm512_add_epi32(mix32x16(_mm512_xor_si512(idx, s0)), s1));
-    const __mmask16 keep = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(h, 8), threshold);
-    m[v] = _mm512_maskz_mov_ps(keep, scale);
-  }
+  const uint32_t threshold = uint32_t(std::llround(p * 16777216.0));  // as keep_row
+  const float scale = float(1.0 / (1.0 - p));
+  for (int v = 0; v < NV; ++v)
+    m[v] = V::keep(uint32_t(t * V::W * NV + V::W * v), uint32_t(seed), uint32_t(seed >> 32),
+                   threshold, scale);
 }
 
-template <typename TX, typename TA, typename TY, int NV>
-void forward_avx512(const TX* x, const TA* a, const float* w, const float* b, TY* y, float* mean,
-                    float* rstd, int64_t T, int64_t R, double p, uint64_t seed, double eps) {
-  constexpr int64_t d = 16 * NV;
+template <class V, typename TX, typename TA, typename TY, int NV>
+void forward_simd(const TX* x, const TA* a, const float* w, const float* b, TY* y, float* mean,
+                  float* rstd, int64_t T, int64_t R, double p, uint64_t seed, double eps) {
+  using F = typename V::F;
+  constexpr int64_t d = V::W * NV;
   at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
-    __m512 m[NV], s[NV], wv[NV], bv[NV];
-    for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(w + 16 * v), bv[v] = _mm512_loadu_ps(b + 16 * v);
+    F m[NV], s[NV], wv[NV], bv[NV];
+    for (int v = 0; v < NV; ++v) wv[v] = V::load(w + V::W * v), bv[v] = V::load(b + V::W * v);
     for (int64_t t = begin; t < end; ++t) {
-      keep_row16<NV>(m, t, p, seed);
+      keep_row_simd<V, NV>(m, t, p, seed);
       for (int64_t r = 0; r < R; ++r) {
         const int64_t row = t * R + r, o = row * d;
-        __m512 acc = _mm512_setzero_ps();
+        F acc = V::zero();
         for (int v = 0; v < NV; ++v) {
-          s[v] = _mm512_fmadd_ps(load16(a + o + 16 * v), m[v], load16(x + o + 16 * v));
-          acc = _mm512_add_ps(acc, s[v]);
+          s[v] = V::fmadd(V::load(a + o + V::W * v), m[v], V::load(x + o + V::W * v));
+          acc = V::add(acc, s[v]);
         }
-        const float mu = _mm512_reduce_add_ps(acc) / float(d);
-        const __m512 muv = _mm512_set1_ps(mu);
-        acc = _mm512_setzero_ps();
+        const float mu = V::sum(acc) / float(d);
+        const F muv = V::set1(mu);
+        acc = V::zero();
         for (int v = 0; v < NV; ++v) {
-          s[v] = _mm512_sub_ps(s[v], muv);
-          acc = _mm512_fmadd_ps(s[v], s[v], acc);
+          s[v] = V::sub(s[v], muv);
+          acc = V::fmadd(s[v], s[v], acc);
         }
-        const float rs = 1.0f / std::sqrt(_mm512_reduce_add_ps(acc) / float(d) + float(eps));
-        const __m512 rsv = _mm512_set1_ps(rs);
+        const float rs = 1.0f / std::sqrt(V::sum(acc) / float(d) + float(eps));
+        const F rsv = V::set1(rs);
         for (int v = 0; v < NV; ++v)
-          store16(y + o + 16 * v, _mm512_fmadd_ps(_mm512_mul_ps(s[v], rsv), wv[v], bv[v]));
+          V::store(y + o + V::W * v, V::fmadd(V::mul(s[v], rsv), wv[v], bv[v]));
         mean[row] = mu;
         rstd[row] = rs;
       }
@@ -227,51 +305,84 @@ void forward_avx512(const TX* x, const TA* a, const float* w, const float* b, TY
   });
 }
 
-template <typename TX, typename TA, typename TY, int NV>
-void backward_avx512(const TY* gy, const TX* x, const TA* a, const float* w, const float* mean,
-                     const float* rstd, TX* gx, TA* ga, float* gw_parts, float* gb_parts,
-                     int64_t T, int64_t R, double p, uint64_t seed, const float* extra) {
-  constexpr int64_t d = 16 * NV;
+template <class V, typename TX, typename TA, typename TY, int NV>
+void backward_simd(const TY* gy, const TX* x, const TA* a, const float* w, const float* mean,
+                   const float* rstd, TX* gx, TA* ga, float* gw_parts, float* gb_parts,
+                   int64_t T, int64_t R, double p, uint64_t seed, const float* extra) {
+  using F = typename V::F;
+  constexpr int64_t d = V::W * NV;
   at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
-    __m512 m[NV], xh[NV], g[NV], wv[NV], gw[NV], gb[NV];
+    F m[NV], xh[NV], g[NV], wv[NV], gw[NV], gb[NV];
     for (int v = 0; v < NV; ++v) {
-      wv[v] = _mm512_loadu_ps(w + 16 * v);
-      gw[v] = gb[v] = _mm512_setzero_ps();
+      wv[v] = V::load(w + V::W * v);
+      gw[v] = gb[v] = V::zero();
     }
     for (int64_t t = begin; t < end; ++t) {
-      keep_row16<NV>(m, t, p, seed);
+      keep_row_simd<V, NV>(m, t, p, seed);
       for (int64_t r = 0; r < R; ++r) {
         const int64_t row = t * R + r, o = row * d;
-        const __m512 muv = _mm512_set1_ps(mean[row]), rsv = _mm512_set1_ps(rstd[row]);
-        __m512 c1 = _mm512_setzero_ps(), c2 = _mm512_setzero_ps();
+        const F muv = V::set1(mean[row]), rsv = V::set1(rstd[row]);
+        F c1 = V::zero(), c2 = V::zero();
         for (int v = 0; v < NV; ++v) {
-          const __m512 dy = load16(gy + o + 16 * v);
-          const __m512 sv = _mm512_fmadd_ps(load16(a + o + 16 * v), m[v], load16(x + o + 16 * v));
-          xh[v] = _mm512_mul_ps(_mm512_sub_ps(sv, muv), rsv);
-          g[v] = _mm512_mul_ps(dy, wv[v]);
-          gw[v] = _mm512_fmadd_ps(dy, xh[v], gw[v]);
-          gb[v] = _mm512_add_ps(gb[v], dy);
-          c1 = _mm512_add_ps(c1, g[v]);
-          c2 = _mm512_fmadd_ps(g[v], xh[v], c2);
+          const F dy = V::load(gy + o + V::W * v);
+          const F sv = V::fmadd(V::load(a + o + V::W * v), m[v], V::load(x + o + V::W * v));
+          xh[v] = V::mul(V::sub(sv, muv), rsv);
+          g[v] = V::mul(dy, wv[v]);
+          gw[v] = V::fmadd(dy, xh[v], gw[v]);
+          gb[v] = V::add(gb[v], dy);
+          c1 = V::add(c1, g[v]);
+          c2 = V::fmadd(g[v], xh[v], c2);
         }
-        const __m512 c1v = _mm512_set1_ps(_mm512_reduce_add_ps(c1) / float(d));
-        const __m512 c2v = _mm512_set1_ps(_mm512_reduce_add_ps(c2) / float(d) +
-                                          (extra ? extra[row] : 0.0f));
+        const F c1v = V::set1(V::sum(c1) / float(d));
+        const F c2v = V::set1(V::sum(c2) / float(d) + (extra ? extra[row] : 0.0f));
         for (int v = 0; v < NV; ++v) {
           // gs = rstd (g - mean(g) - xhat mean(g xhat))
-          const __m512 gs = _mm512_mul_ps(rsv, _mm512_fnmadd_ps(xh[v], c2v, _mm512_sub_ps(g[v], c1v)));
-          store16(gx + o + 16 * v, gs);
-          store16(ga + o + 16 * v, _mm512_mul_ps(gs, m[v]));
+          const F gs = V::mul(rsv, V::fnmadd(xh[v], c2v, V::sub(g[v], c1v)));
+          V::store(gx + o + V::W * v, gs);
+          V::store(ga + o + V::W * v, V::mul(gs, m[v]));
         }
       }
     }
     float* pw = gw_parts + at::get_thread_num() * d;
     float* pb = gb_parts + at::get_thread_num() * d;
     for (int v = 0; v < NV; ++v) {
-      _mm512_storeu_ps(pw + 16 * v, _mm512_add_ps(_mm512_loadu_ps(pw + 16 * v), gw[v]));
-      _mm512_storeu_ps(pb + 16 * v, _mm512_add_ps(_mm512_loadu_ps(pb + 16 * v), gb[v]));
+      V::store(pw + V::W * v, V::add(V::load(pw + V::W * v), gw[v]));
+      V::store(pb + V::W * v, V::add(V::load(pb + V::W * v), gb[v]));
     }
   });
+}
+#endif
+
+#ifdef MZLITE_SIMD
+// Calls f(V{}, std::integral_constant<int, NV>{}) with the vector code for width d = V::W NV and
+// returns true; false where this build has none for d (the generic loops run). AVX-512 at
+// d = 32, 64, 128, 256; AVX2 at 32, 48, 64, 96, 128, 256 where there is no AVX-512 and at 48, 96
+// beside it (each width is instantiated for 8 dtype mixes and 4 kernels: the list is short).
+template <typename Fn>
+bool with_simd(int64_t d, Fn f) {
+  using std::integral_constant;
+#ifdef __AVX512F__
+  switch (d) {
+    case 32: return f(Avx512{}, integral_constant<int, 2>{}), true;
+    case 64: return f(Avx512{}, integral_constant<int, 4>{}), true;
+    case 128: return f(Avx512{}, integral_constant<int, 8>{}), true;
+    case 256: return f(Avx512{}, integral_constant<int, 16>{}), true;
+  }
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+  switch (d) {
+    case 48: return f(Avx2{}, integral_constant<int, 6>{}), true;
+    case 96: return f(Avx2{}, integral_constant<int, 12>{}), true;
+#ifndef __AVX512F__
+    case 32: return f(Avx2{}, integral_constant<int, 4>{}), true;
+    case 64: return f(Avx2{}, integral_constant<int, 8>{}), true;
+    case 128: return f(Avx2{}, integral_constant<int, 16>{}), true;
+    case 256: return f(Avx2{}, integral_constant<int, 32>{}), true;
+#endif
+  }
+#endif
+  (void)f;
+  return false;
 }
 #endif
 
@@ -330,17 +441,13 @@ std::vector<torch::Tensor> add_norm_forward(const torch::Tensor& x, const torch:
     auto py_ = static_cast<TY*>(y.data_ptr());
     const float *pw = w.data_ptr<float>(), *pb = b.data_ptr<float>();
     float *pm = mean.data_ptr<float>(), *pr = rstd.data_ptr<float>();
-#ifdef __AVX512F__
-    if (d == 64)
-      return forward_avx512<TX, TA, TY, 4>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
-    if (d == 32)
-      return forward_avx512<TX, TA, TY, 2>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
-    if (d == 128)
-      return forward_avx512<TX, TA, TY, 8>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
-    if (d == 256)
-      return forward_avx512<TX, TA, TY, 16>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
+#ifdef MZLITE_SIMD
+    if (with_simd(d, [&](auto v, auto nv) {
+          forward_simd<decltype(v), TX, TA, TY, decltype(nv)::value>(px_, pa_, pw, pb, py_, pm, pr, T, R, p, seed, eps);
+        }))
+      return;
 #endif
-    forward_generic<TX, TA, TY>(px_, pa_, pw, pb, py_, pm, pr, T, R, d, p, seed, eps);
+        forward_generic<TX, TA, TY>(px_, pa_, pw, pb, py_, pm, pr, T, R, d, p, seed, eps);
   });
   return {y, mean, rstd};
 }
@@ -370,17 +477,13 @@ std::vector<torch::Tensor> add_norm_backward_impl(const torch::Tensor& gy, const
     auto pga = static_cast<TA*>(ga.data_ptr());
     const float *pw = w.data_ptr<float>(), *pm = mean.data_ptr<float>(), *pr = rstd.data_ptr<float>();
     float *pgw = gw_parts.data_ptr<float>(), *pgb = gb_parts.data_ptr<float>();
-#ifdef __AVX512F__
-    if (d == 64)
-      return backward_avx512<TX, TA, TY, 4>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed, extra);
-    if (d == 32)
-      return backward_avx512<TX, TA, TY, 2>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed, extra);
-    if (d == 128)
-      return backward_avx512<TX, TA, TY, 8>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed, extra);
-    if (d == 256)
-      return backward_avx512<TX, TA, TY, 16>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed, extra);
+#ifdef MZLITE_SIMD
+    if (with_simd(d, [&](auto v, auto nv) {
+          backward_simd<decltype(v), TX, TA, TY, decltype(nv)::value>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, p, seed, extra);
+        }))
+      return;
 #endif
-    backward_generic<TX, TA, TY>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, d, p, seed,
+        backward_generic<TX, TA, TY>(pgy, px_, pa_, pw, pm, pr, pgx, pga, pgw, pgb, T, R, d, p, seed,
                                  extra);
   });
   return {gx, ga, gw_parts.sum(0), gb_parts.sum(0)};
@@ -469,77 +572,79 @@ void gen_backward_generic(const TY* gy, const TX* x, const TA* a, const float* w
   });
 }
 
-#ifdef __AVX512F__
-template <typename TX, typename TA, typename TY, int NV>
-void gen_forward_avx512(const TX* x, const TA* a, const float* w, const float* rstd, TY* y,
-                        int64_t T, int64_t R, double p, uint64_t seed) {
-  constexpr int64_t d = 16 * NV;
+#ifdef MZLITE_SIMD
+template <class V, typename TX, typename TA, typename TY, int NV>
+void gen_forward_simd(const TX* x, const TA* a, const float* w, const float* rstd, TY* y,
+                      int64_t T, int64_t R, double p, uint64_t seed) {
+  using F = typename V::F;
+  constexpr int64_t d = V::W * NV;
   at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
-    __m512 m[NV], s[NV], rw[NV];
+    F m[NV], s[NV], rw[NV];
     for (int64_t t = begin; t < end; ++t) {
-      keep_row16<NV>(m, t, p, seed);
-      const __m512 rsv = _mm512_set1_ps(rstd[t]);
-      for (int v = 0; v < NV; ++v) rw[v] = _mm512_mul_ps(rsv, _mm512_loadu_ps(w + 16 * v));
+      keep_row_simd<V, NV>(m, t, p, seed);
+      const F rsv = V::set1(rstd[t]);
+      for (int v = 0; v < NV; ++v) rw[v] = V::mul(rsv, V::load(w + V::W * v));
       for (int64_t r = 0; r < R; ++r) {
         const int64_t o = (t * R + r) * d;
-        __m512 acc = _mm512_setzero_ps();
+        F acc = V::zero();
         for (int v = 0; v < NV; ++v) {
-          s[v] = _mm512_fmadd_ps(load16(a + o + 16 * v), m[v], load16(x + o + 16 * v));
-          acc = _mm512_add_ps(acc, s[v]);
+          s[v] = V::fmadd(V::load(a + o + V::W * v), m[v], V::load(x + o + V::W * v));
+          acc = V::add(acc, s[v]);
         }
-        const __m512 muv = _mm512_set1_ps(_mm512_reduce_add_ps(acc) / float(d));
+        const F muv = V::set1(V::sum(acc) / float(d));
         for (int v = 0; v < NV; ++v)
-          store16(y + o + 16 * v, _mm512_mul_ps(_mm512_sub_ps(s[v], muv), rw[v]));
+          V::store(y + o + V::W * v, V::mul(V::sub(s[v], muv), rw[v]));
       }
     }
   });
 }
 
-template <typename TX, typename TA, typename TY, int NV>
-void gen_backward_avx512(const TY* gy, const TX* x, const TA* a, const float* w,
-                         const float* rstd, TX* gx, TA* ga, float* gw_parts, float* extra,
-                         int64_t T, int64_t R, double p, uint64_t seed) {
-  constexpr int64_t d = 16 * NV;
+template <class V, typename TX, typename TA, typename TY, int NV>
+void gen_backward_simd(const TY* gy, const TX* x, const TA* a, const float* w,
+                       const float* rstd, TX* gx, TA* ga, float* gw_parts, float* extra,
+                       int64_t T, int64_t R, double p, uint64_t seed) {
+  using F = typename V::F;
+  constexpr int64_t d = V::W * NV;
   at::parallel_for(0, T, grain(R, d), [&](int64_t begin, int64_t end) {
-    __m512 m[NV], wv[NV], rw[NV], gw[NV], s[NV], q[NV];
+    F m[NV], wv[NV], rw[NV], gw[NV], s[NV], q[NV];
     for (int v = 0; v < NV; ++v) {
-      wv[v] = _mm512_loadu_ps(w + 16 * v);
-      gw[v] = _mm512_setzero_ps();
+      wv[v] = V::load(w + V::W * v);
+      gw[v] = V::zero();
     }
     for (int64_t t = begin; t < end; ++t) {
-      keep_row16<NV>(m, t, p, seed);
-      const __m512 rsv = _mm512_set1_ps(rstd[t]);
-      for (int v = 0; v < NV; ++v) rw[v] = _mm512_mul_ps(rsv, wv[v]);
+      keep_row_simd<V, NV>(m, t, p, seed);
+      const F rsv = V::set1(rstd[t]);
+      for (int v = 0; v < NV; ++v) rw[v] = V::mul(rsv, wv[v]);
       // sum gy u w = sum gy (s - mu) rstd w: accumulated as gy (s - mu) against rw, lane-wise
-      __m512 pull = _mm512_setzero_ps();
+      F pull = V::zero();
       for (int64_t r = 0; r < R; ++r) {
         const int64_t o = (t * R + r) * d;
-        __m512 acc = _mm512_setzero_ps(), qacc = _mm512_setzero_ps();
+        F acc = V::zero(), qacc = V::zero();
         for (int v = 0; v < NV; ++v) {
-          s[v] = _mm512_fmadd_ps(load16(a + o + 16 * v), m[v], load16(x + o + 16 * v));
-          acc = _mm512_add_ps(acc, s[v]);
+          s[v] = V::fmadd(V::load(a + o + V::W * v), m[v], V::load(x + o + V::W * v));
+          acc = V::add(acc, s[v]);
         }
-        const __m512 muv = _mm512_set1_ps(_mm512_reduce_add_ps(acc) / float(d));
+        const F muv = V::set1(V::sum(acc) / float(d));
         for (int v = 0; v < NV; ++v) {
-          const __m512 dy = load16(gy + o + 16 * v);
-          const __m512 c = _mm512_sub_ps(s[v], muv);
-          gw[v] = _mm512_fmadd_ps(_mm512_mul_ps(dy, c), rsv, gw[v]);
-          q[v] = _mm512_mul_ps(dy, rw[v]);
-          pull = _mm512_fmadd_ps(q[v], c, pull);
-          qacc = _mm512_add_ps(qacc, q[v]);
+          const F dy = V::load(gy + o + V::W * v);
+          const F c = V::sub(s[v], muv);
+          gw[v] = V::fmadd(V::mul(dy, c), rsv, gw[v]);
+          q[v] = V::mul(dy, rw[v]);
+          pull = V::fmadd(q[v], c, pull);
+          qacc = V::add(qacc, q[v]);
         }
-        const __m512 qbar = _mm512_set1_ps(_mm512_reduce_add_ps(qacc) / float(d));
+        const F qbar = V::set1(V::sum(qacc) / float(d));
         for (int v = 0; v < NV; ++v) {
-          const __m512 gs = _mm512_sub_ps(q[v], qbar);
-          store16(gx + o + 16 * v, gs);
-          store16(ga + o + 16 * v, _mm512_mul_ps(gs, m[v]));
+          const F gs = V::sub(q[v], qbar);
+          V::store(gx + o + V::W * v, gs);
+          V::store(ga + o + V::W * v, V::mul(gs, m[v]));
         }
       }
-      extra[t] = _mm512_reduce_add_ps(pull) / float(d);
+      extra[t] = V::sum(pull) / float(d);
     }
     float* pw = gw_parts + at::get_thread_num() * d;
     for (int v = 0; v < NV; ++v)
-      _mm512_storeu_ps(pw + 16 * v, _mm512_add_ps(_mm512_loadu_ps(pw + 16 * v), gw[v]));
+      V::store(pw + V::W * v, V::add(V::load(pw + V::W * v), gw[v]));
   });
 }
 #endif
@@ -577,13 +682,13 @@ std::vector<torch::Tensor> zonotope_norm_forward(const torch::Tensor& c, const t
     auto pa_ = static_cast<const TA*>(a_G.data_ptr());
     auto py_ = static_cast<TY*>(y.data_ptr());
     const float *pw = w.data_ptr<float>(), *pr = rstd.data_ptr<float>();
-#ifdef __AVX512F__
-    if (d == 64) return gen_forward_avx512<TX, TA, TY, 4>(px_, pa_, pw, pr, py_, T, R, p, seed);
-    if (d == 32) return gen_forward_avx512<TX, TA, TY, 2>(px_, pa_, pw, pr, py_, T, R, p, seed);
-    if (d == 128) return gen_forward_avx512<TX, TA, TY, 8>(px_, pa_, pw, pr, py_, T, R, p, seed);
-    if (d == 256) return gen_forward_avx512<TX, TA, TY, 16>(px_, pa_, pw, pr, py_, T, R, p, seed);
+#ifdef MZLITE_SIMD
+    if (with_simd(d, [&](auto v, auto nv) {
+          gen_forward_simd<decltype(v), TX, TA, TY, decltype(nv)::value>(px_, pa_, pw, pr, py_, T, R, p, seed);
+        }))
+      return;
 #endif
-    gen_forward_generic<TX, TA, TY>(px_, pa_, pw, pr, py_, T, R, d, p, seed);
+        gen_forward_generic<TX, TA, TY>(px_, pa_, pw, pr, py_, T, R, d, p, seed);
   });
   return {centre[0], y, centre[1], rstd};
 }
@@ -613,17 +718,13 @@ std::vector<torch::Tensor> zonotope_norm_backward(
     auto pga = static_cast<TA*>(gaG.data_ptr());
     const float *pw = w.data_ptr<float>(), *pr = rstd.data_ptr<float>();
     float *pgw = gw_parts.data_ptr<float>(), *pe = extra.data_ptr<float>();
-#ifdef __AVX512F__
-    if (d == 64)
-      return gen_backward_avx512<TX, TA, TY, 4>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, p, seed);
-    if (d == 32)
-      return gen_backward_avx512<TX, TA, TY, 2>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, p, seed);
-    if (d == 128)
-      return gen_backward_avx512<TX, TA, TY, 8>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, p, seed);
-    if (d == 256)
-      return gen_backward_avx512<TX, TA, TY, 16>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, p, seed);
+#ifdef MZLITE_SIMD
+    if (with_simd(d, [&](auto v, auto nv) {
+          gen_backward_simd<decltype(v), TX, TA, TY, decltype(nv)::value>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, p, seed);
+        }))
+      return;
 #endif
-    gen_backward_generic<TX, TA, TY>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, d, p, seed);
+        gen_backward_generic<TX, TA, TY>(pgy, px_, pa_, pw, pr, pgx, pga, pgw, pe, T, R, d, p, seed);
   });
   auto centre = add_norm_backward_impl(gy_c, c, a_c, w, mean, rstd, p, seed,
                                        extra.data_ptr<float>());
@@ -728,8 +829,9 @@ torch::Tensor pack_heads(const torch::Tensor& x, const torch::Tensor& rows, int6
 }
 
 // Whether this build has the AVX-512 kernels (compiled with -march=native on a CPU with
-// AVX-512F): mzlite.nn.fused selects the kernels by default only then, where they were measured
-// faster than eager PyTorch (benchmarks/fused_kernels.py).
+// AVX-512F), and the instruction set of its vector code: "avx512", "avx2" (AVX2 + FMA) or
+// "generic" (the loops alone). mzlite.nn.fused reports them; which path runs is chosen by
+// measuring the kernels against eager PyTorch on this machine.
 bool has_avx512() {
 #ifdef __AVX512F__
   return true;
@@ -738,10 +840,32 @@ bool has_avx512() {
 #endif
 }
 
+std::string simd() {
+#if defined(__AVX512F__)
+  return "avx512";
+#elif defined(MZLITE_SIMD)
+  return "avx2";
+#else
+  return "generic";
+#endif
+}
+
+// The widths d that have vector code in this build (with_simd); others run the generic loops.
+std::vector<int64_t> simd_widths() {
+  std::vector<int64_t> widths;
+#ifdef MZLITE_SIMD
+  for (int64_t d = 8; d <= 256; d += 8)
+    if (with_simd(d, [](auto, auto) {})) widths.push_back(d);
+#endif
+  return widths;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, module) {
   module.def("has_avx512", &has_avx512);
+  module.def("simd", &simd);
+  module.def("simd_widths", &simd_widths);
   module.def("add_norm_forward", &add_norm_forward);
   module.def("add_norm_backward", &add_norm_backward);
   module.def("zonotope_norm_forward", &zonotope_norm_forward);

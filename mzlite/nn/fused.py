@@ -36,18 +36,23 @@ kernel runs in its place when all of these hold (``fast_path`` checks them, nowh
 
 1. the kernels are loaded in this process. ``build()`` compiles them (or loads this machine's
    earlier build); ``MZAttention``'s constructor (so every MZ block and model) calls
-   ``prepare()``, which builds them where they would be selected, so the build happens before
-   the first forward pass, never inside one;
+   ``prepare()``, which builds them and, under ``auto``, measures them (``choose``), so the
+   build and the measurement happen before the first forward pass, never inside one;
 2. the policy selects them, environment variable ``MZLITE_FUSED``: ``auto`` (or unset, the
-   default) only in a build with AVX-512 (``has_avx512()``: the kernels are compiled with
-   ``-march=native``) and, for ``add_norm``, only at the widths it has AVX-512 code for,
-   ``AVX512_WIDTHS``: that is where ``benchmarks/fused_kernels.py`` measured the kernels faster
-   than eager PyTorch. Elsewhere the eager path runs: CPUs without AVX-512 (Apple silicon, most
-   laptops) were not measured, and at other widths ``add_norm``'s generic loops were not
-   reliably faster (0.8x-2.0x eager between runs on Zen 4). ``zonotope_norm`` runs at every
-   width of an AVX-512 build: its generic loops measured 2.1x-3.9x eager (d = 48, 80, two runs
-   on the Intel Xeon), against five eager passes and more. ``1``: wherever they can run (after
-   that benchmark, run on your CPU, says they are faster there); ``0``: never, and never built;
+   default) where they were *measured faster on this machine*: ``choose()`` times each kernel
+   against its eager function, forward and backward, on the shapes ``fit`` trains MZ-Full with
+   (``MEASURED_SHAPE``: 128 sets of 10-30 elements packed, 8 generators, d = 64), in float32
+   and bfloat16, interleaved repeat by repeat in alternating order, CPU time, medians
+   (``MEASURE_REPEATS``; about 2 s of CPU time in all), and keeps for each kernel and dtype
+   the faster side. The choice is stored beside the build and re-measured when its key changes
+   (``choice_key``: machine, CPU model, torch, Python, the sources of the kernels and of both
+   sides' Python); ``choice()`` returns it. So the fast path follows the CPU it runs on, not an
+   instruction-set flag: on the AVX2 EPYC of issue 51 the kernels without AVX-512 measured up to
+   5x eager, on another CPU eager may win. ``add_norm`` runs under ``auto`` only at the widths
+   with vector code in this build (``simd_widths()``: AVX-512 or AVX2; its generic loops
+   measured 0.76x-1.4x eager); ``zonotope_norm`` at every width (its generic loops measured
+   2.1x-3.9x eager: eager takes five passes and more). ``1``: wherever they can run, unmeasured;
+   ``0``: never, and never built;
 3. the code is not inside a ``disabled()`` block, and the arguments are ones the kernel takes
    (CPU tensors; ``add_norm``, ``zonotope_norm``: float32 or bfloat16 and an affine float32
    LayerNorm, residual and branch of one shape; anything else runs the eager function).
@@ -57,12 +62,16 @@ kernel runs in its place when all of these hold (``fast_path`` checks them, nowh
 Build
 -----
 C++ (``_fused_cpu.cpp``) compiled by ``torch.utils.cpp_extension`` in a child process (once per
-machine, CPU, source and torch version, ~30-50 s on 2 cores), cached in torch's extension folder
-(``TORCH_EXTENSIONS_DIR``); later processes import the cached library directly. torch finds
-ninja on ``PATH`` only; mzlite looks for it on ``PATH``, beside this interpreter (a venv's
-``ninja`` package, on ``PATH`` only when the venv is activated) and in the ``ninja`` package, and
-hands its folder to the child's environment: this process's ``PATH`` is never changed. Where the
-build fails (no C++ compiler, no ninja) mzlite warns once, naming the cause, and runs the eager
+machine, CPU, source and torch version, 1-2 min of CPU time on 2 cores), cached in torch's
+extension folder (``TORCH_EXTENSIONS_DIR``); later processes import the cached library directly.
+It is compiled for this CPU (``-march=native``): AVX-512 code where the CPU has AVX-512F, AVX2
+code where it has AVX2 and FMA, else the generic loops alone (``simd()``).
+``MZLITE_FUSED_MARCH`` (default ``native``) builds for another target, e.g. ``x86-64`` for the
+generic loops on any CPU (to test the fallback). torch finds ninja on ``PATH`` only; mzlite looks
+for it on ``PATH``, beside this interpreter (a venv's ``ninja`` package, on ``PATH`` only when
+the venv is activated) and in the ``ninja`` package, and hands its folder to the child's
+environment: this process's ``PATH`` is never changed. Where the build fails (no C++ compiler,
+no ninja) mzlite warns once, naming the cause, and runs the eager
 path (``build_error()`` says why).
 
 Dropout
@@ -82,11 +91,14 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
+import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
+import time
 import warnings
 from collections import Counter
 from collections.abc import Callable
@@ -96,37 +108,61 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from mzlite._io import atomic_write_json
+
 _SOURCE = Path(__file__).with_name("_fused_cpu.cpp")
 _DTYPES = (torch.float32, torch.bfloat16)
 ENV = "MZLITE_FUSED"
+MARCH_ENV = "MZLITE_FUSED_MARCH"  # the compiler's -march (default: native)
 POLICIES = ("auto", "1", "0")
-AVX512_WIDTHS = (32, 64, 128, 256)  # the widths d with AVX-512 code (the others: generic loops)
-_state: dict = {}  # "ext": the loaded module; "error": why the build failed (tried once)
+# "ext": the loaded module; "error": why the build failed (tried once); "choice": the measured
+# choice of this process (choose())
+_state: dict = {}
 _off = [0]  # depth of nested ``disabled()`` blocks
 calls: Counter = Counter()  # kernel name -> times it ran in place of the eager function
 
 
 def policy() -> str:
-    """``MZLITE_FUSED``: ``"auto"`` (default: AVX-512 builds only), ``"1"`` (wherever the
-    kernels can run) or ``"0"`` (never)."""
+    """``MZLITE_FUSED``: ``"auto"`` (default: where measured faster on this machine, ``choose``),
+    ``"1"`` (wherever the kernels can run) or ``"0"`` (never)."""
     value = os.environ.get(ENV, "").strip().lower() or "auto"
     if value not in POLICIES:
         raise ValueError(f"{ENV} must be one of {POLICIES} (unset: 'auto'), got {value!r}")
     return value
 
 
-def _build_tag() -> str:
-    """A short tag of the kernel's source, this CPU's instruction set and the torch and Python
-    versions, part of the extension's name: the kernel is built with ``-march=native``, so a
-    cache shared by two kinds of machine must not hand one the other's build, and two checkouts
-    with other sources (a run in a worktree beside an edited main) must not load each other's."""
-    flags = platform.processor()
+def _cpuinfo(field: str) -> str:
+    """The first ``field`` line of ``/proc/cpuinfo`` as it stands (``flags``, ``model name``),
+    else ``platform.processor()`` (macOS, Windows)."""
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = line
-                break
-    key = "|".join([platform.machine(), flags, torch.__version__, sys.version.split()[0]])
+            if line.startswith(field):
+                return line
+    return platform.processor()
+
+
+def cpu_model() -> str:
+    """This CPU's model name (``AMD EPYC``, ``Intel(R) Xeon(R) Processor``)."""
+    return _cpuinfo("model name").split(":", 1)[-1].strip() or platform.machine()
+
+
+def _march() -> str:
+    march = os.environ.get(MARCH_ENV, "").strip() or "native"
+    if not march.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise ValueError(f"{MARCH_ENV} must be a compiler -march target such as native or "
+                         f"x86-64, got {march!r}")  # fmt: skip
+    return march
+
+
+def _build_tag() -> str:
+    """A short tag of the kernel's source, this CPU's instruction set, the ``-march`` target and
+    the torch and Python versions, part of the extension's name: the kernel is built for this
+    CPU, so a cache shared by two kinds of machine must not hand one the other's build, and two
+    checkouts with other sources (a run in a worktree beside an edited main) must not load each
+    other's."""
+    march = _march()
+    key = "|".join([platform.machine(), _cpuinfo("flags"), torch.__version__,
+                    sys.version.split()[0]] + ([] if march == "native" else [march]))  # fmt: skip
     return hashlib.sha1(key.encode() + _SOURCE.read_bytes()).hexdigest()[:12]
 
 
@@ -145,9 +181,9 @@ def _ninja() -> str | None:
 _COMPILE = """
 import sys
 from torch.utils import cpp_extension
-name, source, build_dir = sys.argv[1:]
+name, source, build_dir, march = sys.argv[1:]
 cpp_extension.load(name=name, sources=[source], build_directory=build_dir,
-                   extra_cflags=["-O3", "-march=native", "-fopenmp-simd"], verbose=False)
+                   extra_cflags=["-O3", "-march=" + march, "-fopenmp-simd"], verbose=False)
 """
 
 
@@ -170,7 +206,7 @@ def _compile(name: str, build_dir: Path) -> None:
     env = dict(os.environ, PATH=os.path.dirname(ninja) + os.pathsep + os.environ.get("PATH", ""))
     build_dir.mkdir(parents=True, exist_ok=True)
     out = subprocess.run(
-        [sys.executable, "-c", _COMPILE, name, str(_SOURCE), str(build_dir)],
+        [sys.executable, "-c", _COMPILE, name, str(_SOURCE), str(build_dir), _march()],
         env=env,
         capture_output=True,
         text=True,
@@ -224,19 +260,16 @@ def build_error() -> str | None:
     return _state.get("error")
 
 
-def _cpu_has_avx512() -> bool:
-    return torch.backends.cpu.get_cpu_capability().startswith("AVX512")
-
-
 def prepare() -> None:
-    """Build the kernels if this process would select them (``MZLITE_FUSED=1``, or ``auto`` on
-    a CPU with AVX-512), else nothing; at most one try per process. Called by ``MZAttention``'s
-    constructor, so that the build (once per machine) comes before the first forward."""
-    if "ext" in _state or "error" in _state:
+    """Build the kernels if this process may select them (``MZLITE_FUSED`` ``1`` or ``auto``)
+    and, under ``auto``, measure which to run (``choose``); at most one try per process. Called
+    by ``MZAttention``'s constructor, so that the build (once per machine) and the measurement
+    (once per machine and source, about 2 s) come before the first forward."""
+    if "error" in _state or "choice" in _state:
         return
     chosen = policy()
-    if chosen == "1" or (chosen == "auto" and _cpu_has_avx512()):
-        build()
+    if chosen != "0" and build() and chosen == "auto":
+        choose()
 
 
 def has_avx512() -> bool:
@@ -245,14 +278,206 @@ def has_avx512() -> bool:
     return ext is not None and ext.has_avx512()
 
 
+def simd() -> str | None:
+    """The instruction set of the loaded build's vector code: ``"avx512"``, ``"avx2"`` (AVX2 and
+    FMA) or ``"generic"`` (compiled loops alone); None when none is loaded."""
+    ext = _state.get("ext")
+    return None if ext is None else ext.simd()
+
+
+@functools.lru_cache(maxsize=1)
+def _simd_widths(ext) -> frozenset:
+    return frozenset(ext.simd_widths())
+
+
+def simd_widths() -> frozenset:
+    """The widths d with vector code in the loaded build (others run the generic loops)."""
+    ext = _state.get("ext")
+    return frozenset() if ext is None else _simd_widths(ext)
+
+
 def loaded() -> bool:
-    """Whether MZ blocks on CPU in this process run the kernels: loaded and selected by the
-    policy (``MZLITE_FUSED``; by default an AVX-512 build), ``disabled()`` blocks aside. What
-    result provenance records (``fused_cpu_kernels``); builds nothing."""
+    """Whether MZ blocks on CPU in this process run kernels: loaded and selected by the policy
+    (``MZLITE_FUSED``; by default those measured faster here, ``choice()``), ``disabled()``
+    blocks aside. What result provenance records (``fused_cpu_kernels``); builds nothing."""
     if "ext" not in _state:
         return False
     chosen = policy()
-    return chosen == "1" or (chosen == "auto" and has_avx512())
+    return chosen == "1" or (chosen == "auto" and any(_state.get("choice", {}).values()))
+
+
+# ----------------------------------------------------------------------------- the measured choice
+
+MEASURED_SHAPE = dict(sets=128, n_g=8, d=64, heads=4)  # fit's MZ-Full batch: 10-30 elements a set
+MEASURE_REPEATS = 5  # timed repeats per side, after one warm-up pair
+_clock = time.process_time  # CPU time: what a shared machine's load touches least
+
+
+def choice_key() -> dict:
+    """What the measured choice depends on; a stored choice with another key is measured again.
+    The CPU's flags, torch's and Python's versions are also in the build's name (the choice is
+    stored beside the build); the sources are the kernel's and those of both sides' Python
+    (this module, ``attention``'s eager functions)."""
+    here = Path(__file__).parent
+    sources = hashlib.sha1()
+    for path in (_SOURCE, here / "fused.py", here / "attention.py"):
+        sources.update(path.read_bytes())
+    return {
+        "machine": platform.node(),
+        "cpu": cpu_model(),
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "threads": torch.get_num_threads(),
+        "sources": sources.hexdigest()[:12],
+        "shape": MEASURED_SHAPE,
+        "repeats": MEASURE_REPEATS,
+    }
+
+
+def _choice_path(key: dict) -> Path:
+    """Beside the build, one file per key (processes with other thread counts keep theirs)."""
+    name = f"mzlite_fused_cpu_{_build_tag()}"
+    tag = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    return _build_dir(name) / f"choice-{tag}.json"
+
+
+def choice() -> dict[str, bool]:
+    """This process's measured choice, ``{"kernel:dtype": runs the kernel}`` (empty where
+    ``choose`` has not run: the kernels then run only under ``MZLITE_FUSED=1``)."""
+    return dict(_state.get("choice", {}))
+
+
+def choose(remeasure: bool = False) -> dict[str, bool]:
+    """Which kernels run under ``MZLITE_FUSED=auto`` on this machine: each kernel and its eager
+    function timed side by side (``measure``) on fit's shapes, the faster kept, per kernel and
+    dtype. Stored beside the build and read back while ``choice_key()`` is unchanged (so once
+    per machine, CPU, torch and source); ``remeasure``: measure again. Needs ``build()``;
+    a measurement that fails (it should not) warns and chooses eager throughout."""
+    _require()
+    key = choice_key()
+    path = _choice_path(key)
+    stored = None
+    with contextlib.suppress(OSError, ValueError):
+        stored = json.loads(path.read_text())
+    if not remeasure and isinstance(stored, dict) and stored.get("key") == key:
+        _state["choice"] = {k: bool(v["kernel"]) for k, v in stored["measured"].items()}
+        return choice()
+    try:
+        measured = measure()
+    except Exception as e:  # a broken measurement must not stop training: eager is always right
+        warnings.warn(
+            f"mzlite could not time its fused CPU kernels ({type(e).__name__}: {e}); the eager "
+            f"PyTorch path runs. Set {ENV}=1 to run the kernels anyway.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        _state["choice"] = {}
+        return choice()
+    _state["choice"] = {k: v["kernel"] for k, v in measured.items()}
+    record = {"key": key, "measured": measured, "simd": simd(),
+              "loadavg": _loadavg(), "when": time.strftime("%Y-%m-%dT%H:%M:%S%z")}  # fmt: skip
+    with contextlib.suppress(OSError):  # a read-only cache: measured again next process
+        atomic_write_json(path, record)
+    return choice()
+
+
+def _loadavg():
+    with contextlib.suppress(OSError, AttributeError):
+        return [round(x, 2) for x in os.getloadavg()]
+    return None
+
+
+def measure(repeats: int = MEASURE_REPEATS) -> dict[str, dict]:
+    """Each kernel against its eager function, forward and backward, on ``MEASURED_SHAPE`` in
+    float32 and bfloat16: ``{"kernel:dtype": {"kernel_s", "eager_s", "kernel": faster}}`` with
+    the median CPU seconds (``_clock``) of ``repeats`` calls of each, interleaved in
+    alternating order after one warm-up pair. No choice is changed, and torch's global RNG is
+    left as it was (both sides draw dropout masks from it): a model built in a process that
+    measures trains as one built where the choice was read back. Gradients on, autocast off,
+    whatever the caller's context (a model built under ``no_grad`` or autocast)."""
+    out = {}
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.random.fork_rng(devices=[]))
+        stack.enter_context(torch.inference_mode(False))
+        stack.enter_context(torch.enable_grad())
+        stack.enter_context(torch.autocast("cpu", enabled=False))
+        for name, dtype, kernel_step, eager_step in _cases():
+            times = {"kernel": [], "eager": []}
+            steps = {"kernel": kernel_step, "eager": eager_step}
+            for r in range(repeats + 1):
+                for side in ("kernel", "eager") if r % 2 == 0 else ("eager", "kernel"):
+                    t = _clock()
+                    steps[side]()
+                    if r:
+                        times[side].append(_clock() - t)
+            k, e = (statistics.median(times[s]) for s in ("kernel", "eager"))
+            out[f"{name}:{_dtype_name(dtype)}"] = {"kernel_s": k, "eager_s": e, "kernel": k < e}
+    return out
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def fwd_bwd(f, *args):
+    """A step of ``f(*args)`` forward and backward, with a dense gradient of ones per output
+    (made once; as a model's gradients, not the stride-0 one a ``.sum()`` would send back), the
+    outputs made contiguous first (as attention reads them). For the measurements here and in
+    ``benchmarks/fused_kernels.py``."""
+    grads = []
+
+    def step():
+        out = f(*args)
+        out = out if isinstance(out, tuple) else (out,)
+        out = tuple(o.contiguous() for o in out)  # as attention reads them
+        if not grads:
+            grads.extend(torch.ones(o.shape, dtype=o.dtype) for o in out)
+        torch.autograd.backward(out, grads)
+
+    return step
+
+
+def _cases():
+    """``(kernel name, dtype, kernel step, eager step)`` for every kernel and dtype, on fit's
+    shapes (``MEASURED_SHAPE``): a packed batch of sets of 10-30 elements, its padded twin, and
+    its generator stream. Random inputs from a private generator (the global RNG untouched)."""
+    from mzlite.nn import attention  # noqa: PLC0415 (attention imports this module)
+
+    shape = MEASURED_SHAPE
+    B, ng, d, H = shape["sets"], shape["n_g"], shape["d"], shape["heads"]
+    g = torch.Generator().manual_seed(0)
+    mask = torch.arange(30)[None] < torch.randint(10, 31, (B,), generator=g)[:, None]
+    pk = attention.Packing(mask)
+    T, p = len(pk.rows), 0.1
+    with torch.no_grad():
+        ln_c, ln_G = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+    for dtype in (torch.float32, torch.bfloat16):
+
+        def leaf(*size, dtype=dtype):
+            return torch.randn(*size, generator=g).to(dtype).requires_grad_()
+
+        c, a_c, G, a_G = leaf(T, d), leaf(T, d), leaf(T, ng, d), leaf(T, ng, d)
+        heads = leaf(B, H, pk.n, ng, d // H)
+        cases = {
+            attention.add_zonotope_norm: (c, G, a_c, a_G, ln_c, p),
+            attention.add_norm_rows: (c, G, a_c, a_G, ln_c, ln_G, p),
+            attention.Packing.unpack_heads: (pk, G, H),
+            attention.Packing.pack_heads: (pk, heads),
+            attention._heads_first: (leaf(B, pk.n, ng, d), H),
+            attention._heads_last: (heads,),
+        }
+        for f, args in cases.items():
+            yield f.kernel.name, dtype, fwd_bwd(f.kernel.run, *args), fwd_bwd(f.eager, *args)
+
+
+def selects(kernel: Kernel, args) -> bool:
+    """Under ``auto``, whether ``kernel`` was measured faster here in the dtype of these
+    arguments (bfloat16 where any tensor is, as under autocast; else float32)."""
+    if policy() == "1":
+        return True
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    dtype = "bfloat16" if any(t.dtype == torch.bfloat16 for t in tensors) else "float32"
+    return _state.get("choice", {}).get(f"{kernel.name}:{dtype}", False)
 
 
 @contextlib.contextmanager
@@ -278,14 +503,20 @@ class Kernel:
 
 def fast_path(kernel: Kernel):
     """Decorator for an eager function of ``mzlite.nn.attention``: calls run ``kernel`` in its
-    place where the kernels are loaded, selected (``loaded()``), not ``disabled()`` and
-    ``kernel.accepts`` the arguments; the eager function otherwise. The one place mzlite
+    place where the kernels are loaded (``loaded()``), not ``disabled()``, ``kernel.accepts``
+    the arguments and the policy selects this kernel for their dtype (``MZLITE_FUSED=1``, or
+    measured faster here: ``choice()``); the eager function otherwise. The one place mzlite
     chooses between the two. The result keeps ``.eager`` and ``.kernel``."""
 
     def decorate(eager):
         @functools.wraps(eager)
         def dispatch(*args, **kwargs):
-            if not _off[0] and loaded() and kernel.accepts(*args, **kwargs):
+            if (
+                not _off[0]
+                and loaded()
+                and kernel.accepts(*args, **kwargs)
+                and selects(kernel, args)
+            ):
                 calls[kernel.name] += 1
                 return kernel.run(*args, **kwargs)
             return eager(*args, **kwargs)
@@ -567,7 +798,8 @@ def _add_norm_rows(c, G, a_c, a_G, ln_c, ln_G, p):
 def _add_norm_rows_accepts(c, G, a_c, a_G, ln_c, ln_G, p):
     if not (usable(ln_c, c, G, a_c, a_G) and usable(ln_G)):
         return False
-    return policy() == "1" or c.shape[-1] in AVX512_WIDTHS  # generic loops: slower than eager
+    # the generic loops measured 0.76x-1.4x eager: under auto only the vector code runs
+    return policy() == "1" or c.shape[-1] in simd_widths()
 
 
 def _add_zonotope_norm(c, G, a_c, a_G, ln, p):

@@ -40,6 +40,7 @@ SCORECARD_CHAPTER = "09_reproduction_scorecard"
 HOW_SURE_LABEL = "scorecard-how-sure"
 NOT_RUN_LABEL = "scorecard-not-run"
 DECIDED = ("holds", "holds partly", "does not hold here")
+PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
 HELD = ("holds", "holds partly")
 
 
@@ -64,21 +65,17 @@ def _chapter_number(chapter: str) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """One sentence and the chapter sections that back it: ``links``, each (chapter page, e.g.
+    """One sentence and the chapter sections that back it: its ``lead`` ("What held", set in
+    bold on a page; "" for none), its ``body`` and ``links``, each (chapter page, e.g.
     "04_training_on_gpu"; Sphinx label on it, e.g. "results-ch04"; the link's text)."""
 
-    text: str
+    lead: str
+    body: str
     links: tuple[tuple[str, str, str], ...]
 
     @property
-    def lead(self) -> str:
-        """The sentence's opening words up to its first colon ("What held"), set in bold on a
-        page; "" for a sentence without one."""
-        head = self.text.split(": ", 1)[0]
-        return head if head != self.text and len(head.split()) <= 6 else ""
-
-    def body(self) -> str:
-        return self.text[len(self.lead) + 2 :] if self.lead else self.text
+    def text(self) -> str:
+        return f"{self.lead}: {self.body}" if self.lead else self.body
 
 
 def _chapter_links(chapters: list[str]) -> tuple[tuple[str, str, str], ...]:
@@ -148,7 +145,7 @@ class Findings:
         for s in self.sentences:
             refs = ", ".join(f"{{ref}}`{text} <{label}>`" for _, label, text in s.links)
             lead = f"**{s.lead}:** " if s.lead else ""
-            out += [f"{lead}{s.body()} ({refs})", ""]
+            out += [f"{lead}{s.body} ({refs})", ""]
         return "\n".join(out)
 
     def to_html(self, title: str = "What the book found"):
@@ -160,7 +157,7 @@ class Findings:
 
         paras = "".join(
             "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
-            + f"{html.escape(s.body())} ({', '.join(link(*x) for x in s.links)})</p>"
+            + f"{html.escape(s.body)} ({', '.join(link(*x) for x in s.links)})</p>"
             for s in self.sentences
         )  # fmt: skip
         return HTML(
@@ -174,8 +171,8 @@ def _scorecard_link(label: str, text: str) -> tuple[tuple[str, str, str], ...]:
 
 
 def _seeds_of(row: dict) -> list[int]:
-    ev = row.get("evidence") or {}
-    return [c.get("n", 0) for c in (ev.get("cells") or {}).values()]
+    v = row.get("value")
+    return [c.n for c in v.cells] if v is not None else []
 
 
 def _claim_words(row: dict) -> str:
@@ -187,14 +184,24 @@ def _claim_words(row: dict) -> str:
     return f"{table_name(row['table'], title=False)}, {text}"
 
 
+def _what_it_shows(row: dict) -> str:
+    """What a holding verdict shows where that is no evidence for MZAttn (``engine.Shows``)."""
+    shows = row.get("shows")
+    if shows is None:
+        return ""
+    if shows.kind == "against":
+        return f"; evidence against {shows.change}: the change loses R²"
+    return "; it says nothing for MZAttn, whose R² is below a model beside it"
+
+
 def _held_sentence(rows: list[dict]) -> Finding:
     held = [r for r in rows if r["verdict"] == "holds"]
     if not held:
-        return Finding("What held in full: no claim of the paper, under any protocol of ours.",
+        return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
     items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']}; "
-             f"{r.get('regime', '')})" for r in held]  # fmt: skip
-    return Finding(f"What held in full: {'; '.join(items)}.",
+             f"{r.get('regime', '')}{_what_it_shows(r)})" for r in held]  # fmt: skip
+    return Finding("What held in full", f"{'; '.join(items)}.",
                    _chapter_links([r["chapter"] for r in held]))  # fmt: skip
 
 
@@ -208,36 +215,54 @@ def _partly_sentence(rows: list[dict]) -> Finding | None:
     if not partly:
         return None
     items = [_beside_paper(r) for r in partly]
-    return Finding(f"What held partly (a tie, or a column not yet complete): {'; '.join(items)}.",
+    return Finding("What held partly (a tie, or a column not yet complete)",
+                   f"{'; '.join(items)}.",
                    _chapter_links([r["chapter"] for r in partly]))  # fmt: skip
 
 
+def experiment_count(rows: list[dict]) -> int:
+    """How many experiments (a (table, cell) that ran) the verdicts of ``rows`` rest on: a cell
+    that several claims read, or that several tables share, counts once."""
+    found: set = set()
+    for r in rows:
+        if r.get("value") is not None:
+            found |= r["value"].experiments
+    return len(found)
+
+
+def _said(rows: list[dict]) -> str:
+    c = Counter(r["verdict"] for r in rows)
+    return ", ".join(count_phrase(v, c[v]) for v in VERDICTS if c[v])
+
+
 def headline_text(rows: list[dict]) -> str:
-    """The plain result in one or two sentences: how the claims that MZAttn beats another model
-    came out, under the labels of ``VERDICTS``, and the regime most of them were read in."""
+    """The plain result in a few sentences: how the claims that MZAttn beats another model came
+    out; first those read at the paper's sizes or under its protocol (``PAPER_SCALE``), with
+    the experiments they rest on, then the others and the regime most of them were read in;
+    the readings of the paper they were read under, where they are one."""
     beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != "not run"]
     if not beats:
         return "No claim that MZAttn beats another model has been judged yet."
-    c = Counter(r["verdict"] for r in beats)
-    won = c["holds"]
-    parts = [count_phrase(v, c[v]) for v in VERDICTS if c[v] and v != "holds"]
-    regimes = Counter(r.get("regime") for r in beats if r.get("regime"))
-    regime = regimes.most_common(1)[0][0] if regimes else ""
-    first = (
-        f"MZAttn beats another model in {won} of the {len(beats)} claims of that kind judged here."
-        if won
-        else f"No claim that MZAttn beats another model holds in full here. Of the "
-        f"{len(beats)} judged,"
-    )
-    text = (
-        f"{first} " + ", ".join(parts) + "."
-        if not won
-        else f"{first} The others: " + (", ".join(parts) + ".")
-    )
-    if regime:
-        n = regimes[regime]
-        text += f" {n} of the {len(beats)} were read at {regime}"
-        text += "." if regime.endswith("the paper's protocol") else ", below the paper's sizes."
+    won = sum(r["verdict"] == "holds" for r in beats)
+    text = "No claim that MZAttn beats another model holds in full here."
+    if won:
+        text = f"MZAttn beats another model in {won} of the {len(beats)} claims of that kind here."
+    paper = [r for r in beats if r.get("profile") in PAPER_SCALE]
+    rest = [r for r in beats if r.get("profile") not in PAPER_SCALE]
+    if paper:
+        text += (f" At the paper's sizes or under its protocol, {len(paper)} were judged, on "
+                 f"{experiment_count(paper)} experiments: {_said(paper)}.")  # fmt: skip
+    else:
+        text += " None was judged at the paper's sizes yet."
+    if rest:
+        regimes = Counter(r.get("regime") for r in rest if r.get("regime"))
+        where = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
+        text += f" The other {len(rest)}, read below the paper's sizes{where}: {_said(rest)}."
+    readings = {(v.layer_reading, v.task_reading) for r in beats
+                if (v := r.get("value")) is not None and v.layer_reading}  # fmt: skip
+    if len(readings) == 1:
+        layer, task = readings.pop()
+        text += f" All read under mzlite's layer reading {layer} and task reading {task}."
     return text
 
 
@@ -247,7 +272,7 @@ def _failed_sentence(rows: list[dict]) -> Finding | None:
         return None
     items = [_beside_paper(r) for r in failed]
     first = sum(r.get("reading") == FIRST_READING for r in failed)
-    text = f"What did not hold: {_list(items)}."
+    text = f"{_list(items)}."
     if first:
         text += (
             f" {first} of these {len(failed)} verdicts were read from mzlite's first reading of "
@@ -255,7 +280,7 @@ def _failed_sentence(rows: list[dict]) -> Finding | None:
             "not from the faithful one; results under the faithful reading replace them as "
             "they land."
         )
-    return Finding(text, _chapter_links([r["chapter"] for r in failed]))
+    return Finding("What did not hold", text, _chapter_links([r["chapter"] for r in failed]))
 
 
 def _sure_sentence(rows: list[dict]) -> Finding:
@@ -263,12 +288,12 @@ def _sure_sentence(rows: list[dict]) -> Finding:
     c = Counter(r["verdict"] for r in rows)
     if decided:
         seeds = [n for r in decided for n in _seeds_of(r)]
-        tests = sum(len((r.get("evidence") or {}).get("tests") or []) for r in decided)
+        tests = sum(len(r["value"].tests) for r in decided if r.get("value") is not None)
         profiles = Counter(r.get("profile") for r in decided)
         lo, hi = (min(seeds), max(seeds)) if seeds else (0, 0)
         span = f"{lo}" if lo == hi else f"{lo} to {hi}"
         text = (
-            f"How sure: each of the {len(decided)} verdicts rests on {span} seeds per cell, "
+            f"each of the {len(decided)} verdicts rests on {span} seeds per cell, "
             "every run converged"
             + (
                 f", and {tests} Welch t-tests over seeds (p < 0.05 needed) decide the claims "
@@ -281,7 +306,7 @@ def _sure_sentence(rows: list[dict]) -> Finding:
             + "."
         )
     else:
-        text = "How sure: no claim has the converged seeds a verdict needs yet."
+        text = "no claim has the converged seeds a verdict needs yet."
     weak = c["insufficient evidence"] + c["optimisation failure"]
     if weak:
         text += (
@@ -294,7 +319,7 @@ def _sure_sentence(rows: list[dict]) -> Finding:
                 "which say nothing about the architecture"
             )
         text += "."
-    return Finding(text, _scorecard_link(HOW_SURE_LABEL, "how sure, chapter 9"))
+    return Finding("How sure", text, _scorecard_link(HOW_SURE_LABEL, "how sure, chapter 9"))
 
 
 def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
@@ -303,7 +328,7 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
         return None
     tables = list(dict.fromkeys(r["table"] for r in missing))
     text = (
-        f"What could not run: {len(missing)} claims of {len(tables)} tables "
+        f"{len(missing)} claims of {len(tables)} tables "
         f"({tables_words(tables)}), beyond what this project's 2-core CPU could afford."
     )
     cost = _price(tables, results_dir)
@@ -328,7 +353,8 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
             f"rivals first, a column stopped once one model refutes the claim), their next "
             f"steps are {jobs:,} runs, about {hours:,.0f} CPU hours."
         )
-    return Finding(text, _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))
+    return Finding("What could not run", text,
+                   _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))  # fmt: skip
 
 
 def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
@@ -377,7 +403,9 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     phrases = [count_phrase(v, n) for v, n in counts.items() if n]
     said = ", ".join(phrases[:-1]) + (" and " if len(phrases) > 1 else "") + phrases[-1]
     opening = Finding(
-        f"The book tests {total} claims of the paper against our own training runs: {said}.",
+        "",
+        f"The book tests {total} claims of the paper against our own training runs "
+        f"({experiment_count(rows)} experiments: a run several claims read counts once): {said}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
     sentences = [opening, _held_sentence(rows), _partly_sentence(rows), _failed_sentence(rows),

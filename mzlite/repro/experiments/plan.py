@@ -30,6 +30,19 @@ and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
   without any, a prior of 4 x patience (a run stops ``patience`` epochs after its best epoch,
   which under this protocol tends to come after 1-3 patience windows), capped at the epoch cap
   ("prior"). The cap gives the upper bound.
+- This machine (``measure``, the default): the results on disk ran on other CPUs (an AMD EPYC
+  Zen 4 and an Intel Xeon with AVX-512 and AMX; the AVX2 EPYC of issue 51 prices an epoch
+  several times higher), so every cost that comes from them is multiplied by this CPU's factor
+  for the model's family (``machine_speed``; MZ models, DeepSets and the other baselines gain
+  differently from a CPU's vector units and bf16): the CPU seconds per set unit of one epoch of
+  the family's reference cell fitted here (``REFERENCE_FIT``: its second epoch of 512
+  training sets, one thread, the profile's training config), over the median of that cell's
+  results on disk; the reference is the family's CPU cell with the most results of the
+  planned profile (else of any), the cheapest of equals; a family without results takes the
+  median factor of the others. Measured once per CPU model, machine, torch, mzlite source and
+  reference, kept under the cache directory, and printed in the plan's header. The recorded
+  costs are wall time x threads, which a loaded machine inflates, against CPU time here: where
+  the results ran under load the factor errs low. ``measure=False`` prices as recorded.
 
 Timings on a shared machine drift by tens of percent; the plan orders runs by cost, it does not
 promise a finish time. Workers divide the wall time, not the CPU hours.
@@ -54,14 +67,20 @@ claims' next steps first, cheapest first, with the commands that run them.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
+import platform
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from mzlite import nn as _nn
+from mzlite._io import atomic_write_json
+from mzlite.nn.fused import cpu_model
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import scorecard as _sc
 from mzlite.repro.experiments import stats as _stats
@@ -150,6 +169,7 @@ class Plan:
     profile: str
     rows: list[dict]
     workers: int = 1
+    machine: dict | None = None  # machine_speed's records when the costs were rescaled here
 
     def totals(self) -> dict[str, dict]:
         out: dict[str, dict] = {}
@@ -167,7 +187,16 @@ class Plan:
 
     def to_text(self) -> str:
         prof = ex.get_profile(self.profile)
-        out = [f"plan [{prof.name}]: {prof.description}", ""]
+        out = [f"plan [{prof.name}]: {prof.description}"]
+        for family, m in (self.machine or {}).items():
+            out.append(
+                f"priced for this CPU ({m['cpu']}), {family} models: {m['factor']:.2f}x the cost "
+                f"of the results on disk (an epoch of {m['reference']} here: "
+                f"{1e3 * m['unit_here']:.3f} ms CPU per set unit, against "
+                f"{1e3 * m['unit_recorded']:.3f} ms, the median of its {m['results']} "
+                f"result(s); measured {m['when']})"
+            )
+        out.append("")
         head = ("cell", "jobs", "s/epoch", "epochs", "CPU h", "CPU h at cap", "cost from")
         lines = []
         for r in self.rows:
@@ -276,6 +305,7 @@ def plan(
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
     measured = _measured(results_dir)
     timed: dict[tuple, float] = {}
+    machine = machine_speed(measured, prof.name, results_dir) if measure else {}
     rows = []
     for table in tables:
         spec = ex.get_table(table)
@@ -306,6 +336,10 @@ def plan(
                              "cpu_h": 0.0, "cpu_h_cap": 0.0})  # fmt: skip
                 continue
             unit, source = _unit_cost(spec.label, cell, measured, timed, measure, prof.name)
+            if machine and unit is not None and source != _TIMED_HERE:  # priced elsewhere
+                factor = _factor(machine, cell.model)
+                unit *= factor
+                source += f"; x{factor:.2f} for this CPU"
             cfg = job.train_config()
             tag, scope, ran = _epochs_run(mine, cid, cell.model, spec.label)
             if ran:
@@ -329,7 +363,7 @@ def plan(
                 "cpu_h": None if spe is None else todo * epochs * spe / 3600,
                 "cpu_h_cap": None if spe is None else todo * cap * spe / 3600,
             })  # fmt: skip
-    return Plan(prof.name, rows, workers)
+    return Plan(prof.name, rows, workers, machine)
 
 
 def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
@@ -381,7 +415,7 @@ def _unit_cost(label, cell, measured, timed, measure, profile=None):
     refs = [m for m in measured if m["task"] == cell.task]
     if not refs:
         (unit,) = _timed([cell], timed)
-        return unit, "timed now (5 training steps, 1 thread; no result on this task to scale)"
+        return unit, _TIMED_HERE
     ref_key = "st" if any(m["key"] == "st" for m in refs) else refs[0]["key"]
     ref = [m for m in refs if m["key"] == ref_key]
     ref_cell = ex.get_table(ref[0]["table"]).cell(ref[0]["cell"])
@@ -389,6 +423,9 @@ def _unit_cost(label, cell, measured, timed, measure, profile=None):
     ratio = mine / theirs
     unit = statistics.median(m["unit_s"] for m in ref) * ratio
     return unit, f"timed now: {ratio:.1f} x {ref_key} on {cell.task} (5 steps each, interleaved)"
+
+
+_TIMED_HERE = "timed now (5 training steps, 1 thread; no result on this task to scale)"
 
 
 def _extrapolated(cell, key: str, measured: list[dict]):
@@ -457,6 +494,111 @@ def _timed(cells, timed) -> list[float]:
     if k not in timed:
         timed[k] = _time_steps(cells)
     return timed[k]
+
+
+# ---------------------------------------------------------------------------------------------
+# This machine against the machines that wrote the results
+# ---------------------------------------------------------------------------------------------
+
+REFERENCE_FIT = dict(n_train=512, n_val=128, epochs=2)  # the second epoch is timed
+
+
+def machine_speed(measured: list[dict], profile: str, results_dir=None) -> dict[str, dict]:
+    """This CPU's cost of an epoch against the results on disk, per model family (``"mz"``,
+    ``"deepsets"``, ``"baseline"``): ``{family: {"factor", "unit_here", "unit_recorded",
+    "reference", "results", "cpu", "when"}}`` with ``factor = unit_here / unit_recorded``: CPU
+    seconds per set unit of an epoch of the family's reference cell (its CPU cell with the most
+    results of ``profile``, else of any profile; the cheapest of equals) fitted here
+    (``_epoch_cost_here``), over the median of its results on disk. Each timing is stored under
+    the cache directory and read back while its key (CPU model, machine, torch, mzlite's nn
+    and train sources, the reference and its training config) is unchanged. Empty where no
+    CPU result exists to compare with."""
+    own = [m for m in measured if m["profile"] == profile] or measured
+    out = {}
+    for family in sorted({ex.model_family(m["model"]) for m in own}):
+        groups: dict[tuple, list[float]] = {}
+        for m in own:
+            if ex.model_family(m["model"]) == family:
+                groups.setdefault((m["table"], m["cell"], m["profile"]), []).append(m["unit_s"])
+        ref, units = min(groups.items(), key=lambda kv: (-len(kv[1]), statistics.median(kv[1])))
+        here, when = _stored_epoch_cost(*ref, results_dir)
+        recorded = statistics.median(units)
+        out[family] = {"factor": here / recorded, "unit_here": here, "unit_recorded": recorded,
+                       "reference": f"{ref[0]} {ref[1]} ({ref[2]})", "results": len(units),
+                       "cpu": cpu_model(), "when": when}  # fmt: skip
+    return out
+
+
+def _factor(machine: dict[str, dict], model: str) -> float:
+    """The factor of ``model``'s family, else the median factor of the families measured."""
+    mine = machine.get(ex.model_family(model))
+    return mine["factor"] if mine else statistics.median(m["factor"] for m in machine.values())
+
+
+def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None):
+    """(``_epoch_cost_here`` of the cell's job, when it was timed), read back from the cache
+    directory while its key holds, else timed now and stored."""
+    (job,) = ex.jobs(table, profile, [0], cells=[cell_id], results_dir=results_dir)
+    cfg = job.train_config().to_dict()
+    key = json.loads(json.dumps({
+        "cpu": cpu_model(),
+        "machine": platform.node(),
+        "torch": torch.__version__,
+        "sources": _package_hash(),
+        "reference": [table, cell_id, profile],
+        "fit": REFERENCE_FIT,
+        "config": {k: cfg.get(k) for k in ("lr", "amp", "batch_size", "weight_decay")},
+    }, default=str))  # fmt: skip
+    tag = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    path = ex.default_cache_dir() / "plan" / f"epoch-cost-{tag}.json"
+    try:
+        stored = json.loads(path.read_text())
+        if stored["key"] == key:
+            return stored["unit_s"], stored["when"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    stored = {"key": key, "unit_s": _epoch_cost_here(job),
+              "when": time.strftime("%Y-%m-%d %H:%M %Z")}  # fmt: skip
+    try:
+        atomic_write_json(path, stored)
+    except OSError:  # a read-only cache: timed again next time
+        pass
+    return stored["unit_s"], stored["when"]
+
+
+def _package_hash() -> str:
+    """The code that sets the price of an epoch: mzlite's nn and train packages."""
+    root = Path(_nn.__file__).parent.parent
+    h = hashlib.sha1()
+    for sub in ("nn", "train"):
+        for f in sorted((root / sub).rglob("*")):
+            if f.suffix in (".py", ".cpp"):
+                h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def _epoch_cost_here(job) -> float:
+    """CPU seconds per set unit of an epoch of ``job``'s cell here: a ``fit`` with its training
+    config (one thread, no early stop) on ``REFERENCE_FIT``'s sets of its task; the second
+    epoch is timed (the first pays the one-off costs: kernel builds, allocations)."""
+    from mzlite.train import fit  # noqa: PLC0415
+
+    n_train, n_val, epochs = (REFERENCE_FIT[k] for k in ("n_train", "n_val", "epochs"))
+    cell = job.cell
+    train = make_task(cell.task, n_train, 12345, **cell.options)
+    val = make_task(cell.task, n_val, 54321, **cell.options)
+    cfg = dataclasses.replace(job.train_config(), epochs=epochs, patience=None, device="cpu",
+                              warmup_epochs=1)  # fmt: skip
+    model = ex.build_cell_model(cell, train.d_in, train.d_out, 0)
+    marks = []
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        fit(model, train, val, cfg, progress=False,
+            callbacks=[lambda epoch, hist, model: marks.append(time.process_time())])  # fmt: skip
+    finally:
+        torch.set_num_threads(old)
+    return (marks[-1] - marks[-2]) / _units((n_train, n_val))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -802,6 +944,6 @@ def decide(
 
 
 __all__ = [
-    "DEFAULT_STRENGTH", "Decisions", "Plan", "baseline_strength", "decide", "not_run_reason",
-    "plan", "priced", "step_words",
+    "DEFAULT_STRENGTH", "Decisions", "Plan", "baseline_strength", "decide", "machine_speed",
+    "not_run_reason", "plan", "priced", "step_words",
 ]  # fmt: skip

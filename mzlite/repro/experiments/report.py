@@ -25,26 +25,19 @@ shows no mean and says "mixed protocols".
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import statistics
 from dataclasses import dataclass
 
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import stats as _stats
+from mzlite.repro.experiments.engine import Regime, devices_of, protocol_key
 from mzlite.repro.experiments.formatting import cell_words, format_mean_std
+from mzlite.repro.experiments.present import devices_text
 from mzlite.repro.experiments.results import PROFILE_ORDER
+from mzlite.repro.experiments.stats import mean_std
 from mzlite.repro.paper import load_paper_table, paper_cell
 from mzlite.repro.render import report_html
-
-
-def mean_std(values: list[float]) -> tuple[float | None, float | None]:
-    """Mean and sample std (None for one value) of the finite ``values``; (None, None) if none."""
-    vals = [v for v in values if v is not None and math.isfinite(v)]
-    if not vals:
-        return None, None
-    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else None)
 
 
 def epoch_range(results: list[dict]) -> str:
@@ -57,45 +50,9 @@ def epoch_range(results: list[dict]) -> str:
 
 def device_names(results: list[dict]) -> str:
     """Where the ``results`` ran, in words: "on a CPU", "on an NVIDIA H200 GPU", both joined by
-    "and". A run of a CPU profile (``cpu``, ``cpu-annealed``, ...) that a GPU made says so: the
-    GPU made it faster, the profile's settings stayed those of the CPU protocol."""
-    cpu, gpus, cpu_profile = False, set(), False
-    for r in results:
-        p = r.get("provenance") or {}
-        if p.get("gpu_name") or p.get("device") == "cuda":
-            gpus.add(p.get("gpu_name") or "GPU")
-            cpu_profile |= str(r.get("profile") or "").startswith("cpu")
-        elif p.get("device"):
-            cpu = True
-    words = (["on a CPU"] if cpu else []) + [
-        f"on an {g} GPU" if g[:1].upper() in "AEIOU" or g.startswith("NVIDIA") else f"on a {g} GPU"
-        for g in sorted(gpus)
-    ]
-    text = " and ".join(words) or "on an unrecorded device"
-    if cpu_profile:
-        text += " (a GPU, for speed, under the CPU protocol's settings)"
-    return text
-
-
-_FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fast, not what
-
-
-def protocol_key(result: dict) -> str:
-    """What a result computed, apart from its seed: training configuration (without seed,
-    device and threads; precision as the run resolved it), data (dataset keys and generator
-    version), model configuration, and the code (git commit). Two results of a cell with
-    different keys are never averaged: a campaign runs every seed of a cell at one commit."""
-    cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in _FREE}
-    cfg["amp"] = ex.result_amp(result)
-    key = {
-        "train": cfg,
-        "data": result.get("dataset_keys"),
-        "data_code": result.get("data_code_version"),
-        "model": result.get("model_config"),
-        "sizes": result.get("sizes"),
-        "code": (result.get("provenance") or {}).get("git_commit"),
-    }
-    return json.dumps(key, sort_keys=True, default=str)
+    "and" (``present.devices_text``)."""
+    devices, gpu_cpu = devices_of(results)
+    return devices_text(Regime("", (), (), None, devices, gpu_for_cpu_profile=gpu_cpu))
 
 
 def spike_counts(results: list[dict]) -> tuple[int, int]:
@@ -416,16 +373,6 @@ class ReportRow:
         d.update(n_seeds=self.n_seeds, cells=list(self.cells), seeds=list(self.seeds),
                  ours_values=list(self.ours_values))  # fmt: skip
         return d
-
-
-def report_rows(
-    table, profile: str, results_dir=None, part: str | None = "main", metric: str | None = "r2"
-) -> dict[str, ReportRow]:
-    """``report(table, profile).by_cell(part, metric)`` as typed rows, ``profile`` set on the
-    rows with results."""
-    prof = ex.get_profile(profile).name
-    rows = report(table, prof, results_dir).by_cell(part, metric)
-    return {c: ReportRow.of(r, prof if r["seeds"] else None) for c, r in rows.items()}
 
 
 def best_report_rows(

@@ -1,0 +1,794 @@
+"""The verdict engine: one claim of the paper judged from the result files, as a value.
+
+    from mzlite.repro.experiments.engine import judge
+    v = judge(claim)              # a Verdict: label, reason code, the numbers, the regime
+    v.label, v.reason, v.ours, v.profile, v.experiments
+
+A ``Verdict`` holds what decided it and nothing worded: a label (``Label``, the teaching
+library's verdict rule), a reason code (``Reason``), the numbers (per cell: the values over seeds,
+mean, spread, seeds, converged runs; the Welch tests and their largest p, after Holm's correction
+within the claim's table when ``holm`` ran), the regime (profile, training-set sizes, epochs,
+devices), the readings its runs were trained under (generator normalisation, the layer reading
+``model_config["mz_reading"]`` and the task reading ``task_version``, recorded in each result;
+"v1" and "literal" where a result predates them) and the experiments it rests on (the (table,
+cell) that ran each result: cells shared by several tables are one experiment).
+``mzlite.repro.experiments.present`` words it; nothing here imports a wording or a renderer.
+
+The strongest evidence decides. Profiles are read most faithful first (``PROFILE_ORDER``: the
+paper's protocol ``full``, then ``paper-sizes``, then the reduced protocols). A claim's verdict is
+the one of the first profile whose cells are complete (every cell with ``MIN_SEEDS`` converged
+seeds of one protocol), or that refutes it from the cells it has (a significantly better model, a
+column that already fails, or a bound: R^2 <= 1 leaves "degrades by 0.10" no room where the
+degraded model scores above 0.9). Where none does, the first profile with a verdict other than
+"insufficient evidence" gives it, and the profiles above it are kept beside it (``beside``), as
+are the profiles below (agreeing or not). A claim made of parts (``Claim.parts``: "at every L")
+is judged part by part, each part by its own strongest evidence, and the parts combine: one part
+that does not hold refutes the claim, every part holding holds it.
+
+Verdict rules per profile (``judge_under``): smoke results never give one; runs that never fitted
+decide nothing ("optimisation failure", unless failing is the claim); too few seeds, unconverged
+runs or mixed protocols are "insufficient evidence"; a comparison where no model learns is its own
+label, as is a focal model that memorised; otherwise ``mzlite.analysis.verdicts.rule`` on the
+claim's two thresholds, Welch's significance and whether a compared model is significantly
+better. One profile's results are never mixed with another's within a comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from mzlite import nn as _nn
+from mzlite.analysis.verdicts import ALPHA, TIE, Label, holm, rule
+from mzlite.repro import experiments as ex
+from mzlite.repro import transfer
+from mzlite.repro.experiments import reading as _reading
+from mzlite.repro.experiments import stats as _stats
+from mzlite.repro.experiments.claims import Claim, MissingCell, RankClaim, cell_paper_value
+from mzlite.repro.experiments.execute import result_amp
+from mzlite.repro.experiments.results import PROFILE_ORDER
+
+__all__ = [
+    "LAYER_READING", "LOWER_IS_BETTER", "TASK_READING", "CellStats", "Label", "Reason",
+    "Refutation", "Regime", "Shows", "Test", "Verdict", "devices_of", "judge", "judge_all",
+    "judge_under", "protocol_key", "readings",
+]  # fmt: skip
+
+LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
+LAYER_READING = "v1"  # a result without model_config["mz_reading"] ran the layer as first read
+TASK_READING = "literal"  # a result without task_version ran the tasks as first read
+# The one-seed, 30-epoch ``cpu`` protocol leaves a claim once a better profile has a converged
+# cell of it: its results stay as a labelled ablation
+RETIRED_ONCE_CONVERGED = ("cpu",)
+
+
+class Reason(StrEnum):
+    """Why a verdict has its label: the rule that decided it, as a code."""
+
+    THRESHOLDS = "thresholds"  # a claim on thresholds of the mean: they decided
+    SIGNIFICANT = "significant"  # beats every compared model, each with p < ALPHA
+    TIE = "tie"  # passes only the weaker test (a tie)
+    INCOMPLETE = "incomplete"  # passes with some of its cells not run yet
+    NOT_SIGNIFICANT = "not-significant"  # a gap no Welch test backs (after Holm's correction)
+    REFUTED_BY_MODEL = "refuted-by-model"  # one compared model significantly better
+    REFUTED_SO_FAR = "refuted-so-far"  # the cells run so far fail even the weaker test
+    REFUTED_BY_BOUND = "refuted-by-bound"  # R^2 <= 1 leaves the claim no room
+    CANNOT_HOLD = "cannot-hold"  # fails even the weaker test so far, no model significantly
+    PART_FAILS = "part-fails"  # one part of an "at every L" claim does not hold
+    PARTS = "parts"  # every part decided; the label combines them
+    NO_MODEL_LEARNS = "no-model-learns"
+    MEMORISED = "memorised"
+    OPTIMISATION_FAILURE = "optimisation-failure"
+    TOO_FEW_SEEDS = "too-few-seeds"
+    UNCONVERGED = "unconverged"
+    MIXED_PROTOCOLS = "mixed-protocols"
+    RANK_TEST = "rank-test"  # the transfer study's exact null test of ranks
+    NOT_RUN = "not-run"
+    PIPELINE_ONLY = "pipeline-only"
+
+
+REFUTATIONS = (Reason.REFUTED_BY_MODEL, Reason.REFUTED_SO_FAR, Reason.REFUTED_BY_BOUND)
+DECIDED = (Label.HOLDS, Label.PARTLY, Label.FAILS)
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """One cell of a claim under one profile: its metric over seeds and where it ran."""
+
+    cell: str  # the claim's cell id (before any rename)
+    read_as: str  # the cell whose results were read (a twin's id under a rename)
+    experiments: tuple[tuple[str, str], ...]  # the (table, cell) that ran its results
+    values: tuple[float, ...]
+    mean: float | None
+    std: float | None
+    seeds: tuple[int, ...]
+    runs: int
+    converged: int
+    failed: int  # runs that stopped without fitting the training set
+    memorised: int  # runs whose kept weights predict no better than the mean
+    r2: float | None  # mean test R^2 (what a claim on another metric says nothing without)
+    solid: bool  # MIN_SEEDS seeds, every run converged, one protocol
+    mixed: bool  # its runs were trained under more than one protocol (never averaged)
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+
+@dataclass(frozen=True)
+class Test:
+    """Welch's test of cell ``a`` against cell ``b`` (``diff`` = mean a - mean b)."""
+
+    a: str
+    b: str
+    diff: float | None
+    p: float | None
+
+
+@dataclass(frozen=True)
+class Refutation:
+    """What refuted a claim before its column completed: one significantly better cell
+    (``cell``, ``diff`` above the focal cell, ``p``), the cells run so far (``cells``, their
+    ``value`` failing even the weaker test), or a bound (``value``: the most the claim's number
+    can reach, R^2 <= 1, from ``cells``)."""
+
+    reason: Reason
+    cells: tuple[str, ...]
+    value: float | None = None
+    cell: str | None = None
+    diff: float | None = None
+    p: float | None = None
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Where a verdict's numbers come from: the profile, the training-set sizes and epochs of
+    its trained runs, and the devices they ran on (``None`` for unrecorded)."""
+
+    profile: str
+    train_sizes: tuple[int, ...]
+    sizes: tuple[tuple[int, ...], ...]
+    epochs: tuple[int, int] | None
+    devices: tuple[str, ...]
+    seeds: tuple[int, ...] = ()  # the seeds of its trained runs
+    gpu_for_cpu_profile: bool = False
+
+
+@dataclass(frozen=True)
+class Shows:
+    """What a claim that holds shows where that is no evidence for MZAttn: ``kind`` "against"
+    (a no-gain claim whose change loses R^2: ``gain``, ``best`` cell of each column and its R^2)
+    or "says nothing" (a claim on another metric than R^2 about an MZ model that predicts worse
+    than a model beside it: ``model``, its ``r2``, ``beside`` {cell: R^2})."""
+
+    kind: str
+    model: str | None = None
+    r2: float | None = None
+    gain: float | None = None
+    change: str = ""
+    best: tuple[tuple[str, float], ...] = ()  # (cell, mean R^2), the best of each column
+    one_row: str | None = None  # the paper row that is best in every column, if one is
+    beside: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A claim judged: see the module doc. ``cells`` are the cells the verdict rests on (under
+    ``profile``; for a claim of parts, every part's), ``n_cells`` how many the claim names."""
+
+    claim: str
+    table: str
+    label: Label
+    reason: Reason
+    paper: float | None = None
+    ours: float | None = None
+    profile: str | None = None
+    regime: Regime | None = None
+    cells: tuple[CellStats, ...] = ()
+    n_cells: int = 0
+    problems: tuple[Reason, ...] = ()  # every evidence problem (too few seeds, unconverged, ...)
+    tests: tuple[Test, ...] = ()
+    p_max: float | None = None  # the largest Welch p of the focal cell against the others
+    p_holm: float | None = None  # p_max after Holm's correction within the claim's table
+    better: tuple[str, ...] = ()  # compared cells significantly better than the focal one
+    refutation: Refutation | None = None
+    yardstick: float | None = None  # the set-statistics ridge's R^2 in the focal column
+    shows: Shows | None = None
+    reading: str = ""  # generator normalisation of its MZ runs ("zonotope", "layernorm", "mixed")
+    layer_reading: str = ""
+    task_reading: str = ""
+    parts: tuple[Verdict, ...] = ()  # a claim of parts: each part's own verdict
+    beside: tuple[Verdict, ...] = ()  # the same claim under the other profiles that ran it
+    retired: tuple[tuple[str, str], ...] = ()  # (profile, the better profile that retired it)
+    reading_conflict: Verdict | None = None  # a profile of another reading that reads otherwise
+    depends_on: tuple[str, ...] = ()  # reading ablation rows that read the comparison otherwise
+    rank: dict = field(default_factory=dict)  # a RankClaim's ranks and null test
+    variant: str = ""  # "" for the claim's cells; "std" or "normalised" for their twins
+
+    @property
+    def ran(self) -> int:
+        return len(self.cells)
+
+    @property
+    def complete(self) -> bool:
+        """Every cell ran with solid evidence (a claim of parts: every part complete)."""
+        if self.parts:
+            return all(p.complete for p in self.parts)
+        return self.n_cells > 0 and self.ran == self.n_cells and all(c.solid for c in self.cells)
+
+    @property
+    def decisive(self) -> bool:
+        """Strong enough to decide here whatever the weaker profiles say: complete, or refuted
+        by the solid cells it has."""
+        return self.label not in (Label.NOT_RUN, Label.INSUFFICIENT) and (
+            self.complete or self.reason in REFUTATIONS
+        )
+
+    @property
+    def experiments(self) -> frozenset[tuple[str, str]]:
+        """The (table, cell) experiments whose runs the verdict rests on."""
+        return frozenset(e for c in self.cells for e in c.experiments)
+
+    @property
+    def significant(self) -> bool:
+        p = self.p_max if self.p_holm is None else self.p_holm
+        return p is not None and p < ALPHA
+
+
+# ---------------------------------------------------------------------------------------------
+# What one profile's results say
+# ---------------------------------------------------------------------------------------------
+
+
+_FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fast, not what
+
+
+def protocol_key(result: dict) -> str:
+    """What a result computed, apart from its seed: training configuration (without seed,
+    device and threads; precision as the run resolved it), data (dataset keys and generator
+    version), model configuration, and the code (git commit). Two results of a cell with
+    different keys are never averaged: a campaign runs every seed of a cell at one commit."""
+    cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in _FREE}
+    cfg["amp"] = result_amp(result)
+    key = {
+        "train": cfg,
+        "data": result.get("dataset_keys"),
+        "data_code": result.get("data_code_version"),
+        "model": result.get("model_config"),
+        "sizes": result.get("sizes"),
+        "code": (result.get("provenance") or {}).get("git_commit"),
+    }
+    return json.dumps(key, sort_keys=True, default=str)
+
+
+def _values(results: list[dict], metric: str) -> list[float]:
+    return [r["metrics"]["test"].get(metric) for r in results]
+
+
+def _trained(results: list[dict]) -> list[dict]:
+    return [r for r in results if _nn.model_spec(r["model"]).trainable]
+
+
+def _solid(results: list[dict]) -> bool:
+    """Enough to lean on one cell: ``MIN_SEEDS`` seeds, every run converged, one protocol."""
+    if len(results) < _stats.MIN_SEEDS:
+        return False
+    conv = [_stats.result_convergence(r) for r in results]
+    return all(v["converged"] for v in conv) and len({protocol_key(r) for r in results}) == 1
+
+
+def cell_stats(
+    cell: str, read_as: str, results: list[dict], metric: str, expects_failure: bool = False
+) -> CellStats:
+    """``CellStats`` of one cell's ``results`` on ``metric``; ``expects_failure``: a run stopped
+    at the mean predictor counts as converged (the claim is that the model fails)."""
+    summ = _stats.summarise(_values(results, metric))
+    conv = [_stats.result_convergence(r) for r in results]
+    converged = sum(v["converged"] or (expects_failure and bool(v.get("stopped"))) for v in conv)
+    memorised = sum(bool(_stats.kept_weights(r.get("history"))["memorised"]) for r in results)
+    r2 = _stats.mean_std(_values(results, "r2"))[0]
+    mixed = len({protocol_key(r) for r in results}) > 1
+    solid = summ["n"] >= _stats.MIN_SEEDS and converged == len(results) and not mixed
+    return CellStats(
+        cell=cell,
+        read_as=read_as,
+        experiments=tuple(dict.fromkeys((r["table"], r["cell"]) for r in results)),
+        values=tuple(summ["values"]),
+        mean=summ["mean"],
+        std=summ["std"],
+        seeds=tuple(r["seed"] for r in results),
+        runs=len(results),
+        converged=converged,
+        failed=sum(_stats.optimisation_failure(v) for v in conv),
+        memorised=memorised,
+        r2=r2,
+        solid=solid,
+        mixed=mixed,
+    )
+
+
+def readings(results: list[dict]) -> tuple[str, str, str]:
+    """(generator normalisation of the MZ runs, layer reading of the MZ runs, task reading of
+    every run) among ``results``: each "" where there is no such run, "mixed" where they differ.
+    The layer and task readings are recorded in each result (``model_config["mz_reading"]``,
+    ``task_version``); a result from before they were defaults to ``LAYER_READING`` and
+    ``TASK_READING``."""
+
+    def one(values) -> str:
+        found = set(values)
+        return "" if not found else found.pop() if len(found) == 1 else "mixed"
+
+    mz = [r for r in results if _nn.model_spec(r["model"]).family == "mz"]
+    gen = one(_reading.recorded_reading(r)[0] for r in mz)
+    layer = one((r.get("model_config") or {}).get("mz_reading", LAYER_READING) for r in mz)
+    task = one(r.get("task_version", TASK_READING) for r in results)
+    return gen, layer, task
+
+
+def devices_of(results: list[dict]) -> tuple[tuple[str, ...], bool]:
+    """The devices ``results`` ran on, as recorded ("cpu" first, then GPU names), and whether a
+    GPU ran a CPU profile (faster, under the CPU protocol's settings)."""
+    gpus, cpu, gpu_cpu = set(), False, False
+    for r in results:
+        p = r.get("provenance") or {}
+        if p.get("gpu_name") or p.get("device") == "cuda":
+            gpus.add(p.get("gpu_name") or "GPU")
+            gpu_cpu |= str(r.get("profile") or "").startswith("cpu")
+        elif p.get("device"):
+            cpu = True
+    return ("cpu",) * cpu + tuple(sorted(gpus)), gpu_cpu
+
+
+def regime_of(results: list[dict], profile: str) -> Regime:
+    """The ``Regime`` of ``results`` under ``profile`` (sizes and epochs of the trained runs)."""
+    trained = _trained(results) or results
+    devices, gpu_cpu = devices_of(results)
+    eps = sorted(r.get("epochs_run", 0) for r in trained)
+    return Regime(
+        profile=profile,
+        train_sizes=tuple(sorted({r["sizes"][0] for r in trained})),
+        sizes=tuple(sorted({tuple(r["sizes"]) for r in results})),
+        epochs=(eps[0], eps[-1]) if eps else None,
+        devices=devices,
+        seeds=tuple(sorted({r["seed"] for r in trained})),
+        gpu_for_cpu_profile=gpu_cpu,
+    )
+
+
+def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None):
+    """``get(cell_id)``: the mean test ``metric`` over the seeds of that cell in ``by_cell``
+    (``experiments.results_by_cell``), MissingCell when it has none. ``rename`` maps the claim's
+    cell ids to others (a claim read on its cells' twins)."""
+
+    def get(cell_id: str) -> float:
+        cid = cell_id if rename is None else rename(cell_id)
+        mean, _ = _stats.mean_std(_values(by_cell.get(cid, []), metric))
+        if mean is None:
+            raise MissingCell(cid)
+        return mean
+
+    return get
+
+
+def _paper_value(claim: Claim) -> float | None:
+    try:
+        if claim.paper_expr is not None:
+            return claim.paper_expr()
+        return claim.expr(lambda cid: cell_paper_value(claim.table, cid, claim.metric))
+    except MissingCell:
+        return None
+
+
+def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
+    """The sequential rule's early stop under one profile: a bound (``Claim.bound``: R^2 <= 1)
+    that fails even the weaker test; one compared cell better than the focal one by more than
+    the tie with Welch's p < ALPHA, both solid; or the solid cells run so far (not all) whose
+    value already fails even the weaker test where another cell can only lower it (the gap to
+    the best of several, the best of a family that should fail)."""
+    if claim.bound is not None:
+        try:
+            top = claim.bound(mean_getter(by_cell, claim.metric, ren))
+        except MissingCell:
+            top = None
+        needs = [c for c in claim.bound_cells if by_cell.get(ren(c))]
+        if (
+            top is not None
+            and not claim.partly(top)
+            and all(_solid(by_cell[ren(c)]) for c in needs)
+        ):
+            return Refutation(Reason.REFUTED_BY_BOUND, tuple(claim.bound_cells), value=top)
+    if claim.metric != "r2" or not (claim.monotone or claim.compare):
+        return None
+    if claim.compare and not claim.monotone:
+        a, bs = claim.compare
+        if not _solid(by_cell.get(ren(a), [])):
+            return None
+        best = None
+        for b in bs:
+            res_b = by_cell.get(ren(b), [])
+            if not _solid(res_b):
+                continue
+            w = _stats.welch(_values(res_b, "r2"), _values(by_cell[ren(a)], "r2"))
+            if w["p"] is not None and w["diff"] > TIE and w["p"] < ALPHA:
+                if best is None or w["p"] < best.p:
+                    best = Refutation(Reason.REFUTED_BY_MODEL, (a, b), cell=b, diff=w["diff"],
+                                      p=w["p"])  # fmt: skip
+        if best is not None:
+            return best
+        pool = bs
+    else:
+        pool = claim.cells
+    ran = [c for c in pool if by_cell.get(ren(c))]
+    if not ran or len(ran) == len(pool) or not all(_solid(by_cell[ren(c)]) for c in ran):
+        return None
+    try:
+        value = claim.expr(mean_getter(by_cell, claim.metric, ren))
+    except MissingCell:
+        return None
+    if claim.partly(value):
+        return None
+    return Refutation(Reason.REFUTED_SO_FAR, tuple(ran), value=value)
+
+
+def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows | None:
+    """What a claim that holds shows where that is no evidence for MZAttn (``Shows``)."""
+    if label not in (Label.HOLDS, Label.PARTLY) or ours is None:
+        return None
+
+    def r2(cid):
+        return _stats.mean_std(_values(by_cell.get(cid, []), "r2"))[0]
+
+    if claim.no_gain and ours < -TIE:
+        best = []
+        for column in dict.fromkeys(spec.cell(c).column for c in claim.cells):
+            means = {c.id: r2(c.id) for c in spec.cells
+                     if c.column == column and _nn.model_spec(c.model).trainable}  # fmt: skip
+            means = {k: v for k, v in means.items() if v is not None}
+            if means:
+                top = max(means, key=means.get)
+                best.append((top, means[top]))
+        rows = {spec.cell(c).row for c, _ in best}
+        return Shows("against", gain=ours, change=claim.no_gain, best=tuple(best),
+                     one_row=rows.pop() if len(rows) == 1 and best else None)  # fmt: skip
+    if claim.metric == "r2":
+        return None
+    for c in claim.cells:
+        cell = spec.cell(c)
+        mz = r2(ren(c))
+        if _nn.model_spec(cell.model).family != "mz" or mz is None:
+            continue
+        others = [ren(o) for o in claim.cells
+                  if _nn.model_spec(spec.cell(o).model).family != "mz"]  # fmt: skip
+        others += [y.id for y in spec.cells if y.model == ex.SET_STATS and y.column == cell.column]
+        beside = {o: r2(o) for o in dict.fromkeys(others)}
+        beside = {o: v for o, v in beside.items() if v is not None and v > mz}
+        if beside:
+            return Shows("says nothing", model=ren(c), r2=mz, beside=tuple(beside.items()))
+    return None
+
+
+def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdict:
+    """``claim`` judged on one profile's results ``by_cell`` alone ({cell id: [result, ...]});
+    "not run" when none of its cells ran and no bound refutes it."""
+    ren = (lambda c: c) if rename is None else rename
+    spec = ex.get_table(claim.table)
+    base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim), profile=profile,
+                n_cells=len(claim.cells))  # fmt: skip
+    cells = tuple(
+        cell_stats(c, ren(c), by_cell[ren(c)], claim.metric, claim.expects_failure)
+        for c in claim.cells
+        if by_cell.get(ren(c))
+    )
+    used = [r for c in claim.cells for r in by_cell.get(ren(c), [])]
+    refuted = _refutation(claim, by_cell, ren) if profile != "smoke" else None
+    try:
+        ours = claim.expr(mean_getter(by_cell, claim.metric, ren))
+    except MissingCell:
+        ours = None
+    if ours is None and refuted is None:
+        return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **{**base, "profile": None})
+    gen, layer, task = readings(used)
+    base.update(ours=ours, regime=regime_of(used, profile), cells=cells, reading=gen,
+                layer_reading=layer, task_reading=task)  # fmt: skip
+    if profile == "smoke":
+        return Verdict(label=Label.PIPELINE_ONLY, reason=Reason.PIPELINE_ONLY, **base)
+    if refuted is not None and refuted.reason == Reason.REFUTED_BY_BOUND:
+        return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
+    problems = []
+    if any(c.n < _stats.MIN_SEEDS for c in cells):
+        problems.append(Reason.TOO_FEW_SEEDS)
+    if any(c.converged < c.runs for c in cells):
+        problems.append(Reason.UNCONVERGED)
+    if any(c.mixed for c in cells):
+        problems.append(Reason.MIXED_PROTOCOLS)
+    tests, p_max, better, yard = (), None, (), None
+    if claim.compare is not None:
+        a, bs = claim.compare
+        stats = {c.cell: c for c in cells}
+        if a in stats:
+            tests = tuple(
+                Test(a, b, w["diff"], w["p"])
+                for b in bs if b in stats
+                for w in [_stats.welch(stats[a].values, stats[b].values)]
+            )  # fmt: skip
+        ps = [t.p for t in tests]
+        p_max = max(ps) if ps and None not in ps else None
+        sign, tie = (1.0, 0.0) if claim.metric in LOWER_IS_BETTER else (-1.0, TIE)
+        better = tuple(t.b for t in tests
+                       if t.p is not None and sign * t.diff > tie and t.p < ALPHA)  # fmt: skip
+        column = spec.cell(a).column
+        for y in spec.cells:
+            if y.model == ex.SET_STATS and y.column == column and by_cell.get(ren(y.id)):
+                yard = _stats.mean_std(_values(by_cell[ren(y.id)], "r2"))[0]
+    base.update(problems=tuple(problems), tests=tests, p_max=p_max, better=better,
+                yardstick=yard)  # fmt: skip
+    complete = len(cells) == len(claim.cells)
+    failures = any(c.failed for c in cells) and not claim.expects_failure
+    focal = claim.compare[0] if claim.compare else None
+    early = None  # a label that the evidence, not the numbers, gives
+    if failures:
+        early = (Label.OPTIMISATION_FAILURE, Reason.OPTIMISATION_FAILURE)
+    elif problems:
+        early = (Label.INSUFFICIENT, problems[0])
+    elif (
+        claim.compare is not None
+        and claim.metric == "r2"
+        and cells
+        and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
+    ):
+        early = (Label.NO_MODEL_LEARNS, Reason.NO_MODEL_LEARNS)
+    elif claim.compare is not None and any(
+        c.cell == focal and 2 * c.memorised > c.runs for c in cells
+    ):
+        early = (Label.MEMORISED, Reason.MEMORISED)
+    if refuted is not None and (
+        early is None or early[0] not in (Label.NO_MODEL_LEARNS, Label.MEMORISED)
+    ):
+        # a refutation by solid cells stands whatever the cells that are not solid say
+        if refuted.reason == Reason.REFUTED_SO_FAR and claim.compare and not claim.monotone:
+            # the models run so far leave no room for the claim, but none is significantly
+            # better: it cannot hold, and "does not hold" needs a significant model
+            return Verdict(label=Label.NOT_DECIDED, reason=Reason.CANNOT_HOLD,
+                           refutation=refuted, **base)  # fmt: skip
+        return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
+    if early is not None:
+        return Verdict(label=early[0], reason=early[1], **base)
+    holds, partly = claim.holds(ours), claim.partly(ours)
+    if claim.compare is None:
+        label = rule(holds, partly, True, complete)
+    else:
+        significant = p_max is not None and p_max < ALPHA
+        label = rule(holds, partly, significant, complete, bool(better) or claim.size_of_gap)
+    if label == Label.HOLDS:
+        reason = Reason.SIGNIFICANT if claim.compare is not None else Reason.THRESHOLDS
+    elif label == Label.PARTLY:
+        reason = Reason.INCOMPLETE if holds else Reason.TIE
+    elif label == Label.NOT_DECIDED:
+        reason = Reason.NOT_SIGNIFICANT
+    else:
+        reason = Reason.THRESHOLDS
+    shows = _shows(claim, label, ours, by_cell, ren, spec)
+    return Verdict(label=label, reason=reason, shows=shows, **base)
+
+
+# ---------------------------------------------------------------------------------------------
+# The strongest evidence decides
+# ---------------------------------------------------------------------------------------------
+
+
+def _retired(claim: Claim, by_profile: dict, ren) -> tuple[tuple[str, str], ...]:
+    """(profile, retired by) for each of ``RETIRED_ONCE_CONVERGED`` among ``by_profile`` that a
+    converged cell of ``claim`` under a better profile of ``by_profile`` retires."""
+    better = next(
+        (prof for prof, res in by_profile.items()
+         if prof not in RETIRED_ONCE_CONVERGED and prof != "smoke"
+         and any(_stats.result_convergence(r)["converged"]
+                 for c in claim.cells for r in res.get(ren(c), []))),
+        None,
+    )  # fmt: skip
+    if better is None:
+        return ()
+    return tuple(
+        (old, better) for old in RETIRED_ONCE_CONVERGED
+        if by_profile.get(old) and any(by_profile[old].get(ren(c)) for c in claim.cells)
+    )  # fmt: skip
+
+
+def _decide(tried: list[Verdict]) -> int | None:
+    """The index of the verdict that decides among ``tried`` (most faithful profile first): the
+    first decisive one, else the first whose cells all have their seeds with a verdict other
+    than insufficient evidence, else the first with such a verdict, else the first; None for
+    none."""
+    if not tried:
+        return None
+    seeded = lambda v: all(c.n >= _stats.MIN_SEEDS for c in v.cells)  # noqa: E731
+
+    def overruled(i: int) -> bool:
+        """A refutation whose cells a more faithful profile read with solid evidence, without
+        refuting the claim: the stronger evidence on the same comparison stands."""
+        ref = tried[i].refutation
+        if ref is None or tried[i].complete:
+            return False
+        return any({c.cell for c in v.cells if c.solid} >= set(ref.cells) for v in tried[:i])
+
+    for test in (lambda v: v.decisive and not overruled(tried.index(v)),
+                 lambda v: v.label != Label.INSUFFICIENT and seeded(v),
+                 lambda v: v.label != Label.INSUFFICIENT):  # fmt: skip
+        i = next((i for i, v in enumerate(tried) if test(v)), None)
+        if i is not None:
+            return i
+    return 0
+
+
+def _polarity(label: Label) -> str | None:
+    return {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "fails"}.get(label)
+
+
+def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
+    """A claim of parts from its parts' verdicts (each by its own strongest evidence)."""
+    base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim),
+                n_cells=len(claim.cells), parts=tuple(parts))  # fmt: skip
+    ran = [p for p in parts if p.label != Label.NOT_RUN]
+    if not ran:
+        return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **base)
+    values = [p.ours for p in ran if p.ours is not None]
+    ours = (min if claim.combine == "min" else max)(values) if values else None
+    order = list(PROFILE_ORDER)
+    weakest = max(ran, key=lambda p: order.index(p.profile) if p.profile in order else len(order))
+    base.update(ours=ours, profile=weakest.profile, regime=weakest.regime,
+                cells=tuple(c for p in ran for c in p.cells),
+                reading=_same(p.reading for p in ran),
+                layer_reading=_same(p.layer_reading for p in ran),
+                task_reading=_same(p.task_reading for p in ran))  # fmt: skip
+    failed = [p for p in ran if p.label == Label.FAILS]
+    if failed:
+        return Verdict(label=Label.FAILS, reason=Reason.PART_FAILS, **base)
+    labels = {p.label for p in parts}
+    if labels == {Label.HOLDS}:
+        return Verdict(label=Label.HOLDS, reason=Reason.PARTS, **base)
+    if labels <= {Label.HOLDS, Label.PARTLY, Label.NOT_RUN}:
+        reason = Reason.INCOMPLETE if Label.NOT_RUN in labels else Reason.PARTS
+        return Verdict(label=Label.PARTLY, reason=reason, **base)
+    other = next(p for p in parts if p.label not in (Label.HOLDS, Label.PARTLY))
+    return Verdict(label=other.label, reason=other.reason, problems=other.problems, **base)
+
+
+def _same(values) -> str:
+    found = {v for v in values if v}
+    return "" if not found else found.pop() if len(found) == 1 else "mixed"
+
+
+def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
+          twin=None) -> Verdict:  # fmt: skip
+    """The verdict on ``claim`` (a ``Claim`` or ``RankClaim``) from the results of ``profiles``
+    (default ``PROFILE_ORDER``, most faithful first): see the module doc. ``rename`` reads the
+    claim on other cells (their twins), ``twin(cell, profile)`` on twins that depend on the
+    profile; ``loaded``: ``{profile: results_by_cell(...)}`` read already."""
+    if twin is not None:
+        if rename is not None:
+            raise ValueError("give rename or twin, not both")
+        if isinstance(claim, RankClaim) or claim.parts:
+            raise ValueError("twin applies to a claim on cells without parts")
+    order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
+    if isinstance(claim, RankClaim):
+        if rename is not None or twin is not None:
+            raise ValueError("rename applies to cell claims, not to a RankClaim")
+        return _judge_ranks(claim, order, results_dir)
+    loaded = dict(loaded or {})
+    for prof in order:
+        if prof not in loaded:
+            loaded[prof] = ex.results_by_cell(claim.table, prof, results_dir)
+    if claim.parts:
+        parts = [judge(p, order, results_dir, rename, loaded=loaded) for p in claim.parts]
+        at = {p.profile for p in parts if p.label != Label.NOT_RUN}
+        if len(at) > 1:  # the strongest evidence differs between parts: each part decides
+            return _combine(claim, parts)
+        # one profile for every part that ran: the claim is judged whole, as any other
+    ren = (lambda c: c) if rename is None else rename
+    retired = _retired(claim, {p: loaded[p] for p in order}, ren)
+    gone = {old for old, _ in retired}
+    tried = [
+        judge_under(claim, p, loaded[p], rename if twin is None else lambda c, p=p: twin(c, p))
+        for p in order
+        if p not in gone
+    ]
+    tried = [v for v in tried if v.label != Label.NOT_RUN]
+    i = _decide(tried)
+    if i is None:
+        return Verdict(claim=claim.id, table=claim.table, label=Label.NOT_RUN,
+                       reason=Reason.NOT_RUN, paper=_paper_value(claim),
+                       n_cells=len(claim.cells), retired=retired)  # fmt: skip
+    chosen = tried[i]
+    beside = tuple(tried[:i] + tried[i + 1 :])
+    conflict = next(
+        (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
+         and _polarity(v.label) and _polarity(chosen.label)
+         and _polarity(v.label) != _polarity(chosen.label)),
+        None,
+    )  # fmt: skip
+    depends = ()
+    if chosen.profile == _reading.PROFILE and claim.compare and _polarity(chosen.label):
+        for table, _, main, _, what in _reading.DIAGNOSTIC_CELLS:
+            if claim.table == table and claim.compare[0] == main:
+                depends = tuple(_reading.dependence(what, results_dir=results_dir))
+    return replace(chosen, beside=beside, retired=retired, reading_conflict=conflict,
+                   depends_on=depends)  # fmt: skip
+
+
+def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdict:
+    """A ``RankClaim`` from the first profile with results of its table
+    (``transfer.prediction``); ``rank`` holds the ranks, the null test and the settings."""
+    paper_ranks = transfer.paper_ranks()
+    base = dict(claim=claim.id, table=claim.table, paper=_rank_value(claim.kind, paper_ranks),
+                n_cells=len(claim.cells))  # fmt: skip
+    for prof in order:
+        by_cell = ex.results_by_cell(claim.table, prof, results_dir)
+        if not by_cell:
+            continue
+        pred = transfer.prediction(prof, results_dir)
+        label = Label(pred["verdict"])
+        observed = pred["observed"]
+        if claim.kind == "mid-field" and pred["problem"] is None:
+            n, k, whole = len(observed), pred["mid_field"], pred["n_settings"]
+            label = ((Label.HOLDS if n == whole else Label.PARTLY) if k == n
+                     else Label.PARTLY if 2 * k >= n else Label.FAILS)  # fmt: skip
+        cap = transfer.longer_cap(prof, results_dir) if pred["unconverged"] else None
+        sens = transfer.prediction(prof, results_dir, substitute=cap) if cap else None
+        if sens is not None and (sens["unconverged"] or sens["problem"] is not None):
+            sens = None
+        used = pred["results"] or [r for rs in by_cell.values() for r in rs]
+        gen, layer, task = readings(used)
+        rank = {
+            "kind": claim.kind, "observed": tuple(observed), "paper": tuple(paper_ranks),
+            "settings": tuple(pred["settings"]), "n_settings": pred["n_settings"],
+            "mid_field": pred["mid_field"], "test": pred["test"],
+            "problem": pred["problem"], "longer_cap": sens,
+        }  # fmt: skip
+        reason = Reason.RANK_TEST if _polarity(label) else {
+            Label.INSUFFICIENT: Reason.TOO_FEW_SEEDS, Label.PIPELINE_ONLY: Reason.PIPELINE_ONLY,
+        }.get(label, Reason.NOT_RUN)  # fmt: skip
+        return Verdict(label=label, reason=reason, profile=prof, regime=regime_of(used, prof),
+                       ours=_rank_value(claim.kind, observed) if observed else None,
+                       reading=gen, layer_reading=layer, task_reading=task, rank=rank,
+                       **base)  # fmt: skip
+    return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN,
+                   rank={"kind": claim.kind, "paper": tuple(paper_ranks), "observed": ()},
+                   **base)  # fmt: skip
+
+
+def _rank_value(kind: str, ranks) -> float:
+    """A RankClaim's number: the mean rank, or the share of ranks in the mid-field."""
+    if kind == "no-advantage":
+        return sum(ranks) / len(ranks)
+    lo, hi = transfer.MID_FIELD
+    return sum(lo <= r <= hi for r in ranks) / len(ranks)
+
+
+def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
+    """``verdicts`` with Holm's correction applied within each table's family of "beats"
+    claims: each verdict decided by Welch's significance gets ``p_holm``, and one that held on
+    its raw p but not on the corrected one becomes "not decided" (``NOT_SIGNIFICANT``)."""
+    out = list(verdicts)
+    by_table: dict[str, list[int]] = {}
+    for i, v in enumerate(out):
+        if (
+            v.p_max is not None
+            and v.tests
+            and v.reason
+            in (Reason.SIGNIFICANT, Reason.TIE, Reason.INCOMPLETE, Reason.NOT_SIGNIFICANT)
+        ):
+            by_table.setdefault(v.table, []).append(i)
+    for idx in by_table.values():
+        adjusted = holm([out[i].p_max for i in idx])
+        for i, p in zip(idx, adjusted, strict=True):
+            v = replace(out[i], p_holm=p)
+            if v.label == Label.HOLDS and v.reason == Reason.SIGNIFICANT and p >= ALPHA:
+                v = replace(v, label=Label.NOT_DECIDED, reason=Reason.NOT_SIGNIFICANT)
+            out[i] = v
+    return out
+
+
+def judge_all(claims, profiles=None, results_dir=None) -> list[Verdict]:
+    """Every claim of ``claims`` judged (``judge``), with Holm's correction per table."""
+    return family_holm([judge(c, profiles, results_dir) for c in claims])

@@ -1,0 +1,448 @@
+"""The one place that words a verdict: every page, the command line and the landing page say a
+verdict (``engine.Verdict``) through here.
+
+    from mzlite.repro.experiments import engine, present
+    v = engine.judge(claim)
+    present.row(claim, v)          # the scorecard row: every field a page shows, in words
+    present.why(claim, v)          # the rule that decided it, in one sentence
+    present.regime_text(v.regime)  # "10K training sets, the paper's protocol"
+
+Sentences are written from the verdict's numbers and codes, once, with cells named in words
+("L = 32, ST-4L", never an id) and profiles by the glossary's names (``protocols.READER_NAMES``);
+nothing downstream parses or rewrites them.
+"""
+
+from __future__ import annotations
+
+from mzlite import nn as _nn
+from mzlite.analysis.verdicts import ALPHA, TIE, Label
+from mzlite.repro.experiments import stats as _stats
+from mzlite.repro.experiments.claims import Claim, RankClaim
+from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
+from mzlite.repro.experiments.formatting import cell_words, spaced
+from mzlite.repro.experiments.protocols import reader_name
+from mzlite.repro.experiments.results import PROFILE_ORDER
+from mzlite.repro.experiments.specs import set_count_text
+from mzlite.repro.experiments.tables import get_table
+from mzlite.repro.paper import name_labels
+
+__all__ = [
+    "FIRST_READING", "DEFAULT_READING", "NOT_RUN_REASON", "devices_text", "label_words",
+    "protocol_text", "readings_text", "reason_text", "regime_text", "row", "statistics_text",
+    "value_text", "why",
+]  # fmt: skip
+
+# What the generator-normalisation reading of a verdict's MZ runs is called
+FIRST_READING = "mzlite's first reading (a LayerNorm on every generator row)"
+DEFAULT_READING = "mzlite's reading (generators mapped as their centre)"
+# What a claim without results says: not a refusal to try, a price (coverage.py, plan --decide)
+NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
+
+
+def label_words(label: Label) -> str:
+    """A label as a page prints it (its value: "does not hold here")."""
+    return Label(label).value
+
+
+def _cell(table: str, cell_id: str) -> str:
+    """A cell in words ("L = 32, ST-4L"); a twin cell (``std-<id>``) is named by its own row."""
+    return cell_words(table, cell_id)
+
+
+def _row_name(table: str, cell_id: str) -> str:
+    return get_table(table).cell(cell_id).row
+
+
+def _p(p) -> str:
+    return "--" if p is None else f"{p:.2g}"
+
+
+def value_text(claim, value, ranks=None) -> str:
+    """The claim's number as its table prints it ("+0.12", "0.908", "2.31x"); a rank claim's
+    from its ``ranks``: the mean rank, or "3 of 5" in the mid-field."""
+    if value is None:
+        return "--"
+    if isinstance(claim, RankClaim):
+        if claim.kind == "no-advantage":
+            return f"{value:.2f}"
+        return f"{round(value * len(ranks))} of {len(ranks)}"
+    return claim.fmt(value)
+
+
+def reading_words(gen_norm: str) -> str:
+    """The generator-normalisation reading of a verdict's MZ runs, in words."""
+    if gen_norm == "layernorm":
+        return FIRST_READING
+    if gen_norm == "mixed":
+        return "mixed readings"
+    return DEFAULT_READING if gen_norm else ""
+
+
+def regime_text(regime: Regime | None) -> str:
+    """The regime a verdict was read in: "2K training sets, the reduced CPU protocol"."""
+    if regime is None:
+        return ""
+    words = "/".join(set_count_text(n) for n in regime.train_sizes)
+    return f"{words} training sets, {reader_name(regime.profile)}"
+
+
+def devices_text(regime: Regime) -> str:
+    """Where the runs ran, in words: "on a CPU and on an NVIDIA H200 GPU"; a GPU that ran a CPU
+    profile says so (it made it faster; the settings stayed the CPU protocol's)."""
+    names = [
+        "on a CPU" if d == "cpu"
+        else f"on an {d} GPU" if d[:1].upper() in "AEIOU" or d.startswith("NVIDIA")
+        else f"on a {d} GPU"
+        for d in regime.devices
+    ]  # fmt: skip
+    text = " and ".join(names) or "on an unrecorded device"
+    if regime.gpu_for_cpu_profile:
+        text += " (a GPU, for speed, under the CPU protocol's settings)"
+    return text
+
+
+def protocol_text(v: Verdict) -> str:
+    """What ran: "cpu-annealed: 3 seed(s), 46-82 epochs, 2,000/500/2,000 sets, on a CPU", with
+    how many of the claim's cells ran when not all did."""
+    r = v.regime
+    if r is None:
+        return "--"
+    lo, hi = r.epochs or (0, 0)
+    epochs = "--" if r.epochs is None else str(lo) if lo == hi else f"{lo}-{hi}"
+    sizes = ", ".join("/".join(f"{n:,}" for n in s) for s in r.sizes)
+    text = f"{r.profile}: {len(r.seeds)} seed(s), {epochs} epochs, {sizes} sets, {devices_text(r)}"
+    if v.parts:
+        by = {}
+        for p in v.parts:
+            if p.profile:
+                by.setdefault(p.profile, []).append(p.claim.split("@", 1)[1])
+        text = "per part: " + "; ".join(f"{', '.join(w)} under {p}" for p, w in by.items())
+    elif v.rank:
+        text += f"; {len(v.rank['settings'])} of {v.rank['n_settings']} settings complete"
+    elif v.ran < v.n_cells:
+        text += f"; {v.ran} of {v.n_cells} cells run"
+    return text
+
+
+def statistics_text(claim, v: Verdict) -> str:
+    """Seeds per cell, converged runs, and the largest Welch p (with Holm's, when it ran)."""
+    if isinstance(claim, RankClaim):
+        return _rank_statistics(v)
+    if not v.cells:
+        return "--"
+    ns = sorted({c.n for c in v.cells})
+    conv = sum(c.converged for c in v.cells)
+    runs = sum(c.runs for c in v.cells)
+    text = f"n = {'/'.join(map(str, ns))} seed(s) per cell, {conv}/{runs} runs converged"
+    if v.tests and v.p_max is None:
+        text += "; no Welch test (needs >= 2 seeds a side)"
+    elif v.tests:
+        worst = max(v.tests, key=lambda t: t.p)
+        text += (f"; Welch p = {_p(worst.p)} ({_cell(v.table, worst.a)} vs "
+                 f"{_cell(v.table, worst.b)}"
+                 + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
+        if v.p_holm is not None and len(v.tests):
+            text += f"; after Holm's correction within its table, p = {_p(v.p_holm)}"
+    return spaced(text)
+
+
+def _rank_statistics(v: Verdict) -> str:
+    rk = v.rank
+    if "n_settings" not in rk:
+        return "--"
+    listed = ", ".join(f"{r:g}" for r in rk["observed"])
+    text = (f"MZAttn-Full's ranks by mean R^2 over seeds in the {len(rk['observed'])} complete "
+            f"settings: {listed or '--'} (paper, all {rk['n_settings']}: "
+            + ", ".join(f"{r:g}" for r in rk["paper"]) + ")")  # fmt: skip
+    t = rk["test"]
+    if t is not None and rk["kind"] == "no-advantage":
+        text += (f"; exact null: P(mean <= it) = {t['p_advantage']:.3f}, P(mean >= it) = "
+                 f"{t['p_disadvantage']:.3f}, smallest possible {t['p_floor']:.2g}")  # fmt: skip
+    return spaced(text)
+
+
+def _problems(claim, v: Verdict) -> str:
+    out = []
+    cells = v.cells
+    if Reason.TOO_FEW_SEEDS in v.problems:
+        few = [c for c in cells if c.n < _stats.MIN_SEEDS]
+        ns = sorted({c.n for c in few})
+        out.append(f"{len(few)} of {len(cells)} cells have {'/'.join(map(str, ns))} seed(s) "
+                   f"(needs >= {_stats.MIN_SEEDS})")  # fmt: skip
+    if Reason.UNCONVERGED in v.problems:
+        bad = sum(c.runs - c.converged for c in cells)
+        out.append(f"{bad} of {sum(c.runs for c in cells)} runs did not converge")
+    if Reason.MIXED_PROTOCOLS in v.problems:
+        out.append("mixed protocols in " + ", ".join(_cell(v.table, c.cell) for c in cells
+                                                     if c.mixed))  # fmt: skip
+    return "; ".join(out)
+
+
+def _refutation_text(claim: Claim, v: Verdict) -> str:
+    ref = v.refutation
+    table = v.table
+    if ref.reason == Reason.REFUTED_BY_MODEL:
+        return (f"refuted by {_row_name(table, ref.cell)} ({_cell(table, ref.cell)}: R^2 "
+                f"{ref.diff:+.3f} above {_cell(table, claim.compare[0])}, Welch p = "
+                f"{_p(ref.p)}); the rest of the column need not run")  # fmt: skip
+    if ref.reason == Reason.REFUTED_BY_BOUND:
+        held = "; ".join(
+            f"{_cell(table, c.cell)} scores {c.mean:.3f}" for c in v.cells if c.cell in ref.cells
+        )
+        return (f"refuted by a bound: {held}, so with R^2 <= 1 the claim's number is at most "
+                f"{claim.fmt(ref.value)}, which fails even its weaker test, whatever the cells "
+                "not yet run at this regime give")  # fmt: skip
+    names = ", ".join(_row_name(table, c) for c in ref.cells)
+    if ref.reason == Reason.CANNOT_HOLD or v.reason == Reason.CANNOT_HOLD:
+        return (f"cannot hold: against the {len(ref.cells)} of {len(claim.compare[1])} models of "
+                f"the comparison run so far ({names}) the gap is {claim.fmt(ref.value)}, which "
+                "fails even the weaker test, and another model can only lower it; none of them "
+                "is significantly better, so it is not refuted")  # fmt: skip
+    return (f"refuted by the {len(ref.cells)} of {len(claim.cells)} cells run ({names}): "
+            f"{claim.fmt(ref.value)} fails even the weaker test, and no further cell can "
+            "lower it")  # fmt: skip
+
+
+def why(claim, v: Verdict) -> str:
+    """The rule that decided ``v``, in one sentence a reader can check against the claim's
+    stated thresholds; what a holding verdict shows where it is no evidence for MZAttn first."""
+    text = _why(claim, v)
+    if v.shows is not None:
+        text = f"{_shows_text(v)}; {text}"
+    return spaced(name_labels(text))
+
+
+def _why(claim, v: Verdict) -> str:
+    r = v.reason
+    if isinstance(claim, RankClaim):
+        return _rank_why(v)
+    if r == Reason.NOT_RUN:
+        return "; ".join(
+            f"{old} results retired from this verdict (a converged cell of the claim "
+            f"under {by}; they stay as an ablation)"
+            for old, by in v.retired
+        )
+    if r == Reason.PIPELINE_ONLY:
+        return "a smoke run: it checks the code, it never gives a verdict"
+    if v.parts:
+        return "; ".join(
+            f"{p.claim.split('@', 1)[1]}: {label_words(p.label)}"
+            + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
+            for p in v.parts
+        ) + (". One part that does not hold refutes the claim, each part read at its strongest "
+             "evidence" if r == Reason.PART_FAILS else "")  # fmt: skip
+    if v.refutation is not None:
+        return _refutation_text(claim, v)
+    if r == Reason.OPTIMISATION_FAILURE:
+        return "; ".join(f"{_cell(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
+                         "fitting the training set" for c in v.cells if c.failed)  # fmt: skip
+    if v.label == Label.INSUFFICIENT:
+        return _problems(claim, v)
+    if r == Reason.MEMORISED:
+        return "; ".join(f"{_cell(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
+                         for c in v.cells if c.memorised)  # fmt: skip
+    if r == Reason.NO_MODEL_LEARNS:
+        means = [c.mean for c in v.cells if c.mean is not None]
+        text = (f"every model of the comparison has R^2 <= {_stats.LEARNS:g} "
+                f"({min(means):.2f} to {max(means):.2f})")  # fmt: skip
+        if v.yardstick is not None:
+            text += f"; the yardstick (set statistics) reaches {v.yardstick:.2f}"
+        return text
+    if claim.compare is None or claim.size_of_gap:
+        return "the claim's thresholds, on the mean over seeds"
+    n_b = len(claim.compare[1])
+    p = "" if v.p_max is None else f" (largest Welch p = {_p(v.p_max)})"
+    if r == Reason.SIGNIFICANT:
+        return f"survived all {n_b} models of the comparison, each significantly{p}"
+    if r == Reason.INCOMPLETE:
+        tested = len(v.tests)
+        return (f"survived {tested} of {n_b} models so far, none significantly better{p}; "
+                f"{n_b - tested} still to run (plan --decide)")  # fmt: skip
+    if r == Reason.TIE:
+        return f"a tie: the gap is within {TIE:g} of zero{p}"
+    if r == Reason.NOT_SIGNIFICANT:
+        if v.p_holm is not None and v.p_max is not None and v.p_max < ALPHA <= v.p_holm:
+            return (
+                f"the gap passes the test, significantly alone (p = {_p(v.p_max)}) but not "
+                f"after Holm's correction within its table (p = {_p(v.p_holm)})"
+            )
+        return f"the gap is beyond a tie, but no Welch test backs it either way{p}"
+    if v.better:  # the label is "does not hold" because a compared model is better
+        names = ", ".join(_cell(v.table, b) for b in v.better)
+        return f"fails even the weaker test, and {names} is significantly better{p}"
+    return f"the claim's thresholds: no single model significantly better{p}"
+
+
+def _rank_why(v: Verdict) -> str:
+    rk = v.rank
+    if "n_settings" not in rk:
+        return ""
+    sens = rk.get("longer_cap")
+    note = ""
+    if sens is not None:
+        listed = ", ".join(f"{r:g}" for r in sens["observed"])
+        if rk["kind"] == "mid-field":
+            read = f"{sens['mid_field']} of {len(sens['observed'])} settings rank 3-5"
+        else:
+            read = f'the null test reads "{sens["verdict"]}"'
+        note = (f". With those {len(sens['substituted'])} (setting, model) pair(s) rerun at a "
+                f"longer epoch cap, every run converged: ranks {listed}; {read}")  # fmt: skip
+    if rk["problem"] is not None:
+        return rk["problem"][1] + note
+    t = rk["test"]
+    n, whole = len(rk["observed"]), rk["n_settings"]
+    if rk["kind"] == "mid-field":
+        text = f"{rk['mid_field']} of {n} complete settings rank 3-5" + (
+            "" if n == whole else f" ({whole - n} of {whole} settings still incomplete)"
+        )
+    elif t["p_advantage"] <= ALPHA:
+        text = (f"MZAttn-Full ranks better than chance (mean rank {t['mean_rank']:.2f}; "
+                f"P(mean <= it) = {t['p_advantage']:.3f} under the null)")  # fmt: skip
+    elif t["p_disadvantage"] <= ALPHA:
+        text = (f"MZAttn-Full ranks worse than chance (mean rank {t['mean_rank']:.2f}; "
+                f"P(mean >= it) = {t['p_disadvantage']:.3f})")  # fmt: skip
+    elif t["p_floor"] > ALPHA:
+        text = (f"with {t['n_cells']} complete setting(s) even rank 1 everywhere would have "
+                f"P = {t['p_floor']:.3f} under the null")  # fmt: skip
+    else:
+        text = (f"MZAttn-Full's ranks are what no advantage would give (mean rank "
+                f"{t['mean_rank']:.2f} over {t['n_cells']} of {whole} settings; both one-sided "
+                f"P > {ALPHA:g})")  # fmt: skip
+    return text + note
+
+
+def _shows_text(v: Verdict) -> str:
+    s = v.shows
+    if s.kind == "against":
+        text = (f"as evidence against {s.change}: they lose R^2 (a gain of {s.gain:+.3f} at "
+                f"best, beyond the tie of {TIE:g})")  # fmt: skip
+        if s.one_row is not None:
+            text += (
+                f", and row {s.one_row} is the best of every column ("
+                + ", ".join(f"{_cell(v.table, c)} {r:.3f}" for c, r in s.best)
+                + ")"
+            )
+        return text
+    return (f"says nothing for MZAttn: the MZ model it reads ({_cell(v.table, s.model)}) predicts "
+            f"worse than the others beside it (test R^2 {s.r2:.3f}, against "
+            + ", ".join(f"{_cell(v.table, o)} {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
+
+
+_POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
+
+
+def reason_text(v: Verdict) -> str:
+    """Under which reading of the paper the verdict was decided, and whether another reading's
+    results read otherwise; what the weaker evidence beside it says."""
+    label = v.label
+    if label == Label.NOT_RUN:
+        text = NOT_RUN_REASON
+    elif label == Label.OPTIMISATION_FAILURE:
+        text = "optimisation failure: says nothing about the architecture"
+    elif label == Label.MEMORISED:
+        text = "memorised: the kept weights predict no better than the mean; more data decides"
+    elif label == Label.NO_MODEL_LEARNS:
+        text = "no model learns it: a tie at the mean predictor says nothing about the claim"
+    elif label == Label.NOT_DECIDED:
+        text = "not decided: no significant difference either way"
+    elif label not in DECIDED:
+        text = label_words(label)
+    elif not v.reading:
+        text = f"{_POLARITY[label]} (no MZ model among its cells: no reading involved)"
+    else:
+        which = "our reading" if v.reading != "layernorm" else "mzlite's first reading only"
+        text = f"{_POLARITY[label]} under {which}"
+        other = v.reading_conflict
+        if other is not None:
+            text = (f"depends on a reading choice: {_POLARITY[label]} under "
+                    f"{reading_words(v.reading)} ({v.profile}), {_POLARITY[other.label]} under "
+                    f"{reading_words(other.reading)} ({other.profile})")  # fmt: skip
+        elif v.depends_on:
+            text = (f"depends on a reading choice: {text}; MZ against the Set Transformer comes "
+                    "out otherwise under " + "; ".join(v.depends_on)
+                    + " (reading ablation, chapter 3)")  # fmt: skip
+    shared = sorted({t for t, _ in v.experiments if t != v.table})
+    if shared:
+        n = sum(any(t != v.table for t, _ in c.experiments) for c in v.cells)
+        text += (f"; {n} of its {v.n_cells} cells are the same experiments as cells of "
+                 f"{' and '.join(shared)} under {v.profile}, whose runs they read")  # fmt: skip
+    for b in v.beside:
+        if b.label == Label.INSUFFICIENT and _faithfulness(b) < _faithfulness(v):
+            text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
+    return name_labels(text)
+
+
+def readings_text(v: Verdict) -> str:
+    """The layer and task readings of the runs behind ``v`` ("layer reading v1, task reading
+    literal"), as each result recorded them; "" where nothing ran."""
+    if not (v.layer_reading or v.task_reading):
+        return ""
+    return f"layer reading {v.layer_reading or '--'}, task reading {v.task_reading or '--'}"
+
+
+def _faithfulness(v: Verdict) -> int:
+    return PROFILE_ORDER.index(v.profile) if v.profile in PROFILE_ORDER else len(PROFILE_ORDER)
+
+
+def beside_rows(claim, v: Verdict) -> list[dict]:
+    """The other regimes that ran the claim, each in words beside the deciding one."""
+    return [
+        {"profile": b.profile, "regime": regime_text(b.regime), "verdict": label_words(b.label),
+         "ours_text": value_text(claim, b.ours, b.rank.get("observed")),
+         "agrees": b.label == v.label, "why": why(claim, b)}
+        for b in v.beside
+    ]  # fmt: skip
+
+
+def row(claim, v: Verdict) -> dict:
+    """The scorecard row of ``claim`` judged as ``v``: every field in words (the fields the
+    pages read), and ``value``, the verdict itself."""
+    paper_table = getattr(claim, "paper_table", None) or claim.table
+    decided = why(claim, v) if v.label in DECIDED or v.refutation is not None else ""
+    refuted = None
+    if v.refutation is not None:
+        ref = v.refutation
+        refuted = {
+            "cell": ref.cell,
+            "model": _row_name(v.table, ref.cell) if ref.cell else None,
+            "diff": ref.diff,
+            "p": ref.p,
+            "text": why(claim, v),
+            "reason": ref.reason,
+        }
+    return {
+        "claim": claim.id,
+        "table": claim.table,
+        "text": claim.text,  # the claim as registered (its test included)
+        "chapter": claim.chapter,
+        "paper": v.paper,
+        "paper_text": value_text(claim, v.paper, v.rank.get("paper")),
+        "ours": v.ours,
+        "ours_text": value_text(claim, v.ours, v.rank.get("observed")),
+        "profile": v.profile,
+        "regime": regime_text(v.regime),
+        "protocol": protocol_text(v),
+        "statistics": statistics_text(claim, v),
+        "why": why(claim, v),
+        "verdict": label_words(v.label),
+        "reason_code": v.reason.value,
+        "reading": reading_words(v.reading),
+        "reason": reason_text(v),
+        "readings": readings_text(v),
+        "cells": list(claim.cells),
+        "decided_by": decided,
+        "refuted_by": refuted,
+        "paper_table": paper_table,
+        "mz_beats": _mz_beats(claim),
+        "shows": v.shows,
+        "beside": beside_rows(claim, v),
+        "value": v,
+    }
+
+
+def _mz_beats(claim) -> bool:
+    """A claim that an MZAttn model beats the other models of its comparison."""
+    if isinstance(claim, RankClaim) or claim.compare is None or claim.size_of_gap:
+        return False
+    cell = get_table(claim.table).cell(claim.compare[0])
+    return _nn.model_spec(cell.model).family == "mz"

@@ -1,0 +1,171 @@
+"""The verdict engine returns values: labels, reason codes and numbers, decided by the strongest
+evidence on disk. These tests assert codes and numbers; the presenter's own tests keep the few
+sentences (tests/test_present.py)."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from pathlib import Path
+
+import pytest
+from test_scorecard import SPREAD, _cell, _write
+
+from mzlite.analysis.verdicts import ALPHA, Label, holm
+from mzlite.repro.experiments import engine
+from mzlite.repro.experiments.claims import claims
+from mzlite.repro.experiments.engine import Reason, judge, judge_all
+
+ENGINE = Path(engine.__file__)
+WORDING = ("formatting", "narrate", "render", "present", "findings", "report", "html", "textwrap")
+
+
+def _claim(claim_id: str):
+    (c,) = [c for c in claims() if c.id == claim_id]
+    return c
+
+
+def test_the_engine_imports_nothing_that_words_or_renders():
+    tree = ast.parse(ENGINE.read_text(encoding="utf-8"))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names += [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+    words = [n for n in names if any(part in WORDING for part in n.split("."))]
+    assert names and not words
+
+
+def test_a_complete_faithful_profile_decides_and_an_incomplete_one_is_shown_beside(tmp_path):
+    sep = _claim("tdof-separation")  # L32-mz_1l beats L32-st_4l
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.95, "cpu-annealed")
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.40, "cpu-annealed")
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.60, "full", seeds=1)
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "full", seeds=1)
+    v = judge(sep, results_dir=tmp_path)
+    assert (v.profile, v.label, v.reason) == ("cpu-annealed", Label.HOLDS, Reason.SIGNIFICANT)
+    assert v.ours == pytest.approx(0.55) and v.p_max < ALPHA
+    assert [(b.profile, b.label, b.problems) for b in v.beside] == [
+        ("full", Label.INSUFFICIENT, (Reason.TOO_FEW_SEEDS,))
+    ]
+    # the paper's protocol completes: it decides, and the reduced protocol goes beside it
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.60, "full")
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "full")
+    v = judge(sep, results_dir=tmp_path)
+    assert (v.profile, v.label, v.reason) == ("full", Label.FAILS, Reason.REFUTED_BY_MODEL)
+    assert v.refutation.cell == "L32-st_4l" and v.refutation.diff == pytest.approx(0.38)
+    assert v.regime.train_sizes and v.complete and v.decisive
+    assert [(b.profile, b.label) for b in v.beside] == [("cpu-annealed", Label.HOLDS)]
+    assert v.experiments == {("tab:tdof-verify", "L32-mz_1l"), ("tab:tdof-verify", "L32-st_4l")}
+
+
+def test_a_bound_refutes_a_drop_that_r2_at_most_one_leaves_no_room_for(tmp_path):
+    """ "ST-4L degrades by >= 0.10 from L = 4 to L = 32" cannot hold where it scores 0.98 at
+    L = 32: R^2 <= 1 at L = 4 bounds the drop by 0.02, whatever L = 4 gives."""
+    drop = _claim("tdof-st-4l-drop")
+    _cell(tmp_path, "tab:tdof-verify", "L4-st_4l", 0.90, "cpu-annealed")
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.75, "cpu-annealed")  # a drop of 0.15
+    assert judge(drop, results_dir=tmp_path).label == Label.PARTLY
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "full")
+    v = judge(drop, results_dir=tmp_path)
+    assert (v.profile, v.label, v.reason) == ("full", Label.FAILS, Reason.REFUTED_BY_BOUND)
+    assert v.ours is None and v.refutation.value == pytest.approx(1 - 0.98)
+    assert v.refutation.cells == ("L32-st_4l",)
+    assert [(b.profile, b.label) for b in v.beside] == [("cpu-annealed", Label.PARTLY)]
+    # a bound from too few seeds refutes nothing (and L = 4 did not run there)
+    other = tmp_path / "one-seed"
+    _cell(other, "tab:tdof-verify", "L32-st_4l", 0.98, "full", seeds=1)
+    assert judge(drop, results_dir=other).label == Label.NOT_RUN
+
+
+def test_each_part_of_an_at_every_l_claim_is_read_at_its_strongest_evidence(tmp_path):
+    fits = _claim("tdof-mz-1l")  # >= 0.90 at every L (partly: >= 0.70)
+    for L in (4, 8, 16, 24):
+        _cell(tmp_path, "tab:tdof-verify", f"L{L}-mz_1l", 0.95, "cpu-annealed")
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.50, "cpu-annealed")
+    whole = judge(fits, results_dir=tmp_path)
+    assert (whole.label, whole.ours, whole.parts) == (Label.FAILS, pytest.approx(0.50), ())
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.93, "full")  # the paper's protocol at 32
+    v = judge(fits, results_dir=tmp_path)
+    assert (v.label, v.reason) == (Label.HOLDS, Reason.PARTS)
+    assert v.ours == pytest.approx(0.93)
+    assert [(p.profile, p.label) for p in v.parts] == [("cpu-annealed", Label.HOLDS)] * 4 + [
+        ("full", Label.HOLDS)
+    ]
+    assert v.parts[-1].beside[0].label == Label.FAILS  # the 2K reading, shown beside it
+    # one part that fails at its strongest evidence refutes the claim
+    _cell(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.60, "paper-sizes")
+    v = judge(fits, results_dir=tmp_path)
+    assert (v.label, v.reason, v.ours) == (Label.FAILS, Reason.PART_FAILS, pytest.approx(0.60))
+    assert v.parts[2].profile == "paper-sizes"
+
+
+def test_holm_matches_its_definition_and_turns_a_lone_significance_into_not_decided(tmp_path):
+    ps = [0.01, 0.04, 0.03, 0.20]
+    adjusted = holm(ps)
+    # the definition: the i-th smallest p times (m - i), running maximum, capped at 1
+    order = sorted(range(len(ps)), key=ps.__getitem__)
+    expect, running = [0.0] * len(ps), 0.0
+    for i, k in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - i) * ps[k]))
+        expect[k] = running
+    assert adjusted == pytest.approx(expect)
+    assert adjusted == pytest.approx([0.04, 0.09, 0.09, 0.20])
+    for m in range(1, 5):  # the family-wise guarantee's form: never below the raw p
+        for combo in itertools.product([0.001, 0.02, 0.5], repeat=m):
+            assert all(a >= p for a, p in zip(holm(combo), combo, strict=True))
+    with pytest.raises(ValueError, match="p_values"):
+        holm([1.5])
+    # two ambiguity claims of one table, each significant alone (Welch p = 0.04)
+    amb = [c for c in claims("tab:ambiguity")][:2]
+    for c in amb:
+        a, (b,) = c.compare
+        for s, (x, y) in enumerate(((0.60, 0.54), (0.62, 0.56), (0.64, 0.59))):
+            _write(tmp_path, c.table, a, x, "cpu-annealed", seed=s)
+            _write(tmp_path, c.table, b, y, "cpu-annealed", seed=s)
+    alone = [judge(c, results_dir=tmp_path) for c in amb]
+    assert all(v.label == Label.HOLDS and v.p_max < ALPHA for v in alone)
+    family = judge_all(amb, results_dir=tmp_path)
+    assert [v.p_holm for v in family] == pytest.approx(holm([v.p_max for v in alone]))
+    assert [v.p_holm for v in family] == pytest.approx([2 * alone[0].p_max] * 2)
+    assert [(v.label, v.reason) for v in family] == [
+        (Label.NOT_DECIDED, Reason.NOT_SIGNIFICANT)
+    ] * 2
+
+
+def test_a_verdict_carries_the_readings_its_results_recorded(tmp_path):
+    sep = _claim("tdof-separation")
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.95, "cpu-annealed")
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.40, "cpu-annealed")
+    v = judge(sep, results_dir=tmp_path)
+    assert (v.layer_reading, v.task_reading) == (engine.LAYER_READING, engine.TASK_READING)
+    for s in range(3):
+        _write(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.95 + SPREAD[s], "cpu-annealed",
+               seed=s, model_config={"mz_reading": "v2"}, task_version="paper")  # fmt: skip
+    v = judge(sep, results_dir=tmp_path)
+    assert v.layer_reading == "v2" and v.task_reading == "mixed"  # ST's runs are still literal
+
+
+def test_not_run_is_a_value_with_the_papers_number():
+    v = judge(_claim("tdof-separation"), results_dir=Path("/nonexistent-results"))
+    assert (v.label, v.reason, v.ours, v.cells) == (Label.NOT_RUN, Reason.NOT_RUN, None, ())
+    assert v.paper is not None and v.paper > 0
+
+
+def test_a_reduced_refutation_does_not_overrule_a_faithful_reading_of_the_same_cells(tmp_path):
+    """Task B, a claim of the paper's text: ST-Large refutes it at 2K training sets, but the
+    paper's sizes read the same pair without refuting it; the stronger evidence stands."""
+    task_b = _claim("main-results-B-mz-beats-matched")
+    assert task_b.compare[0] == "B-mz_full" and "B-st_large" in task_b.compare[1]
+    faithful = {"model_config": {"gen_norm": "zonotope"}, "train_config": {"schedule": "plateau"}}
+    _cell(tmp_path, "tab:main-results", "B-mz_full", 0.50, "cpu-annealed", **faithful)
+    _cell(tmp_path, "tab:main-results", "B-st_large", 0.80, "cpu-annealed", **faithful)
+    v = judge(task_b, results_dir=tmp_path)
+    assert (v.profile, v.label, v.reason) == ("cpu-annealed", Label.FAILS, Reason.REFUTED_BY_MODEL)
+    _cell(tmp_path, "tab:main-results", "B-mz_full", 0.805, "paper-sizes")
+    _cell(tmp_path, "tab:main-results", "B-st_large", 0.81, "paper-sizes")
+    v = judge(task_b, results_dir=tmp_path)
+    assert (v.profile, v.label, v.reason) == ("paper-sizes", Label.PARTLY, Reason.TIE)
+    assert v.ours == pytest.approx(-0.005) and v.ran == 2 and v.n_cells == 4
+    assert [(b.profile, b.label) for b in v.beside] == [("cpu-annealed", Label.FAILS)]

@@ -1,0 +1,70 @@
+"""The presenter's own sentence tests: the few places where the words themselves are the
+guarantee (a bound says what bounds it, parts say where each was read, cells are named in words
+and profiles by the glossary's names). Verdicts are tested as values in tests/test_engine.py."""
+
+from __future__ import annotations
+
+import re
+
+from test_scorecard import _cell
+
+from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import present
+from mzlite.repro.experiments.claims import claims
+from mzlite.repro.experiments.engine import judge
+
+
+def _claim(claim_id: str):
+    (c,) = [c for c in claims() if c.id == claim_id]
+    return c
+
+
+def _no_ids(text: str, table: str) -> bool:
+    ids = {c.id for c in ex.get_table(table).cells}
+    return not set(re.findall(r"[\w-]+", text)) & ids
+
+
+def test_a_bound_is_worded_with_the_cell_and_the_number_that_bound_it(tmp_path):
+    drop = _claim("tdof-st-4l-drop")
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "full")
+    row = present.row(drop, judge(drop, results_dir=tmp_path))
+    assert row["why"].startswith("refuted by a bound: L = 32, ST-4L scores 0.980, so with R² <= 1")
+    assert "at most 0.020" in row["why"] and row["decided_by"] == row["why"]
+    assert row["regime"].endswith("K training sets, the paper's protocol")  # the sizes _write gives
+    assert row["reason_code"] == "refuted-by-bound" and _no_ids(row["why"], drop.table)
+
+
+def test_parts_read_at_different_regimes_each_say_where(tmp_path):
+    fits = _claim("tdof-mz-1l")
+    for L in (4, 8, 16, 24):
+        _cell(tmp_path, "tab:tdof-verify", f"L{L}-mz_1l", 0.95, "cpu-annealed")
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.93, "full")
+    row = present.row(fits, judge(fits, results_dir=tmp_path))
+    assert row["verdict"] == "holds"
+    at_32 = r"L = 32: holds \(0\.930, \d+K training sets, the paper's protocol\)"
+    assert re.search(at_32, row["why"])
+    assert "L = 4: holds (0.950, 2K training sets, the reduced CPU protocol)" in row["why"]
+    assert row["protocol"] == "per part: L=4, L=8, L=16, L=24 under cpu-annealed; L=32 under full"
+
+
+def test_rows_name_cells_in_words_and_profiles_by_the_glossary(tmp_path):
+    sep = _claim("tdof-separation")
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.60, "cpu-annealed")
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "cpu-annealed")
+    row = present.row(sep, judge(sep, results_dir=tmp_path))
+    assert row["why"].startswith("refuted by ST-4L (L = 32, ST-4L: R² +0.380 above L = 32, MZAttn")
+    for field in ("why", "statistics", "reason", "text"):
+        assert _no_ids(row[field], sep.table), field
+    assert row["regime"] == "2K training sets, the reduced CPU protocol"
+    assert row["readings"] == "layer reading v1, task reading literal"
+
+
+def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):
+    nll = _claim("ece-nll-ihw-nll-below-ensemble")  # lower is better
+    _cell(tmp_path, "tab:ece-nll", "B-ihw-mz_full", 1.50, "cpu-annealed", metric="nll")
+    _cell(tmp_path, "tab:ece-nll", "B-ensemble-st", 1.00, "cpu-annealed", metric="nll")
+    v = judge(nll, results_dir=tmp_path)
+    assert v.label == "does not hold here" and v.better == ("B-ensemble-st",)
+    why = present.why(nll, v)
+    assert why.startswith("fails even the weaker test, and Task B: Set Match., Deep Ensemble is")
+    assert "no single model significantly better" not in why
