@@ -97,6 +97,7 @@ student-run: $(STAMP)
 # whole.
 PYTEST_CI := $(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
 test-integration: $(STAMP)
+	@bash book/_scripts/ensure_bubblewrap.sh
 	$(PYTEST_CI) -m "integration and not browser"
 
 test-unit: $(STAMP)
@@ -111,6 +112,7 @@ test-browser: book
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	@bash book/_scripts/ensure_chromium.sh  # once, before two lanes need it at the same time
+	@bash book/_scripts/ensure_bubblewrap.sh  # the grader's jail, likewise
 	$(MAKE) --no-print-directory -j2 --output-sync=line \
 		test-integration test-browser student-run test-unit test-lab
 	@echo "All checks passed."

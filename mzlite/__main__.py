@@ -12,7 +12,7 @@
     python -m mzlite scorecard [tab:tdof-verify ...] [--profiles cpu-annealed] [--format markdown]
     python -m mzlite search paper-sizes --dry-run     # the learning-rate search: its trials, price
     python -m mzlite search paper-sizes --families mz --workers 2
-    python -m mzlite grade SUBMISSIONS/ [--roster CSV] [--points FILE] [--jobs N] [--out DIR] ...
+    python -m mzlite grade SUBMISSIONS/ --chapters 1,3 [--roster CSV] [--points FILE] [--jobs N] ...
 
 Bad input (unknown table, profile or model, an invalid seed range) prints what is valid and
 exits with status 2.

@@ -65,6 +65,7 @@ ROSTER = {
     "faker": 21,
     "raiser": 22,
     "sleeper": 23,
+    "oracle": 25,
 }
 
 SIZES = (
@@ -250,6 +251,25 @@ def _cheats(root: Path) -> dict[str, dict]:
                 + 'answer = 3.0\ncheck("ch1.area", answer)'
             ),
         ),
+        "oracle": _notebook(  # tries the formulas it hesitates between on the grader's verdict
+            ROSTER["oracle"],
+            _with(
+                area=ZONOTOPE
+                + textwrap.dedent(
+                    """\
+                    answer = -1.0
+                    try:
+                        from mzlite.exercises.checker import get, verdict
+                        for guess in (z_ex.volume().item() / 4, z_ex.volume().item() * 2):
+                            if verdict(get("ch1.area"), guess, seed):
+                                answer = guess
+                    except ImportError as e:
+                        print("no oracle here:", e)
+                    check("ch1.area", answer, seed=seed)
+                    """
+                )
+            ),
+        ),
         "raiser": _notebook(ROSTER["raiser"], HONEST, extra=["1 / 0  # a broken cell"]),
         "sleeper": _notebook(
             ROSTER["sleeper"],
@@ -282,6 +302,7 @@ def graded(tmp_path_factory):
         graded = grade(
             subs,
             root / "grades",
+            chapters=[1],
             timeout=240,
             cell_timeout=20,
             roster=root / "class.csv",
@@ -311,7 +332,7 @@ def _flagged(g, *words):
 @pytest.mark.timeout(1200)
 def test_the_honest_student_gets_every_point_and_no_finding(graded):
     ace = graded[0]["ace"]
-    assert ace.outcome == "ran" and ace.seed == 7 and ace.findings == []
+    assert ace.outcome == "ran" and ace.seed == 7 and ace.findings == [], (ace.detail, ace.findings)
     assert {k: r["status"] for k, r in ace.results.items()} == dict.fromkeys(
         keys("ch1."), "correct"
     )
@@ -329,6 +350,7 @@ CHEATS = {
     "copier": ("ch1.area", []),
     "classmate": ("ch1.area", ["the notebook's seed is 8, the roster's 18"]),
     "faker": ("ch1.area", ["redefines `check`"]),
+    "oracle": ("ch1.area", ["reaches for the grader's checkers (`get`, `verdict`)"]),
 }
 
 
@@ -356,6 +378,21 @@ def test_cheats_earn_nothing_on_their_target(graded):
     assert by["faker"].results["ch1.area"]["status"] == "missing"
     assert by["reader"].results["ch1.half_widths"]["status"] == "missing"
     assert "MatrixZonotope" in by["library"].results["ch1.mz_product"]["message"]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1200)
+def test_the_oracle_is_not_in_the_box_and_reaching_for_it_is_a_finding(graded):
+    """Issue 52: the box's mzlite has no verdict; the notebook that tries its formulas on it
+    gets an ImportError, keeps its wrong answer, and its run is reported as reaching for it."""
+    by, out = graded
+    oracle = by["oracle"]
+    ok, text = _flagged(oracle, "reached for the grader's checkers while graded", "verdict")
+    assert ok, text
+    assert _status(oracle, "ch1.area") == "wrong"
+    executed = (out / "executed" / "oracle" / CH1.name).read_text()
+    assert "no oracle here" in executed and "cannot import name" in executed
+    assert all(_status(oracle, k) == "correct" for k in keys("ch1.") if k != "ch1.area")
 
 
 @pytest.mark.integration
@@ -597,19 +634,19 @@ def test_points_partial_credit_and_the_roster_join(tmp_path):
 
 
 def test_the_summary_says_what_audit_only_isolation_cannot_stop(tmp_path):
-    """Graded without namespaces, the summary's first lines say so, and what that leaves open (a
+    """Graded without the jail, the summary's first lines say so, and what that leaves open (a
     program the notebook starts gets past the audit hook); the Teaching page quotes it."""
     assignment = keys("ch1.")
     points = read_points(None, assignment)
     graded = [_grade("ace", {"ch1.area": {"status": "correct", "score": 1.0}})]
-    for isolation in ("audit", "namespaces"):
+    for isolation in ("audit", "jail"):
         gradebook.write_reports(graded, tmp_path / isolation, assignment, points, None, isolation)
     audit = (tmp_path / "audit" / "summary.md").read_text()
     head = audit.split("## Per student")[0]
     assert "Isolation: audit." in head and gradebook.ISOLATION_NOTES["audit"] in head
-    assert "program a notebook starts" in head and "namespaces for marks" in head
-    namespaces = (tmp_path / "namespaces" / "summary.md").read_text()
-    assert "Isolation: namespaces." in namespaces and "not protected" not in namespaces
+    assert "program a notebook starts" in head and "make the jail for marks" in head
+    jail = (tmp_path / "jail" / "summary.md").read_text()
+    assert "Isolation: jail." in jail and "not protected" not in jail
     page = " ".join((ROOT / "book" / "teaching.md").read_text().split())
     assert "Audit hook only: these marks are not protected against a program a notebook" in page
 
@@ -714,9 +751,11 @@ def test_a_failure_is_a_row_and_the_gradebook_is_always_written(tmp_path, monkey
 
     monkeypatch.setattr(grader, "grade_notebook", fake)
     monkeypatch.setattr(grader.sandbox, "make_snapshot", lambda dest: Path(dest))
+    monkeypatch.setattr(grader.student_view, "make_student_view", lambda *a: None)
     monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a: {})
     out = tmp_path / "grades"
-    graded = grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit")
+    graded = grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit",
+                   chapters=[1])  # fmt: skip
     by = {g.student: g for g in graded}
     assert by["doomed"].outcome == "could not be graded"
     assert "killed by SIGBUS" in by["doomed"].detail
@@ -737,13 +776,71 @@ def test_a_failure_is_a_row_and_the_gradebook_is_always_written(tmp_path, monkey
     monkeypatch.setattr(grader, "grade_notebook", interrupted)
     (out / "gradebook.csv").unlink()
     with pytest.raises(KeyboardInterrupt):
-        grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit", jobs=1)
+        grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit", jobs=1,
+              chapters=[1])  # fmt: skip
     rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
     assert list(rows) == ["ace", "bob", "doomed", "next"]
     assert rows["ace"]["percent"] == "100.0"
     assert rows["doomed"]["status"] == "could not be graded"  # next: graded or not started
     doomed = [r for r in csv.DictReader((out / "grades.csv").open()) if r["student"] == "doomed"]
     assert "grading was interrupted" in doomed[0]["message"]
+
+
+def test_the_assignment_is_the_instructors_never_the_submissions(tmp_path, monkeypatch):
+    """Issue 52: a student who hands in chapter 2 as well leaves the honest student at 100 %;
+    the extra notebook is reported "not assigned", never run, and counts in no total or
+    maximum; the assignment comes from --chapters, an assignment file or the roster, and
+    without any of them grading refuses to guess it from what was handed in."""
+    from mzlite.grading import grader
+
+    subs = tmp_path / "subs"
+    handed_in = {"ace": ["01_zonotopes.ipynb"], "eve": ["01_zonotopes.ipynb", "02_extra.ipynb"]}
+    for student, names in handed_in.items():
+        (subs / student).mkdir(parents=True)
+        for name in names:
+            (subs / student / name).write_text("{}")
+    ran = []
+
+    def fake(ctx, index, student, path, raw=None):
+        ran.append((student, path.name))
+        chapter = chapter_of(path)
+        full = {k: {"status": "correct", "score": 1.0, "message": ""} for k in keys(chapter + ".")}
+        return NotebookGrade(student, path.name, chapter, 7, 7, "ran", "", 1.0, full,
+                             keys(chapter + "."), [])  # fmt: skip
+
+    monkeypatch.setattr(grader, "grade_notebook", fake)
+    monkeypatch.setattr(grader.sandbox, "make_snapshot", lambda dest: Path(dest))
+    monkeypatch.setattr(grader.student_view, "make_student_view", lambda *a: None)
+    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a: {})
+    plain = tmp_path / "class.csv"
+    plain.write_text("ace,7\neve,9\n")
+    with_line = tmp_path / "class-with-assignment.csv"
+    with_line.write_text("# chapters: 1\nace,7\neve,9\n")
+    assignment = tmp_path / "assignment.txt"
+    assignment.write_text("# this term\n1\n")
+    full = sum(get(k).points for k in keys("ch1."))
+    for how in ({"roster": with_line}, {"roster": plain, "chapters": ["1"]},
+                {"roster": plain, "assignment": assignment}):  # fmt: skip
+        ran.clear()
+        out = tmp_path / f"grades-{len(list(tmp_path.glob('grades-*')))}"
+        graded = grade(subs, out, secret=SECRET, progress=False, isolation="audit", **how)
+        assert ("eve", "02_extra.ipynb") not in ran and len(ran) == 2, (how, ran)
+        extra = next(g for g in graded if g.notebook == "02_extra.ipynb")
+        assert extra.outcome == "not assigned" and extra.results == {} and extra.expected == []
+        assert "chapter 2 is not in the assignment (ch1)" in extra.detail
+        rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+        assert rows["ace"]["percent"] == rows["eve"]["percent"] == "100.0", (how, rows)
+        assert float(rows["ace"]["max"]) == float(rows["eve"]["max"]) == full
+        assert not any(c.startswith("ch2.") for c in rows["ace"])
+        assert "chapter 2 is not in the assignment" in (out / "summary.md").read_text()
+    with pytest.raises(ValueError, match="the assignment is the instructor's"):
+        grade(subs, tmp_path / "none", roster=plain, secret=SECRET, progress=False,
+              isolation="audit")  # fmt: skip
+    assert main(["grade", str(subs), "--secret", SECRET, "--isolation", "audit"]) == 2
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1, 99\n")
+    with pytest.raises(ValueError, match=r"bad.txt: chapters \['ch99'\] have no exercises"):
+        grade(subs, tmp_path / "bad", assignment=bad, secret=SECRET, isolation="audit")
 
 
 @pytest.mark.integration
@@ -762,7 +859,7 @@ def test_without_namespaces_the_audit_hook_still_protects(tmp_path):
     before = {p: p.read_bytes() for p in watched}
     try:
         graded = grade(subs, tmp_path / "grades", timeout=240, cell_timeout=60, roster=roster,
-                       trials=2, isolation="audit", progress=False)  # fmt: skip
+                       trials=2, isolation="audit", progress=False, chapters=[1])  # fmt: skip
     finally:
         changed = [p for p, b in before.items() if p.read_bytes() != b]
         for p in changed:
@@ -898,9 +995,9 @@ def attacked(tmp_path_factory):
     the judge of "doomed" dies with SIGBUS, every judge records its environment."""
     from mzlite.grading import grader
 
-    if not sandbox.namespaces_available():
+    if not sandbox.jail_available():
         # the audit hook alone cannot stop a shell: outside namespaces host /tmp stays writable
-        pytest.skip("needs unprivileged namespaces (unshare -rmnpf)")
+        pytest.skip("needs the jail (bubblewrap and user namespaces)")
     root = tmp_path_factory.mktemp("attack")
     subs, home = root / "submissions", root / "grader-home"
     (home / ".cache" / "torch_extensions").mkdir(parents=True)
@@ -927,6 +1024,7 @@ def attacked(tmp_path_factory):
         graded = grade(
             subs,
             root / "grades",
+            chapters=[1],
             timeout=300,
             cell_timeout=60,
             roster=root / "class.csv",
@@ -979,7 +1077,7 @@ def test_no_planted_file_reaches_the_judge(attacked):
     torch extension cache, a file into host /tmp and one beside the interpreter's standard
     library; the judge runs with its own home and caches and no compiled kernels at all."""
     by, home = attacked["by"], attacked["home"]
-    if sandbox.namespaces_available():  # read-only outside its box: nothing planted anywhere
+    if sandbox.jail_available():  # read-only outside its box: nothing planted anywhere
         assert attacked["planted"] == []
         assert not list((home / ".cache" / "torch_extensions").rglob("planted.py"))
         assert (
@@ -1038,7 +1136,7 @@ def test_a_classmates_submission_can_be_neither_read_nor_changed(attacked):
     snoop = (out / "executed" / "snoop" / CH1.name).read_text()
     assert "STOLEN 0 bytes" in snoop, snoop[-2000:]
     assert _all_correct(by["victim"])  # graded from what it submitted
-    if sandbox.namespaces_available():
+    if sandbox.jail_available():
         assert attacked["victim_after"] == attacked["victim_before"]
 
 
@@ -1078,7 +1176,8 @@ def test_value_reruns_tell_a_typed_answer_from_a_computed_one(tmp_path):
     roster = tmp_path / "class.csv"
     roster.write_text("typist,41\nworker,42\n")
     graded = grade(subs, tmp_path / "grades", timeout=300, cell_timeout=60, roster=roster,
-                   trials=2, secret=SECRET, progress=False, value_reruns=1)  # fmt: skip
+                   trials=2, secret=SECRET, progress=False, value_reruns=1,
+                   chapters=[1])  # fmt: skip
     by = {g.student: g for g in graded}
     assert _all_correct(by["worker"]), by["worker"].results
     assert by["worker"].results["ch1.area"]["reruns"] == 1

@@ -149,15 +149,17 @@ def _csv(rows: list[dict], columns: list[str]) -> str:
 
 # What the summary says under the isolation that ran (the Teaching page quotes the audit note).
 ISOLATION_NOTES = {
-    "namespaces": "Each notebook ran in its own Linux namespaces: every file system read-only but "
-    "its sandbox, no network, its own processes.",
+    "jail": "Each notebook, and each judged function, ran in a jail of its own (bubblewrap): an "
+    "empty root holding only the interpreter and its environment (read-only) and its own "
+    "folder, no capability over its mounts, its own IPC, UTS, PID and network namespaces (no "
+    "network), and a copy of mzlite without checkers, references or verdicts.",
     "audit": "**Audit hook only: these marks are not protected against a program a notebook "
-    "starts.** This machine had no unprivileged namespaces, so only Python's audit hook guarded "
-    "the files. A program a notebook starts (a shell, any executable) is not seen by the hook: it "
-    "can read what the grading user may read (the solutions, the classmates' submissions) and "
-    "write where that user may write (the Python installation the grader imports included), "
-    "and no finding records it. Grade on a Linux system with unprivileged namespaces for marks "
-    "that count.",
+    "starts.** This machine could not make the jail (bubblewrap and user namespaces), so only "
+    "Python's audit hook guarded the files. A program a notebook starts (a shell, any "
+    "executable) is not seen by the hook: it can read what the grading user may read (the "
+    "solutions, the classmates' submissions) and write where that user may write (the Python "
+    "installation the grader imports included), and no finding records it. Grade on a Linux "
+    "system where bubblewrap can make the jail for marks that count.",
 }
 
 

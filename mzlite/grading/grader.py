@@ -1,10 +1,15 @@
 """Grade submitted student notebooks without trusting them.
 
-    python -m mzlite.grading.grader SUBMISSIONS/ --roster class.csv [--out GRADES/]
-        [--points points.json] [--chapters 1,3] [--jobs 2] [--timeout 900] [--cell-timeout 300]
-        [--trials 5] [--secret TEXT] [--isolation auto|namespaces|audit]
+    python -m mzlite.grading.grader SUBMISSIONS/ --roster class.csv --chapters 1,3
+        [--assignment FILE] [--out GRADES/] [--points points.json] [--jobs 2] [--timeout 900]
+        [--cell-timeout 300] [--trials 5] [--secret TEXT] [--isolation auto|jail|audit]
         [--memory GIB] [--processes N] [--file-size MIB]
-    python -m mzlite grade SUBMISSIONS/        # the same with the defaults (no roster)
+    python -m mzlite grade SUBMISSIONS/ --chapters 1   # the same with the defaults (no roster)
+
+The assignment is the instructor's (:func:`assigned_chapters`): ``--chapters``, an
+``--assignment`` file, or a ``# chapters: 1,3`` line in the roster; never the chapters found
+among the submissions. A notebook of a chapter not assigned is reported ("not assigned"),
+never run, and counts in no total and no maximum.
 
 Every notebook (``STUDENT/NN_chapter.ipynb``, or ``STUDENT.ipynb`` directly in SUBMISSIONS) is
 read into memory before any student code runs, and the folder is hidden from every sandbox: no
@@ -14,13 +19,14 @@ run can read or rewrite a classmate's submission. Then, for each:
    answer cells, tampering (a redefined ``check``, a patched library function, ``exec``, reads of
    notebooks or installed files), and its seed against the roster's. What is found is reported.
 2. **Run in a sandbox** (:mod:`mzlite.grading.sandbox`): a folder, home and environment of its
-   own, a copy of mzlite and ``data/``, the roster's seed written into its parameters cell,
-   everything outside its folder read-only (host ``/tmp``, the home, the interpreter, every
-   installed copy of mzlite) and the solutions out of sight, limits on memory, processes, file
-   size and CPU time; every cell has a time limit and the whole run another. Its ``check``
-   calls only *record* the answers (no verdict, so trying answers in a loop learns nothing);
-   whatever it writes, its own check log included, is ignored, and its folder is deleted before
-   judging.
+   own, the students' copy of mzlite (the library and the exercises' inputs; no checker,
+   reference or verdict: :mod:`mzlite.grading.student_view`) and ``data/``, the roster's seed
+   written into its parameters cell; in the jail, an empty root with only the interpreter and
+   its environment (read-only) besides its folder, no capability, IPC, UTS, PID and network of
+   its own; limits on memory, processes, file size and CPU time; every cell has a time limit
+   and the whole run another. Its ``check`` calls only *record* the answers (no verdict, so
+   trying answers in a loop learns nothing; reaching for a checker is a finding); whatever it
+   writes, its own check log included, is ignored, and its folder is deleted before judging.
 3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`), from a read-only copy of
    mzlite made when grading started, with a private home and caches and no compiled kernels:
    each recorded value for the roster's seed, each coding exercise's function (run in a
@@ -45,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import io
 import json
 import os
@@ -65,7 +72,7 @@ from mzlite.exercises.checker import CAPTURE_ENV, get, keys
 from mzlite.repro import exercises as _on_the_scorecard  # noqa: F401  registers ch9.not_run
 
 from .._io import atomic_write_text
-from . import sandbox, submission
+from . import sandbox, student_view, submission
 from .gradebook import write_reports
 from .judge import hidden_seed
 from .roster import read_roster
@@ -141,33 +148,6 @@ def _read_limited(path: Path, limit: int) -> bytes | None:
     return None if len(data) > limit else data
 
 
-def execute_one(src: Path, dst: Path, cwd: Path, cell_timeout: int | None) -> None:
-    """Run in the sandboxed child process: execute ``src`` into ``dst``, errors recorded. A cell
-    that runs past ``cell_timeout`` seconds is interrupted and recorded as an error, and the
-    next cell runs: an endless loop costs one cell's limit, not the notebook's."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(src, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=cell_timeout,
-        kernel_name="python3",
-        allow_errors=True,
-        interrupt_on_timeout=True,
-        error_on_timeout={
-            "ename": "CellTimeout",
-            "evalue": f"the cell did not finish in {cell_timeout} s and was interrupted",
-            "traceback": [],
-        },
-        resources={"metadata": {"path": str(cwd)}},
-    )
-    try:
-        client.execute()
-    finally:
-        nbformat.write(nb, dst)
-
-
 def _errors(executed: bytes | None) -> str:
     """Every error a run's cells recorded, one ``ename: evalue`` a line."""
     try:
@@ -222,12 +202,18 @@ class _Context:
     limits: sandbox.Limits = field(default_factory=sandbox.Limits)
     value_reruns: int = 0
     templates: dict = field(default_factory=dict)
+    view: Path | None = None  # the students' copy of mzlite and data/ (student_view)
 
     def hidden(self) -> list[Path]:
         """What no sandbox may see: the reports, the snapshot, the judges' and the other boxes'
         folders, the submissions (read into memory before any of them ran)."""
         out = [self.out, self.snapshot] + [self.base / d for d in ("judges", "functions")]
         return out + ([self.submissions] if self.submissions is not None else [])
+
+    @functools.cached_property
+    def executor(self) -> str:
+        """The text of the program that executes a notebook in its box, from the snapshot."""
+        return (self.snapshot / "mzlite" / "grading" / "executor.py").read_text()
 
     def template(self, chapter: str):
         if chapter not in self.templates:
@@ -260,7 +246,8 @@ def _not_graded(ctx: _Context | None, student: str, path: Path, why: str) -> Not
 @dataclass
 class _Run:
     """One sandboxed run of a notebook: how it ended, its executed copy, the answers its check
-    calls recorded (key -> entries) and what it printed and raised (:func:`sandbox.limit_hits`)."""
+    calls recorded (key -> entries), what it printed and raised (:func:`sandbox.limit_hits`)
+    and the checkers, references or verdicts it reached for (:mod:`.student_view`)."""
 
     outcome: str
     detail: str
@@ -268,16 +255,19 @@ class _Run:
     executed: bytes | None
     answers: dict[str, list]
     signs: str
+    reached: list[str] = field(default_factory=list)  # the grader's names it reached for
 
 
 def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected) -> _Run:
     """Run ``nb`` for ``seed`` in a fresh sandbox ``name`` (deleted afterwards)."""
-    box = sandbox.make_sandbox(ctx.base / "students", name, ctx.snapshot)
+    box = sandbox.make_sandbox(ctx.base / "students", name, ctx.view)
     src, dst = box / "work" / notebook, box / "work" / "executed.ipynb"
     src.write_text(json.dumps(submission.with_seed(nb, seed)))
     capture = box / "capture.jsonl"
     env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
-    cmd = [sys.executable, "-m", "mzlite.grading.grader", "--execute-notebook"]
+    # the executor's text from the snapshot, run with -I: it imports no mzlite (the box's has no
+    # grader), the kernel it starts imports the box's
+    cmd = [sys.executable, "-I", "-c", ctx.executor]
     cmd += [str(src), str(dst), str(box / "work"), str(ctx.cell_timeout)]
     cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation, ctx.limits)
     start = time.perf_counter()
@@ -315,12 +305,16 @@ def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected)
             outcome, detail = "cell errors", error
 
     answers: dict[str, list] = {k: [] for k in expected}
+    reached: list[str] = []
     for line in (_read_limited(capture, MAX_CAPTURE) or b"").decode(errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        if isinstance(entry, dict) and entry.get("key") in answers:
+        if isinstance(entry, dict) and isinstance(entry.get("reached"), str):
+            if entry["reached"] not in reached:
+                reached.append(entry["reached"][:200])
+        elif isinstance(entry, dict) and entry.get("key") in answers:
             answers[entry["key"]].append(
                 {k: entry[k] for k in ("answer", "unencodable", "function") if k in entry}
             )
@@ -329,7 +323,7 @@ def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected)
     if proc.returncode is not None and proc.returncode < 0:
         signs += "\n" + _ended(proc.returncode)
     shutil.rmtree(box, ignore_errors=True)  # nothing of it is judged: the judge gets fresh boxes
-    return _Run(outcome, detail, seconds, executed, answers, signs)
+    return _Run(outcome, detail, seconds, executed, answers, signs, reached)
 
 
 def grade_notebook(
@@ -372,6 +366,11 @@ def grade_notebook(
         f"its run reached the sandbox's {h} limit"
         for h in sandbox.limit_hits(run.signs, ctx.limits)
     ]
+    if run.reached:
+        findings.append(
+            "reached for the grader's checkers while graded (they are not in its sandbox): "
+            + ", ".join(f"`{name}`" for name in run.reached[:5])
+        )
 
     changed = sandbox.changed_files(ctx.watched_digest, sandbox.tree_digest(*ctx.watched))
     if changed:
@@ -566,6 +565,73 @@ def _ended(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
+CHAPTERS_LINE = re.compile(r"(?im)^\s*#\s*chapters\s*:\s*(.*?)\s*$")
+NOT_ASSIGNED = "not assigned"
+
+
+def _chapter_list(values, where: str) -> list[str]:
+    """``["ch1", "ch3"]`` from ``[1, "ch3", " 3"]``; ValueError naming ``where`` for anything
+    that is not a chapter with exercises."""
+    values = [v for v in values if str(v).strip()]
+    try:
+        chapters = [f"ch{int(str(c).strip().removeprefix('ch'))}" for c in values]
+    except ValueError:
+        raise ValueError(
+            f"{where}: chapters must be numbers like 1 or ch3, got {values!r}"
+        ) from None
+    prefixes = {k.split(".")[0] for k in keys()}
+    valid = sorted((c for c in prefixes if re.fullmatch(r"ch\d+", c)), key=lambda c: int(c[2:]))
+    bad = [c for c in chapters if c not in valid]
+    if bad:
+        raise ValueError(f"{where}: chapters {bad} have no exercises; valid: {', '.join(valid)}")
+    if not chapters:
+        raise ValueError(f"{where}: no chapter given; valid: {', '.join(valid)}")
+    return list(dict.fromkeys(chapters))
+
+
+def read_assignment(path: Path) -> list[str]:
+    """The chapters of an assignment file: chapter numbers separated by commas, spaces or lines
+    (``#`` starts a comment), or JSON (a list, or ``{"chapters": [...]}``)."""
+    path = Path(path)
+    text = path.read_text()
+    if path.suffix == ".json":
+        data = json.loads(text)
+        values = data.get("chapters") if isinstance(data, dict) else data
+        if not isinstance(values, list):
+            raise ValueError(f'{path}: expected a JSON list of chapters or {{"chapters": [...]}}')
+    else:
+        values = re.split(r"[\s,]+", re.sub(r"#.*", "", text))
+    return _chapter_list(values, str(path))
+
+
+def assigned_chapters(chapters=None, assignment=None, roster=None) -> list[str]:
+    """The chapters being graded, the instructor's word only: ``chapters`` (``--chapters``),
+    else the ``assignment`` file, else a ``# chapters: 1, 3`` line of the ``roster``. Never
+    the chapters found among the submissions: one student handing in an extra chapter would
+    add its points to every student's maximum. ValueError when none of them says."""
+    if chapters is not None:
+        return _chapter_list(list(chapters), "chapters")
+    if assignment is not None:
+        return read_assignment(Path(assignment))
+    if roster is not None:
+        found = CHAPTERS_LINE.search(Path(roster).read_text())
+        if found:
+            return _chapter_list(re.split(r"[\s,]+", found.group(1)), f"{roster} (# chapters:)")
+    raise ValueError(
+        "the assignment is the instructor's: give --chapters 1,3, --assignment FILE or a "
+        "'# chapters: 1,3' line in the roster (the chapters handed in are not the assignment)"
+    )
+
+
+def _not_assigned(ctx: _Context, student: str, path: Path, chapters: list[str]) -> NotebookGrade:
+    """The row of a notebook of no assigned chapter: reported, not run, counted nowhere."""
+    chapter = chapter_of(path)
+    seed = ctx.roster.get(student) if ctx.roster is not None else None
+    what = f"chapter {chapter[2:]}" if chapter else "a notebook whose name gives no chapter"
+    why = f"{what} is not in the assignment ({', '.join(chapters)}): not run, no points"
+    return NotebookGrade(student, path.name, chapter, seed, None, NOT_ASSIGNED, why, 0.0)
+
+
 def read_points(path: Path | None, exercise_keys: list[str]) -> dict[str, float]:
     """Points per exercise: the exercise modules' defaults, overridden by ``path`` (JSON
     ``{"ch1.area": 2}`` or CSV ``exercise,points``). Unknown exercises and non-positive points
@@ -608,6 +674,7 @@ def grade(
     *,
     roster=None,
     chapters=None,
+    assignment=None,
     points=None,
     cell_timeout: int = 300,
     jobs: int = 2,
@@ -639,27 +706,16 @@ def grade(
     found = find_submissions(root)
     roster_list = read_roster(Path(roster)) if roster is not None else None
     out = Path(out) if out else root.with_name(root.resolve().name + "-grades")
-    out.mkdir(parents=True, exist_ok=True)
-    if chapters is None:
-        chapters = sorted({c for _, p in found if (c := chapter_of(p))}, key=lambda c: int(c[2:]))
-    else:
-        try:
-            chapters = [f"ch{int(str(c).strip().removeprefix('ch'))}" for c in chapters]
-        except ValueError:
-            raise ValueError(f"chapters must be numbers like 1 or ch3, got {chapters!r}") from None
-        prefixes = {k.split(".")[0] for k in keys()}
-        valid = sorted((c for c in prefixes if re.fullmatch(r"ch\d+", c)), key=lambda c: int(c[2:]))
-        bad = [c for c in chapters if c not in valid]
-        if bad:
-            raise ValueError(f"chapters {bad} have no exercises; valid: {', '.join(valid)}")
-    assignment = [k for c in chapters for k in keys(c + ".")]
-    weights = read_points(points, assignment)
     secret, generated = resolve_secret(secret)
     if limits is None:
         limits = sandbox.Limits(cpu=int(timeout) + 60)
     elif not isinstance(limits, sandbox.Limits):
         raise ValueError(f"limits must be a mzlite.grading.sandbox.Limits, got {limits!r}")
+    chapters = assigned_chapters(chapters, assignment, roster)
+    exercises = [k for c in chapters for k in keys(c + ".")]
+    weights = read_points(points, exercises)
 
+    out.mkdir(parents=True, exist_ok=True)
     if generated:  # the instructor's output only: no sandbox ever sees the report folder
         atomic_write_text(
             out / SECRET_FILE,
@@ -675,6 +731,9 @@ def grade(
         with tempfile.TemporaryDirectory(prefix="mzlite-grade-", ignore_cleanup_errors=True) as tmp:
             base = Path(tmp)
             snapshot = sandbox.make_snapshot(base / "snapshot")
+            # what every box gets: the library and the exercises' inputs, no checker (one copy,
+            # made from the snapshot before any student code runs)
+            view = student_view.make_student_view(snapshot, base / "view", keys())
             watched = [ROOT / "mzlite", ROOT / "notebooks"]
             watched += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
             ctx = _Context(
@@ -694,12 +753,16 @@ def grade(
                 submissions=root.resolve(),
                 limits=limits,
                 value_reruns=value_reruns,
+                view=view,
             )
 
             def one(i: int) -> None:
                 student, path, raw = found[i]
                 try:
-                    g = grade_notebook(ctx, i, student, path, raw)
+                    if chapter_of(path) not in chapters:  # never run, never counted
+                        g = _not_assigned(ctx, student, path, chapters)
+                    else:
+                        g = grade_notebook(ctx, i, student, path, raw)
                 except Exception as e:  # noqa: BLE001 - one notebook's failure is its own row
                     g = _not_graded(ctx, student, path, f"{type(e).__name__}: {e}")
                 graded[i] = g
@@ -723,7 +786,7 @@ def grade(
             g if g is not None else _not_graded(None, s, p, why)
             for g, (s, p, _) in zip(graded, found, strict=True)
         ]
-        paths = write_reports(graded, out, assignment, weights, roster_list, mode)
+        paths = write_reports(graded, out, exercises, weights, roster_list, mode)
         if progress:
             print("wrote " + ", ".join(str(p) for p in paths))
             if generated:
@@ -740,7 +803,13 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("submissions", help="a folder: STUDENT/NN_chapter.ipynb (or notebooks in it)")
     ap.add_argument("--out", default=None, help="report folder (default: SUBMISSIONS-grades)")
     ap.add_argument("--roster", default=None, help="one student a line: name[,seed]")
-    ap.add_argument("--chapters", default=None, help="the assignment, e.g. 1,3 (default: found)")
+    ap.add_argument("--chapters", default=None, help="the assignment, e.g. 1,3")
+    ap.add_argument(
+        "--assignment",
+        default=None,
+        help="a file of the assignment's chapters (1,3 or JSON); else --chapters, else a "
+        "'# chapters: 1,3' line in the roster",
+    )
     ap.add_argument("--points", default=None, help="JSON or CSV of points per exercise")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per notebook (900)")
     ap.add_argument("--cell-timeout", type=int, default=300, help="seconds per cell (300)")
@@ -770,10 +839,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--execute-notebook"]:  # the sandboxed child of grade_notebook
-        src, dst, cwd, cell_timeout = argv[1:5]
-        execute_one(Path(src), Path(dst), Path(cwd), cell_timeout=int(cell_timeout))
-        return 0
     args = _parser().parse_args(argv)
     try:
         grade(
@@ -782,6 +847,7 @@ def main(argv=None) -> int:
             args.timeout,
             roster=args.roster,
             chapters=None if args.chapters is None else args.chapters.split(","),
+            assignment=args.assignment,
             points=args.points,
             cell_timeout=args.cell_timeout,
             jobs=args.jobs,

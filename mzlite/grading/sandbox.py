@@ -1,37 +1,41 @@
 """Where a submission runs while it is graded, and what it may touch.
 
-Each submission gets a folder of its own (:func:`make_sandbox`): a writable copy of mzlite and of
-``data/`` (so a chapter that writes a results cache writes it there, and a notebook that rewrites
-``mzlite/exercises/checker.py`` rewrites its own copy), a home, a temporary folder and a working
-folder. Each judged function gets a fresh, empty one (:func:`make_box`). Nothing of the
-instructor's is handed to it: not ``notebooks/`` (the solutions), not the grader's copy of the
-checkers (:func:`make_snapshot`), not the reports, not another student, not a compiled kernel
-(``MZLITE_FUSED=0``: the eager path runs, and nothing is loaded from a kernel cache).
+Each submission gets a folder of its own, its box (:func:`make_sandbox`): a writable copy of the
+students' mzlite (the library and the exercises' inputs, with a ``check`` that only records:
+no checker, reference or verdict, :mod:`mzlite.grading.student_view`) and of ``data/`` (so a
+chapter that writes a results cache writes it there), a home, a temporary folder and a working
+folder. Each judged function gets a fresh, empty one (:func:`make_box`) and no mzlite at all.
+Nothing of the instructor's is handed to it: not ``notebooks/`` (the solutions), not the
+grader's snapshot (:func:`make_snapshot`), not the reports, not another student, not a compiled
+kernel (``MZLITE_FUSED=0``: the eager path runs, and nothing is loaded from a kernel cache).
 
 Three layers keep it there:
 
-- **Linux namespaces**, where ``unshare`` can create them without privileges (most Linux
-  systems; no container runtime): every file system is read-only but the box (host ``/tmp``,
-  the home and its caches, the interpreter and its standard library, the virtual environment,
-  every installed mzlite), the solutions, reports, snapshot, submissions and other boxes are
-  empty folders, there is no network, and the run has its own processes, all killed when it
-  ends (:func:`isolated_command`).
+- **The jail** (:func:`jail_mounts`, bubblewrap), built from an allow-list: the process starts in
+  an empty root that holds the operating system's ``/usr``, the interpreter and its environment
+  (all read-only) and its box, nothing else; no checkout, no ``.git``, no ``notebooks/``, no
+  report folder, no other box is there at all, so there is nothing to uncover. Its user, mount,
+  IPC, UTS, PID and network namespaces are its own (no network; no shared memory with another
+  box; every process killed when the run ends), and after the mounts it holds no capability: it
+  runs as an ordinary uid of its own user namespace with an empty capability set and
+  no_new_privs, and may not create another user namespace, so it can neither unmount nor
+  remount anything. ``isolation='auto'`` uses it wherever bubblewrap can make it.
 - **An audit hook** (PEP 578, which code cannot remove once installed) in every sandboxed Python
-  process, also where namespaces are missing: opening a denied path for reading, or anything
+  process, also where the jail is missing: opening a denied path for reading, or anything
   outside the sandbox for writing, raises ``PermissionError`` (:data:`SITECUSTOMIZE`). It does
-  not see a program the process starts (a shell), so without namespaces a shell can still write
+  not see a program the process starts (a shell), so without the jail a shell can still write
   wherever the grader's user may, the Python installation the judge imports included: the
   judge's own home, the kernels off and the hashed snapshot then shut out a planted cache or
-  checker, not a planted library. Marks that count need namespaces (the summary names the
+  checker, not a planted library. Marks that count need the jail (the summary names the
   isolation used), or a grading user who cannot write the installation.
 - **Limits** (:class:`Limits`): address space, processes, file size and CPU time per process,
-  and the box's own ``pid_max`` (root is not bound by ``RLIMIT_NPROC``); a run that reaches one
-  is reported on its student's row (:func:`limit_hits`).
+  and the jail's own ``pid_max`` (a jail run by root is mapped to root's user, which
+  ``RLIMIT_NPROC`` does not bind); a run that reaches one is reported on its student's row
+  (:func:`limit_hits`).
 
 And one check that does not rely on any of them: :func:`tree_digest` of the installed mzlite,
 the notebooks and the snapshot before and after every run, so a change is reported, and the
-grader refuses to judge with a snapshot that changed.
-"""
+grader refuses to judge with a snapshot that changed."""
 
 from __future__ import annotations
 
@@ -49,10 +53,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY_ENV = "MZLITE_SANDBOX_POLICY"
-ISOLATIONS = ("auto", "namespaces", "audit")
-# own user, mount, network and process namespaces; every process of the run (a daemon it forks
-# included) is killed when the run ends
-UNSHARE = ["unshare", "-rmnpf", "--kill-child", "--mount-proc", "--"]
+ISOLATIONS = ("auto", "jail", "audit")
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".tmp-*", "cache")
 
 # Installed first thing in every sandboxed interpreter (``sitecustomize`` for a kernel, imported
@@ -165,14 +166,16 @@ def make_box(base: Path, name: str) -> Path:
     return box
 
 
-def make_sandbox(base: Path, name: str, snapshot: Path) -> Path:
-    """A fresh writable folder for one run: ``mzlite/`` and ``data/`` copied from ``snapshot``,
-    ``home/``, ``tmp/``, ``work/`` (the working directory) and ``sitecustomize.py``."""
+def make_sandbox(base: Path, name: str, view: Path) -> Path:
+    """A fresh writable folder for one run: ``mzlite/`` and ``data/`` copied from the students'
+    copy ``view`` (:func:`mzlite.grading.student_view.make_student_view`: no checker, no
+    reference, no grader), ``home/``, ``tmp/``, ``work/`` (the working directory) and
+    ``sitecustomize.py``."""
     box = Path(base) / name
     box.mkdir(parents=True)
-    shutil.copytree(snapshot / "mzlite", box / "mzlite", ignore=_SKIP)
-    if (snapshot / "data").is_dir():
-        shutil.copytree(snapshot / "data", box / "data", ignore=_SKIP)
+    shutil.copytree(view / "mzlite", box / "mzlite", ignore=_SKIP)
+    if (view / "data").is_dir():
+        shutil.copytree(view / "data", box / "data", ignore=_SKIP)
     for part in ("home", "tmp", "work"):
         (box / part).mkdir()
     for p in box.rglob("*"):  # the snapshot is read-only; the copy is the student's own
@@ -213,33 +216,134 @@ def policy(box: Path, hidden: list[Path]) -> dict:
     return {"deny_read": deny_read, "deny_write": deny_write, "allow_write": own, "allow_read": own}
 
 
+# The jail: bubblewrap (Debian's ``bubblewrap``), run by any user. Every namespace of its own
+# (user, mount, IPC, UTS, PID, network, cgroup), an empty root file system that holds only what
+# :func:`jail_mounts` lists, and a process that holds no capability: it runs as uid 1000 of a
+# user namespace of its own, with an empty capability set and no_new_privs, and may not create
+# another user namespace (where it would be root again). It can neither unmount nor remount
+# anything, and under no mount is anything of the instructor's: there is nothing to uncover.
+BWRAP = "bwrap"
+JAIL_UID = 1000
+# Started around bwrap: a pid namespace whose pid_max bounds every process of the jail below it
+# (the rlimit does not bind a jail mapped to root); only the jail's own command runs in it
+PID_BOUND = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork"]
+PID_BOUND += ["--kill-child", "--mount-proc", "--"]
+JAIL_FLAGS = [
+    "--unshare-all",  # user, IPC, PID, network, UTS and cgroup namespaces of its own
+    "--unshare-user",
+    "--disable-userns",  # no nested user namespace: never root (nor any capability) again
+    "--cap-drop",
+    "ALL",
+    "--uid",
+    str(JAIL_UID),
+    "--gid",
+    str(JAIL_UID),
+    "--hostname",
+    "sandbox",
+    "--die-with-parent",
+    "--new-session",  # no terminal to push keystrokes into
+]
+# what of /etc a process needs (the dynamic loader's cache, the time zone); nothing else of it
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives")
+
+
+def _system_mounts() -> list[str]:
+    """The operating system, read-only: ``/usr`` and the merged-``/usr`` links beside it."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / top
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for name in ETC:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def _python_mounts() -> list[str]:
+    """The interpreter and its environment, read-only, at the paths they have here: the base
+    installation, the virtual environment (and the link through which it was started), and any
+    installed copy of mzlite in them covered by an empty folder (the box has its own copy)."""
+    args = []
+    prefixes = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
+    for prefix in sorted(prefixes):
+        if not prefix.startswith("/usr/"):
+            args += ["--ro-bind", prefix, prefix]
+    for path in (sys.prefix, os.path.dirname(sys.executable)):
+        if os.path.islink(path):
+            args += ["--symlink", os.path.realpath(path), os.path.abspath(path)]
+    import site
+
+    for packages in site.getsitepackages():
+        installed = Path(packages) / "mzlite"
+        if installed.is_dir() and not installed.is_symlink():
+            args += ["--tmpfs", str(installed.resolve()), "--remount-ro", str(installed.resolve())]
+    return args
+
+
+def jail_mounts(box: Path) -> list[str]:
+    """bubblewrap's arguments for a jail whose only writable folder is ``box`` (its working
+    folder ``box/work``): the operating system, the interpreter and its environment, read-only;
+    a /proc of its own processes, a minimal /dev, a small /dev/shm; the root read-only."""
+    box = str(Path(box).resolve())
+    return [
+        *JAIL_FLAGS,
+        *_system_mounts(),
+        *_python_mounts(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(64 * 2**20),
+        "--tmpfs",
+        "/dev/shm",
+        "--bind",
+        box,
+        box,
+        "--remount-ro",
+        "/",
+        "--chdir",
+        str(Path(box) / "work"),
+    ]
+
+
 @functools.lru_cache(maxsize=1)
-def namespaces_available() -> bool:
-    """Whether ``unshare`` can give an unprivileged process its own user, mount, network and
-    process namespaces here (and bring up its loopback, which a kernel's connection needs)."""
-    if not shutil.which("unshare") or not shutil.which("ip") or not shutil.which("mount"):
+def jail_available() -> bool:
+    """Whether bubblewrap is installed and can make the jail here (user namespaces allowed)."""
+    if not shutil.which(BWRAP) or not shutil.which(PID_BOUND[0]):
         return False
-    try:
-        done = subprocess.run(
-            [*UNSHARE, "sh", "-c", "ip link set lo up && mount -t tmpfs none /mnt"],
-            capture_output=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
+    with tempfile.TemporaryDirectory(prefix="mzlite-jail-probe-") as tmp:
+        (Path(tmp) / "work").mkdir()
+        probe = [sys.executable, "-I", "-c", "pass"]
+        try:
+            done = subprocess.run(
+                isolated_command(probe, Path(tmp), [], "jail"), capture_output=True, timeout=60
+            )
+        except (OSError, subprocess.SubprocessError):
+            return False
     return done.returncode == 0
 
 
+JAIL_MISSING = (
+    "isolation='jail' needs bubblewrap (Debian: apt-get install bubblewrap) and user namespaces "
+    "(`bwrap --unshare-all --unshare-user --disable-userns --ro-bind / / true` must succeed); "
+    "without them use 'auto' (which falls back to 'audit') or 'audit'"
+)
+
+
 def choose_isolation(isolation: str) -> str:
+    """``'jail'`` or ``'audit'`` for ``isolation`` (``'auto'``: the jail where it can be made;
+    ``'namespaces'``, the former name, is the jail)."""
+    if isolation == "namespaces":
+        isolation = "jail"
     if isolation not in ISOLATIONS:
         raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
     if isolation == "auto":
-        return "namespaces" if namespaces_available() else "audit"
-    if isolation == "namespaces" and not namespaces_available():
-        raise ValueError(
-            "isolation='namespaces' but unprivileged namespaces (unshare -rmnpf) are not available "
-            "here; use 'audit' or 'auto'"
-        )
+        return "jail" if jail_available() else "audit"
+    if isolation == "jail" and not jail_available():
+        raise ValueError(JAIL_MISSING)
     return isolation
 
 
@@ -325,38 +429,32 @@ def isolated_command(
     isolation: str,
     limits: Limits | None = None,
 ) -> list[str]:
-    """``cmd`` as run in ``box`` under ``limits``: in namespaces of its own (no network, its own
-    processes) where every file system but ``box`` is read-only (host ``/tmp``, the home, the
-    interpreter, every installed copy of mzlite) and ``hidden`` (and every other sandbox beside
-    ``box``) is out of sight; or with the audit hook alone for ``isolation='audit'``.
+    """``cmd`` as run in ``box`` under ``limits``: in the jail (:func:`jail_mounts`), where only
+    ``box`` exists of everything the grader has, or with the audit hook alone for
+    ``isolation='audit'`` (``hidden`` is what its policy refuses to read).
 
-    ``RLIMIT_NPROC`` does not bind a process of root (nor one in a user namespace that root
-    made), so in namespaces the box's own pid namespace also gets ``pid_max`` (Linux 6.14 or
-    newer; older kernels refuse it and the rlimit is all there is)."""
+    A jail run by root is mapped to root's user, which ``RLIMIT_NPROC`` does not bind, so the
+    jail is started inside a pid namespace of its own whose ``pid_max`` is the process limit
+    (:data:`PID_BOUND`; Linux 6.14 or newer, older kernels refuse it and the rlimit is all
+    there is, which binds a grader that is not root)."""
     limits = limits or Limits()
     cmd = limited_command(cmd, limits)
     if isolation == "audit":
         return cmd
-    box = box.resolve()
-    keep = box.parent.parent / "mnt" / box.name  # a mount point outside the siblings' folder
-    keep.mkdir(parents=True, exist_ok=True)
-    lines = ["set -e", "ip link set lo up", f'mount --bind "{box}" "{keep}"']
-    # every mount read-only (the root file system first: host /tmp and the home are on it
-    # here); /proc is the box's own
-    lines += [
-        "mount -o remount,bind,ro /",
-        "awk '$4 ~ /^rw/ && $2 !~ /^\\/proc/ {print $2}' /proc/self/mounts | "
-        f'while read -r m; do [ "$m" = "{keep}" ] || mount -o remount,bind,ro "$m" 2>/dev/null '
-        "|| true; done",
-        "mount -t tmpfs -o size=64m,mode=1777 none /dev/shm 2>/dev/null || true",
-        f"echo {limits.processes + 1} > /proc/sys/kernel/pid_max 2>/dev/null || true",
+    if isolation != "jail":
+        raise ValueError(f"isolation must be 'jail' or 'audit' here, got {isolation!r}")
+    bound = f"echo {limits.processes + 1} > /proc/sys/kernel/pid_max 2>/dev/null || true"
+    return [
+        *PID_BOUND,
+        "sh",
+        "-c",
+        f'{bound}; exec "$@"',
+        "jail",
+        BWRAP,
+        *jail_mounts(box),
+        "--",
+        *cmd,
     ]
-    for p in [*hidden, ROOT / "notebooks", ROOT / "book", box.parent]:
-        if Path(p).is_dir():
-            lines.append(f'mount -t tmpfs -o size=64k,mode=755 none "{Path(p).resolve()}"')
-    lines += [f'mkdir -p "{box}"', f'mount --bind "{keep}" "{box}"', f'umount "{keep}"']
-    lines.append('exec "$@"')
-    return [*UNSHARE, "sh", "-c", "\n".join(lines), "sandbox", *cmd]
 
 
 def environment(box: Path, hidden: list[Path], extra: dict | None = None) -> dict:

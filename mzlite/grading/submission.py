@@ -5,11 +5,13 @@ Nothing here executes the submission. :func:`inspect` compares every ``check(...
 with the one the chapter's answer cell holds (from ``notebooks/``, the instructor's source) and
 reports, as findings, what an honest answer never does: a check call edited, repeated, moved into
 a loop or a function; ``check``, a checker or a library function redefined or patched
-(``torch.allclose = ...``, ``setattr(module, ...)``); code run from text (``exec``, ``eval``);
-reads of notebooks or of mzlite's own files; the grader's environment variables; a seed that is
-not the roster's; and, in a coding exercise, a function that calls mzlite (the thing it is asked
-to write). Findings are reported beside the marks; they never change a mark by themselves (the
-grader's own evaluation does that).
+(``torch.allclose = ...``, ``setattr(module, ...)``); the grader's checkers reached for
+(``verdict``, ``get``, a chapter's private ``_checker``: not in the sandbox, but trying is a
+finding); code run from text (``exec``, ``eval``); reads of notebooks or of mzlite's own
+files; the grader's environment variables; a seed that is not the roster's; and, in a coding
+exercise, a function that calls mzlite (the thing it is asked to write). Findings are reported
+beside the marks; they never change a mark by themselves (the grader's own evaluation does
+that).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # names of the exercise machinery a submission must use, never bind
 PROTECTED = {"check", "exercise", "diagnose", "verdict", "call", "same_number", "same_integer"}
+# the grader's oracle: what tells whether an answer is right (never in a student's sandbox)
+ORACLE = {"verdict", "get", "_REGISTRY", "_load_chapters", "diagnose", "number_exercise"}
 SUSPICIOUS_CALLS = {
     "exec": "runs code built from text (exec)",
     "eval": "runs code built from text (eval)",
@@ -241,6 +245,13 @@ def _tamper_findings(i: int, tree: ast.AST, modules: set[str]) -> list[Finding]:
                 found.append(Finding(i, SUSPICIOUS_CALLS[name]))
         if isinstance(node, ast.Attribute) and node.attr in ("__dict__", "__code__", "__globals__"):
             found.append(Finding(i, f"reaches into `{node.attr}`"))
+        oracle = []
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mzlite.exercises"):
+            oracle = [a.name for a in node.names if a.name in ORACLE or a.name.startswith("_")]
+        elif isinstance(node, ast.Attribute) and node.attr in ORACLE - {"get", "diagnose"}:
+            oracle = [node.attr]
+        if oracle:
+            found.append(Finding(i, f"reaches for the grader's checkers (`{'`, `'.join(oracle)}`)"))
     return found
 
 

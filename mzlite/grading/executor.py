@@ -1,0 +1,45 @@
+"""The sandboxed program that executes one submitted notebook (never imported by the grader's
+own process for that: :func:`mzlite.grading.grader._run` passes this file's text to
+``python -I -c``, read from the grader's snapshot).
+
+    python -I -c "$(cat executor.py)" SRC.ipynb DST.ipynb WORKDIR CELL_TIMEOUT
+
+It needs nbformat and nbclient, not mzlite: the jail's copy of mzlite holds no grader, and the
+kernel it starts imports the students' copy (``PYTHONPATH`` is the box)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def execute_one(src: Path, dst: Path, cwd: Path, cell_timeout: int | None) -> None:
+    """Execute ``src`` into ``dst``, errors recorded. A cell that runs past ``cell_timeout``
+    seconds is interrupted and recorded as an error, and the next cell runs: an endless loop
+    costs one cell's limit, not the notebook's."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(src, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=cell_timeout,
+        kernel_name="python3",
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        error_on_timeout={
+            "ename": "CellTimeout",
+            "evalue": f"the cell did not finish in {cell_timeout} s and was interrupted",
+            "traceback": [],
+        },
+        resources={"metadata": {"path": str(cwd)}},
+    )
+    try:
+        client.execute()
+    finally:
+        nbformat.write(nb, dst)
+
+
+if __name__ == "__main__":
+    source, target, workdir, limit = sys.argv[1:5]
+    execute_one(Path(source), Path(target), Path(workdir), cell_timeout=int(limit))
