@@ -40,6 +40,10 @@ SAME = ("metrics", "params", "model_config", "epochs_run", "stop_reason", "datas
 def cluster():
     # a loaded 2-core machine can take longer than Ray's default 30 s to start a raylet's agents
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
+    # and the raylet gives its dashboard agent 15 s to report its ports, then aborts (a crash in
+    # NodeManager::WaitForDashboardAgentPorts, seen on a loaded EPYC: the agent's imports took
+    # longer); this is the budget Ray's agents are given to register
+    os.environ.setdefault("RAY_agent_register_timeout_ms", "120000")
     for attempt in range(3):  # and its driver waits only 30 s for the node (hard-coded in Ray)
         try:
             ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20)
