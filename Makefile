@@ -28,7 +28,8 @@ TORCH_EXTRA_INDEX ?=
 TORCH_PIP_INDEX := $(if $(TORCH_INDEX),--index-url "$(TORCH_INDEX)") $(if $(TORCH_EXTRA_INDEX),--extra-index-url "$(TORCH_EXTRA_INDEX)")
 
 .PHONY: venv book notebooks student student-run instructor assets test test-unit test-integration \
-	test-browser test-fast browser lint clean lab test-lab
+	test-browser test-fast browser lint clean lab test-lab test-grading \
+	test-integration-rest
 
 venv: $(STAMP)
 
@@ -58,7 +59,7 @@ lab: student
 # wheel, JupyterLab headless, chapter 1 opened, run and read in Chromium (tests/test_student_lab.py)
 test-lab: $(STAMP)
 	@bash book/_scripts/ensure_chromium.sh
-	$(PYTEST_CI) -m browser tests/test_student_lab.py
+	$(TIMED) lab $(PYTEST_CI) -m browser tests/test_student_lab.py
 
 # The instructor pack (chapters with solutions, sample answers): never part of the student download
 instructor: $(STAMP)
@@ -88,33 +89,42 @@ browser: $(STAMP)
 # independent of the book's (its own unzipped folder, data and results). Its copies go to their
 # own folder, so that it can run beside `make book`, which writes book/_build/student.
 student-run: $(STAMP)
-	$(VPY) book/_scripts/make_student.py --execute --out book/_build/student-run
+	$(TIMED) student-run $(VPY) book/_scripts/make_student.py --execute --out book/_build/student-run
 
 # The lanes of `make test`, each one process at a time (one torch thread in the tests and in
-# every chapter's kernel): the unit tests, in two runs that together are every test but the
-# browser ones (the integration tests: graded classes, Ray, killed runs, ~14 min; the rest, ~5 min);
+# every chapter's kernel): the unit tests; the integration tests in two lanes, the graded classes
+# and the jail (test-grading) and the rest (Ray, killed runs, the download: test-integration-rest);
 # the book (every chapter executed, then built) and its browser checks; the student copies run
-# whole.
+# whole; the student's JupyterLab (test-lab). `make test-integration` runs both integration lanes.
 PYTEST_CI := $(VPY) -m pytest -q --durations=25 --timeout=$(TEST_TIMEOUT)
-test-integration: $(STAMP)
+GRADING_TESTS := tests/test_grading.py tests/test_grading_honest.py tests/test_sandbox.py
+TIMED := bash .ci/timed
+test-integration: test-grading test-integration-rest
+
+test-grading: $(STAMP)
 	@bash book/_scripts/ensure_bubblewrap.sh
-	$(PYTEST_CI) -m "integration and not browser"
+	$(TIMED) grading $(PYTEST_CI) -m "integration and not browser" $(GRADING_TESTS)
+
+test-integration-rest: $(STAMP)
+	$(TIMED) integration-rest $(PYTEST_CI) -m "integration and not browser" \
+		$(addprefix --deselect ,$(GRADING_TESTS))
 
 test-unit: $(STAMP)
-	$(PYTEST_CI) -m "not integration and not browser"
+	$(TIMED) unit $(PYTEST_CI) -m "not integration and not browser"
 
-test-browser: book
-	$(MAKE) --no-print-directory browser
+test-browser: $(STAMP)
+	$(TIMED) book $(MAKE) --no-print-directory book
+	$(TIMED) browser $(MAKE) --no-print-directory browser
 
-# The lanes run two at a time (-j2), the two longest first (make starts the next one in this
-# order as a lane ends): 25 min on 2 idle cores from a fresh clone, install included (one lane
-# after the other: ~46 min).
+# The lanes run two at a time (-j2), the longest first (make starts the next one in this order
+# as a lane ends); each lane prints its time ("lane NAME: N s"), so CI's log says where the
+# minutes go. Target: 25 min on 2 idle cores from a fresh clone, install included.
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint
 	@bash book/_scripts/ensure_chromium.sh  # once, before two lanes need it at the same time
 	@bash book/_scripts/ensure_bubblewrap.sh  # the grader's jail, likewise
 	$(MAKE) --no-print-directory -j2 --output-sync=line \
-		test-integration test-browser student-run test-unit test-lab
+		test-browser test-grading student-run test-unit test-integration-rest test-lab
 	@echo "All checks passed."
 
 # The unit tier for the edit loop (no slow, integration or browser tests): 1,212 tests, about
