@@ -323,9 +323,11 @@ class MZAttention(nn.Module):
     ``"centre_adaptive"`` is def:relop's ``T(v_hat; S) = M(mu(S)) v_hat`` (and Fig. fig:money's
     "replaces W_V with M(mu(S))"): ``o_c = M(mu) c_hat`` with ``M(mu) = M_c + sum_l gamma_l M_l``,
     the operator of ``details.operators``, evaluated at the set's gate summary; the generator
-    stream is the literal one. At initialisation (``M_c = I``, ``M_l ~ N(0, 0.02^2)``) both
-    are standard attention up to ``sum_l |gamma_l| |M_l|``, exactly so where ``M_l = 0``. The
-    centre-adaptive reading never runs the fused CPU kernels (``fused.disabled()``).
+    stream is the literal one. At initialisation (``M_c = I``, ``M_l ~ N(0, 0.02^2)``) the
+    literal centre stream is standard attention whatever ``M_l`` is; the centre-adaptive one
+    differs from it by ``W_o blockdiag(sum_l gamma_l M_l) c_hat``, first order in ``M_l``, and
+    is standard attention exactly where ``M_l = 0``. The centre-adaptive reading never runs the
+    fused CPU kernels (``fused.disabled()``).
 
     ``forward(cq (B, nq, d), ckv (B, nkv, d), Gkv (B, nkv, n_g, d), mask (B, nkv) | None,
     need_details=False) -> (o_c (B, nq, d), o_G (B, nq, n_g, d), details | None)``, ``details``
@@ -424,10 +426,11 @@ class MZAttention(nn.Module):
             Nt = Nt.reshape(B * H, dk, ng * dk).to(c_hat.dtype)  # (B H, dk, ng dk)
             o_G = torch.baddbmm(torch.bmm(c_hat.reshape(B * H, nq, dk), Nt), a, vG)
 
+        adaptive = self.layer_reading == "centre_adaptive" and self.gate is not None
         ops = None
-        if self.layer_reading == "centre_adaptive" and self.gate is not None:
-            # def:relop: o_c = M(mu) c_hat, one operator per set and head, applied before W_o
+        if adaptive or need_details:  # M(mu) = M_c + sum_l gamma_l M_l per set and head
             ops = self.M_c + torch.einsum("bhl,hlde->bhde", gamma, self.M_l)  # (B, H, dk, dk)
+        if adaptive:  # def:relop: o_c = M(mu) c_hat, applied before W_o
             o_c = merge_heads(c_hat @ ops.transpose(-1, -2).to(c_hat.dtype))  # (B, nq, d)
             W_oc = self.o.weight
         else:  # Eq. eq:mz-main: o_c = M_c c_hat, M_c folded into W_o
@@ -439,11 +442,7 @@ class MZAttention(nn.Module):
             o_G = _heads_last(o_G.view(B, H, nq, ng, dk))  # (B, nq, ng, d)
         o_c = F.linear(o_c, W_oc, self.o.bias)  # (B, nq, d) or (R, d)
         o_G = F.linear(o_G, (self.o if self.o_g is None else self.o_g).weight)  # bias-free
-        info = None
-        if need_details:
-            if ops is None:
-                ops = self.M_c + torch.einsum("bhl,hlde->bhde", gamma, self.M_l)  # (B, H, dk, dk)
-            info = AttentionDetails(attn, gamma, ops)
+        info = AttentionDetails(attn, gamma, ops) if need_details else None
         return o_c, o_G, info
 
 
@@ -468,9 +467,8 @@ def _layouts(cq, ckv, mask):
 
 
 def mz_attention_reference(att: MZAttention, cq, ckv, Gkv, mask=None, Gq=None):
-    """Eq. eq:mz-main as the paper writes it (or, for ``att.layer_reading ==
-    "centre_adaptive"``, with def:relop's ``o_c = M(mu) c_hat``), with the parameters of
-    ``att``: the readable
+    """Eq. eq:mz-main as the paper writes it (for ``att.layer_reading == "centre_adaptive"``
+    with def:relop's ``o_c = M(mu) c_hat``), with the parameters of ``att``: the readable
     reference ``MZAttention.forward`` is tested against (tests/test_nn.py). Padded layout only,
     no packing, nothing folded into the weights; one einsum per line of the equation.
 
