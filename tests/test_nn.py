@@ -3,11 +3,13 @@ prop:perm, Thm. thm:bottleneck (a), Thm. thm:separation (a), App. app:impl param
 
 import copy
 import math
+import os
 
 import pytest
 import torch
 
 from mzlite.nn import (
+    LAYER_READINGS,
     MODEL_NAMES,
     MZISAB,
     MZSAB,
@@ -20,6 +22,7 @@ from mzlite.nn import (
     SetTransformer,
     SetTransformerConfig,
     build_model,
+    config_dict,
     count_parameters,
     mz_attention_reference,
     param_table,
@@ -125,21 +128,23 @@ def test_mz_centre_stream_is_standard_attention(random_Mc):
         torch.testing.assert_close(o_G[:, :, g], r_g, atol=1e-6, rtol=0)
 
 
-def test_the_reference_form_matches_loops():
-    """Eq. eq:mz-main written out with loops over heads and generators, float64: the package's
-    reference form (``mz_attention_reference``) computes it, and ``forward``'s details are its
+@pytest.mark.parametrize("layer_reading", LAYER_READINGS)
+def test_the_reference_form_matches_loops(layer_reading):
+    """Eq. eq:mz-main written out with loops over heads and generators, float64 (under the
+    centre-adaptive reading with def:relop's o_c = M(mu) c_hat): the package's reference form
+    (``mz_attention_reference``) and ``forward`` compute it, and ``forward``'s details are its
     weights, gates and operators."""
     torch.manual_seed(0)
     d, H, n_g, L = 8, 2, 3, 2
     dk = d // H
-    att = MZAttention(d, n_heads=H, n_g=n_g, L=L).double()
+    att = MZAttention(d, n_heads=H, n_g=n_g, L=L, layer_reading=layer_reading).double()
     _randomise_mz(att)
     B, nq, nkv = 2, 3, 5
     cq = torch.randn(B, nq, d, dtype=torch.float64)
     ckv = torch.randn(B, nkv, d, dtype=torch.float64)
     Gkv = torch.randn(B, nkv, n_g, d, dtype=torch.float64)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 1, 1, 1]], dtype=torch.bool)
-    _, _, info = att(cq, ckv, Gkv, mask, need_details=True)
+    f_c, f_G, info = att(cq, ckv, Gkv, mask, need_details=True)
     o_c, o_G = mz_attention_reference(att, cq, ckv, Gkv, mask)
     with torch.no_grad():
         for b in range(B):
@@ -150,6 +155,8 @@ def test_the_reference_form_matches_loops():
             oG = torch.zeros(nq, n_g, d, dtype=torch.float64)
             for h in range(H):
                 sl = slice(h * dk, (h + 1) * dk)
+                op = att.M_c[h] + sum(gam[h, ll] * att.M_l[h, ll] for ll in range(L))
+                on_centres = att.M_c[h] if layer_reading == "literal" else op
                 for i in range(nq):
                     qi = (att.q.weight @ cq[b, i] + att.q.bias)[sl]
                     ks = [(att.k.weight @ ckv[b, j] + att.k.bias)[sl] for j in real]
@@ -161,7 +168,7 @@ def test_the_reference_form_matches_loops():
                         a[t] * (att.v.weight @ ckv[b, j] + att.v.bias)[sl]
                         for t, j in enumerate(real)
                     )
-                    oc[i, sl] = att.M_c[h] @ c_hat
+                    oc[i, sl] = on_centres @ c_hat
                     stack = [gam[h, ll] * att.M_l[h, ll] @ c_hat for ll in range(L)]
                     for g in range(n_g):
                         G_hat = sum(
@@ -170,11 +177,11 @@ def test_the_reference_form_matches_loops():
                         oG[i, g, sl] = att.M_c[h] @ G_hat + sum(
                             att.W_mix[h, g, ll] * stack[ll] for ll in range(L)
                         )
-                    op = att.M_c[h] + sum(gam[h, ll] * att.M_l[h, ll] for ll in range(L))
                     torch.testing.assert_close(info.operators[b, h], op)
                     torch.testing.assert_close(info.gates[b, h], gam[h])
-            torch.testing.assert_close(o_c[b], att.o(oc), atol=1e-12, rtol=0)
-            torch.testing.assert_close(o_G[b], oG @ att.o_g.weight.T, atol=1e-12, rtol=0)
+            for out_c, out_G in ((o_c, o_G), (f_c, f_G)):
+                torch.testing.assert_close(out_c[b], att.o(oc), atol=1e-12, rtol=0)
+                torch.testing.assert_close(out_G[b], oG @ att.o_g.weight.T, atol=1e-12, rtol=0)
 
 
 # (B, nq, nkv, d, H, n_g, L, gen_own_weights, gen_qk): heads, generators, matrix generators,
@@ -188,10 +195,11 @@ SHAPES = [
 ]
 
 
-def _reference_case(shape, dtype, masked, seed=0):
+def _reference_case(shape, dtype, masked, seed=0, layer_reading="literal"):
     B, nq, nkv, d, H, n_g, L, own, gen_qk = shape
     torch.manual_seed(seed)
-    att = MZAttention(d, n_heads=H, n_g=n_g, L=L, gen_own_weights=own, gen_qk=gen_qk)
+    att = MZAttention(d, n_heads=H, n_g=n_g, L=L, gen_own_weights=own, gen_qk=gen_qk,
+                      layer_reading=layer_reading)  # fmt: skip
     with torch.no_grad():
         att.M_c.add_(0.3 * torch.randn_like(att.M_c))
         att.M_l.normal_(0, 0.3), att.W_mix.normal_(0, 1.0)
@@ -207,11 +215,12 @@ def _reference_case(shape, dtype, masked, seed=0):
     return att, (cq, ckv, Gkv, mask), Gq
 
 
+@pytest.mark.parametrize("layer_reading", LAYER_READINGS)
 @pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-12), (torch.float32, 2e-5)])
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "-".join(map(str, s)))
-def test_mz_attention_forward_is_the_reference_form(shape, masked, dtype, tol):
-    att, args, Gq = _reference_case(shape, dtype, masked)
+def test_mz_attention_forward_is_the_reference_form(shape, masked, dtype, tol, layer_reading):
+    att, args, Gq = _reference_case(shape, dtype, masked, layer_reading=layer_reading)
     with torch.no_grad():
         o_c, o_G, _ = att(*args, Gq=Gq)
         r_c, r_G = mz_attention_reference(att, *args, Gq=Gq)
@@ -219,12 +228,15 @@ def test_mz_attention_forward_is_the_reference_form(shape, masked, dtype, tol):
     torch.testing.assert_close(o_G, r_G, atol=tol, rtol=tol)
 
 
+@pytest.mark.parametrize("layer_reading", LAYER_READINGS)
 @pytest.mark.parametrize("shape", SHAPES[:2] + SHAPES[-1:], ids=lambda s: "-".join(map(str, s)))
-def test_packed_and_bfloat16_forward_agree_with_the_reference_form(shape):
+def test_packed_and_bfloat16_forward_agree_with_the_reference_form(shape, layer_reading):
     """The set's ``Packing`` as the mask, as the blocks pass it: the keys packed (the inducing
     points and seeds read the set), the queries packed (the set reads the inducing points), both
     (self-attention); packed outputs are the reference's real rows."""
-    att, (cq, ckv, Gkv, mask), Gq = _reference_case(shape, torch.float64, masked=True)
+    att, (cq, ckv, Gkv, mask), Gq = _reference_case(
+        shape, torch.float64, masked=True, layer_reading=layer_reading
+    )
     with torch.no_grad():
         r_c, r_G = mz_attention_reference(att, cq, ckv, Gkv, mask, Gq=Gq)
         kvp = Packing(mask, rows_multiple=4)
@@ -623,6 +635,7 @@ def test_bad_input_errors():
         ("n_g", 0, MZSetTransformerConfig),
         ("L", -1, MZSetTransformerConfig),
         ("readout", "max", MZSetTransformerConfig),
+        ("layer_reading", "relop", MZSetTransformerConfig),
         ("d_ff", 2.5, MZSetTransformerConfig),
     ],
 )
@@ -759,11 +772,15 @@ def _mz_float64(seed=0, **kw):
     return mz
 
 
-@pytest.mark.parametrize("readout,gen_qk", [("ihw", False), ("signed", False), ("ihw", True)])
-def test_packed_set_stream_equals_padded_layout_float64(readout, gen_qk):
+@pytest.mark.parametrize(
+    "readout,gen_qk,layer_reading",
+    [("ihw", False, "literal"), ("signed", False, "literal"), ("ihw", True, "literal"),
+     ("ihw", False, "centre_adaptive")],
+)  # fmt: skip
+def test_packed_set_stream_equals_padded_layout_float64(readout, gen_qk, layer_reading):
     """The packed path (default on CPU) against the padded one (the reference layout): outputs
     and every parameter's gradient equal to float64 rounding, NaN in the padding included."""
-    mz = _mz_float64(readout=readout, gen_qk=gen_qk)
+    mz = _mz_float64(readout=readout, gen_qk=gen_qk, layer_reading=layer_reading)
     x, mask = _ragged_batch()
     assert mz._packs(x, mask, False) and not mz._packs(x, mask, True)
     out, grads = {}, {}
@@ -902,3 +919,122 @@ def test_mz_genqk_starts_as_mz_full_and_its_scores_then_read_the_generators():
         attn(c, c, G)
     with pytest.raises(ValueError, match="gen_qk"):
         MZSetTransformer(**SMALL_MZ, gen_qk="yes")
+
+
+# ----------------------------------------------------------------------------- the layer readings
+# Where the matrix zonotope acts (mzlite.nn choice 9): Eq. eq:mz-main as printed ("literal",
+# o_c = M_c c_hat) or def:relop's o_c = M(mu) c_hat ("centre_adaptive").
+
+
+def _attention_at_init(layer_reading, seed=0, d=16, H=4, n_g=3, L=2):
+    torch.manual_seed(seed)
+    att = MZAttention(d, n_heads=H, n_g=n_g, L=L, layer_reading=layer_reading)
+    with torch.no_grad():  # the default init leaves o and the gate biases at 0: make them count
+        att.gate.bias.normal_(0, 1.0)
+    cq, _ = _batch(2, 5, d)
+    ckv, mask = _batch(2, 6, d, seed=3)
+    Gkv = torch.randn(2, 6, n_g, d)
+    mha = _torch_mha(d, H, att.q, att.k, att.v, att.o.weight, att.o.bias)
+    standard, _ = mha(cq, ckv, ckv, key_padding_mask=~mask)
+    return att, (cq, ckv, Gkv, mask), standard
+
+
+@pytest.mark.parametrize("layer_reading", LAYER_READINGS)
+def test_both_layer_readings_reduce_to_standard_attention_at_initialisation(layer_reading):
+    """Eq. eq:mz-main's "M_c = I and M_l ~ 0 at initialisation, so the block reduces to standard
+    attention", under each reading: with M_l = 0 the centre stream is torch's multi-head
+    attention whatever W_mix is. At the paper's init scale (M_l ~ N(0, 0.02^2)) the literal
+    reading still is; the centre-adaptive one differs by W_o (sum_l gamma_l M_l) c_hat, which
+    is first order in M_l: it scales exactly with M_l and vanishes with it."""
+    att, args, standard = _attention_at_init(layer_reading)
+    with torch.no_grad():
+        o_c, _, info = att(*args, need_details=True)
+        gap = (o_c - standard).abs().max()
+        if layer_reading == "literal":
+            torch.testing.assert_close(o_c, standard, atol=1e-6, rtol=0)
+        else:
+            assert 1e-4 < gap < 0.5 * standard.abs().max()
+            assert (info.operators - att.M_c).abs().max() > 1e-3  # M(mu) != M_c: it acts
+        M_l = att.M_l.clone()
+        att.M_l.copy_(0.1 * M_l)  # a tenth of the init scale: a tenth of the gap
+        tenth = (att(*args)[0] - standard).abs().max()
+        torch.testing.assert_close(tenth, 0.1 * gap, atol=1e-6, rtol=1e-3)
+        att.M_l.zero_()
+        att.W_mix.normal_(0, 1.0)
+        torch.testing.assert_close(att(*args)[0], standard, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("layer_reading", LAYER_READINGS)
+def test_untrained_model_centre_stream_is_the_set_transformers_without_M_l(layer_reading):
+    """The whole MZ-Set Transformer, every block: with every M_l = 0 its centre stream is that
+    of a Set Transformer holding its weights (``initial_state``'s centre gap), under both
+    readings; at the paper's init scale only the literal reading is exactly so."""
+    from mzlite.analysis.initialisation import initial_state
+
+    x, mask = _batch(4, 7, 3)
+    torch.manual_seed(0)
+    mz = MZSetTransformer(**SMALL_MZ, layer_reading=layer_reading)
+    at_init = initial_state(mz, x, mask).centre_gap
+    assert at_init < 1e-5 if layer_reading == "literal" else at_init > 1e-3
+    with torch.no_grad():
+        for mod in mz.modules():
+            if isinstance(mod, MZAttention):
+                mod.M_l.zero_()
+    assert initial_state(mz, x, mask).centre_gap < 1e-5
+
+
+def test_randomised_matrix_zonotopes_move_the_pooled_centre_only_under_def_relop():
+    """The issue's probe: randomise every M_l and W_mix of an MZ-Set Transformer. Under the
+    literal reading the pooled centre (and every block's centre) is unchanged: the matrix
+    zonotope reaches the prediction only through the generators. Under the centre-adaptive
+    reading the pooled centre changes."""
+    x, mask = _batch(4, 7, 3)
+    for layer_reading in LAYER_READINGS:
+        torch.manual_seed(0)
+        mz = MZSetTransformer(**SMALL_MZ, layer_reading=layer_reading)
+        before = mz.inspect(x, mask)
+        with torch.no_grad():
+            for mod in mz.modules():
+                if isinstance(mod, MZAttention):
+                    mod.M_l.normal_(0, 0.5), mod.W_mix.normal_(0, 1.0)
+        after = mz.inspect(x, mask)
+        moved = (after.pooled.center - before.pooled.center).abs().max()
+        spread = (after.pooled.generators - before.pooled.generators).abs().max()
+        assert spread > 1e-2  # the generators move under both readings
+        if layer_reading == "literal":
+            assert moved == 0
+        else:
+            assert moved > 1e-2
+
+
+def test_only_the_literal_reading_runs_the_fused_kernels(monkeypatch):
+    """The fused CPU kernels serve the literal reading; the centre-adaptive one takes the eager
+    path (``fused.disabled()``) with the kernels loaded and selected, and still computes its own
+    reading (not the literal one)."""
+    from mzlite.nn import fused
+
+    if os.environ.get("MZLITE_FUSED") == "0" or not fused.build():
+        pytest.skip(f"the fused CPU kernels are not available here: {fused.build_error()}")
+    monkeypatch.setenv("MZLITE_FUSED", "1")  # wherever they can run, AVX-512 or not
+    x, mask = _batch(4, 7, 3)
+    outputs, ran = {}, {}
+    for layer_reading in LAYER_READINGS:
+        torch.manual_seed(0)
+        mz = MZSetTransformer(**SMALL_MZ, layer_reading=layer_reading).eval()
+        before = fused.calls.copy()
+        outputs[layer_reading] = mz(x, mask)
+        ran[layer_reading] = fused.calls - before
+        with fused.disabled():
+            eager = mz(x, mask)
+        torch.testing.assert_close(outputs[layer_reading], eager, atol=1e-4, rtol=0)
+    assert ran["literal"]["add_zonotope_norm"] > 0
+    assert sum(ran["centre_adaptive"].values()) == 0
+    assert (outputs["literal"] - outputs["centre_adaptive"]).abs().max() > 1e-4
+
+
+def test_a_saved_config_without_the_layer_reading_is_the_literal_one():
+    saved = {k: v for k, v in MZSetTransformerConfig(gen_norm="zonotope").__dict__.items()
+             if k != "layer_reading"}  # fmt: skip
+    assert MZSetTransformerConfig.from_dict(saved).layer_reading == "literal"
+    model = MZSetTransformer(**SMALL_MZ, layer_reading="centre_adaptive")
+    assert config_dict(model)["layer_reading"] == "centre_adaptive"  # results record it

@@ -219,3 +219,38 @@ def test_the_summary_counts_the_other_readings_that_agree(tmp_path):
                       schedule="cosine", fitted=seed != 0)  # fmt: skip
     assert ("1 more read nothing, a run of each never having fitted its training set: "
             "‘generators: layernorm, schedule: cosine’") in task_f()  # fmt: skip
+
+
+def test_every_centre_adaptive_cell_sits_beside_its_literal_twin_and_a_set_transformer():
+    """The layer's reading (mzlite.nn choice 9): each ``ca-`` cell trains MZ under def:relop's
+    reading on exactly the task, options, overrides and sizes of the literal MZ cell it is named
+    after, with the same parameter count, beside a Set Transformer cell of the same column."""
+    from mzlite.repro.experiments.cells import CENTRE_ADAPTIVE_MODEL
+
+    found = []
+    for label in ex.TABLES:
+        spec = ex.get_table(label)
+        for cell in spec.cells:
+            if cell.model != CENTRE_ADAPTIVE_MODEL:
+                continue
+            twin = spec.cell(cell.id.removeprefix("ca-"))
+            assert (twin.model, twin.task, twin.options, twin.model_kwargs, twin.sizes) == (
+                "mz_full", cell.task, cell.options, cell.model_kwargs, cell.sizes)  # fmt: skip
+            d_in = {**task_options(cell.task), **cell.options}["d"]  # the task's dimension
+            built = {
+                c.model: mznn.build_model(c.model, d_in, device="meta", **c.model_kwargs)
+                for c in (cell, twin)
+            }
+            assert built[cell.model].cfg.layer_reading == "centre_adaptive"
+            assert built[twin.model].cfg.layer_reading == "literal"
+            counts = {mznn.count_parameters(m) for m in built.values()}
+            assert len(counts) == 1  # the reading adds no parameter
+            column = cell.id.removeprefix("ca-").rsplit("-", 1)[0]
+            same_sets = [c for c in spec.cells if (c.task, c.options) == (cell.task, cell.options)]
+            assert any(c.id.startswith(f"{column}-st") for c in same_sets), cell.id
+            found.append((label, cell.id))
+    assert sorted(found) == [
+        ("tab:egnn-comparison", "ca-qt-L16-mz_full"),
+        ("tab:tdof-verify", "ca-L16-mz_1l"),
+        ("tab:tdof-verify", "ca-L32-mz_1l"),
+    ]

@@ -108,6 +108,20 @@ Choices the paper leaves open (each one named in the code where it is made)
    Xavier-initialised ``W^gen`` (the scores read noise from the first step) or a scalar IHW per
    token (``d`` parameters, not ~50K), are not run. Off by default: the paper's MZAttn scores
    centres only.
+9. Where the matrix zonotope acts (``layer_reading``, ``LAYER_READINGS``). The paper describes
+   its layer two ways. Eq. eq:mz-main prints ``o_c = M_c c_hat`` and puts the gated
+   ``gamma_l M_l c_hat`` into the generator stream only; def:relop, Fig. fig:money and the
+   abstract say the matrix zonotope replaces the value projection, ``T(v_hat; S) =
+   M(mu(S)) v_hat``. ``"literal"`` (default, what every result before this switch ran) reads
+   the equation: the centre stream is then exactly the Set Transformer's (at any ``M_l``,
+   ``W_mix``), and the matrix zonotope reaches the prediction only through the head's
+   interval-hull half-width. ``"centre_adaptive"`` reads def:relop: ``o_c = M(mu) c_hat`` with
+   ``M(mu) = M_c + sum_l gamma_l M_l`` evaluated at the set's gate summary (the masked mean of
+   the key/value centres, choice 3), acting on the aggregated values of the centre stream; the
+   generator stream is the literal one. No parameter is added, and both reduce to standard
+   attention at initialisation (exactly where ``M_l = 0``; at ``M_l ~ N(0, 0.02^2)`` up to
+   ``sum_l |gamma_l| |M_l c_hat|``). The fused CPU kernels serve the literal reading only; the
+   centre-adaptive one runs the eager path.
 """
 
 # What a user builds with; the blocks' internals (``Packing``, ``split_heads``, ``merge_heads``,
@@ -116,6 +130,7 @@ Choices the paper leaves open (each one named in the code where it is made)
 from .attention import (
     GEN_NORMS,
     ISAB,
+    LAYER_READINGS,
     MAB,
     MZISAB,
     MZMAB,
@@ -157,6 +172,7 @@ from .registry import (
 __all__ = [
     "GEN_NORMS",
     "ISAB",
+    "LAYER_READINGS",
     "MAB",
     "MZISAB",
     "MZMAB",

@@ -9,6 +9,7 @@ where, and nothing else here does."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import replace
 
@@ -275,6 +276,9 @@ class PMA(nn.Module):
 
 # ----------------------------------------------------------------------------- MZ blocks
 
+# where the matrix zonotope acts on the centres (MZAttention, choice 9 of mzlite.nn)
+LAYER_READINGS = ("literal", "centre_adaptive")
+
 
 class ZonotopeProjection(nn.Module):
     """Eq. eq:zono-proj: ``c = LN(GELU(W_c x + b_c))``, ``G = (W_g x + b_g) / sqrt(n_g d)``.
@@ -313,6 +317,18 @@ class MZAttention(nn.Module):
     interval-hull half-widths, ``q = W_q c_q + W_q^gen sum_g |G_q,g|`` (keys alike), and
     ``forward`` needs the queries' generators ``Gq``.
 
+    ``layer_reading`` (choice 9 of ``mzlite.nn``, ``LAYER_READINGS``) says where the matrix
+    zonotope acts on the centres. ``"literal"`` (default) is Eq. eq:mz-main as printed, above:
+    ``o_c = M_c c_hat``, and the gated ``M_l`` reach only the generator stream.
+    ``"centre_adaptive"`` is def:relop's ``T(v_hat; S) = M(mu(S)) v_hat`` (and Fig. fig:money's
+    "replaces W_V with M(mu(S))"): ``o_c = M(mu) c_hat`` with ``M(mu) = M_c + sum_l gamma_l M_l``,
+    the operator of ``details.operators``, evaluated at the set's gate summary; the generator
+    stream is the literal one. At initialisation (``M_c = I``, ``M_l ~ N(0, 0.02^2)``) the
+    literal centre stream is standard attention whatever ``M_l`` is; the centre-adaptive one
+    differs from it by ``W_o blockdiag(sum_l gamma_l M_l) c_hat``, first order in ``M_l``, and
+    is standard attention exactly where ``M_l = 0``. The centre-adaptive reading never runs the
+    fused CPU kernels (``fused.disabled()``).
+
     ``forward(cq (B, nq, d), ckv (B, nkv, d), Gkv (B, nkv, n_g, d), mask (B, nkv) | None,
     need_details=False) -> (o_c (B, nq, d), o_G (B, nq, n_g, d), details | None)``, ``details``
     an ``AttentionDetails`` with ``attention`` (B, H, nq, nkv), ``gates`` (B, H, L) and
@@ -333,8 +349,14 @@ class MZAttention(nn.Module):
         L: int,
         gen_own_weights: bool = True,
         gen_qk: bool = False,
+        layer_reading: str = "literal",
     ):
         super().__init__()
+        if layer_reading not in LAYER_READINGS:
+            raise ValueError(
+                f"layer_reading must be one of {LAYER_READINGS}, got {layer_reading!r}"
+            )
+        self.layer_reading = layer_reading
         fused.prepare()  # where the CPU kernels would run, build them now, not in a forward pass
         self.n_heads, self.d_k, self.n_g, self.L = n_heads, d // n_heads, n_g, L
         dk = self.d_k
@@ -354,6 +376,10 @@ class MZAttention(nn.Module):
         self.W_k_gen = nn.Parameter(torch.zeros(d, d)) if gen_qk else None
 
     def forward(self, cq, ckv, Gkv, mask=None, need_details: bool = False, Gq=None):
+        with _kernels_for(self.layer_reading):
+            return self._forward(cq, ckv, Gkv, mask, need_details, Gq)
+
+    def _forward(self, cq, ckv, Gkv, mask, need_details, Gq):
         q_packing, kv_packing, mask = _layouts(cq, ckv, mask)
         if self.gen_qk:  # half-widths before unpacking: (R, d) packed or (B, n, d)
             if Gq is None:
@@ -400,18 +426,31 @@ class MZAttention(nn.Module):
             Nt = Nt.reshape(B * H, dk, ng * dk).to(c_hat.dtype)  # (B H, dk, ng dk)
             o_G = torch.baddbmm(torch.bmm(c_hat.reshape(B * H, nq, dk), Nt), a, vG)
 
-        o_c = merge_heads(c_hat)  # (B, nq, d)
+        adaptive = self.layer_reading == "centre_adaptive" and self.gate is not None
+        ops = None
+        if adaptive or need_details:  # M(mu) = M_c + sum_l gamma_l M_l per set and head
+            ops = self.M_c + torch.einsum("bhl,hlde->bhde", gamma, self.M_l)  # (B, H, dk, dk)
+        if adaptive:  # def:relop: o_c = M(mu) c_hat, applied before W_o
+            o_c = merge_heads(c_hat @ ops.transpose(-1, -2).to(c_hat.dtype))  # (B, nq, d)
+            W_oc = self.o.weight
+        else:  # Eq. eq:mz-main: o_c = M_c c_hat, M_c folded into W_o
+            o_c = merge_heads(c_hat)  # (B, nq, d)
+            W_oc = self.o.weight @ Mc
         if q_packing is not None:  # back to the real queries before the output projections
             o_c, o_G = q_packing.pack(o_c), q_packing.pack_heads(o_G.view(B, H, nq, ng, dk))
         else:
             o_G = _heads_last(o_G.view(B, H, nq, ng, dk))  # (B, nq, ng, d)
-        o_c = F.linear(o_c, self.o.weight @ Mc, self.o.bias)  # (B, nq, d) or (R, d)
+        o_c = F.linear(o_c, W_oc, self.o.bias)  # (B, nq, d) or (R, d)
         o_G = F.linear(o_G, (self.o if self.o_g is None else self.o_g).weight)  # bias-free
-        info = None
-        if need_details:
-            ops = self.M_c + torch.einsum("bhl,hlde->bhde", gamma, self.M_l)  # (B, H, dk, dk)
-            info = AttentionDetails(attn, gamma, ops)
+        info = AttentionDetails(attn, gamma, ops) if need_details else None
         return o_c, o_G, info
+
+
+def _kernels_for(layer_reading: str):
+    """The context an MZ layer of ``layer_reading`` runs in: the fused CPU kernels serve the
+    literal reading only (they were written and tested for it), so any other reading runs the
+    eager path inside ``fused.disabled()``."""
+    return contextlib.nullcontext() if layer_reading == "literal" else fused.disabled()
 
 
 def _layouts(cq, ckv, mask):
@@ -428,7 +467,8 @@ def _layouts(cq, ckv, mask):
 
 
 def mz_attention_reference(att: MZAttention, cq, ckv, Gkv, mask=None, Gq=None):
-    """Eq. eq:mz-main as the paper writes it, with the parameters of ``att``: the readable
+    """Eq. eq:mz-main as the paper writes it (for ``att.layer_reading == "centre_adaptive"``
+    with def:relop's ``o_c = M(mu) c_hat``), with the parameters of ``att``: the readable
     reference ``MZAttention.forward`` is tested against (tests/test_nn.py). Padded layout only,
     no packing, nothing folded into the weights; one einsum per line of the equation.
 
@@ -466,6 +506,8 @@ def mz_attention_reference(att: MZAttention, cq, ckv, Gkv, mask=None, Gq=None):
         gamma = torch.tanh(att.gate(cbar)).view(B, H, att.L)
         stack = torch.einsum("bhl,hlde,bihe->bihld", gamma, att.M_l, c_hat)  # gamma_l M_l c_hat
         o_G = o_G + torch.einsum("hgl,bihld->bighd", att.W_mix, stack)
+        if att.layer_reading == "centre_adaptive":  # def:relop: o_c = M(mu) c_hat
+            o_c = o_c + stack.sum(-2)  # M(mu) c_hat = M_c c_hat + sum_l gamma_l M_l c_hat
     # heads concatenated, then W_o (centres) and the bias-free W_og (generators)
     W_og = (att.o if att.o_g is None else att.o_g).weight
     return att.o(o_c.flatten(-2)), o_G.flatten(-2) @ W_og.T
@@ -555,6 +597,7 @@ class MZMAB(nn.Module):
         gen_own_weights: bool = True,
         gen_norm: str = "zonotope",
         gen_qk: bool = False,
+        layer_reading: str = "literal",
         name: str = "mzmab",
     ):
         super().__init__()
@@ -562,7 +605,13 @@ class MZMAB(nn.Module):
             raise ValueError(f"gen_norm must be one of {GEN_NORMS}, got {gen_norm!r}")
         self.name, self.p, self.gen_norm = name, dropout, gen_norm
         self.attn = MZAttention(
-            d, n_heads=n_heads, n_g=n_g, L=L, gen_own_weights=gen_own_weights, gen_qk=gen_qk
+            d,
+            n_heads=n_heads,
+            n_g=n_g,
+            L=L,
+            gen_own_weights=gen_own_weights,
+            gen_qk=gen_qk,
+            layer_reading=layer_reading,
         )
         self.ln0, self.ln1 = nn.LayerNorm(d), nn.LayerNorm(d)
         if gen_norm == "layernorm":
@@ -586,11 +635,12 @@ class MZMAB(nn.Module):
 
     def forward(self, cq, Gq, ckv, Gkv, mask=None, details: list | None = None):
         """``mask``: the keys' (B, nkv) mask, or the set's ``Packing`` (``MZAttention``)."""
-        # with packed queries every step after the attention is per token, on real tokens only
-        a_c, a_G, info = self.attn(cq, ckv, Gkv, mask, details is not None, Gq=Gq)
-        # (B, nq, d), (B, nq, n_g, d), or (R, d), (R, n_g, d) for packed queries
-        hc, hG = self._add_norm(cq, Gq, a_c, a_G, self.ln0, self.ln0_g)
-        c, G = self._add_norm(hc, hG, self.ffn(hc), self.ffn_g(hG), self.ln1, self.ln1_g)
+        with _kernels_for(self.attn.layer_reading):  # the whole block: its norms too
+            # with packed queries every step after the attention is per token, on real tokens
+            a_c, a_G, info = self.attn(cq, ckv, Gkv, mask, details is not None, Gq=Gq)
+            # (B, nq, d), (B, nq, n_g, d), or (R, d), (R, n_g, d) for packed queries
+            hc, hG = self._add_norm(cq, Gq, a_c, a_G, self.ln0, self.ln0_g)
+            c, G = self._add_norm(hc, hG, self.ffn(hc), self.ffn_g(hG), self.ln1, self.ln1_g)
         if details is not None:
             details.append(replace(info, name=self.name, output=token_zonotopes(c, G)))
         return c, G

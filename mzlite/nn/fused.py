@@ -55,7 +55,9 @@ kernel runs in its place when all of these hold (``fast_path`` checks them, nowh
    ``0``: never, and never built;
 3. the code is not inside a ``disabled()`` block, and the arguments are ones the kernel takes
    (CPU tensors; ``add_norm``, ``zonotope_norm``: float32 or bfloat16 and an affine float32
-   LayerNorm, residual and branch of one shape; anything else runs the eager function).
+   LayerNorm, residual and branch of one shape; anything else runs the eager function). The
+   kernels serve the literal reading of the MZ layer only (``layer_reading``, choice 9 of
+   ``mzlite.nn``): an MZ block of another reading runs inside ``disabled()``.
 
 ``calls`` counts the kernel calls per kernel (for tests and benchmarks).
 

@@ -20,6 +20,7 @@ from .._torch import eval_mode
 from .attention import (
     GEN_NORMS,
     ISAB,
+    LAYER_READINGS,
     MZISAB,
     MZPMA,
     MZSAB,
@@ -48,6 +49,7 @@ def _validate(cfg) -> None:
         choices["readout"] = ("ihw", "signed")
         choices["gen_norm"] = GEN_NORMS
         choices["gen_qk"] = (False, True)
+        choices["layer_reading"] = LAYER_READINGS
     check_config_fields(cfg, positive, nonneg, choices)
 
 
@@ -89,7 +91,11 @@ class MZSetTransformerConfig(SetTransformerConfig):
     readout of Theorems thm:tdof-depth and thm:separation); ``gen_own_weights``: see choice 2;
     ``gen_norm``: what the blocks' LayerNorms do to the generators (choice 7, ``GEN_NORMS``:
     ``"zonotope"``, ``"none"``, ``"layernorm"``; see ``MZMAB``); ``gen_qk``: queries and keys
-    also read the tokens' interval-hull half-widths (choice 8, tab:genqk's MZ-GenQK).
+    also read the tokens' interval-hull half-widths (choice 8, tab:genqk's MZ-GenQK);
+    ``layer_reading``: where the matrix zonotope acts on the centres (choice 9,
+    ``LAYER_READINGS``: ``"literal"``, Eq. eq:mz-main's ``o_c = M_c c_hat``, or
+    ``"centre_adaptive"``, def:relop's ``o_c = M(mu) c_hat``; see ``MZAttention``). A saved
+    config without it was trained under the literal reading, the default.
 
     ``from_dict`` reads a config saved in a result or checkpoint; one saved before ``gen_norm``
     existed was trained with the per-row LayerNorm and is read as ``gen_norm="layernorm"``."""
@@ -100,6 +106,7 @@ class MZSetTransformerConfig(SetTransformerConfig):
     gen_own_weights: bool = True
     gen_norm: str = "zonotope"
     gen_qk: bool = False
+    layer_reading: str = "literal"
 
     # what a saved config without the field was trained with (mzlite before the field existed)
     LEGACY = {"gen_norm": "layernorm"}
@@ -239,6 +246,7 @@ class MZSetTransformer(nn.Module):
             gen_own_weights=cfg.gen_own_weights,
             gen_norm=cfg.gen_norm,
             gen_qk=cfg.gen_qk,
+            layer_reading=cfg.layer_reading,
         )
         self.embed = ZonotopeProjection(cfg.d_in, d, n_g=cfg.n_g)
         self.enc = nn.ModuleList(

@@ -125,8 +125,10 @@ def _st(display, model=SetTransformer, config=SetTransformerConfig, base=None, *
     return ModelSpec(display, "baseline", model, config, dict(base or {}), **kw)
 
 
-def _mz(variant: str, display: str, **kw) -> ModelSpec:
-    base = MZSetTransformerConfig.VARIANTS[variant]
+def _mz(variant: str, display: str, layer_reading: str = "literal", **kw) -> ModelSpec:
+    base = dict(MZSetTransformerConfig.VARIANTS[variant])
+    if layer_reading != "literal":  # the default stays out of base: old names build as before
+        base["layer_reading"] = layer_reading
     return ModelSpec(display, "mz", MZSetTransformer, MZSetTransformerConfig, base, **kw)
 
 
@@ -165,6 +167,11 @@ MODELS: Registry[ModelSpec] = Registry(
         ("mz_med", _mz("med", "MZ-Med")),
         ("mz_full", _mz("full", "MZAttn-Full", paper_params="365-372K", paper_count=372_000)),
         ("mz_large", _mz("large", "MZAttn-Large", paper_params="417K", paper_count=417_000)),
+        # MZ-Full under def:relop's reading, o_c = M(mu) c_hat (mzlite.nn choice 9): no
+        # parameter added, so the paper's count for MZAttn-Full is its count too
+        ("mz_full_centre_adaptive", _mz("full", "MZAttn-Full (centre-adaptive)",
+                                        layer_reading="centre_adaptive",
+                                        paper_params="365-372K", paper_count=372_000)),
         ("set_stats", ModelSpec("set statistics (ridge)", "closed_form",
                                 fit=_fit_set_statistics, encoder="none", pooling="none")),
     ],

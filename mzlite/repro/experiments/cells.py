@@ -1,7 +1,8 @@
 """The building blocks of the paper's tables (``tables``): a model's row (``model_row`` and the
 models most tables share), the grid of (column x model) cells with its set-statistics yardstick
 (``grid_cells``, ``stats_cell``), and the cells of the reading ablation (``reading_cells``, which
-``mzlite.repro.experiments.reading`` reads)."""
+``mzlite.repro.experiments.reading`` reads) and of the layer's reading
+(``centre_adaptive_cells``)."""
 
 from __future__ import annotations
 
@@ -179,3 +180,32 @@ def standardised_twin_cells(col, task, options, column, models, sizes, batch):
         )
         for mid, name, label, kw in models
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The layer's reading (issue 49, item 3c): MZ under def:relop's o_c = M(mu) c_hat beside the
+# literal Eq. eq:mz-main cell of the same column and that column's Set Transformer (mzlite.nn,
+# choice 9). The centre-adaptive model is registered on its own ("mz_full_centre_adaptive"), so
+# its results carry model_config.layer_reading and never mix with the literal cells'.
+# ---------------------------------------------------------------------------------------------
+
+CENTRE_ADAPTIVE_MODEL = "mz_full_centre_adaptive"
+
+
+def centre_adaptive_cell(col, task, options, column, mid, label, kw, sizes, batch) -> Cell:
+    """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``kw``: that
+    cell's model overrides, e.g. ``n_enc``), an ablation of 3 seeds at the same sizes."""
+    return Cell(
+        f"ca-{col}-{mid}",
+        task,
+        options,
+        CENTRE_ADAPTIVE_MODEL,
+        f"{label} (centre-adaptive)",
+        f"{column}, layer: centre-adaptive (def:relop)",
+        model_kwargs=dict(kw),
+        sizes=sizes,
+        batch_size=batch,
+        full_seeds=3,
+        part="ablation",
+        note="o_c = M(mu) c_hat (def:relop) in place of Eq. eq:mz-main's o_c = M_c c_hat",
+    )

@@ -117,6 +117,28 @@ CHOICES: tuple[Choice, ...] = (
         "not ablated: the paper's parameter count (5,120 MZ parameters per layer) fixes it",
     ),
     Choice(
+        "Where the matrix zonotope acts",
+        "eq:mz-main, def:relop, fig:money",
+        "\\methodname{} is context-adaptive: $\\mathcal{T}(\\hat{v}; S) = M(\\mu(S))\\hat{v}$ "
+        "where $M(\\mu) = M_c + \\sum_{l=1}^L \\gamma_l(\\mu) M_l$ depends on a "
+        "permutation-invariant statistic $\\mu(S)$",
+        "Eq. eq:mz-main as printed, o_c = M_c c_hat (the literal reading, the default and what "
+        "every result before the switch ran): the gated gamma_l M_l c_hat feed the generator "
+        "stream only, so the centre stream is the Set Transformer's at any M_l and W_mix, and "
+        "the matrix zonotope reaches the prediction only through the head's interval-hull "
+        "half-width",
+        "def:relop's reading, which Fig. fig:money (M(mu(S)) replaces W_V) and the abstract also "
+        "give: o_c = M(mu) c_hat with M(mu) = M_c + sum_l gamma_l M_l at the set's gate summary, "
+        "acting on the centre stream's aggregated values, generators as printed (registered as "
+        "mz_full_centre_adaptive; no parameter added; standard attention at initialisation up "
+        "to a term first order in M_l, exactly so as M_l -> 0; the fused CPU kernels serve the "
+        "literal reading only)",
+        "MZSetTransformerConfig.layer_reading",
+        "model_config.layer_reading",
+        "tab:tdof-verify L = 16 and 32 and tab:egnn-comparison's quadratic TDOF L = 16: the "
+        "centre-adaptive cells (ca-...) beside the literal MZ cells and the Set Transformer",
+    ),
+    Choice(
         "Output projection after M_c",
         "eq:mz-main",
         "o_i^c = M_c^{(h)} \\hat{c}_i",

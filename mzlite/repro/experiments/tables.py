@@ -18,6 +18,7 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     RELATIONAL_CHAPTER,
     ST,
     ST_LARGE,
+    centre_adaptive_cell,
     grid_cells,
     model_row,
     reading_cells,
@@ -173,6 +174,12 @@ def _tdof_verify() -> TableSpec:
              "L=16, signed readout", model_kwargs={"n_enc": 1, "readout": "signed"},
              sizes=(5_000, 1_000, 2_000), full_seeds=3, part="ablation")
     )  # fmt: skip
+    # where the matrix zonotope acts: def:relop's o_c = M(mu) c_hat (mzlite.nn choice 9)
+    for L in (16, 32):
+        cells.append(
+            centre_adaptive_cell(f"L{L}", "quadratic_tdof", {"L": L}, f"L={L}", "mz_1l",
+                                 "MZAttn-1L", {"n_enc": 1}, (5_000, 1_000, 2_000), 128)
+        )  # fmt: skip
     return TableSpec(
         "tab:tdof-verify",
         "Quadratic-TDOF target (eq:quadratic-tdof): 1-layer MZ vs 4-layer Set Transformer",
@@ -574,6 +581,11 @@ def _egnn() -> TableSpec:
         cells += grid_cells(
             [(cid, pcol, opts, pcol)], models, task, sizes=sizes, batch=batch, seeds=3
         )
+    # where the matrix zonotope acts: def:relop's o_c = M(mu) c_hat (mzlite.nn choice 9)
+    cells.append(
+        centre_adaptive_cell("qt-L16", "quadratic_tdof", {"L": 16}, "Quadratic TDOF / L=16",
+                             "mz_full", "MZAttn (ours)", {}, s_syn, 128)
+    )  # fmt: skip
     return TableSpec(
         "tab:egnn-comparison",
         "MZAttn vs EGNN (R^2): invariant targets vs the fixed-frame quadratic-TDOF target",
