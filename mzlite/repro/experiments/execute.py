@@ -166,6 +166,8 @@ def is_done(job: Job) -> bool:
         return False
     exp = _expected(job)
     diff = {k: (res.get(k), v) for k, v in exp.items() if res.get(k) != v}
+    if res.get("task") == job.cell.task:  # a result of another reading is another experiment
+        diff.update(task_options_diff(res, job.cell))
     old_cfg = res.get("train_config")
     if old_cfg and _nn.model_spec(job.cell.model).trainable:
         cfg = job.train_config()
@@ -186,6 +188,25 @@ def is_done(job: Job) -> bool:
             "or delete it"
         )
     return True
+
+
+def task_options_diff(result: dict, cell: Cell) -> dict:
+    """``{"task_options.<option>": (the result's, the cell's)}`` for every task option in which a
+    result's data differ from what ``cell`` makes (both resolved with the generator's defaults,
+    so a result written before an option existed reads that option's default: the data it was
+    made from), and ``task_reading`` where the two are different readings (``mzlite.tasks.
+    task_reading``); empty when they are the same data."""
+    mine = check_task_options(cell.task, cell.options)
+    theirs = check_task_options(result["task"], result.get("task_options") or {})
+    out = {
+        f"task_options.{k}": (theirs.get(k), mine.get(k))
+        for k in sorted(mine.keys() | theirs.keys())
+        if theirs.get(k) != mine.get(k)
+    }
+    read = (_tasks.task_reading(result["task"], theirs), _tasks.task_reading(cell.task, mine))
+    if read[0] != read[1]:
+        out["task_reading"] = read
+    return out
 
 
 def result_amp(result: dict) -> bool | None:
@@ -256,6 +277,7 @@ def run_job(
             "column": cell.column,
             "part": cell.part,
             "task_options": check_task_options(cell.task, cell.options),
+            "task_reading": _tasks.task_reading(cell.task, cell.options),
             "data_seed": job.profile.data_seed,
             "dataset_keys": job_dataset_keys(job),
             "data_code_version": _tasks.CODE_VERSION,
