@@ -8,7 +8,8 @@ import pytest
 from mzlite import tasks as T
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.cells import calibration_cells
-from mzlite.repro.experiments.execute import task_options_diff
+from mzlite.repro.experiments.results import OtherReadingWarning
+from mzlite.repro.experiments.specs import task_options_diff
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +79,22 @@ def test_calibration_cells_are_the_set_transformer_and_the_yardstick_on_each_rea
     with pytest.raises(ValueError, match="main cells"):
         calibration_cells("B", "chamfer_matching", ["v1"], "B", ("st", "st", "ST", {}),
                           (10, 10, 10), 8)  # fmt: skip
+
+
+def test_a_result_of_another_reading_is_left_out_of_its_cell(dirs):
+    _run(dirs, ["B-set_stats"])
+    (job,) = ex.jobs("tab:main-results", "smoke", cells=["B-set_stats"], **dirs)
+    text = job.result_path.read_text()
+    assert (
+        len(ex.results_by_cell("tab:main-results", "smoke", dirs["results_dir"])["B-set_stats"])
+        == 1
+    )
+    res = json.loads(text)
+    res["task_options"]["independent_size"] = "same"  # the same-size reading's data
+    job.result_path.write_text(json.dumps(res))
+    try:
+        with pytest.warns(OtherReadingWarning, match="task_reading"):
+            by_cell = ex.results_by_cell("tab:main-results", "smoke", dirs["results_dir"])
+        assert "B-set_stats" not in by_cell
+    finally:
+        job.result_path.write_text(text)

@@ -30,7 +30,7 @@ from mzlite.tasks import derive_seed
 from mzlite.train import evaluate, fit, fit_stacked, resolve_amp, seed_everything
 
 from .jobs import Job, protocol
-from .specs import RESULT_FORMAT, Cell, check_task_options
+from .specs import RESULT_FORMAT, Cell, check_task_options, task_options_diff
 from .uncertainty_study import job_metrics
 
 # ---------------------------------------------------------------------------------------------
@@ -188,25 +188,6 @@ def is_done(job: Job) -> bool:
             "or delete it"
         )
     return True
-
-
-def task_options_diff(result: dict, cell: Cell) -> dict:
-    """``{"task_options.<option>": (the result's, the cell's)}`` for every task option in which a
-    result's data differ from what ``cell`` makes (both resolved with the generator's defaults,
-    so a result written before an option existed reads that option's default: the data it was
-    made from), and ``task_reading`` where the two are different readings (``mzlite.tasks.
-    task_reading``); empty when they are the same data."""
-    mine = check_task_options(cell.task, cell.options)
-    theirs = check_task_options(result["task"], result.get("task_options") or {})
-    out = {
-        f"task_options.{k}": (theirs.get(k), mine.get(k))
-        for k in sorted(mine.keys() | theirs.keys())
-        if theirs.get(k) != mine.get(k)
-    }
-    read = (_tasks.task_reading(result["task"], theirs), _tasks.task_reading(cell.task, mine))
-    if read[0] != read[1]:
-        out["task_reading"] = read
-    return out
 
 
 def result_amp(result: dict) -> bool | None:
