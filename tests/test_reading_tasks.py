@@ -94,3 +94,12 @@ def test_a_result_without_a_recorded_reading_reads_its_options(tmp_path):
     _write(tmp_path, "tab:main-results", "F-st", 0, reading=None, r2=0.5, mse=10.0)
     row = next(r for r in tr.calibration(tmp_path) if r.what == "Task F" and r.reading == "v1")
     assert row.r2 == (0.5,)
+
+
+def test_the_review_shows_the_size_ridge_beside_the_yardstick(tmp_path):
+    _write(tmp_path, "tab:main-results", "B-set_stats", 0, reading="v1", r2=0.6, size_r2=0.3125)
+    ridges = tr.yardsticks(tmp_path)
+    assert ridges["chamfer_matching"] == (0.6, 0.3125)
+    assert ridges["mst_weight"] == (None, None)
+    html = tr.review_table(tmp_path)
+    assert "set size alone 0.312, set statistics 0.600" in html and "set size alone –" in html

@@ -249,3 +249,10 @@ def test_the_witness_reading_is_the_lemmas_target():
     # (sum_l mu_l e_l e_d^T) mu = e_{1..L}-weighted mu_d: f = mu_d sum_{l <= L} w_l mu_l
     np.testing.assert_allclose(data.y[:, 0].numpy(), mu[:, 63] * (mu[:, :32] @ w[:32]),
                                rtol=1e-4, atol=1e-4)  # fmt: skip
+
+
+def test_a_task_of_constant_size_leaves_the_size_ridge_at_the_mean():
+    tr = T.make_task("few_shot_retrieval", 200, 1)
+    te = T.make_task("few_shot_retrieval", 100, 2)
+    fit = T.baseline_r2(tr, te, features="size")
+    assert fit["features"] == [] and fit["r2"] <= 0.0  # 5 support and 20 query elements, always

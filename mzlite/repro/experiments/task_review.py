@@ -6,7 +6,8 @@ reading beside the paper's own number for it, with the yardstick and the set-siz
 
     from mzlite.repro.experiments import task_review
     task_review.TASK_REVIEW            # one TaskReview a task
-    task_review.review_table()         # them as the reading page's HTML table
+    task_review.review_table()         # them as the reading page's HTML table, with the
+                                       # set-size-only ridge beside the yardstick (yardsticks())
     task_review.calibration()          # one CalibrationRow a (column, reading), from results
     task_review.calibration_table()    # them as HTML, the paper's numbers read from data/paper
     task_review.closest_readings()     # per column, the reading whose ST lands nearest the paper's
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from mzlite.repro.paper import paper_cell
 from mzlite.repro.render import comparison_table, plain_math
 from mzlite.tasks import readings_of, task_reading
+from mzlite.tasks.readings import DEFAULT_READING
 
 from . import stats as _stats
 from .cells import calibration_cell_id
@@ -33,7 +35,7 @@ from .tables import get_table
 
 __all__ = ["TaskReview", "TASK_REVIEW", "Calibrated", "CALIBRATED", "CalibrationRow",
            "review_table", "calibration", "calibration_table", "closest_readings",
-           "missing_task_quotes", "PROFILE", "GAP"]  # fmt: skip
+           "missing_task_quotes", "yardsticks", "PROFILE", "GAP"]  # fmt: skip
 
 PROFILE = "paper-sizes"  # the calibration runs at the paper's sizes, as the verdicts it informs
 GAP = 0.1  # the issue's rule: a reading is calibrated where our ST lands further than this
@@ -45,7 +47,8 @@ class TaskReview:
     that use it, the paper's ``words`` (verbatim LaTeX) at ``label``, ``ours`` (what the v1
     generator makes), the choices the paper does not state (``open``), the ``alternatives`` its
     words allow (reading names of ``mzlite.tasks.TASK_READINGS`` where they exist) and ``leak``:
-    what a model that can count learns from the set's size alone."""
+    what a model that can count learns from the set's size alone; ``yardstick``: (table, cell)
+    of the v1 yardstick whose result records the set-size-only ridge beside it."""
 
     name: str
     task: str
@@ -56,6 +59,7 @@ class TaskReview:
     open: str
     alternatives: str
     leak: str
+    yardstick: tuple[str, str]
 
 
 TASK_REVIEW: tuple[TaskReview, ...] = (
@@ -70,6 +74,7 @@ TASK_REVIEW: tuple[TaskReview, ...] = (
         "target that grows with n); other element distributions",
         "each dimension's maximum grows with n: the yardstick computes the target exactly "
         "(R^2 1), so Task A ranks models and does not call for attention",
+        ("tab:main-results", "A-set_stats"),
     ),
     TaskReview(
         "Task B: set matching", "chamfer_matching", "tab:main-results (tab:ambiguity, "
@@ -89,6 +94,7 @@ TASK_REVIEW: tuple[TaskReview, ...] = (
         "distance (not generated)",
         "v1 and near-copy: a copy has n_B = n_A and an independent cloud almost never, so the two "
         "parts' sizes give the class; the same-size readings remove that",
+        ("tab:main-results", "B-set_stats"),
     ),
     TaskReview(
         "Task D: few-shot set retrieval", "few_shot_retrieval", "tab:main-results",
@@ -103,6 +109,7 @@ TASK_REVIEW: tuple[TaskReview, ...] = (
         "prototypes shared across episodes; a binomial number of target-class queries; other "
         "class counts",
         "none: every episode has 5 support and 20 query elements",
+        ("tab:main-results", "D-set_stats"),
     ),
     TaskReview(
         "Task F: rotation-dependent matching", "rotation_matching", "tab:main-results "
@@ -119,6 +126,7 @@ TASK_REVIEW: tuple[TaskReview, ...] = (
         "U(-0.3, 0.3))",
         "n_A = n_B in every reading; the Chamfer distance of a bigger set is smaller (nearer "
         "neighbours), which the size ridge reads",
+        ("tab:main-results", "F-set_stats"),
     ),
     TaskReview(
         "Task G: MST weight", "mst_weight", "tab:main-results (tab:mst-scale, tab:mst-normed)",
@@ -132,6 +140,7 @@ TASK_REVIEW: tuple[TaskReview, ...] = (
         "other centre scales and spreads (tighter clusters make the MST depend more on the "
         "spread statistics the yardstick reads)",
         "the MST of more points is longer: set size alone explains a large part of y",
+        ("tab:main-results", "G-set_stats"),
     ),
     TaskReview(
         "MEB radius", "meb_radius", "tab:meb (tab:egnn-comparison)", "tab:meb",
@@ -143,6 +152,7 @@ TASK_REVIEW: tuple[TaskReview, ...] = (
         "here); other mixtures (ours makes the radius nearly linear in the spread statistics)",
         "n enters the radius through the spread's extremes; the ridge on set statistics reaches "
         "R^2 ~ 0.99 on raw sets",
+        ("tab:meb", "d8-set_stats"),
     ),
     TaskReview(
         "Quadratic TDOF (tab:tdof-verify)", "quadratic_tdof", "tab:tdof-verify "
@@ -155,6 +165,7 @@ TASK_REVIEW: tuple[TaskReview, ...] = (
         "m0-zero (M_0 = 0, f unscaled), witness-d64 (lem:comp-orth's M_l = e_l e_d^T, M_0 = 0, "
         "unscaled, d = 64, the paper's d for its models); the scale matters only on raw targets",
         "none: f reads the set mean only",
+        ("tab:tdof-verify", "L32-set_stats"),
     ),
 )  # fmt: skip
 
@@ -170,21 +181,43 @@ def missing_task_quotes(paper_tex: str) -> list[str]:
     return [t.words for t in TASK_REVIEW if _normalise(t.words) not in source]
 
 
-def review_table() -> str:
+def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
+    """Per reviewed task (its generator's name): (the set-statistics ridge's R^2, the
+    set-size-only ridge's R^2) of its v1 yardstick under ``profile``, None where not run (a
+    yardstick result written before the size ridge existed has no second number)."""
+    out, tables = {}, {}
+    for t in TASK_REVIEW:
+        table, cell = t.yardstick
+        if table not in tables:
+            tables[table] = load_results(table, profile, results_dir)
+        mine = _checked([r for r in tables[table] if r["cell"] == cell], DEFAULT_READING)
+        out[t.task] = (_metric(mine, "r2"), _metric(mine, "set_size_r2"))
+    return out
+
+
+def review_table(results_dir=None) -> str:
     """``TASK_REVIEW`` as the reading page's table: the task, the paper's words (by label), what
     we generate, what the paper leaves open with the alternatives its words allow, and what the
-    set's size alone gives away (a footnote with the tables that use the task)."""
-    rows = [
-        {
-            "task": t.name,
-            "paper": f"“{plain_math(t.words)}” ({t.label})",
-            "ours": t.ours,
-            "open": f"{t.open}. Alternatives: {t.alternatives}",
-            "leak": t.leak,
-            "note": f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}",
-        }
-        for t in TASK_REVIEW
-    ]
+    set's size alone gives away, with the set-size-only ridge beside the set-statistics one on
+    v1 at the paper's sizes (``yardsticks``; a footnote with the tables that use the task)."""
+    ridges = yardsticks(results_dir)
+    rows = []
+    for t in TASK_REVIEW:
+        stats, size = ridges[t.task]
+        measured = (
+            f"Ridge R^2 at the paper's sizes ({t.yardstick[1]}): set size alone {_num(size)}, "
+            f"set statistics {_num(stats)}"
+        )
+        rows.append(
+            {
+                "task": t.name,
+                "paper": f"“{plain_math(t.words)}” ({t.label})",
+                "ours": t.ours,
+                "open": f"{t.open}. Alternatives: {t.alternatives}",
+                "leak": f"{t.leak}. {measured}",
+                "note": f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}",
+            }
+        )
     return str(
         comparison_table(
             rows,
