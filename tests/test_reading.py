@@ -38,9 +38,10 @@ def test_every_switch_is_a_config_field():
     for choice in reading.CHOICES:
         if choice.switch.startswith("fixed"):
             continue
-        task = re.fullmatch(r"tasks\.(\w+)\((\w+)=\.\.\.\)", choice.switch)
-        if task:  # a task generator's option
-            assert task[2] in task_options(task[1]), (choice.topic, choice.switch)
+        task = re.fullmatch(r"tasks\.(\w+)\(((?:\w+=\.\.\.(?:, )?)+)\)", choice.switch)
+        if task:  # a task generator's options
+            for option in re.findall(r"(\w+)=", task[2]):
+                assert option in task_options(task[1]), (choice.topic, choice.switch)
             continue
         for part in choice.switch.replace(";", ",").split(","):
             name = part.split("(")[0].strip()

@@ -34,6 +34,10 @@ def _cases() -> list[tuple[str, int, int, dict]]:
     cases += [("meta_regression", 4, 6, {"L": 4, "function_seed": 1})]
     cases += [("rotation_matching", 6, 7, {"d": 5, "target": "residual"})]
     cases += [("rotation_matching", 4, 7, {"d": 16})]
+    # the named task readings beside v1 (mzlite.tasks.TASK_READINGS)
+    cases += [("rotation_matching", 6, 7, {"d": 5, "target": "aligned", "max_angle": 0.3})]
+    cases += [("chamfer_matching", 6, 10, {"rotation": "small", "independent_size": "same"})]
+    cases += [("quadratic_tdof", 6, 5, {"L": 3, "d": 5, "m0": "zero", "scale": "none"})]
     for target in ("meb", "hull", "mst", "kcenter"):
         for variant in ("raw", "affine", "mixture"):
             cases.append(("digits_geometry", 5, 8, {"target": target, "variant": variant}))

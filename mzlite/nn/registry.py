@@ -114,8 +114,9 @@ def _fit_set_statistics(train, test) -> dict:
     from ..tasks import baseline_r2
 
     b = baseline_r2(train, test)
+    size = baseline_r2(train, test, features="size")  # how much the set's size alone explains
     return {
-        "test": {"r2": b["r2"], "n": b["n_test"]},
+        "test": {"r2": b["r2"], "n": b["n_test"], "set_size_r2": size["r2"]},
         "model_config": {"ridge_alpha": b["alpha"], "features": b["features"]},
         "params": len(b["features"]) + 1,
     }

@@ -32,7 +32,8 @@ Where things are: ``dataset`` (the ``SetData`` object), ``registry`` (``TASKS``,
 ``geometric``, ``functions``, ``digits``), ``geometry`` (the exact target of ONE set: MEB, hull
 volume, MST, Chamfer, SGSP, covariance statistics), ``difficulty`` (``baseline_r2``) and
 ``_build`` (what the generators share: checks, sampling, padding, normalisation, parallel
-targets).
+targets) and ``readings`` (the named readings of the paper's task descriptions:
+``reading_options``, ``task_reading``).
 """
 
 from .dataset import SetData
@@ -43,8 +44,11 @@ from .geometric import hull_volume_dataset, meb_radius_dataset, mst_weight_datas
 from .matching import (
     chamfer_matching_dataset,
     few_shot_retrieval_dataset,
+    procrustes_rotation,
     rotation_matching_dataset,
+    small_rotation,
 )
+from .readings import TASK_READINGS, TaskReading, reading_options, readings_of, task_reading
 from .registry import (
     CODE_VERSION,
     TASKS,
@@ -61,6 +65,8 @@ from .statistics import set_regression_dataset, set_stat_dataset, statistical_da
 __all__ = [
     "CODE_VERSION",
     "TASKS",
+    "TASK_READINGS",
+    "TaskReading",
     "baseline_r2",
     "cache_path",
     "chamfer_matching_dataset",
@@ -77,14 +83,19 @@ __all__ = [
     "meta_regression_dataset",
     "mst_weight_dataset",
     "quadratic_basis",
+    "procrustes_rotation",
     "quadratic_tdof_dataset",
+    "reading_options",
+    "readings_of",
     "rotation_matching_dataset",
     "set_features",
     "set_regression_dataset",
     "set_stat_dataset",
     "SetData",
     "sgsp_dataset",
+    "small_rotation",
     "Splits",
     "statistical_dataset",
     "task_options",
+    "task_reading",
 ]

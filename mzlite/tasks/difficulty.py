@@ -13,11 +13,16 @@ def set_features(data: SetData, features: str = "all") -> tuple[np.ndarray, list
 
     "basic": n, RMS spread around the centroid, max distance to the centroid (the three statistics
     that give R^2 ~ 0.99 on raw MEB sets). "all": these plus the mean element norm and the per-
-    dimension mean, std, min and max (4 d_in more)."""
-    _check_choice("features", features, ("basic", "all"))
+    dimension mean, std, min and max (4 d_in more). "size": the set's size alone, n and 1/n, and
+    for two sets packed with a 0/1 type indicator as the last feature (Tasks B, D, F) the size of
+    each part and their difference |n_0 - n_1|: what a model that can count learns without
+    looking at a single point."""
+    _check_choice("features", features, ("basic", "all", "size"))
     x = data.x.double().numpy()  # (N, n, d_in)
     m = data.mask.numpy()[..., None]  # (N, n, 1)
     cnt = m.sum(1)  # (N, 1)
+    if features == "size":
+        return _size_features(x, m[..., 0], cnt)
     mean = (x * m).sum(1) / cnt  # (N, d_in)
     dev = np.where(m, x - mean[:, None], 0.0)
     dist = np.sqrt((dev**2).sum(-1))  # (N, n) distance to the centroid (0 on padding)
@@ -34,6 +39,17 @@ def set_features(data: SetData, features: str = "all") -> tuple[np.ndarray, list
         names += ["mean_norm"] + [
             f"{s}_{j}" for s in ("mean", "std", "min", "max") for j in range(d)
         ]
+    return np.concatenate(cols, 1), names
+
+
+def _size_features(x: np.ndarray, m: np.ndarray, cnt: np.ndarray) -> tuple[np.ndarray, list]:
+    cols, names = [cnt, 1.0 / cnt], ["n", "1/n"]
+    last = x[..., -1][m]  # the last feature of every real element
+    if x.shape[2] > 1 and last.size and np.isin(last, (0.0, 1.0)).all():  # a type indicator
+        n1 = (np.where(m, x[..., -1], 0.0) == 1.0).sum(1, keepdims=True).astype(np.float64)
+        n0 = cnt - n1
+        cols += [n0, n1, np.abs(n0 - n1)]
+        names += ["n_part0", "n_part1", "|n_part0 - n_part1|"]
     return np.concatenate(cols, 1), names
 
 

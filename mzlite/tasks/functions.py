@@ -50,6 +50,8 @@ def quadratic_tdof_dataset(
     n_max: int = 30,
     within_std: float = 1.0,
     basis: str = "random",
+    m0: str = "basis",
+    scale: str = "unit_variance",
     function_seed: int = 0,
     seed: int = 0,
     normalise: str = "none",
@@ -66,16 +68,33 @@ def quadratic_tdof_dataset(
     up to L = 32); w, M_0, M_l from ``function_seed`` (shared by all splits; see
     :func:`quadratic_basis`); "random" basis includes M_0 orthogonal to all M_l and divides f by
     sqrt(L + 1), so Var(f) ~ 1 for every L (the paper calls the task scale-free); "witness" is
-    lem:comp-orth (M_0 = 0) divided by ||w_{1..L}||."""
+    lem:comp-orth (M_0 = 0) divided by ||w_{1..L}||.
+
+    The paper states none of d, M_0 or a scale for tab:tdof-verify (``TASK_READINGS`` names the
+    combinations): ``m0="basis"`` (v1) keeps the basis's M_0 (random: a unit-variance linear term;
+    witness: 0), ``m0="zero"`` sets M_0 = 0 (thm:tdof-depth's witness "with M_0 = 0");
+    ``scale="unit_variance"`` (v1) divides f by about its standard deviation (sqrt(L + 1), or
+    sqrt(L) without M_0, for the random basis; ||w_{1..L}|| for the witness), ``scale="none"`` is
+    eq:quadratic-tdof as printed."""
     _check_common(n_sets, d, n_min, n_max, seed)
     _check_choice("basis", basis, ("random", "witness"))
+    _check_choice("m0", m0, ("basis", "zero"))
+    _check_choice("scale", scale, ("unit_variance", "none"))
     _check_int("L", L, 1, d - 1 if basis == "witness" else d)
     _check_float("within_std", within_std, 0.0)
     _check_int("function_seed", function_seed, 0)
     _check_normalise(normalise, allowed=False)
     opts = _opts(locals())
     w, M0, M = quadratic_basis(L, d, function_seed, basis)
-    norm = math.sqrt(L + 1) if basis == "random" else float(np.linalg.norm(w[:L]))
+    linear = basis == "random" and m0 == "basis"  # the only case with a linear term
+    if m0 == "zero":
+        M0 = np.zeros_like(M0)
+    if scale == "none":
+        norm = 1.0
+    elif basis == "random":
+        norm = math.sqrt(L + linear)  # each w^T M_l mu (and w^T M_0 mu) has unit variance
+    else:
+        norm = float(np.linalg.norm(w[:L]))
     rng = np.random.default_rng(seed)
     sets, y = [], []
     for n in _sizes(rng, n_sets, n_min, n_max):

@@ -1,12 +1,13 @@
 """The building blocks of the paper's tables (``tables``): a model's row (``model_row`` and the
 models most tables share), the grid of (column x model) cells with its set-statistics yardstick
-(``grid_cells``, ``stats_cell``), and the cells of the reading ablation (``reading_cells``, which
-``mzlite.repro.experiments.reading`` reads) and of the layer's reading
-(``centre_adaptive_cells``)."""
+(``grid_cells``, ``stats_cell``), the cells of the reading ablation (``reading_cells``, which
+``mzlite.repro.experiments.reading`` reads), of the layer's reading (``centre_adaptive_cell``) and
+of the task-reading calibration (``calibration_cells``)."""
 
 from __future__ import annotations
 
 from mzlite.nn import model_spec
+from mzlite.tasks.readings import DEFAULT_READING, reading_options
 
 from .specs import SET_STATS, SET_STATS_LABEL, Cell, PaperRef
 
@@ -209,3 +210,42 @@ def centre_adaptive_cell(col, task, options, column, mid, label, kw, sizes, batc
         part="ablation",
         note="o_c = M(mu) c_hat (def:relop) in place of Eq. eq:mz-main's o_c = M_c c_hat",
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The task-reading calibration (issue 49): the Set Transformer on each reading of a task's words
+# at the paper's sizes, against the paper's own number for it, and the yardstick on each (which
+# records the set-size-only ridge beside it). Never MZ: a task reading is chosen by the baseline.
+# ---------------------------------------------------------------------------------------------
+
+CALIBRATION_PREFIX = "cal"
+
+
+def calibration_cell_id(col: str, reading: str, mid: str) -> str:
+    """The id of the calibration cell of ``mid`` on reading ``reading`` of column ``col``."""
+    return f"{CALIBRATION_PREFIX}-{col}-{reading}-{mid}"
+
+
+def calibration_cells(col, task, readings, column, st, sizes, batch, options=None, train=None):
+    """For every reading name in ``readings`` (of ``mzlite.tasks.TASK_READINGS``; v1 is the
+    column's main cells, not registered twice): the Set Transformer row ``st`` (model id, name,
+    label, kwargs) and the set-statistics yardstick on that reading, at ``sizes``. ``options``:
+    the column's own task options (e.g. {"L": 32}); the reading's options are added to them."""
+    mid, name, label, kw = st
+    cells = []
+    for reading in readings:
+        if reading == DEFAULT_READING:
+            raise ValueError(f"reading {DEFAULT_READING!r} is the column's main cells")
+        opts = {**(options or {}), **reading_options(task, reading)}
+        where = f"{column}, task reading {reading}"
+        cells.append(
+            Cell(calibration_cell_id(col, reading, mid), task, opts, name, label, where,
+                 model_kwargs=kw, sizes=sizes, batch_size=batch, train=dict(train or {}),
+                 full_seeds=3, part="ablation",
+                 note="calibration of the task reading by the Set Transformer (issue 49)")
+        )  # fmt: skip
+        cells.append(
+            stats_cell(f"{CALIBRATION_PREFIX}-{col}-{reading}", task, opts, where, sizes, batch,
+                       part="ablation")
+        )  # fmt: skip
+    return cells

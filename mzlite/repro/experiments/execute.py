@@ -30,7 +30,7 @@ from mzlite.tasks import derive_seed
 from mzlite.train import evaluate, fit, fit_stacked, resolve_amp, seed_everything
 
 from .jobs import Job, protocol
-from .specs import RESULT_FORMAT, Cell, check_task_options
+from .specs import RESULT_FORMAT, Cell, check_task_options, task_options_diff
 from .uncertainty_study import job_metrics
 
 # ---------------------------------------------------------------------------------------------
@@ -166,6 +166,8 @@ def is_done(job: Job) -> bool:
         return False
     exp = _expected(job)
     diff = {k: (res.get(k), v) for k, v in exp.items() if res.get(k) != v}
+    if res.get("task") == job.cell.task:  # a result of another reading is another experiment
+        diff.update(task_options_diff(res, job.cell))
     old_cfg = res.get("train_config")
     if old_cfg and _nn.model_spec(job.cell.model).trainable:
         cfg = job.train_config()
@@ -256,6 +258,7 @@ def run_job(
             "column": cell.column,
             "part": cell.part,
             "task_options": check_task_options(cell.task, cell.options),
+            "task_reading": _tasks.task_reading(cell.task, cell.options),
             "data_seed": job.profile.data_seed,
             "dataset_keys": job_dataset_keys(job),
             "data_code_version": _tasks.CODE_VERSION,

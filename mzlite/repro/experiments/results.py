@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 
 from .jobs import aliases, jobs, shared
-from .specs import PROFILES, default_results_dir
+from .specs import PROFILES, default_results_dir, task_options_diff
 from .tables import get_profile, get_table, table_registry
 
 # ---------------------------------------------------------------------------------------------
@@ -17,6 +17,11 @@ from .tables import get_profile, get_table, table_registry
 
 class UnreadableResultWarning(UserWarning):
     """A result file that is not a JSON object (truncated, a merge conflict) was left out."""
+
+
+class OtherReadingWarning(UserWarning):
+    """A result made from other task options than its cell now has (another task reading) was
+    left out of the cell: it is another experiment."""
 
 
 def _read_or_warn(path: Path) -> dict | None:
@@ -63,9 +68,27 @@ def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
 def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str, list[dict]]:
     """``load_results`` grouped by cell id: ``{cell id: [result, ...]}`` (seed order); a cell
     that is the same experiment as an earlier cell (``aliases``) or as a cell of an earlier
-    table (``shared``: its results say which table ran them) gets that cell's results."""
+    table (``shared``: its results say which table ran them) gets that cell's results. A result
+    made from other task options than its cell's (another task reading: ``task_options_diff``)
+    is left out with an :class:`OtherReadingWarning`."""
     out: dict[str, list[dict]] = {}
+    cells = {c.id: c for c in get_table(table).cells}
     for r in load_results(table, profile, results_dir):
+        cell = cells.get(r["cell"])
+        if cell is not None and r.get("task") == cell.task and "task_options" in r:
+            try:
+                diff = task_options_diff(r, cell)
+            except ValueError as e:  # an option the generator no longer has
+                diff = {"task_options": str(e)}
+            if diff:
+                warnings.warn(
+                    f"{r['table']} {r['cell']} seed {r.get('seed')} ({profile}) was made from "
+                    f"other task options than its cell's ({diff}): left out, as another "
+                    "experiment",
+                    OtherReadingWarning,
+                    stacklevel=2,
+                )
+                continue
         out.setdefault(r["cell"], []).append(r)
     lenders: dict[str, dict] = {}
     for cid, (label, other) in shared(table, profile).items():  # run under an earlier table

@@ -486,6 +486,41 @@ def check_task_options(task: str, options: dict) -> dict:
     return full
 
 
+def task_options_diff(result: dict, cell: Cell) -> dict:
+    """``{"task_options.<option>": (the result's, the cell's)}`` for every task option in which a
+    result's data differ from what ``cell`` makes (both resolved with the generator's defaults,
+    so a result written before an option existed reads that option's default: the data it was
+    made from), and ``task_reading`` where the two are different readings (``mzlite.tasks.
+    task_reading``); empty when they are the same data."""
+    mine, mine_reading = _resolved_reading(cell.task, cell.options)
+    theirs, their_reading = _resolved_reading(result["task"], result.get("task_options") or {})
+    out = {
+        f"task_options.{k}": (theirs.get(k), mine.get(k))
+        for k in sorted(mine.keys() | theirs.keys())
+        if theirs.get(k) != mine.get(k)
+    }
+    if their_reading != mine_reading:
+        out["task_reading"] = (their_reading, mine_reading)
+    return out
+
+
+def _resolved_reading(task: str, options: dict) -> tuple[dict, str]:
+    """(``check_task_options``, ``mzlite.tasks.task_reading``) of ``options``, cached: readers
+    compare every result of a table with its cell's options."""
+    try:
+        full, reading = _resolved_reading_cached(task, tuple(sorted(options.items())))
+    except TypeError:  # an unhashable option value: compute it afresh
+        full = check_task_options(task, options)
+        return full, _tasks.task_reading(task, full)
+    return dict(full), reading
+
+
+@cache
+def _resolved_reading_cached(task: str, items: tuple) -> tuple[tuple, str]:
+    full = check_task_options(task, dict(items))
+    return tuple(sorted(full.items())), _tasks.task_reading(task, full)
+
+
 def model_names() -> tuple[str, ...]:
     """Every model name a cell may use: ``mzlite.nn.MODELS``'s, with its alias ``"standard"``."""
     return tuple(_nn.MODELS) + ("standard",)

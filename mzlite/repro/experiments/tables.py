@@ -18,6 +18,7 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     RELATIONAL_CHAPTER,
     ST,
     ST_LARGE,
+    calibration_cells,
     centre_adaptive_cell,
     grid_cells,
     model_row,
@@ -168,6 +169,11 @@ def _tdof_verify() -> TableSpec:
     mz_1l = ("mz_1l", "mz_full", "MZAttn-1L", {"n_enc": 1})
     cells += reading_cells("L16", "quadratic_tdof", {"L": 16}, "L=16", mz_1l,
                             (5_000, 1_000, 2_000), 128)  # fmt: skip
+    # the task-reading calibration (issue 49): ST-4L on each reading of the quadratic-TDOF target
+    for L in (16, 32):
+        cells += calibration_cells(f"L{L}", "quadratic_tdof", TDOF_READINGS, f"L={L}",
+                                   ("st_4l", "st", "ST-4L", {"n_enc": 4}), (5_000, 1_000, 2_000),
+                                   128, options={"L": L})  # fmt: skip
     # thm:tdof-depth is proved for the signed readout (sec:architecture); the table runs the IHW
     cells.append(
         Cell("rd-L16-signed-mz_1l", "quadratic_tdof", {"L": 16}, "mz_full", "MZAttn-1L",
@@ -193,6 +199,12 @@ def _tdof_verify() -> TableSpec:
         ),
         chapter="04_training_on_gpu",
     )
+
+
+# the readings of Tasks B and F that the calibration runs beside v1 (mzlite.tasks.TASK_READINGS)
+TASK_B_READINGS = ("near-copy", "near-copy-same-size", "same-size")
+TASK_F_READINGS = ("small-angle", "aligned", "residual")
+TDOF_READINGS = ("m0-zero", "witness-d64")
 
 
 def _main_results() -> TableSpec:
@@ -253,6 +265,12 @@ def _main_results() -> TableSpec:
         "F", "rotation_matching", {}, "Task F", [("mz_full", "mz_full", "MZAttn (ours)", {}),
         ("st", "st", "Set Transformer", {})], (5_000, 1_000, 2_000), 128,
     )  # fmt: skip
+    # the task-reading calibration (issue 49): the Set Transformer on each reading of Tasks B and F
+    st = ("st", "st", "Set Transformer", {})
+    cells += calibration_cells("B", "chamfer_matching", TASK_B_READINGS, "Task B", st,
+                               (5_000, 1_000, 1_000), 128)  # fmt: skip
+    cells += calibration_cells("F", "rotation_matching", TASK_F_READINGS, "Task F", st,
+                               (5_000, 1_000, 2_000), 128)  # fmt: skip
     return TableSpec(
         "tab:main-results",
         "Main results, Tasks A, B, D, F, G (MSE and R^2)",
