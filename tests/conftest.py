@@ -46,7 +46,8 @@ def _force_cpu_probes(forced: dict[str, bool]) -> None:
         torch.cpu._is_amx_tile_supported = lambda: answer
     if "avx512" in forced:
         real = torch.backends.cpu.get_cpu_capability
-        capability = "AVX512" if forced["avx512"] else ("AVX2" if real() != "DEFAULT" else "DEFAULT")
+        without = "AVX2" if real() != "DEFAULT" else "DEFAULT"
+        capability = "AVX512" if forced["avx512"] else without
         torch.backends.cpu.get_cpu_capability = lambda: capability
 
 

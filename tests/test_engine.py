@@ -142,9 +142,11 @@ def test_a_verdict_carries_the_readings_its_results_recorded(tmp_path):
     assert (v.layer_reading, v.task_reading) == (engine.LAYER_READING, engine.TASK_READING)
     for s in range(3):
         _write(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.95 + SPREAD[s], "cpu-annealed",
-               seed=s, model_config={"mz_reading": "v2"}, task_version="paper")  # fmt: skip
+               seed=s, model_config={"layer_reading": "centre_adaptive"},
+               task_reading="m0-zero")  # fmt: skip
     v = judge(sep, results_dir=tmp_path)
-    assert v.layer_reading == "v2" and v.task_reading == "mixed"  # ST's runs are still literal
+    assert v.layer_reading == "centre_adaptive"
+    assert v.task_reading == "mixed"  # the Set Transformer's runs are still on v1
 
 
 def test_not_run_is_a_value_with_the_papers_number():

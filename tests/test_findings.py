@@ -483,7 +483,7 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
     def row(verdict, beats=True, profile="cpu-annealed", cells=("F-mz_full", "F-st")):
         value = Verdict("c", "tab:main-results", Label(verdict), Reason.THRESHOLDS,
                         profile=profile, cells=tuple(stats(c) for c in cells),
-                        layer_reading="v1", task_reading="literal")  # fmt: skip
+                        layer_reading="literal", task_reading="v1")  # fmt: skip
         regime = {"full": "10K training sets, the paper's protocol"}.get(
             profile, "2K training sets, the reduced CPU protocol"
         )
@@ -497,7 +497,7 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
                            "was judged at the paper's sizes yet.")  # fmt: skip
     assert ("The other 3, read below the paper's sizes (most at 2K training sets, the reduced "
             "CPU protocol): 2 do not hold here, 1 is not decided.") in text  # fmt: skip
-    assert text.endswith("layer reading v1 and task reading literal.")
+    assert text.endswith("layer reading literal and task reading v1.")
     # two claims on the same runs at the paper's protocol: 2 claims, 3 experiments, not 4
     other = row("no model learns it", profile="full", cells=("F-mz_full", "F-st_large"))
     won = fd.headline_text([row("holds", profile="full"), other])

@@ -716,3 +716,42 @@ class MZPMA(nn.Module):
 def token_zonotopes(c, G):
     """Token zonotopes ``(c, G)`` as one batched ``mzlite.zonotope.Zonotope``."""
     return Zonotope(c, G)
+
+
+def _fused_measurement_cases():
+    """``(kernel name, dtype, kernel step, eager step)`` for every kernel and dtype, on fit's
+    shapes (``MEASURED_SHAPE``): a packed batch of sets of 10-30 elements, its padded twin, and
+    its generator stream. Random inputs from a private generator (the global RNG untouched)."""
+    shape = fused.MEASURED_SHAPE
+    B, ng, d, H = shape["sets"], shape["n_g"], shape["d"], shape["heads"]
+    g = torch.Generator().manual_seed(0)
+    mask = torch.arange(30)[None] < torch.randint(10, 31, (B,), generator=g)[:, None]
+    pk = Packing(mask)
+    T, p = len(pk.rows), 0.1
+    with torch.no_grad():
+        ln_c, ln_G = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+    for dtype in (torch.float32, torch.bfloat16):
+
+        def leaf(*size, dtype=dtype):
+            return torch.randn(*size, generator=g).to(dtype).requires_grad_()
+
+        c, a_c, G, a_G = leaf(T, d), leaf(T, d), leaf(T, ng, d), leaf(T, ng, d)
+        heads = leaf(B, H, pk.n, ng, d // H)
+        cases = {
+            add_zonotope_norm: (c, G, a_c, a_G, ln_c, p),
+            add_norm_rows: (c, G, a_c, a_G, ln_c, ln_G, p),
+            Packing.unpack_heads: (pk, G, H),
+            Packing.pack_heads: (pk, heads),
+            _heads_first: (leaf(B, pk.n, ng, d), H),
+            _heads_last: (heads,),
+        }
+        for f, args in cases.items():
+            yield (
+                f.kernel.name,
+                dtype,
+                fused.fwd_bwd(f.kernel.run, *args),
+                fused.fwd_bwd(f.eager, *args),
+            )
+
+
+fused.register_cases(_fused_measurement_cases)

@@ -9,8 +9,9 @@ library's verdict rule), a reason code (``Reason``), the numbers (per cell: the 
 mean, spread, seeds, converged runs; the Welch tests and their largest p, after Holm's correction
 within the claim's table when ``holm`` ran), the regime (profile, training-set sizes, epochs,
 devices), the readings its runs were trained under (generator normalisation, the layer reading
-``model_config["mz_reading"]`` and the task reading ``task_version``, recorded in each result;
-"v1" and "literal" where a result predates them) and the experiments it rests on (the (table,
+``model_config["layer_reading"]`` (``mzlite.nn.LAYER_READINGS``) and the task reading
+``task_reading`` (``mzlite.tasks.TASK_READINGS``), recorded in each result; "literal" and "v1"
+where a result predates them) and the experiments it rests on (the (table,
 cell) that ran each result: cells shared by several tables are one experiment).
 ``mzlite.repro.experiments.present`` words it; nothing here imports a wording or a renderer.
 
@@ -48,6 +49,7 @@ from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import Claim, MissingCell, RankClaim, cell_paper_value
 from mzlite.repro.experiments.execute import result_amp
 from mzlite.repro.experiments.results import PROFILE_ORDER
+from mzlite.tasks.readings import DEFAULT_READING
 
 __all__ = [
     "LAYER_READING", "LOWER_IS_BETTER", "TASK_READING", "CellStats", "Label", "Reason",
@@ -56,8 +58,9 @@ __all__ = [
 ]  # fmt: skip
 
 LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
-LAYER_READING = "v1"  # a result without model_config["mz_reading"] ran the layer as first read
-TASK_READING = "literal"  # a result without task_version ran the tasks as first read
+# a result without model_config["layer_reading"] ran Eq. eq:mz-main as printed (mzlite.nn choice 9)
+LAYER_READING = "literal"
+TASK_READING = DEFAULT_READING  # a result without task_reading ran the generators as first read
 # The one-seed, 30-epoch ``cpu`` protocol leaves a claim once a better profile has a converged
 # cell of it: its results stay as a labelled ablation
 RETIRED_ONCE_CONVERGED = ("cpu",)
@@ -311,8 +314,8 @@ def cell_stats(
 def readings(results: list[dict]) -> tuple[str, str, str]:
     """(generator normalisation of the MZ runs, layer reading of the MZ runs, task reading of
     every run) among ``results``: each "" where there is no such run, "mixed" where they differ.
-    The layer and task readings are recorded in each result (``model_config["mz_reading"]``,
-    ``task_version``); a result from before they were defaults to ``LAYER_READING`` and
+    The layer and task readings are recorded in each result (``model_config["layer_reading"]``,
+    ``task_reading``); a result from before they were defaults to ``LAYER_READING`` and
     ``TASK_READING``."""
 
     def one(values) -> str:
@@ -321,8 +324,8 @@ def readings(results: list[dict]) -> tuple[str, str, str]:
 
     mz = [r for r in results if _nn.model_spec(r["model"]).family == "mz"]
     gen = one(_reading.recorded_reading(r)[0] for r in mz)
-    layer = one((r.get("model_config") or {}).get("mz_reading", LAYER_READING) for r in mz)
-    task = one(r.get("task_version", TASK_READING) for r in results)
+    layer = one((r.get("model_config") or {}).get("layer_reading", LAYER_READING) for r in mz)
+    task = one(r.get("task_reading", TASK_READING) for r in results)
     return gen, layer, task
 
 

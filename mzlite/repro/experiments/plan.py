@@ -88,6 +88,7 @@ from mzlite.repro.experiments.formatting import spaced
 from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
 from mzlite.tasks import make_task
+from mzlite.train import fit
 
 EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
 
@@ -581,8 +582,6 @@ def _epoch_cost_here(job) -> float:
     """CPU seconds per set unit of an epoch of ``job``'s cell here: a ``fit`` with its training
     config (one thread, no early stop) on ``REFERENCE_FIT``'s sets of its task; the second
     epoch is timed (the first pays the one-off costs: kernel builds, allocations)."""
-    from mzlite.train import fit  # noqa: PLC0415
-
     n_train, n_val, epochs = (REFERENCE_FIT[k] for k in ("n_train", "n_val", "epochs"))
     cell = job.cell
     train = make_task(cell.task, n_train, 12345, **cell.options)
