@@ -10,9 +10,11 @@ chapters' parameters cells use no other name for a CPU protocol.
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import math
+import pickle
 import re
 from pathlib import Path
 
@@ -20,12 +22,14 @@ import pytest
 
 from mzlite.repro.experiments import TABLES, get_table, results_by_cell
 from mzlite.repro.experiments.protocols import READER_NAMES, reader_name
-from mzlite.repro.experiments.report import report
+from mzlite.repro.experiments.report import best_rows, ours_text, report
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.scorecard import claims as scorecard_claims
 from mzlite.repro.experiments.scorecard import scorecard
 from mzlite.repro.experiments.specs import PROFILES
 from mzlite.repro.render import (
+    Number,
+    comparison_table,
     marked_numbers,
     number_conflicts,
     number_html,
@@ -75,6 +79,30 @@ def test_number_conflicts_catches_a_planted_conflict():
     spread = {"a": number_html("x", key, "mean_r2", 0.5, 0.01),
               "b": number_html("x", key, "mean_r2", 0.5, 0.02)}  # fmt: skip
     assert len(number_conflicts(spread)) == 1
+
+
+def test_a_chapters_table_marks_the_numbers_ours_text_gives(tmp_path):
+    """``report.ours_text`` of a ``best_rows`` row is a ``Number``: its text as before, and
+    ``comparison_table`` marks it with the key the table's report marks the same cell with."""
+    label = "tab:tdof-verify"
+    rows = best_rows(label, ("cpu-annealed",), results_dir=tmp_path)  # nothing ran: not run
+    assert all(r["table"] == label for r in rows.values())
+    assert {ours_text(r) for r in rows.values()} == {"not run"}
+    fake = {"table": label, "cells": ["L32-mz_1l"], "same_as": None, "seeds": [0, 1],
+            "mixed": False, "ours_mean": 0.93612, "ours_std": 0.0101, "metric": "r2",
+            "profile": "paper-sizes"}  # fmt: skip
+    text = ours_text(fake)
+    assert isinstance(text, Number) and text == "0.936 ± 0.010"
+    assert (
+        copy.deepcopy(text).experiment == text.experiment == "tab:tdof-verify|L32-mz_1l|paper-sizes"
+    )
+    assert pickle.loads(pickle.dumps(text)).value == 0.93612
+    page = comparison_table([{"model": "MZ", "ours": text}], [("model", "Model", 50),
+                                                              ("ours", "Ours", 50)])  # fmt: skip
+    assert marked_numbers(page) == [(text.experiment, "mean_r2", "0.93612", "0.0101")]
+    assert "0.936 ± 0.010" in _visible(page)
+    # without a profile (a plain report row) it stays plain text
+    assert type(ours_text({**fake, "profile": None})) is str
 
 
 # ---------------------------------------------------------------------------------------------

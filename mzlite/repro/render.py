@@ -40,7 +40,7 @@ from mzlite.viz.page import fit_page
 __all__ = [
     "plain_math", "results_table", "scorecard_html", "scorecard_summary", "report_html",
     "comparison_table", "conclusion", "table_name", "tables_words", "toggle", "plot_verdicts",
-    "number_html", "marked_numbers", "number_conflicts",
+    "Number", "experiment_key", "number_html", "marked_numbers", "number_conflicts",
 ]  # fmt: skip
 
 VERDICT_COLOURS = {
@@ -110,6 +110,30 @@ def number_html(text: str, experiment: str, stat: str, value, spread=None) -> st
     if spread is not None:
         attrs += f' data-spread="{spread:.6g}"'
     return f'<span class="mz-number" {attrs}>{_e(text)}</span>'
+
+
+class Number(str):
+    """One of our result numbers as plain text (a ``str``: printed, joined or compared as its
+    text) that remembers what it is, so that ``comparison_table`` marks it (``number_html``)
+    wherever a chapter puts it in a table."""
+
+    def __new__(cls, text: str, experiment: str, stat: str, value, spread=None):
+        out = super().__new__(cls, text)
+        out.experiment, out.stat, out.value, out.spread = experiment, stat, value, spread
+        return out
+
+    def __reduce__(self):  # copied and pickled with what it is (dataclasses.asdict copies)
+        return Number, (str(self), self.experiment, self.stat, self.value, self.spread)
+
+    def html(self) -> str:
+        return number_html(str(self), self.experiment, self.stat, self.value, self.spread)
+
+
+def experiment_key(table: str, row: dict, profile: str) -> str:
+    """The experiment a report row's number comes from: "tab:meb|d8-mz_full|paper-sizes" (an
+    aliased cell by the cell whose runs it shows: one experiment, one key; a derived row by its
+    two cells)."""
+    return f"{table}|{row.get('same_as') or '/'.join(row['cells'])}|{profile}"
 
 
 _MARKED = re.compile(
@@ -465,8 +489,7 @@ def _report_number(text: str, r: dict, rep) -> str:
     whose runs it shows (an aliased cell's twin: the same experiment) and the profile."""
     if r.get("mixed"):
         return _e(text)
-    cell = r.get("same_as") or "/".join(r["cells"])
-    return number_html(text, f"{rep.label}|{cell}|{rep.profile}", f"mean_{r['metric']}",
+    return number_html(text, experiment_key(rep.label, r, rep.profile), f"mean_{r['metric']}",
                        r["ours_mean"], r["ours_std"])  # fmt: skip
 
 
@@ -523,6 +546,8 @@ def comparison_table(
             value = r.get(key, "")
             if key == verdict:
                 cell = verdict_badge(str(value))
+            elif isinstance(value, Number):
+                cell = value.html()
             elif key in code:
                 cell = f"<code>{_e(value)}</code>"
             else:
