@@ -45,6 +45,8 @@ def test_parts_read_at_different_regimes_each_say_where(tmp_path):
     assert re.search(at_32, row["why"])
     assert "L = 4: holds (0.950, 2K training sets, the reduced CPU protocol)" in row["why"]
     assert row["protocol"] == "per part: L=4, L=8, L=16, L=24 under cpu-annealed; L=32 under full"
+    assert re.fullmatch(r"2K training sets, the reduced CPU protocol; \d+K training sets, "
+                        r"the paper's protocol", row["regime"])  # fmt: skip
 
 
 def test_rows_name_cells_in_words_and_profiles_by_the_glossary(tmp_path):

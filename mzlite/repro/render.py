@@ -40,6 +40,7 @@ from mzlite.viz.page import fit_page
 __all__ = [
     "plain_math", "results_table", "scorecard_html", "scorecard_summary", "report_html",
     "comparison_table", "conclusion", "table_name", "tables_words", "toggle", "plot_verdicts",
+    "Number", "experiment_key", "number_html", "marked_numbers", "number_conflicts",
 ]  # fmt: skip
 
 VERDICT_COLOURS = {
@@ -95,6 +96,77 @@ class HTML(str):
 
 def _e(text) -> str:
     return html.escape("" if text is None else str(text))
+
+
+def number_html(text: str, experiment: str, stat: str, value, spread=None) -> str:
+    """One of our result numbers as a page shows it (``text``, escaped), marked with what it is:
+    ``experiment`` (its key, e.g. "tab:meb|d8-mz_full|paper-sizes": table, cell, profile),
+    ``stat`` ("mean_r2", "claim_value") and its ``value`` (and ``spread``, the std, if shown),
+    so that a test can check that one experiment shows one number on every page
+    (``number_conflicts``). The marker is invisible: the reader sees ``text`` alone."""
+    if value is None:
+        return _e(text)
+    attrs = f'data-experiment="{_e(experiment)}" data-stat="{_e(stat)}" data-value="{value:.6g}"'
+    if spread is not None:
+        attrs += f' data-spread="{spread:.6g}"'
+    return f'<span class="mz-number" {attrs}>{_e(text)}</span>'
+
+
+class Number(str):
+    """One of our result numbers as plain text (a ``str``: printed, joined or compared as its
+    text) that remembers what it is, so that ``comparison_table`` marks it (``number_html``)
+    wherever a chapter puts it in a table."""
+
+    def __new__(cls, text: str, experiment: str, stat: str, value, spread=None):
+        out = super().__new__(cls, text)
+        out.experiment, out.stat, out.value, out.spread = experiment, stat, value, spread
+        return out
+
+    def __reduce__(self):  # copied and pickled with what it is (dataclasses.asdict copies)
+        return Number, (str(self), self.experiment, self.stat, self.value, self.spread)
+
+    def html(self) -> str:
+        return number_html(str(self), self.experiment, self.stat, self.value, self.spread)
+
+
+def experiment_key(table: str, row: dict, profile: str) -> str:
+    """The experiment a report row's number comes from: "tab:meb|d8-mz_full|paper-sizes" (an
+    aliased cell by the cell whose runs it shows: one experiment, one key; a derived row by its
+    two cells)."""
+    return f"{table}|{row.get('same_as') or '/'.join(row['cells'])}|{profile}"
+
+
+_MARKED = re.compile(
+    r'<span class="mz-number" data-experiment="([^"]*)" data-stat="([^"]*)" '
+    r'data-value="([^"]*)"(?: data-spread="([^"]*)")?>'
+)
+
+
+def marked_numbers(page: str) -> list[tuple[str, str, str, str | None]]:
+    """Every number ``number_html`` marked in ``page``: (experiment, stat, value, spread), with
+    the experiment and stat unescaped as they were given."""
+    return [
+        (html.unescape(e), html.unescape(s), v, d or None) for e, s, v, d in _MARKED.findall(page)
+    ]
+
+
+def number_conflicts(pages: dict[str, str]) -> list[str]:
+    """Where one experiment shows one statistic with two different numbers across ``pages``
+    ({where: HTML}): one line per conflict naming the experiment, the statistic and each number
+    with the pages that show it; [] when every experiment has one number."""
+    seen: dict[tuple[str, str], dict[tuple[str, str | None], list[str]]] = {}
+    for where, page in pages.items():
+        for exp, stat, value, spread in marked_numbers(page):
+            seen.setdefault((exp, stat), {}).setdefault((value, spread), []).append(where)
+    out = []
+    for (exp, stat), shown in seen.items():
+        if len(shown) > 1:
+            each = "; ".join(
+                f"{v}" + (f" +- {d}" if d is not None else "") + f" on {', '.join(sorted(set(w)))}"
+                for (v, d), w in shown.items()
+            )
+            out.append(f"{exp} [{stat}]: {each}")
+    return out
 
 
 def verdict_badge(verdict: str) -> str:
@@ -239,7 +311,7 @@ def scorecard_html(sc) -> HTML:
             table = r["table"]
             body.append(_group_heading(table, r["chapter"]))
         base = _COVERAGE.sub("", r.get("protocol") or "")
-        ours = _e(r["ours_text"]) + notes.mark(base)
+        ours = _claim_number(r) + notes.mark(base)
         body.append(
             f"<tr><td>{_e(name_labels(scrub(r['text'], table)))}</td>"
             f'<td class="mz-num">{_e(r["paper_text"])}</td>'
@@ -292,6 +364,16 @@ def _verdict_cell(r: dict, table: str) -> str:
             f"{_paper_protocol_line(r)}{details}")  # fmt: skip
 
 
+def _claim_number(r: dict, variant: str = "") -> str:
+    """A scorecard row's number of ours (a claim's value), marked as that claim read under the
+    row's profile (on ``variant`` cells: "std-twins", the standardised-target twins): the same
+    claim on the same runs shows one number on every page."""
+    value = r.get("value")
+    variant = variant or getattr(value, "variant", "")
+    key = f"claim:{r['claim']}|{r.get('profile')}" + (f"|{variant}" if variant else "")
+    return number_html(r["ours_text"], key, "claim_value", r.get("ours"))
+
+
 def _paper_protocol_line(r: dict) -> str:
     """Where the claim ran under the paper's protocol too (``paper_protocol``), its verdict
     beside the row's, and whether the two agree: the agreement is what licenses the cheaper
@@ -301,7 +383,7 @@ def _paper_protocol_line(r: dict) -> str:
         return ""
     return (f'<span class="mz-regime">under the paper\'s protocol ({_e(pp["regime"])}, '
             f'{pp["cells_run"]} models run): </span>{verdict_badge(pp["verdict"])}'
-            f'<span class="mz-why">ours {_e(pp["ours_text"])}; '
+            f'<span class="mz-why">ours {_claim_number(pp, "std-twins")}; '
             f'it {agreement(pp["agrees"])} with the verdict above</span>')  # fmt: skip
 
 
@@ -402,6 +484,15 @@ def report_html(rep) -> HTML:
     return HTML("".join(parts))
 
 
+def _report_number(text: str, r: dict, rep) -> str:
+    """A report row's mean (and std) over seeds, marked with its experiment: the table, the cell
+    whose runs it shows (an aliased cell's twin: the same experiment) and the profile."""
+    if r.get("mixed"):
+        return _e(text)
+    return number_html(text, experiment_key(rep.label, r, rep.profile), f"mean_{r['metric']}",
+                       r["ours_mean"], r["ours_std"])  # fmt: skip
+
+
 def _report_row(r: dict, rep, notes: _Footnotes) -> str:
     """One model's row of ``report_html``: the model (its parameter count under it), ours with
     its protocol footnote, the paper's."""
@@ -417,7 +508,7 @@ def _report_row(r: dict, rep, notes: _Footnotes) -> str:
             if hasattr(rep, "_cells")
             else format_mean_std(r["ours_mean"], r["ours_std"])
         )
-        ours = _e(ours) + notes.mark(_run_protocol(r, rep.profile))
+        ours = _report_number(ours, r, rep) + notes.mark(_run_protocol(r, rep.profile))
     else:
         ours = '<span class="mz-sub">not run</span>'
     return (
@@ -455,6 +546,8 @@ def comparison_table(
             value = r.get(key, "")
             if key == verdict:
                 cell = verdict_badge(str(value))
+            elif isinstance(value, Number):
+                cell = value.html()
             elif key in code:
                 cell = f"<code>{_e(value)}</code>"
             else:

@@ -86,6 +86,14 @@ def regime_text(regime: Regime | None) -> str:
     return f"{words} training sets, {reader_name(regime.profile)}"
 
 
+def _regimes_text(v: Verdict) -> str:
+    """The regime ``v`` was read in; a claim of parts read in several names each (its own
+    ``regime`` is its weakest part's, which would credit the others' numbers to it)."""
+    if not v.parts:
+        return regime_text(v.regime)
+    return "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
+
+
 def devices_text(regime: Regime) -> str:
     """Where the runs ran, in words: "on a CPU and on an NVIDIA H200 GPU"; a GPU that ran a CPU
     profile says so (it made it faster; the settings stayed the CPU protocol's)."""
@@ -420,7 +428,7 @@ def row(claim, v: Verdict) -> dict:
         "ours": v.ours,
         "ours_text": value_text(claim, v.ours, v.rank.get("observed")),
         "profile": v.profile,
-        "regime": regime_text(v.regime),
+        "regime": _regimes_text(v),
         "protocol": protocol_text(v),
         "statistics": statistics_text(claim, v),
         "why": why(claim, v),

@@ -37,7 +37,7 @@ from mzlite.repro.experiments.present import devices_text
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.stats import mean_std
 from mzlite.repro.paper import load_paper_table, paper_cell
-from mzlite.repro.render import report_html
+from mzlite.repro.render import Number, experiment_key, report_html
 
 
 def epoch_range(results: list[dict]) -> str:
@@ -215,6 +215,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
             metric = ref.metric + (f" x {ref.scale:g}" if ref.scale != 1.0 else "")
             rows.append(
                 {
+                    "table": spec.label,
                     "part": c.part,
                     "model": c.model,
                     "row": c.row,
@@ -253,6 +254,7 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
         pc = paper_cell(spec.label, d.row, d.column)
         rows.append(
             {
+                "table": spec.label,
                 "part": "derived",
                 "row": d.row,
                 "column": d.column,
@@ -338,6 +340,7 @@ class ReportRow:
     paper_params: float | None = None
     model: str | None = None
     profile: str | None = None
+    table: str | None = None
 
     @classmethod
     def of(cls, row: dict, profile: str | None = None) -> ReportRow:
@@ -410,14 +413,20 @@ def best_rows(
 
 def ours_text(row: dict | ReportRow | None) -> str:
     """A report row's number as a reader sees it: "0.812 ± 0.010" (mean ± std over seeds; no std
-    for one seed), "mixed protocols", or "not run"."""
+    for one seed), "mixed protocols", or "not run"; a row of ``best_rows`` (its profile known) as
+    a ``render.Number``, which a chapter's table marks with its experiment."""
     if isinstance(row, ReportRow):
         row = row.as_dict()
     if not row or not row.get("seeds"):
         return "not run"
     if row.get("mixed"):
         return "mixed protocols"
-    return format_mean_std(row["ours_mean"], row["ours_std"])
+    text = format_mean_std(row["ours_mean"], row["ours_std"])
+    if not (row.get("table") and row.get("profile")):
+        return text
+    # a table of a chapter (render.comparison_table) marks it with its experiment
+    return Number(text, experiment_key(row["table"], row, row["profile"]),
+                  f"mean_{row['metric']}", row["ours_mean"], row["ours_std"])  # fmt: skip
 
 
 def evidence_note(row: dict | ReportRow | None) -> str:
