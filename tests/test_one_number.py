@@ -277,10 +277,9 @@ def _parameters_cell(path: Path) -> str:
     return "".join(cells[0]["source"]) if cells else ""
 
 
-_MISNAMED = {  # parameters cells that name a protocol otherwise; notebooks are outside issue 50's
-    # item 4 change, so each is a strict xfail: it fails as soon as the cell is fixed
-    "04_training_on_gpu": '"cpu" is called the "reduced protocol" (the glossary: cpu-annealed)',
-}
+# parameters cells that name a protocol otherwise, each a strict xfail with its reason (it fails
+# as soon as the cell is fixed); none today
+_MISNAMED: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
