@@ -187,10 +187,6 @@ def test_verdicts_read_the_numbers_the_reports_show(pages):
     assert _cell_conflicts(pages, alone) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine._combine labels a claim of parts with its weakest part's profile but keeps every "
-    "part's cells: tdof-mz-1l reads L16/L32-mz_1l at the paper's sizes (0.959, 0.936) under the "
-    "label cpu-annealed, whose report shows 0.661, 0.643"))  # fmt: skip
 def test_a_claim_of_parts_reads_its_cells_under_its_profile(pages):
     combined = [r["value"] for r in pages["scorecard"][1].rows if r["value"].parts]
     assert combined

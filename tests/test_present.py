@@ -58,7 +58,7 @@ def test_rows_name_cells_in_words_and_profiles_by_the_glossary(tmp_path):
     for field in ("why", "statistics", "reason", "text"):
         assert _no_ids(row[field], sep.table), field
     assert row["regime"] == "2K training sets, the reduced CPU protocol"
-    assert row["readings"] == "layer reading v1, task reading literal"
+    assert row["readings"] == "layer reading literal, task reading v1"
 
 
 def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):

@@ -639,8 +639,10 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     ours = (min if claim.combine == "min" else max)(values) if values else None
     order = list(PROFILE_ORDER)
     weakest = max(ran, key=lambda p: order.index(p.profile) if p.profile in order else len(order))
+    # the claim's profile is its weakest part's; its own cells are those read under that profile
+    # (each part keeps its own, under its own profile): one cell, one number under one profile
     base.update(ours=ours, profile=weakest.profile, regime=weakest.regime,
-                cells=tuple(c for p in ran for c in p.cells),
+                cells=tuple(c for p in ran if p.profile == weakest.profile for c in p.cells),
                 reading=_same(p.reading for p in ran),
                 layer_reading=_same(p.layer_reading for p in ran),
                 task_reading=_same(p.task_reading for p in ran))  # fmt: skip
