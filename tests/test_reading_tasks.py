@@ -81,7 +81,7 @@ def test_calibration_reads_the_results_beside_the_papers_numbers(tmp_path):
     assert best["Task B"]["reading"] == "near-copy-same-size" and best["Task B"]["needed"]
     assert "Task F" not in best  # nothing of it ran
     html = tr.calibration_table(list(rows.values()))
-    assert "near-copy-same-size (nearest the paper)" in html and "not run" in html
+    assert "near-copy-same-size (nearest the paper, 1 seed)" in html and "not run" in html
 
 
 def test_a_result_of_another_reading_is_refused(tmp_path):

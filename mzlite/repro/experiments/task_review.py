@@ -407,9 +407,10 @@ def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None
     """The calibration as an HTML table: per column and reading, our Set Transformer's test R^2
     (mean ± std over seeds) beside the paper's, their gap, the target variance of our test set
     beside the one the paper's MSE and R^2 imply, and the yardstick's and the set-size-only
-    ridge's R^2 on the same data; the reading nearest the paper's number is marked."""
+    ridge's R^2 on the same data; the reading nearest the paper's number is marked with the
+    seeds it rests on (one seed against three is no choice yet)."""
     rows = calibration(results_dir) if rows is None else rows
-    best = {w: c["reading"] for w, c in closest_readings(rows).items()}
+    best = {w: (c["reading"], c["seeds"]) for w, c in closest_readings(rows).items()}
     head = "".join(
         f"<th>{h}</th>"
         for h in ("Column", "Task reading", "Our ST R²", "Seeds", "Paper's ST R²", "Gap",
@@ -422,7 +423,12 @@ def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None
         )  # fmt: skip
         paper = _num(r.paper_r2) + (f" ± {r.paper_std:.3f}" if r.paper_std is not None else "")
         var = f"{_num(r.target_var, '.4g')} / {_num(r.paper_var, '.4g')}"
-        reading = r.reading + (" (nearest the paper)" if best.get(r.what) == r.reading else "")
+        nearest = best.get(r.what, (None, 0))
+        reading = r.reading + (
+            f" (nearest the paper, {nearest[1]} seed{'s' if nearest[1] != 1 else ''})"
+            if nearest[0] == r.reading
+            else ""
+        )
         cells = (r.what, reading, ours, str(r.seeds), paper, _num(r.gap, "+.3f"), var,
                  _num(r.stats_r2), _num(r.size_r2))  # fmt: skip
         body.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells) + "</tr>")
