@@ -104,7 +104,8 @@ def test_the_yardstick_is_a_closed_form_spec():
     train = make_task("set_regression", 80, seed=0, d=3)
     test = make_task("set_regression", 40, seed=1, d=3)
     fitted, ridge = spec.fit(train, test), baseline_r2(train, test)
-    assert fitted["test"] == {"r2": ridge["r2"], "n": 40}
+    size_only = baseline_r2(train, test, features="size")  # recorded beside it (issue 49)
+    assert fitted["test"] == {"r2": ridge["r2"], "n": 40, "set_size_r2": size_only["r2"]}
     assert fitted["params"] == len(ridge["features"]) + 1
     assert "set_stats" not in [r["model"] for r in param_table(3)]  # no network to count
     with pytest.raises(ValueError, match="closed form"):
