@@ -22,7 +22,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from mzlite.repro.paper import paper_cell
+from mzlite.repro.paper import name_labels, paper_cell
 from mzlite.repro.render import comparison_table, plain_math
 from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
@@ -205,17 +205,19 @@ def review_table(results_dir=None) -> str:
     for t in TASK_REVIEW:
         stats, size = ridges[t.task]
         measured = (
-            f"Ridge R^2 at the paper's sizes ({t.yardstick[1]}): set size alone {_num(size)}, "
+            f"Ridge R^2 at the paper's sizes: set size alone {_num(size)}, "
             f"set statistics {_num(stats)}"
         )
         rows.append(
             {
-                "task": t.name,
-                "paper": f"“{plain_math(t.words)}” ({t.label})",
+                "task": name_labels(t.name),
+                "paper": f"“{plain_math(t.words)}” ({name_labels(t.label)})",
                 "ours": t.ours,
                 "open": f"{t.open}. Alternatives: {t.alternatives}",
                 "leak": f"{t.leak}. {measured}",
-                "note": f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}",
+                "note": name_labels(
+                    f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}"
+                ),
             }
         )
     return str(
@@ -429,7 +431,7 @@ def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None
             if nearest[0] == r.reading
             else ""
         )
-        cells = (r.what, reading, ours, str(r.seeds), paper, _num(r.gap, "+.3f"), var,
+        cells = (name_labels(r.what), reading, ours, str(r.seeds), paper, _num(r.gap, "+.3f"), var,
                  _num(r.stats_r2), _num(r.size_r2))  # fmt: skip
         body.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells) + "</tr>")
     return (
