@@ -24,6 +24,7 @@ from mzlite.repro.experiments import engine, present
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's claims
     Claim,
+    Kind,
     MissingCell,
     RankClaim,
     cell_paper_value,
@@ -34,7 +35,7 @@ from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence 
 from mzlite.repro.render import scorecard_html
 
 __all__ = [
-    "FIRST_READING", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim",
+    "FIRST_READING", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim", "Kind",
     "MissingCell", "RankClaim", "Scorecard", "cell_paper_value", "claims", "evaluate",
     "first_reading", "judge", "normalised_twin", "per_set_normalised", "scorecard",
     "under_paper_protocol",
