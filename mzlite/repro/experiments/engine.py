@@ -238,11 +238,6 @@ class Verdict:
         """The (table, cell) experiments whose runs the verdict rests on."""
         return frozenset(e for c in self.cells for e in c.experiments)
 
-    @property
-    def significant(self) -> bool:
-        p = self.p_max if self.p_holm is None else self.p_holm
-        return p is not None and p < ALPHA
-
 
 # ---------------------------------------------------------------------------------------------
 # What one profile's results say
