@@ -168,7 +168,6 @@ class Profile:
 # ``cpu-annealed``'s ran 2026-11-25 at commit 74195e2 (seeds 0 and 1, MZ with the default
 # generator normalisation, "zonotope"). Both on this project's shared 2-core CPU as two
 # processes, ``--families mz`` and ``--families baseline,deepsets``; seconds are wall time.
-LR_BY_FAMILY_ANNEALED = {"mz": 1e-3, "baseline": 1e-3, "deepsets": 1e-3}
 
 # Sizes for the tables whose training sets the paper does not state, under the profiles at the
 # paper's sizes: the upper end of the 5-10K range it trains its synthetic tasks at (10K/2K/2K,
@@ -277,7 +276,7 @@ PROFILES = {
             "patience 20, lr per model family from benchmarks/lr_probe.py (2 seeds, 3 cells), "
             "3 seeds, CPU"
         ),
-        lr_by_family=LR_BY_FAMILY_ANNEALED,
+        lr_by_family={"mz": 1e-3, "baseline": 1e-3, "deepsets": 1e-3},
         lr_source="benchmarks/lr_probe.py (validation split; lr_probe-cpu-annealed.txt)",
     ),
     # The paper's sizes (issue 33): cpu-annealed's reading (targets standardised, metrics in
