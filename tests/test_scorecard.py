@@ -1008,3 +1008,4 @@ def test_a_holds_on_a_model_that_predicts_worse_than_its_neighbours_says_nothing
     assert shows.kind == "says nothing" and shows.model == "B-ihw-mz_full"
     assert shows.r2 == pytest.approx(0.08)
     assert dict(shows.beside) == pytest.approx({"B-ensemble-st": 0.30, "B-set_stats": 0.60})
+    assert weak["why"].startswith("says nothing for MZAttn")
