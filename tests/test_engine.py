@@ -79,6 +79,25 @@ def test_a_bound_refutes_a_drop_that_r2_at_most_one_leaves_no_room_for(tmp_path)
     assert judge(drop, results_dir=other).label == Label.NOT_RUN
 
 
+def test_an_at_most_claim_on_failing_models_takes_their_stopped_runs_as_evidence(tmp_path):
+    """ "Every PMA-pooled attention baseline fails" (an at-most claim on R^2): runs that stopped
+    at the mean predictor are its evidence, not an optimisation failure; one baseline that
+    learns refutes it before the rest run (another can only raise the best)."""
+    fails = _claim("meb-d8-pma-fail")
+    assert fails.expects_failure and fails.monotone and fails.compare is None
+    unfitted = {"converged": False, "stopped": True, "fitted": False, "rule": "test"}
+    for cid in fails.cells:
+        _cell(tmp_path, "tab:meb", cid, 0.0, "full", convergence=unfitted)
+    v = judge(fails, results_dir=tmp_path)
+    assert (v.profile, v.label, v.reason) == ("full", Label.HOLDS, Reason.THRESHOLDS)
+    assert v.complete and v.ours == pytest.approx(0.0, abs=1e-12)  # the best mean over seeds
+    one = tmp_path / "one"
+    _cell(one, "tab:meb", fails.cells[0], 0.60, "full")
+    v = judge(fails, results_dir=one)
+    assert (v.label, v.reason) == (Label.FAILS, Reason.REFUTED_SO_FAR)
+    assert v.refutation.cells == (fails.cells[0],) and v.ran == 1 < v.n_cells
+
+
 def test_each_part_of_an_at_every_l_claim_is_read_at_its_strongest_evidence(tmp_path):
     fits = _claim("tdof-mz-1l")  # >= 0.90 at every L (partly: >= 0.70)
     for L in (4, 8, 16, 24):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -178,7 +179,14 @@ def test_converged_cpu_profile_standardises_targets_and_stops_by_patience():
     proto = ex.protocol(conv["d8-mz_full"])
     assert proto["family"] == "mz" and "lr_probe.py" in proto["lr_source"]
     assert ex.protocol(conv["abl-d8-lr0.0003-st"])["lr_source"] == "cell abl-d8-lr0.0003-st"
-    assert "-> lr 0.003" in ex.LR_PROBE and prof.lr_by_family["mz"] == 3e-3
+    assert prof.lr_by_family["mz"] == 3e-3
+    # each rate per family is the one its probe's printed output chose (kept beside the probe)
+    for name in ("cpu-converged", "cpu-annealed"):
+        printed = (REPO / "benchmarks" / f"lr_probe-{name}.txt").read_text()
+        chosen = dict(
+            re.findall(r"^(\w+): mean relative excess .* -> lr ([\d.e-]+)$", printed, re.M)
+        )
+        assert {f: float(lr) for f, lr in chosen.items()} == ex.get_profile(name).lr_by_family
     assert ex.model_family("mz_large") == "mz" and ex.model_family("perceiver") == "baseline"
     with pytest.raises(ValueError, match="unknown model"):
         ex.model_family("nope")

@@ -24,7 +24,7 @@ from mzlite import tasks as T
 from mzlite.exercises import checker
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.report import report
-from mzlite.repro.experiments.scorecard import Claim, evaluate
+from mzlite.repro.experiments.scorecard import Claim, Kind, evaluate
 from mzlite.repro.experiments.tables import table_registry
 from mzlite.repro.paper import load_paper_table
 
@@ -236,19 +236,14 @@ def test_journey_add_a_scorecard_claim(rank_table, tmp_path):
     for named in ("Layer: the reproduction layer", "mzlite.analysis.verdicts", "Claim",
                   "mzlite/repro/experiments/claims.py", "claims()", "CellKey"):  # fmt: skip
         assert named in section, named
-    claim = Claim(
-        "rank-flat",
-        "tab:hypernet-rank",
-        "Doubling HyperNet's rank changes its R^2 by less than 0.05 (partly: 0.10).",
-        ("A-hypernet_r8", "A-hypernet_r16"),
-        lambda get: abs(get("A-hypernet_r16") - get("A-hypernet_r8")),
-        lambda v: v < 0.05,
-        lambda v: v < 0.10,
-    )
+    claim = Claim("rank-flat", "tab:hypernet-rank", Kind.ON_PAR,
+                  "Doubling HyperNet's rank leaves its R^2 as it was",
+                  ("A-hypernet_r8", "A-hypernet_r16"), holds_at=0.05, partly_at=0.10)  # fmt: skip
     assert claim.chapter == "06_relational_benchmarks"
+    assert claim.text.endswith("they differ by at most 0.05 (partly: 0.10).")
     with pytest.raises(ValueError, match="no cell 'A-hypernet_r32' in tab:hypernet-rank"):
-        Claim("rank-typo", "tab:hypernet-rank", "a renamed cell", ("A-hypernet_r32",),
-              lambda get: 0.0, lambda v: True, lambda v: True)  # fmt: skip
+        Claim("rank-typo", "tab:hypernet-rank", Kind.AT_LEAST, "a renamed cell",
+              ("A-hypernet_r32",), holds_at=0.9, partly_at=0.7)  # fmt: skip
     empty = evaluate(claim, results_dir=tmp_path / "none")
     paper = {r["row"]: r["cells"]["Task A: Set Regr. / R^2"]["mean"]
              for r in load_paper_table("tab:hypernet-rank")["rows"]}  # fmt: skip

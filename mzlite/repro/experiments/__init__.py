@@ -91,8 +91,6 @@ from .results import (  # noqa: F401
 )
 from .runner import run  # noqa: F401
 from .specs import (  # noqa: F401
-    LR_PROBE,
-    LR_PROBE_ANNEALED,
     MODEL_FAMILIES,
     PROFILES,
     RESULT_FORMAT,

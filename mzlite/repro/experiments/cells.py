@@ -50,48 +50,47 @@ def stats_cell(col_id, task, options, column, sizes, batch, part="main") -> Cell
     )
 
 
+# Where a cell's paper numbers are: (paper row, paper column, our metric[, scale]) with {row} the
+# model's row label and {col} the column's paper name
+ROW_COL = (("{row}", "{col}", "r2"),)  # models as rows, settings as columns
+COL_ROW = (("{col}", "{row}", "r2"),)  # the *-normed tables: settings as rows
+
+
 def grid_cells(
     columns: list[tuple[str, str, dict, str]],
     models: list[tuple],
     task: str,
     *,
-    metric: str = "r2",
+    paper=ROW_COL,
     sizes=(10_000, 2_000, 2_000),
     batch: int = 128,
     seeds: int = 5,
     train: dict | None = None,
-    transpose: bool = False,
     stats: bool = True,
+    stats_batch: int | None = None,
     part: str = "main",
 ) -> list[Cell]:
-    """Cells for every (column, model). ``columns``: (column id, our column label, task options,
-    paper column name; "" for none). The paper's cell is (model label, paper column), or (paper
-    column, model label) when ``transpose`` (tables whose rows are settings and columns models).
-    ``part``: "main" or "ablation" (the cells and their yardstick)."""
+    """Cells for every (column, model), and one set-statistics yardstick per column (``stats``;
+    its batch ``stats_batch``, default ``batch``). ``columns``: (column id, our column label,
+    task options, paper column name; "" for none); ``models``: ``model_row``s; ``paper``: the
+    templates of each cell's paper numbers (``ROW_COL``, ``COL_ROW``). ``part``: "main" or
+    "ablation" (the cells and their yardstick)."""
     cells = []
     for col_id, col_label, opts, paper_col in columns:
         for mid, name, label, kw, match in models:
-            ref = (paper_col, label) if transpose else (label, paper_col)
+            refs = tuple(
+                PaperRef(r.format(row=label, col=paper_col), c.format(row=label, col=paper_col),
+                         *rest)
+                for r, c, *rest in paper
+            ) if paper_col else ()  # fmt: skip
             cells.append(
-                Cell(
-                    f"{col_id}-{mid}",
-                    task,
-                    opts,
-                    name,
-                    label,
-                    col_label,
-                    model_kwargs=kw,
-                    match_params=match,
-                    paper=(PaperRef(*ref, metric),) if paper_col else (),
-                    sizes=sizes,
-                    batch_size=batch,
-                    train=dict(train or {}),
-                    full_seeds=seeds,
-                    part=part,
-                )
-            )
+                Cell(f"{col_id}-{mid}", task, opts, name, label, col_label, model_kwargs=kw,
+                     match_params=match, paper=refs, sizes=sizes, batch_size=batch,
+                     train=dict(train or {}), full_seeds=seeds, part=part)
+            )  # fmt: skip
         if stats:
-            cells.append(stats_cell(col_id, task, opts, col_label, sizes, batch, part))
+            cells.append(stats_cell(col_id, task, opts, col_label, sizes, stats_batch or batch,
+                                    part))  # fmt: skip
     return cells
 
 

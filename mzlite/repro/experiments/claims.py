@@ -1,118 +1,50 @@
-"""The paper's claims, each a checkable statement about a registered table (``Claim``: cells,
-the claim's number from them, thresholds; ``RankClaim``: a rank prediction of the transfer
-study), one builder per table or family of tables, gathered by ``claims()``. How a claim is
-judged from our results (evidence, verdicts, reasons) is ``mzlite.repro.experiments.scorecard``;
-CONTRIBUTING.md's journey "Add a scorecard claim" says where a new one goes."""
+"""The paper's claims as data. A claim is a ``Kind`` (beats, at least, at most, drop, no gain, on
+par, near the best) over named cells of a registered table, with its two thresholds typed once:
+its test (``Claim.holds``, ``Claim.partly``, read by the verdict engine) and its sentence
+(``Claim.text``: the paper's words, ``says``, then the test in words) both come from them.
+``RankClaim`` is a rank prediction of the transfer study. ``claims()`` gathers them, one record
+each, in registry order; CONTRIBUTING.md's journey "Add a scorecard claim" says where a new one
+goes. How a claim is judged is ``mzlite.repro.experiments.engine``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from functools import cached_property
 
 from mzlite import nn as _nn
+from mzlite.analysis.verdicts import ALPHA, TIE
 from mzlite.repro import experiments as ex
-from mzlite.repro.experiments import stats as _stats
-from mzlite.repro.experiments.formatting import unsigned_zero
 from mzlite.repro.paper import paper_cell, paper_value
 
-TIE = _stats.TIE  # an R^2 gap this small counts as a tie
+LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
+# how a claim's sentence names the metric it reads
+METRIC_NAMES = {
+    "r2": "R^2", "nll": "NLL", "ece": "ECE", "unc_spearman": "Spearman correlation with |error|",
+    "bin_err_ratio": "ratio of mean |error| (highest fifth of IHW to lowest)",
+}  # fmt: skip
 
 
 class MissingCell(LookupError):
     """A claim needs a cell that has no value (no result, or no paper number)."""
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One checkable statement of the paper about table ``table``.
+class Kind(StrEnum):
+    """What a claim says of its cells (in ``Claim.cells``' order), which gives its number; "holds"
+    compares that number with ``holds_at``, "holds partly" with ``partly_at``."""
 
-    ``expr(get)`` computes the claim's number from ``get(cell_id) -> float`` (raises
-    ``MissingCell``); ``holds``/``partly`` test our value; ``metric`` is the result metric the
-    cells are read with; ``fmt`` formats a value ("+0.12", "0.97 -> 0.40"). ``compare``:
-    ``(a, (b, ...))`` for a claim that cell ``a`` is better than each ``b``: "holds" then also
-    needs Welch's test of ``a`` against every ``b`` that ran to give p < ``ALPHA``.
-    ``monotone``: ``expr`` is computed from the cells that ran and another cell can only make it
-    fail more (the best of several baselines "fails"): once the cells that ran fail even the
-    weaker test, with solid evidence, the claim is refuted (``refutation``).
-    ``expects_failure``: the claim is that its models fail (a family that cannot fit a target):
-    runs that never left the mean predictor are its evidence, not an optimisation failure.
-    ``size_of_gap``: a ``compare`` claim on how large a difference is (not on which model is
-    better): its thresholds on the mean decide "does not hold", no better model is needed.
-    ``no_gain``: the claim is that a change adds nothing, and names the change ("more matrix
-    generators than 4"); its value is the change's largest gain in R^2. A gain below ``-TIE``
-    holds the claim all the same, but as evidence against the change: the scorecard row says so
-    (``scorecard.what_it_shows``).
-    ``paper_table``
-    and ``paper_expr``: a claim about a paper table whose runs are the cells of another table
-    (tab:unc-comparison's, read from tab:ece-nll's runs) computes its paper side with
-    ``paper_expr()`` from ``paper_table``'s numbers. Every cell
-    id is checked against the table when the claim is made (``CellKey``): a renamed cell fails
-    loudly instead of leaving the claim silently "not run".
-    ``bound(get)``: the most the claim's number can reach whatever the cells not in
-    ``bound_cells`` give (R^2 <= 1): where even that fails the weaker test, the claim is refuted
-    by ``bound_cells`` alone. ``parts``: a claim "at every L" as one claim per L, each judged by
-    its own strongest evidence; ``combine`` ("min" or "max") is how ``expr`` aggregates theirs."""
-
-    id: str
-    table: str
-    text: str
-    cells: tuple[str, ...]
-    expr: Callable[[Callable[[str], float]], float]
-    holds: Callable[[float], bool]
-    partly: Callable[[float], bool]
-    metric: str = "r2"
-    fmt: Callable[[float], str] = lambda v: f"{unsigned_zero(v):.3f}"
-    compare: tuple[str, tuple[str, ...]] | None = None
-    monotone: bool = False
-    expects_failure: bool = False
-    size_of_gap: bool = False
-    no_gain: str = ""
-    paper_table: str | None = None
-    paper_expr: Callable[[], float] | None = None
-    bound: Callable[[Callable[[str], float]], float] | None = None
-    bound_cells: tuple[str, ...] = ()
-    parts: tuple[Claim, ...] = ()
-    combine: str = ""
-
-    def __post_init__(self):
-        if not self.cells:
-            raise ValueError(f"claim {self.id!r} names no cells")
-        named = list(self.cells) + ([self.compare[0], *self.compare[1]] if self.compare else [])
-        for cell_id in named + list(self.bound_cells):
-            ex.CellKey(self.table, cell_id)
-        if self.parts and self.combine not in ("min", "max"):
-            raise ValueError(f"claim {self.id!r}: combine must be 'min' or 'max' with parts")
-
-    @property
-    def chapter(self) -> str:
-        return ex.get_table(self.table).chapter
+    BEATS = "beats"  # cells[0] beats the best of the rest: gap > holds_at, with Welch's test
+    AT_LEAST = "at least"  # the lowest of the cells >= holds_at
+    AT_MOST = "at most"  # the best of the cells that ran <= holds_at (another can only raise it)
+    DROP = "drop"  # cells[0] above cells[1] by >= holds_at (R^2 <= 1 bounds it)
+    NO_GAIN = "no gain"  # cells[1] above cells[0] (the change) by <= holds_at
+    ON_PAR = "on par"  # |cells[0] - cells[1]| <= holds_at
+    NEAR_BEST = "near best"  # cells[0] minus the best of the rest >= holds_at (no test)
 
 
-@dataclass(frozen=True)
-class RankClaim:
-    """A claim about MZAttn-Full's *rank* among the 7 models of the transfer study
-    (tab:transfer-matrix), judged over its complete settings by ``mzlite.repro.transfer.prediction``
-    instead of on cell means of R^2. ``kind``: ``"no-advantage"`` (the exact null test of the
-    mean rank: neither one-sided P <= ALPHA) or ``"mid-field"`` (every rank in
-    ``transfer.MID_FIELD``; partly: at least half). Its evidence rules are the scorecard's: no
-    verdict from fewer than MIN_SEEDS seeds or an unconverged run behind a rank."""
-
-    id: str
-    table: str
-    text: str
-    kind: str
-
-    @property
-    def chapter(self) -> str:
-        return ex.get_table(self.table).chapter
-
-    @property
-    def cells(self) -> tuple[str, ...]:
-        return tuple(c.id for c in ex.get_table(self.table).cells if c.part == "main")
-
-
-def _signed(v: float) -> str:
-    return f"{unsigned_zero(v):+.3f}"
+_AT_MOST_ABOVE = (Kind.AT_MOST, Kind.NO_GAIN, Kind.ON_PAR)  # holds at or below its threshold
+_PAIRS = (Kind.DROP, Kind.NO_GAIN, Kind.ON_PAR)  # exactly two cells
 
 
 def _present(get, cells) -> list[float]:
@@ -128,92 +60,212 @@ def _present(get, cells) -> list[float]:
     return vals
 
 
-def _max_of(cells):
-    """The best of the baselines that ran (the row's coverage says how many)."""
-    return lambda get: max(_present(get, cells))
+def _n(x: float) -> str:
+    """A threshold as the claim's sentence prints it: 0.90, 0.01, 2, 0."""
+    return f"{x:g}" if x == int(x) else f"{x:.2f}"
 
 
-def _gap(mz: str, others: Sequence[str]):
-    """``mz`` minus the best of those ``others`` that ran (R^2: higher is better)."""
-    return lambda get: get(mz) - max(_present(get, others))
+@dataclass(frozen=True)
+class Claim:
+    """One checkable statement of the paper about table ``table`` (see ``Kind``): ``says`` is the
+    paper's claim in words without its test; ``cells`` the cells ``kind`` reads (BEATS: the
+    focal cell first); ``holds_at``/``partly_at`` its thresholds; ``metric`` the result metric.
+    ``every``: a claim at every L as ``((where, cells), ...)``, one part per entry, each judged
+    by its own strongest evidence; the claim's number is the worst part's. ``change``: what a
+    NO_GAIN claim says adds nothing ("more matrix generators than 4"). ``paper_table`` and
+    ``paper_expr``: a claim about a paper table whose runs are another table's computes its
+    paper side with ``paper_expr()``. Every cell is checked when the claim is made
+    (``CellKey``): a renamed cell fails loudly instead of leaving the claim "not run"."""
+
+    id: str
+    table: str
+    kind: Kind
+    says: str
+    cells: tuple[str, ...] = ()
+    holds_at: float = TIE
+    partly_at: float = -TIE
+    metric: str = "r2"
+    every: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    change: str = ""
+    paper_table: str | None = None
+    paper_expr: Callable[[], float] | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if self.kind not in tuple(Kind):
+            raise ValueError(f"claim {self.id!r}: kind must be one of {[str(k) for k in Kind]}, "
+                             f"got {self.kind!r}")  # fmt: skip
+        object.__setattr__(self, "kind", Kind(self.kind))
+        if self.every:
+            object.__setattr__(self, "cells", tuple(c for _, cs in self.every for c in cs))
+        if not self.cells:
+            raise ValueError(f"claim {self.id!r} names no cells")
+        for cell_id in self.cells:
+            ex.CellKey(self.table, cell_id)
+        for cells in [cs for _, cs in self.every] or [self.cells]:
+            if (len(cells) != 2) if self.kind in _PAIRS else (
+                len(cells) < 2 and self.kind in (Kind.BEATS, Kind.NEAR_BEST)
+            ):  # fmt: skip
+                raise ValueError(f"claim {self.id!r}: a {self.kind} claim cannot read {cells}")
+        if self.partly(self.holds_at) is False:
+            raise ValueError(f"claim {self.id!r}: holds_at must pass the weaker partly_at test")
+        if self.kind == Kind.NO_GAIN and not self.change:
+            raise ValueError(f"claim {self.id!r}: a no-gain claim names its change")
+
+    # -- the test -----------------------------------------------------------------------------
+
+    def holds(self, value: float) -> bool:
+        if self.kind in _AT_MOST_ABOVE:
+            return value <= self.holds_at
+        return value > self.holds_at if self.kind == Kind.BEATS else value >= self.holds_at
+
+    def partly(self, value: float) -> bool:
+        return value <= self.partly_at if self.kind in _AT_MOST_ABOVE else value >= self.partly_at
+
+    def expr(self, get: Callable[[str], float]) -> float:
+        """The claim's number from ``get(cell_id) -> float`` (raises ``MissingCell``)."""
+        if self.parts:
+            worst = max if self.kind in _AT_MOST_ABOVE else min
+            return worst(p.expr(get) for p in self.parts)
+        k, c = self.kind, self.cells
+        if k in (Kind.BEATS, Kind.NEAR_BEST):
+            lower = self.metric in LOWER_IS_BETTER
+            rest = _present(get, c[1:]) if k == Kind.BEATS else [get(x) for x in c[1:]]
+            return min(rest) - get(c[0]) if lower else get(c[0]) - max(rest)
+        if k == Kind.AT_LEAST:
+            return min(get(x) for x in c)
+        if k == Kind.AT_MOST:
+            return max(_present(get, c))
+        a, b = get(c[0]), get(c[1])
+        return {Kind.DROP: a - b, Kind.NO_GAIN: b - a}.get(k, abs(a - b))
+
+    # -- what the engine reads ------------------------------------------------------------------
+
+    @cached_property
+    def parts(self) -> tuple[Claim, ...]:
+        return tuple(
+            replace(self, id=f"{self.id}@{where}", says=f"{where}: {self.says}", cells=cs,
+                    every=())
+            for where, cs in self.every
+        )  # fmt: skip
+
+    @property
+    def combine(self) -> str:
+        return "" if not self.every else "max" if self.kind in _AT_MOST_ABOVE else "min"
+
+    @property
+    def compare(self) -> tuple[str, tuple[str, ...]] | None:
+        """``(a, (b, ...))``: cell ``a`` is compared with each ``b`` by Welch's test."""
+        if self.kind == Kind.BEATS or (self.kind == Kind.DROP and not self.every):
+            return self.cells[0], tuple(self.cells[1:])
+        return None
+
+    @property
+    def size_of_gap(self) -> bool:
+        """A compared claim on how large a difference is, not on which model is better."""
+        return self.kind == Kind.DROP
+
+    @property
+    def monotone(self) -> bool:
+        """Another cell can only make the claim fail more: the cells run so far can refute it."""
+        return self.kind == Kind.AT_MOST
+
+    @property
+    def expects_failure(self) -> bool:
+        """The claim is that its models fail: runs that never left the mean are its evidence."""
+        return self.kind == Kind.AT_MOST and self.metric == "r2"
+
+    @property
+    def no_gain(self) -> str:
+        return self.change
+
+    @property
+    def bound_cells(self) -> tuple[str, ...]:
+        """The cells whose value alone bounds the claim's number (a drop's lower end: R^2 <= 1
+        at its upper end)."""
+        ok = self.kind == Kind.DROP and self.metric == "r2" and not self.every
+        return self.cells[1:] if ok else ()
+
+    @property
+    def bound(self) -> Callable[[Callable[[str], float]], float] | None:
+        if not self.bound_cells:
+            return None
+        return lambda get: 1.0 - get(self.cells[1])
+
+    @property
+    def chapter(self) -> str:
+        return ex.get_table(self.table).chapter
+
+    # -- its words ------------------------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The claim as registered: ``says``, then its test from the kind and thresholds."""
+        m, h, p = METRIC_NAMES.get(self.metric, self.metric), self.holds_at, self.partly_at
+        test = {
+            Kind.BEATS: f" ({m} gap > {_n(h)}, significantly; partly: a tie within {_n(-p)}).",
+            Kind.AT_LEAST: f": its {'lowest ' * bool(self.every)}{m} is >= {_n(h)} (partly: "
+            f">= {_n(p)}).",
+            Kind.AT_MOST: f": the best of them has {m} <= {_n(h)} (partly: <= {_n(p)}).",
+            Kind.DROP: f" by >= {_n(h)} (partly: by >= {_n(p)}).",
+            Kind.NO_GAIN: f" by at most {_n(h)} (partly: {_n(p)}).",
+            Kind.ON_PAR: f": they differ by at most {_n(h)} (partly: {_n(p)}).",
+            Kind.NEAR_BEST: f": its {m} is at most {_n(-h)} below the best of theirs (partly: "
+            f"{_n(-p)}).",
+        }[self.kind]
+        return self.says + test
+
+    def fmt(self, value: float) -> str:
+        """The claim's number as its table prints it: "+0.12" (a gap), "0.908", "2.31x"."""
+        if self.metric == "bin_err_ratio":
+            return f"{value:.2f}x"
+        v = round(value, 3) + 0.0  # never "-0.000"
+        return (
+            f"{v:+.3f}" if self.kind in (Kind.BEATS, Kind.NO_GAIN, Kind.NEAR_BEST) else f"{v:.3f}"
+        )
 
 
-def _at_every(claim_id, table, text, parts: dict, part_expr, holds, partly, combine, **kw):
-    """A claim that holds at every one of ``parts`` ({"L=4": cells, ...}): one part claim per
-    entry (its number ``part_expr(get, cells)``, the claim's thresholds), judged each by its
-    own strongest evidence; the claim's number is their ``combine`` ("min" or "max")."""
-    agg = min if combine == "min" else max
-    sub = tuple(
-        Claim(f"{claim_id}@{where}", table, f"{where}: {text}", tuple(cells),
-              lambda get, cells=cells: part_expr(get, cells), holds, partly, **kw)
-        for where, cells in parts.items()
-    )  # fmt: skip
-    cells = tuple(c for p in sub for c in p.cells)
-    return Claim(claim_id, table, text, cells,
-                 lambda get: agg(part_expr(get, p.cells) for p in sub), holds, partly,
-                 parts=sub, combine=combine, **kw)  # fmt: skip
+@dataclass(frozen=True)
+class RankClaim:
+    """A claim about MZAttn-Full's *rank* among the 7 models of the transfer study
+    (tab:transfer-matrix), judged over its complete settings by ``mzlite.repro.transfer.prediction``
+    instead of on cell means of R^2. ``kind``: ``"no-advantage"`` (the exact null test of the
+    mean rank: neither one-sided P <= ALPHA) or ``"mid-field"`` (every rank in
+    ``transfer.MID_FIELD``; partly: at least half). Its evidence rules are the scorecard's."""
 
+    id: str
+    table: str
+    text: str
+    kind: str
 
-def _beats(claim_id: str, table: str, text: str, mz: str, others: Sequence[str]) -> Claim:
-    """The claim that cell ``mz`` beats the best of ``others`` on R^2 by more than ``TIE``
-    (partly: a tie); ``text`` is the statement, the thresholds are appended."""
-    return Claim(
-        claim_id,
-        table,
-        f"{text} (R^2 gap > {TIE}; partly: a tie).",
-        (mz, *others),
-        _gap(mz, others),
-        lambda v: v > TIE,
-        lambda v: v >= -TIE,
-        fmt=_signed,
-        compare=(mz, tuple(others)),
-    )
+    @property
+    def chapter(self) -> str:
+        return ex.get_table(self.table).chapter
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        return tuple(c.id for c in ex.get_table(self.table).cells if c.part == "main")
 
 
 # ---------------------------------------------------------------------------------------------
-# The claims
+# The claims, one record each
 # ---------------------------------------------------------------------------------------------
 
 
 def _tdof_claims() -> list[Claim]:
     spec = ex.get_table("tab:tdof-verify")
     Ls = sorted({c.options["L"] for c in spec.cells})
-    mz = [f"L{L}-mz_1l" for L in Ls]
     lo, hi = f"L{Ls[0]}-st_4l", f"L{Ls[-1]}-st_4l"
     return [
-        _at_every(
-            "tdof-mz-1l",
-            spec.label,
-            f"A 1-layer MZ model fits the quadratic-TDOF target at every L in {Ls}: "
-            "its lowest R^2 is >= 0.90 (partly: >= 0.70).",
-            {f"L={L}": (c,) for L, c in zip(Ls, mz, strict=True)},
-            lambda get, cells: get(cells[0]),
-            lambda v: v >= 0.90,
-            lambda v: v >= 0.70,
-            "min",
-        ),
-        Claim(
-            "tdof-st-4l-drop",
-            spec.label,
-            f"A 4-layer Set Transformer degrades as L grows: its R^2 at L={Ls[-1]} is below its "
-            f"R^2 at L={Ls[0]} by >= 0.30 (partly: by >= 0.10).",
-            (lo, hi),
-            lambda get: get(lo) - get(hi),
-            lambda v: v >= 0.30,
-            lambda v: v >= 0.10,
-            compare=(lo, (hi,)),
-            size_of_gap=True,
-            bound=lambda get: 1.0 - get(hi),  # R^2 <= 1 at L = 4
-            bound_cells=(hi,),
-        ),
-        _beats(
-            "tdof-separation",
-            spec.label,
-            f"At L={Ls[-1]} one MZ layer beats four standard layers",
-            mz[-1],
-            [hi],
-        ),
-    ]
+        Claim("tdof-mz-1l", spec.label, Kind.AT_LEAST,
+              f"A 1-layer MZ model fits the quadratic-TDOF target at every L in {Ls}",
+              holds_at=0.90, partly_at=0.70,
+              every=tuple((f"L={L}", (f"L{L}-mz_1l",)) for L in Ls)),
+        Claim("tdof-st-4l-drop", spec.label, Kind.DROP,
+              f"A 4-layer Set Transformer degrades as L grows: its R^2 at L={Ls[-1]} is below "
+              f"its R^2 at L={Ls[0]}", (lo, hi), holds_at=0.30, partly_at=0.10),
+        Claim("tdof-separation", spec.label, Kind.BEATS,
+              f"At L={Ls[-1]} one MZ layer beats four standard layers", (f"L{Ls[-1]}-mz_1l", hi)),
+    ]  # fmt: skip
 
 
 # "every parameter-matched attention baseline using the standard PMA pooling" (the paper's
@@ -237,30 +289,15 @@ def _meb_claims() -> list[Claim]:
     spec = ex.get_table("tab:meb")
     out = []
     for d in (8, 16, 32):
-        pma = pma_attention_baselines(spec.label, spec.cell(f"d{d}-mz_full").column)
-        out.append(
-            Claim(
-                f"meb-d{d}-pma-fail",
-                spec.label,
-                f"d={d}: every PMA-pooled attention baseline fails on the MEB radius: the best "
-                "of them has R^2 <= 0.10 (partly: <= 0.30).",
-                tuple(pma),
-                _max_of(pma),
-                lambda v: v <= 0.10,
-                lambda v: v <= 0.30,
-                monotone=True,
-                expects_failure=True,
-            )
-        )
-        out.append(
-            _beats(
-                f"meb-d{d}-mz-beats-pma",
-                spec.label,
-                f"d={d}: MZAttn-Full beats the best PMA-pooled attention baseline",
-                f"d{d}-mz_full",
-                pma,
-            )
-        )
+        pma = tuple(pma_attention_baselines(spec.label, spec.cell(f"d{d}-mz_full").column))
+        out += [
+            Claim(f"meb-d{d}-pma-fail", spec.label, Kind.AT_MOST,
+                  f"d={d}: every PMA-pooled attention baseline fails on the MEB radius", pma,
+                  holds_at=0.10, partly_at=0.30),
+            Claim(f"meb-d{d}-mz-beats-pma", spec.label, Kind.BEATS,
+                  f"d={d}: MZAttn-Full beats the best PMA-pooled attention baseline",
+                  (f"d{d}-mz_full", *pma)),
+        ]  # fmt: skip
     return out
 
 
@@ -268,66 +305,28 @@ def _why_claims() -> list[Claim]:
     """The ablations the paper offers as its explanation of why MZ works: depth (tab:depth),
     the zonotope generator budget n_g (tab:ablation), the matrix generator budget n_mz
     (tab:gen-ablation)."""
-    depth = ex.get_table("tab:depth")
-    st = [c.id for c in depth.cells if c.model == "st"]
-    gen = ex.get_table("tab:gen-ablation")
-    Ls = sorted({c.options["L"] for c in gen.cells})
-    one = [f"L{L}-nmz1" for L in Ls]
-    others = ["B-ng2-mz_full", "B-ng8-mz_full", "B-ng16-mz_full"]
+    st = tuple(c.id for c in ex.get_table("tab:depth").cells if c.model == "st")
+    Ls = sorted({c.options["L"] for c in ex.get_table("tab:gen-ablation").cells})
+    ng4, others = "B-ng4-mz_full", ("B-ng2-mz_full", "B-ng8-mz_full", "B-ng16-mz_full")
     return [
-        _beats(
-            "depth-mz-1l-beats-every-depth",
-            depth.label,
-            "Set matching: a 1-layer MZAttn beats the Set Transformer at every depth from 1 to "
-            f"{len(st)} encoder blocks",
-            "B-mz_1l",
-            st,
-        ),
-        Claim(
-            "ablation-ng4-peaks",
-            "tab:ablation",
-            "Set matching: the zonotope generator budget n_g = 4 gives the best R^2 of n_g in "
-            "{2, 4, 8, 16} (R^2 gap to the best other n_g > 0, significantly; partly: a tie "
-            f"within {TIE}).",
-            ("B-ng4-mz_full", *others),
-            _gap("B-ng4-mz_full", others),
-            lambda v: v > 0,
-            lambda v: v >= -TIE,
-            fmt=_signed,
-            compare=("B-ng4-mz_full", tuple(others)),
-        ),
-        _beats(
-            "ablation-ng16-overfits",
-            "tab:ablation",
-            "Set matching: larger zonotope budgets overfit: n_g = 4 beats n_g = 16",
-            "B-ng4-mz_full",
-            ["B-ng16-mz_full"],
-        ),
-        _at_every(
-            "gen-ablation-nmz1-fits",
-            gen.label,
-            f"Even one matrix generator (n_mz = 1) fits the quadratic-TDOF target at L in {Ls}: "
-            "its lowest R^2 is >= 0.90 (partly: >= 0.70).",
-            {f"L={L}": (c,) for L, c in zip(Ls, one, strict=True)},
-            lambda get, cells: get(cells[0]),
-            lambda v: v >= 0.90,
-            lambda v: v >= 0.70,
-            "min",
-        ),
-        _at_every(
-            "gen-ablation-diminishing",
-            gen.label,
-            "More matrix generators than 4 add nothing: at every L, R^2 with n_mz = 32 exceeds "
-            f"R^2 with n_mz = 4 by at most {TIE} (partly: 0.03).",
-            {f"L={L}": (f"L{L}-nmz4", f"L{L}-nmz32") for L in Ls},
-            lambda get, cells: get(cells[1]) - get(cells[0]),
-            lambda v: v <= TIE,
-            lambda v: v <= 0.03,
-            "max",
-            fmt=_signed,
-            no_gain="more matrix generators than 4",
-        ),
-    ]
+        Claim("depth-mz-1l-beats-every-depth", "tab:depth", Kind.BEATS,
+              "Set matching: a 1-layer MZAttn beats the Set Transformer at every depth from 1 to "
+              f"{len(st)} encoder blocks", ("B-mz_1l", *st)),
+        Claim("ablation-ng4-peaks", "tab:ablation", Kind.BEATS,
+              "Set matching: the zonotope generator budget n_g = 4 gives the best R^2 of n_g in "
+              "{2, 4, 8, 16}", (ng4, *others), holds_at=0),
+        Claim("ablation-ng16-overfits", "tab:ablation", Kind.BEATS,
+              "Set matching: larger zonotope budgets overfit: n_g = 4 beats n_g = 16",
+              (ng4, "B-ng16-mz_full")),
+        Claim("gen-ablation-nmz1-fits", "tab:gen-ablation", Kind.AT_LEAST,
+              f"Even one matrix generator (n_mz = 1) fits the quadratic-TDOF target at L in {Ls}",
+              holds_at=0.90, partly_at=0.70, every=tuple((f"L={L}", (f"L{L}-nmz1",)) for L in Ls)),
+        Claim("gen-ablation-diminishing", "tab:gen-ablation", Kind.NO_GAIN,
+              "More matrix generators than 4 add nothing: at every L, R^2 with n_mz = 32 exceeds "
+              "R^2 with n_mz = 4", holds_at=TIE, partly_at=0.03,
+              every=tuple((f"L={L}", (f"L{L}-nmz4", f"L{L}-nmz32")) for L in Ls),
+              change="more matrix generators than 4"),
+    ]  # fmt: skip
 
 
 def _ambiguity_claims() -> list[Claim]:
@@ -335,118 +334,51 @@ def _ambiguity_claims() -> list[Claim]:
     Transformer on set matching."""
     spec = ex.get_table("tab:ambiguity")
     cols = sorted({c.column for c in spec.cells}, key=lambda c: float(c.rsplit("=", 1)[1]))
-    out = []
-    for col in cols:
-        cid = col.rsplit("=", 1)[1]
-        out.append(
-            _beats(
-                f"ambiguity-s{cid}-mz-beats-st",
-                spec.label,
-                f"Set matching, {col}: MZAttn-Full beats the Set Transformer",
-                f"s{cid}-mz_full",
-                [f"s{cid}-st"],
-            )
-        )
-    return out
+    return [
+        Claim(f"ambiguity-s{s}-mz-beats-st", spec.label, Kind.BEATS,
+              f"Set matching, {col}: MZAttn-Full beats the Set Transformer",
+              (f"s{s}-mz_full", f"s{s}-st"))
+        for col in cols for s in [col.rsplit("=", 1)[1]]
+    ]  # fmt: skip
 
 
 def _uncertainty_claims() -> list[Claim]:
-    """The uncertainty study (mzlite.repro.experiments.uncertainty_study): tab:ece-nll's cells, with
-    the claims of tab:ece-nll, tab:unc-comparison and tab:uncertainty."""
-    label = "tab:ece-nll"
+    """The uncertainty study (mzlite.repro.experiments.uncertainty_study): tab:ece-nll's cells,
+    with the claims of tab:ece-nll, tab:unc-comparison and tab:uncertainty."""
+    label, unc, binned = "tab:ece-nll", "tab:unc-comparison", "tab:uncertainty"
     ihw, mc, ens = "B-ihw-mz_full", "B-mcdropout-st", "B-ensemble-st"
-    unc, binned = "tab:unc-comparison", "tab:uncertainty"
-    spear = {k: paper_value(unc, k, "Spearman") for k in ("MZAttn (IHW)", "MC-Dropout",
-                                                          "Deep Ensemble")}  # fmt: skip
+    rows = {ihw: "MZAttn (IHW)", mc: "MC-Dropout", ens: "Deep Ensemble"}
+    spearman = {c: paper_value(unc, row, "Spearman") for c, row in rows.items()}
+    near_best = Claim("unc-comparison-ihw-ranks-errors", label, Kind.NEAR_BEST,
+                      f"{unc}: IHW, one forward pass, ranks the errors about as well as "
+                      "MC-Dropout and the ensemble",
+                      (ihw, mc, ens), holds_at=-0.10, partly_at=-0.20, metric="unc_spearman",
+                      paper_table=unc)  # fmt: skip
     return [
-        Claim(
-            "ece-nll-ihw-nll-below-ensemble",
-            label,
-            "IHW's Gaussian NLL is lower than the 5-member deep ensemble's (NLL gap > 0, "
-            "significantly; partly: within 0.1 nats).",
-            (ihw, ens),
-            lambda get: get(ens) - get(ihw),
-            lambda v: v > 0,
-            lambda v: v >= -0.1,
-            metric="nll",
-            fmt=_signed,
-            compare=(ihw, (ens,)),
-        ),
-        Claim(
-            "ece-nll-ihw-ece-on-par",
-            label,
-            "IHW's calibration error (ECE) is on par with the deep ensemble's: they differ by at "
-            "most 0.05 (partly: 0.10).",
-            (ihw, ens),
-            lambda get: abs(get(ihw) - get(ens)),
-            lambda v: v <= 0.05,
-            lambda v: v <= 0.10,
-            metric="ece",
-        ),
-        Claim(
-            "ece-nll-mc-dropout-best-nll",
-            label,
-            "MC-Dropout (30 passes) has the lowest NLL of the three methods (gap to the better "
-            "of IHW and the ensemble > 0, significantly; partly: within 0.1 nats).",
-            (mc, ihw, ens),
-            lambda get: min(get(ihw), get(ens)) - get(mc),
-            lambda v: v > 0,
-            lambda v: v >= -0.1,
-            metric="nll",
-            fmt=_signed,
-            compare=(mc, (ihw, ens)),
-        ),
-        Claim(
-            "ece-nll-mc-dropout-best-ece",
-            label,
-            "MC-Dropout has the lowest ECE of the three methods (gap > 0, significantly; "
-            "partly: within 0.02).",
-            (mc, ihw, ens),
-            lambda get: min(get(ihw), get(ens)) - get(mc),
-            lambda v: v > 0,
-            lambda v: v >= -0.02,
-            metric="ece",
-            fmt=_signed,
-            compare=(mc, (ihw, ens)),
-        ),
-        Claim(
-            "unc-comparison-ihw-ranks-errors",
-            label,
-            f"{unc}: IHW, one forward pass, ranks the errors about as well as MC-Dropout and the "
-            "ensemble: its Spearman correlation with |error| is at most 0.10 below the better "
-            "of theirs (partly: 0.20).",
-            (ihw, mc, ens),
-            lambda get: get(ihw) - max(get(mc), get(ens)),
-            lambda v: v >= -0.10,
-            lambda v: v >= -0.20,
-            metric="unc_spearman",
-            fmt=_signed,
-            paper_table=unc,
-            paper_expr=lambda: (
-                spear["MZAttn (IHW)"] - max(spear["MC-Dropout"], spear["Deep Ensemble"])
-            ),
-        ),
-        Claim(
-            "uncertainty-error-grows-with-ihw",
-            label,
-            f"{binned}: the test sets in the highest fifth of IHW have a mean |error| at least "
-            "twice that of the lowest fifth (partly: larger at all).",
-            (ihw,),
-            lambda get: get(ihw),
-            lambda v: v >= 2.0,
-            lambda v: v > 1.0,
-            metric="bin_err_ratio",
-            fmt=lambda v: f"{v:.2f}x",
-            paper_table=binned,
-            paper_expr=lambda: (
-                paper_value(binned, "5 (highest)", "Mean |error|")
-                / paper_value(binned, "1 (lowest)", "Mean |error|")
-            ),
-        ),
-    ]
+        Claim("ece-nll-ihw-nll-below-ensemble", label, Kind.BEATS,
+              "IHW's Gaussian NLL is lower than the 5-member deep ensemble's", (ihw, ens),
+              holds_at=0, partly_at=-0.1, metric="nll"),
+        Claim("ece-nll-ihw-ece-on-par", label, Kind.ON_PAR,
+              "IHW's calibration error (ECE) is on par with the deep ensemble's", (ihw, ens),
+              holds_at=0.05, partly_at=0.10, metric="ece"),
+        Claim("ece-nll-mc-dropout-best-nll", label, Kind.BEATS,
+              "MC-Dropout (30 passes) has the lowest NLL of the three methods", (mc, ihw, ens),
+              holds_at=0, partly_at=-0.1, metric="nll"),
+        Claim("ece-nll-mc-dropout-best-ece", label, Kind.BEATS,
+              "MC-Dropout has the lowest ECE of the three methods", (mc, ihw, ens),
+              holds_at=0, partly_at=-0.02, metric="ece"),
+        replace(near_best, paper_expr=lambda: near_best.expr(spearman.__getitem__)),
+        Claim("uncertainty-error-grows-with-ihw", label, Kind.AT_LEAST,
+              f"{binned}: the test sets with the highest IHW have the largest errors", (ihw,),
+              holds_at=2.0, partly_at=1.0,
+              metric="bin_err_ratio", paper_table=binned,
+              paper_expr=lambda: paper_value(binned, "5 (highest)", "Mean |error|")
+              / paper_value(binned, "1 (lowest)", "Mean |error|")),
+    ]  # fmt: skip
 
 
 def cell_paper_value(table: str, cell_id: str, metric: str) -> float:
+    """The paper's number for ``cell_id`` of ``table`` on ``metric`` (its ``PaperRef``)."""
     cell = ex.get_table(table).cell(cell_id)
     for ref in cell.paper:
         if ref.metric == metric:
@@ -456,7 +388,7 @@ def cell_paper_value(table: str, cell_id: str, metric: str) -> float:
     raise MissingCell(f"{table} {cell_id}: no paper {metric}")
 
 
-def _has_paper_r2(table: str, cell_id: str) -> bool:
+def _paper_has(table: str, cell_id: str) -> bool:
     try:
         cell_paper_value(table, cell_id, "r2")
     except MissingCell:
@@ -466,31 +398,23 @@ def _has_paper_r2(table: str, cell_id: str) -> bool:
 
 def _mz_best_claims(table: str) -> list[Claim]:
     """For each column of ``table`` where the paper puts MZAttn-Full first on R^2, the claim
-    that it is first here too (against every other model of that column)."""
+    that it is first here too, against the other models of the column the paper has numbers
+    for."""
     spec = ex.get_table(table)
     by_col: dict[str, list[ex.Cell]] = {}
     for c in spec.cells:
-        trained = _nn.model_spec(c.model).trainable
-        if c.part == "main" and trained and any(r.metric == "r2" for r in c.paper):
+        if c.part == "main" and any(r.metric == "r2" for r in c.paper):
             by_col.setdefault(c.column, []).append(c)
     out = []
     for col, cells in by_col.items():
         mz = [c.id for c in cells if c.model == "mz_full" and not c.model_kwargs]
-        # the models the paper's column compares: those with a number of the paper in it
-        others = [
-            c.id
-            for c in cells
-            if _nn.model_spec(c.model).family != "mz" and _has_paper_r2(table, c.id)
-        ]
+        others = tuple(c.id for c in cells if _nn.model_spec(c.model).family != "mz"
+                       and _paper_has(table, c.id))  # fmt: skip
         if len(mz) != 1 or not others:
             continue
-        claim = _beats(
-            f"{spec.dirname}-{mz[0]}-best",
-            table,
-            f"{col}: MZAttn beats every other model of the column",
-            mz[0],
-            others,
-        )
+        claim = Claim(f"{spec.dirname}-{mz[0]}-best", table, Kind.BEATS,
+                      f"{col}: MZAttn beats every other model of the column",
+                      (mz[0], *others))  # fmt: skip
         try:
             paper_gap = claim.expr(lambda cid: cell_paper_value(table, cid, "r2"))
         except MissingCell:
@@ -511,71 +435,53 @@ def _text_claims() -> list[Claim]:
     ST-Large), under its matched-model rule: MZAttn against the parameter-matched attention
     models of the column."""
     spec = ex.get_table("tab:main-results")
-    matched = [c.id for c in spec.cells
-               if c.column.startswith("Task B") and c.part == "main"
-               and c.model in MATCHED_ATTENTION]  # fmt: skip
+    matched = tuple(c.id for c in spec.cells
+                    if c.column.startswith("Task B") and c.part == "main"
+                    and c.model in MATCHED_ATTENTION)  # fmt: skip
     return [
-        _beats(
-            "main-results-B-mz-beats-matched",
-            spec.label,
-            "Task B (set matching): MZAttn beats every parameter-matched attention model (the "
-            "paper's text: 45% lower MSE than ST-Large)",
-            "B-mz_full",
-            matched,
-        )
-    ]
+        Claim("main-results-B-mz-beats-matched", spec.label, Kind.BEATS,
+              "Task B (set matching): MZAttn beats every parameter-matched attention model (the "
+              "paper's text: 45% lower MSE than ST-Large)", ("B-mz_full", *matched)),
+    ]  # fmt: skip
 
 
 def _transfer_claims() -> list[RankClaim]:
     label = "tab:transfer-matrix"
     return [
-        RankClaim(
-            "transfer-tier1-no-advantage",
-            label,
-            "Tier 1 (2-D digit point clouds): MZAttn-Full has no advantage: its mean rank among "
-            "the 7 models is what chance gives (exact null test over the complete settings: "
-            f"neither one-sided P <= {_stats.ALPHA:g}).",
-            "no-advantage",
-        ),
-        RankClaim(
-            "transfer-tier1-mid-field",
-            label,
-            'Tier 1: MZAttn-Full ranks 3rd-5th of 7 in every setting, "not catastrophically '
-            'worse, but also not ahead" (partly: in at least half).',
-            "mid-field",
-        ),
-    ]
+        RankClaim("transfer-tier1-no-advantage", label,
+                  "Tier 1 (2-D digit point clouds): MZAttn-Full has no advantage: its mean rank "
+                  "among the 7 models is what chance gives (exact null test over the complete "
+                  f"settings: neither one-sided P <= {ALPHA:g}).", "no-advantage"),
+        RankClaim("transfer-tier1-mid-field", label,
+                  'Tier 1: MZAttn-Full ranks 3rd-5th of 7 in every setting, "not '
+                  'catastrophically worse, but also not ahead" (partly: in at least half).',
+                  "mid-field"),
+    ]  # fmt: skip
 
 
 def _genqk_claims() -> list[Claim]:
     """tab:genqk: generator information in the scores helps Task A, hurts Task B."""
     return [
-        _beats(
-            "genqk-helps-task-a",
-            "tab:genqk",
-            "Set regression (Task A): scoring with generator information (MZ-GenQK) beats "
-            "centres-only MZAttn",
-            "A-genqk",
-            ["A-mz_full"],
-        ),
-        _beats(
-            "genqk-hurts-task-b",
-            "tab:genqk",
-            "Set matching (Task B): centres-only MZAttn beats MZ-GenQK",
-            "B-mz_full",
-            ["B-genqk"],
-        ),
-    ]
+        Claim("genqk-helps-task-a", "tab:genqk", Kind.BEATS,
+              "Set regression (Task A): scoring with generator information (MZ-GenQK) beats "
+              "centres-only MZAttn", ("A-genqk", "A-mz_full")),
+        Claim("genqk-hurts-task-b", "tab:genqk", Kind.BEATS,
+              "Set matching (Task B): centres-only MZAttn beats MZ-GenQK",
+              ("B-mz_full", "B-genqk")),
+    ]  # fmt: skip
+
+
+# the tables whose claims the builders above register; every other table gets _mz_best_claims
+_OWN = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix", "tab:depth",
+        "tab:ablation", "tab:genqk", "tab:ece-nll", "tab:ambiguity")  # fmt: skip
 
 
 def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
     out = _tdof_claims() + _meb_claims() + _transfer_claims() + _why_claims()
     out += _uncertainty_claims() + _ambiguity_claims() + _genqk_claims() + _text_claims()
-    own = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix", "tab:depth",
-           "tab:ablation", "tab:genqk", "tab:ece-nll", "tab:ambiguity")  # fmt: skip
     for label in ex.TABLES:
-        if label not in own:
+        if label not in _OWN:
             out += _mz_best_claims(label)
     if table is not None:
         label = ex.get_table(table).label

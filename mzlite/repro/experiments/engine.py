@@ -46,7 +46,13 @@ from mzlite.repro import experiments as ex
 from mzlite.repro import transfer
 from mzlite.repro.experiments import reading as _reading
 from mzlite.repro.experiments import stats as _stats
-from mzlite.repro.experiments.claims import Claim, MissingCell, RankClaim, cell_paper_value
+from mzlite.repro.experiments.claims import (
+    LOWER_IS_BETTER,
+    Claim,
+    MissingCell,
+    RankClaim,
+    cell_paper_value,
+)
 from mzlite.repro.experiments.execute import result_amp
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.tasks.readings import DEFAULT_READING
@@ -57,7 +63,6 @@ __all__ = [
     "judge_under", "protocol_key", "readings",
 ]  # fmt: skip
 
-LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
 # a result without model_config["layer_reading"] ran Eq. eq:mz-main as printed (mzlite.nn choice 9)
 LAYER_READING = "literal"
 TASK_READING = DEFAULT_READING  # a result without task_reading ran the generators as first read
@@ -232,11 +237,6 @@ class Verdict:
     def experiments(self) -> frozenset[tuple[str, str]]:
         """The (table, cell) experiments whose runs the verdict rests on."""
         return frozenset(e for c in self.cells for e in c.experiments)
-
-    @property
-    def significant(self) -> bool:
-        p = self.p_max if self.p_holm is None else self.p_holm
-        return p is not None and p < ALPHA
 
 
 # ---------------------------------------------------------------------------------------------

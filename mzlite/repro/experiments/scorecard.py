@@ -24,6 +24,7 @@ from mzlite.repro.experiments import engine, present
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's claims
     Claim,
+    Kind,
     MissingCell,
     RankClaim,
     cell_paper_value,
@@ -34,16 +35,20 @@ from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence 
 from mzlite.repro.render import scorecard_html
 
 __all__ = [
-    "FIRST_READING", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim",
+    "FIRST_READING", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim", "Kind",
     "MissingCell", "RankClaim", "Scorecard", "cell_paper_value", "claims", "evaluate",
     "first_reading", "judge", "normalised_twin", "per_set_normalised", "scorecard",
     "under_paper_protocol",
 ]  # fmt: skip
 
 
-def evaluate(claim, profiles=None, results_dir=None, rename=None, *, loaded=None) -> dict:
-    """The scorecard row of ``claim`` (``present.row`` of ``engine.judge``)."""
-    return present.row(claim, engine.judge(claim, profiles, results_dir, rename, loaded=loaded))
+def evaluate(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
+             twin=None) -> dict:  # fmt: skip
+    """The scorecard row of ``claim`` (``present.row`` of ``engine.judge``: the strongest
+    evidence among ``profiles``, default ``PROFILE_ORDER``), read on its cells, on other cells
+    (``rename``) or on twins that depend on the profile (``twin(cell_id, profile)``)."""
+    return present.row(claim, engine.judge(claim, profiles, results_dir, rename, loaded=loaded,
+                                           twin=twin))  # fmt: skip
 
 
 def judge(claim: Claim, value: float, profile: str, complete: bool = True,
@@ -208,7 +213,7 @@ def under_paper_protocol(claim, results_dir=None) -> dict | None:
     full = ex.results_by_cell(claim.table, "full", results_dir)
     row = evaluate(claim, ("full",), results_dir, loaded={"full": full},
                    rename=lambda c: _twin(c) if _twin(c) in ids else c)  # fmt: skip
-    if row["verdict"] == "not run":
+    if row["value"].label == Label.NOT_RUN:
         return None
     row["cells_run"] = sum(bool(full.get(_twin(c))) for c in claim.cells)
     return row
@@ -226,10 +231,8 @@ def normalised_twin(cell_id: str, profile: str) -> str:
 
 
 def first_reading(claim, profiles=None, results_dir=None, twin=None) -> dict:
-    """The row of ``claim`` read on its cells, or on their twins ``twin(cell_id, profile)``
-    (each profile its own twins), by the strongest evidence among ``profiles`` (default
-    ``PROFILE_ORDER``); a reading never mixes profiles within a comparison."""
-    return present.row(claim, engine.judge(claim, profiles, results_dir, twin=twin))
+    """``evaluate`` on ``twin``s: each profile reads its own twins, never mixing profiles."""
+    return evaluate(claim, profiles, results_dir, twin=twin)
 
 
 def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
@@ -243,5 +246,5 @@ def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
         or not all(c.startswith("d8-") for c in claim.cells)
     ):
         return None
-    row = first_reading(claim, profiles, results_dir, twin=normalised_twin)
-    return None if row is None or row["verdict"] == "not run" else row
+    row = evaluate(claim, profiles, results_dir, twin=normalised_twin)
+    return None if row["value"].label == Label.NOT_RUN else row

@@ -159,105 +159,15 @@ class Profile:
             raise ValueError(f"fixed_train names fields the profile's train does not set: {loose}")
 
 
-# The printed output of ``benchmarks/lr_probe.py`` that chose ``cpu-converged``'s learning rates
-# (run 2026-11-23 on this project's shared 2-core CPU as two processes, ``--families mz`` and
-# ``--families baseline,deepsets``; seconds are wall time under load). Each family takes the
+# The printed outputs of ``benchmarks/lr_probe.py`` that chose the profiles' rates per family
+# are kept verbatim beside it (``benchmarks/lr_probe-<profile>.txt``): each family takes the
 # smallest rate within 2 % of the lowest mean relative excess validation loss over its cells.
-# One seed and 10 epochs each: evidence of the order of magnitude, not of the last factor; the
-# tab:meb ablation cells ``abl-d8-lr*`` rerun the Standard and MZ models at 3e-4 and 1e-3 under
-# the full converged protocol to check it.
-LR_PROBE = """\
-profile cpu-converged: first 10 epochs, lr grid [0.0003, 0.001, 0.003], seed 0, 1 thread
-  mz        tab:meb           d8-mz_full   lr 0.0003  best val loss 0.4906 (epoch 9), val R^2 0.531, 621 s
-  mz        tab:meb           d8-mz_full   lr 0.001   best val loss 0.5921 (epoch 10), val R^2 0.434, 525 s
-  mz        tab:meb           d8-mz_full   lr 0.003   best val loss 0.3631 (epoch 10), val R^2 0.653, 316 s
-  mz        tab:tdof-verify   L16-mz_1l    lr 0.0003  best val loss 0.7420 (epoch 10), val R^2 0.171, 338 s
-  mz        tab:tdof-verify   L16-mz_1l    lr 0.001   best val loss 0.5712 (epoch 10), val R^2 0.362, 222 s
-  mz        tab:tdof-verify   L16-mz_1l    lr 0.003   best val loss 0.6184 (epoch 10), val R^2 0.309, 121 s
-mz: mean relative excess val loss 0.0003: +32.5%, 0.001: +31.5%, 0.003: +4.1% -> lr 0.003
-  baseline  tab:meb           d8-st        lr 0.0003  best val loss 0.2325 (epoch 10), val R^2 0.778, 134 s
-  baseline  tab:meb           d8-st        lr 0.001   best val loss 0.1398 (epoch 10), val R^2 0.866, 147 s
-  baseline  tab:meb           d8-st        lr 0.003   best val loss 0.1420 (epoch 7), val R^2 0.864, 122 s
-  baseline  tab:tdof-verify   L16-st_4l    lr 0.0003  best val loss 0.7723 (epoch 10), val R^2 0.137, 214 s
-  baseline  tab:tdof-verify   L16-st_4l    lr 0.001   best val loss 0.6111 (epoch 10), val R^2 0.317, 214 s
-  baseline  tab:tdof-verify   L16-st_4l    lr 0.003   best val loss 0.8917 (epoch 8), val R^2 0.004, 206 s
-baseline: mean relative excess val loss 0.0003: +46.3%, 0.001: +0.0%, 0.003: +23.7% -> lr 0.001
-  deepsets  tab:meb           d8-deepsets  lr 0.0003  best val loss 0.3480 (epoch 10), val R^2 0.668, 11 s
-  deepsets  tab:meb           d8-deepsets  lr 0.001   best val loss 0.3419 (epoch 10), val R^2 0.673, 14 s
-  deepsets  tab:meb           d8-deepsets  lr 0.003   best val loss 0.3343 (epoch 10), val R^2 0.681, 12 s
-  deepsets  tab:main-results  A-deepsets   lr 0.0003  best val loss 0.5600 (epoch 10), val R^2 0.434, 33 s
-  deepsets  tab:main-results  A-deepsets   lr 0.001   best val loss 0.5159 (epoch 10), val R^2 0.479, 26 s
-  deepsets  tab:main-results  A-deepsets   lr 0.003   best val loss 0.5933 (epoch 7), val R^2 0.400, 31 s
-deepsets: mean relative excess val loss 0.0003: +6.3%, 0.001: +1.1%, 0.003: +7.5% -> lr 0.001
-"""  # noqa: E501 (the probe's lines, verbatim)
-
-# The printed output of ``benchmarks/lr_probe.py`` (profile cpu-annealed, seeds 0 and 1), run
-# 2026-11-25 at commit 74195e2 on this project's shared 2-core CPU as two processes,
-# ``--families mz`` and ``--families baseline,deepsets`` (the first line is printed by each; seconds
-# are wall time under load). MZ is probed with the default generator normalisation ("zonotope").
-LR_PROBE_ANNEALED = """\
-profile cpu-annealed: first 10 epochs, lr grid [0.0003, 0.001, 0.003], seeds [0, 1], 1 thread
-  mz        tab:meb           d8-mz_full   seed 0 lr 0.0003  best val loss 0.2798 (epoch 9), val R^2 0.733, 382 s
-  mz        tab:meb           d8-mz_full   seed 0 lr 0.001   best val loss 0.2335 (epoch 10), val R^2 0.777, 187 s
-  mz        tab:meb           d8-mz_full   seed 0 lr 0.003   best val loss 0.2302 (epoch 10), val R^2 0.780, 155 s
-  mz        tab:meb           d8-mz_full   seed 1 lr 0.0003  best val loss 0.2979 (epoch 8), val R^2 0.715, 36 s
-  mz        tab:meb           d8-mz_full   seed 1 lr 0.001   best val loss 0.2176 (epoch 10), val R^2 0.792, 39 s
-  mz        tab:meb           d8-mz_full   seed 1 lr 0.003   best val loss 0.2203 (epoch 10), val R^2 0.790, 39 s
-  mz        tab:tdof-verify   L16-mz_1l    seed 0 lr 0.0003  best val loss 0.6561 (epoch 10), val R^2 0.267, 23 s
-  mz        tab:tdof-verify   L16-mz_1l    seed 0 lr 0.001   best val loss 0.4584 (epoch 10), val R^2 0.488, 24 s
-  mz        tab:tdof-verify   L16-mz_1l    seed 0 lr 0.003   best val loss 0.5178 (epoch 9), val R^2 0.422, 21 s
-  mz        tab:tdof-verify   L16-mz_1l    seed 1 lr 0.0003  best val loss 0.5401 (epoch 10), val R^2 0.397, 20 s
-  mz        tab:tdof-verify   L16-mz_1l    seed 1 lr 0.001   best val loss 0.4124 (epoch 8), val R^2 0.539, 20 s
-  mz        tab:tdof-verify   L16-mz_1l    seed 1 lr 0.003   best val loss 0.4582 (epoch 10), val R^2 0.488, 20 s
-  mz        tab:main-results  F-mz_full    seed 0 lr 0.0003  best val loss 0.9676 (epoch 5), val R^2 0.115, 51 s
-  mz        tab:main-results  F-mz_full    seed 0 lr 0.001   best val loss 0.9874 (epoch 7), val R^2 0.097, 51 s
-  mz        tab:main-results  F-mz_full    seed 0 lr 0.003   best val loss 0.9646 (epoch 9), val R^2 0.118, 52 s
-  mz        tab:main-results  F-mz_full    seed 1 lr 0.0003  best val loss 0.9598 (epoch 9), val R^2 0.122, 47 s
-  mz        tab:main-results  F-mz_full    seed 1 lr 0.001   best val loss 0.9778 (epoch 9), val R^2 0.106, 46 s
-  mz        tab:main-results  F-mz_full    seed 1 lr 0.003   best val loss 1.0028 (epoch 9), val R^2 0.083, 47 s
-mz: mean relative excess val loss 0.0003: +22.1%, 0.001: +0.9%, 0.003: +5.0% -> lr 0.001
-chosen: {'mz': 0.001}
-  baseline  tab:meb           d8-st        seed 0 lr 0.0003  best val loss 0.2327 (epoch 10), val R^2 0.778, 24 s
-  baseline  tab:meb           d8-st        seed 0 lr 0.001   best val loss 0.1373 (epoch 10), val R^2 0.869, 36 s
-  baseline  tab:meb           d8-st        seed 0 lr 0.003   best val loss 0.1167 (epoch 9), val R^2 0.889, 83 s
-  baseline  tab:meb           d8-st        seed 1 lr 0.0003  best val loss 0.2390 (epoch 10), val R^2 0.772, 89 s
-  baseline  tab:meb           d8-st        seed 1 lr 0.001   best val loss 0.1448 (epoch 9), val R^2 0.862, 87 s
-  baseline  tab:meb           d8-st        seed 1 lr 0.003   best val loss 0.1256 (epoch 10), val R^2 0.880, 56 s
-  baseline  tab:tdof-verify   L16-st_4l    seed 0 lr 0.0003  best val loss 0.7724 (epoch 10), val R^2 0.137, 106 s
-  baseline  tab:tdof-verify   L16-st_4l    seed 0 lr 0.001   best val loss 0.6508 (epoch 9), val R^2 0.273, 80 s
-  baseline  tab:tdof-verify   L16-st_4l    seed 0 lr 0.003   best val loss 0.8317 (epoch 10), val R^2 0.071, 87 s
-  baseline  tab:tdof-verify   L16-st_4l    seed 1 lr 0.0003  best val loss 0.7319 (epoch 8), val R^2 0.183, 74 s
-  baseline  tab:tdof-verify   L16-st_4l    seed 1 lr 0.001   best val loss 0.6091 (epoch 10), val R^2 0.320, 17 s
-  baseline  tab:tdof-verify   L16-st_4l    seed 1 lr 0.003   best val loss 0.8492 (epoch 5), val R^2 0.051, 18 s
-  baseline  tab:main-results  F-st         seed 0 lr 0.0003  best val loss 0.6121 (epoch 10), val R^2 0.440, 15 s
-  baseline  tab:main-results  F-st         seed 0 lr 0.001   best val loss 0.5410 (epoch 10), val R^2 0.505, 13 s
-  baseline  tab:main-results  F-st         seed 0 lr 0.003   best val loss 0.9066 (epoch 4), val R^2 0.171, 15 s
-  baseline  tab:main-results  F-st         seed 1 lr 0.0003  best val loss 0.6036 (epoch 6), val R^2 0.448, 17 s
-  baseline  tab:main-results  F-st         seed 1 lr 0.001   best val loss 0.5333 (epoch 10), val R^2 0.512, 14 s
-  baseline  tab:main-results  F-st         seed 1 lr 0.003   best val loss 0.8171 (epoch 9), val R^2 0.253, 15 s
-baseline: mean relative excess val loss 0.0003: +42.5%, 0.001: +5.5%, 0.003: +31.3% -> lr 0.001
-  deepsets  tab:meb           d8-deepsets  seed 0 lr 0.0003  best val loss 0.3458 (epoch 10), val R^2 0.670, 1 s
-  deepsets  tab:meb           d8-deepsets  seed 0 lr 0.001   best val loss 0.3322 (epoch 10), val R^2 0.683, 1 s
-  deepsets  tab:meb           d8-deepsets  seed 0 lr 0.003   best val loss 0.3864 (epoch 10), val R^2 0.631, 1 s
-  deepsets  tab:meb           d8-deepsets  seed 1 lr 0.0003  best val loss 0.3293 (epoch 10), val R^2 0.685, 1 s
-  deepsets  tab:meb           d8-deepsets  seed 1 lr 0.001   best val loss 0.3320 (epoch 7), val R^2 0.683, 1 s
-  deepsets  tab:meb           d8-deepsets  seed 1 lr 0.003   best val loss 0.3384 (epoch 9), val R^2 0.677, 1 s
-  deepsets  tab:main-results  A-deepsets   seed 0 lr 0.0003  best val loss 0.5602 (epoch 10), val R^2 0.434, 2 s
-  deepsets  tab:main-results  A-deepsets   seed 0 lr 0.001   best val loss 0.5494 (epoch 10), val R^2 0.445, 2 s
-  deepsets  tab:main-results  A-deepsets   seed 0 lr 0.003   best val loss 0.6025 (epoch 10), val R^2 0.391, 2 s
-  deepsets  tab:main-results  A-deepsets   seed 1 lr 0.0003  best val loss 0.5883 (epoch 8), val R^2 0.406, 2 s
-  deepsets  tab:main-results  A-deepsets   seed 1 lr 0.001   best val loss 0.5201 (epoch 9), val R^2 0.474, 2 s
-  deepsets  tab:main-results  A-deepsets   seed 1 lr 0.003   best val loss 0.5722 (epoch 10), val R^2 0.422, 2 s
-  deepsets  tab:main-results  F-deepsets   seed 0 lr 0.0003  best val loss 1.4186 (epoch 10), val R^2 -0.297, 1 s
-  deepsets  tab:main-results  F-deepsets   seed 0 lr 0.001   best val loss 0.8785 (epoch 9), val R^2 0.197, 1 s
-  deepsets  tab:main-results  F-deepsets   seed 0 lr 0.003   best val loss 2.0107 (epoch 10), val R^2 -0.839, 1 s
-  deepsets  tab:main-results  F-deepsets   seed 1 lr 0.0003  best val loss 1.0176 (epoch 7), val R^2 0.069, 1 s
-  deepsets  tab:main-results  F-deepsets   seed 1 lr 0.001   best val loss 1.0407 (epoch 9), val R^2 0.048, 2 s
-  deepsets  tab:main-results  F-deepsets   seed 1 lr 0.003   best val loss 1.0163 (epoch 9), val R^2 0.071, 1 s
-deepsets: mean relative excess val loss 0.0003: +13.5%, 0.001: +0.5%, 0.003: +27.9% -> lr 0.001
-chosen: {'baseline': 0.001, 'deepsets': 0.001}
-"""  # noqa: E501 (the probe's lines, verbatim)
-LR_BY_FAMILY_ANNEALED = {"mz": 1e-3, "baseline": 1e-3, "deepsets": 1e-3}
+# ``cpu-converged``'s ran 2026-11-23 (one seed, 10 epochs each: evidence of the order of
+# magnitude, not of the last factor; the tab:meb ablation cells ``abl-d8-lr*`` rerun the
+# Standard and MZ models at 3e-4 and 1e-3 under the full converged protocol to check it);
+# ``cpu-annealed``'s ran 2026-11-25 at commit 74195e2 (seeds 0 and 1, MZ with the default
+# generator normalisation, "zonotope"). Both on this project's shared 2-core CPU as two
+# processes, ``--families mz`` and ``--families baseline,deepsets``; seconds are wall time.
 
 # Sizes for the tables whose training sets the paper does not state, under the profiles at the
 # paper's sizes: the upper end of the 5-10K range it trains its synthetic tasks at (10K/2K/2K,
@@ -318,8 +228,8 @@ PROFILES = {
     #   than the paper's, so no less patience): the cap only bounds a runaway run, patience does
     #   the stopping, and each result records ``convergence``.
     # - lr per model family, chosen on the validation split by benchmarks/lr_probe.py (its
-    #   printed output is LR_PROBE above): 3e-3 for MZAttn, 1e-3 for the Set Transformer family
-    #   and Deep Sets; warm-up 3 epochs, cosine over the cap.
+    #   printed output: benchmarks/lr_probe-cpu-converged.txt): 3e-3 for MZAttn, 1e-3 for the
+    #   Set Transformer family and Deep Sets; warm-up 3 epochs, cosine over the cap.
     # - 3 seeds (initialisation, data order, dropout); one dataset per cell, shared by every
     #   model and seed.
     "cpu-converged": Profile(
@@ -334,7 +244,7 @@ PROFILES = {
             "model family from benchmarks/lr_probe.py, 3 seeds, CPU"
         ),
         lr_by_family={"mz": 3e-3, "baseline": 1e-3, "deepsets": 1e-3},
-        lr_source="benchmarks/lr_probe.py (validation split; see experiments.LR_PROBE)",
+        lr_source="benchmarks/lr_probe.py (validation split; lr_probe-cpu-converged.txt)",
     ),
     # The annealed CPU protocol (issue 23), cpu-converged's successor: the same data, caps, targets,
     # epoch cap and patience, with a schedule that anneals within the run that early stopping
@@ -343,8 +253,8 @@ PROFILES = {
     # epochs pass without a new best validation loss, and patience 20 stops a run three halvings
     # after its last best. One rule for every family. The rates per family come from
     # benchmarks/lr_probe.py run under this profile with 2 seeds on 3 cells per family (its
-    # printed output is LR_PROBE_ANNEALED); MZ is probed with the default generator
-    # normalisation ("zonotope").
+    # printed output: benchmarks/lr_probe-cpu-annealed.txt); MZ is probed with the default
+    # generator normalisation ("zonotope").
     "cpu-annealed": Profile(
         "cpu-annealed",
         None,
@@ -366,8 +276,8 @@ PROFILES = {
             "patience 20, lr per model family from benchmarks/lr_probe.py (2 seeds, 3 cells), "
             "3 seeds, CPU"
         ),
-        lr_by_family=LR_BY_FAMILY_ANNEALED,
-        lr_source="benchmarks/lr_probe.py (validation split; see experiments.LR_PROBE_ANNEALED)",
+        lr_by_family={"mz": 1e-3, "baseline": 1e-3, "deepsets": 1e-3},
+        lr_source="benchmarks/lr_probe.py (validation split; lr_probe-cpu-annealed.txt)",
     ),
     # The paper's sizes (issue 33): cpu-annealed's reading (targets standardised, metrics in
     # original units) at each cell's own training, validation and test sizes, which are the

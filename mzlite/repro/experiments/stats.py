@@ -233,10 +233,8 @@ def summarise(values) -> dict:
 
 def mean_std(values: list[float]) -> tuple[float | None, float | None]:
     """Mean and sample std (None for one value) of the finite ``values``; (None, None) if none."""
-    vals = [v for v in values if v is not None and math.isfinite(v)]
-    if not vals:
-        return None, None
-    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else None)
+    s = summarise(values)
+    return s["mean"], s["std"]
 
 
 def bootstrap_ci(a, b, level: float = 0.95, n_boot: int = 10_000, seed: int = 0) -> dict:

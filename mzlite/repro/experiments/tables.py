@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from mzlite.nn import model_spec
 from mzlite.registry import Registry
 
 from .cells import (  # the rows, grids and reading cells every table is built of
+    COL_ROW,
     GEOM_BATCH,
     HYPER,
     LA_ST,
@@ -16,6 +17,7 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     MZ_LARGE,
     PERCEIVER,
     RELATIONAL_CHAPTER,
+    ROW_COL,
     ST,
     ST_LARGE,
     calibration_cells,
@@ -85,22 +87,11 @@ def _meb() -> TableSpec:
                  f"scale + std., lr={lr:g}")
                 for lr in (3e-4, 1e-4)
             ]  # fmt: skip
-        for vid, opts, tr, col in variants:
-            abl.append(
-                Cell(
-                    f"abl-d8-{vid}-{mid}",
-                    "meb_radius",
-                    {"d": 8, **opts},
-                    name,
-                    label,
-                    f"d=8, {col}",
-                    sizes=(10_000, 2_000, 2_000),
-                    batch_size=GEOM_BATCH,
-                    train=tr,
-                    full_seeds=5,
-                    part="ablation",
-                )
-            )
+        abl += [
+            Cell(f"abl-d8-{vid}-{mid}", "meb_radius", {"d": 8, **opts}, name, label, f"d=8, {col}",
+                 batch_size=GEOM_BATCH, train=tr, full_seeds=5, part="ablation")
+            for vid, opts, tr, col in variants
+        ]  # fmt: skip
     abl.append(
         stats_cell("abl-d8-scale", "meb_radius", {"d": 8, "normalise": "scale"},
                     "d=8, data: scale", (10_000, 2_000, 2_000), GEOM_BATCH, part="ablation")
@@ -121,53 +112,23 @@ def _meb() -> TableSpec:
 
 
 def _tdof_verify() -> TableSpec:
-    models = [
-        ("mz_1l", "mz_full", "MZAttn-1L", {"n_enc": 1}, None),
-        ("st_4l", "st", "ST-4L", {"n_enc": 4}, None),
+    mz_1l = ("mz_1l", "mz_full", "MZAttn-1L", {"n_enc": 1}, None)
+    models = [mz_1l, ("st_4l", "st", "ST-4L", {"n_enc": 4}, None)]
+    sizes = (5_000, 1_000, 2_000)
+    cols = [(f"L{L}", f"L={L}", {"L": L}, str(L)) for L in (4, 8, 16, 24, 32)]
+    cells = grid_cells(cols, models, "quadratic_tdof", paper=(("{col}", "{row} R^2", "r2"),),
+                       sizes=sizes, seeds=3)  # fmt: skip
+    derived = [
+        Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l") for L in (4, 8, 16, 24, 32)
     ]
-    cells, derived = [], []
-    for L in (4, 8, 16, 24, 32):
-        for mid, name, label, kw, _ in models:
-            cells.append(
-                Cell(
-                    f"L{L}-{mid}",
-                    "quadratic_tdof",
-                    {"L": L},
-                    name,
-                    label,
-                    f"L={L}",
-                    model_kwargs=kw,
-                    paper=(PaperRef(str(L), f"{label} R^2", "r2"),),
-                    sizes=(5_000, 1_000, 2_000),
-                    full_seeds=3,
-                )
-            )
-        cells.append(
-            stats_cell(f"L{L}", "quadratic_tdof", {"L": L}, f"L={L}", (5_000, 1_000, 2_000), 128)
-        )
-        derived.append(Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l"))
     # Ablation (no paper numbers): the 1-layer MZ model at lr 1e-3, the Set Transformer's rate.
     # Under cpu-converged MZ trains at 3e-3 (lr_probe.py's choice for the MZ family, a mean over
     # two cells: on L16-mz_1l itself 1e-3 probed better) and its validation loss spikes in most
     # runs; these cells ask whether the gap to ST-4L is the learning rate's.
-    for L in (8, 16, 32):
-        cells.append(
-            Cell(
-                f"abl-L{L}-lr0.001-mz_1l",
-                "quadratic_tdof",
-                {"L": L},
-                "mz_full",
-                "MZAttn-1L",
-                f"L={L}, lr=0.001",
-                model_kwargs={"n_enc": 1},
-                sizes=(5_000, 1_000, 2_000),
-                train={"lr": 1e-3},
-                full_seeds=3,
-                part="ablation",
-            )
-        )
-    mz_1l = ("mz_1l", "mz_full", "MZAttn-1L", {"n_enc": 1})
-    cells += reading_cells("L16", "quadratic_tdof", {"L": 16}, "L=16", mz_1l,
+    lr_cols = [(f"abl-L{L}-lr0.001", f"L={L}, lr=0.001", {"L": L}, "") for L in (8, 16, 32)]
+    cells += grid_cells(lr_cols, [mz_1l], "quadratic_tdof", sizes=sizes, seeds=3,
+                        train={"lr": 1e-3}, stats=False, part="ablation")  # fmt: skip
+    cells += reading_cells("L16", "quadratic_tdof", {"L": 16}, "L=16", mz_1l[:4],
                             (5_000, 1_000, 2_000), 128)  # fmt: skip
     # the task-reading calibration (issue 49): ST-4L on each reading of the quadratic-TDOF target
     for L in (16, 32):
@@ -229,28 +190,13 @@ def _main_results() -> TableSpec:
     cells = []
     for cid, task, opts, prefix, sizes, seeds, scale in tasks:
         mse_col = f"{prefix} / MSE" + (" (x 10^-2)" if scale != 1.0 else "")
-        for mid, name, label, kw, match in models:
-            cells.append(
-                Cell(
-                    f"{cid}-{mid}",
-                    task,
-                    opts,
-                    name,
-                    label,
-                    prefix,
-                    model_kwargs=kw,
-                    match_params=match,
-                    paper=(
-                        PaperRef(label, mse_col, "mse", scale),
-                        PaperRef(label, f"{prefix} / R^2", "r2"),
-                    ),
-                    sizes=sizes,
-                    # Task A: "5 seeds (3 seeds for parameter-matched models)"
-                    full_seeds=3 if (cid == "A" and mid in matched) else seeds,
-                    batch_size=GEOM_BATCH if task == "mst_weight" else 128,
-                )
-            )
-        cells.append(stats_cell(cid, task, opts, prefix, sizes, 128))
+        paper = (("{row}", mse_col, "mse", scale), ("{row}", "{col} / R^2", "r2"))
+        cells += grid_cells([(cid, prefix, opts, prefix)], models, task, paper=paper,
+                            sizes=sizes, seeds=seeds, stats_batch=128,
+                            batch=GEOM_BATCH if task == "mst_weight" else 128)  # fmt: skip
+    # Task A: "5 seeds (3 seeds for parameter-matched models)"
+    cells = [replace(c, full_seeds=3) if c.column.startswith("Task A") and c.model in matched
+             else c for c in cells]  # fmt: skip
     # the reading ablation on Tasks B and F (5K training sets in the paper; 2K under the caps)
     for cid, task, prefix, sizes in (
         ("F", "rotation_matching", "Task F", (5_000, 1_000, 2_000)),
@@ -298,7 +244,7 @@ def _geometry_sweep(label, title, task, dims, models, *, normed, seeds, sizes, c
         batch=GEOM_BATCH if task != "rotation_matching" else 128,
         seeds=seeds,
         train={"normalize_targets": True} if normed else None,
-        transpose=transpose,
+        paper=COL_ROW if transpose else ROW_COL,
     )
     note = "Targets standardised (app:opt-confound)." if normed else "Raw targets."
     return TableSpec(label, title, tuple(cells), notes=note, chapter=RELATIONAL_CHAPTER)
@@ -323,7 +269,7 @@ def _sgsp() -> TableSpec:
             (f"{target}-d{d}", f"{row}, d={d}", {"target": target, "d": d}, f"{row} / {d}")
             for d in (8, 16, 32)
         ]
-        cells += grid_cells(cols, models, "sgsp", batch=GEOM_BATCH, seeds=5, transpose=True)
+        cells += grid_cells(cols, models, "sgsp", batch=GEOM_BATCH, seeds=5, paper=COL_ROW)
     return TableSpec(
         "tab:sgsp",
         "Sparse geometric set predicates (R^2)",
@@ -378,28 +324,15 @@ def _gen_ablation() -> TableSpec:
 _TASK_B = ("chamfer_matching", {}, "Task B: Set Match.", (5_000, 1_000, 1_000))
 
 
+_R2_MSE = (("{row}", "R^2", "r2"), ("{row}", "MSE", "mse"))  # tab:depth's and tab:ablation's
+
+
 def _depth() -> TableSpec:
     task, opts, col, sizes = _TASK_B
     models = [("mz_1l", "mz_full", "MZAttn / 1", {"n_enc": 1}, None)] + [
         (f"st_{k}l", "st", f"Set Transformer / {k}", {"n_enc": k}, None) for k in range(1, 7)
     ]
-    cells = []
-    for mid, name, label, kw, _ in models:
-        cells.append(
-            Cell(
-                f"B-{mid}",
-                task,
-                opts,
-                name,
-                label,
-                col,
-                model_kwargs=kw,
-                paper=(PaperRef(label, "R^2", "r2"), PaperRef(label, "MSE", "mse")),
-                sizes=sizes,
-                full_seeds=3,
-            )
-        )
-    cells.append(stats_cell("B", task, opts, col, sizes, 128))
+    cells = grid_cells([("B", col, opts, col)], models, task, paper=_R2_MSE, sizes=sizes, seeds=3)
     return TableSpec(
         "tab:depth",
         "Depth separation on set matching: 1-layer MZAttn vs 1-6-layer Set Transformers",
@@ -415,22 +348,8 @@ def _depth() -> TableSpec:
 
 def _ng_ablation() -> TableSpec:
     task, opts, col, sizes = _TASK_B
-    cells = [
-        Cell(
-            f"B-ng{k}-mz_full",
-            task,
-            opts,
-            "mz_full",
-            str(k),
-            col,
-            model_kwargs={"n_g": k},
-            paper=(PaperRef(str(k), "R^2", "r2"), PaperRef(str(k), "MSE", "mse")),
-            sizes=sizes,
-            full_seeds=1,
-        )
-        for k in (2, 4, 8, 16)
-    ]
-    cells.append(stats_cell("B", task, opts, col, sizes, 128))
+    models = [(f"ng{k}-mz_full", "mz_full", str(k), {"n_g": k}, None) for k in (2, 4, 8, 16)]
+    cells = grid_cells([("B", col, opts, col)], models, task, paper=_R2_MSE, sizes=sizes, seeds=1)
     return TableSpec(
         "tab:ablation",
         "Zonotope generators n_g of MZAttn-Full (L=4) on set matching",
@@ -449,30 +368,14 @@ def _genqk() -> TableSpec:
         ("B", *_TASK_B),
     ]
     models = [
-        ("mz_full", "MZAttn (centers-only Q/K)", {}),
-        ("genqk", "MZ-GenQK (gen info in Q/K)", {"gen_qk": True}),  # choice 8 of mzlite.nn
+        ("mz_full", "mz_full", "MZAttn (centers-only Q/K)", {}, None),
+        ("genqk", "mz_full", "MZ-GenQK (gen info in Q/K)", {"gen_qk": True}, None),  # choice 8
     ]
+    paper = (("{row}", "{col} / MSE", "mse"), ("{row}", "{col} / R^2", "r2"))
     cells = []
     for cid, task, opts, prefix, sizes in tasks:
-        for mid, label, kw in models:
-            cells.append(
-                Cell(
-                    f"{cid}-{mid}",
-                    task,
-                    opts,
-                    "mz_full",
-                    label,
-                    prefix,
-                    model_kwargs=kw,
-                    paper=(
-                        PaperRef(label, f"{prefix} / MSE", "mse"),
-                        PaperRef(label, f"{prefix} / R^2", "r2"),
-                    ),
-                    sizes=sizes,
-                    full_seeds=3,
-                )
-            )
-        cells.append(stats_cell(cid, task, opts, prefix, sizes, 128))
+        cells += grid_cells([(cid, prefix, opts, prefix)], models, task, paper=paper, sizes=sizes,
+                            seeds=3)  # fmt: skip
     return TableSpec(
         "tab:genqk",
         "Generator information in the Q/K scores: MZ-GenQK vs centres-only MZAttn, Tasks A and B",
@@ -496,22 +399,11 @@ def _ambiguity() -> TableSpec:
     for sigma in AMBIGUITY_NOISE:
         col = f"s{sigma}"
         for mid, name, who in (("st", "st", "ST"), ("mz_full", "mz_full", "MZ")):
+            refs = (PaperRef(sigma, f"{who} R^2", "r2"), PaperRef(sigma, f"{who} MSE", "mse"))
             cells.append(
-                Cell(
-                    f"{col}-{mid}",
-                    task,
-                    {"noise": float(sigma)},
-                    name,
-                    model_spec(name).display,
-                    f"noise sigma={sigma}",
-                    paper=(
-                        PaperRef(sigma, f"{who} R^2", "r2"),
-                        PaperRef(sigma, f"{who} MSE", "mse"),
-                    ),
-                    sizes=sizes,
-                    full_seeds=3,
-                )
-            )
+                Cell(f"{col}-{mid}", task, {"noise": float(sigma)}, name, model_spec(name).display,
+                     f"noise sigma={sigma}", paper=refs, sizes=sizes, full_seeds=3)
+            )  # fmt: skip
         cells.append(stats_cell(col, task, {"noise": float(sigma)}, f"noise sigma={sigma}",
                                  sizes, 128))  # fmt: skip
     return TableSpec(
@@ -529,29 +421,20 @@ def _ambiguity() -> TableSpec:
 
 def _ece_nll() -> TableSpec:
     """The uncertainty study (mzlite.repro.experiments.uncertainty_study): one cell per method on
-    Task
-    B; each job adds its method's uncertainty metrics to the result."""
+    Task B; each job adds its method's uncertainty metrics to the result."""
     task, opts, col, sizes = _TASK_B
     refs = (("MSE", "unc_mse"), ("ECE", "ece"), ("NLL", "nll"))
+    # MC-Dropout's rate stated (the model's default, the paper's 0.1): it is also what keeps the
+    # ensemble cell, whose first member is the same model, from being aliased to this cell
+    # (jobs.aliases) and so never computing its ensemble
     cells = [
-        Cell(
-            cid,
-            task,
-            opts,
-            cid.rsplit("-", 1)[1],
-            row,
-            col,
-            # MC-Dropout's rate stated (the model's default, the paper's 0.1): it is also what
-            # keeps the ensemble cell, whose first member is the same model, from being aliased
-            # to this cell (jobs.aliases) and so never computing its ensemble
-            model_kwargs={"dropout": 0.1} if method == "mc_dropout" else {},
-            paper=tuple(PaperRef(row, pcol, metric) for pcol, metric in refs),
-            sizes=sizes,
-            full_seeds=3,
-            note=f"{method}: uncertainty metrics by mzlite.repro.experiments.uncertainty_study",
-        )
+        Cell(cid, task, opts, cid.rsplit("-", 1)[1], row, col,
+             model_kwargs={"dropout": 0.1} if method == "mc_dropout" else {},
+             paper=tuple(PaperRef(row, pcol, metric) for pcol, metric in refs), sizes=sizes,
+             full_seeds=3,
+             note=f"{method}: uncertainty metrics by mzlite.repro.experiments.uncertainty_study")
         for cid, (method, row) in METHODS.items()
-    ]
+    ]  # fmt: skip
     cells.append(stats_cell("B", task, opts, col, sizes, 128))
     return TableSpec(
         "tab:ece-nll",
@@ -642,26 +525,15 @@ def _transfer_matrix() -> TableSpec:
     # Ablation (no paper numbers): MZAttn-Full at lr 1e-3, the Set Transformer's rate, where its
     # seeds spread most under cpu-converged's 3e-3 (raw pixel / Hull: two of three stopped by
     # patience early, at R^2 0.63 and 0.79; chapter 10). Is its rank the learning rate's?
-    cells.append(
-        Cell(
-            "abl-raw-hull-lr0.001-mz_full",
-            "digits_geometry",
-            {"variant": "raw", "target": "hull"},
-            "mz_full",
-            "MZAttn-Full",
-            "MNIST raw pixel / Hull, lr=0.001",
-            sizes=(5_000, 1_000, 2_000),
-            batch_size=GEOM_BATCH,
-            train={"lr": 1e-3},
-            full_seeds=3,
-            part="ablation",
-        )
-    )
+    lr_col = ("abl-raw-hull-lr0.001", "MNIST raw pixel / Hull, lr=0.001",
+              {"variant": "raw", "target": "hull"}, "")  # fmt: skip
+    cells += grid_cells([lr_col], [MZ_FULL], "digits_geometry", sizes=(5_000, 1_000, 2_000),
+                        batch=GEOM_BATCH, seeds=3, train={"lr": 1e-3}, stats=False,
+                        part="ablation")  # fmt: skip
     # Ablation (no paper numbers): the (setting, model) pairs with a cpu-converged run that hit
     # the 200-epoch cap still improving, at cap 400 (cosine over the longer cap, patience 20 as
     # before). mzlite.repro.transfer.longer_cap and prediction(substitute=...) read such a cell,
-    # every
-    # seed, in place of its main cell: does the verdict hang on the runs the cap stopped?
+    # every seed, in place of its main cell: does the verdict hang on the runs the cap stopped?
     for setting, model in CAP_ABLATION:
         variant, target = setting.split("-")
         col = (f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}",
