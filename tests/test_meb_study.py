@@ -93,3 +93,31 @@ def test_condition_verdicts_carry_each_claims_label(tmp_path):
         assert v["verdict"] == "not run" and v["shows"] == ""  # nothing on disk
         mz = evaluate(next(c for c in d8 if c.id == v["claim"]), results_dir=tmp_path)["mz_beats"]
         assert v["shows"] == ms.what_it_shows(v["verdict"], mz)
+
+
+def _d8_run(results_dir, model, target_var):
+    """Three seeds of a d = 8 cell on raw targets under the cpu profile, with a history that
+    records the variance of the training targets (``target_var``; None: an older run's)."""
+    history = {"epoch": [1, 2], "train_loss": [1.0, 0.5], "val_loss": [1.1, 0.6]}
+    if target_var is not None:
+        history["train_target_var"] = target_var
+    _cell(results_dir, ms.LABEL, f"d8-{model}", 0.5, "cpu",
+          train_config={"normalize_targets": False}, history=history)  # fmt: skip
+
+
+def test_learning_curves_take_the_mean_predictor_from_the_recorded_variance(tmp_path, monkeypatch):
+    def rebuild(*args):
+        rebuilt.append(args)
+        return 0.5
+
+    rebuilt = []
+    monkeypatch.setattr(ms, "train_variance", rebuild)
+    for model in ("st", "mz_full"):
+        _d8_run(tmp_path / "recorded", model, 0.25)
+        _d8_run(tmp_path / "older", model, None)
+    run = ms.learning_curves("raw", profiles=("cpu",), results_dir=tmp_path / "recorded")
+    assert run["profile"] == "cpu" and run["mean_mse"] == 0.25 and not rebuilt
+    assert run["curves"]["Standard train"] == ([1, 2], [1.0, 0.5])
+    # a run from before the record: the dataset is rebuilt to compute it
+    run = ms.learning_curves("raw", profiles=("cpu",), results_dir=tmp_path / "older")
+    assert run["mean_mse"] == 0.5 and rebuilt == [(ms.LABEL, "d8-st", "cpu")]

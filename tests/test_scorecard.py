@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import time
+import types
 import warnings
 from pathlib import Path
 
@@ -1009,3 +1012,37 @@ def test_a_holds_on_a_model_that_predicts_worse_than_its_neighbours_says_nothing
     assert shows.r2 == pytest.approx(0.08)
     assert dict(shows.beside) == pytest.approx({"B-ensemble-st": 0.30, "B-set_stats": 0.60})
     assert weak["why"].startswith("says nothing for MZAttn")
+
+
+def test_a_result_is_parsed_once_and_each_reader_gets_its_own_copy(tmp_path, monkeypatch):
+    from mzlite.repro.experiments import results
+
+    def settle(path, age_s):  # as a committed file: modified a while ago
+        then = time.time() - age_s
+        os.utime(path, (then, then))
+
+    def no_parse(text):
+        raise AssertionError("parsed again")
+
+    path = _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.5)
+    settle(path, 60)
+    (first,) = ex.load_results("tab:tdof-verify", "cpu", tmp_path)
+    first["metrics"]["test"]["r2"] = -1.0  # a reader's change stays its own
+    with monkeypatch.context() as m:
+        m.setattr(results, "json", types.SimpleNamespace(loads=no_parse))
+        (again,) = ex.load_results("tab:tdof-verify", "cpu", tmp_path)
+    assert again["metrics"]["test"]["r2"] == 0.5 and again is not first
+
+    def r2():
+        return ex.load_results("tab:tdof-verify", "cpu", tmp_path)[0]["metrics"]["test"]["r2"]
+
+    _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.75)  # rewritten: read again
+    assert r2() == 0.75
+    # a rewrite within the file system's timestamp granularity keeps the file's identity (same
+    # inode, size and mtime): a file modified a moment ago is parsed every time
+    stamp = path.stat().st_mtime_ns
+    path.write_text(path.read_text().replace("0.75", "0.25"))
+    os.utime(path, ns=(stamp, stamp))
+    assert r2() == 0.25
+    settle(path, 30)
+    assert r2() == 0.25

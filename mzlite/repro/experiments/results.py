@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import pickle
+import time
 import warnings
 from pathlib import Path
 
@@ -24,9 +26,33 @@ class OtherReadingWarning(UserWarning):
     left out of the cell: it is another experiment."""
 
 
+# Parsed result files, each as a pickle of what it parsed to, by path with the file's identity
+# when it was read (inode, size, mtime): a scorecard reads every committed result about twenty
+# times (a claim's cells, its table's report, the regimes), and parsing the JSON each time was
+# half of its time; unpickling a copy takes a third of a parse, and each caller gets its own
+# objects (it may change them). A file modified within the last seconds is parsed every time
+# (as git treats a racily clean file): a rewrite within the file system's timestamp granularity
+# could otherwise keep its identity.
+_PARSED: dict[str, tuple[tuple[int, int, int], bytes]] = {}
+_SETTLED_S = 2.0
+
+
+def _parse_result(path: Path):
+    """``path``'s JSON, from ``_PARSED`` while the file is unchanged since it was parsed."""
+    st = path.stat()
+    identity, key = (st.st_ino, st.st_size, st.st_mtime_ns), str(path)
+    hit = _PARSED.get(key)
+    if hit is not None and hit[0] == identity:
+        return pickle.loads(hit[1])
+    res = json.loads(path.read_text(encoding="utf-8"))
+    if time.time() - st.st_mtime > _SETTLED_S:
+        _PARSED[key] = (identity, pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
+    return res
+
+
 def _read_or_warn(path: Path) -> dict | None:
     try:
-        res = json.loads(path.read_text(encoding="utf-8"))
+        res = _parse_result(path)
     except (OSError, ValueError) as e:  # ValueError: JSON syntax, bad UTF-8
         reason = f"{type(e).__name__}: {e}"
     else:

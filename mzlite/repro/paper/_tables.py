@@ -382,10 +382,12 @@ def _pick(name: str, options: list[str], what: str, label: str) -> str:
 def paper_cell(label: str, row: str, column: str, data_dir=None) -> dict:
     """The cell dict (``text``, ``mean``, ``std``, ...) of ``row`` x ``column`` in table ``label``.
     Names match exactly, else ignoring case, spaces and punctuation ("mzattn-1l r^2" works)."""
-    table = load_paper_table(label, data_dir)
+    # the cached table, read only: a copy of the one cell asked for, not of the whole table (a
+    # scorecard asks for a cell thousands of times; copying its table each time took a third of it)
+    table = _load(label, str(data_dir or DATA_DIR))
     r = _pick(row, [x["row"] for x in table["rows"]], "row", label)
     c = _pick(column, table["columns"], "column", label)
-    return next(x for x in table["rows"] if x["row"] == r)["cells"][c]
+    return copy.deepcopy(next(x for x in table["rows"] if x["row"] == r)["cells"][c])
 
 
 def paper_value(label: str, row: str, column: str, data_dir=None) -> float | None:
