@@ -1027,3 +1027,9 @@ def test_a_reproduced_pattern_is_a_row_of_its_own_label_naming_what_removes_it(t
     (gone,) = fails["value"].removed_by
     assert gone.cells[0].read_as == "abl-d8-scale-ynorm-st" and gone.label == Label.FAILS
     assert scorecard("tab:meb", results_dir=tmp_path).counts()["reproduced"] == 2
+    # every page that counts verdicts words and colours the new label
+    from mzlite.repro.experiments.formatting import count_phrase
+    from mzlite.repro.render import VERDICT_COLOURS
+
+    assert count_phrase("reproduced", 2) == "2 reproduce the paper's pattern"
+    assert "reproduced" in VERDICT_COLOURS

@@ -761,12 +761,12 @@ def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
                      for c in claim.pattern.learns if by_cell.get(c))  # fmt: skip
     seen = replace(seen, cells=seen.cells + learners,
                    n_cells=seen.n_cells + len(claim.pattern.learns))  # fmt: skip
-    if seen.label == Label.HOLDS and not seen.complete:
+    if seen.label == Label.HOLDS and not seen.complete:  # a learner with too few seeds, or none
         problems = (Reason.TOO_FEW_SEEDS,) * any(c.n < _stats.MIN_SEEDS for c in learners)
         problems += (Reason.UNCONVERGED,) * any(c.converged < c.runs for c in learners)
         seen = replace(seen, label=Label.INSUFFICIENT, reason=(*problems, Reason.NOT_RUN)[0],
                        problems=problems)  # fmt: skip
-    elif seen.label == Label.HOLDS and any(c.mean <= _stats.LEARNS for c in learners):
+    elif seen.label == Label.HOLDS and any((c.mean or 0.0) <= _stats.LEARNS for c in learners):
         seen = replace(seen, label=Label.NO_MODEL_LEARNS, reason=Reason.NO_MODEL_LEARNS)
     if not (seen.label == Label.HOLDS and seen.complete):
         return replace(main, pattern=seen)
