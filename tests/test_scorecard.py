@@ -738,6 +738,30 @@ def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path
     assert normalised["regime"].endswith("the paper's protocol")
 
 
+def test_a_reproduced_pattern_is_a_row_of_its_own_label_naming_what_removes_it(tmp_path):
+    stopped = {"converged": False, "stopped": True, "fitted": False, "rule": "test"}
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-st", 0.0, "full", convergence=stopped)
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-mz_full", 0.30, "full", seeds=1)
+    rows = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}
+    assert rows["meb-d8-pma-fail"]["verdict"] == "not run"
+    assert rows["meb-d8-pma-fail"]["value"].pattern.label == Label.INSUFFICIENT
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-mz_full", 0.30, "full")
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-ynorm-st", 0.55, "full")
+    rows = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}
+    fails = rows["meb-d8-pma-fail"]
+    assert (fails["verdict"], fails["reason_code"]) == ("reproduced", Reason.PATTERN.value)
+    assert fails["profile"] == "full" and fails["regime"].endswith("the paper's protocol")
+    (gone,) = fails["value"].removed_by
+    assert gone.cells[0].read_as == "abl-d8-scale-ynorm-st" and gone.label == Label.FAILS
+    assert scorecard("tab:meb", results_dir=tmp_path).counts()["reproduced"] == 2
+    # every page that counts verdicts words and colours the new label
+    from mzlite.repro.experiments.formatting import count_phrase
+    from mzlite.repro.render import VERDICT_COLOURS
+
+    assert count_phrase("reproduced", 2) == "2 reproduce the paper's pattern"
+    assert "reproduced" in VERDICT_COLOURS
+
+
 # ---------------------------------------------------------------------------------------------
 # The sequential decision rule (plan --decide): refutation by one model, survival, retirement
 # ---------------------------------------------------------------------------------------------

@@ -26,13 +26,17 @@ TIE = 0.01  # an R^2 gap this small counts as a tie
 # "does not hold here" needs a significantly better model of the comparison; a gap beyond a tie
 # that no test backs is "not decided"; a comparison in which no model learns the target is its
 # own outcome; so is a focal model that fitted its training set but whose kept weights predict
-# no better than the mean ("memorised"); a run that never fitted decides nothing.
+# no better than the mean ("memorised"); a run that never fitted decides nothing. "reproduced" is
+# not a reading of the claim as stated: the pattern the paper reports showed, with complete cells,
+# under the paper's protocol on the cells that show it (``Claim.pattern``), a narrower scope than
+# the claim's (one PMA baseline of six, say), so it is never counted as "holds".
 
 
 class Label(StrEnum):
     """A verdict's label. A member equals its words ("holds"), so a label compares with them."""
 
     HOLDS = "holds"
+    REPRODUCED = "reproduced"
     PARTLY = "holds partly"
     FAILS = "does not hold here"
     NOT_DECIDED = "not decided"

@@ -45,6 +45,7 @@ __all__ = [
 
 VERDICT_COLOURS = {
     "holds": ("#d4edda", "#155724"),
+    "reproduced": ("#d1f2eb", "#0b5345"),
     "holds partly": ("#fff3cd", "#6b5200"),
     "does not hold here": ("#f8d7da", "#721c24"),
     "not decided": ("#dbe9ff", "#1b3a6b"),

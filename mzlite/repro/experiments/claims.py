@@ -66,6 +66,24 @@ def _n(x: float) -> str:
 
 
 @dataclass(frozen=True)
+class Pattern:
+    """A pattern the paper reports, where our runs can show it: the claim's own test (its kind
+    and thresholds) read on ``cells``, in the roles of the claim's cells (a BEATS claim's focal
+    cell first), under the paper's protocol; ``where`` says what sets those cells apart from the
+    claim's own ("d=8, per-set normalised sets"). A model that stays at the mean is the pattern
+    only where another learns the same data: each of ``learns`` must (R^2 above
+    ``stats.LEARNS``), and runs stopped at the mean are the pattern's evidence, not an
+    optimisation failure. Each of ``ablations`` names cells in the roles of ``cells`` that change
+    one thing (standardised targets, mean pooling): the engine names those under which the test
+    no longer holds (``engine.Verdict.removed_by``), from their results."""
+
+    where: str
+    cells: tuple[str, ...]
+    learns: tuple[str, ...] = ()
+    ablations: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
 class Claim:
     """One checkable statement of the paper about table ``table`` (see ``Kind``): ``says`` is the
     paper's claim in words without its test; ``cells`` the cells ``kind`` reads (BEATS: the
@@ -89,6 +107,8 @@ class Claim:
     change: str = ""
     paper_table: str | None = None
     paper_expr: Callable[[], float] | None = field(default=None, compare=False)
+    pattern: Pattern | None = None
+    stopped_is_evidence: bool = False  # a pattern's reading: runs stopped at the mean are evidence
 
     def __post_init__(self):
         if self.kind not in tuple(Kind):
@@ -110,6 +130,17 @@ class Claim:
             raise ValueError(f"claim {self.id!r}: holds_at must pass the weaker partly_at test")
         if self.kind == Kind.NO_GAIN and not self.change:
             raise ValueError(f"claim {self.id!r}: a no-gain claim names its change")
+        if self.pattern is not None:
+            if self.every:
+                raise ValueError(f"claim {self.id!r}: a pattern applies to a claim without parts")
+            for cells in self.pattern.ablations:
+                if len(cells) != len(self.pattern.cells):
+                    raise ValueError(f"claim {self.id!r}: pattern ablation {cells} must name "
+                                     f"{len(self.pattern.cells)} cell(s), in the roles of "
+                                     f"{self.pattern.cells}")  # fmt: skip
+            _ = self.pattern_claims  # each is a Claim: its cells are checked as the claim's are
+            for cell_id in self.pattern.learns:
+                ex.CellKey(self.table, cell_id)
 
     # -- the test -----------------------------------------------------------------------------
 
@@ -148,6 +179,19 @@ class Claim:
             for where, cs in self.every
         )  # fmt: skip
 
+    @cached_property
+    def pattern_claims(self) -> tuple[Claim, ...]:
+        """The claim's test on its pattern's cells, then on each of its ablations' cells (ids
+        ``<id>@pattern``, ``<id>@ablation-<i>``); () without a pattern."""
+        if self.pattern is None:
+            return ()
+        cells = (self.pattern.cells, *self.pattern.ablations)
+        return tuple(
+            replace(self, id=f"{self.id}@{'pattern' if i == 0 else f'ablation-{i}'}",
+                    cells=cs, pattern=None, stopped_is_evidence=True)
+            for i, cs in enumerate(cells)
+        )  # fmt: skip
+
     @property
     def combine(self) -> str:
         return "" if not self.every else "max" if self.kind in _AT_MOST_ABOVE else "min"
@@ -172,7 +216,7 @@ class Claim:
     @property
     def expects_failure(self) -> bool:
         """The claim is that its models fail: runs that never left the mean are its evidence."""
-        return self.kind == Kind.AT_MOST and self.metric == "r2"
+        return self.stopped_is_evidence or (self.kind == Kind.AT_MOST and self.metric == "r2")
 
     @property
     def no_gain(self) -> str:
@@ -285,18 +329,32 @@ def pma_attention_baselines(table: str, column: str) -> list[str]:
     return out
 
 
+# Where the paper's MEB pattern shows under its protocol (raw targets): at d = 8 on per-set
+# normalised sets the PMA Set Transformer stays at the mean predictor while MZAttn-Full learns
+# (chapter 5's ablation cells); standardised targets, or mean pooling in place of PMA, are what
+# might remove it.
+_MEB_PATTERN_WHERE = "d=8, per-set normalised sets, raw targets"
+_MEB_PATTERN_ST = ("abl-d8-scale-st", "abl-d8-scale-ynorm-st", "abl-d8-scale-st_meanpool")
+_MEB_PATTERN_MZ = ("abl-d8-scale-mz_full", "abl-d8-scale-ynorm-mz_full", "abl-d8-scale-mz_full")
+
+
 def _meb_claims() -> list[Claim]:
     spec = ex.get_table("tab:meb")
+    st, *st_ablations = _MEB_PATTERN_ST
+    fail_pattern = Pattern(_MEB_PATTERN_WHERE, (st,), learns=_MEB_PATTERN_MZ[:1],
+                           ablations=tuple((c,) for c in st_ablations))  # fmt: skip
+    pairs = list(zip(_MEB_PATTERN_MZ, _MEB_PATTERN_ST, strict=True))
+    beats_pattern = Pattern(_MEB_PATTERN_WHERE, pairs[0], ablations=tuple(pairs[1:]))
     out = []
     for d in (8, 16, 32):
         pma = tuple(pma_attention_baselines(spec.label, spec.cell(f"d{d}-mz_full").column))
         out += [
             Claim(f"meb-d{d}-pma-fail", spec.label, Kind.AT_MOST,
                   f"d={d}: every PMA-pooled attention baseline fails on the MEB radius", pma,
-                  holds_at=0.10, partly_at=0.30),
+                  holds_at=0.10, partly_at=0.30, pattern=fail_pattern if d == 8 else None),
             Claim(f"meb-d{d}-mz-beats-pma", spec.label, Kind.BEATS,
                   f"d={d}: MZAttn-Full beats the best PMA-pooled attention baseline",
-                  (f"d{d}-mz_full", *pma)),
+                  (f"d{d}-mz_full", *pma), pattern=beats_pattern if d == 8 else None),
         ]  # fmt: skip
     return out
 

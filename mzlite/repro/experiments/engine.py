@@ -26,6 +26,13 @@ are the profiles below (agreeing or not). A claim made of parts (``Claim.parts``
 is judged part by part, each part by its own strongest evidence, and the parts combine: one part
 that does not hold refutes the claim, every part holding holds it.
 
+A pattern the paper reports (``Claim.pattern``: the claim's test on the cells that show it) is
+read under the paper's protocol (``PAPER_PROTOCOL``). Where it holds with complete cells it is the
+strongest evidence: the verdict is "reproduced", on the pattern's cells (``variant`` "pattern"),
+with the claim's own reading beside it and ``removed_by`` the pattern's ablations whose complete
+reading loses it (``_REMOVES``). Otherwise the claim's own reading decides, and the pattern's
+(too few seeds so far, or what it says) is kept in ``pattern``.
+
 Verdict rules per profile (``judge_under``): smoke results never give one; runs that never fitted
 decide nothing ("optimisation failure", unless failing is the claim); too few seeds, unconverged
 runs or mixed protocols are "insufficient evidence"; a comparison where no model learns is its own
@@ -58,14 +65,15 @@ from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.tasks.readings import DEFAULT_READING
 
 __all__ = [
-    "LAYER_READING", "LOWER_IS_BETTER", "TASK_READING", "CellStats", "Label", "Reason",
-    "Refutation", "Regime", "Shows", "Test", "Verdict", "devices_of", "judge", "judge_all",
-    "judge_under", "protocol_key", "readings",
+    "LAYER_READING", "LOWER_IS_BETTER", "PAPER_PROTOCOL", "TASK_READING", "CellStats", "Label",
+    "Reason", "Refutation", "Regime", "Shows", "Test", "Verdict", "devices_of", "judge",
+    "judge_all", "judge_under", "protocol_key", "readings",
 ]  # fmt: skip
 
 # a result without model_config["layer_reading"] ran Eq. eq:mz-main as printed (mzlite.nn choice 9)
 LAYER_READING = "literal"
 TASK_READING = DEFAULT_READING  # a result without task_reading ran the generators as first read
+PAPER_PROTOCOL = "full"  # the profile under which a claim's pattern (Claim.pattern) is read
 # The one-seed, 30-epoch ``cpu`` protocol leaves a claim once a better profile has a converged
 # cell of it: its results stay as a labelled ablation
 RETIRED_ONCE_CONVERGED = ("cpu",)
@@ -91,6 +99,7 @@ class Reason(StrEnum):
     TOO_FEW_SEEDS = "too-few-seeds"
     UNCONVERGED = "unconverged"
     MIXED_PROTOCOLS = "mixed-protocols"
+    PATTERN = "pattern"  # the paper's pattern shows under its protocol, on complete cells
     RANK_TEST = "rank-test"  # the transfer study's exact null test of ranks
     NOT_RUN = "not-run"
     PIPELINE_ONLY = "pipeline-only"
@@ -213,6 +222,8 @@ class Verdict:
     depends_on: tuple[str, ...] = ()  # reading ablation rows that read the comparison otherwise
     rank: dict = field(default_factory=dict)  # a RankClaim's ranks and null test
     variant: str = ""  # "" for the claim's cells; "std" or "normalised" for their twins
+    pattern: Verdict | None = None  # the claim's test on its pattern's cells (Claim.pattern)
+    removed_by: tuple[Verdict, ...] = ()  # the pattern's ablations under which it does not show
 
     @property
     def ran(self) -> int:
@@ -701,9 +712,19 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
     tried = [v for v in tried if v.label != Label.NOT_RUN]
     i = _decide(tried)
     if i is None:
-        return Verdict(claim=claim.id, table=claim.table, label=Label.NOT_RUN,
+        main = Verdict(claim=claim.id, table=claim.table, label=Label.NOT_RUN,
                        reason=Reason.NOT_RUN, paper=_paper_value(claim),
                        n_cells=len(claim.cells), retired=retired)  # fmt: skip
+    else:
+        main = _strongest(claim, tried, i, retired, results_dir)
+    if claim.pattern is None or PAPER_PROTOCOL not in order or (rename or twin) is not None:
+        return main  # a pattern is read under the paper's protocol, on its own cells
+    return _with_pattern(claim, main, loaded[PAPER_PROTOCOL])
+
+
+def _strongest(claim: Claim, tried: list[Verdict], i: int, retired, results_dir) -> Verdict:
+    """``tried[i]`` deciding, the other profiles beside it, with the readings that read it
+    otherwise."""
     chosen = tried[i]
     beside = tuple(tried[:i] + tried[i + 1 :])
     conflict = next(
@@ -719,6 +740,45 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
                 depends = tuple(_reading.dependence(what, results_dir=results_dir))
     return replace(chosen, beside=beside, retired=retired, reading_conflict=conflict,
                    depends_on=depends)  # fmt: skip
+
+
+# what an ablation's complete reading says where the pattern is gone: the claim's test fails,
+# ties, is not backed by Welch's test, or no model learns (the failing model's peers included)
+_REMOVES = (Label.FAILS, Label.PARTLY, Label.NOT_DECIDED, Label.NO_MODEL_LEARNS)
+
+
+def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
+    """``main`` (the claim on its own cells) with its pattern read under the paper's protocol
+    (``by_cell``). Where the pattern holds on complete cells it decides: "reproduced", on the
+    pattern's cells, with ``main`` beside it and ``removed_by`` the ablations whose complete
+    reading loses it. Otherwise ``main`` decides and carries the pattern's reading (too few
+    seeds so far, or what it says) in ``pattern``."""
+    shown, *ablations = claim.pattern_claims
+    seen = replace(judge_under(shown, PAPER_PROTOCOL, by_cell), variant="pattern")
+    if seen.label == Label.NOT_RUN:
+        return main
+    learners = tuple(cell_stats(c, c, by_cell[c], "r2", True)
+                     for c in claim.pattern.learns if by_cell.get(c))  # fmt: skip
+    seen = replace(seen, cells=seen.cells + learners,
+                   n_cells=seen.n_cells + len(claim.pattern.learns))  # fmt: skip
+    if seen.label == Label.HOLDS and not seen.complete:  # a learner with too few seeds, or none
+        problems = (Reason.TOO_FEW_SEEDS,) * any(c.n < _stats.MIN_SEEDS for c in learners)
+        problems += (Reason.UNCONVERGED,) * any(c.converged < c.runs for c in learners)
+        seen = replace(seen, label=Label.INSUFFICIENT, reason=(*problems, Reason.NOT_RUN)[0],
+                       problems=problems)  # fmt: skip
+    elif seen.label == Label.HOLDS and any((c.mean or 0.0) <= _stats.LEARNS for c in learners):
+        seen = replace(seen, label=Label.NO_MODEL_LEARNS, reason=Reason.NO_MODEL_LEARNS)
+    if not (seen.label == Label.HOLDS and seen.complete):
+        return replace(main, pattern=seen)
+    removed = tuple(
+        v for a in ablations for v in [judge_under(a, PAPER_PROTOCOL, by_cell)]
+        if v.decisive and v.label in _REMOVES
+    )  # fmt: skip
+    beside = main.beside if main.label == Label.NOT_RUN else (replace(main, beside=()),
+                                                              *main.beside)  # fmt: skip
+    return replace(seen, claim=claim.id, paper=main.paper, label=Label.REPRODUCED,
+                   reason=Reason.PATTERN, removed_by=removed, beside=beside,
+                   retired=main.retired)  # fmt: skip
 
 
 def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdict:
@@ -772,8 +832,9 @@ def _rank_value(kind: str, ranks) -> float:
 
 def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
     """``verdicts`` with Holm's correction applied within each table's family of "beats"
-    claims: each verdict decided by Welch's significance gets ``p_holm``, and one that held on
-    its raw p but not on the corrected one becomes "not decided" (``NOT_SIGNIFICANT``)."""
+    claims: each verdict decided by Welch's significance gets ``p_holm``, and one that held (or
+    reproduced a pattern) on its raw p but not on the corrected one becomes "not decided"
+    (``NOT_SIGNIFICANT``)."""
     out = list(verdicts)
     by_table: dict[str, list[int]] = {}
     for i, v in enumerate(out):
@@ -781,14 +842,20 @@ def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
             v.p_max is not None
             and v.tests
             and v.reason
-            in (Reason.SIGNIFICANT, Reason.TIE, Reason.INCOMPLETE, Reason.NOT_SIGNIFICANT)
+            in (
+                Reason.SIGNIFICANT,
+                Reason.TIE,
+                Reason.INCOMPLETE,
+                Reason.NOT_SIGNIFICANT,
+                Reason.PATTERN,
+            )  # fmt: skip
         ):
             by_table.setdefault(v.table, []).append(i)
     for idx in by_table.values():
         adjusted = holm([out[i].p_max for i in idx])
         for i, p in zip(idx, adjusted, strict=True):
             v = replace(out[i], p_holm=p)
-            if v.label == Label.HOLDS and v.reason == Reason.SIGNIFICANT and p >= ALPHA:
+            if v.reason in (Reason.SIGNIFICANT, Reason.PATTERN) and p >= ALPHA:
                 v = replace(v, label=Label.NOT_DECIDED, reason=Reason.NOT_SIGNIFICANT)
             out[i] = v
     return out

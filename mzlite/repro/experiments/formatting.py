@@ -81,6 +81,7 @@ def scrub(text: str, table=None) -> str:
 # How a verdict count reads in a sentence: (one, several)
 _PHRASES = {
     "holds": ("holds", "hold"),
+    "reproduced": ("reproduces the paper's pattern", "reproduce the paper's pattern"),
     "holds partly": ("holds partly", "hold partly"),
     "does not hold here": ("does not hold here", "do not hold here"),
     "not decided": ("is not decided", "are not decided"),

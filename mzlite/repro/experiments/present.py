@@ -241,6 +241,12 @@ def _why(claim, v: Verdict) -> str:
              "evidence" if r == Reason.PART_FAILS else "")  # fmt: skip
     if v.refutation is not None:
         return _refutation_text(claim, v)
+    if r == Reason.PATTERN:  # "reproduced": the claim's test on the pattern's cells held
+        gone = "; ".join(" and ".join(_cell(v.table, c.cell) for c in b.cells)
+                         + f" ({label_words(b.label)}, {value_text(claim, b.ours)})"
+                         for b in v.removed_by)  # fmt: skip
+        return (f"the paper's pattern, read under its protocol ({claim.pattern.where}), every "
+                "cell with its seeds" + (f"; removed by {gone}" if gone else ""))  # fmt: skip
     if r == Reason.OPTIMISATION_FAILURE:
         return "; ".join(f"{_cell(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
                          "fitting the training set" for c in v.cells if c.failed)  # fmt: skip
@@ -377,6 +383,8 @@ def reason_text(v: Verdict) -> str:
     for b in v.beside:
         if b.label == Label.INSUFFICIENT and _faithfulness(b) < _faithfulness(v):
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
+    if v.pattern is not None:  # the paper's pattern (Claim.pattern), not yet reproduced
+        text += f"; the paper's pattern, under its protocol: {label_words(v.pattern.label)} so far"
     return name_labels(text)
 
 
