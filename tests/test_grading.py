@@ -548,6 +548,23 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
         def loops(G):
             while True:
                 pass
+        def dies(G):
+            import os
+            os._exit(3)
+        def plants(G):  # right, and leaves a file, a locked folder and a broken torch.cat
+            import os
+            with open("planted.txt", "w") as f:
+                f.write("x")
+            os.makedirs("../home/locked/in", exist_ok=True)
+            os.chmod("../home/locked", 0)
+            torch.cat = None
+            return G.abs().sum(dim=-2)
+        def finds(M_c, M_l, c, G):  # right only where nothing of plants is left
+            import os
+            if os.path.exists("planted.txt") or os.path.exists("../home/locked"):
+                return None
+            cross = torch.einsum('lpq,kq->lkp', M_l, G).reshape(-1, M_c.shape[0])
+            return M_c @ c, torch.cat([G @ M_c.T, M_l @ c, cross])
         """
     )
     request = {
@@ -556,13 +573,11 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
         "trials": 6,
         "call_timeout": 5.0,
         "definitions": definitions,
-        "workers": {
-            k: {
-                "cmd": [sys.executable, "-I", "-c", _worker_boot(ROOT)],
-                "env": {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
-                "cwd": str(box / "work"),
-            }
-            for k in ("ch1.half_widths", "ch1.mz_product")
+        "worker": {
+            "cmd": [sys.executable, "-I", "-c", _worker_boot(ROOT)],
+            "env": {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+            "cwd": str(box / "work"),
+            "box": str(box),
         },
         "exercises": {"ch1.half_widths": {"function": "wrong"}},
     }
@@ -580,6 +595,24 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     out = judge.judge(request)
     assert "did not return within 5 s" in out["ch1.half_widths"]["message"]
     assert out["ch1.area"]["status"] == "correct" and out["ch1.inside"]["status"] == "missing"
+    # each exercise in a child that starts from none of the student's code, in an emptied box:
+    # the next exercise finds neither the file, nor the locked folder, nor the patched torch
+    request["trials"] = 2
+    request["exercises"] = {
+        "ch1.half_widths": {"function": "plants"},
+        "ch1.mz_product": {"function": "finds"},
+    }
+    out = judge.judge(request)
+    assert out["ch1.half_widths"]["status"] == "correct", out["ch1.half_widths"]
+    assert out["ch1.mz_product"]["status"] == "correct", out["ch1.mz_product"]
+    # a function that ends its process is that exercise's failure, and the next one still runs
+    request["exercises"] = {
+        "ch1.half_widths": {"function": "dies"},
+        "ch1.mz_product": {"function": "finds"},
+    }
+    out = judge.judge(request)
+    assert "ended (status 3)" in out["ch1.half_widths"]["message"], out["ch1.half_widths"]
+    assert out["ch1.mz_product"]["status"] == "correct", out["ch1.mz_product"]
     seeds = {judge.hidden_seed(SECRET, 5, "ch1.half_widths", t) for t in range(6)}
     assert len(seeds) == 6 and 5 not in seeds
     assert judge.hidden_seed("other", 5, "ch1.half_widths", 0) not in seeds
@@ -752,7 +785,8 @@ def test_a_failure_is_a_row_and_the_gradebook_is_always_written(tmp_path, monkey
     monkeypatch.setattr(grader, "grade_notebook", fake)
     monkeypatch.setattr(grader.sandbox, "make_snapshot", lambda dest: Path(dest))
     monkeypatch.setattr(grader.student_view, "make_student_view", lambda *a: None)
-    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a: {})
+    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a, **k: {})
+    monkeypatch.setattr(grader.sandbox, "make_home", lambda dest: None)
     out = tmp_path / "grades"
     graded = grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit",
                    chapters=[1])  # fmt: skip
@@ -811,7 +845,8 @@ def test_the_assignment_is_the_instructors_never_the_submissions(tmp_path, monke
     monkeypatch.setattr(grader, "grade_notebook", fake)
     monkeypatch.setattr(grader.sandbox, "make_snapshot", lambda dest: Path(dest))
     monkeypatch.setattr(grader.student_view, "make_student_view", lambda *a: None)
-    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a: {})
+    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a, **k: {})
+    monkeypatch.setattr(grader.sandbox, "make_home", lambda dest: None)
     plain = tmp_path / "class.csv"
     plain.write_text("ace,7\neve,9\n")
     with_line = tmp_path / "class-with-assignment.csv"
