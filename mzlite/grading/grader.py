@@ -30,9 +30,10 @@ run can read or rewrite a classmate's submission. Then, for each:
 3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`), from a read-only copy of
    mzlite made when grading started, with a private home and caches and no compiled kernels:
    each recorded value for the roster's seed, each coding exercise's function (run in a
-   sandboxed worker in a fresh, empty box, never beside a checker) on ``trials`` hidden inputs
-   derived from a secret (``--secret``, or drawn for the run and written to
-   ``OUT/grading-secret.txt``); partial credit is the fraction of hidden trials passed.
+   sandboxed worker in a fresh box, each exercise in a process of its own, never beside a
+   checker) on ``trials`` hidden inputs derived from a secret (``--secret``, or drawn for the
+   run and written to ``OUT/grading-secret.txt``); partial credit is the fraction of hidden
+   trials passed.
 
 Every file the submission could have changed (the installed mzlite, the notebooks, the snapshot)
 is hashed before and after; a change is reported. A notebook whose sandbox or judge dies (or

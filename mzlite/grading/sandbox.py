@@ -4,7 +4,8 @@ Each submission gets a folder of its own, its box (:func:`make_sandbox`): a writ
 students' mzlite (the library and the exercises' inputs, with a ``check`` that only records:
 no checker, reference or verdict, :mod:`mzlite.grading.student_view`) and of ``data/`` (so a
 chapter that writes a results cache writes it there), a home, a temporary folder and a working
-folder. Each judged function gets a fresh, empty one (:func:`make_box`) and no mzlite at all.
+folder. A submission's judged functions get a fresh one (:func:`make_box`) and no mzlite at
+all, emptied again before each exercise (:mod:`mzlite.grading.worker`).
 Nothing of the instructor's is handed to it: not ``notebooks/`` (the solutions), not the
 grader's snapshot (:func:`make_snapshot`), not the reports, not another student, not a compiled
 kernel (``MZLITE_FUSED=0``: the eager path runs, and nothing is loaded from a kernel cache).
