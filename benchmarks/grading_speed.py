@@ -12,6 +12,10 @@ Per run it prints the wall time and the CPU time of every process the grading st
 is placed in a cgroup of its own where the machine allows it: a jailed process is counted too),
 and at the end the ratios base / new and whether both gave every student the same marks.
 
+``--stages`` first grades one honest chapter-1 notebook per checkout, one notebook at a time, and
+prints the wall and CPU seconds of running it (sandbox, jail, kernel, cells) and of judging it
+(the judge and the sandboxed functions).
+
 ``--base`` is a checkout of the older code (``git worktree add --detach DIR COMMIT``), ``--new``
 of the newer (default: this checkout). Both run with this interpreter, each with ``PYTHONPATH``
 at its own root.
@@ -24,6 +28,7 @@ import csv
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -116,6 +121,83 @@ def grade_once(checkout: Path, subs: Path, roster: Path, out: Path, args) -> dic
     }
 
 
+class _Clock:
+    """CPU seconds of this process and every process it starts (its own cgroup where the
+    machine allows it, else this process and the children it waited for)."""
+
+    def __init__(self, name: str):
+        self.group = CGROUP_ROOT / name
+        try:
+            self.group.mkdir()
+            (self.group / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            self.group = None
+
+    def cpu(self) -> float:
+        if self.group is not None:
+            return _cpu_seconds(self.group)
+        import resource
+
+        own, kids = (
+            resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        )
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def stages_child(subs: Path, roster: Path, out: Path, isolation: str) -> None:
+    """In a process whose ``PYTHONPATH`` is one checkout: grade ``subs`` one notebook at a time
+    and print, as JSON, the wall and CPU seconds spent running each notebook (jail, kernel,
+    cells) and judging it (judge and functions)."""
+    from mzlite.grading import grader
+
+    clock = _Clock(os.environ.get("MZLITE_BENCH_CGROUP", f"mzlite-grading-stages-{os.getpid()}"))
+    spent = {"run_wall": 0.0, "run_cpu": 0.0, "judge_wall": 0.0, "judge_cpu": 0.0}
+
+    def timed(stage, function):
+        def wrapper(*a, **k):
+            wall, cpu = time.perf_counter(), clock.cpu()
+            try:
+                return function(*a, **k)
+            finally:
+                spent[f"{stage}_wall"] += time.perf_counter() - wall
+                spent[f"{stage}_cpu"] += clock.cpu() - cpu
+
+        return wrapper
+
+    grader._run = timed("run", grader._run)
+    grader._judge = timed("judge", grader._judge)
+    wall, cpu = time.perf_counter(), clock.cpu()
+    grader.grade(subs, out, roster=roster, chapters=[1], secret=SECRET, trials=3, jobs=1,
+                 cell_timeout=300, timeout=1200, isolation=isolation, progress=False)  # fmt: skip
+    spent.update(total_wall=time.perf_counter() - wall, total_cpu=clock.cpu() - cpu)
+    print(json.dumps({k: round(v, 1) for k, v in spent.items()}))
+
+
+def stages(base: Path, new: Path, isolation: str) -> dict:
+    """Where the time of one honest chapter-1 notebook goes, per checkout (one at a time)."""
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="mzlite-grading-stages-") as tmp:
+        subs, roster = build_class(Path(tmp), [1])
+        for student in ("honest1b", "slip1"):  # one notebook: honest1a
+            shutil.rmtree(subs / student)
+        for side, checkout in (("base", base), ("new", new)):
+            cmd = [sys.executable, __file__, "--stages-child", str(subs), str(roster)]
+            cmd += [str(Path(tmp) / f"out-{side}"), isolation]
+            group = f"mzlite-grading-stages-{os.getpid()}-{side}"
+            env = {**os.environ, "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": "1"}
+            env["MZLITE_BENCH_CGROUP"] = group
+            done = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
+            try:
+                (CGROUP_ROOT / group).rmdir()
+            except OSError:
+                pass
+            if done.returncode != 0:
+                raise RuntimeError(f"{checkout}: {done.stderr[-2000:]}")
+            out[side] = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"one notebook, {side:4s}: {out[side]}", flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default="/work/runs-gradebase", help="checkout of the older code")
@@ -124,7 +206,17 @@ def main(argv=None) -> int:
     ap.add_argument("--chapters", default="1,3,11", help=f"of {sorted(CHAPTER_FILES)}")
     ap.add_argument("--isolation", default="auto", choices=("auto", "jail", "audit"))
     ap.add_argument("--out", default=None, help="JSON of the results (default: print only)")
+    ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="first, per checkout, the wall and CPU time of running and of judging one notebook",
+    )
+    ap.add_argument("--stages-child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.stages_child:
+        subs, roster, out, isolation = args.stages_child
+        stages_child(Path(subs), Path(roster), Path(out), isolation)
+        return 0
     args.chapters = [int(c) for c in args.chapters.split(",")]
     bad = [c for c in args.chapters if c not in CHAPTER_FILES]
     if bad or args.rounds < 1:
@@ -139,6 +231,7 @@ def main(argv=None) -> int:
         platform.processor(),
     )  # fmt: skip
     print(f"machine: {cpu_model}, {os.cpu_count()} cores; load {os.getloadavg()}")
+    staged = stages(base, new, args.isolation) if args.stages else None
     runs = {"base": [], "new": []}
     with tempfile.TemporaryDirectory(prefix="mzlite-grading-bench-") as tmp:
         subs, roster = build_class(Path(tmp), args.chapters)
@@ -183,6 +276,7 @@ def main(argv=None) -> int:
                 "runs": runs,
                 "summary": summary,
                 "same_marks": same,
+                "one_notebook_stages": staged,
             },
         )
     return 0 if same else 1
