@@ -16,11 +16,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -508,6 +510,18 @@ def test_the_audit_hook_keeps_a_process_in_its_sandbox(tmp_path):
 
 
 @pytest.mark.slow
+def _running_in(folder: Path) -> list[int]:
+    """The processes whose working folder is in ``folder`` (deleted or not)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd").startswith(str(folder)):
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
 def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     from mzlite.grading.grader import _worker_boot
 
@@ -572,6 +586,11 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     request["trials"] = 1
     out = judge.judge(request)
     assert "did not return within 5 s" in out["ch1.half_widths"]["message"]
+    # the endless function's process went with its worker: nothing left running in the box
+    deadline = time.monotonic() + 10
+    while _running_in(box) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _running_in(box), _running_in(box)
     assert out["ch1.area"]["status"] == "correct" and out["ch1.inside"]["status"] == "missing"
     # each exercise in a child that starts from none of the student's code, in an emptied box:
     # the next exercise finds neither the file, nor the locked folder, nor the patched torch

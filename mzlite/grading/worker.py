@@ -113,6 +113,26 @@ def empty_box(box: str) -> None:
         os.mkdir(os.path.join(box, part))
 
 
+def _kill_the_rest(jailed: bool) -> None:
+    """Whatever a child left running goes: in the jail every process but this one and the
+    jail's init (its pid namespace is its own); elsewhere every other process of this process
+    group, which the child stays in, so that the judge's kill of the group reaches it too."""
+    if jailed:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        return
+    group, me = os.getpgid(0), os.getpid()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != me:
+            try:
+                if os.getpgid(int(entry)) == group:
+                    os.kill(int(entry), signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def _run_child(proto_in, reply, definitions: str) -> None:
     """The child's part: run the definitions, then serve calls until told to end."""
     namespace = {"__name__": "__submission__"}
@@ -170,22 +190,13 @@ def serve() -> None:
         if pid == 0:  # the child: the student's code from here on
             code = 0
             try:
-                os.setsid()
                 _run_child(proto_in, reply, definitions)
             except BaseException:  # noqa: BLE001 - SystemExit included: the parent reports
                 code = 1
             finally:
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
-        # whatever the child left running goes: in the jail every process but this one and
-        # the jail's init (its own pid namespace), elsewhere the child's process group
-        try:
-            if jailed:
-                os.kill(-1, signal.SIGKILL)
-            else:
-                os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_the_rest(jailed)
         if jailed and os.path.isdir(SHM):
             _remove_all(SHM)
         if box:  # what cannot be emptied ends this process: the judge empties it, outside
