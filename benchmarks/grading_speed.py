@@ -202,7 +202,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default="/work/runs-gradebase", help="checkout of the older code")
     ap.add_argument("--new", default=str(ROOT), help="checkout of the newer code (this one)")
-    ap.add_argument("--rounds", type=int, default=1, help="base/new pairs, interleaved")
+    ap.add_argument(
+        "--rounds", type=int, default=1, help="base/new pairs, interleaved (0: --stages only)"
+    )
     ap.add_argument("--chapters", default="1,3,11", help=f"of {sorted(CHAPTER_FILES)}")
     ap.add_argument("--isolation", default="auto", choices=("auto", "jail", "audit"))
     ap.add_argument("--out", default=None, help="JSON of the results (default: print only)")
@@ -219,8 +221,10 @@ def main(argv=None) -> int:
         return 0
     args.chapters = [int(c) for c in args.chapters.split(",")]
     bad = [c for c in args.chapters if c not in CHAPTER_FILES]
-    if bad or args.rounds < 1:
-        ap.error(f"--chapters must be among {sorted(CHAPTER_FILES)}, --rounds >= 1")
+    if bad or args.rounds < 0 or (args.rounds == 0 and not args.stages):
+        ap.error(
+            f"--chapters must be among {sorted(CHAPTER_FILES)}, --rounds >= 1 (or 0 with --stages)"
+        )
     base, new = Path(args.base).resolve(), Path(args.new).resolve()
     for where in (base, new):
         if not (where / "mzlite" / "grading" / "grader.py").is_file():
@@ -232,6 +236,8 @@ def main(argv=None) -> int:
     )  # fmt: skip
     print(f"machine: {cpu_model}, {os.cpu_count()} cores; load {os.getloadavg()}")
     staged = stages(base, new, args.isolation) if args.stages else None
+    if not args.rounds:
+        return 0
     runs = {"base": [], "new": []}
     with tempfile.TemporaryDirectory(prefix="mzlite-grading-bench-") as tmp:
         subs, roster = build_class(Path(tmp), args.chapters)
