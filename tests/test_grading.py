@@ -16,11 +16,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -286,37 +288,14 @@ def _write_class(root: Path) -> Path:
         (subs / name / CH1.name).write_text(json.dumps(nb))
     (subs / "garbled").mkdir()
     (subs / "garbled" / CH1.name).write_text("{ this is not json")
-    roster = root / "class.csv"
-    roster.write_text("# name,seed\n" + "".join(f"{n},{s}\n" for n, s in ROSTER.items()))
     return subs
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("class")
-    subs = _write_class(root)
-    watched = [ROOT / "mzlite" / "exercises" / "checker.py", CH1]
-    watched += [Path(r) / "mzlite" / "exercises" / "checker.py" for r in sandbox.installed_roots()]
-    before = {p: p.read_bytes() for p in watched if p.exists()}
-    try:
-        graded = grade(
-            subs,
-            root / "grades",
-            chapters=[1],
-            timeout=240,
-            cell_timeout=20,
-            roster=root / "class.csv",
-            jobs=2,
-            trials=3,
-            secret=SECRET,
-            progress=False,
-        )
-    finally:
-        changed = [p for p, b in before.items() if p.read_bytes() != b]
-        for p in changed:  # put the instructor's file back before failing
-            p.write_bytes(before[p])
-    assert not changed, f"a submission rewrote the instructor's files: {changed}"
-    return {g.student: g for g in graded}, root / "grades"
+def graded(the_class):
+    """The generated class as graded (below, with the attackers of issue 37 where the jail can
+    be made): the graded notebooks by student, and the report folder."""
+    return the_class["by"], the_class["out"]
 
 
 def _status(g, key):
@@ -329,7 +308,7 @@ def _flagged(g, *words):
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1800)
 def test_the_honest_student_gets_every_point_and_no_finding(graded):
     ace = graded[0]["ace"]
     assert ace.outcome == "ran" and ace.seed == 7 and ace.findings == [], (ace.detail, ace.findings)
@@ -355,7 +334,7 @@ CHEATS = {
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("student", sorted(CHEATS))
 def test_every_cheat_is_flagged_or_graded_wrong(graded, student):
     key, words = CHEATS[student]
@@ -366,7 +345,7 @@ def test_every_cheat_is_flagged_or_graded_wrong(graded, student):
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1800)
 def test_cheats_earn_nothing_on_their_target(graded):
     by, _ = graded
     assert "different answers were checked" in by["looper"].results["ch1.generators"]["message"]
@@ -381,7 +360,7 @@ def test_cheats_earn_nothing_on_their_target(graded):
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1800)
 def test_the_oracle_is_not_in_the_box_and_reaching_for_it_is_a_finding(graded):
     """Issue 52: the box's mzlite has no verdict; the notebook that tries its formulas on it
     gets an ImportError, keeps its wrong answer, and its run is reported as reaching for it."""
@@ -396,7 +375,7 @@ def test_the_oracle_is_not_in_the_box_and_reaching_for_it_is_a_finding(graded):
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1800)
 def test_a_rewritten_checker_changes_nothing_for_anyone(graded):
     by, out = graded
     vandal, nxt = by["vandal"], by["next"]
@@ -409,7 +388,7 @@ def test_a_rewritten_checker_changes_nothing_for_anyone(graded):
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1800)
 def test_a_raising_cell_and_an_endless_loop_cost_one_cell(graded):
     by, _ = graded
     raiser, sleeper = by["raiser"], by["sleeper"]
@@ -421,13 +400,14 @@ def test_a_raising_cell_and_an_endless_loop_cost_one_cell(graded):
 
 
 @pytest.mark.integration
-@pytest.mark.timeout(1200)
-def test_gradebook_one_row_per_student_with_the_absent_one(graded):
+@pytest.mark.timeout(1800)
+def test_gradebook_one_row_per_student_with_the_absent_one(graded, the_class):
     _, out = graded
     rows = list(csv.DictReader((out / "gradebook.csv").open()))
     names = [r["student"] for r in rows]
-    assert names[: len(ROSTER)] == list(ROSTER) and len(names) == len(set(names))
-    assert names[len(ROSTER) :] == ["garbled"]  # submitted without being on the roster
+    roster = list(the_class["roster"])
+    assert names[: len(roster)] == roster and len(names) == len(set(names))
+    assert names[len(roster) :] == ["garbled"]  # submitted without being on the roster
     bob = rows[names.index("bob")]
     assert bob["status"] == "absent" and float(bob["total"]) == 0 and bob["notebooks"] == "0"
     ace = rows[names.index("ace")]
@@ -530,6 +510,18 @@ def test_the_audit_hook_keeps_a_process_in_its_sandbox(tmp_path):
 
 
 @pytest.mark.slow
+def _running_in(folder: Path) -> list[int]:
+    """The processes whose working folder is in ``folder`` (deleted or not)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd").startswith(str(folder)):
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
 def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     from mzlite.grading.grader import _worker_boot
 
@@ -548,6 +540,23 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
         def loops(G):
             while True:
                 pass
+        def dies(G):
+            import os
+            os._exit(3)
+        def plants(G):  # right, and leaves a file, a locked folder and a broken torch.cat
+            import os
+            with open("planted.txt", "w") as f:
+                f.write("x")
+            os.makedirs("../home/locked/in", exist_ok=True)
+            os.chmod("../home/locked", 0)
+            torch.cat = None
+            return G.abs().sum(dim=-2)
+        def finds(M_c, M_l, c, G):  # right only where nothing of plants is left
+            import os
+            if os.path.exists("planted.txt") or os.path.exists("../home/locked"):
+                return None
+            cross = torch.einsum('lpq,kq->lkp', M_l, G).reshape(-1, M_c.shape[0])
+            return M_c @ c, torch.cat([G @ M_c.T, M_l @ c, cross])
         """
     )
     request = {
@@ -556,13 +565,11 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
         "trials": 6,
         "call_timeout": 5.0,
         "definitions": definitions,
-        "workers": {
-            k: {
-                "cmd": [sys.executable, "-I", "-c", _worker_boot(ROOT)],
-                "env": {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
-                "cwd": str(box / "work"),
-            }
-            for k in ("ch1.half_widths", "ch1.mz_product")
+        "worker": {
+            "cmd": [sys.executable, "-I", "-c", _worker_boot(ROOT)],
+            "env": {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+            "cwd": str(box / "work"),
+            "box": str(box),
         },
         "exercises": {"ch1.half_widths": {"function": "wrong"}},
     }
@@ -579,7 +586,30 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     request["trials"] = 1
     out = judge.judge(request)
     assert "did not return within 5 s" in out["ch1.half_widths"]["message"]
+    # the endless function's process went with its worker: nothing left running in the box
+    deadline = time.monotonic() + 10
+    while _running_in(box) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _running_in(box), _running_in(box)
     assert out["ch1.area"]["status"] == "correct" and out["ch1.inside"]["status"] == "missing"
+    # each exercise in a child that starts from none of the student's code, in an emptied box:
+    # the next exercise finds neither the file, nor the locked folder, nor the patched torch
+    request["trials"] = 2
+    request["exercises"] = {
+        "ch1.half_widths": {"function": "plants"},
+        "ch1.mz_product": {"function": "finds"},
+    }
+    out = judge.judge(request)
+    assert out["ch1.half_widths"]["status"] == "correct", out["ch1.half_widths"]
+    assert out["ch1.mz_product"]["status"] == "correct", out["ch1.mz_product"]
+    # a function that ends its process is that exercise's failure, and the next one still runs
+    request["exercises"] = {
+        "ch1.half_widths": {"function": "dies"},
+        "ch1.mz_product": {"function": "finds"},
+    }
+    out = judge.judge(request)
+    assert "ended (status 3)" in out["ch1.half_widths"]["message"], out["ch1.half_widths"]
+    assert out["ch1.mz_product"]["status"] == "correct", out["ch1.mz_product"]
     seeds = {judge.hidden_seed(SECRET, 5, "ch1.half_widths", t) for t in range(6)}
     assert len(seeds) == 6 and 5 not in seeds
     assert judge.hidden_seed("other", 5, "ch1.half_widths", 0) not in seeds
@@ -752,7 +782,8 @@ def test_a_failure_is_a_row_and_the_gradebook_is_always_written(tmp_path, monkey
     monkeypatch.setattr(grader, "grade_notebook", fake)
     monkeypatch.setattr(grader.sandbox, "make_snapshot", lambda dest: Path(dest))
     monkeypatch.setattr(grader.student_view, "make_student_view", lambda *a: None)
-    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a: {})
+    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a, **k: {})
+    monkeypatch.setattr(grader.sandbox, "make_home", lambda dest: None)
     out = tmp_path / "grades"
     graded = grade(subs, out, roster=roster, secret=SECRET, progress=False, isolation="audit",
                    chapters=[1])  # fmt: skip
@@ -811,7 +842,8 @@ def test_the_assignment_is_the_instructors_never_the_submissions(tmp_path, monke
     monkeypatch.setattr(grader, "grade_notebook", fake)
     monkeypatch.setattr(grader.sandbox, "make_snapshot", lambda dest: Path(dest))
     monkeypatch.setattr(grader.student_view, "make_student_view", lambda *a: None)
-    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a: {})
+    monkeypatch.setattr(grader.sandbox, "tree_digest", lambda *a, **k: {})
+    monkeypatch.setattr(grader.sandbox, "make_home", lambda dest: None)
     plain = tmp_path / "class.csv"
     plain.write_text("ace,7\neve,9\n")
     with_line = tmp_path / "class-with-assignment.csv"
@@ -877,8 +909,8 @@ def test_without_namespaces_the_audit_hook_still_protects(tmp_path):
 
 # ---- issue 37: a class that attacks the grader's design, not its checks
 
-ATTACKERS = {"ace": 7, "doomed": 30, "hog": 31, "leftovers": 32, "lookup": 33, "planter": 34,
-             "snoop": 35, "victim": 36}  # fmt: skip
+# graded in the same run as the class above (ace, the honest student, is the snoop's victim)
+ATTACKERS = {"doomed": 30, "hog": 31, "leftovers": 32, "lookup": 33, "planter": 34, "snoop": 35}
 PUBLIC_SECRET = "mzlite-grading"  # the default secret the package used to ship
 LEFTOVER = "def hw(G):\n    return G.abs().sum(dim=-2)\n"
 
@@ -910,7 +942,7 @@ def _lookup_source(seed: int) -> str:
 
 
 def _attack_class(root: Path, subs: Path, home: Path, marker: Path, probe: Path) -> None:
-    victim_file = subs / "victim" / CH1.name
+    victim_file = subs / "ace" / CH1.name
     leftover_dir = marker.parent / "leftover-lib"
     plant = home / ".cache" / "torch_extensions" / "mzlite_fused_cpu_0" / "planted.py"
     shell = (
@@ -936,8 +968,6 @@ def _attack_class(root: Path, subs: Path, home: Path, marker: Path, probe: Path)
         """
     )
     nbs = {
-        "ace": _notebook(ATTACKERS["ace"], HONEST),
-        "victim": _notebook(ATTACKERS["victim"], HONEST),
         "doomed": _notebook(ATTACKERS["doomed"], HONEST),
         "planter": _notebook(
             ATTACKERS["planter"],
@@ -985,48 +1015,58 @@ def _attack_class(root: Path, subs: Path, home: Path, marker: Path, probe: Path)
     for name, nb in nbs.items():
         (subs / name).mkdir(parents=True)
         (subs / name / CH1.name).write_text(json.dumps(nb))
-    (root / "class.csv").write_text("".join(f"{n},{s}\n" for n, s in ATTACKERS.items()))
 
 
 @pytest.fixture(scope="module")
-def attacked(tmp_path_factory):
-    """The attack class graded once, without a secret (one is drawn for the run), with a fake
-    grader's home (so a planted kernel cache could never reach the real one) and small limits;
-    the judge of "doomed" dies with SIGBUS, every judge records its environment."""
+def the_class(tmp_path_factory):
+    """The generated class and, where the jail can be made, the attackers of issue 37, graded
+    in one run: without a secret (one is drawn for the run), with a fake grader's home (so a
+    planted kernel cache could never reach the real one) and small limits; the judge of
+    "doomed" dies with SIGBUS, every other judge records its environment. The instructor's
+    files are checked unchanged afterwards (and put back before failing)."""
     from mzlite.grading import grader
 
-    if not sandbox.jail_available():
-        # the audit hook alone cannot stop a shell: outside namespaces host /tmp stays writable
-        pytest.skip("needs the jail (bubblewrap and user namespaces)")
-    root = tmp_path_factory.mktemp("attack")
-    subs, home = root / "submissions", root / "grader-home"
+    root = tmp_path_factory.mktemp("class")
+    subs, home = _write_class(root), root / "grader-home"
     (home / ".cache" / "torch_extensions").mkdir(parents=True)
     marker = Path(tempfile.mkdtemp(prefix="mzlite-attack-")) / "planted-in-host-tmp"
     probe = Path(sys.base_prefix).resolve() / f"mzlite-probe-{root.name}.py"
-    _attack_class(root, subs, home, marker, probe)
+    roster = dict(ROSTER)
+    # the audit hook alone cannot stop a shell: outside namespaces host /tmp stays writable
+    jailed = sandbox.jail_available()
+    if jailed:
+        _attack_class(root, subs, home, marker, probe)
+        roster.update(ATTACKERS)
+    (root / "class.csv").write_text(
+        "# name,seed\n" + "".join(f"{n},{s}\n" for n, s in roster.items())
+    )
+    names = sorted(p.name for p in subs.iterdir())  # the grader's order: its judges' names
     envs = root / "judge-env"
     envs.mkdir()
     real = grader.judge_command
 
     def spied(ctx, request, result):
-        student = sorted(ATTACKERS)[int(request.parent.name)]
+        student = names[int(request.parent.name)]
         if student == "doomed":  # a judge that dies, as one did on a shared library overwritten
             return ["sh", "-c", "kill -BUS $$"]
         dump = envs / f"{student}.env"
         return ["sh", "-c", 'env > "$0"; exec "$@"', str(dump), *real(ctx, request, result)]
 
+    watched = [ROOT / "mzlite" / "exercises" / "checker.py", CH1]
+    watched += [Path(r) / "mzlite" / "exercises" / "checker.py" for r in sandbox.installed_roots()]
+    instructors = {p: p.read_bytes() for p in watched if p.exists()}
     mp = pytest.MonkeyPatch()
     mp.setenv("HOME", str(home))
     mp.delenv("MZLITE_GRADING_SECRET", raising=False)
     mp.setattr(grader, "judge_command", spied)
-    before = (subs / "victim" / CH1.name).read_bytes()
+    before = (subs / "ace" / CH1.name).read_bytes()
     try:
         graded = grade(
             subs,
             root / "grades",
             chapters=[1],
             timeout=300,
-            cell_timeout=60,
+            cell_timeout=30,
             roster=root / "class.csv",
             jobs=2,
             trials=3,
@@ -1038,15 +1078,29 @@ def attacked(tmp_path_factory):
         planted = [p for p in (marker, probe, marker.parent / "leftover-lib") if p.exists()]
         probe.unlink(missing_ok=True)  # never leave a probe behind, also when the test fails
         shutil.rmtree(marker.parent, ignore_errors=True)
+        changed = [p for p, b in instructors.items() if p.read_bytes() != b]
+        for p in changed:  # put the instructor's file back before failing
+            p.write_bytes(instructors[p])
+    assert not changed, f"a submission rewrote the instructor's files: {changed}"
     return {
         "by": {g.student: g for g in graded},
         "out": root / "grades",
+        "roster": roster,
+        "jailed": jailed,
         "home": home,
         "planted": planted,
         "envs": envs,
         "victim_before": before,
-        "victim_after": (subs / "victim" / CH1.name).read_bytes(),
+        "victim_after": (subs / "ace" / CH1.name).read_bytes(),
     }
+
+
+@pytest.fixture(scope="module")
+def attacked(the_class):
+    """The attackers' part of the class: graded only in the jail."""
+    if not the_class["jailed"]:
+        pytest.skip("needs the jail (bubblewrap and user namespaces)")
+    return the_class
 
 
 def _all_correct(g):
@@ -1055,15 +1109,15 @@ def _all_correct(g):
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(1800)
 def test_attackers_leave_every_other_student_graded_as_if_alone(attacked):
     by = attacked["by"]
-    for name in ("ace", "victim"):
-        assert by[name].outcome == "ran" and by[name].findings == [], by[name].findings
-        assert _all_correct(by[name]), (name, by[name].results)
+    ace = by["ace"]  # the honest student, graded beside every attacker (and the snoop's victim)
+    assert ace.outcome == "ran" and ace.findings == [], ace.findings
+    assert _all_correct(ace), ace.results
     rows = {r["student"]: r for r in csv.DictReader((attacked["out"] / "gradebook.csv").open())}
-    assert list(rows) == list(ATTACKERS)
-    assert rows["ace"]["percent"] == rows["victim"]["percent"] == "100.0"
+    assert set(ATTACKERS) <= set(rows)
+    assert rows["ace"]["percent"] == "100.0"
     # a judge that dies is that notebook's row, not the end of grading
     assert by["doomed"].outcome == "could not be graded" and "SIGBUS" in by["doomed"].detail
     assert rows["doomed"]["status"] == "could not be graded"
@@ -1071,7 +1125,7 @@ def test_attackers_leave_every_other_student_graded_as_if_alone(attacked):
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(1800)
 def test_no_planted_file_reaches_the_judge(attacked):
     """The planter writes, from a shell (past the audit hook), a kernel into the grader's
     torch extension cache, a file into host /tmp and one beside the interpreter's standard
@@ -1099,7 +1153,7 @@ def test_no_planted_file_reaches_the_judge(attacked):
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(1800)
 def test_leftovers_and_a_public_secret_table_earn_nothing(attacked):
     from mzlite.exercises.checker import verdict
 
@@ -1130,19 +1184,19 @@ def test_leftovers_and_a_public_secret_table_earn_nothing(attacked):
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(1800)
 def test_a_classmates_submission_can_be_neither_read_nor_changed(attacked):
     by, out = attacked["by"], attacked["out"]
     snoop = (out / "executed" / "snoop" / CH1.name).read_text()
     assert "STOLEN 0 bytes" in snoop, snoop[-2000:]
-    assert _all_correct(by["victim"])  # graded from what it submitted
+    assert _all_correct(by["ace"])  # the victim, graded from what it submitted
     if sandbox.jail_available():
         assert attacked["victim_after"] == attacked["victim_before"]
 
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(1800)
 def test_memory_processes_and_file_size_are_limited_and_reported(attacked):
     hog = attacked["by"]["hog"]
     text = " | ".join(hog.findings)

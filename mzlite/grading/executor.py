@@ -17,6 +17,10 @@ def execute_one(src: Path, dst: Path, cwd: Path, cell_timeout: int | None) -> No
     """Execute ``src`` into ``dst``, errors recorded. A cell that runs past ``cell_timeout``
     seconds is interrupted and recorded as an error, and the next cell runs: an endless loop
     costs one cell's limit, not the notebook's."""
+    # nbformat validates with jsonschema, whose optional IRI format checker (rfc3987_syntax)
+    # builds a parser from its grammar on import: 2 s of CPU per notebook, for a format the
+    # notebook schema never uses. Unimportable here, jsonschema leaves that one checker out.
+    sys.modules.setdefault("rfc3987_syntax", None)
     import nbformat
     from nbclient import NotebookClient
 

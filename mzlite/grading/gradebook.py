@@ -149,7 +149,8 @@ def _csv(rows: list[dict], columns: list[str]) -> str:
 
 # What the summary says under the isolation that ran (the Teaching page quotes the audit note).
 ISOLATION_NOTES = {
-    "jail": "Each notebook, and each judged function, ran in a jail of its own (bubblewrap): an "
+    "jail": "Each notebook, and each submission's judged functions, ran in a jail of its own "
+    "(bubblewrap; each exercise's function in a fresh process and an emptied folder): an "
     "empty root holding only the interpreter and its environment (read-only) and its own "
     "folder, no capability over its mounts, its own IPC, UTS, PID and network namespaces (no "
     "network), and a copy of mzlite without checkers, references or verdicts.",

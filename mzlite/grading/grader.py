@@ -30,9 +30,10 @@ run can read or rewrite a classmate's submission. Then, for each:
 3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`), from a read-only copy of
    mzlite made when grading started, with a private home and caches and no compiled kernels:
    each recorded value for the roster's seed, each coding exercise's function (run in a
-   sandboxed worker in a fresh, empty box, never beside a checker) on ``trials`` hidden inputs
-   derived from a secret (``--secret``, or drawn for the run and written to
-   ``OUT/grading-secret.txt``); partial credit is the fraction of hidden trials passed.
+   sandboxed worker in a fresh box, each exercise in a process of its own, never beside a
+   checker) on ``trials`` hidden inputs derived from a secret (``--secret``, or drawn for the
+   run and written to ``OUT/grading-secret.txt``); partial credit is the fraction of hidden
+   trials passed.
 
 Every file the submission could have changed (the installed mzlite, the notebooks, the snapshot)
 is hashed before and after; a change is reported. A notebook whose sandbox or judge dies (or
@@ -203,6 +204,7 @@ class _Context:
     value_reruns: int = 0
     templates: dict = field(default_factory=dict)
     view: Path | None = None  # the students' copy of mzlite and data/ (student_view)
+    home: Path | None = None  # the home every box starts from (sandbox.make_home)
 
     def hidden(self) -> list[Path]:
         """What no sandbox may see: the reports, the snapshot, the judges' and the other boxes'
@@ -260,7 +262,7 @@ class _Run:
 
 def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected) -> _Run:
     """Run ``nb`` for ``seed`` in a fresh sandbox ``name`` (deleted afterwards)."""
-    box = sandbox.make_sandbox(ctx.base / "students", name, ctx.view)
+    box = sandbox.make_sandbox(ctx.base / "students", name, ctx.view, ctx.home)
     src, dst = box / "work" / notebook, box / "work" / "executed.ipynb"
     src.write_text(json.dumps(submission.with_seed(nb, seed)))
     capture = box / "capture.jsonl"
@@ -457,35 +459,17 @@ def judge_command(ctx: _Context, request: Path, result: Path) -> list[str]:
 def _judge(ctx, name, seed, expected, answers, inspection) -> dict:
     if not expected:
         return {}
-    if sandbox.tree_digest(ctx.snapshot) != ctx.snapshot_digest:
+    if sandbox.tree_digest(ctx.snapshot, bytecode=True) != ctx.snapshot_digest:
         raise RuntimeError(
             f"the grader's snapshot {ctx.snapshot} changed during grading: a verdict from it "
             "would not be trustworthy"
         )
-    # each coding exercise's function runs in a fresh, empty box of its own, never in the
-    # folder the notebook ran in (what the run left there, a copy of mzlite say, is not there)
-    hidden = ctx.hidden() + [ctx.base / "students"]
-    hidden += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
-    boot = [sys.executable, "-I", "-c", _worker_boot(ctx.snapshot)]
-    workers = {}
-    for k in expected:
-        if get(k).kind != "coding":
-            continue
-        fbox = sandbox.make_box(ctx.base / "functions", f"{name}-{k}")
-        env = sandbox.environment(fbox, hidden)
-        env.pop("PYTHONPATH")
-        workers[k] = {
-            "cmd": sandbox.isolated_command(boot, fbox, hidden, ctx.isolation, ctx.limits),
-            "env": env,
-            "cwd": str(fbox / "work"),
-        }
     request = {
         "roster_seed": seed,
         "secret": ctx.secret,
         "trials": ctx.trials,
         "call_timeout": ctx.call_timeout,
         "definitions": inspection.definitions,
-        "workers": workers,
         "exercises": {
             k: (
                 {"function": inspection.functions.get(k)}
@@ -495,6 +479,23 @@ def _judge(ctx, name, seed, expected, answers, inspection) -> dict:
             for k in expected
         },
     }
+    if any(get(k).kind == "coding" for k in expected):
+        # the functions run in a fresh, empty box of their own, never in the folder the
+        # notebook ran in (what the run left there, a copy of mzlite say, is not there); each
+        # exercise in a child of the worker, in the box emptied again (mzlite.grading.worker)
+        hidden = ctx.hidden() + [ctx.base / "students"]
+        hidden += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
+        boot = [sys.executable, "-I", "-c", _worker_boot(ctx.snapshot)]
+        fbox = sandbox.make_box(ctx.base / "functions", name, ctx.home)
+        env = sandbox.environment(fbox, hidden)
+        env.pop("PYTHONPATH")
+        request["worker"] = {
+            "cmd": sandbox.isolated_command(boot, fbox, hidden, ctx.isolation, ctx.limits),
+            "env": env,
+            "cwd": str(fbox / "work"),
+            "jailed": ctx.isolation == "jail",
+            "box": str(fbox),
+        }
     # the judge's own folder: its home and caches, the request (holding the secret) and the
     # result, where no sandbox can see or write (``hidden``)
     jbox = sandbox.make_box(ctx.base / "judges", name)
@@ -734,13 +735,14 @@ def grade(
             # what every box gets: the library and the exercises' inputs, no checker (one copy,
             # made from the snapshot before any student code runs)
             view = student_view.make_student_view(snapshot, base / "view", keys())
+            home = sandbox.make_home(base / "home")  # matplotlib's font list, built once
             watched = [ROOT / "mzlite", ROOT / "notebooks"]
             watched += [Path(r) / "mzlite" for r in sandbox.installed_roots()]
             ctx = _Context(
                 out=out.resolve(),
                 base=base,
                 snapshot=snapshot,
-                snapshot_digest=sandbox.tree_digest(snapshot),
+                snapshot_digest=sandbox.tree_digest(snapshot, bytecode=True),
                 watched=watched,
                 watched_digest=sandbox.tree_digest(*watched),
                 roster=dict(roster_list) if roster_list is not None else None,
@@ -754,6 +756,7 @@ def grade(
                 limits=limits,
                 value_reruns=value_reruns,
                 view=view,
+                home=home,
             )
 
             def one(i: int) -> None:

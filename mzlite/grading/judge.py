@@ -8,8 +8,9 @@ student's code in it, a home and caches of its own and the compiled kernels off
 (``MZLITE_FUSED=0``): nothing a sandbox could have written is imported or loaded here. Value
 answers arrive as plain data (:mod:`mzlite.exercises.wire`, recorded by the submission's
 ``check`` calls) and are judged for the roster's seed. A coding exercise's function stays in a
-sandboxed worker process (:mod:`mzlite.grading.worker`), one per exercise, started in a fresh,
-empty box (never the folder the notebook ran in): the checker here calls a
+sandboxed worker process (:mod:`mzlite.grading.worker`), one per submission, started in a fresh,
+empty box (never the folder the notebook ran in), where each exercise runs in a child that starts
+from none of the student's code, in an emptied box: the checker here calls a
 :class:`RemoteFunction` that sends the arguments there and gets the result back as data, so the
 student's code can never reach a checker, ``torch.allclose`` or a mark. Each coding exercise is
 checked on ``trials`` hidden seeds derived from the roster's seed and the grader's secret (the
@@ -45,16 +46,27 @@ def hidden_seed(secret: str, roster_seed: int, key: str, trial: int) -> int:
 
 
 class Worker:
-    """The sandboxed process holding the student's functions (started lazily, restarted after a
-    timeout or a crash)."""
+    """The sandboxed process holding one submission's functions (:mod:`.worker`), started
+    lazily and again after a timeout or a crash. Each exercise (:meth:`begin`, :meth:`end`)
+    runs in a child of it that starts from none of the student's code, in an emptied box."""
 
-    def __init__(self, cmd, env, cwd, definitions: str, call_timeout: float):
-        self.cmd, self.env, self.cwd = cmd, env, cwd
-        self.definitions, self.call_timeout = definitions, call_timeout
+    def __init__(self, cmd, env, cwd, definitions, call_timeout, jailed=False, box=None):
+        self.cmd, self.env, self.cwd, self.box = cmd, env, cwd, box
+        self.definitions, self.call_timeout, self.jailed = definitions, call_timeout, jailed
         self.proc = None
+        self.exercise = None  # the exercise being judged
+        self.serving = False  # whether a child runs the exercise's definitions now
+        self.started = False
         self.errors: list[str] = []
 
     def _start(self) -> None:
+        if self.started and self.box:
+            # a worker that ended mid-exercise (a timeout, a crash) left that exercise's files:
+            # the next one starts in an emptied box, emptied here since nothing runs there now
+            from mzlite.grading.worker import empty_box
+
+            empty_box(self.box)
+        self.started = True
         self.proc = subprocess.Popen(
             self.cmd,
             env=self.env,
@@ -64,9 +76,35 @@ class Worker:
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self._send({"definitions": self.definitions})
+        setup = {"definitions": self.definitions, "jailed": bool(self.jailed), "box": self.box}
+        self._send(setup)
+        self._receive(max(self.call_timeout, 120.0))  # the libraries imported: preloaded
+
+    def begin(self, key: str) -> None:
+        """Judge exercise ``key`` next: its first call starts a fresh child."""
+        self.end()
+        self.exercise = key
+
+    def _serve(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        self._send({"start": self.exercise})
         ready = self._receive(max(self.call_timeout, 120.0))
+        if "ended" in ready:
+            raise StudentError(f"the process running your function {_exit_words(ready['ended'])}")
+        self.serving = True
         self.errors = list(ready.get("errors", []))
+
+    def end(self) -> None:
+        """The exercise is judged: its child ends, the box is emptied for the next one."""
+        if self.serving and self.proc is not None and self.proc.poll() is None:
+            try:
+                self._send({"end": True})
+                if "ended" not in self._receive(self.call_timeout):
+                    self.stop()
+            except (StudentError, OSError):
+                self.stop()
+        self.serving = False
 
     def _send(self, obj) -> None:
         self.proc.stdin.write((json.dumps(obj, allow_nan=False) + "\n").encode())
@@ -98,20 +136,24 @@ class Worker:
             self.stop()
             raise StudentError("your function's result could not be read") from None
         if not isinstance(reply, dict):
+            self.stop()
             raise StudentError("your function's result could not be read")
         return reply
 
     def call(self, name: str, args: tuple):
         from mzlite.exercises.wire import WireError, from_data, to_data
 
-        if self.proc is None or self.proc.poll() is not None:
-            self._start()
+        if not self.serving or self.proc is None or self.proc.poll() is not None:
+            self._serve()
         try:
             self._send({"name": name, "args": to_data(tuple(args))})
         except (BrokenPipeError, OSError):
             self.stop()
             raise StudentError("the process running your function ended") from None
         reply = self._receive(self.call_timeout)
+        if "ended" in reply:  # the child died (exit, signal): the next call starts another
+            self.serving = False
+            raise StudentError(f"the process running your function {_exit_words(reply['ended'])}")
         if "error" in reply:
             raise StudentError(str(reply["error"])[:2000])
         try:
@@ -127,12 +169,7 @@ class Worker:
         except subprocess.TimeoutExpired:
             code = None
         self.stop()
-        if code is not None and code < 0:
-            try:
-                return f"ended ({signal.Signals(-code).name})"
-            except ValueError:
-                return f"ended (signal {-code})"
-        return "ended" if code is None else f"ended (status {code})"
+        return "ended" if code is None else _exit_words(code)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -142,6 +179,19 @@ class Worker:
                 pass
             self.proc.wait()
         self.proc = None
+        self.serving = False
+
+
+def _exit_words(code) -> str:
+    """How a process with exit code ``code`` (negative: the signal) ended, in words."""
+    if not isinstance(code, int):
+        return "ended"
+    if code < 0:
+        try:
+            return f"ended ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"ended (signal {-code})"
+    return f"ended (status {code})"
 
 
 class RemoteFunction:
@@ -154,68 +204,87 @@ class RemoteFunction:
         return self.worker.call(self.__name__, args)
 
 
-def judge(request: dict) -> dict:
-    from mzlite.exercises.checker import get, verdict
-    from mzlite.exercises.wire import WireError, decode
-    from mzlite.repro import exercises as _on_the_scorecard  # noqa: F401  registers ch9.not_run
+def exercise(key: str):
+    """The registered exercise ``key``. The reproduction layer, which registers the live
+    scorecard's exercise (ch9.not_run), is imported only when such a key is asked for: it
+    costs every other judge a second of CPU."""
+    from mzlite.exercises.checker import get
 
+    try:
+        return get(key)
+    except KeyError:
+        from mzlite.repro import exercises as _on_the_scorecard  # noqa: F401
+
+        return get(key)
+
+
+def judge(request: dict) -> dict:
     seed, secret, trials = request["roster_seed"], request["secret"], request["trials"]
     out, errors = {}, []
-    for key, item in request["exercises"].items():
-        ex = get(key)
-        if ex.kind == "coding":
-            # a worker of its own, in a fresh box: nothing one function left behind (files,
-            # patched modules) reaches the next one
-            spec = request["workers"][key]
-            worker = Worker(
-                spec["cmd"],
-                spec["env"],
-                spec["cwd"],
-                request["definitions"],
-                request["call_timeout"],
-            )
-            try:
-                name = item.get("function")
-                out[key] = _judge_function(ex, name, worker, seed, secret, trials)
-            finally:
-                worker.stop()
-            errors += [e for e in worker.errors if e not in errors]
-            continue
-        entries = item.get("answers", [])
-        if not entries:
-            out[key] = {"status": "missing", "message": "never checked: not reached"}
-            continue
-        distinct = {json.dumps(e, sort_keys=True) for e in entries}
-        if len(distinct) > 1:
-            out[key] = {
-                "status": "wrong",
-                "message": f"{len(distinct)} different answers were checked in one run; a "
-                "submission gives one answer",
-            }
-            continue
-        entry = entries[-1]
-        if "answer" not in entry:
-            if entry.get("unencodable"):
-                why = entry["unencodable"]
-            elif "function" in entry:
-                why = "a function where a value is asked for"
-            else:
-                why = "no answer was recorded"
-            out[key] = {"status": "wrong", "message": f"cannot grade this answer: {why}"}
-            continue
-        try:
-            answer = decode(entry["answer"])
-        except WireError as e:
-            out[key] = {"status": "wrong", "message": f"cannot grade this answer: {e}"}
-            continue
-        r = verdict(ex, answer, seed)
-        out[key] = {
-            "status": r.status,
-            "message": r.message,
-            "score": float(r.status == "correct"),
-        }
+    worker = None
+    if "worker" in request:
+        spec = request["worker"]
+        worker = Worker(
+            spec["cmd"],
+            spec["env"],
+            spec["cwd"],
+            request["definitions"],
+            request["call_timeout"],
+            jailed=spec.get("jailed", False),
+            box=spec.get("box"),
+        )
+    try:
+        for key, item in request["exercises"].items():
+            out[key] = _judge_one(key, item, worker, seed, secret, trials)
+            if worker is not None:
+                errors += [e for e in worker.errors if e not in errors]
+    finally:
+        if worker is not None:
+            worker.stop()
     out["__worker_errors__"] = errors
     return out
+
+
+def _judge_one(key, item, worker, seed, secret, trials) -> dict:
+    from mzlite.exercises.checker import verdict
+    from mzlite.exercises.wire import WireError, decode
+
+    ex = exercise(key)
+    if ex.kind == "coding":
+        if worker is None:
+            raise ValueError(f"{key} is a coding exercise and the request gives no worker")
+        # a child of its own, in an emptied box: nothing one function left behind (files,
+        # patched modules) reaches the next one
+        worker.begin(key)
+        try:
+            return _judge_function(ex, item.get("function"), worker, seed, secret, trials)
+        finally:
+            worker.end()
+    entries = item.get("answers", [])
+    if not entries:
+        return {"status": "missing", "message": "never checked: not reached"}
+    distinct = {json.dumps(e, sort_keys=True) for e in entries}
+    if len(distinct) > 1:
+        return {
+            "status": "wrong",
+            "message": f"{len(distinct)} different answers were checked in one run; a "
+            "submission gives one answer",
+        }
+    entry = entries[-1]
+    if "answer" not in entry:
+        if entry.get("unencodable"):
+            why = entry["unencodable"]
+        elif "function" in entry:
+            why = "a function where a value is asked for"
+        else:
+            why = "no answer was recorded"
+        return {"status": "wrong", "message": f"cannot grade this answer: {why}"}
+    try:
+        answer = decode(entry["answer"])
+    except WireError as e:
+        return {"status": "wrong", "message": f"cannot grade this answer: {e}"}
+    r = verdict(ex, answer, seed)
+    return {"status": r.status, "message": r.message, "score": float(r.status == "correct")}
 
 
 def _judge_function(ex, name, worker, seed, secret, trials) -> dict:

@@ -4,7 +4,8 @@ Each submission gets a folder of its own, its box (:func:`make_sandbox`): a writ
 students' mzlite (the library and the exercises' inputs, with a ``check`` that only records:
 no checker, reference or verdict, :mod:`mzlite.grading.student_view`) and of ``data/`` (so a
 chapter that writes a results cache writes it there), a home, a temporary folder and a working
-folder. Each judged function gets a fresh, empty one (:func:`make_box`) and no mzlite at all.
+folder. A submission's judged functions get a fresh one (:func:`make_box`) and no mzlite at
+all, emptied again before each exercise (:mod:`mzlite.grading.worker`).
 Nothing of the instructor's is handed to it: not ``notebooks/`` (the solutions), not the
 grader's snapshot (:func:`make_snapshot`), not the reports, not another student, not a compiled
 kernel (``MZLITE_FUSED=0``: the eager path runs, and nothing is loaded from a kernel cache).
@@ -55,6 +56,8 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICY_ENV = "MZLITE_SANDBOX_POLICY"
 ISOLATIONS = ("auto", "jail", "audit")
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".tmp-*", "cache")
+_SKIP_CACHE = shutil.ignore_patterns(".tmp-*", "cache")  # a copy that keeps __pycache__
+_SKIP_HOME = shutil.ignore_patterns("*.lock", "*.matplotlib-lock")
 
 # Installed first thing in every sandboxed interpreter (``sitecustomize`` for a kernel, imported
 # by the function worker): the policy comes from the environment the grader sets.
@@ -117,8 +120,9 @@ if _os.environ.get("MZLITE_SANDBOX_POLICY"):
 """
 
 
-def tree_digest(*roots: Path) -> dict[str, str]:
-    """SHA-256 of every file under ``roots`` (``__pycache__`` skipped), by path."""
+def tree_digest(*roots: Path, bytecode: bool = False) -> dict[str, str]:
+    """SHA-256 of every file under ``roots``, by path; ``__pycache__`` skipped unless
+    ``bytecode`` (the snapshot's compiled modules are what the judge runs: they count)."""
     out = {}
     for root in roots:
         root = Path(root)
@@ -126,10 +130,21 @@ def tree_digest(*roots: Path) -> dict[str, str]:
             continue
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         for p in files:
-            if "__pycache__" in p.parts or p.suffix == ".pyc":
+            if not bytecode and ("__pycache__" in p.parts or p.suffix == ".pyc"):
                 continue
             out[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
+
+
+def compile_tree(root: Path) -> None:
+    """Byte-compile every module under ``root`` into its ``__pycache__``. Done by the grader
+    before any submission runs, on a copy of its own: a tree a sandboxed process may not write
+    is otherwise compiled again by every process that imports it (a second of CPU for mzlite
+    in each kernel, judge and worker)."""
+    import compileall
+
+    if not compileall.compile_dir(str(root), quiet=2, workers=1):
+        raise RuntimeError(f"could not byte-compile {root}")
 
 
 def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
@@ -147,36 +162,72 @@ def _copy_repo_parts(dest: Path, data: bool = True) -> None:
 
 def make_snapshot(dest: Path) -> Path:
     """The grader's own copy of mzlite (checkers included, no notebooks: no solutions) and of
-    ``data/``, made read-only. The judge imports mzlite from here and from nowhere else."""
+    ``data/``, byte-compiled and made read-only. The judge imports mzlite from here and from
+    nowhere else (hash it with ``bytecode=True``: its compiled modules are what runs)."""
     dest = Path(dest)
     dest.mkdir(parents=True)
     _copy_repo_parts(dest)
+    compile_tree(dest / "mzlite")  # never the checkout's own __pycache__: anyone may write it
     for p in sorted(dest.rglob("*"), reverse=True):
         mode = p.stat().st_mode
         p.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     return dest
 
 
-def make_box(base: Path, name: str) -> Path:
-    """A fresh, empty box (``home/``, ``tmp/``, ``work/``) where one judged function runs: none
-    of what the student's notebook run left behind is there to import or to read."""
+def make_box(base: Path, name: str, home: Path | None = None) -> Path:
+    """A fresh box (``home/``, ``tmp/``, ``work/``) where a submission's functions run: none
+    of what the student's notebook run left behind is there to import or to read. ``home``
+    (:func:`make_home`) is copied in as its home."""
     box = Path(base) / name
-    for part in ("home", "tmp", "work"):
-        (box / part).mkdir(parents=True)
+    box.mkdir(parents=True)
+    _fill_home(box / "home", home)
+    for part in ("tmp", "work"):
+        (box / part).mkdir()
     return box
 
 
-def make_sandbox(base: Path, name: str, view: Path) -> Path:
-    """A fresh writable folder for one run: ``mzlite/`` and ``data/`` copied from the students'
-    copy ``view`` (:func:`mzlite.grading.student_view.make_student_view`: no checker, no
-    reference, no grader), ``home/``, ``tmp/``, ``work/`` (the working directory) and
-    ``sitecustomize.py``."""
+def make_home(dest: Path) -> Path:
+    """The home every box starts from, made by the grader before any submission runs:
+    matplotlib's font list, which a process with an empty home builds by reading every font
+    on the system (half a second of CPU in each kernel and worker that imports pyplot). Each
+    box gets a copy of its own: what one run does to it reaches no other."""
+    dest = Path(dest)
+    config = dest / ".config" / "matplotlib"
+    config.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
+    env.update({"HOME": str(dest), "MPLCONFIGDIR": str(config), "MPLBACKEND": "Agg"})
+    subprocess.run(
+        [sys.executable, "-I", "-c", "import matplotlib.font_manager"],
+        env=env,
+        cwd=dest,
+        capture_output=True,
+        timeout=300,
+        check=False,  # no matplotlib: every box builds nothing, as before
+    )
+    return dest
+
+
+def _fill_home(home: Path, template: Path | None) -> None:
+    if template is not None and Path(template).is_dir():
+        shutil.copytree(template, home, ignore=_SKIP_HOME)
+    else:
+        home.mkdir()
+
+
+def make_sandbox(base: Path, name: str, view: Path, home: Path | None = None) -> Path:
+    """A fresh writable folder for one run: ``mzlite/`` (byte-compiled) and ``data/`` copied
+    from the students' copy ``view`` (:func:`mzlite.grading.student_view.make_student_view`:
+    no checker, no reference, no grader), ``home/`` (a copy of ``home``, :func:`make_home`),
+    ``tmp/``, ``work/`` (the working directory) and ``sitecustomize.py``."""
     box = Path(base) / name
     box.mkdir(parents=True)
-    shutil.copytree(view / "mzlite", box / "mzlite", ignore=_SKIP)
+    # the view's compiled modules come along: the box's copy is the student's own, so what a
+    # run does to them reaches no other run
+    shutil.copytree(view / "mzlite", box / "mzlite", ignore=_SKIP_CACHE)
     if (view / "data").is_dir():
         shutil.copytree(view / "data", box / "data", ignore=_SKIP)
-    for part in ("home", "tmp", "work"):
+    _fill_home(box / "home", home)
+    for part in ("tmp", "work"):
         (box / part).mkdir()
     for p in box.rglob("*"):  # the snapshot is read-only; the copy is the student's own
         p.chmod(p.stat().st_mode | stat.S_IWUSR)

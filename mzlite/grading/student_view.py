@@ -29,6 +29,8 @@ import re
 import shutil
 from pathlib import Path
 
+from .sandbox import compile_tree
+
 # names of mzlite/exercises/checker.py the recording copy keeps (with what they need)
 CHECKER_KEEPS = ("CAPTURE_ENV", "Result", "rng", "student_inputs", "_record", "os")
 # names whose presence in a pruned module means an oracle got through
@@ -191,8 +193,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def make_student_view(snapshot: Path, dest: Path, exercise_keys: list[str]) -> Path:
-    """The students' copy of ``snapshot``'s mzlite (and ``data/``) under ``dest``: see the
-    module docstring. ``exercise_keys`` are the keys ``check`` accepts."""
+    """The students' copy of ``snapshot``'s mzlite (and ``data/``) under ``dest``, byte-compiled:
+    see the module docstring. ``exercise_keys`` are the keys ``check`` accepts."""
     snapshot, dest = Path(snapshot), Path(dest)
     src = snapshot / "mzlite"
     shutil.copytree(src, dest / "mzlite", ignore=shutil.ignore_patterns("grading", *_SKIP))
@@ -219,4 +221,7 @@ def make_student_view(snapshot: Path, dest: Path, exercise_keys: list[str]) -> P
         rel = path.relative_to(src)
         text, pruned = prune(source, _public(source), f"mzlite/{rel}")
         _write(dest / "mzlite" / rel, text + REACHED.format(pruned=sorted(pruned)))
+    # compiled once here, by the grader: each box copies the bytecode instead of compiling the
+    # library again in every kernel (the box's copy is the student's own)
+    compile_tree(dest / "mzlite")
     return dest
