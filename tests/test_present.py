@@ -54,7 +54,8 @@ def test_rows_name_cells_in_words_and_profiles_by_the_glossary(tmp_path):
     _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.60, "cpu-annealed")
     _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "cpu-annealed")
     row = present.row(sep, judge(sep, results_dir=tmp_path))
-    assert row["why"].startswith("refuted by ST-4L (L = 32, ST-4L: R² +0.380 above L = 32, MZAttn")
+    # the refuting model, its column once and the model it beats: no cell named twice
+    assert row["why"].startswith("refuted by ST-4L (L = 32): R² +0.380 above MZAttn")
     for field in ("why", "statistics", "reason", "text"):
         assert _no_ids(row[field], sep.table), field
     assert row["regime"] == "2K training sets, the reduced CPU protocol"

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from mzlite.repro import experiments as ex
 from mzlite.repro import paper
-from mzlite.repro.experiments.formatting import headline, sentence_case
+from mzlite.repro.experiments.findings import once
 from mzlite.repro.experiments.plan import decide, plan
 from mzlite.repro.experiments.scorecard import claims, scorecard
 from mzlite.repro.paper import load_paper_table
@@ -276,13 +276,13 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
     registered = [label for label in labels if label in ex.TABLES]
     like_tables = {lk.table for e in ENTRIES.values() for lk in e.like}
     priced = registered + sorted(like_tables - set(registered))
-    p = plan(priced, prof, results_dir=results_dir, measure=False)  # every cell, done or not
+    p = once(plan, priced, prof, results_dir=results_dir, measure=False)  # every cell, done or not
     totals = p.totals()
     by_cell = {(r["table"], r["cell"]): r for r in p.rows}
     verdicts = {}
     if with_verdicts:
-        sc = scorecard([t for t in registered if claims(t)], results_dir=results_dir)
-        for r in sc.rows:  # a claim about another table's numbers counts for that table
+        # a claim about another table's numbers counts for that table
+        for r in once(scorecard, results_dir=results_dir).rows:
             verdicts.setdefault(r.get("paper_table") or r["table"], []).append(r["verdict"])
     out = []
     for label in labels:
@@ -412,11 +412,11 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
     prof = ex.get_profile(profile).name
     if tables is None:
         tables = [t for t in ex.TABLES if claims(t)]
-    d = decide(tables, prof, results_dir=results_dir, measure=False)
+    d = once(decide, tables, prof, results_dir=results_dir, measure=False)
     steps = d.next_steps()
     rows = [
         {
-            "claim": sentence_case(headline(r["text"])),
+            "claim": r["text"],  # the presenter's words (present.claim_text)
             "table": table_name(r["table"]),
             "step": r["cells_text"] + f" (step {r['step']} of {r['steps']})",
             "runs": str(r["todo"]),

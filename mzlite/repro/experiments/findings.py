@@ -20,19 +20,24 @@ carries ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``.
 from __future__ import annotations
 
 import html
+import json
+import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import protocols as _protocols
-from mzlite.repro.experiments.formatting import count_phrase, headline
-from mzlite.repro.experiments.plan import decide, plan
+from mzlite.repro.experiments.plan import decide, plan, priced
+from mzlite.repro.experiments.present import count_phrase, readings_words, verdict_line
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
+from mzlite.repro.experiments.scorecard import claims as _claims
+from mzlite.repro.experiments.specs import default_results_dir
 from mzlite.repro.paper import name_labels
-from mzlite.repro.render import HTML, STYLE, table_name, tables_words, verdict_badge
+from mzlite.repro.render import HTML, STYLE, tables_words, verdict_badge
 
 __all__ = [
-    "Finding", "Findings", "findings", "results_label",
+    "Finding", "Findings", "book_scorecard", "compute_spent", "findings", "once", "results_label",
     "HOW_SURE_LABEL", "NOT_RUN_LABEL", "SCORECARD_CHAPTER",
 ]  # fmt: skip
 
@@ -42,6 +47,48 @@ NOT_RUN_LABEL = "scorecard-not-run"
 DECIDED = ("holds", "holds partly", "does not hold here")
 PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
 HELD = ("holds", "holds partly")
+
+
+_ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per state per kernel
+
+
+def _results_state(results_dir=None) -> tuple:
+    """What the evaluations read from ``results_dir``: every result file's path, size and
+    modification time (a result that lands, or is rewritten, changes it)."""
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    state = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if name.endswith(".json"):
+                st = os.stat(os.path.join(folder, name))
+                state.append((folder, name, st.st_size, st.st_mtime_ns))
+    return (str(root.resolve()), tuple(sorted(state)))
+
+
+def once(fn, *args, results_dir=None, **kwargs):
+    """``fn(*args, results_dir=results_dir, **kwargs)`` evaluated once per state of the result
+    files (``scorecard``, ``plan.decide``, ``plan.plan``, ...): a page that reads the scorecard
+    in several cells, and the exercise that checks it, judge every claim once. The value is
+    shared: read it, never change it."""
+    state = _results_state(results_dir)
+    if _ONCE.get("state") != state:
+        _ONCE.clear()
+        _ONCE["state"] = state
+    key = (fn.__module__, fn.__qualname__, repr(args), repr(sorted(kwargs.items())))
+    if key not in _ONCE:
+        _ONCE[key] = fn(*args, results_dir=results_dir, **kwargs)
+    return _ONCE[key]
+
+
+def book_scorecard(results_dir=None):
+    """The scorecard the book shows (chapter 9, the landing page): every claim by its strongest
+    evidence, each claim not run with its next step's price (``plan.priced`` under the reduced
+    CPU protocol); once per state of the results (``once``)."""
+    return once(_priced_scorecard, results_dir=results_dir)
+
+
+def _priced_scorecard(results_dir=None):
+    return priced(once(scorecard, results_dir=results_dir), "cpu-annealed", results_dir=results_dir)
 
 
 def results_label(chapter: str) -> str:
@@ -67,11 +114,13 @@ def _chapter_number(chapter: str) -> str:
 class Finding:
     """One sentence and the chapter sections that back it: its ``lead`` ("What held", set in
     bold on a page; "" for none), its ``body`` and ``links``, each (chapter page, e.g.
-    "04_training_on_gpu"; Sphinx label on it, e.g. "results-ch04"; the link's text)."""
+    "04_training_on_gpu"; Sphinx label on it, e.g. "results-ch04"; the link's text); ``items``,
+    one line per verdict it lists (``present.verdict_line``), shown as a list under it."""
 
     lead: str
     body: str
     links: tuple[tuple[str, str, str], ...]
+    items: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -139,13 +188,14 @@ class Findings:
         paragraph per sentence ending in a ``{ref}`` link to its section."""
         href = f"{prefix}chapters/{SCORECARD_CHAPTER}.html"
         out = [f'<p class="mz-headline"><b>{html.escape(self.headline)}</b></p>', ""]
-        out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
-        if self.protocols:  # the counts first, in the first screen; then the protocols
-            out += [self.protocol_html(), ""]
         for s in self.sentences:
+            if not s.lead:  # the counts of every verdict, then the protocols behind them
+                out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
+                out += [self.protocol_html(), ""] if self.protocols else []
             refs = ", ".join(f"{{ref}}`{text} <{label}>`" for _, label, text in s.links)
             lead = f"**{s.lead}:** " if s.lead else ""
             out += [f"{lead}{s.body} ({refs})", ""]
+            out += [f"- {item}" for item in s.items] + ([""] if s.items else [])
         return "\n".join(out)
 
     def to_html(self, title: str = "What the book found"):
@@ -156,13 +206,16 @@ class Findings:
             return f'<a href="{href}">{html.escape(text)}</a>'
 
         paras = "".join(
-            "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
+            (self.counts_html() if not s.lead else "")
+            + "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
             + f"{html.escape(s.body)} ({', '.join(link(*x) for x in s.links)})</p>"
+            + ("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in s.items) + "</ul>"
+               if s.items else "")
             for s in self.sentences
         )  # fmt: skip
         return HTML(
             f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
-            f"{html.escape(title)}</p>{self.counts_html()}{paras}</div>"
+            f"{html.escape(title)}</p><p><b>{html.escape(self.headline)}</b></p>{paras}</div>"
         )
 
 
@@ -175,48 +228,32 @@ def _seeds_of(row: dict) -> list[int]:
     return [c.n for c in v.cells] if v is not None else []
 
 
-def _claim_words(row: dict) -> str:
-    """The claim without its test, led by its table ("Table 22, d = 9: MZAttn beats every other
-    model of the column") unless it names a table itself; labels as the paper prints them."""
-    text = headline(row["text"])
-    if "tab:" in text:
-        return name_labels(text)
-    return f"{table_name(row['table'], title=False)}, {text}"
-
-
-def _what_it_shows(row: dict) -> str:
-    """What a holding verdict shows where that is no evidence for MZAttn (``engine.Shows``)."""
-    shows = row.get("shows")
-    if shows is None:
-        return ""
-    if shows.kind == "against":
-        return f"; evidence against {shows.change}: the change loses R²"
-    return "; it says nothing for MZAttn, whose R² is below a model beside it"
+def _beside_paper(row: dict) -> str:
+    """A claim (its paper table, its test) with our number beside the paper's."""
+    return (f"{name_labels(row['paper_table'])}, {row['text'].rstrip('.')}: ours "
+            f"{row['ours_text']}, the paper's {row['paper_text']}")  # fmt: skip
 
 
 def _held_sentence(rows: list[dict]) -> Finding:
+    """What held in full, each with the presenter's reason: whether it is evidence for MZAttn
+    is the reason's first clause where it is not (``engine.Shows``)."""
     held = [r for r in rows if r["verdict"] == "holds"]
     if not held:
         return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
-    items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']}; "
-             f"{r.get('regime', '')}{_what_it_shows(r)})" for r in held]  # fmt: skip
-    return Finding("What held in full", f"{'; '.join(items)}.",
-                   _chapter_links([r["chapter"] for r in held]))  # fmt: skip
-
-
-def _beside_paper(row: dict) -> str:
-    """A claim in words with our value beside the paper's."""
-    return f"{_claim_words(row)} (ours {row['ours_text']}, the paper's {row['paper_text']})"
+    evidence = sum(r.get("shows") is None for r in held)
+    body = (f"{count_phrase('holds', len(held))}; {evidence} of them "
+            f"{'is' if evidence == 1 else 'are'} evidence for MZAttn.")  # fmt: skip
+    return Finding("What held in full", body, _chapter_links([r["chapter"] for r in held]),
+                   tuple(verdict_line(r) for r in held))  # fmt: skip
 
 
 def _partly_sentence(rows: list[dict]) -> Finding | None:
     partly = [r for r in rows if r["verdict"] == "holds partly"]
     if not partly:
         return None
-    items = [_beside_paper(r) for r in partly]
     return Finding("What held partly (a tie, or a column not yet complete)",
-                   f"{'; '.join(items)}.",
+                   "; ".join(_beside_paper(r) for r in partly) + ".",
                    _chapter_links([r["chapter"] for r in partly]))  # fmt: skip
 
 
@@ -235,44 +272,69 @@ def _said(rows: list[dict]) -> str:
     return ", ".join(count_phrase(v, c[v]) for v in VERDICTS if c[v])
 
 
+def _readings(rows: list[dict]) -> Counter:
+    return Counter((v.layer_reading, v.task_reading) for r in rows
+                   if (v := r.get("value")) is not None and v.layer_reading)  # fmt: skip
+
+
+def _readings_sentence(rows: list[dict], which: str) -> str:
+    """Under which readings of the paper ``rows`` were read (``which``: "All of them")."""
+    readings = _readings(rows)
+    if len(readings) == 1:
+        return f"{which} ran {readings_words(*next(iter(readings)))}."
+    return f"{which} ran under {len(readings)} readings of the paper: " + "; ".join(
+        f"{n} under {readings_words(*k)}" for k, n in readings.most_common()) + "."  # fmt: skip
+
+
 def headline_text(rows: list[dict]) -> str:
-    """The plain result in a few sentences: how the claims that MZAttn beats another model came
-    out; first those read at the paper's sizes or under its protocol (``PAPER_SCALE``), with
-    the experiments they rest on, then the others and the regime most of them were read in;
-    the readings of the paper they were read under, where they are one."""
+    """The finding in two sentences: how the claims that MZAttn beats another model came out at
+    the paper's sizes or under its protocol (``PAPER_SCALE``), on how many experiments, and under
+    which readings of the paper's layer and tasks; then the same below the paper's sizes."""
     beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != "not run"]
     if not beats:
         return "No claim that MZAttn beats another model has been judged yet."
-    won = sum(r["verdict"] == "holds" for r in beats)
-    text = "No claim that MZAttn beats another model holds in full here."
-    if won:
-        text = f"MZAttn beats another model in {won} of the {len(beats)} claims of that kind here."
     paper = [r for r in beats if r.get("profile") in PAPER_SCALE]
     rest = [r for r in beats if r.get("profile") not in PAPER_SCALE]
     if paper:
-        text += (f" At the paper's sizes or under its protocol, {len(paper)} were judged, on "
-                 f"{experiment_count(paper)} experiments: {_said(paper)}.")  # fmt: skip
+        won = sum(r["verdict"] == "holds" for r in paper)
+        where = "; ".join(dict.fromkeys(r["regime"] for r in paper if r.get("regime")))
+        text = (f"At the paper's sizes ({where}), MZAttn beats another model in "
+                f"{won} of the {len(paper)} comparison{'s' * (len(paper) != 1)} judged, on "
+                f"{experiment_count(paper)} experiments: {_said(paper)}. "
+                + _readings_sentence(paper, "All of them" if len(paper) > 1 else "It"))  # fmt: skip
     else:
-        text += " None was judged at the paper's sizes yet."
+        won = sum(r["verdict"] == "holds" for r in beats)
+        text = (f"No claim that MZAttn beats another model was judged at the paper's sizes yet; "
+                f"below them it beats another model in {won} of {len(beats)}. "
+                + _readings_sentence(beats, "All of them" if len(beats) > 1 else "It"))  # fmt: skip
+        return text
     if rest:
         regimes = Counter(r.get("regime") for r in rest if r.get("regime"))
-        where = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
-        text += f" The other {len(rest)}, read below the paper's sizes{where}: {_said(rest)}."
-    readings = {(v.layer_reading, v.task_reading) for r in beats
-                if (v := r.get("value")) is not None and v.layer_reading}  # fmt: skip
-    if len(readings) == 1:
-        layer, task = readings.pop()
-        text += f" All read under mzlite's layer reading {layer} and task reading {task}."
+        most = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
+        text += f" The other {len(rest)}, read below the paper's sizes{most}: {_said(rest)}."
     return text
+
+
+def _paper_scale_finding(rows: list[dict]) -> Finding | None:
+    """Every verdict read at the paper's sizes or under its protocol, one line each through the
+    presenter (its regime and the layer and task readings it was read under)."""
+    paper = [r for r in rows if r.get("profile") in PAPER_SCALE and r["verdict"] != "not run"]
+    if not paper:
+        return None
+    paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
+    body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (claims that read "
+            f"the same runs count them once): {_said(paper)}.")  # fmt: skip
+    return Finding("Read at the paper's sizes and under its protocol", body,
+                   _chapter_links([r["chapter"] for r in paper]),
+                   tuple(verdict_line(r) for r in paper))  # fmt: skip
 
 
 def _failed_sentence(rows: list[dict]) -> Finding | None:
     failed = [r for r in rows if r["verdict"] == "does not hold here"]
     if not failed:
         return None
-    items = [_beside_paper(r) for r in failed]
+    text = f"{_list([_beside_paper(r) for r in failed])}."
     first = sum(r.get("reading") == FIRST_READING for r in failed)
-    text = f"{_list(items)}."
     if first:
         text += (
             f" {first} of these {len(failed)} verdicts were read from mzlite's first reading of "
@@ -357,13 +419,46 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
                    _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))  # fmt: skip
 
 
+def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
+    """{where: (runs, hours)} of every committed training run (every profile but ``smoke``),
+    from the wall time each result records: "this 2-core CPU" or the GPU's name."""
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    spent: dict[str, list] = {}
+    for path in sorted(root.glob("*/*/*.json")):
+        if path.parts[-3] == "smoke":
+            continue
+        try:
+            res = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # the reports warn about an unreadable result; it spent nothing known
+        if not isinstance(res, dict) or not res.get("wall_time_s"):
+            continue
+        where = (res.get("provenance") or {}).get("gpu_name") or "this 2-core CPU"
+        runs_hours = spent.setdefault(where, [0, 0.0])
+        runs_hours[0] += 1
+        runs_hours[1] += res["wall_time_s"] / 3600
+    return {k: (n, h) for k, (n, h) in sorted(spent.items(), key=lambda kv: -kv[1][1])}
+
+
+def _compute_sentence(spent: dict[str, tuple[int, float]]) -> Finding | None:
+    if not spent:
+        return None
+    each = [(f"{h:,.0f}" if h >= 10 else f"{h:.1f}") + f" hours on {where} ({n:,} run"
+            + ("s)" if n != 1 else ")") for where, (n, h) in spent.items()]  # fmt: skip
+    text = ("the committed runs took " + "; ".join(each) + " (the wall time each result "
+            "records, the learning-rate search included).")  # fmt: skip
+    return Finding("Compute spent", text, _scorecard_link(NOT_RUN_LABEL, "chapter 9"))
+
+
 def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
     """(runs, expected CPU hours) of the next steps of the sequential rule (``plan.decide``)
     for ``tables`` under the project's faithful CPU protocol; None without such a profile."""
     cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
     if not cpu:
         return None
-    t = decide(tables, cpu[0], results_dir=results_dir, measure=False).totals()
+    every = [t for t in ex.TABLES if _claims(t)]  # the decisions chapter 9 shows, read once
+    d = once(decide, every, cpu[0], results_dir=results_dir, measure=False)
+    t = replace(d, claims=[c for c in d.claims if c["table"] in tables]).totals()
     return (t["next_jobs"], t["next_cpu_h"]) if t["next_jobs"] else None
 
 
@@ -375,14 +470,15 @@ def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]
     cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
     if not cpu:
         return None
-    totals = list(plan(tables, cpu[0], results_dir=results_dir, measure=False).totals().values())
+    totals = list(once(plan, tables, cpu[0], results_dir=results_dir, measure=False)
+                  .totals().values())  # fmt: skip
     lent: dict[str, set] = {}  # cells run as another table's (experiments.shared): priced there
     for t in tables:
         for label, cell in ex.shared(t, cpu[0]).values():
             if label not in tables:
                 lent.setdefault(label, set()).add(cell)
     for label, cells in lent.items():
-        p = plan(label, cpu[0], cells=sorted(cells), results_dir=results_dir, measure=False)
+        p = once(plan, label, cpu[0], cells=sorted(cells), results_dir=results_dir, measure=False)
         totals += list(p.totals().values())
     return (
         sum(t["todo"] for t in totals),
@@ -396,7 +492,7 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     """The findings of scorecard ``sc`` (default: ``scorecard()`` of every claim, best profile
     on disk per claim). ``price``: say what the claims not run would cost (``plan``)."""
     if sc is None:
-        sc = scorecard(results_dir=results_dir)
+        sc = once(scorecard, results_dir=results_dir)
     rows = list(sc.rows)
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     total = len(rows)
@@ -408,10 +504,11 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
         f"({experiment_count(rows)} experiments: a run several claims read counts once): {said}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
-    sentences = [opening, _held_sentence(rows), _partly_sentence(rows), _failed_sentence(rows),
-                 _sure_sentence(rows)]  # fmt: skip
+    sentences = [_paper_scale_finding(rows), _held_sentence(rows), opening,
+                 _partly_sentence(rows), _failed_sentence(rows), _sure_sentence(rows)]  # fmt: skip
     if price:
         sentences.append(_not_run_sentence(rows, results_dir))
+    sentences.append(_compute_sentence(once(compute_spent, results_dir=results_dir)))
     used = [p for p in sc.profiles if any(r.get("profile") == p for r in rows)]
     return Findings(
         counts, total, tuple(s for s in sentences if s is not None), headline_text(rows),

@@ -19,17 +19,18 @@ from mzlite.analysis.verdicts import ALPHA, TIE, Label
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import Claim, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
-from mzlite.repro.experiments.formatting import cell_words, spaced
+from mzlite.repro.experiments.formatting import cell_words, count_phrase, spaced
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.specs import set_count_text
 from mzlite.repro.experiments.tables import get_table
 from mzlite.repro.paper import name_labels
+from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 
 __all__ = [
-    "FIRST_READING", "DEFAULT_READING", "NOT_RUN_REASON", "devices_text", "label_words",
-    "protocol_text", "readings_text", "reason_text", "regime_text", "row", "statistics_text",
-    "value_text", "why",
+    "FIRST_READING", "DEFAULT_READING", "NOT_RUN_REASON", "claim_text", "count_phrase",
+    "devices_text", "label_words", "protocol_text", "readings_text", "readings_words",
+    "reason_text", "regime_text", "row", "statistics_text", "value_text", "verdict_line", "why",
 ]  # fmt: skip
 
 # What the generator-normalisation reading of a verdict's MZ runs is called
@@ -109,9 +110,10 @@ def devices_text(regime: Regime) -> str:
     return text
 
 
-def protocol_text(v: Verdict) -> str:
+def protocol_text(v: Verdict, cells: bool = True) -> str:
     """What ran: "cpu-annealed: 3 seed(s), 46-82 epochs, 2,000/500/2,000 sets, on a CPU", with
-    how many of the claim's cells ran when not all did."""
+    how many of the claim's cells ran when not all did (``cells``; a table's footnote, shared by
+    its rows, leaves it to each row's reason)."""
     r = v.regime
     if r is None:
         return "--"
@@ -127,7 +129,7 @@ def protocol_text(v: Verdict) -> str:
         text = "per part: " + "; ".join(f"{', '.join(w)} under {p}" for p, w in by.items())
     elif v.rank:
         text += f"; {len(v.rank['settings'])} of {v.rank['n_settings']} settings complete"
-    elif v.ran < v.n_cells:
+    elif cells and v.ran < v.n_cells:
         text += f"; {v.ran} of {v.n_cells} cells run"
     return text
 
@@ -189,10 +191,11 @@ def _problems(claim, v: Verdict) -> str:
 def _refutation_text(claim: Claim, v: Verdict) -> str:
     ref = v.refutation
     table = v.table
-    if ref.reason == Reason.REFUTED_BY_MODEL:
-        return (f"refuted by {_row_name(table, ref.cell)} ({_cell(table, ref.cell)}: R^2 "
-                f"{ref.diff:+.3f} above {_cell(table, claim.compare[0])}, Welch p = "
-                f"{_p(ref.p)}); the rest of the column need not run")  # fmt: skip
+    if ref.reason == Reason.REFUTED_BY_MODEL:  # the two cells share a column: named once
+        column = spaced(get_table(table).cell(ref.cell).column)
+        return (f"refuted by {_row_name(table, ref.cell)} ({column}): R^2 {ref.diff:+.3f} above "
+                f"{_row_name(table, claim.compare[0])}, Welch p = {_p(ref.p)}; the rest of the "
+                "column need not run")  # fmt: skip
     if ref.reason == Reason.REFUTED_BY_BOUND:
         held = "; ".join(
             f"{_cell(table, c.cell)} scores {c.mean:.3f}" for c in v.cells if c.cell in ref.cells
@@ -211,10 +214,16 @@ def _refutation_text(claim: Claim, v: Verdict) -> str:
             "lower it")  # fmt: skip
 
 
+# reasons whose words already say how many of the claim's cells ran
+_SAYS_RAN = (Reason.INCOMPLETE, Reason.REFUTED_SO_FAR, Reason.CANNOT_HOLD, Reason.NOT_RUN)
+
+
 def why(claim, v: Verdict) -> str:
     """The rule that decided ``v``, in one sentence a reader can check against the claim's
     stated thresholds; what a holding verdict shows where it is no evidence for MZAttn first."""
     text = _why(claim, v)
+    if not (v.parts or v.rank) and 0 < v.ran < v.n_cells and v.reason not in _SAYS_RAN:
+        text += f"; only {v.ran} of the claim's {v.n_cells} cells ran"
     if v.shows is not None:
         text = f"{_shows_text(v)}; {text}"
     return spaced(name_labels(text))
@@ -380,12 +389,33 @@ def reason_text(v: Verdict) -> str:
     return name_labels(text)
 
 
+# What each reading of the paper's layer does, in words (mzlite.nn.LAYER_READINGS)
+LAYER_WORDS = {
+    "literal": "the layer as Eq. eq:mz-main prints it (its matrix zonotope on the generator "
+    "stream only)",
+    "centre_adaptive": "the layer as def:relop describes it (its matrix zonotope acting on the "
+    "values)",
+}
+
+
+def readings_words(layer: str, task: str) -> str:
+    """The readings of the paper that runs were trained under, in words a referee can check:
+    "the layer as Eq. (3) prints it (...) and the tasks as mzlite first generated them (layer
+    reading literal, task reading v1)"."""
+    what = LAYER_WORDS.get(layer, f"the layer reading {layer}")
+    tasks = ("the tasks as mzlite first generated them" if task == _TASK_DEFAULT
+             else "the tasks under their chosen readings")  # fmt: skip
+    return name_labels(f"{what} and {tasks} (layer reading {layer}, task reading {task})")
+
+
 def readings_text(v: Verdict) -> str:
     """The layer and task readings of the runs behind ``v`` ("layer reading v1, task reading
     literal"), as each result recorded them; "" where nothing ran."""
     if not (v.layer_reading or v.task_reading):
         return ""
-    return f"layer reading {v.layer_reading or '--'}, task reading {v.task_reading or '--'}"
+    if not v.layer_reading:  # no MZ model among its cells: no layer was read
+        return f"task reading {v.task_reading} (no MZ layer among its models)"
+    return f"layer reading {v.layer_reading}, task reading {v.task_reading or '--'}"
 
 
 def _faithfulness(v: Verdict) -> int:
@@ -400,6 +430,26 @@ def beside_rows(claim, v: Verdict) -> list[dict]:
          "agrees": b.label == v.label, "why": why(claim, b)}
         for b in v.beside
     ]  # fmt: skip
+
+
+def claim_text(claim) -> str:
+    """The claim as registered, its test included, with paper labels named ("Table 3") and
+    settings spaced ("d = 8"): how every page states a claim."""
+    return spaced(name_labels(claim.text))
+
+
+def verdict_line(r: dict) -> str:
+    """One verdict in two sentences, from its scorecard row (``row``): the claim led by its
+    paper table, then the verdict with ours beside the paper's, the regime and the readings it
+    was read under, and the rule that decided it."""
+    head = f"{name_labels(r['paper_table'])}, {r['text']}"
+    text = f"{head}{'' if head.endswith('.') else '.'} {r['verdict'].capitalize()}"
+    if r["verdict"] == Label.NOT_RUN.value:
+        return text + "."
+    where = "; ".join(x for x in (r["regime"], r["readings"]) if x)
+    text += f": ours {r['ours_text']}, the paper's {r['paper_text']}" + (
+        f" (read at {where})" if where else "")  # fmt: skip
+    return text + (f"; {r['why']}." if r["why"] else ".")
 
 
 def row(claim, v: Verdict) -> dict:
@@ -421,7 +471,7 @@ def row(claim, v: Verdict) -> dict:
     return {
         "claim": claim.id,
         "table": claim.table,
-        "text": claim.text,  # the claim as registered (its test included)
+        "text": claim_text(claim),  # the claim as registered (its test included)
         "chapter": claim.chapter,
         "paper": v.paper,
         "paper_text": value_text(claim, v.paper, v.rank.get("paper")),
@@ -430,6 +480,7 @@ def row(claim, v: Verdict) -> dict:
         "profile": v.profile,
         "regime": _regimes_text(v),
         "protocol": protocol_text(v),
+        "protocol_note": protocol_text(v, cells=False),
         "statistics": statistics_text(claim, v),
         "why": why(claim, v),
         "verdict": label_words(v.label),
