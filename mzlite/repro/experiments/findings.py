@@ -6,11 +6,16 @@
     print(f.to_markdown())          # MyST for the landing page ({ref} links to chapter sections)
     f.to_html()                     # the same block on a chapter page (chapter 9), as HTML
 
-Five sentences, each linked to the chapter section that backs it: the verdict counts; what
-held; what did not (and under which reading of the paper it was decided); how sure (seeds per
-cell, Welch's tests, what lacks evidence); what could not run on this project's CPU and what it
-would cost (``experiments.plan``, CPU hours measured from results on disk). Every number is
-counted from the rows, so the block changes whenever a result lands.
+A reproduction report's summary. The headline is the finding in two sentences: how the claims
+that MZAttn beats another model came out at the paper's sizes, on how many experiments, and
+under which layer and task readings of the paper. Then sentences, each linked to the chapter
+section that backs it: every verdict read at the paper's sizes or under its protocol (one line
+each, ``present.verdict_line``); what held, and whether it is evidence for MZAttn; the counts
+(experiments: a run several claims read counts once); what held partly; what did not; how sure
+(seeds per cell, Welch's tests); what could not run and what it would cost (``plan``, CPU hours
+measured from results on disk); the compute the committed runs spent. Every number is counted
+from the rows, so the block changes whenever a result lands; ``once`` evaluates the scorecard
+once per state of the result files, however many cells of a page read it.
 
 A chapter that a sentence links to carries the label ``results_label(chapter)`` on its
 "Results at a glance" heading (tests/test_findings.py checks that each one exists); chapter 9
@@ -183,15 +188,16 @@ class Findings:
         )
 
     def to_markdown(self, prefix: str = "") -> str:
-        """MyST for a page that is not a notebook (the landing page): the headline, the counts
-        as an HTML block (each a link to the scorecard), the protocol box, then one
-        paragraph per sentence ending in a ``{ref}`` link to its section."""
+        """MyST for a page that is not a notebook (the landing page): the headline (the finding),
+        the counts as an HTML block (each a link to the scorecard), then one paragraph per
+        sentence ending in a ``{ref}`` link to its section, each with its list of verdicts (the
+        protocol box before the sentence that counts every claim)."""
         href = f"{prefix}chapters/{SCORECARD_CHAPTER}.html"
         out = [f'<p class="mz-headline"><b>{html.escape(self.headline)}</b></p>', ""]
+        out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
         for s in self.sentences:
-            if not s.lead:  # the counts of every verdict, then the protocols behind them
-                out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
-                out += [self.protocol_html(), ""] if self.protocols else []
+            if not s.lead and self.protocols:  # the protocols behind the counts' verdicts
+                out += [self.protocol_html(), ""]
             refs = ", ".join(f"{{ref}}`{text} <{label}>`" for _, label, text in s.links)
             lead = f"**{s.lead}:** " if s.lead else ""
             out += [f"{lead}{s.body} ({refs})", ""]
@@ -206,8 +212,7 @@ class Findings:
             return f'<a href="{href}">{html.escape(text)}</a>'
 
         paras = "".join(
-            (self.counts_html() if not s.lead else "")
-            + "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
+            "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
             + f"{html.escape(s.body)} ({', '.join(link(*x) for x in s.links)})</p>"
             + ("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in s.items) + "</ul>"
                if s.items else "")
@@ -215,7 +220,8 @@ class Findings:
         )  # fmt: skip
         return HTML(
             f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
-            f"{html.escape(title)}</p><p><b>{html.escape(self.headline)}</b></p>{paras}</div>"
+            f"{html.escape(title)}</p><p><b>{html.escape(self.headline)}</b></p>"
+            f"{self.counts_html()}{paras}</div>"
         )
 
 
