@@ -51,6 +51,8 @@ HOW_SURE_LABEL = "scorecard-how-sure"
 NOT_RUN_LABEL = "scorecard-not-run"
 DECIDED = ("holds", "holds partly", "does not hold here")
 PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
+# what remains is priced under the project's own protocol (chapter 9's tables of what is left)
+PRICE_PROFILE = "cpu-annealed"
 HELD = ("holds", "holds partly")
 
 
@@ -93,7 +95,8 @@ def book_scorecard(results_dir=None):
 
 
 def _priced_scorecard(results_dir=None):
-    return priced(once(scorecard, results_dir=results_dir), "cpu-annealed", results_dir=results_dir)
+    sc = once(scorecard, results_dir=results_dir)
+    return priced(sc, PRICE_PROFILE, results_dir=results_dir, decisions=open_decisions(results_dir))
 
 
 def results_label(chapter: str) -> str:
@@ -399,20 +402,13 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
         f"{len(missing)} claims of {len(tables)} tables "
         f"({tables_words(tables)}), beyond what this project's 2-core CPU could afford."
     )
-    cost = _price(tables, results_dir)
-    if cost is not None:
-        jobs, hours, cap, unknown = cost
-        text += (
-            f" Their {jobs:,} training runs would take about {hours:,.0f} CPU hours "
-            f"({cap:,.0f} if every run went to its epoch cap) on this machine"
-            + (
-                f", not counting {unknown} cells whose models never ran on their task here and "
-                "so have no measured cost"
-                if unknown
-                else ""
-            )
-            + "; on a GPU each table is one command."
-        )
+    jobs, hours, cap, unknown = _price(tables, results_dir)
+    unpriced = (f", not counting {unknown} cells whose models never ran on their task here and "
+                "so have no measured cost") if unknown else ""  # fmt: skip
+    under = _protocols.reader_name(PRICE_PROFILE)
+    text += (f" Their {jobs:,} training runs would take about {hours:,.0f} CPU hours under "
+             f"{under} ({cap:,.0f} if every run went to its epoch cap) on this machine"
+             f"{unpriced}; on a GPU each table is one command.")  # fmt: skip
     steps = _next_steps_price(tables, results_dir)
     if steps is not None:
         jobs, hours = steps
@@ -456,35 +452,36 @@ def _compute_sentence(spent: dict[str, tuple[int, float]]) -> Finding | None:
     return Finding("Compute spent", text, _scorecard_link(NOT_RUN_LABEL, "chapter 9"))
 
 
+def open_decisions(results_dir=None):
+    """The sequential rule's decisions (``plan.decide``) for every table with claims under
+    ``PRICE_PROFILE``: what chapter 9's table of next steps, the scorecard's price of each claim
+    not run and the landing page's sentence all read, evaluated once (``once``)."""
+    every = [t for t in ex.TABLES if _claims(t)]
+    return once(decide, every, PRICE_PROFILE, results_dir=results_dir, measure=False)
+
+
 def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
-    """(runs, expected CPU hours) of the next steps of the sequential rule (``plan.decide``)
-    for ``tables`` under the project's faithful CPU protocol; None without such a profile."""
-    cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
-    if not cpu:
-        return None
-    every = [t for t in ex.TABLES if _claims(t)]  # the decisions chapter 9 shows, read once
-    d = once(decide, every, cpu[0], results_dir=results_dir, measure=False)
+    """(runs, expected CPU hours) of the next steps of the sequential rule for ``tables``."""
+    d = open_decisions(results_dir)
     t = replace(d, claims=[c for c in d.claims if c["table"] in tables]).totals()
     return (t["next_jobs"], t["next_cpu_h"]) if t["next_jobs"] else None
 
 
-def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int] | None:
+def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]:
     """(runs to do, expected CPU hours, hours at the epoch cap, cells without an estimate) of
-    ``tables`` under the first CPU profile of ``PROFILE_ORDER`` (the project's faithful
-    protocol), from measured costs only (nothing is timed while a page builds); a cell that is
-    another table's experiment (``experiments.shared``) is priced there."""
-    cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
-    if not cpu:
-        return None
-    totals = list(once(plan, tables, cpu[0], results_dir=results_dir, measure=False)
+    ``tables`` under ``PRICE_PROFILE``, from measured costs only (nothing is timed while a page
+    builds); a cell that is another table's experiment (``experiments.shared``) is priced
+    there."""
+    prof = PRICE_PROFILE
+    totals = list(once(plan, tables, prof, results_dir=results_dir, measure=False)
                   .totals().values())  # fmt: skip
     lent: dict[str, set] = {}  # cells run as another table's (experiments.shared): priced there
     for t in tables:
-        for label, cell in ex.shared(t, cpu[0]).values():
+        for label, cell in ex.shared(t, prof).values():
             if label not in tables:
                 lent.setdefault(label, set()).add(cell)
     for label, cells in lent.items():
-        p = once(plan, label, cpu[0], cells=sorted(cells), results_dir=results_dir, measure=False)
+        p = once(plan, label, prof, cells=sorted(cells), results_dir=results_dir, measure=False)
         totals += list(p.totals().values())
     return (
         sum(t["todo"] for t in totals),
