@@ -411,8 +411,12 @@ def test_a_table_whose_cells_run_elsewhere_is_priced_there(tmp_path):
 
 
 def test_what_held_leads_with_full_verdicts_and_names_each_claims_table():
+    from mzlite.repro.render import table_name
+
     def row(table, text, verdict, shows=None, paper_table=None):
+        statement = f"{table_name(paper_table or table, title=False)}, {text}"
         return {"table": table, "paper_table": paper_table or table, "text": text,
+                "statement": statement,
                 "verdict": verdict, "ours_text": "+0.01", "paper_text": "+0.08",
                 "chapter": "06_relational_benchmarks", "regime": "", "readings": "",
                 "why": "the claim's thresholds", "shows": shows}  # fmt: skip

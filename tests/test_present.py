@@ -56,6 +56,10 @@ def test_rows_name_cells_in_words_and_profiles_by_the_glossary(tmp_path):
     row = present.row(sep, judge(sep, results_dir=tmp_path))
     # the refuting model, its column once and the model it beats: no cell named twice
     assert row["why"].startswith("refuted by ST-4L (L = 32): R² +0.380 above MZAttn")
+    # its clauses as written, the line a page shows first (no page splits the sentence)
+    assert row["why_parts"][0].startswith("refuted by ST-4L (L = 32)")
+    assert row["why_parts"][1] == "the rest of the column need not run"
+    assert "; ".join(row["why_parts"]) == row["why"]
     for field in ("why", "statistics", "reason", "text"):
         assert _no_ids(row[field], sep.table), field
     assert row["regime"] == "2K training sets, the reduced CPU protocol"

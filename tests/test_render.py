@@ -229,6 +229,7 @@ def test_scorecard_gives_each_verdict_one_line_and_its_details_in_a_toggle():
                "cpu-annealed: 3 seed(s), 40 epochs, 2,000/500/2,000 sets, on a CPU")  # fmt: skip
     row.update(
         why="refuted by ST-Large (p = 0.01); the rest of the column need not run",
+        why_parts=("refuted by ST-Large (p = 0.01)", "the rest of the column need not run"),
         statistics="n = 3 seed(s) per cell",
         regime="2K training sets, cpu-annealed",
     )

@@ -290,23 +290,11 @@ def scorecard_html(sc) -> HTML:
     return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == "not run"]))
 
 
-def _first_clause(text: str) -> str:
-    """The first clause of a generated reason (up to its first "; "), the line a reader sees."""
-    depth, start = 0, 0
-    for i, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and text.startswith("; ", i) and i > start:
-            return text[:i]
-    return text
-
-
 def _verdict_cell(r: dict) -> str:
     """A scorecard row's verdict: the badge, its reason in one line, and the rest (the full
     rule, the reading that decided it, the statistics, the regime) in a toggle."""
-    full = r.get("why") or r["verdict"]  # the presenter's rule
-    line = _first_clause(full)
-    rest = full[len(line) :].removeprefix("; ")  # the line is shown once, above the toggle
+    parts = r.get("why_parts") or (r.get("why") or r["verdict"],)  # the presenter's clauses
+    line, rest = parts[0], "; ".join(parts[1:])  # the line is shown once, above the toggle
     more = [_e(rest)] if rest else []  # HTML, escaped
     reason = r.get("reason")
     if reason not in (None, "", r["verdict"]):

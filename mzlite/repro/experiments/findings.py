@@ -38,7 +38,6 @@ from mzlite.repro.experiments.present import count_phrase, readings_words, verdi
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
 from mzlite.repro.experiments.specs import default_results_dir
-from mzlite.repro.paper import name_labels
 from mzlite.repro.render import HTML, STYLE, tables_words, verdict_badge
 
 __all__ = [
@@ -239,8 +238,8 @@ def _seeds_of(row: dict) -> list[int]:
 
 def _beside_paper(row: dict) -> str:
     """A claim (its paper table, its test) with our number beside the paper's."""
-    return (f"{name_labels(row['paper_table'])}, {row['text'].rstrip('.')}: ours "
-            f"{row['ours_text']}, the paper's {row['paper_text']}")  # fmt: skip
+    return (f"{row['statement'].rstrip('.')}: ours {row['ours_text']}, the paper's "
+            f"{row['paper_text']}")  # fmt: skip
 
 
 def _held_sentence(rows: list[dict]) -> Finding:

@@ -30,7 +30,8 @@ from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 __all__ = [
     "FIRST_READING", "DEFAULT_READING", "NOT_RUN_REASON", "claim_text", "count_phrase",
     "devices_text", "label_words", "protocol_text", "readings_text", "readings_words",
-    "reason_text", "regime_text", "row", "statistics_text", "value_text", "verdict_line", "why",
+    "reason_text", "regime_text", "row", "statement", "statistics_text", "value_text",
+    "verdict_line", "why", "why_parts",
 ]  # fmt: skip
 
 # What the generator-normalisation reading of a verdict's MZ runs is called
@@ -171,7 +172,7 @@ def _rank_statistics(v: Verdict) -> str:
     return spaced(text)
 
 
-def _problems(claim, v: Verdict) -> str:
+def _problems(claim, v: Verdict) -> list[str]:
     out = []
     cells = v.cells
     if Reason.TOO_FEW_SEEDS in v.problems:
@@ -185,17 +186,17 @@ def _problems(claim, v: Verdict) -> str:
     if Reason.MIXED_PROTOCOLS in v.problems:
         out.append("mixed protocols in " + ", ".join(_cell(v.table, c.cell) for c in cells
                                                      if c.mixed))  # fmt: skip
-    return "; ".join(out)
+    return out
 
 
-def _refutation_text(claim: Claim, v: Verdict) -> str:
+def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
     ref = v.refutation
     table = v.table
     if ref.reason == Reason.REFUTED_BY_MODEL:  # the two cells share a column: named once
         column = spaced(get_table(table).cell(ref.cell).column)
-        return (f"refuted by {_row_name(table, ref.cell)} ({column}): R^2 {ref.diff:+.3f} above "
-                f"{_row_name(table, claim.compare[0])}, Welch p = {_p(ref.p)}; the rest of the "
-                "column need not run")  # fmt: skip
+        return [f"refuted by {_row_name(table, ref.cell)} ({column}): R^2 {ref.diff:+.3f} above "
+                f"{_row_name(table, claim.compare[0])}, Welch p = {_p(ref.p)}",
+                "the rest of the column need not run"]  # fmt: skip
     if ref.reason == Reason.REFUTED_BY_BOUND:
         held = "; ".join(
             f"{_cell(table, c.cell)} scores {c.mean:.3f}" for c in v.cells if c.cell in ref.cells
@@ -218,52 +219,62 @@ def _refutation_text(claim: Claim, v: Verdict) -> str:
 _SAYS_RAN = (Reason.INCOMPLETE, Reason.REFUTED_SO_FAR, Reason.CANNOT_HOLD, Reason.NOT_RUN)
 
 
+def why_parts(claim, v: Verdict) -> tuple[str, ...]:
+    """The clauses of ``why``, each as written: the first is the line a page shows under the
+    badge, the others go in its details (no page splits a sentence to find them)."""
+    parts = _why(claim, v)
+    parts = [parts] if isinstance(parts, str) else list(parts)
+    if not (v.parts or v.rank) and 0 < v.ran < v.n_cells and v.reason not in _SAYS_RAN:
+        parts.append(f"only {v.ran} of the claim's {v.n_cells} cells ran")
+    if v.shows is not None:
+        parts.insert(0, _shows_text(v))
+    return tuple(spaced(name_labels(p)) for p in parts if p)
+
+
 def why(claim, v: Verdict) -> str:
     """The rule that decided ``v``, in one sentence a reader can check against the claim's
     stated thresholds; what a holding verdict shows where it is no evidence for MZAttn first."""
-    text = _why(claim, v)
-    if not (v.parts or v.rank) and 0 < v.ran < v.n_cells and v.reason not in _SAYS_RAN:
-        text += f"; only {v.ran} of the claim's {v.n_cells} cells ran"
-    if v.shows is not None:
-        text = f"{_shows_text(v)}; {text}"
-    return spaced(name_labels(text))
+    return "; ".join(why_parts(claim, v))
 
 
-def _why(claim, v: Verdict) -> str:
+def _why(claim, v: Verdict) -> str | list[str]:
     r = v.reason
     if isinstance(claim, RankClaim):
         return _rank_why(v)
     if r == Reason.NOT_RUN:
-        return "; ".join(
+        return [
             f"{old} results retired from this verdict (a converged cell of the claim "
             f"under {by}; they stay as an ablation)"
             for old, by in v.retired
-        )
+        ]
     if r == Reason.PIPELINE_ONLY:
         return "a smoke run: it checks the code, it never gives a verdict"
     if v.parts:
-        return "; ".join(
+        parts = [
             f"{p.claim.split('@', 1)[1]}: {label_words(p.label)}"
             + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
             for p in v.parts
-        ) + (". One part that does not hold refutes the claim, each part read at its strongest "
-             "evidence" if r == Reason.PART_FAILS else "")  # fmt: skip
+        ]
+        if r == Reason.PART_FAILS:
+            parts[-1] += (". One part that does not hold refutes the claim, each part read at "
+                          "its strongest evidence")  # fmt: skip
+        return parts
     if v.refutation is not None:
         return _refutation_text(claim, v)
     if r == Reason.OPTIMISATION_FAILURE:
-        return "; ".join(f"{_cell(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
-                         "fitting the training set" for c in v.cells if c.failed)  # fmt: skip
+        return [f"{_cell(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
+                "fitting the training set" for c in v.cells if c.failed]  # fmt: skip
     if v.label == Label.INSUFFICIENT:
         return _problems(claim, v)
     if r == Reason.MEMORISED:
-        return "; ".join(f"{_cell(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
-                         for c in v.cells if c.memorised)  # fmt: skip
+        return [f"{_cell(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
+                for c in v.cells if c.memorised]  # fmt: skip
     if r == Reason.NO_MODEL_LEARNS:
         means = [c.mean for c in v.cells if c.mean is not None]
-        text = (f"every model of the comparison has R^2 <= {_stats.LEARNS:g} "
-                f"({min(means):.2f} to {max(means):.2f})")  # fmt: skip
+        text = [f"every model of the comparison has R^2 <= {_stats.LEARNS:g} "
+                f"({min(means):.2f} to {max(means):.2f})"]  # fmt: skip
         if v.yardstick is not None:
-            text += f"; the yardstick (set statistics) reaches {v.yardstick:.2f}"
+            text.append(f"the yardstick (set statistics) reaches {v.yardstick:.2f}")
         return text
     if claim.compare is None or claim.size_of_gap:
         return "the claim's thresholds, on the mean over seeds"
@@ -273,8 +284,8 @@ def _why(claim, v: Verdict) -> str:
         return f"survived all {n_b} models of the comparison, each significantly{p}"
     if r == Reason.INCOMPLETE:
         tested = len(v.tests)
-        return (f"survived {tested} of {n_b} models so far, none significantly better{p}; "
-                f"{n_b - tested} still to run (plan --decide)")  # fmt: skip
+        return [f"survived {tested} of {n_b} models so far, none significantly better{p}",
+                f"{n_b - tested} still to run (plan --decide)"]  # fmt: skip
     if r == Reason.TIE:
         return f"a tie: the gap is within {TIE:g} of zero{p}"
     if r == Reason.NOT_SIGNIFICANT:
@@ -336,13 +347,13 @@ def _shows_text(v: Verdict) -> str:
         if s.one_row is not None:
             text += (
                 f", and row {s.one_row} is the best of every column ("
-                + ", ".join(f"{_cell(v.table, c)} {r:.3f}" for c, r in s.best)
+                + "; ".join(f"{_cell(v.table, c)}: {r:.3f}" for c, r in s.best)
                 + ")"
             )
         return text
     return (f"says nothing for MZAttn: the MZ model it reads ({_cell(v.table, s.model)}) predicts "
             f"worse than the others beside it (test R^2 {s.r2:.3f}, against "
-            + ", ".join(f"{_cell(v.table, o)} {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
+            + "; ".join(f"{_cell(v.table, o)}: {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
 
 
 _POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
@@ -438,11 +449,19 @@ def claim_text(claim) -> str:
     return spaced(name_labels(claim.text))
 
 
+def statement(claim) -> str:
+    """The claim led by its paper table ("Table 3, d = 8: ..."), unless it names one itself."""
+    table = getattr(claim, "paper_table", None) or claim.table
+    return (
+        claim_text(claim) if "tab:" in claim.text else f"{name_labels(table)}, {claim_text(claim)}"
+    )
+
+
 def verdict_line(r: dict) -> str:
     """One verdict in two sentences, from its scorecard row (``row``): the claim led by its
     paper table, then the verdict with ours beside the paper's, the regime and the readings it
     was read under, and the rule that decided it."""
-    head = f"{name_labels(r['paper_table'])}, {r['text']}"
+    head = r["statement"]
     text = f"{head}{'' if head.endswith('.') else '.'} {r['verdict'].capitalize()}"
     if r["verdict"] == Label.NOT_RUN.value:
         return text + "."
@@ -472,6 +491,7 @@ def row(claim, v: Verdict) -> dict:
         "claim": claim.id,
         "table": claim.table,
         "text": claim_text(claim),  # the claim as registered (its test included)
+        "statement": statement(claim),
         "chapter": claim.chapter,
         "paper": v.paper,
         "paper_text": value_text(claim, v.paper, v.rank.get("paper")),
@@ -483,6 +503,7 @@ def row(claim, v: Verdict) -> dict:
         "protocol_note": protocol_text(v, cells=False),
         "statistics": statistics_text(claim, v),
         "why": why(claim, v),
+        "why_parts": why_parts(claim, v),
         "verdict": label_words(v.label),
         "reason_code": v.reason.value,
         "reading": reading_words(v.reading),
