@@ -1,7 +1,7 @@
 """Results as HTML that reads on a book page: tables that fit the page width, conclusions as prose.
 
-    from mzlite.repro.render import results_table, conclusion
-    display(results_table(scorecard(tables=["tab:meb"])))    # or just show the Scorecard/Report
+    from mzlite.repro.render import comparison_table, conclusion
+    scorecard(tables=["tab:meb"])     # a Scorecard (or a Report) renders here in a notebook
     display(conclusion("On raw data the paper's pattern does not appear ...", title="Verdict"))
 
 ``Scorecard`` and ``Report`` (mzlite.repro.experiments) render through this module in a notebook, so
@@ -32,7 +32,7 @@ from mzlite.repro.paper import latex_to_text, name_labels, paper_label
 from mzlite.viz.page import fit_page
 
 __all__ = [
-    "plain_math", "results_table", "scorecard_html", "scorecard_summary", "report_html",
+    "plain_math", "scorecard_html", "scorecard_summary", "report_html",
     "comparison_table", "conclusion", "table_name", "tables_words", "toggle", "plot_verdicts",
     "Number", "experiment_key", "number_html", "marked_numbers", "number_conflicts",
 ]  # fmt: skip
@@ -533,15 +533,6 @@ def toggle(summary: str, *parts) -> HTML:
         f'{STYLE}<details class="mz-toggle"><summary>{_e(name_labels(summary))}</summary>'
         f"{inner}</details>"
     )
-
-
-def results_table(obj) -> HTML:
-    """The page-width HTML of a ``Scorecard`` or a ``Report``."""
-    if hasattr(obj, "rows") and hasattr(obj, "profiles"):
-        return scorecard_html(obj)
-    if hasattr(obj, "rows") and hasattr(obj, "label"):
-        return report_html(obj)
-    raise TypeError(f"results_table takes a Scorecard or a Report, got {type(obj).__name__}")
 
 
 def plot_verdicts(sc, *, title: str = "Verdicts per paper table"):

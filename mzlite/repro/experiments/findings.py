@@ -152,10 +152,6 @@ class Findings:
     headline: str = ""
     protocols: tuple[dict, ...] = ()
 
-    def counts_text(self) -> str:
-        parts = [count_phrase(v, n) for v, n in self.counts.items() if n]
-        return f"{self.total} claims: " + ", ".join(parts) + "."
-
     def counts_html(self, scorecard_href: str = "") -> str:
         """The counts as badges, each carrying ``data-verdict`` and ``data-n`` (what the browser
         test compares with the scorecard), each a link to the scorecard (``scorecard_href``)."""
