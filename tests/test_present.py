@@ -64,6 +64,12 @@ def test_rows_name_cells_in_words_and_profiles_by_the_glossary(tmp_path):
         assert _no_ids(row[field], sep.table), field
     assert row["regime"] == "2K training sets, the reduced CPU protocol"
     assert row["readings"] == "layer reading literal, task reading v1"
+    assert row["read_at"] == row["regime"]  # below the paper's sizes: no readings beside it
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.60, "full")
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "full")
+    row = present.row(sep, judge(sep, results_dir=tmp_path))
+    assert row["profile"] == "full"
+    assert row["read_at"].endswith("the paper's protocol; layer reading literal, task reading v1")
 
 
 def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):

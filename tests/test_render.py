@@ -31,10 +31,20 @@ def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
     proto = "cpu: 1 seed(s), 30 epochs, 2,000/500/1,000 sets, cpu"
     sc = Scorecard(
         [
-            _row("tab:main-results", "Task A: MZAttn beats Table 3's best", "holds partly",
-                 proto, why="survived 3 of 6 models so far"),  # fmt: skip
-            _row("tab:main-results", "Task F: <b>x</b>", "holds partly", proto,
-                 why="a tie: the gap is within 0.01 of zero"),  # fmt: skip
+            _row(
+                "tab:main-results",
+                "Task A: MZAttn beats Table 3's best",
+                "holds partly",
+                proto,
+                why="survived 3 of 6 models so far",
+            ),  # fmt: skip
+            _row(
+                "tab:main-results",
+                "Task F: <b>x</b>",
+                "holds partly",
+                proto,
+                why="a tie: the gap is within 0.01 of zero",
+            ),  # fmt: skip
             _row("tab:meb", "d = 8: fails", "does not hold here", proto, ours="0.944"),
             _row("tab:meb", "d = 16: fails", "not run", "--", ours="--"),
         ],
@@ -143,14 +153,15 @@ def test_scorecard_shows_the_scorecards_own_reason_and_statistics():
     proto = "cpu: 1 seed(s), 30 epochs, 2,000/500/1,000 sets, cpu"
     row = _row("tab:meb", "d = 8: fails", "insufficient evidence", proto)
     row.update(why="2 of 2 cells have 1 seed(s) (needs >= 3); only 2 of the claim's 6 cells ran",
-               statistics="n = 1 seed(s) per cell", readings="layer reading literal, task "
-               "reading v1", regime="2K training sets, the reduced CPU protocol")  # fmt: skip
+               statistics="n = 1 seed(s) per cell", regime="10K training sets, the paper's "
+               "protocol", read_at="10K training sets, the paper's protocol; layer reading "
+               "literal, task reading v1")  # fmt: skip
     html = Scorecard([row], ("cpu",))._repr_html_()
     verdict = _cells_of_rows(html)[0][3]
     assert "insufficient evidence" in verdict and "needs &gt;= 3" in verdict
     assert "only 2 of the claim&#x27;s 6 cells ran" in verdict and "n = 1 seed(s)" in verdict
     # where it was read and under which readings of the paper, beside the badge
-    assert ("read at 2K training sets, the reduced CPU protocol; layer reading literal, task "
+    assert ("read at 10K training sets, the paper&#x27;s protocol; layer reading literal, task "
             "reading v1") in verdict  # fmt: skip
 
 

@@ -306,7 +306,7 @@ def _verdict_cell(r: dict) -> str:
     if more:
         spans = "".join(f'<span class="mz-why">{m}</span>' for m in more)
         details = f'<details class="mz-more"><summary>details</summary>{spans}</details>'
-    where = "; ".join(x for x in (r.get("regime"), r.get("readings")) if x)
+    where = r.get("read_at", r.get("regime"))  # the presenter's: readings at the paper's sizes
     regime = f'<span class="mz-regime">read at {_e(where)}</span>' if where else ""
     return (f'{verdict_badge(r["verdict"])}{regime}<span class="mz-why">{_e(line)}</span>'
             f"{_paper_protocol_line(r)}{details}")  # fmt: skip

@@ -34,7 +34,12 @@ from pathlib import Path
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import protocols as _protocols
 from mzlite.repro.experiments.plan import decide, plan, priced
-from mzlite.repro.experiments.present import count_phrase, readings_words, verdict_line
+from mzlite.repro.experiments.present import (
+    PAPER_SCALE,
+    count_phrase,
+    readings_words,
+    verdict_line,
+)
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
 from mzlite.repro.experiments.specs import default_results_dir
@@ -49,7 +54,6 @@ SCORECARD_CHAPTER = "09_reproduction_scorecard"
 HOW_SURE_LABEL = "scorecard-how-sure"
 NOT_RUN_LABEL = "scorecard-not-run"
 DECIDED = ("holds", "holds partly", "does not hold here")
-PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
 # what remains is priced under the project's own protocol (chapter 9's tables of what is left)
 PRICE_PROFILE = "cpu-annealed"
 HELD = ("holds", "holds partly")
@@ -203,7 +207,8 @@ class Findings:
         return "\n".join(out)
 
     def to_html(self, title: str = "What the book found"):
-        """The block as HTML for a chapter page: links are relative to the chapters' folder."""
+        """The block as HTML for a chapter page (chapter 9, above its scorecard): links are
+        relative to the chapters' folder; each list of verdicts collapsed under its sentence."""
 
         def link(chapter, label, text):
             href = html.escape(f"{chapter}.html#{label}")
@@ -212,7 +217,10 @@ class Findings:
         paras = "".join(
             "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
             + f"{html.escape(s.body)} ({', '.join(link(*x) for x in s.links)})</p>"
-            + ("<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in s.items) + "</ul>"
+            + (f'<details class="mz-toggle"><summary>{len(s.items)} verdict'
+               f"{'s' * (len(s.items) != 1)}, one line each (the scorecard below shows each "
+               "in its row)</summary><ul>"
+               + "".join(f"<li>{html.escape(i)}</li>" for i in s.items) + "</ul></details>"
                if s.items else "")
             for s in self.sentences
         )  # fmt: skip

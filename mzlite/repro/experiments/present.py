@@ -28,12 +28,13 @@ from mzlite.repro.paper import name_labels
 from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 
 __all__ = [
-    "FIRST_READING", "DEFAULT_READING", "NOT_RUN_REASON", "claim_text", "count_phrase",
-    "devices_text", "label_words", "protocol_text", "readings_text", "readings_words",
-    "reason_text", "regime_text", "row", "statement", "statistics_text", "value_text",
-    "verdict_line", "why", "why_parts",
+    "FIRST_READING", "DEFAULT_READING", "NOT_RUN_REASON", "PAPER_SCALE", "claim_text",
+    "count_phrase", "devices_text", "label_words", "protocol_text", "readings_text",
+    "readings_words", "reason_text", "regime_text", "row", "statement", "statistics_text",
+    "value_text", "verdict_line", "why", "why_parts",
 ]  # fmt: skip
 
+PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
 # What the generator-normalisation reading of a verdict's MZ runs is called
 FIRST_READING = "mzlite's first reading (a LayerNorm on every generator row)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre)"
@@ -499,6 +500,10 @@ def row(claim, v: Verdict) -> dict:
         "ours_text": value_text(claim, v.ours, v.rank.get("observed")),
         "profile": v.profile,
         "regime": _regimes_text(v),
+        # where it was read, as its row says it: at the paper's sizes, with the readings too
+        "read_at": "; ".join(
+            x for x in (_regimes_text(v), readings_text(v) if v.profile in PAPER_SCALE else "") if x
+        ),
         "protocol": protocol_text(v),
         "protocol_note": protocol_text(v, cells=False),
         "statistics": statistics_text(claim, v),
