@@ -79,5 +79,6 @@ def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):
     v = judge(nll, results_dir=tmp_path)
     assert v.label == "does not hold here" and v.better == ("B-ensemble-st",)
     why = present.why(nll, v)
-    assert why.startswith("fails even the weaker test, and Task B: Set Match., Deep Ensemble is")
+    # one cell (or cells of one column): the model by its row, the column named once
+    assert why.startswith("fails even the weaker test, and Deep Ensemble at Task B: Set Match. is")
     assert "no single model significantly better" not in why

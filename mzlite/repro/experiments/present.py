@@ -56,6 +56,22 @@ def _row_name(table: str, cell_id: str) -> str:
     return get_table(table).cell(cell_id).row
 
 
+def _column(table: str, cell_ids) -> str | None:
+    """The one column (in words) that ``cell_ids`` share, None where they are in several: a
+    sentence about cells of one column names it once and each cell by its row."""
+    columns = {get_table(table).cell(c).column for c in cell_ids}
+    return spaced(columns.pop()) if len(columns) == 1 else None
+
+
+def _named(table: str, cell_ids, sep: str = ", ") -> tuple[str, str]:
+    """(the cells' names joined by ``sep``, " at <column>" or ""): each cell by its row where
+    they share a column, named once at the end; else each in full (``cell_words``)."""
+    column = _column(table, cell_ids)
+    if column is None:
+        return sep.join(_cell(table, c) for c in cell_ids), ""
+    return sep.join(_row_name(table, c) for c in cell_ids), f" at {column}"
+
+
 def _p(p) -> str:
     return "--" if p is None else f"{p:.2g}"
 
@@ -150,8 +166,8 @@ def statistics_text(claim, v: Verdict) -> str:
         text += "; no Welch test (needs >= 2 seeds a side)"
     elif v.tests:
         worst = max(v.tests, key=lambda t: t.p)
-        text += (f"; Welch p = {_p(worst.p)} ({_cell(v.table, worst.a)} vs "
-                 f"{_cell(v.table, worst.b)}"
+        pair, at = _named(v.table, (worst.a, worst.b), " vs ")
+        text += (f"; Welch p = {_p(worst.p)} ({pair}{at}"
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
         if v.p_holm is not None and len(v.tests):
             text += f"; after Holm's correction within its table, p = {_p(v.p_holm)}"
@@ -297,8 +313,8 @@ def _why(claim, v: Verdict) -> str | list[str]:
             )
         return f"the gap is beyond a tie, but no Welch test backs it either way{p}"
     if v.better:  # the label is "does not hold" because a compared model is better
-        names = ", ".join(_cell(v.table, b) for b in v.better)
-        return f"fails even the weaker test, and {names} is significantly better{p}"
+        names, at = _named(v.table, v.better)
+        return f"fails even the weaker test, and {names}{at} is significantly better{p}"
     return f"the claim's thresholds: no single model significantly better{p}"
 
 
@@ -352,9 +368,11 @@ def _shows_text(v: Verdict) -> str:
                 + ")"
             )
         return text
-    return (f"says nothing for MZAttn: the MZ model it reads ({_cell(v.table, s.model)}) predicts "
+    _, at = _named(v.table, (s.model, *(o for o, _ in s.beside)))
+    name = (lambda c: _row_name(v.table, c)) if at else (lambda c: _cell(v.table, c))
+    return (f"says nothing for MZAttn: the MZ model it reads{at} ({name(s.model)}) predicts "
             f"worse than the others beside it (test R^2 {s.r2:.3f}, against "
-            + "; ".join(f"{_cell(v.table, o)}: {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
+            + "; ".join(f"{name(o)}: {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
 
 
 _POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
