@@ -82,3 +82,16 @@ def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):
     # one cell (or cells of one column): the model by its row, the column named once
     assert why.startswith("fails even the weaker test, and Deep Ensemble at Task B: Set Match. is")
     assert "no single model significantly better" not in why
+
+
+def test_a_rank_claims_problem_names_its_runs_in_words(tmp_path):
+    """The transfer study writes which runs did not converge by cell id; the presenter's reason
+    names them as the page does."""
+    from test_scorecard import SETTINGS, _tier1
+
+    _tier1(tmp_path, dict(zip(SETTINGS, (2, 7, 7, 6, 6, 7), strict=True)),
+           unconverged=("raw-hull-perceiver",))  # fmt: skip
+    (claim, *_) = [c for c in claims("tab:transfer-matrix")]
+    row = present.row(claim, judge(claim, results_dir=tmp_path))
+    assert row["verdict"] == "insufficient evidence"
+    assert "Hull, Perceiver seed 1" in row["why"] and _no_ids(row["why"], claim.table)

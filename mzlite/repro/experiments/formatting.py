@@ -1,8 +1,9 @@
 """How a number of a results table is printed, how a cell and a count of verdicts are named: the
 lowest layer of the results' text, which imports nothing of theirs so that each of them can use
 it (the presenter ``present``, which words every verdict, and ``mzlite.repro.render``, which the
-verdict engine's own imports reach). ``scrub`` rewrites ids written into a sentence; the
-transfer study (chapter 10) still writes its reasons with ids and is its last user.
+verdict engine's own imports reach). ``scrub`` rewrites ids written into a sentence: the
+transfer study (chapter 10) still writes its reasons with ids, and its sentences are the only
+ones it is applied to (there, and where the presenter quotes its rank problem).
 """
 
 from __future__ import annotations
