@@ -506,3 +506,22 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
     assert ("The other 3, read below the paper's sizes (most at 2K training sets, the reduced "
             "CPU protocol): 2 do not hold here, 1 is not decided.") in won  # fmt: skip
     assert fd.experiment_count(rows) == 2
+
+
+def test_once_evaluates_once_per_state_of_the_results(tmp_path):
+    """Chapter 9 reads the scorecard in several cells and its exercise: one evaluation while the
+    result files stay as they are, a new one as soon as a result lands or is rewritten."""
+    calls = []
+
+    def evaluate(tables, results_dir=None):
+        calls.append((tuple(tables), results_dir))
+        return len(calls)
+
+    assert fd.once(evaluate, ["tab:meb"], results_dir=tmp_path) == 1
+    assert fd.once(evaluate, ["tab:meb"], results_dir=tmp_path) == 1  # the same state: cached
+    assert fd.once(evaluate, ["tab:hull"], results_dir=tmp_path) == 2  # other arguments
+    path = _write(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.5, "cpu-annealed")
+    assert fd.once(evaluate, ["tab:meb"], results_dir=tmp_path) == 3  # a result landed
+    path.write_text(path.read_text().replace("0.5", "0.75"))  # rewritten: another size
+    assert fd.once(evaluate, ["tab:meb"], results_dir=tmp_path) == 4
+    assert calls[-1] == (("tab:meb",), tmp_path)
