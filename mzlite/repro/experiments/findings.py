@@ -218,8 +218,7 @@ class Findings:
             "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
             + f"{html.escape(s.body)} ({', '.join(link(*x) for x in s.links)})</p>"
             + (f'<details class="mz-toggle"><summary>{len(s.items)} verdict'
-               f"{'s' * (len(s.items) != 1)}, one line each (the scorecard below shows each "
-               "in its row)</summary><ul>"
+               f"{'s' * (len(s.items) != 1)}, one line each</summary><ul>"
                + "".join(f"<li>{html.escape(i)}</li>" for i in s.items) + "</ul></details>"
                if s.items else "")
             for s in self.sentences
