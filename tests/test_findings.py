@@ -88,8 +88,8 @@ def test_compute_spent_sums_the_recorded_wall_time_per_device(tmp_path):
     spent = fd.compute_spent(tmp_path)
     assert spent == {"this 2-core CPU": (2, 2.0), "NVIDIA H200": (1, 0.2)}
     text = fd._compute_sentence(spent).text
-    assert text.startswith("Compute spent: the committed runs took 2.0 hours on this 2-core CPU "
-                           "(2 runs); 0.2 hours on NVIDIA H200 (1 run)")  # fmt: skip
+    assert text.startswith("Compute spent: 2.0 hours on this 2-core CPU (2 runs); 0.2 hours on "
+                           "NVIDIA H200 (1 run)")  # fmt: skip
 
 
 def test_findings_name_what_did_not_hold_and_render_with_links(tmp_path):

@@ -333,8 +333,8 @@ def _paper_scale_finding(rows: list[dict]) -> Finding | None:
     if not paper:
         return None
     paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
-    body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (claims that read "
-            f"the same runs count them once): {_said(paper)}.")  # fmt: skip
+    body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (a run several "
+            f"claims read counts once): {_said(paper)}.")  # fmt: skip
     return Finding("Read at the paper's sizes and under its protocol", body,
                    _chapter_links([r["chapter"] for r in paper]),
                    tuple(verdict_line(r) for r in paper))  # fmt: skip
@@ -449,8 +449,7 @@ def _compute_sentence(spent: dict[str, tuple[int, float]]) -> Finding | None:
         return None
     each = [(f"{h:,.0f}" if h >= 10 else f"{h:.1f}") + f" hours on {where} ({n:,} run"
             + ("s)" if n != 1 else ")") for where, (n, h) in spent.items()]  # fmt: skip
-    text = ("the committed runs took " + "; ".join(each) + " (the wall time each result "
-            "records, the learning-rate search included).")  # fmt: skip
+    text = "; ".join(each) + " (the wall time the results record, rate search included)."
     return Finding("Compute spent", text, _scorecard_link(NOT_RUN_LABEL, "chapter 9"))
 
 
