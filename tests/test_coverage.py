@@ -76,3 +76,11 @@ def test_without_the_latex_source_the_labels_come_from_labels_json(monkeypatch, 
     expect = paper_table_labels()
     monkeypatch.setenv("MZLITE_PAPER_TEX", str(tmp_path / "absent.tex"))
     assert paper_table_labels() == expect
+
+
+def test_a_tables_state_counts_its_claims_by_verdict():
+    from mzlite.repro.experiments.coverage import _state
+
+    assert _state([]) == ""
+    verdicts = ["holds", "does not hold here", "does not hold here"]
+    assert _state(verdicts) == "3 claim(s): 1 holds, 2 do not hold here"

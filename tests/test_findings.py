@@ -20,7 +20,7 @@ from mzlite.repro import experiments as ex
 from mzlite.repro import meb_study, relational, training_study, transfer
 from mzlite.repro.experiments import findings as fd
 from mzlite.repro.experiments import formatting as fmt
-from mzlite.repro.experiments import narrate
+from mzlite.repro.experiments import narrate, present
 from mzlite.repro.experiments.scorecard import scorecard
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,30 +29,6 @@ HASH = re.compile(r"(?<![\w.+-])(?=[0-9a-f]*\d)(?=(?:[0-9]*[a-f]){2})[0-9a-f]{7,
 
 def _all_cell_ids() -> set[str]:
     return {c.id for t in ex.TABLES for c in ex.get_table(t).cells}
-
-
-def test_headline_drops_the_test_and_keeps_the_statement():
-    assert (
-        fmt.headline(
-            "At L=32 one MZ layer beats four standard layers (R^2 gap > 0.01; partly: a tie)."
-        )
-        == "at L = 32 one MZ layer beats four standard layers"
-    )
-    assert (
-        fmt.headline(
-            "d=8: every PMA-pooled attention baseline fails on the MEB radius: the best of "
-            "them has R^2 <= 0.10 (partly: <= 0.30)."
-        )
-        == "d = 8: every PMA-pooled attention baseline fails on the MEB radius"
-    )
-    assert (
-        fmt.headline(
-            "A 1-layer MZ model fits the quadratic-TDOF target at every L in [4, 8, 16, 24, 32]: "
-            "its lowest R^2 is >= 0.90 (partly: >= 0.70)."
-        )
-        == "a 1-layer MZ model fits the quadratic-TDOF target at every L in {4, 8, 16, 24, 32}"
-    )
-    assert fmt.headline("Tier 1: MZAttn-Full ranks 3rd-5th").startswith("Tier 1")  # no lowering
 
 
 def test_count_phrase_and_results_label():
@@ -73,14 +49,18 @@ def test_findings_say_what_the_scorecard_says(tmp_path):
     counts = sc.counts()
     assert f.counts == counts and f.total == len(sc)
     assert counts["holds"] == 3 and counts["not run"] == len(sc) - 3  # what was constructed
-    opening = f.sentences[0].text
+    opening = next(s for s in f.sentences if not s.lead).text
     assert f"tests {len(sc)} claims" in opening
     assert "3 hold" in opening and f"{counts['not run']} were not run" in opening
     held = next(s for s in f.sentences if s.text.startswith("What held"))
-    for r in sc.rows:
-        if r["verdict"] == "holds":
-            assert fmt.headline(r["text"]) in held.text and r["ours_text"] in held.text
+    assert held.body == "3 hold; 3 of them are evidence for MZAttn."
+    lines = [present.verdict_line(r) for r in sc.rows if r["verdict"] == "holds"]
+    assert list(held.items) == lines and all(r["text"] in " ".join(lines) for r in sc.rows
+                                             if r["verdict"] == "holds")  # fmt: skip
     assert held.links == (("04_training_on_gpu", "results-ch04", "chapter 4"),)
+    # read below the paper's sizes: no list of paper-scale verdicts
+    assert not any(s.lead.startswith("Read at the paper's sizes") for s in f.sentences)
+    assert not any(s.lead == "Compute spent" for s in f.sentences)  # no wall time recorded
     sure = next(s for s in f.sentences if s.text.startswith("How sure"))
     assert "rests on 3 seeds per cell" in sure.text and "Welch t-tests" in sure.text
     not_run = next(s for s in f.sentences if s.text.startswith("What could not run"))
@@ -91,10 +71,25 @@ def test_findings_say_what_the_scorecard_says(tmp_path):
                  "cpu-annealed", results_dir=tmp_path, measure=False).totals()  # fmt: skip
     assert f"their next steps are {nxt['next_jobs']:,} runs" in not_run.text
     assert not any(s.text.startswith("What did not hold") for s in f.sentences)  # none failed
-    assert 4 <= len(f.sentences) <= 6
+    assert 4 <= len(f.sentences) <= 7
     for s in f.sentences:  # no plumbing in the text
-        assert "R^2" not in s.text and not HASH.search(s.text) and "data/" not in s.text
-        assert not set(re.findall(r"[\w-]+", s.text)) & _all_cell_ids()
+        text = s.text + " ".join(s.items)
+        assert "R^2" not in text and not HASH.search(text) and "data/" not in text
+        assert not set(re.findall(r"[\w-]+", text)) & _all_cell_ids()
+
+
+def test_compute_spent_sums_the_recorded_wall_time_per_device(tmp_path):
+    walls = {("cpu-annealed", 0): 1800.0, ("cpu-annealed", 1): 5400.0, ("full", 0): 720.0}
+    for (profile, seed), wall in walls.items():
+        gpu = {"device": "cuda", "gpu_name": "NVIDIA H200"} if profile == "full" else None
+        _write(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.5, profile, seed=seed,
+               wall_time_s=wall, **({"provenance": gpu} if gpu else {}))  # fmt: skip
+    _write(tmp_path, "tab:tdof-verify", "L16-st_4l", 0.5, "smoke", wall_time_s=9e9)  # not spent
+    spent = fd.compute_spent(tmp_path)
+    assert spent == {"this 2-core CPU": (2, 2.0), "NVIDIA H200": (1, 0.2)}
+    text = fd._compute_sentence(spent).text
+    assert text.startswith("Compute spent: 2.0 hours on this 2-core CPU (2 runs); 0.2 hours on "
+                           "NVIDIA H200 (1 run)")  # fmt: skip
 
 
 def test_findings_name_what_did_not_hold_and_render_with_links(tmp_path):
@@ -102,7 +97,7 @@ def test_findings_name_what_did_not_hold_and_render_with_links(tmp_path):
     sc = scorecard(results_dir=tmp_path)
     f = fd.findings(sc, results_dir=tmp_path, price=False)
     failed = next(s for s in f.sentences if s.text.startswith("What did not hold"))
-    assert "a 1-layer MZ model fits the quadratic-TDOF target" in failed.text
+    assert "A 1-layer MZ model fits the quadratic-TDOF target" in failed.text
     assert not any(s.text.startswith("What could not run") for s in f.sentences)  # price=False
     md = f.to_markdown()
     assert "{ref}`chapter 4 <results-ch04>`" in md
@@ -112,6 +107,31 @@ def test_findings_name_what_did_not_hold_and_render_with_links(tmp_path):
     html = str(f.to_html())
     assert 'href="04_training_on_gpu.html#results-ch04"' in html
     assert f'data-total="{len(sc)}"' in html
+
+
+def test_the_paper_scale_verdicts_lead_and_name_their_readings(tmp_path):
+    """Read under the paper's protocol, the finding's first two sentences say how the claims that
+    MZAttn beats another model came out, where, and under which layer and task readings; each
+    verdict read there is listed through the presenter."""
+    _tdof(tmp_path, mz=0.4, st4=0.9, st32=0.88, profile="full")
+    sc = scorecard(results_dir=tmp_path)
+    f = fd.findings(sc, results_dir=tmp_path, price=False)
+    beats = [r for r in sc.rows if r["mz_beats"] and r["verdict"] != "not run"]
+    assert beats and all(r["profile"] == "full" for r in beats)
+    first, second = re.split(r"(?<=\.) (?=[A-Z])", f.headline)[:2]
+    assert first.startswith("At the paper's sizes (") and "another model in 0 of the" in first
+    assert f"of the {len(beats)} comparison{'s' * (len(beats) > 1)} judged" in first
+    assert "(layer reading literal, task reading v1)" in second
+    listed = next(s for s in f.sentences if s.lead.startswith("Read at the paper's sizes"))
+    paper = [r for r in sc.rows if r["profile"] == "full" and r["verdict"] != "not run"]
+    assert list(listed.items) == [present.verdict_line(r) for r in paper]
+    for item, r in zip(listed.items, paper, strict=True):  # no MZ model: no layer reading
+        mz = any(c.startswith(("L4-mz", "L32-mz")) for c in r["cells"])
+        assert ("layer reading literal, task reading v1" if mz else
+                "task reading v1 (no MZ layer among its models)") in item  # fmt: skip
+    assert f.sentences[0] is listed  # the verdicts at the paper's sizes come first
+    md = f.to_markdown()
+    assert md.index("mz-headline") < md.index(listed.items[0])
 
 
 def test_every_label_a_finding_links_to_is_on_its_page():
@@ -355,15 +375,6 @@ def test_main_results_glance_names_the_best_other_model(tmp_path):
     assert lines[1] == "Task B: Set Match.: MZAttn-Full not run yet."
 
 
-def test_sentence_case_capitalises_words_not_symbols():
-    assert fmt.sentence_case("a 1-layer MZ model fits") == "A 1-layer MZ model fits"
-    assert fmt.sentence_case("at L = 32 one MZ layer") == "At L = 32 one MZ layer"
-    assert (
-        fmt.sentence_case("d = 8: every PMA-pooled baseline") == "d = 8: every PMA-pooled baseline"
-    )
-    assert fmt.sentence_case("MZAttn beats") == "MZAttn beats"
-
-
 def test_each_inline_script_is_kept_once():
     from sphinx.builders.html._assets import _JavaScript
 
@@ -386,19 +397,6 @@ def test_the_hash_pattern_finds_hashes_not_numbers():
     assert not HASH.search("seed 12345678") and not HASH.search("decade")
 
 
-def test_claim_lines_name_the_tables_a_claim_cites():
-    """A claim's text may cite another paper table (tab:ece-nll's runs decide tab:uncertainty's
-    claim): the line names it as the page does, never as a raw LaTeX label."""
-    from mzlite.repro.experiments import narrate
-    from mzlite.repro.paper import RAW_LABEL
-
-    row = {"text": "tab:uncertainty: the top fifth has twice the error of the bottom fifth.",
-           "table": "tab:ece-nll", "verdict": "holds", "ours_text": "2.1x",
-           "paper_text": "6.03x", "profile": "cpu-annealed"}  # fmt: skip
-    (line,) = narrate.claim_lines([row])
-    assert not RAW_LABEL.findall(line) and line.startswith("Table ")
-
-
 def test_a_table_whose_cells_run_elsewhere_is_priced_there(tmp_path):
     """Under cpu-annealed tab:hull-normed's cells are tab:hull's runs: what could not run
     still costs those runs, not nothing."""
@@ -415,30 +413,32 @@ def test_a_table_whose_cells_run_elsewhere_is_priced_there(tmp_path):
 def test_what_held_leads_with_full_verdicts_and_names_each_claims_table():
     from mzlite.repro.render import table_name
 
-    def row(table, text, verdict):
-        return {"table": table, "text": text, "verdict": verdict, "ours_text": "+0.01",
-                "paper_text": "+0.08", "chapter": "06_relational_benchmarks"}  # fmt: skip
+    def row(table, text, verdict, shows=None, paper_table=None):
+        statement = f"{table_name(paper_table or table, title=False)}, {text}"
+        return {"table": table, "paper_table": paper_table or table, "text": text,
+                "statement": statement,
+                "verdict": verdict, "ours_text": "+0.01", "paper_text": "+0.08",
+                "chapter": "06_relational_benchmarks", "regime": "", "readings": "",
+                "why": "the claim's thresholds", "shows": shows}  # fmt: skip
 
     rows = [
-        row(
-            "tab:hull",
-            "d=9: MZAttn beats every other model of the column (R^2 gap > 0.01; partly: a tie).",
-            "holds partly",
-        ),  # fmt: skip
+        row("tab:hull", "d = 9: MZAttn beats every other model of the column.", "holds partly"),
         row(
             "tab:ece-nll",
-            "tab:unc-comparison: IHW ranks the errors as well as MC-Dropout.",
+            "IHW ranks the errors as well as MC-Dropout.",
             "holds",
+            shows="says nothing",
+            paper_table="tab:unc-comparison",
         ),  # fmt: skip
     ]
-    full, partly = fd._held_sentence(rows).text, fd._partly_sentence(rows).text
-    hull = f"{table_name('tab:hull', title=False)}, d = 9: MZAttn beats every other model"
-    unc = f"{table_name('tab:unc-comparison', title=False)}: IHW ranks the errors"
-    # what held in full and what held partly are said apart, every claim named (no "and N more")
-    assert full.startswith("What held in full: ") and unc in full and hull not in full
-    assert partly.startswith("What held partly") and hull in partly and unc not in partly
-    assert "tab:" not in full + partly
-    many = [row("tab:hull", f"d={d}: MZAttn beats every other model of the column.", "holds partly")
+    held, partly = fd._held_sentence(rows), fd._partly_sentence(rows)
+    # what held in full and what held partly are said apart, each claim led by its paper table
+    assert held.body == "1 holds; 0 of them are evidence for MZAttn."
+    assert held.items == ("Table 20, IHW ranks the errors as well as MC-Dropout. Holds: ours "
+                          "+0.01, the paper's +0.08; the claim's thresholds.",)  # fmt: skip
+    assert partly.text.startswith("What held partly") and "Table 22, d = 9: MZAttn" in partly.text
+    assert "IHW" not in partly.text and "tab:" not in held.text + partly.text
+    many = [row("tab:hull", f"d = {d}: MZAttn beats every other model.", "holds partly")
             for d in range(3, 12)]  # fmt: skip
     assert "more" not in fd._partly_sentence(many).text
     assert fd._held_sentence(many).text.startswith("What held in full: no claim")
@@ -493,15 +493,35 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
     rows = [row("does not hold here"), row("does not hold here"), row("not decided"),
             row("holds", beats=False), row("not run")]  # fmt: skip
     text = fd.headline_text(rows)
-    assert text.startswith("No claim that MZAttn beats another model holds in full here. None "
-                           "was judged at the paper's sizes yet.")  # fmt: skip
-    assert ("The other 3, read below the paper's sizes (most at 2K training sets, the reduced "
-            "CPU protocol): 2 do not hold here, 1 is not decided.") in text  # fmt: skip
-    assert text.endswith("layer reading literal and task reading v1.")
+    assert text.startswith("No claim that MZAttn beats another model was judged at the paper's "
+                           "sizes yet; below them it beats another model in 0 of 3.")  # fmt: skip
+    assert text.endswith("(layer reading literal, task reading v1).")
     # two claims on the same runs at the paper's protocol: 2 claims, 3 experiments, not 4
     other = row("no model learns it", profile="full", cells=("F-mz_full", "F-st_large"))
-    won = fd.headline_text([row("holds", profile="full"), other])
-    assert won.startswith("MZAttn beats another model in 1 of the 2 claims of that kind")
-    assert "under its protocol, 2 were judged, on 3 experiments: 1 holds" in won
-    assert "1 is a tie where no model learns the target" in won and "The other" not in won
+    won = fd.headline_text([row("holds", profile="full"), other, *rows])
+    assert won.startswith("At the paper's sizes (10K training sets, the paper's protocol), MZAttn "
+                          "beats another model in 1 of the 2 comparisons judged, on 3 "
+                          "experiments: 1 holds, 1 is a tie where no model learns the target. "
+                          "All of them ran the layer as Eq. (")  # fmt: skip
+    assert ("The other 3, read below the paper's sizes (most at 2K training sets, the reduced "
+            "CPU protocol): 2 do not hold here, 1 is not decided.") in won  # fmt: skip
     assert fd.experiment_count(rows) == 2
+
+
+def test_once_evaluates_once_per_state_of_the_results(tmp_path):
+    """Chapter 9 reads the scorecard in several cells and its exercise: one evaluation while the
+    result files stay as they are, a new one as soon as a result lands or is rewritten."""
+    calls = []
+
+    def evaluate(tables, results_dir=None):
+        calls.append((tuple(tables), results_dir))
+        return len(calls)
+
+    assert fd.once(evaluate, ["tab:meb"], results_dir=tmp_path) == 1
+    assert fd.once(evaluate, ["tab:meb"], results_dir=tmp_path) == 1  # the same state: cached
+    assert fd.once(evaluate, ["tab:hull"], results_dir=tmp_path) == 2  # other arguments
+    path = _write(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.5, "cpu-annealed")
+    assert fd.once(evaluate, ["tab:meb"], results_dir=tmp_path) == 3  # a result landed
+    path.write_text(path.read_text().replace("0.5", "0.75"))  # rewritten: another size
+    assert fd.once(evaluate, ["tab:meb"], results_dir=tmp_path) == 4
+    assert calls[-1] == (("tab:meb",), tmp_path)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from mzlite.repro.experiments import TABLES, get_table, results_by_cell
+from mzlite.repro.experiments.findings import once
 from mzlite.repro.experiments.protocols import READER_NAMES, reader_name
 from mzlite.repro.experiments.report import best_rows, ours_text, report
 from mzlite.repro.experiments.results import PROFILE_ORDER
@@ -113,7 +114,7 @@ def test_a_chapters_table_marks_the_numbers_ours_text_gives(tmp_path):
 
 @pytest.fixture(scope="module")
 def pages() -> dict[str, tuple[str, object]]:
-    out = {"scorecard": (scorecard_html(sc := scorecard()), sc)}
+    out = {"scorecard": (scorecard_html(sc := once(scorecard)), sc)}
     for label in TABLES:
         spec = get_table(label)
         for profile in PROFILE_ORDER:
@@ -191,6 +192,85 @@ def test_a_claim_of_parts_reads_its_cells_under_its_profile(pages):
     combined = [r["value"] for r in pages["scorecard"][1].rows if r["value"].parts]
     assert combined
     assert _cell_conflicts(pages, combined) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The built book: every chapter's generated tables and text as the reader gets them
+# ---------------------------------------------------------------------------------------------
+
+
+def built_pages(root: Path = ROOT) -> tuple[str, dict[str, str]]:
+    """(what was read, {page: HTML}) of the built book: the HTML pages under
+    ``book/_build/html`` where ``make book`` built them, else every HTML output of the executed
+    chapters under ``book/chapters`` (``make notebooks``); ("", {}) when neither is there."""
+    html_root = root / "book" / "_build" / "html"
+    pages = {
+        str(p.relative_to(html_root)): p.read_text(encoding="utf-8")
+        for p in sorted(html_root.rglob("*.html"))
+        if not {"_static", "_sources"} & set(p.relative_to(html_root).parts)
+    }
+    if pages:
+        return "the built HTML", pages
+    for path in sorted((root / "book" / "chapters").glob("[0-9][0-9]_*.ipynb")):
+        if path.name.endswith(".partial.ipynb"):  # a chapter still executing
+            continue
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        pages[path.stem] = "".join(
+            "".join(out.get("data", {}).get("text/html", ""))
+            for cell in nb["cells"]
+            for out in cell.get("outputs", [])
+        )
+    return ("the executed chapters", pages) if pages else ("", {})
+
+
+@pytest.fixture(scope="module")
+def book():
+    what, pages = built_pages()
+    if not pages:
+        pytest.skip("the book is not built here: no book/_build/html and no executed chapter in "
+                    "book/chapters (`make book` builds both)")  # fmt: skip
+    if not any(marked_numbers(p) for p in pages.values()):
+        pytest.skip(f"{what} mark no number: built before numbers were marked "
+                    "(render.number_html); `make book` rebuilds them")  # fmt: skip
+    return what, pages
+
+
+def test_the_built_book_shows_one_number_per_experiment(book):
+    """Every marked number on every page of the built book (the chapters' report tables, the
+    scorecard, each chapter's own comparison tables): one experiment, one number."""
+    what, pages = book
+    conflicts = number_conflicts(pages)
+    assert conflicts == [], f"{what}:\n" + "\n".join(conflicts)
+
+
+def test_the_book_check_catches_a_conflict_planted_in_its_pages(book):
+    """The check over the built book fails when a page shows one of its experiments otherwise:
+    a copy of a real marker with another value, planted on another page."""
+    _, pages = book
+    where, page = next((w, p) for w, p in pages.items() if marked_numbers(p))
+    exp, stat, value, spread = marked_numbers(page)[0]
+    other = next((w for w in pages if w != where), "a second page")
+    wrong = float(value) + 0.123
+    planted = {**pages, other: pages.get(other, "") + number_html("x", exp, stat, wrong)}
+    (line,) = [c for c in number_conflicts(planted) if c.startswith(f"{exp} [{stat}]")]
+    assert f"{wrong:.6g}" in line and other in line and where in line
+
+
+def test_built_pages_read_the_html_book_first_then_the_executed_chapters(tmp_path):
+    assert built_pages(tmp_path) == ("", {})
+    chapters = tmp_path / "book" / "chapters"
+    chapters.mkdir(parents=True)
+    mark = number_html("0.5", "tab:meb|d8-st|full", "mean_r2", 0.5)
+    nb = {"cells": [{"cell_type": "code", "outputs": [{"data": {"text/html": [mark]}},
+                                                      {"text": "printed"}]}]}  # fmt: skip
+    (chapters / "05_minimum_enclosing_ball.ipynb").write_text(json.dumps(nb))
+    assert built_pages(tmp_path) == ("the executed chapters", {"05_minimum_enclosing_ball": mark})
+    html_dir = tmp_path / "book" / "_build" / "html" / "chapters"
+    html_dir.mkdir(parents=True)
+    (html_dir / "05.html").write_text(mark)
+    (tmp_path / "book" / "_build" / "html" / "_static").mkdir()
+    (tmp_path / "book" / "_build" / "html" / "_static" / "x.html").write_text("theme")
+    assert built_pages(tmp_path) == ("the built HTML", {"chapters/05.html": mark})
 
 
 # ---------------------------------------------------------------------------------------------

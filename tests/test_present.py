@@ -54,11 +54,22 @@ def test_rows_name_cells_in_words_and_profiles_by_the_glossary(tmp_path):
     _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.60, "cpu-annealed")
     _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "cpu-annealed")
     row = present.row(sep, judge(sep, results_dir=tmp_path))
-    assert row["why"].startswith("refuted by ST-4L (L = 32, ST-4L: R² +0.380 above L = 32, MZAttn")
+    # the refuting model, its column once and the model it beats: no cell named twice
+    assert row["why"].startswith("refuted by ST-4L (L = 32): R² +0.380 above MZAttn")
+    # its clauses as written, the line a page shows first (no page splits the sentence)
+    assert row["why_parts"][0].startswith("refuted by ST-4L (L = 32)")
+    assert row["why_parts"][1] == "the rest of the column need not run"
+    assert "; ".join(row["why_parts"]) == row["why"]
     for field in ("why", "statistics", "reason", "text"):
         assert _no_ids(row[field], sep.table), field
     assert row["regime"] == "2K training sets, the reduced CPU protocol"
     assert row["readings"] == "layer reading literal, task reading v1"
+    assert row["read_at"] == row["regime"]  # below the paper's sizes: no readings beside it
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.60, "full")
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "full")
+    row = present.row(sep, judge(sep, results_dir=tmp_path))
+    assert row["profile"] == "full"
+    assert row["read_at"].endswith("the paper's protocol; layer reading literal, task reading v1")
 
 
 def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):
@@ -68,5 +79,19 @@ def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):
     v = judge(nll, results_dir=tmp_path)
     assert v.label == "does not hold here" and v.better == ("B-ensemble-st",)
     why = present.why(nll, v)
-    assert why.startswith("fails even the weaker test, and Task B: Set Match., Deep Ensemble is")
+    # one cell (or cells of one column): the model by its row, the column named once
+    assert why.startswith("fails even the weaker test, and Deep Ensemble at Task B: Set Match. is")
     assert "no single model significantly better" not in why
+
+
+def test_a_rank_claims_problem_names_its_runs_in_words(tmp_path):
+    """The transfer study writes which runs did not converge by cell id; the presenter's reason
+    names them as the page does."""
+    from test_scorecard import SETTINGS, _tier1
+
+    _tier1(tmp_path, dict(zip(SETTINGS, (2, 7, 7, 6, 6, 7), strict=True)),
+           unconverged=("raw-hull-perceiver",))  # fmt: skip
+    (claim, *_) = [c for c in claims("tab:transfer-matrix")]
+    row = present.row(claim, judge(claim, results_dir=tmp_path))
+    assert row["verdict"] == "insufficient evidence"
+    assert "Hull, Perceiver seed 1" in row["why"] and _no_ids(row["why"], claim.table)

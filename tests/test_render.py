@@ -11,11 +11,13 @@ from mzlite.repro.experiments.scorecard import Scorecard
 from mzlite.repro.paper import RAW_LABEL
 
 
-def _row(table, text, verdict, protocol, ours="+0.055"):
+def _row(table, text, verdict, protocol, ours="+0.055", why="the rule that decided it"):
+    """A scorecard row as the presenter writes it (``present.row``): render shows its words."""
     return {
         "claim": "c", "table": table, "text": text, "chapter": "06_relational_benchmarks",
         "paper": 0.02, "paper_text": "+0.024", "ours": 0.05, "ours_text": ours,
-        "profile": "cpu", "protocol": protocol, "verdict": verdict, "cells": [],
+        "profile": "cpu", "protocol": protocol + "; 3 of 7 cells run",
+        "protocol_note": protocol, "verdict": verdict, "cells": [], "why": why,
     }  # fmt: skip
 
 
@@ -31,13 +33,20 @@ def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
         [
             _row(
                 "tab:main-results",
-                "Task A: MZAttn beats tab:meb's best",
+                "Task A: MZAttn beats Table 3's best",
                 "holds partly",
-                proto + "; 3 of 7 cells run",
+                proto,
+                why="survived 3 of 6 models so far",
             ),  # fmt: skip
-            _row("tab:main-results", "Task F: <b>x</b>", "holds partly", proto),
-            _row("tab:meb", "d=8: fails", "does not hold here", proto, ours="0.944"),
-            _row("tab:meb", "d=16: fails", "not run", "--", ours="--"),
+            _row(
+                "tab:main-results",
+                "Task F: <b>x</b>",
+                "holds partly",
+                proto,
+                why="a tie: the gap is within 0.01 of zero",
+            ),  # fmt: skip
+            _row("tab:meb", "d = 8: fails", "does not hold here", proto, ours="0.944"),
+            _row("tab:meb", "d = 16: fails", "not run", "--", ours="--"),
         ],
         ("full", "cpu"),
     )
@@ -45,8 +54,10 @@ def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
     rows = _cells_of_rows(html)
     # the claim not run is not a row: it is listed, collapsed, after the table
     assert len(rows) == 3 and all(len(r) == 4 for r in rows)  # claim | paper | ours | verdict
-    assert "holds partly" in rows[0][3] and "only 3 of 7 models" in rows[0][3]
-    assert "weaker" in rows[1][3]  # partly without missing cells: the weaker test
+    # the presenter's reason, shown as written
+    assert "holds partly" in rows[0][3] and "survived 3 of 6 models so far" in rows[0][3]
+    assert "a tie: the gap is within 0.01 of zero" in rows[1][3]
+    assert "Table 3&#x27;s best" in rows[0][0] and "&lt;b&gt;x" in rows[1][0]
     toggle = html[html.index('<details class="mz-not-run"') :]
     assert "1 claim not run yet, in 1 paper table " in toggle and "d = 16: fails" in toggle
     assert "</table>" not in toggle
@@ -139,13 +150,19 @@ def test_comparison_table_and_conclusion():
 
 
 def test_scorecard_shows_the_scorecards_own_reason_and_statistics():
-    proto = "cpu: 1 seed(s), 30 epochs, 2,000/500/1,000 sets, cpu; 2 of 6 cells run"
-    row = _row("tab:meb", "d=8: fails", "insufficient evidence", proto)
-    row.update(why="2 of 2 cells have 1 seed(s) (needs >= 3)", statistics="n = 1 seed(s) per cell")
+    proto = "cpu: 1 seed(s), 30 epochs, 2,000/500/1,000 sets, cpu"
+    row = _row("tab:meb", "d = 8: fails", "insufficient evidence", proto)
+    row.update(why="2 of 2 cells have 1 seed(s) (needs >= 3); only 2 of the claim's 6 cells ran",
+               statistics="n = 1 seed(s) per cell", regime="10K training sets, the paper's "
+               "protocol", read_at="10K training sets, the paper's protocol; layer reading "
+               "literal, task reading v1")  # fmt: skip
     html = Scorecard([row], ("cpu",))._repr_html_()
     verdict = _cells_of_rows(html)[0][3]
     assert "insufficient evidence" in verdict and "needs &gt;= 3" in verdict
-    assert "only 2 of 6 models of the claim ran" in verdict and "n = 1 seed(s)" in verdict
+    assert "only 2 of the claim&#x27;s 6 cells ran" in verdict and "n = 1 seed(s)" in verdict
+    # where it was read and under which readings of the paper, beside the badge
+    assert ("read at 10K training sets, the paper&#x27;s protocol; layer reading literal, task "
+            "reading v1") in verdict  # fmt: skip
 
 
 def test_report_names_the_cells_of_a_derived_row_in_words():
@@ -219,10 +236,11 @@ def test_scorecard_gives_each_verdict_one_line_and_its_details_in_a_toggle():
     """Each claim once: the verdict, its reason in one line, the rest (the full rule, the
     statistics, the regime) in a <details> toggle; each paper table's group carries the anchor
     that the results chapters link to."""
-    row = _row("tab:meb", "d=8: fails", "does not hold here",
+    row = _row("tab:meb", "d = 8: fails", "does not hold here",
                "cpu-annealed: 3 seed(s), 40 epochs, 2,000/500/2,000 sets, on a CPU")  # fmt: skip
     row.update(
         why="refuted by ST-Large (p = 0.01); the rest of the column need not run",
+        why_parts=("refuted by ST-Large (p = 0.01)", "the rest of the column need not run"),
         statistics="n = 3 seed(s) per cell",
         regime="2K training sets, cpu-annealed",
     )

@@ -16,7 +16,6 @@ from __future__ import annotations
 from mzlite.tasks import make_splits
 
 from . import experiments as ex
-from .experiments.formatting import headline
 from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import ReportRow, best_report_rows, report
 from .experiments.results import PROFILE_ORDER
@@ -281,7 +280,7 @@ def what_it_shows(verdict: str, mz_beats: bool) -> str:
 def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
     """The scorecard's d = 8 MEB claims judged under each data condition
     (``meb_pattern``): one dict per (condition, claim) with ``condition``, ``claim``,
-    ``text``, ``headline`` (the claim without its test), ``verdict``, ``profile``,
+    ``text``, ``headline`` (the claim as the presenter states it), ``verdict``, ``profile``,
     ``ours_text``, ``evidence_for_mz`` (a holding verdict of a claim that an MZ model beats the
     others) and ``shows`` (for a holding verdict:
     ``SHOWS_MZ``, or ``SHOWS_FAILURE`` for a claim that holds because the models it names fail;
@@ -292,7 +291,7 @@ def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
         shows = what_it_shows(r["verdict"], bool(r.get("mz_beats")))
         for_mz = shows == SHOWS_MZ
         out.append({"condition": cond, "claim": claim, "text": r["text"],
-                    "headline": headline(r["text"]), "verdict": r["verdict"],
+                    "headline": r["text"], "verdict": r["verdict"],
                     "profile": r["profile"],
                     "ours_text": r["ours_text"], "evidence_for_mz": for_mz,
                     "shows": shows})  # fmt: skip

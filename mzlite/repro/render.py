@@ -1,7 +1,7 @@
 """Results as HTML that reads on a book page: tables that fit the page width, conclusions as prose.
 
-    from mzlite.repro.render import results_table, conclusion
-    display(results_table(scorecard(tables=["tab:meb"])))    # or just show the Scorecard/Report
+    from mzlite.repro.render import comparison_table, conclusion
+    scorecard(tables=["tab:meb"])     # a Scorecard (or a Report) renders here in a notebook
     display(conclusion("On raw data the paper's pattern does not appear ...", title="Verdict"))
 
 ``Scorecard`` and ``Report`` (mzlite.repro.experiments) render through this module in a notebook, so
@@ -26,19 +26,13 @@ import html
 import re
 
 from mzlite.analysis.verdicts import VERDICTS
-from mzlite.repro.experiments.formatting import (
-    agreement,
-    count_phrase,
-    format_mean_std,
-    headline,
-    scrub,
-)
+from mzlite.repro.experiments.formatting import count_phrase, format_mean_std, spaced
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.repro.paper import latex_to_text, name_labels, paper_label
 from mzlite.viz.page import fit_page
 
 __all__ = [
-    "plain_math", "results_table", "scorecard_html", "scorecard_summary", "report_html",
+    "plain_math", "scorecard_html", "scorecard_summary", "report_html",
     "comparison_table", "conclusion", "table_name", "tables_words", "toggle", "plot_verdicts",
     "Number", "experiment_key", "number_html", "marked_numbers", "number_conflicts",
 ]  # fmt: skip
@@ -253,39 +247,6 @@ def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
 # The scorecard
 # ---------------------------------------------------------------------------------------------
 
-_COVERAGE = re.compile(r";\s*(\d+) of (\d+) cells run")
-
-
-def verdict_reason(row: dict) -> str:
-    """The rule that produced a scorecard row's verdict, in words a reader can check against the
-    claim's stated thresholds (the scorecard's own ``why``, when it gives one, comes first)."""
-    m = _COVERAGE.search(row.get("protocol") or "")
-    ran = f"only {m.group(1)} of {m.group(2)} models of the claim ran" if m else ""
-    verdict = row["verdict"]
-    if row.get("why"):
-        why = str(row["why"])
-        return why + (f"; {ran}" if ran else "")
-    if verdict == "holds":
-        return "passes the claim's test, significantly, with every model of the claim run"
-    if verdict == "holds partly":
-        if m:
-            return f"passes the test, but {ran}: a full verdict needs them all"
-        return (
-            "passes only the weaker ('partly') test, or the test without a significant difference"
-        )
-    if verdict == "does not hold here":
-        why = "fails both the test and the weaker one, a compared model significantly better"
-        return why + (f" ({m.group(1)} of {m.group(2)} models ran)" if m else "")
-    if verdict == "not decided":
-        return "the gap is beyond a tie, but no Welch test backs it either way"
-    if verdict == "no model learns it":
-        return "no model of the comparison predicts better than the mean of the targets"
-    if verdict == "memorised":
-        return "the focal model fitted its training sets; its kept weights predict near the mean"
-    if verdict == "pipeline only":
-        return "a smoke run: it checks the code, it never gives a verdict"
-    return "no results under any profile yet"
-
 
 def scorecard_summary(sc) -> str:
     """The scorecard's counts in words, and the profiles it read, best evidence first."""
@@ -302,8 +263,8 @@ def scorecard_summary(sc) -> str:
 def scorecard_html(sc) -> HTML:
     """The scorecard as one page-width table: grouped by paper table (linked to its chapter),
     columns claim | paper | ours | verdict (with its rule), protocols as footnotes. Claims not
-    run are listed after the table, collapsed (a toggle), by paper table; cells are named in
-    words (``formatting.scrub``)."""
+    run are listed after the table, collapsed (a toggle), by paper table; every text is the
+    presenter's (``present.row``), shown as written."""
     notes = _Footnotes("Protocol that produced our number")
     body, table = [], None
     ran = [r for r in sc.rows if r["verdict"] != "not run"]
@@ -311,12 +272,11 @@ def scorecard_html(sc) -> HTML:
         if r["table"] != table:
             table = r["table"]
             body.append(_group_heading(table, r["chapter"]))
-        base = _COVERAGE.sub("", r.get("protocol") or "")
-        ours = _claim_number(r) + notes.mark(base)
+        ours = _claim_number(r) + notes.mark(r.get("protocol_note") or r.get("protocol") or "")
         body.append(
-            f"<tr><td>{_e(name_labels(scrub(r['text'], table)))}</td>"
+            f"<tr><td>{_e(r['text'])}</td>"
             f'<td class="mz-num">{_e(r["paper_text"])}</td>'
-            f'<td class="mz-num">{ours}</td><td>{_verdict_cell(r, table)}</td></tr>'
+            f'<td class="mz-num">{ours}</td><td>{_verdict_cell(r)}</td></tr>'
         )
     # the verdict cell (badge, regime, reason, details) is what sets a row's height: it gets the
     # most room, the claim wraps to a line more (chapter 9 at 800 px: 16.2K -> 14.6K px)
@@ -331,36 +291,24 @@ def scorecard_html(sc) -> HTML:
     return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == "not run"]))
 
 
-def _first_clause(text: str) -> str:
-    """The first clause of a generated reason (up to its first "; "), the line a reader sees."""
-    depth, start = 0, 0
-    for i, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and text.startswith("; ", i) and i > start:
-            return text[:i]
-    return text
-
-
-def _verdict_cell(r: dict, table: str) -> str:
+def _verdict_cell(r: dict) -> str:
     """A scorecard row's verdict: the badge, its reason in one line, and the rest (the full
     rule, the reading that decided it, the statistics, the regime) in a toggle."""
-    full = scrub(verdict_reason(r), table)
-    line = _first_clause(full)
-    rest = full[len(line) :].removeprefix("; ")  # the line is shown once, above the toggle
+    parts = r.get("why_parts") or (r.get("why") or r["verdict"],)  # the presenter's clauses
+    line, rest = parts[0], "; ".join(parts[1:])  # the line is shown once, above the toggle
     more = [_e(rest)] if rest else []  # HTML, escaped
     reason = r.get("reason")
     if reason not in (None, "", r["verdict"]):
-        more.append(f"<strong>{_e(scrub(reason, table))}</strong>")
+        more.append(f"<strong>{_e(reason)}</strong>")
     stats = r.get("statistics") or "--"
     if stats != "--":
-        more.append(_e(scrub(stats, table)))
+        more.append(_e(stats))
     details = ""
     if more:
         spans = "".join(f'<span class="mz-why">{m}</span>' for m in more)
         details = f'<details class="mz-more"><summary>details</summary>{spans}</details>'
-    regime = (f'<span class="mz-regime">read at {_e(r["regime"])}</span>'
-              if r.get("regime") else "")  # fmt: skip
+    where = r.get("read_at", r.get("regime"))  # the presenter's: readings at the paper's sizes
+    regime = f'<span class="mz-regime">read at {_e(where)}</span>' if where else ""
     return (f'{verdict_badge(r["verdict"])}{regime}<span class="mz-why">{_e(line)}</span>'
             f"{_paper_protocol_line(r)}{details}")  # fmt: skip
 
@@ -382,10 +330,12 @@ def _paper_protocol_line(r: dict) -> str:
     pp = r.get("paper_protocol")
     if not pp:
         return ""
-    return (f'<span class="mz-regime">under the paper\'s protocol ({_e(pp["regime"])}, '
-            f'{pp["cells_run"]} models run): </span>{verdict_badge(pp["verdict"])}'
-            f'<span class="mz-why">ours {_claim_number(pp, "std-twins")}; '
-            f'it {agreement(pp["agrees"])} with the verdict above</span>')  # fmt: skip
+    return (
+        f'<span class="mz-regime">under the paper\'s protocol ({_e(pp["regime"])}, '
+        f"{pp['cells_run']} models run): </span>{verdict_badge(pp['verdict'])}"
+        f'<span class="mz-why">ours {_claim_number(pp, "std-twins")}; '
+        f"it {'agrees' if pp['agrees'] else 'disagrees'} with the verdict above</span>"
+    )
 
 
 def _step_price(row: dict) -> str:
@@ -415,7 +365,7 @@ def _not_run_toggle(rows: list[dict]) -> str:
         by_table.setdefault(r["table"], []).append(r)
     items = "".join(
         f"<li><b>{_e(table_name(t))}</b> ({len(rs)}): "
-        + "; ".join(_e(name_labels(headline(r["text"])) + _step_price(r)) for r in rs)
+        + "; ".join(_e(r["text"] + _step_price(r)) for r in rs)
         + "</li>"
         for t, rs in by_table.items()
     )
@@ -474,7 +424,7 @@ def report_html(rep) -> HTML:
         groups: dict[str, list[dict]] = {}
         for r in (r for r in rep.rows if r["part"] == part):
             this = r["column"] if r["metric"] in ("r2", "") else f"{r['column']}, {r['metric']}"
-            groups.setdefault(scrub(this, rep.label), []).append(r)  # derived: cells in words
+            groups.setdefault(spaced(this), []).append(r)
         for this, rows in groups.items():
             body.append(f'<tr class="mz-group"><th colspan="3">{_e(prefix + this)}</th></tr>')
             body += [_report_row(r, rep, notes) for r in rows]
@@ -584,15 +534,6 @@ def toggle(summary: str, *parts) -> HTML:
         f'{STYLE}<details class="mz-toggle"><summary>{_e(name_labels(summary))}</summary>'
         f"{inner}</details>"
     )
-
-
-def results_table(obj) -> HTML:
-    """The page-width HTML of a ``Scorecard`` or a ``Report``."""
-    if hasattr(obj, "rows") and hasattr(obj, "profiles"):
-        return scorecard_html(obj)
-    if hasattr(obj, "rows") and hasattr(obj, "label"):
-        return report_html(obj)
-    raise TypeError(f"results_table takes a Scorecard or a Report, got {type(obj).__name__}")
 
 
 def plot_verdicts(sc, *, title: str = "Verdicts per paper table"):

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from mzlite.repro import experiments as ex
 from mzlite.repro import paper
-from mzlite.repro.experiments.formatting import headline, sentence_case
+from mzlite.repro.experiments.findings import once
+from mzlite.repro.experiments.formatting import count_phrase
 from mzlite.repro.experiments.plan import decide, plan
 from mzlite.repro.experiments.scorecard import claims, scorecard
 from mzlite.repro.paper import load_paper_table
@@ -276,13 +277,13 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
     registered = [label for label in labels if label in ex.TABLES]
     like_tables = {lk.table for e in ENTRIES.values() for lk in e.like}
     priced = registered + sorted(like_tables - set(registered))
-    p = plan(priced, prof, results_dir=results_dir, measure=False)  # every cell, done or not
+    p = once(plan, priced, prof, results_dir=results_dir, measure=False)  # every cell, done or not
     totals = p.totals()
     by_cell = {(r["table"], r["cell"]): r for r in p.rows}
     verdicts = {}
     if with_verdicts:
-        sc = scorecard([t for t in registered if claims(t)], results_dir=results_dir)
-        for r in sc.rows:  # a claim about another table's numbers counts for that table
+        # a claim about another table's numbers counts for that table
+        for r in once(scorecard, results_dir=results_dir).rows:
             verdicts.setdefault(r.get("paper_table") or r["table"], []).append(r["verdict"])
     out = []
     for label in labels:
@@ -331,24 +332,11 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
                     f"{t['done']} done{sharing}{timing}"
                 ),
             )
-            vs = verdicts.get(label, [])
-            counts = {v: vs.count(v) for v in dict.fromkeys(vs)}
-            row["state"] = (
-                f"{len(vs)} claim(s): " + ", ".join(f"{n} {v}" for v, n in counts.items())
-                if vs
-                else "registered, no claim yet"
-            )
+            row["state"] = _state(verdicts.get(label, [])) or "registered, no claim yet"
         elif entry is not None:
             row["runs_here"] = entry.runs
-            vs = verdicts.get(label, [])
-            counts = {v: vs.count(v) for v in dict.fromkeys(vs)}
-            row["state"] = (
-                "not registered; "
-                + f"{len(vs)} claim(s): "
-                + ", ".join(f"{n} {v}" for v, n in counts.items())
-                if vs
-                else "not registered"
-            )
+            state = _state(verdicts.get(label, []))
+            row["state"] = f"not registered; {state}" if state else "not registered"
             if entry.like:
                 costs = [(lk, _per_job(by_cell, lk)) for lk in entry.like]
                 known = [lk.jobs * c for lk, c in costs if c is not None]
@@ -373,6 +361,14 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
                     row["price_text"] = "--"
         out.append(row)
     return out
+
+
+def _state(verdicts: list[str]) -> str:
+    """A table's claims by verdict, in words ("3 claims: 1 holds, 2 do not hold here")."""
+    if not verdicts:
+        return ""
+    counts = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
+    return f"{len(verdicts)} claim(s): " + ", ".join(count_phrase(v, n) for v, n in counts.items())
 
 
 def _caption(label: str) -> str:
@@ -412,11 +408,11 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
     prof = ex.get_profile(profile).name
     if tables is None:
         tables = [t for t in ex.TABLES if claims(t)]
-    d = decide(tables, prof, results_dir=results_dir, measure=False)
+    d = once(decide, tables, prof, results_dir=results_dir, measure=False)
     steps = d.next_steps()
     rows = [
         {
-            "claim": sentence_case(headline(r["text"])),
+            "claim": r["text"],  # the presenter's words (present.claim_text)
             "table": table_name(r["table"]),
             "step": r["cells_text"] + f" (step {r['step']} of {r['steps']})",
             "runs": str(r["todo"]),

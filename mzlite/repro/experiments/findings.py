@@ -6,11 +6,16 @@
     print(f.to_markdown())          # MyST for the landing page ({ref} links to chapter sections)
     f.to_html()                     # the same block on a chapter page (chapter 9), as HTML
 
-Five sentences, each linked to the chapter section that backs it: the verdict counts; what
-held; what did not (and under which reading of the paper it was decided); how sure (seeds per
-cell, Welch's tests, what lacks evidence); what could not run on this project's CPU and what it
-would cost (``experiments.plan``, CPU hours measured from results on disk). Every number is
-counted from the rows, so the block changes whenever a result lands.
+A reproduction report's summary. The headline is the finding in two sentences: how the claims
+that MZAttn beats another model came out at the paper's sizes, on how many experiments, and
+under which layer and task readings of the paper. Then sentences, each linked to the chapter
+section that backs it: every verdict read at the paper's sizes or under its protocol (one line
+each, ``present.verdict_line``); what held, and whether it is evidence for MZAttn; the counts
+(experiments: a run several claims read counts once); what held partly; what did not; how sure
+(seeds per cell, Welch's tests); what could not run and what it would cost (``plan``, CPU hours
+measured from results on disk); the compute the committed runs spent. Every number is counted
+from the rows, so the block changes whenever a result lands; ``once`` evaluates the scorecard
+once per state of the result files, however many cells of a page read it.
 
 A chapter that a sentence links to carries the label ``results_label(chapter)`` on its
 "Results at a glance" heading (tests/test_findings.py checks that each one exists); chapter 9
@@ -20,19 +25,28 @@ carries ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``.
 from __future__ import annotations
 
 import html
+import json
+import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import protocols as _protocols
-from mzlite.repro.experiments.formatting import count_phrase, headline
-from mzlite.repro.experiments.plan import decide, plan
+from mzlite.repro.experiments.plan import decide, plan, priced
+from mzlite.repro.experiments.present import (
+    PAPER_SCALE,
+    count_phrase,
+    readings_words,
+    verdict_line,
+)
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
-from mzlite.repro.paper import name_labels
-from mzlite.repro.render import HTML, STYLE, table_name, tables_words, verdict_badge
+from mzlite.repro.experiments.scorecard import claims as _claims
+from mzlite.repro.experiments.specs import default_results_dir
+from mzlite.repro.render import HTML, STYLE, tables_words, verdict_badge
 
 __all__ = [
-    "Finding", "Findings", "findings", "results_label",
+    "Finding", "Findings", "book_scorecard", "compute_spent", "findings", "once", "results_label",
     "HOW_SURE_LABEL", "NOT_RUN_LABEL", "SCORECARD_CHAPTER",
 ]  # fmt: skip
 
@@ -40,8 +54,52 @@ SCORECARD_CHAPTER = "09_reproduction_scorecard"
 HOW_SURE_LABEL = "scorecard-how-sure"
 NOT_RUN_LABEL = "scorecard-not-run"
 DECIDED = ("holds", "holds partly", "does not hold here")
-PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
+# what remains is priced under the project's own protocol (chapter 9's tables of what is left)
+PRICE_PROFILE = "cpu-annealed"
 HELD = ("holds", "holds partly")
+
+
+_ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per state per kernel
+
+
+def _results_state(results_dir=None) -> tuple:
+    """What the evaluations read from ``results_dir``: every result file's path, size and
+    modification time (a result that lands, or is rewritten, changes it)."""
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    state = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            if name.endswith(".json"):
+                st = os.stat(os.path.join(folder, name))
+                state.append((folder, name, st.st_size, st.st_mtime_ns))
+    return (str(root.resolve()), tuple(sorted(state)))
+
+
+def once(fn, *args, results_dir=None, **kwargs):
+    """``fn(*args, results_dir=results_dir, **kwargs)`` evaluated once per state of the result
+    files (``scorecard``, ``plan.decide``, ``plan.plan``, ...): a page that reads the scorecard
+    in several cells, and the exercise that checks it, judge every claim once. The value is
+    shared: read it, never change it."""
+    state = _results_state(results_dir)
+    if _ONCE.get("state") != state:
+        _ONCE.clear()
+        _ONCE["state"] = state
+    key = (fn.__module__, fn.__qualname__, repr(args), repr(sorted(kwargs.items())))
+    if key not in _ONCE:
+        _ONCE[key] = fn(*args, results_dir=results_dir, **kwargs)
+    return _ONCE[key]
+
+
+def book_scorecard(results_dir=None):
+    """The scorecard the book shows (chapter 9, the landing page): every claim by its strongest
+    evidence, each claim not run with its next step's price (``plan.priced`` under the reduced
+    CPU protocol); once per state of the results (``once``)."""
+    return once(_priced_scorecard, results_dir=results_dir)
+
+
+def _priced_scorecard(results_dir=None):
+    sc = once(scorecard, results_dir=results_dir)
+    return priced(sc, PRICE_PROFILE, results_dir=results_dir, decisions=open_decisions(results_dir))
 
 
 def results_label(chapter: str) -> str:
@@ -67,11 +125,13 @@ def _chapter_number(chapter: str) -> str:
 class Finding:
     """One sentence and the chapter sections that back it: its ``lead`` ("What held", set in
     bold on a page; "" for none), its ``body`` and ``links``, each (chapter page, e.g.
-    "04_training_on_gpu"; Sphinx label on it, e.g. "results-ch04"; the link's text)."""
+    "04_training_on_gpu"; Sphinx label on it, e.g. "results-ch04"; the link's text); ``items``,
+    one line per verdict it lists (``present.verdict_line``), shown as a list under it."""
 
     lead: str
     body: str
     links: tuple[tuple[str, str, str], ...]
+    items: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -95,10 +155,6 @@ class Findings:
     sentences: tuple[Finding, ...] = field(default_factory=tuple)
     headline: str = ""
     protocols: tuple[dict, ...] = ()
-
-    def counts_text(self) -> str:
-        parts = [count_phrase(v, n) for v, n in self.counts.items() if n]
-        return f"{self.total} claims: " + ", ".join(parts) + "."
 
     def counts_html(self, scorecard_href: str = "") -> str:
         """The counts as badges, each carrying ``data-verdict`` and ``data-n`` (what the browser
@@ -134,22 +190,25 @@ class Findings:
         )
 
     def to_markdown(self, prefix: str = "") -> str:
-        """MyST for a page that is not a notebook (the landing page): the headline, the counts
-        as an HTML block (each a link to the scorecard), the protocol box, then one
-        paragraph per sentence ending in a ``{ref}`` link to its section."""
+        """MyST for a page that is not a notebook (the landing page): the headline (the finding),
+        the counts as an HTML block (each a link to the scorecard), then one paragraph per
+        sentence ending in a ``{ref}`` link to its section, each with its list of verdicts (the
+        protocol box before the sentence that counts every claim)."""
         href = f"{prefix}chapters/{SCORECARD_CHAPTER}.html"
         out = [f'<p class="mz-headline"><b>{html.escape(self.headline)}</b></p>', ""]
         out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
-        if self.protocols:  # the counts first, in the first screen; then the protocols
-            out += [self.protocol_html(), ""]
         for s in self.sentences:
+            if not s.lead and self.protocols:  # the protocols behind the counts' verdicts
+                out += [self.protocol_html(), ""]
             refs = ", ".join(f"{{ref}}`{text} <{label}>`" for _, label, text in s.links)
             lead = f"**{s.lead}:** " if s.lead else ""
             out += [f"{lead}{s.body} ({refs})", ""]
+            out += [f"- {item}" for item in s.items] + ([""] if s.items else [])
         return "\n".join(out)
 
     def to_html(self, title: str = "What the book found"):
-        """The block as HTML for a chapter page: links are relative to the chapters' folder."""
+        """The block as HTML for a chapter page (chapter 9, above its scorecard): links are
+        relative to the chapters' folder; each list of verdicts collapsed under its sentence."""
 
         def link(chapter, label, text):
             href = html.escape(f"{chapter}.html#{label}")
@@ -158,11 +217,16 @@ class Findings:
         paras = "".join(
             "<p>" + (f"<b>{html.escape(s.lead)}:</b> " if s.lead else "")
             + f"{html.escape(s.body)} ({', '.join(link(*x) for x in s.links)})</p>"
+            + (f'<details class="mz-toggle"><summary>{len(s.items)} verdict'
+               f"{'s' * (len(s.items) != 1)}, one line each</summary><ul>"
+               + "".join(f"<li>{html.escape(i)}</li>" for i in s.items) + "</ul></details>"
+               if s.items else "")
             for s in self.sentences
         )  # fmt: skip
         return HTML(
             f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
-            f"{html.escape(title)}</p>{self.counts_html()}{paras}</div>"
+            f"{html.escape(title)}</p><p><b>{html.escape(self.headline)}</b></p>"
+            f"{self.counts_html()}{paras}</div>"
         )
 
 
@@ -175,48 +239,32 @@ def _seeds_of(row: dict) -> list[int]:
     return [c.n for c in v.cells] if v is not None else []
 
 
-def _claim_words(row: dict) -> str:
-    """The claim without its test, led by its table ("Table 22, d = 9: MZAttn beats every other
-    model of the column") unless it names a table itself; labels as the paper prints them."""
-    text = headline(row["text"])
-    if "tab:" in text:
-        return name_labels(text)
-    return f"{table_name(row['table'], title=False)}, {text}"
-
-
-def _what_it_shows(row: dict) -> str:
-    """What a holding verdict shows where that is no evidence for MZAttn (``engine.Shows``)."""
-    shows = row.get("shows")
-    if shows is None:
-        return ""
-    if shows.kind == "against":
-        return f"; evidence against {shows.change}: the change loses R²"
-    return "; it says nothing for MZAttn, whose R² is below a model beside it"
+def _beside_paper(row: dict) -> str:
+    """A claim (its paper table, its test) with our number beside the paper's."""
+    return (f"{row['statement'].rstrip('.')}: ours {row['ours_text']}, the paper's "
+            f"{row['paper_text']}")  # fmt: skip
 
 
 def _held_sentence(rows: list[dict]) -> Finding:
+    """What held in full, each with the presenter's reason: whether it is evidence for MZAttn
+    is the reason's first clause where it is not (``engine.Shows``)."""
     held = [r for r in rows if r["verdict"] == "holds"]
     if not held:
         return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
-    items = [f"{_claim_words(r)} (ours {r['ours_text']}, the paper's {r['paper_text']}; "
-             f"{r.get('regime', '')}{_what_it_shows(r)})" for r in held]  # fmt: skip
-    return Finding("What held in full", f"{'; '.join(items)}.",
-                   _chapter_links([r["chapter"] for r in held]))  # fmt: skip
-
-
-def _beside_paper(row: dict) -> str:
-    """A claim in words with our value beside the paper's."""
-    return f"{_claim_words(row)} (ours {row['ours_text']}, the paper's {row['paper_text']})"
+    evidence = sum(r.get("shows") is None for r in held)
+    body = (f"{count_phrase('holds', len(held))}; {evidence} of them "
+            f"{'is' if evidence == 1 else 'are'} evidence for MZAttn.")  # fmt: skip
+    return Finding("What held in full", body, _chapter_links([r["chapter"] for r in held]),
+                   tuple(verdict_line(r) for r in held))  # fmt: skip
 
 
 def _partly_sentence(rows: list[dict]) -> Finding | None:
     partly = [r for r in rows if r["verdict"] == "holds partly"]
     if not partly:
         return None
-    items = [_beside_paper(r) for r in partly]
     return Finding("What held partly (a tie, or a column not yet complete)",
-                   f"{'; '.join(items)}.",
+                   "; ".join(_beside_paper(r) for r in partly) + ".",
                    _chapter_links([r["chapter"] for r in partly]))  # fmt: skip
 
 
@@ -235,44 +283,69 @@ def _said(rows: list[dict]) -> str:
     return ", ".join(count_phrase(v, c[v]) for v in VERDICTS if c[v])
 
 
+def _readings(rows: list[dict]) -> Counter:
+    return Counter((v.layer_reading, v.task_reading) for r in rows
+                   if (v := r.get("value")) is not None and v.layer_reading)  # fmt: skip
+
+
+def _readings_sentence(rows: list[dict], which: str) -> str:
+    """Under which readings of the paper ``rows`` were read (``which``: "All of them")."""
+    readings = _readings(rows)
+    if len(readings) == 1:
+        return f"{which} ran {readings_words(*next(iter(readings)))}."
+    return f"{which} ran under {len(readings)} readings of the paper: " + "; ".join(
+        f"{n} under {readings_words(*k)}" for k, n in readings.most_common()) + "."  # fmt: skip
+
+
 def headline_text(rows: list[dict]) -> str:
-    """The plain result in a few sentences: how the claims that MZAttn beats another model came
-    out; first those read at the paper's sizes or under its protocol (``PAPER_SCALE``), with
-    the experiments they rest on, then the others and the regime most of them were read in;
-    the readings of the paper they were read under, where they are one."""
+    """The finding in two sentences: how the claims that MZAttn beats another model came out at
+    the paper's sizes or under its protocol (``PAPER_SCALE``), on how many experiments, and under
+    which readings of the paper's layer and tasks; then the same below the paper's sizes."""
     beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != "not run"]
     if not beats:
         return "No claim that MZAttn beats another model has been judged yet."
-    won = sum(r["verdict"] == "holds" for r in beats)
-    text = "No claim that MZAttn beats another model holds in full here."
-    if won:
-        text = f"MZAttn beats another model in {won} of the {len(beats)} claims of that kind here."
     paper = [r for r in beats if r.get("profile") in PAPER_SCALE]
     rest = [r for r in beats if r.get("profile") not in PAPER_SCALE]
     if paper:
-        text += (f" At the paper's sizes or under its protocol, {len(paper)} were judged, on "
-                 f"{experiment_count(paper)} experiments: {_said(paper)}.")  # fmt: skip
+        won = sum(r["verdict"] == "holds" for r in paper)
+        where = "; ".join(dict.fromkeys(r["regime"] for r in paper if r.get("regime")))
+        text = (f"At the paper's sizes ({where}), MZAttn beats another model in "
+                f"{won} of the {len(paper)} comparison{'s' * (len(paper) != 1)} judged, on "
+                f"{experiment_count(paper)} experiments: {_said(paper)}. "
+                + _readings_sentence(paper, "All of them" if len(paper) > 1 else "It"))  # fmt: skip
     else:
-        text += " None was judged at the paper's sizes yet."
+        won = sum(r["verdict"] == "holds" for r in beats)
+        text = (f"No claim that MZAttn beats another model was judged at the paper's sizes yet; "
+                f"below them it beats another model in {won} of {len(beats)}. "
+                + _readings_sentence(beats, "All of them" if len(beats) > 1 else "It"))  # fmt: skip
+        return text
     if rest:
         regimes = Counter(r.get("regime") for r in rest if r.get("regime"))
-        where = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
-        text += f" The other {len(rest)}, read below the paper's sizes{where}: {_said(rest)}."
-    readings = {(v.layer_reading, v.task_reading) for r in beats
-                if (v := r.get("value")) is not None and v.layer_reading}  # fmt: skip
-    if len(readings) == 1:
-        layer, task = readings.pop()
-        text += f" All read under mzlite's layer reading {layer} and task reading {task}."
+        most = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
+        text += f" The other {len(rest)}, read below the paper's sizes{most}: {_said(rest)}."
     return text
+
+
+def _paper_scale_finding(rows: list[dict]) -> Finding | None:
+    """Every verdict read at the paper's sizes or under its protocol, one line each through the
+    presenter (its regime and the layer and task readings it was read under)."""
+    paper = [r for r in rows if r.get("profile") in PAPER_SCALE and r["verdict"] != "not run"]
+    if not paper:
+        return None
+    paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
+    body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (a run several "
+            f"claims read counts once): {_said(paper)}.")  # fmt: skip
+    return Finding("Read at the paper's sizes and under its protocol", body,
+                   _chapter_links([r["chapter"] for r in paper]),
+                   tuple(verdict_line(r) for r in paper))  # fmt: skip
 
 
 def _failed_sentence(rows: list[dict]) -> Finding | None:
     failed = [r for r in rows if r["verdict"] == "does not hold here"]
     if not failed:
         return None
-    items = [_beside_paper(r) for r in failed]
+    text = f"{_list([_beside_paper(r) for r in failed])}."
     first = sum(r.get("reading") == FIRST_READING for r in failed)
-    text = f"{_list(items)}."
     if first:
         text += (
             f" {first} of these {len(failed)} verdicts were read from mzlite's first reading of "
@@ -331,20 +404,13 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
         f"{len(missing)} claims of {len(tables)} tables "
         f"({tables_words(tables)}), beyond what this project's 2-core CPU could afford."
     )
-    cost = _price(tables, results_dir)
-    if cost is not None:
-        jobs, hours, cap, unknown = cost
-        text += (
-            f" Their {jobs:,} training runs would take about {hours:,.0f} CPU hours "
-            f"({cap:,.0f} if every run went to its epoch cap) on this machine"
-            + (
-                f", not counting {unknown} cells whose models never ran on their task here and "
-                "so have no measured cost"
-                if unknown
-                else ""
-            )
-            + "; on a GPU each table is one command."
-        )
+    jobs, hours, cap, unknown = _price(tables, results_dir)
+    unpriced = (f", not counting {unknown} cells whose models never ran on their task here and "
+                "so have no measured cost") if unknown else ""  # fmt: skip
+    under = _protocols.reader_name(PRICE_PROFILE)
+    text += (f" Their {jobs:,} training runs would take about {hours:,.0f} CPU hours under "
+             f"{under} ({cap:,.0f} if every run went to its epoch cap) on this machine"
+             f"{unpriced}; on a GPU each table is one command.")  # fmt: skip
     steps = _next_steps_price(tables, results_dir)
     if steps is not None:
         jobs, hours = steps
@@ -357,32 +423,66 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
                    _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))  # fmt: skip
 
 
-def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
-    """(runs, expected CPU hours) of the next steps of the sequential rule (``plan.decide``)
-    for ``tables`` under the project's faithful CPU protocol; None without such a profile."""
-    cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
-    if not cpu:
+def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
+    """{where: (runs, hours)} of every committed training run (every profile but ``smoke``),
+    from the wall time each result records: "this 2-core CPU" or the GPU's name."""
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    spent: dict[str, list] = {}
+    for path in sorted(root.glob("*/*/*.json")):
+        if path.parts[-3] == "smoke":
+            continue
+        try:
+            res = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # the reports warn about an unreadable result; it spent nothing known
+        if not isinstance(res, dict) or not res.get("wall_time_s"):
+            continue
+        where = (res.get("provenance") or {}).get("gpu_name") or "this 2-core CPU"
+        runs_hours = spent.setdefault(where, [0, 0.0])
+        runs_hours[0] += 1
+        runs_hours[1] += res["wall_time_s"] / 3600
+    return {k: (n, h) for k, (n, h) in sorted(spent.items(), key=lambda kv: -kv[1][1])}
+
+
+def _compute_sentence(spent: dict[str, tuple[int, float]]) -> Finding | None:
+    if not spent:
         return None
-    t = decide(tables, cpu[0], results_dir=results_dir, measure=False).totals()
+    each = [(f"{h:,.0f}" if h >= 10 else f"{h:.1f}") + f" hours on {where} ({n:,} run"
+            + ("s)" if n != 1 else ")") for where, (n, h) in spent.items()]  # fmt: skip
+    text = "; ".join(each) + " (the wall time the results record, rate search included)."
+    return Finding("Compute spent", text, _scorecard_link(NOT_RUN_LABEL, "chapter 9"))
+
+
+def open_decisions(results_dir=None):
+    """The sequential rule's decisions (``plan.decide``) for every table with claims under
+    ``PRICE_PROFILE``: what chapter 9's table of next steps, the scorecard's price of each claim
+    not run and the landing page's sentence all read, evaluated once (``once``)."""
+    every = [t for t in ex.TABLES if _claims(t)]
+    return once(decide, every, PRICE_PROFILE, results_dir=results_dir, measure=False)
+
+
+def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
+    """(runs, expected CPU hours) of the next steps of the sequential rule for ``tables``."""
+    d = open_decisions(results_dir)
+    t = replace(d, claims=[c for c in d.claims if c["table"] in tables]).totals()
     return (t["next_jobs"], t["next_cpu_h"]) if t["next_jobs"] else None
 
 
-def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int] | None:
+def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]:
     """(runs to do, expected CPU hours, hours at the epoch cap, cells without an estimate) of
-    ``tables`` under the first CPU profile of ``PROFILE_ORDER`` (the project's faithful
-    protocol), from measured costs only (nothing is timed while a page builds); a cell that is
-    another table's experiment (``experiments.shared``) is priced there."""
-    cpu = [p for p in ex.PROFILE_ORDER if p != "full" and p in ex.PROFILES]
-    if not cpu:
-        return None
-    totals = list(plan(tables, cpu[0], results_dir=results_dir, measure=False).totals().values())
+    ``tables`` under ``PRICE_PROFILE``, from measured costs only (nothing is timed while a page
+    builds); a cell that is another table's experiment (``experiments.shared``) is priced
+    there."""
+    prof = PRICE_PROFILE
+    totals = list(once(plan, tables, prof, results_dir=results_dir, measure=False)
+                  .totals().values())  # fmt: skip
     lent: dict[str, set] = {}  # cells run as another table's (experiments.shared): priced there
     for t in tables:
-        for label, cell in ex.shared(t, cpu[0]).values():
+        for label, cell in ex.shared(t, prof).values():
             if label not in tables:
                 lent.setdefault(label, set()).add(cell)
     for label, cells in lent.items():
-        p = plan(label, cpu[0], cells=sorted(cells), results_dir=results_dir, measure=False)
+        p = once(plan, label, prof, cells=sorted(cells), results_dir=results_dir, measure=False)
         totals += list(p.totals().values())
     return (
         sum(t["todo"] for t in totals),
@@ -396,7 +496,7 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     """The findings of scorecard ``sc`` (default: ``scorecard()`` of every claim, best profile
     on disk per claim). ``price``: say what the claims not run would cost (``plan``)."""
     if sc is None:
-        sc = scorecard(results_dir=results_dir)
+        sc = once(scorecard, results_dir=results_dir)
     rows = list(sc.rows)
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     total = len(rows)
@@ -408,10 +508,11 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
         f"({experiment_count(rows)} experiments: a run several claims read counts once): {said}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
-    sentences = [opening, _held_sentence(rows), _partly_sentence(rows), _failed_sentence(rows),
-                 _sure_sentence(rows)]  # fmt: skip
+    sentences = [_paper_scale_finding(rows), _held_sentence(rows), opening,
+                 _partly_sentence(rows), _failed_sentence(rows), _sure_sentence(rows)]  # fmt: skip
     if price:
         sentences.append(_not_run_sentence(rows, results_dir))
+    sentences.append(_compute_sentence(once(compute_spent, results_dir=results_dir)))
     used = [p for p in sc.profiles if any(r.get("profile") == p for r in rows)]
     return Findings(
         counts, total, tuple(s for s in sentences if s is not None), headline_text(rows),

@@ -1,8 +1,10 @@
-"""How a number of a results table is printed, and how cells, claims and verdict counts are
-named in text: the same in the text report, the scorecard, the findings and on the book's HTML
-pages (``report``, ``scorecard``, ``findings``, ``narrate``, ``mzlite.repro.render``). The lowest
-layer
-of the results' text: it imports nothing of theirs, so each of them can use it."""
+"""How a number of a results table is printed, how a cell and a count of verdicts are named: the
+lowest layer of the results' text, which imports nothing of theirs so that each of them can use
+it (the presenter ``present``, which words every verdict, and ``mzlite.repro.render``, which the
+verdict engine's own imports reach). ``scrub`` rewrites ids written into a sentence: the
+transfer study (chapter 10) still writes its reasons with ids, and its sentences are the only
+ones it is applied to (there, and where the presenter quotes its rank problem).
+"""
 
 from __future__ import annotations
 
@@ -106,36 +108,3 @@ def count_phrase(verdict: str, n: int) -> str:
         raise ValueError(f"verdict must be one of {', '.join(_PHRASES)}, got {verdict!r}")
     one, several = _PHRASES[verdict]
     return f"{n} {one if n == 1 else several}"
-
-
-def agreement(agrees: bool) -> str:
-    """How a verdict under a second protocol stands to the row's: "agrees" or "disagrees"."""
-    return "agrees" if agrees else "disagrees"
-
-
-_TEST = re.compile(r"<=|>=|\bits\b|\bthe best of them\b")  # how a claim's test reads
-_LOWER = {"A", "An", "At", "The", "Every", "One", "In", "On", "Each"}
-_THRESHOLD = re.compile(r"\s*\((?:R\^2 gap|partly|exact null)[^)]*\)\.?\s*$")
-
-
-def sentence_case(text: str) -> str:
-    """``text`` opening a sentence: "a 1-layer ..." -> "A 1-layer ..."; a symbol ("d = 8") or a
-    name ("MZAttn") stays as it is."""
-    first = text.split(" ", 1)[0]
-    return first.capitalize() + text[len(first) :] if first.capitalize() in _LOWER else text
-
-
-def headline(text: str) -> str:
-    """A claim's statement without its test: "At L=32 one MZ layer beats four standard layers
-    (R^2 gap > 0.01; partly: a tie)." -> "at L = 32 one MZ layer beats four standard layers";
-    "d=8: every PMA-pooled ... radius: the best of them has R^2 <= 0.10 ..." -> "d = 8: every
-    PMA-pooled ... radius" (the test follows the last colon and compares, or speaks of "its"
-    value)."""
-    t = _THRESHOLD.sub("", text.strip()).rstrip(".")
-    head, sep, test = t.rpartition(": ")
-    if sep and _TEST.search(test):  # the part after the last colon states the test
-        t = head
-    t = spaced(t)
-    if t.split(" ", 1)[0] in _LOWER:  # "a 4-layer ..." mid-sentence; "MZAttn", "Tier 1" stay
-        t = t[0].lower() + t[1:]
-    return re.sub(r"\[([^\]]*)\]", r"{\1}", t)  # a Python list reads as a set of values

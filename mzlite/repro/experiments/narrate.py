@@ -9,7 +9,7 @@ chapter alone reads lives in that chapter's module (``mzlite.repro.training_stud
 Every number comes from the result files, through ``report`` (typed ``ReportRow``s) and the
 scorecard; nothing is typed. A chapter calls one function per paragraph or table and keeps the
 code that teaches. Cells are named in words ("d = 8, MZAttn-Full"), never by id
-(``cell_words``, ``scrub``).
+(``cell_words``); a verdict is worded by ``present`` and linked to, never repeated.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections import Counter
 
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
-from mzlite.repro.experiments.formatting import count_phrase, headline, scrub, sentence_case, spaced
+from mzlite.repro.experiments.formatting import count_phrase, spaced
 from mzlite.repro.experiments.report import (
     ReportRow,
     epoch_range,
@@ -28,11 +28,11 @@ from mzlite.repro.experiments.report import (
 )
 from mzlite.repro.experiments.scorecard import scorecard
 from mzlite.repro.experiments.stats import welch
-from mzlite.repro.paper import name_labels, paper_cell
+from mzlite.repro.paper import paper_cell
 from mzlite.repro.render import HTML, STYLE, conclusion, table_name
 
 __all__ = [
-    "claim_lines", "glance", "verdict_anchor", "verdict_links", "pipeline_only", "paper_metric",
+    "glance", "verdict_anchor", "verdict_links", "pipeline_only", "paper_metric",
     "describe_runs", "versus",
 ]  # fmt: skip
 
@@ -66,21 +66,6 @@ def _chapter_rows(chapter: str, sc=None) -> list[dict]:
         tables = [t for t in ex.TABLES if ex.get_table(t).chapter == chapter]
         sc = scorecard(tables=tables) if tables else None
     return [r for r in (sc.rows if sc is not None else []) if r["chapter"] == chapter]
-
-
-def claim_lines(rows: list[dict], tables: bool = False) -> list[str]:
-    """One sentence per scorecard row: the claim without its test, the verdict, ours beside the
-    paper's and the protocol, in words; ``tables``: each led by its paper table ("Table 5")."""
-    out = []
-    for r in rows:
-        text = headline(r["text"])
-        if tables:
-            text = f"{table_name(r['table'], title=False)}, {text}"
-        text = f"{sentence_case(text)}: {r['verdict']}"
-        if r["verdict"] != "not run":
-            text += f" (ours {r['ours_text']}, the paper's {r['paper_text']}; {r['profile']})"
-        out.append(name_labels(scrub(text + ".", r["table"])))  # a claim may cite another table
-    return out
 
 
 SCORECARD_PAGE = "09_reproduction_scorecard.html"
@@ -242,7 +227,7 @@ def describe_runs(table, profile: str, results_dir=None) -> list[str]:
             + (": no error bars on our side." if n_seeds == 1
                else "; the ± is the standard deviation over these seeds.")
         )  # fmt: skip
-    return [scrub(x, spec.label) for x in lines]
+    return lines
 
 
 def versus(a: ReportRow | dict, b: ReportRow | dict) -> str:

@@ -828,15 +828,19 @@ def not_run_reason(step: dict, profile: str) -> str:
     )
 
 
-def priced(sc, profile: str = "cpu-annealed", results_dir=None, measure: bool = False):
+def priced(sc, profile: str = "cpu-annealed", results_dir=None, measure: bool = False,
+           decisions: Decisions | None = None):  # fmt: skip
     """``sc`` (a ``Scorecard``) with each "not run" claim's reason replaced by its next step
     under the sequential rule and that step's price (``not_run_reason``); claims the rule does
-    not order (rank claims) keep the scorecard's reason, which names the coverage page."""
+    not order (rank claims) keep the scorecard's reason, which names the coverage page.
+    ``decisions``: ``decide`` of those tables (or more) under ``profile``, read already."""
     prof = ex.get_profile(profile).name
     tables = list(dict.fromkeys(r["table"] for r in sc.rows if r["verdict"] == "not run"))
+    if decisions is not None and decisions.profile != prof:
+        raise ValueError(f"decisions were made under {decisions.profile!r}, not {prof!r}")
     steps = {}
     if tables:
-        d = decide(tables, prof, results_dir=results_dir, measure=measure)
+        d = decisions or decide(tables, prof, results_dir=results_dir, measure=measure)
         steps = {(r["table"], r["claim"]): r for r in d.next_steps()}
     rows = []
     for r in sc.rows:

@@ -19,19 +19,22 @@ from mzlite.analysis.verdicts import ALPHA, TIE, Label
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import Claim, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
-from mzlite.repro.experiments.formatting import cell_words, spaced
+from mzlite.repro.experiments.formatting import cell_words, count_phrase, scrub, spaced
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.specs import set_count_text
 from mzlite.repro.experiments.tables import get_table
 from mzlite.repro.paper import name_labels
+from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 
 __all__ = [
-    "FIRST_READING", "DEFAULT_READING", "NOT_RUN_REASON", "devices_text", "label_words",
-    "protocol_text", "readings_text", "reason_text", "regime_text", "row", "statistics_text",
-    "value_text", "why",
+    "FIRST_READING", "DEFAULT_READING", "NOT_RUN_REASON", "PAPER_SCALE", "claim_text",
+    "count_phrase", "devices_text", "label_words", "protocol_text", "readings_text",
+    "readings_words", "reason_text", "regime_text", "row", "statement", "statistics_text",
+    "value_text", "verdict_line", "why", "why_parts",
 ]  # fmt: skip
 
+PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
 # What the generator-normalisation reading of a verdict's MZ runs is called
 FIRST_READING = "mzlite's first reading (a LayerNorm on every generator row)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre)"
@@ -51,6 +54,22 @@ def _cell(table: str, cell_id: str) -> str:
 
 def _row_name(table: str, cell_id: str) -> str:
     return get_table(table).cell(cell_id).row
+
+
+def _column(table: str, cell_ids) -> str | None:
+    """The one column (in words) that ``cell_ids`` share, None where they are in several: a
+    sentence about cells of one column names it once and each cell by its row."""
+    columns = {get_table(table).cell(c).column for c in cell_ids}
+    return spaced(columns.pop()) if len(columns) == 1 else None
+
+
+def _named(table: str, cell_ids, sep: str = ", ") -> tuple[str, str]:
+    """(the cells' names joined by ``sep``, " at <column>" or ""): each cell by its row where
+    they share a column, named once at the end; else each in full (``cell_words``)."""
+    column = _column(table, cell_ids)
+    if column is None:
+        return sep.join(_cell(table, c) for c in cell_ids), ""
+    return sep.join(_row_name(table, c) for c in cell_ids), f" at {column}"
 
 
 def _p(p) -> str:
@@ -109,9 +128,10 @@ def devices_text(regime: Regime) -> str:
     return text
 
 
-def protocol_text(v: Verdict) -> str:
+def protocol_text(v: Verdict, cells: bool = True) -> str:
     """What ran: "cpu-annealed: 3 seed(s), 46-82 epochs, 2,000/500/2,000 sets, on a CPU", with
-    how many of the claim's cells ran when not all did."""
+    how many of the claim's cells ran when not all did (``cells``; a table's footnote, shared by
+    its rows, leaves it to each row's reason)."""
     r = v.regime
     if r is None:
         return "--"
@@ -127,7 +147,7 @@ def protocol_text(v: Verdict) -> str:
         text = "per part: " + "; ".join(f"{', '.join(w)} under {p}" for p, w in by.items())
     elif v.rank:
         text += f"; {len(v.rank['settings'])} of {v.rank['n_settings']} settings complete"
-    elif v.ran < v.n_cells:
+    elif cells and v.ran < v.n_cells:
         text += f"; {v.ran} of {v.n_cells} cells run"
     return text
 
@@ -146,8 +166,8 @@ def statistics_text(claim, v: Verdict) -> str:
         text += "; no Welch test (needs >= 2 seeds a side)"
     elif v.tests:
         worst = max(v.tests, key=lambda t: t.p)
-        text += (f"; Welch p = {_p(worst.p)} ({_cell(v.table, worst.a)} vs "
-                 f"{_cell(v.table, worst.b)}"
+        pair, at = _named(v.table, (worst.a, worst.b), " vs ")
+        text += (f"; Welch p = {_p(worst.p)} ({pair}{at}"
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
         if v.p_holm is not None and len(v.tests):
             text += f"; after Holm's correction within its table, p = {_p(v.p_holm)}"
@@ -169,7 +189,7 @@ def _rank_statistics(v: Verdict) -> str:
     return spaced(text)
 
 
-def _problems(claim, v: Verdict) -> str:
+def _problems(claim, v: Verdict) -> list[str]:
     out = []
     cells = v.cells
     if Reason.TOO_FEW_SEEDS in v.problems:
@@ -183,16 +203,17 @@ def _problems(claim, v: Verdict) -> str:
     if Reason.MIXED_PROTOCOLS in v.problems:
         out.append("mixed protocols in " + ", ".join(_cell(v.table, c.cell) for c in cells
                                                      if c.mixed))  # fmt: skip
-    return "; ".join(out)
+    return out
 
 
-def _refutation_text(claim: Claim, v: Verdict) -> str:
+def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
     ref = v.refutation
     table = v.table
-    if ref.reason == Reason.REFUTED_BY_MODEL:
-        return (f"refuted by {_row_name(table, ref.cell)} ({_cell(table, ref.cell)}: R^2 "
-                f"{ref.diff:+.3f} above {_cell(table, claim.compare[0])}, Welch p = "
-                f"{_p(ref.p)}); the rest of the column need not run")  # fmt: skip
+    if ref.reason == Reason.REFUTED_BY_MODEL:  # the two cells share a column: named once
+        column = spaced(get_table(table).cell(ref.cell).column)
+        return [f"refuted by {_row_name(table, ref.cell)} ({column}): R^2 {ref.diff:+.3f} above "
+                f"{_row_name(table, claim.compare[0])}, Welch p = {_p(ref.p)}",
+                "the rest of the column need not run"]  # fmt: skip
     if ref.reason == Reason.REFUTED_BY_BOUND:
         held = "; ".join(
             f"{_cell(table, c.cell)} scores {c.mean:.3f}" for c in v.cells if c.cell in ref.cells
@@ -211,34 +232,50 @@ def _refutation_text(claim: Claim, v: Verdict) -> str:
             "lower it")  # fmt: skip
 
 
+# reasons whose words already say how many of the claim's cells ran
+_SAYS_RAN = (Reason.INCOMPLETE, Reason.REFUTED_SO_FAR, Reason.CANNOT_HOLD, Reason.NOT_RUN)
+
+
+def why_parts(claim, v: Verdict) -> tuple[str, ...]:
+    """The clauses of ``why``, each as written: the first is the line a page shows under the
+    badge, the others go in its details (no page splits a sentence to find them)."""
+    parts = _why(claim, v)
+    parts = [parts] if isinstance(parts, str) else list(parts)
+    if not (v.parts or v.rank) and 0 < v.ran < v.n_cells and v.reason not in _SAYS_RAN:
+        parts.append(f"only {v.ran} of the claim's {v.n_cells} cells ran")
+    if v.shows is not None:
+        parts.insert(0, _shows_text(v))
+    return tuple(spaced(name_labels(p)) for p in parts if p)
+
+
 def why(claim, v: Verdict) -> str:
     """The rule that decided ``v``, in one sentence a reader can check against the claim's
     stated thresholds; what a holding verdict shows where it is no evidence for MZAttn first."""
-    text = _why(claim, v)
-    if v.shows is not None:
-        text = f"{_shows_text(v)}; {text}"
-    return spaced(name_labels(text))
+    return "; ".join(why_parts(claim, v))
 
 
-def _why(claim, v: Verdict) -> str:
+def _why(claim, v: Verdict) -> str | list[str]:
     r = v.reason
     if isinstance(claim, RankClaim):
         return _rank_why(v)
     if r == Reason.NOT_RUN:
-        return "; ".join(
+        return [
             f"{old} results retired from this verdict (a converged cell of the claim "
             f"under {by}; they stay as an ablation)"
             for old, by in v.retired
-        )
+        ]
     if r == Reason.PIPELINE_ONLY:
         return "a smoke run: it checks the code, it never gives a verdict"
     if v.parts:
-        return "; ".join(
+        parts = [
             f"{p.claim.split('@', 1)[1]}: {label_words(p.label)}"
             + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
             for p in v.parts
-        ) + (". One part that does not hold refutes the claim, each part read at its strongest "
-             "evidence" if r == Reason.PART_FAILS else "")  # fmt: skip
+        ]
+        if r == Reason.PART_FAILS:
+            parts[-1] += (". One part that does not hold refutes the claim, each part read at "
+                          "its strongest evidence")  # fmt: skip
+        return parts
     if v.refutation is not None:
         return _refutation_text(claim, v)
     if r == Reason.PATTERN:  # "reproduced": the claim's test on the pattern's cells held
@@ -248,19 +285,19 @@ def _why(claim, v: Verdict) -> str:
         return (f"the paper's pattern, read under its protocol ({claim.pattern.where}), every "
                 "cell with its seeds" + (f"; removed by {gone}" if gone else ""))  # fmt: skip
     if r == Reason.OPTIMISATION_FAILURE:
-        return "; ".join(f"{_cell(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
-                         "fitting the training set" for c in v.cells if c.failed)  # fmt: skip
+        return [f"{_cell(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
+                "fitting the training set" for c in v.cells if c.failed]  # fmt: skip
     if v.label == Label.INSUFFICIENT:
         return _problems(claim, v)
     if r == Reason.MEMORISED:
-        return "; ".join(f"{_cell(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
-                         for c in v.cells if c.memorised)  # fmt: skip
+        return [f"{_cell(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
+                for c in v.cells if c.memorised]  # fmt: skip
     if r == Reason.NO_MODEL_LEARNS:
         means = [c.mean for c in v.cells if c.mean is not None]
-        text = (f"every model of the comparison has R^2 <= {_stats.LEARNS:g} "
-                f"({min(means):.2f} to {max(means):.2f})")  # fmt: skip
+        text = [f"every model of the comparison has R^2 <= {_stats.LEARNS:g} "
+                f"({min(means):.2f} to {max(means):.2f})"]  # fmt: skip
         if v.yardstick is not None:
-            text += f"; the yardstick (set statistics) reaches {v.yardstick:.2f}"
+            text.append(f"the yardstick (set statistics) reaches {v.yardstick:.2f}")
         return text
     if claim.compare is None or claim.size_of_gap:
         return "the claim's thresholds, on the mean over seeds"
@@ -270,8 +307,8 @@ def _why(claim, v: Verdict) -> str:
         return f"survived all {n_b} models of the comparison, each significantly{p}"
     if r == Reason.INCOMPLETE:
         tested = len(v.tests)
-        return (f"survived {tested} of {n_b} models so far, none significantly better{p}; "
-                f"{n_b - tested} still to run (plan --decide)")  # fmt: skip
+        return [f"survived {tested} of {n_b} models so far, none significantly better{p}",
+                f"{n_b - tested} still to run (plan --decide)"]  # fmt: skip
     if r == Reason.TIE:
         return f"a tie: the gap is within {TIE:g} of zero{p}"
     if r == Reason.NOT_SIGNIFICANT:
@@ -282,8 +319,8 @@ def _why(claim, v: Verdict) -> str:
             )
         return f"the gap is beyond a tie, but no Welch test backs it either way{p}"
     if v.better:  # the label is "does not hold" because a compared model is better
-        names = ", ".join(_cell(v.table, b) for b in v.better)
-        return f"fails even the weaker test, and {names} is significantly better{p}"
+        names, at = _named(v.table, v.better)
+        return f"fails even the weaker test, and {names}{at} is significantly better{p}"
     return f"the claim's thresholds: no single model significantly better{p}"
 
 
@@ -301,8 +338,8 @@ def _rank_why(v: Verdict) -> str:
             read = f'the null test reads "{sens["verdict"]}"'
         note = (f". With those {len(sens['substituted'])} (setting, model) pair(s) rerun at a "
                 f"longer epoch cap, every run converged: ranks {listed}; {read}")  # fmt: skip
-    if rk["problem"] is not None:
-        return rk["problem"][1] + note
+    if rk["problem"] is not None:  # transfer.prediction writes it with cell ids: named here
+        return scrub(rk["problem"][1], v.table) + note
     t = rk["test"]
     n, whole = len(rk["observed"]), rk["n_settings"]
     if rk["kind"] == "mid-field":
@@ -333,13 +370,15 @@ def _shows_text(v: Verdict) -> str:
         if s.one_row is not None:
             text += (
                 f", and row {s.one_row} is the best of every column ("
-                + ", ".join(f"{_cell(v.table, c)} {r:.3f}" for c, r in s.best)
+                + "; ".join(f"{_cell(v.table, c)}: {r:.3f}" for c, r in s.best)
                 + ")"
             )
         return text
-    return (f"says nothing for MZAttn: the MZ model it reads ({_cell(v.table, s.model)}) predicts "
+    _, at = _named(v.table, (s.model, *(o for o, _ in s.beside)))
+    name = (lambda c: _row_name(v.table, c)) if at else (lambda c: _cell(v.table, c))
+    return (f"says nothing for MZAttn: the MZ model it reads{at} ({name(s.model)}) predicts "
             f"worse than the others beside it (test R^2 {s.r2:.3f}, against "
-            + ", ".join(f"{_cell(v.table, o)} {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
+            + "; ".join(f"{name(o)}: {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
 
 
 _POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
@@ -388,12 +427,33 @@ def reason_text(v: Verdict) -> str:
     return name_labels(text)
 
 
+# What each reading of the paper's layer does, in words (mzlite.nn.LAYER_READINGS)
+LAYER_WORDS = {
+    "literal": "the layer as Eq. eq:mz-main prints it (its matrix zonotope on the generator "
+    "stream only)",
+    "centre_adaptive": "the layer as def:relop describes it (its matrix zonotope acting on the "
+    "values)",
+}
+
+
+def readings_words(layer: str, task: str) -> str:
+    """The readings of the paper that runs were trained under, in words a referee can check:
+    "the layer as Eq. (3) prints it (...) and the tasks as mzlite first generated them (layer
+    reading literal, task reading v1)"."""
+    what = LAYER_WORDS.get(layer, f"the layer reading {layer}")
+    tasks = ("the tasks as mzlite first generated them" if task == _TASK_DEFAULT
+             else "the tasks under their chosen readings")  # fmt: skip
+    return name_labels(f"{what} and {tasks} (layer reading {layer}, task reading {task})")
+
+
 def readings_text(v: Verdict) -> str:
     """The layer and task readings of the runs behind ``v`` ("layer reading v1, task reading
     literal"), as each result recorded them; "" where nothing ran."""
     if not (v.layer_reading or v.task_reading):
         return ""
-    return f"layer reading {v.layer_reading or '--'}, task reading {v.task_reading or '--'}"
+    if not v.layer_reading:  # no MZ model among its cells: no layer was read
+        return f"task reading {v.task_reading} (no MZ layer among its models)"
+    return f"layer reading {v.layer_reading}, task reading {v.task_reading or '--'}"
 
 
 def _faithfulness(v: Verdict) -> int:
@@ -408,6 +468,34 @@ def beside_rows(claim, v: Verdict) -> list[dict]:
          "agrees": b.label == v.label, "why": why(claim, b)}
         for b in v.beside
     ]  # fmt: skip
+
+
+def claim_text(claim) -> str:
+    """The claim as registered, its test included, with paper labels named ("Table 3") and
+    settings spaced ("d = 8"): how every page states a claim."""
+    return spaced(name_labels(claim.text))
+
+
+def statement(claim) -> str:
+    """The claim led by its paper table ("Table 3, d = 8: ..."), unless it names one itself."""
+    table = getattr(claim, "paper_table", None) or claim.table
+    return (
+        claim_text(claim) if "tab:" in claim.text else f"{name_labels(table)}, {claim_text(claim)}"
+    )
+
+
+def verdict_line(r: dict) -> str:
+    """One verdict in two sentences, from its scorecard row (``row``): the claim led by its
+    paper table, then the verdict with ours beside the paper's, the regime and the readings it
+    was read under, and the rule that decided it."""
+    head = r["statement"]
+    text = f"{head}{'' if head.endswith('.') else '.'} {r['verdict'].capitalize()}"
+    if r["verdict"] == Label.NOT_RUN.value:
+        return text + "."
+    where = "; ".join(x for x in (r["regime"], r["readings"]) if x)
+    text += f": ours {r['ours_text']}, the paper's {r['paper_text']}" + (
+        f" (read at {where})" if where else "")  # fmt: skip
+    return text + (f"; {r['why']}." if r["why"] else ".")
 
 
 def row(claim, v: Verdict) -> dict:
@@ -429,7 +517,8 @@ def row(claim, v: Verdict) -> dict:
     return {
         "claim": claim.id,
         "table": claim.table,
-        "text": claim.text,  # the claim as registered (its test included)
+        "text": claim_text(claim),  # the claim as registered (its test included)
+        "statement": statement(claim),
         "chapter": claim.chapter,
         "paper": v.paper,
         "paper_text": value_text(claim, v.paper, v.rank.get("paper")),
@@ -437,9 +526,15 @@ def row(claim, v: Verdict) -> dict:
         "ours_text": value_text(claim, v.ours, v.rank.get("observed")),
         "profile": v.profile,
         "regime": _regimes_text(v),
+        # where it was read, as its row says it: at the paper's sizes, with the readings too
+        "read_at": "; ".join(
+            x for x in (_regimes_text(v), readings_text(v) if v.profile in PAPER_SCALE else "") if x
+        ),
         "protocol": protocol_text(v),
+        "protocol_note": protocol_text(v, cells=False),
         "statistics": statistics_text(claim, v),
         "why": why(claim, v),
+        "why_parts": why_parts(claim, v),
         "verdict": label_words(v.label),
         "reason_code": v.reason.value,
         "reading": reading_words(v.reading),

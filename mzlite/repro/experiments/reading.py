@@ -22,7 +22,6 @@ import re
 from dataclasses import dataclass
 
 from mzlite.nn import MZSetTransformerConfig
-from mzlite.repro.paper import name_labels
 from mzlite.repro.render import comparison_table, plain_math
 
 from . import stats as _stats
@@ -326,16 +325,12 @@ def _normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def missing_quotes(paper_tex: str) -> list[str]:
-    """The ``words`` of ``CHOICES`` that do not occur verbatim (up to white space) in the paper's
-    LaTeX source; empty when every quote is the paper's."""
+def missing_quotes(paper_tex: str, quotes=None) -> list[str]:
+    """The ``quotes`` (default: the ``words`` of ``CHOICES``) that do not occur verbatim (up to
+    white space) in the paper's LaTeX source; empty when every quote is the paper's."""
     source = _normalise(paper_tex)
-    return [c.words for c in CHOICES if c.words and _normalise(c.words) not in source]
-
-
-def _words(text: str) -> str:
-    """``text`` for a page: paper labels as the paper prints them ("Table 3"), HTML-escaped."""
-    return html.escape(name_labels(text))
+    quotes = [c.words for c in CHOICES if c.words] if quotes is None else quotes
+    return [q for q in quotes if _normalise(q) not in source]
 
 
 def choices_table() -> str:

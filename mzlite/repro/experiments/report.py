@@ -258,7 +258,10 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                 "part": "derived",
                 "row": d.row,
                 "column": d.column,
-                "metric": f"{d.metric}({d.num}) / {d.metric}({d.den})",
+                "metric": (
+                    f"{d.metric}({cell_words(spec.label, d.num)}) / "
+                    f"{d.metric}({cell_words(spec.label, d.den)})"
+                ),  # cells in words
                 "cells": [d.num, d.den],
                 "ours_mean": ratio,
                 "ours_std": None,

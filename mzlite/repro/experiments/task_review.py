@@ -19,7 +19,6 @@ calibration cells run the Set Transformer and the closed-form yardstick only.
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass
 
 from mzlite.repro.paper import name_labels, paper_cell
@@ -29,6 +28,7 @@ from mzlite.tasks.readings import DEFAULT_READING
 
 from . import stats as _stats
 from .cells import calibration_cell_id
+from .reading import missing_quotes
 from .results import load_results
 from .specs import SET_STATS
 from .tables import get_table
@@ -170,15 +170,10 @@ TASK_REVIEW: tuple[TaskReview, ...] = (
 )  # fmt: skip
 
 
-def _normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
-
-
 def missing_task_quotes(paper_tex: str) -> list[str]:
     """The ``words`` of ``TASK_REVIEW`` that do not occur verbatim (up to white space) in the
     paper's LaTeX source; empty when every quote is the paper's."""
-    source = _normalise(paper_tex)
-    return [t.words for t in TASK_REVIEW if _normalise(t.words) not in source]
+    return missing_quotes(paper_tex, [t.words for t in TASK_REVIEW])
 
 
 def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
