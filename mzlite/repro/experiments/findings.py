@@ -31,8 +31,10 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import protocols as _protocols
+from mzlite.repro.experiments.engine import DECIDED as _ENGINE_DECIDED
 from mzlite.repro.experiments.plan import decide, plan, priced
 from mzlite.repro.experiments.present import (
     PAPER_SCALE,
@@ -53,10 +55,11 @@ __all__ = [
 SCORECARD_CHAPTER = "09_reproduction_scorecard"
 HOW_SURE_LABEL = "scorecard-how-sure"
 NOT_RUN_LABEL = "scorecard-not-run"
-DECIDED = ("holds", "holds partly", "does not hold here")
+# a verdict the runs decided (the engine's, and a paper's pattern reproduced under its protocol)
+DECIDED = (*_ENGINE_DECIDED, Label.REPRODUCED)
 # what remains is priced under the project's own protocol (chapter 9's tables of what is left)
 PRICE_PROFILE = "cpu-annealed"
-HELD = ("holds", "holds partly")
+HELD = (Label.HOLDS, Label.PARTLY)
 
 
 _ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per state per kernel
