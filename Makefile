@@ -83,7 +83,7 @@ endif
 
 browser: $(STAMP)
 	@bash book/_scripts/ensure_chromium.sh
-	$(VPY) -m pytest -q -m browser tests/test_browser.py
+	$(VPY) -m pytest -q -m browser tests/test_browser.py tests/test_one_number.py
 
 # The student copies run whole from the unzipped download: a second execution of every chapter,
 # independent of the book's (its own unzipped folder, data and results). Its copies go to their

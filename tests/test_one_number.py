@@ -235,6 +235,7 @@ def book():
     return what, pages
 
 
+@pytest.mark.browser  # after the book build, in its lane: never a half-built book
 def test_the_built_book_shows_one_number_per_experiment(book):
     """Every marked number on every page of the built book (the chapters' report tables, the
     scorecard, each chapter's own comparison tables): one experiment, one number."""
@@ -243,6 +244,7 @@ def test_the_built_book_shows_one_number_per_experiment(book):
     assert conflicts == [], f"{what}:\n" + "\n".join(conflicts)
 
 
+@pytest.mark.browser  # after the book build, in its lane: never a half-built book
 def test_the_book_check_catches_a_conflict_planted_in_its_pages(book):
     """The check over the built book fails when a page shows one of its experiments otherwise:
     a copy of a real marker with another value, planted on another page."""
