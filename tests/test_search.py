@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
 
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import search as se
 from mzlite.repro.experiments.specs import PROFILES, Profile
+from mzlite.train.history import History
 
 NAME = "test-searched"
 
@@ -33,6 +35,88 @@ def tiny(monkeypatch, tmp_path):
     monkeypatch.setattr(se, "REDUCTION", 2)
     monkeypatch.setattr(se, "SEARCH_CELLS", {"deepsets": (("tab:main-results", "F-deepsets"),)})
     return tmp_path
+
+
+def _fake_fit(curves, trained):
+    """A stand-in for ``fit`` with known curves: the validation loss at epoch e of a run whose
+    epoch cap is T is ``curves[lr, schedule](e, T)``; ``trained`` collects (lr, schedule, T)
+    of every run. It honours ``callbacks`` as ``fit`` does and trains nothing."""
+
+    def fit(model, train, val, cfg, *, checkpoint_path=None, progress=True, callbacks=()):
+        trained.append((cfg.lr, cfg.schedule, cfg.epochs))
+        hist = History()
+        for e in range(1, cfg.epochs + 1):
+            v = curves[cfg.lr, cfg.schedule](e, cfg.epochs)
+            for field, x in (("epoch", e), ("train_loss", v), ("val_loss", v), ("lr", cfg.lr),
+                             ("epoch_time_s", 0.0), ("val_metrics", {"r2": 1.0 - v})):  # fmt: skip
+                getattr(hist, field).append(x)
+            if v < hist.best_val_loss:
+                hist.best_val_loss, hist.best_epoch = v, e
+            if any([cb(e, hist, model) for cb in callbacks]):
+                hist.stop_reason = "callback"
+                return hist
+        hist.stop_reason = "completed"
+        return hist
+
+    return fit
+
+
+def _cosine_done(e, T):
+    """The share of a cosine's decay done after e of its T epochs (0 at the start, 1 at T)."""
+    return (1.0 - math.cos(math.pi * e / T)) / 2.0
+
+
+def test_a_slow_starting_schedule_that_ends_best_is_chosen_and_not_pruned(tiny, monkeypatch):
+    """Known curves: at the first rung (epoch 2 of an 8-epoch cap) the cosine over the cap has
+    barely decayed and trails the fast plateau, yet the cosine ends at 0.1 against the plateau's
+    0.5. Judged at epoch 2 of the cap's cosine (the search before issue 49) it is pruned and the
+    plateau chosen; sized to its rung it is promoted, trains to the cap and is chosen."""
+    lo, hi = se.LRS
+    curves = {
+        (lo, "plateau"): lambda e, T: 0.5 + 0.5 * 0.5**e,  # fast, ends at 0.5
+        (lo, "cosine"): lambda e, T: 1.0 - 0.9 * _cosine_done(e, T),  # slow, ends at 0.1
+        (hi, "plateau"): lambda e, T: 0.9 + 0.1 * 0.5**e,  # bad
+        (hi, "cosine"): lambda e, T: 0.95 - 0.2 * _cosine_done(e, T),  # ends at 0.75
+    }
+    trained = []
+    monkeypatch.setattr(se, "fit", _fake_fit(curves, trained))
+    split = SimpleNamespace(d_in=1, d_out=1)
+    monkeypatch.setattr(se, "job_splits", lambda job: (split, split, None))
+    monkeypatch.setattr(se, "build_cell_model", lambda *a, **k: None)
+    out = se.search(NAME, ["deepsets"], seeds=(0,), say=lambda *a: None)
+    assert out["choice"]["deepsets"]["train"] == {"lr": lo, "schedule": "cosine"}
+    recs = {(r["lr"], r["schedule"]): r for r in
+            out["families"]["deepsets"]["deepsets-tab-main-results-F-deepsets-seed0"]}  # fmt: skip
+    slow = recs[lo, "cosine"]
+    assert slow["state"] == "complete" and slow["best_val_loss"] == pytest.approx(0.1)
+    # sized to each rung (2, then 4 = 2 x 2), then the cap's cosine, each from the start
+    assert [r["epochs"] for r in slow["runs"]] == [2, 4, 8] and slow["epochs_trained"] == 14
+    assert [(lr, T) for lr, s, T in trained if s == "cosine" and lr == lo] == [
+        (lo, 2),
+        (lo, 4),
+        (lo, 8),
+    ]
+    # the pruner still prunes: the bad plateau and the cosine that ends worse stop at rung 2
+    assert recs[hi, "plateau"]["state"] == "pruned" and recs[hi, "plateau"]["epochs"] == 2
+    assert recs[hi, "cosine"]["state"] == "pruned" and recs[hi, "cosine"]["runs"] == [
+        {"epochs": 2, "epochs_run": 2, "best_val_loss": pytest.approx(0.75)}
+    ]
+    # a plateau is continued across rungs: one run to the cap
+    assert recs[lo, "plateau"]["runs"][0]["epochs"] == 8 and len(recs[lo, "plateau"]["runs"]) == 1
+    assert out["methods"] == {"deepsets": se.METHOD}
+    assert out["choice_by_table"]["deepsets"]["tab:main-results"] == out["choice"]["deepsets"]
+
+
+def test_rung_runs_and_the_price_of_sized_cosines():
+    assert se.rungs(200) == [20, 60, 180]
+    assert se.rung_runs("plateau", 200) == [200]
+    # no run of 180: the cap's cosine judged there has nearly finished
+    assert se.rung_runs("cosine", 200) == [20, 60, 200]
+    assert se.rung_runs("cosine", 15) == [15]  # a cap below the first rung: no rung at all
+    # each rung keeps a third: a plateau continues, a cosine starts again at each sized rung
+    assert se.expected_epochs("plateau", 200) == pytest.approx(20 + 40 / 3 + 120 / 9 + 20 / 27)
+    assert se.expected_epochs("cosine", 200) == pytest.approx(20 + 60 / 3 + 180 / 9 + 20 / 27)
+    assert se.expected_epochs("cosine", 15) == pytest.approx(15)
 
 
 def test_the_choice_is_the_smallest_rate_within_the_tie_of_the_best_mean():
@@ -129,7 +213,8 @@ def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):
     assert ds["choice"] == "3e-3, plateau" and ds["excess"] == pytest.approx(0.0)
     assert ds["paper_excess"] == pytest.approx(0.5)
     assert ds["runner_up_excess"] == pytest.approx(0.2)
-    assert ds["trials"] == f"{2 * len(grid)} of {4 * len(grid)} (2 pruned)"  # 2 of 4 studies
+    planned = 2 * len(se.SEARCH_CELLS["deepsets"]) * len(grid)  # 2 seeds x the family's cells
+    assert ds["trials"] == f"{2 * len(grid)} of {planned} (2 pruned)"
     assert rows["MZAttn"]["choice"] is None
     # the seeds its studies ran, not the default's (0, 1), which the undecided family plans
     assert ds["trained"].endswith("seeds 0, 5") and rows["MZAttn"]["trained"].endswith("seeds 0, 1")

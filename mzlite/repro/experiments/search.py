@@ -1,23 +1,39 @@
 """The learning-rate search of a profile: each model family's learning rate and schedule, chosen
-on the validation split by runs that go far enough to be judged (issue 33). It replaces the
-10-epoch probe (``benchmarks/lr_probe.py``), which favoured whatever learns fastest.
+on the validation split by runs that go far enough to be judged (issue 33), and judged so that a
+schedule that starts slowly is not censored (issue 49). It replaces the 10-epoch probe
+(``benchmarks/lr_probe.py``), which favoured whatever learns fastest.
 
     python -m mzlite search paper-sizes --dry-run          # the trials and what they cost
     python -m mzlite search paper-sizes --families mz      # run them (resumes), write the choice
 
 What runs (``plan_search``): for each family, the grid ``LRS`` x ``SCHEDULES`` on the family's
-``SEARCH_CELLS`` (Task F and tab:tdof-verify L = 16) at the profile's sizes, seeds ``SEEDS``; one
-Optuna study per (family, cell, seed) over the grid. Each trial is one ``fit`` under the
-profile's protocol with the trial's rate and schedule, checkpointed every epoch (an interrupted
-trial resumes), reporting its best validation loss so far (standardised units) after every
-epoch. Optuna's successive halving prunes a configuration only at its rungs, the first after
-``MIN_EPOCHS`` epochs (then 3x and 9x that), keeping the best third. The test split is never read.
+``SEARCH_CELLS`` (Tasks F and G of tab:main-results, tab:tdof-verify L = 16) at the profile's
+sizes, seeds ``SEEDS``; one Optuna study per (family, cell, seed) over the grid. Each trial is
+``fit`` under the profile's protocol with the trial's rate and schedule, checkpointed every epoch
+(an interrupted trial resumes). Optuna's successive halving prunes a configuration only at its
+rungs, the first after ``MIN_EPOCHS`` epochs (then 3x and 9x that), keeping the best third. The
+test split is never read.
 
-The choice (``choose``): per family, each configuration's best validation loss relative to the
-best of its study (a pruned trial counts with the best loss it had reached), averaged over the
-family's studies; the smallest rate within ``TIE`` of the lowest mean wins, as the probe's rule
-did. The trials and the choice are written, with provenance, to ``search_path(profile)``
-(``data/results/lr-search/<profile>.json``), which the profile reads (``Profile.searched``)."""
+How trials are compared at a rung (``METHOD``, ``rung_runs``): every trial is judged by what its
+schedule reaches within the rung's epochs. A plateau schedule has no length: it anneals whenever
+the validation loss stalls, so its run is continued from rung to rung and judged by its best
+validation loss so far. A cosine is sized to its rung: judged at rung r, the trial has just
+finished a cosine of length r, so its value at r is a finished value; promoted, it trains a
+cosine of the next length from the start, and past the last sized rung it runs the profile's own
+cosine over the epoch cap, the configuration a chosen cosine trains with. The search before
+issue 49 judged a cosine over the 200-epoch cap at epoch 20, where its rate is still 99 % of its
+peak, against a plateau that had annealed: it pruned 34 of 48 cosine trials (31 at the first
+rung) and 10 of 48 plateau ones. ``READING_ENTRY`` says why this comparison and not another.
+
+The choice (``choose``): each configuration's best validation loss relative to the best of its
+study (a pruned trial counts with the best loss it had reached), averaged over studies; the
+smallest rate within ``TIE`` of the lowest mean wins, as the probe's rule did. It is made per
+family and table (``choice_by_table``, what a searched profile trains each searched table with)
+and per family over every study (``choice``, what it trains the tables no study ran on with).
+``best_setting_rows`` is the labelled ablation: each family's best configuration on each
+searched cell. The trials and the choices are written, with provenance, to
+``search_path(profile)`` (``data/results/lr-search/<profile>.json``), which the profile reads
+(``Profile.searched``)."""
 
 from __future__ import annotations
 
@@ -53,9 +69,26 @@ REDUCTION = 3  # successive halving keeps the best third at each rung
 TIE = 0.02  # configurations within 2 % of the lowest mean relative loss are tied
 # (table, cell) of each family; None as cell id: the family's model on the cell named after it
 SEARCH_CELLS = {
-    "mz": (("tab:main-results", "F-mz_full"), ("tab:tdof-verify", "L16-mz_1l")),
-    "baseline": (("tab:main-results", "F-st"), ("tab:tdof-verify", "L16-st_4l")),
-    "deepsets": (("tab:main-results", "F-deepsets"), ("tab:tdof-verify", "L16-st_4l")),
+    "mz": (("tab:main-results", "F-mz_full"), ("tab:main-results", "G-mz_full"),
+           ("tab:tdof-verify", "L16-mz_1l")),
+    "baseline": (("tab:main-results", "F-st"), ("tab:main-results", "G-st"),
+                 ("tab:tdof-verify", "L16-st_4l")),
+    "deepsets": (("tab:main-results", "F-deepsets"), ("tab:main-results", "G-deepsets"),
+                 ("tab:tdof-verify", "L16-st_4l")),
+}  # fmt: skip
+FORMAT = "mzlite.lr-search/2"
+# How a study's trials are compared at a rung; part of the journals' path and of every family's
+# record in the search file, so that trials judged one way never mix with trials judged another.
+METHOD = "rung-sized-cosine"
+# The search before issue 49 (format 1, written at 9473af9): every trial ran its schedule over
+# the epoch cap and was judged at the rungs by its best validation loss so far.
+CENSORED_METHOD = "cosine-over-the-cap"
+METHODS = {
+    METHOD: "a cosine sized to its rung (judged at rung r after a cosine of length r), a plateau "
+    "continued from rung to rung",
+    CENSORED_METHOD: "every schedule over the 200-epoch cap, judged at the rungs by its best "
+    "validation loss so far: a cosine is judged at 99 % of its peak rate (the search before "
+    "issue 49; it censors cosine)",
 }
 FAMILY_MODEL = {"mz": None, "baseline": None, "deepsets": "deepsets"}  # a model to swap in
 
@@ -108,28 +141,62 @@ def plan_search(profile: str, families=None, seeds=SEEDS) -> list[Study]:
 
 
 def search_dir(profile: str, cache_dir=None) -> Path:
-    """The studies' journals and the trials' checkpoints (never committed)."""
-    return Path(cache_dir or default_cache_dir()) / "lr-search" / profile
+    """The studies' journals and the trials' checkpoints (never committed), by ``METHOD``: a
+    journal of trials judged another way is never resumed as if it were this search's."""
+    return Path(cache_dir or default_cache_dir()) / "lr-search" / profile / METHOD
 
 
-def _trial_config(study: Study, lr: float, schedule: str):
+def rungs(cap: int) -> list[int]:
+    """The successive-halving rungs below the epoch cap ``cap``: ``MIN_EPOCHS``, then each
+    ``REDUCTION`` times the last (20, 60, 180 under a 200-epoch cap)."""
+    out, r = [], MIN_EPOCHS
+    while r < cap:
+        out.append(r)
+        r *= REDUCTION
+    return out
+
+
+def rung_runs(schedule: str, cap: int) -> list[int]:
+    """The epoch caps of the runs a trial of ``schedule`` trains, in order, each from the start.
+
+    A plateau: one run to ``cap``, judged at every rung on the way; its rate depends on the
+    validation curve, not on a length, so the epochs it has run are all a longer run would have
+    run. A cosine: a run the length of each rung, judged at its end, where the cosine has
+    finished, then the run over ``cap`` (the profile's cosine, which a chosen cosine trains
+    with). A rung whose next rung lies past the cap gets no run of its own: the cap's cosine is
+    judged there, nearly finished (at 180 of 200 epochs its rate is 2.4 % of its peak), so that
+    the trial does not train twice for almost the same length."""
+    if schedule != "cosine":
+        return [cap]
+    return [r for r in rungs(cap) if r * REDUCTION <= cap] + [cap]
+
+
+def _trial_config(study: Study, lr: float, schedule: str, epochs: int):
     cfg = study.job.train_config()
-    return dataclasses.replace(cfg, lr=lr, schedule=schedule)
+    warmup = min(cfg.warmup_epochs, epochs)  # a sized run shorter than the warm-up warms up whole
+    return dataclasses.replace(cfg, lr=lr, schedule=schedule, epochs=epochs, warmup_epochs=warmup)
+
+
+def _report_value(best: float) -> float:
+    # Optuna refuses inf: a diverged run reports a loss no finite one exceeds
+    return best if math.isfinite(best) else 1e30
 
 
 class _Reporter:
-    """``fit`` callback: reports the best validation loss so far of every epoch not yet reported
-    (a resumed trial first catches up on its checkpoint's epochs), then asks the pruner."""
+    """``fit`` callback of a run that is judged as it trains (a plateau's, or the cap's cosine
+    past its sized rungs): reports the best validation loss so far of every epoch after
+    ``after`` not yet reported (a resumed run first catches up on its checkpoint's epochs), then
+    asks the pruner. Epochs up to ``after`` were judged on the trial's sized runs."""
 
-    def __init__(self, trial):
-        self.trial, self.reported = trial, 0
+    def __init__(self, trial, after: int = 0):
+        self.trial, self.reported = trial, after
 
     def catch_up(self, hist) -> None:
         losses = hist.val_loss
         for e in range(self.reported + 1, len(losses) + 1):
             best = min((v for v in losses[:e] if math.isfinite(v)), default=math.inf)
-            self.trial.report(best if math.isfinite(best) else 1e30, e)
-        self.reported = len(losses)
+            self.trial.report(_report_value(best), e)
+        self.reported = max(self.reported, len(losses))
 
     def __call__(self, epoch, hist, model) -> bool:
         self.catch_up(hist)
@@ -172,10 +239,62 @@ def _optuna_study(study: Study, cache_dir=None):
     )  # fmt: skip
 
 
+def _checkpoint(study: Study, lr: float, schedule: str, epochs: int, cap: int, cache_dir):
+    """Where one run of a trial checkpoints: the cap's run as ``lr<lr>-<schedule>.pt``, a sized
+    run with its length, so that a resumed trial finds each of its runs."""
+    sized = "" if epochs == cap else f"-{epochs}ep"
+    return (
+        search_dir(study.job.profile.name, cache_dir)
+        / study.name
+        / (f"lr{lr:g}-{schedule}{sized}.pt")
+    )
+
+
+def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=None) -> dict:
+    """Train one trial's runs (``rung_runs``), judging it at every rung, and tell Optuna how it
+    ended; returns its record (``_record``). ``data``: the study's (train, validation) splits."""
+    TrialState = _optuna().trial.TrialState
+
+    j, (tr, va) = study.job, data
+    cap = j.train_config().epochs
+    lengths = rung_runs(schedule, cap)
+    runs, ckpts, pruned, hist = [], [], False, None
+    for i, epochs in enumerate(lengths):
+        cfg = _trial_config(study, lr, schedule, epochs)
+        ckpt = _checkpoint(study, lr, schedule, epochs, cap, cache_dir)
+        ckpt.parent.mkdir(parents=True, exist_ok=True)
+        ckpts.append(ckpt)
+        model = build_cell_model(j.cell, tr.d_in, tr.d_out, j.seed, resolve_device(j.device))
+        if epochs == cap:  # judged as it trains, at the rungs past the sized runs
+            reporter = _Reporter(trial, after=lengths[i - 1] if i else 0)
+            hist = fit(model, tr, va, cfg, checkpoint_path=ckpt, progress=False,
+                       callbacks=[reporter])  # fmt: skip
+            reporter.catch_up(hist)
+            pruned = hist.stop_reason == "callback"
+        else:  # a cosine sized to its rung: judged once, at its end
+            hist = fit(model, tr, va, cfg, checkpoint_path=ckpt, progress=False)
+            trial.report(_report_value(hist.best_val_loss), epochs)
+            pruned = trial.should_prune()
+        best = hist.best_val_loss if hist.best_epoch else math.inf
+        runs.append({"epochs": epochs, "epochs_run": hist.epochs_run, "best_val_loss": best})
+        if pruned:
+            break
+    record = _record(hist, lr, schedule, pruned, runs)
+    for k, v in record.items():
+        trial.set_user_attr(k, v)
+    if pruned:
+        trial.study.tell(trial, state=TrialState.PRUNED)
+    else:
+        trial.study.tell(trial, record["best_val_loss"])
+    for ckpt in ckpts:
+        ckpt.unlink(missing_ok=True)
+    return record
+
+
 def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
     """Run the configurations of ``study`` not finished yet, in grid order; returns every trial's
-    record. A trial left running by an interrupted process is failed and asked again: its
-    checkpoint makes it resume where it stopped."""
+    record. A trial left running by an interrupted process is failed and asked again: its runs'
+    checkpoints make it resume where it stopped."""
     TrialState = _optuna().trial.TrialState
 
     ost = _optuna_study(study, cache_dir)
@@ -184,35 +303,18 @@ def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
     finished = {(t.params["lr"], t.params["schedule"])
                 for t in ost.get_trials(deepcopy=False)
                 if t.state in (TrialState.COMPLETE, TrialState.PRUNED)}  # fmt: skip
-    tr = va = None
+    data = None
     for lr, schedule in study.configs():
         if (lr, schedule) in finished:
             continue
-        if tr is None:
-            tr, va, _ = job_splits(study.job)  # the test split is never looked at
+        if data is None:
+            data = job_splits(study.job)[:2]  # the test split is never looked at
         trial = _ask(ost, lr, schedule)
-        cfg = _trial_config(study, lr, schedule)
-        ckpt = (
-            search_dir(study.job.profile.name, cache_dir) / study.name / f"lr{lr:g}-{schedule}.pt"
-        )
-        ckpt.parent.mkdir(parents=True, exist_ok=True)
-        j = study.job
-        model = build_cell_model(j.cell, tr.d_in, tr.d_out, j.seed, resolve_device(j.device))
-        reporter = _Reporter(trial)
         t0 = time.perf_counter()
-        hist = fit(model, tr, va, cfg, checkpoint_path=ckpt, progress=False, callbacks=[reporter])
-        reporter.catch_up(hist)
-        record = _record(hist, lr, schedule)
-        for k, v in record.items():
-            trial.set_user_attr(k, v)
-        if hist.stop_reason == "callback":
-            ost.tell(trial, state=TrialState.PRUNED)
-        else:
-            ost.tell(trial, record["best_val_loss"])
+        record = run_trial(study, trial, lr, schedule, data, cache_dir=cache_dir)
         say(f"  {study.name:50s} lr {lr:<6g} {schedule:8s} {record['state']:9s} "
             f"{record['epochs']:3d} epochs, best val loss {record['best_val_loss']:.4f} "
             f"(epoch {record['best_epoch']}), {time.perf_counter() - t0:.0f} s")  # fmt: skip
-        ckpt.unlink(missing_ok=True)
     return trials(study, cache_dir)
 
 
@@ -226,19 +328,23 @@ def _ask(ost, lr: float, schedule: str):
     return ost.ask(fixed_distributions=grid)
 
 
-def _record(hist, lr, schedule) -> dict:
+def _record(hist, lr, schedule, pruned: bool, runs: list[dict]) -> dict:
+    """A trial as the search file records it, from the history of its last run: ``runs``, every
+    run it trained (``rung_runs``: its length, the epochs it ran, its best validation loss)."""
     best = hist.best_epoch
     r2 = hist.val_metrics[best - 1].get("r2") if best else None
     return {
         "lr": lr,
         "schedule": schedule,
-        "state": "pruned" if hist.stop_reason == "callback" else "complete",
+        "state": "pruned" if pruned else "complete",
         "stop_reason": hist.stop_reason,
         "epochs": hist.epochs_run,
         "best_epoch": best,
         "best_val_loss": hist.best_val_loss if best else math.inf,
         "val_r2_at_best": r2,
         "wall_time_s": hist.wall_time_s,
+        "runs": runs,
+        "epochs_trained": sum(r["epochs_run"] for r in runs),
     }
 
 
@@ -315,31 +421,91 @@ def _run_in_worker(study: Study, cache_dir) -> None:
     run_study(study, cache_dir=cache_dir, say=lambda line: print(line, flush=True))
 
 
-def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> dict:
-    """Write ``search_path(profile)`` atomically from the studies' journals."""
+def read_search(profile: str, results_dir=None) -> dict:
+    """The search file of ``profile`` in this module's format (``FORMAT``), an empty search when
+    there is none. A file of the search before issue 49 (format 1) reads with each of its
+    families' ``method`` set to ``CENSORED_METHOD`` and no choice per table."""
     path = search_path(profile, results_dir)
-    old = json.loads(path.read_text()) if path.exists() else {"families": {}, "choice": {}}
+    if not path.exists():
+        return {"families": {}, "methods": {}, "studies": {}, "choice": {},
+                "choice_by_table": {}, "replaced": {}}  # fmt: skip
+    out = json.loads(path.read_text())
+    if out.get("format") != FORMAT:
+        out["methods"] = dict.fromkeys(out.get("families", {}), CENSORED_METHOD)
+        out["commits"] = dict.fromkeys(
+            out.get("families", {}), out.get("provenance", {}).get("git_commit")
+        )
+    for key in ("families", "methods", "studies", "choice", "choice_by_table", "replaced"):
+        out.setdefault(key, {})
+    return out
+
+
+def _study_table(out: dict, name: str) -> str:
+    """The table study ``name`` of a search file trained on (``Study.record``)."""
+    record = out["studies"].get(name)
+    if record:
+        return record["table"]
+    return next(t for t in ("tab:main-results", "tab:tdof-verify")
+                if name.split("-", 1)[1].startswith(t.replace(":", "-")))  # fmt: skip
+
+
+def choose_by_table(out: dict, family: str) -> dict[str, dict]:
+    """``choose`` over the studies of each table of ``family`` in search file ``out``: the
+    tables whose studies have all tried the whole grid."""
+    by_table: dict[str, dict] = {}
+    for name, recs in out["families"].get(family, {}).items():
+        by_table.setdefault(_study_table(out, name), {})[name] = recs
+    chosen = {t: choose(studies) for t, studies in by_table.items()}
+    return {t: c for t, c in chosen.items() if c is not None}
+
+
+def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> dict:
+    """Write ``search_path(profile)`` atomically from the studies' journals. A family searched
+    by another method before (``read_search``'s ``methods``) has its old trials and choice moved
+    to ``"replaced"``, so that trials judged two ways never mix in one choice."""
+    path = search_path(profile, results_dir)
+    old = read_search(profile, results_dir)
     # merged per study: a run of some seeds keeps the trials of the studies it did not run
     families = {fam: dict(recs) for fam, recs in old["families"].items()}
+    methods, commits = dict(old["methods"]), dict(old.get("commits", {}))
+    choice, by_table = dict(old["choice"]), dict(old["choice_by_table"])
+    replaced, recorded = dict(old["replaced"]), dict(old["studies"])
     touched = dict.fromkeys(s.family for s in studies)
+    for fam in touched:
+        if fam in families and methods.get(fam) != METHOD:
+            replaced[fam] = {
+                "method": methods.get(fam),
+                "git_commit": commits.get(fam),
+                "studies": families.pop(fam),
+                "choice": choice.pop(fam, None),
+            }
+            recorded = {n: r for n, r in recorded.items() if n not in replaced[fam]["studies"]}
+        methods[fam] = METHOD
+        commits.pop(fam, None)
     for s in studies:
         families.setdefault(s.family, {})[s.name] = trials(s, cache_dir)
     out = {
-        "format": "mzlite.lr-search/1",
+        "format": FORMAT,
         "profile": profile,
         "grid": {"lr": list(LRS), "schedule": list(SCHEDULES)},
         "min_epochs": MIN_EPOCHS,
         "reduction_factor": REDUCTION,
         "tie": TIE,
+        "methods": methods,
+        # the commit of a family's search where it is not this file's (a format-1 family)
+        "commits": commits,
         "families": families,
         # what each study trained, so that readers need not parse it back from its name
-        "studies": {**old.get("studies", {}), **{s.name: s.record() for s in studies}},
-        "choice": dict(old["choice"]),
+        "studies": {**recorded, **{s.name: s.record() for s in studies}},
+        "choice": choice,
+        "choice_by_table": by_table,
+        "replaced": replaced,
     }
     for fam in touched:
         c = choose(families[fam])
         if c is not None:
             out["choice"][fam] = c
+        out["choice_by_table"][fam] = choose_by_table(out, fam)
     out["printed"] = search_text(out)
     out["provenance"] = {
         **provenance(resolve_device("cpu"), git_info()),
@@ -357,14 +523,23 @@ def _study_seed(out: dict, name: str) -> int:
     return record["seed"] if record else int(name.rsplit("-seed", 1)[1])
 
 
+def _excess_text(c: dict) -> str:
+    ranked = sorted(c["mean_relative_excess"].items(), key=lambda kv: kv[1])
+    return (", ".join(f"{k}: {v:+.1%}" for k, v in ranked)
+            + f" -> lr {c['train']['lr']:g}, {c['train']['schedule']}")  # fmt: skip
+
+
 def search_text(out: dict) -> str:
-    """The search as printed: every trial, then each family's mean relative excess and choice."""
+    """The search as printed: every trial, then each family's mean relative excess and choice,
+    over all its studies and per table."""
     lines = [
         f"search [{out['profile']}]: lr {out['grid']['lr']} x schedule "
         f"{out['grid']['schedule']}, pruned only after {out['min_epochs']} epochs "
         f"(successive halving, keep 1/{out['reduction_factor']})"
     ]
     for fam, studies in out["families"].items():
+        method = out.get("methods", {}).get(fam, CENSORED_METHOD)
+        lines.append(f"{fam} ({method}: {METHODS[method]})")
         for name, recs in studies.items():
             for r in recs:
                 r2 = "" if r["val_r2_at_best"] is None else f", val R^2 {r['val_r2_at_best']:.3f}"
@@ -377,12 +552,9 @@ def search_text(out: dict) -> str:
         if c is None:
             lines.append(f"{fam}: not decided (a study has configurations left to try)")
             continue
-        ranked = sorted(c["mean_relative_excess"].items(), key=lambda kv: kv[1])
-        lines.append(
-            f"{fam}: mean relative excess val loss "
-            + ", ".join(f"{k}: {v:+.1%}" for k, v in ranked)
-            + f" -> lr {c['train']['lr']:g}, {c['train']['schedule']}"
-        )
+        lines.append(f"{fam}: mean relative excess val loss {_excess_text(c)}")
+        for table, ct in out.get("choice_by_table", {}).get(fam, {}).items():
+            lines.append(f"{fam} on {table}: {_excess_text(ct)}")
     return "\n".join(lines)
 
 
@@ -465,20 +637,27 @@ def choice_table(profile: str, results_dir=None) -> HTML:
     )  # fmt: skip
 
 
+def expected_epochs(schedule: str, cap: int) -> float:
+    """Epochs one configuration of ``schedule`` trains under successive halving when each rung
+    keeps a ``1/REDUCTION`` share of the trials reaching it and no run stops early (the pruner's
+    upper bound): its sized runs (``rung_runs``), then its run over ``cap`` judged at the rest."""
+    *sized, _ = rung_runs(schedule, cap)
+    total = sum(length / REDUCTION**k for k, length in enumerate(sized))
+    keep, last = 1 / REDUCTION ** len(sized), 0
+    for r in rungs(cap)[len(sized) :]:
+        total += keep * (r - last)
+        keep, last = keep / REDUCTION, r
+    return total + keep * (cap - last)
+
+
 def price(profile: str, families=None, seeds=SEEDS, results_dir=None) -> str:
-    """What the search would cost, from ``plan``'s seconds per epoch of each study's cell: at the
-    cap (every trial to the epoch cap) and under successive halving if no trial stopped early
-    (n trials x MIN_EPOCHS, a third of them 3x as long, a ninth 9x: the pruner's upper bound)."""
+    """What the search would cost, from ``plan``'s seconds per epoch of each study's cell: under
+    successive halving if no trial stopped early (``expected_epochs``: the pruner's upper bound,
+    a cosine's sized runs included) and at the cap (every trial to the epoch cap)."""
     studies = plan_search(profile, families, seeds)
-    n = len(LRS) * len(SCHEDULES)
+    configs = [(lr, s) for lr in LRS for s in SCHEDULES]
     cap = get_profile(profile).train["epochs"]
-    rungs, epochs, keep, last = [], 0.0, float(n), 0
-    r = MIN_EPOCHS
-    while r < cap:
-        rungs.append(r)
-        epochs += keep * (r - last)
-        keep, last, r = keep / REDUCTION, r, r * REDUCTION
-    epochs += keep * (cap - last)
+    epochs = sum(expected_epochs(s, cap) for _, s in configs)
     measured, timed = _plan._measured(results_dir), {}
     lines, total_cap, total_sh = [], 0.0, 0.0
     for s in studies:
@@ -487,11 +666,12 @@ def price(profile: str, families=None, seeds=SEEDS, results_dir=None) -> str:
             lines.append(f"  {s.name:50s}  no estimate ({source})")
             continue
         sec = unit * _plan._units(s.job.sizes)
-        total_cap += n * cap * sec / 3600
+        total_cap += len(configs) * cap * sec / 3600
         total_sh += epochs * sec / 3600
         lines.append(f"  {s.name:50s} {sec:6.1f} s/epoch ({source})")
     lines.append(
-        f"{len(studies)} studies x {n} configurations: {total_sh:.1f} CPU h with pruning at rungs "
-        f"{rungs} (upper bound), {total_cap:.1f} CPU h if every trial ran to the {cap}-epoch cap"
+        f"{len(studies)} studies x {len(configs)} configurations: {total_sh:.1f} CPU h with "
+        f"pruning at rungs {rungs(cap)} (upper bound; {METHOD}), {total_cap:.1f} CPU h if every "
+        f"trial ran to the {cap}-epoch cap"
     )
     return "\n".join(lines)
