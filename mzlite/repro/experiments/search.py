@@ -51,7 +51,7 @@ from mzlite import nn as _nn
 from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
 from mzlite.repro.render import HTML, comparison_table
-from mzlite.train import fit
+from mzlite.train import TrainConfig, fit, lr_at
 
 from . import plan as _plan
 from .execute import build_cell_model, git_info, job_splits, provenance
@@ -428,14 +428,15 @@ def read_search(profile: str, results_dir=None) -> dict:
     path = search_path(profile, results_dir)
     if not path.exists():
         return {"families": {}, "methods": {}, "studies": {}, "choice": {},
-                "choice_by_table": {}, "replaced": {}}  # fmt: skip
+                "choice_by_table": {}, "pending": {}, "replaced": {}}  # fmt: skip
     out = json.loads(path.read_text())
     if out.get("format") != FORMAT:
         out["methods"] = dict.fromkeys(out.get("families", {}), CENSORED_METHOD)
         out["commits"] = dict.fromkeys(
             out.get("families", {}), out.get("provenance", {}).get("git_commit")
         )
-    for key in ("families", "methods", "studies", "choice", "choice_by_table", "replaced"):
+    for key in ("families", "methods", "studies", "choice", "choice_by_table", "pending",
+                "replaced"):  # fmt: skip
         out.setdefault(key, {})
     return out
 
@@ -459,31 +460,53 @@ def choose_by_table(out: dict, family: str) -> dict[str, dict]:
     return {t: c for t, c in chosen.items() if c is not None}
 
 
+def _cell_name(name: str) -> str:
+    """A study's name less its seed: the (family, table, cell) it trains."""
+    return name.rsplit("-seed", 1)[0]
+
+
 def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> dict:
-    """Write ``search_path(profile)`` atomically from the studies' journals. A family searched
-    by another method before (``read_search``'s ``methods``) has its old trials and choice moved
-    to ``"replaced"``, so that trials judged two ways never mix in one choice."""
+    """Write ``search_path(profile)`` atomically from the studies' journals.
+
+    A family decided by another method before (``read_search``'s ``methods``: the search before
+    issue 49) keeps that choice until this method's studies of it cover every cell of
+    ``SEARCH_CELLS`` and choose; until then they are kept under ``"pending"``, then the old
+    trials and choice move to ``"replaced"``. So trials judged two ways never mix in one
+    choice, and a profile never loses a family's rate to a search half done."""
     path = search_path(profile, results_dir)
     old = read_search(profile, results_dir)
-    # merged per study: a run of some seeds keeps the trials of the studies it did not run
     families = {fam: dict(recs) for fam, recs in old["families"].items()}
     methods, commits = dict(old["methods"]), dict(old.get("commits", {}))
     choice, by_table = dict(old["choice"]), dict(old["choice_by_table"])
-    replaced, recorded = dict(old["replaced"]), dict(old["studies"])
-    touched = dict.fromkeys(s.family for s in studies)
-    for fam in touched:
-        if fam in families and methods.get(fam) != METHOD:
+    replaced, pending = dict(old["replaced"]), dict(old.get("pending", {}))
+    ran = [(s, trials(s, cache_dir)) for s in studies]
+    ran = [(s, recs) for s, recs in ran if recs]  # a study with no journal never ran
+    recorded = {**old["studies"], **{s.name: s.record() for s, _ in ran}}
+    # this method's trials of each family the run touched, merged per study: a run of some
+    # seeds keeps the trials of the studies it did not run
+    ours = {
+        fam: dict(families.get(fam, {}) if methods.get(fam, METHOD) == METHOD
+                  else pending.get(fam, {}).get("studies", {}))
+        for fam in dict.fromkeys(s.family for s, _ in ran)
+    }  # fmt: skip
+    for s, recs in ran:
+        ours[s.family][s.name] = recs
+    decided = []
+    for fam, recs in ours.items():
+        if methods.get(fam, METHOD) != METHOD:
+            planned = {_cell_name(s.name) for s in plan_search(profile, [fam], (0,))}
+            if not planned <= {_cell_name(n) for n in recs} or choose(recs) is None:
+                pending[fam] = {"method": METHOD, "studies": recs}
+                continue
             replaced[fam] = {
-                "method": methods.get(fam),
-                "git_commit": commits.get(fam),
-                "studies": families.pop(fam),
+                "method": methods[fam],
+                "git_commit": commits.pop(fam, None),
+                "studies": families[fam],
                 "choice": choice.pop(fam, None),
             }
-            recorded = {n: r for n, r in recorded.items() if n not in replaced[fam]["studies"]}
-        methods[fam] = METHOD
-        commits.pop(fam, None)
-    for s in studies:
-        families.setdefault(s.family, {})[s.name] = trials(s, cache_dir)
+            pending.pop(fam, None)
+        families[fam], methods[fam] = recs, METHOD
+        decided.append(fam)
     out = {
         "format": FORMAT,
         "profile": profile,
@@ -496,12 +519,13 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
         "commits": commits,
         "families": families,
         # what each study trained, so that readers need not parse it back from its name
-        "studies": {**recorded, **{s.name: s.record() for s in studies}},
+        "studies": recorded,
         "choice": choice,
         "choice_by_table": by_table,
+        "pending": pending,
         "replaced": replaced,
     }
-    for fam in touched:
+    for fam in decided:
         c = choose(families[fam])
         if c is not None:
             out["choice"][fam] = c
@@ -559,6 +583,10 @@ def search_text(out: dict) -> str:
 
 
 FAMILY_NAMES = {"mz": "MZAttn", "baseline": "attention baselines", "deepsets": "Deep Sets"}
+METHOD_NAMES = {
+    METHOD: "a cosine sized to its rung",
+    CENSORED_METHOD: "the cap's cosine at the rungs",
+}
 PAPER_CONFIG = (1e-4, "cosine")  # app:impl: AdamW 1e-4, cosine to 0
 
 
@@ -566,33 +594,67 @@ def _config_words(config: tuple[float, str]) -> str:
     return f"{rate_text(config[0])}, {config[1]}"
 
 
+def _pruned_text(records: list[dict]) -> str:
+    """How many of ``records`` were pruned, and of which schedule: the censoring a reader checks."""
+    pruned = [r["schedule"] for r in records if r["state"] == "pruned"]
+    per = ", ".join(f"{pruned.count(s)} {s}" for s in SCHEDULES if s in pruned)
+    return f"{len(pruned)} pruned" + (f": {per}" if per else "")
+
+
+def _trained_text(fam: str, studies: list[Study], seeds) -> str:
+    """The models and cells ``studies`` train, in the paper's row names (a swapped-in model by
+    its own name), and their seeds."""
+    trained = dict.fromkeys(
+        f"{_nn.model_spec(s.job.cell.model).display if FAMILY_MODEL[fam] else s.job.cell.row}"
+        f" on {s.job.table} {s.job.cell.column}"
+        for s in studies
+    )
+    return "; ".join(trained) + f"; seeds {', '.join(map(str, seeds))}"
+
+
+def _family_studies(out: dict, profile: str, fam: str) -> tuple[list[Study], list[int]]:
+    """The studies of ``fam`` in search file ``out`` (planned ones before any ran) and their
+    seeds. A family searched by the method before issue 49 ran the cells it had then."""
+    ran = out["families"].get(fam, {})
+    seeds = sorted({_study_seed(out, name) for name in ran}) or list(SEEDS)
+    studies = plan_search(profile, [fam], seeds)
+    if out["methods"].get(fam, METHOD) != METHOD:  # its cells: the names less their seeds
+        cells = {name.rsplit("-seed", 1)[0] for name in ran}
+        studies = [s for s in studies if s.name.rsplit("-seed", 1)[0] in cells]
+    return studies, seeds
+
+
 def choice_rows(profile: str, results_dir=None) -> list[dict]:
     """What the committed search of ``profile`` tried and chose, one dict per family:
-    ``family`` (in words), ``trained`` (the models and cells its studies train), ``trials``
-    (finished of planned, and how many were pruned), ``choice`` (the rate and schedule, None
-    until every study tried the whole grid), ``excess`` (the choice's mean relative excess
-    validation loss; ``choose``), ``runner_up`` and ``runner_up_excess``, ``paper_excess`` (the
-    paper's 1e-4 with a cosine)."""
-    path = search_path(profile, results_dir)
-    out = json.loads(path.read_text()) if path.exists() else {"families": {}, "choice": {}}
+    ``family`` (in words), ``method`` (how its trials were compared at the rungs, in words:
+    ``METHOD_NAMES``), ``trained`` (the models and cells its studies train), ``trials``
+    (finished of planned, and how many of each schedule were pruned), ``choice`` (the rate and
+    schedule over all its studies, None until every study tried the whole grid), ``excess``
+    (the choice's mean relative excess validation loss; ``choose``), ``runner_up`` and
+    ``runner_up_excess``, ``paper_excess`` (the paper's 1e-4 with a cosine), ``by_table``
+    (``{table: rate and schedule}``, what a searched profile trains each searched table with)
+    and ``replaced`` (the trials of the family's search before issue 49 where this one
+    replaced it, in words; None otherwise)."""
+    out = read_search(profile, results_dir)
     rows = []
     for fam in SEARCH_CELLS:
-        ran = out["families"].get(fam, {})  # the seeds its studies ran; planned ones before
-        seeds = sorted({_study_seed(out, name) for name in ran}) or SEEDS
-        studies = plan_search(profile, [fam], seeds)
-        trained = dict.fromkeys(  # the paper's row names; a swapped-in model by its own name
-            f"{_nn.model_spec(s.job.cell.model).display if FAMILY_MODEL[fam] else s.job.cell.row}"
-            f" on {s.job.table} {s.job.cell.column}"
-            for s in studies
-        )
-        records = [r for recs in ran.values() for r in recs]
+        studies, seeds = _family_studies(out, profile, fam)
+        records = [r for recs in out["families"].get(fam, {}).values() for r in recs]
+        old = out["replaced"].get(fam)
+        old_records = [r for recs in (old or {}).get("studies", {}).values() for r in recs]
         row = {
             "family": FAMILY_NAMES[fam],
-            "trained": "; ".join(trained) + f"; seeds {', '.join(map(str, seeds))}",
+            "method": METHOD_NAMES[out["methods"].get(fam, METHOD)],
+            "trained": _trained_text(fam, studies, seeds),
             "trials": f"{len(records)} of {len(studies) * len(LRS) * len(SCHEDULES)} "
-            f"({sum(r['state'] == 'pruned' for r in records)} pruned)",
+            f"({_pruned_text(records)})",
             "choice": None, "excess": None, "runner_up": None, "runner_up_excess": None,
             "paper_excess": None,
+            "by_table": {t: _config_words((c["train"]["lr"], c["train"]["schedule"]))
+                         for t, c in out["choice_by_table"].get(fam, {}).items()},
+            "replaced": None if old is None else
+            f"{METHOD_NAMES[old['method']]} (at {str(old['git_commit'])[:7]}): "
+            f"{len(old_records)} trials ({_pruned_text(old_records)})",
         }  # fmt: skip
         c = out["choice"].get(fam)
         if c is not None:
@@ -613,28 +675,110 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
 def choice_table(profile: str, results_dir=None) -> HTML:
     """``choice_rows`` as a page-width table: each family's choice beside its runner-up and the
     paper's setting, their mean relative excess validation loss (0 % = the best configuration
-    of every study)."""
+    of every study), and its choice per searched table."""
 
     def pct(v):
         return "--" if v is None else f"{v:+.1%}"
 
-    rows = [
-        {**r, "choice": r["choice"] or "not decided yet", "excess": pct(r["excess"]),
-         "runner_up": "--" if r["runner_up"] is None
-         else f"{r['runner_up']} ({pct(r['runner_up_excess'])})",
-         "paper": f"{_config_words(PAPER_CONFIG)} ({pct(r['paper_excess'])})"}
-        for r in choice_rows(profile, results_dir)
-    ]  # fmt: skip
+    rows = []
+    for r in choice_rows(profile, results_dir):
+        trained = f"{r['trained']}; trials compared by {r['method']}"
+        if r["replaced"]:
+            trained += f"; replaced the search by {r['replaced']}"
+        rows.append({
+            **r, "trained": trained,
+            "choice": r["choice"] or "not decided yet", "excess": pct(r["excess"]),
+            "runner_up": "--" if r["runner_up"] is None
+            else f"{r['runner_up']} ({pct(r['runner_up_excess'])})",
+            "paper": f"{_config_words(PAPER_CONFIG)} ({pct(r['paper_excess'])})",
+            "by_table": "; ".join(f"{t}: {c}" for t, c in r["by_table"].items()) or "--",
+        })  # fmt: skip
     return comparison_table(
         rows,
-        [("family", "family", 14), ("trials", "trials", 14), ("choice", "chosen", 16),
+        [("family", "family", 14), ("trials", "trials", 18), ("choice", "chosen", 16),
          ("excess", "its excess", 10), ("runner_up", "runner-up", 22),
-         ("paper", "the paper's setting", 24)],
+         ("paper", "the paper's setting", 24), ("by_table", "chosen per table", 26)],
         caption=f"The learning-rate search of {reader_name(profile)} ({profile}): mean excess "
         "validation loss over the best configuration of each study (lower is better)",
         footnote_key="trained",
-        footnote_title="What each family's studies train",
+        footnote_title="What each family's studies train, and how their trials were compared",
     )  # fmt: skip
+
+
+ABLATION_LABEL = (
+    "ablation: the family's best setting on this cell, chosen on this cell's validation split "
+    "(not the verdict's protocol, which trains with the family's choice for the table)"
+)
+
+
+def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
+    """``{cell name (``_cell_name``): (method, {study name: records})}`` of ``fam``'s complete
+    studies in search file ``out``: per cell, this method's trials where it has any (decided or
+    pending), else those of the method that decided the family; never both."""
+    grid = len(LRS) * len(SCHEDULES)
+    sources = [(out["methods"].get(fam, METHOD), out["families"].get(fam, {}))]
+    if fam in out["pending"]:
+        sources.insert(0, (out["pending"][fam]["method"], out["pending"][fam]["studies"]))
+    cells: dict[str, tuple[str, dict]] = {}
+    for method, studies in sources:
+        for name, recs in studies.items():
+            method_of_cell, done = cells.setdefault(_cell_name(name), (method, {}))
+            if method_of_cell == method and len(recs) == grid:
+                done[name] = recs
+    return cells
+
+
+def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=None) -> list[dict]:
+    """The labelled ablation of issue 49: each family's best configuration on each searched cell
+    of ``tables`` (Tasks F and G by default), beside the configuration the profile trains that
+    table with. One dict per (family, cell): ``label`` (``ABLATION_LABEL``), ``family`` and
+    ``method`` (in words: how the trials it reads were compared), ``table``, ``cell`` (the cell
+    id), ``model`` and ``column`` (the paper's row and column; a swapped-in model by its name),
+    ``seeds`` (the complete studies it reads), ``best`` (rate and schedule in words: ``choose``
+    over those studies), ``best_val_r2`` (its validation R^2 at the best epoch, mean over the
+    seeds), ``chosen`` and ``chosen_val_r2`` (the same for the table's choice); None until a
+    study of the cell is complete. Validation scores only: the test split is the verdict's."""
+    out = read_search(profile, results_dir)
+    rows = []
+    for fam in SEARCH_CELLS:
+        cells = _cell_records(out, fam)
+        chosen = out["choice_by_table"].get(fam, {})
+        for study in plan_search(profile, [fam], (0,)):
+            job = study.job
+            if job.table not in tables:
+                continue
+            method, records = cells.get(_cell_name(study.name), (METHOD, {}))
+            best = choose(records)
+            table_choice = chosen.get(job.table) or out["choice"].get(fam)
+            row = {
+                "label": ABLATION_LABEL,
+                "family": FAMILY_NAMES[fam],
+                "method": METHOD_NAMES[method],
+                "table": job.table,
+                "cell": job.cell.id,
+                "model": _nn.model_spec(job.cell.model).display if FAMILY_MODEL[fam]
+                else job.cell.row,
+                "column": job.cell.column,
+                "seeds": sorted(_study_seed(out, name) for name in records),
+                "best": None, "best_val_r2": None, "chosen": None, "chosen_val_r2": None,
+            }  # fmt: skip
+            for key, c in (("best", best), ("chosen", table_choice)):
+                if c is None or best is None:
+                    continue
+                config = (c["train"]["lr"], c["train"]["schedule"])
+                row[key] = _config_words(config)
+                row[f"{key}_val_r2"] = _mean_val_r2(records, config)
+            rows.append(row)
+    return rows
+
+
+def _mean_val_r2(records: dict[str, list[dict]], config: tuple[float, str]) -> float | None:
+    """The validation R^2 at the best epoch of ``config``, averaged over the studies."""
+    r2 = [r["val_r2_at_best"] for recs in records.values() for r in recs
+          if (r["lr"], r["schedule"]) == config]  # fmt: skip
+    if not r2 or any(v is None for v in r2):
+        return None
+    return sum(r2) / len(r2)
 
 
 def expected_epochs(schedule: str, cap: int) -> float:
@@ -675,3 +819,106 @@ def price(profile: str, families=None, seeds=SEEDS, results_dir=None) -> str:
         f"trial ran to the {cap}-epoch cap"
     )
     return "\n".join(lines)
+
+
+def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]:
+    """How each method of the committed search of ``profile`` treated the two schedules, from
+    its trials (those of the families it decides, pending and replaced alike): ``{method:
+    {"trials": {schedule: n}, "pruned": {schedule: n}, "pruned_at_first_rung": {schedule: n},
+    "studies": n, "cosine_best": n (studies whose best trial is a cosine)}}``."""
+    out = read_search(profile, results_dir)
+    by_method: dict[str, dict[str, list]] = {}
+    sources = [(out["methods"].get(f, METHOD), studies) for f, studies in out["families"].items()]
+    sources += [(v["method"], v["studies"]) for v in out["pending"].values()]
+    sources += [(v["method"], v["studies"]) for v in out["replaced"].values()]
+    for method, studies in sources:
+        by_method.setdefault(method, {}).update(studies)
+    counts = {}
+    for method, studies in by_method.items():
+        recs = [r for rs in studies.values() for r in rs]
+        first = min((r["epochs"] for r in recs if r["state"] == "pruned"), default=None)
+
+        def per(keep, recs=recs):
+            return {s: sum(1 for r in recs if r["schedule"] == s and keep(r)) for s in SCHEDULES}
+
+        counts[method] = {
+            "trials": per(lambda r: True),
+            "pruned": per(lambda r: r["state"] == "pruned"),
+            "pruned_at_first_rung": per(
+                lambda r, first=first: r["state"] == "pruned" and r["epochs"] == first
+            ),
+            "studies": len(studies),
+            "cosine_best": sum(
+                min(rs, key=lambda r: r["best_val_loss"])["schedule"] == "cosine"
+                for rs in studies.values() if rs
+            ),
+        }  # fmt: skip
+    return counts
+
+
+def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
+    """The reading page's entry for how the search compares schedules, in the fields of
+    ``reading.Choice`` (``reading.Choice(**search.reading_entry())``), its counts read from the
+    committed search of ``profile`` (``censoring``). Owned here because it states what this
+    module does."""
+    old = censoring(profile, results_dir).get(CENSORED_METHOD)
+    cap = get_profile(profile).train["epochs"]
+    configs = [(lr, s) for lr in LRS for s in SCHEDULES]
+    unpruned = len(configs) * cap / sum(expected_epochs(s, cap) for _, s in configs)
+    first = rungs(cap)[0] if rungs(cap) else cap
+    warmup = get_profile(profile).train.get("warmup_epochs", 0)
+    rate_at_first = lr_at(first * 10 - 1, 10, TrainConfig(lr=1.0, epochs=cap, warmup_epochs=warmup))
+    censored = (
+        "the cap's cosine judged at the rungs (the search before issue 49): at epoch "
+        f"{first} that cosine runs at {rate_at_first:.0%} of its peak rate against a plateau "
+        "that has annealed"
+    )
+    if old is not None:
+        censored += (
+            f"; it pruned {old['pruned']['cosine']} of {old['trials']['cosine']} cosine trials "
+            f"({old['pruned_at_first_rung']['cosine']} at the first rung) against "
+            f"{old['pruned']['plateau']} of {old['trials']['plateau']} plateau ones, yet a "
+            f"cosine was the best trial of {old['cosine_best']} of its {old['studies']} studies"
+        )
+    return {
+        "topic": "Learning-rate search: comparing schedules",
+        "label": "app:impl",
+        "words": "LR schedule & cosine to $0$",
+        "ours": (
+            "the paper runs no search; at the paper's sizes each family's rate and schedule "
+            f"come from one ({' to '.join(rate_text(x) for x in (LRS[0], LRS[-1]))} x "
+            f"{' or '.join(SCHEDULES)}, on Tasks F and G and tab:tdof-verify L = 16, seeds "
+            f"{', '.join(map(str, SEEDS))}, successive halving keeping 1/{REDUCTION} at epochs "
+            f"{', '.join(map(str, rungs(cap)))}). Every trial is judged by what its schedule "
+            "reaches within a rung's epochs: a cosine is sized to its rung (judged at rung r "
+            "after a cosine of length r; promoted, it trains a cosine of the next length from "
+            "the start, and past the sized rungs the profile's cosine over the epoch cap, which "
+            "a chosen cosine trains with); a plateau, which has no length (it anneals when the "
+            "validation loss stalls), runs on from rung to rung. Both are judged at equal epochs "
+            "of training, each by a finished schedule: the premise of successive halving, that "
+            "the order at a small budget predicts the order at a larger one, is then about the "
+            "schedules and not about how far a cosine has decayed. A family's rate and schedule "
+            "are chosen per table where its studies ran (tab:main-results from F and G, "
+            "tab:tdof-verify from L = 16), and over all its studies for the other tables, on "
+            "which no study ran. A family keeps the old search's choice until the new one has "
+            "decided it"
+        ),
+        "alternatives": (
+            f"{censored}; pruning each schedule only against itself (a cosine is still judged "
+            "near its peak rate, so the rates are compared under a nearly constant rate, and "
+            f"each rung has {len(LRS)} trials to halve); no pruning (every trial to the cap: "
+            f"{unpruned:.1f}x the price); one rate and schedule per family everywhere (what "
+            "the paper does, with 1e-4 and a cosine for every model)"
+        ),
+        "switch": "search.METHOD (the journals' folder; each family's entry under 'methods')",
+        "recorded": (
+            "data/results/lr-search/<profile>.json: methods, choice, choice_by_table, pending, "
+            "replaced; train_config.lr and schedule of every result"
+        ),
+        "tested": (
+            "tests/test_search.py: a cosine that starts slowly and ends best is chosen, not "
+            "pruned (known curves; the search before issue 49 prunes it and chooses the "
+            "plateau); the labelled ablation search.best_setting_rows: each family's best "
+            "setting per cell of Tasks F and G"
+        ),
+    }
