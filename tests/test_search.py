@@ -143,6 +143,12 @@ def test_a_family_the_censored_search_decided_keeps_its_choice_until_this_search
         "choice": old_choice, "provenance": {"git_commit": "9473af9" + "0" * 33},
     }))  # fmt: skip
     f_study, g_study = se.plan_search(NAME, ["deepsets"], seeds=(0,))
+
+    def ablation_f():
+        (row,) = [r for r in se.best_setting_rows(NAME) if r["cell"] == "F-deepsets"]
+        return row["method"], row["seeds"], row["best"]
+
+    assert ablation_f() == ("the cap's cosine at the rungs", [9], "3e-2, plateau")
     se.run_study(f_study, say=lambda *a: None)
     # the CLI writes the file from the journals so far, the unrun G study left out
     assert main(["search", NAME, "--families", "deepsets", "--seeds", "0", "--write-only"]) == 0
@@ -153,6 +159,12 @@ def test_a_family_the_censored_search_decided_keeps_its_choice_until_this_search
     assert list(half["pending"]["deepsets"]["studies"]) == [f_study.name]
     cfg = ex.job("tab:main-results", "F-deepsets", NAME, 0).train_config()
     assert (cfg.lr, cfg.schedule) == (hi, "plateau")  # the old choice still trains
+    (row,) = se.choice_rows(NAME)
+    assert row["method"] == "the cap's cosine at the rungs" and row["choice"] == "3e-2, plateau"
+    assert row["pending"] == "a cosine sized to its rung: 4 of 8 trials (1 pruned: 1 plateau)"
+    assert "deepsets pending (rung-sized-cosine" in half["printed"]
+    # the ablation reads this search's complete study of F, never both searches' together
+    assert ablation_f() == ("a cosine sized to its rung", [0], "3e-2, cosine")
     se.run_study(g_study, say=lambda *a: None)
     done = se.write_search(NAME, [g_study])
     assert done["methods"] == {"deepsets": se.METHOD, "mz": se.CENSORED_METHOD}

@@ -21,19 +21,22 @@ validation loss so far. A cosine is sized to its rung: judged at rung r, the tri
 finished a cosine of length r, so its value at r is a finished value; promoted, it trains a
 cosine of the next length from the start, and past the last sized rung it runs the profile's own
 cosine over the epoch cap, the configuration a chosen cosine trains with. The search before
-issue 49 judged a cosine over the 200-epoch cap at epoch 20, where its rate is still 99 % of its
-peak, against a plateau that had annealed: it pruned 34 of 48 cosine trials (31 at the first
-rung) and 10 of 48 plateau ones. ``READING_ENTRY`` says why this comparison and not another.
+issue 49 judged a cosine over the 200-epoch cap at epoch 20, where its rate is still about its
+peak, against a plateau that had annealed, and pruned most cosine trials at the first rung
+(``censoring`` counts them). ``reading_entry`` is the reading page's account: why this comparison
+and not another, and why the choice is made per table.
 
 The choice (``choose``): each configuration's best validation loss relative to the best of its
 study (a pruned trial counts with the best loss it had reached), averaged over studies; the
 smallest rate within ``TIE`` of the lowest mean wins, as the probe's rule did. It is made per
 family and table (``choice_by_table``, what a searched profile trains each searched table with)
 and per family over every study (``choice``, what it trains the tables no study ran on with).
+A family decided by the search before issue 49 keeps that choice, labelled with its method,
+until this search has decided it (its studies wait under ``"pending"``; ``write_search``).
 ``best_setting_rows`` is the labelled ablation: each family's best configuration on each
 searched cell. The trials and the choices are written, with provenance, to
 ``search_path(profile)`` (``data/results/lr-search/<profile>.json``), which the profile reads
-(``Profile.searched``)."""
+(``Profile.searched``); ``--write-only`` writes it from the journals of an interrupted search."""
 
 from __future__ import annotations
 
@@ -553,9 +556,22 @@ def _excess_text(c: dict) -> str:
             + f" -> lr {c['train']['lr']:g}, {c['train']['schedule']}")  # fmt: skip
 
 
+def _trial_lines(studies: dict[str, list[dict]]) -> list[str]:
+    lines = []
+    for name, recs in studies.items():
+        for r in recs:
+            r2 = "" if r["val_r2_at_best"] is None else f", val R^2 {r['val_r2_at_best']:.3f}"
+            lines.append(
+                f"  {name:48s} lr {r['lr']:<6g} {r['schedule']:8s} {r['state']:8s} "
+                f"{r['epochs']:3d} ep, best val loss {r['best_val_loss']:.4f} "
+                f"(epoch {r['best_epoch']}){r2}"
+            )
+    return lines
+
+
 def search_text(out: dict) -> str:
     """The search as printed: every trial, then each family's mean relative excess and choice,
-    over all its studies and per table."""
+    over all its studies and per table; then the trials of a search pending for a family."""
     lines = [
         f"search [{out['profile']}]: lr {out['grid']['lr']} x schedule "
         f"{out['grid']['schedule']}, pruned only after {out['min_epochs']} epochs "
@@ -564,14 +580,7 @@ def search_text(out: dict) -> str:
     for fam, studies in out["families"].items():
         method = out.get("methods", {}).get(fam, CENSORED_METHOD)
         lines.append(f"{fam} ({method}: {METHODS[method]})")
-        for name, recs in studies.items():
-            for r in recs:
-                r2 = "" if r["val_r2_at_best"] is None else f", val R^2 {r['val_r2_at_best']:.3f}"
-                lines.append(
-                    f"  {name:48s} lr {r['lr']:<6g} {r['schedule']:8s} {r['state']:8s} "
-                    f"{r['epochs']:3d} ep, best val loss {r['best_val_loss']:.4f} "
-                    f"(epoch {r['best_epoch']}){r2}"
-                )
+        lines += _trial_lines(studies)
         c = out["choice"].get(fam)
         if c is None:
             lines.append(f"{fam}: not decided (a study has configurations left to try)")
@@ -579,6 +588,10 @@ def search_text(out: dict) -> str:
         lines.append(f"{fam}: mean relative excess val loss {_excess_text(c)}")
         for table, ct in out.get("choice_by_table", {}).get(fam, {}).items():
             lines.append(f"{fam} on {table}: {_excess_text(ct)}")
+    for fam, p in out.get("pending", {}).items():
+        lines.append(f"{fam} pending ({p['method']}: {METHODS[p['method']]}; not decided yet, "
+                     "the family trains with the choice above)")  # fmt: skip
+        lines += _trial_lines(p["studies"])
     return "\n".join(lines)
 
 
@@ -624,6 +637,19 @@ def _family_studies(out: dict, profile: str, fam: str) -> tuple[list[Study], lis
     return studies, seeds
 
 
+def _pending_text(out: dict, profile: str, fam: str) -> str | None:
+    """The progress of this method's search of ``fam`` where another method's choice still
+    stands, in words; None where none is pending."""
+    p = out["pending"].get(fam)
+    if p is None:
+        return None
+    seeds = sorted({_study_seed(out, name) for name in p["studies"]})
+    planned = len(plan_search(profile, [fam], seeds)) * len(LRS) * len(SCHEDULES)
+    records = [r for recs in p["studies"].values() for r in recs]
+    return (f"{METHOD_NAMES[p['method']]}: {len(records)} of {planned} trials "
+            f"({_pruned_text(records)})")  # fmt: skip
+
+
 def choice_rows(profile: str, results_dir=None) -> list[dict]:
     """What the committed search of ``profile`` tried and chose, one dict per family:
     ``family`` (in words), ``method`` (how its trials were compared at the rungs, in words:
@@ -633,8 +659,9 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
     (the choice's mean relative excess validation loss; ``choose``), ``runner_up`` and
     ``runner_up_excess``, ``paper_excess`` (the paper's 1e-4 with a cosine), ``by_table``
     (``{table: rate and schedule}``, what a searched profile trains each searched table with)
-    and ``replaced`` (the trials of the family's search before issue 49 where this one
-    replaced it, in words; None otherwise)."""
+    ``replaced`` (the trials of the family's search before issue 49 where this one replaced
+    it, in words; None otherwise) and ``pending`` (this search's progress where the old
+    choice still stands, in words; None otherwise)."""
     out = read_search(profile, results_dir)
     rows = []
     for fam in SEARCH_CELLS:
@@ -655,6 +682,7 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
             "replaced": None if old is None else
             f"{METHOD_NAMES[old['method']]} (at {str(old['git_commit'])[:7]}): "
             f"{len(old_records)} trials ({_pruned_text(old_records)})",
+            "pending": _pending_text(out, profile, fam),
         }  # fmt: skip
         c = out["choice"].get(fam)
         if c is not None:
@@ -685,6 +713,8 @@ def choice_table(profile: str, results_dir=None) -> HTML:
         trained = f"{r['trained']}; trials compared by {r['method']}"
         if r["replaced"]:
             trained += f"; replaced the search by {r['replaced']}"
+        if r["pending"]:
+            trained += f"; the search by {r['pending']} is under way"
         rows.append({
             **r, "trained": trained,
             "choice": r["choice"] or "not decided yet", "excess": pct(r["excess"]),
@@ -713,19 +743,19 @@ ABLATION_LABEL = (
 
 def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
     """``{cell name (``_cell_name``): (method, {study name: records})}`` of ``fam``'s complete
-    studies in search file ``out``: per cell, this method's trials where it has any (decided or
-    pending), else those of the method that decided the family; never both."""
+    studies in search file ``out``: per cell, this method's where it has completed one (decided
+    or pending), else those of the method that decided the family; never both."""
     grid = len(LRS) * len(SCHEDULES)
     sources = [(out["methods"].get(fam, METHOD), out["families"].get(fam, {}))]
     if fam in out["pending"]:
-        sources.insert(0, (out["pending"][fam]["method"], out["pending"][fam]["studies"]))
-    cells: dict[str, tuple[str, dict]] = {}
+        sources.append((out["pending"][fam]["method"], out["pending"][fam]["studies"]))
+    by_method: dict[str, dict[str, dict]] = {}
     for method, studies in sources:
         for name, recs in studies.items():
-            method_of_cell, done = cells.setdefault(_cell_name(name), (method, {}))
-            if method_of_cell == method and len(recs) == grid:
-                done[name] = recs
-    return cells
+            if len(recs) == grid:
+                by_method.setdefault(_cell_name(name), {}).setdefault(method, {})[name] = recs
+    return {cell: (METHOD, done[METHOD]) if METHOD in done else next(iter(done.items()))
+            for cell, done in by_method.items()}  # fmt: skip
 
 
 def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=None) -> list[dict]:
