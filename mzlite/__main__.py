@@ -277,7 +277,7 @@ def main(argv=None) -> int:
             fams = _split(args.families)
             seeds = se.SEEDS if args.seeds is None else ex.parse_seeds(args.seeds)
             if args.dry_run:
-                print(se.price(args.profile, fams, seeds, args.results_dir))
+                print(se.price(args.profile, fams, seeds, args.results_dir, args.cache_dir))
                 return 0
             if args.write_only:
                 studies = se.plan_search(args.profile, fams, seeds)

@@ -163,6 +163,8 @@ def test_a_family_the_censored_search_decided_keeps_its_choice_until_this_search
     assert row["method"] == "the cap's cosine at the rungs" and row["choice"] == "3e-2, plateau"
     assert row["pending"] == "a cosine sized to its rung: 4 of 8 trials (1 pruned: 1 plateau)"
     assert "deepsets pending (rung-sized-cosine" in half["printed"]
+    # the price is of what is left: G's configurations, F's are done
+    assert "2 studies, 4 of 8 configurations left" in se.price(NAME, ["deepsets"], (0,))
     # the ablation reads this search's complete study of F, never both searches' together
     assert ablation_f() == ("a cosine sized to its rung", [0], "3e-2, cosine")
     se.run_study(g_study, say=lambda *a: None)

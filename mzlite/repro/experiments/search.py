@@ -824,29 +824,33 @@ def expected_epochs(schedule: str, cap: int) -> float:
     return total + keep * (cap - last)
 
 
-def price(profile: str, families=None, seeds=SEEDS, results_dir=None) -> str:
+def price(profile: str, families=None, seeds=SEEDS, results_dir=None, cache_dir=None) -> str:
     """What the search would cost, from ``plan``'s seconds per epoch of each study's cell: under
     successive halving if no trial stopped early (``expected_epochs``: the pruner's upper bound,
-    a cosine's sized runs included) and at the cap (every trial to the epoch cap)."""
+    a cosine's sized runs included) and at the cap (every trial to the epoch cap). A trial its
+    study's journal has finished (under ``cache_dir``) costs nothing: the price of what is left."""
     studies = plan_search(profile, families, seeds)
     configs = [(lr, s) for lr in LRS for s in SCHEDULES]
     cap = get_profile(profile).train["epochs"]
-    epochs = sum(expected_epochs(s, cap) for _, s in configs)
     measured, timed = _plan._measured(results_dir), {}
-    lines, total_cap, total_sh = [], 0.0, 0.0
+    lines, total_cap, total_sh, n_left = [], 0.0, 0.0, 0
     for s in studies:
+        done = {(r["lr"], r["schedule"]) for r in trials(s, cache_dir)}
+        left = [c for c in configs if c not in done]
+        n_left += len(left)
         unit, source = _plan._unit_cost(s.job.table, s.job.cell, measured, timed, True, profile)
         if unit is None:  # no result and no timing of this model: no price
             lines.append(f"  {s.name:50s}  no estimate ({source})")
             continue
         sec = unit * _plan._units(s.job.sizes)
-        total_cap += len(configs) * cap * sec / 3600
-        total_sh += epochs * sec / 3600
-        lines.append(f"  {s.name:50s} {sec:6.1f} s/epoch ({source})")
+        total_cap += len(left) * cap * sec / 3600
+        total_sh += sum(expected_epochs(sched, cap) for _, sched in left) * sec / 3600
+        lines.append(f"  {s.name:50s} {sec:6.1f} s/epoch ({source}), "
+                     f"{len(left)} of {len(configs)} configurations left")  # fmt: skip
     lines.append(
-        f"{len(studies)} studies x {len(configs)} configurations: {total_sh:.1f} CPU h with "
-        f"pruning at rungs {rungs(cap)} (upper bound; {METHOD}), {total_cap:.1f} CPU h if every "
-        f"trial ran to the {cap}-epoch cap"
+        f"{len(studies)} studies, {n_left} of {len(studies) * len(configs)} configurations left: "
+        f"{total_sh:.1f} CPU h with pruning at rungs {rungs(cap)} (upper bound; {METHOD}), "
+        f"{total_cap:.1f} CPU h if every trial ran to the {cap}-epoch cap"
     )
     return "\n".join(lines)
 
