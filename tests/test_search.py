@@ -374,6 +374,9 @@ def test_best_setting_rows_are_each_familys_best_configuration_per_cell(tmp_path
     g = rows["G-deepsets"]
     assert g["seeds"] == [0] and g["best"] == "1e-4, plateau"
     assert g["best_val_r2"] == pytest.approx(0.6) and g["chosen_val_r2"] == pytest.approx(0.5)
+    html = str(se.best_setting_table("paper-sizes", results_dir=tmp_path))
+    assert "Ablation, not a verdict" in html and "3e-3, cosine (0.750)" in html
+    assert "1e-4, plateau (0.600)" in html and "not searched yet" in html
     # another table on request: no study ran there
     tdof = se.best_setting_rows("paper-sizes", ("tab:tdof-verify",), tmp_path)
     assert {r["table"] for r in tdof} == {"tab:tdof-verify"} and all(

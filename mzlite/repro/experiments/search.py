@@ -802,6 +802,32 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
     return rows
 
 
+def best_setting_table(profile: str, tables=("tab:main-results",), results_dir=None) -> HTML:
+    """``best_setting_rows`` as a page-width table, labelled as the ablation it is: per family
+    and cell, its best setting and the table's choice, each with its mean validation R^2."""
+
+    def r2(v):
+        return "--" if v is None else f"{v:.3f}"
+
+    rows = [
+        {**r, "who": f"{r['model']} ({r['family']})",
+         "best": f"{r['best']} ({r2(r['best_val_r2'])})" if r["best"] else "not searched yet",
+         "chosen": f"{r['chosen']} ({r2(r['chosen_val_r2'])})" if r["chosen"] else "--",
+         "note": f"{r['label']}; trials compared by {r['method']}; seeds "
+         f"{', '.join(map(str, r['seeds'])) or 'none yet'}"}
+        for r in best_setting_rows(profile, tables, results_dir)
+    ]  # fmt: skip
+    return comparison_table(
+        rows,
+        [("who", "model (family)", 28), ("column", "cell", 24),
+         ("best", "best setting (val R^2)", 24), ("chosen", "the table's choice (val R^2)", 24)],
+        caption=f"Ablation, not a verdict: each family's best learning-rate setting per cell under "
+        f"{reader_name(profile)} ({profile}), chosen and scored on the validation split",
+        footnote_key="note",
+        footnote_title="How each row was chosen",
+    )  # fmt: skip
+
+
 def _mean_val_r2(records: dict[str, list[dict]], config: tuple[float, str]) -> float | None:
     """The validation R^2 at the best epoch of ``config``, averaged over the studies."""
     r2 = [r["val_r2_at_best"] for recs in records.values() for r in recs
