@@ -149,6 +149,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="studies trained side by side")
     p.add_argument("--threads", type=int, default=1, help="torch threads per study")
     p.add_argument("--dry-run", action="store_true", help="list the studies and their price")
+    p.add_argument(
+        "--write-only", action="store_true",
+        help="write the search file from the journals so far; train nothing",
+    )  # fmt: skip
     p.add_argument("--results-dir", default=None)
     p.add_argument("--cache-dir", default=None)
 
@@ -273,7 +277,13 @@ def main(argv=None) -> int:
             fams = _split(args.families)
             seeds = se.SEEDS if args.seeds is None else ex.parse_seeds(args.seeds)
             if args.dry_run:
-                print(se.price(args.profile, fams, seeds, args.results_dir))
+                print(se.price(args.profile, fams, seeds, args.results_dir, args.cache_dir))
+                return 0
+            if args.write_only:
+                studies = se.plan_search(args.profile, fams, seeds)
+                out = se.write_search(args.profile, studies, cache_dir=args.cache_dir,
+                                      results_dir=args.results_dir)  # fmt: skip
+                print(out["printed"])
                 return 0
             out = se.search(args.profile, fams, seeds, cache_dir=args.cache_dir,
                             results_dir=args.results_dir, workers=args.workers,

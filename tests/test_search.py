@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 
 import pytest
 
+from mzlite.__main__ import main
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import reading
 from mzlite.repro.experiments import search as se
 from mzlite.repro.experiments.specs import PROFILES, Profile
+from mzlite.train.history import History
 
 NAME = "test-searched"
 
@@ -33,6 +37,165 @@ def tiny(monkeypatch, tmp_path):
     monkeypatch.setattr(se, "REDUCTION", 2)
     monkeypatch.setattr(se, "SEARCH_CELLS", {"deepsets": (("tab:main-results", "F-deepsets"),)})
     return tmp_path
+
+
+def _fake_fit(curves, trained):
+    """A stand-in for ``fit`` with known curves: the validation loss at epoch e of a run whose
+    epoch cap is T is ``curves[lr, schedule](e, T)``; ``trained`` collects (lr, schedule, T)
+    of every run. It honours ``callbacks`` as ``fit`` does and trains nothing."""
+
+    def fit(model, train, val, cfg, *, checkpoint_path=None, progress=True, callbacks=()):
+        trained.append((cfg.lr, cfg.schedule, cfg.epochs))
+        hist = History()
+        for e in range(1, cfg.epochs + 1):
+            v = curves[cfg.lr, cfg.schedule](e, cfg.epochs)
+            for field, x in (("epoch", e), ("train_loss", v), ("val_loss", v), ("lr", cfg.lr),
+                             ("epoch_time_s", 0.0), ("val_metrics", {"r2": 1.0 - v})):  # fmt: skip
+                getattr(hist, field).append(x)
+            if v < hist.best_val_loss:
+                hist.best_val_loss, hist.best_epoch = v, e
+            if any([cb(e, hist, model) for cb in callbacks]):
+                hist.stop_reason = "callback"
+                return hist
+        hist.stop_reason = "completed"
+        return hist
+
+    return fit
+
+
+def _cosine_done(e, T):
+    """The share of a cosine's decay done after e of its T epochs (0 at the start, 1 at T)."""
+    return (1.0 - math.cos(math.pi * e / T)) / 2.0
+
+
+def test_a_slow_starting_schedule_that_ends_best_is_chosen_and_not_pruned(tiny, monkeypatch):
+    """Known curves: at the first rung (epoch 2 of an 8-epoch cap) the cosine over the cap has
+    barely decayed and trails the fast plateau, yet the cosine ends at 0.1 against the plateau's
+    0.5. Judged at epoch 2 of the cap's cosine (the search before issue 49) it is pruned and the
+    plateau chosen; sized to its rung it is promoted, trains to the cap and is chosen."""
+    lo, hi = se.LRS
+    curves = {
+        (lo, "plateau"): lambda e, T: 0.5 + 0.5 * 0.5**e,  # fast, ends at 0.5
+        (lo, "cosine"): lambda e, T: 1.0 - 0.9 * _cosine_done(e, T),  # slow, ends at 0.1
+        (hi, "plateau"): lambda e, T: 0.9 + 0.1 * 0.5**e,  # bad
+        (hi, "cosine"): lambda e, T: 0.95 - 0.2 * _cosine_done(e, T),  # ends at 0.75
+    }
+    trained = []
+    monkeypatch.setattr(se, "fit", _fake_fit(curves, trained))
+    split = SimpleNamespace(d_in=1, d_out=1)
+    monkeypatch.setattr(se, "job_splits", lambda job: (split, split, None))
+    monkeypatch.setattr(se, "build_cell_model", lambda *a, **k: None)
+    out = se.search(NAME, ["deepsets"], seeds=(0,), say=lambda *a: None)
+    assert out["choice"]["deepsets"]["train"] == {"lr": lo, "schedule": "cosine"}
+    recs = {(r["lr"], r["schedule"]): r for r in
+            out["families"]["deepsets"]["deepsets-tab-main-results-F-deepsets-seed0"]}  # fmt: skip
+    slow = recs[lo, "cosine"]
+    assert slow["state"] == "complete" and slow["best_val_loss"] == pytest.approx(0.1)
+    # sized to each rung (2, then 4 = 2 x 2), then the cap's cosine, each from the start
+    assert [r["epochs"] for r in slow["runs"]] == [2, 4, 8] and slow["epochs_trained"] == 14
+    assert [(lr, T) for lr, s, T in trained if s == "cosine" and lr == lo] == [
+        (lo, 2),
+        (lo, 4),
+        (lo, 8),
+    ]
+    # the pruner still prunes: the bad plateau and the cosine that ends worse stop at rung 2
+    assert recs[hi, "plateau"]["state"] == "pruned" and recs[hi, "plateau"]["epochs"] == 2
+    assert recs[hi, "cosine"]["state"] == "pruned" and recs[hi, "cosine"]["runs"] == [
+        {"epochs": 2, "epochs_run": 2, "best_val_loss": pytest.approx(0.75)}
+    ]
+    # a plateau is continued across rungs: one run to the cap
+    assert recs[lo, "plateau"]["runs"][0]["epochs"] == 8 and len(recs[lo, "plateau"]["runs"]) == 1
+    assert out["methods"] == {"deepsets": se.METHOD}
+    assert out["choice_by_table"]["deepsets"]["tab:main-results"] == out["choice"]["deepsets"]
+
+
+def test_a_family_the_censored_search_decided_keeps_its_choice_until_this_search_decides(
+    tiny, monkeypatch
+):
+    """A format-1 family (the search before issue 49) trains with its old choice while this
+    search's studies of it are pending; once they cover every searched cell and choose, the old
+    trials and choice move to "replaced". The two never mix, and another family is untouched."""
+    lo, hi = se.LRS
+    # the k-th of (lo, plateau), (hi, plateau), (lo, cosine), (hi, cosine) ends at 1 / (k + 1)
+    curves = {c: (lambda e, T, k=k: 1.0 / (k + 1) + 1.0 / e)
+              for k, c in enumerate((lr, s) for s in se.SCHEDULES for lr in se.LRS)}  # fmt: skip
+    monkeypatch.setattr(se, "fit", _fake_fit(curves, []))
+    split = SimpleNamespace(d_in=1, d_out=1)
+    monkeypatch.setattr(se, "job_splits", lambda job: (split, split, None))
+    monkeypatch.setattr(se, "build_cell_model", lambda *a, **k: None)
+    monkeypatch.setitem(
+        se.SEARCH_CELLS,
+        "deepsets",
+        (("tab:main-results", "F-deepsets"), ("tab:main-results", "G-deepsets")),
+    )
+    grid = [(lr, s) for lr in se.LRS for s in se.SCHEDULES]
+    old_studies = {"deepsets-tab-main-results-F-deepsets-seed9": [
+        {"lr": lr, "schedule": s, "best_val_loss": 1.0 if (lr, s) == (hi, "plateau") else 2.0,
+         "val_r2_at_best": 0.1, "state": "complete", "epochs": 8, "best_epoch": 8}
+        for lr, s in grid]}  # fmt: skip
+    old_mz = {"mz-tab-main-results-F-mz_full-seed9": old_studies[next(iter(old_studies))]}
+    old_choice = {"deepsets": se.choose(old_studies), "mz": se.choose(old_mz)}
+    path = ex.specs.search_path(NAME)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({
+        "format": "mzlite.lr-search/1", "profile": NAME, "grid": {}, "min_epochs": 20,
+        "reduction_factor": 3, "tie": 0.02, "families": {"deepsets": old_studies, "mz": old_mz},
+        "choice": old_choice, "provenance": {"git_commit": "9473af9" + "0" * 33},
+    }))  # fmt: skip
+    f_study, g_study = se.plan_search(NAME, ["deepsets"], seeds=(0,))
+
+    def ablation_f():
+        (row,) = [r for r in se.best_setting_rows(NAME) if r["cell"] == "F-deepsets"]
+        return row["method"], row["seeds"], row["best"]
+
+    assert ablation_f() == ("the cap's cosine at the rungs", [9], "3e-2, plateau")
+    se.run_study(f_study, say=lambda *a: None)
+    # the CLI writes the file from the journals so far, the unrun G study left out
+    assert main(["search", NAME, "--families", "deepsets", "--seeds", "0", "--write-only"]) == 0
+    half = json.loads(path.read_text())
+    assert half["methods"] == {"deepsets": se.CENSORED_METHOD, "mz": se.CENSORED_METHOD}
+    assert half["choice"] == json.loads(json.dumps(old_choice))
+    assert half["families"]["deepsets"] == old_studies
+    assert list(half["pending"]["deepsets"]["studies"]) == [f_study.name]
+    cfg = ex.job("tab:main-results", "F-deepsets", NAME, 0).train_config()
+    assert (cfg.lr, cfg.schedule) == (hi, "plateau")  # the old choice still trains
+    (row,) = se.choice_rows(NAME)
+    assert row["method"] == "the cap's cosine at the rungs" and row["choice"] == "3e-2, plateau"
+    assert row["pending"] == "a cosine sized to its rung: 4 of 8 trials (1 pruned: 1 plateau)"
+    assert "deepsets pending (rung-sized-cosine" in half["printed"]
+    # the price is of what is left: G's configurations, F's are done
+    assert "2 studies, 4 of 8 configurations left" in se.price(NAME, ["deepsets"], (0,))
+    # the ablation reads this search's complete study of F, never both searches' together
+    assert ablation_f() == ("a cosine sized to its rung", [0], "3e-2, cosine")
+    se.run_study(g_study, say=lambda *a: None)
+    done = se.write_search(NAME, [g_study])
+    assert done["methods"] == {"deepsets": se.METHOD, "mz": se.CENSORED_METHOD}
+    assert sorted(done["families"]["deepsets"]) == sorted([f_study.name, g_study.name])
+    assert done["pending"] == {}
+    assert done["replaced"]["deepsets"]["studies"] == old_studies
+    assert done["replaced"]["deepsets"]["git_commit"].startswith("9473af9")
+    assert done["replaced"]["deepsets"]["choice"] == json.loads(json.dumps(old_choice["deepsets"]))
+    new_choice = se.choose(done["families"]["deepsets"])
+    assert (
+        done["choice"]["deepsets"]["train"]
+        == new_choice["train"]
+        == {"lr": hi, "schedule": "cosine"}
+    )
+    assert done["choice"]["mz"] == json.loads(json.dumps(old_choice["mz"]))
+    rows = {r["family"]: r for r in se.choice_rows(NAME)}
+    assert rows["Deep Sets"]["replaced"].startswith("the cap's cosine at the rungs (at 9473af9)")
+
+
+def test_rung_runs_and_the_price_of_sized_cosines():
+    assert se.rungs(200) == [20, 60, 180]
+    assert se.rung_runs("plateau", 200) == [200]
+    # no run of 180: the cap's cosine judged there has nearly finished
+    assert se.rung_runs("cosine", 200) == [20, 60, 200]
+    assert se.rung_runs("cosine", 15) == [15]  # a cap below the first rung: no rung at all
+    # each rung keeps a third: a plateau continues, a cosine starts again at each sized rung
+    assert se.expected_epochs("plateau", 200) == pytest.approx(20 + 40 / 3 + 120 / 9 + 20 / 27)
+    assert se.expected_epochs("cosine", 200) == pytest.approx(20 + 60 / 3 + 180 / 9 + 20 / 27)
+    assert se.expected_epochs("cosine", 15) == pytest.approx(15)
 
 
 def test_the_choice_is_the_smallest_rate_within_the_tie_of_the_best_mean():
@@ -122,14 +285,17 @@ def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):
                "deepsets-tab-main-results-F-deepsets-seed5": recs}  # fmt: skip
     path = ex.specs.search_path("paper-sizes", tmp_path)
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"families": {"deepsets": studies},
+    path.write_text(json.dumps({"format": se.FORMAT, "methods": {"deepsets": se.METHOD},
+                                "families": {"deepsets": studies},
                                 "choice": {"deepsets": se.choose(studies)}}))  # fmt: skip
     rows = {r["family"]: r for r in se.choice_rows("paper-sizes", results_dir=tmp_path)}
     ds = rows["Deep Sets"]
     assert ds["choice"] == "3e-3, plateau" and ds["excess"] == pytest.approx(0.0)
     assert ds["paper_excess"] == pytest.approx(0.5)
     assert ds["runner_up_excess"] == pytest.approx(0.2)
-    assert ds["trials"] == f"{2 * len(grid)} of {4 * len(grid)} (2 pruned)"  # 2 of 4 studies
+    planned = 2 * len(se.SEARCH_CELLS["deepsets"]) * len(grid)  # 2 seeds x the family's cells
+    assert ds["trials"] == f"{2 * len(grid)} of {planned} (2 pruned: 2 cosine)"
+    assert ds["method"] == "a cosine sized to its rung" and ds["replaced"] is None
     assert rows["MZAttn"]["choice"] is None
     # the seeds its studies ran, not the default's (0, 1), which the undecided family plans
     assert ds["trained"].endswith("seeds 0, 5") and rows["MZAttn"]["trained"].endswith("seeds 0, 1")
@@ -143,6 +309,79 @@ def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):
     assert ds["trained"].endswith("seeds 2, 7")
     html = str(se.choice_table("paper-sizes", results_dir=tmp_path))
     assert "not decided yet" in html and "+50.0%" in html and "3e-3, plateau" in html
+    # a file of the search before issue 49 (format 1): its method named, its own cells planned
+    data.pop("format"), data.pop("methods")
+    path.write_text(json.dumps(data))
+    (ds,) = [r for r in se.choice_rows("paper-sizes", results_dir=tmp_path)
+             if r["family"] == "Deep Sets"]  # fmt: skip
+    assert ds["method"] == "the cap's cosine at the rungs"
+    assert ds["trials"] == f"{2 * len(grid)} of {2 * len(grid)} (2 pruned: 2 cosine)"
+
+
+def test_a_searched_profile_trains_each_searched_table_with_its_own_choice(tiny):
+    """A family's choice for a table where its search made one; elsewhere its shared choice."""
+    shared = {"lr": 1e-3, "schedule": "plateau"}
+    tdof = {"lr": 3e-4, "schedule": "cosine"}
+    path = ex.specs.search_path(NAME)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({
+        "format": se.FORMAT, "choice": {"baseline": {"train": shared}},
+        "choice_by_table": {"baseline": {"tab:tdof-verify": {"train": tdof}}},
+    }))  # fmt: skip
+    for table, cell, want in (("tab:tdof-verify", "L16-st_4l", tdof),
+                              ("tab:main-results", "F-st", shared),
+                              ("tab:meb", "d8-st", shared)):  # fmt: skip
+        cfg = ex.job(table, cell, NAME, 0).train_config()
+        assert {"lr": cfg.lr, "schedule": cfg.schedule} == want, (table, cell)
+    assert ex.specs.search_choice(NAME) == {"baseline": shared}
+
+
+def test_best_setting_rows_are_each_familys_best_configuration_per_cell(tmp_path):
+    """The labelled ablation: per searched cell of Tasks F and G, the best configuration over the
+    cell's complete studies and its mean validation R^2, beside the table's choice."""
+    grid = [(lr, s) for lr in se.LRS for s in se.SCHEDULES]
+
+    def recs(best, r2_best, r2_rest=0.5):
+        return [{"lr": lr, "schedule": s, "best_val_loss": 1.0 if (lr, s) == best else 2.0,
+                 "val_r2_at_best": r2_best if (lr, s) == best else r2_rest, "state": "complete"}
+                for lr, s in grid]  # fmt: skip
+
+    f_best, g_best = (3e-3, "cosine"), (1e-4, "plateau")
+    fam = {
+        "deepsets-tab-main-results-F-deepsets-seed0": recs(f_best, 0.7),
+        "deepsets-tab-main-results-F-deepsets-seed1": recs(f_best, 0.8),
+        "deepsets-tab-main-results-G-deepsets-seed0": recs(g_best, 0.6),
+        "deepsets-tab-main-results-G-deepsets-seed1": recs(g_best, 0.9)[:-1],  # unfinished
+    }
+    table_choice = se.choose({k: v for k, v in fam.items() if "-F-" in k})
+    path = ex.specs.search_path("paper-sizes", tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({
+        "format": se.FORMAT, "methods": {"deepsets": se.METHOD}, "families": {"deepsets": fam},
+        "choice": {}, "choice_by_table": {"deepsets": {"tab:main-results": table_choice}},
+    }))  # fmt: skip
+    rows = {r["cell"]: r for r in se.best_setting_rows("paper-sizes", results_dir=tmp_path)}
+    # every family's F and G cells; a family that has not run them has no setting yet
+    assert sorted(rows) == sorted(c for f in se.SEARCH_CELLS.values() for t, c in f
+                                  if t == "tab:main-results")  # fmt: skip
+    assert rows["F-mz_full"]["best"] is None and rows["F-mz_full"]["seeds"] == []
+    f = rows["F-deepsets"]
+    assert f["label"] == se.ABLATION_LABEL and f["family"] == "Deep Sets"
+    assert f["best"] == "3e-3, cosine" and f["best_val_r2"] == pytest.approx(0.75)
+    assert f["chosen"] == "3e-3, cosine" and f["chosen_val_r2"] == pytest.approx(0.75)
+    assert f["seeds"] == [0, 1] and f["column"].startswith("Task F")
+    # G: the seed whose study is complete, the unfinished one left out; the table's choice there
+    g = rows["G-deepsets"]
+    assert g["seeds"] == [0] and g["best"] == "1e-4, plateau"
+    assert g["best_val_r2"] == pytest.approx(0.6) and g["chosen_val_r2"] == pytest.approx(0.5)
+    html = str(se.best_setting_table("paper-sizes", results_dir=tmp_path))
+    assert "Ablation, not a verdict" in html and "3e-3, cosine (0.750)" in html
+    assert "1e-4, plateau (0.600)" in html and "not searched yet" in html
+    # another table on request: no study ran there
+    tdof = se.best_setting_rows("paper-sizes", ("tab:tdof-verify",), tmp_path)
+    assert {r["table"] for r in tdof} == {"tab:tdof-verify"} and all(
+        r["best"] is None for r in tdof
+    )
 
 
 def test_a_trial_left_running_by_a_killed_process_is_run_again(tiny):
@@ -165,3 +404,44 @@ def test_plan_search_names_valid_families():
         se.plan_search("paper-sizes", ["transformers"])
     with pytest.raises(ValueError, match="takes no searched rates"):
         se.plan_search("cpu-annealed")
+
+
+def test_censoring_counts_each_methods_pruned_trials_and_the_reading_entry_reads_them(tmp_path):
+    """The reading page's counts come from the file: per method, how many trials of each
+    schedule were pruned (and at the first rung) and in how many studies a cosine was best."""
+
+    def rec(lr, s, state, epochs, loss):
+        return {"lr": lr, "schedule": s, "state": state, "epochs": epochs, "best_val_loss": loss}
+
+    old = {
+        "mz-x-seed0": [
+            rec(1e-4, "cosine", "pruned", 20, 0.9),
+            rec(1e-3, "cosine", "pruned", 60, 0.8),
+            rec(1e-4, "plateau", "complete", 90, 0.5),
+        ],
+        "mz-x-seed1": [
+            rec(1e-4, "cosine", "complete", 150, 0.3),
+            rec(1e-4, "plateau", "pruned", 20, 0.7),
+        ],
+    }
+    new = {"deepsets-y-seed0": [rec(1e-4, "cosine", "complete", 200, 0.2),
+                                rec(1e-4, "plateau", "pruned", 20, 0.6)]}  # fmt: skip
+    path = ex.specs.search_path("paper-sizes", tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({
+        "format": se.FORMAT, "families": {"mz": old, "deepsets": new},
+        "methods": {"mz": se.CENSORED_METHOD, "deepsets": se.METHOD}, "choice": {},
+    }))  # fmt: skip
+    counts = se.censoring("paper-sizes", tmp_path)
+    assert counts[se.CENSORED_METHOD] == {
+        "trials": {"plateau": 2, "cosine": 3}, "pruned": {"plateau": 1, "cosine": 2},
+        "pruned_at_first_rung": {"plateau": 1, "cosine": 1}, "studies": 2, "cosine_best": 1,
+    }  # fmt: skip
+    assert counts[se.METHOD]["pruned"] == {"plateau": 1, "cosine": 0}
+    entry = se.reading_entry("paper-sizes", tmp_path)
+    assert (
+        "it pruned 2 of 3 cosine trials (1 at the first rung) against 1 of 2 plateau"
+        in (entry["alternatives"])
+    )
+    assert "best trial of 1 of its 2 studies" in entry["alternatives"]
+    assert reading.Choice(**entry).topic == "Learning-rate search: comparing schedules"

@@ -97,7 +97,7 @@ class Job:
         if model_family(c.model) in p.lr_by_family:
             kw["lr"] = p.lr_by_family[model_family(c.model)]
         if p.searched:  # before its search has run: the profile's own (run() refuses to train)
-            kw.update(search_choice(p.name).get(model_family(c.model), {}))
+            kw.update(search_choice(p.name, table=self.table).get(model_family(c.model), {}))
         kw.update(c.train)  # a cell's own protocol (lr sweep, targets) wins ...
         kw.update({k: p.train[k] for k in p.fixed_train})  # ... except where the profile is fixed
         kw["batch_size"] = p.batch_size or c.batch_size

@@ -39,19 +39,26 @@ def search_path(profile: str, results_dir=None) -> Path:
     return root / "lr-search" / f"{profile}.json"
 
 
-def search_choice(profile: str, results_dir=None) -> dict[str, dict]:
+def search_choice(profile: str, results_dir=None, table: str | None = None) -> dict[str, dict]:
     """``{family: {"lr": ..., "schedule": ...}}`` chosen by the committed search of ``profile``,
-    only the families it has decided ({} before it ran)."""
+    only the families it has decided ({} before it ran). With ``table``, a decided family's
+    choice for that table where its search made one (the search's ``choice_by_table``: the
+    tables its studies ran on), else its choice over all its studies."""
     path = search_path(profile, results_dir)
     if not path.exists():
         return {}
-    return _read_choice(path, path.stat().st_mtime_ns)
+    shared, by_table = _read_choice(path, path.stat().st_mtime_ns)
+    return {fam: dict(by_table.get((fam, table), train)) for fam, train in shared.items()}
 
 
 @cache
-def _read_choice(path: Path, mtime_ns: int) -> dict[str, dict]:
-    choice = json.loads(path.read_text())["choice"]
-    return {fam: dict(c["train"]) for fam, c in choice.items()}
+def _read_choice(path: Path, mtime_ns: int) -> tuple[dict, dict]:
+    out = json.loads(path.read_text())
+    shared = {fam: dict(c["train"]) for fam, c in out["choice"].items()}
+    by_table = {(fam, table): dict(c["train"])
+                for fam, tables in out.get("choice_by_table", {}).items()
+                for table, c in tables.items()}  # fmt: skip
+    return shared, by_table
 
 
 # ---------------------------------------------------------------------------------------------
