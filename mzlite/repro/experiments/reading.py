@@ -4,7 +4,7 @@ that selects them; and the reading ablation that tests the choices that can chan
 
     from mzlite.repro.experiments import reading
     reading.CHOICES                      # the choices, in the order the book's page lists them
-    reading.choices_table()              # them as an HTML table (the "How we read the paper" page)
+    reading.choices_table(search.reading_entry())  # as the page's HTML table, with the search's
     reading.ablation(results_dir=None)   # the reading ablation, one row per diagnostic cell
 
 The paper's synthetic tasks have their own review, with the Set Transformer's calibration of each
@@ -31,8 +31,8 @@ from .results import load_results
 from .tables import get_table
 
 __all__ = [
-    "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices_table",
-    "ablation_summary", "dependence", "AblationRow",
+    "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices",
+    "choices_table", "ablation_summary", "dependence", "AblationRow",
 ]  # fmt: skip
 
 
@@ -169,8 +169,8 @@ CHOICES: tuple[Choice, ...] = (
         "the reduced CPU protocol: 1e-3 for every family (10x the paper's), chosen by a 10-epoch "
         "probe (benchmarks/lr_probe.py), which favours whatever learns fastest; the paper's "
         "sizes: each family's rate and schedule from the learning-rate search (1e-4 to 3e-3 x "
-        "plateau or cosine, on Task F and tab:tdof-verify L = 16, pruned only after 20 epochs; "
-        "python -m mzlite search paper-sizes); the paper's protocol: 1e-4",
+        "plateau or cosine; python -m mzlite search paper-sizes; its cells and how it compares "
+        "schedules: the search's own entry below); the paper's protocol: 1e-4",
         "the paper's 1e-4 everywhere (profile full)",
         "Profile.lr_by_family, Profile.searched (a cell's train['lr'] wins)",
         "train_config.lr, protocol.lr_source",
@@ -333,8 +333,17 @@ def missing_quotes(paper_tex: str, quotes=None) -> list[str]:
     return [q for q in quotes if _normalise(q) not in source]
 
 
-def choices_table() -> str:
-    """``CHOICES`` as the book's page-width table (``render.comparison_table``): topic, what the
+def choices(search_entry: dict | None = None) -> tuple[Choice, ...]:
+    """``CHOICES``, with ``search_entry`` (``search.reading_entry()``: how the learning-rate
+    search compares schedules, its counts read from its committed file) after "Schedule"."""
+    if search_entry is None:
+        return CHOICES
+    at = next(i for i, c in enumerate(CHOICES) if c.topic == "Schedule") + 1
+    return (*CHOICES[:at], Choice(**search_entry), *CHOICES[at:])
+
+
+def choices_table(search_entry: dict | None = None) -> str:
+    """``choices(search_entry)`` as the book's page-width table (``render.comparison_table``): topic, what the
     paper says (its LaTeX as plain text, by label), what we read and the alternatives, the
     switch; where a result records it and what tests it, as a footnote."""
     rows = [
@@ -345,7 +354,7 @@ def choices_table() -> str:
             "switch": c.switch,
             "note": f"{c.topic}: recorded as {c.recorded}; tested by {c.tested}",
         }
-        for c in CHOICES
+        for c in choices(search_entry)
     ]
     return str(
         comparison_table(
