@@ -343,9 +343,9 @@ def choices(search_entry: dict | None = None) -> tuple[Choice, ...]:
 
 
 def choices_table(search_entry: dict | None = None) -> str:
-    """``choices(search_entry)`` as the book's page-width table (``render.comparison_table``): topic, what the
-    paper says (its LaTeX as plain text, by label), what we read and the alternatives, the
-    switch; where a result records it and what tests it, as a footnote."""
+    """``choices(search_entry)`` as the book's page-width table (``render.comparison_table``):
+    topic, what the paper says (its LaTeX as plain text, by label), what we read and the
+    alternatives, the switch; where a result records it and what tests it, as a footnote."""
     rows = [
         {
             "topic": c.topic,
