@@ -715,23 +715,27 @@ def choice_table(profile: str, results_dir=None) -> HTML:
             trained += f"; replaced the search by {r['replaced']}"
         if r["pending"]:
             trained += f"; the search by {r['pending']} is under way"
+        if r["by_table"]:
+            trained += "; chosen per table: " + "; ".join(
+                f"{t}: {c}" for t, c in r["by_table"].items()
+            )
         rows.append({
             **r, "trained": trained,
             "choice": r["choice"] or "not decided yet", "excess": pct(r["excess"]),
             "runner_up": "--" if r["runner_up"] is None
             else f"{r['runner_up']} ({pct(r['runner_up_excess'])})",
             "paper": f"{_config_words(PAPER_CONFIG)} ({pct(r['paper_excess'])})",
-            "by_table": "; ".join(f"{t}: {c}" for t, c in r["by_table"].items()) or "--",
         })  # fmt: skip
     return comparison_table(
         rows,
-        [("family", "family", 14), ("trials", "trials", 18), ("choice", "chosen", 16),
+        [("family", "family", 14), ("trials", "trials", 14), ("choice", "chosen", 16),
          ("excess", "its excess", 10), ("runner_up", "runner-up", 22),
-         ("paper", "the paper's setting", 24), ("by_table", "chosen per table", 26)],
+         ("paper", "the paper's setting", 24)],
         caption=f"The learning-rate search of {reader_name(profile)} ({profile}): mean excess "
         "validation loss over the best configuration of each study (lower is better)",
         footnote_key="trained",
-        footnote_title="What each family's studies train, and how their trials were compared",
+        footnote_title="What each family's studies train, how their trials were compared, and "
+        "the choice per table",
     )  # fmt: skip
 
 
@@ -972,8 +976,8 @@ def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
         ),
         "switch": "search.METHOD (the journals' folder; each family's entry under 'methods')",
         "recorded": (
-            "data/results/lr-search/<profile>.json: methods, choice, choice_by_table, pending, "
-            "replaced; train_config.lr and schedule of every result"
+            "the search's file (python -m mzlite search): methods, choice, choice_by_table, "
+            "pending, replaced; train_config.lr and schedule of every result"
         ),
         "tested": (
             "tests/test_search.py: a cosine that starts slowly and ends best is chosen, not "
