@@ -378,8 +378,24 @@ FIRST_READING = "cpu-converged"  # mzlite's first reading: per-row LayerNorm, co
 DEFAULT_READING_ROW = "generators: zonotope, schedule: plateau"  # the main cells' reading
 
 
+class SeedsR2:
+    """``seeds``, ``mean`` and ``std`` (sample) of a row's test R² per seed, ``r2``."""
+
+    @property
+    def seeds(self) -> int:
+        return len(self.r2)
+
+    @property
+    def mean(self) -> float | None:
+        return _stats.summarise(self.r2).get("mean")
+
+    @property
+    def std(self) -> float | None:
+        return _stats.summarise(self.r2).get("std")
+
+
 @dataclass(frozen=True)
-class AblationRow:
+class AblationRow(SeedsR2):
     """One reading of one diagnostic cell: MZ's test R² per seed (``r2``; ``mean``, ``std``,
     ``seeds`` over them), how many runs ``stopped`` and how many ``fitted`` their training set,
     and the Set Transformer's R² per seed on the same cell and protocol (``st_r2``; its mean
@@ -394,18 +410,6 @@ class AblationRow:
     r2: tuple[float, ...] = ()
     st_r2: tuple[float, ...] = ()
     st_failures: int = 0
-
-    @property
-    def seeds(self) -> int:
-        return len(self.r2)
-
-    @property
-    def mean(self) -> float | None:
-        return _stats.summarise(self.r2).get("mean")
-
-    @property
-    def std(self) -> float | None:
-        return _stats.summarise(self.r2).get("std")
 
     @property
     def st_mean(self) -> float | None:
@@ -565,7 +569,7 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
         st = "not run" if default.st_mean is None else f"{unsigned_zero(default.st_mean):.3f}"
         text = (
             f"<b>{html.escape(what)}</b>: under mzlite's reading MZ reaches R² "
-            f"{_r2(default.mean, default.std)} over {default.seeds} seeds against the Set "
+            f"{r2_text(default.mean, default.std)} over {default.seeds} seeds against the Set "
             f"Transformer's {st} ({outcome}" + ("" if p is None else f", p = {p:.2g}") + "). "
         )
         if default.fitted == default.seeds:
@@ -613,7 +617,7 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
     return "".join(paragraphs)
 
 
-def _r2(mean: float | None, std: float | None, missing: str = "not run") -> str:
+def r2_text(mean: float | None, std: float | None, missing: str = "not run") -> str:
     if mean is None:
         return missing
     return f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
@@ -643,7 +647,7 @@ def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> s
         st += f" ({r.st_failures} not fitted)" if r.st_failures else ""
         outcome, p = r.versus_st
         versus = outcome if p is None else f"{outcome} (p = {p:.2g})"
-        body.append((r.cell, r.reading, _r2(r.mean, r.std), str(r.seeds), fit, st, versus))
+        body.append((r.cell, r.reading, r2_text(r.mean, r.std), str(r.seeds), fit, st, versus))
     heads = ("Cell", "Reading", "MZ test R²", "Seeds", "Fitted / stopped", "Set Transformer R²",
              "MZ against ST")  # fmt: skip
     return html_table("mz-reading-ablation", heads, body)
