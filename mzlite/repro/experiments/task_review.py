@@ -225,30 +225,30 @@ def review_table(results_dir=None) -> str:
 @dataclass(frozen=True)
 class Calibrated:
     """A column whose readings the Set Transformer calibrates: ``what`` it is, its ``table``,
-    column id ``col`` (of the ``cal-<col>-<reading>-<st>`` cells), the main cells of v1
-    (``st_cell`` and ``stats_cell``), the ST model id ``st`` in the calibration cells, and the
-    readings calibrated (v1 first)."""
+    column id ``col``, the ST model id ``st`` and the readings calibrated (v1 first)."""
 
     what: str
     table: str
     col: str
-    st_cell: str
-    stats_cell: str
     st: str
     readings: tuple[str, ...]
 
+    def cells(self, reading: str) -> tuple[str, str]:
+        """(the Set Transformer's cell, the yardstick's) of ``reading``: v1's are the column's
+        main cells, the others its ``cal-<col>-<reading>-<model>`` cells."""
+        return tuple(
+            f"{self.col}-{m}" if reading == "v1" else calibration_cell_id(self.col, reading, m)
+            for m in (self.st, SET_STATS)
+        )
+
 
 CALIBRATED: tuple[Calibrated, ...] = (
-    Calibrated("Task B", "tab:main-results", "B", "B-st", "B-set_stats", "st",
-               ("v1", *TASK_B_READINGS)),
-    Calibrated("Task F", "tab:main-results", "F", "F-st", "F-set_stats", "st",
-               ("v1", *TASK_F_READINGS)),
-    Calibrated("Task G", "tab:main-results", "G", "G-st", "G-set_stats", "st", ("v1",)),
-    Calibrated("tab:tdof-verify L = 16", "tab:tdof-verify", "L16", "L16-st_4l", "L16-set_stats",
-               "st_4l", ("v1", *TDOF_READINGS)),
-    Calibrated("tab:tdof-verify L = 32", "tab:tdof-verify", "L32", "L32-st_4l", "L32-set_stats",
-               "st_4l", ("v1", *TDOF_READINGS)),
-)  # fmt: skip
+    Calibrated("Task B", "tab:main-results", "B", "st", ("v1", *TASK_B_READINGS)),
+    Calibrated("Task F", "tab:main-results", "F", "st", ("v1", *TASK_F_READINGS)),
+    Calibrated("Task G", "tab:main-results", "G", "st", ("v1",)),
+    Calibrated("tab:tdof-verify L = 16", "tab:tdof-verify", "L16", "st_4l", ("v1", *TDOF_READINGS)),
+    Calibrated("tab:tdof-verify L = 32", "tab:tdof-verify", "L32", "st_4l", ("v1", *TDOF_READINGS)),
+)
 
 
 @dataclass(frozen=True)
@@ -318,16 +318,12 @@ def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow
     for c in CALIBRATED:
         if c.table not in by_table:
             by_table[c.table] = results_per_cell(c.table, profile, results_dir)
-        paper = _paper_numbers(c.table, c.st_cell)
+        v1_st = c.cells("v1")[0]
+        paper = _paper_numbers(c.table, v1_st)
         for reading in c.readings:
-            if reading not in readings_of(get_table(c.table).cell(c.st_cell).task):
+            if reading not in readings_of(get_table(c.table).cell(v1_st).task):
                 raise KeyError(f"{c.what}: no task reading {reading!r}")
-            st_id, stats_id = (
-                (c.st_cell, c.stats_cell)
-                if reading == "v1"
-                else (calibration_cell_id(c.col, reading, c.st),
-                      calibration_cell_id(c.col, reading, SET_STATS))
-            )  # fmt: skip
+            st_id, stats_id = c.cells(reading)
             st = _checked(by_table[c.table].get(st_id, []), reading)
             stats = _checked(by_table[c.table].get(stats_id, []), reading)
             r2 = tuple(v for v in (_metric([r], "r2") for r in st) if v is not None)
