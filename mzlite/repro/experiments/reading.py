@@ -329,11 +329,9 @@ def missing_quotes(paper_tex: str, quotes=None) -> list[str]:
 
 
 def choices_table(search_entry: dict | None = None) -> str:
-    """``CHOICES`` as the book's page-width table (``render.comparison_table``), with
-    ``search_entry`` (``search.reading_entry()``: how the learning-rate search compares
-    schedules) after "Schedule": topic, what the paper says (its LaTeX as plain text, by label),
-    what we read and the alternatives, the switch; where a result records it and what tests it,
-    as a footnote."""
+    """``CHOICES`` as the book's page-width table, with ``search_entry``
+    (``search.reading_entry()``: how the learning-rate search compares schedules) after
+    "Schedule"; where a result records each choice and what tests it are footnotes."""
     choices = list(CHOICES)
     if search_entry is not None:
         at = next(i for i, c in enumerate(CHOICES) if c.topic == "Schedule") + 1
@@ -403,8 +401,6 @@ class AblationRow(SeedsR2):
 
     cell: str
     reading: str
-    gen_norm: str
-    schedule: str
     stopped: int
     fitted: int
     r2: tuple[float, ...] = ()
@@ -491,14 +487,12 @@ def results_per_cell(table: str, profile: str, results_dir) -> dict[str, list[di
 
 
 def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
-    """The reading ablation from the result files: per diagnostic cell, the first reading's
-    results (profile ``cpu-converged``: per-row generator LayerNorm, cosine over the cap, MZ at
-    lr 3e-3), then one row per (generator normalisation, schedule) under ``cpu-annealed`` (the
-    main cell is (zonotope, plateau)), then the extra readings (signed readout, the paper's
-    training-set size). Each row carries the Set Transformer of the same protocol (the
-    paper-size row: the Set Transformer at the paper's size). Cells without results have
-    ``seeds == 0``; a result trained under another reading than its row raises. ``cell``: one
-    diagnostic cell's rows only (its description)."""
+    """The reading ablation from the result files: per diagnostic cell, the first reading
+    (``FIRST_READING``), one row per (generator normalisation, schedule) under ``PROFILE`` (the
+    main cell is (zonotope, plateau)), then the signed readout and the paper's training-set
+    size; each beside the Set Transformer of the same protocol (and size). Cells without results
+    have ``seeds == 0``; a result trained under another reading than its row raises. ``cell``:
+    one diagnostic cell's rows only (its description)."""
     rows = []
     for table, col, main, st_cell, what in DIAGNOSTIC_CELLS:
         if cell is not None and what != cell:
@@ -507,8 +501,8 @@ def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
         first = results_per_cell(table, FIRST_READING, results_dir)
         mz = _summary(first.get(main, []), ("layernorm", "cosine"))
         first_st = _st_side(first.get(st_cell, []))
-        rows.append(AblationRow(what, "first reading: per-row LayerNorm, cosine, lr 3e-3",
-                                "layernorm", "cosine", *mz, *first_st))  # fmt: skip
+        rows.append(AblationRow(what, "first reading: per-row LayerNorm, cosine, lr 3e-3", *mz,
+                                *first_st))  # fmt: skip
         by_cell = results_per_cell(table, PROFILE, results_dir)
         st = _st_side(by_cell.get(st_cell, []))
         for gen_norm in GEN_NORM_READINGS:
@@ -518,8 +512,8 @@ def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
                 if cid not in ids:
                     raise KeyError(f"{table} has no cell {cid!r}: the reading ablation names it")
                 mz = _summary(by_cell.get(cid, []), (gen_norm, sched))
-                rows.append(AblationRow(what, f"generators: {gen_norm}, schedule: {sched}",
-                                        gen_norm, sched, *mz, *st))  # fmt: skip
+                reading = f"generators: {gen_norm}, schedule: {sched}"
+                rows.append(AblationRow(what, reading, *mz, *st))
         paper_st = _st_side(by_cell.get(f"rd-{col}-paper-size-st", []))
         for cid, reading, st_side in (
             (f"rd-{col}-signed-{mid}", "signed readout", st),
@@ -527,7 +521,7 @@ def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
         ):
             if cid in ids:
                 mz = _summary(by_cell.get(cid, []), ("zonotope", "plateau"))
-                rows.append(AblationRow(what, reading, "zonotope", "plateau", *mz, *st_side))
+                rows.append(AblationRow(what, reading, *mz, *st_side))
     return rows
 
 
@@ -633,9 +627,7 @@ def html_table(kind: str, heads, rows) -> str:
 
 
 def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> str:
-    """The reading ablation as an HTML table: per diagnostic cell and reading, MZ's test R²
-    (mean ± std over seeds), how many runs stopped and fitted, the Set Transformer's R² on the
-    same cell and protocol, and the two compared (Welch's test over seeds). A run that stopped
+    """The reading ablation as an HTML table, a row per ``AblationRow``; a run that stopped
     without fitting is counted as an optimisation failure."""
     body = []
     for r in ablation(results_dir) if rows is None else rows:

@@ -188,10 +188,8 @@ def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
 
 
 def review_table(results_dir=None) -> str:
-    """``TASK_REVIEW`` as the reading page's table: the task, the paper's words (by label), what
-    we generate, what the paper leaves open with the alternatives its words allow, and what the
-    set's size alone gives away, with the set-size-only ridge beside the set-statistics one on
-    v1 at the paper's sizes (``yardsticks``; a footnote with the tables that use the task)."""
+    """``TASK_REVIEW`` as the reading page's table, with the set-size-only ridge beside the
+    set-statistics one on v1 at the paper's sizes (``yardsticks``)."""
     ridges = yardsticks(results_dir)
     rows = [
         {
@@ -364,11 +362,9 @@ def _num(v: float | None, fmt: str = ".3f") -> str:
 
 
 def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None) -> str:
-    """The calibration as an HTML table: per column and reading, our Set Transformer's test R^2
-    (mean ± std over seeds) beside the paper's, their gap, the target variance of our test set
-    beside the one the paper's MSE and R^2 imply, and the yardstick's and the set-size-only
-    ridge's R^2 on the same data; the reading nearest the paper's number is marked with the
-    seeds it rests on (one seed against three is no choice yet)."""
+    """The calibration as an HTML table, a row per ``CalibrationRow``; the reading nearest the
+    paper's number is marked with the seeds it rests on (one seed against three is no choice
+    yet)."""
     rows = calibration(results_dir) if rows is None else rows
     best = {w: (c["reading"], c["seeds"]) for w, c in closest_readings(rows).items()}
     body = []
