@@ -4,22 +4,19 @@
     rows = coverage()              # one dict per table label of the paper, in the paper's order
     coverage_html()                # the book's page-width table (chapter 9, "Coverage")
 
-The labels come from the paper's LaTeX (``mzlite.repro.paper.table_labels``, the way
-``mzlite.repro.paper``
-finds them; ``data/paper/labels.json`` when the source is absent), so a table the paper adds
-shows up here as "not described" and the test that every label has exactly one entry fails.
-Each row: ``label``, ``claim`` (one line, in words), ``runs_here`` ("yes", "registered", or
-"no: <why>"), ``registered`` (in ``experiments.TABLES``), ``price`` (expected CPU hours under
-``profile`` of what is left to run), ``price_text``, ``basis`` (where the price comes from) and
-``state`` (for a registered table: its claims' verdicts from the scorecard).
+The labels come from the paper's LaTeX (``data/paper/labels.json`` when the source is absent),
+so a table the paper adds shows up as "not described" and the test that every label has exactly
+one entry fails. Each row: ``label``, ``claim`` (one line, in words), ``runs_here`` ("yes",
+"registered", or "no: <why>"), ``registered`` (in ``experiments.TABLES``), ``price`` (expected
+CPU hours under ``profile`` of what is left to run), ``price_text``, ``basis`` (where the price
+comes from) and ``state`` (a registered table's claim verdicts from the scorecard).
 
-Prices: a registered table is priced by ``plan`` (without timing anything: ``measure=False``),
-every job still to run; an unregistered table that could run here is priced as a number of jobs
-each costing what ``plan`` expects of a like cell of a registered table (same task and model
-where one exists, scaled where the sets are larger), the basis says which. No internet here:
-QM9, ModelNet40, ScanObjectNN, CIFAR-100 and ImageNet-trained ResNet features cannot be
-downloaded, so their tables cannot run; a table that needs a model or a runner feature mzlite
-lacks says which.
+Prices: a registered table is priced by ``plan`` (``measure=False``: nothing timed), every job
+still to run; an unregistered table that could run here as a number of jobs each costing what
+``plan`` expects of a like cell of a registered table (same task and model where one exists,
+scaled where the sets are larger). No internet here: QM9, ModelNet40, ScanObjectNN, CIFAR-100 and
+ImageNet-trained ResNet features cannot be downloaded, so their tables cannot run; a table that
+needs a model or a runner feature mzlite lacks says which.
 """
 
 from __future__ import annotations
@@ -251,10 +248,8 @@ ENTRIES: dict[str, Entry] = {
 
 
 def paper_table_labels() -> list[str]:
-    """Every table label of the paper in its order: parsed from the LaTeX source (as
-    ``mzlite.repro.paper`` does) when it is there, else from the committed
-    ``data/paper/labels.json``
-    (its entries of kind "Table")."""
+    """Every table label of the paper in its order: parsed from the LaTeX source when it is
+    there, else from the committed ``data/paper/labels.json`` (its entries of kind "Table")."""
     try:
         return paper.table_labels(paper.read_paper_tex())
     except FileNotFoundError:
@@ -269,29 +264,28 @@ def _per_job(rows: dict, like: Like) -> float | None:
     return r["s_per_epoch"] * r["epochs"] / 3600 * like.scale
 
 
-def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: bool = True) -> list:
-    """One row per table label of the paper (see the module doc), priced under ``profile``;
-    ``with_verdicts``: add each registered table's claim verdicts from the scorecard."""
+def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
+    """One row per table label of the paper (see the module doc), priced under ``profile``,
+    with each registered table's claim verdicts from the scorecard."""
     prof = ex.get_profile(profile).name
     labels = paper_table_labels()
     registered = [label for label in labels if label in ex.TABLES]
     like_tables = {lk.table for e in ENTRIES.values() for lk in e.like}
     priced = registered + sorted(like_tables - set(registered))
     p = once(plan, priced, prof, results_dir=results_dir, measure=False)  # every cell, done or not
-    totals = p.totals()
-    by_cell = {(r["table"], r["cell"]): r for r in p.rows}
-    verdicts = {}
-    if with_verdicts:
-        # a claim about another table's numbers counts for that table
-        for r in once(scorecard, results_dir=results_dir).rows:
-            verdicts.setdefault(r.get("paper_table") or r["table"], []).append(r["verdict"])
+    totals, by_cell = p.totals(), {(r["table"], r["cell"]): r for r in p.rows}
+    verdicts = {}  # a claim about another table's numbers counts for that table
+    for r in once(scorecard, results_dir=results_dir).rows:
+        verdicts.setdefault(r.get("paper_table") or r["table"], []).append(r["verdict"])
     out = []
     for label in labels:
         entry = ENTRIES.get(label)
-        caption = _caption(label)
+        state = _state(verdicts.get(label, []))
         row = {
             "label": label,
-            "claim": entry.claim if entry else f"not described yet (caption: {caption[:120]})",
+            "claim": entry.claim
+            if entry
+            else f"not described yet (caption: {_caption(label)[:120]})",
             "registered": label in ex.TABLES,
             "runs_here": "",
             "price": None,
@@ -302,45 +296,42 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
         if label in ex.TABLES:
             t = totals.get(label, {"cpu_h": 0.0, "todo": 0, "done": 0, "unknown": 0})
             lent = ex.shared(label, prof)  # run as cells of earlier tables: priced there
-            there = [by_cell.get(lender) for lender in lent.values()]
-            shared_h = sum(r["cpu_h"] or 0.0 for r in there if r is not None)
-            shared_todo = sum(r["todo"] for r in there if r is not None)
-            unknown = t["unknown"] + sum(
-                r is not None and r["cpu_h"] is None and r["todo"] > 0 for r in there
+            there = [r for r in map(by_cell.get, lent.values()) if r is not None]
+            shared_h = sum(r["cpu_h"] or 0.0 for r in there)
+            price = t["cpu_h"] + shared_h
+            unknown = t["unknown"] + sum(r["cpu_h"] is None and r["todo"] > 0 for r in there)
+            basis = (
+                f"`plan {label} --profile {prof} --no-measure`: {t['todo']} job(s) to run, "
+                f"{t['done']} done"
             )
-            unk = f" + {unknown} cell(s) unpriced" if unknown else ""
-            timing = (
-                f"; {unknown} cell(s) have no result of their model on their task to price "
-                f"them by: `python -m mzlite plan {label} --profile {prof}` times them"
-                if unknown
-                else ""
-            )
-            lenders = " and ".join(dict.fromkeys(lender for lender, _ in lent.values()))
-            sharing = (
-                f"; {len(lent)} cell(s) are the same experiments as cells of {lenders} under "
-                f"{prof} and run there ({shared_todo} job(s) left, {shared_h:.1f} CPU h, "
-                "counted in both tables)"
-                if lent
-                else ""
-            )
+            if lent:
+                lenders = " and ".join(dict.fromkeys(lender for lender, _ in lent.values()))
+                basis += (
+                    f"; {len(lent)} cell(s) are the same experiments as cells of {lenders} under "
+                    f"{prof} and run there ({sum(r['todo'] for r in there)} job(s) left, "
+                    f"{shared_h:.1f} CPU h, counted in both tables)"
+                )
+            if unknown:
+                basis += (
+                    f"; {unknown} cell(s) have no result of their model on their task to price "
+                    f"them by: `python -m mzlite plan {label} --profile {prof}` times them"
+                )
             row.update(
                 runs_here="registered",
-                price=t["cpu_h"] + shared_h,
-                price_text=f"{t['cpu_h'] + shared_h:.1f}{unk}",
-                basis=(
-                    f"`plan {label} --profile {prof} --no-measure`: {t['todo']} job(s) to run, "
-                    f"{t['done']} done{sharing}{timing}"
-                ),
+                price=price,
+                price_text=f"{price:.1f}" + (f" + {unknown} cell(s) unpriced" if unknown else ""),
+                basis=basis,
+                state=state or "registered, no claim yet",
             )
-            row["state"] = _state(verdicts.get(label, [])) or "registered, no claim yet"
         elif entry is not None:
-            row["runs_here"] = entry.runs
-            state = _state(verdicts.get(label, []))
-            row["state"] = f"not registered; {state}" if state else "not registered"
+            row.update(
+                runs_here=entry.runs,
+                state=f"not registered; {state}" if state else "not registered",
+            )
+            costs = [(lk, _per_job(by_cell, lk)) for lk in entry.like]
+            known = [lk.jobs * c for lk, c in costs if c is not None]
+            unpriced = sum(c is None for _, c in costs)
             if entry.like:
-                costs = [(lk, _per_job(by_cell, lk)) for lk in entry.like]
-                known = [lk.jobs * c for lk, c in costs if c is not None]
-                unpriced = sum(c is None for _, c in costs)
                 row["price"] = sum(known) if known else None
                 row["price_text"] = (f"~{sum(known):.1f}" if known else "?") + (
                     f" + {unpriced} unpriced" if unpriced else ""
@@ -357,8 +348,6 @@ def coverage(profile: str = "cpu-annealed", results_dir=None, with_verdicts: boo
                 row["basis"] = entry.note or (
                     "cannot run here" if entry.runs.startswith("no") else ""
                 )
-                if entry.runs.startswith("no"):
-                    row["price_text"] = "--"
         out.append(row)
     return out
 
@@ -380,7 +369,6 @@ def _caption(label: str) -> str:
 
 def coverage_html(profile: str = "cpu-annealed", results_dir=None):
     """``coverage`` as the book's page-width table, with each price's basis as a footnote."""
-
     rows = coverage(profile, results_dir)
     n_reg = sum(r["registered"] for r in rows)
     n_run = sum(not r["registered"] and not r["runs_here"].startswith("no") for r in rows)

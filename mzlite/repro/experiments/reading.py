@@ -18,7 +18,6 @@ result says under which reading it was trained (``tests/test_reading.py`` holds 
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass
 
 from mzlite.nn import MZSetTransformerConfig
@@ -31,8 +30,8 @@ from .results import load_results
 from .tables import get_table
 
 __all__ = [
-    "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices",
-    "choices_table", "ablation_summary", "dependence", "AblationRow",
+    "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices_table",
+    "ablation_summary", "dependence", "AblationRow",
 ]  # fmt: skip
 
 
@@ -321,31 +320,22 @@ CHOICES: tuple[Choice, ...] = (
 )
 
 
-def _normalise(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
-
-
 def missing_quotes(paper_tex: str, quotes=None) -> list[str]:
     """The ``quotes`` (default: the ``words`` of ``CHOICES``) that do not occur verbatim (up to
     white space) in the paper's LaTeX source; empty when every quote is the paper's."""
-    source = _normalise(paper_tex)
+    source = " ".join(paper_tex.split())
     quotes = [c.words for c in CHOICES if c.words] if quotes is None else quotes
-    return [q for q in quotes if _normalise(q) not in source]
-
-
-def choices(search_entry: dict | None = None) -> tuple[Choice, ...]:
-    """``CHOICES``, with ``search_entry`` (``search.reading_entry()``: how the learning-rate
-    search compares schedules, its counts read from its committed file) after "Schedule"."""
-    if search_entry is None:
-        return CHOICES
-    at = next(i for i, c in enumerate(CHOICES) if c.topic == "Schedule") + 1
-    return (*CHOICES[:at], Choice(**search_entry), *CHOICES[at:])
+    return [q for q in quotes if " ".join(q.split()) not in source]
 
 
 def choices_table(search_entry: dict | None = None) -> str:
-    """``choices(search_entry)`` as the book's page-width table (``render.comparison_table``):
-    topic, what the paper says (its LaTeX as plain text, by label), what we read and the
-    alternatives, the switch; where a result records it and what tests it, as a footnote."""
+    """``CHOICES`` as the book's page-width table, with ``search_entry``
+    (``search.reading_entry()``: how the learning-rate search compares schedules) after
+    "Schedule"; where a result records each choice and what tests it are footnotes."""
+    choices = list(CHOICES)
+    if search_entry is not None:
+        at = next(i for i, c in enumerate(CHOICES) if c.topic == "Schedule") + 1
+        choices.insert(at, Choice(**search_entry))
     rows = [
         {
             "topic": c.topic,
@@ -354,7 +344,7 @@ def choices_table(search_entry: dict | None = None) -> str:
             "switch": c.switch,
             "note": f"{c.topic}: recorded as {c.recorded}; tested by {c.tested}",
         }
-        for c in choices(search_entry)
+        for c in choices
     ]
     return str(
         comparison_table(
@@ -381,24 +371,13 @@ DIAGNOSTIC_CELLS = (
      "MEB radius, d = 8, per-set normalised"),
     ("tab:tdof-verify", "L16", "L16-mz_1l", "L16-st_4l", "Quadratic TDOF, L = 16"),
 )  # fmt: skip
+PROFILE = "cpu-annealed"  # the profile the reading ablation runs under
+FIRST_READING = "cpu-converged"  # mzlite's first reading: per-row LayerNorm, cosine, lr 3e-3
+DEFAULT_READING_ROW = "generators: zonotope, schedule: plateau"  # the main cells' reading
 
 
-@dataclass(frozen=True)
-class AblationRow:
-    """One reading of one diagnostic cell: MZ's test R² per seed (``r2``; ``mean``, ``std``,
-    ``seeds`` over them), how many runs ``stopped`` and how many ``fitted`` their training set,
-    and the Set Transformer's R² per seed on the same cell and protocol (``st_r2``; its mean
-    ``st_mean``) with the number of its runs that stopped without fitting (``st_failures``)."""
-
-    cell: str
-    reading: str
-    gen_norm: str
-    schedule: str
-    stopped: int
-    fitted: int
-    r2: tuple[float, ...] = ()
-    st_r2: tuple[float, ...] = ()
-    st_failures: int = 0
+class SeedsR2:
+    """``seeds``, ``mean`` and ``std`` (sample) of a row's test R² per seed, ``r2``."""
 
     @property
     def seeds(self) -> int:
@@ -411,6 +390,22 @@ class AblationRow:
     @property
     def std(self) -> float | None:
         return _stats.summarise(self.r2).get("std")
+
+
+@dataclass(frozen=True)
+class AblationRow(SeedsR2):
+    """One reading of one diagnostic cell: MZ's test R² per seed (``r2``; ``mean``, ``std``,
+    ``seeds`` over them), how many runs ``stopped`` and how many ``fitted`` their training set,
+    and the Set Transformer's R² per seed on the same cell and protocol (``st_r2``; its mean
+    ``st_mean``) with the number of its runs that stopped without fitting (``st_failures``)."""
+
+    cell: str
+    reading: str
+    stopped: int
+    fitted: int
+    r2: tuple[float, ...] = ()
+    st_r2: tuple[float, ...] = ()
+    st_failures: int = 0
 
     @property
     def st_mean(self) -> float | None:
@@ -432,12 +427,11 @@ class AblationRow:
         if self.optimisation_failures or self.st_failures:
             return "optimisation failure", None
         test = _stats.welch(self.r2, self.st_r2)
-        gap, p = test["diff"], test["p"]
-        significant = p is not None and p < _stats.ALPHA
-        if abs(gap) <= _stats.TIE:
-            return "tie", p
-        ahead = "MZ" if gap > 0 else "ST"
-        return (f"{ahead} better" if significant else f"{ahead} ahead, not significant"), p
+        if abs(test["diff"]) <= _stats.TIE:
+            return "tie", test["p"]
+        ahead = "MZ" if test["diff"] > 0 else "ST"
+        significant = test["p"] is not None and test["p"] < _stats.ALPHA
+        return (f"{ahead} better" if significant else f"{ahead} ahead, not significant"), test["p"]
 
     @property
     def claim_verdict(self) -> str | None:
@@ -445,32 +439,12 @@ class AblationRow:
         labels (``scorecard.judge``): "holds" needs the gap and p < ALPHA, a tie "holds partly",
         "does not hold here" needs ST significantly better, and a gap that no test backs is
         "not decided"; None when the reading decides nothing."""
-        return {
-            "MZ better": "holds",
-            "MZ ahead, not significant": "not decided",
-            "tie": "holds partly",
-            "ST ahead, not significant": "not decided",
-            "ST better": "does not hold here",
-        }.get(self.versus_st[0])
-
-
-DEFAULT_READING_ROW = "generators: zonotope, schedule: plateau"  # the main cells' reading
-
-
-def _reading_cells(table: str, col: str, main: str, mid: str) -> list[tuple[str, str, str]]:
-    """(gen_norm, schedule, cell id) of one diagnostic column; the main cell is (zonotope,
-    plateau) under cpu-annealed."""
-    ids = {c.id for c in get_table(table).cells}
-    out = []
-    for gen_norm in GEN_NORM_READINGS:
-        for sched in SCHEDULE_READINGS:
-            cid = main if (gen_norm, sched) == ("zonotope", "plateau") else (
-                f"rd-{col}-{gen_norm}-{sched}-{mid}"
-            )  # fmt: skip
-            if cid not in ids:
-                raise KeyError(f"{table} has no cell {cid!r}: the reading ablation names it")
-            out.append((gen_norm, sched, cid))
-    return out
+        outcome = self.versus_st[0]
+        if outcome.endswith("not significant"):
+            return "not decided"
+        return {"MZ better": "holds", "tie": "holds partly", "ST better": "does not hold here"}.get(
+            outcome
+        )
 
 
 def recorded_reading(result: dict) -> tuple[str, str]:
@@ -479,11 +453,6 @@ def recorded_reading(result: dict) -> tuple[str, str]:
     model = result.get("model_config") or {}
     gen_norm = {**MZSetTransformerConfig.LEGACY, **model}.get("gen_norm", "")
     return gen_norm, (result.get("train_config") or {}).get("schedule", "cosine")
-
-
-def _r2_values(results: list[dict]) -> tuple[float, ...]:
-    r2 = [((r.get("metrics") or {}).get("test") or {}).get("r2") for r in results]
-    return tuple(v for v in r2 if v is not None)
 
 
 def _summary(results: list[dict], expect: tuple[str, str] | None = None):
@@ -499,7 +468,8 @@ def _summary(results: list[dict], expect: tuple[str, str] | None = None):
     conv = [_stats.result_convergence(r) for r in results]
     stopped = sum(bool(c.get("stopped", c.get("converged"))) for c in conv)
     fitted = sum(c.get("fitted") is True for c in conv)
-    return stopped, fitted, _r2_values(results)
+    r2 = [((r.get("metrics") or {}).get("test") or {}).get("r2") for r in results]
+    return stopped, fitted, tuple(v for v in r2 if v is not None)
 
 
 def _st_side(results: list[dict]) -> tuple[tuple[float, ...], int]:
@@ -508,11 +478,8 @@ def _st_side(results: list[dict]) -> tuple[tuple[float, ...], int]:
     return r2, stopped - fitted
 
 
-PROFILE = "cpu-annealed"  # the profile the reading ablation runs under
-FIRST_READING = "cpu-converged"  # mzlite's first reading: per-row LayerNorm, cosine, lr 3e-3
-
-
-def _by_cell(table: str, profile: str, results_dir) -> dict[str, list[dict]]:
+def results_per_cell(table: str, profile: str, results_dir) -> dict[str, list[dict]]:
+    """``load_results`` grouped by cell id, as written (no aliases, no other table's runs)."""
     by_cell: dict[str, list[dict]] = {}
     for r in load_results(table, profile, results_dir=results_dir):
         by_cell.setdefault(r["cell"], []).append(r)
@@ -520,38 +487,41 @@ def _by_cell(table: str, profile: str, results_dir) -> dict[str, list[dict]]:
 
 
 def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
-    """The reading ablation from the result files: per diagnostic cell, the first reading's
-    results (profile ``cpu-converged``: per-row generator LayerNorm, cosine over the cap, MZ at
-    lr 3e-3), then one row per (generator normalisation, schedule) under ``cpu-annealed``, then
-    the extra readings (signed readout, the paper's training-set size). Each row carries the
-    Set Transformer of the same protocol (the paper-size row: the Set Transformer at the
-    paper's size). Cells without results have ``seeds == 0``; a result trained under another
-    reading than its row raises. ``cell``: one diagnostic cell's rows only (its description)."""
+    """The reading ablation from the result files: per diagnostic cell, the first reading
+    (``FIRST_READING``), one row per (generator normalisation, schedule) under ``PROFILE`` (the
+    main cell is (zonotope, plateau)), then the signed readout and the paper's training-set
+    size; each beside the Set Transformer of the same protocol (and size). Cells without results
+    have ``seeds == 0``; a result trained under another reading than its row raises. ``cell``:
+    one diagnostic cell's rows only (its description)."""
     rows = []
     for table, col, main, st_cell, what in DIAGNOSTIC_CELLS:
         if cell is not None and what != cell:
             continue
-        first = _by_cell(table, FIRST_READING, results_dir)
+        ids, mid = {c.id for c in get_table(table).cells}, main.rsplit("-", 1)[1]
+        first = results_per_cell(table, FIRST_READING, results_dir)
         mz = _summary(first.get(main, []), ("layernorm", "cosine"))
         first_st = _st_side(first.get(st_cell, []))
-        rows.append(AblationRow(what, "first reading: per-row LayerNorm, cosine, lr 3e-3",
-                                "layernorm", "cosine", *mz, *first_st))  # fmt: skip
-        by_cell = _by_cell(table, PROFILE, results_dir)
-        mid = main.rsplit("-", 1)[1]
+        rows.append(AblationRow(what, "first reading: per-row LayerNorm, cosine, lr 3e-3", *mz,
+                                *first_st))  # fmt: skip
+        by_cell = results_per_cell(table, PROFILE, results_dir)
         st = _st_side(by_cell.get(st_cell, []))
-        for gen_norm, sched, cid in _reading_cells(table, col, main, mid):
-            mz = _summary(by_cell.get(cid, []), (gen_norm, sched))
-            rows.append(AblationRow(what, f"generators: {gen_norm}, schedule: {sched}", gen_norm,
-                                    sched, *mz, *st))  # fmt: skip
+        for gen_norm in GEN_NORM_READINGS:
+            for sched in SCHEDULE_READINGS:
+                main_reading = (gen_norm, sched) == ("zonotope", "plateau")
+                cid = main if main_reading else f"rd-{col}-{gen_norm}-{sched}-{mid}"
+                if cid not in ids:
+                    raise KeyError(f"{table} has no cell {cid!r}: the reading ablation names it")
+                mz = _summary(by_cell.get(cid, []), (gen_norm, sched))
+                reading = f"generators: {gen_norm}, schedule: {sched}"
+                rows.append(AblationRow(what, reading, *mz, *st))
         paper_st = _st_side(by_cell.get(f"rd-{col}-paper-size-st", []))
-        extra = [(f"rd-{col}-signed-{mid}", "signed readout", st)]
-        extra += [(f"rd-{col}-paper-size-{mid}", "the paper's training-set size", paper_st)]
-        ids = {c.id for c in get_table(table).cells}
-        for cid, reading, st_values in extra:
-            if cid not in ids:
-                continue
-            mz = _summary(by_cell.get(cid, []), ("zonotope", "plateau"))
-            rows.append(AblationRow(what, reading, "zonotope", "plateau", *mz, *st_values))
+        for cid, reading, st_side in (
+            (f"rd-{col}-signed-{mid}", "signed readout", st),
+            (f"rd-{col}-paper-size-{mid}", "the paper's training-set size", paper_st),
+        ):
+            if cid in ids:
+                mz = _summary(by_cell.get(cid, []), ("zonotope", "plateau"))
+                rows.append(AblationRow(what, reading, *mz, *st_side))
     return rows
 
 
@@ -566,15 +536,13 @@ def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=Non
         raise ValueError(f"cell must be one of the diagnostic cells {known}, got {cell!r}")
     rows = [r for r in (ablation(results_dir, cell) if rows is None else rows) if r.cell == cell]
     default = next(r for r in rows if r.reading == DEFAULT_READING_ROW).claim_verdict
-    if default is None:
-        return []
-    out = []
-    for r in rows:
-        verdict = r.claim_verdict
-        if r.reading != DEFAULT_READING_ROW and verdict is not None and verdict != default:
-            outcome, p = r.versus_st
-            out.append(f"{r.reading}: {outcome} (p = {p:.2g})")
-    return out
+    return [
+        f"{r.reading}: {r.versus_st[0]} (p = {r.versus_st[1]:.2g})"
+        for r in rows
+        if default is not None
+        and r.reading != DEFAULT_READING_ROW
+        and r.claim_verdict not in (None, default)
+    ]
 
 
 def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) -> str:
@@ -590,11 +558,12 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
         default = next(r for r in mine if r.reading == DEFAULT_READING_ROW)
         if not default.seeds:
             continue
+        others = [r for r in mine if r.reading != DEFAULT_READING_ROW]
         outcome, p = default.versus_st
         st = "not run" if default.st_mean is None else f"{unsigned_zero(default.st_mean):.3f}"
         text = (
             f"<b>{html.escape(what)}</b>: under mzlite's reading MZ reaches R² "
-            f"{_r2(default.mean, default.std)} over {default.seeds} seeds against the Set "
+            f"{r2_text(default.mean, default.std)} over {default.seeds} seeds against the Set "
             f"Transformer's {st} ({outcome}" + ("" if p is None else f", p = {p:.2g}") + "). "
         )
         if default.fitted == default.seeds:
@@ -614,16 +583,13 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
                 "their training sets: an optimisation failure of the baseline, from which "
                 "nothing is read about MZ against it. "
             )
-        others = dependence(what, rows)
-        decided = [
-            r for r in mine if r.reading != DEFAULT_READING_ROW and r.claim_verdict is not None
-        ]
-        if others:
-            text += "It reads otherwise under " + "; ".join(html.escape(o) for o in others) + "."
+        otherwise = dependence(what, mine)
+        if otherwise:
+            text += "It reads otherwise under " + "; ".join(map(html.escape, otherwise)) + "."
         elif default.claim_verdict is not None:
-            failed = [r for r in mine if r.reading != DEFAULT_READING_ROW
-                      and r.versus_st[0] == "optimisation failure"]  # fmt: skip
-            running = len(mine) - 1 - len(decided) - len(failed)
+            decided = [r for r in others if r.claim_verdict is not None]
+            failed = [r for r in others if r.versus_st[0] == "optimisation failure"]
+            running = len(others) - len(decided) - len(failed)
             so_far = " so far" if running else ""
             said = (
                 "No other reading is decided yet"
@@ -645,25 +611,26 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
     return "".join(paragraphs)
 
 
-def _r2(mean: float | None, std: float | None) -> str:
+def r2_text(mean: float | None, std: float | None, missing: str = "not run") -> str:
     if mean is None:
-        return "not run"
+        return missing
     return f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
 
 
+def html_table(kind: str, heads, rows) -> str:
+    """A plain HTML table of class ``kind``: the ``heads``, then ``rows`` of strings (escaped)."""
+    head = "".join(f"<th>{h}</th>" for h in heads)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in row) + "</tr>" for row in rows
+    )
+    return f"<table class='{kind}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
 def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> str:
-    """The reading ablation as an HTML table: per diagnostic cell and reading, MZ's test R²
-    (mean ± std over seeds), how many runs stopped and fitted, the Set Transformer's R² on the
-    same cell and protocol, and the two compared (Welch's test over seeds). A run that stopped
+    """The reading ablation as an HTML table, a row per ``AblationRow``; a run that stopped
     without fitting is counted as an optimisation failure."""
-    rows = ablation(results_dir) if rows is None else rows
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("Cell", "Reading", "MZ test R²", "Seeds", "Fitted / stopped",
-                  "Set Transformer R²", "MZ against ST")
-    )  # fmt: skip
     body = []
-    for r in rows:
+    for r in ablation(results_dir) if rows is None else rows:
         fit = f"{r.fitted} / {r.stopped}" if r.seeds else "–"
         if r.optimisation_failures:
             fit += f" ({r.optimisation_failures} optimisation failure"
@@ -672,9 +639,7 @@ def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> s
         st += f" ({r.st_failures} not fitted)" if r.st_failures else ""
         outcome, p = r.versus_st
         versus = outcome if p is None else f"{outcome} (p = {p:.2g})"
-        cells = (r.cell, r.reading, _r2(r.mean, r.std), str(r.seeds), fit, st, versus)
-        body.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells) + "</tr>")
-    return (
-        "<table class='mz-reading-ablation'><thead><tr>" + head + "</tr></thead><tbody>"
-        + "".join(body) + "</tbody></table>"
-    )  # fmt: skip
+        body.append((r.cell, r.reading, r2_text(r.mean, r.std), str(r.seeds), fit, st, versus))
+    heads = ("Cell", "Reading", "MZ test R²", "Seeds", "Fitted / stopped", "Set Transformer R²",
+             "MZ against ST")  # fmt: skip
+    return html_table("mz-reading-ablation", heads, body)
