@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from importlib import resources
+
+import yaml
 
 from mzlite.nn import MZSetTransformerConfig
 from mzlite.repro.render import comparison_table, plain_math
@@ -33,6 +36,12 @@ __all__ = [
     "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices_table",
     "ablation_summary", "dependence", "AblationRow",
 ]  # fmt: skip
+
+
+def prose_data(name: str):
+    """The plain data in ``name``, a YAML file beside this module: the prose the book shows (the
+    paper's words, our readings) kept as data, where it reads and diffs as text."""
+    return yaml.safe_load(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)
@@ -52,272 +61,7 @@ class Choice:
     tested: str
 
 
-CHOICES: tuple[Choice, ...] = (
-    Choice(
-        "Generator normalisation",
-        "eq:zono-proj, eq:mz-main",
-        "The scaling factor $1/\\sqrt{n_g d}$ ensures that generators start as small "
-        "perturbations, so the initial representation is close to a standard vector embedding.",
-        "The blocks' post-LayerNorms act on each token as the affine map they apply to its centre "
-        "(mean, scale and gain computed on the centre), applied to the generators too: the exact "
-        "image of the token zonotope. Generators stay small (RMS ratio to centres < 0.1 after "
-        "every block at initialisation) and the centre stream is the Set Transformer's.",
-        "none (residual only); a LayerNorm of its own on every generator row (mzlite's first "
-        "reading: generators unit-RMS after the first block, untrained outputs 50-250x the Set "
-        "Transformer's in mean square; its parameter count is the paper's ~372K exactly)",
-        "MZSetTransformerConfig.gen_norm",
-        "model_config.gen_norm",
-        "reading ablation (Tasks B and F, MEB d = 8 raw and per-set normalised, TDOF L = 16)",
-    ),
-    Choice(
-        "Readout",
-        "sec:architecture",
-        "The output head concatenates the pooled center $c \\in \\R^{kd}$ and the interval-hull "
-        "half-width $\\delta = \\sum_g |G_g|$ before a two-layer MLP",
-        "the interval-hull half-width (IHW) everywhere, as the paper's tables",
-        "the signed pooled generators, for which thm:tdof-depth and thm:separation are proved",
-        "MZSetTransformerConfig.readout",
-        "model_config.readout",
-        "reading ablation: TDOF L = 16, signed readout",
-    ),
-    Choice(
-        "Generator information in the scores (MZ-GenQK)",
-        "app:genqk",
-        "MZ-GenQK adds projections $W_q^{\\mathrm{gen}}, W_k^{\\mathrm{gen}}$ of per-token "
-        "interval hull widths into the attention score computation.",
-        "off: MZAttn scores centres only, as the paper's default. On (tab:genqk's MZ-GenQK): "
-        "q = W_q c + W_q^gen sum_g |G_g| and the keys alike, bias-free d x d matrices in every MZ "
-        "attention, zero at initialisation, so the model starts as MZ-Full (49,152 parameters, "
-        "the paper's ~50K)",
-        "a Xavier-initialised W^gen (the scores read noise from the first step); one scalar IHW "
-        "per token (d parameters, not ~50K)",
-        "MZSetTransformerConfig.gen_qk",
-        "model_config.gen_qk",
-        "tab:genqk itself (MZ-GenQK beside centres-only MZAttn on Tasks A and B); the "
-        "initialisation of W^gen is not ablated",
-    ),
-    Choice(
-        "Gate summary",
-        "eq:mz-main",
-        "is the context-dependent gate computed from the set-level mean",
-        "one Linear(d, H L) on the full d-dimensional masked mean of the key/value input centres, "
-        "shared by the heads (gates per set and head)",
-        "a per-head d_k slice; the values after projection; richer summaries (App. app:impl)",
-        "fixed (mzlite.nn choice 3)",
-        "model_config (fixed by the code version)",
-        "not ablated: no verdict of the book turns on it (the gates are inspected in chapter 7)",
-    ),
-    Choice(
-        "Per-head matrix zonotopes",
-        "eq:mz-main",
-        "the head-$h$ matrix zonotope",
-        "one M_c, L matrices M_l and one W_mix per head; heads concatenated",
-        "shared matrices across heads",
-        "fixed",
-        "model_config (fixed by the code version)",
-        "not ablated: the paper's parameter count (5,120 MZ parameters per layer) fixes it",
-    ),
-    Choice(
-        "Where the matrix zonotope acts",
-        "eq:mz-main, def:relop, fig:money",
-        "\\methodname{} is context-adaptive: $\\mathcal{T}(\\hat{v}; S) = M(\\mu(S))\\hat{v}$ "
-        "where $M(\\mu) = M_c + \\sum_{l=1}^L \\gamma_l(\\mu) M_l$ depends on a "
-        "permutation-invariant statistic $\\mu(S)$",
-        "Eq. eq:mz-main as printed, o_c = M_c c_hat (the literal reading, the default and what "
-        "every result before the switch ran): the gated gamma_l M_l c_hat feed the generator "
-        "stream only, so the centre stream is the Set Transformer's at any M_l and W_mix, and "
-        "the matrix zonotope reaches the prediction only through the head's interval-hull "
-        "half-width",
-        "def:relop's reading, which Fig. fig:money (M(mu(S)) replaces W_V) and the abstract also "
-        "give: o_c = M(mu) c_hat with M(mu) = M_c + sum_l gamma_l M_l at the set's gate summary, "
-        "acting on the centre stream's aggregated values, generators as printed (registered as "
-        "mz_full_centre_adaptive; no parameter added; standard attention at initialisation up "
-        "to a term first order in M_l, exactly so as M_l -> 0; the fused CPU kernels serve the "
-        "literal reading only)",
-        "MZSetTransformerConfig.layer_reading",
-        "model_config.layer_reading",
-        "tab:tdof-verify L = 16 and 32 and tab:egnn-comparison's quadratic TDOF L = 16: the "
-        "centre-adaptive cells (ca-...) beside the literal MZ cells and the Set Transformer",
-    ),
-    Choice(
-        "Output projection after M_c",
-        "eq:mz-main",
-        "o_i^c = M_c^{(h)} \\hat{c}_i",
-        "W_o after the heads' M_c (centres; bias-free W_og for generators), as the Set "
-        "Transformer's block has",
-        "no output projection",
-        "MZSetTransformerConfig.gen_own_weights (own or shared generator V/O weights)",
-        "model_config.gen_own_weights",
-        "not ablated: without W_o the parameter count leaves the paper's ~372K",
-    ),
-    Choice(
-        "Dropout",
-        "app:impl",
-        "Dropout & $0.1$ (constant)",
-        "p = 0.1 on the residual branches, one mask per token shared by its centre and all its "
-        "generators (a random diagonal map of the whole zonotope)",
-        "independent masks per generator row",
-        "fixed (mzlite.nn choice 4)",
-        "model_config.dropout",
-        "not ablated",
-    ),
-    Choice(
-        "Learning rate",
-        "app:impl",
-        "LR & $10^{-4}$",
-        "the reduced CPU protocol: 1e-3 for every family (10x the paper's), chosen by a 10-epoch "
-        "probe (benchmarks/lr_probe.py), which favours whatever learns fastest; the paper's "
-        "sizes: each family's rate and schedule from the learning-rate search (1e-4 to 3e-3 x "
-        "plateau or cosine; python -m mzlite search paper-sizes; its cells and how it compares "
-        "schedules: the search's own entry below); the paper's protocol: 1e-4",
-        "the paper's 1e-4 everywhere (profile full)",
-        "Profile.lr_by_family, Profile.searched (a cell's train['lr'] wins)",
-        "train_config.lr, protocol.lr_source",
-        "the learning-rate search; tab:meb and tab:tdof-verify learning-rate cells; the "
-        "paper's protocol on Task F",
-    ),
-    Choice(
-        "Schedule",
-        "app:impl",
-        "LR schedule & cosine to $0$",
-        "warm-up, then the rate halved after 5 epochs without a new best validation loss "
-        "(anneals within the run that early stopping ends)",
-        "the paper's cosine over the 200-epoch cap (with patience 20 a run stops mid-cosine)",
-        "TrainConfig.schedule, decay_patience, decay_factor",
-        "train_config.schedule",
-        "reading ablation (every diagnostic cell, cosine beside plateau)",
-    ),
-    Choice(
-        "Warm-up",
-        "app:impl",
-        "LR warmup & $5$ epochs (linear $0\\to10^{-4}$)",
-        "the reduced CPU protocol: 3 epochs of at most 2K sets, so far fewer warm-up steps than "
-        "the paper's; the paper's sizes and the paper's protocol: 5 epochs at the paper's sizes, "
-        "about the paper's steps",
-        "5 epochs everywhere",
-        "TrainConfig.warmup_epochs",
-        "train_config.warmup_epochs",
-        "not ablated",
-    ),
-    Choice(
-        "Early stopping",
-        "app:impl",
-        "Early stopping & val loss patience $20$",
-        "patience 20 epochs; under the reduced CPU protocol on a 500-set validation split with "
-        "fewer optimiser steps per epoch than the paper (a shorter patience in steps, on noisier "
-        "curves); at the paper's sizes the paper's validation split",
-        "patience in steps",
-        "TrainConfig.patience",
-        "train_config.patience",
-        "not ablated; every result records whether it stopped and whether it fitted",
-    ),
-    Choice(
-        "Training-set sizes",
-        "app:task-descriptions",
-        "5K train, 1K val, 2K test; 200 epochs; 3 seeds.",
-        "the reduced CPU protocol: at most 2K training and 500 validation sets (the paper's test "
-        "sizes), the regime most verdicts are read in; the paper's sizes and the paper's "
-        "protocol: the paper's 5-10K for Tasks A, B, D, F, G, and where it states none "
-        "(tab:meb, tab:tdof-verify) 10K/2K/2K, the upper end of its tasks' sizes. `python -m "
-        "mzlite plan` prices every cell from measured costs",
-        "the paper's sizes everywhere",
-        "Profile.max_sizes, Profile.sizes_by_table; Cell.paper_size",
-        "sizes",
-        "reading ablation (Tasks B and F at 5K); the paper's sizes and the paper's protocol",
-    ),
-    Choice(
-        "Target scaling",
-        "app:opt-confound",
-        "subtract train mean, divide by train std",
-        "targets standardised with the training split's mean and std in every CPU profile but "
-        "`cpu`; metrics in original units",
-        "raw targets, as the paper's main tables",
-        "TrainConfig.normalize_targets",
-        "train_config.normalize_targets",
-        "tab:meb ablation (raw and standardised targets)",
-    ),
-    Choice(
-        "Task A's target",
-        "app:task-descriptions",
-        "i.e., the sum of dimension-wise maxima.",
-        "the sum over dimensions of each dimension's maximum over the set, sum_j max_i x_ij, as "
-        "the words say: a statistic of the set that the set-statistics yardstick computes "
-        "exactly (R^2 1), so Task A ranks models, it does not call for attention",
-        "the formula as printed, sum_i max_j x_ij (each element's largest coordinate, summed)",
-        "fixed (tasks.set_regression)",
-        "task_options",
-        "not ablated: the paper's Standard R^2 ~ 0.81 matches the words' reading",
-    ),
-    Choice(
-        "Task F's target",
-        "app:task-descriptions",
-        "predict the post-alignment Chamfer distance.",
-        "task reading v1: the Chamfer distance of A and B as given, before alignment (a model "
-        "must relate B to A through the rotation), angles U(-pi, pi): the only reading whose "
-        "target variance fits the paper's MSE at its R^2; raw targets are large, so the paper's "
-        "protocol runs beside a standardised-target twin",
-        "the Chamfer distance after the best rotation, CD(Q A, B) (reading aligned); after "
-        "undoing the sample's own rotation, CD(A, R^T B) (residual); both measure the noise "
-        "only. Angles of at most 0.3 rad (small-angle)",
-        "tasks.rotation_matching(target=..., max_angle=...)",
-        "task_reading, task_options.target",
-        "the task-reading calibration: the Set Transformer at the paper's sizes on each reading "
-        "beside the paper's number for it (task_review.calibration_table)",
-    ),
-    Choice(
-        "Task B's copy and independent cloud",
-        "app:task-descriptions",
-        "Set $B$ is either a rotated-noisy version of $A$ (50\\%) or an independent random cloud "
-        "(50\\%).",
-        "task reading v1: the copy turned by a Haar-random rotation of SO(3), which leaves it as "
-        "far from A as an independent cloud; the independent cloud draws its own size, so the two "
-        "parts' sizes give the class away",
-        "turns of at most 0.3 rad (near-copy), with n_B = n_A for the independent cloud too "
-        "(near-copy-same-size); Haar with n_B = n_A (same-size)",
-        "tasks.chamfer_matching(rotation=..., max_angle=..., independent_size=...)",
-        "task_reading, task_options.rotation",
-        "the task-reading calibration (task_review.calibration_table), with the set-size-only "
-        "ridge beside the yardstick on each reading",
-    ),
-    Choice(
-        "The quadratic-TDOF target's d, M_0 and scale",
-        "thm:tdof-depth, eq:quadratic-tdof",
-        "(the explicit witness of Lemma~\\ref{lem:comp-orth} with $M_0 = 0$)",
-        "task reading v1: d = 32, random Frobenius-orthogonal M_0 and M_l, f divided by "
-        "sqrt(L + 1) so that its variance is about 1 at every L",
-        "M_0 = 0 and f unscaled (m0-zero); the lemma's witness M_l = e_l e_d^T with M_0 = 0, "
-        "unscaled, at d = 64 (witness-d64); the scale changes nothing under standardised targets",
-        "tasks.quadratic_tdof(m0=..., scale=..., basis=..., d=...)",
-        "task_reading, task_options.m0",
-        "the task-reading calibration: ST-4L on each reading at L = 16 and 32 "
-        "(task_review.calibration_table)",
-    ),
-    Choice(
-        "MEB's data scale",
-        "app:opt-confound",
-        "MEB has $O(1)$-magnitude targets for which normalization changes nothing",
-        "raw sets (the main cells): radii of O(1) magnitude, as the words say; per-set normalised "
-        "sets (each set divided by its RMS spread) are the ablation where the paper's PMA "
-        "collapse appears here",
-        "per-set normalised sets as the main reading",
-        "tasks.meb_radius(normalise=...)",
-        "task_options.normalise",
-        "tab:meb ablation (raw and per-set normalised sets, raw and standardised targets)",
-    ),
-    Choice(
-        "Precision",
-        "",
-        "",
-        "the reduced CPU protocol: bfloat16 autocast of the forward pass on CPUs with native bf16 "
-        "(float32 master weights, loss and optimiser state), and a GPU run beside it asks for the "
-        "same; the paper's sizes and the paper's protocol: float32, as the paper names no mixed "
-        "precision",
-        "float32 throughout",
-        "TrainConfig.amp",
-        "train_config.amp",
-        "benchmarks/fit_speed.py equal: results equal within seed noise over five seeds",
-    ),
-)
+CHOICES: tuple[Choice, ...] = tuple(Choice(**c) for c in prose_data("reading_choices.yaml"))
 
 
 def missing_quotes(paper_tex: str, quotes=None) -> list[str]:

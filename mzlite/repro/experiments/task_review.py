@@ -26,7 +26,7 @@ from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
-from .reading import SeedsR2, html_table, missing_quotes, r2_text, results_per_cell
+from .reading import SeedsR2, html_table, missing_quotes, prose_data, r2_text, results_per_cell
 from .specs import SET_STATS
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
 
@@ -59,112 +59,9 @@ class TaskReview:
     yardstick: tuple[str, str]
 
 
-TASK_REVIEW: tuple[TaskReview, ...] = (
-    TaskReview(
-        "Task A: set regression", "set_regression", "tab:main-results (tab:genqk, tab:depth)",
-        "app:task-descriptions",
-        "predict $y = \\sum_i [\\max_{\\text{dim}} x_i]$, i.e., the sum of dimension-wise maxima.",
-        "the words: sum over the 16 dimensions of each dimension's maximum over the set; x ~ "
-        "N(0, I_16); n ~ U{10..100}; 10K/2K/2K sets",
-        "the element distribution (N(0, I)); whether the words or the printed formula define y",
-        "the printed formula, sum_i max_j x_ij (each element's largest coordinate, summed: a "
-        "target that grows with n); other element distributions",
-        "each dimension's maximum grows with n: the yardstick computes the target exactly "
-        "(R^2 1), so Task A ranks models and does not call for attention",
-        ("tab:main-results", "A-set_stats"),
-    ),
-    TaskReview(
-        "Task B: set matching", "chamfer_matching", "tab:main-results (tab:ambiguity, "
-        "tab:sizegen, tab:genqk, tab:depth)", "app:task-descriptions",
-        "Set $B$ is either a rotated-noisy version of $A$ (50\\%) or an independent random cloud "
-        "(50\\%).",
-        "v1: A ~ N(0, 8^2 I_3), 10-30 points; the copy B = R A + N(0, 0.3^2 I) with R "
-        "Haar-random in SO(3); the independent cloud draws its own size; y the symmetric squared "
-        "Chamfer distance; 5K/1K/1K sets",
-        "how far the rotation turns (a Haar-random copy is as far from A as an independent "
-        "cloud); how many points the independent cloud has; the point spread (8, fitted to the "
-        "target variance the paper's MSE and R^2 imply) and the noise (0.3, tab:ambiguity's "
-        "default row); the Chamfer distance's direction (the paper's remark writes one "
-        "direction) and squared distances",
-        "near-copy (turns of at most 0.3 rad), near-copy-same-size (and n_B = n_A for the "
-        "independent cloud too), same-size (Haar, n_B = n_A); the one-direction Chamfer "
-        "distance (not generated)",
-        "v1 and near-copy: a copy has n_B = n_A and an independent cloud almost never, so the two "
-        "parts' sizes give the class; the same-size readings remove that",
-        ("tab:main-results", "B-set_stats"),
-    ),
-    TaskReview(
-        "Task D: few-shot set retrieval", "few_shot_retrieval", "tab:main-results",
-        "app:task-descriptions",
-        "Class separability varies per sample (noise scale $\\in [0.3, 1.5]$), creating natural "
-        "relational ambiguity.",
-        "per episode 5 class prototypes ~ N(0, I_8), noise sigma ~ U(0.3, 1.5); m ~ U{0..20} "
-        "target-class queries, the others of a uniformly chosen other class; y = m / 20; 8K/1.5K/"
-        "1.5K sets",
-        "the number of classes, the prototypes' distribution, how the query's class mixture is "
-        "drawn",
-        "prototypes shared across episodes; a binomial number of target-class queries; other "
-        "class counts",
-        "none: every episode has 5 support and 20 query elements",
-        ("tab:main-results", "D-set_stats"),
-    ),
-    TaskReview(
-        "Task F: rotation-dependent matching", "rotation_matching", "tab:main-results "
-        "(tab:rotmatch-scale, tab:egnn-comparison, tab:mz-efficient)", "app:task-descriptions",
-        "predict the post-alignment Chamfer distance.",
-        "v1: A ~ N(0, 6^2 I_8), 10-30 points; B = R(theta) A + N(0, 0.1^2 I), R the product of "
-        "Givens rotations in all 28 planes with angles U(-pi, pi); y = CD(A, B), the Chamfer "
-        "distance before alignment; 5K/1K/2K sets",
-        "what the target is after alignment; the angles' range; the point spread (6, fitted to "
-        "the target variance the paper's MSE and R^2 imply, which only the before-alignment "
-        "distance reaches)",
-        "aligned (CD(Q A, B) after the best rotation, orthogonal Procrustes), residual (CD(A, "
-        "R^T B) after undoing the sample's own rotation), small-angle (before alignment, angles "
-        "U(-0.3, 0.3))",
-        "n_A = n_B in every reading; the Chamfer distance of a bigger set is smaller (nearer "
-        "neighbours), which the size ridge reads",
-        ("tab:main-results", "F-set_stats"),
-    ),
-    TaskReview(
-        "Task G: MST weight", "mst_weight", "tab:main-results (tab:mst-scale, tab:mst-normed)",
-        "app:task-descriptions",
-        "Points are generated with 1--3 random clusters (varying centers and spreads) to create "
-        "diverse geometric configurations.",
-        "K ~ U{1, 2, 3} clusters, centres ~ N(0, 3^2 I_8), isotropic spreads ~ U(0.5, 2), each "
-        "point a uniformly chosen cluster; n ~ U{10..30}; y the Euclidean MST length; 5K/1K/2K",
-        "the centres' and spreads' distributions (fitted to the target variance the paper's MSE "
-        "and R^2 imply) and how points pick clusters",
-        "other centre scales and spreads (tighter clusters make the MST depend more on the "
-        "spread statistics the yardstick reads)",
-        "the MST of more points is longer: set size alone explains a large part of y",
-        ("tab:main-results", "G-set_stats"),
-    ),
-    TaskReview(
-        "MEB radius", "meb_radius", "tab:meb (tab:egnn-comparison)", "tab:meb",
-        "Point clouds are mixtures of Gaussians with $n \\in [10, 30]$.",
-        "K ~ U{1, 2, 3} components, means ~ N(0, 2^2 I_d), isotropic scales ~ U(0.2, 1), raw "
-        "sets; the per-set normalised sets as an ablation; 10K/2K/2K sets (the paper states none)",
-        "every mixture parameter; raw or per-set normalised sets; the sizes",
-        "per-set normalised sets (the reading under which the paper's PMA collapse appears "
-        "here); other mixtures (ours makes the radius nearly linear in the spread statistics)",
-        "n enters the radius through the spread's extremes; the ridge on set statistics reaches "
-        "R^2 ~ 0.99 on raw sets",
-        ("tab:meb", "d8-set_stats"),
-    ),
-    TaskReview(
-        "Quadratic TDOF (tab:tdof-verify)", "quadratic_tdof", "tab:tdof-verify "
-        "(tab:egnn-comparison, tab:gen-ablation)", "eq:quadratic-tdof",
-        "with Frobenius-orthogonal $M_l$ giving $\\mathrm{TDOF}(f) = L$.",
-        "v1: d = 32, mu(S) ~ N(0, I_d) exactly (set means), random Frobenius-orthogonal M_0 and "
-        "M_l, f divided by sqrt(L + 1); n ~ U{10..30}; 10K/2K/2K sets at the paper's sizes",
-        "d (the paper states none for this table); M_0 (thm:tdof-depth's witness has M_0 = 0); "
-        "w; the scale of f; the sets' sizes and spread",
-        "m0-zero (M_0 = 0, f unscaled), witness-d64 (lem:comp-orth's M_l = e_l e_d^T, M_0 = 0, "
-        "unscaled, d = 64, the paper's d for its models); the scale matters only on raw targets",
-        "none: f reads the set mean only",
-        ("tab:tdof-verify", "L32-set_stats"),
-    ),
-)  # fmt: skip
+TASK_REVIEW: tuple[TaskReview, ...] = tuple(
+    TaskReview(**{**t, "yardstick": tuple(t["yardstick"])}) for t in prose_data("task_review.yaml")
+)
 
 
 def missing_task_quotes(paper_tex: str) -> list[str]:
