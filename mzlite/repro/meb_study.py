@@ -16,12 +16,13 @@ from __future__ import annotations
 from mzlite.tasks import make_splits
 
 from . import experiments as ex
-from .experiments.protocols import CURRENT, PROTOCOL_STYLES
-from .experiments.report import ReportRow, best_report_rows, report
+from .experiments.protocols import CURRENT
+from .experiments.report import best_report_rows
 from .experiments.results import PROFILE_ORDER
 from .experiments.scorecard import claims, first_reading, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
+from .training_study import report_rows, sweep_lines
 
 __all__ = [
     "LABEL", "CURRENT", "AXES", "MODELS", "CONDITIONS", "ablation_cell", "ablation_grid",
@@ -111,13 +112,6 @@ def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
     return out
 
 
-def _rows(profile: str, results_dir=None) -> dict[str, ReportRow]:
-    """``{cell id: ReportRow}`` of tab:meb's test R^2 under ``profile``."""
-    prof = ex.get_profile(profile).name
-    return {c: ReportRow.of(r, prof) for c, r in
-            report(LABEL, prof, results_dir).by_cell(None, "r2").items()}  # fmt: skip
-
-
 def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
     """Per data condition (under the most trusted of ``profiles`` with its d = 8 cells,
     ``condition_profile``), each model's test R² and how far it fitted its training
@@ -130,7 +124,7 @@ def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
         prof = condition_profile(cond, profiles, results_dir)
         if prof is None:
             continue
-        rows = _rows(prof, results_dir)
+        rows = report_rows(LABEL, prof, results_dir)
         for m, name in MODELS.items():
             cell = condition_cell(f"d8-{m}", cond, prof)
             fit = None if m == ex.SET_STATS else fit_ratio(LABEL, cell, prof, results_dir)
@@ -162,7 +156,7 @@ def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
     the std over seeds."""
     money = money_rows(profiles, results_dir)
     series = {f"paper ({paper_ref(LABEL)})": [r["paper"] for r in money]}
-    by_profile = {ex.get_profile(p).name: _rows(p, results_dir) for p in profiles}
+    by_profile = {ex.get_profile(p).name: report_rows(LABEL, p, results_dir) for p in profiles}
     for data, normalised in (("raw data", False), ("per-set normalised", True)):
         means, errors = [], []
         for r in money:
@@ -178,37 +172,19 @@ def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
 
 
 def dimension_series(profiles=CURRENT, results_dir=None, dims=(8, 16, 32)) -> dict:
-    """R² against d for the models the CPU jobs run at every d, as ``mzlite.viz.plot_sweep``
-    takes them: ``{name: (dims, values, style)}``, the paper's and ours under each of
-    ``profiles`` that has results (std over seeds as error bars). One colour per model, one dash
-    and marker per protocol."""
-    spec = ex.get_table(LABEL)
+    """R² against d for the models the CPU jobs run at every d (``sweep_lines``): the paper's
+    and ours under each of ``profiles`` that has results."""
+    spec, dims = ex.get_table(LABEL), list(dims)
     ids = {c.id for c in spec.cells}
-    dims = list(dims)
     series = {}
     for m, colour in COLOURS.items():
         cells = [f"d{d}-{m}" for d in dims]
-        if not all(c in ids for c in cells):
-            continue
-        row = spec.cell(cells[0]).row
-        if spec.cell(cells[0]).paper:
-            dash, symbol = PROTOCOL_STYLES["paper"]
-            series[f"{row}, paper"] = (
-                dims, [paper_value(LABEL, row, f"d={d} R^2") for d in dims],
-                {"dash": dash, "symbol": symbol, "color": colour},
-            )  # fmt: skip
-        for p in profiles:
-            rows = _rows(p, results_dir)
-            got = [r if r is not None and r.ran else None for r in map(rows.get, cells)]
-            if not any(got):
-                continue
-            name = ex.get_profile(p).name
-            dash, symbol = PROTOCOL_STYLES.get(name, ("dot", "x"))
-            series[f"{row}, ours ({name})"] = (
-                dims, [r.ours_mean if r else None for r in got],
-                {"dash": dash, "symbol": symbol, "color": colour,
-                 "error": [r.ours_std if r else None for r in got]},
-            )  # fmt: skip
+        if all(c in ids for c in cells):
+            row = spec.cell(cells[0]).row
+            paper = None
+            if spec.cell(cells[0]).paper:
+                paper = [paper_value(LABEL, row, f"d={d} R^2") for d in dims], None
+            series |= sweep_lines(LABEL, row, cells, dims, colour, paper, profiles, results_dir)
     return series
 
 
@@ -319,7 +295,7 @@ def condition_profile(condition: str, profiles=PROFILE_ORDER, results_dir=None) 
     """The most trusted profile with results of both the Standard and the MZAttn-Full d = 8
     cells under ``condition``: a comparison reads numbers of one protocol only."""
     for p in [ex.get_profile(p).name for p in profiles]:
-        rows = _rows(p, results_dir)
+        rows = report_rows(LABEL, p, results_dir)
         cells = [condition_cell(f"d8-{m}", condition, p) for m in ("st", "mz_full")]
         if all(rows.get(c) is not None and rows[c].ran for c in cells):
             return p
@@ -333,7 +309,7 @@ def rate_retry(profile: str, results_dir=None) -> list[dict]:
     Each: ``lr``, ``cell``, ``row`` (its ``ReportRow``), ``fit`` (``fit_ratio``), ``fitted``
     (its runs that fitted, by their recorded convergence) and ``runs``; cells without results
     are left out."""
-    rows = _rows(profile, results_dir)
+    rows = report_rows(LABEL, profile, results_dir)
     retry = [c.id for c in ex.get_table(LABEL).cells
              if c.id.startswith("abl-d8-scale-ynorm-lr") and c.model == "st"]  # fmt: skip
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
