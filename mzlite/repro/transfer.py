@@ -42,10 +42,8 @@ CONVERGED = ("full", "cpu-annealed", "cpu-converged")
 
 def converged_profile(results_dir=None) -> str | None:
     """The first profile of ``CONVERGED`` that exists and has results of this table, or None."""
-    for p in CONVERGED:
-        if p in ex.PROFILES and ex.load_results(LABEL, p, results_dir):
-            return p
-    return None
+    have = (p for p in CONVERGED if p in ex.PROFILES and ex.load_results(LABEL, p, results_dir))
+    return next(have, None)
 
 
 def cell_id(setting: str, model: str) -> str:
@@ -59,8 +57,7 @@ def _r2(result: dict) -> float | None:
 
 
 def _results(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
-    """``results_by_cell`` with the results of each ablation cell of ``substitute`` in place of
-    its main cell's."""
+    """``results_by_cell``, each main cell of ``substitute`` reading its ablation cell's."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     return {**by_cell, **{main: by_cell.get(abl, []) for main, abl in (substitute or {}).items()}}
 
@@ -72,17 +69,13 @@ def ranks(
     statistic: str = "mean",
     substitute: dict | None = None,
 ) -> list[dict]:
-    """One row per setting of the table: ``setting`` (column id), the paper's ``row`` and
-    ``column``, ``rank`` of ``model`` among the ranked models that have results (None when
-    ``model`` has none), ``n_models`` ranked, ``seeds`` of ``model``, ``r2`` (model's mean, std),
-    ``best_other`` (the best other model and its R^2 by ``statistic``), ``set_stats`` (the
-    yardstick's R^2), ``paper_rank``, ``missing_jobs`` (the setting's (cell, seed) jobs of
-    ``profile`` with no result on disk yet) and ``complete`` (none missing). A rank from an
-    incomplete setting is provisional: a model still to run can take any place.
-
-    ``statistic``: the ``"mean"`` test R^2 over seeds (the paper's) or the ``"median"`` (robust
-    to one failed seed). ``substitute``: ``{main cell id: ablation cell id}``, whose results
-    stand in for the main cell's (``longer_cap``); completeness stays the main table's."""
+    """One row per setting: ``rank`` of ``model`` among the ranked models with results (None:
+    it has none), ordered by their ``statistic`` of test R^2 over seeds (the paper's mean, or the
+    median, robust to one failed seed), beside the best other model, the yardstick and the
+    paper's rank; ``missing_jobs`` counts the setting's jobs of ``profile`` not on disk yet. A
+    rank of an incomplete setting is provisional: a model still to run can take any place.
+    ``substitute``: ``{main cell id: ablation cell id}`` whose results stand in for the main
+    cell's (``longer_cap``); completeness stays the main table's."""
     if model not in RANKED:
         raise ValueError(f"model must be one of {', '.join(RANKED)}, got {model!r}")
     if statistic not in ("mean", "median"):
@@ -121,11 +114,8 @@ def ranks(
 
 
 def per_seed(profile: str, results_dir=None) -> list[dict]:
-    """Every result of the table's ranked models, one row per (setting, model, seed): ``setting``,
-    ``model`` (id) and ``name`` (the paper's row), ``seed``, test ``r2``, ``best_epoch`` (of the
-    validation loss: the weights kept), ``epochs_run`` and ``stop_reason``; in setting, then
-    ``RANKED``, then seed order. What a mean over seeds hides: a seed that stopped early at a
-    poor optimum."""
+    """Every result of the ranked models, one row per (setting, model, seed) in that order: what
+    a mean over seeds hides (a seed that stopped early at a poor optimum)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     return [
         {"setting": setting, "model": m, "name": r.get("row", m), "seed": r["seed"], "r2": _r2(r),
@@ -140,11 +130,10 @@ def _setting(cell) -> str:
 
 
 def ablations(profile: str, results_dir=None) -> list[dict]:
-    """The table's ablation cells that have results, one row each: ``cell``, ``setting``,
-    ``model``, ``change`` (the cell's training overrides, e.g. ``{"lr": 0.001}``), ``main`` and
-    ``ablated`` (test R^2 by seed of the setting's main cell of that model and of the ablation
-    cell: the same seed gives the same data and initialisation), and ``rank`` / ``rank_ablated``:
-    the model's rank in the setting by mean R^2, with its main mean and with the ablation's."""
+    """The table's ablation cells with results: ``change`` (the training overrides), test R^2
+    by seed of the model's ``main`` cell and of the ``ablated`` one (a seed is the same data and
+    initialisation in both), and the model's rank by mean R^2 with each (``rank``,
+    ``rank_ablated``: every other model as it is)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     same = ex.aliases(LABEL, profile)  # ablations that this profile's protocol already is
     rows = []
@@ -172,10 +161,9 @@ def paper_ranks() -> list[float]:
 
 
 def longer_cap(profile: str, results_dir=None) -> dict:
-    """``{main cell id: ablation cell id}`` for the table's epoch-cap ablation cells (the same
-    model, setting and seeds at a longer epoch cap) that have every seed of ``profile``: what
-    ``ranks`` and ``prediction`` take as ``substitute`` to ask whether runs that hit the cap
-    decide a verdict."""
+    """``{main cell id: ablation cell id}`` for the epoch-cap ablation cells (the same runs at a
+    longer cap) with every seed of ``profile``: the ``substitute`` that asks whether runs that
+    hit the cap decide a verdict."""
     out = {}
     for c in ex.get_table(LABEL).cells:
         if c.part == "ablation" and set(c.train) == {"epochs"}:
@@ -190,12 +178,11 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
     clouds ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete
     settings of ``profile`` with ``null_test``.
 
-    Returns ``observed`` (our ranks there), ``settings`` (which), ``mid_field`` (how many of those
-    ranks are in ``MID_FIELD``), ``test`` (``null_test`` of them, None without a complete
-    setting), ``paper`` (``null_test`` of the paper's ranks), ``results`` (the result JSONs
-    behind the ranks), ``unconverged`` ((cell id, seed) of those that did not converge),
-    ``problem`` ((verdict, reason) when the ranks can give no verdict at all, else None),
-    ``verdict`` (in the scorecard's words) and ``reason`` (one sentence, cells in words):
+    Returns our ranks there (``observed``), ``mid_field`` (how many are in ``MID_FIELD``), the
+    null tests of ours (``test``, None without a complete setting) and of the paper's ranks, the
+    ``results`` behind ours, the ``unconverged`` (cell id, seed) among them, ``problem``
+    ((verdict, reason) when the ranks can give no verdict at all), ``verdict`` (the scorecard's
+    words) and ``reason`` (one sentence, cells in words):
 
     - "does not hold here": either one-sided p <= ``stats.ALPHA`` (better than chance contradicts
       "no advantage", worse contradicts "not catastrophically worse");
@@ -276,8 +263,8 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
 
 
 def progress(rows: list[dict]) -> dict:
-    """How far the run behind ``ranks``' ``rows`` is: ``complete`` and ``incomplete`` (the
-    settings' ids) and ``missing_jobs`` (the incomplete settings' jobs still to run)."""
+    """How far the run behind ``ranks``' ``rows`` is: its complete and incomplete settings and
+    the jobs still to run."""
     return {
         "complete": [r["setting"] for r in rows if r["complete"]],
         "incomplete": [r["setting"] for r in rows if not r["complete"]],
@@ -286,7 +273,7 @@ def progress(rows: list[dict]) -> dict:
 
 
 def _seed_r2(seeds: list[dict], setting: str) -> dict[str, list[float]]:
-    """``{model: test R^2 of its seeds}`` in ``setting`` from ``per_seed``'s rows."""
+    """``{model: test R^2 of its seeds}`` in ``setting``, from ``per_seed``'s rows."""
     out = {}
     for s in seeds:
         if s["setting"] == setting:
@@ -299,11 +286,9 @@ def _spread(values) -> float:
 
 
 def seed_spreads(profile: str, results_dir=None, model: str = "mz_full") -> list[dict]:
-    """Per complete setting of ``profile``, the seeds behind ``model``'s rank: ``setting``,
-    ``row``, ``column``, ``seeds`` (``model``'s (test R^2, best epoch) per seed, sorted),
-    ``spread`` (its best minus worst seed), ``others`` (the widest spread among the ranked
-    models that are not MZAttn models), ``wider`` (spread > others), and ``rank`` and
-    ``rank_median`` (its rank by the models' mean and by their median seed)."""
+    """Per complete setting of ``profile``, the seeds behind ``model``'s rank: its (test R^2,
+    best epoch) per seed, their ``spread`` (best minus worst) against the widest of the models
+    that are not MZAttn models (``others``), and its rank by mean and by median seed."""
     by_median = {r["setting"]: r["rank"] for r in ranks(profile, model, results_dir, "median")}
     seeds = per_seed(profile, results_dir)
     out = []
@@ -322,13 +307,10 @@ def seed_spreads(profile: str, results_dir=None, model: str = "mz_full") -> list
 
 
 def rate_ablation(profile: str, results_dir=None) -> list[dict]:
-    """What each learning-rate ablation cell of ``profile`` (``ablations`` whose change sets
-    ``lr``) shows, one row each: ``setting``, ``model``, ``change``; ``mean`` and
-    ``mean_ablated`` (test R^2 over seeds at the profile's rate and at the ablation's);
-    ``rank`` and ``rank_ablated``; ``spread`` and ``spread_ablated`` (best minus worst seed);
-    ``widest_other`` and ``lowest_other`` (the widest spread and the worst seed of the ranked
-    models that are not MZAttn models, at their own rates); ``worst_ablated``; and ``outcome``:
-    "not the rate" (the rank does not improve), "the rate" (it improves and the seeds train as
+    """What each learning-rate ablation cell (``ablations`` that set ``lr``) shows: mean, rank
+    and spread of the seeds at the profile's rate and at the ablation's, beside the widest
+    spread and worst seed of the models that are not MZAttn models, and the ``outcome``: "not
+    the rate" (the rank does not improve), "the rate" (it improves and the seeds train as
     reliably as the others') or "part of it" (it improves, but a seed is still the worst)."""
     seeds = per_seed(profile, results_dir)
     out = []
@@ -367,9 +349,8 @@ OUTCOME_WORDS = {
 
 
 def rate_ablation_words(profile: str, results_dir=None) -> list[str]:
-    """``rate_ablation`` of ``profile`` in sentences, two per learning-rate cell: what the rate
-    changes (mean test R^2, rank, the seeds' spread and worst seed, beside the models that are
-    not MZAttn models), then what that outcome means (``OUTCOME_WORDS``); [] before it ran."""
+    """``rate_ablation`` in sentences, two per cell: what the rate changes, then what the
+    outcome means (``OUTCOME_WORDS``); [] before it ran."""
     n, n_others = len(RANKED), len(RANKED) - len(MZ_MODELS)
     words = []
     for a in rate_ablation(profile, results_dir):
@@ -387,9 +368,8 @@ def rate_ablation_words(profile: str, results_dir=None) -> list[str]:
 
 
 def cap_outcome(table: dict, rerun: dict) -> str:
-    """What the epoch-cap reruns say about the table's verdict, from ``prediction`` of the
-    table's own runs (``table``) and with the reruns substituted (``rerun``): "same verdict",
-    "same ranks" (another verdict, the same ranks: only the rule on capped runs differs) or
+    """What the epoch-cap reruns say, from ``prediction`` of the table's own runs and with the
+    reruns substituted: "same verdict", "same ranks" (only the rule on capped runs differs) or
     "depends" (the verdict and the ranks depend on how long those runs train)."""
     if rerun["verdict"] == table["verdict"]:
         return "same verdict"
@@ -397,9 +377,8 @@ def cap_outcome(table: dict, rerun: dict) -> str:
 
 
 def plot_seeds(profile: str, results_dir=None):
-    """Every seed's test R^2 of every ranked model per setting of ``profile`` (the MZAttn
-    models in colour, the others grey), with the set-statistics yardstick as a bar: what a mean
-    over seeds hides. A matplotlib Figure."""
+    """A matplotlib Figure of every seed's test R^2 per setting (the MZAttn models in colour,
+    the others grey) with the set-statistics yardstick as a bar."""
     import matplotlib.pyplot as plt
 
     rows, seeds = ranks(profile, results_dir=results_dir), per_seed(profile, results_dir)
@@ -439,9 +418,7 @@ def _r2_text(v) -> str:
 
 
 def rank_table(rows: list[dict], profile: str):
-    """``ranks``' ``rows`` as the chapter's table: per setting, MZAttn-Full's rank (ours, *
-    when the setting is incomplete, and the paper's), its R^2 over seeds, the best other model
-    and the set-statistics yardstick."""
+    """``ranks``' ``rows`` as the chapter's table (* marks a provisional rank)."""
     out = []
     for r in rows:
         (best, best_r2), (mean, std) = r["best_other"], r["r2"]
@@ -476,9 +453,8 @@ def model_words(model: str) -> str:
 
 
 def transfer_summary(results_dir=None) -> list[str]:
-    """The transfer study's result in sentences: MZAttn-Full's rank per setting beside the
-    paper's (provisional ranks marked), and the verdict on the paper's no-advantage prediction
-    with its reason."""
+    """The study's result in sentences: MZAttn-Full's rank per setting beside the paper's, and
+    the verdict on the paper's no-advantage prediction with its reason."""
     prof = converged_profile(results_dir)
     if prof is None:
         return ["No converged run of the transfer study is on disk yet: nothing on this page "
