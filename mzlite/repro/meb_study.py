@@ -72,9 +72,8 @@ def ablation_cell(model: str, data: str, targets: str) -> str:
 
 
 def ablation_grid(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """One dict per (model, data, targets) of the d = 8 ablation: ``model`` (id), ``name``,
-    ``data``, ``targets``, ``cell`` and ``row`` (its ``ReportRow`` from the first of
-    ``profiles`` with its results; ``row.profile`` None where none has)."""
+    """One dict per (model, data, targets) of the d = 8 ablation, its ``row`` the ``ReportRow``
+    of the first of ``profiles`` with its results (``row.profile`` None where none has)."""
     best = best_report_rows(LABEL, profiles, results_dir=results_dir)
     return [
         {"model": m, "name": name, "data": d, "targets": t, "cell": ablation_cell(m, d, t),
@@ -91,11 +90,9 @@ def axes_with_results(grid: list[dict]) -> list[tuple[str, str]]:
 
 
 def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """What each switch of the ablation changes for each trained model: one dict per (model,
-    switch) with ``model``, ``name``, ``switch``, ``before`` and ``after`` (``ReportRow``s),
-    ``profile`` (the one protocol both come from, or None), ``comparable`` (both ran under one
-    protocol), ``diff`` (after − before mean R²) and ``p`` (Welch's, None with fewer than two
-    seeds a side or when not comparable)."""
+    """What each switch of the ablation changes for each trained model: the rows ``before`` and
+    ``after``, ``comparable`` (both ran under one protocol, ``profile``), and there ``diff``
+    (after − before mean R²) and Welch's ``p`` (None with fewer than two seeds a side)."""
     grid = {(g["model"], g["data"], g["targets"]): g["row"] for g in
             ablation_grid(profiles, results_dir)}  # fmt: skip
     out = []
@@ -113,12 +110,9 @@ def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
 
 
 def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """Per data condition (under the most trusted of ``profiles`` with its d = 8 cells,
-    ``condition_profile``), each model's test R² and how far it fitted its training
-    sets: one dict per (condition, model) with ``condition``, ``profile``, ``model``, ``name``,
-    ``lr`` (None: its family's rate; else the lower rate a retry of the PMA model ran at),
-    ``row`` (``ReportRow``) and ``fit`` (lowest training loss over the variance of the training
-    targets, 1 = the mean predictor; None for the ridge or without histories)."""
+    """Per data condition (under ``condition_profile``), each model's test R² ``row`` and how far
+    it fitted its training sets (``fit_ratio``; None for the ridge or without histories); on
+    normalised data the PMA model's retries at lower rates follow (``lr``, else None)."""
     out = []
     for cond in CONDITIONS:
         prof = condition_profile(cond, profiles, results_dir)
@@ -139,9 +133,8 @@ def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
 
 
 def money_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """The d = 8 main cells, ours beside the paper's (fig:money): one dict per model with
-    ``cell``, ``model`` (the paper's row), ``row`` (our ``ReportRow`` from the first of
-    ``profiles`` with its results) and ``paper`` (its R², None where the paper has none)."""
+    """The d = 8 main cells, our ``row`` (the first of ``profiles`` with its results) beside the
+    ``paper``'s R² (None where it has none), for fig:money."""
     best = best_report_rows(LABEL, profiles, results_dir=results_dir)
     return [{"cell": c.id, "model": c.row, "row": best[c.id],
              "paper": paper_value(LABEL, c.row, "d=8 R^2") if c.paper else None}
@@ -150,10 +143,9 @@ def money_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
 
 
 def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
-    """The d = 8 bars as ``mzlite.viz.plot_grouped_bars`` takes them: ``(models, series)``, the
-    paper's R², ours on raw data (each cell from the first of ``profiles`` with its results)
-    and, under that same protocol, ours on per-set normalised data (its twin cell); error bars
-    the std over seeds."""
+    """The d = 8 bars for ``mzlite.viz.plot_grouped_bars``, ``(models, series)``: the paper's
+    R², ours on raw data (``money_rows``) and, under that same protocol, on per-set normalised
+    data (the twin cells); error bars the std over seeds."""
     money = money_rows(profiles, results_dir)
     series = {f"paper ({paper_ref(LABEL)})": [r["paper"] for r in money]}
     by_profile = {ex.get_profile(p).name: report_rows(LABEL, p, results_dir) for p in profiles}
@@ -190,10 +182,8 @@ def dimension_series(profiles=CURRENT, results_dir=None, dims=(8, 16, 32)) -> di
 
 def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict | None:
     """The training and validation losses per epoch of the first seed of the d = 8 Standard,
-    mean-pool and MZAttn-Full cells under data ``condition``, from the most trusted of
-    ``profiles`` with its cells: ``{"profile", "curves": {name: (epochs, losses)},
-    "mean_mse"}``, ``mean_mse`` the loss of the mean predictor in training units (1 for
-    standardised targets, else the variance of the training targets). None where nothing ran."""
+    mean-pool and MZAttn-Full cells under data ``condition`` (``condition_profile``), with
+    ``mean_mse``, the mean predictor's loss in training units. None where nothing ran."""
     _check("condition", condition, CONDITIONS)
     prof = condition_profile(condition, profiles, results_dir)
     if prof is None:
@@ -238,11 +228,9 @@ def what_it_shows(verdict: str, mz_beats: bool) -> str:
 
 
 def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """The scorecard's d = 8 MEB claims judged under each data condition, each from the most
-    trusted of ``profiles`` with the claim's cells (the normalised condition reads the twin
-    cells, ``normalised_twin``): one dict per (condition, claim) with ``condition``, ``claim``,
-    ``headline`` (the claim as the presenter states it), ``verdict``, ``profile``,
-    ``ours_text`` and ``shows`` (``what_it_shows``)."""
+    """The scorecard's d = 8 MEB claims judged under each data condition (the normalised one
+    on the twin cells, ``normalised_twin``), each from the most trusted of ``profiles`` with
+    the claim's cells, with what the verdict ``shows`` (``what_it_shows``)."""
     out = []
     for cond in CONDITIONS:
         for cl in claims(LABEL):
@@ -304,11 +292,9 @@ def condition_profile(condition: str, profiles=PROFILE_ORDER, results_dir=None) 
 
 def rate_retry(profile: str, results_dir=None) -> list[dict]:
     """The Standard (PMA) model on per-set normalised d = 8 sets under ``profile`` at every
-    learning rate it ran: its family's rate (``normalised_twin("d8-st")``) and the retry cells
-    ``abl-d8-scale-ynorm-lr*-st`` (lower rates, down to the paper's 1e-4), highest rate first.
-    Each: ``lr``, ``cell``, ``row`` (its ``ReportRow``), ``fit`` (``fit_ratio``), ``fitted``
-    (its runs that fitted, by their recorded convergence) and ``runs``; cells without results
-    are left out."""
+    learning rate it ran, highest first: its family's rate (``normalised_twin("d8-st")``) and
+    the retry cells ``abl-d8-scale-ynorm-lr*-st`` (down to the paper's 1e-4), with ``fit``
+    (``fit_ratio``) and how many of its ``runs`` ``fitted`` (their recorded convergence)."""
     rows = report_rows(LABEL, profile, results_dir)
     retry = [c.id for c in ex.get_table(LABEL).cells
              if c.id.startswith("abl-d8-scale-ynorm-lr") and c.model == "st"]  # fmt: skip
