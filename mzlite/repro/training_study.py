@@ -1,26 +1,15 @@
-"""Chapter 4's study: what a training step costs, the profiles a table runs under, and the
-depth-separation test of tab:tdof-verify read from the result files.
-
-Every function returns data (dicts, numbers, series for ``mzlite.viz``); the chapter renders
-them. What a training step costs is timed with ``mzlite.timing.median_time``, which hands the
-repeating to ``torch.utils.benchmark.Timer`` (warm-up, blocks sized to the clock, the median),
-in interleaved rounds so that a slowdown of a shared machine hits every model alike.
+"""Chapter 4's study: the profiles a table runs under, the paper's cost ratios, and the
+depth-separation test of tab:tdof-verify read from the result files. Every function returns
+data (dicts, numbers, series for ``mzlite.viz``); the chapter renders them. What a training
+step costs is the teaching library's (``mzlite.timing.step_costs``): it reads no result.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import statistics
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
-from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
-
-from mzlite.timing import median_time
 
 from . import experiments as ex
 from .experiments.narrate import paper_metric
@@ -31,16 +20,14 @@ from .paper import load_paper_table, paper_ref, paper_value
 from .render import comparison_table, conclusion
 
 __all__ = [
-    "LABEL", "EXAMPLE_CELL", "CURRENT", "run_by_papermill", "profile_rows", "forward_call",
-    "train_step_call", "step_costs", "forward_flops", "paper_cost_ratios", "paper_rows",
-    "report_rows", "sweep_lines", "sweep_series", "Gap", "main_gaps", "gap_table",
+    "LABEL", "EXAMPLE_CELL", "CURRENT", "run_by_papermill", "profile_rows", "paper_cost_ratios",
+    "paper_rows", "report_rows", "sweep_lines", "sweep_series", "Gap", "main_gaps", "gap_table",
 ]  # fmt: skip
 
 LABEL = "tab:tdof-verify"
 EXAMPLE_CELL = "L8-mz_1l"  # the cell the chapter trains and whose profiles it tabulates
 # One colour per model (by its cells' suffix); one dash and marker per protocol (PROTOCOL_STYLES)
 MODEL_COLOURS = {"mz_1l": "#1f77b4", "st_4l": "#d62728", ex.SET_STATS: "#7f7f7f"}
-PHASES = ("forward", "train step")
 # Set by the book's executor (book/_scripts/execute_notebooks.py) for every chapter's kernel.
 BOOK_EXECUTION_ENV = "MZLITE_BOOK_EXECUTION"
 
@@ -77,88 +64,6 @@ def profile_rows(label=LABEL, cell: str = EXAMPLE_CELL) -> list[dict]:
             "seeds": len(ex.jobs(label, name, cells=[cell])), "about": prof.description,
         })  # fmt: skip
     return rows
-
-
-def forward_call(model: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> Callable[[], object]:
-    """A call of ``model``'s forward pass on one batch in eval mode, without gradients."""
-
-    def call():
-        model.eval()
-        with torch.no_grad():
-            return model(x, mask)
-
-    return call
-
-
-def train_step_call(
-    model: nn.Module,
-    optimiser: torch.optim.Optimizer,
-    x: torch.Tensor,
-    mask: torch.Tensor,
-    y: torch.Tensor,
-    amp: bool = False,
-) -> Callable[[], object]:
-    """A call of one training step as ``fit`` takes it: forward (under bf16 autocast when
-    ``amp``), MSE loss in float32, backward, clipping to norm 1, the optimiser's step."""
-
-    def call():
-        model.train()
-        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
-            pred = model(x, mask)
-        loss = nn.functional.mse_loss(pred.float(), y)
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimiser.step()
-
-    return call
-
-
-def step_costs(
-    models: dict[str, nn.Module],
-    x: torch.Tensor,
-    mask: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    rounds: int = 3,
-    min_run_time: float = 0.05,
-    bf16: bool | None = None,
-) -> dict[str, dict[str, float]]:
-    """Median seconds of a forward pass and of a training step (AdamW at the paper's rate) of
-    each model on one batch: ``{name: {"forward": s, "train step": s}}``, the median over
-    ``rounds`` rounds, each timing every (model, phase) with ``median_time`` (at least
-    ``min_run_time`` seconds), models interleaved. ``bf16`` (default: on CUDA) adds a "<name>
-    (bf16)" row per model, its training step under bf16 autocast."""
-    if not isinstance(models, dict) or not models:
-        raise ValueError("models must be a non-empty dict {name: model}")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds must be an int >= 1, got {rounds!r}")
-    device = x.device
-    if bf16 is None:
-        bf16 = device.type == "cuda"
-    variants = [(k, m, False) for k, m in models.items()]
-    if bf16:
-        variants += [(f"{k} (bf16)", m, True) for k, m in models.items()]
-    calls = {}
-    for name, m, amp in variants:
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=1e-5)
-        calls[name] = {"forward": forward_call(m, x, mask),
-                       "train step": train_step_call(m, opt, x, mask, y, amp)}  # fmt: skip
-    times = {name: {p: [] for p in PHASES} for name in calls}
-    for _ in range(rounds):
-        for name, phases in calls.items():
-            for p, fn in phases.items():
-                times[name][p].append(median_time(fn, device, min_run_time=min_run_time))
-    return {name: {p: statistics.median(v) for p, v in d.items()} for name, d in times.items()}
-
-
-def forward_flops(model: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> int:
-    """Floating-point operations of one forward pass of ``model`` on one batch, counted by
-    ``torch.utils.flop_counter`` (matrix products: 2 per multiply-add)."""
-    model.eval()  # grad stays on: under no_grad torch's module tracker asserts on these models
-    with FlopCounterMode(display=False) as counter:
-        model(x, mask)
-    return int(counter.get_total_flops())
 
 
 def paper_cost_ratios(size: str = "Small") -> dict:
