@@ -163,10 +163,10 @@ def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
     return [r["model"] for r in money], series
 
 
-def dimension_series(profiles=CURRENT, results_dir=None, dims=(8, 16, 32)) -> dict:
+def dimension_series(profiles=CURRENT, results_dir=None) -> dict:
     """R² against d for the models the CPU jobs run at every d (``sweep_lines``): the paper's
     and ours under each of ``profiles`` that has results."""
-    spec, dims = ex.get_table(LABEL), list(dims)
+    spec, dims = ex.get_table(LABEL), [8, 16, 32]
     ids = {c.id for c in spec.cells}
     series = {}
     for m, colour in COLOURS.items():

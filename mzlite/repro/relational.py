@@ -50,14 +50,14 @@ def chapter_tables(chapter: str = CHAPTER) -> list[str]:
     return labels
 
 
-def yardstick_settings(labels=None) -> list[dict]:
-    """One setting per (table, task, target) of ``labels`` (default: chapter 6's tables) where
+def yardstick_settings() -> list[dict]:
+    """One setting per (table, task, target) of chapter 6's tables where
     the paper reports both the Set Transformer and MZAttn-Full: the first such column (a sweep's
     smallest d); a table whose set-statistics data all belong to earlier tables (``-normed``, an
     ablation on Task B) adds none. Each: ``setting`` (words), ``table``, ``column`` (the cell-id
     prefix) and ``cell`` (its set-statistics ``Cell``)."""
     out, seen = [], set()
-    for label in chapter_tables() if labels is None else labels:
+    for label in chapter_tables():
         spec = ex.get_table(label)
         ids = {c.id for c in spec.cells}
         stats = [c for c in spec.cells if c.model == ex.SET_STATS and c.part == "main"]
@@ -90,8 +90,7 @@ def relation(ours: float, paper: float | None) -> str | None:
     return "at or above" if gap >= 0 else f"within {NEAR:g} of" if gap >= -NEAR else "below"
 
 
-def yardstick(settings: list[dict], sizes: tuple[int, int, int] | None = SMOKE_SIZES,
-              seed: int = 0) -> list[dict]:  # fmt: skip
+def yardstick(settings: list[dict], sizes: tuple[int, int, int] | None = SMOKE_SIZES) -> list[dict]:
     """The set-statistics ridge (``mzlite.tasks.baseline_r2``) on each of ``settings``
     (``yardstick_settings``), trained on ``sizes`` sets (None: each cell's own). One row each:
     ``setting``, ``table``, ``basic`` and ``all`` (test R^2 with those features), ``paper_st``
@@ -101,7 +100,7 @@ def yardstick(settings: list[dict], sizes: tuple[int, int, int] | None = SMOKE_S
     for s in settings:
         cell = s["cell"]
         n_tr, n_val, n_te = cell.sizes if sizes is None else sizes
-        sp = make_splits(cell.task, n_tr, n_val, n_te, seed=seed, cache=True, **cell.options)
+        sp = make_splits(cell.task, n_tr, n_val, n_te, seed=0, cache=True, **cell.options)
         paper = {
             m: narrate.paper_metric(s["table"], f"{s['column']}-{m}") for m in ("st", "mz_full")
         }
@@ -232,7 +231,7 @@ BARS = (
 FLOOR = -0.2  # bars are drawn from here; the hover text keeps the true value
 
 
-def plot_yardstick(rows: list[dict], height: int = 480):
+def plot_yardstick(rows: list[dict]):
     """``yardstick``'s rows as grouped bars per setting (``BARS``), R^2 drawn from ``FLOOR``:
     how much of each target simple set statistics explain, beside the paper's ST and MZ."""
     import plotly.graph_objects as go
@@ -251,16 +250,15 @@ def plot_yardstick(rows: list[dict], height: int = 480):
         yaxis={"title": f"test R^2 (drawn from {FLOOR:g})", "range": [FLOOR, 1.02]},
         title="How much of each target do simple set statistics explain?",
     )
-    return fit_page(fig, height=height)
+    return fit_page(fig, height=480)
 
 
-def main_results_glance(table: str = MAIN, profiles=PROFILE_ORDER,
-                        results_dir=None) -> list[str]:  # fmt: skip
-    """One short sentence per column (task) of ``table``: MZAttn-Full's R² beside the paper's,
+def main_results_glance(results_dir=None) -> list[str]:
+    """One short sentence per column (task) of the main table: MZAttn-Full's R² beside the paper's,
     the best other trained model and the set-statistics yardstick, each from its most trusted
     protocol (chapter 6's tables give every model)."""
-    spec = ex.get_table(table)
-    best = best_report_rows(spec.label, profiles, results_dir=results_dir)
+    spec = ex.get_table(MAIN)
+    best = best_report_rows(MAIN, PROFILE_ORDER, results_dir=results_dir)
     out = []
     for column in dict.fromkeys(c.column for c in spec.cells if c.part == "main"):
         rows = {spec.cell(c).model: r for c, r in best.items()

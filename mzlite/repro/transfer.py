@@ -285,10 +285,11 @@ def _spread(values) -> float:
     return max(values) - min(values)
 
 
-def seed_spreads(profile: str, results_dir=None, model: str = "mz_full") -> list[dict]:
-    """Per complete setting of ``profile``, the seeds behind ``model``'s rank: its (test R^2,
+def seed_spreads(profile: str, results_dir=None) -> list[dict]:
+    """Per complete setting of ``profile``, the seeds behind MZAttn-Full's rank: its (test R^2,
     best epoch) per seed, their ``spread`` (best minus worst) against the widest of the models
     that are not MZAttn models (``others``), and its rank by mean and by median seed."""
+    model = "mz_full"
     by_median = {r["setting"]: r["rank"] for r in ranks(profile, model, results_dir, "median")}
     seeds = per_seed(profile, results_dir)
     out = []
