@@ -4,41 +4,32 @@
     v = judge(claim)              # a Verdict: label, reason code, the numbers, the regime
     v.label, v.reason, v.ours, v.profile, v.experiments
 
-A ``Verdict`` holds what decided it and nothing worded: a label (``Label``, the teaching
-library's verdict rule), a reason code (``Reason``), the numbers (per cell: the values over seeds,
-mean, spread, seeds, converged runs; the Welch tests and their largest p, after Holm's correction
-within the claim's table when ``holm`` ran), the regime (profile, training-set sizes, epochs,
-devices), the readings its runs were trained under (generator normalisation, the layer reading
-``model_config["layer_reading"]`` (``mzlite.nn.LAYER_READINGS``) and the task reading
-``task_reading`` (``mzlite.tasks.TASK_READINGS``), recorded in each result; "literal" and "v1"
-where a result predates them) and the experiments it rests on (the (table,
-cell) that ran each result: cells shared by several tables are one experiment).
+A ``Verdict`` holds what decided it and nothing worded: a ``Label`` (the teaching library's
+verdict rule), a ``Reason`` code, the numbers (per cell over seeds; the Welch tests and their
+largest p, after Holm's correction within the claim's table), the ``Regime``, the readings its
+runs were trained under (generator normalisation, ``model_config["layer_reading"]``,
+``task_reading``; "literal" and "v1" where a result predates them) and the (table, cell)
+experiments it rests on (cells shared by several tables are one experiment).
 ``mzlite.repro.experiments.present`` words it; nothing here imports a wording or a renderer.
 
-The strongest evidence decides. Profiles are read most faithful first (``PROFILE_ORDER``: the
-paper's protocol ``full``, then ``paper-sizes``, then the reduced protocols). A claim's verdict is
-the one of the first profile whose cells are complete (every cell with ``MIN_SEEDS`` converged
-seeds of one protocol), or that refutes it from the cells it has (a significantly better model, a
-column that already fails, or a bound: R^2 <= 1 leaves "degrades by 0.10" no room where the
-degraded model scores above 0.9). Where none does, the first profile with a verdict other than
-"insufficient evidence" gives it, and the profiles above it are kept beside it (``beside``), as
-are the profiles below (agreeing or not). A claim made of parts (``Claim.parts``: "at every L")
-is judged part by part, each part by its own strongest evidence, and the parts combine: one part
-that does not hold refutes the claim, every part holding holds it.
+The strongest evidence decides. Profiles are read most faithful first (``PROFILE_ORDER``); the
+first whose cells are complete (``MIN_SEEDS`` converged seeds of one protocol each), or that
+refutes the claim from the cells it has (a significantly better model, a column that already
+fails, or a bound: R^2 <= 1 leaves "degrades by 0.10" no room above 0.9), gives the verdict;
+else the first with a verdict other than "insufficient evidence". The other profiles are kept
+``beside`` it. A claim of parts (``Claim.parts``: "at every L") is judged part by part, each by
+its own strongest evidence: one part that does not hold refutes it, every part holding holds it.
+A pattern the paper reports (``Claim.pattern``) is read under ``PAPER_PROTOCOL``: where it holds
+on complete cells the verdict is "reproduced", on the pattern's cells, with the claim's own
+reading beside it and ``removed_by`` the ablations whose complete reading loses it; otherwise
+the claim's reading decides and carries the pattern's in ``pattern``.
 
-A pattern the paper reports (``Claim.pattern``: the claim's test on the cells that show it) is
-read under the paper's protocol (``PAPER_PROTOCOL``). Where it holds with complete cells it is the
-strongest evidence: the verdict is "reproduced", on the pattern's cells (``variant`` "pattern"),
-with the claim's own reading beside it and ``removed_by`` the pattern's ablations whose complete
-reading loses it (``_REMOVES``). Otherwise the claim's own reading decides, and the pattern's
-(too few seeds so far, or what it says) is kept in ``pattern``.
-
-Verdict rules per profile (``judge_under``): smoke results never give one; runs that never fitted
-decide nothing ("optimisation failure", unless failing is the claim); too few seeds, unconverged
-runs or mixed protocols are "insufficient evidence"; a comparison where no model learns is its own
-label, as is a focal model that memorised; otherwise ``mzlite.analysis.verdicts.rule`` on the
-claim's two thresholds, Welch's significance and whether a compared model is significantly
-better. One profile's results are never mixed with another's within a comparison.
+Per profile (``judge_under``): smoke results never decide; runs that never fitted are an
+"optimisation failure" (unless failing is the claim); too few seeds, unconverged runs or mixed
+protocols are "insufficient evidence"; no model learning and a memorised focal model are labels
+of their own; otherwise ``mzlite.analysis.verdicts.rule`` on the claim's two thresholds, Welch's
+significance and whether a compared model is significantly better. One profile's results are
+never mixed with another's within a comparison.
 """
 
 from __future__ import annotations
@@ -250,11 +241,6 @@ class Verdict:
         return frozenset(e for c in self.cells for e in c.experiments)
 
 
-# ---------------------------------------------------------------------------------------------
-# What one profile's results say
-# ---------------------------------------------------------------------------------------------
-
-
 _FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fast, not what
 
 
@@ -280,6 +266,10 @@ def _values(results: list[dict], metric: str) -> list[float]:
     return [r["metrics"]["test"].get(metric) for r in results]
 
 
+def _mean(results: list[dict], metric: str) -> float | None:
+    return _stats.mean_std(_values(results, metric))[0]
+
+
 def _trained(results: list[dict]) -> list[dict]:
     return [r for r in results if _nn.model_spec(r["model"]).trainable]
 
@@ -301,7 +291,6 @@ def cell_stats(
     conv = [_stats.result_convergence(r) for r in results]
     converged = sum(v["converged"] or (expects_failure and bool(v.get("stopped"))) for v in conv)
     memorised = sum(bool(_stats.kept_weights(r.get("history"))["memorised"]) for r in results)
-    r2 = _stats.mean_std(_values(results, "r2"))[0]
     mixed = len({protocol_key(r) for r in results}) > 1
     solid = summ["n"] >= _stats.MIN_SEEDS and converged == len(results) and not mixed
     return CellStats(
@@ -316,7 +305,7 @@ def cell_stats(
         converged=converged,
         failed=sum(_stats.optimisation_failure(v) for v in conv),
         memorised=memorised,
-        r2=r2,
+        r2=_mean(results, "r2"),
         solid=solid,
         mixed=mixed,
     )
@@ -328,16 +317,16 @@ def readings(results: list[dict]) -> tuple[str, str, str]:
     The layer and task readings are recorded in each result (``model_config["layer_reading"]``,
     ``task_reading``); a result from before they were defaults to ``LAYER_READING`` and
     ``TASK_READING``."""
-
-    def one(values) -> str:
-        found = set(values)
-        return "" if not found else found.pop() if len(found) == 1 else "mixed"
-
     mz = [r for r in results if _nn.model_spec(r["model"]).family == "mz"]
-    gen = one(_reading.recorded_reading(r)[0] for r in mz)
-    layer = one((r.get("model_config") or {}).get("layer_reading", LAYER_READING) for r in mz)
-    task = one(r.get("task_reading", TASK_READING) for r in results)
-    return gen, layer, task
+    gen = _one(_reading.recorded_reading(r)[0] for r in mz)
+    layer = _one((r.get("model_config") or {}).get("layer_reading", LAYER_READING) for r in mz)
+    return gen, layer, _one(r.get("task_reading", TASK_READING) for r in results)
+
+
+def _one(values) -> str:
+    """The one value of ``values``: "" for none, "mixed" where they differ."""
+    found = set(values)
+    return "" if not found else found.pop() if len(found) == 1 else "mixed"
 
 
 def devices_of(results: list[dict]) -> tuple[tuple[str, ...], bool]:
@@ -377,7 +366,7 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None)
 
     def get(cell_id: str) -> float:
         cid = cell_id if rename is None else rename(cell_id)
-        mean, _ = _stats.mean_std(_values(by_cell.get(cid, []), metric))
+        mean = _mean(by_cell.get(cid, []), metric)
         if mean is None:
             raise MissingCell(cid)
         return mean
@@ -449,10 +438,7 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
     """What a claim that holds shows where that is no evidence for MZAttn (``Shows``)."""
     if label not in (Label.HOLDS, Label.PARTLY) or ours is None:
         return None
-
-    def r2(cid):
-        return _stats.mean_std(_values(by_cell.get(cid, []), "r2"))[0]
-
+    r2 = lambda cid: _mean(by_cell.get(cid, []), "r2")  # noqa: E731
     if claim.no_gain and ours < -TIE:
         best = []
         for column in dict.fromkeys(spec.cell(c).column for c in claim.cells):
@@ -534,7 +520,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         column = spec.cell(a).column
         for y in spec.cells:
             if y.model == ex.SET_STATS and y.column == column and by_cell.get(ren(y.id)):
-                yard = _stats.mean_std(_values(by_cell[ren(y.id)], "r2"))[0]
+                yard = _mean(by_cell[ren(y.id)], "r2")
     base.update(problems=tuple(problems), tests=tests, p_max=p_max, better=better,
                 yardstick=yard)  # fmt: skip
     complete = len(cells) == len(claim.cells)
@@ -654,9 +640,9 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     # (each part keeps its own, under its own profile): one cell, one number under one profile
     base.update(ours=ours, profile=weakest.profile, regime=weakest.regime,
                 cells=tuple(c for p in ran if p.profile == weakest.profile for c in p.cells),
-                reading=_same(p.reading for p in ran),
-                layer_reading=_same(p.layer_reading for p in ran),
-                task_reading=_same(p.task_reading for p in ran))  # fmt: skip
+                reading=_one(p.reading for p in ran if p.reading),
+                layer_reading=_one(p.layer_reading for p in ran if p.layer_reading),
+                task_reading=_one(p.task_reading for p in ran if p.task_reading))  # fmt: skip
     failed = [p for p in ran if p.label == Label.FAILS]
     if failed:
         return Verdict(label=Label.FAILS, reason=Reason.PART_FAILS, **base)
@@ -668,11 +654,6 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
         return Verdict(label=Label.PARTLY, reason=reason, **base)
     other = next(p for p in parts if p.label not in (Label.HOLDS, Label.PARTLY))
     return Verdict(label=other.label, reason=other.reason, problems=other.problems, **base)
-
-
-def _same(values) -> str:
-    found = {v for v in values if v}
-    return "" if not found else found.pop() if len(found) == 1 else "mixed"
 
 
 def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
@@ -830,6 +811,10 @@ def _rank_value(kind: str, ranks) -> float:
     return sum(lo <= r <= hi for r in ranks) / len(ranks)
 
 
+_BY_WELCH = (Reason.SIGNIFICANT, Reason.TIE, Reason.INCOMPLETE, Reason.NOT_SIGNIFICANT,
+             Reason.PATTERN)  # fmt: skip
+
+
 def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
     """``verdicts`` with Holm's correction applied within each table's family of "beats"
     claims: each verdict decided by Welch's significance gets ``p_holm``, and one that held (or
@@ -838,18 +823,7 @@ def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
     out = list(verdicts)
     by_table: dict[str, list[int]] = {}
     for i, v in enumerate(out):
-        if (
-            v.p_max is not None
-            and v.tests
-            and v.reason
-            in (
-                Reason.SIGNIFICANT,
-                Reason.TIE,
-                Reason.INCOMPLETE,
-                Reason.NOT_SIGNIFICANT,
-                Reason.PATTERN,
-            )  # fmt: skip
-        ):
+        if v.p_max is not None and v.tests and v.reason in _BY_WELCH:
             by_table.setdefault(v.table, []).append(i)
     for idx in by_table.values():
         adjusted = holm([out[i].p_max for i in idx])

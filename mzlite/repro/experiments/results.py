@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import time
 import warnings
@@ -11,10 +12,6 @@ from pathlib import Path
 from .jobs import aliases, jobs, shared
 from .specs import PROFILES, default_results_dir, task_options_diff
 from .tables import get_profile, get_table, table_registry
-
-# ---------------------------------------------------------------------------------------------
-# Reading back
-# ---------------------------------------------------------------------------------------------
 
 
 class UnreadableResultWarning(UserWarning):
@@ -26,26 +23,43 @@ class OtherReadingWarning(UserWarning):
     left out of the cell: it is another experiment."""
 
 
-# Parsed result files, each as a pickle of what it parsed to, by path with the file's identity
-# when it was read (inode, size, mtime): a scorecard reads every committed result about twenty
-# times (a claim's cells, its table's report, the regimes), and parsing the JSON each time was
-# half of its time; unpickling a copy takes a third of a parse, and each caller gets its own
-# objects (it may change them). A file modified within the last seconds is parsed every time
-# (as git treats a racily clean file): a rewrite within the file system's timestamp granularity
-# could otherwise keep its identity.
-_PARSED: dict[str, tuple[tuple[int, int, int], bytes]] = {}
+# A file modified within the last seconds has no identity yet (as git treats a racily clean
+# file): a rewrite within the file system's timestamp granularity could otherwise keep it.
 _SETTLED_S = 2.0
+
+
+def file_identity(path) -> tuple[int, int, int] | None:
+    """``path``'s (inode, size, mtime) once it has settled, else None: what a cache of what it
+    says may be keyed on."""
+    st = os.stat(path)
+    if time.time() - st.st_mtime <= _SETTLED_S:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def results_state(results_dir=None) -> tuple:
+    """The identity of every JSON file under ``results_dir``: equal twice only while no result
+    landed or changed (an unsettled file's identity equals nothing)."""
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    state = [(str(p), file_identity(p) or object()) for p in root.rglob("*.json")]
+    return str(root.resolve()), tuple(sorted(state, key=lambda s: s[0]))
+
+
+# Parsed result files, each as a pickle of what it parsed to, by path with its identity: a
+# scorecard reads every committed result about twenty times, and parsing the JSON each time was
+# half of its time; unpickling a copy takes a third of a parse, and each caller gets its own
+# objects (it may change them).
+_PARSED: dict[str, tuple[tuple[int, int, int], bytes]] = {}
 
 
 def _parse_result(path: Path):
     """``path``'s JSON, from ``_PARSED`` while the file is unchanged since it was parsed."""
-    st = path.stat()
-    identity, key = (st.st_ino, st.st_size, st.st_mtime_ns), str(path)
+    identity, key = file_identity(path), str(path)
     hit = _PARSED.get(key)
     if hit is not None and hit[0] == identity:
         return pickle.loads(hit[1])
     res = json.loads(path.read_text(encoding="utf-8"))
-    if time.time() - st.st_mtime > _SETTLED_S:
+    if identity is not None:
         _PARSED[key] = (identity, pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
     return res
 
