@@ -312,11 +312,8 @@ def cell_stats(
 
 
 def readings(results: list[dict]) -> tuple[str, str, str]:
-    """(generator normalisation of the MZ runs, layer reading of the MZ runs, task reading of
-    every run) among ``results``: each "" where there is no such run, "mixed" where they differ.
-    The layer and task readings are recorded in each result (``model_config["layer_reading"]``,
-    ``task_reading``); a result from before they were defaults to ``LAYER_READING`` and
-    ``TASK_READING``."""
+    """(generator normalisation of the MZ runs, their layer reading, the task reading of every
+    run) among ``results`` (``_one`` of each); an unrecorded reading is the first one."""
     mz = [r for r in results if _nn.model_spec(r["model"]).family == "mz"]
     gen = _one(_reading.recorded_reading(r)[0] for r in mz)
     layer = _one((r.get("model_config") or {}).get("layer_reading", LAYER_READING) for r in mz)
@@ -374,13 +371,18 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None)
     return get
 
 
-def _paper_value(claim: Claim) -> float | None:
+def _or_none(fn, *args):
+    """``fn(*args)``, None where a cell it reads has no value (``MissingCell``)."""
     try:
-        if claim.paper_expr is not None:
-            return claim.paper_expr()
-        return claim.expr(lambda cid: cell_paper_value(claim.table, cid, claim.metric))
+        return fn(*args)
     except MissingCell:
         return None
+
+
+def _paper_value(claim: Claim) -> float | None:
+    if claim.paper_expr is not None:
+        return _or_none(claim.paper_expr)
+    return _or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
 
 
 def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
@@ -389,17 +391,11 @@ def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
     the tie with Welch's p < ALPHA, both solid; or the solid cells run so far (not all) whose
     value already fails even the weaker test where another cell can only lower it (the gap to
     the best of several, the best of a family that should fail)."""
+    get = mean_getter(by_cell, claim.metric, ren)
     if claim.bound is not None:
-        try:
-            top = claim.bound(mean_getter(by_cell, claim.metric, ren))
-        except MissingCell:
-            top = None
-        needs = [c for c in claim.bound_cells if by_cell.get(ren(c))]
-        if (
-            top is not None
-            and not claim.partly(top)
-            and all(_solid(by_cell[ren(c)]) for c in needs)
-        ):
+        top = _or_none(claim.bound, get)
+        solid = all(_solid(by_cell[ren(c)]) for c in claim.bound_cells if by_cell.get(ren(c)))
+        if top is not None and not claim.partly(top) and solid:
             return Refutation(Reason.REFUTED_BY_BOUND, tuple(claim.bound_cells), value=top)
     if claim.metric != "r2" or not (claim.monotone or claim.compare):
         return None
@@ -407,29 +403,23 @@ def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
         a, bs = claim.compare
         if not _solid(by_cell.get(ren(a), [])):
             return None
-        best = None
-        for b in bs:
-            res_b = by_cell.get(ren(b), [])
-            if not _solid(res_b):
-                continue
-            w = _stats.welch(_values(res_b, "r2"), _values(by_cell[ren(a)], "r2"))
-            if w["p"] is not None and w["diff"] > TIE and w["p"] < ALPHA:
-                if best is None or w["p"] < best.p:
-                    best = Refutation(Reason.REFUTED_BY_MODEL, (a, b), cell=b, diff=w["diff"],
-                                      p=w["p"])  # fmt: skip
-        if best is not None:
-            return best
+        focal = _values(by_cell[ren(a)], "r2")
+        solid = [b for b in bs if _solid(by_cell.get(ren(b), []))]
+        tests = [(b, _stats.welch(_values(by_cell[ren(b)], "r2"), focal)) for b in solid]
+        better = [
+            (b, w) for b, w in tests if w["p"] is not None and w["diff"] > TIE and w["p"] < ALPHA
+        ]
+        if better:  # the most significant, the first of equals
+            b, w = min(better, key=lambda bw: bw[1]["p"])
+            return Refutation(Reason.REFUTED_BY_MODEL, (a, b), cell=b, diff=w["diff"], p=w["p"])
         pool = bs
     else:
         pool = claim.cells
     ran = [c for c in pool if by_cell.get(ren(c))]
     if not ran or len(ran) == len(pool) or not all(_solid(by_cell[ren(c)]) for c in ran):
         return None
-    try:
-        value = claim.expr(mean_getter(by_cell, claim.metric, ren))
-    except MissingCell:
-        return None
-    if claim.partly(value):
+    value = _or_none(claim.expr, get)
+    if value is None or claim.partly(value):
         return None
     return Refutation(Reason.REFUTED_SO_FAR, tuple(ran), value=value)
 
@@ -439,7 +429,7 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
     if label not in (Label.HOLDS, Label.PARTLY) or ours is None:
         return None
     r2 = lambda cid: _mean(by_cell.get(cid, []), "r2")  # noqa: E731
-    if claim.no_gain and ours < -TIE:
+    if claim.change and ours < -TIE:
         best = []
         for column in dict.fromkeys(spec.cell(c).column for c in claim.cells):
             means = {c.id: r2(c.id) for c in spec.cells
@@ -449,7 +439,7 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
                 top = max(means, key=means.get)
                 best.append((top, means[top]))
         rows = {spec.cell(c).row for c, _ in best}
-        return Shows("against", gain=ours, change=claim.no_gain, best=tuple(best),
+        return Shows("against", gain=ours, change=claim.change, best=tuple(best),
                      one_row=rows.pop() if len(rows) == 1 and best else None)  # fmt: skip
     if claim.metric == "r2":
         return None
@@ -482,10 +472,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     )
     used = [r for c in claim.cells for r in by_cell.get(ren(c), [])]
     refuted = _refutation(claim, by_cell, ren) if profile != "smoke" else None
-    try:
-        ours = claim.expr(mean_getter(by_cell, claim.metric, ren))
-    except MissingCell:
-        ours = None
+    ours = _or_none(claim.expr, mean_getter(by_cell, claim.metric, ren))
     if ours is None and refuted is None:
         return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **{**base, "profile": None})
     gen, layer, task = readings(used)
@@ -503,7 +490,8 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     if any(c.mixed for c in cells):
         problems.append(Reason.MIXED_PROTOCOLS)
     tests, p_max, better, yard = (), None, (), None
-    if claim.compare is not None:
+    compared = claim.compare is not None
+    if compared:
         a, bs = claim.compare
         stats = {c.cell: c for c in cells}
         if a in stats:
@@ -523,24 +511,15 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
                 yard = _mean(by_cell[ren(y.id)], "r2")
     base.update(problems=tuple(problems), tests=tests, p_max=p_max, better=better,
                 yardstick=yard)  # fmt: skip
-    complete = len(cells) == len(claim.cells)
-    failures = any(c.failed for c in cells) and not claim.expects_failure
-    focal = claim.compare[0] if claim.compare else None
+    none_learns = bool(cells) and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
     early = None  # a label that the evidence, not the numbers, gives
-    if failures:
+    if any(c.failed for c in cells) and not claim.expects_failure:
         early = (Label.OPTIMISATION_FAILURE, Reason.OPTIMISATION_FAILURE)
     elif problems:
         early = (Label.INSUFFICIENT, problems[0])
-    elif (
-        claim.compare is not None
-        and claim.metric == "r2"
-        and cells
-        and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
-    ):
+    elif compared and claim.metric == "r2" and none_learns:
         early = (Label.NO_MODEL_LEARNS, Reason.NO_MODEL_LEARNS)
-    elif claim.compare is not None and any(
-        c.cell == focal and 2 * c.memorised > c.runs for c in cells
-    ):
+    elif compared and any(c.cell == claim.compare[0] and 2 * c.memorised > c.runs for c in cells):
         early = (Label.MEMORISED, Reason.MEMORISED)
     if refuted is not None and (
         early is None or early[0] not in (Label.NO_MODEL_LEARNS, Label.MEMORISED)
@@ -554,20 +533,15 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
     if early is not None:
         return Verdict(label=early[0], reason=early[1], **base)
-    holds, partly = claim.holds(ours), claim.partly(ours)
-    if claim.compare is None:
-        label = rule(holds, partly, True, complete)
-    else:
-        significant = p_max is not None and p_max < ALPHA
-        label = rule(holds, partly, significant, complete, bool(better) or claim.size_of_gap)
-    if label == Label.HOLDS:
-        reason = Reason.SIGNIFICANT if claim.compare is not None else Reason.THRESHOLDS
-    elif label == Label.PARTLY:
-        reason = Reason.INCOMPLETE if holds else Reason.TIE
-    elif label == Label.NOT_DECIDED:
-        reason = Reason.NOT_SIGNIFICANT
-    else:
-        reason = Reason.THRESHOLDS
+    holds, complete = claim.holds(ours), len(cells) == len(claim.cells)
+    significant = not compared or (p_max is not None and p_max < ALPHA)
+    any_better = (bool(better) or claim.size_of_gap) if compared else None
+    label = rule(holds, claim.partly(ours), significant, complete, any_better)
+    reason = {
+        Label.HOLDS: Reason.SIGNIFICANT if compared else Reason.THRESHOLDS,
+        Label.PARTLY: Reason.INCOMPLETE if holds else Reason.TIE,
+        Label.NOT_DECIDED: Reason.NOT_SIGNIFICANT,
+    }.get(label, Reason.THRESHOLDS)
     shows = _shows(claim, label, ours, by_cell, ren, spec)
     return Verdict(label=label, reason=reason, shows=shows, **base)
 
@@ -596,10 +570,9 @@ def _retired(claim: Claim, by_profile: dict, ren) -> tuple[tuple[str, str], ...]
 
 
 def _decide(tried: list[Verdict]) -> int | None:
-    """The index of the verdict that decides among ``tried`` (most faithful profile first): the
-    first decisive one, else the first whose cells all have their seeds with a verdict other
-    than insufficient evidence, else the first with such a verdict, else the first; None for
-    none."""
+    """The index of the verdict that decides among ``tried`` (most faithful profile first), None
+    for none: the first decisive one, else the first with all its seeds and a verdict other than
+    insufficient evidence, else the first with such a verdict, else the first."""
     if not tried:
         return None
     seeded = lambda v: all(c.n >= _stats.MIN_SEEDS for c in v.cells)  # noqa: E731
@@ -633,7 +606,7 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     if not ran:
         return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **base)
     values = [p.ours for p in ran if p.ours is not None]
-    ours = (min if claim.combine == "min" else max)(values) if values else None
+    ours = claim.worst(values) if values else None
     order = list(PROFILE_ORDER)
     weakest = max(ran, key=lambda p: order.index(p.profile) if p.profile in order else len(order))
     # the claim's profile is its weakest part's; its own cells are those read under that profile
@@ -643,8 +616,7 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
                 reading=_one(p.reading for p in ran if p.reading),
                 layer_reading=_one(p.layer_reading for p in ran if p.layer_reading),
                 task_reading=_one(p.task_reading for p in ran if p.task_reading))  # fmt: skip
-    failed = [p for p in ran if p.label == Label.FAILS]
-    if failed:
+    if any(p.label == Label.FAILS for p in ran):
         return Verdict(label=Label.FAILS, reason=Reason.PART_FAILS, **base)
     labels = {p.label for p in parts}
     if labels == {Label.HOLDS}:
@@ -704,8 +676,7 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
 
 
 def _strongest(claim: Claim, tried: list[Verdict], i: int, retired, results_dir) -> Verdict:
-    """``tried[i]`` deciding, the other profiles beside it, with the readings that read it
-    otherwise."""
+    """``tried[i]`` deciding, the others beside it, with the readings that read it otherwise."""
     chosen = tried[i]
     beside = tuple(tried[:i] + tried[i + 1 :])
     conflict = next(
@@ -729,11 +700,8 @@ _REMOVES = (Label.FAILS, Label.PARTLY, Label.NOT_DECIDED, Label.NO_MODEL_LEARNS)
 
 
 def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
-    """``main`` (the claim on its own cells) with its pattern read under the paper's protocol
-    (``by_cell``). Where the pattern holds on complete cells it decides: "reproduced", on the
-    pattern's cells, with ``main`` beside it and ``removed_by`` the ablations whose complete
-    reading loses it. Otherwise ``main`` decides and carries the pattern's reading (too few
-    seeds so far, or what it says) in ``pattern``."""
+    """``main`` (the claim on its own cells) with its pattern read on the paper's protocol's
+    ``by_cell``: see the module doc."""
     shown, *ablations = claim.pattern_claims
     seen = replace(judge_under(shown, PAPER_PROTOCOL, by_cell), variant="pattern")
     if seen.label == Label.NOT_RUN:
@@ -816,10 +784,8 @@ _BY_WELCH = (Reason.SIGNIFICANT, Reason.TIE, Reason.INCOMPLETE, Reason.NOT_SIGNI
 
 
 def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
-    """``verdicts`` with Holm's correction applied within each table's family of "beats"
-    claims: each verdict decided by Welch's significance gets ``p_holm``, and one that held (or
-    reproduced a pattern) on its raw p but not on the corrected one becomes "not decided"
-    (``NOT_SIGNIFICANT``)."""
+    """``verdicts`` with Holm's correction within each table's family of claims decided by
+    Welch's test (``p_holm``): one that held (or reproduced) on its raw p only is not decided."""
     out = list(verdicts)
     by_table: dict[str, list[int]] = {}
     for i, v in enumerate(out):
