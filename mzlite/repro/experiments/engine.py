@@ -4,32 +4,25 @@
     v = judge(claim)              # a Verdict: label, reason code, the numbers, the regime
     v.label, v.reason, v.ours, v.profile, v.experiments
 
-A ``Verdict`` holds what decided it and nothing worded: a ``Label`` (the teaching library's
-verdict rule), a ``Reason`` code, the numbers (per cell over seeds; the Welch tests and their
-largest p, after Holm's correction within the claim's table), the ``Regime``, the readings its
-runs were trained under (generator normalisation, ``model_config["layer_reading"]``,
-``task_reading``; "literal" and "v1" where a result predates them) and the (table, cell)
-experiments it rests on (cells shared by several tables are one experiment).
-``mzlite.repro.experiments.present`` words it; nothing here imports a wording or a renderer.
+A ``Verdict`` holds what decided it and nothing worded: a ``Label``, a ``Reason`` code, the
+numbers per cell over seeds, the Welch tests (Holm-corrected within the claim's table), the
+``Regime``, the readings its runs were trained under ("literal" and "v1" where a result predates
+them) and the (table, cell) experiments it rests on. ``present`` words it; nothing here imports
+a wording or a renderer.
 
-The strongest evidence decides. Profiles are read most faithful first (``PROFILE_ORDER``); the
-first whose cells are complete (``MIN_SEEDS`` converged seeds of one protocol each), or that
+The strongest evidence decides: profiles are read most faithful first (``PROFILE_ORDER``), and
+the first whose cells are complete (``MIN_SEEDS`` converged seeds of one protocol each), or that
 refutes the claim from the cells it has (a significantly better model, a column that already
-fails, or a bound: R^2 <= 1 leaves "degrades by 0.10" no room above 0.9), gives the verdict;
-else the first with a verdict other than "insufficient evidence". The other profiles are kept
-``beside`` it. A claim of parts (``Claim.parts``: "at every L") is judged part by part, each by
-its own strongest evidence: one part that does not hold refutes it, every part holding holds it.
-A pattern the paper reports (``Claim.pattern``) is read under ``PAPER_PROTOCOL``: where it holds
-on complete cells the verdict is "reproduced", on the pattern's cells, with the claim's own
-reading beside it and ``removed_by`` the ablations whose complete reading loses it; otherwise
-the claim's reading decides and carries the pattern's in ``pattern``.
+fails, a bound: R^2 <= 1), decides; else the first with a verdict other than "insufficient
+evidence". The others are kept ``beside`` it. A claim of parts ("at every L") is judged part by
+part, each by its own strongest evidence. A pattern the paper reports (``Claim.pattern``) that
+holds on complete cells under ``PAPER_PROTOCOL`` is "reproduced", with ``removed_by`` the
+ablations whose complete reading loses it; otherwise it is kept in ``pattern``.
 
-Per profile (``judge_under``): smoke results never decide; runs that never fitted are an
-"optimisation failure" (unless failing is the claim); too few seeds, unconverged runs or mixed
-protocols are "insufficient evidence"; no model learning and a memorised focal model are labels
-of their own; otherwise ``mzlite.analysis.verdicts.rule`` on the claim's two thresholds, Welch's
-significance and whether a compared model is significantly better. One profile's results are
-never mixed with another's within a comparison.
+Per profile (``judge_under``): smoke never decides; runs that never fitted are an optimisation
+failure (unless failing is the claim); too few seeds, unconverged runs or mixed protocols are
+insufficient evidence; no model learning and a memorised focal model are labels of their own;
+otherwise ``mzlite.analysis.verdicts.rule``. One profile's results never mix with another's.
 """
 
 from __future__ import annotations

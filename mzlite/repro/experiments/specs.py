@@ -174,6 +174,9 @@ def sizes_text(sizes) -> str:
 
 
 _TDOF_PAPER_SIZES = sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])
+# the converged CPU protocol's training, and the halving of the rate its successors anneal with
+_CONVERGED = {"epochs": 200, "warmup_epochs": 3, "patience": 20, "normalize_targets": True}
+_HALVING = {"decay_patience": 5, "decay_factor": 0.5}
 
 PROFILES = {
     # lr 1e-3 so that 3 epochs of 4 steps visibly move the curves; the numbers mean nothing.
@@ -210,7 +213,7 @@ PROFILES = {
         "cpu-converged",
         None,
         3,
-        {"epochs": 200, "warmup_epochs": 3, "patience": 20, "normalize_targets": True},
+        _CONVERGED,
         max_sizes=(2_000, 500, 2_000),
         description=(
             "cpu-converged: targets standardised (metrics in original units), at most 2K train / "
@@ -228,15 +231,7 @@ PROFILES = {
         "cpu-annealed",
         None,
         3,
-        {
-            "epochs": 200,
-            "warmup_epochs": 3,
-            "patience": 20,
-            "normalize_targets": True,
-            "schedule": "plateau",
-            "decay_patience": 5,
-            "decay_factor": 0.5,
-        },
+        {**_CONVERGED, "schedule": "plateau", **_HALVING},
         max_sizes=(2_000, 500, 2_000),
         description=(
             "cpu-annealed: targets standardised (metrics in original units), at most 2K train / "
@@ -256,15 +251,7 @@ PROFILES = {
         "paper-sizes",
         None,
         3,
-        {
-            "epochs": 200,
-            "warmup_epochs": 5,
-            "patience": 20,
-            "normalize_targets": True,
-            "decay_patience": 5,
-            "decay_factor": 0.5,
-            "amp": False,
-        },
+        {**_CONVERGED, "warmup_epochs": 5, **_HALVING, "amp": False},
         description=(
             "paper-sizes: the paper's training, validation and test sets (tab:tdof-verify "
             f"{_TDOF_PAPER_SIZES}), targets standardised (metrics in original units), <= 200 "
