@@ -90,9 +90,14 @@ def grid_cells(
     return cells
 
 
-def _ablation(cell_id, task, options, model, row, column, **kw) -> Cell:
-    """An ablation cell of 3 seeds."""
-    return Cell(cell_id, task, options, model, row, column, full_seeds=3, part="ablation", **kw)
+def _ablations(task, options, sizes, batch):
+    """``make(cell_id, model, row, column, **fields)``: an ablation cell of 3 seeds of a column."""
+
+    def make(cell_id, model, row, column, **fields) -> Cell:
+        fields.update(sizes=sizes, batch_size=batch, full_seeds=3, part="ablation")
+        return Cell(cell_id, task, options, model, row, column, **fields)
+
+    return make
 
 
 # The reading ablation (issue 23): on a few diagnostic cells, which of mzlite's readings of the
@@ -112,17 +117,14 @@ def reading_cells(col, task, options, column, mz, sizes, batch, train=None, pape
     standardised targets); ``paper_size``: (model id, name, label, kwargs) trained at the
     cell's own sizes (``Cell.paper_size``) beside the capped main cells."""
     mid, name, label, kw = mz
+    make = _ablations(task, options, sizes, batch)
     cells = [
-        _ablation(
+        make(
             f"rd-{col}-{gen_norm}-{sched}-{mid}",
-            task,
-            options,
             name,
             label,
             f"{column}, generators: {gen_norm}, schedule: {sched}",
             model_kwargs={**kw, "gen_norm": gen_norm},
-            sizes=sizes,
-            batch_size=batch,
             train={**(train or {}), **sched_train},
         )
         for gen_norm in GEN_NORM_READINGS
@@ -130,16 +132,12 @@ def reading_cells(col, task, options, column, mz, sizes, batch, train=None, pape
         if (gen_norm, sched) != ("zonotope", "plateau")
     ]
     return cells + [
-        _ablation(
+        make(
             f"rd-{col}-paper-size-{pid}",
-            task,
-            options,
             pname,
             plabel,
             f"{column}, the paper's training-set size",
             model_kwargs=pkw,
-            sizes=sizes,
-            batch_size=batch,
             train=dict(train or {}),
             paper_size=True,
         )
@@ -154,17 +152,14 @@ def standardised_twin_cells(col, task, options, column, models, sizes, batch):
     name, label, kwargs). Under a profile that already standardises targets they are the main
     cells (``jobs.aliases``); under ``full`` they say whether the paper's raw-target protocol or
     its optimiser decides a verdict."""
+    make = _ablations(task, options, sizes, batch)
     return [
-        _ablation(
+        make(
             f"std-{col}-{mid}",
-            task,
-            options,
             name,
             label,
             f"{column}, targets standardised",
             model_kwargs=kw,
-            sizes=sizes,
-            batch_size=batch,
             train={"normalize_targets": True},
         )
         for mid, name, label, kw in models
@@ -180,16 +175,12 @@ CENTRE_ADAPTIVE_MODEL = "mz_full_centre_adaptive"
 def centre_adaptive_cell(col, task, options, column, mid, label, kw, sizes, batch) -> Cell:
     """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``kw``: that
     cell's model overrides, e.g. ``n_enc``), an ablation of 3 seeds at the same sizes."""
-    return _ablation(
+    return _ablations(task, options, sizes, batch)(
         f"ca-{col}-{mid}",
-        task,
-        options,
         CENTRE_ADAPTIVE_MODEL,
         f"{label} (centre-adaptive)",
         f"{column}, layer: centre-adaptive (def:relop)",
         model_kwargs=dict(kw),
-        sizes=sizes,
-        batch_size=batch,
         note="o_c = M(mu) c_hat (def:relop) in place of Eq. eq:mz-main's o_c = M_c c_hat",
     )
 
@@ -218,9 +209,10 @@ def calibration_cells(col, task, readings, column, st, sizes, batch, options=Non
         opts = {**(options or {}), **reading_options(task, reading)}
         where = f"{column}, task reading {reading}"
         cells.append(
-            _ablation(calibration_cell_id(col, reading, mid), task, opts, name, label, where,
-                      model_kwargs=kw, sizes=sizes, batch_size=batch, train=dict(train or {}),
-                      note="calibration of the task reading by the Set Transformer (issue 49)")
+            _ablations(task, opts, sizes, batch)(
+                calibration_cell_id(col, reading, mid), name, label, where, model_kwargs=kw,
+                train=dict(train or {}),
+                note="calibration of the task reading by the Set Transformer (issue 49)")
         )  # fmt: skip
         cells.append(
             stats_cell(f"{CALIBRATION_PREFIX}-{col}-{reading}", task, opts, where, sizes, batch,

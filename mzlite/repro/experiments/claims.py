@@ -278,9 +278,7 @@ class RankClaim:
         return tuple(c.id for c in ex.get_table(self.table).cells if c.part == "main")
 
 
-# ---------------------------------------------------------------------------------------------
 # The claims, one record each
-# ---------------------------------------------------------------------------------------------
 
 
 # "every parameter-matched attention baseline using the standard PMA pooling" (the paper's

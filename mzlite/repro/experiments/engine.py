@@ -539,9 +539,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     return Verdict(label=label, reason=reason, shows=shows, **base)
 
 
-# ---------------------------------------------------------------------------------------------
-# The strongest evidence decides
-# ---------------------------------------------------------------------------------------------
+# The strongest evidence decides: the profiles' verdicts combined
 
 
 def _retired(claim: Claim, by_profile: dict, ren) -> tuple[tuple[str, str], ...]:
@@ -772,8 +770,8 @@ def _rank_value(kind: str, ranks) -> float:
     return sum(lo <= r <= hi for r in ranks) / len(ranks)
 
 
-_BY_WELCH = (Reason.SIGNIFICANT, Reason.TIE, Reason.INCOMPLETE, Reason.NOT_SIGNIFICANT,
-             Reason.PATTERN)  # fmt: skip
+# the reasons of verdicts decided by Welch's test: Holm's correction applies to them
+_WELCH = (Reason.SIGNIFICANT, Reason.TIE, Reason.INCOMPLETE, Reason.NOT_SIGNIFICANT, Reason.PATTERN)
 
 
 def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
@@ -782,7 +780,7 @@ def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
     out = list(verdicts)
     by_table: dict[str, list[int]] = {}
     for i, v in enumerate(out):
-        if v.p_max is not None and v.tests and v.reason in _BY_WELCH:
+        if v.p_max is not None and v.tests and v.reason in _WELCH:
             by_table.setdefault(v.table, []).append(i)
     for idx in by_table.values():
         adjusted = holm([out[i].p_max for i in idx])
