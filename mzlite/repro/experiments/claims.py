@@ -253,9 +253,8 @@ class Claim:
         if self.metric == "bin_err_ratio":
             return f"{value:.2f}x"
         v = round(value, 3) + 0.0  # never "-0.000"
-        return (
-            f"{v:+.3f}" if self.kind in (Kind.BEATS, Kind.NO_GAIN, Kind.NEAR_BEST) else f"{v:.3f}"
-        )
+        gap = self.kind in (Kind.BEATS, Kind.NO_GAIN, Kind.NEAR_BEST)
+        return f"{v:+.3f}" if gap else f"{v:.3f}"
 
 
 @dataclass(frozen=True)
