@@ -283,7 +283,7 @@ def cell_stats(
     summ = _stats.summarise(_values(results, metric))
     conv = [_stats.result_convergence(r) for r in results]
     converged = sum(v["converged"] or (expects_failure and bool(v.get("stopped"))) for v in conv)
-    memorised = sum(bool(_stats.kept_weights(r.get("history"))["memorised"]) for r in results)
+    memorised = sum(bool(_stats.memorised(r.get("history"))) for r in results)
     mixed = len({protocol_key(r) for r in results}) > 1
     solid = summ["n"] >= _stats.MIN_SEEDS and converged == len(results) and not mixed
     return CellStats(
@@ -356,8 +356,7 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None)
 
     def get(cell_id: str) -> float:
         cid = cell_id if rename is None else rename(cell_id)
-        mean = _mean(by_cell.get(cid, []), metric)
-        if mean is None:
+        if (mean := _mean(by_cell.get(cid, []), metric)) is None:
             raise MissingCell(cid)
         return mean
 

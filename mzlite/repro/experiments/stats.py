@@ -54,15 +54,9 @@ def fit_check(history: dict | None) -> dict:
         return {"fitted": None, "fit_ratio": None, "fit_rule": unknown}
     ratio = min(losses) / float(var)
     fitted = ratio < FIT_THRESHOLD
-    return {
-        "fitted": fitted,
-        "fit_ratio": ratio,
-        "fit_rule": (
-            f"lowest training loss {ratio:.3g} x the target variance "
-            f"({'<' if fitted else '>='} {FIT_THRESHOLD:g}: "
-            f"{'fitted' if fitted else 'never left the mean predictor'})"
-        ),
-    }
+    sign, what = ("<", "fitted") if fitted else (">=", "never left the mean predictor")
+    rule = f"lowest training loss {ratio:.3g} x the target variance ({sign} {FIT_THRESHOLD:g}: "
+    return {"fitted": fitted, "fit_ratio": ratio, "fit_rule": f"{rule}{what})"}
 
 
 def convergence(history: dict | None) -> dict:
@@ -77,12 +71,11 @@ def convergence(history: dict | None) -> dict:
     val = [math.inf if v is None else float(v) for v in history.get("val_loss", [])]
     n = len(val)
     stop = history.get("stop_reason", "running")
-    best_epoch = history.get("best_epoch")
     out = {
         "stop_reason": stop,
         "epochs_run": n,
         "epoch_cap": cfg.get("epochs"),
-        "best_epoch": best_epoch,
+        "best_epoch": history.get("best_epoch"),
         "patience": patience,
         "k": k,
         "tol": CONVERGENCE_TOL,
@@ -101,8 +94,8 @@ def convergence(history: dict | None) -> dict:
         verdict = False
         rule = f"too short to judge: {n} epochs, needs more than k={k}"
     else:
-        verdict = out["improvement_last_k"] < CONVERGENCE_TOL
         rel = out["improvement_last_k"]
+        verdict = rel < CONVERGENCE_TOL
         rule = (
             f"reached {n} epochs ({stop}); best validation loss improved by {rel:.2%} over the "
             f"last {k} epochs ({'<' if verdict else '>='} {CONVERGENCE_TOL:.1%})"
@@ -124,32 +117,19 @@ def optimisation_failure(conv: dict) -> bool:
     return bool(conv.get("stopped", conv.get("converged"))) and conv.get("fitted") is False
 
 
-def kept_weights(history: dict | None) -> dict:
-    """``{"memorised", "fit_ratio", "val_r2", "text"}`` of a run's kept (best-epoch) weights:
-    *memorised* where it fitted its training set while its kept weights predict the validation
-    set no better than the mean (``val_r2 <= LEARNS``); None where that cannot be told."""
-    out = {"memorised": None, "fit_ratio": None, "val_r2": None, "text": ""}
+def memorised(history: dict | None) -> bool | None:
+    """Whether a run fitted its training set while its kept (best-epoch) weights predict the
+    validation set no better than the mean (``val_r2 <= LEARNS``); None where that cannot be
+    told (a closed form, a classification run, no recorded metrics)."""
     if history is None:
-        return out
-    fit = fit_check(history)
+        return None
+    fitted = fit_check(history)["fitted"]
     best = history.get("best_epoch")
     metrics = history.get("val_metrics") or []
-    if fit["fitted"] is None or not best or best > len(metrics):
-        return out
+    if fitted is None or not best or best > len(metrics):
+        return None
     r2 = metrics[best - 1].get("r2")
-    if r2 is None:
-        return out
-    memorised = bool(fit["fitted"]) and r2 <= LEARNS
-    out.update(
-        memorised=memorised,
-        fit_ratio=fit["fit_ratio"],
-        val_r2=float(r2),
-        text=(
-            f"lowest training loss {fit['fit_ratio']:.2f} x the target variance, validation "
-            f"R^2 {r2:.2f} at the kept weights (epoch {best})"
-        ),
-    )
-    return out
+    return None if r2 is None else fitted and r2 <= LEARNS
 
 
 def loss_spikes(history: dict | None, factor: float = SPIKE_FACTOR) -> dict:
