@@ -2,13 +2,15 @@
 never one experiment, and the yardstick records the set-size-only ridge beside it."""
 
 import json
+import os
+import time
 
 import pytest
 
 from mzlite import tasks as T
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.cells import calibration_cells
-from mzlite.repro.experiments.results import OtherReadingWarning
+from mzlite.repro.experiments.results import OtherReadingWarning, file_identity, results_state
 from mzlite.repro.experiments.specs import task_options_diff
 
 
@@ -98,3 +100,22 @@ def test_a_result_of_another_reading_is_left_out_of_its_cell(dirs):
         assert "B-set_stats" not in by_cell
     finally:
         job.result_path.write_text(text)
+
+
+def test_a_result_file_has_an_identity_once_it_has_settled(tmp_path):
+    """A file rewritten within the file system's timestamp granularity could keep its (inode,
+    size, mtime): until it is 2 s old it has no identity, and the state of the results it lies
+    among equals no other, so neither the parse cache nor ``findings.once`` keeps a stale read."""
+    path = tmp_path / "full" / "r.json"
+    path.parent.mkdir()
+    path.write_text("{}")
+    assert file_identity(path) is None
+    assert results_state(tmp_path) != results_state(tmp_path)
+    old = time.time() - 10
+    os.utime(path, (old, old))
+    st = path.stat()
+    assert file_identity(path) == (st.st_ino, st.st_size, st.st_mtime_ns)
+    assert results_state(tmp_path) == results_state(tmp_path)
+    path.write_text("{ }")  # rewritten: another size, and no identity until it settles
+    os.utime(path, (old, old))
+    assert file_identity(path) == (st.st_ino, st.st_size + 1, st.st_mtime_ns)

@@ -11,10 +11,6 @@ from mzlite.tasks.readings import DEFAULT_READING, reading_options
 
 from .specs import SET_STATS, SET_STATS_LABEL, Cell, PaperRef
 
-# ---------------------------------------------------------------------------------------------
-# Model rows, the grid of cells and the set-statistics yardstick
-# ---------------------------------------------------------------------------------------------
-
 
 def model_row(name: str, label: str = "", *, mid: str = "", kw=None, match: int | None = None):
     """A model of a table: (model id in cell ids, registered name, the paper's row label, config
@@ -94,13 +90,20 @@ def grid_cells(
     return cells
 
 
-# ---------------------------------------------------------------------------------------------
-# The reading ablation (issue 23): on a few diagnostic cells, which of mzlite's readings of the
-# paper matter. Generator normalisation x schedule for the MZ model; the pair (zonotope,
-# plateau) is the main cell under cpu-annealed and is not registered twice
-# (mzlite.repro.experiments.reading maps it). Per the issue, each schedule keeps its profile's rate.
-# ---------------------------------------------------------------------------------------------
+def _ablations(task, options, sizes, batch):
+    """``make(cell_id, model, row, column, **fields)``: an ablation cell of 3 seeds of a column."""
 
+    def make(cell_id, model, row, column, **fields) -> Cell:
+        fields.update(sizes=sizes, batch_size=batch, full_seeds=3, part="ablation")
+        return Cell(cell_id, task, options, model, row, column, **fields)
+
+    return make
+
+
+# The reading ablation (issue 23): on a few diagnostic cells, which of mzlite's readings of the
+# paper matter, generator normalisation x schedule for the MZ model, each schedule at its
+# profile's rate. (zonotope, plateau) is the main cell under cpu-annealed, not registered twice
+# (mzlite.repro.experiments.reading maps it).
 GEN_NORM_READINGS = ("zonotope", "none", "layernorm")
 SCHEDULE_READINGS = {
     "plateau": {"schedule": "plateau", "decay_patience": 5, "decay_factor": 0.5},
@@ -114,46 +117,32 @@ def reading_cells(col, task, options, column, mz, sizes, batch, train=None, pape
     standardised targets); ``paper_size``: (model id, name, label, kwargs) trained at the
     cell's own sizes (``Cell.paper_size``) beside the capped main cells."""
     mid, name, label, kw = mz
-    cells = []
-    for gen_norm in GEN_NORM_READINGS:
-        for sched, sched_train in SCHEDULE_READINGS.items():
-            if (gen_norm, sched) == ("zonotope", "plateau"):
-                continue  # the main cell under cpu-annealed
-            cells.append(
-                Cell(
-                    f"rd-{col}-{gen_norm}-{sched}-{mid}",
-                    task,
-                    options,
-                    name,
-                    label,
-                    f"{column}, generators: {gen_norm}, schedule: {sched}",
-                    model_kwargs={**kw, "gen_norm": gen_norm},
-                    sizes=sizes,
-                    batch_size=batch,
-                    train={**(train or {}), **sched_train},
-                    full_seeds=3,
-                    part="ablation",
-                )
-            )
-    for pid, pname, plabel, pkw in paper_size:
-        cells.append(
-            Cell(
-                f"rd-{col}-paper-size-{pid}",
-                task,
-                options,
-                pname,
-                plabel,
-                f"{column}, the paper's training-set size",
-                model_kwargs=pkw,
-                sizes=sizes,
-                batch_size=batch,
-                train=dict(train or {}),
-                full_seeds=3,
-                part="ablation",
-                paper_size=True,
-            )
+    make = _ablations(task, options, sizes, batch)
+    cells = [
+        make(
+            f"rd-{col}-{gen_norm}-{sched}-{mid}",
+            name,
+            label,
+            f"{column}, generators: {gen_norm}, schedule: {sched}",
+            model_kwargs={**kw, "gen_norm": gen_norm},
+            train={**(train or {}), **sched_train},
         )
-    return cells
+        for gen_norm in GEN_NORM_READINGS
+        for sched, sched_train in SCHEDULE_READINGS.items()
+        if (gen_norm, sched) != ("zonotope", "plateau")
+    ]
+    return cells + [
+        make(
+            f"rd-{col}-paper-size-{pid}",
+            pname,
+            plabel,
+            f"{column}, the paper's training-set size",
+            model_kwargs=pkw,
+            train=dict(train or {}),
+            paper_size=True,
+        )
+        for pid, pname, plabel, pkw in paper_size
+    ]
 
 
 def standardised_twin_cells(col, task, options, column, models, sizes, batch):
@@ -163,60 +152,42 @@ def standardised_twin_cells(col, task, options, column, models, sizes, batch):
     name, label, kwargs). Under a profile that already standardises targets they are the main
     cells (``jobs.aliases``); under ``full`` they say whether the paper's raw-target protocol or
     its optimiser decides a verdict."""
+    make = _ablations(task, options, sizes, batch)
     return [
-        Cell(
+        make(
             f"std-{col}-{mid}",
-            task,
-            options,
             name,
             label,
             f"{column}, targets standardised",
             model_kwargs=kw,
-            sizes=sizes,
-            batch_size=batch,
             train={"normalize_targets": True},
-            full_seeds=3,
-            part="ablation",
         )
         for mid, name, label, kw in models
     ]
 
 
-# ---------------------------------------------------------------------------------------------
 # The layer's reading (issue 49, item 3c): MZ under def:relop's o_c = M(mu) c_hat beside the
-# literal Eq. eq:mz-main cell of the same column and that column's Set Transformer (mzlite.nn,
-# choice 9). The centre-adaptive model is registered on its own ("mz_full_centre_adaptive"), so
-# its results carry model_config.layer_reading and never mix with the literal cells'.
-# ---------------------------------------------------------------------------------------------
-
+# literal Eq. eq:mz-main cell of the same column (mzlite.nn, choice 9). Registered as a model of
+# its own, so its results carry model_config.layer_reading and never mix with the literal ones.
 CENTRE_ADAPTIVE_MODEL = "mz_full_centre_adaptive"
 
 
 def centre_adaptive_cell(col, task, options, column, mid, label, kw, sizes, batch) -> Cell:
     """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``kw``: that
     cell's model overrides, e.g. ``n_enc``), an ablation of 3 seeds at the same sizes."""
-    return Cell(
+    return _ablations(task, options, sizes, batch)(
         f"ca-{col}-{mid}",
-        task,
-        options,
         CENTRE_ADAPTIVE_MODEL,
         f"{label} (centre-adaptive)",
         f"{column}, layer: centre-adaptive (def:relop)",
         model_kwargs=dict(kw),
-        sizes=sizes,
-        batch_size=batch,
-        full_seeds=3,
-        part="ablation",
         note="o_c = M(mu) c_hat (def:relop) in place of Eq. eq:mz-main's o_c = M_c c_hat",
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # The task-reading calibration (issue 49): the Set Transformer on each reading of a task's words
-# at the paper's sizes, against the paper's own number for it, and the yardstick on each (which
-# records the set-size-only ridge beside it). Never MZ: a task reading is chosen by the baseline.
-# ---------------------------------------------------------------------------------------------
-
+# at the paper's sizes, against the paper's own number for it, and the yardstick on each. Never
+# MZ: a task reading is chosen by the baseline.
 CALIBRATION_PREFIX = "cal"
 
 
@@ -238,10 +209,10 @@ def calibration_cells(col, task, readings, column, st, sizes, batch, options=Non
         opts = {**(options or {}), **reading_options(task, reading)}
         where = f"{column}, task reading {reading}"
         cells.append(
-            Cell(calibration_cell_id(col, reading, mid), task, opts, name, label, where,
-                 model_kwargs=kw, sizes=sizes, batch_size=batch, train=dict(train or {}),
-                 full_seeds=3, part="ablation",
-                 note="calibration of the task reading by the Set Transformer (issue 49)")
+            _ablations(task, opts, sizes, batch)(
+                calibration_cell_id(col, reading, mid), name, label, where, model_kwargs=kw,
+                train=dict(train or {}),
+                note="calibration of the task reading by the Set Transformer (issue 49)")
         )  # fmt: skip
         cells.append(
             stats_cell(f"{CALIBRATION_PREFIX}-{col}-{reading}", task, opts, where, sizes, batch,

@@ -9,6 +9,7 @@ goes. How a claim is judged is ``mzlite.repro.experiments.engine``."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
@@ -51,10 +52,8 @@ def _present(get, cells) -> list[float]:
     """The values of those ``cells`` that have one; MissingCell when none has."""
     vals = []
     for c in cells:
-        try:
+        with suppress(MissingCell):
             vals.append(get(c))
-        except MissingCell:
-            pass
     if not vals:
         raise MissingCell(", ".join(cells))
     return vals
@@ -67,15 +66,12 @@ def _n(x: float) -> str:
 
 @dataclass(frozen=True)
 class Pattern:
-    """A pattern the paper reports, where our runs can show it: the claim's own test (its kind
-    and thresholds) read on ``cells``, in the roles of the claim's cells (a BEATS claim's focal
-    cell first), under the paper's protocol; ``where`` says what sets those cells apart from the
-    claim's own ("d=8, per-set normalised sets"). A model that stays at the mean is the pattern
-    only where another learns the same data: each of ``learns`` must (R^2 above
-    ``stats.LEARNS``), and runs stopped at the mean are the pattern's evidence, not an
-    optimisation failure. Each of ``ablations`` names cells in the roles of ``cells`` that change
-    one thing (standardised targets, mean pooling): the engine names those under which the test
-    no longer holds (``engine.Verdict.removed_by``), from their results."""
+    """A pattern the paper reports, where our runs can show it: the claim's own test read on
+    ``cells`` (in the roles of the claim's cells) under the paper's protocol; ``where`` says what
+    sets them apart ("d=8, per-set normalised sets"). A model at the mean is the pattern only
+    where each of ``learns`` learns the same data (runs stopped at the mean are then evidence,
+    not an optimisation failure). ``ablations``: cells in the roles of ``cells`` that change one
+    thing (standardised targets, mean pooling), the candidates for ``Verdict.removed_by``."""
 
     where: str
     cells: tuple[str, ...]
@@ -87,13 +83,11 @@ class Pattern:
 class Claim:
     """One checkable statement of the paper about table ``table`` (see ``Kind``): ``says`` is the
     paper's claim in words without its test; ``cells`` the cells ``kind`` reads (BEATS: the
-    focal cell first); ``holds_at``/``partly_at`` its thresholds; ``metric`` the result metric.
-    ``every``: a claim at every L as ``((where, cells), ...)``, one part per entry, each judged
-    by its own strongest evidence; the claim's number is the worst part's. ``change``: what a
-    NO_GAIN claim says adds nothing ("more matrix generators than 4"). ``paper_table`` and
-    ``paper_expr``: a claim about a paper table whose runs are another table's computes its
-    paper side with ``paper_expr()``. Every cell is checked when the claim is made
-    (``CellKey``): a renamed cell fails loudly instead of leaving the claim "not run"."""
+    focal cell first); ``holds_at``/``partly_at`` its thresholds. ``every``: a claim at every L,
+    ``((where, cells), ...)``, a part each (its number the worst part's). ``change``: what a
+    NO_GAIN claim says adds nothing. ``paper_expr()``: the paper side of a claim about table
+    ``paper_table`` whose runs are another table's. Every cell is checked (``CellKey``) when the
+    claim is made: a renamed cell fails loudly instead of leaving the claim "not run"."""
 
     id: str
     table: str
@@ -155,8 +149,7 @@ class Claim:
     def expr(self, get: Callable[[str], float]) -> float:
         """The claim's number from ``get(cell_id) -> float`` (raises ``MissingCell``)."""
         if self.parts:
-            worst = max if self.kind in _AT_MOST_ABOVE else min
-            return worst(p.expr(get) for p in self.parts)
+            return self.worst(p.expr(get) for p in self.parts)
         k, c = self.kind, self.cells
         if k in (Kind.BEATS, Kind.NEAR_BEST):
             lower = self.metric in LOWER_IS_BETTER
@@ -193,8 +186,9 @@ class Claim:
         )  # fmt: skip
 
     @property
-    def combine(self) -> str:
-        return "" if not self.every else "max" if self.kind in _AT_MOST_ABOVE else "min"
+    def worst(self) -> Callable:
+        """Of its parts' numbers, the one that decides the claim's (``max`` or ``min``)."""
+        return max if self.kind in _AT_MOST_ABOVE else min
 
     @property
     def compare(self) -> tuple[str, tuple[str, ...]] | None:
@@ -217,10 +211,6 @@ class Claim:
     def expects_failure(self) -> bool:
         """The claim is that its models fail: runs that never left the mean are its evidence."""
         return self.stopped_is_evidence or (self.kind == Kind.AT_MOST and self.metric == "r2")
-
-    @property
-    def no_gain(self) -> str:
-        return self.change
 
     @property
     def bound_cells(self) -> tuple[str, ...]:
@@ -263,18 +253,15 @@ class Claim:
         if self.metric == "bin_err_ratio":
             return f"{value:.2f}x"
         v = round(value, 3) + 0.0  # never "-0.000"
-        return (
-            f"{v:+.3f}" if self.kind in (Kind.BEATS, Kind.NO_GAIN, Kind.NEAR_BEST) else f"{v:.3f}"
-        )
+        gap = self.kind in (Kind.BEATS, Kind.NO_GAIN, Kind.NEAR_BEST)
+        return f"{v:+.3f}" if gap else f"{v:.3f}"
 
 
 @dataclass(frozen=True)
 class RankClaim:
-    """A claim about MZAttn-Full's *rank* among the 7 models of the transfer study
-    (tab:transfer-matrix), judged over its complete settings by ``mzlite.repro.transfer.prediction``
-    instead of on cell means of R^2. ``kind``: ``"no-advantage"`` (the exact null test of the
-    mean rank: neither one-sided P <= ALPHA) or ``"mid-field"`` (every rank in
-    ``transfer.MID_FIELD``; partly: at least half). Its evidence rules are the scorecard's."""
+    """A claim about MZAttn-Full's *rank* among the 7 models of tab:transfer-matrix, judged by
+    ``mzlite.repro.transfer.prediction``: ``kind`` "no-advantage" (the exact null test of the mean
+    rank) or "mid-field" (every rank in ``transfer.MID_FIELD``; partly: at least half)."""
 
     id: str
     table: str
@@ -290,26 +277,7 @@ class RankClaim:
         return tuple(c.id for c in ex.get_table(self.table).cells if c.part == "main")
 
 
-# ---------------------------------------------------------------------------------------------
 # The claims, one record each
-# ---------------------------------------------------------------------------------------------
-
-
-def _tdof_claims() -> list[Claim]:
-    spec = ex.get_table("tab:tdof-verify")
-    Ls = sorted({c.options["L"] for c in spec.cells})
-    lo, hi = f"L{Ls[0]}-st_4l", f"L{Ls[-1]}-st_4l"
-    return [
-        Claim("tdof-mz-1l", spec.label, Kind.AT_LEAST,
-              f"A 1-layer MZ model fits the quadratic-TDOF target at every L in {Ls}",
-              holds_at=0.90, partly_at=0.70,
-              every=tuple((f"L={L}", (f"L{L}-mz_1l",)) for L in Ls)),
-        Claim("tdof-st-4l-drop", spec.label, Kind.DROP,
-              f"A 4-layer Set Transformer degrades as L grows: its R^2 at L={Ls[-1]} is below "
-              f"its R^2 at L={Ls[0]}", (lo, hi), holds_at=0.30, partly_at=0.10),
-        Claim("tdof-separation", spec.label, Kind.BEATS,
-              f"At L={Ls[-1]} one MZ layer beats four standard layers", (f"L{Ls[-1]}-mz_1l", hi)),
-    ]  # fmt: skip
 
 
 # "every parameter-matched attention baseline using the standard PMA pooling" (the paper's
@@ -359,14 +327,49 @@ def _meb_claims() -> list[Claim]:
     return out
 
 
-def _why_claims() -> list[Claim]:
-    """The ablations the paper offers as its explanation of why MZ works: depth (tab:depth),
-    the zonotope generator budget n_g (tab:ablation), the matrix generator budget n_mz
-    (tab:gen-ablation)."""
+# The parameter-matched attention models of the paper's bold rule (tab:main-results' caption:
+# "Best in bold among the four parameter-matched attention models")
+MATCHED_ATTENTION = ("st_large", "perceiver", "hypernet")
+
+
+def _own_claims() -> list[Claim | RankClaim]:
+    """The claims of tab:tdof-verify, the transfer study's ranks, tab:ambiguity, and the
+    ablations the paper offers as its explanation of why MZ works (depth, the generator budgets
+    n_g and n_mz, generator information in the scores); with Task B of tab:main-results, a claim
+    of the paper's text ("45% on set matching (B)", an MSE reduction against ST-Large) where its
+    table's R^2 does not put MZAttn first: under its matched-model rule."""
+    Ls = sorted({c.options["L"] for c in ex.get_table("tab:tdof-verify").cells})
+    lo, hi = f"L{Ls[0]}-st_4l", f"L{Ls[-1]}-st_4l"
+    ambiguity = ex.get_table("tab:ambiguity")
+    noise = sorted({c.column for c in ambiguity.cells}, key=lambda c: float(c.rsplit("=", 1)[1]))
     st = tuple(c.id for c in ex.get_table("tab:depth").cells if c.model == "st")
-    Ls = sorted({c.options["L"] for c in ex.get_table("tab:gen-ablation").cells})
+    matched = tuple(c.id for c in ex.get_table("tab:main-results").cells
+                    if c.column.startswith("Task B") and c.part == "main"
+                    and c.model in MATCHED_ATTENTION)  # fmt: skip
+    gen_Ls = sorted({c.options["L"] for c in ex.get_table("tab:gen-ablation").cells})
     ng4, others = "B-ng4-mz_full", ("B-ng2-mz_full", "B-ng8-mz_full", "B-ng16-mz_full")
     return [
+        Claim("tdof-mz-1l", "tab:tdof-verify", Kind.AT_LEAST,
+              f"A 1-layer MZ model fits the quadratic-TDOF target at every L in {Ls}",
+              holds_at=0.90, partly_at=0.70,
+              every=tuple((f"L={L}", (f"L{L}-mz_1l",)) for L in Ls)),
+        Claim("tdof-st-4l-drop", "tab:tdof-verify", Kind.DROP,
+              f"A 4-layer Set Transformer degrades as L grows: its R^2 at L={Ls[-1]} is below "
+              f"its R^2 at L={Ls[0]}", (lo, hi), holds_at=0.30, partly_at=0.10),
+        Claim("tdof-separation", "tab:tdof-verify", Kind.BEATS,
+              f"At L={Ls[-1]} one MZ layer beats four standard layers", (f"L{Ls[-1]}-mz_1l", hi)),
+        RankClaim("transfer-tier1-no-advantage", "tab:transfer-matrix",
+                  "Tier 1 (2-D digit point clouds): MZAttn-Full has no advantage: its mean rank "
+                  "among the 7 models is what chance gives (exact null test over the complete "
+                  f"settings: neither one-sided P <= {ALPHA:g}).", "no-advantage"),
+        RankClaim("transfer-tier1-mid-field", "tab:transfer-matrix",
+                  'Tier 1: MZAttn-Full ranks 3rd-5th of 7 in every setting, "not '
+                  'catastrophically worse, but also not ahead" (partly: in at least half).',
+                  "mid-field"),
+        *(Claim(f"ambiguity-s{s}-mz-beats-st", ambiguity.label, Kind.BEATS,
+                f"Set matching, {col}: MZAttn-Full beats the Set Transformer",
+                (f"s{s}-mz_full", f"s{s}-st"))
+          for col in noise for s in [col.rsplit("=", 1)[1]]),
         Claim("depth-mz-1l-beats-every-depth", "tab:depth", Kind.BEATS,
               "Set matching: a 1-layer MZAttn beats the Set Transformer at every depth from 1 to "
               f"{len(st)} encoder blocks", ("B-mz_1l", *st)),
@@ -377,26 +380,23 @@ def _why_claims() -> list[Claim]:
               "Set matching: larger zonotope budgets overfit: n_g = 4 beats n_g = 16",
               (ng4, "B-ng16-mz_full")),
         Claim("gen-ablation-nmz1-fits", "tab:gen-ablation", Kind.AT_LEAST,
-              f"Even one matrix generator (n_mz = 1) fits the quadratic-TDOF target at L in {Ls}",
-              holds_at=0.90, partly_at=0.70, every=tuple((f"L={L}", (f"L{L}-nmz1",)) for L in Ls)),
+              f"Even one matrix generator (n_mz = 1) fits the quadratic-TDOF target at L in "
+              f"{gen_Ls}", holds_at=0.90, partly_at=0.70,
+              every=tuple((f"L={L}", (f"L{L}-nmz1",)) for L in gen_Ls)),
         Claim("gen-ablation-diminishing", "tab:gen-ablation", Kind.NO_GAIN,
               "More matrix generators than 4 add nothing: at every L, R^2 with n_mz = 32 exceeds "
               "R^2 with n_mz = 4", holds_at=TIE, partly_at=0.03,
-              every=tuple((f"L={L}", (f"L{L}-nmz4", f"L{L}-nmz32")) for L in Ls),
+              every=tuple((f"L={L}", (f"L{L}-nmz4", f"L{L}-nmz32")) for L in gen_Ls),
               change="more matrix generators than 4"),
-    ]  # fmt: skip
-
-
-def _ambiguity_claims() -> list[Claim]:
-    """tab:ambiguity: at every correspondence-noise level, MZAttn-Full beats the Set
-    Transformer on set matching."""
-    spec = ex.get_table("tab:ambiguity")
-    cols = sorted({c.column for c in spec.cells}, key=lambda c: float(c.rsplit("=", 1)[1]))
-    return [
-        Claim(f"ambiguity-s{s}-mz-beats-st", spec.label, Kind.BEATS,
-              f"Set matching, {col}: MZAttn-Full beats the Set Transformer",
-              (f"s{s}-mz_full", f"s{s}-st"))
-        for col in cols for s in [col.rsplit("=", 1)[1]]
+        Claim("genqk-helps-task-a", "tab:genqk", Kind.BEATS,
+              "Set regression (Task A): scoring with generator information (MZ-GenQK) beats "
+              "centres-only MZAttn", ("A-genqk", "A-mz_full")),
+        Claim("genqk-hurts-task-b", "tab:genqk", Kind.BEATS,
+              "Set matching (Task B): centres-only MZAttn beats MZ-GenQK",
+              ("B-mz_full", "B-genqk")),
+        Claim("main-results-B-mz-beats-matched", "tab:main-results", Kind.BEATS,
+              "Task B (set matching): MZAttn beats every parameter-matched attention model (the "
+              "paper's text: 45% lower MSE than ST-Large)", ("B-mz_full", *matched)),
     ]  # fmt: skip
 
 
@@ -447,11 +447,9 @@ def cell_paper_value(table: str, cell_id: str, metric: str) -> float:
 
 
 def _paper_has(table: str, cell_id: str) -> bool:
-    try:
-        cell_paper_value(table, cell_id, "r2")
-    except MissingCell:
-        return False
-    return True
+    with suppress(MissingCell):
+        return cell_paper_value(table, cell_id, "r2") is not None
+    return False
 
 
 def _mz_best_claims(table: str) -> list[Claim]:
@@ -473,60 +471,10 @@ def _mz_best_claims(table: str) -> list[Claim]:
         claim = Claim(f"{spec.dirname}-{mz[0]}-best", table, Kind.BEATS,
                       f"{col}: MZAttn beats every other model of the column",
                       (mz[0], *others))  # fmt: skip
-        try:
-            paper_gap = claim.expr(lambda cid: cell_paper_value(table, cid, "r2"))
-        except MissingCell:
-            continue
-        if paper_gap > 0:  # else the paper does not claim it here
-            out.append(claim)
+        with suppress(MissingCell):  # the paper claims it where its gap is positive
+            if claim.expr(lambda cid: cell_paper_value(table, cid, "r2")) > 0:
+                out.append(claim)
     return out
-
-
-# The parameter-matched attention models of the paper's bold rule (tab:main-results' caption:
-# "Best in bold among the four parameter-matched attention models")
-MATCHED_ATTENTION = ("st_large", "perceiver", "hypernet")
-
-
-def _text_claims() -> list[Claim]:
-    """Claims the paper's text makes where its table's R^2 does not put MZAttn first in the
-    column: Task B (set matching), "45% on set matching (B)" (an MSE reduction against
-    ST-Large), under its matched-model rule: MZAttn against the parameter-matched attention
-    models of the column."""
-    spec = ex.get_table("tab:main-results")
-    matched = tuple(c.id for c in spec.cells
-                    if c.column.startswith("Task B") and c.part == "main"
-                    and c.model in MATCHED_ATTENTION)  # fmt: skip
-    return [
-        Claim("main-results-B-mz-beats-matched", spec.label, Kind.BEATS,
-              "Task B (set matching): MZAttn beats every parameter-matched attention model (the "
-              "paper's text: 45% lower MSE than ST-Large)", ("B-mz_full", *matched)),
-    ]  # fmt: skip
-
-
-def _transfer_claims() -> list[RankClaim]:
-    label = "tab:transfer-matrix"
-    return [
-        RankClaim("transfer-tier1-no-advantage", label,
-                  "Tier 1 (2-D digit point clouds): MZAttn-Full has no advantage: its mean rank "
-                  "among the 7 models is what chance gives (exact null test over the complete "
-                  f"settings: neither one-sided P <= {ALPHA:g}).", "no-advantage"),
-        RankClaim("transfer-tier1-mid-field", label,
-                  'Tier 1: MZAttn-Full ranks 3rd-5th of 7 in every setting, "not '
-                  'catastrophically worse, but also not ahead" (partly: in at least half).',
-                  "mid-field"),
-    ]  # fmt: skip
-
-
-def _genqk_claims() -> list[Claim]:
-    """tab:genqk: generator information in the scores helps Task A, hurts Task B."""
-    return [
-        Claim("genqk-helps-task-a", "tab:genqk", Kind.BEATS,
-              "Set regression (Task A): scoring with generator information (MZ-GenQK) beats "
-              "centres-only MZAttn", ("A-genqk", "A-mz_full")),
-        Claim("genqk-hurts-task-b", "tab:genqk", Kind.BEATS,
-              "Set matching (Task B): centres-only MZAttn beats MZ-GenQK",
-              ("B-mz_full", "B-genqk")),
-    ]  # fmt: skip
 
 
 # the tables whose claims the builders above register; every other table gets _mz_best_claims
@@ -536,8 +484,7 @@ _OWN = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix",
 
 def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
-    out = _tdof_claims() + _meb_claims() + _transfer_claims() + _why_claims()
-    out += _uncertainty_claims() + _ambiguity_claims() + _genqk_claims() + _text_claims()
+    out = _own_claims() + _meb_claims() + _uncertainty_claims()
     for label in ex.TABLES:
         if label not in _OWN:
             out += _mz_best_claims(label)

@@ -4,41 +4,25 @@
     v = judge(claim)              # a Verdict: label, reason code, the numbers, the regime
     v.label, v.reason, v.ours, v.profile, v.experiments
 
-A ``Verdict`` holds what decided it and nothing worded: a label (``Label``, the teaching
-library's verdict rule), a reason code (``Reason``), the numbers (per cell: the values over seeds,
-mean, spread, seeds, converged runs; the Welch tests and their largest p, after Holm's correction
-within the claim's table when ``holm`` ran), the regime (profile, training-set sizes, epochs,
-devices), the readings its runs were trained under (generator normalisation, the layer reading
-``model_config["layer_reading"]`` (``mzlite.nn.LAYER_READINGS``) and the task reading
-``task_reading`` (``mzlite.tasks.TASK_READINGS``), recorded in each result; "literal" and "v1"
-where a result predates them) and the experiments it rests on (the (table,
-cell) that ran each result: cells shared by several tables are one experiment).
-``mzlite.repro.experiments.present`` words it; nothing here imports a wording or a renderer.
+A ``Verdict`` holds what decided it and nothing worded: a ``Label``, a ``Reason`` code, the
+numbers per cell over seeds, the Welch tests (Holm-corrected within the claim's table), the
+``Regime``, the readings its runs were trained under ("literal" and "v1" where a result predates
+them) and the (table, cell) experiments it rests on. ``present`` words it; nothing here imports
+a wording or a renderer.
 
-The strongest evidence decides. Profiles are read most faithful first (``PROFILE_ORDER``: the
-paper's protocol ``full``, then ``paper-sizes``, then the reduced protocols). A claim's verdict is
-the one of the first profile whose cells are complete (every cell with ``MIN_SEEDS`` converged
-seeds of one protocol), or that refutes it from the cells it has (a significantly better model, a
-column that already fails, or a bound: R^2 <= 1 leaves "degrades by 0.10" no room where the
-degraded model scores above 0.9). Where none does, the first profile with a verdict other than
-"insufficient evidence" gives it, and the profiles above it are kept beside it (``beside``), as
-are the profiles below (agreeing or not). A claim made of parts (``Claim.parts``: "at every L")
-is judged part by part, each part by its own strongest evidence, and the parts combine: one part
-that does not hold refutes the claim, every part holding holds it.
+The strongest evidence decides: profiles are read most faithful first (``PROFILE_ORDER``), and
+the first whose cells are complete (``MIN_SEEDS`` converged seeds of one protocol each), or that
+refutes the claim from the cells it has (a significantly better model, a column that already
+fails, a bound: R^2 <= 1), decides; else the first with a verdict other than "insufficient
+evidence". The others are kept ``beside`` it. A claim of parts ("at every L") is judged part by
+part, each by its own strongest evidence. A pattern the paper reports (``Claim.pattern``) that
+holds on complete cells under ``PAPER_PROTOCOL`` is "reproduced", with ``removed_by`` the
+ablations whose complete reading loses it; otherwise it is kept in ``pattern``.
 
-A pattern the paper reports (``Claim.pattern``: the claim's test on the cells that show it) is
-read under the paper's protocol (``PAPER_PROTOCOL``). Where it holds with complete cells it is the
-strongest evidence: the verdict is "reproduced", on the pattern's cells (``variant`` "pattern"),
-with the claim's own reading beside it and ``removed_by`` the pattern's ablations whose complete
-reading loses it (``_REMOVES``). Otherwise the claim's own reading decides, and the pattern's
-(too few seeds so far, or what it says) is kept in ``pattern``.
-
-Verdict rules per profile (``judge_under``): smoke results never give one; runs that never fitted
-decide nothing ("optimisation failure", unless failing is the claim); too few seeds, unconverged
-runs or mixed protocols are "insufficient evidence"; a comparison where no model learns is its own
-label, as is a focal model that memorised; otherwise ``mzlite.analysis.verdicts.rule`` on the
-claim's two thresholds, Welch's significance and whether a compared model is significantly
-better. One profile's results are never mixed with another's within a comparison.
+Per profile (``judge_under``): smoke never decides; runs that never fitted are an optimisation
+failure (unless failing is the claim); too few seeds, unconverged runs or mixed protocols are
+insufficient evidence; no model learning and a memorised focal model are labels of their own;
+otherwise ``mzlite.analysis.verdicts.rule``. One profile's results never mix with another's.
 """
 
 from __future__ import annotations
@@ -250,11 +234,6 @@ class Verdict:
         return frozenset(e for c in self.cells for e in c.experiments)
 
 
-# ---------------------------------------------------------------------------------------------
-# What one profile's results say
-# ---------------------------------------------------------------------------------------------
-
-
 _FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fast, not what
 
 
@@ -280,6 +259,10 @@ def _values(results: list[dict], metric: str) -> list[float]:
     return [r["metrics"]["test"].get(metric) for r in results]
 
 
+def _mean(results: list[dict], metric: str) -> float | None:
+    return _stats.mean_std(_values(results, metric))[0]
+
+
 def _trained(results: list[dict]) -> list[dict]:
     return [r for r in results if _nn.model_spec(r["model"]).trainable]
 
@@ -300,8 +283,7 @@ def cell_stats(
     summ = _stats.summarise(_values(results, metric))
     conv = [_stats.result_convergence(r) for r in results]
     converged = sum(v["converged"] or (expects_failure and bool(v.get("stopped"))) for v in conv)
-    memorised = sum(bool(_stats.kept_weights(r.get("history"))["memorised"]) for r in results)
-    r2 = _stats.mean_std(_values(results, "r2"))[0]
+    memorised = sum(bool(_stats.memorised(r.get("history"))) for r in results)
     mixed = len({protocol_key(r) for r in results}) > 1
     solid = summ["n"] >= _stats.MIN_SEEDS and converged == len(results) and not mixed
     return CellStats(
@@ -316,28 +298,25 @@ def cell_stats(
         converged=converged,
         failed=sum(_stats.optimisation_failure(v) for v in conv),
         memorised=memorised,
-        r2=r2,
+        r2=_mean(results, "r2"),
         solid=solid,
         mixed=mixed,
     )
 
 
 def readings(results: list[dict]) -> tuple[str, str, str]:
-    """(generator normalisation of the MZ runs, layer reading of the MZ runs, task reading of
-    every run) among ``results``: each "" where there is no such run, "mixed" where they differ.
-    The layer and task readings are recorded in each result (``model_config["layer_reading"]``,
-    ``task_reading``); a result from before they were defaults to ``LAYER_READING`` and
-    ``TASK_READING``."""
-
-    def one(values) -> str:
-        found = set(values)
-        return "" if not found else found.pop() if len(found) == 1 else "mixed"
-
+    """(generator normalisation of the MZ runs, their layer reading, the task reading of every
+    run) among ``results`` (``_one`` of each); an unrecorded reading is the first one."""
     mz = [r for r in results if _nn.model_spec(r["model"]).family == "mz"]
-    gen = one(_reading.recorded_reading(r)[0] for r in mz)
-    layer = one((r.get("model_config") or {}).get("layer_reading", LAYER_READING) for r in mz)
-    task = one(r.get("task_reading", TASK_READING) for r in results)
-    return gen, layer, task
+    gen = _one(_reading.recorded_reading(r)[0] for r in mz)
+    layer = _one((r.get("model_config") or {}).get("layer_reading", LAYER_READING) for r in mz)
+    return gen, layer, _one(r.get("task_reading", TASK_READING) for r in results)
+
+
+def _one(values) -> str:
+    """The one value of ``values``: "" for none, "mixed" where they differ."""
+    found = set(values)
+    return "" if not found else found.pop() if len(found) == 1 else "mixed"
 
 
 def devices_of(results: list[dict]) -> tuple[tuple[str, ...], bool]:
@@ -377,21 +356,25 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None)
 
     def get(cell_id: str) -> float:
         cid = cell_id if rename is None else rename(cell_id)
-        mean, _ = _stats.mean_std(_values(by_cell.get(cid, []), metric))
-        if mean is None:
+        if (mean := _mean(by_cell.get(cid, []), metric)) is None:
             raise MissingCell(cid)
         return mean
 
     return get
 
 
-def _paper_value(claim: Claim) -> float | None:
+def _or_none(fn, *args):
+    """``fn(*args)``, None where a cell it reads has no value (``MissingCell``)."""
     try:
-        if claim.paper_expr is not None:
-            return claim.paper_expr()
-        return claim.expr(lambda cid: cell_paper_value(claim.table, cid, claim.metric))
+        return fn(*args)
     except MissingCell:
         return None
+
+
+def _paper_value(claim: Claim) -> float | None:
+    if claim.paper_expr is not None:
+        return _or_none(claim.paper_expr)
+    return _or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
 
 
 def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
@@ -400,17 +383,11 @@ def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
     the tie with Welch's p < ALPHA, both solid; or the solid cells run so far (not all) whose
     value already fails even the weaker test where another cell can only lower it (the gap to
     the best of several, the best of a family that should fail)."""
+    get = mean_getter(by_cell, claim.metric, ren)
     if claim.bound is not None:
-        try:
-            top = claim.bound(mean_getter(by_cell, claim.metric, ren))
-        except MissingCell:
-            top = None
-        needs = [c for c in claim.bound_cells if by_cell.get(ren(c))]
-        if (
-            top is not None
-            and not claim.partly(top)
-            and all(_solid(by_cell[ren(c)]) for c in needs)
-        ):
+        top = _or_none(claim.bound, get)
+        solid = all(_solid(by_cell[ren(c)]) for c in claim.bound_cells if by_cell.get(ren(c)))
+        if top is not None and not claim.partly(top) and solid:
             return Refutation(Reason.REFUTED_BY_BOUND, tuple(claim.bound_cells), value=top)
     if claim.metric != "r2" or not (claim.monotone or claim.compare):
         return None
@@ -418,29 +395,23 @@ def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
         a, bs = claim.compare
         if not _solid(by_cell.get(ren(a), [])):
             return None
-        best = None
-        for b in bs:
-            res_b = by_cell.get(ren(b), [])
-            if not _solid(res_b):
-                continue
-            w = _stats.welch(_values(res_b, "r2"), _values(by_cell[ren(a)], "r2"))
-            if w["p"] is not None and w["diff"] > TIE and w["p"] < ALPHA:
-                if best is None or w["p"] < best.p:
-                    best = Refutation(Reason.REFUTED_BY_MODEL, (a, b), cell=b, diff=w["diff"],
-                                      p=w["p"])  # fmt: skip
-        if best is not None:
-            return best
+        focal = _values(by_cell[ren(a)], "r2")
+        solid = [b for b in bs if _solid(by_cell.get(ren(b), []))]
+        tests = [(b, _stats.welch(_values(by_cell[ren(b)], "r2"), focal)) for b in solid]
+        better = [
+            (b, w) for b, w in tests if w["p"] is not None and w["diff"] > TIE and w["p"] < ALPHA
+        ]
+        if better:  # the most significant, the first of equals
+            b, w = min(better, key=lambda bw: bw[1]["p"])
+            return Refutation(Reason.REFUTED_BY_MODEL, (a, b), cell=b, diff=w["diff"], p=w["p"])
         pool = bs
     else:
         pool = claim.cells
     ran = [c for c in pool if by_cell.get(ren(c))]
     if not ran or len(ran) == len(pool) or not all(_solid(by_cell[ren(c)]) for c in ran):
         return None
-    try:
-        value = claim.expr(mean_getter(by_cell, claim.metric, ren))
-    except MissingCell:
-        return None
-    if claim.partly(value):
+    value = _or_none(claim.expr, get)
+    if value is None or claim.partly(value):
         return None
     return Refutation(Reason.REFUTED_SO_FAR, tuple(ran), value=value)
 
@@ -449,11 +420,8 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
     """What a claim that holds shows where that is no evidence for MZAttn (``Shows``)."""
     if label not in (Label.HOLDS, Label.PARTLY) or ours is None:
         return None
-
-    def r2(cid):
-        return _stats.mean_std(_values(by_cell.get(cid, []), "r2"))[0]
-
-    if claim.no_gain and ours < -TIE:
+    r2 = lambda cid: _mean(by_cell.get(cid, []), "r2")  # noqa: E731
+    if claim.change and ours < -TIE:
         best = []
         for column in dict.fromkeys(spec.cell(c).column for c in claim.cells):
             means = {c.id: r2(c.id) for c in spec.cells
@@ -463,7 +431,7 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
                 top = max(means, key=means.get)
                 best.append((top, means[top]))
         rows = {spec.cell(c).row for c, _ in best}
-        return Shows("against", gain=ours, change=claim.no_gain, best=tuple(best),
+        return Shows("against", gain=ours, change=claim.change, best=tuple(best),
                      one_row=rows.pop() if len(rows) == 1 and best else None)  # fmt: skip
     if claim.metric == "r2":
         return None
@@ -496,10 +464,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     )
     used = [r for c in claim.cells for r in by_cell.get(ren(c), [])]
     refuted = _refutation(claim, by_cell, ren) if profile != "smoke" else None
-    try:
-        ours = claim.expr(mean_getter(by_cell, claim.metric, ren))
-    except MissingCell:
-        ours = None
+    ours = _or_none(claim.expr, mean_getter(by_cell, claim.metric, ren))
     if ours is None and refuted is None:
         return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **{**base, "profile": None})
     gen, layer, task = readings(used)
@@ -517,7 +482,8 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     if any(c.mixed for c in cells):
         problems.append(Reason.MIXED_PROTOCOLS)
     tests, p_max, better, yard = (), None, (), None
-    if claim.compare is not None:
+    compared = claim.compare is not None
+    if compared:
         a, bs = claim.compare
         stats = {c.cell: c for c in cells}
         if a in stats:
@@ -534,27 +500,18 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         column = spec.cell(a).column
         for y in spec.cells:
             if y.model == ex.SET_STATS and y.column == column and by_cell.get(ren(y.id)):
-                yard = _stats.mean_std(_values(by_cell[ren(y.id)], "r2"))[0]
+                yard = _mean(by_cell[ren(y.id)], "r2")
     base.update(problems=tuple(problems), tests=tests, p_max=p_max, better=better,
                 yardstick=yard)  # fmt: skip
-    complete = len(cells) == len(claim.cells)
-    failures = any(c.failed for c in cells) and not claim.expects_failure
-    focal = claim.compare[0] if claim.compare else None
+    none_learns = bool(cells) and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
     early = None  # a label that the evidence, not the numbers, gives
-    if failures:
+    if any(c.failed for c in cells) and not claim.expects_failure:
         early = (Label.OPTIMISATION_FAILURE, Reason.OPTIMISATION_FAILURE)
     elif problems:
         early = (Label.INSUFFICIENT, problems[0])
-    elif (
-        claim.compare is not None
-        and claim.metric == "r2"
-        and cells
-        and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
-    ):
+    elif compared and claim.metric == "r2" and none_learns:
         early = (Label.NO_MODEL_LEARNS, Reason.NO_MODEL_LEARNS)
-    elif claim.compare is not None and any(
-        c.cell == focal and 2 * c.memorised > c.runs for c in cells
-    ):
+    elif compared and any(c.cell == claim.compare[0] and 2 * c.memorised > c.runs for c in cells):
         early = (Label.MEMORISED, Reason.MEMORISED)
     if refuted is not None and (
         early is None or early[0] not in (Label.NO_MODEL_LEARNS, Label.MEMORISED)
@@ -568,27 +525,20 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
     if early is not None:
         return Verdict(label=early[0], reason=early[1], **base)
-    holds, partly = claim.holds(ours), claim.partly(ours)
-    if claim.compare is None:
-        label = rule(holds, partly, True, complete)
-    else:
-        significant = p_max is not None and p_max < ALPHA
-        label = rule(holds, partly, significant, complete, bool(better) or claim.size_of_gap)
-    if label == Label.HOLDS:
-        reason = Reason.SIGNIFICANT if claim.compare is not None else Reason.THRESHOLDS
-    elif label == Label.PARTLY:
-        reason = Reason.INCOMPLETE if holds else Reason.TIE
-    elif label == Label.NOT_DECIDED:
-        reason = Reason.NOT_SIGNIFICANT
-    else:
-        reason = Reason.THRESHOLDS
+    holds, complete = claim.holds(ours), len(cells) == len(claim.cells)
+    significant = not compared or (p_max is not None and p_max < ALPHA)
+    any_better = (bool(better) or claim.size_of_gap) if compared else None
+    label = rule(holds, claim.partly(ours), significant, complete, any_better)
+    reason = {
+        Label.HOLDS: Reason.SIGNIFICANT if compared else Reason.THRESHOLDS,
+        Label.PARTLY: Reason.INCOMPLETE if holds else Reason.TIE,
+        Label.NOT_DECIDED: Reason.NOT_SIGNIFICANT,
+    }.get(label, Reason.THRESHOLDS)
     shows = _shows(claim, label, ours, by_cell, ren, spec)
     return Verdict(label=label, reason=reason, shows=shows, **base)
 
 
-# ---------------------------------------------------------------------------------------------
-# The strongest evidence decides
-# ---------------------------------------------------------------------------------------------
+# The strongest evidence decides: the profiles' verdicts combined
 
 
 def _retired(claim: Claim, by_profile: dict, ren) -> tuple[tuple[str, str], ...]:
@@ -610,10 +560,9 @@ def _retired(claim: Claim, by_profile: dict, ren) -> tuple[tuple[str, str], ...]
 
 
 def _decide(tried: list[Verdict]) -> int | None:
-    """The index of the verdict that decides among ``tried`` (most faithful profile first): the
-    first decisive one, else the first whose cells all have their seeds with a verdict other
-    than insufficient evidence, else the first with such a verdict, else the first; None for
-    none."""
+    """The index of the verdict that decides among ``tried`` (most faithful profile first), None
+    for none: the first decisive one, else the first with all its seeds and a verdict other than
+    insufficient evidence, else the first with such a verdict, else the first."""
     if not tried:
         return None
     seeded = lambda v: all(c.n >= _stats.MIN_SEEDS for c in v.cells)  # noqa: E731
@@ -647,18 +596,17 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     if not ran:
         return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **base)
     values = [p.ours for p in ran if p.ours is not None]
-    ours = (min if claim.combine == "min" else max)(values) if values else None
+    ours = claim.worst(values) if values else None
     order = list(PROFILE_ORDER)
     weakest = max(ran, key=lambda p: order.index(p.profile) if p.profile in order else len(order))
     # the claim's profile is its weakest part's; its own cells are those read under that profile
     # (each part keeps its own, under its own profile): one cell, one number under one profile
     base.update(ours=ours, profile=weakest.profile, regime=weakest.regime,
                 cells=tuple(c for p in ran if p.profile == weakest.profile for c in p.cells),
-                reading=_same(p.reading for p in ran),
-                layer_reading=_same(p.layer_reading for p in ran),
-                task_reading=_same(p.task_reading for p in ran))  # fmt: skip
-    failed = [p for p in ran if p.label == Label.FAILS]
-    if failed:
+                reading=_one(p.reading for p in ran if p.reading),
+                layer_reading=_one(p.layer_reading for p in ran if p.layer_reading),
+                task_reading=_one(p.task_reading for p in ran if p.task_reading))  # fmt: skip
+    if any(p.label == Label.FAILS for p in ran):
         return Verdict(label=Label.FAILS, reason=Reason.PART_FAILS, **base)
     labels = {p.label for p in parts}
     if labels == {Label.HOLDS}:
@@ -668,11 +616,6 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
         return Verdict(label=Label.PARTLY, reason=reason, **base)
     other = next(p for p in parts if p.label not in (Label.HOLDS, Label.PARTLY))
     return Verdict(label=other.label, reason=other.reason, problems=other.problems, **base)
-
-
-def _same(values) -> str:
-    found = {v for v in values if v}
-    return "" if not found else found.pop() if len(found) == 1 else "mixed"
 
 
 def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
@@ -723,8 +666,7 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
 
 
 def _strongest(claim: Claim, tried: list[Verdict], i: int, retired, results_dir) -> Verdict:
-    """``tried[i]`` deciding, the other profiles beside it, with the readings that read it
-    otherwise."""
+    """``tried[i]`` deciding, the others beside it, with the readings that read it otherwise."""
     chosen = tried[i]
     beside = tuple(tried[:i] + tried[i + 1 :])
     conflict = next(
@@ -748,11 +690,8 @@ _REMOVES = (Label.FAILS, Label.PARTLY, Label.NOT_DECIDED, Label.NO_MODEL_LEARNS)
 
 
 def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
-    """``main`` (the claim on its own cells) with its pattern read under the paper's protocol
-    (``by_cell``). Where the pattern holds on complete cells it decides: "reproduced", on the
-    pattern's cells, with ``main`` beside it and ``removed_by`` the ablations whose complete
-    reading loses it. Otherwise ``main`` decides and carries the pattern's reading (too few
-    seeds so far, or what it says) in ``pattern``."""
+    """``main`` (the claim on its own cells) with its pattern read on the paper's protocol's
+    ``by_cell``: see the module doc."""
     shown, *ablations = claim.pattern_claims
     seen = replace(judge_under(shown, PAPER_PROTOCOL, by_cell), variant="pattern")
     if seen.label == Label.NOT_RUN:
@@ -830,26 +769,17 @@ def _rank_value(kind: str, ranks) -> float:
     return sum(lo <= r <= hi for r in ranks) / len(ranks)
 
 
+# the reasons of verdicts decided by Welch's test: Holm's correction applies to them
+_WELCH = (Reason.SIGNIFICANT, Reason.TIE, Reason.INCOMPLETE, Reason.NOT_SIGNIFICANT, Reason.PATTERN)
+
+
 def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
-    """``verdicts`` with Holm's correction applied within each table's family of "beats"
-    claims: each verdict decided by Welch's significance gets ``p_holm``, and one that held (or
-    reproduced a pattern) on its raw p but not on the corrected one becomes "not decided"
-    (``NOT_SIGNIFICANT``)."""
+    """``verdicts`` with Holm's correction within each table's family of claims decided by
+    Welch's test (``p_holm``): one that held (or reproduced) on its raw p only is not decided."""
     out = list(verdicts)
     by_table: dict[str, list[int]] = {}
     for i, v in enumerate(out):
-        if (
-            v.p_max is not None
-            and v.tests
-            and v.reason
-            in (
-                Reason.SIGNIFICANT,
-                Reason.TIE,
-                Reason.INCOMPLETE,
-                Reason.NOT_SIGNIFICANT,
-                Reason.PATTERN,
-            )  # fmt: skip
-        ):
+        if v.p_max is not None and v.tests and v.reason in _WELCH:
             by_table.setdefault(v.table, []).append(i)
     for idx in by_table.values():
         adjusted = holm([out[i].p_max for i in idx])

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,6 +41,7 @@ from mzlite.repro.experiments.present import (
     readings_words,
     verdict_line,
 )
+from mzlite.repro.experiments.results import results_state
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
 from mzlite.repro.experiments.specs import default_results_dir
@@ -65,25 +65,12 @@ HELD = (Label.HOLDS, Label.PARTLY)
 _ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per state per kernel
 
 
-def _results_state(results_dir=None) -> tuple:
-    """What the evaluations read from ``results_dir``: every result file's path, size and
-    modification time (a result that lands, or is rewritten, changes it)."""
-    root = Path(results_dir) if results_dir is not None else default_results_dir()
-    state = []
-    for folder, _, files in os.walk(root):
-        for name in files:
-            if name.endswith(".json"):
-                st = os.stat(os.path.join(folder, name))
-                state.append((folder, name, st.st_size, st.st_mtime_ns))
-    return (str(root.resolve()), tuple(sorted(state)))
-
-
 def once(fn, *args, results_dir=None, **kwargs):
     """``fn(*args, results_dir=results_dir, **kwargs)`` evaluated once per state of the result
     files (``scorecard``, ``plan.decide``, ``plan.plan``, ...): a page that reads the scorecard
     in several cells, and the exercise that checks it, judge every claim once. The value is
     shared: read it, never change it."""
-    state = _results_state(results_dir)
+    state = results_state(results_dir)
     if _ONCE.get("state") != state:
         _ONCE.clear()
         _ONCE["state"] = state

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import time
 import warnings
@@ -11,10 +12,6 @@ from pathlib import Path
 from .jobs import aliases, jobs, shared
 from .specs import PROFILES, default_results_dir, task_options_diff
 from .tables import get_profile, get_table, table_registry
-
-# ---------------------------------------------------------------------------------------------
-# Reading back
-# ---------------------------------------------------------------------------------------------
 
 
 class UnreadableResultWarning(UserWarning):
@@ -26,26 +23,43 @@ class OtherReadingWarning(UserWarning):
     left out of the cell: it is another experiment."""
 
 
-# Parsed result files, each as a pickle of what it parsed to, by path with the file's identity
-# when it was read (inode, size, mtime): a scorecard reads every committed result about twenty
-# times (a claim's cells, its table's report, the regimes), and parsing the JSON each time was
-# half of its time; unpickling a copy takes a third of a parse, and each caller gets its own
-# objects (it may change them). A file modified within the last seconds is parsed every time
-# (as git treats a racily clean file): a rewrite within the file system's timestamp granularity
-# could otherwise keep its identity.
-_PARSED: dict[str, tuple[tuple[int, int, int], bytes]] = {}
+# A file modified within the last seconds has no identity yet (as git treats a racily clean
+# file): a rewrite within the file system's timestamp granularity could otherwise keep it.
 _SETTLED_S = 2.0
+
+
+def file_identity(path) -> tuple[int, int, int] | None:
+    """``path``'s (inode, size, mtime) once it has settled, else None: what a cache of what it
+    says may be keyed on."""
+    st = os.stat(path)
+    if time.time() - st.st_mtime <= _SETTLED_S:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def results_state(results_dir=None) -> tuple:
+    """The identity of every JSON file under ``results_dir``: equal twice only while no result
+    landed or changed (an unsettled file's identity equals nothing)."""
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    state = [(str(p), file_identity(p) or object()) for p in root.rglob("*.json")]
+    return str(root.resolve()), tuple(sorted(state, key=lambda s: s[0]))
+
+
+# Parsed result files, each as a pickle of what it parsed to, by path with its identity: a
+# scorecard reads every committed result about twenty times, and parsing the JSON each time was
+# half of its time; unpickling a copy takes a third of a parse, and each caller gets its own
+# objects (it may change them).
+_PARSED: dict[str, tuple[tuple[int, int, int], bytes]] = {}
 
 
 def _parse_result(path: Path):
     """``path``'s JSON, from ``_PARSED`` while the file is unchanged since it was parsed."""
-    st = path.stat()
-    identity, key = (st.st_ino, st.st_size, st.st_mtime_ns), str(path)
+    identity, key = file_identity(path), str(path)
     hit = _PARSED.get(key)
     if hit is not None and hit[0] == identity:
         return pickle.loads(hit[1])
     res = json.loads(path.read_text(encoding="utf-8"))
-    if time.time() - st.st_mtime > _SETTLED_S:
+    if identity is not None:
         _PARSED[key] = (identity, pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
     return res
 
@@ -70,10 +84,8 @@ def _read_or_warn(path: Path) -> dict | None:
 
 def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
     """Every result JSON of ``table`` under ``profile`` (sorted by cell and seed). A file whose
-    ``profile`` or ``table`` field disagrees with its directory raises ValueError: smoke and
-    full results are never mixed. A file that cannot be read (truncated, merge-conflict markers)
-    is left out with an :class:`UnreadableResultWarning` naming it, so a cell that shows fewer
-    seeds than were run says why (reports and the scorecard read results through here)."""
+    ``profile`` or ``table`` disagrees with its directory raises ValueError (profiles never mix);
+    one that cannot be read is left out with an :class:`UnreadableResultWarning` naming it."""
     spec, prof = get_table(table), get_profile(profile)
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     d = root / prof.name / spec.dirname
@@ -92,11 +104,9 @@ def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
 
 
 def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str, list[dict]]:
-    """``load_results`` grouped by cell id: ``{cell id: [result, ...]}`` (seed order); a cell
-    that is the same experiment as an earlier cell (``aliases``) or as a cell of an earlier
-    table (``shared``: its results say which table ran them) gets that cell's results. A result
-    made from other task options than its cell's (another task reading: ``task_options_diff``)
-    is left out with an :class:`OtherReadingWarning`."""
+    """``load_results`` grouped by cell id: ``{cell id: [result, ...]}``; a cell that is the same
+    experiment as an earlier cell (``aliases``) or table's (``shared``) gets its results. A result
+    made from other task options than its cell's is left out (:class:`OtherReadingWarning`)."""
     out: dict[str, list[dict]] = {}
     cells = {c.id: c for c in get_table(table).cells}
     for r in load_results(table, profile, results_dir):
@@ -135,20 +145,15 @@ PROFILE_ORDER = ("full", "paper-sizes", "cpu-annealed", "cpu-converged", "cpu")
 
 
 def best_profile(table, profiles=PROFILE_ORDER, results_dir=None) -> str | None:
-    """The first of ``profiles`` (most trusted first: the paper's protocol, then the converged
-    CPU protocol, then the 30-epoch one) with results of ``table`` on disk, or None. A table
-    whose cells landed under different profiles is better read cell by cell
-    (``report.best_rows``)."""
-    for p in profiles:
-        if load_results(table, p, results_dir):
-            return get_profile(p).name
-    return None
+    """The first of ``profiles`` with results of ``table`` on disk, or None (a table whose cells
+    landed under different profiles is better read cell by cell: ``report.best_rows``)."""
+    found = (get_profile(p).name for p in profiles if load_results(table, p, results_dir))
+    return next(found, None)
 
 
 def list_tables(results_dir=None) -> list[dict]:
-    """One row per registered table: label, title, cells, models, and for each profile the
-    number of (cell, seed) jobs, of results on disk and of cells run as an earlier table's
-    (``shared``: not jobs of this table)."""
+    """One row per registered table: label, title, cells, models, and per profile its (cell,
+    seed) jobs, results on disk and cells run as an earlier table's (``shared``)."""
     rows = []
     for label, spec in table_registry().items():
         row = {
@@ -162,6 +167,6 @@ def list_tables(results_dir=None) -> list[dict]:
             js = jobs(label, p, results_dir=results_dir)
             row[f"{p}_jobs"] = len(js)
             row[f"{p}_results"] = sum(j.result_path.exists() for j in js)
-            row[f"{p}_shared"] = len(shared(label, p))  # cells run as an earlier table's
+            row[f"{p}_shared"] = len(shared(label, p))
         rows.append(row)
     return rows

@@ -27,9 +27,7 @@ def default_results_dir() -> Path:
     return Path(os.environ.get("MZLITE_RESULTS", data_root() / "results"))
 
 
-def default_cache_dir() -> Path:
-    """``$MZLITE_CACHE`` if set, else ``data/cache`` in the repository (``mzlite.tasks``)."""
-    return _tasks.default_cache_dir()
+default_cache_dir = _tasks.default_cache_dir  # $MZLITE_CACHE, else data/cache
 
 
 def search_path(profile: str, results_dir=None) -> Path:
@@ -40,10 +38,9 @@ def search_path(profile: str, results_dir=None) -> Path:
 
 
 def search_choice(profile: str, results_dir=None, table: str | None = None) -> dict[str, dict]:
-    """``{family: {"lr": ..., "schedule": ...}}`` chosen by the committed search of ``profile``,
-    only the families it has decided ({} before it ran). With ``table``, a decided family's
-    choice for that table where its search made one (the search's ``choice_by_table``: the
-    tables its studies ran on), else its choice over all its studies."""
+    """``{family: {"lr": ..., "schedule": ...}}`` of the families the committed search of
+    ``profile`` decided ({} before it ran); with ``table``, a family's choice for that table
+    where its search made one (``choice_by_table``), else its choice over all its studies."""
     path = search_path(profile, results_dir)
     if not path.exists():
         return {}
@@ -59,11 +56,6 @@ def _read_choice(path: Path, mtime_ns: int) -> tuple[dict, dict]:
                 for fam, tables in out.get("choice_by_table", {}).items()
                 for table, c in tables.items()}  # fmt: skip
     return shared, by_table
-
-
-# ---------------------------------------------------------------------------------------------
-# Specs
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -91,14 +83,12 @@ class Derived:
 
 @dataclass(frozen=True)
 class Cell:
-    """One experiment of a table: ``model`` (a name of ``mzlite.nn.MODELS``) with
-    ``model_kwargs`` (``match_params``: widen to that many parameters with ``match_width`` at
-    the task's d_in) on task ``task`` with ``options``; ``sizes`` and
-    ``full_seeds`` are the full profile's (n_train, n_val, n_test) and seed count; ``train``
-    overrides the paper's ``TrainConfig`` (e.g. ``normalize_targets``, ``lr``); ``row``/``column``
-    place it in the report; ``paper`` lists the numbers it reproduces (empty: the paper has
-    none). ``paper_size``: train at ``sizes`` under every profile (a profile's ``max_sizes`` does
-    not cap it): the training-set-size ablation of the faithful-reading issue."""
+    """One experiment of a table: ``model`` (of ``mzlite.nn.MODELS``) with ``model_kwargs``
+    (``match_params``: widened to that many parameters at the task's d_in) on ``task`` with
+    ``options``; ``sizes`` and ``full_seeds`` are the full profile's (n_train, n_val, n_test)
+    and seeds; ``train`` overrides the paper's ``TrainConfig``; ``row``/``column`` place it in
+    the report; ``paper`` lists the numbers it reproduces. ``paper_size``: train at ``sizes``
+    under every profile (no ``max_sizes`` cap): the training-set-size ablation."""
 
     id: str
     task: str
@@ -133,18 +123,14 @@ class Cell:
 
 @dataclass(frozen=True)
 class Profile:
-    """How much to run: ``sizes`` (None: each cell's own), ``max_sizes`` (caps each cell's own
-    sizes), ``seeds`` (None: each cell's ``full_seeds``) and ``train`` overrides of the paper's
-    ``TrainConfig``; ``batch_size`` (None: the cell's). ``data_seed``: the dataset seed (shared
-    by every model and seed). ``description`` is what reports and the scorecard print.
-    ``lr_by_family``: the learning rate of each model family (``model_family``), where the
-    profile sets one per family (a cell's own ``train["lr"]`` still wins); ``lr_source`` says
-    where those rates come from (recorded in every result). ``fixed_train``: fields of ``train``
-    that no cell overrides (a pipeline check's 3 epochs stay 3 for an epoch-cap ablation too).
-    ``searched``: each family's ``lr`` and ``schedule`` come from this profile's committed
-    learning-rate search (``search_choice``; ``python -m mzlite search``), which must have run
-    before the profile trains. ``sizes_by_table``: (n_train, n_val, n_test) of every cell of a
-    table, where the profile fixes sizes the paper does not state."""
+    """How much to run: ``sizes`` (None: each cell's own), ``max_sizes`` (a cap on them),
+    ``seeds`` (None: each cell's ``full_seeds``), ``train`` overrides of the paper's
+    ``TrainConfig``, ``batch_size`` (None: the cell's), ``data_seed`` (shared by every model and
+    seed). ``lr_by_family``: a rate per model family (a cell's own ``train["lr"]`` wins), from
+    ``lr_source``. ``fixed_train``: fields of ``train`` no cell overrides (a pipeline check's 3
+    epochs stay 3). ``searched``: each family's ``lr`` and ``schedule`` come from the profile's
+    committed learning-rate search (``search_choice``). ``sizes_by_table``: the sizes of a
+    table's cells where the profile fixes sizes the paper does not state."""
 
     name: str
     sizes: tuple[int, int, int] | None
@@ -166,19 +152,14 @@ class Profile:
             raise ValueError(f"fixed_train names fields the profile's train does not set: {loose}")
 
 
-# The printed outputs of ``benchmarks/lr_probe.py`` that chose the profiles' rates per family
-# are kept verbatim beside it (``benchmarks/lr_probe-<profile>.txt``): each family takes the
-# smallest rate within 2 % of the lowest mean relative excess validation loss over its cells.
-# ``cpu-converged``'s ran 2026-11-23 (one seed, 10 epochs each: evidence of the order of
-# magnitude, not of the last factor; the tab:meb ablation cells ``abl-d8-lr*`` rerun the
-# Standard and MZ models at 3e-4 and 1e-3 under the full converged protocol to check it);
-# ``cpu-annealed``'s ran 2026-11-25 at commit 74195e2 (seeds 0 and 1, MZ with the default
-# generator normalisation, "zonotope"). Both on this project's shared 2-core CPU as two
-# processes, ``--families mz`` and ``--families baseline,deepsets``; seconds are wall time.
+# The rates per family come from ``benchmarks/lr_probe.py``, its printed outputs kept beside it
+# (``lr_probe-<profile>.txt``): the smallest rate within 2 % of the lowest mean relative excess
+# validation loss over a family's cells. cpu-converged's (2026-11-23) ran one seed for 10 epochs
+# (the tab:meb cells ``abl-d8-lr*`` check its order of magnitude); cpu-annealed's (2026-11-25,
+# 74195e2) seeds 0 and 1, MZ with the default generator normalisation.
 
-# Sizes for the tables whose training sets the paper does not state, under the profiles at the
-# paper's sizes: the upper end of the 5-10K range it trains its synthetic tasks at (10K/2K/2K,
-# as tab:meb's cells)
+# Sizes of the tables whose training sets the paper does not state, under the profiles at the
+# paper's sizes: the upper end of its 5-10K range for synthetic tasks (as tab:meb's cells)
 UNSTATED_PAPER_SIZES = {"tab:tdof-verify": (10_000, 2_000, 2_000)}
 
 
@@ -193,6 +174,9 @@ def sizes_text(sizes) -> str:
 
 
 _TDOF_PAPER_SIZES = sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])
+# the converged CPU protocol's training, and the halving of the rate its successors anneal with
+_CONVERGED = {"epochs": 200, "warmup_epochs": 3, "patience": 20, "normalize_targets": True}
+_HALVING = {"decay_patience": 5, "decay_factor": 0.5}
 
 PROFILES = {
     # lr 1e-3 so that 3 epochs of 4 steps visibly move the curves; the numbers mean nothing.
@@ -206,10 +190,8 @@ PROFILES = {
         fixed_train=("epochs",),
     ),
     # "What 30 epochs show": the first CPU protocol, kept so that its committed results keep
-    # their reading. A fifth of the data, 30 epochs, lr 1e-3 (the paper's 1e-4 barely moves in
-    # 30 epochs), raw targets, one seed, float32 (as its results were trained: before bf16
-    # autocast became fit's CPU default). Most of its runs stop at the cap still improving
-    # (``stats.convergence`` says which): a schedule ablation, not a reproduction.
+    # their reading (lr 1e-3: the paper's 1e-4 barely moves in 30 epochs; float32, as they were
+    # trained before bf16 autocast became fit's CPU default): a schedule ablation.
     "cpu": Profile(
         "cpu",
         None,
@@ -223,27 +205,15 @@ PROFILES = {
             "improving"
         ),
     ),
-    # The converged CPU protocol (issue 9): runs end by early stopping, not by a cap.
-    # - Targets standardised with the training split's mean and std (app:opt-confound); every
-    #   metric is reported in original units. Raw targets stay as ablation cells
-    #   (``normalize_targets: False`` in the cell).
-    # - Training sets capped at 2K and validation at 500: CPU time is linear in them (about
-    #   2-20 s per epoch per model at 2K on one core, measured in data/results/cpu). Test sets
-    #   are the paper's (<= 2K): a test pass costs one forward, and a bigger test set halves no
-    #   seed-to-seed noise but shrinks the error of every mean.
-    # - Epoch cap 200 and patience 20, both the paper's (a 500-set validation split is noisier
-    #   than the paper's, so no less patience): the cap only bounds a runaway run, patience does
-    #   the stopping, and each result records ``convergence``.
-    # - lr per model family, chosen on the validation split by benchmarks/lr_probe.py (its
-    #   printed output: benchmarks/lr_probe-cpu-converged.txt): 3e-3 for MZAttn, 1e-3 for the
-    #   Set Transformer family and Deep Sets; warm-up 3 epochs, cosine over the cap.
-    # - 3 seeds (initialisation, data order, dropout); one dataset per cell, shared by every
-    #   model and seed.
+    # The converged CPU protocol (issue 9): runs end by early stopping (the paper's cap 200 and
+    # patience 20), not by a cap. Targets standardised (app:opt-confound; metrics in original
+    # units). Training sets capped at 2K and validation at 500, as CPU time is linear in them;
+    # test sets the paper's (a test pass is one forward, and shrinks the error of every mean).
     "cpu-converged": Profile(
         "cpu-converged",
         None,
         3,
-        {"epochs": 200, "warmup_epochs": 3, "patience": 20, "normalize_targets": True},
+        _CONVERGED,
         max_sizes=(2_000, 500, 2_000),
         description=(
             "cpu-converged: targets standardised (metrics in original units), at most 2K train / "
@@ -253,28 +223,15 @@ PROFILES = {
         lr_by_family={"mz": 3e-3, "baseline": 1e-3, "deepsets": 1e-3},
         lr_source="benchmarks/lr_probe.py (validation split; lr_probe-cpu-converged.txt)",
     ),
-    # The annealed CPU protocol (issue 23), cpu-converged's successor: the same data, caps, targets,
-    # epoch cap and patience, with a schedule that anneals within the run that early stopping
-    # ends (the cosine of cpu-converged spans the 200-epoch cap, so 78% of its MZ runs stopped
-    # with the rate still >= 30% of its peak): after a 3-epoch warm-up the rate halves whenever 5
-    # epochs pass without a new best validation loss, and patience 20 stops a run three halvings
-    # after its last best. One rule for every family. The rates per family come from
-    # benchmarks/lr_probe.py run under this profile with 2 seeds on 3 cells per family (its
-    # printed output: benchmarks/lr_probe-cpu-annealed.txt); MZ is probed with the default
-    # generator normalisation ("zonotope").
+    # The annealed CPU protocol (issue 23), cpu-converged's successor: a schedule that anneals
+    # within the run that early stopping ends (cpu-converged's cosine spans the 200-epoch cap, so
+    # 78% of its MZ runs stopped with the rate still >= 30% of its peak): the rate halves after 5
+    # epochs without a new best, and patience 20 stops a run three halvings after its last best.
     "cpu-annealed": Profile(
         "cpu-annealed",
         None,
         3,
-        {
-            "epochs": 200,
-            "warmup_epochs": 3,
-            "patience": 20,
-            "normalize_targets": True,
-            "schedule": "plateau",
-            "decay_patience": 5,
-            "decay_factor": 0.5,
-        },
+        {**_CONVERGED, "schedule": "plateau", **_HALVING},
         max_sizes=(2_000, 500, 2_000),
         description=(
             "cpu-annealed: targets standardised (metrics in original units), at most 2K train / "
@@ -286,26 +243,15 @@ PROFILES = {
         lr_by_family={"mz": 1e-3, "baseline": 1e-3, "deepsets": 1e-3},
         lr_source="benchmarks/lr_probe.py (validation split; lr_probe-cpu-annealed.txt)",
     ),
-    # The paper's sizes (issue 33): cpu-annealed's reading (targets standardised, metrics in
-    # original units) at each cell's own training, validation and test sizes, which are the
-    # paper's (app:task-descriptions); where the paper states none, UNSTATED_PAPER_SIZES. Warm-up
-    # (5) and patience (20) in epochs as the paper states them, which at these sizes gives about
-    # the paper's optimiser steps; the 200-epoch cap. Each family's learning rate and schedule
-    # come from the search that let runs go far enough to be judged (``searched``). Float32:
-    # the paper names no mixed precision (a profile's precision is part of its experiment).
+    # The paper's sizes (issue 33): cpu-annealed's reading at each cell's own (the paper's) sizes,
+    # warm-up and patience in epochs as the paper states them (about its optimiser steps at
+    # these sizes); each family's lr and schedule from the search. Float32: the paper names no
+    # mixed precision (a profile's precision is part of its experiment).
     "paper-sizes": Profile(
         "paper-sizes",
         None,
         3,
-        {
-            "epochs": 200,
-            "warmup_epochs": 5,
-            "patience": 20,
-            "normalize_targets": True,
-            "decay_patience": 5,
-            "decay_factor": 0.5,
-            "amp": False,
-        },
+        {**_CONVERGED, "warmup_epochs": 5, **_HALVING, "amp": False},
         description=(
             "paper-sizes: the paper's training, validation and test sets (tab:tdof-verify "
             f"{_TDOF_PAPER_SIZES}), targets standardised (metrics in original units), <= 200 "
@@ -316,12 +262,8 @@ PROFILES = {
         searched=True,
         sizes_by_table=UNSTATED_PAPER_SIZES,
     ),
-    # The paper's protocol: TrainConfig's defaults are the hyperparameter table of app:impl
-    # (AdamW 1e-4, 5 warm-up epochs, cosine to 0 over the 200-epoch cap, patience 20, raw
-    # targets), at the sizes of paper-sizes (app:task-descriptions, UNSTATED_PAPER_SIZES), so
-    # that a paper-protocol verdict differs from a paper-sizes one in the optimiser alone.
-    # Float32: the paper names no mixed precision (a profile's precision is part of its
-    # experiment).
+    # The paper's protocol: TrainConfig's defaults are app:impl's hyperparameter table, at the
+    # sizes of paper-sizes, so that its verdicts differ from paper-sizes' in the optimiser alone.
     "full": Profile(
         "full",
         None,
@@ -339,10 +281,8 @@ PROFILES = {
 
 @dataclass(frozen=True)
 class TableSpec:
-    """A paper table: its ``label``, a ``title``, its ``cells`` and ``derived`` numbers;
-    ``notes`` states what is not reproduced and why; ``chapter`` is the book chapter that runs
-    and reads it (a notebook name under ``notebooks/``, without suffix): the scorecard links its
-    claims there."""
+    """A paper table: ``label``, ``title``, ``cells``, ``derived`` numbers; ``notes`` says what
+    is not reproduced and why; ``chapter`` the notebook (no suffix) that runs and reads it."""
 
     label: str
     title: str
@@ -371,12 +311,12 @@ class TableSpec:
         return self.label.replace(":", "-")
 
     def cell(self, cell_id: str) -> Cell:
-        for c in self.cells:
-            if c.id == cell_id:
-                return c
-        raise ValueError(
-            f"no cell {cell_id!r} in {self.label}; cells: {[c.id for c in self.cells]}"
-        )
+        found = next((c for c in self.cells if c.id == cell_id), None)
+        if found is None:
+            raise ValueError(
+                f"no cell {cell_id!r} in {self.label}; cells: {[c.id for c in self.cells]}"
+            )
+        return found
 
     @property
     def models(self) -> list[str]:
@@ -405,10 +345,8 @@ def check_task_options(task: str, options: dict) -> dict:
 
 def task_options_diff(result: dict, cell: Cell) -> dict:
     """``{"task_options.<option>": (the result's, the cell's)}`` for every task option in which a
-    result's data differ from what ``cell`` makes (both resolved with the generator's defaults,
-    so a result written before an option existed reads that option's default: the data it was
-    made from), and ``task_reading`` where the two are different readings (``mzlite.tasks.
-    task_reading``); empty when they are the same data."""
+    result's data differ from ``cell``'s (both with the generator's defaults: an option newer
+    than the result reads its default), and ``task_reading`` where the readings differ."""
     mine, mine_reading = _resolved_reading(cell.task, cell.options)
     theirs, their_reading = _resolved_reading(result["task"], result.get("task_options") or {})
     out = {
@@ -447,9 +385,8 @@ MODEL_FAMILIES = _nn.registry.FAMILIES
 
 
 def model_family(name: str) -> str:
-    """The learning-rate family of model ``name`` (its ``ModelSpec.family``): "mz" (every MZAttn
-    variant), "deepsets", "baseline" (the Set Transformer and the other attention, state-space
-    and equivariant baselines, probed with the Set Transformer) or "closed_form"."""
+    """The learning-rate family of model ``name``: its ``ModelSpec.family`` ("mz", "deepsets",
+    "baseline": every other trained model, probed with the Set Transformer, or "closed_form")."""
     check_model_name(name)
     return _nn.model_spec(name).family
 

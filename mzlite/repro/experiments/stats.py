@@ -5,32 +5,18 @@
     stats.summarise([0.71, 0.69, 0.73])           # mean, sample std, n
     stats.welch([0.71, 0.69, 0.73], [0.02, 0.01, 0.03])   # Welch's t-test of a difference
 
-Convergence of one run (``convergence``): a run *converged* when its best validation loss
-stopped improving, i.e. it was stopped by early stopping (patience epochs without a new best), or
-it reached its epoch cap with the best validation loss of its last ``k`` epochs lower than the
-best before them by less than ``CONVERGENCE_TOL`` (relative). ``k`` is the run's patience
-(``CONVERGENCE_WINDOW`` when it had none). A diverged run, or one too short to be judged
-(``epochs_run <= k``), did not converge. The numbers that decided it are returned with the
-verdict, so a reader can check it.
-
-Fit of one run (``fit_check``): a run *fitted* its training set when its lowest training loss
-fell below ``FIT_THRESHOLD`` (0.9) times the variance of its training targets in training units
-(the loss of the mean predictor; 1 with standardised targets). A run that *stopped* (the
-convergence rule above) without fitting never left the mean predictor: an optimisation failure,
-which says nothing about what the architecture can represent. ``convergence`` reports both:
-``stopped``, ``fitted`` (None where it cannot be told: a classification run, or a raw-target
-result written before fit recorded the target variance) and ``converged`` = stopped and not
-known to be unfitted.
-
-Instability of one run (``loss_spikes``): a *spike* is an epoch whose validation loss exceeds
-``SPIKE_FACTOR`` times the lowest validation loss before it. A run that spiked and was then stopped
-by patience may have been stopped while recovering, so reports count spiked runs beside converged
-ones; a spike never changes the convergence verdict, it qualifies it.
-
-Differences between two cells (``welch``): Welch's unequal-variance t-test over the seeds of each
-cell, two-sided, as the paper uses (its ResNet-50 comparison: "Welch's t ~ 5.2, p ~ 0.0018").
-With fewer than two values on either side there is no test (``p`` is None). ``bootstrap_ci``
-gives a percentile bootstrap interval of the difference of means for readers who prefer one.
+A run *stopped* when early stopping ended it, or when it reached its epoch cap with its best
+validation loss over the last ``k`` epochs (its patience, else ``CONVERGENCE_WINDOW``) lower than
+the best before them by less than ``CONVERGENCE_TOL`` (relative); a diverged run, or one of at
+most ``k`` epochs, did not. It *fitted* its training set when its lowest training loss fell
+below ``FIT_THRESHOLD`` times the variance of its training targets (the mean predictor's loss; 1
+with standardised targets). A run *converged* when it stopped and is not known to be unfitted:
+one that stopped without fitting never left the mean predictor, an optimisation failure that
+says nothing about what the architecture can represent. ``convergence`` returns the numbers that
+decided it. A *spike* (``loss_spikes``) is an epoch whose validation loss exceeds
+``SPIKE_FACTOR`` times the lowest before it: it qualifies a convergence, never changes it.
+``welch`` is the paper's two-sided Welch test ("Welch's t ~ 5.2, p ~ 0.0018"): no test with
+fewer than two values a side.
 """
 
 from __future__ import annotations
@@ -40,7 +26,7 @@ import statistics
 
 import numpy as np
 
-from mzlite.analysis.verdicts import ALPHA, TIE, welch  # re-exported: the scorecard's rule
+from mzlite.analysis.verdicts import ALPHA, TIE, welch  # noqa: F401 (re-exported: the rule)
 from mzlite.analysis.verdicts import finite as _finite
 
 CONVERGENCE_TOL = 1e-3  # relative improvement of the best val loss over the last k epochs
@@ -52,9 +38,8 @@ LEARNS = 0.05  # an R^2 at most this: the model predicts no better than the mean
 
 
 def fit_check(history: dict | None) -> dict:
-    """Whether a run fitted its training set: ``{"fitted", "fit_ratio", "fit_rule"}`` with
-    ``fit_ratio`` = lowest training loss / training-target variance (training units); see the
-    module doc. ``history`` None: a closed-form pseudo-model (fitted by construction)."""
+    """``{"fitted", "fit_ratio", "fit_rule"}``, ``fit_ratio`` = lowest training loss / training
+    target variance; ``history`` None: a closed-form pseudo-model (fitted by construction)."""
     if history is None:
         return {"fitted": True, "fit_ratio": None, "fit_rule": "closed form (no training)"}
     cfg = history.get("config") or {}
@@ -63,54 +48,34 @@ def fit_check(history: dict | None) -> dict:
     var = history.get("train_target_var")
     if var is None and cfg.get("normalize_targets"):
         var = 1.0  # standardised with the training split's own mean and std
-    losses = [float(v) for v in history.get("train_loss", []) if v is not None]
-    losses = [v for v in losses if math.isfinite(v)]
+    losses = _finite(history.get("train_loss", []))
     if var is None or not var > 0 or not losses:
-        return {
-            "fitted": None,
-            "fit_ratio": None,
-            "fit_rule": "unknown: the result does not record its training-target variance",
-        }
+        unknown = "unknown: the result does not record its training-target variance"
+        return {"fitted": None, "fit_ratio": None, "fit_rule": unknown}
     ratio = min(losses) / float(var)
     fitted = ratio < FIT_THRESHOLD
-    return {
-        "fitted": fitted,
-        "fit_ratio": ratio,
-        "fit_rule": (
-            f"lowest training loss {ratio:.3g} x the target variance "
-            f"({'<' if fitted else '>='} {FIT_THRESHOLD:g}: "
-            f"{'fitted' if fitted else 'never left the mean predictor'})"
-        ),
-    }
+    sign, what = ("<", "fitted") if fitted else (">=", "never left the mean predictor")
+    rule = f"lowest training loss {ratio:.3g} x the target variance ({sign} {FIT_THRESHOLD:g}: "
+    return {"fitted": fitted, "fit_ratio": ratio, "fit_rule": f"{rule}{what})"}
 
 
-def convergence(history: dict | None, patience: int | None = None) -> dict:
-    """Whether a run converged, and the numbers that decided it (see the module doc).
-
-    ``history``: a result's ``"history"`` (``mzlite.train.History.to_dict()``), or None for a
-    closed-form pseudo-model (converged by construction). ``patience``: the run's early-stopping
-    patience (default: read from ``history["config"]``)."""
+def convergence(history: dict | None) -> dict:
+    """Whether a run converged, with the numbers that decided it (see the module doc).
+    ``history``: a result's ``"history"``, None for a closed form (converged by construction)."""
     if history is None:
-        return {
-            "converged": True,
-            "stopped": True,
-            "rule": "closed form (no training)",
-            "stop_reason": "closed_form",
-            **fit_check(None),
-        }
+        closed = {"rule": "closed form (no training)", "stop_reason": "closed_form"}
+        return {"converged": True, "stopped": True, **closed, **fit_check(None)}
     cfg = history.get("config") or {}
-    if patience is None:
-        patience = cfg.get("patience")
+    patience = cfg.get("patience")
     k = int(patience) if patience else CONVERGENCE_WINDOW
     val = [math.inf if v is None else float(v) for v in history.get("val_loss", [])]
     n = len(val)
     stop = history.get("stop_reason", "running")
-    best_epoch = history.get("best_epoch")
     out = {
         "stop_reason": stop,
         "epochs_run": n,
         "epoch_cap": cfg.get("epochs"),
-        "best_epoch": best_epoch,
+        "best_epoch": history.get("best_epoch"),
         "patience": patience,
         "k": k,
         "tol": CONVERGENCE_TOL,
@@ -129,8 +94,8 @@ def convergence(history: dict | None, patience: int | None = None) -> dict:
         verdict = False
         rule = f"too short to judge: {n} epochs, needs more than k={k}"
     else:
-        verdict = out["improvement_last_k"] < CONVERGENCE_TOL
         rel = out["improvement_last_k"]
+        verdict = rel < CONVERGENCE_TOL
         rule = (
             f"reached {n} epochs ({stop}); best validation loss improved by {rel:.2%} over the "
             f"last {k} epochs ({'<' if verdict else '>='} {CONVERGENCE_TOL:.1%})"
@@ -152,35 +117,19 @@ def optimisation_failure(conv: dict) -> bool:
     return bool(conv.get("stopped", conv.get("converged"))) and conv.get("fitted") is False
 
 
-def kept_weights(history: dict | None) -> dict:
-    """What the kept (best-epoch) weights of a run show: ``{"memorised", "fit_ratio", "val_r2",
-    "text"}``. ``fit_ratio``: the lowest training loss / training-target variance (``fit_check``);
-    ``val_r2``: the validation R^2 of the kept weights. *Memorised*: the run fitted its training
-    set (``fit_ratio < FIT_THRESHOLD``) while its kept weights predict the validation set no
-    better than the mean (``val_r2 <= LEARNS``); None where it cannot be told (a closed form, a
-    classification run, no recorded metrics)."""
-    out = {"memorised": None, "fit_ratio": None, "val_r2": None, "text": ""}
+def memorised(history: dict | None) -> bool | None:
+    """Whether a run fitted its training set while its kept (best-epoch) weights predict the
+    validation set no better than the mean (``val_r2 <= LEARNS``); None where that cannot be
+    told (a closed form, a classification run, no recorded metrics)."""
     if history is None:
-        return out
-    fit = fit_check(history)
+        return None
+    fitted = fit_check(history)["fitted"]
     best = history.get("best_epoch")
     metrics = history.get("val_metrics") or []
-    if fit["fitted"] is None or not best or best > len(metrics):
-        return out
+    if fitted is None or not best or best > len(metrics):
+        return None
     r2 = metrics[best - 1].get("r2")
-    if r2 is None:
-        return out
-    memorised = bool(fit["fitted"]) and r2 <= LEARNS
-    out.update(
-        memorised=memorised,
-        fit_ratio=fit["fit_ratio"],
-        val_r2=float(r2),
-        text=(
-            f"lowest training loss {fit['fit_ratio']:.2f} x the target variance, validation "
-            f"R^2 {r2:.2f} at the kept weights (epoch {best})"
-        ),
-    )
-    return out
+    return None if r2 is None else fitted and r2 <= LEARNS
 
 
 def loss_spikes(history: dict | None, factor: float = SPIKE_FACTOR) -> dict:
@@ -206,8 +155,7 @@ def loss_spikes(history: dict | None, factor: float = SPIKE_FACTOR) -> dict:
 
 
 def result_convergence(result: dict) -> dict:
-    """``convergence`` of a result JSON: its stored ``"convergence"`` field when it has one
-    (results written by this version), else computed from its history (older results)."""
+    """``convergence`` of a result JSON: its stored ``"convergence"``, else from its history."""
     stored = result.get("convergence")
     if stored is None:
         return convergence(result.get("history"))
@@ -220,8 +168,8 @@ def result_convergence(result: dict) -> dict:
 
 
 def summarise(values) -> dict:
-    """``{"mean", "std", "n", "values"}`` of the finite ``values`` (sample std, ddof=1; None for
-    fewer than two values; mean None for none)."""
+    """``{"mean", "std", "n", "values"}`` of the finite ``values`` (sample std; None for fewer
+    than two values, mean None for none)."""
     vals = _finite(values)
     return {
         "mean": statistics.fmean(vals) if vals else None,
@@ -238,9 +186,8 @@ def mean_std(values: list[float]) -> tuple[float | None, float | None]:
 
 
 def bootstrap_ci(a, b, level: float = 0.95, n_boot: int = 10_000, seed: int = 0) -> dict:
-    """Percentile bootstrap interval of mean(a) - mean(b), resampling each side's seeds with
-    replacement (``n_boot`` draws, fixed ``seed``: the same data give the same interval).
-    ``{"diff", "lo", "hi", "level"}``; lo/hi None when a side has fewer than two values."""
+    """Percentile bootstrap interval ``{"diff", "lo", "hi", "level"}`` of mean(a) - mean(b) over
+    each side's seeds (fixed ``seed``); lo/hi None when a side has fewer than two values."""
     xa, xb = np.asarray(_finite(a)), np.asarray(_finite(b))
     diff = float(xa.mean() - xb.mean()) if len(xa) and len(xb) else None
     if len(xa) < 2 or len(xb) < 2:
@@ -253,21 +200,4 @@ def bootstrap_ci(a, b, level: float = 0.95, n_boot: int = 10_000, seed: int = 0)
         (xa, xb), lambda a, b, axis: a.mean(axis) - b.mean(axis), n_resamples=n_boot,
         confidence_level=level, method="percentile", rng=np.random.default_rng(seed),
     ).confidence_interval  # fmt: skip
-    lo, hi = ci.low, ci.high
-    return {"diff": diff, "lo": float(lo), "hi": float(hi), "level": level}
-
-
-__all__ = [
-    "ALPHA",
-    "TIE",
-    "CONVERGENCE_TOL",
-    "CONVERGENCE_WINDOW",
-    "MIN_SEEDS",
-    "LEARNS",
-    "kept_weights",
-    "bootstrap_ci",
-    "convergence",
-    "result_convergence",
-    "summarise",
-    "welch",
-]
+    return {"diff": diff, "lo": float(ci.low), "hi": float(ci.high), "level": level}
