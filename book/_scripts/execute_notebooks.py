@@ -31,6 +31,7 @@ TIMES = TARGET / "execution_times.json"
 SMOKE_RESULTS = "smoke"
 DEPENDENCY_GLOBS = [
     "mzlite/**/*.py",
+    "mzlite/**/*.yaml",  # the prose kept as data (reading_choices.yaml, ...)
     *(
         f"data/results/{d.name}/**/*.json"
         for d in sorted((ROOT / "data" / "results").glob("*"))
