@@ -58,6 +58,8 @@ from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
 from mzlite.tasks import make_task
 from mzlite.train import fit
+from mzlite.train.config import check_int_field
+from mzlite.train.loop import num_threads_during
 
 EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
 
@@ -107,9 +109,7 @@ def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
         model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
         y = (data.y if data.y.ndim == 2 else data.y[:, None]).float()
         runs.append((model, torch.optim.AdamW(model.parameters(), lr=1e-4), data, y, []))
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with num_threads_during(1):
         for i in range(steps + 1):  # the first step warms up
             for model, opt, data, y, times in runs:
                 t0 = time.perf_counter()
@@ -120,8 +120,6 @@ def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
                 opt.step()
                 if i:
                     times.append(time.perf_counter() - t0)
-    finally:
-        torch.set_num_threads(old)
     # per training set; validation sets are priced by _units
     return [statistics.median(r[4]) / c.batch_size for r, c in zip(runs, cells, strict=True)]
 
@@ -268,8 +266,7 @@ def plan(
     ``profile`` (see the module doc). ``seeds``/``models``/``cells`` filter as in
     ``experiments.run``; ``measure``: rescale to this CPU and time a model with no result on
     disk (a few seconds each) instead of leaving its row without an estimate."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    check_int_field("workers", workers, 1)
     prof = ex.get_profile(profile)
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
     measured, timed = _measured(results_dir), {}
@@ -534,16 +531,11 @@ def _epoch_cost_here(job) -> float:
     train = make_task(cell.task, n_train, 12345, **cell.options)
     val = make_task(cell.task, n_val, 54321, **cell.options)
     cfg = dataclasses.replace(job.train_config(), epochs=epochs, patience=None, device="cpu",
-                              warmup_epochs=1)  # fmt: skip
+                              warmup_epochs=1, num_threads=1)  # fmt: skip
     model = ex.build_cell_model(cell, train.d_in, train.d_out, 0)
     marks = []
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        fit(model, train, val, cfg, progress=False,
-            callbacks=[lambda epoch, hist, model: marks.append(time.process_time())])  # fmt: skip
-    finally:
-        torch.set_num_threads(old)
+    fit(model, train, val, cfg, progress=False,
+        callbacks=[lambda epoch, hist, model: marks.append(time.process_time())])  # fmt: skip
     return (marks[-1] - marks[-2]) / _units((n_train, n_val))
 
 
@@ -833,8 +825,7 @@ def decide(
     this profile alone, with its ``refutation`` rule) and the steps still to run, each priced by
     ``plan``. A claim is decided when a model refutes it or when every cell it names has its
     seeds; else it is open."""
-    if isinstance(first, bool) or not isinstance(first, int) or first < 0:
-        raise ValueError(f"first must be an int >= 0 (baselines in the first step), got {first!r}")
+    check_int_field("first", first, 0)  # the baselines in the first step
     prof = ex.get_profile(profile)
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
     labels = [ex.get_table(t).label for t in tables]
