@@ -31,8 +31,10 @@ from mzlite._checks import resolve_device
 from mzlite._io import atomic_write_json, json_safe
 from mzlite.repro.render import HTML, comparison_table
 from mzlite.train import TrainConfig, fit, lr_at
+from mzlite.train.config import check_int_field
 
 from . import plan as _plan
+from . import reading
 from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
 from .pool import spawn_pool
@@ -346,9 +348,8 @@ def search(profile: str, families=None, seeds=SEEDS, *, cache_dir=None, results_
     """Run (or resume) the search of ``profile`` for ``families`` and write its file
     (``write_search``). ``workers`` processes run studies side by side, each with ``threads``
     torch threads; the file is written once they are all done."""
-    for name, v in (("workers", workers), ("threads", threads)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    check_int_field("workers", workers, 1)
+    check_int_field("threads", threads, 1)
     studies = plan_search(profile, families, seeds)
     say(f"search [{get_profile(profile).name}]: {len(studies)} studies x {len(_grid())} "
         f"configurations, pruning after {MIN_EPOCHS} epochs, {workers} worker(s)")  # fmt: skip
@@ -678,13 +679,11 @@ def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
 
 def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=None) -> list[dict]:
     """The labelled ablation of issue 49: each family's best configuration on each searched cell
-    of ``tables``, beside the configuration the profile trains that table with. One dict per
-    (family, cell): ``label`` (``ABLATION_LABEL``), ``family`` and ``method`` in words,
-    ``table``, ``cell``, ``model`` and ``column`` (the paper's row and column), ``seeds`` (of the
-    complete studies it reads), ``best`` (``choose`` over them, in words) and ``best_val_r2``
-    (mean validation R^2 at the best epoch), ``chosen`` and ``chosen_val_r2`` (the same for the
-    table's choice); None until a study of the cell is complete. Validation scores only: the
-    test split is the verdict's."""
+    of ``tables`` beside the table's choice, one dict per (family, cell): ``label``, ``family``,
+    ``method``, ``table``, ``cell``, ``model``, ``column``, ``seeds`` (of the complete studies it
+    reads), ``best`` and ``chosen`` in words with their mean validation R^2 at the best epoch
+    (``best_val_r2``, ``chosen_val_r2``; None until a study of the cell is complete). Validation
+    scores only: the test split is the verdict's."""
     out = read_search(profile, results_dir)
     rows = []
     for fam in SEARCH_CELLS:
@@ -822,69 +821,27 @@ def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]
     return counts
 
 
-def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
-    """The reading page's entry for how the search compares schedules, in the fields of
-    ``reading.Choice`` (``reading.Choice(**search.reading_entry())``), its counts read from the
-    committed search of ``profile`` (``censoring``). Owned here because it states what this
-    module does."""
-    old = censoring(profile, results_dir).get(CENSORED_METHOD)
+def reading_facts(profile: str = "paper-sizes", results_dir=None) -> dict:
+    """The numbers the reading page states about the search of ``profile``: its grid
+    (``lrs``, ``schedules``, ``seeds``), ``reduction`` and ``rungs``; ``first_rung`` and
+    ``rate_at_first_rung`` (the cap's cosine there, as a share of its peak rate: what the
+    search before issue 49 judged a cosine at); ``unpruned`` (the price of every trial to the
+    cap over successive halving's); ``censored`` (``censoring`` of the search before issue 49,
+    None where the committed file has none)."""
     train = get_profile(profile).train
     cap = train["epochs"]
-    unpruned = len(_grid()) * cap / sum(expected_epochs(s, cap) for _, s in _grid())
     first = rungs(cap)[0] if rungs(cap) else cap
-    warmup = train.get("warmup_epochs", 0)
-    rate_at_first = lr_at(first * 10 - 1, 10, TrainConfig(lr=1.0, epochs=cap, warmup_epochs=warmup))
-    censored = (
-        "the cap's cosine judged at the rungs (the search before issue 49): at epoch "
-        f"{first} that cosine runs at {rate_at_first:.0%} of its peak rate against a plateau "
-        "that has annealed"
-    )
-    if old is not None:
-        censored += (
-            f"; it pruned {old['pruned']['cosine']} of {old['trials']['cosine']} cosine trials "
-            f"({old['pruned_at_first_rung']['cosine']} at the first rung) against "
-            f"{old['pruned']['plateau']} of {old['trials']['plateau']} plateau ones, yet a "
-            f"cosine was the best trial of {old['cosine_best']} of its {old['studies']} studies"
-        )
+    cosine = TrainConfig(lr=1.0, epochs=cap, warmup_epochs=train.get("warmup_epochs", 0))
     return {
-        "topic": "Learning-rate search: comparing schedules",
-        "label": "app:impl",
-        "words": "LR schedule & cosine to $0$",
-        "ours": (
-            "the paper runs no search; at the paper's sizes each family's rate and schedule "
-            f"come from one ({' to '.join(rate_text(x) for x in (LRS[0], LRS[-1]))} x "
-            f"{' or '.join(SCHEDULES)}, on Tasks F and G and tab:tdof-verify L = 16, seeds "
-            f"{', '.join(map(str, SEEDS))}, successive halving keeping 1/{REDUCTION} at epochs "
-            f"{', '.join(map(str, rungs(cap)))}). Every trial is judged by what its schedule "
-            "reaches within a rung's epochs: a cosine is sized to its rung (judged at rung r "
-            "after a cosine of length r; promoted, it trains a cosine of the next length from "
-            "the start, and past the sized rungs the profile's cosine over the epoch cap, which "
-            "a chosen cosine trains with); a plateau, which has no length (it anneals when the "
-            "validation loss stalls), runs on from rung to rung. Both are judged at equal epochs "
-            "of training, each by a finished schedule: the premise of successive halving, that "
-            "the order at a small budget predicts the order at a larger one, is then about the "
-            "schedules and not about how far a cosine has decayed. A family's rate and schedule "
-            "are chosen per table where its studies ran (tab:main-results from F and G, "
-            "tab:tdof-verify from L = 16), and over all its studies for the other tables, on "
-            "which no study ran. A family keeps the old search's choice until the new one has "
-            "decided it"
-        ),
-        "alternatives": (
-            f"{censored}; pruning each schedule only against itself (a cosine is still judged "
-            "near its peak rate, so the rates are compared under a nearly constant rate, and "
-            f"each rung has {len(LRS)} trials to halve); no pruning (every trial to the cap: "
-            f"{unpruned:.1f}x the price); one rate and schedule per family everywhere (what "
-            "the paper does, with 1e-4 and a cosine for every model)"
-        ),
-        "switch": "search.METHOD (the journals' folder; each family's entry under 'methods')",
-        "recorded": (
-            "the search's file (python -m mzlite search): methods, choice, choice_by_table, "
-            "pending, replaced; train_config.lr and schedule of every result"
-        ),
-        "tested": (
-            "tests/test_search.py: a cosine that starts slowly and ends best is chosen, not "
-            "pruned (known curves; the search before issue 49 prunes it and chooses the "
-            "plateau); the labelled ablation search.best_setting_rows: each family's best "
-            "setting per cell of Tasks F and G"
-        ),
-    }
+        "lrs": LRS, "schedules": SCHEDULES, "seeds": SEEDS, "reduction": REDUCTION,
+        "rungs": rungs(cap), "first_rung": first,
+        "rate_at_first_rung": lr_at(first * 10 - 1, 10, cosine),
+        "unpruned": len(_grid()) * cap / sum(expected_epochs(s, cap) for _, s in _grid()),
+        "censored": censoring(profile, results_dir).get(CENSORED_METHOD),
+    }  # fmt: skip
+
+
+def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
+    """The reading page's entry for how the search compares schedules, in the fields of
+    ``reading.Choice``: ``reading.search_choice`` words ``reading_facts``."""
+    return reading.search_choice(reading_facts(profile, results_dir))
