@@ -4,33 +4,20 @@
     p = plan("tab:tdof-verify", profile="cpu-converged")
     print(p.to_text())          # one row per cell, a total per table; p.rows are plain dicts
 
-A cell's estimate is ``jobs to run x epochs x CPU seconds per epoch``, its sources printed
-beside it. The seconds come from the results on disk that ran on a CPU (wall time x threads per
-epoch; a GPU's results give epochs, not seconds), the planned profile's own first (they ran its
-precision), rescaled to the cell's sizes by ``n_train + n_val / 3`` (a validation set costs about
-a third of a training set); where the cell's model never ran on its task, from other tasks
-(``_extrapolated``), from a variant or sibling by parameter count (``_param_scaled``), else timed
-now (``measure``) or the model's median elsewhere. The epochs are the median of the profile's
-finished runs of the cell, else the model in the table, else the table, else a prior of
-4 x patience (a run stops ``patience`` epochs after its best, which tends to come after 1-3
-patience windows), capped at the epoch cap, which gives the upper bound.
+A cell's estimate is ``jobs to run x epochs x CPU seconds per epoch``, each printed with its
+source. The seconds come from the CPU results on disk, rescaled to the cell's sizes by
+``n_train + n_val / 3`` (a validation set costs about a third of a training set), else from
+other tasks or like models (``_unit_cost``); the epochs from the profile's finished runs, else a
+prior of 4 x patience (a run stops ``patience`` epochs after its best, which tends to come after
+1-3 patience windows), capped at the epoch cap, which gives the upper bound. With ``measure``
+costs recorded on other CPUs are rescaled to this one per model family (``machine_speed``: the
+AVX2 EPYC of issue 51 prices an epoch several times higher than the Zen 4 and AVX-512 machines
+that wrote most results). Timings on a shared machine drift by tens of percent: the plan orders
+runs by cost, it promises no finish time; workers divide the wall time, not the CPU hours.
 
-With ``measure`` the costs recorded on other CPUs (an AMD EPYC Zen 4, an Intel Xeon with AVX-512
-and AMX; the AVX2 EPYC of issue 51 prices an epoch several times higher) are rescaled by this
-CPU's factor for the model's family (``machine_speed``: MZ models, Deep Sets and the other
-baselines gain differently from vector units and bf16). Recorded costs are wall time, which a
-loaded machine inflates, so where the results ran under load the factor errs low. Timings on a
-shared machine drift by tens of percent: the plan orders runs by cost, it promises no finish
-time. Workers divide the wall time, not the CPU hours.
-
-The sequential decision rule (``decide``; ``python -m mzlite plan TABLES --decide``) spends CPU
-hours where verdicts change. A claim that MZAttn beats every model of its column runs first MZ,
-the column's set-statistics yardstick and the ``FIRST_STEP_BASELINES`` strongest baselines
-(``baseline_strength``), 3 seeds; one significantly better baseline refutes it
-(``scorecard.refutation``) and so does a gap to the best baseline run that already fails even
-the weaker test (another baseline can only lower it): then no other cell runs. A claim that
-survives gets the rest of its column; a claim about the best of several baselines
-(``Claim.monotone``) is ordered the same way; other claims run all their cells in one step.
+``decide`` (``python -m mzlite plan TABLES --decide``) spends CPU hours where verdicts change:
+a claim that MZAttn beats every model of its column runs MZ, the yardstick and the strongest
+baselines first, and the rest of the column only if none of them refutes it (``_steps``).
 """
 
 from __future__ import annotations
@@ -336,7 +323,7 @@ def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
     return "prior", "", []
 
 
-def _unit_cost(label, cell, measured, timed, measure, profile=None):
+def _unit_cost(label, cell, measured, timed, measure, profile):
     """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
     median over the results of this cell and of the same model on the same task (task options
     such as L or d change the cost little; pooling them evens out the drift of a shared CPU),
@@ -405,7 +392,7 @@ def _extrapolated(cell, key: str, measured: list[dict]):
     return None
 
 
-def _param_scaled(cell, measured: list[dict], profile=None):
+def _param_scaled(cell, measured: list[dict], profile):
     """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_enc`` or
     ``n_g``) or of a sibling model built by the same class, from the results on the same task of
     the same model with a subset of those kwargs (else of a sibling), scaled by the two builds'
@@ -459,8 +446,8 @@ def machine_speed(measured: list[dict], profile: str, results_dir=None) -> dict[
     "when"}}``, ``factor = unit_here / unit_recorded``: CPU seconds per set unit of an epoch of
     the family's reference cell (its CPU cell with the most results of ``profile``, else of any;
     the cheapest of equals) fitted here (``_epoch_cost_here``, kept under the cache directory
-    while its key holds), over the median of its results on disk. Empty where no CPU result
-    exists to compare with."""
+    while its key holds), over the median of its results on disk (wall time, which load
+    inflates: where they ran under load the factor errs low). Empty without CPU results."""
     own = [m for m in measured if m["profile"] == profile] or measured
     out = {}
     for family in sorted({ex.model_family(m["model"]) for m in own}):
@@ -643,10 +630,10 @@ class Decisions:
             f"baseline strength (mean normalised rank in the columns run so far, 0 = best): {top}",
             "",
         ]
+        # cheapest next step first (an open claim has one); one with cells no estimate prices
+        # goes after those that have one
         open_ = [c for c in self.claims if c["status"] == "open"]
-        # cheapest first; a step with cells no estimate prices goes after those that have one
-        open_.sort(key=lambda c: (bool((_next_step(c) or {}).get("unknown")),
-                                  (_next_step(c) or {}).get("cpu_h") or 0.0))  # fmt: skip
+        open_.sort(key=lambda c: (bool(_next_step(c)["unknown"]), _next_step(c)["cpu_h"]))
         for c in open_:
             row = c["row"]
             out.append(f"{c['table']} {c['claim']}  [now: {row['verdict']}"
@@ -756,8 +743,7 @@ def not_run_reason(step: dict, profile: str) -> str:
     )
 
 
-def priced(sc, profile: str = "cpu-annealed", results_dir=None, measure: bool = False,
-           decisions: Decisions | None = None):  # fmt: skip
+def priced(sc, profile: str = "cpu-annealed", results_dir=None, decisions: Decisions | None = None):
     """``sc`` (a ``Scorecard``) with each "not run" claim's reason replaced by its next step
     under the sequential rule and that step's price (``not_run_reason``); claims the rule does
     not order (rank claims) keep the scorecard's reason, which names the coverage page.
@@ -768,7 +754,7 @@ def priced(sc, profile: str = "cpu-annealed", results_dir=None, measure: bool = 
         raise ValueError(f"decisions were made under {decisions.profile!r}, not {prof!r}")
     steps = {}
     if tables:
-        d = decisions or decide(tables, prof, results_dir=results_dir, measure=measure)
+        d = decisions or decide(tables, prof, results_dir=results_dir, measure=False)
         steps = {(r["table"], r["claim"]): r for r in d.next_steps()}
     rows = []
     for r in sc.rows:
