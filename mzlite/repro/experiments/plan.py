@@ -4,64 +4,20 @@
     p = plan("tab:tdof-verify", profile="cpu-converged")
     print(p.to_text())          # one row per cell, a total per table; p.rows are plain dicts
 
-For every cell with (cell, seed) jobs still to run (``experiments.jobs``, after the ``models``
-and ``cells`` filters), the estimate is ``jobs x epochs x seconds per epoch``:
+A cell's estimate is ``jobs to run x epochs x CPU seconds per epoch``, each printed with its
+source. The seconds come from the CPU results on disk, rescaled to the cell's sizes by
+``n_train + n_val / 3`` (a validation set costs about a third of a training set), else from
+other tasks or like models (``_unit_cost``); the epochs from the profile's finished runs, else a
+prior of 4 x patience (a run stops ``patience`` epochs after its best, which tends to come after
+1-3 patience windows), capped at the epoch cap, which gives the upper bound. With ``measure``
+costs recorded on other CPUs are rescaled to this one per model family (``machine_speed``: the
+AVX2 EPYC of issue 51 prices an epoch several times higher than the Zen 4 and AVX-512 machines
+that wrote most results). Timings on a shared machine drift by tens of percent: the plan orders
+runs by cost, it promises no finish time; workers divide the wall time, not the CPU hours.
 
-- Seconds per epoch, on one thread, come from results already on disk that ran on a CPU
-  (``wall_time_s / epochs_run``, times the result's thread count, so the unit is CPU seconds;
-  a GPU's results give epochs, not seconds; results of the
-  planned profile itself when it has some, since they ran its precision), rescaled to this
-  profile's data sizes by ``n_train + n_val / 3`` (an epoch is a training pass plus a validation
-  forward pass, about a third of a training step per set). In order: the same cell of the same
-  table under any non-smoke profile; the same model (and options) on the same task in another
-  cell or table; else extrapolated from other tasks: a reference model's cost on this task
-  (the Set Transformer where it has results here) times the median ratio of the two models'
-  costs on the tasks where both have results ("extrapolated"); else, for a variant of a model
-  (``model_kwargs``: depth, generators) or a sibling built by the same class (MZ-Slim and
-  MZ-Full, ST and ST-Large), the cost on the task of the same model with a subset of those kwargs
-  (the plain model where it ran), else of a sibling, times the ratio of their parameter counts
-  ("scaled"); else, with ``measure``, five
-  training steps of the model timed now on real sets of the task, interleaved with those of a
-  model that has results on that task, whose measured cost is scaled by the ratio ("timed
-  now"); without ``measure``, the model's median cost on other tasks ("rough"). The source is
-  printed beside each row.
-- Epochs: the median ``epochs_run`` of this profile's finished results of the same cell, else
-  of the same model in the table, else of the table (the row says which: cell, model, table);
-  without any, a prior of 4 x patience (a run stops ``patience`` epochs after its best epoch,
-  which under this protocol tends to come after 1-3 patience windows), capped at the epoch cap
-  ("prior"). The cap gives the upper bound.
-- This machine (``measure``, the default): the results on disk ran on other CPUs (an AMD EPYC
-  Zen 4 and an Intel Xeon with AVX-512 and AMX; the AVX2 EPYC of issue 51 prices an epoch
-  several times higher), so every cost that comes from them is multiplied by this CPU's factor
-  for the model's family (``machine_speed``; MZ models, DeepSets and the other baselines gain
-  differently from a CPU's vector units and bf16): the CPU seconds per set unit of one epoch of
-  the family's reference cell fitted here (``REFERENCE_FIT``: its second epoch of 512
-  training sets, one thread, the profile's training config), over the median of that cell's
-  results on disk; the reference is the family's CPU cell with the most results of the
-  planned profile (else of any), the cheapest of equals; a family without results takes the
-  median factor of the others. Measured once per CPU model, machine, torch, mzlite source and
-  reference, kept under the cache directory, and printed in the plan's header. The recorded
-  costs are wall time x threads, which a loaded machine inflates, against CPU time here: where
-  the results ran under load the factor errs low. ``measure=False`` prices as recorded.
-
-Timings on a shared machine drift by tens of percent; the plan orders runs by cost, it does not
-promise a finish time. Workers divide the wall time, not the CPU hours.
-
-The sequential decision rule (``decide``; ``python -m mzlite plan TABLES --decide``): most
-claims say that MZAttn beats every other model of its column. Spending CPU hours where verdicts
-change, each such claim runs in two steps: first MZ, the column's set-statistics yardstick and
-the ``FIRST_STEP_BASELINES`` strongest baselines of the column (``baseline_strength``: their
-mean rank in the columns with results so far, else ``DEFAULT_STRENGTH``: ST-Large, ST, Deep
-Sets, ...), 3 seeds; a claim refuted by one significantly better model
-(``scorecard.refutation``: R^2 gap > TIE, Welch p < ALPHA, both cells with 3 converged seeds)
-needs no other cell, and the scorecard says so ("refuted by ST-Large (..., Welch p = ...)");
-so does one whose gap to the best baseline run already fails even its weaker test (another
-baseline can only lower the gap); one that survives gets the rest of its column. A claim
-about the best of several baselines (``Claim.monotone``: more cells can only make it fail more)
-is ordered the same way and stops as soon as the cells run already fail it. Other claims run
-all their cells in one step. ``decide`` reads each claim's state from the results on disk of
-the planned profile alone, prices each step with ``plan`` and prints the order, the open
-claims' next steps first, cheapest first, with the commands that run them.
+``decide`` (``python -m mzlite plan TABLES --decide``) spends CPU hours where verdicts change:
+a claim that MZAttn beats every model of its column runs MZ, the yardstick and the strongest
+baselines first, and the rest of the column only if none of them refutes it (``_steps``).
 """
 
 from __future__ import annotations
@@ -89,6 +45,8 @@ from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
 from mzlite.tasks import make_task
 from mzlite.train import fit
+from mzlite.train.config import check_int_field
+from mzlite.train.loop import num_threads_during
 
 EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
 
@@ -104,8 +62,7 @@ def _cpu_s_per_epoch(res: dict) -> float | None:
     prov = res.get("provenance") or {}
     if n < 1 or not res.get("wall_time_s") or not str(prov.get("device", "cpu")).startswith("cpu"):
         return None
-    threads = prov.get("num_threads") or 1
-    return res["wall_time_s"] * threads / n / _units(res["sizes"])
+    return res["wall_time_s"] * (prov.get("num_threads") or 1) / n / _units(res["sizes"])
 
 
 def _measured(results_dir) -> list[dict]:
@@ -118,11 +75,10 @@ def _measured(results_dir) -> list[dict]:
             for r in ex.load_results(label, prof, results_dir):
                 c = _cpu_s_per_epoch(r) if _nn.model_spec(r["model"]).trainable else None
                 if c is not None:
+                    kwargs = r.get("model_kwargs") or {}
                     out.append({**{k: r.get(k) for k in ("table", "cell", "task", "model")},
-                                "profile": prof, "unit_s": c,
-                                "key": _model_key(r["model"], r.get("model_kwargs") or {}),
-                                "kwargs": dict(r.get("model_kwargs") or {}),
-                                "options": r.get("task_options") or {}})  # fmt: skip
+                                "profile": prof, "unit_s": c, "key": _model_key(r["model"], kwargs),
+                                "kwargs": dict(kwargs)})  # fmt: skip
     return out
 
 
@@ -140,9 +96,7 @@ def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
         model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
         y = (data.y if data.y.ndim == 2 else data.y[:, None]).float()
         runs.append((model, torch.optim.AdamW(model.parameters(), lr=1e-4), data, y, []))
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with num_threads_during(1):
         for i in range(steps + 1):  # the first step warms up
             for model, opt, data, y, times in runs:
                 t0 = time.perf_counter()
@@ -153,10 +107,18 @@ def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
                 opt.step()
                 if i:
                     times.append(time.perf_counter() - t0)
-    finally:
-        torch.set_num_threads(old)
     # per training set; validation sets are priced by _units
     return [statistics.median(r[4]) / c.batch_size for r, c in zip(runs, cells, strict=True)]
+
+
+def _text_table(head, lines) -> list[str]:
+    """``head`` and ``lines`` (tuples of strings) as left-aligned columns."""
+    w = [max([len(h), *(len(x[i]) for x in lines)]) for i, h in enumerate(head)]
+    return ["  ".join(x[i].ljust(w[i]) for i in range(len(head))) for x in (head, *lines)]
+
+
+def _hours(v) -> str:
+    return "?" if v is None else f"{v:.2f}"
 
 
 @dataclass
@@ -164,8 +126,8 @@ class Plan:
     """Rows (plain dicts) with ``to_text()`` and ``totals()``. Row keys: ``table``, ``cell``,
     ``model``, ``sizes``, ``todo`` and ``done`` jobs, ``s_per_epoch`` (CPU s, this cell's
     sizes), ``cost_source``, ``epochs`` (expected), ``epochs_source``, ``epochs_tag`` ("cell",
-    "model", "table", "prior"), ``epoch_cap``,
-    ``cpu_h`` (expected) and ``cpu_h_cap`` (every job to the cap)."""
+    "model", "table", "prior"), ``epoch_cap``, ``cpu_h`` (expected) and ``cpu_h_cap`` (every
+    job to the cap)."""
 
     profile: str
     rows: list[dict]
@@ -197,20 +159,12 @@ class Plan:
                 f"{1e3 * m['unit_recorded']:.3f} ms, the median of its {m['results']} "
                 f"result(s); measured {m['when']})"
             )
-        out.append("")
         head = ("cell", "jobs", "s/epoch", "epochs", "CPU h", "CPU h at cap", "cost from")
-        lines = []
-        for r in self.rows:
-            f = lambda v: "?" if v is None else f"{v:.2f}"  # noqa: E731
-            spe = "?" if r["s_per_epoch"] is None else f"{r['s_per_epoch']:.1f}"
-            lines.append((f"{r['table']} {r['cell']}", f"{r['todo']} (+{r['done']} done)", spe,
-                          f"{r['epochs']:.0f} ({r['epochs_tag']})", f(r["cpu_h"]),
-                          f(r["cpu_h_cap"]), r["cost_source"]))  # fmt: skip
-        w = [max(len(h), *(len(x[i]) for x in lines)) if lines else len(h)
-             for i, h in enumerate(head)]  # fmt: skip
-        out.append("  ".join(h.ljust(w[i]) for i, h in enumerate(head)))
-        out += ["  ".join(x[i].ljust(w[i]) for i in range(len(head))) for x in lines]
-        out.append("")
+        lines = [(f"{r['table']} {r['cell']}", f"{r['todo']} (+{r['done']} done)",
+                  "?" if r["s_per_epoch"] is None else f"{r['s_per_epoch']:.1f}",
+                  f"{r['epochs']:.0f} ({r['epochs_tag']})", _hours(r["cpu_h"]),
+                  _hours(r["cpu_h_cap"]), r["cost_source"]) for r in self.rows]  # fmt: skip
+        out += ["", *_text_table(head, lines), ""]
         total_h = total_cap = 0.0
         for label, t in self.totals().items():
             unk = f", {t['unknown']} cell(s) without an estimate" if t["unknown"] else ""
@@ -234,11 +188,10 @@ class Plan:
     def gpu_hours(self, throughput: dict) -> list[dict]:
         """GPU hours of each trained row from a measured throughput (``benchmarks/
         gpu_throughput.py --json``): the row's optimiser steps (expected epochs x steps an
-        epoch, and at the cap) over the best model-steps per second the benchmark measured for
-        the row's model, or for its family's measured model (``GPU_STAND_INS``), at the
-        benchmark's batch and set size, in a stack no larger than the row's jobs (the runner
-        stacks a cell's seeds, no more: three seeds cannot run at a stack of 32's rate). A row
-        whose model and family were not measured has None."""
+        epoch, and at the cap) over the best model-steps per second measured for the row's
+        model, or its family's measured model (``GPU_STAND_INS``), in a stack no larger than
+        the row's jobs (the runner stacks a cell's seeds, no more: three seeds cannot run at a
+        stack of 32's rate). None where neither was measured."""
         out = []
         for r in self.rows:
             if not _nn.model_spec(r["model"]).trainable or not r["todo"]:
@@ -246,13 +199,14 @@ class Plan:
             rates: dict[str, float] = {}
             for m in throughput["rows"]:
                 if m.get("K", 1) <= r["todo"]:
-                    measured = float(m["model_steps_per_s"])
-                    rates[m["model"]] = max(rates.get(m["model"], 0.0), measured)
-            cell = ex.get_table(r["table"]).cell(r["cell"])
+                    rates[m["model"]] = max(
+                        rates.get(m["model"], 0.0), float(m["model_steps_per_s"])
+                    )
+            batch = ex.get_table(r["table"]).cell(r["cell"]).batch_size
             family = _nn.model_spec(r["model"]).family
             stand_in = r["model"] if r["model"] in rates else GPU_STAND_INS.get(family)
             rate = rates.get(stand_in)
-            steps = r["todo"] * math.ceil(r["sizes"][0] / cell.batch_size)  # one epoch, all jobs
+            steps = r["todo"] * math.ceil(r["sizes"][0] / batch)  # one epoch, all jobs
             out.append({
                 "table": r["table"], "cell": r["cell"], "todo": r["todo"],
                 "measured_as": stand_in if rate else None,
@@ -279,8 +233,7 @@ def gpu_text(rows: list[dict], throughput: dict) -> str:
             out.append(f"  {r['table']} {r['cell']}: {r['todo']} jobs, {r['gpu_h']:.2f} GPU h "
                        f"({r['gpu_h_cap']:.2f} at the cap), as {r['measured_as']}")  # fmt: skip
     known = [r for r in rows if r["gpu_h"] is not None]
-    total = sum(r["gpu_h"] for r in known)
-    cap = sum(r["gpu_h_cap"] for r in known)
+    total, cap = sum(r["gpu_h"] for r in known), sum(r["gpu_h_cap"] for r in known)
     out.append(f"total: {total:.2f} GPU h expected ({cap:.2f} at the cap), about "
                f"{math.ceil(total * 6):d} device call(s) of 10 minutes")  # fmt: skip
     return "\n".join(out)
@@ -298,69 +251,56 @@ def plan(
 ) -> Plan:
     """The estimated cost of the jobs still to run of ``tables`` (a label or several) under
     ``profile`` (see the module doc). ``seeds``/``models``/``cells`` filter as in
-    ``experiments.run``; ``measure``: time a model with no result on disk (a few seconds each)
-    instead of leaving its row without an estimate."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
+    ``experiments.run``; ``measure``: rescale to this CPU and time a model with no result on
+    disk (a few seconds each) instead of leaving its row without an estimate."""
+    check_int_field("workers", workers, 1)
     prof = ex.get_profile(profile)
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
-    measured = _measured(results_dir)
-    timed: dict[tuple, float] = {}
+    measured, timed = _measured(results_dir), {}
     machine = machine_speed(measured, prof.name, results_dir) if measure else {}
     rows = []
     for table in tables:
         spec = ex.get_table(table)
-        js = ex.jobs(spec, prof.name, seeds, models, cells, results_dir)
         mine = [r for r in ex.load_results(spec, prof.name, results_dir)
                 if _nn.model_spec(r["model"]).trainable]  # fmt: skip
         by_cell: dict[str, list] = {}
-        for j in js:
+        for j in ex.jobs(spec, prof.name, seeds, models, cells, results_dir):
             by_cell.setdefault(j.cell.id, []).append(j)
         for cid, cjobs in by_cell.items():
-            cell, job = cjobs[0].cell, cjobs[0]
+            job = cjobs[0]
+            cell = job.cell
             done = sum(j.result_path.exists() for j in cjobs)
             todo = len(cjobs) - done
-            trainable = _nn.model_spec(cell.model).trainable
-            cap = job.train_config().epochs if trainable else 0
-            row = {
-                "table": spec.label,
-                "cell": cid,
-                "model": cell.model,
-                "sizes": list(job.sizes),
-                "todo": todo,
-                "done": done,
-                "epoch_cap": cap,
-            }
-            if not trainable:
-                rows.append({**row, "s_per_epoch": 0.0, "cost_source": "closed form",
-                             "epochs": 0, "epochs_source": "closed form", "epochs_tag": "-",
-                             "cpu_h": 0.0, "cpu_h_cap": 0.0})  # fmt: skip
+            row = {"table": spec.label, "cell": cid, "model": cell.model, "sizes": list(job.sizes),
+                   "todo": todo, "done": done}  # fmt: skip
+            if not _nn.model_spec(cell.model).trainable:
+                rows.append({**row, "epoch_cap": 0, "s_per_epoch": 0.0,
+                             "cost_source": "closed form", "epochs": 0,
+                             "epochs_source": "closed form", "epochs_tag": "-", "cpu_h": 0.0,
+                             "cpu_h_cap": 0.0})  # fmt: skip
                 continue
+            cfg = job.train_config()
+            cap = cfg.epochs
             unit, source = _unit_cost(spec.label, cell, measured, timed, measure, prof.name)
             if machine and unit is not None and source != _TIMED_HERE:  # priced elsewhere
                 factor = _factor(machine, cell.model)
                 unit *= factor
                 source += f"; x{factor:.2f} for this CPU"
-            cfg = job.train_config()
             tag, scope, ran = _epochs_run(mine, cid, cell.model, spec.label)
             if ran:
                 epochs = float(statistics.median(ran))
                 eps_src = f"median of {len(ran)} {prof.name} result(s) of {scope}"
             else:
-                prior = 4 * cfg.patience if cfg.patience else cap
-                epochs = float(min(prior, cap))
+                epochs = float(min(4 * cfg.patience if cfg.patience else cap, cap))
                 eps_src = (f"{spec.label}: prior min(4 x patience, cap) = {epochs:.0f} (no "
                            f"{prof.name} results yet)")  # fmt: skip
+            # an ensemble cell's job trains all its members
             spe = (
                 None if unit is None else unit * _units(job.sizes) * models_per_job(spec.label, cid)
-            )  # an ensemble cell's job trains all its members
+            )
             rows.append({
-                **row,
-                "s_per_epoch": spe,
-                "cost_source": source,
-                "epochs": epochs,
-                "epochs_source": eps_src,
-                "epochs_tag": tag,
+                **row, "epoch_cap": cap, "s_per_epoch": spe, "cost_source": source,
+                "epochs": epochs, "epochs_source": eps_src, "epochs_tag": tag,
                 "cpu_h": None if spe is None else todo * epochs * spe / 3600,
                 "cpu_h_cap": None if spe is None else todo * cap * spe / 3600,
             })  # fmt: skip
@@ -369,8 +309,8 @@ def plan(
 
 def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
     """(tag, scope, epochs of the finished runs) of the narrowest scope that has some: this
-    cell, this model in the table, the table; ("prior", "", []) for none. Models stop at
-    different epochs, so the narrowest scope is the best guess."""
+    cell, this model in the table, the table (models stop at different epochs); ("prior", "",
+    []) for none."""
     scopes = (
         ("cell", "this cell", [r for r in mine if r["cell"] == cell_id]),
         ("model", f"{model} in {label}", [r for r in mine if r["model"] == model]),
@@ -383,17 +323,15 @@ def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
     return "prior", "", []
 
 
-def _unit_cost(label, cell, measured, timed, measure, profile=None):
+def _unit_cost(label, cell, measured, timed, measure, profile):
     """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
     median over the results of this cell and of the same model on the same task (task options
-    such as L or d change the cost little; pooling them evens out the drift of a shared CPU)."""
+    such as L or d change the cost little; pooling them evens out the drift of a shared CPU),
+    the planned profile's own where it has some (they ran its precision and its code)."""
     key = _model_key(cell.model, cell.model_kwargs)
     like = [m for m in measured if (m["table"] == label and m["cell"] == cell.id)
             or (m["key"] == key and m["task"] == cell.task)]  # fmt: skip
-    # results of the planned profile itself first: they ran its precision (bf16 or float32)
-    # and its code; others only until it has some
-    own_profile = [m for m in like if m["profile"] == profile]
-    like = own_profile or like
+    like = [m for m in like if m["profile"] == profile] or like
     if like:
         own = sum(m["table"] == label and m["cell"] == cell.id for m in like)
         return statistics.median(m["unit_s"] for m in like), (
@@ -434,32 +372,32 @@ def _extrapolated(cell, key: str, measured: list[dict]):
     of a reference model on this task (the Set Transformer where it has results here) times the
     median ratio of the two models' costs on the tasks where both have results; None when no
     task has both."""
+
+    def units(k, task):
+        return [m["unit_s"] for m in measured if m["key"] == k and m["task"] == task]
+
     here = {m["key"] for m in measured if m["task"] == cell.task}
-    refs = (["st"] if "st" in here else []) + sorted(here - {"st"})
-    for ref in refs:
-        ratios = []
-        for task in sorted({m["task"] for m in measured if m["key"] == key} - {cell.task}):
-            mine = [m["unit_s"] for m in measured if m["key"] == key and m["task"] == task]
-            theirs = [m["unit_s"] for m in measured if m["key"] == ref and m["task"] == task]
-            if mine and theirs:
-                ratios.append(statistics.median(mine) / statistics.median(theirs))
+    for ref in (["st"] if "st" in here else []) + sorted(here - {"st"}):
+        ratios = [
+            statistics.median(units(key, task)) / statistics.median(units(ref, task))
+            for task in sorted({m["task"] for m in measured if m["key"] == key} - {cell.task})
+            if units(ref, task)
+        ]
         if ratios:
-            base = [m["unit_s"] for m in measured if m["key"] == ref and m["task"] == cell.task]
             ratio = statistics.median(ratios)
-            return statistics.median(base) * ratio, (
+            return statistics.median(units(ref, cell.task)) * ratio, (
                 f"extrapolated: {ratio:.1f} x {ref} on {cell.task} (the two models' cost ratio "
                 f"on {len(ratios)} other task(s))"
             )
     return None
 
 
-def _param_scaled(cell, measured: list[dict], profile=None):
+def _param_scaled(cell, measured: list[dict], profile):
     """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_enc`` or
     ``n_g``) or of a sibling model built by the same class, from the results on the same task of
     the same model with a subset of those kwargs (else of a sibling), scaled by the two builds'
     parameter counts (a step's cost grows about linearly with them at these sizes); None when
     no such result exists."""
-
     kw, cls = cell.model_kwargs, _nn.model_spec(cell.model).model
     like = [m for m in measured if m["task"] == cell.task and m["key"] != _model_key(cell.model, kw)
             and _nn.model_spec(m["model"]).model is cls
@@ -486,12 +424,10 @@ def _param_scaled(cell, measured: list[dict], profile=None):
 
 
 def _timed(cells, timed) -> list[float]:
-    def key(c):
-        opts = ex.check_task_options(c.task, c.options)
-        return (_model_key(c.model, c.model_kwargs), c.task, tuple(sorted(opts.items())),
-                c.batch_size)  # fmt: skip
-
-    k = tuple(key(c) for c in cells)
+    """``_time_steps`` of ``cells``, once per model, task, options and batch size."""
+    k = tuple((_model_key(c.model, c.model_kwargs), c.task,
+               tuple(sorted(ex.check_task_options(c.task, c.options).items())), c.batch_size)
+              for c in cells)  # fmt: skip
     if k not in timed:
         timed[k] = _time_steps(cells)
     return timed[k]
@@ -505,15 +441,13 @@ REFERENCE_FIT = dict(n_train=512, n_val=128, epochs=2)  # the second epoch is ti
 
 
 def machine_speed(measured: list[dict], profile: str, results_dir=None) -> dict[str, dict]:
-    """This CPU's cost of an epoch against the results on disk, per model family (``"mz"``,
-    ``"deepsets"``, ``"baseline"``): ``{family: {"factor", "unit_here", "unit_recorded",
-    "reference", "results", "cpu", "when"}}`` with ``factor = unit_here / unit_recorded``: CPU
-    seconds per set unit of an epoch of the family's reference cell (its CPU cell with the most
-    results of ``profile``, else of any profile; the cheapest of equals) fitted here
-    (``_epoch_cost_here``), over the median of its results on disk. Each timing is stored under
-    the cache directory and read back while its key (CPU model, machine, torch, mzlite's nn
-    and train sources, the reference and its training config) is unchanged. Empty where no
-    CPU result exists to compare with."""
+    """This CPU's cost of an epoch against the results on disk, per model family:
+    ``{family: {"factor", "unit_here", "unit_recorded", "reference", "results", "cpu",
+    "when"}}``, ``factor = unit_here / unit_recorded``: CPU seconds per set unit of an epoch of
+    the family's reference cell (its CPU cell with the most results of ``profile``, else of any;
+    the cheapest of equals) fitted here (``_epoch_cost_here``, kept under the cache directory
+    while its key holds), over the median of its results on disk (wall time, which load
+    inflates: where they ran under load the factor errs low). Empty without CPU results."""
     own = [m for m in measured if m["profile"] == profile] or measured
     out = {}
     for family in sorted({ex.model_family(m["model"]) for m in own}):
@@ -538,16 +472,13 @@ def _factor(machine: dict[str, dict], model: str) -> float:
 
 def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None):
     """(``_epoch_cost_here`` of the cell's job, when it was timed), read back from the cache
-    directory while its key holds, else timed now and stored."""
+    directory while its key (CPU model, machine, torch, mzlite's nn and train sources, the
+    reference and its training config) is unchanged, else timed now and stored."""
     (job,) = ex.jobs(table, profile, [0], cells=[cell_id], results_dir=results_dir)
     cfg = job.train_config().to_dict()
     key = json.loads(json.dumps({
-        "cpu": cpu_model(),
-        "machine": platform.node(),
-        "torch": torch.__version__,
-        "sources": _package_hash(),
-        "reference": [table, cell_id, profile],
-        "fit": REFERENCE_FIT,
+        "cpu": cpu_model(), "machine": platform.node(), "torch": torch.__version__,
+        "sources": _package_hash(), "reference": [table, cell_id, profile], "fit": REFERENCE_FIT,
         "config": {k: cfg.get(k) for k in ("lr", "amp", "batch_size", "weight_decay")},
     }, default=str))  # fmt: skip
     tag = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
@@ -587,16 +518,11 @@ def _epoch_cost_here(job) -> float:
     train = make_task(cell.task, n_train, 12345, **cell.options)
     val = make_task(cell.task, n_val, 54321, **cell.options)
     cfg = dataclasses.replace(job.train_config(), epochs=epochs, patience=None, device="cpu",
-                              warmup_epochs=1)  # fmt: skip
+                              warmup_epochs=1, num_threads=1)  # fmt: skip
     model = ex.build_cell_model(cell, train.d_in, train.d_out, 0)
     marks = []
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        fit(model, train, val, cfg, progress=False,
-            callbacks=[lambda epoch, hist, model: marks.append(time.process_time())])  # fmt: skip
-    finally:
-        torch.set_num_threads(old)
+    fit(model, train, val, cfg, progress=False,
+        callbacks=[lambda epoch, hist, model: marks.append(time.process_time())])  # fmt: skip
     return (marks[-1] - marks[-2]) / _units((n_train, n_val))
 
 
@@ -611,34 +537,28 @@ DEFAULT_STRENGTH = ("st_large", "st", "deepsets", "perceiver", "hypernet", "la_s
 FIRST_STEP_BASELINES = 2  # the strongest baselines that run beside MZ in a claim's first step
 
 
-def baseline_strength(results_dir=None, profiles=None) -> list[dict]:
+def baseline_strength(results_dir=None) -> list[dict]:
     """Every non-MZ trained model, strongest first, by its mean normalised rank among the non-MZ
-    models of each column (table, profile, column of main cells) where at least two of them have
-    results: 0 = best of its column, 1 = worst. Rows ``{"model", "score", "columns"}``; models
-    without results follow in ``DEFAULT_STRENGTH`` order (score None). ``profiles``: the
-    profiles whose results count (default every non-smoke profile)."""
-    profiles = [p for p in (profiles or ex.PROFILES) if ex.get_profile(p).name != "smoke"]
+    models of each column (table, non-smoke profile, column of main cells) where at least two of
+    them have results: 0 = best of its column, 1 = worst. Rows ``{"model", "score",
+    "columns"}``; models without results follow in ``DEFAULT_STRENGTH`` order (score None)."""
     ranks: dict[str, list[float]] = {}
     for label in ex.TABLES:
         spec = ex.get_table(label)
-        for prof in profiles:
+        for prof in [p for p in ex.PROFILES if ex.get_profile(p).name != "smoke"]:
             by_cell = ex.results_by_cell(spec, prof, results_dir)
             cols: dict[str, dict[str, float]] = {}
             for c in spec.cells:
                 ms = _nn.model_spec(c.model)
-                if c.part != "main" or not ms.trainable or ms.family == "mz":
-                    continue
                 vals = [r["metrics"]["test"].get("r2") for r in by_cell.get(c.id, [])]
                 vals = [v for v in vals if v is not None]
-                if vals:
-                    best = cols.setdefault(c.column, {}).get(c.model)
-                    mean = statistics.fmean(vals)
-                    cols[c.column][c.model] = mean if best is None else max(best, mean)
-            for col in cols.values():
-                if len(col) < 2:
+                if c.part != "main" or not ms.trainable or ms.family == "mz" or not vals:
                     continue
+                col, mean = cols.setdefault(c.column, {}), statistics.fmean(vals)
+                col[c.model] = max(col.get(c.model, mean), mean)
+            for col in cols.values():
                 order = sorted(col, key=col.get, reverse=True)
-                for i, m in enumerate(order):
+                for i, m in enumerate(order if len(order) > 1 else ()):
                     ranks.setdefault(m, []).append(i / (len(order) - 1))
     default = {m: i for i, m in enumerate(DEFAULT_STRENGTH)}
     names = [n for n, s in _nn.MODELS.items() if s.trainable and s.family != "mz"]
@@ -648,12 +568,16 @@ def baseline_strength(results_dir=None, profiles=None) -> list[dict]:
                                        default.get(r["model"], len(default))))  # fmt: skip
 
 
+def _sum(prices, key: str) -> float:
+    return sum(v[key] or 0.0 for v in prices)
+
+
 @dataclass
 class Decisions:
     """The sequential decision plan of ``decide``: ``claims``, one dict per claim with its
-    ``status`` ("decided", "open"), its scorecard ``row`` and ``steps`` (each ``{"step",
-    "cells", "todo", "done", "cpu_h", "cpu_h_cap", "unknown", "when"}``); ``strength`` (the
-    baseline order used); ``to_text()``."""
+    ``status`` ("decided", "open"), its scorecard ``row`` and ``steps`` (each ``{"step", "when",
+    "cells", "where" (the table each cell runs in), "price" (``plan``'s rows), "todo", "done",
+    "cpu_h", "cpu_h_cap", "unknown"}``); ``strength`` (the baseline order used)."""
 
     profile: str
     claims: list[dict]
@@ -662,15 +586,14 @@ class Decisions:
     without: list[str] = dataclasses.field(default_factory=list)  # tables with no cell claims
 
     def next_jobs(self) -> list[tuple[str, str]]:
-        """(table, cell) of every cell the next step of an open claim runs, once each."""
+        """(table, cell) of every cell the next step of an open claim runs, once each (a shared
+        cell in the table it is from)."""
         out = []
         for c in self.claims:
             step = _next_step(c)
             for cid in step["cells"] if step else ():
                 priced = step["price"].get(cid)
-                if priced is not None and not priced["todo"]:
-                    continue  # done: nothing to run
-                if step["where"][cid] not in out:  # a shared cell runs in the table it is from
+                if (priced is None or priced["todo"]) and step["where"][cid] not in out:
                     out.append(step["where"][cid])
         return out
 
@@ -682,15 +605,15 @@ class Decisions:
             step = _next_step(c)
             if step:
                 nxt.update({step["where"][k]: v for k, v in step["price"].items()})
-            if c["status"] == "open":
-                for s in c["steps"]:
-                    worst.update({s["where"][k]: v for k, v in s["price"].items()})
-        add = lambda d, key: sum(v[key] or 0.0 for v in d.values())  # noqa: E731
+            for s in c["steps"] if c["status"] == "open" else ():
+                worst.update({s["where"][k]: v for k, v in s["price"].items()})
         return {
-            "next_cpu_h": add(nxt, "cpu_h"), "next_jobs": sum(v["todo"] for v in nxt.values()),
-            "worst_cpu_h": add(worst, "cpu_h"), "worst_cap_h": add(worst, "cpu_h_cap"),
+            "next_cpu_h": _sum(nxt.values(), "cpu_h"),
+            "next_jobs": sum(v["todo"] for v in nxt.values()),
+            "worst_cpu_h": _sum(worst.values(), "cpu_h"),
+            "worst_cap_h": _sum(worst.values(), "cpu_h_cap"),
             "unknown": sum(v["cpu_h"] is None and v["todo"] > 0 for v in worst.values()),
-        }  # fmt: skip
+        }
 
     def to_text(self) -> str:
         prof = ex.get_profile(self.profile)
@@ -707,10 +630,10 @@ class Decisions:
             f"baseline strength (mean normalised rank in the columns run so far, 0 = best): {top}",
             "",
         ]
+        # cheapest next step first (an open claim has one); one with cells no estimate prices
+        # goes after those that have one
         open_ = [c for c in self.claims if c["status"] == "open"]
-        # cheapest first; a step with cells no estimate prices goes after those that have one
-        open_.sort(key=lambda c: (bool((_next_step(c) or {}).get("unknown")),
-                                  (_next_step(c) or {}).get("cpu_h") or 0.0))  # fmt: skip
+        open_.sort(key=lambda c: (bool(_next_step(c)["unknown"]), _next_step(c)["cpu_h"]))
         for c in open_:
             row = c["row"]
             out.append(f"{c['table']} {c['claim']}  [now: {row['verdict']}"
@@ -730,15 +653,12 @@ class Decisions:
         if decided:
             out += ["", f"decided ({len(decided)}):"]
             for c in decided:
-                row = c["row"]
-                rule = row.get("decided_by") or row.get("why") or ""
-                out.append(f"  {c['table']} {c['claim']}: {row['verdict']} ({rule})")
+                rule = c["row"].get("decided_by") or c["row"].get("why") or ""
+                out.append(f"  {c['table']} {c['claim']}: {c['row']['verdict']} ({rule})")
         if self.without:
-            out += [
-                "",
-                "no cell claims to order (rank claims are judged over every setting, or "
-                f"none are registered): {', '.join(self.without)}; plan prices them whole",
-            ]
+            out += ["", "no cell claims to order (rank claims are judged over every setting, or "
+                    f"none are registered): {', '.join(self.without)}; plan prices them "
+                    "whole"]  # fmt: skip
         t = self.totals()
         unk = f"; {t['unknown']} cell(s) without an estimate" if t["unknown"] else ""
         out += [
@@ -759,27 +679,24 @@ class Decisions:
     def next_steps(self) -> list[dict]:
         """One row per open claim with runs left, cheapest next step first: ``claim``,
         ``table``, ``text`` (the claim), ``step`` (of ``steps``) and ``when``, ``cells`` and
-        ``cells_text`` (the models and columns in words), ``todo`` (runs), ``cpu_h``,
-        ``cpu_h_cap``, ``unknown`` (cells without an estimate) and the ``command`` that runs
-        the step (one per table: a shared cell runs in the table it is from)."""
+        ``cells_text`` (``step_words``), ``todo`` (runs), ``cpu_h``, ``cpu_h_cap``, ``unknown``
+        (cells without an estimate) and the ``command`` that runs the step (one per table: a
+        shared cell runs in the table it is from)."""
         prof = ex.get_profile(self.profile).name
         out = []
         for c in self.claims:
             step = _next_step(c)
             if step is None:
                 continue
+            left = [step["where"][cid] for cid, r in step["price"].items() if r["todo"]]
             out.append({
                 "claim": c["claim"], "table": c["table"], "text": c["row"]["text"],
                 "step": step["step"], "steps": len(c["steps"]), "when": step["when"],
-                "cells": list(step["cells"]),
-                "cells_text": step_words(c["table"], step["cells"]), "todo": step["todo"],
-                "cpu_h": step["cpu_h"], "cpu_h_cap": step["cpu_h_cap"],
-                "unknown": step["unknown"],
+                "cells": list(step["cells"]), "cells_text": step_words(c["table"], step["cells"]),
+                **{k: step[k] for k in ("todo", "cpu_h", "cpu_h_cap", "unknown")},
                 "command": "; ".join(
                     f"python -m mzlite run {table} --profile {prof} --cells {','.join(ids)}"
-                    for table, ids in _by_table(
-                        step["where"][cid] for cid, r in step["price"].items() if r["todo"]
-                    ).items()
+                    for table, ids in _by_table(left).items()
                 ),
             })  # fmt: skip
         out.sort(key=lambda r: (bool(r["unknown"]), r["cpu_h"]))
@@ -796,9 +713,9 @@ def _by_table(pairs) -> dict[str, list[str]]:
 
 def step_words(table: str, cells) -> str:
     """The cells of a step in words: their models (each once) and their columns, e.g.
-    "MZAttn-Full, set statistics (ridge), ST-Large and Standard at d = 8"."""
-    spec = ex.get_table(table)
-    chosen = [spec.cell(c) for c in cells]
+    "MZAttn-Full, set statistics (ridge), ST-Large and Standard at d = 8"; a bare setting as the
+    row ("4" in tab:ablation's n_g row) is named with its model: "MZAttn-Full (n_g = 4)"."""
+    chosen = [ex.get_table(table).cell(c) for c in cells]
     models = list(dict.fromkeys(_row_words(c) for c in chosen))
     columns = list(dict.fromkeys(c.column for c in chosen))
     said = ", ".join(models[:-1]) + (" and " if len(models) > 1 else "") + models[-1]
@@ -806,8 +723,6 @@ def step_words(table: str, cells) -> str:
 
 
 def _row_words(cell) -> str:
-    """A cell's row, or where the row is a bare setting ("4" in tab:ablation's n_g row), its
-    model with that setting: "MZAttn-Full (n_g=4)" (``step_words`` spaces it)."""
     if any(ch.isalpha() for ch in cell.row):
         return cell.row
     kwargs = ", ".join(f"{k}={v}" for k, v in cell.model_kwargs.items())
@@ -828,8 +743,7 @@ def not_run_reason(step: dict, profile: str) -> str:
     )
 
 
-def priced(sc, profile: str = "cpu-annealed", results_dir=None, measure: bool = False,
-           decisions: Decisions | None = None):  # fmt: skip
+def priced(sc, profile: str = "cpu-annealed", results_dir=None, decisions: Decisions | None = None):
     """``sc`` (a ``Scorecard``) with each "not run" claim's reason replaced by its next step
     under the sequential rule and that step's price (``not_run_reason``); claims the rule does
     not order (rank claims) keep the scorecard's reason, which names the coverage page.
@@ -840,7 +754,7 @@ def priced(sc, profile: str = "cpu-annealed", results_dir=None, measure: bool = 
         raise ValueError(f"decisions were made under {decisions.profile!r}, not {prof!r}")
     steps = {}
     if tables:
-        d = decisions or decide(tables, prof, results_dir=results_dir, measure=measure)
+        d = decisions or decide(tables, prof, results_dir=results_dir, measure=False)
         steps = {(r["table"], r["claim"]): r for r in d.next_steps()}
     rows = []
     for r in sc.rows:
@@ -860,27 +774,28 @@ def _next_step(claim: dict) -> dict | None:
 
 def _steps(claim, spec, strength: list[str], first: int) -> list[tuple[str, list[str]]]:
     """(when, cells) of each step of ``claim``: for a compare claim on R^2, MZ, the column's
-    yardstick and the ``first`` strongest of the compared cells, then the rest; else one step."""
+    yardstick and the ``first`` strongest of the compared cells, then the rest; for a monotone
+    claim, the ``first`` strongest of its cells, then the rest; else one step."""
     rank = {m: i for i, m in enumerate(strength)}
+
+    def strongest_first(ids):
+        return sorted(ids, key=lambda b: rank.get(spec.cell(b).model, len(rank)))
+
     if claim.monotone:
-        ordered = sorted(claim.cells, key=lambda b: rank.get(spec.cell(b).model, len(rank)))
-        steps = [("first", ordered[:first] or ordered)]
-        if ordered[len(steps[0][1]) :]:
-            steps.append(("only if step 1 does not fail it", ordered[len(steps[0][1]) :]))
-        return steps
+        ordered = strongest_first(claim.cells)
+        step1 = ordered[:first] or ordered
+        rest = ordered[len(step1) :]
+        return [("first", step1)] + ([("only if step 1 does not fail it", rest)] if rest else [])
     if claim.compare is None or claim.metric != "r2":
         return [("all of the claim's cells", list(claim.cells))]
     a, bs = claim.compare
-    col = spec.cell(a).column
-    yard = [c.id for c in spec.cells if c.model == ex.SET_STATS and c.column == col
-            and c.part == spec.cell(a).part]  # fmt: skip
-    ordered = sorted(bs, key=lambda b: rank.get(spec.cell(b).model, len(rank)))
+    mz = spec.cell(a)
+    yard = [c.id for c in spec.cells
+            if c.model == ex.SET_STATS and c.column == mz.column and c.part == mz.part]  # fmt: skip
+    ordered = strongest_first(bs)
     step1 = [a, *yard, *ordered[:first]]
-    rest = [c for c in (*ordered[first:], *claim.cells) if c not in step1]
-    steps = [("first", step1)]
-    if rest:
-        steps.append(("only if no model of step 1 refutes it", list(dict.fromkeys(rest))))
-    return steps
+    rest = list(dict.fromkeys(c for c in (*ordered[first:], *claim.cells) if c not in step1))
+    return [("first", step1)] + ([("only if no model of step 1 refutes it", rest)] if rest else [])
 
 
 def decide(
@@ -896,21 +811,20 @@ def decide(
     this profile alone, with its ``refutation`` rule) and the steps still to run, each priced by
     ``plan``. A claim is decided when a model refutes it or when every cell it names has its
     seeds; else it is open."""
-    if isinstance(first, bool) or not isinstance(first, int) or first < 0:
-        raise ValueError(f"first must be an int >= 0 (baselines in the first step), got {first!r}")
+    check_int_field("first", first, 0)  # the baselines in the first step
     prof = ex.get_profile(profile)
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
     labels = [ex.get_table(t).label for t in tables]
     strength = baseline_strength(results_dir)
     order = [r["model"] for r in strength]
-    chosen = [c for label in labels for c in _sc.claims(label) if isinstance(c, _sc.Claim)]
-    planned = []
-    for c in chosen:
-        spec = ex.get_table(c.table)
-        planned.append((c, _steps(c, spec, order, first)))
+    claims = [c for label in labels for c in _sc.claims(label) if isinstance(c, _sc.Claim)]
+    planned = [(c, _steps(c, ex.get_table(c.table), order, first)) for c in claims]
     # a cell that is the same experiment as an earlier table's runs there (experiments.shared)
     lent = {label: ex.shared(label, prof.name) for label in labels}
-    where = lambda table, cid: lent.get(table, {}).get(cid, (table, cid))  # noqa: E731
+
+    def where(table, cid):
+        return lent.get(table, {}).get(cid, (table, cid))
+
     wanted: dict[str, set] = {}
     for c, steps in planned:
         for _, ids in steps:
@@ -933,15 +847,12 @@ def decide(
                 "step": i, "when": when, "cells": ids, "where": at, "price": got,
                 "todo": sum(r["todo"] for r in got.values()),
                 "done": sum(r["done"] for r in got.values()),
-                "cpu_h": sum(r["cpu_h"] or 0.0 for r in got.values()),
-                "cpu_h_cap": sum(r["cpu_h_cap"] or 0.0 for r in got.values()),
+                "cpu_h": _sum(got.values(), "cpu_h"), "cpu_h_cap": _sum(got.values(), "cpu_h_cap"),
                 "unknown": sum(r["cpu_h"] is None and r["todo"] > 0 for r in got.values()),
             })  # fmt: skip
-        refuted = row.get("refuted_by") is not None
-        complete = all(not s["todo"] for s in rows)
-        status = "decided" if refuted or complete else "open"
-        out.append({"claim": c.id, "table": c.table, "status": status, "row": row,
-                    "steps": rows})  # fmt: skip
+        decided = row.get("refuted_by") is not None or all(not s["todo"] for s in rows)
+        out.append({"claim": c.id, "table": c.table, "status": "decided" if decided else "open",
+                    "row": row, "steps": rows})  # fmt: skip
     without = [label for label in labels if not any(c.table == label for c, _ in planned)]
     return Decisions(prof.name, out, strength, first, without)
 
