@@ -65,7 +65,7 @@ def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
     assert rows[0][2].endswith("<sup>[1]</sup>") and rows[2][2].endswith("<sup>[1]</sup>")
     assert html.count("<li>[1]") == 1 and "[2]" not in html
     # the counts in words, no Python repr of the profiles
-    assert "4 claims: 2 hold partly, 1 does not hold here, 1 was not run." in html
+    assert "4 claims: 2 hold partly, 1 does not hold here and 1 was not run." in html
     assert "(&#x27;full&#x27;" not in html and "('full'" not in html
     # groups named as the paper prints them, linked to their chapter; text escaped
     assert "Table 2 (Main results" in html and "Table 3 (MEB radius prediction)" in html

@@ -19,7 +19,7 @@ from . import experiments as ex
 from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import ReportRow, best_report_rows, report
 from .experiments.results import PROFILE_ORDER
-from .experiments.scorecard import claims, first_reading, normalised_twin
+from .experiments.scorecard import claims, evaluate, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
 
@@ -376,7 +376,7 @@ def meb_pattern(profiles=PROFILE_ORDER, results_dir=None) -> dict[tuple[str, str
             continue
         for cond in CONDITIONS:
             twin = None if cond == "raw" else normalised_twin
-            out[cond, cl.id] = first_reading(cl, profiles, results_dir, twin=twin)
+            out[cond, cl.id] = evaluate(cl, profiles, results_dir, twin=twin)
     return out
 
 
