@@ -115,11 +115,11 @@ def test_report_groups_by_setting_with_protocol_footnotes():
     assert html.count('class="mz-group"') == 2  # d=8, d=16
     assert "Table 3 (MEB radius prediction)" in html and "see Table 22" in html
     assert "208K params" in html and "not run" in html
-    assert "<li>[1] cpu: 1 seed, 30 epochs, on a CPU</li>" in html
-    assert "<li>[2] cpu: 2 seeds, 30 epochs, on a CPU</li>" in html
+    assert "<li>[1] cpu (the 30-epoch ablation): 1 seed, 30 epochs, on a CPU</li>" in html
+    assert "<li>[2] cpu (the 30-epoch ablation): 2 seeds, 30 epochs, on a CPU</li>" in html
     rows[2] = {**rows[2], "converged_text": "2/2", "spiked_text": "1/2"}  # a spike is named
     html = Report("tab:meb", "MEB", "cpu", rows)._repr_html_()
-    assert "converged: 2/2; validation-loss spike (&gt; 2x the best before it) in 1/2" in html
+    assert "converged 2/2, validation-loss spike (&gt; 2x the best before it) in 1/2" in html
 
 
 def test_comparison_table_and_conclusion():

@@ -17,8 +17,9 @@ from __future__ import annotations
 import html
 import re
 
+from mzlite import nn as _nn
 from mzlite.analysis.verdicts import VERDICTS
-from mzlite.repro.experiments.formatting import scorecard_summary, spaced
+from mzlite.repro.experiments.formatting import and_join, scorecard_summary, spaced
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.repro.paper import latex_to_text, name_labels, paper_label
 from mzlite.viz.page import fit_page
@@ -168,12 +169,9 @@ def tables_words(labels: list[str]) -> str:
     """ "Tables 4, 6 and 17" (as the paper numbers them, in order)."""
     names = [table_name(t, title=False) for t in labels]
     nums = [n.removeprefix("Table ") for n in names]
-    if all(n.isdigit() for n in nums):
-        nums = sorted(nums, key=int)
-        if len(nums) == 1:
-            return f"Table {nums[0]}"
-        return "Tables " + ", ".join(nums[:-1]) + f" and {nums[-1]}"
-    return ", ".join(names)
+    if not all(n.isdigit() for n in nums):
+        return ", ".join(names)
+    return f"Table{'s' * (len(nums) > 1)} {and_join(sorted(nums, key=int))}"
 
 
 class _Footnotes:
@@ -369,19 +367,26 @@ def _not_run_toggle(rows: list[dict]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_protocol(r: dict, profile: str) -> str:
-    n = len(r.get("seeds") or [])
-    if not n:
-        return ""
-    text = f"{profile}: {n} seed{'s' if n != 1 else ''}, {r['epochs']} epochs, {r['device']}"
-    if r.get("converged_text") not in (None, "--"):
-        text += f"; converged: {r['converged_text']}"
-    if r.get("spiked_text"):
-        text += (
-            f"; validation-loss spike (> {_SPIKE_FACTOR:g}x the best before it) in "
-            f"{r['spiked_text']}"
-        )
-    return text
+def evidence_note(row, profile: str | None = None) -> str:
+    """What stands behind a report row's number (its ``profile``, default the row's own, as
+    ``report.best_rows`` adds it), for a footnote: the protocol (the 30-epoch ``cpu`` profile
+    named as the ablation it is), seeds, epochs run, convergence, loss spikes and device."""
+    row = row.as_dict() if hasattr(row, "as_dict") else row or {}
+    prof = profile or row.get("profile")
+    if prof is None or not row.get("seeds"):
+        return "not run under any profile yet"
+    spec = _nn.model_spec(row["model"]) if row.get("model") else None
+    if spec is not None and not spec.trainable:
+        return f"{prof}: {spec.display} (closed form, no training), the {prof} data sizes"
+    n = len(row["seeds"])
+    text = (f"{'cpu (the 30-epoch ablation)' if prof == 'cpu' else prof}: {n} "
+            f"seed{'s' * (n != 1)}, {row['epochs']} epochs")  # fmt: skip
+    if row.get("converged_text") not in (None, "--"):
+        text += f", converged {row['converged_text']}"
+    if row.get("spiked_text"):
+        text += (f", validation-loss spike (> {_SPIKE_FACTOR:g}x the best before it) in "
+                 f"{row['spiked_text']}")  # fmt: skip
+    return text + f", {row['device']}"
 
 
 def report_html(rep) -> HTML:
@@ -433,7 +438,7 @@ def _report_row(r: dict, rep, notes: _Footnotes) -> str:
         params = f'<span class="mz-sub">{_e(params)}</span>'
     if r["seeds"]:
         ours = rep.ours(r)
-        ours = _report_number(ours, r, rep) + notes.mark(_run_protocol(r, rep.profile))
+        ours = _report_number(ours, r, rep) + notes.mark(evidence_note(r, rep.profile))
     else:
         ours = '<span class="mz-sub">not run</span>'
     return (

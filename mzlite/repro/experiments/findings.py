@@ -38,11 +38,6 @@ from mzlite.repro.experiments.scorecard import claims as _claims
 from mzlite.repro.experiments.specs import default_results_dir
 from mzlite.repro.render import HTML, STYLE, tables_words, verdict_badge
 
-__all__ = [
-    "Finding", "Findings", "book_scorecard", "compute_spent", "findings", "once", "results_label",
-    "HOW_SURE_LABEL", "NOT_RUN_LABEL", "SCORECARD_CHAPTER",
-]  # fmt: skip
-
 SCORECARD_CHAPTER = "09_reproduction_scorecard"
 HOW_SURE_LABEL = "scorecard-how-sure"
 NOT_RUN_LABEL = "scorecard-not-run"

@@ -369,9 +369,10 @@ def _shows_text(v: Verdict) -> str:
 _POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
 
 
-def reason_text(v: Verdict) -> str:
+def reason_text(v: Verdict, normalised: dict | None = None) -> str:
     """Under which reading of the paper the verdict was decided, and whether another reading's
-    results read otherwise; what the weaker evidence beside it says."""
+    results read otherwise; what the weaker evidence beside it says; the claim's verdict on
+    MEB's per-set normalised cells (``normalised``, a scorecard row), where they ran."""
     label = v.label
     if label == Label.NOT_RUN:
         text = NOT_RUN_REASON
@@ -409,6 +410,10 @@ def reason_text(v: Verdict) -> str:
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
     if v.pattern is not None:  # the paper's pattern (Claim.pattern), not yet reproduced
         text += f"; the paper's pattern, under its protocol: {label_words(v.pattern.label)} so far"
+    if normalised is not None:
+        text += (f"; on per-set normalised sets (chapter 5's ablation cells, read in "
+                 f"{normalised['regime']}): {normalised['verdict']} (ours "
+                 f"{normalised['ours_text']}; {normalised['reason']})")  # fmt: skip
     return name_labels(text)
 
 
@@ -512,19 +517,7 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
     """The scorecard row of ``claim`` judged as ``v``: every field in words (the fields the
     pages read), and ``value``, the verdict itself. ``normalised``: the row of the claim on MEB's
     per-set normalised cells (``scorecard.per_set_normalised``), said in its reason."""
-    paper_table = getattr(claim, "paper_table", None) or claim.table
-    decided = why(claim, v) if v.label in DECIDED or v.refutation is not None else ""
-    refuted = None
-    if v.refutation is not None:
-        ref = v.refutation
-        refuted = {
-            "cell": ref.cell,
-            "model": _row_name(v.table, ref.cell) if ref.cell else None,
-            "diff": ref.diff,
-            "p": ref.p,
-            "text": why(claim, v),
-            "reason": ref.reason,
-        }
+    parts, ref, regime = why_parts(claim, v), v.refutation, _regimes_text(v)
     return {
         "claim": claim.id,
         "table": claim.table,
@@ -536,33 +529,26 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "ours": v.ours,
         "ours_text": value_text(claim, v.ours, v.rank.get("observed")),
         "profile": v.profile,
-        "regime": _regimes_text(v),
+        "regime": regime,
         # where it was read, as its row says it: at the paper's sizes, with the readings too
         "read_at": "; ".join(
-            x for x in (_regimes_text(v), readings_text(v) if v.profile in PAPER_SCALE else "") if x
+            x for x in (regime, readings_text(v) if v.profile in PAPER_SCALE else "") if x
         ),
         "protocol": protocol_text(v),
         "protocol_note": protocol_text(v, cells=False),
         "statistics": statistics_text(claim, v),
-        "why": why(claim, v),
-        "why_parts": why_parts(claim, v),
+        "why": "; ".join(parts),
+        "why_parts": parts,
         "verdict": label_words(v.label),
         "reason_code": v.reason.value,
         "reading": reading_words(v.reading),
-        "reason": reason_text(v)
-        + (
-            ""
-            if normalised is None
-            else f"; on per-set normalised sets (chapter 5's ablation cells, read in "
-            f"{normalised['regime']}): {normalised['verdict']} (ours {normalised['ours_text']}; "
-            f"{normalised['reason']})"
-        ),  # fmt: skip
+        "reason": reason_text(v, normalised),
         **({} if normalised is None else {"normalised": normalised}),
         "readings": readings_text(v),
         "cells": list(claim.cells),
-        "decided_by": decided,
-        "refuted_by": refuted,
-        "paper_table": paper_table,
+        "decided_by": "; ".join(parts) if v.label in DECIDED or ref is not None else "",
+        "refuted_by": None if ref is None else {"cell": ref.cell, "diff": ref.diff, "p": ref.p},
+        "paper_table": getattr(claim, "paper_table", None) or claim.table,
         "mz_beats": _mz_beats(claim),
         "shows": v.shows,
         "beside": beside_rows(claim, v),

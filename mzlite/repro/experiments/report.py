@@ -28,7 +28,12 @@ from mzlite.repro.experiments.present import devices_text
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.stats import mean_std
 from mzlite.repro.paper import load_paper_table, paper_cell
-from mzlite.repro.render import Number, experiment_key, report_html
+from mzlite.repro.render import (  # evidence_note: re-exported, the chapters read it here
+    Number,
+    evidence_note,  # noqa: F401
+    experiment_key,
+    report_html,
+)
 
 
 def epoch_range(results: list[dict]) -> str:
@@ -335,12 +340,10 @@ def best_report_rows(
 def best_rows(
     table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
 ) -> dict[str, dict]:
-    """Cell by cell, the most trusted evidence on disk: ``{cell id: row}`` where each row is the
-    ``report`` row (``metric``) of the first of ``profiles`` under which that cell has results,
-    with ``"profile"`` added. Every number thus keeps the protocol that produced it, and no mean
-    mixes profiles; a chapter shows the converged result of a cell as soon as it lands and the
-    30-epoch one, labelled, until then. A cell with results under none of ``profiles`` gets the
-    first profile's row (``seeds`` empty) with ``"profile"`` None."""
+    """Cell by cell, the most trusted evidence on disk: ``{cell id: row}``, the ``report`` row
+    (``metric``) of the first of ``profiles`` with results there, ``"profile"`` added (None, and
+    the first profile's empty row, where none has): every number keeps its protocol, and no mean
+    mixes profiles."""
     if isinstance(profiles, str):
         profiles = (profiles,)
     profiles = [ex.get_profile(p).name for p in profiles]
@@ -380,34 +383,11 @@ def ours_text(row: dict | ReportRow | None) -> str:
                   f"mean_{row['metric']}", row["ours_mean"], row["ours_std"])  # fmt: skip
 
 
-def evidence_note(row: dict | ReportRow | None) -> str:
-    """What stands behind one ``best_rows`` row, for a footnote: its protocol (the 30-epoch
-    ``cpu`` profile named as the ablation it is), seeds, epochs run and convergence."""
-    if isinstance(row, ReportRow):
-        row = row.as_dict()
-    prof = (row or {}).get("profile")
-    if prof is None or not row.get("seeds"):
-        return "not run under any profile yet"
-    name = "cpu (the 30-epoch ablation)" if prof == "cpu" else prof
-    spec = _nn.model_spec(row["model"]) if row.get("model") else None
-    if spec is not None and not spec.trainable:
-        return f"{prof}: {spec.display} (closed form, no training), the {prof} data sizes"
-    n = row["n_seeds"]
-    text = f"{name}: {n} seed{'s' if n != 1 else ''}, {row['epochs']} epochs"
-    if row.get("converged_text") not in (None, "--"):
-        text += f", converged {row['converged_text']}"
-    if row.get("spiked_text"):
-        text += f", validation-loss spike in {row['spiked_text']}"
-    return text
-
-
 def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> str:
     """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
-    the result files (never from the profile's intent): how many cells ran, seeds, data sizes,
-    epochs run (cap, patience), how many runs converged, learning rates by model family,
-    target scaling, precision, device and code commit (``commit_ids=False``, for a book page:
-    how many versions of the code, the commits staying in the result files). "" when there
-    are none."""
+    the result files (never from the profile's intent): cells, seeds, sizes, epochs, convergence,
+    learning rates, target scaling, precision, device and code (``commit_ids=False``, for a book
+    page: how many versions, the commits staying in the result files). "" when there are none."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     same = ex.aliases(spec, prof.name)
     by_cell = {c: r for c, r in ex.results_by_cell(spec, prof.name, results_dir).items()
