@@ -18,24 +18,21 @@ import html
 
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.claims import MissingCell, cell_paper_value
 from mzlite.repro.experiments.findings import NOT_RUN_LABEL, SCORECARD_CHAPTER
 from mzlite.repro.experiments.formatting import and_join, counts_text, spaced
 from mzlite.repro.experiments.report import ReportRow, epoch_range, ours_text, report
 from mzlite.repro.experiments.scorecard import scorecard
-from mzlite.repro.paper import paper_cell
 from mzlite.repro.render import HTML, STYLE, conclusion, table_name, verdict_anchor
 
 
 def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
-    """The paper's mean ``metric`` for one cell (through its ``PaperRef``), None where the paper
-    has no such number."""
-    cell = ex.get_table(table).cell(ex.CellKey(table, cell_id).cell)
-    for ref in cell.paper:
-        if ref.metric == metric:
-            v = paper_cell(ex.get_table(table).label, ref.row, ref.column).get("mean")
-            if v is not None:
-                return v * ref.scale
-    return None
+    """The paper's mean ``metric`` for one cell (``claims.cell_paper_value``), None where the
+    paper has no such number."""
+    try:
+        return cell_paper_value(table, cell_id, metric)
+    except MissingCell:
+        return None
 
 
 def _chapter_rows(chapter: str, sc=None) -> list[dict]:
