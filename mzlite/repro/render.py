@@ -418,15 +418,6 @@ def report_html(rep) -> HTML:
     return HTML("".join(parts))
 
 
-def _report_number(text: str, r: dict, rep) -> str:
-    """A report row's mean (and std) over seeds, marked with its experiment: the table, the cell
-    whose runs it shows (an aliased cell's twin: the same experiment) and the profile."""
-    if r.get("mixed"):
-        return _e(text)
-    return number_html(text, experiment_key(rep.label, r, rep.profile), f"mean_{r['metric']}",
-                       r["ours_mean"], r["ours_std"])  # fmt: skip
-
-
 def _report_row(r: dict, rep, notes: _Footnotes) -> str:
     """One model's row of ``report_html``: the model (its parameter count under it), ours with
     its protocol footnote, the paper's."""
@@ -437,8 +428,13 @@ def _report_row(r: dict, rep, notes: _Footnotes) -> str:
             params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
         params = f'<span class="mz-sub">{_e(params)}</span>'
     if r["seeds"]:
-        ours = rep.ours(r)
-        ours = _report_number(ours, r, rep) + notes.mark(evidence_note(r, rep.profile))
+        # marked with its experiment: the cell whose runs it shows (an alias's twin), the profile
+        key = experiment_key(rep.label, r, rep.profile)
+        ours = (
+            _e(rep.ours(r))
+            if r.get("mixed")
+            else number_html(rep.ours(r), key, f"mean_{r['metric']}", r["ours_mean"], r["ours_std"])
+        ) + notes.mark(evidence_note(r, rep.profile))
     else:
         ours = '<span class="mz-sub">not run</span>'
     return (

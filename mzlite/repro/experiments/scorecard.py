@@ -2,7 +2,7 @@
 
     from mzlite.repro.experiments.scorecard import scorecard
     sc = scorecard(tables=["tab:meb"])        # default: every claim, strongest evidence on disk
-    sc.verdicts                               # the engine's values (engine.Verdict)
+    sc.rows[0]["value"]                       # the engine's value (engine.Verdict) of a row
 
 A claim (``claims``) is computed once on the paper's numbers and once on the mean of our seeds;
 the verdict is the engine's (``engine.judge``), worded by the presenter (``present.row``). This
@@ -66,15 +66,10 @@ def judge(claim: Claim, value: float, profile: str, complete: bool = True,
 
 class Scorecard:
     """Rows (plain dicts, ``present.row``) and the profiles read; an HTML table in a notebook
-    (``render.scorecard_html``), text through ``present.scorecard_text``/``scorecard_markdown``.
-    ``verdicts`` are the values behind the rows."""
+    (``render.scorecard_html``), text through ``present.scorecard_text``/``scorecard_markdown``."""
 
     def __init__(self, rows: list[dict], profiles: tuple[str, ...]):
         self.rows, self.profiles = rows, profiles
-
-    @property
-    def verdicts(self) -> list:
-        return [r["value"] for r in self.rows if "value" in r]
 
     def __len__(self) -> int:
         return len(self.rows)
