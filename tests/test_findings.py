@@ -21,6 +21,7 @@ from mzlite.repro import meb_study, relational, training_study, transfer
 from mzlite.repro.experiments import findings as fd
 from mzlite.repro.experiments import formatting as fmt
 from mzlite.repro.experiments import narrate, present
+from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.scorecard import scorecard
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,9 +171,9 @@ def test_cell_words_and_scrub():
         fmt.cell_words("tab:meb", "d8-nope")
 
 
-def test_tdof_gaps_test_over_seeds_as_scipy_does(tmp_path):
+def test_main_gaps_test_over_seeds_as_scipy_does(tmp_path):
     _tdof(tmp_path, mz=0.7, st4=0.9, st32=0.8, profile="cpu-converged")
-    gaps = training_study.tdof_gaps(results_dir=tmp_path)
+    gaps = training_study.main_gaps(PROFILE_ORDER, tmp_path)
     assert [g.L for g in gaps] == [4, 8, 16, 24, 32]
     for g in gaps:
         t = sps.ttest_ind(g.mz.values, g.st.values, equal_var=False)
@@ -190,7 +191,7 @@ def test_tdof_gaps_test_over_seeds_as_scipy_does(tmp_path):
 def test_tdof_gap_needs_both_models_under_one_protocol(tmp_path):
     _cell(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.9, "cpu-converged")
     _cell(tmp_path, "tab:tdof-verify", "L4-st_4l", 0.8, "cpu")  # another protocol
-    assert training_study.tdof_gaps(results_dir=tmp_path) == []
+    assert training_study.main_gaps(PROFILE_ORDER, tmp_path) == []
 
 
 def test_describe_runs_reads_the_result_files(tmp_path):

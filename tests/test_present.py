@@ -85,8 +85,8 @@ def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):
 
 
 def test_a_rank_claims_problem_names_its_runs_in_words(tmp_path):
-    """The transfer study writes which runs did not converge by cell id; the presenter's reason
-    names them as the page does."""
+    """The transfer study names the runs that did not converge as the page does, and the
+    presenter's reason quotes it."""
     from test_scorecard import SETTINGS, _tier1
 
     _tier1(tmp_path, dict(zip(SETTINGS, (2, 7, 7, 6, 6, 7), strict=True)),

@@ -123,8 +123,7 @@ def test_mz_against_st_is_decided_by_welch_over_seeds(tmp_path):
     assert rows["generators: none, schedule: plateau"].versus_st == ("too few seeds", None)
     assert rows["the paper's training-set size"].versus_st == ("too few seeds", None)
     # an R² gap of 0.09 that Welch's test does not separate decides nothing either way
-    behind = reading.AblationRow("c", "r", "zonotope", "plateau", 3, 3, (0.41, 0.42, 0.43),
-                                 (0.45, 0.50, 0.58))  # fmt: skip
+    behind = reading.AblationRow("c", "r", 3, 3, (0.41, 0.42, 0.43), (0.45, 0.50, 0.58))
     assert behind.versus_st[0] == "ST ahead, not significant"
     assert behind.claim_verdict == "not decided"
     assert rows[reading.DEFAULT_READING_ROW].claim_verdict == "does not hold here"

@@ -35,8 +35,9 @@ def test_the_review_covers_the_headline_tasks_and_names_every_reading():
 def test_every_calibrated_reading_has_its_cells():
     for c in tr.CALIBRATED:
         table = ex.get_table(c.table)
-        task = table.cell(c.st_cell).task
-        assert c.readings[0] == "v1" and table.cell(c.stats_cell).model == ex.SET_STATS
+        v1_st, v1_stats = (table.cell(cid) for cid in c.cells("v1"))
+        task = v1_st.task
+        assert c.readings[0] == "v1" and v1_stats.model == ex.SET_STATS
         for reading in c.readings[1:]:
             st = table.cell(ex.cells.calibration_cell_id(c.col, reading, c.st))
             stats = table.cell(ex.cells.calibration_cell_id(c.col, reading, ex.SET_STATS))
@@ -44,7 +45,7 @@ def test_every_calibrated_reading_has_its_cells():
             assert (
                 T.task_reading(task, st.options) == reading == T.task_reading(task, stats.options)
             )
-            assert st.model_kwargs == table.cell(c.st_cell).model_kwargs  # the same ST as v1's
+            assert st.model_kwargs == v1_st.model_kwargs  # the same ST as v1's
 
 
 def _write(root, table, cell, seed, *, reading, r2=None, mse=None, size_r2=None, task=None):

@@ -545,7 +545,7 @@ def test_transfer_rank_claims_hold_fail_and_refuse(tmp_path):
     for r in rows.values():
         assert r["verdict"] == "insufficient evidence"
         assert r["value"].rank["problem"][0] == "insufficient evidence"
-        assert "raw-hull-perceiver seed 0" in r["value"].rank["problem"][1]
+        assert "MNIST raw pixel / Hull, Perceiver seed 0" in r["value"].rank["problem"][1]
 
 
 def test_transfer_prediction_with_longer_cap_reruns_in_place_of_capped_runs(tmp_path):

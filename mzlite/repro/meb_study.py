@@ -16,19 +16,19 @@ from __future__ import annotations
 from mzlite.tasks import make_splits
 
 from . import experiments as ex
-from .experiments.protocols import CURRENT, PROTOCOL_STYLES
-from .experiments.report import ReportRow, best_report_rows, report
+from .experiments.protocols import CURRENT
+from .experiments.report import best_report_rows
 from .experiments.results import PROFILE_ORDER
 from .experiments.scorecard import claims, evaluate, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
+from .training_study import report_rows, sweep_lines
 
 __all__ = [
-    "LABEL", "CURRENT", "AXES", "MODELS", "ablation_cell", "ablation_grid", "switches",
-    "axes_with_results", "fit_rows", "money_rows", "bar_series", "dimension_series",
-    "learning_curves", "what_it_shows", "condition_verdicts", "CONDITIONS", "train_variance",
-    "fit_ratio", "normalised_twin", "condition_cell", "condition_profile", "meb_pattern",
-    "rate_retry",
+    "LABEL", "CURRENT", "AXES", "MODELS", "CONDITIONS", "ablation_cell", "ablation_grid",
+    "switches", "axes_with_results", "fit_rows", "money_rows", "bar_series", "dimension_series",
+    "learning_curves", "what_it_shows", "condition_verdicts", "train_variance", "fit_ratio",
+    "normalised_twin", "condition_cell", "condition_profile", "rate_retry",
 ]  # fmt: skip
 
 LABEL = "tab:meb"
@@ -38,11 +38,19 @@ AXES = {  # (data, targets) -> the ablation variant of tab:meb's d = 8 cells
     ("per-set normalised", "raw"): "scale",
     ("per-set normalised", "standardised"): "scale-ynorm",
 }
+CONDITIONS = ("raw", "per-set normalised")
 # The d = 8 models the ablation and the fit table compare, with the names the chapter uses
 MODELS = {"st": "Standard (PMA)", "st_meanpool": "mean-pool head", "mz_full": "MZAttn-Full",
           ex.SET_STATS: "set statistics (ridge)"}  # fmt: skip
 COLOURS = {"st": "#1f77b4", "st_meanpool": "#2ca02c", "mz_full": "#d62728",
            ex.SET_STATS: "#7f7f7f"}  # fmt: skip
+SWITCHES = (  # (what changes, from (data, targets), to (data, targets))
+    ("targets standardised, raw data", ("raw", "raw"), ("raw", "standardised")),
+    ("targets standardised, per-set normalised data",
+     ("per-set normalised", "raw"), ("per-set normalised", "standardised")),
+    ("each set normalised, standardised targets",
+     ("raw", "standardised"), ("per-set normalised", "standardised")),
+)  # fmt: skip
 
 
 def _check(name: str, value, valid) -> None:
@@ -64,9 +72,8 @@ def ablation_cell(model: str, data: str, targets: str) -> str:
 
 
 def ablation_grid(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """One dict per (model, data, targets) of the d = 8 ablation: ``model`` (id), ``name``,
-    ``data``, ``targets``, ``cell`` and ``row`` (its ``ReportRow`` from the first of
-    ``profiles`` with its results; ``row.profile`` None where none has)."""
+    """One dict per (model, data, targets) of the d = 8 ablation, its ``row`` the ``ReportRow``
+    of the first of ``profiles`` with its results (``row.profile`` None where none has)."""
     best = best_report_rows(LABEL, profiles, results_dir=results_dir)
     return [
         {"model": m, "name": name, "data": d, "targets": t, "cell": ablation_cell(m, d, t),
@@ -78,32 +85,14 @@ def ablation_grid(profiles=CURRENT, results_dir=None) -> list[dict]:
 def axes_with_results(grid: list[dict]) -> list[tuple[str, str]]:
     """The (data, targets) conditions of ``AXES`` under which some trained model of ``grid``
     (``ablation_grid``) has results: the columns worth a table."""
-    return [
-        a
-        for a in AXES
-        if any(
-            g["row"].ran
-            for g in grid
-            if (g["data"], g["targets"]) == a and g["model"] != ex.SET_STATS
-        )
-    ]
-
-
-SWITCHES = (  # (what changes, from (data, targets), to (data, targets))
-    ("targets standardised, raw data", ("raw", "raw"), ("raw", "standardised")),
-    ("targets standardised, per-set normalised data",
-     ("per-set normalised", "raw"), ("per-set normalised", "standardised")),
-    ("each set normalised, standardised targets",
-     ("raw", "standardised"), ("per-set normalised", "standardised")),
-)  # fmt: skip
+    ran = {(g["data"], g["targets"]) for g in grid if g["row"].ran and g["model"] != ex.SET_STATS}
+    return [a for a in AXES if a in ran]
 
 
 def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """What each switch of the ablation changes for each trained model: one dict per (model,
-    switch) with ``model``, ``name``, ``switch``, ``before`` and ``after`` (``ReportRow``s),
-    ``profile`` (the one protocol both come from, or None), ``comparable`` (both ran under one
-    protocol), ``diff`` (after − before mean R²) and ``p`` (Welch's, None with fewer than two
-    seeds a side or when not comparable)."""
+    """What each switch of the ablation changes for each trained model: the rows ``before`` and
+    ``after``, ``comparable`` (both ran under one protocol, ``profile``), and there ``diff``
+    (after − before mean R²) and Welch's ``p`` (None with fewer than two seeds a side)."""
     grid = {(g["model"], g["data"], g["targets"]): g["row"] for g in
             ablation_grid(profiles, results_dir)}  # fmt: skip
     out = []
@@ -113,35 +102,23 @@ def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
         for what, a, b in SWITCHES:
             before, after = grid[(m, *a)], grid[(m, *b)]
             comparable = before.ran and after.ran and before.profile == after.profile
-            diff = p = None
-            if comparable:
-                w = welch(after.values, before.values)
-                diff, p = w["diff"], w["p"]
+            w = welch(after.values, before.values) if comparable else {"diff": None, "p": None}
             out.append({"model": m, "name": name, "switch": what, "before": before,
                         "after": after, "profile": before.profile if comparable else None,
-                        "comparable": comparable, "diff": diff, "p": p})  # fmt: skip
+                        "comparable": comparable, "diff": w["diff"], "p": w["p"]})  # fmt: skip
     return out
 
 
-def _profile_rows(profile: str, results_dir=None) -> dict[str, ReportRow]:
-    prof = ex.get_profile(profile).name
-    return {c: ReportRow.of(r, prof) for c, r in
-            report(LABEL, prof, results_dir).by_cell(None, "r2").items()}  # fmt: skip
-
-
 def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """Per data condition (under the most trusted of ``profiles`` with its d = 8 cells,
-    ``condition_profile``), each model's test R² and how far it fitted its training
-    sets: one dict per (condition, model) with ``condition``, ``profile``, ``model``, ``name``,
-    ``lr`` (None: its family's rate; else the lower rate a retry of the PMA model ran at),
-    ``row`` (``ReportRow``) and ``fit`` (lowest training loss over the variance of the training
-    targets, 1 = the mean predictor; None for the ridge or without histories)."""
+    """Per data condition (under ``condition_profile``), each model's test R² ``row`` and how far
+    it fitted its training sets (``fit_ratio``; None for the ridge or without histories); on
+    normalised data the PMA model's retries at lower rates follow (``lr``, else None)."""
     out = []
     for cond in CONDITIONS:
         prof = condition_profile(cond, profiles, results_dir)
         if prof is None:
             continue
-        rows = _profile_rows(prof, results_dir)
+        rows = report_rows(LABEL, prof, results_dir)
         for m, name in MODELS.items():
             cell = condition_cell(f"d8-{m}", cond, prof)
             fit = None if m == ex.SET_STATS else fit_ratio(LABEL, cell, prof, results_dir)
@@ -155,28 +132,23 @@ def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
     return out
 
 
-def _main_cells(d: int = 8):
-    return [c for c in ex.get_table(LABEL).cells if c.part == "main" and c.column == f"d={d}"]
-
-
 def money_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """The d = 8 main cells, ours beside the paper's (fig:money): one dict per model with
-    ``cell``, ``model`` (the paper's row), ``row`` (our ``ReportRow`` from the first of
-    ``profiles`` with its results) and ``paper`` (its R², None where the paper has none)."""
+    """The d = 8 main cells, our ``row`` (the first of ``profiles`` with its results) beside the
+    ``paper``'s R² (None where it has none), for fig:money."""
     best = best_report_rows(LABEL, profiles, results_dir=results_dir)
     return [{"cell": c.id, "model": c.row, "row": best[c.id],
              "paper": paper_value(LABEL, c.row, "d=8 R^2") if c.paper else None}
-            for c in _main_cells()]  # fmt: skip
+            for c in ex.get_table(LABEL).cells
+            if c.part == "main" and c.column == "d=8"]  # fmt: skip
 
 
 def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
-    """The d = 8 bars as ``mzlite.viz.plot_grouped_bars`` takes them: ``(models, series)``, the
-    paper's R², ours on raw data (each cell from the first of ``profiles`` with its results)
-    and, under that same protocol, ours on per-set normalised data (its twin cell); error bars
-    the std over seeds."""
+    """The d = 8 bars for ``mzlite.viz.plot_grouped_bars``, ``(models, series)``: the paper's
+    R², ours on raw data (``money_rows``) and, under that same protocol, on per-set normalised
+    data (the twin cells); error bars the std over seeds."""
     money = money_rows(profiles, results_dir)
     series = {f"paper ({paper_ref(LABEL)})": [r["paper"] for r in money]}
-    by_profile = {ex.get_profile(p).name: _profile_rows(p, results_dir) for p in profiles}
+    by_profile = {ex.get_profile(p).name: report_rows(LABEL, p, results_dir) for p in profiles}
     for data, normalised in (("raw data", False), ("per-set normalised", True)):
         means, errors = [], []
         for r in money:
@@ -191,47 +163,27 @@ def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
     return [r["model"] for r in money], series
 
 
-def dimension_series(profiles=CURRENT, results_dir=None, dims=(8, 16, 32)) -> dict:
-    """R² against d for the models the CPU jobs run at every d, as ``mzlite.viz.plot_sweep``
-    takes them: ``{name: (dims, values, style)}``, the paper's and ours under each of
-    ``profiles`` that has results (std over seeds as error bars). One colour per model, one dash
-    and marker per protocol."""
-    spec = ex.get_table(LABEL)
+def dimension_series(profiles=CURRENT, results_dir=None) -> dict:
+    """R² against d for the models the CPU jobs run at every d (``sweep_lines``): the paper's
+    and ours under each of ``profiles`` that has results."""
+    spec, dims = ex.get_table(LABEL), [8, 16, 32]
     ids = {c.id for c in spec.cells}
-    dims = list(dims)
     series = {}
     for m, colour in COLOURS.items():
         cells = [f"d{d}-{m}" for d in dims]
-        if not all(c in ids for c in cells):
-            continue
-        row = spec.cell(cells[0]).row
-        if spec.cell(cells[0]).paper:
-            dash, symbol = PROTOCOL_STYLES["paper"]
-            series[f"{row}, paper"] = (
-                dims, [paper_value(LABEL, row, f"d={d} R^2") for d in dims],
-                {"dash": dash, "symbol": symbol, "color": colour},
-            )  # fmt: skip
-        for p in profiles:
-            rows = _profile_rows(p, results_dir)
-            got = [rows.get(c) for c in cells]
-            got = [r if r is not None and r.ran else None for r in got]
-            if not any(got):
-                continue
-            dash, symbol = PROTOCOL_STYLES.get(ex.get_profile(p).name, ("dot", "x"))
-            series[f"{row}, ours ({ex.get_profile(p).name})"] = (
-                dims, [r.ours_mean if r else None for r in got],
-                {"dash": dash, "symbol": symbol, "color": colour,
-                 "error": [r.ours_std if r else None for r in got]},
-            )  # fmt: skip
+        if all(c in ids for c in cells):
+            row = spec.cell(cells[0]).row
+            paper = None
+            if spec.cell(cells[0]).paper:
+                paper = [paper_value(LABEL, row, f"d={d} R^2") for d in dims], None
+            series |= sweep_lines(LABEL, row, cells, dims, colour, paper, profiles, results_dir)
     return series
 
 
 def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict | None:
     """The training and validation losses per epoch of the first seed of the d = 8 Standard,
-    mean-pool and MZAttn-Full cells under data ``condition``, from the most trusted of
-    ``profiles`` with its cells: ``{"profile", "curves": {name: (epochs, losses)},
-    "mean_mse"}``, ``mean_mse`` the loss of the mean predictor in training units (1 for
-    standardised targets, else the variance of the training targets). None where nothing ran."""
+    mean-pool and MZAttn-Full cells under data ``condition`` (``condition_profile``), with
+    ``mean_mse``, the mean predictor's loss in training units. None where nothing ran."""
     _check("condition", condition, CONDITIONS)
     prof = condition_profile(condition, profiles, results_dir)
     if prof is None:
@@ -241,8 +193,7 @@ def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict 
     for m in ("st", "st_meanpool", "mz_full"):
         res = by_cell.get(condition_cell(f"d8-{m}", condition, prof))
         if res and res[0].get("history"):
-            h = res[0]["history"]
-            name = MODELS[m].replace(" (PMA)", "")
+            h, name = res[0]["history"], MODELS[m].replace(" (PMA)", "")
             curves[f"{name} train"] = (h["epoch"], h["train_loss"])
             curves[f"{name} val"] = (h["epoch"], h["val_loss"])
     if not curves:
@@ -265,42 +216,32 @@ def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict 
 # evidence that MZAttn wins (issue 34), whatever its label.
 SHOWS_MZ = "evidence for MZAttn-Full"
 SHOWS_FAILURE = "the models it names fail; no evidence for MZAttn-Full"
-HOLDING = ("holds", "holds partly")
 
 
 def what_it_shows(verdict: str, mz_beats: bool) -> str:
-    """What a verdict shows about MZAttn: for a holding verdict (``HOLDING``) of a claim that an
-    MZ model beats the others (``mz_beats``), ``SHOWS_MZ``; of any other claim (a family
-    fails), ``SHOWS_FAILURE``; "" for a verdict that does not hold."""
-    if verdict not in HOLDING:
+    """What a verdict shows about MZAttn: for a holding verdict of a claim that an MZ model
+    beats the others (``mz_beats``), ``SHOWS_MZ``; of any other claim (a family fails),
+    ``SHOWS_FAILURE``; "" for a verdict that does not hold."""
+    if verdict not in ("holds", "holds partly"):
         return ""
     return SHOWS_MZ if mz_beats else SHOWS_FAILURE
 
 
 def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """The scorecard's d = 8 MEB claims judged under each data condition
-    (``meb_pattern``): one dict per (condition, claim) with ``condition``, ``claim``,
-    ``text``, ``headline`` (the claim as the presenter states it), ``verdict``, ``profile``,
-    ``ours_text``, ``evidence_for_mz`` (a holding verdict of a claim that an MZ model beats the
-    others) and ``shows`` (for a holding verdict:
-    ``SHOWS_MZ``, or ``SHOWS_FAILURE`` for a claim that holds because the models it names fail;
-    "" otherwise)."""
-    pattern = meb_pattern(profiles, results_dir)
+    """The scorecard's d = 8 MEB claims judged under each data condition (the normalised one
+    on the twin cells, ``normalised_twin``), each from the most trusted of ``profiles`` with
+    the claim's cells, with what the verdict ``shows`` (``what_it_shows``)."""
     out = []
-    for (cond, claim), r in pattern.items():
-        shows = what_it_shows(r["verdict"], bool(r.get("mz_beats")))
-        for_mz = shows == SHOWS_MZ
-        out.append({"condition": cond, "claim": claim, "text": r["text"],
-                    "headline": r["text"], "verdict": r["verdict"],
-                    "profile": r["profile"],
-                    "ours_text": r["ours_text"], "evidence_for_mz": for_mz,
-                    "shows": shows})  # fmt: skip
-    return sorted(out, key=lambda v: CONDITIONS.index(v["condition"]))
-
-
-# ---------------------------------------------------------------------------------------------
-# Did a run fit its training set?
-# ---------------------------------------------------------------------------------------------
+    for cond in CONDITIONS:
+        for cl in claims(LABEL):
+            if cl.id.startswith("meb-d8-"):
+                twin = None if cond == "raw" else normalised_twin
+                r = evaluate(cl, profiles, results_dir, twin=twin)
+                shows = what_it_shows(r["verdict"], bool(r.get("mz_beats")))
+                out.append({"condition": cond, "claim": cl.id, "headline": r["text"],
+                            "verdict": r["verdict"], "profile": r["profile"],
+                            "ours_text": r["ours_text"], "shows": shows})  # fmt: skip
+    return out
 
 
 def train_variance(table, cell_id: str, profile: str) -> float:
@@ -320,89 +261,54 @@ def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | No
     run of it has a history."""
     ratios = []
     for r in ex.results_by_cell(table, profile, results_dir).get(cell_id, []):
-        hist = r.get("history")
-        if not hist:
+        if not r.get("history"):
             continue
-        hist = {"config": r["train_config"], **hist}  # the result's own record, where it has one
+        hist = {"config": r["train_config"], **r["history"]}  # its own record, where it has one
         if hist.get("train_target_var") is None and not r["train_config"].get("normalize_targets"):
             # trained before History recorded the variance (the cpu and cpu-converged results)
-            hist = {**hist, "train_target_var": train_variance(table, cell_id, profile)}
+            hist["train_target_var"] = train_variance(table, cell_id, profile)
         ratio = fit_check(hist)["fit_ratio"]
         if ratio is not None:
             ratios.append(ratio)
     return sum(ratios) / len(ratios) if ratios else None
 
 
-# ---------------------------------------------------------------------------------------------
-# The MEB pattern on raw and on per-set normalised data
-# ---------------------------------------------------------------------------------------------
-
-CONDITIONS = ("raw", "per-set normalised")
-
-
 def condition_cell(cell_id: str, condition: str, profile: str) -> str:
     """Main cell ``cell_id`` under data ``condition`` ("raw" or "per-set normalised")."""
-    if condition not in CONDITIONS:
-        raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
+    _check("condition", condition, CONDITIONS)
     return cell_id if condition == "raw" else normalised_twin(cell_id, profile)
 
 
-def _meb_rows(profiles, results_dir) -> dict[str, dict[str, ReportRow]]:
-    return {p: {c: ReportRow.of(r, p) for c, r in
-                report(LABEL, p, results_dir).by_cell(None, "r2").items()}
-            for p in profiles}  # fmt: skip
-
-
-def condition_profile(condition: str, profiles=PROFILE_ORDER, results_dir=None,
-                      _rows=None) -> str | None:  # fmt: skip
+def condition_profile(condition: str, profiles=PROFILE_ORDER, results_dir=None) -> str | None:
     """The most trusted profile with results of both the Standard and the MZAttn-Full d = 8
     cells under ``condition``: a comparison reads numbers of one protocol only."""
-    profiles = [ex.get_profile(p).name for p in profiles]
-    rows = _rows if _rows is not None else _meb_rows(profiles, results_dir)
-    for p in profiles:
+    for p in [ex.get_profile(p).name for p in profiles]:
+        rows = report_rows(LABEL, p, results_dir)
         cells = [condition_cell(f"d8-{m}", condition, p) for m in ("st", "mz_full")]
-        if all(rows[p].get(c) is not None and rows[p][c].ran for c in cells):
+        if all(rows.get(c) is not None and rows[c].ran for c in cells):
             return p
     return None
 
 
-def meb_pattern(profiles=PROFILE_ORDER, results_dir=None) -> dict[tuple[str, str], dict]:
-    """The scorecard's d = 8 MEB claims judged under each data condition: ``{(condition, claim
-    id): scorecard row}``, each from the most trusted profile with the claim's cells (the
-    normalised condition reads the twin cells, ``normalised_twin``)."""
-    out = {}
-    for cl in claims(LABEL):
-        if not cl.id.startswith("meb-d8-"):
-            continue
-        for cond in CONDITIONS:
-            twin = None if cond == "raw" else normalised_twin
-            out[cond, cl.id] = evaluate(cl, profiles, results_dir, twin=twin)
-    return out
-
-
-def rate_retry(profile: str, results_dir=None, _rows=None) -> list[dict]:
+def rate_retry(profile: str, results_dir=None) -> list[dict]:
     """The Standard (PMA) model on per-set normalised d = 8 sets under ``profile`` at every
-    learning rate it ran: its family's rate (``normalised_twin("d8-st")``) and the retry cells
-    ``abl-d8-scale-ynorm-lr*-st`` (lower rates, down to the paper's 1e-4), highest rate first.
-    Each: ``lr``, ``cell``, ``row`` (its ``ReportRow``), ``fit`` (``fit_ratio``), ``fitted``
-    (its runs that fitted, by their recorded convergence) and ``runs``; cells without results
-    are left out."""
-    rows = _rows if _rows is not None else _meb_rows([profile], results_dir)[profile]
-    spec = ex.get_table(LABEL)
-    twin = normalised_twin("d8-st", profile)
-    retry = [c.id for c in spec.cells
+    learning rate it ran, highest first: its family's rate (``normalised_twin("d8-st")``) and
+    the retry cells ``abl-d8-scale-ynorm-lr*-st`` (down to the paper's 1e-4), with ``fit``
+    (``fit_ratio``) and how many of its ``runs`` ``fitted`` (their recorded convergence)."""
+    rows = report_rows(LABEL, profile, results_dir)
+    retry = [c.id for c in ex.get_table(LABEL).cells
              if c.id.startswith("abl-d8-scale-ynorm-lr") and c.model == "st"]  # fmt: skip
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     out = []
-    for cid in (twin, *retry):
+    for cid in (normalised_twin("d8-st", profile), *retry):
         row = rows.get(cid)
         if row is None or not row.ran:
             continue
         runs = by_cell.get(cid, [])
         lrs = {r["train_config"].get("lr") for r in runs}
-        lr = lrs.pop() if len(lrs) == 1 else None
         fitted = sum((r.get("convergence") or {}).get("fitted") is True for r in runs)
-        out.append({"lr": lr, "cell": cid, "row": row, "runs": len(runs), "fitted": fitted,
+        out.append({"lr": lrs.pop() if len(lrs) == 1 else None, "cell": cid, "row": row,
+                    "runs": len(runs), "fitted": fitted,
                     "fit": fit_ratio(LABEL, cid, profile, results_dir)})  # fmt: skip
     out.sort(key=lambda r: -(r["lr"] or 0.0))
     return out

@@ -1,10 +1,8 @@
 """Chapter 6's results (the relational benchmarks): which tables it reads, the set-statistics
 yardstick per setting, each table's results under every protocol on disk, and the points of its
 overview figure, all read from the table registry (``TableSpec``: its ``chapter``, cells and
-paper references), never from hand lists.
-
-The chapter shows what these functions return; the verdicts on the paper's claims about the same
-tables are chapter 9's (``scorecard``), and the chapter links there instead of repeating them.
+paper references), never from hand lists. The verdicts on the paper's claims about the same
+tables are chapter 9's (``scorecard``): the chapter links there instead of repeating them.
 """
 
 from __future__ import annotations
@@ -52,39 +50,33 @@ def chapter_tables(chapter: str = CHAPTER) -> list[str]:
     return labels
 
 
-def _short_title(label: str) -> str:
-    """A table's title up to its first ':' or ' (' ("Convex-hull volume")."""
-    title = ex.get_table(label).title
-    return title.split(" (")[0].split(":")[0].strip()
-
-
-def yardstick_settings(labels=None) -> list[dict]:
-    """One setting per (table, task, target) of ``labels`` (default: chapter 6's tables) where
-    the paper reports both the Set Transformer and MZAttn-Full: the first such column of each
-    (a sweep's smallest d). A table whose set-statistics data all belong to earlier tables (a
-    ``-normed`` table, an ablation on Task B) adds none. Each: ``setting`` (words), ``table``,
-    ``column`` (the column's cell-id prefix) and ``cell`` (its set-statistics ``Cell``: task,
-    options, sizes)."""
+def yardstick_settings() -> list[dict]:
+    """One setting per (table, task, target) of chapter 6's tables where
+    the paper reports both the Set Transformer and MZAttn-Full: the first such column (a sweep's
+    smallest d); a table whose set-statistics data all belong to earlier tables (``-normed``, an
+    ablation on Task B) adds none. Each: ``setting`` (words), ``table``, ``column`` (the cell-id
+    prefix) and ``cell`` (its set-statistics ``Cell``)."""
     out, seen = [], set()
-    for label in chapter_tables() if labels is None else labels:
+    for label in chapter_tables():
         spec = ex.get_table(label)
         ids = {c.id for c in spec.cells}
         stats = [c for c in spec.cells if c.model == ex.SET_STATS and c.part == "main"]
-        data = {c.id: (c.task, tuple(sorted(c.options.items()))) for c in stats}
-        if set(data.values()) <= seen:
+        data = {(c.task, tuple(sorted(c.options.items()))) for c in stats}
+        if data <= seen:
             continue
-        seen |= set(data.values())
+        seen |= data
+        title = spec.title.split(" (")[0].split(":")[0].strip()  # "Convex-hull volume"
         groups = set()
         for cell in stats:
             col = cell.id.removesuffix(f"-{ex.SET_STATS}")
             group = (cell.task, cell.options.get("target"))
             paper = [f"{col}-{m}" for m in ("st", "mz_full")]
-            if group in groups or not all(i in ids for i in paper):
-                continue
-            if any(narrate.paper_metric(label, i) is None for i in paper):
+            if group in groups or not all(
+                i in ids and narrate.paper_metric(label, i) is not None for i in paper
+            ):
                 continue
             groups.add(group)
-            words = cell.column if label == MAIN else f"{_short_title(label)}, {cell.column}"
+            words = cell.column if label == MAIN else f"{title}, {cell.column}"
             out.append({"setting": words, "table": label, "column": col, "cell": cell})
     return out
 
@@ -98,24 +90,21 @@ def relation(ours: float, paper: float | None) -> str | None:
     return "at or above" if gap >= 0 else f"within {NEAR:g} of" if gap >= -NEAR else "below"
 
 
-def yardstick(settings: list[dict], sizes: tuple[int, int, int] | None = SMOKE_SIZES,
-              seed: int = 0) -> list[dict]:  # fmt: skip
+def yardstick(settings: list[dict], sizes: tuple[int, int, int] | None = SMOKE_SIZES) -> list[dict]:
     """The set-statistics ridge (``mzlite.tasks.baseline_r2``) on each of ``settings``
-    (``yardstick_settings``), trained on ``sizes`` sets (None: each cell's own sizes, the
-    full profile's). One row each: ``setting``, ``table``, ``basic`` and ``all`` (test R^2 with
-    the "basic" and "all" features), ``paper_st`` and ``paper_mz`` (the paper's R^2 of the Set
-    Transformer and MZAttn-Full), ``paper_best`` (the better of the two) and ``relation`` (of
-    ``all`` to ``paper_best``)."""
+    (``yardstick_settings``), trained on ``sizes`` sets (None: each cell's own). One row each:
+    ``setting``, ``table``, ``basic`` and ``all`` (test R^2 with those features), ``paper_st``
+    and ``paper_mz`` (the paper's R^2), ``paper_best`` (the better) and ``relation`` (of ``all``
+    to ``paper_best``)."""
     rows = []
     for s in settings:
         cell = s["cell"]
         n_tr, n_val, n_te = cell.sizes if sizes is None else sizes
-        sp = make_splits(cell.task, n_tr, n_val, n_te, seed=seed, cache=True, **cell.options)
+        sp = make_splits(cell.task, n_tr, n_val, n_te, seed=0, cache=True, **cell.options)
         paper = {
             m: narrate.paper_metric(s["table"], f"{s['column']}-{m}") for m in ("st", "mz_full")
         }
-        known = [v for v in paper.values() if v is not None]
-        best = max(known) if known else None
+        best = max((v for v in paper.values() if v is not None), default=None)
         r2 = {f: baseline_r2(sp.train, sp.test, features=f)["r2"] for f in ("basic", "all")}
         rows.append({"setting": s["setting"], "table": s["table"], **r2,
                      "paper_st": paper["st"], "paper_mz": paper["mz_full"], "paper_best": best,
@@ -145,10 +134,9 @@ def run_chapter(profile: str, device: str = "auto", workers: int = 1) -> dict[st
 
 
 def protocols(label: str, results_dir=None) -> list[dict]:
-    """The protocols (``PROFILE_ORDER``, best evidence first) with results of ``label`` on
-    disk, its own or those of an earlier table whose experiment it shares (``ex.shared``):
-    ``profile``, ``role`` (the glossary's name of the protocol) and ``ablation`` (True unless it
-    is one of the protocols the results pages read, ``CURRENT``)."""
+    """The protocols (``PROFILE_ORDER``) with results of ``label`` on disk, its own or shared
+    (``ex.shared``): ``profile``, ``role`` (the glossary's name) and ``ablation`` (not one of
+    the ``CURRENT`` protocols the results pages read)."""
     return [
         {"profile": p, "role": reader_name(p), "ablation": p not in CURRENT}
         for p in PROFILE_ORDER
@@ -157,10 +145,9 @@ def protocols(label: str, results_dir=None) -> list[dict]:
 
 
 def results_toggle(label: str, results_dir=None) -> HTML:
-    """``label``'s results under every protocol on disk, closed under one line: the table's
-    title and its protocols (ablations marked); inside, per protocol, its report (the rows that
-    ran) and what ran, in words, headed by its role. A table no protocol has reached is one line
-    that says so, with the command that runs it."""
+    """``label``'s results under every protocol on disk, closed under one line (the title and
+    the protocols, ablations marked); inside, per protocol, its report and what ran. A table no
+    protocol has reached is one line that says so, with the command that runs it."""
     have = protocols(label, results_dir)
     if not have:  # a line, not a toggle: nothing to open (the command unrenamed, in code)
         run = f"python -m mzlite run {label} --profile cpu-annealed"
@@ -178,12 +165,9 @@ def results_toggle(label: str, results_dir=None) -> HTML:
 def overview_points(labels=None, results_dir=None) -> list[dict]:
     """The overview figure's points (``mzlite.viz.plot_ours_vs_paper``): per main cell of
     ``labels`` (default: chapter 6's tables) of MZAttn-Full and of the table's Set Transformer
-    (``st``, or ``st_large`` where the table has no ``st``) that has a paper R^2 and a result,
-    from the most trusted protocol that has it (``best_rows``). Each: ``ours``, ``ours_std``
-    (None for the 30-epoch ablation's single seed), ``paper``, ``group`` ("MZAttn" or "Set
-    Transformer", "(30 epochs)" added for the ablation), ``table``, ``label`` (hover text),
-    ``profile`` and ``cell``. Runs that several tables share (``ex.shared``: a ``-normed``
-    table under a protocol that standardises every target) are drawn once, for the first."""
+    (``st``, else ``st_large``) with a paper R^2 and a result, from the most trusted protocol
+    that has it (``best_rows``); ``ours_std`` None and "(30 epochs)" in ``group`` for the
+    30-epoch ablation. Runs that several tables share (``ex.shared``) are drawn once."""
     points, drawn = [], set()
     for label in chapter_tables() if labels is None else labels:
         spec = ex.get_table(label)
@@ -201,14 +185,12 @@ def overview_points(labels=None, results_dir=None) -> list[dict]:
             drawn.add(run)
             converged = r["profile"] != "cpu"
             points.append({
-                "ours": r["ours_mean"],
-                "ours_std": r["ours_std"] if converged else None,
+                "ours": r["ours_mean"], "ours_std": r["ours_std"] if converged else None,
                 "paper": r["paper_mean"],
                 "group": groups[model] + ("" if converged else " (30 epochs)"),
                 "table": paper_ref(label),
                 "label": f"{paper_ref(label)}: {r['row']}, {r['column']}<br>{evidence_note(r)}",
-                "profile": r["profile"],
-                "cell": cid,
+                "profile": r["profile"], "cell": cid,
             })  # fmt: skip
     return points
 
@@ -249,7 +231,7 @@ BARS = (
 FLOOR = -0.2  # bars are drawn from here; the hover text keeps the true value
 
 
-def plot_yardstick(rows: list[dict], height: int = 480):
+def plot_yardstick(rows: list[dict]):
     """``yardstick``'s rows as grouped bars per setting (``BARS``), R^2 drawn from ``FLOOR``:
     how much of each target simple set statistics explain, beside the paper's ST and MZ."""
     import plotly.graph_objects as go
@@ -268,21 +250,15 @@ def plot_yardstick(rows: list[dict], height: int = 480):
         yaxis={"title": f"test R^2 (drawn from {FLOOR:g})", "range": [FLOOR, 1.02]},
         title="How much of each target do simple set statistics explain?",
     )
-    return fit_page(fig, height=height)
+    return fit_page(fig, height=480)
 
 
-# ---------------------------------------------------------------------------------------------
-# The main results, task by task
-# ---------------------------------------------------------------------------------------------
-
-
-def main_results_glance(table: str = MAIN, profiles=PROFILE_ORDER,
-                        results_dir=None) -> list[str]:  # fmt: skip
-    """One short sentence per column (task) of ``table``: MZAttn-Full's R² beside the paper's,
+def main_results_glance(results_dir=None) -> list[str]:
+    """One short sentence per column (task) of the main table: MZAttn-Full's R² beside the paper's,
     the best other trained model and the set-statistics yardstick, each from its most trusted
     protocol (chapter 6's tables give every model)."""
-    spec = ex.get_table(table)
-    best = best_report_rows(spec.label, profiles, results_dir=results_dir)
+    spec = ex.get_table(MAIN)
+    best = best_report_rows(MAIN, PROFILE_ORDER, results_dir=results_dir)
     out = []
     for column in dict.fromkeys(c.column for c in spec.cells if c.part == "main"):
         rows = {spec.cell(c).model: r for c, r in best.items()
@@ -297,7 +273,7 @@ def main_results_glance(table: str = MAIN, profiles=PROFILE_ORDER,
         if mz.paper_mean is not None:
             text += f" (paper {mz.paper_mean:.3f})"
         if others:
-            m, r = max(others.items(), key=lambda kv: kv[1].ours_mean)
+            r = max(others.values(), key=lambda r: r.ours_mean)
             text += f"; best other model {r.row} {ours_text(r)}"
         stats = rows.get(ex.SET_STATS)
         if stats is not None:

@@ -1,59 +1,43 @@
-"""Chapter 4's study: what a training step costs, the profiles a table runs under, and the
-depth-separation test of tab:tdof-verify read from the result files.
-
-Every function returns data (dicts, numbers, series for ``mzlite.viz``); the chapter renders
-them. What a training step costs is timed with ``mzlite.timing.median_time``, which hands the
-repeating to ``torch.utils.benchmark.Timer`` (warm-up, blocks sized to the clock, the median),
-in interleaved rounds so that a slowdown of a shared machine hits every model alike.
+"""Chapter 4's study: the profiles a table runs under, the paper's cost ratios, and the
+depth-separation test of tab:tdof-verify read from the result files. Every function returns
+data (dicts, numbers, series for ``mzlite.viz``); the chapter renders them. What a training
+step costs is the teaching library's (``mzlite.timing.step_costs``): it reads no result.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import statistics
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
-from torch import nn
-from torch.utils.flop_counter import FlopCounterMode
-
-from mzlite.timing import median_time
 
 from . import experiments as ex
 from .experiments.narrate import paper_metric
 from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import ReportRow, evidence_note, ours_text, report
-from .experiments.results import PROFILE_ORDER
 from .experiments.stats import ALPHA, welch
 from .paper import load_paper_table, paper_ref, paper_value
 from .render import comparison_table, conclusion
 
 __all__ = [
-    "LABEL", "EXAMPLE_CELL", "CURRENT", "run_by_papermill", "profile_rows", "forward_call",
-    "train_step_call", "step_costs", "forward_flops", "paper_cost_ratios", "paper_rows",
-    "sweep_series", "main_gaps", "gap_readings", "Gap", "tdof_gaps", "gap_table",
+    "LABEL", "EXAMPLE_CELL", "CURRENT", "run_by_papermill", "profile_rows", "paper_cost_ratios",
+    "paper_rows", "report_rows", "sweep_lines", "sweep_series", "Gap", "main_gaps", "gap_table",
 ]  # fmt: skip
 
 LABEL = "tab:tdof-verify"
 EXAMPLE_CELL = "L8-mz_1l"  # the cell the chapter trains and whose profiles it tabulates
 # One colour per model (by its cells' suffix); one dash and marker per protocol (PROTOCOL_STYLES)
 MODEL_COLOURS = {"mz_1l": "#1f77b4", "st_4l": "#d62728", ex.SET_STATS: "#7f7f7f"}
-
-
 # Set by the book's executor (book/_scripts/execute_notebooks.py) for every chapter's kernel.
 BOOK_EXECUTION_ENV = "MZLITE_BOOK_EXECUTION"
 
 
 def run_by_papermill() -> bool:
     """Whether this process (a notebook's kernel) runs a chapter for the rendered book: the
-    book's executor (``book/_scripts/execute_notebooks.py``) sets ``MZLITE_BOOK_EXECUTION=1``
-    in its kernels' environment; elsewhere, whether the parent process's command line names
-    papermill or that script (read from ``/proc``; where there is none, False). A chapter shows
-    progress bars only when this is False, in a live kernel, so the rendered book holds no
-    frozen bar."""
+    book's executor sets ``MZLITE_BOOK_EXECUTION=1`` in its kernels' environment; elsewhere,
+    whether the parent process's command line (``/proc``; none: False) names papermill or that
+    script. A chapter shows progress bars only in a live kernel, so the book holds no frozen
+    bar."""
     if os.environ.get(BOOK_EXECUTION_ENV) == "1":
         return True
     try:
@@ -82,92 +66,6 @@ def profile_rows(label=LABEL, cell: str = EXAMPLE_CELL) -> list[dict]:
     return rows
 
 
-def forward_call(model: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> Callable[[], object]:
-    """A call of ``model``'s forward pass on one batch in eval mode, without gradients."""
-
-    def call():
-        model.eval()
-        with torch.no_grad():
-            return model(x, mask)
-
-    return call
-
-
-def train_step_call(
-    model: nn.Module,
-    optimiser: torch.optim.Optimizer,
-    x: torch.Tensor,
-    mask: torch.Tensor,
-    y: torch.Tensor,
-    amp: bool = False,
-) -> Callable[[], object]:
-    """A call of one training step as ``fit`` takes it: forward (under bf16 autocast when
-    ``amp``), MSE loss in float32, backward, clipping to norm 1, the optimiser's step."""
-
-    def call():
-        model.train()
-        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=amp):
-            pred = model(x, mask)
-        loss = nn.functional.mse_loss(pred.float(), y)
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimiser.step()
-
-    return call
-
-
-PHASES = ("forward", "train step")
-
-
-def step_costs(
-    models: dict[str, nn.Module],
-    x: torch.Tensor,
-    mask: torch.Tensor,
-    y: torch.Tensor,
-    *,
-    rounds: int = 3,
-    min_run_time: float = 0.05,
-    bf16: bool | None = None,
-) -> dict[str, dict[str, float]]:
-    """Median seconds of a forward pass and of a training step (AdamW at the paper's rate) of
-    each model on one batch: ``{name: {"forward": s, "train step": s}}``. Each of ``rounds``
-    rounds times every (model, phase) with ``median_time`` (``torch.utils.benchmark.Timer``,
-    at least ``min_run_time`` seconds each), models interleaved; the result is the median over
-    rounds. ``bf16`` (default: on CUDA) adds a "<name> (bf16)" row per model, its training step
-    under bf16 autocast."""
-    if not isinstance(models, dict) or not models:
-        raise ValueError("models must be a non-empty dict {name: model}")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValueError(f"rounds must be an int >= 1, got {rounds!r}")
-    device = x.device
-    if bf16 is None:
-        bf16 = device.type == "cuda"
-    variants = [(k, m, False) for k, m in models.items()]
-    if bf16:
-        variants += [(f"{k} (bf16)", m, True) for k, m in models.items()]
-    calls = {}
-    for name, m, amp in variants:
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-4, weight_decay=1e-5)
-        calls[name] = {"forward": forward_call(m, x, mask),
-                       "train step": train_step_call(m, opt, x, mask, y, amp)}  # fmt: skip
-    times = {name: {p: [] for p in PHASES} for name in calls}
-    for _ in range(rounds):
-        for name, phases in calls.items():
-            for p, fn in phases.items():
-                times[name][p].append(median_time(fn, device, min_run_time=min_run_time))
-    return {name: {p: statistics.median(v) for p, v in d.items()} for name, d in times.items()}
-
-
-def forward_flops(model: nn.Module, x: torch.Tensor, mask: torch.Tensor) -> int:
-    """Floating-point operations of one forward pass of ``model`` on one batch, counted by
-    ``torch.utils.flop_counter`` (matrix products: 2 per multiply-add)."""
-    model.eval()  # grad stays on: under no_grad torch's module tracker asserts on these models
-    with FlopCounterMode(display=False) as counter:
-        model(x, mask)
-    return int(counter.get_total_flops())
-
-
 def paper_cost_ratios(size: str = "Small") -> dict:
     """The paper's cost ratios of MZAttn to the standard model (tab:cost) for the model size
     whose row starts with ``size``: ``{"row": its name, "ratios": {column: value}}``."""
@@ -191,78 +89,65 @@ def paper_rows(label=LABEL) -> list[dict]:
     ]  # fmt: skip
 
 
-def _model_cells(key: str) -> dict[int, str]:
-    """{L: cell id} of the main cells ``L{L}-{key}`` (``key``: "mz_1l", "st_4l", "set_stats")."""
-    spec = ex.get_table(LABEL)
-    return {int(c.options["L"]): c.id for c in spec.cells
-            if c.part == "main" and c.id == f"L{c.options['L']}-{key}"}  # fmt: skip
+def report_rows(label, profile: str, results_dir=None) -> dict[str, ReportRow]:
+    """``{cell id: ReportRow}`` of ``label``'s test R^2 under ``profile``."""
+    prof = ex.get_profile(profile).name
+    return {c: ReportRow.of(r, prof) for c, r in
+            report(label, prof, results_dir).by_cell(None, "r2").items()}  # fmt: skip
 
 
-def sweep_series(profiles=CURRENT, results_dir=None) -> dict:
-    """Test R^2 against L for the 1-layer MZ, the 4-layer standard model and the set-statistics
-    ridge, as ``mzlite.viz.plot_sweep`` takes them: ``{name: (Ls, values, style)}``, the
-    paper's (with its std as error bars) and ours under each of ``profiles`` that has results
-    (mean, std over seeds as error bars; None where a cell has none). One colour per model,
-    one dash and marker per protocol."""
-    spec = ex.get_table(LABEL)
+def sweep_lines(label, name: str, cells: list[str], xs: list, colour: str, paper=None,
+                profiles=CURRENT, results_dir=None) -> dict:  # fmt: skip
+    """One model's lines against ``xs`` as ``mzlite.viz.plot_sweep`` takes them, ``{line: (xs,
+    values, style)}``: the paper's (``paper``: (values, stds or None)) and ours under each of
+    ``profiles`` where one of ``cells`` (one per x) ran, std over seeds as error bars. One
+    colour per model, one dash and marker per protocol (``PROTOCOL_STYLES``)."""
     series = {}
-    for model, colour in MODEL_COLOURS.items():
-        cells = _model_cells(model)
-        Ls = sorted(cells)
-        row = spec.cell(cells[Ls[0]]).row
-        if spec.cell(cells[Ls[0]]).paper:
-            ref = spec.cell(cells[Ls[0]]).paper[0]
-            by_L = {int(r["row"]): r[ref.column] for r in paper_rows()}
-            dash, symbol = PROTOCOL_STYLES["paper"]
-            series[f"{row}, paper"] = (
-                Ls, [by_L[L]["mean"] for L in Ls],
+    if paper is not None:
+        dash, symbol = PROTOCOL_STYLES["paper"]
+        style = {"dash": dash, "symbol": symbol, "color": colour}
+        series[f"{name}, paper"] = (xs, paper[0], style if paper[1] is None
+                                    else {**style, "error": paper[1]})  # fmt: skip
+    for p in profiles:
+        prof = ex.get_profile(p).name
+        rows = report_rows(label, prof, results_dir)
+        got = [r if r is not None and r.ran else None for r in map(rows.get, cells)]
+        if any(got):
+            dash, symbol = PROTOCOL_STYLES.get(prof, ("dot", "x"))
+            series[f"{name}, ours ({prof})"] = (
+                xs, [r.ours_mean if r else None for r in got],
                 {"dash": dash, "symbol": symbol, "color": colour,
-                 "error": [by_L[L]["std"] for L in Ls]},
-            )  # fmt: skip
-        for prof in profiles:
-            name = ex.get_profile(prof).name
-            rows = report(LABEL, name, results_dir).by_cell(None, "r2")
-            got = [rows.get(cells[L]) for L in Ls]
-            ran = [r if r and r["seeds"] and not r.get("mixed") else None for r in got]
-            if not any(ran):
-                continue
-            dash, symbol = PROTOCOL_STYLES.get(name, ("dot", "x"))
-            series[f"{row}, ours ({name})"] = (
-                Ls, [r["ours_mean"] if r else None for r in ran],
-                {"dash": dash, "symbol": symbol, "color": colour,
-                 "error": [r["ours_std"] if r else None for r in ran]},
+                 "error": [r.ours_std if r else None for r in got]},
             )  # fmt: skip
     return series
 
 
-def main_gaps(profiles=CURRENT, results_dir=None) -> list[Gap]:
-    """MZ-1L against ST-4L at every L with results of both under one of ``profiles`` (the most
-    trusted first; ``tdof_gaps``), the main cells only: Welch's test over seeds."""
-    gaps = tdof_gaps(profiles=profiles, results_dir=results_dir)
-    return [g for g in gaps if g.variant == "MZAttn-1L"]
+def _Ls() -> list[int]:
+    return sorted({int(c.options["L"]) for c in ex.get_table(LABEL).cells if c.part == "main"})
 
 
-def gap_readings(gaps: list[Gap]) -> dict[str, list[int]]:
-    """``{reading: [L, ...]}``: which L each reading of the test over seeds ("ST-4L fits
-    better", "MZ-1L fits better", "no significant difference", ...) holds at, in L order."""
-    out: dict[str, list[int]] = {}
-    for g in sorted(gaps, key=lambda g: g.L):
-        out.setdefault(g.reading, []).append(g.L)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# The depth-separation test: MZ-1L against ST-4L per L, over seeds
-# ---------------------------------------------------------------------------------------------
+def sweep_series(profiles=CURRENT, results_dir=None) -> dict:
+    """Test R^2 against L for the 1-layer MZ, the 4-layer standard model and the set-statistics
+    ridge (``sweep_lines``): the paper's, with its std, and ours under each of ``profiles``."""
+    spec, Ls = ex.get_table(LABEL), _Ls()
+    series = {}
+    for model, colour in MODEL_COLOURS.items():
+        cells = [f"L{L}-{model}" for L in Ls]
+        first = spec.cell(cells[0])
+        paper = None
+        if first.paper:
+            by_L = {int(r["row"]): r[first.paper[0].column] for r in paper_rows()}
+            paper = [by_L[L]["mean"] for L in Ls], [by_L[L]["std"] for L in Ls]
+        series |= sweep_lines(LABEL, first.row, cells, Ls, colour, paper, profiles, results_dir)
+    return series
 
 
 @dataclass(frozen=True)
 class Gap:
-    """MZ-1L (or its ablation ``variant``) against ST-4L at one ``L``, one protocol: Welch's
-    test over seeds (``diff`` = MZ − ST mean R², ``p``), the paper's difference."""
+    """MZ-1L against ST-4L at one ``L``, one protocol: Welch's test over seeds (``diff`` = MZ −
+    ST mean R², ``p``), and the paper's difference."""
 
     L: int
-    variant: str
     mz: ReportRow
     st: ReportRow
     diff: float
@@ -278,39 +163,20 @@ class Gap:
         return "no significant difference"
 
 
-def tdof_gaps(profiles=PROFILE_ORDER, results_dir=None) -> list[Gap]:
-    """For every L, MZ-1L against ST-4L from the most trusted profile that has both cells (the
-    two rows of a gap always share it); then the learning-rate ablation cells (MZ-1L at 1e-3)
-    against ST-4L of that profile, where they ran."""
-    spec = ex.get_table(LABEL)
-    ids = {c.id for c in spec.cells}
-    Ls = sorted({int(c.options["L"]) for c in spec.cells if c.part == "main"})
-    profiles = [ex.get_profile(p).name for p in profiles]
-    by_prof = {
-        p: {c: ReportRow.of(r, p) for c, r in
-            report(LABEL, p, results_dir).by_cell(None, "r2").items()}
-        for p in profiles
-    }  # fmt: skip
+def main_gaps(profiles=CURRENT, results_dir=None) -> list[Gap]:
+    """For every L, MZ-1L against ST-4L from the first of ``profiles`` (the most trusted first)
+    that has both main cells: the two rows of a gap always share a protocol."""
+    by_prof = {p: report_rows(LABEL, p, results_dir) for p in profiles}
     out = []
-    for L in Ls:
-        variants = [("MZAttn-1L", f"L{L}-mz_1l")]
-        if f"abl-L{L}-lr0.001-mz_1l" in ids:
-            variants.append(("MZAttn-1L, learning rate 1e-3", f"abl-L{L}-lr0.001-mz_1l"))
-        for name, mz_id in variants:
-            for p in profiles:
-                mz, st = by_prof[p].get(mz_id), by_prof[p].get(f"L{L}-st_4l")
-                if mz is None or st is None or not (mz.ran and st.ran):
-                    continue
-                if mz.same_as:  # the profile's own protocol: the main cell's runs again
-                    continue
-                w = welch(mz.values, st.values)
-                pm, ps = paper_metric(LABEL, f"L{L}-mz_1l"), paper_metric(LABEL, f"L{L}-st_4l")
-                paper = pm - ps if name == "MZAttn-1L" and None not in (pm, ps) else None
-                if name != "MZAttn-1L":  # the rate it replaces, so no reader takes 1e-3 as new
-                    main_lr = ex.job(LABEL, f"L{L}-mz_1l", p).train_config().lr
-                    name = f"MZAttn-1L at lr 1e-3 ({p}'s own: {main_lr:g})"
-                out.append(Gap(L, name, mz, st, w["diff"], w["p"], paper))
-                break
+    for L in _Ls():
+        for rows in by_prof.values():
+            mz, st = rows.get(f"L{L}-mz_1l"), rows.get(f"L{L}-st_4l")
+            if mz is None or st is None or not (mz.ran and st.ran):
+                continue
+            w = welch(mz.values, st.values)
+            pm, ps = paper_metric(LABEL, f"L{L}-mz_1l"), paper_metric(LABEL, f"L{L}-st_4l")
+            out.append(Gap(L, mz, st, w["diff"], w["p"], None if None in (pm, ps) else pm - ps))
+            break
     return out
 
 
@@ -319,13 +185,13 @@ def _with_n(row: ReportRow) -> str:
 
 
 def gap_table(gaps: list[Gap]):
-    """The Welch comparison of ``tdof_gaps`` as a page-width table (protocols as footnotes)."""
+    """The Welch comparison of ``main_gaps`` as a page-width table (protocols as footnotes)."""
     if not gaps:
         return conclusion("No L has results of both models under one protocol yet.",
                           title="MZ-1L against ST-4L")  # fmt: skip
     rows = [
         {
-            "L": str(g.L), "model": g.variant, "mz": _with_n(g.mz), "st": _with_n(g.st),
+            "L": str(g.L), "model": "MZAttn-1L", "mz": _with_n(g.mz), "st": _with_n(g.st),
             "diff": f"{g.diff:+.3f}", "p": "--" if g.p is None else f"{g.p:.2g}",
             "paper": "--" if g.paper_diff is None else f"{g.paper_diff:+.3f}",
             "reading": g.reading, "protocol": evidence_note(g.mz),

@@ -18,7 +18,7 @@ from mzlite.analysis.ranks import null_test  # re-exported: chapter 10 reads it 
 
 from . import experiments as ex
 from .experiments import stats as _stats
-from .experiments.formatting import scrub
+from .experiments.formatting import cell_words
 from .experiments.stats import mean_std
 from .paper import paper_ref, paper_value
 from .render import comparison_table
@@ -32,6 +32,9 @@ __all__ = [
 
 LABEL = "tab:transfer-matrix"
 RANKED = ("st", "st_large", "hypernet", "perceiver", "la_st", "mz_full", "mz_large")
+MZ_MODELS = ("mz_full", "mz_large")  # the MZAttn models; the other ranked models are the field
+SETTINGS = tuple(f"{variant}-{target}" for variant, target in ex.TRANSFER_TIER1)
+MID_FIELD = (3, 5)  # the paper: "MZAttn-Full ranks 3rd-5th" where its prerequisites are absent
 # profiles whose runs end by early stopping, the one the chapter reads first; cpu-converged is our
 # first reading, read only while the others have no result of this table
 CONVERGED = ("full", "cpu-annealed", "cpu-converged")
@@ -39,13 +42,24 @@ CONVERGED = ("full", "cpu-annealed", "cpu-converged")
 
 def converged_profile(results_dir=None) -> str | None:
     """The first profile of ``CONVERGED`` that exists and has results of this table, or None."""
-    for p in CONVERGED:
-        if p in ex.PROFILES and ex.load_results(LABEL, p, results_dir):
-            return p
-    return None
+    have = (p for p in CONVERGED if p in ex.PROFILES and ex.load_results(LABEL, p, results_dir))
+    return next(have, None)
 
 
-STATISTICS = ("mean", "median")  # of a model's seeds, what ranks order the models by
+def cell_id(setting: str, model: str) -> str:
+    """The id of ``model``'s cell in ``setting`` ("raw-meb") of the table: checked against the
+    table (``CellKey``), so that a renamed cell raises instead of reading as one without results."""
+    return ex.CellKey(LABEL, f"{setting}-{model}").cell
+
+
+def _r2(result: dict) -> float | None:
+    return result["metrics"]["test"].get("r2")
+
+
+def _results(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
+    """``results_by_cell``, each main cell of ``substitute`` reading its ablation cell's."""
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    return {**by_cell, **{main: by_cell.get(abl, []) for main, abl in (substitute or {}).items()}}
 
 
 def ranks(
@@ -55,137 +69,89 @@ def ranks(
     statistic: str = "mean",
     substitute: dict | None = None,
 ) -> list[dict]:
-    """One row per setting of the table: ``setting`` (column id), the paper's ``row`` and
-    ``column``, ``rank`` of ``model`` among the ranked models that have results (None when
-    ``model`` has none), ``n_models`` ranked, ``seeds`` of ``model``, ``r2`` (model's mean, std),
-    ``best_other`` (the best other model and its R^2 by ``statistic``), ``set_stats`` (the
-    yardstick's R^2), ``paper_rank``, ``missing_jobs`` (the setting's (cell, seed) jobs of
-    ``profile`` with no result on disk yet) and ``complete`` (none missing: every ranked model
-    has all the profile's seeds, and the yardstick is there). A rank from an incomplete setting
-    is provisional: a model still to run can take any place.
-
-    ``statistic``: what the models are ordered by, the ``"mean"`` test R^2 over seeds (the
-    paper's) or the ``"median"`` (robust to one failed seed: with 3 seeds, the middle one).
-
-    ``substitute``: ``{main cell id: ablation cell id}``, whose results stand in for the main
-    cell's (a sensitivity analysis, e.g. ``longer_cap``); completeness stays the main table's."""
+    """One row per setting: ``rank`` of ``model`` among the ranked models with results (None:
+    it has none), ordered by their ``statistic`` of test R^2 over seeds (the paper's mean, or the
+    median, robust to one failed seed), beside the best other model, the yardstick and the
+    paper's rank; ``missing_jobs`` counts the setting's jobs of ``profile`` not on disk yet. A
+    rank of an incomplete setting is provisional: a model still to run can take any place.
+    ``substitute``: ``{main cell id: ablation cell id}`` whose results stand in for the main
+    cell's (``longer_cap``); completeness stays the main table's."""
     if model not in RANKED:
         raise ValueError(f"model must be one of {', '.join(RANKED)}, got {model!r}")
-    if statistic not in STATISTICS:
-        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
-    ids = {c.id for c in ex.get_table(LABEL).cells}
-    unknown = sorted(set(substitute or {}).union((substitute or {}).values()) - ids)
+    if statistic not in ("mean", "median"):
+        raise ValueError(f"statistic must be one of mean, median, got {statistic!r}")
+    unknown = {*(substitute or {}), *(substitute or {}).values()}
+    unknown = sorted(unknown - {c.id for c in ex.get_table(LABEL).cells})
     if unknown:
         raise ValueError(f"substitute names cells that {LABEL} does not have: {unknown}")
-    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    by_cell = _results(profile, results_dir, substitute)
     rows = []
-    for (variant, target), (prow, pcol) in ex.TRANSFER_TIER1.items():
-        setting = f"{variant}-{target}"
+    for setting, (prow, pcol) in zip(SETTINGS, ex.TRANSFER_TIER1.values(), strict=True):
         means, score = {}, {}
         for m in RANKED:
-            cell = (substitute or {}).get(cell_id(setting, m), cell_id(setting, m))
-            r2s = [r["metrics"]["test"].get("r2") for r in by_cell.get(cell, [])]
+            r2s = [_r2(r) for r in by_cell.get(cell_id(setting, m), [])]
             mean, std = mean_std(r2s)
             if mean is not None:
                 means[m] = (mean, std, len(r2s))
                 score[m] = mean if statistic == "mean" else statistics.median(r2s)
         ordered = sorted(score, key=lambda m: -score[m])
+        others = [m for m in ordered if m != model]
         stats = by_cell.get(cell_id(setting, ex.SET_STATS), [])
         todo = ex.jobs(LABEL, profile, cells=f"{setting}-*", results_dir=results_dir)
         missing = sum(not j.result_path.exists() for j in todo)
-        others = [m for m in ordered if m != model]
-        rows.append(
-            {
-                "setting": setting,
-                "row": prow,
-                "column": pcol,
-                "rank": ordered.index(model) + 1 if model in means else None,
-                "n_models": len(means),
-                "seeds": means[model][2] if model in means else 0,
-                "r2": means[model][:2] if model in means else (None, None),
-                "best_other": (others[0], score[others[0]]) if others else (None, None),
-                "set_stats": stats[0]["metrics"]["test"]["r2"] if stats else None,
-                "paper_rank": paper_value(LABEL, prow, pcol),
-                "missing_jobs": missing,
-                "complete": missing == 0,
-            }
-        )
+        rows.append({
+            "setting": setting, "row": prow, "column": pcol,
+            "rank": ordered.index(model) + 1 if model in means else None,
+            "n_models": len(means),
+            "seeds": means[model][2] if model in means else 0,
+            "r2": means[model][:2] if model in means else (None, None),
+            "best_other": (others[0], score[others[0]]) if others else (None, None),
+            "set_stats": _r2(stats[0]) if stats else None,
+            "paper_rank": paper_value(LABEL, prow, pcol),
+            "missing_jobs": missing, "complete": missing == 0,
+        })  # fmt: skip
     return rows
-
-
-def cell_id(setting: str, model: str) -> str:
-    """The id of ``model``'s cell in ``setting`` ("raw-meb") of the table: checked against the
-    table (``CellKey``), so that a renamed cell raises instead of reading as one without results."""
-    return ex.CellKey(LABEL, f"{setting}-{model}").cell
 
 
 def per_seed(profile: str, results_dir=None) -> list[dict]:
-    """Every result of the table's ranked models, one row per (setting, model, seed): ``setting``,
-    ``model`` (id) and ``name`` (the paper's row), ``seed``, test ``r2``, ``best_epoch`` (of the
-    validation loss: the weights kept), ``epochs_run`` and ``stop_reason``; in the table's
-    setting order, then ``RANKED`` order, then seed. What a mean over seeds hides: a seed that
-    stopped early at a poor optimum."""
+    """Every result of the ranked models, one row per (setting, model, seed) in that order: what
+    a mean over seeds hides (a seed that stopped early at a poor optimum)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
-    rows = []
-    for variant, target in ex.TRANSFER_TIER1:
-        setting = f"{variant}-{target}"
-        for m in RANKED:
-            for r in by_cell.get(cell_id(setting, m), []):  # seed order
-                rows.append(
-                    {
-                        "setting": setting,
-                        "model": m,
-                        "name": r.get("row", m),
-                        "seed": r["seed"],
-                        "r2": r["metrics"]["test"].get("r2"),
-                        "best_epoch": r["metrics"].get("best_epoch"),
-                        "epochs_run": r.get("epochs_run"),
-                        "stop_reason": r.get("stop_reason"),
-                    }
-                )
-    return rows
+    return [
+        {"setting": setting, "model": m, "name": r.get("row", m), "seed": r["seed"], "r2": _r2(r),
+         "best_epoch": r["metrics"].get("best_epoch"), "epochs_run": r.get("epochs_run"),
+         "stop_reason": r.get("stop_reason")}
+        for setting in SETTINGS for m in RANKED for r in by_cell.get(cell_id(setting, m), [])
+    ]  # fmt: skip
 
 
-def _rank_among(means: dict, model: str, value: float | None) -> int | None:
-    """1 + how many other models have a higher mean than ``value`` (None: no value)."""
-    if value is None:
-        return None
-    return 1 + sum(v > value for m, v in means.items() if m != model)
+def _setting(cell) -> str:
+    return f"{cell.options['variant']}-{cell.options['target']}"
 
 
 def ablations(profile: str, results_dir=None) -> list[dict]:
-    """The table's ablation cells that have results, one row each: ``cell``, ``setting``,
-    ``model``, ``change`` (the cell's training overrides, e.g. ``{"lr": 0.001}``), ``main`` and
-    ``ablated`` (test R^2 by seed: the setting's main cell of that model, and the ablation cell;
-    same data, and the same seed gives the same initialisation), and ``rank`` / ``rank_ablated``:
-    the model's rank in the setting by mean R^2, with its main mean, and with the ablation's
-    mean in its place (every other model as it is)."""
+    """The table's ablation cells with results: ``change`` (the training overrides), test R^2
+    by seed of the model's ``main`` cell and of the ``ablated`` one (a seed is the same data and
+    initialisation in both), and the model's rank by mean R^2 with each (``rank``,
+    ``rank_ablated``: every other model as it is)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     same = ex.aliases(LABEL, profile)  # ablations that this profile's protocol already is
     rows = []
     for cell in ex.get_table(LABEL).cells:
         if cell.part != "ablation" or cell.id in same or not by_cell.get(cell.id):
             continue
-        setting = f"{cell.options['variant']}-{cell.options['target']}"
-        r2 = {m: [r["metrics"]["test"].get("r2") for r in by_cell.get(cell_id(setting, m), [])]
-              for m in RANKED}  # fmt: skip
-        means = {m: statistics.fmean(v) for m, v in r2.items() if v}
-        ablated = {r["seed"]: r["metrics"]["test"].get("r2") for r in by_cell[cell.id]}
-        rows.append(
-            {
-                "cell": cell.id,
-                "setting": setting,
-                "model": cell.model,
-                "change": dict(cell.train),
-                "main": {
-                    r["seed"]: r["metrics"]["test"].get("r2")
-                    for r in by_cell.get(cell_id(setting, cell.model), [])
-                },
-                "ablated": ablated,
-                "rank": _rank_among(means, cell.model, means.get(cell.model)),
-                "rank_ablated": _rank_among(means, cell.model, statistics.fmean(ablated.values())),
-            }
-        )
+        setting, model = _setting(cell), cell.model
+        r2 = {m: [_r2(r) for r in by_cell.get(cell_id(setting, m), [])] for m in RANKED}
+        others = [statistics.fmean(v) for m, v in r2.items() if v and m != model]
+        ablated = {r["seed"]: _r2(r) for r in by_cell[cell.id]}
+        means = (statistics.fmean(r2[model]) if r2[model] else None,
+                 statistics.fmean(ablated.values()))  # fmt: skip
+        rank = [None if v is None else 1 + sum(o > v for o in others) for v in means]
+        rows.append({
+            "cell": cell.id, "setting": setting, "model": model, "change": dict(cell.train),
+            "main": {r["seed"]: _r2(r) for r in by_cell.get(cell_id(setting, model), [])},
+            "ablated": ablated, "rank": rank[0], "rank_ablated": rank[1],
+        })  # fmt: skip
     return rows
 
 
@@ -194,29 +160,16 @@ def paper_ranks() -> list[float]:
     return [paper_value(LABEL, prow, pcol) for prow, pcol in ex.TRANSFER_TIER1.values()]
 
 
-MID_FIELD = (3, 5)  # the paper: "MZAttn-Full ranks 3rd-5th" where its prerequisites are absent
-
-
 def longer_cap(profile: str, results_dir=None) -> dict:
-    """``{main cell id: ablation cell id}`` for the table's epoch-cap ablation cells (the same
-    model, setting and seeds at a longer epoch cap) that have every seed of ``profile``: what
-    ``ranks`` and ``prediction`` take as ``substitute`` to ask whether runs that hit the cap
-    decide a verdict."""
-    out = {}
-    for (setting, model), cell in _cap_cells().items():
-        todo = ex.jobs(LABEL, profile, cells=cell, results_dir=results_dir)
-        if todo and all(j.result_path.exists() for j in todo):
-            out[cell_id(setting, model)] = cell
-    return out
-
-
-def _cap_cells() -> dict:
-    """``{(setting, model id): cell id}`` of the epoch-cap ablation cells."""
+    """``{main cell id: ablation cell id}`` for the epoch-cap ablation cells (the same runs at a
+    longer cap) with every seed of ``profile``: the ``substitute`` that asks whether runs that
+    hit the cap decide a verdict."""
     out = {}
     for c in ex.get_table(LABEL).cells:
         if c.part == "ablation" and set(c.train) == {"epochs"}:
-            setting = f"{c.options['variant']}-{c.options['target']}"
-            out[(setting, c.id.rsplit("-", 1)[-1])] = c.id
+            todo = ex.jobs(LABEL, profile, cells=c.id, results_dir=results_dir)
+            if todo and all(j.result_path.exists() for j in todo):
+                out[cell_id(_setting(c), c.id.rsplit("-", 1)[-1])] = c.id
     return out
 
 
@@ -225,12 +178,11 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
     clouds ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete
     settings of ``profile`` with ``null_test``.
 
-    Returns ``observed`` (our ranks there), ``settings`` (which), ``mid_field`` (how many of those
-    ranks are in ``MID_FIELD``), ``test`` (``null_test`` of them, None without a complete
-    setting), ``paper`` (``null_test`` of the paper's ranks of the same settings),
-    ``results`` (the result JSONs behind the ranks), ``unconverged`` (those that did not
-    converge, as "cell seed N"), ``problem`` ((verdict, reason) when the ranks can give no verdict
-    at all, else None), ``verdict`` (in the scorecard's words) and ``reason`` (one sentence):
+    Returns our ranks there (``observed``), ``mid_field`` (how many are in ``MID_FIELD``), the
+    null tests of ours (``test``, None without a complete setting) and of the paper's ranks, the
+    ``results`` behind ours, the ``unconverged`` (cell id, seed) among them, ``problem``
+    ((verdict, reason) when the ranks can give no verdict at all), ``verdict`` (the scorecard's
+    words) and ``reason`` (one sentence, cells in words):
 
     - "does not hold here": either one-sided p <= ``stats.ALPHA`` (better than chance contradicts
       "no advantage", worse contradicts "not catastrophically worse");
@@ -251,7 +203,7 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
              for r in complete for m in RANKED]  # fmt: skip
     seeds = min((len(by_cell.get(c, [])) for c in cells), default=0)
     behind = [r for c in cells for r in by_cell.get(c, [])]
-    unconverged = [f"{r['cell']} seed {r['seed']}" for r in behind
+    unconverged = [(r["cell"], r["seed"]) for r in behind
                    if not _stats.result_convergence(r)["converged"]]  # fmt: skip
     t, alpha = null_test(observed) if observed else None, _stats.ALPHA
     problem = None  # (verdict, reason) when the ranks cannot give a verdict at all
@@ -265,9 +217,10 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
         few = f"the ranks rest on {seeds} seed(s) per model (needs >= {_stats.MIN_SEEDS})"
         problem = "insufficient evidence", few
     elif unconverged:
+        runs = ", ".join(f"{cell_words(LABEL, c)} seed {s}" for c, s in unconverged)
         problem = ("insufficient evidence",
                    f"{len(unconverged)} of {len(behind)} runs behind the ranks did not converge: "
-                   + ", ".join(unconverged))  # fmt: skip
+                   + runs)  # fmt: skip
     if problem is not None:
         verdict, reason = problem
     elif t["p_advantage"] <= alpha:
@@ -310,9 +263,8 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
 
 
 def progress(rows: list[dict]) -> dict:
-    """How far the run behind ``ranks``' ``rows`` is: ``complete`` and ``incomplete`` (the
-    settings' ids) and ``missing_jobs`` (the incomplete settings' (cell, seed) jobs still to
-    run)."""
+    """How far the run behind ``ranks``' ``rows`` is: its complete and incomplete settings and
+    the jobs still to run."""
     return {
         "complete": [r["setting"] for r in rows if r["complete"]],
         "incomplete": [r["setting"] for r in rows if not r["complete"]],
@@ -320,40 +272,46 @@ def progress(rows: list[dict]) -> dict:
     }
 
 
-MZ_MODELS = ("mz_full", "mz_large")  # the MZAttn models; the other ranked models are the field
+def _seed_r2(seeds: list[dict], setting: str) -> dict[str, list[float]]:
+    """``{model: test R^2 of its seeds}`` in ``setting``, from ``per_seed``'s rows."""
+    out = {}
+    for s in seeds:
+        if s["setting"] == setting:
+            out.setdefault(s["model"], []).append(s["r2"])
+    return out
 
 
-def seed_spreads(profile: str, results_dir=None, model: str = "mz_full") -> list[dict]:
-    """Per complete setting of ``profile``, the seeds behind ``model``'s rank: ``setting``,
-    ``row``, ``column``, ``seeds`` (``model``'s (test R^2, best epoch) per seed, sorted),
-    ``spread`` (its best minus worst seed), ``others`` (the widest spread among the ranked
-    models that are not MZAttn models), ``wider`` (spread > others), and ``rank`` and
-    ``rank_median`` (its rank by the models' mean and by their median seed)."""
-    by_median = {r["setting"]: r for r in ranks(profile, model, results_dir, "median")}
+def _spread(values) -> float:
+    return max(values) - min(values)
+
+
+def seed_spreads(profile: str, results_dir=None) -> list[dict]:
+    """Per complete setting of ``profile``, the seeds behind MZAttn-Full's rank: its (test R^2,
+    best epoch) per seed, their ``spread`` (best minus worst) against the widest of the models
+    that are not MZAttn models (``others``), and its rank by mean and by median seed."""
+    model = "mz_full"
+    by_median = {r["setting"]: r["rank"] for r in ranks(profile, model, results_dir, "median")}
     seeds = per_seed(profile, results_dir)
     out = []
     for r in ranks(profile, model, results_dir):
         if not r["complete"]:
             continue
-        mine = [s for s in seeds if s["setting"] == r["setting"]]
-        r2 = {m: [s["r2"] for s in mine if s["model"] == m] for m in RANKED}
-        own = sorted((s["r2"], s["best_epoch"]) for s in mine if s["model"] == model)
-        spread = max(r2[model]) - min(r2[model])
-        others = max(max(v) - min(v) for m, v in r2.items() if m not in MZ_MODELS and v)
+        r2 = _seed_r2(seeds, r["setting"])
+        own = sorted((s["r2"], s["best_epoch"]) for s in seeds
+                     if s["setting"] == r["setting"] and s["model"] == model)  # fmt: skip
+        spread = _spread(r2[model])
+        others = max(_spread(v) for m, v in r2.items() if m not in MZ_MODELS)
         out.append({"setting": r["setting"], "row": r["row"], "column": r["column"],
                     "seeds": own, "spread": spread, "others": others, "wider": spread > others,
-                    "rank": r["rank"], "rank_median": by_median[r["setting"]]["rank"]})  # fmt: skip
+                    "rank": r["rank"], "rank_median": by_median[r["setting"]]})  # fmt: skip
     return out
 
 
 def rate_ablation(profile: str, results_dir=None) -> list[dict]:
-    """What each learning-rate ablation cell of ``profile`` (``ablations`` whose change sets
-    ``lr``) shows, one row each: ``setting``, ``model``, ``change``; ``mean`` and
-    ``mean_ablated`` (test R^2 over seeds at the profile's rate and at the ablation's);
-    ``rank`` and ``rank_ablated``; ``spread`` and ``spread_ablated`` (best minus worst seed);
-    ``widest_other`` and ``lowest_other`` (the widest spread and the worst seed of the ranked
-    models that are not MZAttn models, at their own rates); ``worst_ablated``; and ``outcome``:
-    "not the rate" (the rank does not improve), "the rate" (it improves and the seeds train as
+    """What each learning-rate ablation cell (``ablations`` that set ``lr``) shows: mean, rank
+    and spread of the seeds at the profile's rate and at the ablation's, beside the widest
+    spread and worst seed of the models that are not MZAttn models, and the ``outcome``: "not
+    the rate" (the rank does not improve), "the rate" (it improves and the seeds train as
     reliably as the others') or "part of it" (it improves, but a seed is still the worst)."""
     seeds = per_seed(profile, results_dir)
     out = []
@@ -361,16 +319,12 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
         if "lr" not in a["change"]:
             continue
         main, new = list(a["main"].values()), list(a["ablated"].values())
-        rest = {}
-        for s in seeds:
-            if s["setting"] == a["setting"] and s["model"] not in MZ_MODELS:
-                rest.setdefault(s["model"], []).append(s["r2"])
-        widest = max((max(v) - min(v) for v in rest.values()), default=None)
-        lowest = min((min(v) for v in rest.values()), default=None)
-        spread_new = max(new) - min(new)
+        rest = [v for m, v in _seed_r2(seeds, a["setting"]).items() if m not in MZ_MODELS]
+        widest = max(map(_spread, rest), default=None)
+        lowest = min(map(min, rest), default=None)
         if a["rank_ablated"] >= a["rank"]:
             outcome = "not the rate"
-        elif lowest is not None and min(new) >= lowest and spread_new <= widest:
+        elif lowest is not None and min(new) >= lowest and _spread(new) <= widest:
             outcome = "the rate"
         else:
             outcome = "part of it"
@@ -378,8 +332,8 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
                     "mean": statistics.fmean(main) if main else None,
                     "mean_ablated": statistics.fmean(new), "rank": a["rank"],
                     "rank_ablated": a["rank_ablated"],
-                    "spread": max(main) - min(main) if main else None,
-                    "spread_ablated": spread_new, "widest_other": widest,
+                    "spread": _spread(main) if main else None,
+                    "spread_ablated": _spread(new), "widest_other": widest,
                     "lowest_other": lowest, "worst_ablated": min(new),
                     "outcome": outcome})  # fmt: skip
     return out
@@ -396,9 +350,8 @@ OUTCOME_WORDS = {
 
 
 def rate_ablation_words(profile: str, results_dir=None) -> list[str]:
-    """``rate_ablation`` of ``profile`` in sentences, two per learning-rate cell: what the rate
-    changes (mean test R^2, rank, the seeds' spread and worst seed, beside the models that are
-    not MZAttn models), then what that outcome means (``OUTCOME_WORDS``); [] before it ran."""
+    """``rate_ablation`` in sentences, two per cell: what the rate changes, then what the
+    outcome means (``OUTCOME_WORDS``); [] before it ran."""
     n, n_others = len(RANKED), len(RANKED) - len(MZ_MODELS)
     words = []
     for a in rate_ablation(profile, results_dir):
@@ -416,9 +369,8 @@ def rate_ablation_words(profile: str, results_dir=None) -> list[str]:
 
 
 def cap_outcome(table: dict, rerun: dict) -> str:
-    """What the epoch-cap reruns say about the table's verdict, from ``prediction`` of the
-    table's own runs (``table``) and with the reruns substituted (``rerun``): "same verdict",
-    "same ranks" (another verdict, the same ranks: only the rule on capped runs differs) or
+    """What the epoch-cap reruns say, from ``prediction`` of the table's own runs and with the
+    reruns substituted: "same verdict", "same ranks" (only the rule on capped runs differs) or
     "depends" (the verdict and the ranks depend on how long those runs train)."""
     if rerun["verdict"] == table["verdict"]:
         return "same verdict"
@@ -426,20 +378,18 @@ def cap_outcome(table: dict, rerun: dict) -> str:
 
 
 def plot_seeds(profile: str, results_dir=None):
-    """Every seed's test R^2 of every ranked model per setting of ``profile`` (the MZAttn
-    models in colour, the others grey), with the set-statistics yardstick as a bar: what a mean
-    over seeds hides. A matplotlib Figure."""
+    """A matplotlib Figure of every seed's test R^2 per setting (the MZAttn models in colour,
+    the others grey) with the set-statistics yardstick as a bar."""
     import matplotlib.pyplot as plt
 
     rows, seeds = ranks(profile, results_dir=results_dir), per_seed(profile, results_dir)
-    settings = [r["setting"] for r in rows]
     colours = {"mz_full": "C0", "mz_large": "C3"}
     width = 0.8 / len(RANKED)
     fig, ax = plt.subplots(figsize=(10, 4))
     for j, m in enumerate(RANKED):
         mine = [s for s in seeds if s["model"] == m]
         if mine:
-            xs = [settings.index(s["setting"]) - 0.4 + (j + 0.5) * width for s in mine]
+            xs = [SETTINGS.index(s["setting"]) - 0.4 + (j + 0.5) * width for s in mine]
             ax.plot(xs, [s["r2"] for s in mine], "o", ms=5, color=colours.get(m, "0.6"),
                     label=mine[0]["name"] if m in colours else None)  # fmt: skip
     for i, r in enumerate(rows):
@@ -464,18 +414,15 @@ READS = {
 }
 
 
+def _r2_text(v) -> str:
+    return "--" if v is None else f"{v:.3f}"
+
+
 def rank_table(rows: list[dict], profile: str):
-    """``ranks``' ``rows`` as the chapter's table: per setting, MZAttn-Full's rank (ours, *
-    when the setting is incomplete, and the paper's), its R^2 over seeds, the best other model
-    and the set-statistics yardstick."""
-
-    def fmt(v):
-        return "--" if v is None else f"{v:.3f}"
-
+    """``ranks``' ``rows`` as the chapter's table (* marks a provisional rank)."""
     out = []
     for r in rows:
-        best, best_r2 = r["best_other"]
-        mean, std = r["r2"]
+        (best, best_r2), (mean, std) = r["best_other"], r["r2"]
         star = "" if r["complete"] else "*"
         out.append({
             "setting": f"{r['row'].removeprefix('MNIST ')} / {r['column']}"
@@ -483,8 +430,8 @@ def rank_table(rows: list[dict], profile: str):
             "ours": "--" if r["rank"] is None else f"{r['rank']}{star} of {r['n_models']}",
             "paper": f"{r['paper_rank']:.0f}",
             "mz": "--" if mean is None else f"{mean:.3f} ± {std or 0:.3f} ({r['seeds']})",
-            "best": "--" if best is None else f"{_nn.model_spec(best).display} {fmt(best_r2)}",
-            "stats": fmt(r["set_stats"]),
+            "best": "--" if best is None else f"{model_words(best)} {_r2_text(best_r2)}",
+            "stats": _r2_text(r["set_stats"]),
         })  # fmt: skip
     return comparison_table(
         out,
@@ -494,11 +441,6 @@ def rank_table(rows: list[dict], profile: str):
         caption=f"{paper_ref(LABEL)}, profile {profile}: MZAttn-Full's rank among the models "
                 "per setting (* = provisional: the setting is incomplete)",
     )  # fmt: skip
-
-
-# ---------------------------------------------------------------------------------------------
-# The study in sentences: MZAttn-Full's rank on real point clouds
-# ---------------------------------------------------------------------------------------------
 
 
 def setting_words(setting: str) -> str:
@@ -512,10 +454,8 @@ def model_words(model: str) -> str:
 
 
 def transfer_summary(results_dir=None) -> list[str]:
-    """The transfer study's result in sentences: MZAttn-Full's rank per setting beside the
-    paper's (complete settings; provisional ranks marked), and the verdict on the paper's
-    no-advantage prediction with its reason, cells in words."""
-
+    """The study's result in sentences: MZAttn-Full's rank per setting beside the paper's, and
+    the verdict on the paper's no-advantage prediction with its reason."""
     prof = converged_profile(results_dir)
     if prof is None:
         return ["No converged run of the transfer study is on disk yet: nothing on this page "
@@ -528,9 +468,8 @@ def transfer_summary(results_dir=None) -> list[str]:
         f"(paper {r['paper_rank']:.0f})"
         for r in rows
     )
-    n = rows[0]["n_models"]
-    out = [f"MZAttn-Full's rank among the {n} models by mean test R² over seeds ({prof}; 1 is "
-           f"best; the paper's rank beside each): {rank_words}."]  # fmt: skip
+    out = [f"MZAttn-Full's rank among the {rows[0]['n_models']} models by mean test R² over "
+           f"seeds ({prof}; 1 is best; the paper's rank beside each): {rank_words}."]  # fmt: skip
     if any(not r["complete"] for r in rows):
         out[0] += " A rank marked * is provisional: its setting is still running."
     complete = [r["rank"] for r in rows if r["complete"]]
@@ -539,9 +478,6 @@ def transfer_summary(results_dir=None) -> list[str]:
         out.append(f"Mean rank over the {len(complete)} complete settings: {mean:.2f}, where "
                    "no advantage would give 4.")  # fmt: skip
     pred = prediction(prof, results_dir)
-    reason = scrub(pred["reason"], LABEL)
-    for setting in {r["setting"] for r in ranks(prof, results_dir=results_dir)}:
-        reason = reason.replace(setting, setting_words(setting))
     out.append(f"The paper's prediction that MZAttn-Full has no advantage here: {pred['verdict']} "
-               f"({reason}).")  # fmt: skip
+               f"({pred['reason']}).")  # fmt: skip
     return out

@@ -1,7 +1,7 @@
 """The lowest layer of the results' words, importing nothing of theirs so that each can use it
 (the presenter ``present``, and ``mzlite.repro.render``, which the verdict engine's imports
 reach): how a number with its spread, a cell and a count of verdicts read. ``scrub`` rewrites
-ids written into a sentence; only the transfer study (chapter 10) still writes them.
+ids written into a sentence; no sentence is written with ids any more.
 """
 
 from __future__ import annotations

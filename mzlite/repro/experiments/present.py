@@ -19,7 +19,7 @@ from mzlite.analysis.verdicts import ALPHA, TIE, Label
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import METRIC_NAMES, Claim, Kind, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
-from mzlite.repro.experiments.formatting import cell_words, scorecard_summary, scrub, spaced
+from mzlite.repro.experiments.formatting import cell_words, scorecard_summary, spaced
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.specs import set_count_text
@@ -323,8 +323,8 @@ def _rank_why(v: Verdict) -> str:
             read = f'the null test reads "{sens["verdict"]}"'
         note = (f". With those {len(sens['substituted'])} (setting, model) pair(s) rerun at a "
                 f"longer epoch cap, every run converged: ranks {listed}; {read}")  # fmt: skip
-    if rk["problem"] is not None:  # transfer.prediction writes it with cell ids: named here
-        return scrub(rk["problem"][1], v.table) + note
+    if rk["problem"] is not None:  # transfer.prediction words it, its cells by name
+        return rk["problem"][1] + note
     t = rk["test"]
     n, whole = len(rk["observed"]), rk["n_settings"]
     if rk["kind"] == "mid-field":

@@ -40,6 +40,17 @@ from .specs import (
 )
 from .uncertainty_study import METHODS
 
+GEO, SYN = (10_000, 2_000, 2_000), (5_000, 1_000, 2_000)  # sizes of the geometric, other tasks
+# the 7 parameter-matched models; the standardised-target tables name LA-ST without its gloss
+MATCHED = [ST, ST_LARGE, HYPER, PERCEIVER, LA_ST, MZ_FULL, MZ_LARGE]
+MATCHED_NORMED = [m if m is not LA_ST else model_row("la_st", "LA-ST", match=359_000)
+                  for m in MATCHED]  # fmt: skip
+MZ_OURS = model_row("mz_full", "MZAttn (ours)")
+# the readings of Tasks B and F that the calibration runs beside v1 (mzlite.tasks.TASK_READINGS)
+TASK_B_READINGS = ("near-copy", "near-copy-same-size", "same-size")
+TASK_F_READINGS = ("small-angle", "aligned", "residual")
+TDOF_READINGS = ("m0-zero", "witness-d64")
+
 
 def _meb() -> TableSpec:
     models = [
@@ -64,17 +75,17 @@ def _meb() -> TableSpec:
     ]  # fmt: skip
     # Ablation (the book's questions, no paper numbers), at d=8: per-set data normalisation
     # (raw vs scale), target standardisation, PMA vs mean-pool under both, a learning-rate sweep.
-    abl = []
+    # Each variant states both axes, so that it means the same under every profile; the one that
+    # a profile's own protocol already is (raw under full/cpu, standardised targets under
+    # cpu-converged) is not run twice (``aliases``).
+    raw, std = {"normalize_targets": False}, {"normalize_targets": True}
+    scale = {"normalise": "scale"}
     for mid, name, label, _, _ in (ST, model_row("st_meanpool"), MZ_FULL):
-        # Each variant states both axes, so that it means the same under every profile; the one
-        # that a profile's own protocol already is (raw under full/cpu, standardised targets
-        # under cpu-converged) is not run twice (``aliases``).
-        raw, std = {"normalize_targets": False}, {"normalize_targets": True}
         variants = [
             ("raw", {}, raw, "raw targets"),
-            ("scale", {"normalise": "scale"}, raw, "data: scale"),
+            ("scale", scale, raw, "data: scale"),
             ("ynorm", {}, std, "targets standardised"),
-            ("scale-ynorm", {"normalise": "scale"}, std, "scale + std."),
+            ("scale-ynorm", scale, std, "scale + std."),
         ]
         if name != "st_meanpool":
             variants += [(f"lr{lr:g}", {}, {"lr": lr}, f"lr={lr:g}") for lr in (3e-4, 1e-3)]
@@ -82,76 +93,61 @@ def _meb() -> TableSpec:
             # The Set Transformer stays on the mean predictor on per-set normalised sets at its
             # family's rate (1e-3 under cpu-annealed): lower rates, down to the paper's 1e-4,
             # tell an optimisation failure from the paper's claim that PMA cannot fit them.
-            variants += [
-                (f"scale-ynorm-lr{lr:g}", {"normalise": "scale"}, {**std, "lr": lr},
-                 f"scale + std., lr={lr:g}")
-                for lr in (3e-4, 1e-4)
-            ]  # fmt: skip
-        abl += [
+            variants += [(f"scale-ynorm-lr{lr:g}", scale, {**std, "lr": lr},
+                          f"scale + std., lr={lr:g}") for lr in (3e-4, 1e-4)]  # fmt: skip
+        cells += [
             Cell(f"abl-d8-{vid}-{mid}", "meb_radius", {"d": 8, **opts}, name, label, f"d=8, {col}",
                  batch_size=GEOM_BATCH, train=tr, full_seeds=5, part="ablation")
             for vid, opts, tr, col in variants
         ]  # fmt: skip
-    abl.append(
-        stats_cell("abl-d8-scale", "meb_radius", {"d": 8, "normalise": "scale"},
-                    "d=8, data: scale", (10_000, 2_000, 2_000), GEOM_BATCH, part="ablation")
-    )  # fmt: skip
-    mz = ("mz_full", "mz_full", "MZAttn-Full", {})
-    abl += reading_cells("d8", "meb_radius", {"d": 8}, "d=8", mz, (10_000, 2_000, 2_000),
-                          GEOM_BATCH)  # fmt: skip
-    abl += reading_cells("d8-scale", "meb_radius", {"d": 8, "normalise": "scale"},
-                          "d=8, data: scale", mz, (10_000, 2_000, 2_000), GEOM_BATCH,
-                          train={"normalize_targets": True})  # fmt: skip
+    cells.append(stats_cell("abl-d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, data: scale",
+                            GEO, GEOM_BATCH, part="ablation"))  # fmt: skip
+    mz = MZ_FULL[:4]
+    cells += reading_cells("d8", "meb_radius", {"d": 8}, "d=8", mz, GEO, GEOM_BATCH)
+    cells += reading_cells("d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, data: scale", mz,
+                           GEO, GEOM_BATCH, train=std)  # fmt: skip
     return TableSpec(
         "tab:meb",
         "MEB radius prediction (R^2), d in {8, 16, 32}",
-        tuple(cells + abl),
+        tuple(cells),
         notes="Sizes 10K/2K/2K (not in the paper). Ablation part: d=8 only.",
         chapter="05_minimum_enclosing_ball",
     )
 
 
 def _tdof_verify() -> TableSpec:
+    task, Ls = "quadratic_tdof", (4, 8, 16, 24, 32)
     mz_1l = ("mz_1l", "mz_full", "MZAttn-1L", {"n_enc": 1}, None)
-    models = [mz_1l, ("st_4l", "st", "ST-4L", {"n_enc": 4}, None)]
-    sizes = (5_000, 1_000, 2_000)
-    cols = [(f"L{L}", f"L={L}", {"L": L}, str(L)) for L in (4, 8, 16, 24, 32)]
-    cells = grid_cells(cols, models, "quadratic_tdof", paper=(("{col}", "{row} R^2", "r2"),),
-                       sizes=sizes, seeds=3)  # fmt: skip
-    derived = [
-        Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l") for L in (4, 8, 16, 24, 32)
-    ]
+    st_4l = ("st_4l", "st", "ST-4L", {"n_enc": 4}, None)
+    cols = [(f"L{L}", f"L={L}", {"L": L}, str(L)) for L in Ls]
+    cells = grid_cells(cols, [mz_1l, st_4l], task, paper=(("{col}", "{row} R^2", "r2"),),
+                       sizes=SYN, seeds=3)  # fmt: skip
     # Ablation (no paper numbers): the 1-layer MZ model at lr 1e-3, the Set Transformer's rate.
     # Under cpu-converged MZ trains at 3e-3 (lr_probe.py's choice for the MZ family, a mean over
     # two cells: on L16-mz_1l itself 1e-3 probed better) and its validation loss spikes in most
     # runs; these cells ask whether the gap to ST-4L is the learning rate's.
     lr_cols = [(f"abl-L{L}-lr0.001", f"L={L}, lr=0.001", {"L": L}, "") for L in (8, 16, 32)]
-    cells += grid_cells(lr_cols, [mz_1l], "quadratic_tdof", sizes=sizes, seeds=3,
-                        train={"lr": 1e-3}, stats=False, part="ablation")  # fmt: skip
-    cells += reading_cells("L16", "quadratic_tdof", {"L": 16}, "L=16", mz_1l[:4],
-                            (5_000, 1_000, 2_000), 128)  # fmt: skip
+    cells += grid_cells(lr_cols, [mz_1l], task, sizes=SYN, seeds=3, train={"lr": 1e-3},
+                        stats=False, part="ablation")  # fmt: skip
+    cells += reading_cells("L16", task, {"L": 16}, "L=16", mz_1l[:4], SYN, 128)
     # the task-reading calibration (issue 49): ST-4L on each reading of the quadratic-TDOF target
     for L in (16, 32):
-        cells += calibration_cells(f"L{L}", "quadratic_tdof", TDOF_READINGS, f"L={L}",
-                                   ("st_4l", "st", "ST-4L", {"n_enc": 4}), (5_000, 1_000, 2_000),
-                                   128, options={"L": L})  # fmt: skip
+        cells += calibration_cells(f"L{L}", task, TDOF_READINGS, f"L={L}", st_4l[:4], SYN, 128,
+                                   options={"L": L})  # fmt: skip
     # thm:tdof-depth is proved for the signed readout (sec:architecture); the table runs the IHW
     cells.append(
-        Cell("rd-L16-signed-mz_1l", "quadratic_tdof", {"L": 16}, "mz_full", "MZAttn-1L",
-             "L=16, signed readout", model_kwargs={"n_enc": 1, "readout": "signed"},
-             sizes=(5_000, 1_000, 2_000), full_seeds=3, part="ablation")
+        Cell("rd-L16-signed-mz_1l", task, {"L": 16}, "mz_full", "MZAttn-1L", "L=16, signed readout",
+             model_kwargs={"n_enc": 1, "readout": "signed"}, sizes=SYN, full_seeds=3,
+             part="ablation")
     )  # fmt: skip
     # where the matrix zonotope acts: def:relop's o_c = M(mu) c_hat (mzlite.nn choice 9)
-    for L in (16, 32):
-        cells.append(
-            centre_adaptive_cell(f"L{L}", "quadratic_tdof", {"L": L}, f"L={L}", "mz_1l",
-                                 "MZAttn-1L", {"n_enc": 1}, (5_000, 1_000, 2_000), 128)
-        )  # fmt: skip
+    cells += [centre_adaptive_cell(f"L{L}", task, {"L": L}, f"L={L}", "mz_1l", "MZAttn-1L",
+                                   {"n_enc": 1}, SYN, 128) for L in (16, 32)]  # fmt: skip
     return TableSpec(
         "tab:tdof-verify",
         "Quadratic-TDOF target (eq:quadratic-tdof): 1-layer MZ vs 4-layer Set Transformer",
         tuple(cells),
-        tuple(derived),
+        tuple(Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l") for L in Ls),
         notes=(
             "d=32 (mzlite.tasks.quadratic_tdof default); sizes 5K/1K/2K (not in the paper), "
             f"{sizes_text(UNSTATED_PAPER_SIZES['tab:tdof-verify'])} under the profiles at the "
@@ -162,61 +158,38 @@ def _tdof_verify() -> TableSpec:
     )
 
 
-# the readings of Tasks B and F that the calibration runs beside v1 (mzlite.tasks.TASK_READINGS)
-TASK_B_READINGS = ("near-copy", "near-copy-same-size", "same-size")
-TASK_F_READINGS = ("small-angle", "aligned", "residual")
-TDOF_READINGS = ("m0-zero", "witness-d64")
-
-
 def _main_results() -> TableSpec:
-    models = [
-        model_row("deepsets"),
-        model_row("st"),
-        model_row("st_film"),
-        ST_LARGE,
-        PERCEIVER,
-        HYPER,
-        model_row("mz_full", "MZAttn (ours)"),
-    ]
-    matched = {"st_large", "perceiver", "hypernet", "mz_full"}
-    # (column id, task, options, paper column prefix, sizes, seeds, mse scale)
+    models = [model_row("deepsets"), model_row("st"), model_row("st_film"), ST_LARGE, PERCEIVER,
+              HYPER, MZ_OURS]  # fmt: skip
+    # (column id, task, paper column prefix, sizes, seeds, mse scale)
     tasks = [
-        ("A", "set_regression", {}, "Task A: Set Regr.", (10_000, 2_000, 2_000), 5, 1.0),
-        ("B", "chamfer_matching", {}, "Task B: Set Match.", (5_000, 1_000, 1_000), 3, 1.0),
-        ("F", "rotation_matching", {}, "Task F: Rot. Match.", (5_000, 1_000, 2_000), 3, 1.0),
-        ("G", "mst_weight", {}, "Task G: MST Wt.", (5_000, 1_000, 2_000), 3, 1.0),
-        ("D", "few_shot_retrieval", {}, "Task D: Few-Shot", (8_000, 1_500, 1_500), 3, 100.0),
+        ("A", "set_regression", "Task A: Set Regr.", GEO, 5, 1.0),
+        ("B", "chamfer_matching", "Task B: Set Match.", (5_000, 1_000, 1_000), 3, 1.0),
+        ("F", "rotation_matching", "Task F: Rot. Match.", SYN, 3, 1.0),
+        ("G", "mst_weight", "Task G: MST Wt.", SYN, 3, 1.0),
+        ("D", "few_shot_retrieval", "Task D: Few-Shot", (8_000, 1_500, 1_500), 3, 100.0),
     ]
     cells = []
-    for cid, task, opts, prefix, sizes, seeds, scale in tasks:
+    for cid, task, prefix, sizes, seeds, scale in tasks:
         mse_col = f"{prefix} / MSE" + (" (x 10^-2)" if scale != 1.0 else "")
         paper = (("{row}", mse_col, "mse", scale), ("{row}", "{col} / R^2", "r2"))
-        cells += grid_cells([(cid, prefix, opts, prefix)], models, task, paper=paper,
-                            sizes=sizes, seeds=seeds, stats_batch=128,
+        cells += grid_cells([(cid, prefix, {}, prefix)], models, task, paper=paper, sizes=sizes,
+                            seeds=seeds, stats_batch=128,
                             batch=GEOM_BATCH if task == "mst_weight" else 128)  # fmt: skip
     # Task A: "5 seeds (3 seeds for parameter-matched models)"
+    matched = {"st_large", "perceiver", "hypernet", "mz_full"}
     cells = [replace(c, full_seeds=3) if c.column.startswith("Task A") and c.model in matched
              else c for c in cells]  # fmt: skip
     # the reading ablation on Tasks B and F (5K training sets in the paper; 2K under the caps)
-    for cid, task, prefix, sizes in (
-        ("F", "rotation_matching", "Task F", (5_000, 1_000, 2_000)),
-        ("B", "chamfer_matching", "Task B", (5_000, 1_000, 1_000)),
-    ):
-        cells += reading_cells(
-            cid, task, {}, prefix, ("mz_full", "mz_full", "MZAttn (ours)", {}), sizes, 128,
-            paper_size=[("mz_full", "mz_full", "MZAttn (ours)", {}),
-                        ("st", "st", "Set Transformer", {})],
-        )  # fmt: skip
-    cells += standardised_twin_cells(
-        "F", "rotation_matching", {}, "Task F", [("mz_full", "mz_full", "MZAttn (ours)", {}),
-        ("st", "st", "Set Transformer", {})], (5_000, 1_000, 2_000), 128,
-    )  # fmt: skip
+    mz, st = MZ_OURS[:4], ("st", "st", "Set Transformer", {})
+    B = ("B", "chamfer_matching", "Task B", (5_000, 1_000, 1_000))
+    F = ("F", "rotation_matching", "Task F", SYN)
+    for cid, task, prefix, sizes in (F, B):
+        cells += reading_cells(cid, task, {}, prefix, mz, sizes, 128, paper_size=[mz, st])
+    cells += standardised_twin_cells("F", "rotation_matching", {}, "Task F", [mz, st], SYN, 128)
     # the task-reading calibration (issue 49): the Set Transformer on each reading of Tasks B and F
-    st = ("st", "st", "Set Transformer", {})
-    cells += calibration_cells("B", "chamfer_matching", TASK_B_READINGS, "Task B", st,
-                               (5_000, 1_000, 1_000), 128)  # fmt: skip
-    cells += calibration_cells("F", "rotation_matching", TASK_F_READINGS, "Task F", st,
-                               (5_000, 1_000, 2_000), 128)  # fmt: skip
+    for (cid, task, prefix, sizes), readings in ((B, TASK_B_READINGS), (F, TASK_F_READINGS)):
+        cells += calibration_cells(cid, task, readings, prefix, st, sizes, 128)
     return TableSpec(
         "tab:main-results",
         "Main results, Tasks A, B, D, F, G (MSE and R^2)",
@@ -229,47 +202,39 @@ def _main_results() -> TableSpec:
     )
 
 
-def _geometry_sweep(label, title, task, dims, models, *, normed, seeds, sizes, colfmt, extra=None):
-    transpose = normed  # the *-normed tables have settings as rows and models as columns
-    cols = []
-    for d in dims:
-        paper_col = str(d) if transpose else colfmt.format(d=d)
-        cols.append((f"d{d}", f"d={d}", {"d": d, **(extra or {})}, paper_col))
-    models = [(m[0], m[1], _normed_label(m[2]) if normed else m[2], m[3], m[4]) for m in models]
-    cells = grid_cells(
-        cols,
-        models,
-        task,
-        sizes=sizes,
-        batch=GEOM_BATCH if task != "rotation_matching" else 128,
-        seeds=seeds,
-        train={"normalize_targets": True} if normed else None,
-        paper=COL_ROW if transpose else ROW_COL,
-    )
+# (label, title, task, d values, models, seeds, sizes, paper column): the geometric sweeps. The
+# *-normed tables train on standardised targets and have settings as rows, models as columns.
+GEOMETRY_SWEEPS = [
+    ("tab:hull", "Convex-hull volume (R^2, raw targets)", "hull_volume", (3, 6, 9), MATCHED, 5,
+     GEO, "d={d} R^2"),
+    ("tab:hull-normed", "Convex-hull volume (R^2, standardised targets)", "hull_volume",
+     (3, 6, 9), MATCHED_NORMED, 5, GEO, None),
+    ("tab:mst-scale", "MST weight scaling (R^2, raw targets)", "mst_weight", (16, 32, 64, 128, 256),
+     [ST, ST_LARGE, HYPER, PERCEIVER, MZ_FULL, MZ_LARGE], 5, SYN, "d={d}"),
+    ("tab:mst-normed", "MST weight (R^2, standardised targets)", "mst_weight",
+     (16, 32, 64, 128, 256), [ST, ST_LARGE, HYPER, PERCEIVER, MZ_FULL, MZ_LARGE], 5, SYN, None),
+    ("tab:rotmatch-scale", "Rotation matching scaling (R^2)", "rotation_matching",
+     (16, 32, 64, 128, 256, 512), [ST, ST_LARGE, PERCEIVER, HYPER, model_row("mz_full", "MZAttn")],
+     3, SYN, "d={d} R^2"),
+]  # fmt: skip
+
+
+def _geometry_sweep(label, title, task, dims, models, seeds, sizes, colfmt) -> TableSpec:
+    normed = colfmt is None
+    cols = [(f"d{d}", f"d={d}", {"d": d}, str(d) if normed else colfmt.format(d=d)) for d in dims]
+    cells = grid_cells(cols, models, task, sizes=sizes, seeds=seeds, paper=COL_ROW if normed
+                       else ROW_COL, batch=GEOM_BATCH if task != "rotation_matching" else 128,
+                       train={"normalize_targets": True} if normed else None)  # fmt: skip
     note = "Targets standardised (app:opt-confound)." if normed else "Raw targets."
     return TableSpec(label, title, tuple(cells), notes=note, chapter=RELATIONAL_CHAPTER)
 
 
-def _normed_label(label: str) -> str:
-    return {"LA-ST (Linear Attn.)": "LA-ST"}.get(label, label)
-
-
 def _sgsp() -> TableSpec:
-    models = [ST, ST_LARGE, HYPER, PERCEIVER, LA_ST, MZ_FULL, MZ_LARGE]
-    models = [(m[0], m[1], _normed_label(m[2]), m[3], m[4]) for m in models]
-    names = {
-        "diameter": "diameter",
-        "knn_radius": "knn-radius",
-        "k_smallest_sum": "k-smallest sum",
-        "kcenter": "furthest-first",
-    }
-    cells = []
-    for target, row in names.items():
-        cols = [
-            (f"{target}-d{d}", f"{row}, d={d}", {"target": target, "d": d}, f"{row} / {d}")
-            for d in (8, 16, 32)
-        ]
-        cells += grid_cells(cols, models, "sgsp", batch=GEOM_BATCH, seeds=5, paper=COL_ROW)
+    names = {"diameter": "diameter", "knn_radius": "knn-radius",
+             "k_smallest_sum": "k-smallest sum", "kcenter": "furthest-first"}  # fmt: skip
+    cols = [(f"{target}-d{d}", f"{row}, d={d}", {"target": target, "d": d}, f"{row} / {d}")
+            for target, row in names.items() for d in (8, 16, 32)]  # fmt: skip
+    cells = grid_cells(cols, MATCHED_NORMED, "sgsp", batch=GEOM_BATCH, seeds=5, paper=COL_ROW)
     return TableSpec(
         "tab:sgsp",
         "Sparse geometric set predicates (R^2)",
@@ -280,22 +245,16 @@ def _sgsp() -> TableSpec:
 
 
 def _mz_efficient() -> TableSpec:
-    models = [
-        ST,
-        model_row("mz_slim", "MZ-Slim (n_g=2, L=1)"),
-        model_row("mz_med", "MZ-Med (n_g=4, L=2)"),
-        model_row("mz_full", "MZ-Full (n_g=8, L=4)"),
-    ]
+    sizes = (("Slim", 2, 1), ("Med", 4, 2), ("Full", 8, 4))  # (size, n_g, L)
+    models = [ST] + [model_row(f"mz_{s.lower()}", f"MZ-{s} (n_g={g}, L={L})") for s, g, L in sizes]
     cells = []
     for cid, task, col, sizes, batch in (
-        ("max", "set_regression", "Max R^2", (10_000, 2_000, 2_000), 128),
-        ("rotmatch", "rotation_matching", "RotMatch R^2", (5_000, 1_000, 2_000), 128),
-        ("mst", "mst_weight", "MST R^2", (5_000, 1_000, 2_000), GEOM_BATCH),
+        ("max", "set_regression", "Max", GEO, 128),
+        ("rotmatch", "rotation_matching", "RotMatch", SYN, 128),
+        ("mst", "mst_weight", "MST", SYN, GEOM_BATCH),
     ):
-        cells += grid_cells(
-            [(cid, col.replace(" R^2", ""), {}, col)], models, task, sizes=sizes, batch=batch,
-            seeds=3,
-        )  # fmt: skip
+        cells += grid_cells([(cid, col, {}, f"{col} R^2")], models, task, sizes=sizes, batch=batch,
+                            seeds=3)  # fmt: skip
     return TableSpec(
         "tab:mz-efficient",
         "MZ parameter efficiency (R^2): Slim / Med / Full vs Standard",
@@ -310,33 +269,37 @@ def _gen_ablation() -> TableSpec:
         (f"nmz{k}", "mz_full", str(k), {"n_enc": 1, "L": k}, None) for k in (1, 2, 4, 8, 16, 32)
     ]
     cols = [(f"L{L}", f"L={L}", {"L": L}, f"L={L} / R^2") for L in (16, 32)]
-    cells = grid_cells(cols, models, "quadratic_tdof", sizes=(5_000, 1_000, 2_000), seeds=3)
     return TableSpec(
         "tab:gen-ablation",
         "MZ generator budget n_mz (the model's L) on the quadratic-TDOF target with TDOF L",
-        tuple(cells),
+        tuple(grid_cells(cols, models, "quadratic_tdof", sizes=SYN, seeds=3)),
         notes="1-layer MZ (n_enc=1), n_g=8; d=32; sizes 5K/1K/2K (not in the paper).",
         chapter=RELATIONAL_CHAPTER,
     )
 
 
 # Task B (set matching) as tab:main-results runs it: the paper's ablations of why MZ works
-_TASK_B = ("chamfer_matching", {}, "Task B: Set Match.", (5_000, 1_000, 1_000))
+TASK_B, TASK_B_COLUMN, TASK_B_SIZES = (
+    "chamfer_matching",
+    "Task B: Set Match.",
+    (5_000, 1_000, 1_000),
+)
 
 
-_R2_MSE = (("{row}", "R^2", "r2"), ("{row}", "MSE", "mse"))  # tab:depth's and tab:ablation's
+def _task_b(models, paper=(("{row}", "R^2", "r2"), ("{row}", "MSE", "mse")), seeds=3):
+    """The grid of ``models`` on Task B (tab:depth's and tab:ablation's paper columns)."""
+    col = [("B", TASK_B_COLUMN, {}, TASK_B_COLUMN)]
+    return tuple(grid_cells(col, models, TASK_B, paper=paper, sizes=TASK_B_SIZES, seeds=seeds))
 
 
 def _depth() -> TableSpec:
-    task, opts, col, sizes = _TASK_B
     models = [("mz_1l", "mz_full", "MZAttn / 1", {"n_enc": 1}, None)] + [
         (f"st_{k}l", "st", f"Set Transformer / {k}", {"n_enc": k}, None) for k in range(1, 7)
     ]
-    cells = grid_cells([("B", col, opts, col)], models, task, paper=_R2_MSE, sizes=sizes, seeds=3)
     return TableSpec(
         "tab:depth",
         "Depth separation on set matching: 1-layer MZAttn vs 1-6-layer Set Transformers",
-        tuple(cells),
+        _task_b(models),
         notes=(
             "The paper does not name the task; its MSE and R^2 (42-69, 0.95-0.97) are Task B's "
             "scale (tab:main-results), so Task B at its sizes 5K/1K/1K. 'Layers' = ISAB encoder "
@@ -347,13 +310,11 @@ def _depth() -> TableSpec:
 
 
 def _ng_ablation() -> TableSpec:
-    task, opts, col, sizes = _TASK_B
     models = [(f"ng{k}-mz_full", "mz_full", str(k), {"n_g": k}, None) for k in (2, 4, 8, 16)]
-    cells = grid_cells([("B", col, opts, col)], models, task, paper=_R2_MSE, sizes=sizes, seeds=1)
     return TableSpec(
         "tab:ablation",
         "Zonotope generators n_g of MZAttn-Full (L=4) on set matching",
-        tuple(cells),
+        _task_b(models, seeds=1),
         notes=(
             "The paper runs one seed (42) at Task B's sizes; profiles with seeds run theirs "
             "(cpu-annealed: 3), so a verdict rests on seeds the paper does not have."
@@ -363,23 +324,17 @@ def _ng_ablation() -> TableSpec:
 
 
 def _genqk() -> TableSpec:
-    tasks = [
-        ("A", "set_regression", {}, "Task A: Set Regr.", (10_000, 2_000, 2_000)),
-        ("B", *_TASK_B),
-    ]
     models = [
         ("mz_full", "mz_full", "MZAttn (centers-only Q/K)", {}, None),
         ("genqk", "mz_full", "MZ-GenQK (gen info in Q/K)", {"gen_qk": True}, None),  # choice 8
     ]
     paper = (("{row}", "{col} / MSE", "mse"), ("{row}", "{col} / R^2", "r2"))
-    cells = []
-    for cid, task, opts, prefix, sizes in tasks:
-        cells += grid_cells([(cid, prefix, opts, prefix)], models, task, paper=paper, sizes=sizes,
-                            seeds=3)  # fmt: skip
+    col = ("A", "Task A: Set Regr.", {}, "Task A: Set Regr.")
+    cells = grid_cells([col], models, "set_regression", paper=paper, sizes=GEO, seeds=3)
     return TableSpec(
         "tab:genqk",
         "Generator information in the Q/K scores: MZ-GenQK vs centres-only MZAttn, Tasks A and B",
-        tuple(cells),
+        tuple(cells) + _task_b(models, paper),
         notes=(
             "MZ-GenQK is MZ-Full with gen_qk (mzlite.nn, choice 8: W_q^gen, W_k^gen over each "
             "token's interval-hull half-width, zero at initialisation). The centres-only rows are "
@@ -390,52 +345,22 @@ def _genqk() -> TableSpec:
     )
 
 
-AMBIGUITY_NOISE = ("0.05", "0.1", "0.3", "0.5", "1.0")  # tab:ambiguity's rows, as printed
-
-
-def _ambiguity() -> TableSpec:
-    task, _, _, sizes = _TASK_B
-    cells = []
-    for sigma in AMBIGUITY_NOISE:
-        col = f"s{sigma}"
-        for mid, name, who in (("st", "st", "ST"), ("mz_full", "mz_full", "MZ")):
-            refs = (PaperRef(sigma, f"{who} R^2", "r2"), PaperRef(sigma, f"{who} MSE", "mse"))
-            cells.append(
-                Cell(f"{col}-{mid}", task, {"noise": float(sigma)}, name, model_spec(name).display,
-                     f"noise sigma={sigma}", paper=refs, sizes=sizes, full_seeds=3)
-            )  # fmt: skip
-        cells.append(stats_cell(col, task, {"noise": float(sigma)}, f"noise sigma={sigma}",
-                                 sizes, 128))  # fmt: skip
-    return TableSpec(
-        "tab:ambiguity",
-        "Ambiguity sweep on set matching: MZAttn-Full vs the Set Transformer as the noise grows",
-        tuple(cells),
-        notes=(
-            "Task B at its sizes 5K/1K/1K with chamfer_matching's noise option; sigma = 0.3 is "
-            "Task B itself (the same experiment as tab:main-results' B cells, run again here). "
-            "The paper gives one number per cell and no seed count."
-        ),
-        chapter=RELATIONAL_CHAPTER,
-    )
-
-
 def _ece_nll() -> TableSpec:
     """The uncertainty study (mzlite.repro.experiments.uncertainty_study): one cell per method on
     Task B; each job adds its method's uncertainty metrics to the result."""
-    task, opts, col, sizes = _TASK_B
     refs = (("MSE", "unc_mse"), ("ECE", "ece"), ("NLL", "nll"))
     # MC-Dropout's rate stated (the model's default, the paper's 0.1): it is also what keeps the
     # ensemble cell, whose first member is the same model, from being aliased to this cell
     # (jobs.aliases) and so never computing its ensemble
     cells = [
-        Cell(cid, task, opts, cid.rsplit("-", 1)[1], row, col,
+        Cell(cid, TASK_B, {}, cid.rsplit("-", 1)[1], row, TASK_B_COLUMN,
              model_kwargs={"dropout": 0.1} if method == "mc_dropout" else {},
-             paper=tuple(PaperRef(row, pcol, metric) for pcol, metric in refs), sizes=sizes,
-             full_seeds=3,
+             paper=tuple(PaperRef(row, pcol, metric) for pcol, metric in refs),
+             sizes=TASK_B_SIZES, full_seeds=3,
              note=f"{method}: uncertainty metrics by mzlite.repro.experiments.uncertainty_study")
         for cid, (method, row) in METHODS.items()
     ]  # fmt: skip
-    cells.append(stats_cell("B", task, opts, col, sizes, 128))
+    cells.append(stats_cell("B", TASK_B, {}, TASK_B_COLUMN, TASK_B_SIZES, 128))
     return TableSpec(
         "tab:ece-nll",
         "Uncertainty on set matching: IHW vs MC-Dropout (30 passes) vs a 5-member deep ensemble",
@@ -450,43 +375,58 @@ def _ece_nll() -> TableSpec:
     )
 
 
+AMBIGUITY_NOISE = ("0.05", "0.1", "0.3", "0.5", "1.0")  # tab:ambiguity's rows, as printed
+
+
+def _ambiguity() -> TableSpec:
+    cells = []
+    for sigma in AMBIGUITY_NOISE:
+        col, opts, where = f"s{sigma}", {"noise": float(sigma)}, f"noise sigma={sigma}"
+        for mid, who in (("st", "ST"), ("mz_full", "MZ")):
+            refs = (PaperRef(sigma, f"{who} R^2", "r2"), PaperRef(sigma, f"{who} MSE", "mse"))
+            cells.append(Cell(f"{col}-{mid}", TASK_B, opts, mid, model_spec(mid).display, where,
+                              paper=refs, sizes=TASK_B_SIZES, full_seeds=3))  # fmt: skip
+        cells.append(stats_cell(col, TASK_B, opts, where, TASK_B_SIZES, 128))
+    return TableSpec(
+        "tab:ambiguity",
+        "Ambiguity sweep on set matching: MZAttn-Full vs the Set Transformer as the noise grows",
+        tuple(cells),
+        notes=(
+            "Task B at its sizes 5K/1K/1K with chamfer_matching's noise option; sigma = 0.3 is "
+            "Task B itself (the same experiment as tab:main-results' B cells, run again here). "
+            "The paper gives one number per cell and no seed count."
+        ),
+        chapter=RELATIONAL_CHAPTER,
+    )
+
+
 def _egnn() -> TableSpec:
     # (column id, paper column, task, options, d of the coordinates, sizes, batch)
-    s_geo, s_syn = (10_000, 2_000, 2_000), (5_000, 1_000, 2_000)
     cols = [
-        ("rot-d8", "Rot. matching / d=8", "rotation_matching", {"d": 8}, 8, s_syn, 128),
-        ("rot-d32", "Rot. matching / d=32", "rotation_matching", {"d": 32}, 32, s_syn, 128),
-        ("rot-d64", "Rot. matching / d=64", "rotation_matching", {"d": 64}, 64, s_syn, 128),
-        ("hull-d3", "Hull volume / d=3", "hull_volume", {"d": 3}, 3, s_geo, GEOM_BATCH),
-        ("hull-d9", "Hull volume / d=9", "hull_volume", {"d": 9}, 9, s_geo, GEOM_BATCH),
-        ("meb-d8", "MEB radius / d=8", "meb_radius", {"d": 8}, 8, s_geo, GEOM_BATCH),
-        ("meb-d32", "MEB radius / d=32", "meb_radius", {"d": 32}, 32, s_geo, GEOM_BATCH),
-        ("cov-d8", "Statistical (Cov, Mah, PCA) / CN d=8", "statistical",
-         {"target": "cov_frobenius", "d": 8}, 8, s_syn, 128),
-        ("mah-d8", "Statistical (Cov, Mah, PCA) / Mah d=8", "statistical",
-         {"target": "mahalanobis", "d": 8}, 8, s_syn, 128),
-        ("pca-d16", "Statistical (Cov, Mah, PCA) / PCA d=16", "statistical",
-         {"target": "pca_error", "d": 16}, 16, s_syn, 128),
-        ("qt-L4", "Quadratic TDOF / L=4", "quadratic_tdof", {"L": 4}, 32, s_syn, 128),
-        ("qt-L8", "Quadratic TDOF / L=8", "quadratic_tdof", {"L": 8}, 32, s_syn, 128),
-        ("qt-L16", "Quadratic TDOF / L=16", "quadratic_tdof", {"L": 16}, 32, s_syn, 128),
+        *[(f"rot-d{d}", f"Rot. matching / d={d}", "rotation_matching", {"d": d}, d, SYN, 128)
+          for d in (8, 32, 64)],
+        *[(f"hull-d{d}", f"Hull volume / d={d}", "hull_volume", {"d": d}, d, GEO, GEOM_BATCH)
+          for d in (3, 9)],
+        *[(f"meb-d{d}", f"MEB radius / d={d}", "meb_radius", {"d": d}, d, GEO, GEOM_BATCH)
+          for d in (8, 32)],
+        *[(cid, f"Statistical (Cov, Mah, PCA) / {name} d={d}", "statistical",
+           {"target": target, "d": d}, d, SYN, 128)
+          for cid, name, target, d in (("cov-d8", "CN", "cov_frobenius", 8),
+                                       ("mah-d8", "Mah", "mahalanobis", 8),
+                                       ("pca-d16", "PCA", "pca_error", 16))],
+        *[(f"qt-L{L}", f"Quadratic TDOF / L={L}", "quadratic_tdof", {"L": L}, 32, SYN, 128)
+          for L in (4, 8, 16)],
     ]  # fmt: skip
     cells = []
     for cid, pcol, task, opts, d, sizes, batch in cols:
-        models = [
-            ST_LARGE,
-            model_row("mz_full", "MZAttn (ours)"),
-            # the leading d features are coordinates; a packed type indicator is invariant
-            ("egnn", "egnn", "EGNN", {"n_coord": d}, None),
-        ]
-        cells += grid_cells(
-            [(cid, pcol, opts, pcol)], models, task, sizes=sizes, batch=batch, seeds=3
-        )
+        # the leading d features are coordinates; a packed type indicator is invariant
+        models = [ST_LARGE, MZ_OURS, ("egnn", "egnn", "EGNN", {"n_coord": d}, None)]
+        cells += grid_cells([(cid, pcol, opts, pcol)], models, task, sizes=sizes, batch=batch,
+                            seeds=3)  # fmt: skip
     # where the matrix zonotope acts: def:relop's o_c = M(mu) c_hat (mzlite.nn choice 9)
-    cells.append(
-        centre_adaptive_cell("qt-L16", "quadratic_tdof", {"L": 16}, "Quadratic TDOF / L=16",
-                             "mz_full", "MZAttn (ours)", {}, s_syn, 128)
-    )  # fmt: skip
+    cells.append(centre_adaptive_cell("qt-L16", "quadratic_tdof", {"L": 16},
+                                      "Quadratic TDOF / L=16", "mz_full", "MZAttn (ours)", {}, SYN,
+                                      128))  # fmt: skip
     return TableSpec(
         "tab:egnn-comparison",
         "MZAttn vs EGNN (R^2): invariant targets vs the fixed-frame quadratic-TDOF target",
@@ -515,33 +455,30 @@ CAP_ABLATION = [("raw-hull", PERCEIVER), ("raw-hull", MZ_LARGE), ("mixture-meb",
 
 
 def _transfer_matrix() -> TableSpec:
-    models = [ST, ST_LARGE, HYPER, PERCEIVER, LA_ST, MZ_FULL, MZ_LARGE]
-    cols = [
-        (f"{variant}-{target}", f"{row} / {col}", {"variant": variant, "target": target}, "")
-        for (variant, target), (row, col) in TRANSFER_TIER1.items()
-    ]
-    cells = grid_cells(cols, models, "digits_geometry", sizes=(5_000, 1_000, 2_000),
-                  batch=GEOM_BATCH, seeds=3)  # fmt: skip
+    def grid(cols, models, **kw):
+        return grid_cells(cols, models, "digits_geometry", sizes=SYN, batch=GEOM_BATCH, seeds=3,
+                          **kw)  # fmt: skip
+
+    def col(variant, target, cid, suffix):
+        return (cid, f"{' / '.join(TRANSFER_TIER1[(variant, target)])}{suffix}",
+                {"variant": variant, "target": target}, "")  # fmt: skip
+
+    cells = grid([col(v, t, f"{v}-{t}", "") for v, t in TRANSFER_TIER1], MATCHED)
     # Ablation (no paper numbers): MZAttn-Full at lr 1e-3, the Set Transformer's rate, where its
     # seeds spread most under cpu-converged's 3e-3 (raw pixel / Hull: two of three stopped by
     # patience early, at R^2 0.63 and 0.79; chapter 10). Is its rank the learning rate's?
-    lr_col = ("abl-raw-hull-lr0.001", "MNIST raw pixel / Hull, lr=0.001",
-              {"variant": "raw", "target": "hull"}, "")  # fmt: skip
-    cells += grid_cells([lr_col], [MZ_FULL], "digits_geometry", sizes=(5_000, 1_000, 2_000),
-                        batch=GEOM_BATCH, seeds=3, train={"lr": 1e-3}, stats=False,
-                        part="ablation")  # fmt: skip
+    ablation = {"stats": False, "part": "ablation"}
+    cells += grid([col("raw", "hull", "abl-raw-hull-lr0.001", ", lr=0.001")], [MZ_FULL],
+                  train={"lr": 1e-3}, **ablation)  # fmt: skip
     # Ablation (no paper numbers): the (setting, model) pairs with a cpu-converged run that hit
     # the 200-epoch cap still improving, at cap 400 (cosine over the longer cap, patience 20 as
     # before). mzlite.repro.transfer.longer_cap and prediction(substitute=...) read such a cell,
     # every seed, in place of its main cell: does the verdict hang on the runs the cap stopped?
     for setting, model in CAP_ABLATION:
         variant, target = setting.split("-")
-        col = (f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}",
-               f"{' / '.join(TRANSFER_TIER1[(variant, target)])}, cap {CAP_ABLATION_EPOCHS}",
-               {"variant": variant, "target": target}, "")  # fmt: skip
-        cells += grid_cells([col], [model], "digits_geometry", sizes=(5_000, 1_000, 2_000),
-                       batch=GEOM_BATCH, seeds=3, train={"epochs": CAP_ABLATION_EPOCHS},
-                       stats=False, part="ablation")  # fmt: skip
+        cap = col(variant, target, f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}",
+                  f", cap {CAP_ABLATION_EPOCHS}")  # fmt: skip
+        cells += grid([cap], [model], train={"epochs": CAP_ABLATION_EPOCHS}, **ablation)
     return TableSpec(
         "tab:transfer-matrix",
         "Transfer study, Tier 1 (digits point clouds): the 7 parameter-matched models",
@@ -558,42 +495,10 @@ def _transfer_matrix() -> TableSpec:
 @cache
 def table_registry() -> Registry[TableSpec]:
     """Every table spec by its LaTeX label, built once (use :func:`get_table` for one)."""
-    geo5 = (10_000, 2_000, 2_000)
-    syn = (5_000, 1_000, 2_000)
-    hull_models = [ST, ST_LARGE, HYPER, PERCEIVER, LA_ST, MZ_FULL, MZ_LARGE]
-    mst_models = [ST, ST_LARGE, HYPER, PERCEIVER, MZ_FULL, MZ_LARGE]
-    rot_models = [ST, ST_LARGE, PERCEIVER, HYPER, MZ_FULL]
-    rot_models = [m if m[0] != "mz_full" else (*m[:2], "MZAttn", *m[3:]) for m in rot_models]
-    specs = [
-        _meb(),
-        _tdof_verify(),
-        _main_results(),
-        _geometry_sweep("tab:hull", "Convex-hull volume (R^2, raw targets)", "hull_volume",
-                        (3, 6, 9), hull_models, normed=False, seeds=5, sizes=geo5,
-                        colfmt="d={d} R^2"),
-        _geometry_sweep("tab:hull-normed", "Convex-hull volume (R^2, standardised targets)",
-                        "hull_volume", (3, 6, 9), hull_models, normed=True, seeds=5, sizes=geo5,
-                        colfmt=""),
-        _geometry_sweep("tab:mst-scale", "MST weight scaling (R^2, raw targets)", "mst_weight",
-                        (16, 32, 64, 128, 256), mst_models, normed=False, seeds=5, sizes=syn,
-                        colfmt="d={d}"),
-        _geometry_sweep("tab:mst-normed", "MST weight (R^2, standardised targets)",
-                        "mst_weight", (16, 32, 64, 128, 256), mst_models, normed=True, seeds=5,
-                        sizes=syn, colfmt=""),
-        _geometry_sweep("tab:rotmatch-scale", "Rotation matching scaling (R^2)",
-                        "rotation_matching", (16, 32, 64, 128, 256, 512), rot_models,
-                        normed=False, seeds=3, sizes=syn, colfmt="d={d} R^2"),
-        _sgsp(),
-        _mz_efficient(),
-        _gen_ablation(),
-        _depth(),
-        _ng_ablation(),
-        _genqk(),
-        _ece_nll(),
-        _ambiguity(),
-        _egnn(),
-        _transfer_matrix(),
-    ]  # fmt: skip
+    specs = [_meb(), _tdof_verify(), _main_results()]
+    specs += [_geometry_sweep(*sweep) for sweep in GEOMETRY_SWEEPS]
+    specs += [_sgsp(), _mz_efficient(), _gen_ablation(), _depth(), _ng_ablation(), _genqk(),
+              _ece_nll(), _ambiguity(), _egnn(), _transfer_matrix()]  # fmt: skip
     return Registry("table", [(s.label, s) for s in specs])
 
 

@@ -18,7 +18,6 @@ calibration cells run the Set Transformer and the closed-form yardstick only.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 from mzlite.repro.paper import name_labels, paper_cell
@@ -26,12 +25,10 @@ from mzlite.repro.render import comparison_table, plain_math
 from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
-from . import stats as _stats
 from .cells import calibration_cell_id
-from .reading import missing_quotes
-from .results import load_results
+from .reading import SeedsR2, html_table, missing_quotes, prose_data, r2_text, results_per_cell
 from .specs import SET_STATS
-from .tables import get_table
+from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
 
 __all__ = ["TaskReview", "TASK_REVIEW", "Calibrated", "CALIBRATED", "CalibrationRow",
            "review_table", "calibration", "calibration_table", "closest_readings",
@@ -62,112 +59,9 @@ class TaskReview:
     yardstick: tuple[str, str]
 
 
-TASK_REVIEW: tuple[TaskReview, ...] = (
-    TaskReview(
-        "Task A: set regression", "set_regression", "tab:main-results (tab:genqk, tab:depth)",
-        "app:task-descriptions",
-        "predict $y = \\sum_i [\\max_{\\text{dim}} x_i]$, i.e., the sum of dimension-wise maxima.",
-        "the words: sum over the 16 dimensions of each dimension's maximum over the set; x ~ "
-        "N(0, I_16); n ~ U{10..100}; 10K/2K/2K sets",
-        "the element distribution (N(0, I)); whether the words or the printed formula define y",
-        "the printed formula, sum_i max_j x_ij (each element's largest coordinate, summed: a "
-        "target that grows with n); other element distributions",
-        "each dimension's maximum grows with n: the yardstick computes the target exactly "
-        "(R^2 1), so Task A ranks models and does not call for attention",
-        ("tab:main-results", "A-set_stats"),
-    ),
-    TaskReview(
-        "Task B: set matching", "chamfer_matching", "tab:main-results (tab:ambiguity, "
-        "tab:sizegen, tab:genqk, tab:depth)", "app:task-descriptions",
-        "Set $B$ is either a rotated-noisy version of $A$ (50\\%) or an independent random cloud "
-        "(50\\%).",
-        "v1: A ~ N(0, 8^2 I_3), 10-30 points; the copy B = R A + N(0, 0.3^2 I) with R "
-        "Haar-random in SO(3); the independent cloud draws its own size; y the symmetric squared "
-        "Chamfer distance; 5K/1K/1K sets",
-        "how far the rotation turns (a Haar-random copy is as far from A as an independent "
-        "cloud); how many points the independent cloud has; the point spread (8, fitted to the "
-        "target variance the paper's MSE and R^2 imply) and the noise (0.3, tab:ambiguity's "
-        "default row); the Chamfer distance's direction (the paper's remark writes one "
-        "direction) and squared distances",
-        "near-copy (turns of at most 0.3 rad), near-copy-same-size (and n_B = n_A for the "
-        "independent cloud too), same-size (Haar, n_B = n_A); the one-direction Chamfer "
-        "distance (not generated)",
-        "v1 and near-copy: a copy has n_B = n_A and an independent cloud almost never, so the two "
-        "parts' sizes give the class; the same-size readings remove that",
-        ("tab:main-results", "B-set_stats"),
-    ),
-    TaskReview(
-        "Task D: few-shot set retrieval", "few_shot_retrieval", "tab:main-results",
-        "app:task-descriptions",
-        "Class separability varies per sample (noise scale $\\in [0.3, 1.5]$), creating natural "
-        "relational ambiguity.",
-        "per episode 5 class prototypes ~ N(0, I_8), noise sigma ~ U(0.3, 1.5); m ~ U{0..20} "
-        "target-class queries, the others of a uniformly chosen other class; y = m / 20; 8K/1.5K/"
-        "1.5K sets",
-        "the number of classes, the prototypes' distribution, how the query's class mixture is "
-        "drawn",
-        "prototypes shared across episodes; a binomial number of target-class queries; other "
-        "class counts",
-        "none: every episode has 5 support and 20 query elements",
-        ("tab:main-results", "D-set_stats"),
-    ),
-    TaskReview(
-        "Task F: rotation-dependent matching", "rotation_matching", "tab:main-results "
-        "(tab:rotmatch-scale, tab:egnn-comparison, tab:mz-efficient)", "app:task-descriptions",
-        "predict the post-alignment Chamfer distance.",
-        "v1: A ~ N(0, 6^2 I_8), 10-30 points; B = R(theta) A + N(0, 0.1^2 I), R the product of "
-        "Givens rotations in all 28 planes with angles U(-pi, pi); y = CD(A, B), the Chamfer "
-        "distance before alignment; 5K/1K/2K sets",
-        "what the target is after alignment; the angles' range; the point spread (6, fitted to "
-        "the target variance the paper's MSE and R^2 imply, which only the before-alignment "
-        "distance reaches)",
-        "aligned (CD(Q A, B) after the best rotation, orthogonal Procrustes), residual (CD(A, "
-        "R^T B) after undoing the sample's own rotation), small-angle (before alignment, angles "
-        "U(-0.3, 0.3))",
-        "n_A = n_B in every reading; the Chamfer distance of a bigger set is smaller (nearer "
-        "neighbours), which the size ridge reads",
-        ("tab:main-results", "F-set_stats"),
-    ),
-    TaskReview(
-        "Task G: MST weight", "mst_weight", "tab:main-results (tab:mst-scale, tab:mst-normed)",
-        "app:task-descriptions",
-        "Points are generated with 1--3 random clusters (varying centers and spreads) to create "
-        "diverse geometric configurations.",
-        "K ~ U{1, 2, 3} clusters, centres ~ N(0, 3^2 I_8), isotropic spreads ~ U(0.5, 2), each "
-        "point a uniformly chosen cluster; n ~ U{10..30}; y the Euclidean MST length; 5K/1K/2K",
-        "the centres' and spreads' distributions (fitted to the target variance the paper's MSE "
-        "and R^2 imply) and how points pick clusters",
-        "other centre scales and spreads (tighter clusters make the MST depend more on the "
-        "spread statistics the yardstick reads)",
-        "the MST of more points is longer: set size alone explains a large part of y",
-        ("tab:main-results", "G-set_stats"),
-    ),
-    TaskReview(
-        "MEB radius", "meb_radius", "tab:meb (tab:egnn-comparison)", "tab:meb",
-        "Point clouds are mixtures of Gaussians with $n \\in [10, 30]$.",
-        "K ~ U{1, 2, 3} components, means ~ N(0, 2^2 I_d), isotropic scales ~ U(0.2, 1), raw "
-        "sets; the per-set normalised sets as an ablation; 10K/2K/2K sets (the paper states none)",
-        "every mixture parameter; raw or per-set normalised sets; the sizes",
-        "per-set normalised sets (the reading under which the paper's PMA collapse appears "
-        "here); other mixtures (ours makes the radius nearly linear in the spread statistics)",
-        "n enters the radius through the spread's extremes; the ridge on set statistics reaches "
-        "R^2 ~ 0.99 on raw sets",
-        ("tab:meb", "d8-set_stats"),
-    ),
-    TaskReview(
-        "Quadratic TDOF (tab:tdof-verify)", "quadratic_tdof", "tab:tdof-verify "
-        "(tab:egnn-comparison, tab:gen-ablation)", "eq:quadratic-tdof",
-        "with Frobenius-orthogonal $M_l$ giving $\\mathrm{TDOF}(f) = L$.",
-        "v1: d = 32, mu(S) ~ N(0, I_d) exactly (set means), random Frobenius-orthogonal M_0 and "
-        "M_l, f divided by sqrt(L + 1); n ~ U{10..30}; 10K/2K/2K sets at the paper's sizes",
-        "d (the paper states none for this table); M_0 (thm:tdof-depth's witness has M_0 = 0); "
-        "w; the scale of f; the sets' sizes and spread",
-        "m0-zero (M_0 = 0, f unscaled), witness-d64 (lem:comp-orth's M_l = e_l e_d^T, M_0 = 0, "
-        "unscaled, d = 64, the paper's d for its models); the scale matters only on raw targets",
-        "none: f reads the set mean only",
-        ("tab:tdof-verify", "L32-set_stats"),
-    ),
-)  # fmt: skip
+TASK_REVIEW: tuple[TaskReview, ...] = tuple(
+    TaskReview(**{**t, "yardstick": tuple(t["yardstick"])}) for t in prose_data("task_review.yaml")
+)
 
 
 def missing_task_quotes(paper_tex: str) -> list[str]:
@@ -184,37 +78,28 @@ def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
     for t in TASK_REVIEW:
         table, cell = t.yardstick
         if table not in tables:
-            tables[table] = load_results(table, profile, results_dir)
-        mine = _checked([r for r in tables[table] if r["cell"] == cell], DEFAULT_READING)
+            tables[table] = results_per_cell(table, profile, results_dir)
+        mine = _checked(tables[table].get(cell, []), DEFAULT_READING)
         out[t.task] = (_metric(mine, "r2"), _metric(mine, "set_size_r2"))
     return out
 
 
 def review_table(results_dir=None) -> str:
-    """``TASK_REVIEW`` as the reading page's table: the task, the paper's words (by label), what
-    we generate, what the paper leaves open with the alternatives its words allow, and what the
-    set's size alone gives away, with the set-size-only ridge beside the set-statistics one on
-    v1 at the paper's sizes (``yardsticks``; a footnote with the tables that use the task)."""
+    """``TASK_REVIEW`` as the reading page's table, with the set-size-only ridge beside the
+    set-statistics one on v1 at the paper's sizes (``yardsticks``)."""
     ridges = yardsticks(results_dir)
-    rows = []
-    for t in TASK_REVIEW:
-        stats, size = ridges[t.task]
-        measured = (
-            f"Ridge R^2 at the paper's sizes: set size alone {_num(size)}, "
-            f"set statistics {_num(stats)}"
-        )
-        rows.append(
-            {
-                "task": name_labels(t.name),
-                "paper": f"“{plain_math(t.words)}” ({name_labels(t.label)})",
-                "ours": t.ours,
-                "open": f"{t.open}. Alternatives: {t.alternatives}",
-                "leak": f"{t.leak}. {measured}",
-                "note": name_labels(
-                    f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}"
-                ),
-            }
-        )
+    rows = [
+        {
+            "task": name_labels(t.name),
+            "paper": f"“{plain_math(t.words)}” ({name_labels(t.label)})",
+            "ours": t.ours,
+            "open": f"{t.open}. Alternatives: {t.alternatives}",
+            "leak": f"{t.leak}. Ridge R^2 at the paper's sizes: set size alone "
+            f"{_num(ridges[t.task][1])}, set statistics {_num(ridges[t.task][0])}",
+            "note": name_labels(f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}"),
+        }
+        for t in TASK_REVIEW
+    ]
     return str(
         comparison_table(
             rows,
@@ -235,40 +120,39 @@ def review_table(results_dir=None) -> str:
 @dataclass(frozen=True)
 class Calibrated:
     """A column whose readings the Set Transformer calibrates: ``what`` it is, its ``table``,
-    column id ``col`` (of the ``cal-<col>-<reading>-<st>`` cells), the main cells of v1
-    (``st_cell`` and ``stats_cell``), the ST model id ``st`` in the calibration cells, and the
-    readings calibrated (v1 first)."""
+    column id ``col``, the ST model id ``st`` and the readings calibrated (v1 first)."""
 
     what: str
     table: str
     col: str
-    st_cell: str
-    stats_cell: str
     st: str
     readings: tuple[str, ...]
 
+    def cells(self, reading: str) -> tuple[str, str]:
+        """(the Set Transformer's cell, the yardstick's) of ``reading``: v1's are the column's
+        main cells, the others its ``cal-<col>-<reading>-<model>`` cells."""
+        return tuple(
+            f"{self.col}-{m}" if reading == "v1" else calibration_cell_id(self.col, reading, m)
+            for m in (self.st, SET_STATS)
+        )
+
 
 CALIBRATED: tuple[Calibrated, ...] = (
-    Calibrated("Task B", "tab:main-results", "B", "B-st", "B-set_stats", "st",
-               ("v1", "near-copy", "near-copy-same-size", "same-size")),
-    Calibrated("Task F", "tab:main-results", "F", "F-st", "F-set_stats", "st",
-               ("v1", "small-angle", "aligned", "residual")),
-    Calibrated("Task G", "tab:main-results", "G", "G-st", "G-set_stats", "st", ("v1",)),
-    Calibrated("tab:tdof-verify L = 16", "tab:tdof-verify", "L16", "L16-st_4l", "L16-set_stats",
-               "st_4l", ("v1", "m0-zero", "witness-d64")),
-    Calibrated("tab:tdof-verify L = 32", "tab:tdof-verify", "L32", "L32-st_4l", "L32-set_stats",
-               "st_4l", ("v1", "m0-zero", "witness-d64")),
-)  # fmt: skip
+    Calibrated("Task B", "tab:main-results", "B", "st", ("v1", *TASK_B_READINGS)),
+    Calibrated("Task F", "tab:main-results", "F", "st", ("v1", *TASK_F_READINGS)),
+    Calibrated("Task G", "tab:main-results", "G", "st", ("v1",)),
+    Calibrated("tab:tdof-verify L = 16", "tab:tdof-verify", "L16", "st_4l", ("v1", *TDOF_READINGS)),
+    Calibrated("tab:tdof-verify L = 32", "tab:tdof-verify", "L32", "st_4l", ("v1", *TDOF_READINGS)),
+)
 
 
 @dataclass(frozen=True)
-class CalibrationRow:
+class CalibrationRow(SeedsR2):
     """One reading of one calibrated column: the Set Transformer's test R^2 per seed (``r2``)
     and its test targets' variance (``target_var``, MSE / (1 - R^2) of its first seed), the
     paper's ST R^2 (``paper_r2``, with its ``paper_std``) and the target variance its MSE and R^2
     imply (``paper_var``), the yardstick's R^2 (``stats_r2``) and the set-size-only ridge's
-    (``size_r2``) on the same data, and the R^2's ``mean`` and ``std`` over seeds; None where
-    not run (``CalibrationRow.of`` fills ``mean`` and ``std``)."""
+    (``size_r2``) on the same data; ``mean``, ``std`` and ``seeds`` of the R^2 over seeds."""
 
     what: str
     reading: str
@@ -280,19 +164,6 @@ class CalibrationRow:
     target_var: float | None
     stats_r2: float | None
     size_r2: float | None
-
-    mean: float | None = None
-    std: float | None = None
-
-    @classmethod
-    def of(cls, *fields) -> CalibrationRow:
-        """A row with ``mean`` and ``std`` summarised from its R^2 values (the fourth field)."""
-        summary = _stats.summarise(fields[3])
-        return cls(*fields, summary.get("mean"), summary.get("std"))
-
-    @property
-    def seeds(self) -> int:
-        return len(self.r2)
 
     @property
     def gap(self) -> float | None:
@@ -316,15 +187,11 @@ def _paper_numbers(table: str, st_cell: str) -> tuple[float | None, float | None
     return r2["mean"], r2.get("std"), var
 
 
-def _recorded_reading(result: dict) -> str:
-    """The task reading a result's data were made under: recorded, or (a result written before
-    readings existed) read from its task options."""
-    return result.get("task_reading") or task_reading(result["task"], result["task_options"])
-
-
 def _checked(results: list[dict], reading: str) -> list[dict]:
+    """``results``, each made under task reading ``reading``: recorded, or (a result written
+    before readings existed) read from its task options."""
     for r in results:
-        got = _recorded_reading(r)
+        got = r.get("task_reading") or task_reading(r["task"], r["task_options"])
         if got != reading:
             raise ValueError(
                 f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was made under task "
@@ -342,33 +209,24 @@ def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow
     """The calibration from the result files of ``profile``: one row per calibrated column and
     reading, the v1 row from the column's main cells. A result made under another task reading
     than its row raises."""
-    rows = []
-    by_table: dict[str, dict[str, list[dict]]] = {}
+    rows, by_table = [], {}
     for c in CALIBRATED:
         if c.table not in by_table:
-            cells: dict[str, list[dict]] = {}
-            for r in load_results(c.table, profile, results_dir):
-                cells.setdefault(r["cell"], []).append(r)
-            by_table[c.table] = cells
-        cells = by_table[c.table]
-        paper = _paper_numbers(c.table, c.st_cell)
+            by_table[c.table] = results_per_cell(c.table, profile, results_dir)
+        v1_st = c.cells("v1")[0]
+        paper = _paper_numbers(c.table, v1_st)
         for reading in c.readings:
-            if reading not in readings_of(get_table(c.table).cell(c.st_cell).task):
+            if reading not in readings_of(get_table(c.table).cell(v1_st).task):
                 raise KeyError(f"{c.what}: no task reading {reading!r}")
-            st_id, stats_id = (
-                (c.st_cell, c.stats_cell)
-                if reading == "v1"
-                else (calibration_cell_id(c.col, reading, c.st),
-                      calibration_cell_id(c.col, reading, SET_STATS))
-            )  # fmt: skip
-            st = _checked(cells.get(st_id, []), reading)
-            stats = _checked(cells.get(stats_id, []), reading)
+            st_id, stats_id = c.cells(reading)
+            st = _checked(by_table[c.table].get(st_id, []), reading)
+            stats = _checked(by_table[c.table].get(stats_id, []), reading)
             r2 = tuple(v for v in (_metric([r], "r2") for r in st) if v is not None)
             mse = _metric(st, "mse")
             var = None if mse is None or not r2 or r2[0] >= 1 else mse / (1 - r2[0])
             rows.append(
-                CalibrationRow.of(c.what, reading, st_id, r2, *paper, var,
-                               _metric(stats, "r2"), _metric(stats, "set_size_r2"))
+                CalibrationRow(c.what, reading, st_id, r2, *paper, var, _metric(stats, "r2"),
+                               _metric(stats, "set_size_r2"))
             )  # fmt: skip
     return rows
 
@@ -401,35 +259,23 @@ def _num(v: float | None, fmt: str = ".3f") -> str:
 
 
 def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None) -> str:
-    """The calibration as an HTML table: per column and reading, our Set Transformer's test R^2
-    (mean ± std over seeds) beside the paper's, their gap, the target variance of our test set
-    beside the one the paper's MSE and R^2 imply, and the yardstick's and the set-size-only
-    ridge's R^2 on the same data; the reading nearest the paper's number is marked with the
-    seeds it rests on (one seed against three is no choice yet)."""
+    """The calibration as an HTML table, a row per ``CalibrationRow``; the reading nearest the
+    paper's number is marked with the seeds it rests on (one seed against three is no choice
+    yet)."""
     rows = calibration(results_dir) if rows is None else rows
     best = {w: (c["reading"], c["seeds"]) for w, c in closest_readings(rows).items()}
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("Column", "Task reading", "Our ST R²", "Seeds", "Paper's ST R²", "Gap",
-                  "Target variance (ours / paper's)", "Set statistics R²", "Set size alone R²")
-    )  # fmt: skip
     body = []
     for r in rows:
-        ours = "not run" if r.mean is None else _num(r.mean) + (
-            f" ± {r.std:.3f}" if r.std is not None else ""
-        )  # fmt: skip
-        paper = _num(r.paper_r2) + (f" ± {r.paper_std:.3f}" if r.paper_std is not None else "")
+        reading, seeds = best.get(r.what, (None, 0))
+        if reading == r.reading:
+            reading = f"{r.reading} (nearest the paper, {seeds} seed{'s' if seeds != 1 else ''})"
+        else:
+            reading = r.reading
         var = f"{_num(r.target_var, '.4g')} / {_num(r.paper_var, '.4g')}"
-        nearest = best.get(r.what, (None, 0))
-        reading = r.reading + (
-            f" (nearest the paper, {nearest[1]} seed{'s' if nearest[1] != 1 else ''})"
-            if nearest[0] == r.reading
-            else ""
-        )
-        cells = (name_labels(r.what), reading, ours, str(r.seeds), paper, _num(r.gap, "+.3f"), var,
-                 _num(r.stats_r2), _num(r.size_r2))  # fmt: skip
-        body.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells) + "</tr>")
-    return (
-        "<table class='mz-task-calibration'><thead><tr>" + head + "</tr></thead><tbody>"
-        + "".join(body) + "</tbody></table>"
-    )  # fmt: skip
+        body.append((name_labels(r.what), reading, r2_text(r.mean, r.std), str(r.seeds),
+                     r2_text(r.paper_r2, r.paper_std, "–"), _num(r.gap, "+.3f"), var,
+                     _num(r.stats_r2), _num(r.size_r2)))  # fmt: skip
+    heads = ("Column", "Task reading", "Our ST R²", "Seeds", "Paper's ST R²", "Gap",
+             "Target variance (ours / paper's)", "Set statistics R²",
+             "Set size alone R²")  # fmt: skip
+    return html_table("mz-task-calibration", heads, body)

@@ -26,11 +26,16 @@ scorecard's statistics over seeds apply to every method alike; ``models_per_job`
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import torch
 
 from mzlite.analysis import uncertainty as U
 from mzlite.train import fit
+
+__all__ = [
+    "MEMBERS", "METHODS", "PASSES", "TABLE", "job_metrics", "models_per_job", "uncertainty_metrics",
+]  # fmt: skip
 
 TABLE = "tab:ece-nll"
 PASSES = 30  # MC-Dropout passes (tab:ece-nll)
@@ -102,8 +107,6 @@ def job_metrics(job, model, splits, cfg, build=None) -> dict:
     at their seeds); ``{}`` for a job of any other table."""
     if job.table != TABLE or job.cell.id not in METHODS:
         return {}
-    from dataclasses import replace
-
     method = METHODS[job.cell.id][0]
     tr, va, te = splits
     models, t0 = [model], time.perf_counter()
@@ -117,14 +120,3 @@ def job_metrics(job, model, splits, cfg, build=None) -> dict:
     out = uncertainty_metrics(method, models, va, te, seed=job.seed)
     out["detail"]["members_wall_s"] = time.perf_counter() - t0
     return out
-
-
-__all__ = [
-    "MEMBERS",
-    "METHODS",
-    "PASSES",
-    "TABLE",
-    "job_metrics",
-    "models_per_job",
-    "uncertainty_metrics",
-]
