@@ -291,6 +291,7 @@ def main(argv=None) -> int:
             print(out["printed"])
             return 0
         if args.cmd == "scorecard":
+            from mzlite.repro.experiments import present
             from mzlite.repro.experiments.scorecard import PROFILE_ORDER, scorecard
 
             sc = scorecard(
@@ -298,7 +299,8 @@ def main(argv=None) -> int:
                 tuple(_split(args.profiles) or PROFILE_ORDER),
                 args.results_dir,
             )
-            print(sc.to_text() if args.format == "text" else sc.to_markdown())
+            text = present.scorecard_text if args.format == "text" else present.scorecard_markdown
+            print(text(sc))
             return 0
     except (ValueError, ImportError) as e:  # ImportError: --launcher ray without Ray
         print(f"error: {e}", file=sys.stderr)

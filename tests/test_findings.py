@@ -355,7 +355,7 @@ def test_glance_counts_and_links_to_the_verdicts_without_repeating_them(tmp_path
           "paper_text": "+0.3", "profile": None}]  # fmt: skip
     html = str(narrate.glance("06_relational_benchmarks", ["Our sentence."],
                               sc=Scorecard(rows, ("cpu",))))  # fmt: skip
-    assert "3 claims of the paper tested here: 1 holds, 2 were not run." in html
+    assert "3 claims of the paper tested here: 1 holds and 2 were not run." in html
     assert html.index("Our sentence.") < html.index("chapter 9")  # the results, then the link
     assert '<a href="09_reproduction_scorecard.html#verdicts-tab-main-results">Table 2</a>' in html
     assert '<a href="09_reproduction_scorecard.html#scorecard-not-run">Table 22</a>' in html
@@ -502,10 +502,10 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
     won = fd.headline_text([row("holds", profile="full"), other, *rows])
     assert won.startswith("At the paper's sizes (10K training sets, the paper's protocol), MZAttn "
                           "beats another model in 1 of the 2 comparisons judged, on 3 "
-                          "experiments: 1 holds, 1 is a tie where no model learns the target. "
+                          "experiments: 1 holds and 1 is a tie where no model learns the target. "
                           "All of them ran the layer as Eq. (")  # fmt: skip
     assert ("The other 3, read below the paper's sizes (most at 2K training sets, the reduced "
-            "CPU protocol): 2 do not hold here, 1 is not decided.") in won  # fmt: skip
+            "CPU protocol): 2 do not hold here and 1 is not decided.") in won  # fmt: skip
     assert fd.experiment_count(rows) == 2
 
 

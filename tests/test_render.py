@@ -65,7 +65,7 @@ def test_scorecard_puts_each_verdict_and_its_rule_beside_its_claim():
     assert rows[0][2].endswith("<sup>[1]</sup>") and rows[2][2].endswith("<sup>[1]</sup>")
     assert html.count("<li>[1]") == 1 and "[2]" not in html
     # the counts in words, no Python repr of the profiles
-    assert "4 claims: 2 hold partly, 1 does not hold here, 1 was not run." in html
+    assert "4 claims: 2 hold partly, 1 does not hold here and 1 was not run." in html
     assert "(&#x27;full&#x27;" not in html and "('full'" not in html
     # groups named as the paper prints them, linked to their chapter; text escaped
     assert "Table 2 (Main results" in html and "Table 3 (MEB radius prediction)" in html
@@ -115,11 +115,11 @@ def test_report_groups_by_setting_with_protocol_footnotes():
     assert html.count('class="mz-group"') == 2  # d=8, d=16
     assert "Table 3 (MEB radius prediction)" in html and "see Table 22" in html
     assert "208K params" in html and "not run" in html
-    assert "<li>[1] cpu: 1 seed, 30 epochs, on a CPU</li>" in html
-    assert "<li>[2] cpu: 2 seeds, 30 epochs, on a CPU</li>" in html
+    assert "<li>[1] cpu (the 30-epoch ablation): 1 seed, 30 epochs, on a CPU</li>" in html
+    assert "<li>[2] cpu (the 30-epoch ablation): 2 seeds, 30 epochs, on a CPU</li>" in html
     rows[2] = {**rows[2], "converged_text": "2/2", "spiked_text": "1/2"}  # a spike is named
     html = Report("tab:meb", "MEB", "cpu", rows)._repr_html_()
-    assert "converged: 2/2; validation-loss spike (&gt; 2x the best before it) in 1/2" in html
+    assert "converged 2/2, validation-loss spike (&gt; 2x the best before it) in 1/2" in html
 
 
 def test_comparison_table_and_conclusion():

@@ -17,6 +17,7 @@ import pytest
 from mzlite._io import atomic_write_json
 from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import present
 from mzlite.repro.experiments.engine import Reason
 from mzlite.repro.experiments.report import report
 from mzlite.repro.experiments.scorecard import (
@@ -26,6 +27,7 @@ from mzlite.repro.experiments.scorecard import (
     claims,
     evaluate,
     judge,
+    per_set_normalised,
     scorecard,
     under_paper_protocol,
 )
@@ -157,7 +159,7 @@ def test_the_paper_side_is_computed_from_data_paper():
 def test_changing_a_result_json_changes_the_page(tmp_path):
     _tdof(tmp_path, mz=0.95, st4=0.97, st32=0.40)
     sc = scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path)
-    before = sc.to_markdown()
+    before = present.scorecard_markdown(sc)
     by_id = {r["claim"]: r for r in sc.rows}
     assert by_id["tdof-mz-1l"]["verdict"] == "holds"
     assert by_id["tdof-mz-1l"]["ours"] == pytest.approx(0.95)
@@ -172,7 +174,7 @@ def test_changing_a_result_json_changes_the_page(tmp_path):
     for seed in range(3):  # one L fails
         _write(tmp_path, "tab:tdof-verify", "L16-mz_1l", 0.30 + SPREAD[seed], seed=seed)
     sc2 = scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path)
-    after = sc2.to_markdown()
+    after = present.scorecard_markdown(sc2)
     assert after != before and "0.300" in after and "0.300" not in before
     assert {r["claim"]: r for r in sc2.rows}["tdof-mz-1l"]["verdict"] == "does not hold here"
     assert "<table" in sc2._repr_html_() and "04_training_on_gpu.html" in sc2._repr_html_()
@@ -215,12 +217,12 @@ def test_cli_scorecard_prints_each_claim_with_its_statistics_and_verdict(tmp_pat
     args = ["scorecard", "tab:tdof-verify", "--results-dir", str(tmp_path)]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert out.startswith("3 claims (3 holds)") and "== tab:tdof-verify" in out
+    assert out.startswith("3 claims: 3 hold.") and "== tab:tdof-verify" in out
     assert out.count("verdict: holds") == 3 and "Welch p = " in out
     assert "cpu-converged: 3 seed" in out
     assert main(args + ["--profiles", "cpu", "--format", "markdown"]) == 0  # nothing under cpu
     md = capsys.readouterr().out
-    assert "| table | claim |" in md and md.startswith("3 claims (3 not run)")
+    assert "| table | claim |" in md and md.startswith("3 claims: 3 were not run.")
     assert main(["scorecard", "tab:nope"]) == 2
     assert "valid tables" in capsys.readouterr().err
 
@@ -372,7 +374,7 @@ def test_report_prints_mean_std_seeds_and_convergence(tmp_path):
     assert row["ours_std"] == pytest.approx(0.005774, abs=1e-5)
     line = next(x for x in rep.to_text().splitlines() if x.startswith("MZAttn-1L") and "L=4 " in x)
     assert "0.897 ± 0.006" in line and " 3 " in line and "2/3" in line
-    assert "| converged |" in rep.to_markdown() and "converged: 2/3" in rep._repr_html_()
+    assert "| converged |" in rep.to_markdown() and "converged 2/3" in rep._repr_html_()
 
 
 def test_every_table_the_book_shows_names_its_paper_label():
@@ -731,11 +733,15 @@ def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path
     assert rows["meb-d8-mz-beats-pma"]["normalised"]["profile"] == "cpu-annealed"
     for m, v in (("mz_full", 0.6), ("st", 0.2)):
         _cell(tmp_path, "tab:meb", f"abl-d8-scale-{m}", v, "full")
-    normalised = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}[
-        "meb-d8-mz-beats-pma"
-    ]["normalised"]
+    (claim,) = [c for c in claims("tab:meb") if c.id == "meb-d8-mz-beats-pma"]
+    normalised = per_set_normalised(claim, results_dir=tmp_path)
     assert normalised["profile"] == "full" and normalised["verdict"].startswith("holds")
     assert normalised["regime"].endswith("the paper's protocol")
+    # the paper's pattern, reproduced under its protocol, reads those cells already: no line
+    # beside it repeats them
+    row = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}[claim.id]
+    assert row["verdict"] == "reproduced" and "normalised" not in row
+    assert "on per-set normalised sets" not in row["reason"]
 
 
 def test_a_reproduced_pattern_is_a_row_of_its_own_label_naming_what_removes_it(tmp_path):
@@ -980,7 +986,8 @@ def test_under_paper_protocol_reads_the_full_results_once(tmp_path, monkeypatch)
     assert f"ours {row['ours_text']}; it {agree} with the verdict above" in line
     # said once: not again in the details toggle; the text form carries it in its verdict
     assert "paper's protocol" not in shown["reason"]
-    text = scorecard(tables=["tab:main-results"], results_dir=tmp_path).to_text(width=10_000)
+    text = present.scorecard_text(scorecard(tables=["tab:main-results"], results_dir=tmp_path),
+                                  width=10_000)  # fmt: skip
     verdict_line = next(ln for ln in text.splitlines() if "under the paper's protocol" in ln)
     assert verdict_line.strip().startswith("verdict:") and f"which {agree}" in verdict_line
 

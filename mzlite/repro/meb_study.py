@@ -19,7 +19,7 @@ from . import experiments as ex
 from .experiments.protocols import CURRENT
 from .experiments.report import best_report_rows
 from .experiments.results import PROFILE_ORDER
-from .experiments.scorecard import claims, first_reading, normalised_twin
+from .experiments.scorecard import claims, evaluate, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
 from .training_study import report_rows, sweep_lines
@@ -236,7 +236,7 @@ def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
         for cl in claims(LABEL):
             if cl.id.startswith("meb-d8-"):
                 twin = None if cond == "raw" else normalised_twin
-                r = first_reading(cl, profiles, results_dir, twin=twin)
+                r = evaluate(cl, profiles, results_dir, twin=twin)
                 shows = what_it_shows(r["verdict"], bool(r.get("mz_beats")))
                 out.append({"condition": cond, "claim": cl.id, "headline": r["text"],
                             "verdict": r["verdict"], "profile": r["profile"],

@@ -1,23 +1,15 @@
 """Results as HTML that reads on a book page: tables that fit the page width, conclusions as prose.
 
     from mzlite.repro.render import comparison_table, conclusion
-    scorecard(tables=["tab:meb"])     # a Scorecard (or a Report) renders here in a notebook
     display(conclusion("On raw data the paper's pattern does not appear ...", title="Verdict"))
 
-``Scorecard`` and ``Report`` (mzlite.repro.experiments) render through this module in a notebook, so
-every results table of the book has one design, made for a text column of about 700 px (an
-800 px window, or a 1300 px one with the navigation open):
-
-- a fixed layout of at most five columns that wrap their text instead of scrolling sideways;
-- the verdict sits in the row next to the claim it judges, with the rule that produced it
-  ("passes the test, but only 2 of 5 models ran");
-- long, repeated text (the protocol that produced a number) becomes a footnote mark with a
-  legend under the table;
-- paper labels are named as the paper prints them ("Table 3", not "tab:meb").
-
-The HTML carries its own small stylesheet (scoped to ``.mz-results``), so it looks the same in
-JupyterLab and in the built book. Nothing here computes a result: the row data come from
-``mzlite.repro.experiments.scorecard`` and ``mzlite.repro.experiments.report``.
+``Scorecard`` and ``Report`` render through here in a notebook, so every results table of the
+book has one design, made for a text column of about 700 px (an 800 px window, or 1300 px with
+the navigation open): a fixed layout of at most five columns that wrap instead of scrolling; the
+verdict beside the claim it judges, with its rule; long repeated text (the protocol behind a
+number) as a footnote; paper labels as the paper prints them ("Table 3", not "tab:meb"). The
+HTML carries its own stylesheet (scoped to ``.mz-results``), so it looks the same in JupyterLab
+and the built book. Nothing here computes a result: the words are the presenter's.
 """
 
 from __future__ import annotations
@@ -25,17 +17,12 @@ from __future__ import annotations
 import html
 import re
 
+from mzlite import nn as _nn
 from mzlite.analysis.verdicts import VERDICTS
-from mzlite.repro.experiments.formatting import count_phrase, format_mean_std, spaced
+from mzlite.repro.experiments.formatting import and_join, scorecard_summary, spaced
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.repro.paper import latex_to_text, name_labels, paper_label
 from mzlite.viz.page import fit_page
-
-__all__ = [
-    "plain_math", "scorecard_html", "scorecard_summary", "report_html",
-    "comparison_table", "conclusion", "table_name", "tables_words", "toggle", "plot_verdicts",
-    "Number", "experiment_key", "number_html", "marked_numbers", "number_conflicts",
-]  # fmt: skip
 
 VERDICT_COLOURS = {
     "holds": ("#d4edda", "#155724"),
@@ -182,12 +169,9 @@ def tables_words(labels: list[str]) -> str:
     """ "Tables 4, 6 and 17" (as the paper numbers them, in order)."""
     names = [table_name(t, title=False) for t in labels]
     nums = [n.removeprefix("Table ") for n in names]
-    if all(n.isdigit() for n in nums):
-        nums = sorted(nums, key=int)
-        if len(nums) == 1:
-            return f"Table {nums[0]}"
-        return "Tables " + ", ".join(nums[:-1]) + f" and {nums[-1]}"
-    return ", ".join(names)
+    if not all(n.isdigit() for n in nums):
+        return ", ".join(names)
+    return f"Table{'s' * (len(nums) > 1)} {and_join(sorted(nums, key=int))}"
 
 
 class _Footnotes:
@@ -246,18 +230,6 @@ def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
 # ---------------------------------------------------------------------------------------------
 # The scorecard
 # ---------------------------------------------------------------------------------------------
-
-
-def scorecard_summary(sc) -> str:
-    """The scorecard's counts in words, and the profiles it read, best evidence first."""
-    counts = {}
-    for r in sc.rows:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    text = f"{len(sc.rows)} claims: " + ", ".join(count_phrase(v, n) for v, n in counts.items())
-    profiles = getattr(sc, "profiles", ())
-    if profiles:
-        text += f". Profiles read, best evidence first: {', '.join(profiles)}"
-    return text + "."
 
 
 def scorecard_html(sc) -> HTML:
@@ -346,13 +318,17 @@ def _step_price(row: dict) -> str:
     return f" [{step['todo']} runs, {price}]"
 
 
-def _group_heading(table: str, chapter: str, colspan: int = 4) -> str:
-    """A paper table's heading row, linked to its chapter; its id ("verdicts-tab-meb") is where
-    the results chapters link for the verdicts they do not repeat."""
+def verdict_anchor(table: str) -> str:
+    """The id of ``table``'s group in chapter 9's scorecard ("verdicts-tab-meb"): where a
+    results chapter links for its verdicts instead of repeating them."""
+    return "verdicts-" + table.replace(":", "-")
+
+
+def _group_heading(table: str, chapter: str) -> str:
+    """A paper table's heading row (its id: ``verdict_anchor``), linked to its chapter."""
     num = chapter.split("_", 1)[0].lstrip("0")
     link = f'<a href="{_e(chapter)}.html">chapter&nbsp;{_e(num)}</a>'
-    anchor = "verdicts-" + table.replace(":", "-")
-    return (f'<tr class="mz-group" id="{_e(anchor)}"><th colspan="{colspan}">'
+    return (f'<tr class="mz-group" id="{_e(verdict_anchor(table))}"><th colspan="4">'
             f"{_e(table_name(table))} &middot; {link}</th></tr>")  # fmt: skip
 
 
@@ -391,19 +367,26 @@ def _not_run_toggle(rows: list[dict]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_protocol(r: dict, profile: str) -> str:
-    n = len(r.get("seeds") or [])
-    if not n:
-        return ""
-    text = f"{profile}: {n} seed{'s' if n != 1 else ''}, {r['epochs']} epochs, {r['device']}"
-    if r.get("converged_text") not in (None, "--"):
-        text += f"; converged: {r['converged_text']}"
-    if r.get("spiked_text"):
-        text += (
-            f"; validation-loss spike (> {_SPIKE_FACTOR:g}x the best before it) in "
-            f"{r['spiked_text']}"
-        )
-    return text
+def evidence_note(row, profile: str | None = None) -> str:
+    """What stands behind a report row's number (its ``profile``, default the row's own, as
+    ``report.best_rows`` adds it), for a footnote: the protocol (the 30-epoch ``cpu`` profile
+    named as the ablation it is), seeds, epochs run, convergence, loss spikes and device."""
+    row = row.as_dict() if hasattr(row, "as_dict") else row or {}
+    prof = profile or row.get("profile")
+    if prof is None or not row.get("seeds"):
+        return "not run under any profile yet"
+    spec = _nn.model_spec(row["model"]) if row.get("model") else None
+    if spec is not None and not spec.trainable:
+        return f"{prof}: {spec.display} (closed form, no training), the {prof} data sizes"
+    n = len(row["seeds"])
+    text = (f"{'cpu (the 30-epoch ablation)' if prof == 'cpu' else prof}: {n} "
+            f"seed{'s' * (n != 1)}, {row['epochs']} epochs")  # fmt: skip
+    if row.get("converged_text") not in (None, "--"):
+        text += f", converged {row['converged_text']}"
+    if row.get("spiked_text"):
+        text += (f", validation-loss spike (> {_SPIKE_FACTOR:g}x the best before it) in "
+                 f"{row['spiked_text']}")  # fmt: skip
+    return text + f", {row['device']}"
 
 
 def report_html(rep) -> HTML:
@@ -435,15 +418,6 @@ def report_html(rep) -> HTML:
     return HTML("".join(parts))
 
 
-def _report_number(text: str, r: dict, rep) -> str:
-    """A report row's mean (and std) over seeds, marked with its experiment: the table, the cell
-    whose runs it shows (an aliased cell's twin: the same experiment) and the profile."""
-    if r.get("mixed"):
-        return _e(text)
-    return number_html(text, experiment_key(rep.label, r, rep.profile), f"mean_{r['metric']}",
-                       r["ours_mean"], r["ours_std"])  # fmt: skip
-
-
 def _report_row(r: dict, rep, notes: _Footnotes) -> str:
     """One model's row of ``report_html``: the model (its parameter count under it), ours with
     its protocol footnote, the paper's."""
@@ -454,12 +428,13 @@ def _report_row(r: dict, rep, notes: _Footnotes) -> str:
             params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
         params = f'<span class="mz-sub">{_e(params)}</span>'
     if r["seeds"]:
+        # marked with its experiment: the cell whose runs it shows (an alias's twin), the profile
+        key = experiment_key(rep.label, r, rep.profile)
         ours = (
-            rep._cells(r)["ours"]
-            if hasattr(rep, "_cells")
-            else format_mean_std(r["ours_mean"], r["ours_std"])
-        )
-        ours = _report_number(ours, r, rep) + notes.mark(_run_protocol(r, rep.profile))
+            _e(rep.ours(r))
+            if r.get("mixed")
+            else number_html(rep.ours(r), key, f"mean_{r['metric']}", r["ours_mean"], r["ours_std"])
+        ) + notes.mark(evidence_note(r, rep.profile))
     else:
         ours = '<span class="mz-sub">not run</span>'
     return (

@@ -2,24 +2,19 @@
 
     from mzlite.repro.experiments.findings import findings
     f = findings()                  # reads the scorecard and the plan of what is left
-    f.counts                        # {"holds": 1, "holds partly": 2, ...}, the scorecard's own
     print(f.to_markdown())          # MyST for the landing page ({ref} links to chapter sections)
     f.to_html()                     # the same block on a chapter page (chapter 9), as HTML
 
-A reproduction report's summary. The headline is the finding in two sentences: how the claims
-that MZAttn beats another model came out at the paper's sizes, on how many experiments, and
-under which layer and task readings of the paper. Then sentences, each linked to the chapter
-section that backs it: every verdict read at the paper's sizes or under its protocol (one line
-each, ``present.verdict_line``); what held, and whether it is evidence for MZAttn; the counts
-(experiments: a run several claims read counts once); what held partly; what did not; how sure
-(seeds per cell, Welch's tests); what could not run and what it would cost (``plan``, CPU hours
-measured from results on disk); the compute the committed runs spent. Every number is counted
-from the rows, so the block changes whenever a result lands; ``once`` evaluates the scorecard
-once per state of the result files, however many cells of a page read it.
+A reproduction report's summary: the headline (the finding in two sentences: how the claims that
+MZAttn beats another model came out at the paper's sizes, on how many experiments, under which
+readings of the paper), then sentences each linked to the chapter section that backs it: the
+verdicts read at the paper's sizes (``present.verdict_line``), what held and whether it is
+evidence for MZAttn, the counts (a run several claims read counts once), what held partly, what
+did not, how sure, what could not run and its price (``plan``), the compute spent. ``once``
+evaluates the scorecard once per state of the result files, however many cells read it.
 
-A chapter that a sentence links to carries the label ``results_label(chapter)`` on its
-"Results at a glance" heading (tests/test_findings.py checks that each one exists); chapter 9
-carries ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``.
+A chapter a sentence links to carries ``results_label(chapter)`` on its "Results at a glance"
+heading (tests/test_findings.py checks each); chapter 9 ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``.
 """
 
 from __future__ import annotations
@@ -34,23 +29,14 @@ from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import protocols as _protocols
 from mzlite.repro.experiments.engine import DECIDED as _ENGINE_DECIDED
+from mzlite.repro.experiments.formatting import count_phrase, counts_text
 from mzlite.repro.experiments.plan import decide, plan, priced
-from mzlite.repro.experiments.present import (
-    PAPER_SCALE,
-    count_phrase,
-    readings_words,
-    verdict_line,
-)
+from mzlite.repro.experiments.present import PAPER_SCALE, readings_words, verdict_line
 from mzlite.repro.experiments.results import results_state
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
 from mzlite.repro.experiments.specs import default_results_dir
 from mzlite.repro.render import HTML, STYLE, tables_words, verdict_badge
-
-__all__ = [
-    "Finding", "Findings", "book_scorecard", "compute_spent", "findings", "once", "results_label",
-    "HOW_SURE_LABEL", "NOT_RUN_LABEL", "SCORECARD_CHAPTER",
-]  # fmt: skip
 
 SCORECARD_CHAPTER = "09_reproduction_scorecard"
 HOW_SURE_LABEL = "scorecard-how-sure"
@@ -59,7 +45,7 @@ NOT_RUN_LABEL = "scorecard-not-run"
 DECIDED = (*_ENGINE_DECIDED, Label.REPRODUCED)
 # what remains is priced under the project's own protocol (chapter 9's tables of what is left)
 PRICE_PROFILE = "cpu-annealed"
-HELD = (Label.HOLDS, Label.PARTLY)
+CPU = "this 2-core CPU"  # where a result that records no GPU ran
 
 
 _ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per state per kernel
@@ -101,16 +87,6 @@ def results_label(chapter: str) -> str:
     return f"results-ch{num}"
 
 
-def _list(items: list[str], most: int = 3) -> str:
-    if len(items) > most:
-        return "; ".join(items[:most]) + f"; and {len(items) - most} more"
-    return "; ".join(items)
-
-
-def _chapter_number(chapter: str) -> str:
-    return chapter.split("_", 1)[0].lstrip("0")
-
-
 @dataclass(frozen=True)
 class Finding:
     """One sentence and the chapter sections that back it: its ``lead`` ("What held", set in
@@ -128,10 +104,12 @@ class Finding:
         return f"{self.lead}: {self.body}" if self.lead else self.body
 
 
-def _chapter_links(chapters: list[str]) -> tuple[tuple[str, str, str], ...]:
-    """One link per chapter, in the order of first mention, to its "Results at a glance"."""
+def _chapter_links(rows: list[dict]) -> tuple[tuple[str, str, str], ...]:
+    """One link per chapter of ``rows``, in the order of first mention, to its "Results at a
+    glance"."""
     return tuple(
-        (ch, results_label(ch), f"chapter {_chapter_number(ch)}") for ch in dict.fromkeys(chapters)
+        (ch, results_label(ch), f"chapter {ch.split('_', 1)[0].lstrip('0')}")
+        for ch in dict.fromkeys(r["chapter"] for r in rows)
     )
 
 
@@ -179,12 +157,12 @@ class Findings:
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
         )
 
-    def to_markdown(self, prefix: str = "") -> str:
+    def to_markdown(self) -> str:
         """MyST for a page that is not a notebook (the landing page): the headline (the finding),
         the counts as an HTML block (each a link to the scorecard), then one paragraph per
         sentence ending in a ``{ref}`` link to its section, each with its list of verdicts (the
         protocol box before the sentence that counts every claim)."""
-        href = f"{prefix}chapters/{SCORECARD_CHAPTER}.html"
+        href = f"chapters/{SCORECARD_CHAPTER}.html"
         out = [f'<p class="mz-headline"><b>{html.escape(self.headline)}</b></p>', ""]
         out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
         for s in self.sentences:
@@ -196,7 +174,7 @@ class Findings:
             out += [f"- {item}" for item in s.items] + ([""] if s.items else [])
         return "\n".join(out)
 
-    def to_html(self, title: str = "What the book found"):
+    def to_html(self):
         """The block as HTML for a chapter page (chapter 9, above its scorecard): links are
         relative to the chapters' folder; each list of verdicts collapsed under its sentence."""
 
@@ -215,7 +193,7 @@ class Findings:
         )  # fmt: skip
         return HTML(
             f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
-            f"{html.escape(title)}</p><p><b>{html.escape(self.headline)}</b></p>"
+            f"What the book found</p><p><b>{html.escape(self.headline)}</b></p>"
             f"{self.counts_html()}{paras}</div>"
         )
 
@@ -224,63 +202,54 @@ def _scorecard_link(label: str, text: str) -> tuple[tuple[str, str, str], ...]:
     return ((SCORECARD_CHAPTER, label, text),)
 
 
-def _seeds_of(row: dict) -> list[int]:
-    v = row.get("value")
-    return [c.n for c in v.cells] if v is not None else []
-
-
 def _beside_paper(row: dict) -> str:
     """A claim (its paper table, its test) with our number beside the paper's."""
     return (f"{row['statement'].rstrip('.')}: ours {row['ours_text']}, the paper's "
             f"{row['paper_text']}")  # fmt: skip
 
 
+def _with(rows: list[dict], verdict: str) -> list[dict]:
+    return [r for r in rows if r["verdict"] == verdict]
+
+
 def _held_sentence(rows: list[dict]) -> Finding:
     """What held in full, each with the presenter's reason: whether it is evidence for MZAttn
     is the reason's first clause where it is not (``engine.Shows``)."""
-    held = [r for r in rows if r["verdict"] == "holds"]
+    held = _with(rows, "holds")
     if not held:
         return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
     evidence = sum(r.get("shows") is None for r in held)
     body = (f"{count_phrase('holds', len(held))}; {evidence} of them "
             f"{'is' if evidence == 1 else 'are'} evidence for MZAttn.")  # fmt: skip
-    return Finding("What held in full", body, _chapter_links([r["chapter"] for r in held]),
+    return Finding("What held in full", body, _chapter_links(held),
                    tuple(verdict_line(r) for r in held))  # fmt: skip
 
 
 def _partly_sentence(rows: list[dict]) -> Finding | None:
-    partly = [r for r in rows if r["verdict"] == "holds partly"]
-    if not partly:
-        return None
-    return Finding("What held partly (a tie, or a column not yet complete)",
-                   "; ".join(_beside_paper(r) for r in partly) + ".",
-                   _chapter_links([r["chapter"] for r in partly]))  # fmt: skip
+    partly = _with(rows, "holds partly")
+    return partly and Finding(
+        "What held partly (a tie, or a column not yet complete)",
+        "; ".join(map(_beside_paper, partly)) + ".",
+        _chapter_links(partly),
+    )
 
 
 def experiment_count(rows: list[dict]) -> int:
     """How many experiments (a (table, cell) that ran) the verdicts of ``rows`` rest on: a cell
     that several claims read, or that several tables share, counts once."""
-    found: set = set()
-    for r in rows:
-        if r.get("value") is not None:
-            found |= r["value"].experiments
-    return len(found)
+    return len(set().union(*(r["value"].experiments for r in rows if r.get("value") is not None)))
 
 
 def _said(rows: list[dict]) -> str:
-    c = Counter(r["verdict"] for r in rows)
-    return ", ".join(count_phrase(v, c[v]) for v in VERDICTS if c[v])
+    return counts_text(r["verdict"] for r in rows)
 
 
-def _readings(rows: list[dict]) -> Counter:
-    return Counter((v.layer_reading, v.task_reading) for r in rows
-                   if (v := r.get("value")) is not None and v.layer_reading)  # fmt: skip
-
-
-def _readings_sentence(rows: list[dict], which: str) -> str:
-    """Under which readings of the paper ``rows`` were read (``which``: "All of them")."""
-    readings = _readings(rows)
+def _readings_sentence(rows: list[dict]) -> str:
+    """Under which readings of the paper ``rows`` were read."""
+    which = "All of them" if len(rows) > 1 else "It"
+    readings = Counter((v.layer_reading, v.task_reading) for r in rows
+                       if (v := r.get("value")) is not None and v.layer_reading)  # fmt: skip
     if len(readings) == 1:
         return f"{which} ran {readings_words(*next(iter(readings)))}."
     return f"{which} ran under {len(readings)} readings of the paper: " + "; ".join(
@@ -296,19 +265,17 @@ def headline_text(rows: list[dict]) -> str:
         return "No claim that MZAttn beats another model has been judged yet."
     paper = [r for r in beats if r.get("profile") in PAPER_SCALE]
     rest = [r for r in beats if r.get("profile") not in PAPER_SCALE]
-    if paper:
-        won = sum(r["verdict"] == "holds" for r in paper)
-        where = "; ".join(dict.fromkeys(r["regime"] for r in paper if r.get("regime")))
-        text = (f"At the paper's sizes ({where}), MZAttn beats another model in "
-                f"{won} of the {len(paper)} comparison{'s' * (len(paper) != 1)} judged, on "
-                f"{experiment_count(paper)} experiments: {_said(paper)}. "
-                + _readings_sentence(paper, "All of them" if len(paper) > 1 else "It"))  # fmt: skip
-    else:
+    if not paper:
         won = sum(r["verdict"] == "holds" for r in beats)
-        text = (f"No claim that MZAttn beats another model was judged at the paper's sizes yet; "
+        return (f"No claim that MZAttn beats another model was judged at the paper's sizes yet; "
                 f"below them it beats another model in {won} of {len(beats)}. "
-                + _readings_sentence(beats, "All of them" if len(beats) > 1 else "It"))  # fmt: skip
-        return text
+                + _readings_sentence(beats))  # fmt: skip
+    won = sum(r["verdict"] == "holds" for r in paper)
+    where = "; ".join(dict.fromkeys(r["regime"] for r in paper if r.get("regime")))
+    text = (f"At the paper's sizes ({where}), MZAttn beats another model in "
+            f"{won} of the {len(paper)} comparison{'s' * (len(paper) != 1)} judged, on "
+            f"{experiment_count(paper)} experiments: {_said(paper)}. "
+            + _readings_sentence(paper))  # fmt: skip
     if rest:
         regimes = Counter(r.get("regime") for r in rest if r.get("regime"))
         most = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
@@ -320,21 +287,23 @@ def _paper_scale_finding(rows: list[dict]) -> Finding | None:
     """Every verdict read at the paper's sizes or under its protocol, one line each through the
     presenter (its regime and the layer and task readings it was read under)."""
     paper = [r for r in rows if r.get("profile") in PAPER_SCALE and r["verdict"] != "not run"]
-    if not paper:
-        return None
     paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
     body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (a run several "
             f"claims read counts once): {_said(paper)}.")  # fmt: skip
-    return Finding("Read at the paper's sizes and under its protocol", body,
-                   _chapter_links([r["chapter"] for r in paper]),
-                   tuple(verdict_line(r) for r in paper))  # fmt: skip
+    return paper and Finding(
+        "Read at the paper's sizes and under its protocol",
+        body,
+        _chapter_links(paper),
+        tuple(map(verdict_line, paper)),
+    )
 
 
 def _failed_sentence(rows: list[dict]) -> Finding | None:
-    failed = [r for r in rows if r["verdict"] == "does not hold here"]
+    failed = _with(rows, "does not hold here")
     if not failed:
         return None
-    text = f"{_list([_beside_paper(r) for r in failed])}."
+    said = list(map(_beside_paper, failed))
+    text = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "") + "."
     first = sum(r.get("reading") == FIRST_READING for r in failed)
     if first:
         text += (
@@ -343,71 +312,57 @@ def _failed_sentence(rows: list[dict]) -> Finding | None:
             "not from the faithful one; results under the faithful reading replace them as "
             "they land."
         )
-    return Finding("What did not hold", text, _chapter_links([r["chapter"] for r in failed]))
+    return Finding("What did not hold", text, _chapter_links(failed))
 
 
 def _sure_sentence(rows: list[dict]) -> Finding:
     decided = [r for r in rows if r["verdict"] in DECIDED]
     c = Counter(r["verdict"] for r in rows)
+    text = "no claim has the converged seeds a verdict needs yet."
     if decided:
-        seeds = [n for r in decided for n in _seeds_of(r)]
+        seeds = [x.n for r in decided if r.get("value") is not None for x in r["value"].cells]
         tests = sum(len(r["value"].tests) for r in decided if r.get("value") is not None)
-        profiles = Counter(r.get("profile") for r in decided)
         lo, hi = (min(seeds), max(seeds)) if seeds else (0, 0)
-        span = f"{lo}" if lo == hi else f"{lo} to {hi}"
         text = (
-            f"each of the {len(decided)} verdicts rests on {span} seeds per cell, "
-            "every run converged"
-            + (
-                f", and {tests} Welch t-tests over seeds (p < 0.05 needed) decide the claims "
-                "that one model beats another"
-                if tests
-                else ""
-            )
+            f"each of the {len(decided)} verdicts rests on {lo if lo == hi else f'{lo} to {hi}'} "
+            "seeds per cell, every run converged"
+            + (f", and {tests} Welch t-tests over seeds (p < 0.05 needed) decide the claims "
+               "that one model beats another" if tests else "")
             + "; the protocols behind them: "
-            + ", ".join(f"{_protocols.reader_name(p)} ({n})" for p, n in profiles.items())
-            + "."
-        )
-    else:
-        text = "no claim has the converged seeds a verdict needs yet."
-    weak = c["insufficient evidence"] + c["optimisation failure"]
-    if weak:
+            + ", ".join(f"{_protocols.reader_name(p)} ({n})"
+                        for p, n in Counter(r.get("profile") for r in decided).items()) + "."
+        )  # fmt: skip
+    if c["insufficient evidence"] + c["optimisation failure"]:
         text += (
             f" {count_phrase('insufficient evidence', c['insufficient evidence'])} (fewer than "
             "3 seeds, or runs that did not converge)"
-        )
-        if c["optimisation failure"]:
-            text += (
-                f", and {count_phrase('optimisation failure', c['optimisation failure'])}, "
-                "which say nothing about the architecture"
-            )
-        text += "."
+            + (f", and {count_phrase('optimisation failure', c['optimisation failure'])}, "
+               "which say nothing about the architecture" if c["optimisation failure"] else "")
+            + "."
+        )  # fmt: skip
     return Finding("How sure", text, _scorecard_link(HOW_SURE_LABEL, "how sure, chapter 9"))
 
 
 def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
-    missing = [r for r in rows if r["verdict"] == "not run"]
+    missing = _with(rows, "not run")
     if not missing:
         return None
     tables = list(dict.fromkeys(r["table"] for r in missing))
-    text = (
-        f"{len(missing)} claims of {len(tables)} tables "
-        f"({tables_words(tables)}), beyond what this project's 2-core CPU could afford."
-    )
     jobs, hours, cap, unknown = _price(tables, results_dir)
     unpriced = (f", not counting {unknown} cells whose models never ran on their task here and "
                 "so have no measured cost") if unknown else ""  # fmt: skip
-    under = _protocols.reader_name(PRICE_PROFILE)
-    text += (f" Their {jobs:,} training runs would take about {hours:,.0f} CPU hours under "
-             f"{under} ({cap:,.0f} if every run went to its epoch cap) on this machine"
-             f"{unpriced}; on a GPU each table is one command.")  # fmt: skip
-    steps = _next_steps_price(tables, results_dir)
-    if steps is not None:
-        jobs, hours = steps
+    text = (f"{len(missing)} claims of {len(tables)} tables ({tables_words(tables)}), beyond what "
+            f"this project's 2-core CPU could afford. Their {jobs:,} training runs would take "
+            f"about {hours:,.0f} CPU hours under {_protocols.reader_name(PRICE_PROFILE)} "
+            f"({cap:,.0f} if every run went to its epoch cap) on this machine{unpriced}; on a "
+            "GPU each table is one command.")  # fmt: skip
+    d = open_decisions(results_dir)  # the sequential rule's next steps for those tables
+    t = replace(d, claims=[c for c in d.claims if c["table"] in tables]).totals()
+    if t["next_jobs"]:
         text += (
             f" Fewer decide them: run in the sequential rule's order (MZAttn and its strongest "
             f"rivals first, a column stopped once one model refutes the claim), their next "
-            f"steps are {jobs:,} runs, about {hours:,.0f} CPU hours."
+            f"steps are {t['next_jobs']:,} runs, about {t['next_cpu_h']:,.0f} CPU hours."
         )
     return Finding("What could not run", text,
                    _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))  # fmt: skip
@@ -415,7 +370,7 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
 
 def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
     """{where: (runs, hours)} of every committed training run (every profile but ``smoke``),
-    from the wall time each result records: "this 2-core CPU" or the GPU's name."""
+    from the wall time each result records: ``CPU`` or the GPU's name."""
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     spent: dict[str, list] = {}
     for path in sorted(root.glob("*/*/*.json")):
@@ -427,8 +382,8 @@ def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
             continue  # the reports warn about an unreadable result; it spent nothing known
         if not isinstance(res, dict) or not res.get("wall_time_s"):
             continue
-        where = (res.get("provenance") or {}).get("gpu_name") or "this 2-core CPU"
-        runs_hours = spent.setdefault(where, [0, 0.0])
+        gpu = (res.get("provenance") or {}).get("gpu_name")
+        runs_hours = spent.setdefault(gpu or CPU, [0, 0.0])
         runs_hours[0] += 1
         runs_hours[1] += res["wall_time_s"] / 3600
     return {k: (n, h) for k, (n, h) in sorted(spent.items(), key=lambda kv: -kv[1][1])}
@@ -451,13 +406,6 @@ def open_decisions(results_dir=None):
     return once(decide, every, PRICE_PROFILE, results_dir=results_dir, measure=False)
 
 
-def _next_steps_price(tables: list[str], results_dir=None) -> tuple[int, float] | None:
-    """(runs, expected CPU hours) of the next steps of the sequential rule for ``tables``."""
-    d = open_decisions(results_dir)
-    t = replace(d, claims=[c for c in d.claims if c["table"] in tables]).totals()
-    return (t["next_jobs"], t["next_cpu_h"]) if t["next_jobs"] else None
-
-
 def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]:
     """(runs to do, expected CPU hours, hours at the epoch cap, cells without an estimate) of
     ``tables`` under ``PRICE_PROFILE``, from measured costs only (nothing is timed while a page
@@ -474,12 +422,7 @@ def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]
     for label, cells in lent.items():
         p = once(plan, label, prof, cells=sorted(cells), results_dir=results_dir, measure=False)
         totals += list(p.totals().values())
-    return (
-        sum(t["todo"] for t in totals),
-        sum(t["cpu_h"] for t in totals),
-        sum(t["cpu_h_cap"] for t in totals),
-        sum(t["unknown"] for t in totals),
-    )
+    return tuple(sum(t[k] for t in totals) for k in ("todo", "cpu_h", "cpu_h_cap", "unknown"))
 
 
 def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
@@ -489,13 +432,11 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
         sc = once(scorecard, results_dir=results_dir)
     rows = list(sc.rows)
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    total = len(rows)
-    phrases = [count_phrase(v, n) for v, n in counts.items() if n]
-    said = ", ".join(phrases[:-1]) + (" and " if len(phrases) > 1 else "") + phrases[-1]
     opening = Finding(
         "",
-        f"The book tests {total} claims of the paper against our own training runs "
-        f"({experiment_count(rows)} experiments: a run several claims read counts once): {said}.",
+        f"The book tests {len(rows)} claims of the paper against our own training runs "
+        f"({experiment_count(rows)} experiments: a run several claims read counts once): "
+        f"{_said(rows)}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
     sentences = [_paper_scale_finding(rows), _held_sentence(rows), opening,
@@ -505,6 +446,6 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     sentences.append(_compute_sentence(once(compute_spent, results_dir=results_dir)))
     used = [p for p in sc.profiles if any(r.get("profile") == p for r in rows)]
     return Findings(
-        counts, total, tuple(s for s in sentences if s is not None), headline_text(rows),
+        counts, len(rows), tuple(s for s in sentences if s), headline_text(rows),
         tuple(_protocols.protocol_rows(used, results_dir)) if used else (),
     )  # fmt: skip

@@ -1,30 +1,29 @@
-"""How a number of a results table is printed, how a cell and a count of verdicts are named: the
-lowest layer of the results' text, which imports nothing of theirs so that each of them can use
-it (the presenter ``present``, which words every verdict, and ``mzlite.repro.render``, which the
-verdict engine's own imports reach). ``scrub`` rewrites ids written into a sentence: the
-transfer study (chapter 10) still writes its reasons with ids, and its sentences are the only
-ones it is applied to (there, and where the presenter quotes its rank problem).
+"""The lowest layer of the results' words, importing nothing of theirs so that each can use it
+(the presenter ``present``, and ``mzlite.repro.render``, which the verdict engine's imports
+reach): how a number with its spread, a cell and a count of verdicts read. ``scrub`` rewrites
+ids written into a sentence; no sentence is written with ids any more.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
+
+from mzlite.analysis.verdicts import VERDICTS
 
 from .tables import TABLES, CellKey, get_table
 
 
-def format_value(v, digits: int = 3) -> str:
-    """``v`` with ``digits`` decimals; 3 significant digits when tiny or huge, 1 decimal from
-    100 up; "--" for None, NaN and infinities."""
+def _value(v) -> str:
+    """3 decimals; 3 significant digits when tiny or huge, 1 decimal from 100 up; "--" for
+    None, NaN and infinities."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "--"
     a = abs(v)
     if a != 0 and (a >= 1e4 or a < 1e-3):
         return f"{v:.3g}"
-    if a >= 100:
-        return f"{v:.1f}"
-    return f"{v:.{digits}f}"
+    return f"{v:.1f}" if a >= 100 else f"{v:.3f}"
 
 
 def unsigned_zero(v: float) -> float:
@@ -37,18 +36,11 @@ def format_mean_std(mean, std) -> str:
     mean that is zero to three decimals, or below 0.001 and within one std of zero, is printed
     with three decimals beside its std: "0.000 ± 0.001", not "-6.36e-05 ± 0.000664" (seeds on
     the mean predictor: the digits past the third are noise)."""
-    if mean is None:
-        return "--"
-    if std is None:
-        return format_value(mean)
-    if (
-        math.isfinite(mean)
-        and math.isfinite(std)
-        and std < 1e-2
-        and (abs(mean) < 5e-4 or (abs(mean) < 1e-3 and abs(mean) <= std))
-    ):
+    if mean is None or std is None:
+        return _value(mean)
+    if std < 1e-2 and (abs(mean) < 5e-4 or (abs(mean) < 1e-3 and abs(mean) <= std)):
         return f"{unsigned_zero(mean):.3f} ± {std:.3f}"
-    return f"{format_value(mean)} ± {format_value(std)}"
+    return f"{_value(mean)} ± {_value(std)}"
 
 
 def spaced(text: str) -> str:
@@ -108,3 +100,25 @@ def count_phrase(verdict: str, n: int) -> str:
         raise ValueError(f"verdict must be one of {', '.join(_PHRASES)}, got {verdict!r}")
     one, several = _PHRASES[verdict]
     return f"{n} {one if n == 1 else several}"
+
+
+def and_join(items) -> str:
+    """ "a, b and c"."""
+    *rest, last = list(items) or [""]
+    return ", ".join(rest) + (" and " if rest else "") + last
+
+
+def counts_text(verdicts) -> str:
+    """The ``verdicts`` counted, in ``VERDICTS``' order: "3 hold, 1 is not decided and 2 were
+    not run"."""
+    c = Counter(verdicts)
+    return and_join(count_phrase(v, c[v]) for v in VERDICTS if c[v])
+
+
+def scorecard_summary(sc) -> str:
+    """A scorecard's counts in words, and the profiles it read, best evidence first."""
+    text = f"{len(sc.rows)} claims: {counts_text(r['verdict'] for r in sc.rows)}"
+    profiles = getattr(sc, "profiles", ())
+    if profiles:
+        text += f". Profiles read, best evidence first: {', '.join(profiles)}"
+    return text + "."

@@ -15,50 +15,24 @@ code that teaches. Cells are named in words ("d = 8, MZAttn-Full"), never by id
 from __future__ import annotations
 
 import html
-from collections import Counter
 
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
-from mzlite.repro.experiments.formatting import count_phrase, spaced
-from mzlite.repro.experiments.report import (
-    ReportRow,
-    epoch_range,
-    ours_text,
-    report,
-)
+from mzlite.repro.experiments.claims import MissingCell, cell_paper_value
+from mzlite.repro.experiments.findings import NOT_RUN_LABEL, SCORECARD_CHAPTER
+from mzlite.repro.experiments.formatting import and_join, counts_text, spaced
+from mzlite.repro.experiments.report import ReportRow, epoch_range, ours_text, report
 from mzlite.repro.experiments.scorecard import scorecard
-from mzlite.repro.experiments.stats import welch
-from mzlite.repro.paper import paper_cell
-from mzlite.repro.render import HTML, STYLE, conclusion, table_name
-
-__all__ = [
-    "glance", "verdict_anchor", "verdict_links", "pipeline_only", "paper_metric",
-    "describe_runs", "versus",
-]  # fmt: skip
-
-TDOF = "tab:tdof-verify"
-
-
-# ---------------------------------------------------------------------------------------------
-# Words for ids
-# ---------------------------------------------------------------------------------------------
+from mzlite.repro.render import HTML, STYLE, conclusion, table_name, verdict_anchor
 
 
 def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
-    """The paper's mean ``metric`` for one cell (through its ``PaperRef``), None where the paper
-    has no such number."""
-    cell = ex.get_table(table).cell(ex.CellKey(table, cell_id).cell)
-    for ref in cell.paper:
-        if ref.metric == metric:
-            v = paper_cell(ex.get_table(table).label, ref.row, ref.column).get("mean")
-            if v is not None:
-                return v * ref.scale
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Results at a glance
-# ---------------------------------------------------------------------------------------------
+    """The paper's mean ``metric`` for one cell (``claims.cell_paper_value``), None where the
+    paper has no such number."""
+    try:
+        return cell_paper_value(table, cell_id, metric)
+    except MissingCell:
+        return None
 
 
 def _chapter_rows(chapter: str, sc=None) -> list[dict]:
@@ -68,25 +42,16 @@ def _chapter_rows(chapter: str, sc=None) -> list[dict]:
     return [r for r in (sc.rows if sc is not None else []) if r["chapter"] == chapter]
 
 
-SCORECARD_PAGE = "09_reproduction_scorecard.html"
-
-
-def verdict_anchor(table: str) -> str:
-    """The id of ``table``'s group in chapter 9's scorecard ("verdicts-tab-meb"): where a
-    results chapter links for its verdicts instead of repeating them."""
-    return "verdicts-" + ex.get_table(table).label.replace(":", "-")
-
-
 def verdict_links(rows: list[dict]) -> str:
     """HTML: each paper table of ``rows`` linked to its verdicts in chapter 9 (a table none of
     whose claims ran links to the list of claims not run)."""
     links = []
     for table in dict.fromkeys(r["table"] for r in rows):
         ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
-        anchor = verdict_anchor(table) if ran else "scorecard-not-run"
-        links.append(f'<a href="{SCORECARD_PAGE}#{anchor}">'
+        links.append(f'<a href="{SCORECARD_CHAPTER}.html#'
+                     f'{verdict_anchor(table) if ran else NOT_RUN_LABEL}">'
                      f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
-    return ", ".join(links[:-1]) + (" and " if len(links) > 1 else "") + links[-1]
+    return and_join(links)
 
 
 def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
@@ -95,19 +60,18 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     paper tables in chapter 9, which holds the verdicts (each result is said once, there).
     ``title``: by default "What the results say", or, where nothing has run, what it is."""
     rows = _chapter_rows(chapter, sc)
-    counts = Counter(r["verdict"] for r in rows)
     paras = [html.escape(s) for s in sentences if s]
     if rows:
         paras.insert(
             0,
             html.escape(
-                f"{len(rows)} claim{'s' if len(rows) != 1 else ''} of the paper tested "
-                "here: " + ", ".join(count_phrase(v, n) for v, n in counts.items()) + "."
+                f"{len(rows)} claim{'s' * (len(rows) != 1)} of the paper "
+                f"tested here: {counts_text(r['verdict'] for r in rows)}."
             ),
         )
         paras.append(f"Each claim's verdict and its reason: {verdict_links(rows)} in chapter 9.")
-    ran = [r for r in rows if r["verdict"] != "not run"]
     if title is None:
+        ran = any(r["verdict"] != "not run" for r in rows)
         title = ("What the results say" if ran or any(sentences)
                  else "The paper's claims about this chapter")  # fmt: skip
     body = "".join(f"<p>{p}</p>" for p in paras)
@@ -117,45 +81,29 @@ def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
     )
 
 
-def pipeline_only(
-    what: str, profile: str, sizes, epochs: int, seeds: int = 1, chapter=None, sc=None
-):
+def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1, chapter=None,
+                  sc=None):  # fmt: skip
     """The box that says what the numbers trained on a page are: a pipeline check, with the scale
     that ran, so that no number on the page reads like a result. ``chapter``: where the scorecard
     already reads committed runs of that chapter's tables, the box says so instead of "no
     results yet" (which is said only when there are none)."""
-
-    sz = "/".join(f"{n:,}" for n in sizes)
-    scale = (f"{sz} train/validation/test sets, {epochs} epochs, {seeds} "
-             f"seed{'s' if seeds != 1 else ''} per model")  # fmt: skip
+    scale = (f"{'/'.join(f'{n:,}' for n in sizes)} train/validation/test sets, {epochs} epochs, "
+             f"{seeds} seed{'s' * (seeds != 1)} per model")  # fmt: skip
     ran = [r for r in (_chapter_rows(chapter, sc) if chapter else [])
            if r["verdict"] not in ("not run", "pipeline only")]  # fmt: skip
-    if ran:
-        return conclusion(
-            [
-                f"The models trained on this page itself ran under the {profile} profile "
-                f"({scale}): their numbers check that {what} runs end to end, and no verdict is "
-                "read from them.",
-                f"The results of this chapter are the committed runs that the scorecard reads: "
-                f"{len(ran)} of its claims have them, and chapter 9 gives their verdicts.",
-            ],
-            title="What this page's numbers are",
-        )
-    return conclusion(
-        [
-            f"No results yet. Everything on this page was trained in the page itself under the "
-            f"{profile} profile: {scale}.",
-            f"At that scale the numbers check that {what} runs end to end; they are not a "
-            "reproduction of the paper and no verdict is read from them. Converged runs of this "
-            "chapter have not been made yet.",
-        ],
-        title="What this page's numbers are",
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# What ran, in words
-# ---------------------------------------------------------------------------------------------
+    words = [
+        f"The models trained on this page itself ran under the {profile} profile ({scale}): "
+        f"their numbers check that {what} runs end to end, and no verdict is read from them.",
+        f"The results of this chapter are the committed runs that the scorecard reads: "
+        f"{len(ran)} of its claims have them, and chapter 9 gives their verdicts.",
+    ] if ran else [
+        f"No results yet. Everything on this page was trained in the page itself under the "
+        f"{profile} profile: {scale}.",
+        f"At that scale the numbers check that {what} runs end to end; they are not a "
+        "reproduction of the paper and no verdict is read from them. Converged runs of this "
+        "chapter have not been made yet.",
+    ]  # fmt: skip
+    return conclusion(words, title="What this page's numbers are")
 
 
 def describe_runs(table, profile: str, results_dir=None) -> list[str]:
@@ -228,12 +176,3 @@ def describe_runs(table, profile: str, results_dir=None) -> list[str]:
                else "; the ± is the standard deviation over these seeds.")
         )  # fmt: skip
     return lines
-
-
-def versus(a: ReportRow | dict, b: ReportRow | dict) -> str:
-    """Row ``a`` against row ``b`` (of one protocol): the difference of means and Welch's p."""
-    a, b = (r if isinstance(r, ReportRow) else ReportRow.of(r) for r in (a, b))
-    w = welch(a.values, b.values)
-    return f"difference {w['diff']:+.3f}, " + (
-        "no test (needs 2 seeds a side)" if w["p"] is None else f"Welch p = {w['p']:.2g}"
-    )

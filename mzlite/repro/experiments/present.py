@@ -1,38 +1,31 @@
-"""The one place that words a verdict: every page, the command line and the landing page say a
-verdict (``engine.Verdict``) through here.
+"""The one place that words a verdict (``engine.Verdict``): every page, the command line and the
+landing page say one through here.
 
     from mzlite.repro.experiments import engine, present
-    v = engine.judge(claim)
-    present.row(claim, v)          # the scorecard row: every field a page shows, in words
-    present.why(claim, v)          # the rule that decided it, in one sentence
-    present.regime_text(v.regime)  # "10K training sets, the paper's protocol"
+    present.row(claim, engine.judge(claim))   # the scorecard row: every field a page shows
+    present.scorecard_text(sc)                # the command line's scorecard
 
-Sentences are written from the verdict's numbers and codes, once, with cells named in words
-("L = 32, ST-4L", never an id) and profiles by the glossary's names (``protocols.READER_NAMES``);
-nothing downstream parses or rewrites them.
+Sentences are written once from the verdict's numbers and codes, cells named in words ("L = 32,
+ST-4L", never an id), profiles by the glossary's names (``protocols.READER_NAMES``); nothing
+downstream parses or rewrites them.
 """
 
 from __future__ import annotations
 
+import textwrap
+
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import ALPHA, TIE, Label
 from mzlite.repro.experiments import stats as _stats
-from mzlite.repro.experiments.claims import Claim, RankClaim
+from mzlite.repro.experiments.claims import METRIC_NAMES, Claim, Kind, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
-from mzlite.repro.experiments.formatting import cell_words, count_phrase, spaced
+from mzlite.repro.experiments.formatting import cell_words, scorecard_summary, spaced
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.specs import set_count_text
 from mzlite.repro.experiments.tables import get_table
 from mzlite.repro.paper import name_labels
 from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
-
-__all__ = [
-    "FIRST_READING", "DEFAULT_READING", "NOT_RUN_REASON", "PAPER_SCALE", "claim_text",
-    "count_phrase", "devices_text", "label_words", "protocol_text", "readings_text",
-    "readings_words", "reason_text", "regime_text", "row", "statement", "statistics_text",
-    "value_text", "verdict_line", "why", "why_parts",
-]  # fmt: skip
 
 PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
 # What the generator-normalisation reading of a verdict's MZ runs is called
@@ -47,29 +40,17 @@ def label_words(label: Label) -> str:
     return Label(label).value
 
 
-def _cell(table: str, cell_id: str) -> str:
-    """A cell in words ("L = 32, ST-4L"); a twin cell (``std-<id>``) is named by its own row."""
-    return cell_words(table, cell_id)
-
-
 def _row_name(table: str, cell_id: str) -> str:
     return get_table(table).cell(cell_id).row
 
 
-def _column(table: str, cell_ids) -> str | None:
-    """The one column (in words) that ``cell_ids`` share, None where they are in several: a
-    sentence about cells of one column names it once and each cell by its row."""
-    columns = {get_table(table).cell(c).column for c in cell_ids}
-    return spaced(columns.pop()) if len(columns) == 1 else None
-
-
 def _named(table: str, cell_ids, sep: str = ", ") -> tuple[str, str]:
-    """(the cells' names joined by ``sep``, " at <column>" or ""): each cell by its row where
-    they share a column, named once at the end; else each in full (``cell_words``)."""
-    column = _column(table, cell_ids)
-    if column is None:
-        return sep.join(_cell(table, c) for c in cell_ids), ""
-    return sep.join(_row_name(table, c) for c in cell_ids), f" at {column}"
+    """(the cells' names joined by ``sep``, " at <column>" or ""): cells of one column each by
+    its row, the column named once at the end; else each in full (``cell_words``)."""
+    columns = {get_table(table).cell(c).column for c in cell_ids}
+    if len(columns) != 1:
+        return sep.join(cell_words(table, c) for c in cell_ids), ""
+    return sep.join(_row_name(table, c) for c in cell_ids), f" at {spaced(columns.pop())}"
 
 
 def _p(p) -> str:
@@ -113,17 +94,18 @@ def _regimes_text(v: Verdict) -> str:
     return "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
 
 
-def devices_text(regime: Regime) -> str:
-    """Where the runs ran, in words: "on a CPU and on an NVIDIA H200 GPU"; a GPU that ran a CPU
-    profile says so (it made it faster; the settings stayed the CPU protocol's)."""
+def devices_text(devices, gpu_for_cpu_profile: bool = False) -> str:
+    """Where runs ran (``engine.devices_of``), in words: "on a CPU and on an NVIDIA H200 GPU"; a
+    GPU that ran a CPU profile says so (it made it faster; the settings stayed the CPU
+    protocol's)."""
     names = [
         "on a CPU" if d == "cpu"
         else f"on an {d} GPU" if d[:1].upper() in "AEIOU" or d.startswith("NVIDIA")
         else f"on a {d} GPU"
-        for d in regime.devices
+        for d in devices
     ]  # fmt: skip
     text = " and ".join(names) or "on an unrecorded device"
-    if regime.gpu_for_cpu_profile:
+    if gpu_for_cpu_profile:
         text += " (a GPU, for speed, under the CPU protocol's settings)"
     return text
 
@@ -138,7 +120,8 @@ def protocol_text(v: Verdict, cells: bool = True) -> str:
     lo, hi = r.epochs or (0, 0)
     epochs = "--" if r.epochs is None else str(lo) if lo == hi else f"{lo}-{hi}"
     sizes = ", ".join("/".join(f"{n:,}" for n in s) for s in r.sizes)
-    text = f"{r.profile}: {len(r.seeds)} seed(s), {epochs} epochs, {sizes} sets, {devices_text(r)}"
+    text = f"{r.profile}: {len(r.seeds)} seed(s), {epochs} epochs, {sizes} sets, "
+    text += devices_text(r.devices, r.gpu_for_cpu_profile)
     if v.parts:
         by = {}
         for p in v.parts:
@@ -201,7 +184,7 @@ def _problems(claim, v: Verdict) -> list[str]:
         bad = sum(c.runs - c.converged for c in cells)
         out.append(f"{bad} of {sum(c.runs for c in cells)} runs did not converge")
     if Reason.MIXED_PROTOCOLS in v.problems:
-        out.append("mixed protocols in " + ", ".join(_cell(v.table, c.cell) for c in cells
+        out.append("mixed protocols in " + ", ".join(cell_words(v.table, c.cell) for c in cells
                                                      if c.mixed))  # fmt: skip
     return out
 
@@ -216,7 +199,9 @@ def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
                 "the rest of the column need not run"]  # fmt: skip
     if ref.reason == Reason.REFUTED_BY_BOUND:
         held = "; ".join(
-            f"{_cell(table, c.cell)} scores {c.mean:.3f}" for c in v.cells if c.cell in ref.cells
+            f"{cell_words(table, c.cell)} scores {c.mean:.3f}"
+            for c in v.cells
+            if c.cell in ref.cells
         )
         return (f"refuted by a bound: {held}, so with R^2 <= 1 the claim's number is at most "
                 f"{claim.fmt(ref.value)}, which fails even its weaker test, whatever the cells "
@@ -279,18 +264,18 @@ def _why(claim, v: Verdict) -> str | list[str]:
     if v.refutation is not None:
         return _refutation_text(claim, v)
     if r == Reason.PATTERN:  # "reproduced": the claim's test on the pattern's cells held
-        gone = "; ".join(" and ".join(_cell(v.table, c.cell) for c in b.cells)
+        gone = "; ".join(" and ".join(cell_words(v.table, c.cell) for c in b.cells)
                          + f" ({label_words(b.label)}, {value_text(claim, b.ours)})"
                          for b in v.removed_by)  # fmt: skip
         return (f"the paper's pattern, read under its protocol ({claim.pattern.where}), every "
                 "cell with its seeds" + (f"; removed by {gone}" if gone else ""))  # fmt: skip
     if r == Reason.OPTIMISATION_FAILURE:
-        return [f"{_cell(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
+        return [f"{cell_words(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
                 "fitting the training set" for c in v.cells if c.failed]  # fmt: skip
     if v.label == Label.INSUFFICIENT:
         return _problems(claim, v)
     if r == Reason.MEMORISED:
-        return [f"{_cell(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
+        return [f"{cell_words(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
                 for c in v.cells if c.memorised]  # fmt: skip
     if r == Reason.NO_MODEL_LEARNS:
         means = [c.mean for c in v.cells if c.mean is not None]
@@ -370,12 +355,12 @@ def _shows_text(v: Verdict) -> str:
         if s.one_row is not None:
             text += (
                 f", and row {s.one_row} is the best of every column ("
-                + "; ".join(f"{_cell(v.table, c)}: {r:.3f}" for c, r in s.best)
+                + "; ".join(f"{cell_words(v.table, c)}: {r:.3f}" for c, r in s.best)
                 + ")"
             )
         return text
     _, at = _named(v.table, (s.model, *(o for o, _ in s.beside)))
-    name = (lambda c: _row_name(v.table, c)) if at else (lambda c: _cell(v.table, c))
+    name = (lambda c: _row_name(v.table, c)) if at else (lambda c: cell_words(v.table, c))
     return (f"says nothing for MZAttn: the MZ model it reads{at} ({name(s.model)}) predicts "
             f"worse than the others beside it (test R^2 {s.r2:.3f}, against "
             + "; ".join(f"{name(o)}: {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
@@ -384,9 +369,10 @@ def _shows_text(v: Verdict) -> str:
 _POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
 
 
-def reason_text(v: Verdict) -> str:
+def reason_text(v: Verdict, normalised: dict | None = None) -> str:
     """Under which reading of the paper the verdict was decided, and whether another reading's
-    results read otherwise; what the weaker evidence beside it says."""
+    results read otherwise; what the weaker evidence beside it says; the claim's verdict on
+    MEB's per-set normalised cells (``normalised``, a scorecard row), where they ran."""
     label = v.label
     if label == Label.NOT_RUN:
         text = NOT_RUN_REASON
@@ -424,6 +410,10 @@ def reason_text(v: Verdict) -> str:
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
     if v.pattern is not None:  # the paper's pattern (Claim.pattern), not yet reproduced
         text += f"; the paper's pattern, under its protocol: {label_words(v.pattern.label)} so far"
+    if normalised is not None:
+        text += (f"; on per-set normalised sets (chapter 5's ablation cells, read in "
+                 f"{normalised['regime']}): {normalised['verdict']} (ours "
+                 f"{normalised['ours_text']}; {normalised['reason']})")  # fmt: skip
     return name_labels(text)
 
 
@@ -463,25 +453,50 @@ def _faithfulness(v: Verdict) -> int:
 def beside_rows(claim, v: Verdict) -> list[dict]:
     """The other regimes that ran the claim, each in words beside the deciding one."""
     return [
-        {"profile": b.profile, "regime": regime_text(b.regime), "verdict": label_words(b.label),
-         "ours_text": value_text(claim, b.ours, b.rank.get("observed")),
-         "agrees": b.label == v.label, "why": why(claim, b)}
+        {"regime": regime_text(b.regime), "verdict": label_words(b.label),
+         "ours_text": value_text(claim, b.ours, b.rank.get("observed"))}
         for b in v.beside
     ]  # fmt: skip
 
 
+def _n(x: float) -> str:
+    """A threshold as a claim's test prints it: 0.90, 0.01, 2, 0."""
+    return f"{x:g}" if x == int(x) else f"{x:.2f}"
+
+
+def _said(claim) -> str:
+    """The claim as registered: the paper's words (``says``), then its test, worded from its
+    kind and thresholds (typed once, in the claim); a rank claim's sentence as registered."""
+    if isinstance(claim, RankClaim):
+        return claim.text
+    m, h, p = METRIC_NAMES.get(claim.metric, claim.metric), claim.holds_at, claim.partly_at
+    return (
+        claim.says
+        + {
+            Kind.BEATS: f" ({m} gap > {_n(h)}, significantly; partly: a tie within {_n(-p)}).",
+            Kind.AT_LEAST: f": its {'lowest ' * bool(claim.every)}{m} is >= {_n(h)} (partly: "
+            f">= {_n(p)}).",
+            Kind.AT_MOST: f": the best of them has {m} <= {_n(h)} (partly: <= {_n(p)}).",
+            Kind.DROP: f" by >= {_n(h)} (partly: by >= {_n(p)}).",
+            Kind.NO_GAIN: f" by at most {_n(h)} (partly: {_n(p)}).",
+            Kind.ON_PAR: f": they differ by at most {_n(h)} (partly: {_n(p)}).",
+            Kind.NEAR_BEST: f": its {m} is at most {_n(-h)} below the best of theirs (partly: "
+            f"{_n(-p)}).",
+        }[claim.kind]
+    )
+
+
 def claim_text(claim) -> str:
-    """The claim as registered, its test included, with paper labels named ("Table 3") and
-    settings spaced ("d = 8"): how every page states a claim."""
-    return spaced(name_labels(claim.text))
+    """The claim with its test, paper labels named ("Table 3") and settings spaced ("d = 8"):
+    how every page states a claim."""
+    return spaced(name_labels(_said(claim)))
 
 
 def statement(claim) -> str:
     """The claim led by its paper table ("Table 3, d = 8: ..."), unless it names one itself."""
     table = getattr(claim, "paper_table", None) or claim.table
-    return (
-        claim_text(claim) if "tab:" in claim.text else f"{name_labels(table)}, {claim_text(claim)}"
-    )
+    text = claim_text(claim)
+    return text if "tab:" in _said(claim) else f"{name_labels(table)}, {text}"
 
 
 def verdict_line(r: dict) -> str:
@@ -498,22 +513,11 @@ def verdict_line(r: dict) -> str:
     return text + (f"; {r['why']}." if r["why"] else ".")
 
 
-def row(claim, v: Verdict) -> dict:
+def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
     """The scorecard row of ``claim`` judged as ``v``: every field in words (the fields the
-    pages read), and ``value``, the verdict itself."""
-    paper_table = getattr(claim, "paper_table", None) or claim.table
-    decided = why(claim, v) if v.label in DECIDED or v.refutation is not None else ""
-    refuted = None
-    if v.refutation is not None:
-        ref = v.refutation
-        refuted = {
-            "cell": ref.cell,
-            "model": _row_name(v.table, ref.cell) if ref.cell else None,
-            "diff": ref.diff,
-            "p": ref.p,
-            "text": why(claim, v),
-            "reason": ref.reason,
-        }
+    pages read), and ``value``, the verdict itself. ``normalised``: the row of the claim on MEB's
+    per-set normalised cells (``scorecard.per_set_normalised``), said in its reason."""
+    parts, ref, regime = why_parts(claim, v), v.refutation, _regimes_text(v)
     return {
         "claim": claim.id,
         "table": claim.table,
@@ -525,25 +529,26 @@ def row(claim, v: Verdict) -> dict:
         "ours": v.ours,
         "ours_text": value_text(claim, v.ours, v.rank.get("observed")),
         "profile": v.profile,
-        "regime": _regimes_text(v),
+        "regime": regime,
         # where it was read, as its row says it: at the paper's sizes, with the readings too
         "read_at": "; ".join(
-            x for x in (_regimes_text(v), readings_text(v) if v.profile in PAPER_SCALE else "") if x
+            x for x in (regime, readings_text(v) if v.profile in PAPER_SCALE else "") if x
         ),
         "protocol": protocol_text(v),
         "protocol_note": protocol_text(v, cells=False),
         "statistics": statistics_text(claim, v),
-        "why": why(claim, v),
-        "why_parts": why_parts(claim, v),
+        "why": "; ".join(parts),
+        "why_parts": parts,
         "verdict": label_words(v.label),
         "reason_code": v.reason.value,
         "reading": reading_words(v.reading),
-        "reason": reason_text(v),
+        "reason": reason_text(v, normalised),
+        **({} if normalised is None else {"normalised": normalised}),
         "readings": readings_text(v),
         "cells": list(claim.cells),
-        "decided_by": decided,
-        "refuted_by": refuted,
-        "paper_table": paper_table,
+        "decided_by": "; ".join(parts) if v.label in DECIDED or ref is not None else "",
+        "refuted_by": None if ref is None else {"cell": ref.cell, "diff": ref.diff, "p": ref.p},
+        "paper_table": getattr(claim, "paper_table", None) or claim.table,
         "mz_beats": _mz_beats(claim),
         "shows": v.shows,
         "beside": beside_rows(claim, v),
@@ -557,3 +562,50 @@ def _mz_beats(claim) -> bool:
         return False
     cell = get_table(claim.table).cell(claim.compare[0])
     return _nn.model_spec(cell.model).family == "mz"
+
+
+def _verdict_words(r: dict) -> str:
+    """A scorecard row's verdict with its rule, regime and readings, and its twins' verdict
+    under the paper's protocol where they ran (``paper_protocol``)."""
+    pp = r.get("paper_protocol")
+    return (
+        r["verdict"] + (f" ({r['why']})" if r.get("why") else "")
+        + (f"; read in {r['regime']}" if r.get("regime") else "")
+        + (f" ({r['readings']})" if r.get("readings") else "")
+        + (f"; under the paper's protocol ({pp['regime']}, {pp['cells_run']} models run): "
+           f"{pp['verdict']} (ours {pp['ours_text']}), "
+           f"which {'agrees' if pp['agrees'] else 'disagrees'}" if pp else "")
+    )  # fmt: skip
+
+
+def scorecard_markdown(sc) -> str:
+    """The scorecard as one Markdown table (``python -m mzlite scorecard``)."""
+    cols = ("table", "claim", "paper", "ours", "protocol", "statistics", "verdict", "reason",
+            "chapter")  # fmt: skip
+    out = [scorecard_summary(sc), "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in sc.rows:
+        cells = (r["table"], r["text"], r["paper_text"], r["ours_text"], r["protocol"],
+                 r.get("statistics", "--"), _verdict_words(r), r.get("reason", ""),
+                 f"[{r['chapter']}]({r['chapter']}.html)")  # fmt: skip
+        out.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(out)
+
+
+def scorecard_text(sc, width: int = 100) -> str:
+    """One block per claim, for a terminal, grouped by table: the claim, paper and ours with
+    the protocol, the statistics, the verdict with its reason, the regimes beside it."""
+    out, table = [scorecard_summary(sc)], None
+    for r in sc.rows:
+        if r["table"] != table:
+            table = r["table"]
+            out += ["", f"== {table} (chapter {r['chapter']})"]
+        out.append(textwrap.fill(f"- {r['text']}", width, subsequent_indent="  "))
+        lines = [
+            f"paper {r['paper_text']}; ours {r['ours_text']} [{r['protocol']}]",
+            f"statistics: {r.get('statistics', '--')}",
+            f"verdict: {_verdict_words(r)}; {r.get('reason', '')}",
+        ] + [f"beside, {b['regime']}: {b['verdict']} (ours {b['ours_text']})"
+             for b in r.get("beside", [])]  # fmt: skip
+        out += [textwrap.fill(line, width, initial_indent="    ", subsequent_indent="      ")
+                for line in lines]  # fmt: skip
+    return "\n".join(out)

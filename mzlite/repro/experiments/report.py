@@ -5,21 +5,12 @@
     print(r.to_markdown())                     # or r.to_text(); in a notebook it renders as HTML
 
 Each row is one (paper row, paper column, metric) of the table: our mean +/- std over the seeds
-found on disk, how many seeds and epochs actually ran and on what device, beside the paper's
-printed mean +/- std (``data/paper``; "--" where the paper has no number). Derived numbers (the
-"MSE ratio" of tab:tdof-verify) are ratios of our two cells' mean metrics. Ablation cells (no
-paper number) come in a section of their own.
-
-Every row also says how many of its seeds *converged* (``stats.convergence``: stopped
-by early stopping, or on a plateau at the epoch cap), so a mean over runs that were still
-improving is visibly one.
-
-Choices: std is the sample standard deviation (ddof = 1; none is shown for a single seed); the
-paper does not say which it prints. Results of one profile only: ``load_results`` refuses a
-directory that mixes profiles, and a report names its profile in its title. Within a cell,
-results trained under different protocols or code versions (training configuration and
-precision, data, model configuration, git commit: ``protocol_key``) are never averaged: the row
-shows no mean and says "mixed protocols".
+on disk (sample std, ddof = 1; the paper does not say which it prints), how many seeds
+*converged* (``stats.convergence``), epochs and device, beside the paper's printed mean +/- std
+("--" where it has none). Derived numbers (tab:tdof-verify's "MSE ratio") are ratios of two
+cells' means; ablation cells (no paper number) come in a section of their own. One profile per
+report; within a cell, results of different protocols or code versions (``protocol_key``) are
+never averaged: the row says "mixed protocols".
 """
 
 from __future__ import annotations
@@ -31,13 +22,18 @@ from dataclasses import dataclass
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import stats as _stats
-from mzlite.repro.experiments.engine import Regime, devices_of, protocol_key
+from mzlite.repro.experiments.engine import devices_of, protocol_key
 from mzlite.repro.experiments.formatting import cell_words, format_mean_std
 from mzlite.repro.experiments.present import devices_text
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.stats import mean_std
 from mzlite.repro.paper import load_paper_table, paper_cell
-from mzlite.repro.render import Number, experiment_key, report_html
+from mzlite.repro.render import (  # evidence_note: re-exported, the chapters read it here
+    Number,
+    evidence_note,  # noqa: F401
+    experiment_key,
+    report_html,
+)
 
 
 def epoch_range(results: list[dict]) -> str:
@@ -49,43 +45,13 @@ def epoch_range(results: list[dict]) -> str:
 
 
 def device_names(results: list[dict]) -> str:
-    """Where the ``results`` ran, in words: "on a CPU", "on an NVIDIA H200 GPU", both joined by
-    "and" (``present.devices_text``)."""
-    devices, gpu_cpu = devices_of(results)
-    return devices_text(Regime("", (), (), None, devices, gpu_for_cpu_profile=gpu_cpu))
-
-
-def spike_counts(results: list[dict]) -> tuple[int, int]:
-    """(runs with a validation-loss spike, ``stats.loss_spikes``; trained runs) of ``results``."""
-    trained = [r for r in results if r.get("history") is not None]
-    return sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained), len(trained)
-
-
-def spike_text(spiked: int, trained: int) -> str:
-    """ "1/3" (spiked of trained runs), or "" when none spiked."""
-    return f"{spiked}/{trained}" if spiked else ""
-
-
-def convergence_text(results: list[dict]) -> str:
-    """ "3/3" (converged of trained runs), "--" for none; closed-form rows count as converged."""
-    if not results:
-        return "--"
-    conv = [_stats.result_convergence(r)["converged"] for r in results]
-    return f"{sum(conv)}/{len(conv)}"
+    """Where the ``results`` ran, in words (``present.devices_text``)."""
+    return devices_text(*devices_of(results))
 
 
 class Report:
-    """A table of rows (plain dicts) with ``to_markdown()``, ``to_text()`` and ``_repr_html_``.
-
-    Row keys: ``part`` ("main" | "ablation" | "derived"), ``row``, ``column``, ``metric``,
-    ``cells`` (our cell ids), ``ours_mean``, ``ours_std``, ``ours_values`` (per seed), ``seeds``
-    (list), ``n_seeds``, ``converged`` (how many of the seeds converged), ``converged_text``
-    ("2/3"), ``spiked`` and ``trained`` (runs with a validation-loss spike, of trained runs),
-    ``spiked_text`` ("1/3", or "" when none spiked), ``mixed`` (results of several protocols: no
-    mean), ``same_as`` (the cell whose
-    results an aliased ablation cell shows, else None), ``epochs`` (text, e.g. "12-40"),
-    ``device``, ``params`` (ours), ``paper_mean``, ``paper_std``, ``paper_text`` (as printed),
-    ``paper_params``."""
+    """A table of rows (plain dicts, ``_row``; ``ReportRow`` types them) with ``to_markdown()``,
+    ``to_text()`` and ``_repr_html_``."""
 
     COLUMNS = (
         "row", "column", "metric", "ours", "paper", "seeds", "converged", "epochs", "params",
@@ -119,12 +85,12 @@ class Report:
             out[cell] = r
         return out
 
+    def ours(self, r: dict) -> str:
+        """A row's number (``ours_words``); an aliased cell names the cell whose runs it shows."""
+        same = f" (= {cell_words(self.label, r['same_as'])})" if r.get("same_as") else ""
+        return ours_words(r) + same
+
     def _cells(self, r: dict) -> dict:
-        ours = format_mean_std(r["ours_mean"], r["ours_std"]) if r["seeds"] else "not run"
-        if r.get("mixed"):
-            ours = "mixed protocols"
-        if r.get("same_as"):
-            ours += f" (= {cell_words(self.label, r['same_as'])})"
         params = "--" if r["params"] is None else f"{r['params'] / 1e3:.0f}K"
         if r.get("paper_params"):
             params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
@@ -132,7 +98,7 @@ class Report:
             "row": r["row"],
             "column": r["column"],
             "metric": r["metric"],
-            "ours": ours,
+            "ours": self.ours(r),
             "paper": r["paper_text"],
             "seeds": str(len(r["seeds"])),
             "converged": r.get("converged_text", "--"),
@@ -180,7 +146,6 @@ class Report:
     __str__ = to_text
 
     def _repr_html_(self) -> str:
-
         return report_html(self)
 
 
@@ -197,93 +162,36 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
     for c in spec.cells:
         res = sorted(by_cell.get(c.id, []), key=lambda r: r["seed"])
         mixed = len({protocol_key(r) for r in res}) > 1
-        spiked, trained = spike_counts(res)  # once per cell, not per metric row
         gradient_trained = _nn.model_spec(c.model).trainable  # a closed form has no params
-        refs = c.paper or (ex.PaperRef(c.row, c.column, "r2"),)
-        for ref in refs:
+        params = [r["params"] for r in res if r.get("params")]
+        for ref in c.paper or (ex.PaperRef(c.row, c.column, "r2"),):
             vals = [
                 None if r["metrics"]["test"].get(ref.metric) is None
                 else r["metrics"]["test"][ref.metric] * ref.scale
                 for r in res
             ]  # fmt: skip
-            mean, std = (None, None) if mixed else mean_std(vals)
-            pc = paper_cell(spec.label, ref.row, ref.column) if c.paper else None
             pp = None
-            if c.paper and "Params" in paper_cols:
+            if c.paper and gradient_trained and "Params" in paper_cols:
                 pp = paper_cell(spec.label, ref.row, "Params").get("mean")
-            params = [r["params"] for r in res if r.get("params")]
-            metric = ref.metric + (f" x {ref.scale:g}" if ref.scale != 1.0 else "")
-            rows.append(
-                {
-                    "table": spec.label,
-                    "part": c.part,
-                    "model": c.model,
-                    "row": c.row,
-                    "column": c.column,
-                    "metric": metric,
-                    "cells": [c.id],
-                    "ours_mean": mean,
-                    "ours_std": std,
-                    "ours_values": vals,
-                    "seeds": [r["seed"] for r in res],
-                    "n_seeds": len(res),
-                    "converged": sum(_stats.result_convergence(r)["converged"] for r in res),
-                    "converged_text": convergence_text(res),
-                    "spiked": spiked,
-                    "trained": trained,
-                    "spiked_text": spike_text(spiked, trained),
-                    "mixed": mixed,
-                    "same_as": same.get(c.id),
-                    "epochs": epoch_range(res),
-                    "device": device_names(res) if res else "--",
-                    "params": params[0] if params and gradient_trained else None,
-                    "paper_mean": None if pc is None else pc.get("mean"),
-                    "paper_std": None if pc is None else pc.get("std"),
-                    "paper_text": "--"
-                    if pc is None or pc.get("mean") is None
-                    else format_mean_std(pc["mean"], pc.get("std")),
-                    "paper_params": pp if gradient_trained else None,
-                }
-            )
+            rows.append(_row(
+                spec, res, c.part, c.row, c.column,
+                ref.metric + (f" x {ref.scale:g}" if ref.scale != 1.0 else ""), [c.id], vals,
+                (None, None) if mixed else mean_std(vals), [r["seed"] for r in res], len(res),
+                paper_cell(spec.label, ref.row, ref.column) if c.paper else None,
+                model=c.model, mixed=mixed, same_as=same.get(c.id),
+                params=params[0] if params and gradient_trained else None, paper_params=pp,
+            ))  # fmt: skip
     for d in spec.derived:
         num, den = by_cell.get(d.num, []), by_cell.get(d.den, [])
-        d_spiked, d_trained = spike_counts(num + den)
         mn, _ = mean_std([r["metrics"]["test"].get(d.metric) for r in num])
         md, _ = mean_std([r["metrics"]["test"].get(d.metric) for r in den])
         ratio = mn / md if mn is not None and md not in (None, 0.0) else None
-        pc = paper_cell(spec.label, d.row, d.column)
-        rows.append(
-            {
-                "table": spec.label,
-                "part": "derived",
-                "row": d.row,
-                "column": d.column,
-                "metric": (
-                    f"{d.metric}({cell_words(spec.label, d.num)}) / "
-                    f"{d.metric}({cell_words(spec.label, d.den)})"
-                ),  # cells in words
-                "cells": [d.num, d.den],
-                "ours_mean": ratio,
-                "ours_std": None,
-                "ours_values": [ratio],
-                "seeds": sorted({r["seed"] for r in num} & {r["seed"] for r in den}),
-                "n_seeds": min(len(num), len(den)),
-                "converged": sum(_stats.result_convergence(r)["converged"] for r in num + den),
-                "converged_text": convergence_text(num + den),
-                "spiked": d_spiked,
-                "trained": d_trained,
-                "spiked_text": spike_text(d_spiked, d_trained),
-                "mixed": False,
-                "same_as": None,
-                "epochs": epoch_range(num + den),
-                "device": device_names(num + den) if num + den else "--",
-                "params": None,
-                "paper_mean": pc.get("mean"),
-                "paper_std": pc.get("std"),
-                "paper_text": format_mean_std(pc.get("mean"), pc.get("std")),
-                "paper_params": None,
-            }
-        )
+        metric = (f"{d.metric}({cell_words(spec.label, d.num)}) / "
+                  f"{d.metric}({cell_words(spec.label, d.den)})")  # fmt: skip
+        seeds = sorted({r["seed"] for r in num} & {r["seed"] for r in den})
+        rows.append(_row(spec, num + den, "derived", d.row, d.column, metric, [d.num, d.den],
+                         [ratio], (ratio, None), seeds, min(len(num), len(den)),
+                         paper_cell(spec.label, d.row, d.column)))  # fmt: skip
     notes = spec.notes
     if prof.name == "smoke":
         notes = (notes + " " if notes else "") + (
@@ -309,6 +217,47 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
             )
         rows = kept
     return Report(spec.label, spec.title, prof.name, rows, notes)
+
+
+def _row(
+    spec, res, part, row, column, metric, cells, values, mean_std_, seeds, n_seeds, pc, **extra
+) -> dict:
+    """One row of a ``Report`` from the results ``res`` behind it: ``part`` ("main",
+    "ablation", "derived"), our cell ids, our mean and std and per-seed values, how many runs
+    converged ("2/3") and had a validation-loss spike ("1/3", "" for none), ``mixed`` (several
+    protocols: no mean), ``same_as`` (the cell whose results an aliased cell shows), the paper's
+    number (``pc``) as printed, and ``extra`` keys (the model, parameter counts)."""
+    trained = [r for r in res if r.get("history") is not None]
+    spiked = sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained)
+    conv = sum(_stats.result_convergence(r)["converged"] for r in res)
+    return {
+        "table": spec.label,
+        "part": part,
+        "row": row,
+        "column": column,
+        "metric": metric,
+        "cells": cells,
+        "ours_mean": mean_std_[0],
+        "ours_std": mean_std_[1],
+        "ours_values": values,
+        "seeds": seeds,
+        "n_seeds": n_seeds,
+        "converged": conv,
+        "converged_text": f"{conv}/{len(res)}" if res else "--",
+        "spiked": spiked,
+        "trained": len(trained),
+        "spiked_text": f"{spiked}/{len(trained)}" if spiked else "",
+        "mixed": False,
+        "same_as": None,
+        "epochs": epoch_range(res),
+        "device": device_names(res) if res else "--",
+        "params": None,
+        "paper_mean": None if pc is None else pc.get("mean"),
+        "paper_std": None if pc is None else pc.get("std"),
+        "paper_text": "--" if pc is None else format_mean_std(pc.get("mean"), pc.get("std")),
+        "paper_params": None,
+        **extra,
+    }
 
 
 @dataclass(frozen=True)
@@ -391,12 +340,10 @@ def best_report_rows(
 def best_rows(
     table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
 ) -> dict[str, dict]:
-    """Cell by cell, the most trusted evidence on disk: ``{cell id: row}`` where each row is the
-    ``report`` row (``metric``) of the first of ``profiles`` under which that cell has results,
-    with ``"profile"`` added. Every number thus keeps the protocol that produced it, and no mean
-    mixes profiles; a chapter shows the converged result of a cell as soon as it lands and the
-    30-epoch one, labelled, until then. A cell with results under none of ``profiles`` gets the
-    first profile's row (``seeds`` empty) with ``"profile"`` None."""
+    """Cell by cell, the most trusted evidence on disk: ``{cell id: row}``, the ``report`` row
+    (``metric``) of the first of ``profiles`` with results there, ``"profile"`` added (None, and
+    the first profile's empty row, where none has): every number keeps its protocol, and no mean
+    mixes profiles."""
     if isinstance(profiles, str):
         profiles = (profiles,)
     profiles = [ex.get_profile(p).name for p in profiles]
@@ -414,56 +361,33 @@ def best_rows(
     return dict(sorted(out.items(), key=lambda kv: order[kv[0]]))
 
 
-def ours_text(row: dict | ReportRow | None) -> str:
-    """A report row's number as a reader sees it: "0.812 ± 0.010" (mean ± std over seeds; no std
-    for one seed), "mixed protocols", or "not run"; a row of ``best_rows`` (its profile known) as
-    a ``render.Number``, which a chapter's table marks with its experiment."""
-    if isinstance(row, ReportRow):
-        row = row.as_dict()
+def ours_words(row: dict) -> str:
+    """A report row's number: "0.812 ± 0.010" (mean ± std over seeds; no std for one seed),
+    "mixed protocols", or "not run"."""
     if not row or not row.get("seeds"):
         return "not run"
     if row.get("mixed"):
         return "mixed protocols"
-    text = format_mean_std(row["ours_mean"], row["ours_std"])
-    if not (row.get("table") and row.get("profile")):
+    return format_mean_std(row["ours_mean"], row["ours_std"])
+
+
+def ours_text(row: dict | ReportRow | None) -> str:
+    """``ours_words``; a row of ``best_rows`` (its profile known) as a ``render.Number``, which
+    a chapter's table marks with its experiment."""
+    row = row.as_dict() if isinstance(row, ReportRow) else row
+    text = ours_words(row)
+    if text in ("not run", "mixed protocols") or not (row.get("table") and row.get("profile")):
         return text
     # a table of a chapter (render.comparison_table) marks it with its experiment
     return Number(text, experiment_key(row["table"], row, row["profile"]),
                   f"mean_{row['metric']}", row["ours_mean"], row["ours_std"])  # fmt: skip
 
 
-def evidence_note(row: dict | ReportRow | None) -> str:
-    """What stands behind one ``best_rows`` row, for a footnote: its protocol (the 30-epoch
-    ``cpu`` profile named as the ablation it is), seeds, epochs run and convergence."""
-    if isinstance(row, ReportRow):
-        row = row.as_dict()
-    prof = (row or {}).get("profile")
-    if prof is None or not row.get("seeds"):
-        return "not run under any profile yet"
-    name = "cpu (the 30-epoch ablation)" if prof == "cpu" else prof
-    spec = _nn.model_spec(row["model"]) if row.get("model") else None
-    if spec is not None and not spec.trainable:
-        return f"{prof}: {spec.display} (closed form, no training), the {prof} data sizes"
-    n = row["n_seeds"]
-    text = f"{name}: {n} seed{'s' if n != 1 else ''}, {row['epochs']} epochs"
-    if row.get("converged_text") not in (None, "--"):
-        text += f", converged {row['converged_text']}"
-    if row.get("spiked_text"):
-        text += f", validation-loss spike in {row['spiked_text']}"
-    return text
-
-
-def _g(v: float) -> str:
-    return f"{v:g}"
-
-
 def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> str:
     """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
-    the result files (never from the profile's intent): how many cells ran, seeds, data sizes,
-    epochs run (cap, patience), how many runs converged, learning rates by model family,
-    target scaling, precision, device and code commit (``commit_ids=False``, for a book page:
-    how many versions of the code, the commits staying in the result files). "" when there
-    are none."""
+    the result files (never from the profile's intent): cells, seeds, sizes, epochs, convergence,
+    learning rates, target scaling, precision, device and code (``commit_ids=False``, for a book
+    page: how many versions, the commits staying in the result files). "" when there are none."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     same = ex.aliases(spec, prof.name)
     by_cell = {c: r for c, r in ex.results_by_cell(spec, prof.name, results_dir).items()
@@ -495,7 +419,7 @@ def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> 
         for r, c in zip(trained, cfgs, strict=True):
             family = (r.get("protocol") or {}).get("family") or ex.model_family(r["model"])
             lrs.setdefault(c.get("lr"), set()).add(family)
-        rates = [f"{_g(lr)} ({', '.join(sorted(fams))})" for lr, fams in sorted(lrs.items())]
+        rates = [f"{lr:g} ({', '.join(sorted(fams))})" for lr, fams in sorted(lrs.items())]
         parts.append("lr " + ", ".join(rates))
         norm = {bool(c.get("normalize_targets")) for c in cfgs}
         parts.append("targets standardised on the training split" if norm == {True}

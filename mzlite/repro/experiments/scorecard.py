@@ -1,22 +1,16 @@
 """The reproduction scorecard: one row per claim of the paper, our number beside it, a verdict.
 
     from mzlite.repro.experiments.scorecard import scorecard
-    sc = scorecard()                          # every claim, the strongest evidence on disk
-    sc = scorecard(tables=["tab:meb"])        # the claims of one table
-    sc.verdicts                               # the engine's values (engine.Verdict)
-    print(sc.to_markdown())                   # in a notebook it renders as an HTML table
+    sc = scorecard(tables=["tab:meb"])        # default: every claim, strongest evidence on disk
+    sc.rows[0]["value"]                       # the engine's value (engine.Verdict) of a row
 
-Nothing here is typed by hand: a claim (``claims``) is a computation over per-cell metric
-values, applied once to the paper's numbers and once to the mean of our seeds. The verdict is
-the engine's (``engine.judge``: the strongest evidence decides, Holm's correction within each
-table), worded by the presenter (``present.row``); this module gathers the rows, adds what the
-claim's twin cells say beside them (its standardised-target twins under the paper's protocol,
-MEB's per-set normalised cells) and prints them.
+A claim (``claims``) is computed once on the paper's numbers and once on the mean of our seeds;
+the verdict is the engine's (``engine.judge``), worded by the presenter (``present.row``). This
+module gathers the rows with what the claim's twin cells say beside them (its standardised-target
+twins under the paper's protocol, MEB's per-set normalised cells).
 """
 
 from __future__ import annotations
-
-import textwrap
 
 from mzlite.analysis.verdicts import TIE, VERDICTS, Label, rule
 from mzlite.repro import experiments as ex
@@ -36,9 +30,8 @@ from mzlite.repro.render import scorecard_html
 
 __all__ = [
     "FIRST_READING", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim", "Kind",
-    "MissingCell", "RankClaim", "Scorecard", "cell_paper_value", "claims", "evaluate",
-    "first_reading", "judge", "normalised_twin", "per_set_normalised", "scorecard",
-    "under_paper_protocol",
+    "MissingCell", "RankClaim", "Scorecard", "cell_paper_value", "claims", "evaluate", "judge",
+    "normalised_twin", "per_set_normalised", "scorecard", "under_paper_protocol",
 ]  # fmt: skip
 
 
@@ -72,20 +65,11 @@ def judge(claim: Claim, value: float, profile: str, complete: bool = True,
 
 
 class Scorecard:
-    """Rows (plain dicts, ``present.row``) with ``to_markdown()``, ``counts()`` and an HTML
-    repr in notebooks; ``verdicts`` are the values behind them."""
-
-    COLUMNS = (
-        "table", "claim", "paper", "ours", "protocol", "statistics", "verdict", "reason",
-        "chapter",
-    )  # fmt: skip
+    """Rows (plain dicts, ``present.row``) and the profiles read; an HTML table in a notebook
+    (``render.scorecard_html``), text through ``present.scorecard_text``/``scorecard_markdown``."""
 
     def __init__(self, rows: list[dict], profiles: tuple[str, ...]):
         self.rows, self.profiles = rows, profiles
-
-    @property
-    def verdicts(self) -> list:
-        return [r["value"] for r in self.rows if "value" in r]
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -93,74 +77,8 @@ class Scorecard:
     def counts(self) -> dict[str, int]:
         return {v: sum(r["verdict"] == v for r in self.rows) for v in VERDICTS}
 
-    def _cells(self, r: dict) -> dict:
-        return {
-            "table": r["table"],
-            "claim": r["text"],
-            "paper": r["paper_text"],
-            "ours": r["ours_text"],
-            "protocol": r["protocol"],
-            "statistics": r.get("statistics", "--"),
-            "verdict": r["verdict"]
-            + (f" ({r['why']})" if r.get("why") else "")
-            + (f"; read in {r['regime']}" if r.get("regime") else "")
-            + (f" ({r['readings']})" if r.get("readings") else "")
-            + _paper_protocol_words(r),
-            "reason": r.get("reason", ""),
-            "chapter": r["chapter"],
-        }
-
-    def summary(self) -> str:
-        c = self.counts()
-        parts = [f"{n} {v}" for v, n in c.items() if n]
-        return f"{len(self.rows)} claims ({', '.join(parts)}); profiles tried: {self.profiles}"
-
-    def to_markdown(self) -> str:
-        out = [self.summary(), "", "| " + " | ".join(self.COLUMNS) + " |"]
-        out.append("|" + "---|" * len(self.COLUMNS))
-        for r in self.rows:
-            cells = self._cells(r)
-            cells["chapter"] = f"[{r['chapter']}]({r['chapter']}.html)"
-            out.append("| " + " | ".join(cells[c].replace("|", "/") for c in self.COLUMNS) + " |")
-        return "\n".join(out)
-
-    def to_text(self, width: int = 100) -> str:
-        """One block per claim, for a terminal: the claim, paper and ours with the protocol,
-        the statistics, and the verdict with its reason; blocks grouped by table."""
-        out, table = [self.summary()], None
-        for r in self.rows:
-            c = self._cells(r)
-            if r["table"] != table:
-                table = r["table"]
-                out += ["", f"== {table} (chapter {r['chapter']})"]
-            out.append(textwrap.fill(f"- {c['claim']}", width, subsequent_indent="  "))
-            lines = [
-                f"paper {c['paper']}; ours {c['ours']} [{c['protocol']}]",
-                f"statistics: {c['statistics']}",
-                f"verdict: {c['verdict']}; {c['reason']}",
-            ]
-            lines += [f"beside, {b['regime']}: {b['verdict']} (ours {b['ours_text']})"
-                      for b in r.get("beside", [])]  # fmt: skip
-            for line in lines:
-                out.append(textwrap.fill(line, width, initial_indent="    ",
-                                         subsequent_indent="      "))  # fmt: skip
-        return "\n".join(out)
-
-    __str__ = to_markdown
-
     def _repr_html_(self) -> str:
         return scorecard_html(self)
-
-
-def _paper_protocol_words(r: dict) -> str:
-    """The row's verdict on its twins under the paper's protocol, for the text and markdown
-    forms (the HTML row shows it as its own line); "" where they did not run."""
-    pp = r.get("paper_protocol")
-    if not pp:
-        return ""
-    return (f"; under the paper's protocol ({pp['regime']}, {pp['cells_run']} models run): "
-            f"{pp['verdict']} (ours {pp['ours_text']}), "
-            f"which {'agrees' if pp['agrees'] else 'disagrees'}")  # fmt: skip
 
 
 def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecard:
@@ -178,27 +96,17 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
     verdicts = engine.judge_all(chosen, profiles, results_dir)
     rows = []
     for c, v in zip(chosen, verdicts, strict=True):
-        row = present.row(c, v)
-        beside = per_set_normalised(c, profiles, results_dir)
-        if beside is not None:
-            row["normalised"] = beside
-            row["reason"] += (
-                f"; on per-set normalised sets (chapter 5's ablation cells, read in "
-                f"{beside['regime']}): {beside['verdict']} (ours {beside['ours_text']}; "
-                f"{beside['reason']})"
-            )
+        # a pattern reproduced already reads the normalised cells: nothing to add beside it
+        beside = (
+            None if v.label == Label.REPRODUCED else per_set_normalised(c, profiles, results_dir)
+        )
+        row = present.row(c, v, normalised=beside)
         paper = under_paper_protocol(c, results_dir)
         if paper is not None and c.table != "tab:meb":
             paper["agrees"] = paper["verdict"] == row["verdict"]
             row["paper_protocol"] = paper
         rows.append(row)
     return Scorecard(rows, profiles)
-
-
-def _twin(cell_id: str) -> str:
-    """The standardised-target twin a cell trains as under the paper's protocol (``std-<id>``,
-    ``cells.standardised_twin_cells``), where its table has one."""
-    return f"std-{cell_id}"
 
 
 def under_paper_protocol(claim, results_dir=None) -> dict | None:
@@ -208,14 +116,14 @@ def under_paper_protocol(claim, results_dir=None) -> dict | None:
     if isinstance(claim, RankClaim):
         return None
     ids = {c.id for c in ex.get_table(claim.table).cells}
-    if not any(_twin(c) in ids for c in claim.cells):
+    if not any(f"std-{c}" in ids for c in claim.cells):  # cells.standardised_twin_cells
         return None
     full = ex.results_by_cell(claim.table, "full", results_dir)
     row = evaluate(claim, ("full",), results_dir, loaded={"full": full},
-                   rename=lambda c: _twin(c) if _twin(c) in ids else c)  # fmt: skip
+                   rename=lambda c: f"std-{c}" if f"std-{c}" in ids else c)  # fmt: skip
     if row["value"].label == Label.NOT_RUN:
         return None
-    row["cells_run"] = sum(bool(full.get(_twin(c))) for c in claim.cells)
+    row["cells_run"] = sum(bool(full.get(f"std-{c}")) for c in claim.cells)
     return row
 
 
@@ -228,11 +136,6 @@ def normalised_twin(cell_id: str, profile: str) -> str:
     standardised = ex.get_profile(profile).train.get("normalize_targets", False)
     variant = "scale-ynorm" if standardised and model != ex.SET_STATS else "scale"
     return f"abl-d8-{variant}-{model}"
-
-
-def first_reading(claim, profiles=None, results_dir=None, twin=None) -> dict:
-    """``evaluate`` on ``twin``s: each profile reads its own twins, never mixing profiles."""
-    return evaluate(claim, profiles, results_dir, twin=twin)
 
 
 def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
