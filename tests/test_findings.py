@@ -159,14 +159,11 @@ def test_every_label_a_finding_links_to_is_on_its_page():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_cell_words_and_scrub():
+def test_cell_words():
     assert fmt.cell_words("tab:meb", "d8-mz_full") == "d = 8, MZAttn-Full"
-    text = fmt.scrub("d8-st vs d8-mz_full: R^2; 3 of 126 runs: raw-hull-perceiver seed 1")
-    assert text == (
-        "d = 8, Standard vs d = 8, MZAttn-Full: R²; 3 of 126 runs: "
-        "MNIST raw pixel / Hull, Perceiver seed 1"
+    assert fmt.cell_words("tab:transfer-matrix", "raw-hull-perceiver") == (
+        "MNIST raw pixel / Hull, Perceiver"
     )
-    assert fmt.scrub("the d8-stable way") == "the d8-stable way"  # not part of a word
     with pytest.raises(ValueError):
         fmt.cell_words("tab:meb", "d8-nope")
 

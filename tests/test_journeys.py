@@ -23,6 +23,7 @@ from mzlite import nn as mznn
 from mzlite import tasks as T
 from mzlite.exercises import checker
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.present import claim_text
 from mzlite.repro.experiments.report import report
 from mzlite.repro.experiments.scorecard import Claim, Kind, evaluate
 from mzlite.repro.experiments.tables import table_registry
@@ -240,7 +241,7 @@ def test_journey_add_a_scorecard_claim(rank_table, tmp_path):
                   "Doubling HyperNet's rank leaves its R^2 as it was",
                   ("A-hypernet_r8", "A-hypernet_r16"), holds_at=0.05, partly_at=0.10)  # fmt: skip
     assert claim.chapter == "06_relational_benchmarks"
-    assert claim.text.endswith("they differ by at most 0.05 (partly: 0.10).")
+    assert claim_text(claim).endswith("they differ by at most 0.05 (partly: 0.10).")
     with pytest.raises(ValueError, match="no cell 'A-hypernet_r32' in tab:hypernet-rank"):
         Claim("rank-typo", "tab:hypernet-rank", Kind.AT_LEAST, "a renamed cell",
               ("A-hypernet_r32",), holds_at=0.9, partly_at=0.7)  # fmt: skip

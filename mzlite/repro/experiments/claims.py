@@ -1,7 +1,7 @@
 """The paper's claims as data. A claim is a ``Kind`` (beats, at least, at most, drop, no gain, on
 par, near the best) over named cells of a registered table, with its two thresholds typed once:
 its test (``Claim.holds``, ``Claim.partly``, read by the verdict engine) and its sentence
-(``Claim.text``: the paper's words, ``says``, then the test in words) both come from them.
+(``present.claim_text``: the paper's words, ``says``, then the test in words) both come from them.
 ``RankClaim`` is a rank prediction of the transfer study. ``claims()`` gathers them, one record
 each, in registry order; CONTRIBUTING.md's journey "Add a scorecard claim" says where a new one
 goes. How a claim is judged is ``mzlite.repro.experiments.engine``."""
@@ -20,11 +20,6 @@ from mzlite.repro import experiments as ex
 from mzlite.repro.paper import paper_cell, paper_value
 
 LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
-# how a claim's sentence names the metric it reads
-METRIC_NAMES = {
-    "r2": "R^2", "nll": "NLL", "ece": "ECE", "unc_spearman": "Spearman correlation with |error|",
-    "bin_err_ratio": "ratio of mean |error| (highest fifth of IHW to lowest)",
-}  # fmt: skip
 
 
 class MissingCell(LookupError):
@@ -57,11 +52,6 @@ def _present(get, cells) -> list[float]:
     if not vals:
         raise MissingCell(", ".join(cells))
     return vals
-
-
-def _n(x: float) -> str:
-    """A threshold as the claim's sentence prints it: 0.90, 0.01, 2, 0."""
-    return f"{x:g}" if x == int(x) else f"{x:.2f}"
 
 
 @dataclass(frozen=True)
@@ -228,25 +218,6 @@ class Claim:
     @property
     def chapter(self) -> str:
         return ex.get_table(self.table).chapter
-
-    # -- its words ------------------------------------------------------------------------------
-
-    @property
-    def text(self) -> str:
-        """The claim as registered: ``says``, then its test from the kind and thresholds."""
-        m, h, p = METRIC_NAMES.get(self.metric, self.metric), self.holds_at, self.partly_at
-        test = {
-            Kind.BEATS: f" ({m} gap > {_n(h)}, significantly; partly: a tie within {_n(-p)}).",
-            Kind.AT_LEAST: f": its {'lowest ' * bool(self.every)}{m} is >= {_n(h)} (partly: "
-            f">= {_n(p)}).",
-            Kind.AT_MOST: f": the best of them has {m} <= {_n(h)} (partly: <= {_n(p)}).",
-            Kind.DROP: f" by >= {_n(h)} (partly: by >= {_n(p)}).",
-            Kind.NO_GAIN: f" by at most {_n(h)} (partly: {_n(p)}).",
-            Kind.ON_PAR: f": they differ by at most {_n(h)} (partly: {_n(p)}).",
-            Kind.NEAR_BEST: f": its {m} is at most {_n(-h)} below the best of theirs (partly: "
-            f"{_n(-p)}).",
-        }[self.kind]
-        return self.says + test
 
     def fmt(self, value: float) -> str:
         """The claim's number as its table prints it: "+0.12" (a gap), "0.908", "2.31x"."""

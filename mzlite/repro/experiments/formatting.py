@@ -1,7 +1,7 @@
 """The lowest layer of the results' words, importing nothing of theirs so that each can use it
 (the presenter ``present``, and ``mzlite.repro.render``, which the verdict engine's imports
-reach): how a number with its spread, a cell and a count of verdicts read. ``scrub`` rewrites
-ids written into a sentence; no sentence is written with ids any more.
+reach): how a number with its spread, a cell and a count of verdicts read (no sentence is written
+with ids and rewritten after).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections import Counter
 
 from mzlite.analysis.verdicts import VERDICTS
 
-from .tables import TABLES, CellKey, get_table
+from .tables import CellKey, get_table
 
 
 def _value(v) -> str:
@@ -54,22 +54,6 @@ def cell_words(table, cell_id: str) -> str:
     key = CellKey(table, cell_id)
     cell = get_table(key.table).cell(key.cell)
     return f"{spaced(cell.column)}, {cell.row}"
-
-
-def scrub(text: str, table=None) -> str:
-    """``text`` with every cell id of ``table`` (every table when None) replaced by its words
-    (``cell_words``), and "R^2" written R²: for sentences that the scorecard and the transfer
-    study write with ids."""
-    labels = [get_table(table).label] if table is not None else list(TABLES)
-    ids: dict[str, str] = {}
-    for label in labels:
-        for c in get_table(label).cells:
-            ids.setdefault(c.id, cell_words(label, c.id))
-    if ids:
-        alternatives = "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True))
-        pattern = re.compile(r"(?<![\w-])(" + alternatives + r")(?![\w-])")
-        text = pattern.sub(lambda m: ids[m.group(1)], text)
-    return spaced(text)
 
 
 # How a verdict count reads in a sentence: (one, several)

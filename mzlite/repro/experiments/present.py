@@ -17,7 +17,7 @@ import textwrap
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import ALPHA, TIE, Label
 from mzlite.repro.experiments import stats as _stats
-from mzlite.repro.experiments.claims import METRIC_NAMES, Claim, Kind, RankClaim
+from mzlite.repro.experiments.claims import Claim, Kind, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
 from mzlite.repro.experiments.formatting import cell_words, scorecard_summary, spaced
 from mzlite.repro.experiments.protocols import reader_name
@@ -457,6 +457,13 @@ def beside_rows(claim, v: Verdict) -> list[dict]:
          "ours_text": value_text(claim, b.ours, b.rank.get("observed"))}
         for b in v.beside
     ]  # fmt: skip
+
+
+# how a claim's sentence names the metric it reads
+METRIC_NAMES = {
+    "r2": "R^2", "nll": "NLL", "ece": "ECE", "unc_spearman": "Spearman correlation with |error|",
+    "bin_err_ratio": "ratio of mean |error| (highest fifth of IHW to lowest)",
+}  # fmt: skip
 
 
 def _n(x: float) -> str:
