@@ -190,6 +190,11 @@ def _main_results() -> TableSpec:
     # the task-reading calibration (issue 49): the Set Transformer on each reading of Tasks B and F
     for (cid, task, prefix, sizes), readings in ((B, TASK_B_READINGS), (F, TASK_F_READINGS)):
         cells += calibration_cells(cid, task, readings, prefix, st, sizes, 128)
+    # where the matrix zonotope acts (issue 49, 3b): def:relop's o_c = M(mu) c_hat on F and G
+    cells += [centre_adaptive_cell(cid, task, {}, prefix, "mz_full", "MZAttn (ours)", {}, SYN,
+                                   batch) for cid, task, prefix, batch in
+              (("F", "rotation_matching", "Task F: Rot. Match.", 128),
+               ("G", "mst_weight", "Task G: MST Wt.", GEOM_BATCH))]  # fmt: skip
     return TableSpec(
         "tab:main-results",
         "Main results, Tasks A, B, D, F, G (MSE and R^2)",
