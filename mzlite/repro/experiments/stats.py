@@ -24,8 +24,6 @@ from __future__ import annotations
 import math
 import statistics
 
-import numpy as np
-
 from mzlite.analysis.verdicts import ALPHA, TIE, welch  # noqa: F401 (re-exported: the rule)
 from mzlite.analysis.verdicts import finite as _finite
 
@@ -183,21 +181,3 @@ def mean_std(values: list[float]) -> tuple[float | None, float | None]:
     """Mean and sample std (None for one value) of the finite ``values``; (None, None) if none."""
     s = summarise(values)
     return s["mean"], s["std"]
-
-
-def bootstrap_ci(a, b, level: float = 0.95, n_boot: int = 10_000, seed: int = 0) -> dict:
-    """Percentile bootstrap interval ``{"diff", "lo", "hi", "level"}`` of mean(a) - mean(b) over
-    each side's seeds (fixed ``seed``); lo/hi None when a side has fewer than two values."""
-    xa, xb = np.asarray(_finite(a)), np.asarray(_finite(b))
-    diff = float(xa.mean() - xb.mean()) if len(xa) and len(xb) else None
-    if len(xa) < 2 or len(xb) < 2:
-        return {"diff": diff, "lo": None, "hi": None, "level": level}
-    from scipy import stats as sps
-
-    # scipy draws each side's resamples from one generator in turn, as independent percentile
-    # bootstraps of each side's seeds do: the same seed gives the same interval as before
-    ci = sps.bootstrap(
-        (xa, xb), lambda a, b, axis: a.mean(axis) - b.mean(axis), n_resamples=n_boot,
-        confidence_level=level, method="percentile", rng=np.random.default_rng(seed),
-    ).confidence_interval  # fmt: skip
-    return {"diff": diff, "lo": float(ci.low), "hi": float(ci.high), "level": level}
