@@ -7,16 +7,14 @@ import copy
 import json
 import os
 import re
+from collections import Counter
 from functools import cache
+from itertools import groupby
 from pathlib import Path
 
 from mzlite._io import atomic_write_json
 
 from ._source import DATA_DIR, SYNTHETIC_LABELS, paper_tex_path, read_paper_tex
-
-# ---------------------------------------------------------------------------------------------
-# LaTeX -> plain text
-# ---------------------------------------------------------------------------------------------
 
 _SYMBOLS = {
     "pm": "+/-", "times": "x", "uparrow": "", "downarrow": "", "leq": "<=", "le": "<=",
@@ -123,25 +121,15 @@ def _braced(s: str, i: int) -> tuple[str, int]:
 
 def _split_cells(row: str) -> list[str]:
     """Split a tabular row on ``&`` at brace depth 0 (``\\&`` is text)."""
-    cells, depth, cur, i = [], 0, [], 0
-    while i < len(row):
-        c = row[i]
-        if c == "\\" and i + 1 < len(row):
-            cur.append(row[i : i + 2])
-            i += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-        if c == "&" and depth == 0:
-            cells.append("".join(cur).strip())
-            cur = []
+    cells, depth, cur = [], 0, ""
+    for token in re.findall(r"\\.|.", row, flags=re.S):  # an escaped character is one token
+        depth += (token == "{") - (token == "}")
+        if token == "&" and depth == 0:
+            cells.append(cur.strip())
+            cur = ""
         else:
-            cur.append(c)
-        i += 1
-    cells.append("".join(cur).strip())
-    return cells
+            cur += token
+    return [*cells, cur.strip()]
 
 
 def _expand(cells: list[str]) -> list[tuple[str, int, bool]]:
@@ -175,10 +163,7 @@ def _rows(body: str) -> tuple[list[str], list[str]]:
     body = re.sub(r"(?<!\\)%.*", "", body)
     header, rows, seen_mid = [], [], False
     for chunk in re.split(r"\\\\(?:\[[^\]]*\])?", body):
-        while True:
-            m = _RULE.match(chunk)
-            if not m:
-                break
+        while m := _RULE.match(chunk):
             seen_mid = seen_mid or m.group(0).strip().startswith(r"\midrule")
             chunk = chunk[m.end() :]
         chunk = chunk.strip()
@@ -235,12 +220,10 @@ def parse_table(tex: str, label: str) -> dict:
 
     names = []  # a column's header cells, top to bottom
     for c in range(ncols):
-        parts = []
-        for r in head:
-            txt = latex_to_text(r[c][0]) if c < len(r) else ""
-            if txt and (not parts or parts[-1] != txt):
-                parts.append(txt)
-        name = " / ".join(parts) or ("Model" if c == 0 else f"column {c + 1}")
+        texts = [latex_to_text(r[c][0]) for r in head if c < len(r)]
+        name = " / ".join(k for k, _ in groupby(t for t in texts if t)) or (
+            "Model" if c == 0 else f"column {c + 1}"
+        )
         names.append(f"{name} ({names.count(name) + 1})" if name in names else name)
     label_names, value_names = names[:n_label], names[n_label:]
 
@@ -275,11 +258,11 @@ def parse_table(tex: str, label: str) -> dict:
             first = latex_to_text(r["cells"][value_names[0]]["text"])
             r["row"] = f"{r['row']} / {first}"
             r["keys"][value_names[0]] = first
-    seen: dict = {}
+    seen = Counter()
     for r in rows:
-        seen[r["row"]] = seen.get(r["row"], 0) + 1
+        seen[r["row"]] += 1
         if seen[r["row"]] > 1:
-            r["row"] = f"{r['row']} #{seen[r['row']]}"
+            r["row"] += f" #{seen[r['row']]}"
 
     label_names = [n for n in label_names if any(n in r["keys"] for r in rows)] or label_names[:1]
     out = {
@@ -379,10 +362,7 @@ def paper_value(label: str, row: str, column: str, data_dir=None) -> float | Non
     return paper_cell(label, row, column, data_dir)["mean"]
 
 
-# ---------------------------------------------------------------------------------------------
 # Numbers outside the tables (figure captions, the text beside them, hyperparameters)
-# ---------------------------------------------------------------------------------------------
-
 FIGURES_JSON = DATA_DIR / "figures.json"
 
 
