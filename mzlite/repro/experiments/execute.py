@@ -34,14 +34,10 @@ from .uncertainty_study import job_metrics
 
 
 def _git(*args) -> str | None:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}  # read only: never touch the index
     try:
         r = subprocess.run(
-            ["git", *args],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=20,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},  # read only: never touch the index
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20, env=env
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -215,13 +211,11 @@ def run_job(
     trained=None,
     epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
 ) -> dict:
-    """Train and evaluate one (cell, seed) and write its result JSON (atomically). Resumes from
-    the job's checkpoint; removes it once the result is written. ``splits``: the job's (train,
-    val, test) data when the caller has them (a cluster worker gets them from the driver);
-    ``write=False`` returns the result without writing it or removing the checkpoint.
-    ``trained``: ``(model, history, K, graph)`` of a model already trained in a stack of K
-    (``run_stacked_jobs``), its step a CUDA graph or not: only evaluated here.
-    ``epoch_every_s``: ``epoch_lines`` at most this often (None: none)."""
+    """Train and evaluate one (cell, seed) and write its result JSON (atomically), resuming from
+    the job's checkpoint and removing it once the result is written (``write=False``: neither).
+    ``splits``: the job's data when the caller has them (a cluster worker gets the driver's).
+    ``trained``: ``(model, history, K, graph)`` of a model trained in a stack of K
+    (``run_stacked_jobs``), only evaluated here. ``epoch_every_s``: see ``epoch_lines``."""
     cell = job.cell
     device = resolve_device(job.device)
     tr, va, te = splits if splits is not None else job_splits(job)

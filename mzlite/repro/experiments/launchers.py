@@ -143,8 +143,7 @@ class RayLauncher:
         return gpus
 
     def run(self, todo, git, threads, done, failed, say) -> None:
-        """Run ``todo`` (``mzlite.repro.experiments.Job`` s), appending finished result paths to
-        ``done`` and ``(path, error)`` to ``failed``; ``say`` prints progress."""
+        """Run ``todo``, filling ``done`` and ``failed`` and saying progress as the pool does."""
         if not todo:
             return
         ray = _ray()
@@ -196,8 +195,7 @@ class RayLauncher:
         return pending
 
     def _collect(self, ray, ref, job, done, failed, say) -> str:
-        """Write a finished task's result where the local launcher would (or record its
-        failure); returns the progress line."""
+        """Write a finished task's result (or record its failure); returns its progress line."""
         try:
             out = ray.get(ref)
         except ray.exceptions.RayError as e:  # the task raised, or its retries ran out

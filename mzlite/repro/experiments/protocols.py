@@ -72,12 +72,11 @@ def paper_row() -> dict:
     cfg = TrainConfig()
     cells = [c for spec in table_registry().values() for c in spec.cells
              if _nn.model_spec(c.model).trainable and c.part == "main"]  # fmt: skip
-    sizes = [c.sizes[0] for c in cells]
     steps = [cfg.epochs * math.ceil(c.sizes[0] / c.batch_size) for c in cells]
     return {
         "protocol": "the paper",
         "profile": None,
-        "training_sets": _span(sizes),
+        "training_sets": _span([c.sizes[0] for c in cells]),
         "optimiser_steps": f"up to {_span(steps)}",
         "schedule": f"AdamW {rate_text(cfg.lr)}, {cfg.warmup_epochs} warm-up epochs, cosine to 0 "
         f"over {cfg.epochs} epochs, patience {cfg.patience}",
@@ -108,7 +107,6 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
     results = [r for r in results if r.get("part") == "main"] or results
     if not results:
         return None
-    sizes = [r["sizes"][0] for r in results]
     steps = [r["epochs_run"] * math.ceil(r["sizes"][0] / r["train_config"]["batch_size"])
              for r in results]  # fmt: skip
     per_cell = Counter((r["table"], r["cell"]) for r in results)
@@ -118,7 +116,7 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
     return {
         "protocol": reader_name(profile),
         "profile": profile,
-        "training_sets": _span(sizes),
+        "training_sets": _span([r["sizes"][0] for r in results]),
         "optimiser_steps": f"median {_thousands(statistics.median(steps))} ({_span(steps)})",
         "schedule": _schedule_words(results),
         "seeds": _span(list(per_cell.values()), fmt=lambda n: f"{n:g}"),

@@ -100,8 +100,7 @@ def run(
     where the small models leave the GPU idle (on a CPU stacking does not pay). ``graph``: each
     stack's step as a CUDA graph (one launch a step; results record ``cuda_graph: true``); None:
     wherever seeds are stacked on CUDA.
-    ``launcher``: "local" (``workers`` processes here) or "ray" / a
-    ``launchers.RayLauncher`` (each job a Ray task; results written here all the same).
+    ``launcher``: "local" or "ray" / a ``launchers.RayLauncher`` (each job a Ray task).
 
     Returns ``{"done": [...], "skipped": [...], "failed": [...]}`` (result paths; failures as
     ``(path, error)``). A failed job does not stop the others; Ctrl-C stops the run and loses at
@@ -126,7 +125,7 @@ def run(
             f"graph=True needs stacked training on a CUDA device, got stack={stack}, "
             f"device={device!r}"
         )
-    graph = stack and on_cuda if graph is None else graph
+    graph = (stack and on_cuda) if graph is None else graph
     todo = jobs(table, profile, seeds, models, cells, results_dir, cache_dir, device, precision)
     say = print if progress else (lambda *a, **k: None)
     skipped = [j for j in todo if is_done(j)]
@@ -210,9 +209,8 @@ def _stack_groups(todo: list[Job]) -> list[list[Job]]:
 def _run_groups(
     groups, git, workers, threads, done, failed, say, every=EPOCH_LINE_EVERY_S, graph=False
 ):
-    """Run each group of jobs (``_worker``): in this process when ``workers`` is 1, else in a pool
-    of ``workers`` spawned processes with ``threads`` torch threads each; append finished result
-    paths to ``done`` and ``(path, error)`` to ``failed``, and say one line per job as it ends."""
+    """Run each group of jobs (``_worker``) here when ``workers`` is 1, else in a pool of spawned
+    processes; append result paths to ``done``, ``(path, error)`` to ``failed``, say each end."""
     n, i = sum(len(g) for g in groups), 0
 
     def report(group, summaries):
