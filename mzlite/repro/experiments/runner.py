@@ -55,9 +55,9 @@ def _worker(
         return [err] * len(group)
 
 
-def _check_count(name: str, value) -> None:
+def _check_count(name: str, value, valid: str = "an int >= 1") -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        raise ValueError(f"{name} must be {valid}, got {value!r}")
 
 
 def run(
@@ -106,7 +106,7 @@ def run(
     ``(path, error)``). A failed job does not stop the others; Ctrl-C stops the run and loses at
     most the epochs in flight (the next run resumes from the checkpoints)."""
     if workers is not None:
-        _check_count("workers", workers)
+        _check_count("workers", workers, "an int >= 1 or None")
     if launcher != "local":  # the cluster's workers resolve the device and pack one job a core
         launcher = get_launcher(launcher)
         if workers not in (None, 1):
