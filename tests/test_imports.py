@@ -220,7 +220,7 @@ def test_every_module_imports_first():
     """Each module imported with no mzlite module loaded before it (torch and the other
     libraries stay loaded, which cannot hide a cycle of mzlite's): a cycle between module-level
     imports fails here whichever module a user imports first."""
-    skip = {"mzlite.__main__", "mzlite.repro.paper.__main__", "mzlite.repro.launchers"}
+    skip = {"mzlite.__main__", "mzlite.repro.paper.__main__"}
     names = [n for n in module_files() if n not in skip]
     code = (
         "import importlib, sys, traceback\n"
@@ -235,19 +235,3 @@ def test_every_module_imports_first():
     )
     run = _python(code, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
-
-
-@pytest.mark.slow  # a fresh interpreter
-def test_the_old_launchers_path_still_imports_with_a_deprecation_warning():
-    code = (
-        "import warnings\n"
-        "with warnings.catch_warnings(record=True) as w:\n"
-        "    warnings.simplefilter('always')\n"
-        "    from mzlite.repro.launchers import RayLauncher\n"
-        "from mzlite.repro.experiments.launchers import RayLauncher as New\n"
-        "assert RayLauncher is New\n"
-        "assert any(issubclass(x.category, DeprecationWarning) and 'experiments.launchers' in "
-        "str(x.message) for x in w), [str(x.message) for x in w]\n"
-    )
-    run = _python(code, timeout=120)
-    assert run.returncode == 0, run.stderr

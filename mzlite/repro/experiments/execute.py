@@ -1,7 +1,6 @@
 """One job of a table run: its data, its model, training it with provenance, its result JSON
-(written atomically), whether a rerun may skip it, and the one-line summary a launcher prints.
-Every launcher (``runner.run``'s local pool, ``launchers.RayLauncher``) runs jobs through these
-functions."""
+(written atomically), whether a rerun may skip it, and its progress lines. Every launcher
+(``runner.run``'s local pool, ``launchers.RayLauncher``) runs jobs through these functions."""
 
 from __future__ import annotations
 
@@ -33,20 +32,12 @@ from .jobs import Job, protocol
 from .specs import RESULT_FORMAT, Cell, check_task_options, task_options_diff
 from .uncertainty_study import job_metrics
 
-# ---------------------------------------------------------------------------------------------
-# Provenance
-# ---------------------------------------------------------------------------------------------
-
 
 def _git(*args) -> str | None:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}  # read only: never touch the index
     try:
         r = subprocess.run(
-            ["git", *args],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=20,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},  # read only: never touch the index
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20, env=env
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -89,37 +80,24 @@ def provenance(device: torch.device, git: dict | None = None) -> dict:
     }
 
 
-# ---------------------------------------------------------------------------------------------
-# Running one job
-# ---------------------------------------------------------------------------------------------
-
-
 def job_splits(job: Job, workers: int | None = 1):
     """The job's (train, val, test) ``SetData``, generated once and then read from the dataset
     cache (every model and seed of a table setting trains on the same sets)."""
-    n_tr, n_va, n_te = job.sizes
+    cache, cell = job.cache_dir / "datasets", job.cell
+    seed = job.profile.data_seed
     return _tasks.make_splits(
-        job.cell.task,
-        n_tr,
-        n_va,
-        n_te,
-        job.profile.data_seed,
-        cache=True,
-        cache_dir=job.cache_dir / "datasets",
-        workers=workers,
-        **job.cell.options,
+        cell.task, *job.sizes, seed, cache=True, cache_dir=cache, **cell.options, workers=workers
     )
 
 
 def job_dataset_keys(job: Job) -> list[str]:
     """The dataset-cache keys of the job's three splits: the same keys mean the same sets."""
+    seeds = [derive_seed(job.profile.data_seed, i) for i in range(3)]
+    cache_dir, cell = job.cache_dir / "datasets", job.cell
     return [
-        _tasks.cache_path(
-            job.cell.task, n, derive_seed(job.profile.data_seed, i), job.cache_dir / "datasets",
-            **job.cell.options,
-        ).stem
-        for i, n in enumerate(job.sizes)
-    ]  # fmt: skip
+        _tasks.cache_path(cell.task, n, seed, cache_dir, **cell.options).stem
+        for n, seed in zip(job.sizes, seeds, strict=True)
+    ]
 
 
 @cache
@@ -149,20 +127,16 @@ def _expected(job: Job) -> dict:
     }
 
 
-def load_result(path) -> dict | None:
-    """A result JSON, or None when missing or unreadable (a rerun then recomputes it)."""
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def is_done(job: Job) -> bool:
     """True when ``job`` has a readable result; a result from another setup (other sizes,
     model, profile, or training configuration: e.g. a profile whose learning rate changed since)
-    at the same path raises, so results never silently mix."""
-    res = load_result(job.result_path)
-    if res is None or res.get("format") != RESULT_FORMAT:
+    at the same path raises, so results never silently mix. A missing or unreadable result is
+    not done: a rerun recomputes it."""
+    try:
+        res = json.loads(job.result_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if res.get("format") != RESULT_FORMAT:
         return False
     exp = _expected(job)
     diff = {k: (res.get(k), v) for k, v in exp.items() if res.get(k) != v}
@@ -231,53 +205,45 @@ def epoch_lines(job: Job, every_s: float = EPOCH_LINE_EVERY_S, file=None, clock=
 def run_job(
     job: Job,
     git: dict | None = None,
-    progress: bool = False,
     *,
     splits=None,
     write: bool = True,
     trained=None,
     epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
 ) -> dict:
-    """Train and evaluate one (cell, seed) and write its result JSON (atomically). Resumes from
-    the job's checkpoint; removes it once the result is written. ``splits``: the job's (train,
-    val, test) data when the caller has them (a cluster worker gets them from the driver);
-    ``write=False`` returns the result without writing it or removing the checkpoint.
-    ``trained``: ``(model, history, K, graph)`` of a model already trained in a stack of K
-    (``run_stacked_jobs``), its step a CUDA graph or not: only evaluated here, and its result
-    records ``trained_stacked: K`` (and ``cuda_graph: true``).
-    ``progress``: fit's progress bar; ``epoch_every_s``: ``epoch_lines`` at most this often
-    (None: none), which is what ``python -m mzlite run`` shows of a job while it trains."""
+    """Train and evaluate one (cell, seed) and write its result JSON (atomically), resuming from
+    the job's checkpoint and removing it once the result is written (``write=False``: neither).
+    ``splits``: the job's data when the caller has them (a cluster worker gets the driver's).
+    ``trained``: ``(model, history, K, graph)`` of a model trained in a stack of K
+    (``run_stacked_jobs``), only evaluated here. ``epoch_every_s``: see ``epoch_lines``."""
     cell = job.cell
     device = resolve_device(job.device)
     tr, va, te = splits if splits is not None else job_splits(job)
     t0 = time.perf_counter()
-    out = {"format": RESULT_FORMAT, **_expected(job)}
-    out.update(
-        {
-            "row": cell.row,
-            "column": cell.column,
-            "part": cell.part,
-            "task_options": check_task_options(cell.task, cell.options),
-            "task_reading": _tasks.task_reading(cell.task, cell.options),
-            "data_seed": job.profile.data_seed,
-            "dataset_keys": job_dataset_keys(job),
-            "data_code_version": _tasks.CODE_VERSION,
-            "model_kwargs": dict(cell.model_kwargs),
-        }
-    )
+    out = {
+        "format": RESULT_FORMAT,
+        **_expected(job),
+        "row": cell.row,
+        "column": cell.column,
+        "part": cell.part,
+        "task_options": check_task_options(cell.task, cell.options),
+        "task_reading": _tasks.task_reading(cell.task, cell.options),
+        "data_seed": job.profile.data_seed,
+        "dataset_keys": job_dataset_keys(job),
+        "data_code_version": _tasks.CODE_VERSION,
+        "model_kwargs": dict(cell.model_kwargs),
+    }
     spec = _nn.model_spec(cell.model)
     if not spec.trainable:
         fitted = spec.fit(tr, te)
         out.update(
-            {
-                "metrics": {"test": fitted["test"], "best_epoch": None},
-                "model_config": fitted["model_config"],
-                "params": fitted["params"],
-                "train_config": None,
-                "epochs_run": 0,
-                "stop_reason": "closed_form",
-                "history": None,
-            }
+            metrics={"test": fitted["test"], "best_epoch": None},
+            model_config=fitted["model_config"],
+            params=fitted["params"],
+            train_config=None,
+            epochs_run=0,
+            stop_reason="closed_form",
+            history=None,
         )
     else:
         cfg = job.train_config()
@@ -287,32 +253,25 @@ def run_job(
             model = build_cell_model(cell, tr.d_in, tr.d_out, job.seed, device)
             job.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
             lines = [] if epoch_every_s is None else [epoch_lines(job, epoch_every_s)]
-            hist = fit(
-                model, tr, va, cfg, checkpoint_path=job.checkpoint_path, progress=progress,
-                callbacks=lines,
-            )  # fmt: skip
-        stats = hist if cfg.normalize_targets else None
-        test = evaluate(model, te, cfg, target_stats=stats)
-
+            ckpt = job.checkpoint_path
+            hist = fit(model, tr, va, cfg, checkpoint_path=ckpt, progress=False, callbacks=lines)
+        test = evaluate(model, te, cfg, target_stats=hist if cfg.normalize_targets else None)
         unc = job_metrics(job, model, (tr, va, te), cfg, build_cell_model)
         if unc:
             test, out["uncertainty"] = {**test, **unc["metrics"]}, unc["detail"]
         best = hist.best_epoch
-
         out.update(
-            {
-                "metrics": {
-                    "test": test,
-                    "val_best": hist.val_metrics[best - 1] if best else None,
-                    "best_epoch": best,
-                },
-                "model_config": config_dict(model),
-                "params": sum(p.numel() for p in model.parameters()),
-                "train_config": cfg.to_dict(),
-                "epochs_run": hist.epochs_run,
-                "stop_reason": hist.stop_reason,
-                "history": hist.to_dict(),
-            }
+            metrics={
+                "test": test,
+                "val_best": hist.val_metrics[best - 1] if best else None,
+                "best_epoch": best,
+            },
+            model_config=config_dict(model),
+            params=sum(p.numel() for p in model.parameters()),
+            train_config=cfg.to_dict(),
+            epochs_run=hist.epochs_run,
+            stop_reason=hist.stop_reason,
+            history=hist.to_dict(),
         )
     out["convergence"] = _stats.convergence(out["history"])
     out["converged"] = out["convergence"]["converged"]
@@ -321,15 +280,12 @@ def run_job(
         out["protocol"]["trained_stacked"] = trained[2]
         if trained[3]:
             out["protocol"]["cuda_graph"] = True
-    out["wall_time_s"] = (
-        out["history"]["wall_time_s"] if out["history"] else time.perf_counter() - t0
-    )
+    hist_dict = out["history"]
+    out["wall_time_s"] = hist_dict["wall_time_s"] if hist_dict else time.perf_counter() - t0
     out["provenance"] = provenance(device, git)
-    if not write:
-        return out
-    atomic_write_json(job.result_path, json_safe(out))
-    if job.checkpoint_path.exists():
-        job.checkpoint_path.unlink()
+    if write:
+        atomic_write_json(job.result_path, json_safe(out))
+        job.checkpoint_path.unlink(missing_ok=True)
     return out
 
 
@@ -343,17 +299,15 @@ def stack_checkpoint_path(group: list[Job]) -> Path:
 def run_stacked_jobs(
     group: list[Job],
     git: dict | None = None,
-    progress: bool = False,
     *,
     epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
     graph: bool = False,
 ) -> list:
     """Train the seeds of one cell as one stacked model (``mzlite.train.fit_stacked``), then
-    evaluate and write each (cell, seed) result as ``run_job`` does; the stack's checkpoint is
-    removed once every result is written. Returns the results in ``group``'s order. While it
-    trains, each running seed says its epoch and losses as ``run_job`` does (``epoch_lines``,
-    every ``epoch_every_s`` seconds; None: silent). ``graph``: the step as a CUDA graph
-    (``fit_stacked``'s); the results record ``cuda_graph: true``."""
+    evaluate and write each (cell, seed) result as ``run_job`` does, saying each running seed's
+    epochs as it does; the stack's checkpoint is removed once every result is written. Returns
+    the results in ``group``'s order. ``graph``: the step as a CUDA graph (``fit_stacked``'s);
+    the results record ``cuda_graph: true``."""
     if not group:
         raise ValueError("group must hold at least one job, got none")
     first = group[0]
@@ -373,7 +327,6 @@ def run_stacked_jobs(
     models = [build_cell_model(j.cell, tr.d_in, tr.d_out, j.seed, device) for j in group]
     path = stack_checkpoint_path(group)
     path.parent.mkdir(parents=True, exist_ok=True)
-    configs = [j.train_config() for j in group]
     lines = [] if epoch_every_s is None else [epoch_lines(j, epoch_every_s) for j in group]
 
     def on_epoch(epoch, histories):
@@ -381,13 +334,13 @@ def run_stacked_jobs(
             if hist is not None:  # a seed that stopped early says nothing more
                 line(epoch, hist, model)
 
+    configs = [j.train_config() for j in group]
     hists = fit_stacked(
-        models, tr, va, configs, checkpoint_path=path, progress=progress, on_epoch=on_epoch,
+        models, tr, va, configs, checkpoint_path=path, progress=False, on_epoch=on_epoch,
         graph=graph,
     )  # fmt: skip
-    K = len(group)
     out = [
-        run_job(j, git, splits=splits, trained=(m, h, K, graph))
+        run_job(j, git, splits=splits, trained=(m, h, len(group), graph))
         for j, m, h in zip(group, models, hists, strict=True)
     ]
     path.unlink(missing_ok=True)
@@ -395,14 +348,9 @@ def run_stacked_jobs(
 
 
 def result_summary(res: dict) -> dict:
-    """What a progress line needs from a result: test R^2 and MSE, epochs run, wall time."""
-    m = res["metrics"]["test"]
-    return {
-        "r2": m.get("r2"),
-        "mse": m.get("mse"),
-        "epochs": res["epochs_run"],
-        "wall": res["wall_time_s"],
-    }
+    """What a progress line needs from a result: test R^2, epochs run, wall time."""
+    r2 = res["metrics"]["test"].get("r2")
+    return {"r2": r2, "epochs": res["epochs_run"], "wall": res["wall_time_s"]}
 
 
 def progress_line(job: Job, s: dict) -> str:

@@ -27,14 +27,9 @@ from .specs import (
 from .tables import get_profile, get_table, table_registry
 from .uncertainty_study import TABLE as UNCERTAINTY_TABLE
 
-# ---------------------------------------------------------------------------------------------
-# Jobs
-# ---------------------------------------------------------------------------------------------
-
 
 def parse_seeds(text) -> list[int]:
-    """``"0-4"`` -> [0, 1, 2, 3, 4]; ``"0,2,5"``; ``"3"``; or an iterable of ints. Seeds are
-    ints >= 0; a range must be ``lo-hi`` with lo <= hi."""
+    """``"0-4"`` -> [0, 1, 2, 3, 4]; ``"0,2,5"``; ``"3"``; or an int or iterable of ints >= 0."""
     if text is None:
         raise ValueError("seeds must be given")
     if isinstance(text, int) and not isinstance(text, bool):
@@ -46,19 +41,15 @@ def parse_seeds(text) -> list[int]:
         return sorted(set(out))
     out = set()
     for part in text.split(","):
-        part = part.strip()
-        m = re.fullmatch(r"(\d+)-(\d+)", part)
-        if m:
-            lo, hi = int(m[1]), int(m[2])
-            if lo > hi:
-                raise ValueError(f"invalid seed range {part!r}: lo > hi (write e.g. '0-4')")
-            out.update(range(lo, hi + 1))
-        elif re.fullmatch(r"\d+", part):
-            out.add(int(part))
-        else:
+        m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", part)
+        if m is None:
             raise ValueError(
                 f"invalid seeds {text!r}: use a range '0-4', a list '0,2,5' or one seed '3'"
             )
+        lo, hi = int(m[1]), int(m[2] or m[1])
+        if lo > hi:
+            raise ValueError(f"invalid seed range {part.strip()!r}: lo > hi (write e.g. '0-4')")
+        out.update(range(lo, hi + 1))
     return sorted(out)
 
 
@@ -116,9 +107,7 @@ def protocol(job: Job) -> dict:
         fam = model_family(c.model)
         if "lr" in c.train:
             src = f"cell {c.id}"
-        elif p.searched:
-            src = f"profile {p.name}, family {fam}: {p.lr_source}"
-        elif p.lr_by_family:
+        elif p.searched or p.lr_by_family:
             src = f"profile {p.name}, family {fam}: {p.lr_source}"
         else:
             src = f"profile {p.name}" if "lr" in p.train else "the paper's (TrainConfig default)"
@@ -126,31 +115,28 @@ def protocol(job: Job) -> dict:
     return out
 
 
-def _experiment_key(job: Job, stated: bool = False) -> str:
-    """Everything that decides what a job computes, except its seed and where it runs;
-    ``stated``: model kwargs as ``_stated_kwargs`` (defaults left out), for ``shared``. Within
-    a table (``aliases``) kwargs count as written: a reading-ablation cell that names today's
-    default (generators "zonotope") is not the main cell, whose older profiles' results were
-    trained under another default."""
-    c = job.cell
+def _experiment_key(label: str, cell: Cell, prof: Profile, stated: bool = False) -> str:
+    """Everything that decides what ``cell`` computes under ``prof``, except its seed and where
+    it runs; ``stated``: model kwargs as ``_stated_kwargs`` (defaults left out), for ``shared``.
+    Within a table (``aliases``) kwargs count as written: a reading-ablation cell that names
+    today's default (generators "zonotope") is not the main cell, whose older profiles' results
+    were trained under another default."""
+    job = Job(label, cell, 0, prof, Path(), Path(), Path(), "cpu")
     key = {
-        "task": c.task,
-        "options": check_task_options(c.task, c.options),
-        "model": c.model,
-        "model_kwargs": _stated_kwargs(c) if stated else c.model_kwargs,
-        "match_params": c.match_params,
+        "task": cell.task,
+        "options": check_task_options(cell.task, cell.options),
+        "model": cell.model,
+        "model_kwargs": _stated_kwargs(cell) if stated else cell.model_kwargs,
+        "match_params": cell.match_params,
         "sizes": list(job.sizes),
-        "data_seed": job.profile.data_seed,
+        "data_seed": prof.data_seed,
     }
-    if model_spec(c.model).trainable:
-        cfg = job.train_config().to_dict()
+    if model_spec(cell.model).trainable:
+        key["train"] = job.train_config().to_dict()
         for k in ("seed", "device", "num_threads"):
-            cfg.pop(k)
-        key["train"] = cfg
-
-    if job.table == UNCERTAINTY_TABLE:  # a label: a throwaway spec need not be registered
-        # each of its cells computes its own method's metrics (MC-Dropout, an ensemble, IHW)
-        key["evaluation"] = f"uncertainty: {c.id}"
+            key["train"].pop(k)
+    if label == UNCERTAINTY_TABLE:  # each cell computes its own method's metrics (MC-Dropout, ...)
+        key["evaluation"] = f"uncertainty: {cell.id}"
     return json.dumps(key, sort_keys=True, default=str)
 
 
@@ -170,14 +156,18 @@ def _stated_kwargs(cell: Cell) -> dict:
     return {k: v for k, v in merged.items() if k not in defaults or defaults[k] != v}
 
 
+def _registered(spec: TableSpec, prof: Profile) -> bool:
+    """Registered specs and profiles never change: what is derived from them can be cached."""
+    return prof is PROFILES.get(prof.name) and table_registry().get(spec.label) is spec
+
+
 def aliases(table, profile: str = "smoke") -> dict[str, str]:
     """``{cell id: earlier cell id}`` for the cells of ``table`` that, under ``profile``, are the
     same experiment as an earlier cell (an ablation variant that the profile's own protocol
     already is: "targets standardised" under ``cpu-converged``, "raw targets" under ``full``).
     They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
     spec, prof = get_table(table), get_profile(profile)
-    registered = prof is PROFILES.get(prof.name) and table_registry().get(spec.label) is spec
-    if registered:  # registered specs and profiles never change
+    if _registered(spec, prof):
         return dict(_registered_aliases(spec.label, prof.name))
     return _aliases(spec, prof)
 
@@ -188,29 +178,22 @@ def _registered_aliases(label: str, profile: str) -> dict[str, str]:
 
 
 def _aliases(spec: TableSpec, prof: Profile) -> dict[str, str]:
-    seen: dict[str, str] = {}
-    out = {}
-    for c in spec.cells:
-        job = Job(spec.label, c, 0, prof, Path(), Path(), Path(), "cpu")
-        k = _experiment_key(job)
-        if k in seen:
-            out[c.id] = seen[k]
-        else:
-            seen[k] = c.id
-    return out
+    first: dict[str, str] = {}
+    runs_as = {
+        c.id: first.setdefault(_experiment_key(spec.label, c, prof), c.id) for c in spec.cells
+    }
+    return {cell: earlier for cell, earlier in runs_as.items() if cell != earlier}
 
 
 def shared(table, profile: str = "smoke") -> dict[str, tuple[str, str]]:
     """``{cell id: (table, cell id)}`` for the cells of registered ``table`` that, under
     registered ``profile``, are the same experiment as a cell of a table registered before it
-    (same task, data, model and training: under ``cpu-annealed`` tab:mz-efficient's Task F
-    cells are tab:main-results', tab:hull-normed's are tab:hull's, since that profile
-    standardises every target). They are run once, under the earlier table; ``results_by_cell``
-    gives them its results, ``jobs`` leaves them out, ``plan`` prices them there. A job that
-    computes more than the usual metrics (tab:ece-nll's uncertainty) is never the same
-    experiment as one that does not. Unregistered specs and profiles share nothing."""
+    (under ``cpu-annealed`` tab:mz-efficient's Task F cells are tab:main-results', tab:hull-normed's
+    are tab:hull's, since that profile standardises every target). They are run once, under the
+    earlier table; ``results_by_cell`` gives them its results, ``jobs`` leaves them out, ``plan``
+    prices them there. Unregistered specs and profiles share nothing."""
     spec, prof = get_table(table), get_profile(profile)
-    if prof is not PROFILES.get(prof.name) or table_registry().get(spec.label) is not spec:
+    if not _registered(spec, prof):
         return {}
     return dict(_registered_shared(prof.name).get(spec.label, {}))
 
@@ -222,16 +205,13 @@ def _registered_shared(profile: str) -> dict[str, dict[str, tuple[str, str]]]:
     out: dict[str, dict[str, tuple[str, str]]] = {}
     for label, spec in table_registry().items():
         same = _registered_aliases(label, prof.name)
-        mine = {}
+        out[label] = {}
         for c in spec.cells:
-            if c.id in same:
-                continue
-            k = _experiment_key(Job(label, c, 0, prof, Path(), Path(), Path(), "cpu"), True)
-            if k in first and first[k][0] != label:
-                mine[c.id] = first[k]
-            else:
-                first.setdefault(k, (label, c.id))
-        out[label] = mine
+            if c.id not in same:
+                key = _experiment_key(label, c, prof, stated=True)
+                lender = first.setdefault(key, (label, c.id))
+                if lender[0] != label:
+                    out[label][c.id] = lender
     return out
 
 
@@ -250,10 +230,9 @@ def job(
     cache_dir=None,
     device: str = "auto",
 ) -> Job:
-    """The job of one cell and seed under ``profile``: its ``sizes``, ``train_config()``, paths
-    (``protocol(job)`` says where its settings come from). ValueError for a cell id of no cell
-    (listing the table's cells), an aliased cell (naming the cell it runs as), or a seed the
-    cell does not run (a set-statistics cell has only seed 0)."""
+    """The job of one cell and seed under ``profile``. ValueError for a cell id of no cell
+    (listing the table's cells), a cell run as another (naming it), or a seed the cell does not
+    run (a set-statistics cell has only seed 0)."""
     spec = get_table(table)
     cell = spec.cell(cell_id)  # an unknown id raises, listing the table's cells
     same = aliases(spec, profile)
@@ -263,10 +242,7 @@ def job(
     if lender is not None:
         raise ValueError(f"cell {cell.id} of {spec.label} is run as {lender[0]} {lender[1]} under "
                          f"{profile} (the same experiment): ask for that")  # fmt: skip
-    (found,) = jobs(
-        spec, profile, [seed], cells=[cell.id], results_dir=results_dir, cache_dir=cache_dir,
-        device=device,
-    )  # fmt: skip
+    (found,) = jobs(spec, profile, [seed], None, [cell.id], results_dir, cache_dir, device)
     if found.seed != seed:
         raise ValueError(f"cell {cell.id} runs seed {found.seed} only, got seed={seed}")
     return found
@@ -289,7 +265,7 @@ def jobs(
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     spec, prof = get_table(table), get_profile(profile)
-    want_seeds = None if seeds is None else parse_seeds(seeds)
+    seeds = None if seeds is None else parse_seeds(seeds)
     chosen = list(spec.cells)
     if models is not None:
         models = [models] if isinstance(models, str) else list(models)
@@ -310,28 +286,20 @@ def jobs(
                 f"cells {pats} match no cell of {spec.label}; cells: {[c.id for c in spec.cells]}"
             )
     same = {**aliases(spec, prof), **shared(spec, prof)}
-    chosen = [c for c in chosen if c.id not in same]  # run once, under the earlier cell's id
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    checkpoints = cache_dir / "checkpoints" / prof.name / spec.dirname
     out = []
     for c in chosen:
+        if c.id in same:  # run once, under the earlier cell's id
+            continue
         if not model_spec(c.model).trainable:  # deterministic: one result, seed 0
-            ss = [0]
-        elif want_seeds is not None:
-            ss = want_seeds
+            cell_seeds = [0]
+        elif seeds is not None:
+            cell_seeds = seeds
         else:
-            ss = list(range(prof.seeds if prof.seeds is not None else c.full_seeds))
-        for s in ss:
-            out.append(
-                Job(
-                    spec.label,
-                    c,
-                    s,
-                    prof,
-                    result_path(spec, c.id, s, prof.name, results_dir),
-                    cache_dir / "checkpoints" / prof.name / spec.dirname / f"{c.id}__seed{s}.pt",
-                    cache_dir,
-                    device,
-                    precision,
-                )
-            )
+            cell_seeds = range(prof.seeds if prof.seeds is not None else c.full_seeds)
+        for s in cell_seeds:
+            path = result_path(spec, c.id, s, prof.name, results_dir)
+            checkpoint = checkpoints / f"{c.id}__seed{s}.pt"
+            out.append(Job(spec.label, c, s, prof, path, checkpoint, cache_dir, device, precision))
     return out

@@ -2,42 +2,23 @@
 process pool of :func:`mzlite.repro.experiments.run`) or a Ray cluster (``launcher="ray"`` or a
 :class:`RayLauncher`; ``pip install "mzlite[ray]"``).
 
-    from mzlite.repro import experiments as ex
-    from mzlite.repro.experiments.launchers import RayLauncher
-    ex.run("tab:meb", profile="full", launcher="ray")                  # a local Ray instance
     ex.run("tab:meb", profile="full", device="cuda",
            launcher=RayLauncher(address="auto", gpus_per_job=0.25,     # four jobs per GPU
                                 checkpoint_dir="/shared/mzlite-checkpoints"))
-
     python -m mzlite run tab:meb --profile full --device cuda --launcher ray --address auto \\
         --gpus-per-job 0.25 --checkpoint-dir /shared/mzlite-checkpoints
 
-What a cluster needs that the local pool did not, and how it is done here:
-
-- Every (cell, seed) job is one Ray task asking for ``cpus_per_job`` CPUs (default: the run's
-  torch threads per job) and ``gpus_per_job`` GPUs (fractions let several small jobs share one).
-- Results come back to the driver, which writes them atomically exactly where the local launcher
-  does (``<results>/<profile>/<table>/<cell>__seed<k>.json``): workers need no shared disk and
-  never write a result themselves.
-- Datasets are shipped through the object store, not regenerated on the workers: the driver
-  generates (or loads from its cache) each (task, options, sizes) dataset once, as it does for
-  the local launcher, and ``ray.put`` s it once; every job of that dataset gets a reference, and
-  Ray copies it to a node at most once. Why: generation with exact geometric targets can take
-  minutes, would be paid again on every node, and regenerating on machines with other library
-  builds could change low bits of the data; shipped, every job trains on the driver's bytes,
-  which is what makes a cluster run equal to a local one.
-- Per-epoch checkpoints (``mzlite.train.fit`` resumes from them exactly) go to
-  ``checkpoint_dir`` when one is configured: a path every node can reach (NFS, a mounted
-  bucket). A job whose worker dies is retried by Ray (``max_retries``, system failures only)
-  and resumes from its last epoch on whichever node runs it; the driver removes the checkpoint
-  once it has written the result. Without ``checkpoint_dir`` a checkpoint lives in the worker's
-  own cache directory (``$MZLITE_CACHE`` or the repository's ``data/cache`` on that node): a
-  retry on the same node resumes, one elsewhere starts the job again.
-- A job that raises (a bug, bad options) is not retried: its traceback is printed and it is
-  reported in ``failed``; the other jobs go on. Ctrl-C cancels every pending task (their
-  workers are killed, their checkpoints stay for the next run) and re-raises.
-- Every result records where it ran (``provenance.launcher``: ``ray``, the node, and the epoch
-  a retried job resumed from).
+Every job is one Ray task. Its result comes back to the driver, which writes it atomically where
+the local launcher does: workers need no shared disk. Each dataset is generated (or loaded) once
+by the driver and ``ray.put`` once, not regenerated on the workers: generation with exact
+geometric targets can take minutes, and machines with other library builds could change low bits
+of the data; shipped, every job trains on the driver's bytes, so a cluster run equals a local
+one. Per-epoch checkpoints go to ``checkpoint_dir`` (a path every node reaches): a job whose
+worker dies is retried by Ray (``max_retries``, system failures only) and resumes from its last
+epoch anywhere; without it a checkpoint lives in the worker's own cache, and only a retry on the
+same node resumes. A job that raises is not retried: its traceback is printed and it is reported
+in ``failed``. Ctrl-C cancels every pending task (their checkpoints stay for the next run).
+Every result records ``provenance.launcher``: ``ray``, the node, the epoch a retry resumed from.
 """
 
 from __future__ import annotations
@@ -55,14 +36,12 @@ from mzlite.train import load_checkpoint
 from .execute import job_dataset_keys, job_splits, progress_line, result_summary, run_job
 from .specs import default_cache_dir
 
-__all__ = ["RayLauncher", "get_launcher"]
-
 LAUNCHERS = ("local", "ray")
 
 
 def get_launcher(launcher):
-    """``"ray"`` -> ``RayLauncher()``; a launcher object is returned as it is. (``"local"`` is
-    :func:`mzlite.repro.experiments.run`'s own pool and has no object.)"""
+    """``"ray"`` -> ``RayLauncher()``; a launcher object is returned as it is (``"local"`` is
+    :func:`mzlite.repro.experiments.run`'s own pool and has no object)."""
     if isinstance(launcher, RayLauncher):
         return launcher
     if launcher == "ray":
@@ -111,17 +90,15 @@ def _run_remote(job, git: dict, splits, threads: int, local_checkpoint: bool) ->
 
 @dataclass(frozen=True)
 class RayLauncher:
-    """Run jobs as Ray tasks (see the module docstring for what that involves).
+    """Run jobs as Ray tasks (the module docstring says what that involves).
 
-    ``address``: None starts a local Ray instance (this machine's cores) unless Ray is already
-    initialised in this process; "auto" joins the cluster started with ``ray start`` on this
-    machine; "ray://HOST:10001" a remote one through Ray Client. ``cpus_per_job``: None uses the
-    run's ``threads`` (1 unless given: Ray then packs one job per core). ``gpus_per_job``: None
-    means 1 when ``device`` is "cuda", and for "auto" 1 when the cluster has GPUs, else 0;
-    fractions (0.25) share a GPU. ``checkpoint_dir``: a path every node can reach, for per-epoch
-    checkpoints that outlive a worker. ``max_retries``: how often Ray re-runs a job whose worker
-    or node died. ``runtime_env``: passed to ``ray.init``
-    (e.g. ``{"working_dir": "."}`` to ship this checkout to nodes that lack mzlite)."""
+    ``address``: None starts a local Ray instance unless Ray is already initialised in this
+    process; "auto" joins the cluster of ``ray start`` on this machine; "ray://HOST:10001" a
+    remote one. ``cpus_per_job``: None uses the run's ``threads`` (1 unless given: one job per
+    core). ``gpus_per_job``: None means 1 for device "cuda", for "auto" 1 when the cluster has
+    GPUs, else 0; fractions (0.25) share a GPU. ``checkpoint_dir``: a path every node reaches.
+    ``max_retries``: how often Ray re-runs a job whose worker or node died. ``runtime_env``: for
+    ``ray.init`` (``{"working_dir": "."}`` ships this checkout to nodes that lack mzlite)."""
 
     address: str | None = None
     cpus_per_job: float | None = None
@@ -137,14 +114,10 @@ class RayLauncher:
                 raise ValueError(f"{name} must be a number >= 0 or None, got {v!r}")
         if self.cpus_per_job == 0:
             raise ValueError("cpus_per_job must be > 0: a training job needs a CPU")
-        if (
-            isinstance(self.max_retries, bool)
-            or not isinstance(self.max_retries, int)
-            or (self.max_retries < 0)
-        ):
+        retries = self.max_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValueError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
 
-    # -- the cluster ---------------------------------------------------------------------------
     def _connect(self, ray) -> bool:
         """Initialise Ray unless this process already has; True when we did (and shut down)."""
         if ray.is_initialized():
@@ -159,12 +132,9 @@ class RayLauncher:
     def _gpus(self, ray, device: str) -> float:
         if self.gpus_per_job is not None:
             gpus = float(self.gpus_per_job)
-        elif device == "cuda":
-            gpus = 1.0
-        elif device == "auto":
-            gpus = 1.0 if ray.cluster_resources().get("GPU", 0) > 0 else 0.0
         else:
-            gpus = 0.0
+            has_gpus = device == "auto" and ray.cluster_resources().get("GPU", 0) > 0
+            gpus = 1.0 if device == "cuda" or has_gpus else 0.0
         if device == "cuda" and gpus == 0:
             raise ValueError(
                 "device='cuda' with gpus_per_job=0: Ray hides the GPUs from a task that asks for "
@@ -172,10 +142,8 @@ class RayLauncher:
             )
         return gpus
 
-    # -- running -------------------------------------------------------------------------------
     def run(self, todo, git, threads, done, failed, say) -> None:
-        """Run ``todo`` (``mzlite.repro.experiments.Job`` s), appending finished result paths to
-        ``done`` and ``(path, error)`` to ``failed``; ``say`` prints progress."""
+        """Run ``todo``, filling ``done`` and ``failed`` and saying progress as the pool does."""
         if not todo:
             return
         ray = _ray()
@@ -227,8 +195,7 @@ class RayLauncher:
         return pending
 
     def _collect(self, ray, ref, job, done, failed, say) -> str:
-        """Write a finished task's result where the local launcher would (or record its
-        failure); returns the progress line."""
+        """Write a finished task's result (or record its failure); returns its progress line."""
         try:
             out = ray.get(ref)
         except ray.exceptions.RayError as e:  # the task raised, or its retries ran out

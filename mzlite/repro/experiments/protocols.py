@@ -72,12 +72,11 @@ def paper_row() -> dict:
     cfg = TrainConfig()
     cells = [c for spec in table_registry().values() for c in spec.cells
              if _nn.model_spec(c.model).trainable and c.part == "main"]  # fmt: skip
-    sizes = [c.sizes[0] for c in cells]
     steps = [cfg.epochs * math.ceil(c.sizes[0] / c.batch_size) for c in cells]
     return {
         "protocol": "the paper",
         "profile": None,
-        "training_sets": _span(sizes),
+        "training_sets": _span([c.sizes[0] for c in cells]),
         "optimiser_steps": f"up to {_span(steps)}",
         "schedule": f"AdamW {rate_text(cfg.lr)}, {cfg.warmup_epochs} warm-up epochs, cosine to 0 "
         f"over {cfg.epochs} epochs, patience {cfg.patience}",
@@ -88,23 +87,14 @@ def paper_row() -> dict:
 
 
 def _schedule_words(results: list[dict]) -> str:
-    by_family: dict[str, set] = {}
-    warm, sched, patience = set(), set(), set()
-    for r in results:
-        cfg = r["train_config"]
-        fam = _nn.model_spec(r["model"]).family
-        by_family.setdefault(fam, set()).add(cfg["lr"])
-        warm.add(cfg.get("warmup_epochs"))
-        sched.add(cfg.get("schedule", "cosine"))
-        patience.add(cfg.get("patience"))
-    lrs = sorted({lr for v in by_family.values() for lr in v})
-    rate = _span(lrs, fmt=rate_text)
+    cfgs = [r["train_config"] for r in results]
     kinds = " or ".join(
         "halved after 5 epochs without a new best" if s == "plateau" else "cosine to 0 over the cap"
-        for s in sorted(sched)
+        for s in sorted({c.get("schedule", "cosine") for c in cfgs})
     )
-    warmups = "/".join(str(w) for w in sorted(w for w in warm if w is not None))
-    pats = "/".join(str(p) for p in sorted(p for p in patience if p is not None))
+    warmups = "/".join(str(w) for w in sorted({c.get("warmup_epochs") for c in cfgs} - {None}))
+    pats = "/".join(str(p) for p in sorted({c.get("patience") for c in cfgs} - {None}))
+    rate = _span([c["lr"] for c in cfgs], fmt=rate_text)
     return f"AdamW {rate}, {warmups} warm-up epochs, {kinds}, patience {pats}"
 
 
@@ -117,7 +107,6 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
     results = [r for r in results if r.get("part") == "main"] or results
     if not results:
         return None
-    sizes = [r["sizes"][0] for r in results]
     steps = [r["epochs_run"] * math.ceil(r["sizes"][0] / r["train_config"]["batch_size"])
              for r in results]  # fmt: skip
     per_cell = Counter((r["table"], r["cell"]) for r in results)
@@ -127,7 +116,7 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
     return {
         "protocol": reader_name(profile),
         "profile": profile,
-        "training_sets": _span(sizes),
+        "training_sets": _span([r["sizes"][0] for r in results]),
         "optimiser_steps": f"median {_thousands(statistics.median(steps))} ({_span(steps)})",
         "schedule": _schedule_words(results),
         "seeds": _span(list(per_cell.values()), fmt=lambda n: f"{n:g}"),
@@ -139,14 +128,11 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
 def protocol_rows(profiles, results_dir=None) -> list[dict]:
     """The paper's row, then one row per profile of ``profiles`` with trained results on disk
     (unknown profiles raise, listing the valid ones)."""
-    out = [paper_row()]
-    for p in profiles:
-        if p not in PROFILES:
-            raise ValueError(f"unknown profile {p!r}; valid profiles: {', '.join(PROFILES)}")
-        row = profile_row(p, results_dir)
-        if row is not None:
-            out.append(row)
-    return out
+    unknown = [p for p in profiles if p not in PROFILES]
+    if unknown:
+        raise ValueError(f"unknown profile {unknown[0]!r}; valid profiles: {', '.join(PROFILES)}")
+    rows = [profile_row(p, results_dir) for p in profiles]
+    return [paper_row(), *(row for row in rows if row is not None)]
 
 
 COLUMNS = (

@@ -1,49 +1,40 @@
-"""The paper's own numbers, read from its LaTeX source into JSON (one file per table label).
+"""The paper's own numbers, read from its LaTeX source into JSON (one file per table label), so
+that no transcription typo creeps in and a new paper version is one command away::
 
-Every table the book compares against is parsed from ``mzattn-paper.tex`` rather than typed in,
-so a transcription typo cannot creep in and a new paper version is one command away::
+    python -m mzlite.repro.paper           # regenerate data/paper/*.json from the .tex
+    python -m mzlite.repro.paper --check   # exit 1 if the committed JSON differs from the .tex
 
-    python -m mzlite.repro.paper                 # regenerate data/paper/*.json from the .tex
-    python -m mzlite.repro.paper --check         # exit 1 if the committed JSON differs from the
-    .tex
-
-and read back with ``load_paper_table("tab:meb")`` or ``paper_value("tab:meb", "ST-Large",
-"d=8 R^2")`` (the committed JSON is used; the .tex is not needed at run time). The same command
-numbers every ``\\label`` of the paper as LaTeX prints it (``data/paper/labels.json``), so text can
-name "Theorem 2" or "Table 3" instead of a raw label: ``paper_ref("thm:tdof-depth")``,
-``name_labels(text)``, and the book's ``{paper}`` role. Numbers outside
-the tables (figure captions, text) are in the hand-made, test-checked ``data/paper/figures.json``:
-``paper_figure_value("mz-analysis.gates-active")``.
+The committed JSON is read back (the .tex is not needed at run time) with
+``load_paper_table("tab:meb")`` or ``paper_value("tab:meb", "ST-Large", "d=8 R^2")``. The same
+command numbers every ``\\label`` as LaTeX prints it (``labels.json``), so text names "Table 3",
+not a raw label: ``paper_ref``, ``name_labels`` and the book's ``{paper}`` role. Numbers outside
+the tables are in the hand-made, test-checked ``figures.json``: ``paper_figure_value``.
 
 A parsed table is ``{"label", "caption", "caption_tex", "columns", "label_columns", "rows":
 [{"row": name, "keys": {label column: text}, "cells": {column: {"text": raw LaTeX, "mean": float
 | None, "std": float | None, ...}}}]}``. Choices made while flattening (stated once here):
-- Header rows are those above the first ``\\midrule``. A column's name joins its header cells
-  from top to bottom with " / " (a ``\\multicolumn`` header names every column it spans), after
-  LaTeX is turned into plain ASCII text: ``\\methodname{}`` -> "MZAttn", Greek letters by name
-  ("rho"), ``$d{=}8$ $R^2$ $\\uparrow$`` -> "d=8 R^2" (arrows dropped), ``\\times`` -> "x".
-- Label columns are the leading ``l`` columns of the tabular spec (at least one). A row's name
-  joins its non-empty label cells with " / " (``\\multirow`` labels are carried down), e.g.
-  "diameter / 8" in ``tab:sgsp``. If names still repeat (``tab:depth``), the first value column
-  is appended ("Set Transformer / 2"). A row made of one full-width ``\\multicolumn`` is a group
-  heading and is stored as ``"group"`` on the rows under it.
-- Values are as printed: percentages stay percentages (``"unit": "%"``), ratios like
-  ``6.6\\times`` give 6.6 (``"unit": "x"``), "0.10s" gives 0.10 (``"unit": "s"``); parameter
-  counts "208K" / "1.3M" become 208000.0 / 1300000.0. ``\\pm{<}.001`` gives std 0.001 with
-  ``"std_upper_bound": true``; bounds like ``\\geq 95\\%`` give 95 with ``"bound": ">="``.
-  Parenthetical remarks ("(unstable)", "(1st)") are ignored for the number; "--" is None.
-  ``\\textbf``/``\\mathbf`` set ``"bold": true`` and ``\\underline`` ``"underline": true`` (the
-  paper's best / second-best marks). A body ``\\multicolumn`` cell is given to every column it
-  spans (``"span": k``). Footnote marks (``^{\\dagger}``) are dropped from names and values.
-No table of the paper currently needs a per-table fix-up; ``_FIXUPS`` is the place for one.
+- Header rows are those above the first ``\\midrule``; a column's name joins its header cells
+  top to bottom with " / " (a ``\\multicolumn`` header names every column it spans), in plain
+  ASCII: ``\\methodname{}`` -> "MZAttn", Greek letters by name, ``$d{=}8$ $R^2$ $\\uparrow$`` ->
+  "d=8 R^2", ``\\times`` -> "x".
+- Label columns are the leading ``l`` columns (at least one); a row's name joins its non-empty
+  label cells with " / " (``\\multirow`` labels are carried down), e.g. "diameter / 8"; names
+  that still repeat get the first value column appended ("Set Transformer / 2"). A row of one
+  full-width ``\\multicolumn`` is a group heading, stored as ``"group"`` on the rows under it.
+- Values are as printed: "%" stays a percentage (``"unit": "%"``), ``6.6\\times`` gives 6.6
+  (``"unit": "x"``), "0.10s" 0.10 (``"unit": "s"``), "208K" / "1.3M" 208000.0 / 1300000.0.
+  ``\\pm{<}.001`` gives std 0.001 with ``"std_upper_bound": true``; ``\\geq 95\\%`` gives 95 with
+  ``"bound": ">="``; remarks in parentheses are ignored, "--" is None. ``\\textbf``/``\\mathbf``
+  set ``"bold"``, ``\\underline`` ``"underline"`` (the paper's best / second-best); a body
+  ``\\multicolumn`` cell goes to every column it spans (``"span": k``); footnote marks drop.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
-from ._check import check_paper_tables  # noqa: F401  (re-exported: one import, mzlite.repro.paper)
 from ._labels import (  # noqa: F401
     LABELS_JSON,
     RAW_LABEL,
@@ -53,15 +44,10 @@ from ._labels import (  # noqa: F401
     parse_labels,
     write_paper_labels,
 )
-from ._source import (  # noqa: F401
-    DATA_DIR,
-    DEFAULT_TEX,
-    SYNTHETIC_LABELS,
-    paper_tex_path,
-    read_paper_tex,
-)
+from ._source import DATA_DIR, DEFAULT_TEX, SYNTHETIC_LABELS, paper_tex_path, read_paper_tex  # noqa: F401
 from ._tables import (  # noqa: F401
     FIGURES_JSON,
+    _json_name,
     latex_to_text,
     load_paper_figures,
     load_paper_table,
@@ -70,9 +56,28 @@ from ._tables import (  # noqa: F401
     paper_value,
     parse_cell,
     parse_table,
+    parsed_tables,
     table_labels,
     write_paper_tables,
 )
+
+
+def check_paper_tables(tex_path=None, data_dir=None) -> list[str]:
+    """Labels whose committed JSON differs from a fresh parse of the .tex, and "labels.json" when
+    the numbering of the paper's labels changed (empty: in sync)."""
+    d = Path(data_dir) if data_dir is not None else DATA_DIR
+
+    def committed(name: str):
+        path = d / name
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    stale = [
+        lab for lab, fresh in parsed_tables(tex_path).items() if committed(_json_name(lab)) != fresh
+    ]
+    labels = committed(LABELS_JSON.name)
+    if labels is None or labels["labels"] != parse_labels(read_paper_tex(tex_path)):
+        stale.append(LABELS_JSON.name)
+    return stale
 
 
 def main(argv=None) -> int:

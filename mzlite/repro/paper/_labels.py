@@ -4,19 +4,13 @@
 
 from __future__ import annotations
 
-import json
 import re
-from functools import cache
 from pathlib import Path
 
 from mzlite._io import atomic_write_json
 
 from ._source import DATA_DIR, paper_tex_path, read_paper_tex
-from ._tables import _braced, latex_to_text
-
-# ---------------------------------------------------------------------------------------------
-# Cross-references: what a reader of the paper sees for a \label ("Theorem 2", "Table 3")
-# ---------------------------------------------------------------------------------------------
+from ._tables import _braced, latex_to_text, read_json
 
 LABELS_JSON = DATA_DIR / "labels.json"
 
@@ -164,15 +158,10 @@ def write_paper_labels(tex_path=None, out_path=None) -> Path:
     return atomic_write_json(Path(out_path or LABELS_JSON), doc, ensure_ascii=False)
 
 
-@cache
-def _load_labels(path: str) -> dict:
-    return json.loads(Path(path).read_text(encoding="utf-8"))["labels"]
-
-
 def paper_label(label: str, path=None) -> dict:
     """``{"kind", "number", "title", "text"}`` of one of the paper's labels (``KeyError`` naming
     the known labels of that kind when it does not exist)."""
-    labels = _load_labels(str(path or LABELS_JSON))
+    labels = read_json(str(path or LABELS_JSON))["labels"]
     if label not in labels:
         prefix = label.split(":", 1)[0] + ":"
         near = sorted(k for k in labels if k.startswith(prefix))

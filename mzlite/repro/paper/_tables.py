@@ -1,6 +1,5 @@
-"""The paper's tables: LaTeX to plain text, cells and tables parsed, the committed JSON written,
-read and checked, and the numbers outside the tables (``figures.json``); see
-``mzlite.repro.paper``."""
+"""The paper's tables: LaTeX to plain text, cells and tables parsed, the committed JSON written
+and read, and the numbers outside the tables (``figures.json``); see ``mzlite.repro.paper``."""
 
 from __future__ import annotations
 
@@ -8,20 +7,14 @@ import copy
 import json
 import os
 import re
+from collections import Counter
 from functools import cache
+from itertools import groupby
 from pathlib import Path
 
 from mzlite._io import atomic_write_json
 
 from ._source import DATA_DIR, SYNTHETIC_LABELS, paper_tex_path, read_paper_tex
-
-# label -> function(parsed table) -> parsed table, for tables the generic rules get wrong.
-_FIXUPS: dict = {}
-
-
-# ---------------------------------------------------------------------------------------------
-# LaTeX -> plain text
-# ---------------------------------------------------------------------------------------------
 
 _SYMBOLS = {
     "pm": "+/-", "times": "x", "uparrow": "", "downarrow": "", "leq": "<=", "le": "<=",
@@ -108,11 +101,6 @@ def parse_cell(tex: str) -> dict:
     return cell
 
 
-# ---------------------------------------------------------------------------------------------
-# Table structure
-# ---------------------------------------------------------------------------------------------
-
-
 def _braced(s: str, i: int) -> tuple[str, int]:
     """The content of the brace group opening at ``s[i] == "{"`` and the index after it."""
     if i >= len(s) or s[i] != "{":
@@ -133,25 +121,15 @@ def _braced(s: str, i: int) -> tuple[str, int]:
 
 def _split_cells(row: str) -> list[str]:
     """Split a tabular row on ``&`` at brace depth 0 (``\\&`` is text)."""
-    cells, depth, cur, i = [], 0, [], 0
-    while i < len(row):
-        c = row[i]
-        if c == "\\" and i + 1 < len(row):
-            cur.append(row[i : i + 2])
-            i += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-        if c == "&" and depth == 0:
-            cells.append("".join(cur).strip())
-            cur = []
+    cells, depth, cur = [], 0, ""
+    for token in re.findall(r"\\.|.", row, flags=re.S):  # an escaped character is one token
+        depth += (token == "{") - (token == "}")
+        if token == "&" and depth == 0:
+            cells.append(cur.strip())
+            cur = ""
         else:
-            cur.append(c)
-        i += 1
-    cells.append("".join(cur).strip())
-    return cells
+            cur += token
+    return [*cells, cur.strip()]
 
 
 def _expand(cells: list[str]) -> list[tuple[str, int, bool]]:
@@ -185,10 +163,7 @@ def _rows(body: str) -> tuple[list[str], list[str]]:
     body = re.sub(r"(?<!\\)%.*", "", body)
     header, rows, seen_mid = [], [], False
     for chunk in re.split(r"\\\\(?:\[[^\]]*\])?", body):
-        while True:
-            m = _RULE.match(chunk)
-            if not m:
-                break
+        while m := _RULE.match(chunk):
             seen_mid = seen_mid or m.group(0).strip().startswith(r"\midrule")
             chunk = chunk[m.end() :]
         chunk = chunk.strip()
@@ -237,33 +212,23 @@ def parse_table(tex: str, label: str) -> dict:
         raise ValueError(f"table {label!r} has no tabular")
     spec, j = _braced(env, t + len("\\begin{tabular}"))
     k = env.find("\\end{tabular}", j)
-    body, after = env[j:k], env[k + len("\\end{tabular}") :]
     n_label = _leading_label_columns(spec)
-    header_rows, body_rows = _rows(body)
+    header_rows, body_rows = _rows(env[j:k])
+    head = [_expand(_split_cells(r)) for r in header_rows]
+    body = [_expand(_split_cells(r)) for r in body_rows]
+    ncols = max(len(r) for r in head + body)
 
-    expanded_head = [_expand(_split_cells(r)) for r in header_rows]
-    expanded_body = [_expand(_split_cells(r)) for r in body_rows]
-    ncols = max(len(r) for r in expanded_head + expanded_body)
-
-    # Column names: header cells top to bottom, joined.
-    names = []
+    names = []  # a column's header cells, top to bottom
     for c in range(ncols):
-        parts = []
-        for r in expanded_head:
-            txt = latex_to_text(r[c][0]) if c < len(r) else ""
-            if txt and (not parts or parts[-1] != txt):
-                parts.append(txt)
-        names.append(" / ".join(parts))
-    if not names[0]:
-        names[0] = "Model"
-    for c in range(ncols):
-        names[c] = names[c] or f"column {c + 1}"
-        if names[c] in names[:c]:
-            names[c] = f"{names[c]} ({names[:c].count(names[c]) + 1})"
+        texts = [latex_to_text(r[c][0]) for r in head if c < len(r)]
+        name = " / ".join(k for k, _ in groupby(t for t in texts if t)) or (
+            "Model" if c == 0 else f"column {c + 1}"
+        )
+        names.append(f"{name} ({names.count(name) + 1})" if name in names else name)
     label_names, value_names = names[:n_label], names[n_label:]
 
     rows, group, carry = [], None, {}
-    for r in expanded_body:
+    for r in body:
         if len(r) == ncols and r[0][1] == ncols:  # one full-width multicolumn: a group heading
             group = latex_to_text(r[0][0])
             continue
@@ -278,13 +243,10 @@ def parse_table(tex: str, label: str) -> dict:
                 txt = carry[c]
             if txt:
                 keys[label_names[c]] = txt
-        cells = {}
-        for c in range(n_label, ncols):
-            tex_c, span, _ = r[c]
-            cell = parse_cell(tex_c)
-            if span > 1:
-                cell["span"] = span
-            cells[names[c]] = cell
+        cells = {
+            names[c]: parse_cell(r[c][0]) | ({"span": r[c][1]} if r[c][1] > 1 else {})
+            for c in range(n_label, ncols)
+        }
         row = {"row": " / ".join(keys.values()), "keys": keys, "cells": cells}
         if group is not None:
             row["group"] = group
@@ -296,11 +258,11 @@ def parse_table(tex: str, label: str) -> dict:
             first = latex_to_text(r["cells"][value_names[0]]["text"])
             r["row"] = f"{r['row']} / {first}"
             r["keys"][value_names[0]] = first
-    seen: dict = {}
+    seen = Counter()
     for r in rows:
-        seen[r["row"]] = seen.get(r["row"], 0) + 1
+        seen[r["row"]] += 1
         if seen[r["row"]] > 1:
-            r["row"] = f"{r['row']} #{seen[r['row']]}"
+            r["row"] += f" #{seen[r['row']]}"
 
     label_names = [n for n in label_names if any(n in r["keys"] for r in rows)] or label_names[:1]
     out = {
@@ -311,21 +273,23 @@ def parse_table(tex: str, label: str) -> dict:
         "columns": value_names,
         "rows": rows,
     }
-    note = latex_to_text(after)
+    note = latex_to_text(env[k + len("\\end{tabular}") :])
     if note:
         out["note"] = note
-    if label in _FIXUPS:
-        out = _FIXUPS[label](out)
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Committed JSON
-# ---------------------------------------------------------------------------------------------
 
 
 def _json_name(label: str) -> str:
     return label.replace(":", "-") + ".json"
+
+
+def parsed_tables(tex_path=None, labels=None) -> dict[str, dict]:
+    """The paper's tables (every one, or ``labels``) parsed from its source, each with the
+    source's file name, as ``tab-<name>.json`` holds them."""
+    tex = read_paper_tex(tex_path)
+    source = Path(tex_path or paper_tex_path()).name
+    wanted = table_labels(tex) if labels is None else labels
+    return {lab: {**parse_table(tex, lab), "source": source} for lab in wanted}
 
 
 def write_paper_tables(
@@ -334,21 +298,24 @@ def write_paper_tables(
     labels=None,
 ) -> list[Path]:
     """Parse every table of the paper (or ``labels``) and write ``<out_dir>/tab-<name>.json``
-    atomically. ``SYNTHETIC_LABELS`` must all parse; other tables are written when they do."""
-    tex = read_paper_tex(tex_path)
-    out = Path(out_dir) if out_dir is not None else DATA_DIR
-    wanted = list(labels) if labels is not None else table_labels(tex)
-    missing = [lab for lab in SYNTHETIC_LABELS if labels is None and lab not in wanted]
+    atomically. ``SYNTHETIC_LABELS`` must all be there, and every table must parse to rows."""
+    tables = parsed_tables(tex_path, labels)
+    missing = [lab for lab in SYNTHETIC_LABELS if labels is None and lab not in tables]
     if missing:
         raise ValueError(f"tables {missing} are not in the paper source")
-    written = []
-    for lab in wanted:
-        table = parse_table(tex, lab)
-        if not table["rows"]:
-            raise ValueError(f"table {lab!r} parsed to no rows")
-        table["source"] = Path(tex_path or paper_tex_path()).name
-        written.append(atomic_write_json(out / _json_name(lab), table, ensure_ascii=False))
-    return written
+    empty = [lab for lab, table in tables.items() if not table["rows"]]
+    if empty:
+        raise ValueError(f"tables {empty} parsed to no rows")
+    out = Path(out_dir) if out_dir is not None else DATA_DIR
+    return [
+        atomic_write_json(out / _json_name(lab), t, ensure_ascii=False) for lab, t in tables.items()
+    ]
+
+
+@cache
+def read_json(path: str) -> dict:
+    """A committed JSON file, read once: callers copy what they hand on."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 @cache
@@ -357,7 +324,7 @@ def _load(label: str, data_dir: str) -> dict:
     if not path.exists():
         have = sorted(p.stem.replace("tab-", "tab:", 1) for p in Path(data_dir).glob("tab-*.json"))
         raise KeyError(f"no paper table {label!r} in {data_dir}; available: {have}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json(str(path))
 
 
 def load_paper_table(label: str, data_dir: str | os.PathLike | None = None) -> dict:
@@ -395,21 +362,13 @@ def paper_value(label: str, row: str, column: str, data_dir=None) -> float | Non
     return paper_cell(label, row, column, data_dir)["mean"]
 
 
-def _read_json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-# ---------------------------------------------------------------------------------------------
 # Numbers outside the tables (figure captions, the text beside them, hyperparameters)
-# ---------------------------------------------------------------------------------------------
-
 FIGURES_JSON = DATA_DIR / "figures.json"
 
 
 @cache
 def _load_figures(path: str) -> dict:
-    doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    return {e["id"]: e for e in doc["numbers"]}
+    return {e["id"]: e for e in read_json(path)["numbers"]}
 
 
 def load_paper_figures(path: str | os.PathLike | None = None) -> dict[str, dict]:
