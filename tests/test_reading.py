@@ -251,6 +251,8 @@ def test_every_centre_adaptive_cell_sits_beside_its_literal_twin_and_a_set_trans
             found.append((label, cell.id))
     assert sorted(found) == [
         ("tab:egnn-comparison", "ca-qt-L16-mz_full"),
+        ("tab:main-results", "ca-F-mz_full"),
+        ("tab:main-results", "ca-G-mz_full"),
         ("tab:tdof-verify", "ca-L16-mz_1l"),
         ("tab:tdof-verify", "ca-L32-mz_1l"),
     ]

@@ -47,7 +47,7 @@ from ._labels import (  # noqa: F401
 from ._source import DATA_DIR, DEFAULT_TEX, SYNTHETIC_LABELS, paper_tex_path, read_paper_tex  # noqa: F401
 from ._tables import (  # noqa: F401
     FIGURES_JSON,
-    _json_name,
+    json_name,
     latex_to_text,
     load_paper_figures,
     load_paper_table,
@@ -72,7 +72,7 @@ def check_paper_tables(tex_path=None, data_dir=None) -> list[str]:
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
     stale = [
-        lab for lab, fresh in parsed_tables(tex_path).items() if committed(_json_name(lab)) != fresh
+        lab for lab, fresh in parsed_tables(tex_path).items() if committed(json_name(lab)) != fresh
     ]
     labels = committed(LABELS_JSON.name)
     if labels is None or labels["labels"] != parse_labels(read_paper_tex(tex_path)):

@@ -279,7 +279,7 @@ def parse_table(tex: str, label: str) -> dict:
     return out
 
 
-def _json_name(label: str) -> str:
+def json_name(label: str) -> str:
     return label.replace(":", "-") + ".json"
 
 
@@ -308,7 +308,7 @@ def write_paper_tables(
         raise ValueError(f"tables {empty} parsed to no rows")
     out = Path(out_dir) if out_dir is not None else DATA_DIR
     return [
-        atomic_write_json(out / _json_name(lab), t, ensure_ascii=False) for lab, t in tables.items()
+        atomic_write_json(out / json_name(lab), t, ensure_ascii=False) for lab, t in tables.items()
     ]
 
 
@@ -320,7 +320,7 @@ def read_json(path: str) -> dict:
 
 @cache
 def _load(label: str, data_dir: str) -> dict:
-    path = Path(data_dir) / _json_name(label)
+    path = Path(data_dir) / json_name(label)
     if not path.exists():
         have = sorted(p.stem.replace("tab-", "tab:", 1) for p in Path(data_dir).glob("tab-*.json"))
         raise KeyError(f"no paper table {label!r} in {data_dir}; available: {have}")
