@@ -476,6 +476,35 @@ def test_the_roster_seed_replaces_the_notebooks():
     assert submission.claimed_seed(submission.with_seed(bare, 5)) == 5
 
 
+def _parameters_source(nb: dict) -> str:
+    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
+    return "".join(cell["source"])
+
+
+def _parameters(nb: dict) -> dict:
+    """The names a notebook's parameters cell binds, as running it binds them."""
+    bound: dict = {}
+    exec(_parameters_source(nb), {}, bound)
+    return bound
+
+
+@pytest.mark.parametrize("name", ["01_zonotopes", "10_real_data_digits"])
+def test_the_grader_runs_a_chapter_at_its_grading_size(name):
+    """The book runs a chapter as written (``grading = False``); the grader's copy sets it
+    True once, in place (not a second line after it), with the roster's seed; a notebook that
+    never declared it gets the line too, and the cells that train read it."""
+    nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
+    assert _parameters(nb)["grading"] is False
+    graded = submission.with_seed(nb, 42, grading=True)
+    assert _parameters(graded) == {**_parameters(nb), "seed": 42, "grading": True}
+    assert _parameters_source(graded).count("grading =") == 1, _parameters_source(graded)
+    assert _parameters(submission.with_seed(nb, 42))["grading"] is False  # not graded
+    reading = [c for c in nb["cells"] if "if grading else" in "".join(c["source"])]
+    assert reading, f"no cell of {name} reads the grading parameter"
+    bare = {"cells": [{"cell_type": "code", "source": "x = 1", "metadata": {}}]}
+    assert _parameters(submission.with_seed(bare, 5, grading=True)) == {"seed": 5, "grading": True}
+
+
 def test_the_audit_hook_keeps_a_process_in_its_sandbox(tmp_path):
     box, secret, outside = tmp_path / "box", tmp_path / "secret", tmp_path / "outside"
     for d in (box, secret, outside):

@@ -21,12 +21,15 @@ run can read or rewrite a classmate's submission. Then, for each:
 2. **Run in a sandbox** (:mod:`mzlite.grading.sandbox`): a folder, home and environment of its
    own, the students' copy of mzlite (the library and the exercises' inputs; no checker,
    reference or verdict: :mod:`mzlite.grading.student_view`) and ``data/``, the roster's seed
-   written into its parameters cell; in the jail, an empty root with only the interpreter and
-   its environment (read-only) besides its folder, no capability, IPC, UTS, PID and network of
-   its own; limits on memory, processes, file size and CPU time; every cell has a time limit
-   and the whole run another. Its ``check`` calls only *record* the answers (no verdict, so
-   trying answers in a loop learns nothing; reaching for a checker is a finding); whatever it
-   writes, its own check log included, is ignored, and its folder is deleted before judging.
+   and ``grading = True`` written into its parameters cell (chapter 10 then trains at a size
+   that only shows its cells run, chapter 1's slider has fewer frames; no answer changes:
+   :data:`mzlite.grading.submission.GRADING_PARAMETER`); in the jail, an empty root with only
+   the interpreter and its environment (read-only) besides its folder, no capability, IPC,
+   UTS, PID and network of its own; limits on memory, processes, file size and CPU time;
+   every cell has a time limit and the whole run another. Its ``check`` calls only *record*
+   the answers (no verdict, so trying answers in a loop learns nothing; reaching for a checker
+   is a finding); whatever it writes, its own check log included, is ignored, and its folder
+   is deleted before judging.
 3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`), from a read-only copy of
    mzlite made when grading started, with a private home and caches and no compiled kernels:
    each recorded value for the roster's seed, each coding exercise's function (run in a
@@ -264,7 +267,7 @@ def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected)
     """Run ``nb`` for ``seed`` in a fresh sandbox ``name`` (deleted afterwards)."""
     box = sandbox.make_sandbox(ctx.base / "students", name, ctx.view, ctx.home)
     src, dst = box / "work" / notebook, box / "work" / "executed.ipynb"
-    src.write_text(json.dumps(submission.with_seed(nb, seed)))
+    src.write_text(json.dumps(submission.with_seed(nb, seed, grading=True)))
     capture = box / "capture.jsonl"
     env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
     # the executor's text from the snapshot, run with -I: it imports no mzlite (the box's has no
