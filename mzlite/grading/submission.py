@@ -163,8 +163,8 @@ def claimed_seed(nb: dict) -> int | None:
 
 
 # The parameter the grader sets True in the notebook it runs: a chapter's cells that train only
-# to show training at work (chapter 10's) train at a size that only shows they run, and chapter
-# 1's slider has fewer frames. No exercise reads it: an answer is the same either way.
+# to show training at work (chapter 10's) train at a size that only shows they run. No exercise
+# reads it: an answer is the same either way.
 GRADING_PARAMETER = "grading"
 
 
