@@ -497,14 +497,15 @@ class _Judges:
 
     def _start(self) -> None:
         box = sandbox.make_box(self.ctx.base / "judges", "server")
-        self.proc = subprocess.Popen(
-            judge_command(self.ctx),
-            env=judge_environment(box),
-            cwd=box / "work",
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=(box / "server.log").open("wb"),
-        )
+        with (box / "server.log").open("wb") as log:
+            self.proc = subprocess.Popen(
+                judge_command(self.ctx),
+                env=judge_environment(box),
+                cwd=box / "work",
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
         ready = self.proc.stdout.readline()
         if not ready.startswith(b'{"ready"'):
             self.proc.kill()
