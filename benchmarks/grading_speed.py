@@ -1,7 +1,7 @@
 """Grading a class: one checkout's grader against another's, side by side, on the same class.
 
     python benchmarks/grading_speed.py [--base /work/runs-gradebase] [--rounds 1]
-        [--chapters 1,3,11] [--isolation auto] [--out benchmarks/grading_speed.json]
+        [--chapters 1,3,10,11] [--isolation auto] [--out benchmarks/grading_speed.json]
 
 Builds a class of honest and wrong submissions (the student copies with their answer cells
 filled in: the honest ones as the instructor's solution answers them, tests/test_grading_honest.py;
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--rounds", type=int, default=1, help="base/new pairs, interleaved (0: --stages only)"
     )
-    ap.add_argument("--chapters", default="1,3,11", help=f"of {sorted(CHAPTER_FILES)}")
+    ap.add_argument("--chapters", default="1,3,10,11", help=f"of {sorted(CHAPTER_FILES)}")
     ap.add_argument("--isolation", default="auto", choices=("auto", "jail", "audit"))
     ap.add_argument("--out", default=None, help="JSON of the results (default: print only)")
     ap.add_argument(

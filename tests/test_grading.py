@@ -476,6 +476,37 @@ def test_the_roster_seed_replaces_the_notebooks():
     assert submission.claimed_seed(submission.with_seed(bare, 5)) == 5
 
 
+def _parameters_source(nb: dict) -> str:
+    cell = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
+    return "".join(cell["source"])
+
+
+def _parameters(nb: dict) -> dict:
+    """The names a notebook's parameters cell binds, as running it binds them."""
+    bound: dict = {}
+    exec(_parameters_source(nb), {}, bound)
+    return bound
+
+
+def test_the_grader_runs_a_chapter_at_its_grading_size():
+    """The book runs chapter 10 as written (``grading = False``); the grader's copy sets it
+    True once, in place (not a second line after it), with the roster's seed, and the cells
+    that train read it; a notebook that never declared it gets the line too."""
+    nb = json.loads((ROOT / "notebooks" / "10_real_data_digits.ipynb").read_text())
+    assert _parameters(nb)["grading"] is False
+    graded = submission.with_seed(nb, 42, grading=True)
+    assert _parameters(graded) == {**_parameters(nb), "seed": 42, "grading": True}
+    assert _parameters_source(graded).count("grading =") == 1, _parameters_source(graded)
+    assert _parameters(submission.with_seed(nb, 42))["grading"] is False  # not graded
+    reading = [c for c in nb["cells"] if "if grading else" in "".join(c["source"])]
+    assert len(reading) == 2, "the pixel-units demonstration and the smoke run read it"
+    ch1 = json.loads(CH1.read_text())
+    assert "grading" not in _parameters(ch1)
+    assert _parameters(submission.with_seed(ch1, 5, grading=True))["grading"] is True
+    bare = {"cells": [{"cell_type": "code", "source": "x = 1", "metadata": {}}]}
+    assert _parameters(submission.with_seed(bare, 5, grading=True)) == {"seed": 5, "grading": True}
+
+
 def test_the_audit_hook_keeps_a_process_in_its_sandbox(tmp_path):
     box, secret, outside = tmp_path / "box", tmp_path / "secret", tmp_path / "outside"
     for d in (box, secret, outside):
@@ -613,6 +644,54 @@ def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     seeds = {judge.hidden_seed(SECRET, 5, "ch1.half_widths", t) for t in range(6)}
     assert len(seeds) == 6 and 5 not in seeds
     assert judge.hidden_seed("other", 5, "ch1.half_widths", 0) not in seeds
+
+
+def test_one_judge_judges_each_submission_in_a_child_of_its_own(tmp_path):
+    """The run's judge (judge.serve) imports mzlite once and answers each request from a child
+    forked for it: a request that breaks its child, and one that hangs and is killed at its
+    limit, leave the judge serving, and the requests after them, two at once, are judged."""
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from mzlite.grading.grader import _Judges, judge_environment
+
+    def job(name, request):
+        jbox = sandbox.make_box(tmp_path / "judges", name)
+        (jbox / "request.json").write_text(json.dumps(request))
+        files = {k: str(jbox / f) for k, f in (("request", "request.json"), ("result",
+                 "result.json"), ("log", "judge.log"), ("cwd", "work"))}  # fmt: skip
+        return {**files, "env": judge_environment(jbox)}, jbox
+
+    area = {
+        "roster_seed": 5,
+        "secret": SECRET,
+        "trials": 1,
+        "call_timeout": 5.0,
+        "definitions": "",
+        "exercises": {"ch1.area": {"answers": [{"answer": wire.encode(_values(5)["area"])}]}},
+    }
+    worker = {"cmd": ["sleep", "20"], "env": {"PATH": "/usr/bin:/bin"}, "cwd": str(tmp_path)}
+    hangs = {**area, "exercises": {"ch1.half_widths": {"function": "f"}}, "worker": worker}
+    judges = _Judges(SimpleNamespace(snapshot=ROOT, base=tmp_path))
+    try:
+        first, box = job("first", area)
+        assert judges.judge(first, 300) == 0, (box / "judge.log").read_text()
+        assert json.loads((box / "result.json").read_text())["ch1.area"]["status"] == "correct"
+        server = judges.proc.pid
+        broken, box = job("broken", {"roster_seed": 5})
+        assert judges.judge(broken, 300) == 1
+        assert "KeyError" in (box / "judge.log").read_text()
+        with pytest.raises(RuntimeError, match="did not finish in 3 s"):
+            judges.judge(job("hangs", hangs)[0], 3)
+        pair = [job(name, area) for name in ("after1", "after2")]
+        with ThreadPoolExecutor(2) as pool:
+            assert list(pool.map(lambda j: judges.judge(j[0], 300), pair)) == [0, 0]
+        for _, box in pair:
+            assert json.loads((box / "result.json").read_text())["ch1.area"]["score"] == 1.0
+        assert judges.proc.pid == server  # one judge, imported once
+    finally:
+        judges.close()
+    assert judges.proc is None
 
 
 def _grade(student, results, expected=None, findings=()):
@@ -1043,14 +1122,17 @@ def the_class(tmp_path_factory):
     names = sorted(p.name for p in subs.iterdir())  # the grader's order: its judges' names
     envs = root / "judge-env"
     envs.mkdir()
-    real = grader.judge_command
+    real, real_judge = grader.judge_command, grader._Judges.judge
 
-    def spied(ctx, request, result):
-        student = names[int(request.parent.name)]
+    def spied(ctx):  # the run's judge, and the environment it runs in
+        return ["sh", "-c", 'env > "$0"; exec "$@"', str(envs / "server.env"), *real(ctx)]
+
+    def judged(self, job, timeout):  # each submission's judge: a child, in its box's environment
+        student = names[int(Path(job["cwd"]).parent.name)]
+        (envs / f"{student}.env").write_text("".join(f"{k}={v}\n" for k, v in job["env"].items()))
         if student == "doomed":  # a judge that dies, as one did on a shared library overwritten
-            return ["sh", "-c", "kill -BUS $$"]
-        dump = envs / f"{student}.env"
-        return ["sh", "-c", 'env > "$0"; exec "$@"', str(dump), *real(ctx, request, result)]
+            return real_judge(self, {**job, "request": job["request"] + ".gone"}, timeout)
+        return real_judge(self, job, timeout)
 
     watched = [ROOT / "mzlite" / "exercises" / "checker.py", CH1]
     watched += [Path(r) / "mzlite" / "exercises" / "checker.py" for r in sandbox.installed_roots()]
@@ -1059,6 +1141,7 @@ def the_class(tmp_path_factory):
     mp.setenv("HOME", str(home))
     mp.delenv("MZLITE_GRADING_SECRET", raising=False)
     mp.setattr(grader, "judge_command", spied)
+    mp.setattr(grader._Judges, "judge", judged)
     before = (subs / "ace" / CH1.name).read_bytes()
     try:
         graded = grade(
@@ -1119,7 +1202,8 @@ def test_attackers_leave_every_other_student_graded_as_if_alone(attacked):
     assert set(ATTACKERS) <= set(rows)
     assert rows["ace"]["percent"] == "100.0"
     # a judge that dies is that notebook's row, not the end of grading
-    assert by["doomed"].outcome == "could not be graded" and "SIGBUS" in by["doomed"].detail
+    doomed = by["doomed"]
+    assert doomed.outcome == "could not be graded" and "FileNotFoundError" in doomed.detail
     assert rows["doomed"]["status"] == "could not be graded"
 
 
@@ -1139,7 +1223,7 @@ def test_no_planted_file_reaches_the_judge(attacked):
             in (attacked["out"] / "executed" / "planter" / CH1.name).read_text()
         )
     assert _all_correct(by["planter"])
-    for student in ("ace", "planter", "lookup"):
+    for student in ("server", "ace", "planter", "lookup"):
         env = dict(
             line.split("=", 1)
             for line in (attacked["envs"] / f"{student}.env").read_text().splitlines()

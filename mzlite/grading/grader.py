@@ -21,13 +21,17 @@ run can read or rewrite a classmate's submission. Then, for each:
 2. **Run in a sandbox** (:mod:`mzlite.grading.sandbox`): a folder, home and environment of its
    own, the students' copy of mzlite (the library and the exercises' inputs; no checker,
    reference or verdict: :mod:`mzlite.grading.student_view`) and ``data/``, the roster's seed
-   written into its parameters cell; in the jail, an empty root with only the interpreter and
-   its environment (read-only) besides its folder, no capability, IPC, UTS, PID and network of
-   its own; limits on memory, processes, file size and CPU time; every cell has a time limit
-   and the whole run another. Its ``check`` calls only *record* the answers (no verdict, so
-   trying answers in a loop learns nothing; reaching for a checker is a finding); whatever it
-   writes, its own check log included, is ignored, and its folder is deleted before judging.
-3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`), from a read-only copy of
+   and ``grading = True`` written into its parameters cell (chapter 10 then trains at a size
+   that only shows its cells run; no answer changes:
+   :data:`mzlite.grading.submission.GRADING_PARAMETER`); in the jail, an empty root with only
+   the interpreter and its environment (read-only) besides its folder, no capability, IPC,
+   UTS, PID and network of its own; limits on memory, processes, file size and CPU time;
+   every cell has a time limit and the whole run another. Its ``check`` calls only *record*
+   the answers (no verdict, so trying answers in a loop learns nothing; reaching for a checker
+   is a finding); whatever it writes, its own check log included, is ignored, and its folder
+   is deleted before judging.
+3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`: a child forked for this
+   submission from the run's one judge, which imported mzlite once), from a read-only copy of
    mzlite made when grading started, with a private home and caches and no compiled kernels:
    each recorded value for the roster's seed, each coding exercise's function (run in a
    sandboxed worker in a fresh box, each exercise in a process of its own, never beside a
@@ -54,8 +58,10 @@ import argparse
 import csv
 import functools
 import io
+import itertools
 import json
 import os
+import queue
 import re
 import secrets
 import shutil
@@ -64,6 +70,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -205,6 +212,7 @@ class _Context:
     templates: dict = field(default_factory=dict)
     view: Path | None = None  # the students' copy of mzlite and data/ (student_view)
     home: Path | None = None  # the home every box starts from (sandbox.make_home)
+    judges: _Judges | None = None  # the run's judge, a child per submission
 
     def hidden(self) -> list[Path]:
         """What no sandbox may see: the reports, the snapshot, the judges' and the other boxes'
@@ -264,7 +272,7 @@ def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected)
     """Run ``nb`` for ``seed`` in a fresh sandbox ``name`` (deleted afterwards)."""
     box = sandbox.make_sandbox(ctx.base / "students", name, ctx.view, ctx.home)
     src, dst = box / "work" / notebook, box / "work" / "executed.ipynb"
-    src.write_text(json.dumps(submission.with_seed(nb, seed)))
+    src.write_text(json.dumps(submission.with_seed(nb, seed, grading=True)))
     capture = box / "capture.jsonl"
     env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
     # the executor's text from the snapshot, run with -I: it imports no mzlite (the box's has no
@@ -449,11 +457,110 @@ def _rerun_values(ctx, index, nb, notebook, seed, expected, inspection, results)
     return spent
 
 
-def judge_command(ctx: _Context, request: Path, result: Path) -> list[str]:
+def judge_command(ctx: _Context) -> list[str]:
     """The judge's command line: a fresh interpreter (``-I``: no environment, no user site, no
-    script folder on its path) that imports mzlite from the snapshot only."""
+    script folder on its path) that imports mzlite from the snapshot only and judges each
+    request in a child forked for it (:func:`mzlite.grading.judge.serve`)."""
     judge = ctx.snapshot / "mzlite" / "grading" / "judge.py"
-    return [sys.executable, "-I", str(judge), str(ctx.snapshot), str(request), str(result)]
+    return [sys.executable, "-I", str(judge), str(ctx.snapshot), "--serve"]
+
+
+def judge_environment(jbox: Path) -> dict[str, str]:
+    """A judge's environment: its home and caches in its own box, no compiled kernels."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
+    env.update(
+        {
+            "HOME": str(jbox / "home"),
+            "TMPDIR": str(jbox / "tmp"),
+            "XDG_CACHE_HOME": str(jbox / "home" / ".cache"),
+            "TORCH_EXTENSIONS_DIR": str(jbox / "home" / ".cache" / "torch_extensions"),
+            "MPLCONFIGDIR": str(jbox / "home" / ".config" / "matplotlib"),
+            "MZLITE_FUSED": "0",  # the judge never loads a compiled kernel, from any cache
+            "OMP_NUM_THREADS": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+    )
+    return env
+
+
+class _Judges:
+    """The grading run's judge (:func:`judge_command`), started at its first request and again
+    after it died; :meth:`judge` sends it one submission's request and waits for the child that
+    judges it. Thread-safe: the ``--jobs`` threads judge at once, each in a child of its own."""
+
+    def __init__(self, ctx: _Context):
+        self.ctx = ctx
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.waiting: dict[int, queue.Queue] = {}
+        self.ids = itertools.count()
+
+    def _start(self) -> None:
+        box = sandbox.make_box(self.ctx.base / "judges", "server")
+        with (box / "server.log").open("wb") as log:
+            self.proc = subprocess.Popen(
+                judge_command(self.ctx),
+                env=judge_environment(box),
+                cwd=box / "work",
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+            )
+        ready = self.proc.stdout.readline()
+        if not ready.startswith(b'{"ready"'):
+            self.proc.kill()
+            self.proc.wait()
+            err = (box / "server.log").read_text(errors="replace")[-500:].strip()
+            raise RuntimeError(f"the judge {_ended(self.proc.returncode)}: {err}")
+        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            reply = json.loads(line)
+            with self.lock:
+                waiting = self.waiting.pop(reply["id"], None)
+            if waiting is not None:
+                waiting.put(reply["returncode"])
+        with self.lock:  # it died: whoever waits hears so, and the next request starts another
+            left, self.waiting = self.waiting, {}
+            if self.proc is proc:
+                self.proc = None
+        for waiting in left.values():
+            waiting.put(None)
+
+    def _send(self, msg: dict) -> None:
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def judge(self, job: dict, timeout: float) -> int | None:
+        """Judge ``job`` (:func:`mzlite.grading.judge.serve`): its child's return code (negative:
+        the signal; None: the judge itself died). Killed after ``timeout`` seconds."""
+        done: queue.Queue = queue.Queue()
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            job_id = next(self.ids)
+            self.waiting[job_id] = done
+            self._send({"id": job_id, **job})
+        try:
+            return done.get(timeout=timeout)
+        except queue.Empty:
+            with self.lock:
+                if self.proc is not None and job_id in self.waiting:
+                    self._send({"kill": job_id})
+            done.get(timeout=60)
+            raise RuntimeError(f"the judge did not finish in {timeout:g} s") from None
+
+    def close(self) -> None:
+        with self.lock:
+            proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.stdin.close()  # its children are killed and it exits
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def _judge(ctx, name, seed, expected, answers, inspection) -> dict:
@@ -499,37 +606,18 @@ def _judge(ctx, name, seed, expected, answers, inspection) -> dict:
     # the judge's own folder: its home and caches, the request (holding the secret) and the
     # result, where no sandbox can see or write (``hidden``)
     jbox = sandbox.make_box(ctx.base / "judges", name)
-    req, res = jbox / "request.json", jbox / "result.json"
+    req, res, log = jbox / "request.json", jbox / "result.json", jbox / "judge.log"
     req.write_text(json.dumps(request))
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG")}
-    env.update(
-        {
-            "HOME": str(jbox / "home"),
-            "TMPDIR": str(jbox / "tmp"),
-            "XDG_CACHE_HOME": str(jbox / "home" / ".cache"),
-            "TORCH_EXTENSIONS_DIR": str(jbox / "home" / ".cache" / "torch_extensions"),
-            "MPLCONFIGDIR": str(jbox / "home" / ".config" / "matplotlib"),
-            "MZLITE_FUSED": "0",  # the judge never loads a compiled kernel, from any cache
-            "OMP_NUM_THREADS": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-    )
+    job = {"request": str(req), "result": str(res), "log": str(log), "cwd": str(jbox / "work")}
+    job["env"] = judge_environment(jbox)
     limit = 300 + ctx.call_timeout * (ctx.trials * 3 + 2) * max(1, len(expected))
     try:
-        done = subprocess.run(
-            judge_command(ctx, req, res),
-            env=env,
-            cwd=jbox / "work",
-            capture_output=True,
-            text=True,
-            timeout=limit,
-        )
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"the judge did not finish in {limit:g} s") from None
+        returncode = ctx.judges.judge(job, limit)
     finally:
         req.unlink(missing_ok=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"the judge {_ended(done.returncode)}: {done.stderr[-500:].strip()}")
+    if returncode != 0:
+        err = log.read_text(errors="replace")[-500:].strip() if log.exists() else ""
+        raise RuntimeError(f"the judge {_ended(returncode)}: {err}")
     return json.loads(res.read_text())
 
 
@@ -557,7 +645,9 @@ def resolve_secret(secret: str | None) -> tuple[str, bool]:
     return secret, False
 
 
-def _ended(returncode: int) -> str:
+def _ended(returncode: int | None) -> str:
+    if returncode is None:
+        return "died"
     if returncode < 0:
         try:
             return f"was killed by {signal.Signals(-returncode).name}"
@@ -778,11 +868,13 @@ def grade(
                         flush=True,
                     )
 
+            ctx.judges = _Judges(ctx)
             pool = ThreadPoolExecutor(max_workers=jobs)
             try:
                 list(pool.map(one, range(len(found))))
             finally:  # an interrupt stops what has not started instead of waiting for it
                 pool.shutdown(wait=True, cancel_futures=True)
+                ctx.judges.close()
     finally:  # interrupted or not, every student of the roster gets a row
         why = "grading was interrupted before this notebook was graded"
         graded = [

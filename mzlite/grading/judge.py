@@ -1,6 +1,11 @@
 """The grader's own process: verdicts on one submission's answers, computed from the snapshot.
 
     python -I SNAPSHOT/mzlite/grading/judge.py SNAPSHOT REQUEST.json RESULT.json
+    python -I SNAPSHOT/mzlite/grading/judge.py SNAPSHOT --serve   # a child per request
+
+The grader starts one ``--serve`` process per grading run (:func:`serve`): it imports the
+snapshot's mzlite and every chapter's exercises once and judges each submission in a child
+forked for it, which exits when that submission is judged.
 
 The grading process (:mod:`mzlite.grading.grader`) starts this in a fresh interpreter that
 imports mzlite from the read-only snapshot only (it refuses to run otherwise), with none of the
@@ -312,12 +317,18 @@ def _judge_function(ex, name, worker, seed, secret, trials) -> dict:
     }
 
 
-def main(argv: list[str]) -> int:
-    snapshot, request_path, result_path = (Path(a) for a in argv)
+def _from_snapshot(snapshot: Path) -> bool:
     import mzlite
 
     if not Path(mzlite.__file__).resolve().is_relative_to(snapshot.resolve()):
         print(f"judge: mzlite imported from {mzlite.__file__}, not {snapshot}", file=sys.stderr)
+        return False
+    return True
+
+
+def main(argv: list[str]) -> int:
+    snapshot, request_path, result_path = (Path(a) for a in argv)
+    if not _from_snapshot(snapshot):
         return 3
     result = judge(json.loads(request_path.read_text()))
     from mzlite._io import atomic_write_json
@@ -326,6 +337,113 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def serve(snapshot: Path) -> int:
+    """One judge for a whole grading run: import mzlite and every chapter's exercises from the
+    snapshot once, then judge each submission in a child forked for it.
+
+    The grader sends one JSON object a line on stdin: ``{"id", "request", "result", "env",
+    "cwd", "log"}`` judges the request file into the result file in a fresh child (its
+    environment and folder those of the notebook's judge box, its stdout and stderr the log
+    file), ``{"kill": id}`` kills that child. For each child that ends it answers ``{"id",
+    "returncode"}`` (negative: the signal) on stdout. Several children run at once (the
+    grader's ``--jobs``). Each child judges one submission and exits: no verdict, cache or
+    patched module of one submission's judge reaches another's, and this process, which runs
+    nothing of any submission, is not dumpable (no child can attach to it or write its memory).
+    End of input: the children still running are killed, and it exits."""
+    if not _from_snapshot(snapshot):
+        return 3
+    import signal as signals
+
+    from mzlite.exercises import checker, wire  # noqa: F401  what every child needs, once
+    from mzlite.grading.worker import _not_dumpable
+
+    checker.keys()  # every chapter's exercises registered before the first fork
+    _not_dumpable()
+    proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+
+    def reply(obj) -> None:
+        proto_out.write(json.dumps(obj) + "\n")
+        proto_out.flush()
+
+    sel = selectors.DefaultSelector()
+    sel.register(0, selectors.EVENT_READ, None)
+    running: dict = {}  # job id -> its pidfd (a signal through it never reaches a reused pid)
+    reading, buf = True, b""
+    reply({"ready": True})
+    while reading or running:
+        for key, _ in sel.select():
+            if key.data is not None:  # a child ended
+                job, pid = key.data
+                _, status = os.waitpid(pid, 0)
+                sel.unregister(key.fd)
+                os.close(running.pop(job))
+                reply({"id": job, "returncode": os.waitstatus_to_exitcode(status)})
+                continue
+            chunk = os.read(0, 1 << 16)
+            if not chunk:  # the grader is gone or done: nothing of this run outlives it
+                reading = False
+                sel.unregister(0)
+                for fd in running.values():
+                    _pidfd_kill(fd, signals)
+                continue
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                msg = json.loads(line)
+                if "kill" in msg:
+                    if msg["kill"] in running:
+                        _pidfd_kill(running[msg["kill"]], signals)
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    proto_out.close()
+                    _judge_child(msg)  # never returns
+                running[msg["id"]] = os.pidfd_open(pid)
+                sel.register(running[msg["id"]], selectors.EVENT_READ, (msg["id"], pid))
+    return 0
+
+
+def _pidfd_kill(fd: int, signals) -> None:
+    try:
+        signals.pidfd_send_signal(fd, signals.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _judge_child(job: dict):
+    """A forked child of :func:`serve`: judge one request as :func:`main` would, then exit."""
+    code = 1
+    try:
+        log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.environ.clear()
+        os.environ.update(job["env"])
+        os.chdir(job["cwd"])
+        import tempfile
+
+        tempfile.tempdir = None  # TMPDIR is this judge's own, read again
+        from mzlite._io import atomic_write_json
+
+        result = judge(json.loads(Path(job["request"]).read_text()))
+        atomic_write_json(Path(job["result"]), result)
+        code = 0
+    except BaseException:  # noqa: BLE001 - SystemExit included: the grader reads the log
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
 if __name__ == "__main__":
     sys.path.insert(0, sys.argv[1])  # the snapshot, ahead of any installed mzlite
+    if sys.argv[2:] == ["--serve"]:
+        sys.exit(serve(Path(sys.argv[1])))
     sys.exit(main(sys.argv[1:]))

@@ -162,9 +162,16 @@ def claimed_seed(nb: dict) -> int | None:
     return None
 
 
-def with_seed(nb: dict, seed: int) -> dict:
+# The parameter the grader sets True in the notebook it runs: a chapter's cells that train only
+# to show training at work (chapter 10's) train at a size that only shows they run. No exercise
+# reads it: an answer is the same either way.
+GRADING_PARAMETER = "grading"
+
+
+def with_seed(nb: dict, seed: int, grading: bool = False) -> dict:
     """``nb`` with its parameters cell's seed set to ``seed`` (a line added if it has none, and a
-    parameters cell added if it has none): the roster's seed, whatever the notebook says."""
+    parameters cell added if it has none): the roster's seed, whatever the notebook says. With
+    ``grading``, its ``grading`` parameter is set True the same way (:data:`GRADING_PARAMETER`)."""
     out = json.loads(json.dumps(nb))
     cells = out.setdefault("cells", [])
     params = next((c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])), None)
@@ -177,8 +184,14 @@ def with_seed(nb: dict, seed: int) -> dict:
             "execution_count": None,
         }
         cells.insert(0, params)
-    src, n = re.subn(r"(?m)^seed\s*=.*$", f"seed = {int(seed)}", _source(params))
-    params["source"] = src if n else src.rstrip("\n") + f"\nseed = {int(seed)}\n"
+    settings = {"seed": str(int(seed))}
+    if grading:
+        settings[GRADING_PARAMETER] = "True"
+    src = _source(params)
+    for name, value in settings.items():
+        src, n = re.subn(rf"(?m)^{name}\s*=.*$", f"{name} = {value}", src)
+        src = src if n else src.rstrip("\n") + f"\n{name} = {value}\n"
+    params["source"] = src
     return out
 
 
