@@ -355,10 +355,10 @@ def serve(snapshot: Path) -> int:
     import signal as signals
 
     from mzlite.exercises import checker, wire  # noqa: F401  what every child needs, once
-    from mzlite.grading.worker import _not_dumpable
+    from mzlite.grading.worker import not_dumpable
 
     checker.keys()  # every chapter's exercises registered before the first fork
-    _not_dumpable()
+    not_dumpable()
     proto_out = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
 
     def reply(obj) -> None:

@@ -79,7 +79,7 @@ def _preload(definitions: str) -> None:
                 pass
 
 
-def _not_dumpable() -> None:
+def not_dumpable() -> None:
     """No process of the same user may attach to this one (ptrace, /proc/PID/mem): Linux's
     PR_SET_DUMPABLE 0. Where it cannot be set, nothing else changes."""
     try:
@@ -177,7 +177,7 @@ def serve() -> None:
     for name in [m for m in sys.modules if m == "mzlite" or m.startswith("mzlite.")]:
         del sys.modules[name]
     sys.modules["mzlite"] = None  # import mzlite -> ImportError
-    _not_dumpable()
+    not_dumpable()
     setup = json.loads(proto_in.readline())
     definitions, jailed = setup["definitions"], bool(setup.get("jailed"))
     box = setup.get("box")  # emptied after each exercise: the worker's own box, nothing else
