@@ -64,66 +64,27 @@ class Choice:
 
 def search_choice(facts: dict) -> dict:
     """The entry for how the learning-rate search compares schedules, in the fields of
-    ``Choice``, worded from the search's numbers (``search.reading_facts``: its grid, rungs and
-    the counts of its committed file); ``choices_table`` lists it after "Schedule"."""
+    ``Choice``: its prose in reading_choices.yaml filled from the search's numbers
+    (``search.reading_facts``: its grid, rungs and the counts of its committed file);
+    ``choices_table`` lists it after "Schedule"."""
+    entry = next(c for c in prose_data("reading_choices.yaml") if "filled_from" in c)
     lrs, old = facts["lrs"], facts["censored"]
-    censored = (
-        "the cap's cosine judged at the rungs (the search before issue 49): at epoch "
-        f"{facts['first_rung']} that cosine runs at {facts['rate_at_first_rung']:.0%} of its "
-        "peak rate against a plateau that has annealed"
-    )
-    if old is not None:
-        censored += (
-            f"; it pruned {old['pruned']['cosine']} of {old['trials']['cosine']} cosine trials "
-            f"({old['pruned_at_first_rung']['cosine']} at the first rung) against "
-            f"{old['pruned']['plateau']} of {old['trials']['plateau']} plateau ones, yet a "
-            f"cosine was the best trial of {old['cosine_best']} of its {old['studies']} studies"
-        )
-    return {
-        "topic": "Learning-rate search: comparing schedules",
-        "label": "app:impl",
-        "words": "LR schedule & cosine to $0$",
-        "ours": (
-            "the paper runs no search; at the paper's sizes each family's rate and schedule "
-            f"come from one ({rate_text(lrs[0])} to {rate_text(lrs[-1])} x "
-            f"{' or '.join(facts['schedules'])}, on Tasks F and G and tab:tdof-verify L = 16, "
-            f"seeds {', '.join(map(str, facts['seeds']))}, successive halving keeping "
-            f"1/{facts['reduction']} at epochs {', '.join(map(str, facts['rungs']))}). Every "
-            "trial is judged by what its schedule reaches within a rung's epochs: a cosine is "
-            "sized to its rung (judged at rung r after a cosine of length r; promoted, it trains "
-            "a cosine of the next length from the start, and past the sized rungs the profile's "
-            "cosine over the epoch cap, which a chosen cosine trains with); a plateau, which has "
-            "no length (it anneals when the validation loss stalls), runs on from rung to rung. "
-            "Both are judged at equal epochs of training, each by a finished schedule: the "
-            "premise of successive halving, that the order at a small budget predicts the order "
-            "at a larger one, is then about the schedules and not about how far a cosine has "
-            "decayed. A family's rate and schedule are chosen per table where its studies ran "
-            "(tab:main-results from F and G, tab:tdof-verify from L = 16), and over all its "
-            "studies for the other tables, on which no study ran. A family keeps the old "
-            "search's choice until the new one has decided it"
-        ),
-        "alternatives": (
-            f"{censored}; pruning each schedule only against itself (a cosine is still judged "
-            "near its peak rate, so the rates are compared under a nearly constant rate, and "
-            f"each rung has {len(lrs)} trials to halve); no pruning (every trial to the cap: "
-            f"{facts['unpruned']:.1f}x the price); one rate and schedule per family everywhere "
-            "(what the paper does, with 1e-4 and a cosine for every model)"
-        ),
-        "switch": "search.METHOD (the journals' folder; each family's entry under 'methods')",
-        "recorded": (
-            "the search's file (python -m mzlite search): methods, choice, choice_by_table, "
-            "pending, replaced; train_config.lr and schedule of every result"
-        ),
-        "tested": (
-            "tests/test_search.py: a cosine that starts slowly and ends best is chosen, not "
-            "pruned (known curves; the search before issue 49 prunes it and chooses the "
-            "plateau); the labelled ablation search.best_setting_rows: each family's best "
-            "setting per cell of Tasks F and G"
-        ),
+    numbers = {
+        **facts,
+        "lr_low": rate_text(lrs[0]),
+        "lr_high": rate_text(lrs[-1]),
+        "n_lrs": len(lrs),
+        "schedules": " or ".join(facts["schedules"]),
+        "seeds": ", ".join(map(str, facts["seeds"])),
+        "rungs": ", ".join(map(str, facts["rungs"])),
+        "censored_counts": "" if old is None else entry["censored_counts"].format(**old),
     }
+    return {f: entry[f].format(**numbers) for f in Choice.__dataclass_fields__}
 
 
-CHOICES: tuple[Choice, ...] = tuple(Choice(**c) for c in prose_data("reading_choices.yaml"))
+CHOICES: tuple[Choice, ...] = tuple(
+    Choice(**c) for c in prose_data("reading_choices.yaml") if "filled_from" not in c
+)
 
 
 def missing_quotes(paper_tex: str, quotes=None) -> list[str]:
