@@ -5,19 +5,16 @@
     print(p.to_text())          # one row per cell, a total per table; p.rows are plain dicts
 
 A cell's estimate is ``jobs to run x epochs x CPU seconds per epoch``, each printed with its
-source. The seconds come from the CPU results on disk, rescaled to the cell's sizes by
-``n_train + n_val / 3`` (a validation set costs about a third of a training set), else from
-other tasks or like models (``_unit_cost``); the epochs from the profile's finished runs, else a
-prior of 4 x patience (a run stops ``patience`` epochs after its best, which tends to come after
-1-3 patience windows), capped at the epoch cap, which gives the upper bound. With ``measure``
-costs recorded on other CPUs are rescaled to this one per model family (``machine_speed``: the
-AVX2 EPYC of issue 51 prices an epoch several times higher than the Zen 4 and AVX-512 machines
-that wrote most results). Timings on a shared machine drift by tens of percent: the plan orders
-runs by cost, it promises no finish time; workers divide the wall time, not the CPU hours.
+source. The seconds come from the CPU results on disk per set unit (``_units``), else from other
+tasks or like models (``_unit_cost``); the epochs from the profile's finished runs, else a prior
+of 4 x patience (a run stops ``patience`` epochs after its best, which tends to come after 1-3
+patience windows), at most the epoch cap (the upper bound). With ``measure`` costs recorded on
+other CPUs are rescaled to this one per model family (``machine_speed``: the AVX2 EPYC of issue
+51 prices an epoch several times higher than the machines that wrote most results). Timings on
+a shared machine drift by tens of percent: the plan orders runs by cost, it promises no finish
+time; workers divide the wall time, not the CPU hours.
 
-``decide`` (``python -m mzlite plan TABLES --decide``) spends CPU hours where verdicts change:
-a claim that MZAttn beats every model of its column runs MZ, the yardstick and the strongest
-baselines first, and the rest of the column only if none of them refutes it (``_steps``).
+``decide`` (``plan TABLES --decide``) spends CPU hours where verdicts change (``_steps``).
 """
 
 from __future__ import annotations
@@ -48,11 +45,9 @@ from mzlite.train import fit
 from mzlite.train.config import check_int_field
 from mzlite.train.loop import num_threads_during
 
-EVAL_FRACTION = 1 / 3  # a validation set costs about a third of a training set (forward only)
-
 
 def _units(sizes) -> float:
-    return sizes[0] + EVAL_FRACTION * sizes[1]
+    return sizes[0] + sizes[1] * (1 / 3)  # a validation set costs about a third of a training set
 
 
 def _cpu_s_per_epoch(res: dict) -> float | None:
@@ -87,9 +82,8 @@ def _model_key(model: str, kwargs: dict) -> str:
 
 
 def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
-    """CPU seconds per training set of each of ``cells``, timed now: ``steps`` training steps
-    of each cell's model on ``batch_size`` real sets of its task, one thread, the models taking
-    turns step by step (so a load change on a shared machine hits them alike); medians."""
+    """CPU seconds per training set of each of ``cells`` (median of ``steps`` steps on a batch
+    of its task, one thread), the models taking turns so that a change of load hits all alike."""
     runs = []
     for cell in cells:
         data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
@@ -123,11 +117,9 @@ def _hours(v) -> str:
 
 @dataclass
 class Plan:
-    """Rows (plain dicts) with ``to_text()`` and ``totals()``. Row keys: ``table``, ``cell``,
-    ``model``, ``sizes``, ``todo`` and ``done`` jobs, ``s_per_epoch`` (CPU s, this cell's
-    sizes), ``cost_source``, ``epochs`` (expected), ``epochs_source``, ``epochs_tag`` ("cell",
-    "model", "table", "prior"), ``epoch_cap``, ``cpu_h`` (expected) and ``cpu_h_cap`` (every
-    job to the cap)."""
+    """Rows (dicts): ``table``, ``cell``, ``model``, ``sizes``, ``todo`` and ``done`` jobs,
+    ``s_per_epoch`` (CPU s), ``cost_source``, ``epochs`` (expected), ``epochs_source`` and
+    ``_tag``, ``epoch_cap``, ``cpu_h`` (expected) and ``cpu_h_cap`` (every job to the cap)."""
 
     profile: str
     rows: list[dict]
@@ -135,18 +127,9 @@ class Plan:
     machine: dict | None = None  # machine_speed's records when the costs were rescaled here
 
     def totals(self) -> dict[str, dict]:
-        out: dict[str, dict] = {}
-        for r in self.rows:
-            t = out.setdefault(r["table"], {"todo": 0, "done": 0, "cpu_h": 0.0, "cpu_h_cap": 0.0,
-                                            "unknown": 0})  # fmt: skip
-            t["todo"] += r["todo"]
-            t["done"] += r["done"]
-            if r["cpu_h"] is None:
-                t["unknown"] += r["todo"] > 0
-            else:
-                t["cpu_h"] += r["cpu_h"]
-                t["cpu_h_cap"] += r["cpu_h_cap"]
-        return out
+        """``_summed`` per table."""
+        tables = dict.fromkeys(r["table"] for r in self.rows)
+        return {t: _summed(r for r in self.rows if r["table"] == t) for t in tables}
 
     def to_text(self) -> str:
         prof = ex.get_profile(self.profile)
@@ -187,21 +170,16 @@ class Plan:
 
     def gpu_hours(self, throughput: dict) -> list[dict]:
         """GPU hours of each trained row from a measured throughput (``benchmarks/
-        gpu_throughput.py --json``): the row's optimiser steps (expected epochs x steps an
-        epoch, and at the cap) over the best model-steps per second measured for the row's
-        model, or its family's measured model (``GPU_STAND_INS``), in a stack no larger than
-        the row's jobs (the runner stacks a cell's seeds, no more: three seeds cannot run at a
-        stack of 32's rate). None where neither was measured."""
+        gpu_throughput.py --json``): its optimiser steps over the best model-steps per second
+        measured for its model, else its family's (``GPU_STAND_INS``), in a stack no larger
+        than its jobs (the runner stacks a cell's seeds: three cannot run at 32's rate)."""
         out = []
         for r in self.rows:
             if not _nn.model_spec(r["model"]).trainable or not r["todo"]:
                 continue
             rates: dict[str, float] = {}
-            for m in throughput["rows"]:
-                if m.get("K", 1) <= r["todo"]:
-                    rates[m["model"]] = max(
-                        rates.get(m["model"], 0.0), float(m["model_steps_per_s"])
-                    )
+            for m in [m for m in throughput["rows"] if m.get("K", 1) <= r["todo"]]:
+                rates[m["model"]] = max(rates.get(m["model"], 0.0), float(m["model_steps_per_s"]))
             batch = ex.get_table(r["table"]).cell(r["cell"]).batch_size
             family = _nn.model_spec(r["model"]).family
             stand_in = r["model"] if r["model"] in rates else GPU_STAND_INS.get(family)
@@ -325,9 +303,10 @@ def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
 
 def _unit_cost(label, cell, measured, timed, measure, profile):
     """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
-    median over the results of this cell and of the same model on the same task (task options
-    such as L or d change the cost little; pooling them evens out the drift of a shared CPU),
-    the planned profile's own where it has some (they ran its precision and its code)."""
+    median over the results of this cell and of its model on its task (options such as L or d
+    change the cost little; pooling evens out a shared CPU's drift), the profile's own where it
+    has some (they ran its precision and code); else ``_extrapolated``, ``_param_scaled``, or
+    timed now."""
     key = _model_key(cell.model, cell.model_kwargs)
     like = [m for m in measured if (m["table"] == label and m["cell"] == cell.id)
             or (m["key"] == key and m["task"] == cell.task)]  # fmt: skip
@@ -368,10 +347,9 @@ _TIMED_HERE = "timed now (5 training steps, 1 thread; no result on this task to 
 
 
 def _extrapolated(cell, key: str, measured: list[dict]):
-    """(unit cost, source) of ``cell``'s model on its task from results of other tasks: the cost
-    of a reference model on this task (the Set Transformer where it has results here) times the
-    median ratio of the two models' costs on the tasks where both have results; None when no
-    task has both."""
+    """(unit cost, source) of ``cell``'s model on its task from other tasks: a reference model's
+    cost here (the Set Transformer's where it has results) times the median ratio of the two
+    models' costs where both have results; None when no task has both."""
 
     def units(k, task):
         return [m["unit_s"] for m in measured if m["key"] == k and m["task"] == task]
@@ -393,11 +371,10 @@ def _extrapolated(cell, key: str, measured: list[dict]):
 
 
 def _param_scaled(cell, measured: list[dict], profile):
-    """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_enc`` or
-    ``n_g``) or of a sibling model built by the same class, from the results on the same task of
-    the same model with a subset of those kwargs (else of a sibling), scaled by the two builds'
-    parameter counts (a step's cost grows about linearly with them at these sizes); None when
-    no such result exists."""
+    """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_g``) or of a
+    sibling built by the same class, from the results on its task of the model with a subset of
+    those kwargs (else of a sibling), scaled by parameter count (a step's cost grows about
+    linearly with it at these sizes); None without such results."""
     kw, cls = cell.model_kwargs, _nn.model_spec(cell.model).model
     like = [m for m in measured if m["task"] == cell.task and m["key"] != _model_key(cell.model, kw)
             and _nn.model_spec(m["model"]).model is cls
@@ -441,13 +418,11 @@ REFERENCE_FIT = dict(n_train=512, n_val=128, epochs=2)  # the second epoch is ti
 
 
 def machine_speed(measured: list[dict], profile: str, results_dir=None) -> dict[str, dict]:
-    """This CPU's cost of an epoch against the results on disk, per model family:
-    ``{family: {"factor", "unit_here", "unit_recorded", "reference", "results", "cpu",
-    "when"}}``, ``factor = unit_here / unit_recorded``: CPU seconds per set unit of an epoch of
-    the family's reference cell (its CPU cell with the most results of ``profile``, else of any;
-    the cheapest of equals) fitted here (``_epoch_cost_here``, kept under the cache directory
-    while its key holds), over the median of its results on disk (wall time, which load
-    inflates: where they ran under load the factor errs low). Empty without CPU results."""
+    """This CPU's cost of an epoch against the results on disk, per model family: ``{family:
+    {"factor", "unit_here", "unit_recorded", "reference", "results", "cpu", "when"}}``, the
+    factor being CPU seconds per set unit of an epoch of the family's reference cell (its cell
+    with the most results, the cheapest of equals) here (``_stored_epoch_cost``) over the median
+    of its results (wall time, which load inflates: the factor errs low)."""
     own = [m for m in measured if m["profile"] == profile] or measured
     out = {}
     for family in sorted({ex.model_family(m["model"]) for m in own}):
@@ -471,9 +446,8 @@ def _factor(machine: dict[str, dict], model: str) -> float:
 
 
 def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None):
-    """(``_epoch_cost_here`` of the cell's job, when it was timed), read back from the cache
-    directory while its key (CPU model, machine, torch, mzlite's nn and train sources, the
-    reference and its training config) is unchanged, else timed now and stored."""
+    """(``_epoch_cost_here`` of the cell's job, when it was timed), from the cache directory
+    while its key (CPU, machine, torch, mzlite's nn and train sources, the fit) holds."""
     (job,) = ex.jobs(table, profile, [0], cells=[cell_id], results_dir=results_dir)
     cfg = job.train_config().to_dict()
     key = json.loads(json.dumps({
@@ -510,9 +484,8 @@ def _package_hash() -> str:
 
 
 def _epoch_cost_here(job) -> float:
-    """CPU seconds per set unit of an epoch of ``job``'s cell here: a ``fit`` with its training
-    config (one thread, no early stop) on ``REFERENCE_FIT``'s sets of its task; the second
-    epoch is timed (the first pays the one-off costs: kernel builds, allocations)."""
+    """CPU seconds per set unit of an epoch of ``job``'s cell here (one thread, no early stop,
+    ``REFERENCE_FIT``); the first epoch pays the one-off costs (kernel builds, allocations)."""
     n_train, n_val, epochs = (REFERENCE_FIT[k] for k in ("n_train", "n_val", "epochs"))
     cell = job.cell
     train = make_task(cell.task, n_train, 12345, **cell.options)
@@ -538,10 +511,10 @@ FIRST_STEP_BASELINES = 2  # the strongest baselines that run beside MZ in a clai
 
 
 def baseline_strength(results_dir=None) -> list[dict]:
-    """Every non-MZ trained model, strongest first, by its mean normalised rank among the non-MZ
-    models of each column (table, non-smoke profile, column of main cells) where at least two of
-    them have results: 0 = best of its column, 1 = worst. Rows ``{"model", "score",
-    "columns"}``; models without results follow in ``DEFAULT_STRENGTH`` order (score None)."""
+    """Every non-MZ trained model, strongest first (rows ``{"model", "score", "columns"}``), by
+    its mean normalised rank (0 = best, 1 = worst) among the non-MZ models of each column of
+    main cells (per table and non-smoke profile) where two have results; models without results
+    follow in ``DEFAULT_STRENGTH`` order (score None)."""
     ranks: dict[str, list[float]] = {}
     for label in ex.TABLES:
         spec = ex.get_table(label)
@@ -568,16 +541,22 @@ def baseline_strength(results_dir=None) -> list[dict]:
                                        default.get(r["model"], len(default))))  # fmt: skip
 
 
-def _sum(prices, key: str) -> float:
-    return sum(v[key] or 0.0 for v in prices)
+def _summed(rows) -> dict:
+    """``plan`` rows together: their ``todo`` and ``done`` jobs, ``cpu_h`` and ``cpu_h_cap``,
+    and ``unknown``, the rows with jobs to run that no estimate prices."""
+    rows = list(rows)
+    return {
+        **{k: sum(r[k] for r in rows) for k in ("todo", "done")},
+        **{k: sum(r[k] or 0.0 for r in rows) for k in ("cpu_h", "cpu_h_cap")},
+        "unknown": sum(r["cpu_h"] is None and r["todo"] > 0 for r in rows),
+    }
 
 
 @dataclass
 class Decisions:
     """The sequential decision plan of ``decide``: ``claims``, one dict per claim with its
     ``status`` ("decided", "open"), its scorecard ``row`` and ``steps`` (each ``{"step", "when",
-    "cells", "where" (the table each cell runs in), "price" (``plan``'s rows), "todo", "done",
-    "cpu_h", "cpu_h_cap", "unknown"}``); ``strength`` (the baseline order used)."""
+    "cells", "where" (the table each cell runs in), "price" (``plan``'s rows), **_summed}``)."""
 
     profile: str
     claims: list[dict]
@@ -607,12 +586,13 @@ class Decisions:
                 nxt.update({step["where"][k]: v for k, v in step["price"].items()})
             for s in c["steps"] if c["status"] == "open" else ():
                 worst.update({s["where"][k]: v for k, v in s["price"].items()})
+        nxt, worst = _summed(nxt.values()), _summed(worst.values())
         return {
-            "next_cpu_h": _sum(nxt.values(), "cpu_h"),
-            "next_jobs": sum(v["todo"] for v in nxt.values()),
-            "worst_cpu_h": _sum(worst.values(), "cpu_h"),
-            "worst_cap_h": _sum(worst.values(), "cpu_h_cap"),
-            "unknown": sum(v["cpu_h"] is None and v["todo"] > 0 for v in worst.values()),
+            "next_cpu_h": nxt["cpu_h"],
+            "next_jobs": nxt["todo"],
+            "worst_cpu_h": worst["cpu_h"],
+            "worst_cap_h": worst["cpu_h_cap"],
+            "unknown": worst["unknown"],
         }
 
     def to_text(self) -> str:
@@ -677,11 +657,8 @@ class Decisions:
     __str__ = to_text
 
     def next_steps(self) -> list[dict]:
-        """One row per open claim with runs left, cheapest next step first: ``claim``,
-        ``table``, ``text`` (the claim), ``step`` (of ``steps``) and ``when``, ``cells`` and
-        ``cells_text`` (``step_words``), ``todo`` (runs), ``cpu_h``, ``cpu_h_cap``, ``unknown``
-        (cells without an estimate) and the ``command`` that runs the step (one per table: a
-        shared cell runs in the table it is from)."""
+        """One row per open claim with runs left, cheapest next step first: its step's words,
+        price and ``command`` (one per table: a shared cell runs in the table it is from)."""
         prof = ex.get_profile(self.profile).name
         out = []
         for c in self.claims:
@@ -712,9 +689,8 @@ def _by_table(pairs) -> dict[str, list[str]]:
 
 
 def step_words(table: str, cells) -> str:
-    """The cells of a step in words: their models (each once) and their columns, e.g.
-    "MZAttn-Full, set statistics (ridge), ST-Large and Standard at d = 8"; a bare setting as the
-    row ("4" in tab:ablation's n_g row) is named with its model: "MZAttn-Full (n_g = 4)"."""
+    """The cells of a step in words: "MZAttn-Full, set statistics (ridge), ST-Large and Standard
+    at d = 8"; a bare setting as the row (tab:ablation's "4") is named with its model."""
     chosen = [ex.get_table(table).cell(c) for c in cells]
     models = list(dict.fromkeys(_row_words(c) for c in chosen))
     columns = list(dict.fromkeys(c.column for c in chosen))
@@ -745,9 +721,8 @@ def not_run_reason(step: dict, profile: str) -> str:
 
 def priced(sc, profile: str = "cpu-annealed", results_dir=None, decisions: Decisions | None = None):
     """``sc`` (a ``Scorecard``) with each "not run" claim's reason replaced by its next step
-    under the sequential rule and that step's price (``not_run_reason``); claims the rule does
-    not order (rank claims) keep the scorecard's reason, which names the coverage page.
-    ``decisions``: ``decide`` of those tables (or more) under ``profile``, read already."""
+    and that step's price (``not_run_reason``); rank claims keep theirs, which names the
+    coverage page. ``decisions``: ``decide`` of those tables under ``profile``, if read."""
     prof = ex.get_profile(profile).name
     tables = list(dict.fromkeys(r["table"] for r in sc.rows if r["verdict"] == "not run"))
     if decisions is not None and decisions.profile != prof:
@@ -806,11 +781,10 @@ def decide(
     measure: bool = True,
     first: int = FIRST_STEP_BASELINES,
 ) -> Decisions:
-    """The sequential decision plan of the scorecard's claims about ``tables`` under ``profile``
-    (see ``Decisions``): each claim's status from the results on disk (``scorecard.evaluate`` on
-    this profile alone, with its ``refutation`` rule) and the steps still to run, each priced by
-    ``plan``. A claim is decided when a model refutes it or when every cell it names has its
-    seeds; else it is open."""
+    """The sequential decision plan (``Decisions``) of the scorecard's claims about ``tables``:
+    each claim's status from ``scorecard.evaluate`` on ``profile`` alone and its steps, priced
+    by ``plan``. A claim is decided when a model refutes it or every cell it names has its
+    seeds."""
     check_int_field("first", first, 0)  # the baselines in the first step
     prof = ex.get_profile(profile)
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
@@ -843,13 +817,8 @@ def decide(
         for i, (when, ids) in enumerate(steps, start=1):
             at = {cid: where(c.table, cid) for cid in ids}
             got = {cid: price[at[cid]] for cid in ids if at[cid] in price}
-            rows.append({
-                "step": i, "when": when, "cells": ids, "where": at, "price": got,
-                "todo": sum(r["todo"] for r in got.values()),
-                "done": sum(r["done"] for r in got.values()),
-                "cpu_h": _sum(got.values(), "cpu_h"), "cpu_h_cap": _sum(got.values(), "cpu_h_cap"),
-                "unknown": sum(r["cpu_h"] is None and r["todo"] > 0 for r in got.values()),
-            })  # fmt: skip
+            rows.append({"step": i, "when": when, "cells": ids, "where": at, "price": got,
+                         **_summed(got.values())})  # fmt: skip
         decided = row.get("refuted_by") is not None or all(not s["todo"] for s in rows)
         out.append({"claim": c.id, "table": c.table, "status": "decided" if decided else "open",
                     "row": row, "steps": rows})  # fmt: skip

@@ -1,18 +1,14 @@
 """The learning-rate search of a profile (issues 33 and 49): each model family's learning rate and
-schedule, chosen on the validation split by runs long enough to be judged, judged so that a
-schedule that starts slowly is not censored (``rung_runs``; ``reading_entry`` is the reading
-page's account of why). It replaces the 10-epoch probe (``benchmarks/lr_probe.py``), which
-favoured whatever learns fastest. The test split is never read.
+schedule, chosen on the validation split (the test split is never read) by runs judged so that a
+schedule that starts slowly is not censored (``rung_runs``; ``reading_entry`` says why). It
+replaces the 10-epoch probe (``benchmarks/lr_probe.py``), which favoured whatever learns fastest.
 
     python -m mzlite search paper-sizes --dry-run          # the trials and what they cost
     python -m mzlite search paper-sizes --families mz      # run them (resumes), write the choice
 
-One Optuna study per (family, cell of ``SEARCH_CELLS``, seed) over ``LRS`` x ``SCHEDULES``, each
-trial a checkpointed ``fit`` under the profile's protocol, pruned by successive halving at its
-rungs. ``choose`` decides per family and table (``choice_by_table``) and over every study
-(``choice``, for the tables no study ran on); the file (``search_path``) is what the profile
-reads (``Profile.searched``); ``--write-only`` writes it from the journals of an interrupted
-search."""
+One Optuna study per (family, cell of ``SEARCH_CELLS``, seed) over ``LRS`` x ``SCHEDULES``,
+pruned by successive halving at its rungs. ``choose`` decides per family and table and over
+every study (for the tables no study ran on); the profile reads the file (``search_path``)."""
 
 from __future__ import annotations
 
@@ -89,8 +85,7 @@ class Study:
         j = self.job
         return f"{self.family}-{j.table.replace(':', '-')}-{j.cell.id}-seed{j.seed}"
 
-    def record(self) -> dict:
-        """What the study trained, as the search file records it under ``"studies"``."""
+    def record(self) -> dict:  # the search file's entry under "studies"
         j = self.job
         return {"family": self.family, "table": j.table, "cell": j.cell.id, "seed": j.seed}
 
@@ -149,16 +144,16 @@ def rung_runs(schedule: str, cap: int) -> list[int]:
     return [r for r in rungs(cap) if r * REDUCTION <= cap] + [cap]
 
 
-def _report_value(best: float) -> float:
+def _report(trial, best: float, epoch: int) -> None:
     # Optuna refuses inf: a diverged run reports a loss no finite one exceeds
-    return best if math.isfinite(best) else 1e30
+    trial.report(best if math.isfinite(best) else 1e30, epoch)
 
 
 class _Reporter:
     """``fit`` callback of a run judged as it trains (a plateau's, or the cap's cosine past its
-    sized rungs): reports the best validation loss so far of every epoch after ``after`` not yet
-    reported (a resumed run first catches up on its checkpoint's epochs), then asks the pruner.
-    Epochs up to ``after`` were judged on the trial's sized runs."""
+    sized rungs, judged up to epoch ``after``): reports the best validation loss so far of each
+    epoch not yet reported (a resumed run first catches up on its checkpoint's), then asks the
+    pruner."""
 
     def __init__(self, trial, after: int = 0):
         self.trial, self.reported = trial, after
@@ -166,8 +161,9 @@ class _Reporter:
     def catch_up(self, hist) -> None:
         losses = hist.val_loss
         for e in range(self.reported + 1, len(losses) + 1):
-            best = min((v for v in losses[:e] if math.isfinite(v)), default=math.inf)
-            self.trial.report(_report_value(best), e)
+            _report(
+                self.trial, min((v for v in losses[:e] if math.isfinite(v)), default=math.inf), e
+            )
         self.reported = max(self.reported, len(losses))
 
     def __call__(self, epoch, hist, model) -> bool:
@@ -206,9 +202,8 @@ def _optuna_study(study: Study, cache_dir=None):
 
 
 def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=None) -> dict:
-    """Train one trial's runs (``rung_runs``), judging it at every rung, and tell Optuna how it
-    ended; returns its record (``_record``). ``data``: the study's (train, validation) splits.
-    Each run checkpoints beside the study's journal (a sized run with its length in its name)."""
+    """Train one trial's runs (``rung_runs``) on ``data`` (train, validation), judging it at
+    every rung, and tell Optuna how it ended; returns its record (``_record``)."""
     TrialState = _optuna().trial.TrialState
 
     j, (tr, va) = study.job, data
@@ -233,7 +228,7 @@ def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=
             pruned = hist.stop_reason == "callback"
         else:  # a cosine sized to its rung: judged once, at its end
             hist = fit(model, tr, va, cfg, checkpoint_path=ckpt, progress=False)
-            trial.report(_report_value(hist.best_val_loss), epochs)
+            _report(trial, hist.best_val_loss, epochs)
             pruned = trial.should_prune()
         best = hist.best_val_loss if hist.best_epoch else math.inf
         runs.append({"epochs": epochs, "epochs_run": hist.epochs_run, "best_val_loss": best})
@@ -242,19 +237,17 @@ def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=
     record = _record(hist, lr, schedule, pruned, runs)
     for k, v in record.items():
         trial.set_user_attr(k, v)
-    if pruned:
-        trial.study.tell(trial, state=TrialState.PRUNED)
-    else:
-        trial.study.tell(trial, record["best_val_loss"])
+    value, state = (None, TrialState.PRUNED) if pruned else (record["best_val_loss"], None)
+    trial.study.tell(trial, value, state=state)
     for ckpt in ckpts:
         ckpt.unlink(missing_ok=True)
     return record
 
 
 def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
-    """Run the configurations of ``study`` not finished yet, in grid order; returns every trial's
-    record. A trial left running by an interrupted process is failed and asked again: its runs'
-    checkpoints make it resume where it stopped."""
+    """Run the configurations of ``study`` not finished yet; returns every trial's record. A
+    trial an interrupted process left running is failed and asked again (its checkpoints
+    resume it)."""
     TrialState = _optuna().trial.TrialState
 
     ost = _optuna_study(study, cache_dir)
@@ -289,8 +282,7 @@ def _ask(ost, lr: float, schedule: str):
 
 
 def _record(hist, lr, schedule, pruned: bool, runs: list[dict]) -> dict:
-    """A trial as the search file records it, from the history of its last run; ``runs``: every
-    run it trained (its length, the epochs it ran, its best validation loss)."""
+    """A trial as the search file records it, from the history of its last run and ``runs``."""
     best = hist.best_epoch
     return {
         "lr": lr, "schedule": schedule, "state": "pruned" if pruned else "complete",
@@ -303,8 +295,8 @@ def _record(hist, lr, schedule, pruned: bool, runs: list[dict]) -> dict:
 
 
 def trials(study: Study, cache_dir=None) -> list[dict]:
-    """The finished trials of ``study`` as records (``_record``), in grid order. Reading leaves
-    the journal as it is (creating the study would append to it); no journal: no trials."""
+    """The finished trials of ``study`` (``_record``), in grid order; loading, not creating,
+    the study leaves its journal as it is."""
     optuna = _optuna()
     if not _journal(study, cache_dir).exists():
         return []
@@ -321,10 +313,9 @@ def _config_key(config) -> str:
 
 
 def choose(records: dict[str, list[dict]]) -> dict | None:
-    """The choice for one family from ``{study name: its trial records}``: each configuration's
-    best validation loss relative to the best of its study (a pruned trial with the best it had
-    reached), averaged over the studies; the smallest rate within ``TIE`` of the lowest mean, as
-    the probe's rule did. None unless every study tried every configuration of the grid."""
+    """The choice from ``{study name: its trial records}``: each configuration's best validation
+    loss relative to its study's best (a pruned trial's best so far), averaged over studies; the
+    smallest rate within ``TIE`` of the lowest mean. None unless every study tried the grid."""
     grid = _grid()
     if not records or any(len(r) < len(grid) for r in records.values()):
         return None
@@ -345,9 +336,8 @@ def choose(records: dict[str, list[dict]]) -> dict | None:
 
 def search(profile: str, families=None, seeds=SEEDS, *, cache_dir=None, results_dir=None,
            workers: int = 1, threads: int = 1, say=print) -> dict:  # fmt: skip
-    """Run (or resume) the search of ``profile`` for ``families`` and write its file
-    (``write_search``). ``workers`` processes run studies side by side, each with ``threads``
-    torch threads; the file is written once they are all done."""
+    """Run (or resume) the search of ``profile`` for ``families`` in ``workers`` processes of
+    ``threads`` threads, then write its file (``write_search``)."""
     check_int_field("workers", workers, 1)
     check_int_field("threads", threads, 1)
     studies = plan_search(profile, families, seeds)
@@ -372,9 +362,8 @@ _KEYS = ("families", "methods", "studies", "choice", "choice_by_table", "pending
 
 
 def read_search(profile: str, results_dir=None) -> dict:
-    """The search file of ``profile`` in this module's format (``FORMAT``), an empty search when
-    there is none. A file of the search before issue 49 (format 1) reads with each of its
-    families' ``method`` set to ``CENSORED_METHOD`` and no choice per table."""
+    """The search file of ``profile`` in ``FORMAT`` (empty without one); one of the search
+    before issue 49 (format 1) reads with its families' method ``CENSORED_METHOD``."""
     path = search_path(profile, results_dir)
     if not path.exists():
         return {key: {} for key in _KEYS}
@@ -420,13 +409,10 @@ def choose_by_table(out: dict, family: str) -> dict[str, dict]:
 
 
 def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> dict:
-    """Write ``search_path(profile)`` atomically from the studies' journals.
-
-    A family decided by another method before (the search before issue 49) keeps that choice
-    until this method's studies of it cover every cell of ``SEARCH_CELLS`` and choose; until
-    then they are kept under ``"pending"``, then the old trials and choice move to
-    ``"replaced"``. So trials judged two ways never mix in one choice, and a profile never loses
-    a family's rate to a search half done."""
+    """Write ``search_path(profile)`` from the studies' journals. A family decided by another
+    method keeps that choice until this method's studies cover every cell of ``SEARCH_CELLS``
+    and choose (until then they are ``"pending"``; then the old ones move to ``"replaced"``):
+    trials judged two ways never mix, and no profile loses a rate to a search half done."""
     old = read_search(profile, results_dir)
     families = {fam: dict(recs) for fam, recs in old["families"].items()}
     methods, commits = dict(old["methods"]), dict(old.get("commits", {}))
@@ -499,8 +485,8 @@ def _trial_lines(studies: dict[str, list[dict]]) -> list[str]:
 
 
 def search_text(out: dict) -> str:
-    """The search as printed: every trial, then each family's mean relative excess and choice,
-    over all its studies and per table; then the trials of a search pending for a family."""
+    """The search as printed: every trial, each family's mean relative excess and choice (over
+    all its studies and per table), then the trials of a pending search."""
     lines = [
         f"search [{out['profile']}]: lr {out['grid']['lr']} x schedule "
         f"{out['grid']['schedule']}, pruned only after {out['min_epochs']} epochs "
@@ -563,13 +549,11 @@ def _model_words(fam: str, cell) -> str:
 
 def choice_rows(profile: str, results_dir=None) -> list[dict]:
     """What the committed search of ``profile`` tried and chose, one dict per family, in words:
-    ``family``, ``method`` (how its trials were compared at the rungs), ``trained`` (the models,
-    cells and seeds of its studies), ``trials`` (finished of planned, and how many of each
-    schedule were pruned), ``choice`` and its ``excess`` (mean relative excess validation loss;
-    ``choose``), ``runner_up`` and ``runner_up_excess``, ``paper_excess`` (the paper's 1e-4 with
-    a cosine), ``by_table`` (``{table: choice}``), ``replaced`` (the search before issue 49 where
-    this one replaced it) and ``pending`` (this search's progress where the old choice still
-    stands). ``choice`` and its numbers are None until every study tried the whole grid."""
+    ``method`` (how its trials were compared), ``trained`` (models, cells and seeds), ``trials``
+    (finished of planned, and pruned per schedule), ``choice``, ``runner_up`` and the paper's
+    setting with their mean relative excess validation loss (``choose``; None until every study
+    tried the whole grid), ``by_table``, ``replaced`` (the search before issue 49 where this one
+    replaced it) and ``pending`` (this search's progress where the old choice still stands)."""
     out = read_search(profile, results_dir)
     n_grid = len(_grid())
     rows = []
@@ -623,9 +607,7 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
 
 
 def choice_table(profile: str, results_dir=None) -> HTML:
-    """``choice_rows`` as a page-width table: each family's choice beside its runner-up and the
-    paper's setting, their mean relative excess validation loss (0 % = the best configuration
-    of every study), and its choice per searched table."""
+    """``choice_rows`` as a page-width table (an excess of 0 % = the best of every study)."""
 
     def pct(v):
         return "--" if v is None else f"{v:+.1%}"
@@ -661,15 +643,19 @@ def choice_table(profile: str, results_dir=None) -> HTML:
     )  # fmt: skip
 
 
+def _sources(out: dict, kinds=("pending", "replaced")) -> list[tuple[str, str, dict]]:
+    """(family, method, {study name: records}) of each family's studies in search file ``out``:
+    those that decided it, then those of ``kinds``."""
+    decided = [(f, out["methods"].get(f, METHOD), st) for f, st in out["families"].items()]
+    return decided + [(f, v["method"], v["studies"]) for k in kinds for f, v in out[k].items()]
+
+
 def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
     """``{cell name: (method, {study name: records})}`` of ``fam``'s complete studies in search
     file ``out``: per cell, this method's where it has completed one (decided or pending), else
     those of the method that decided the family; never both."""
-    sources = [(out["methods"].get(fam, METHOD), out["families"].get(fam, {}))]
-    if fam in out["pending"]:
-        sources.append((out["pending"][fam]["method"], out["pending"][fam]["studies"]))
     by_method: dict[str, dict[str, dict]] = {}
-    for method, studies in sources:
+    for _, method, studies in [s for s in _sources(out, ("pending",)) if s[0] == fam]:
         for name, recs in studies.items():
             if len(recs) == len(_grid()):
                 by_method.setdefault(_cell_name(name), {}).setdefault(method, {})[name] = recs
@@ -679,10 +665,8 @@ def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
 
 def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=None) -> list[dict]:
     """The labelled ablation of issue 49: each family's best configuration on each searched cell
-    of ``tables`` beside the table's choice, one dict per (family, cell): ``label``, ``family``,
-    ``method``, ``table``, ``cell``, ``model``, ``column``, ``seeds`` (of the complete studies it
-    reads), ``best`` and ``chosen`` in words with their mean validation R^2 at the best epoch
-    (``best_val_r2``, ``chosen_val_r2``; None until a study of the cell is complete). Validation
+    of ``tables`` beside the table's choice, one dict per (family, cell), in words with their mean
+    validation R^2 at the best epoch (None until a study of the cell is complete). Validation
     scores only: the test split is the verdict's."""
     out = read_search(profile, results_dir)
     rows = []
@@ -747,9 +731,8 @@ def _mean_val_r2(records: dict[str, list[dict]], config: tuple[float, str]) -> f
 
 
 def expected_epochs(schedule: str, cap: int) -> float:
-    """Epochs one configuration of ``schedule`` trains under successive halving when each rung
-    keeps a ``1/REDUCTION`` share of the trials reaching it and no run stops early (the pruner's
-    upper bound): its sized runs (``rung_runs``), then its run over ``cap`` judged at the rest."""
+    """Epochs one configuration of ``schedule`` trains when each rung keeps ``1/REDUCTION`` of
+    the trials reaching it and no run stops early (the pruner's upper bound)."""
     *sized, _ = rung_runs(schedule, cap)
     total = sum(length / REDUCTION**k for k, length in enumerate(sized))
     keep, last = 1 / REDUCTION ** len(sized), 0
@@ -760,9 +743,9 @@ def expected_epochs(schedule: str, cap: int) -> float:
 
 
 def price(profile: str, families=None, seeds=SEEDS, results_dir=None, cache_dir=None) -> str:
-    """What the trials not yet finished in their study's journal (under ``cache_dir``) would
-    cost, from ``plan``'s seconds per epoch of each study's cell: under successive halving
-    (``expected_epochs``, the pruner's upper bound) and with every trial to the epoch cap."""
+    """What the trials not yet finished in their study's journal would cost, from ``plan``'s
+    seconds per epoch of each study's cell: under successive halving (``expected_epochs``) and
+    with every trial to the epoch cap."""
     studies = plan_search(profile, families, seeds)
     grid, cap = _grid(), get_profile(profile).train["epochs"]
     measured, timed = _plan._measured(results_dir), {}
@@ -790,16 +773,10 @@ def price(profile: str, families=None, seeds=SEEDS, results_dir=None, cache_dir=
 
 def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]:
     """How each method of the committed search of ``profile`` treated the two schedules, from
-    its trials (decided, pending and replaced alike): ``{method: {"trials", "pruned",
-    "pruned_at_first_rung": {schedule: n}, "studies": n, "cosine_best": n (studies whose best
-    trial is a cosine)}}``."""
-    out = read_search(profile, results_dir)
+    all its trials: ``{method: {"trials", "pruned", "pruned_at_first_rung": {schedule: n},
+    "studies": n, "cosine_best": n (studies whose best trial is a cosine)}}``."""
     by_method: dict[str, dict[str, list]] = {}
-    sources = [(out["methods"].get(f, METHOD), studies) for f, studies in out["families"].items()]
-    sources += [
-        (v["method"], v["studies"]) for k in ("pending", "replaced") for v in out[k].values()
-    ]
-    for method, studies in sources:
+    for _, method, studies in _sources(read_search(profile, results_dir)):
         by_method.setdefault(method, {}).update(studies)
 
     def per(recs):
@@ -822,12 +799,10 @@ def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]
 
 
 def reading_facts(profile: str = "paper-sizes", results_dir=None) -> dict:
-    """The numbers the reading page states about the search of ``profile``: its grid
-    (``lrs``, ``schedules``, ``seeds``), ``reduction`` and ``rungs``; ``first_rung`` and
-    ``rate_at_first_rung`` (the cap's cosine there, as a share of its peak rate: what the
-    search before issue 49 judged a cosine at); ``unpruned`` (the price of every trial to the
-    cap over successive halving's); ``censored`` (``censoring`` of the search before issue 49,
-    None where the committed file has none)."""
+    """The numbers the reading page states about the search of ``profile``: its grid,
+    ``reduction``, ``rungs``, ``rate_at_first_rung`` (the cap's cosine there as a share of its
+    peak: what the search before issue 49 judged a cosine at), ``unpruned`` (the price of every
+    trial to the cap over successive halving's), ``censored`` (``censoring`` of that search)."""
     train = get_profile(profile).train
     cap = train["epochs"]
     first = rungs(cap)[0] if rungs(cap) else cap
@@ -842,6 +817,5 @@ def reading_facts(profile: str = "paper-sizes", results_dir=None) -> dict:
 
 
 def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
-    """The reading page's entry for how the search compares schedules, in the fields of
-    ``reading.Choice``: ``reading.search_choice`` words ``reading_facts``."""
+    """The reading page's entry for how the search compares schedules (``reading.Choice``)."""
     return reading.search_choice(reading_facts(profile, results_dir))
