@@ -19,6 +19,7 @@ time; workers divide the wall time, not the CPU hours.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -457,18 +458,14 @@ def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None)
     }, default=str))  # fmt: skip
     tag = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
     path = ex.default_cache_dir() / "plan" / f"epoch-cost-{tag}.json"
-    try:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         stored = json.loads(path.read_text())
         if stored["key"] == key:
             return stored["unit_s"], stored["when"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
     stored = {"key": key, "unit_s": _epoch_cost_here(job),
               "when": time.strftime("%Y-%m-%d %H:%M %Z")}  # fmt: skip
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache: timed again next time
         atomic_write_json(path, stored)
-    except OSError:  # a read-only cache: timed again next time
-        pass
     return stored["unit_s"], stored["when"]
 
 

@@ -377,20 +377,14 @@ def read_search(profile: str, results_dir=None) -> dict:
     return out
 
 
-def _study_table(out: dict, name: str) -> str:
-    """The table study ``name`` of a search file trained on (``Study.record``)."""
-    record = out["studies"].get(name)
-    if record:
-        return record["table"]
-    return next(t for t in ("tab:main-results", "tab:tdof-verify")
-                if name.split("-", 1)[1].startswith(t.replace(":", "-")))  # fmt: skip
-
-
-def _study_seed(out: dict, name: str) -> int:
-    """The seed study ``name`` of a search file ran: its record, else (a file written before
-    studies were recorded, the paper-sizes search's at 9473af9) its name's "...-seed<k>"."""
-    record = out["studies"].get(name)
-    return record["seed"] if record else int(name.rsplit("-seed", 1)[1])
+def _study(out: dict, name: str) -> dict:
+    """The ``table`` and ``seed`` of study ``name`` of a search file (``Study.record``), read
+    from its name in a file written before studies were recorded (the paper-sizes search's at
+    9473af9): "<family>-<table>-...-seed<k>"."""
+    if out["studies"].get(name):
+        return out["studies"][name]
+    table = "tab:main-results" if "-tab-main-results-" in name else "tab:tdof-verify"
+    return {"table": table, "seed": int(name.rsplit("-seed", 1)[1])}
 
 
 def _cell_name(name: str) -> str:
@@ -403,7 +397,7 @@ def choose_by_table(out: dict, family: str) -> dict[str, dict]:
     tables whose studies have all tried the whole grid."""
     by_table: dict[str, dict] = {}
     for name, recs in out["families"].get(family, {}).items():
-        by_table.setdefault(_study_table(out, name), {})[name] = recs
+        by_table.setdefault(_study(out, name)["table"], {})[name] = recs
     chosen = {t: choose(studies) for t, studies in by_table.items()}
     return {t: c for t, c in chosen.items() if c is not None}
 
@@ -560,7 +554,7 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
     for fam in SEARCH_CELLS:
         ran = out["families"].get(fam, {})
         # its studies (planned ones before any ran); the method before issue 49 ran fewer cells
-        seeds = sorted({_study_seed(out, name) for name in ran}) or list(SEEDS)
+        seeds = sorted({_study(out, name)["seed"] for name in ran}) or list(SEEDS)
         studies = plan_search(profile, [fam], seeds)
         if out["methods"].get(fam, METHOD) != METHOD:
             cells = {_cell_name(name) for name in ran}
@@ -587,7 +581,7 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
         if p is not None:
             recs = _records(p["studies"])
             planned = plan_search(
-                profile, [fam], sorted({_study_seed(out, n) for n in p["studies"]})
+                profile, [fam], sorted({_study(out, n)["seed"] for n in p["studies"]})
             )
             row["pending"] = (f"{METHOD_NAMES[p['method']]}: {len(recs)} of "
                               f"{len(planned) * n_grid} trials ({_pruned_text(recs)})")  # fmt: skip
@@ -683,7 +677,7 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
                 "label": ABLATION_LABEL, "family": FAMILY_NAMES[fam],
                 "method": METHOD_NAMES[method], "table": job.table, "cell": job.cell.id,
                 "model": _model_words(fam, job.cell), "column": job.cell.column,
-                "seeds": sorted(_study_seed(out, name) for name in records),
+                "seeds": sorted(_study(out, name)["seed"] for name in records),
                 "best": None, "best_val_r2": None, "chosen": None, "chosen_val_r2": None,
             }  # fmt: skip
             for key, c in (
