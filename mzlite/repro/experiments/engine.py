@@ -653,16 +653,15 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
 
 def _strongest(claim: Claim, tried: list[Verdict], i: int, retired, results_dir) -> Verdict:
     """``tried[i]`` deciding, the others beside it, with the readings that read it otherwise."""
-    chosen = tried[i]
+    chosen, polarity = tried[i], _polarity(tried[i].label)
     beside = tuple(tried[:i] + tried[i + 1 :])
     conflict = next(
         (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
-         and _polarity(v.label) and _polarity(chosen.label)
-         and _polarity(v.label) != _polarity(chosen.label)),
+         and polarity and _polarity(v.label) not in (None, polarity)),
         None,
     )  # fmt: skip
     depends = ()
-    if chosen.profile == _reading.PROFILE and claim.compare and _polarity(chosen.label):
+    if chosen.profile == _reading.PROFILE and claim.compare and polarity:
         for table, _, main, _, what in _reading.DIAGNOSTIC_CELLS:
             if claim.table == table and claim.compare[0] == main:
                 depends = tuple(_reading.dependence(what, results_dir=results_dir))
@@ -719,9 +718,8 @@ def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdic
         label = Label(pred["verdict"])
         observed = pred["observed"]
         if claim.kind == "mid-field" and pred["problem"] is None:
-            n, k, whole = len(observed), pred["mid_field"], pred["n_settings"]
-            label = ((Label.HOLDS if n == whole else Label.PARTLY) if k == n
-                     else Label.PARTLY if 2 * k >= n else Label.FAILS)  # fmt: skip
+            n, k = len(observed), pred["mid_field"]  # holds: every setting; partly: half
+            label = rule(k == n, 2 * k >= n, complete=n == pred["n_settings"])
         cap = transfer.longer_cap(prof, results_dir) if pred["unconverged"] else None
         sens = transfer.prediction(prof, results_dir, substitute=cap) if cap else None
         if sens is not None and (sens["unconverged"] or sens["problem"] is not None):
