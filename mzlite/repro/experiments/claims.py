@@ -1,10 +1,8 @@
-"""The paper's claims as data. A claim is a ``Kind`` (beats, at least, at most, drop, no gain, on
-par, near the best) over named cells of a registered table, with its two thresholds typed once:
-its test (``Claim.holds``, ``Claim.partly``, read by the verdict engine) and its sentence
-(``present.claim_text``: the paper's words, ``says``, then the test in words) both come from them.
-``RankClaim`` is a rank prediction of the transfer study. ``claims()`` gathers them, one record
-each, in registry order; CONTRIBUTING.md's journey "Add a scorecard claim" says where a new one
-goes. How a claim is judged is ``mzlite.repro.experiments.engine``."""
+"""The paper's claims as data: a ``Kind`` over named cells of a registered table, with its two
+thresholds typed once; its test (``Claim.holds``, ``Claim.partly``, read by ``engine``) and its
+sentence (``present.claim_text``) both come from them. ``RankClaim`` is a rank prediction of the
+transfer study. ``claims()`` gathers them in registry order (CONTRIBUTING.md: "Add a scorecard
+claim")."""
 
 from __future__ import annotations
 
@@ -56,12 +54,11 @@ def _present(get, cells) -> list[float]:
 
 @dataclass(frozen=True)
 class Pattern:
-    """A pattern the paper reports, where our runs can show it: the claim's own test read on
-    ``cells`` (in the roles of the claim's cells) under the paper's protocol; ``where`` says what
-    sets them apart ("d=8, per-set normalised sets"). A model at the mean is the pattern only
-    where each of ``learns`` learns the same data (runs stopped at the mean are then evidence,
-    not an optimisation failure). ``ablations``: cells in the roles of ``cells`` that change one
-    thing (standardised targets, mean pooling), the candidates for ``Verdict.removed_by``."""
+    """A pattern the paper reports: the claim's own test on ``cells`` (in the roles of the
+    claim's cells) under the paper's protocol; ``where`` says what sets them apart. A model at
+    the mean is the pattern only where each of ``learns`` learns the same data (runs stopped at
+    the mean are then evidence). ``ablations``: cells in the roles of ``cells`` that change one
+    thing, the candidates for ``Verdict.removed_by``."""
 
     where: str
     cells: tuple[str, ...]
@@ -71,13 +68,12 @@ class Pattern:
 
 @dataclass(frozen=True)
 class Claim:
-    """One checkable statement of the paper about table ``table`` (see ``Kind``): ``says`` is the
-    paper's claim in words without its test; ``cells`` the cells ``kind`` reads (BEATS: the
-    focal cell first); ``holds_at``/``partly_at`` its thresholds. ``every``: a claim at every L,
-    ``((where, cells), ...)``, a part each (its number the worst part's). ``change``: what a
-    NO_GAIN claim says adds nothing. ``paper_expr()``: the paper side of a claim about table
-    ``paper_table`` whose runs are another table's. Every cell is checked (``CellKey``) when the
-    claim is made: a renamed cell fails loudly instead of leaving the claim "not run"."""
+    """One checkable statement of the paper about ``table`` (see ``Kind``): ``says`` the paper's
+    claim in words without its test; ``cells`` the cells ``kind`` reads (focal cell first).
+    ``every``: a claim at every L, ``((where, cells), ...)``, a part each (its number the worst
+    part's). ``change``: what a NO_GAIN claim says adds nothing. ``paper_expr()``: the paper side
+    of a claim about ``paper_table`` whose runs are another table's. Every cell is checked
+    (``CellKey``) when the claim is made: a renamed cell fails loudly, not "not run"."""
 
     id: str
     table: str

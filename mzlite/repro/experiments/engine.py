@@ -4,25 +4,18 @@
     v = judge(claim)              # a Verdict: label, reason code, the numbers, the regime
     v.label, v.reason, v.ours, v.profile, v.experiments
 
-A ``Verdict`` holds what decided it and nothing worded: a ``Label``, a ``Reason`` code, the
-numbers per cell over seeds, the Welch tests (Holm-corrected within the claim's table), the
-``Regime``, the readings its runs were trained under ("literal" and "v1" where a result predates
-them) and the (table, cell) experiments it rests on. ``present`` words it; nothing here imports
-a wording or a renderer.
+A ``Verdict`` holds what decided it and nothing worded (``present`` words it): a ``Label``, a
+``Reason`` code, the numbers per cell over seeds, the Welch tests (Holm-corrected within the
+claim's table), the ``Regime``, the readings its runs were trained under and the (table, cell)
+experiments it rests on.
 
-The strongest evidence decides: profiles are read most faithful first (``PROFILE_ORDER``), and
-the first whose cells are complete (``MIN_SEEDS`` converged seeds of one protocol each), or that
-refutes the claim from the cells it has (a significantly better model, a column that already
-fails, a bound: R^2 <= 1), decides; else the first with a verdict other than "insufficient
-evidence". The others are kept ``beside`` it. A claim of parts ("at every L") is judged part by
-part, each by its own strongest evidence. A pattern the paper reports (``Claim.pattern``) that
-holds on complete cells under ``PAPER_PROTOCOL`` is "reproduced", with ``removed_by`` the
-ablations whose complete reading loses it; otherwise it is kept in ``pattern``.
-
-Per profile (``judge_under``): smoke never decides; runs that never fitted are an optimisation
-failure (unless failing is the claim); too few seeds, unconverged runs or mixed protocols are
-insufficient evidence; no model learning and a memorised focal model are labels of their own;
-otherwise ``mzlite.analysis.verdicts.rule``. One profile's results never mix with another's.
+The strongest evidence decides: profiles are read most faithful first (``PROFILE_ORDER``); the
+first whose cells are complete, or that refutes the claim from the solid cells it has (a
+significantly better model, a column that already fails, a bound: R^2 <= 1), decides; else the
+first with a verdict other than "insufficient evidence"; the others go ``beside`` it. A claim
+of parts ("at every L") is judged part by part. A pattern the paper reports (``Claim.pattern``)
+that holds on complete cells under ``PAPER_PROTOCOL`` is "reproduced", with ``removed_by`` the
+ablations whose complete reading loses it. One profile's results never mix with another's.
 """
 
 from __future__ import annotations
@@ -129,10 +122,9 @@ class Test:
 
 @dataclass(frozen=True)
 class Refutation:
-    """What refuted a claim before its column completed: one significantly better cell
-    (``cell``, ``diff`` above the focal cell, ``p``), the cells run so far (``cells``, their
-    ``value`` failing even the weaker test), or a bound (``value``: the most the claim's number
-    can reach, R^2 <= 1, from ``cells``)."""
+    """What refuted a claim before its column completed (``reason``): a significantly better
+    ``cell`` (``diff`` above the focal cell, ``p``), or ``cells`` whose ``value`` fails even the
+    weaker test (the cells run so far, or a bound: the most the claim's number can reach)."""
 
     reason: Reason
     cells: tuple[str, ...]
@@ -238,10 +230,9 @@ _FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fa
 
 
 def protocol_key(result: dict) -> str:
-    """What a result computed, apart from its seed: training configuration (without seed,
-    device and threads; precision as the run resolved it), data (dataset keys and generator
-    version), model configuration, and the code (git commit). Two results of a cell with
-    different keys are never averaged: a campaign runs every seed of a cell at one commit."""
+    """What a result computed, apart from its seed (``_FREE``; precision as the run resolved
+    it): training, data and model configuration, and the code (git commit). Two results of a
+    cell with different keys are never averaged: a campaign runs a cell's seeds at one commit."""
     cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in _FREE}
     cfg["amp"] = result_amp(result)
     key = {
@@ -263,10 +254,6 @@ def _mean(results: list[dict], metric: str) -> float | None:
     return _stats.mean_std(_values(results, metric))[0]
 
 
-def _trained(results: list[dict]) -> list[dict]:
-    return [r for r in results if _nn.model_spec(r["model"]).trainable]
-
-
 def _solid(results: list[dict]) -> bool:
     """Enough to lean on one cell: ``MIN_SEEDS`` seeds, every run converged, one protocol."""
     if len(results) < _stats.MIN_SEEDS:
@@ -279,7 +266,7 @@ def cell_stats(
     cell: str, read_as: str, results: list[dict], metric: str, expects_failure: bool = False
 ) -> CellStats:
     """``CellStats`` of one cell's ``results`` on ``metric``; ``expects_failure``: a run stopped
-    at the mean predictor counts as converged (the claim is that the model fails)."""
+    at the mean predictor counts as converged."""
     summ = _stats.summarise(_values(results, metric))
     conv = [_stats.result_convergence(r) for r in results]
     converged = sum(v["converged"] or (expects_failure and bool(v.get("stopped"))) for v in conv)
@@ -335,7 +322,7 @@ def devices_of(results: list[dict]) -> tuple[tuple[str, ...], bool]:
 
 def regime_of(results: list[dict], profile: str) -> Regime:
     """The ``Regime`` of ``results`` under ``profile`` (sizes and epochs of the trained runs)."""
-    trained = _trained(results) or results
+    trained = [r for r in results if _nn.model_spec(r["model"]).trainable] or results
     devices, gpu_cpu = devices_of(results)
     eps = sorted(r.get("epochs_run", 0) for r in trained)
     return Regime(
@@ -350,9 +337,8 @@ def regime_of(results: list[dict], profile: str) -> Regime:
 
 
 def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None):
-    """``get(cell_id)``: the mean test ``metric`` over the seeds of that cell in ``by_cell``
-    (``experiments.results_by_cell``), MissingCell when it has none. ``rename`` maps the claim's
-    cell ids to others (a claim read on its cells' twins)."""
+    """``get(cell_id)``: the mean test ``metric`` over the seeds of cell ``rename(cell_id)`` in
+    ``by_cell``, MissingCell when it has none."""
 
     def get(cell_id: str) -> float:
         cid = cell_id if rename is None else rename(cell_id)
@@ -378,11 +364,10 @@ def _paper_value(claim: Claim) -> float | None:
 
 
 def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
-    """The sequential rule's early stop under one profile: a bound (``Claim.bound``: R^2 <= 1)
-    that fails even the weaker test; one compared cell better than the focal one by more than
-    the tie with Welch's p < ALPHA, both solid; or the solid cells run so far (not all) whose
-    value already fails even the weaker test where another cell can only lower it (the gap to
-    the best of several, the best of a family that should fail)."""
+    """The sequential rule's early stop under one profile (``Refutation``), from solid cells
+    only: a bound that fails even the weaker test; a compared cell better than the focal one by
+    more than the tie with Welch's p < ALPHA; or the cells run so far (not all) whose value
+    already fails the weaker test where another cell can only lower it."""
     get = mean_getter(by_cell, claim.metric, ren)
     if claim.bound is not None:
         top = _or_none(claim.bound, get)
@@ -450,9 +435,22 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
     return None
 
 
+def _problems(cells, mixed: bool = True) -> tuple[Reason, ...]:
+    """The evidence problems of ``cells`` (``mixed``: protocols mixed within a cell counted)."""
+    checks = (
+        (Reason.TOO_FEW_SEEDS, any(c.n < _stats.MIN_SEEDS for c in cells)),
+        (Reason.UNCONVERGED, any(c.converged < c.runs for c in cells)),
+        (Reason.MIXED_PROTOCOLS, mixed and any(c.mixed for c in cells)),
+    )
+    return tuple(reason for reason, bad in checks if bad)
+
+
 def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdict:
-    """``claim`` judged on one profile's results ``by_cell`` alone ({cell id: [result, ...]});
-    "not run" when none of its cells ran and no bound refutes it."""
+    """``claim`` judged on one profile's results ``by_cell`` alone ({cell id: [result, ...]}):
+    "not run" when none of its cells ran and no bound refutes it; smoke never decides; runs that
+    never fitted are an optimisation failure (unless failing is the claim); evidence problems
+    (``_problems``) are insufficient evidence; no model learning and a memorised focal model are
+    labels of their own; otherwise ``mzlite.analysis.verdicts.rule``."""
     ren = (lambda c: c) if rename is None else rename
     spec = ex.get_table(claim.table)
     base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim), profile=profile,
@@ -474,13 +472,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         return Verdict(label=Label.PIPELINE_ONLY, reason=Reason.PIPELINE_ONLY, **base)
     if refuted is not None and refuted.reason == Reason.REFUTED_BY_BOUND:
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
-    problems = []
-    if any(c.n < _stats.MIN_SEEDS for c in cells):
-        problems.append(Reason.TOO_FEW_SEEDS)
-    if any(c.converged < c.runs for c in cells):
-        problems.append(Reason.UNCONVERGED)
-    if any(c.mixed for c in cells):
-        problems.append(Reason.MIXED_PROTOCOLS)
+    problems = _problems(cells)
     tests, p_max, better, yard = (), None, (), None
     compared = claim.compare is not None
     if compared:
@@ -501,8 +493,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         for y in spec.cells:
             if y.model == ex.SET_STATS and y.column == column and by_cell.get(ren(y.id)):
                 yard = _mean(by_cell[ren(y.id)], "r2")
-    base.update(problems=tuple(problems), tests=tests, p_max=p_max, better=better,
-                yardstick=yard)  # fmt: skip
+    base.update(problems=problems, tests=tests, p_max=p_max, better=better, yardstick=yard)
     none_learns = bool(cells) and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
     early = None  # a label that the evidence, not the numbers, gives
     if any(c.failed for c in cells) and not claim.expects_failure:
@@ -516,10 +507,10 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     if refuted is not None and (
         early is None or early[0] not in (Label.NO_MODEL_LEARNS, Label.MEMORISED)
     ):
-        # a refutation by solid cells stands whatever the cells that are not solid say
+        # a refutation by solid cells stands whatever the cells that are not solid say; where
+        # the models run so far leave no room for the claim but none is significantly better,
+        # it cannot hold ("does not hold" needs a significant model)
         if refuted.reason == Reason.REFUTED_SO_FAR and claim.compare and not claim.monotone:
-            # the models run so far leave no room for the claim, but none is significantly
-            # better: it cannot hold, and "does not hold" needs a significant model
             return Verdict(label=Label.NOT_DECIDED, reason=Reason.CANNOT_HOLD,
                            refutation=refuted, **base)  # fmt: skip
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
@@ -542,8 +533,8 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
 
 
 def _retired(claim: Claim, by_profile: dict, ren) -> tuple[tuple[str, str], ...]:
-    """(profile, retired by) for each of ``RETIRED_ONCE_CONVERGED`` among ``by_profile`` that a
-    converged cell of ``claim`` under a better profile of ``by_profile`` retires."""
+    """(profile, retired by) for each of ``RETIRED_ONCE_CONVERGED`` that ran ``claim`` and a
+    converged cell of it under a better profile of ``by_profile`` retires."""
     better = next(
         (prof for prof, res in by_profile.items()
          if prof not in RETIRED_ONCE_CONVERGED and prof != "smoke"
@@ -559,29 +550,25 @@ def _retired(claim: Claim, by_profile: dict, ren) -> tuple[tuple[str, str], ...]
     )  # fmt: skip
 
 
-def _decide(tried: list[Verdict]) -> int | None:
-    """The index of the verdict that decides among ``tried`` (most faithful profile first), None
-    for none: the first decisive one, else the first with all its seeds and a verdict other than
-    insufficient evidence, else the first with such a verdict, else the first."""
-    if not tried:
-        return None
-    seeded = lambda v: all(c.n >= _stats.MIN_SEEDS for c in v.cells)  # noqa: E731
+def _decide(tried: list[Verdict]) -> int:
+    """The index of the verdict that decides among ``tried`` (most faithful profile first): the
+    first decisive one not overruled (a refutation whose cells a more faithful profile read with
+    solid evidence without refuting the claim), else the first with all its seeds and a verdict
+    other than insufficient evidence, else the first with such a verdict, else the first."""
 
     def overruled(i: int) -> bool:
-        """A refutation whose cells a more faithful profile read with solid evidence, without
-        refuting the claim: the stronger evidence on the same comparison stands."""
         ref = tried[i].refutation
-        if ref is None or tried[i].complete:
-            return False
-        return any({c.cell for c in v.cells if c.solid} >= set(ref.cells) for v in tried[:i])
+        solid = ({c.cell for c in v.cells if c.solid} for v in tried[:i])
+        return ref is not None and not tried[i].complete and any(s >= set(ref.cells) for s in solid)
 
-    for test in (lambda v: v.decisive and not overruled(tried.index(v)),
-                 lambda v: v.label != Label.INSUFFICIENT and seeded(v),
-                 lambda v: v.label != Label.INSUFFICIENT):  # fmt: skip
-        i = next((i for i, v in enumerate(tried) if test(v)), None)
-        if i is not None:
-            return i
-    return 0
+    tests = (
+        lambda i, v: v.decisive and not overruled(i),
+        lambda i, v: (
+            v.label != Label.INSUFFICIENT and all(c.n >= _stats.MIN_SEEDS for c in v.cells)
+        ),
+        lambda i, v: v.label != Label.INSUFFICIENT,
+    )
+    return next((i for test in tests for i, v in enumerate(tried) if test(i, v)), 0)
 
 
 def _polarity(label: Label) -> str | None:
@@ -653,13 +640,12 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
         if p not in gone
     ]
     tried = [v for v in tried if v.label != Label.NOT_RUN]
-    i = _decide(tried)
-    if i is None:
+    if not tried:
         main = Verdict(claim=claim.id, table=claim.table, label=Label.NOT_RUN,
                        reason=Reason.NOT_RUN, paper=_paper_value(claim),
                        n_cells=len(claim.cells), retired=retired)  # fmt: skip
     else:
-        main = _strongest(claim, tried, i, retired, results_dir)
+        main = _strongest(claim, tried, _decide(tried), retired, results_dir)
     if claim.pattern is None or PAPER_PROTOCOL not in order or (rename or twin) is not None:
         return main  # a pattern is read under the paper's protocol, on its own cells
     return _with_pattern(claim, main, loaded[PAPER_PROTOCOL])
@@ -667,16 +653,15 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
 
 def _strongest(claim: Claim, tried: list[Verdict], i: int, retired, results_dir) -> Verdict:
     """``tried[i]`` deciding, the others beside it, with the readings that read it otherwise."""
-    chosen = tried[i]
+    chosen, polarity = tried[i], _polarity(tried[i].label)
     beside = tuple(tried[:i] + tried[i + 1 :])
     conflict = next(
         (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
-         and _polarity(v.label) and _polarity(chosen.label)
-         and _polarity(v.label) != _polarity(chosen.label)),
+         and polarity and _polarity(v.label) not in (None, polarity)),
         None,
     )  # fmt: skip
     depends = ()
-    if chosen.profile == _reading.PROFILE and claim.compare and _polarity(chosen.label):
+    if chosen.profile == _reading.PROFILE and claim.compare and polarity:
         for table, _, main, _, what in _reading.DIAGNOSTIC_CELLS:
             if claim.table == table and claim.compare[0] == main:
                 depends = tuple(_reading.dependence(what, results_dir=results_dir))
@@ -701,8 +686,7 @@ def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
     seen = replace(seen, cells=seen.cells + learners,
                    n_cells=seen.n_cells + len(claim.pattern.learns))  # fmt: skip
     if seen.label == Label.HOLDS and not seen.complete:  # a learner with too few seeds, or none
-        problems = (Reason.TOO_FEW_SEEDS,) * any(c.n < _stats.MIN_SEEDS for c in learners)
-        problems += (Reason.UNCONVERGED,) * any(c.converged < c.runs for c in learners)
+        problems = _problems(learners, mixed=False)
         seen = replace(seen, label=Label.INSUFFICIENT, reason=(*problems, Reason.NOT_RUN)[0],
                        problems=problems)  # fmt: skip
     elif seen.label == Label.HOLDS and any((c.mean or 0.0) <= _stats.LEARNS for c in learners):
@@ -734,9 +718,8 @@ def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdic
         label = Label(pred["verdict"])
         observed = pred["observed"]
         if claim.kind == "mid-field" and pred["problem"] is None:
-            n, k, whole = len(observed), pred["mid_field"], pred["n_settings"]
-            label = ((Label.HOLDS if n == whole else Label.PARTLY) if k == n
-                     else Label.PARTLY if 2 * k >= n else Label.FAILS)  # fmt: skip
+            n, k = len(observed), pred["mid_field"]  # holds: every setting; partly: half
+            label = rule(k == n, 2 * k >= n, complete=n == pred["n_settings"])
         cap = transfer.longer_cap(prof, results_dir) if pred["unconverged"] else None
         sens = transfer.prediction(prof, results_dir, substitute=cap) if cap else None
         if sens is not None and (sens["unconverged"] or sens["problem"] is not None):

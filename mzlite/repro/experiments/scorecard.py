@@ -4,10 +4,9 @@
     sc = scorecard(tables=["tab:meb"])        # default: every claim, strongest evidence on disk
     sc.rows[0]["value"]                       # the engine's value (engine.Verdict) of a row
 
-A claim (``claims``) is computed once on the paper's numbers and once on the mean of our seeds;
-the verdict is the engine's (``engine.judge``), worded by the presenter (``present.row``). This
-module gathers the rows with what the claim's twin cells say beside them (its standardised-target
-twins under the paper's protocol, MEB's per-set normalised cells).
+Each row is the engine's verdict (``engine.judge``) worded by ``present.row``, with what the
+claim's twin cells say beside it (its standardised-target twins under the paper's protocol,
+MEB's per-set normalised cells).
 """
 
 from __future__ import annotations
@@ -129,9 +128,8 @@ def under_paper_protocol(claim, results_dir=None) -> dict | None:
 
 def normalised_twin(cell_id: str, profile: str) -> str:
     """The d = 8 ablation cell of ``tab:meb`` that differs from main cell ``cell_id`` under
-    ``profile`` only in its data (per-set normalised): targets scaled as the profile scales
-    them (standardised, ``abl-d8-scale-ynorm-*``, or raw as the paper's protocol trains them,
-    ``abl-d8-scale-*``; the set-statistics ridge does not depend on that)."""
+    ``profile`` only in its data (per-set normalised), its targets scaled as the profile scales
+    them (``abl-d8-scale-ynorm-*`` standardised, ``abl-d8-scale-*`` raw)."""
     model = cell_id.split("-", 1)[1]
     standardised = ex.get_profile(profile).train.get("normalize_targets", False)
     variant = "scale-ynorm" if standardised and model != ex.SET_STATS else "scale"
@@ -139,10 +137,8 @@ def normalised_twin(cell_id: str, profile: str) -> str:
 
 
 def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
-    """An MEB d = 8 claim judged again on the per-set normalised ablation cells (the data
-    normalisation the MEB verdict turns on, chapter 5), from the most trusted of ``profiles``
-    that ran the claim's twins (``normalised_twin``: each profile's own target scaling); None
-    for other claims or where no profile ran them."""
+    """An MEB d = 8 claim's row on its ``normalised_twin`` cells (the data normalisation the MEB
+    verdict turns on, chapter 5); None for other claims or where no profile ran them."""
     if (
         isinstance(claim, RankClaim)
         or claim.table != "tab:meb"

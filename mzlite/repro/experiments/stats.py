@@ -7,16 +7,13 @@
 
 A run *stopped* when early stopping ended it, or when it reached its epoch cap with its best
 validation loss over the last ``k`` epochs (its patience, else ``CONVERGENCE_WINDOW``) lower than
-the best before them by less than ``CONVERGENCE_TOL`` (relative); a diverged run, or one of at
-most ``k`` epochs, did not. It *fitted* its training set when its lowest training loss fell
-below ``FIT_THRESHOLD`` times the variance of its training targets (the mean predictor's loss; 1
-with standardised targets). A run *converged* when it stopped and is not known to be unfitted:
-one that stopped without fitting never left the mean predictor, an optimisation failure that
-says nothing about what the architecture can represent. ``convergence`` returns the numbers that
-decided it. A *spike* (``loss_spikes``) is an epoch whose validation loss exceeds
-``SPIKE_FACTOR`` times the lowest before it: it qualifies a convergence, never changes it.
-``welch`` is the paper's two-sided Welch test ("Welch's t ~ 5.2, p ~ 0.0018"): no test with
-fewer than two values a side.
+the best before them by less than ``CONVERGENCE_TOL`` (relative). It *fitted* its training set
+when its lowest training loss fell below ``FIT_THRESHOLD`` times the variance of its training
+targets (the mean predictor's loss). It *converged* when it stopped and is not known to be
+unfitted: one that stopped without fitting is an optimisation failure, which says nothing about
+what the architecture can represent. A *spike* (``loss_spikes``) is an epoch whose validation
+loss exceeds ``SPIKE_FACTOR`` times the lowest before it: it never changes a convergence.
+``welch`` is the paper's two-sided Welch test: no test with fewer than two values a side.
 """
 
 from __future__ import annotations
@@ -36,8 +33,8 @@ LEARNS = 0.05  # an R^2 at most this: the model predicts no better than the mean
 
 
 def fit_check(history: dict | None) -> dict:
-    """``{"fitted", "fit_ratio", "fit_rule"}``, ``fit_ratio`` = lowest training loss / training
-    target variance; ``history`` None: a closed-form pseudo-model (fitted by construction)."""
+    """``{"fitted", "fit_ratio", "fit_rule"}`` (``fit_ratio``: lowest training loss / training
+    target variance); ``history`` None: a closed form, fitted by construction."""
     if history is None:
         return {"fitted": True, "fit_ratio": None, "fit_rule": "closed form (no training)"}
     cfg = history.get("config") or {}
@@ -58,8 +55,8 @@ def fit_check(history: dict | None) -> dict:
 
 
 def convergence(history: dict | None) -> dict:
-    """Whether a run converged, with the numbers that decided it (see the module doc).
-    ``history``: a result's ``"history"``, None for a closed form (converged by construction)."""
+    """Whether a run converged (module doc), with the numbers that decided it; ``history`` None:
+    a closed form, converged by construction."""
     if history is None:
         closed = {"rule": "closed form (no training)", "stop_reason": "closed_form"}
         return {"converged": True, "stopped": True, **closed, **fit_check(None)}
@@ -117,8 +114,7 @@ def optimisation_failure(conv: dict) -> bool:
 
 def memorised(history: dict | None) -> bool | None:
     """Whether a run fitted its training set while its kept (best-epoch) weights predict the
-    validation set no better than the mean (``val_r2 <= LEARNS``); None where that cannot be
-    told (a closed form, a classification run, no recorded metrics)."""
+    validation set no better than the mean (``val_r2 <= LEARNS``); None where it cannot tell."""
     if history is None:
         return None
     fitted = fit_check(history)["fitted"]
@@ -131,9 +127,9 @@ def memorised(history: dict | None) -> bool | None:
 
 
 def loss_spikes(history: dict | None, factor: float = SPIKE_FACTOR) -> dict:
-    """The epochs (1-based) whose validation loss exceeds ``factor`` times the lowest one before
-    them: ``{"spiked", "epochs", "worst_ratio", "factor"}``; a closed-form result (``history``
-    None) has none. A non-finite validation loss after a finite one counts as a spike."""
+    """``{"spiked", "epochs", "worst_ratio", "factor"}``: the epochs (1-based) whose validation
+    loss exceeds ``factor`` times the lowest before them (a non-finite one after a finite one
+    counts); a closed form (``history`` None) has none."""
     if not factor > 1.0:
         raise ValueError(f"factor must be > 1, got {factor!r}")
     out = {"spiked": False, "epochs": [], "worst_ratio": None, "factor": factor}
@@ -178,6 +174,6 @@ def summarise(values) -> dict:
 
 
 def mean_std(values: list[float]) -> tuple[float | None, float | None]:
-    """Mean and sample std (None for one value) of the finite ``values``; (None, None) if none."""
+    """(mean, sample std) of ``summarise(values)``."""
     s = summarise(values)
     return s["mean"], s["std"]
