@@ -4,8 +4,8 @@
     rows = coverage()              # one dict per table label of the paper, in the paper's order
     coverage_html()                # the book's page-width table (chapter 9, "Coverage")
 
-The labels come from the paper's LaTeX (``data/paper/labels.json`` when the source is absent),
-so a table the paper adds shows up as "not described" and the test that every label has exactly
+The labels come from the paper's LaTeX (through the committed ``data/paper/labels.json``), so
+a table the paper adds shows up as "not described" and the test that every label has exactly
 one entry fails. Each row: ``label``, ``claim`` (one line, in words), ``runs_here`` ("yes",
 "registered", or "no: <why>"), ``registered`` (in ``experiments.TABLES``), ``price`` (expected
 CPU hours under ``profile`` of what is left to run), ``price_text``, ``basis`` (where the price
@@ -74,13 +74,10 @@ ENTRIES: dict[str, Entry] = {label: _entry(**e) for label, e in prose_data("cove
 
 
 def paper_table_labels() -> list[str]:
-    """Every table label of the paper in its order: parsed from the LaTeX source when it is
-    there, else from the committed ``data/paper/labels.json`` (its entries of kind "Table")."""
-    try:
-        return paper.table_labels(paper.read_paper_tex())
-    except FileNotFoundError:
-        labels = json.loads(paper.LABELS_JSON.read_text(encoding="utf-8"))["labels"]
-        return [k for k, v in labels.items() if v.get("kind") == "Table"]
+    """Every table label of the paper in its order, from the committed ``data/paper/labels.json``
+    (its entries of kind "Table"; ``tools/paper_tables.py --check`` holds it to the .tex)."""
+    labels = json.loads(paper.LABELS_JSON.read_text(encoding="utf-8"))["labels"]
+    return [k for k, v in labels.items() if v.get("kind") == "Table"]
 
 
 def _per_job(rows: dict, like: Like) -> float | None:
