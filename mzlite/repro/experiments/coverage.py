@@ -29,7 +29,7 @@ from mzlite.repro import paper
 from mzlite.repro.experiments.findings import once
 from mzlite.repro.experiments.formatting import count_phrase
 from mzlite.repro.experiments.plan import decide, plan
-from mzlite.repro.experiments.reading import prose_data
+from mzlite.repro.experiments.results import prose_data
 from mzlite.repro.experiments.scorecard import claims, scorecard
 from mzlite.repro.paper import load_paper_table
 from mzlite.repro.render import comparison_table, table_name

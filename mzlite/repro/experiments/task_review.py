@@ -26,7 +26,8 @@ from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
-from .reading import SeedsR2, html_table, missing_quotes, prose_data, r2_text, results_per_cell
+from .reading import SeedsR2, html_table, missing_quotes, r2_text, results_per_cell
+from .results import prose_data
 from .specs import SET_STATS
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
 
