@@ -186,10 +186,10 @@ def load_paper_figures(path: str | os.PathLike | None = None) -> dict[str, dict]
     """The paper's numbers that no table holds, by id: ``{id: {"label", "value", "unit",
     "quote", "printed", ...}}`` from ``data/paper/figures.json`` (a fresh copy each call).
 
-    Why: the table parser cannot reach prose, and a number typed into a notebook drifts from the
-    paper unnoticed. This file is written by hand, but every entry quotes the .tex verbatim and
-    ``tests/test_paper.py`` checks that the quote is in the .tex and that its ``printed`` token
-    parses to ``value``. ``--check`` and ``write_paper_tables`` only touch ``tab-*.json``."""
+    Why: the table parser (``tools/paper_tables.py``, which leaves this file alone) cannot reach
+    prose, and a number typed into a notebook drifts from the paper unnoticed. This file is
+    written by hand, but every entry quotes the .tex verbatim and ``tests/test_paper.py`` checks
+    that the quote is in the .tex and that its ``printed`` token parses to ``value``."""
     return copy.deepcopy(_load_figures(str(path or FIGURES_JSON)))
 
 
