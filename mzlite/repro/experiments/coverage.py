@@ -21,8 +21,6 @@ needs a model or a runner feature mzlite lacks says which.
 
 from __future__ import annotations
 
-import json
-
 from mzlite.repro import experiments as ex
 from mzlite.repro import paper
 from mzlite.repro.experiments.findings import once
@@ -41,8 +39,8 @@ ENTRIES: dict[str, dict] = prose_data("coverage.yaml")
 def paper_table_labels() -> list[str]:
     """Every table label of the paper in its order, from the committed ``data/paper/labels.json``
     (its entries of kind "Table"; ``tools/paper_tables.py --check`` holds it to the .tex)."""
-    labels = json.loads(paper.LABELS_JSON.read_text(encoding="utf-8"))["labels"]
-    return [k for k, v in labels.items() if v.get("kind") == "Table"]
+    labels = paper.read_json(str(paper.LABELS_JSON))["labels"]
+    return [k for k, v in labels.items() if v["kind"] == "Table"]
 
 
 def _per_job(rows: dict, like: dict, cell: str) -> float | None:
