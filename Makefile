@@ -134,8 +134,8 @@ test-fast: $(STAMP)
 	$(VPY) -m pytest -q -m "not slow and not integration and not browser" --timeout=$(TEST_TIMEOUT)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check mzlite tests benchmarks book/_scripts
-	$(VENV)/bin/ruff format --check mzlite tests benchmarks book/_scripts
+	$(VENV)/bin/ruff check mzlite tests benchmarks book/_scripts tools
+	$(VENV)/bin/ruff format --check mzlite tests benchmarks book/_scripts tools
 	$(VENV)/bin/lint-imports  # the layers of pyproject.toml's [tool.importlinter]
 
 clean:

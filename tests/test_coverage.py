@@ -58,7 +58,7 @@ def test_registered_tables_are_priced_by_plan_and_the_rest_say_why(rows):
         if r["registered"]:
             continue
         assert r["runs_here"].startswith(("yes", "no")), r["label"]
-        if ENTRIES[r["label"]].like:
+        if ENTRIES[r["label"]].get("like"):
             assert r["price"] is not None and r["price"] > 0, r["label"]
             assert "job(s) like" in r["basis"]
     for label in ("tab:qm9", "tab:resnet-features", "tab:resnet50-scaling"):

@@ -1,4 +1,5 @@
-"""mzlite.repro.paper: the paper's numbers in data/paper/*.json match its LaTeX source.
+"""mzlite.repro.paper: the paper's numbers in data/paper/*.json match its LaTeX source; and the
+parser that writes them, tools/paper_tables.py (a script outside the package).
 
 Cells are checked against the .tex with regexes written here, independently of the parser, so a
 parser bug or a hand edit of the JSON fails. The checks that need the .tex skip (with a message)
@@ -7,21 +8,22 @@ when ../shared/paper is absent; the JSON structure checks always run.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from mzlite.repro import paper
-from mzlite.repro.paper import (
-    DATA_DIR,
-    SYNTHETIC_LABELS,
-    load_paper_table,
-    paper_cell,
-    paper_value,
-    parse_cell,
-    parse_table,
+from mzlite.repro.paper import DATA_DIR, SYNTHETIC_LABELS, load_paper_table, paper_cell, paper_value
+
+_spec = importlib.util.spec_from_file_location(
+    "paper_tables", Path(__file__).resolve().parents[1] / "tools" / "paper_tables.py"
 )
+paper_tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(paper_tables)
+parse_cell, parse_table = paper_tables.parse_cell, paper_tables.parse_table
 
 TEX_PATH = paper.paper_tex_path()
 needs_tex = pytest.mark.skipif(
@@ -249,16 +251,16 @@ def test_every_committed_cell_matches_its_latex(tex):
 
 @needs_tex
 def test_committed_json_in_sync_with_tex():
-    stale = paper.check_paper_tables()
-    assert not stale, f"run `python -m mzlite.repro.paper` to refresh: {stale}"
+    stale = paper_tables.check_paper_tables()
+    assert not stale, f"run `python tools/paper_tables.py` to refresh: {stale}"
 
 
 @needs_tex
 def test_regenerate_into_tmp(tmp_path):
-    paths = paper.write_paper_tables(out_dir=tmp_path, labels=["tab:meb", "tab:sgsp"])
+    paths = paper_tables.write_paper_tables(out_dir=tmp_path, labels=["tab:meb", "tab:sgsp"])
     assert [p.name for p in paths] == ["tab-meb.json", "tab-sgsp.json"]
     assert paper_value("tab:sgsp", "furthest-first / 32", "Standard", data_dir=tmp_path) == 0.315
-    assert paper.main(["--check"]) == 0
+    assert paper_tables.main(["--check"]) == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,7 +313,7 @@ def test_figures_json_quotes_are_verbatim_and_parse_to_value():
 def test_table_tools_leave_figures_json_alone(tmp_path):
     (tmp_path / "figures.json").write_text(paper.FIGURES_JSON.read_text(encoding="utf-8"))
     if TEX_PATH.exists():
-        paper.write_paper_tables(out_dir=tmp_path, labels=["tab:meb"])
+        paper_tables.write_paper_tables(out_dir=tmp_path, labels=["tab:meb"])
     assert (tmp_path / "figures.json").read_text(encoding="utf-8") == paper.FIGURES_JSON.read_text(
         encoding="utf-8"
     )
@@ -331,7 +333,7 @@ def _count_before(tex: str, label: str, pattern: str) -> int:
 
 @needs_tex
 def test_labels_are_numbered_as_latex_counts_them(tex):
-    labels = paper.parse_labels(tex)
+    labels = paper_tables.parse_labels(tex)
     theorem_like = r"\\begin\{(?:theorem|corollary|proposition|lemma)\}"
     for label, entry in labels.items():
         if entry["kind"] in ("Theorem", "Corollary", "Proposition", "Lemma"):
@@ -377,4 +379,4 @@ def test_labels_json_in_sync_with_tex_is_part_of_check(tmp_path):
         doc = json.loads((stale_dir / "labels.json").read_text(encoding="utf-8"))
         doc["labels"]["tab:meb"]["number"] = "99"
         (stale_dir / "labels.json").write_text(json.dumps(doc), encoding="utf-8")
-        assert "labels.json" in paper.check_paper_tables(data_dir=stale_dir)
+        assert "labels.json" in paper_tables.check_paper_tables(data_dir=stale_dir)

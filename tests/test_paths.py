@@ -32,7 +32,7 @@ def test_an_installed_package_reads_the_data_beside_the_chapters(tmp_path):
     (download / "notes").mkdir()
     probe = (
         "import mzlite._paths as p, mzlite.repro.experiments.specs as s, "
-        "mzlite.repro.paper._source as q;"
+        "mzlite.repro.paper as q;"
         "print(p.in_checkout(), p.data_root(), s.default_results_dir(), q.DATA_DIR)"
     )
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}

@@ -4,8 +4,8 @@
     rows = coverage()              # one dict per table label of the paper, in the paper's order
     coverage_html()                # the book's page-width table (chapter 9, "Coverage")
 
-The labels come from the paper's LaTeX (``data/paper/labels.json`` when the source is absent),
-so a table the paper adds shows up as "not described" and the test that every label has exactly
+The labels come from the paper's LaTeX (through the committed ``data/paper/labels.json``), so
+a table the paper adds shows up as "not described" and the test that every label has exactly
 one entry fails. Each row: ``label``, ``claim`` (one line, in words), ``runs_here`` ("yes",
 "registered", or "no: <why>"), ``registered`` (in ``experiments.TABLES``), ``price`` (expected
 CPU hours under ``profile`` of what is left to run), ``price_text``, ``basis`` (where the price
@@ -21,73 +21,34 @@ needs a model or a runner feature mzlite lacks says which.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-
 from mzlite.repro import experiments as ex
 from mzlite.repro import paper
 from mzlite.repro.experiments.findings import once
 from mzlite.repro.experiments.formatting import count_phrase
 from mzlite.repro.experiments.plan import decide, plan
-from mzlite.repro.experiments.reading import prose_data
+from mzlite.repro.experiments.results import prose_data
 from mzlite.repro.experiments.scorecard import claims, scorecard
-from mzlite.repro.paper import load_paper_table
 from mzlite.repro.render import comparison_table, table_name
 
-
-@dataclass(frozen=True)
-class Like:
-    """``jobs`` (cell, seed) jobs each priced like cell ``cell`` of registered table ``table``,
-    times ``scale`` (``why`` says what the scale is for)."""
-
-    table: str
-    cell: str
-    jobs: int
-    scale: float = 1.0
-    why: str = ""
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One table of the paper: what it ``claim``s, ``runs`` ("yes" or "no: why"), and for an
-    unregistered table that can run, the ``like`` cells that price it and a ``note``."""
-
-    claim: str
-    runs: str = "yes"
-    like: tuple[Like, ...] = ()
-    note: str = ""
-
-
-def _entry(claim: str, runs: str = "yes", like=(), note: str = "") -> Entry:
-    """An entry of ``coverage.yaml``: its ``like`` groups, each ``cells`` of ``table`` at ``jobs``
-    jobs a cell (and ``scale``, ``why``), become one ``Like`` per cell."""
-    cells = tuple(
-        Like(cell=c, **{k: v for k, v in g.items() if k != "cells"})
-        for g in like
-        for c in g["cells"]
-    )
-    return Entry(claim, runs, cells, note)
-
-
-# One entry per table of the paper, in words (the paper's numbers stay in data/paper).
-ENTRIES: dict[str, Entry] = {label: _entry(**e) for label, e in prose_data("coverage.yaml").items()}
+# One entry per table of the paper, in words (the paper's numbers stay in data/paper):
+# ``{"claim", "runs": "yes" or "no: why", "like": [{"table", "cells", "jobs", "scale", "why"}],
+# "note"}``; an unregistered table that can run is priced by its ``like`` cells (coverage.yaml).
+ENTRIES: dict[str, dict] = prose_data("coverage.yaml")
 
 
 def paper_table_labels() -> list[str]:
-    """Every table label of the paper in its order: parsed from the LaTeX source when it is
-    there, else from the committed ``data/paper/labels.json`` (its entries of kind "Table")."""
-    try:
-        return paper.table_labels(paper.read_paper_tex())
-    except FileNotFoundError:
-        labels = json.loads(paper.LABELS_JSON.read_text(encoding="utf-8"))["labels"]
-        return [k for k, v in labels.items() if v.get("kind") == "Table"]
+    """Every table label of the paper in its order, from the committed ``data/paper/labels.json``
+    (its entries of kind "Table"; ``tools/paper_tables.py --check`` holds it to the .tex)."""
+    labels = paper.read_json(str(paper.LABELS_JSON))["labels"]
+    return [k for k, v in labels.items() if v["kind"] == "Table"]
 
 
-def _per_job(rows: dict, like: Like) -> float | None:
-    r = rows.get((like.table, like.cell))
+def _per_job(rows: dict, like: dict, cell: str) -> float | None:
+    """CPU hours of one job priced like ``cell`` of ``like["table"]``, times ``like["scale"]``."""
+    r = rows.get((like["table"], cell))
     if r is None or r["s_per_epoch"] is None:
         return None
-    return r["s_per_epoch"] * r["epochs"] / 3600 * like.scale
+    return r["s_per_epoch"] * r["epochs"] / 3600 * like.get("scale", 1)
 
 
 def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
@@ -96,7 +57,7 @@ def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
     prof = ex.get_profile(profile).name
     labels = paper_table_labels()
     registered = [label for label in labels if label in ex.TABLES]
-    like_tables = {lk.table for e in ENTRIES.values() for lk in e.like}
+    like_tables = {lk["table"] for e in ENTRIES.values() for lk in e.get("like", ())}
     priced = registered + sorted(like_tables - set(registered))
     p = once(plan, priced, prof, results_dir=results_dir, measure=False)  # every cell, done or not
     totals, by_cell = p.totals(), {(r["table"], r["cell"]): r for r in p.rows}
@@ -109,7 +70,7 @@ def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
         state = _state(verdicts.get(label, []))
         row = {
             "label": label,
-            "claim": entry.claim
+            "claim": entry["claim"]
             if entry
             else f"not described yet (caption: {_caption(label)[:120]})",
             "registered": label in ex.TABLES,
@@ -150,30 +111,29 @@ def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
                 state=state or "registered, no claim yet",
             )
         elif entry is not None:
+            runs, note = entry.get("runs", "yes"), entry.get("note", "")
             row.update(
-                runs_here=entry.runs,
-                state=f"not registered; {state}" if state else "not registered",
+                runs_here=runs, state=f"not registered; {state}" if state else "not registered"
             )
-            costs = [(lk, _per_job(by_cell, lk)) for lk in entry.like]
-            known = [lk.jobs * c for lk, c in costs if c is not None]
-            unpriced = sum(c is None for _, c in costs)
-            if entry.like:
+            likes = [(lk, cell) for lk in entry.get("like", ()) for cell in lk["cells"]]
+            costs = [(lk, cell, _per_job(by_cell, lk, cell)) for lk, cell in likes]
+            known = [lk["jobs"] * c for lk, _, c in costs if c is not None]
+            unpriced = sum(c is None for *_, c in costs)
+            if costs:
                 row["price"] = sum(known) if known else None
                 row["price_text"] = (f"~{sum(known):.1f}" if known else "?") + (
                     f" + {unpriced} unpriced" if unpriced else ""
                 )
                 parts = [
-                    f"{lk.jobs} job(s) like `{lk.table} {lk.cell}`"
+                    f"{lk['jobs']} job(s) like `{lk['table']} {cell}`"
                     + ("" if c is None else f" ({c:.2f} CPU h each)")
-                    + (f", x {lk.scale:g}" if lk.scale != 1 else "")
-                    + (f" ({lk.why})" if lk.why else "")
-                    for lk, c in costs
+                    + (f", x {lk['scale']:g}" if lk.get("scale", 1) != 1 else "")
+                    + (f" ({lk['why']})" if lk.get("why") else "")
+                    for lk, cell, c in costs
                 ]
-                row["basis"] = (entry.note + ": " if entry.note else "") + "; ".join(parts)
+                row["basis"] = (note + ": " if note else "") + "; ".join(parts)
             else:
-                row["basis"] = entry.note or (
-                    "cannot run here" if entry.runs.startswith("no") else ""
-                )
+                row["basis"] = note or ("cannot run here" if runs.startswith("no") else "")
         out.append(row)
     return out
 
@@ -188,7 +148,7 @@ def _state(verdicts: list[str]) -> str:
 
 def _caption(label: str) -> str:
     try:
-        return load_paper_table(label)["caption"]
+        return paper.load_paper_table(label)["caption"]
     except (OSError, KeyError, ValueError):  # a table data/paper does not hold
         return ""
 
@@ -253,7 +213,4 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
                             footnote_title="The command that runs each step")  # fmt: skip
 
 
-__all__ = [
-    "ENTRIES", "Entry", "Like", "coverage", "coverage_html", "next_steps_html",
-    "paper_table_labels",
-]  # fmt: skip
+__all__ = ["ENTRIES", "coverage", "coverage_html", "next_steps_html", "paper_table_labels"]

@@ -26,7 +26,8 @@ from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
-from .reading import SeedsR2, html_table, missing_quotes, prose_data, r2_text, results_per_cell
+from .reading import SeedsR2, html_table, missing_quotes, r2_text, results_per_cell
+from .results import prose_data
 from .specs import SET_STATS
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
 
@@ -74,12 +75,11 @@ def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
     """Per reviewed task (its generator's name): (the set-statistics ridge's R^2, the
     set-size-only ridge's R^2) of its v1 yardstick under ``profile``, None where not run (a
     yardstick result written before the size ridge existed has no second number)."""
-    out, tables = {}, {}
+    tables = dict.fromkeys(t.yardstick[0] for t in TASK_REVIEW)
+    by_table = {table: results_per_cell(table, profile, results_dir) for table in tables}
+    out = {}
     for t in TASK_REVIEW:
-        table, cell = t.yardstick
-        if table not in tables:
-            tables[table] = results_per_cell(table, profile, results_dir)
-        mine = _checked(tables[table].get(cell, []), DEFAULT_READING)
+        mine = _checked(by_table[t.yardstick[0]].get(t.yardstick[1], []), DEFAULT_READING)
         out[t.task] = (_metric(mine, "r2"), _metric(mine, "set_size_r2"))
     return out
 
@@ -209,10 +209,10 @@ def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow
     """The calibration from the result files of ``profile``: one row per calibrated column and
     reading, the v1 row from the column's main cells. A result made under another task reading
     than its row raises."""
-    rows, by_table = [], {}
+    rows = []
+    tables = dict.fromkeys(c.table for c in CALIBRATED)
+    by_table = {table: results_per_cell(table, profile, results_dir) for table in tables}
     for c in CALIBRATED:
-        if c.table not in by_table:
-            by_table[c.table] = results_per_cell(c.table, profile, results_dir)
         v1_st = c.cells("v1")[0]
         paper = _paper_numbers(c.table, v1_st)
         for reading in c.readings:
@@ -266,11 +266,9 @@ def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None
     best = {w: (c["reading"], c["seeds"]) for w, c in closest_readings(rows).items()}
     body = []
     for r in rows:
-        reading, seeds = best.get(r.what, (None, 0))
-        if reading == r.reading:
-            reading = f"{r.reading} (nearest the paper, {seeds} seed{'s' if seeds != 1 else ''})"
-        else:
-            reading = r.reading
+        reading, (nearest, seeds) = r.reading, best.get(r.what, (None, 0))
+        if nearest == r.reading:
+            reading += f" (nearest the paper, {seeds} seed{'s' if seeds != 1 else ''})"
         var = f"{_num(r.target_var, '.4g')} / {_num(r.paper_var, '.4g')}"
         body.append((name_labels(r.what), reading, r2_text(r.mean, r.std), str(r.seeds),
                      r2_text(r.paper_r2, r.paper_std, "–"), _num(r.gap, "+.3f"), var,
