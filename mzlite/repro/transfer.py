@@ -56,10 +56,9 @@ def _r2(result: dict) -> float | None:
     return result["metrics"]["test"].get("r2")
 
 
-def _results(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
-    """``results_by_cell``, each main cell of ``substitute`` reading its ablation cell's."""
-    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
-    return {**by_cell, **{main: by_cell.get(abl, []) for main, abl in (substitute or {}).items()}}
+def _seed_r2(by_cell: dict, setting: str) -> dict[str, list[float]]:
+    """``{ranked model: test R^2 of each of its seeds}`` in ``setting``, models with results."""
+    return {m: [_r2(r) for r in rs] for m in RANKED if (rs := by_cell.get(cell_id(setting, m)))}
 
 
 def ranks(
@@ -84,16 +83,15 @@ def ranks(
     unknown = sorted(unknown - {c.id for c in ex.get_table(LABEL).cells})
     if unknown:
         raise ValueError(f"substitute names cells that {LABEL} does not have: {unknown}")
-    by_cell = _results(profile, results_dir, substitute)
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    by_cell = by_cell | {main: by_cell.get(abl, []) for main, abl in (substitute or {}).items()}
     rows = []
     for setting, (prow, pcol) in zip(SETTINGS, ex.TRANSFER_TIER1.values(), strict=True):
-        means, score = {}, {}
-        for m in RANKED:
-            r2s = [_r2(r) for r in by_cell.get(cell_id(setting, m), [])]
-            mean, std = mean_std(r2s)
-            if mean is not None:
-                means[m] = (mean, std, len(r2s))
-                score[m] = mean if statistic == "mean" else statistics.median(r2s)
+        r2 = _seed_r2(by_cell, setting)
+        means = {m: (*mean_std(v), len(v)) for m, v in r2.items()}
+        means = {m: v for m, v in means.items() if v[0] is not None}
+        median = statistic == "median"
+        score = {m: statistics.median(r2[m]) if median else v[0] for m, v in means.items()}
         ordered = sorted(score, key=lambda m: -score[m])
         others = [m for m in ordered if m != model]
         stats = by_cell.get(cell_id(setting, ex.SET_STATS), [])
@@ -141,10 +139,10 @@ def ablations(profile: str, results_dir=None) -> list[dict]:
         if cell.part != "ablation" or cell.id in same or not by_cell.get(cell.id):
             continue
         setting, model = _setting(cell), cell.model
-        r2 = {m: [_r2(r) for r in by_cell.get(cell_id(setting, m), [])] for m in RANKED}
-        others = [statistics.fmean(v) for m, v in r2.items() if v and m != model]
+        r2 = _seed_r2(by_cell, setting)
+        others = [statistics.fmean(v) for m, v in r2.items() if m != model]
         ablated = {r["seed"]: _r2(r) for r in by_cell[cell.id]}
-        means = (statistics.fmean(r2[model]) if r2[model] else None,
+        means = (statistics.fmean(r2[model]) if model in r2 else None,
                  statistics.fmean(ablated.values()))  # fmt: skip
         rank = [None if v is None else 1 + sum(o > v for o in others) for v in means]
         rows.append({
@@ -272,15 +270,6 @@ def progress(rows: list[dict]) -> dict:
     }
 
 
-def _seed_r2(seeds: list[dict], setting: str) -> dict[str, list[float]]:
-    """``{model: test R^2 of its seeds}`` in ``setting``, from ``per_seed``'s rows."""
-    out = {}
-    for s in seeds:
-        if s["setting"] == setting:
-            out.setdefault(s["model"], []).append(s["r2"])
-    return out
-
-
 def _spread(values) -> float:
     return max(values) - min(values)
 
@@ -291,14 +280,14 @@ def seed_spreads(profile: str, results_dir=None) -> list[dict]:
     that are not MZAttn models (``others``), and its rank by mean and by median seed."""
     model = "mz_full"
     by_median = {r["setting"]: r["rank"] for r in ranks(profile, model, results_dir, "median")}
-    seeds = per_seed(profile, results_dir)
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     out = []
     for r in ranks(profile, model, results_dir):
         if not r["complete"]:
             continue
-        r2 = _seed_r2(seeds, r["setting"])
-        own = sorted((s["r2"], s["best_epoch"]) for s in seeds
-                     if s["setting"] == r["setting"] and s["model"] == model)  # fmt: skip
+        r2 = _seed_r2(by_cell, r["setting"])
+        own = sorted((_r2(s), s["metrics"].get("best_epoch"))
+                     for s in by_cell[cell_id(r["setting"], model)])  # fmt: skip
         spread = _spread(r2[model])
         others = max(_spread(v) for m, v in r2.items() if m not in MZ_MODELS)
         out.append({"setting": r["setting"], "row": r["row"], "column": r["column"],
@@ -313,13 +302,13 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
     spread and worst seed of the models that are not MZAttn models, and the ``outcome``: "not
     the rate" (the rank does not improve), "the rate" (it improves and the seeds train as
     reliably as the others') or "part of it" (it improves, but a seed is still the worst)."""
-    seeds = per_seed(profile, results_dir)
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     out = []
     for a in ablations(profile, results_dir):
         if "lr" not in a["change"]:
             continue
         main, new = list(a["main"].values()), list(a["ablated"].values())
-        rest = [v for m, v in _seed_r2(seeds, a["setting"]).items() if m not in MZ_MODELS]
+        rest = [v for m, v in _seed_r2(by_cell, a["setting"]).items() if m not in MZ_MODELS]
         widest = max(map(_spread, rest), default=None)
         lowest = min(map(min, rest), default=None)
         if a["rank_ablated"] >= a["rank"]:
