@@ -1,12 +1,8 @@
-"""The real-data transfer study (tab:transfer-matrix, Tier 1): MZAttn-Full's rank per cell,
-beside the paper's, and the paper's own prediction put to a test.
-
-The paper reports, for each (construction, target) cell, the rank of MZAttn-Full among 7
-parameter-matched models (1 = best test R^2, seed means), and predicts no advantage on low-rank
-2-D point clouds: "on every cell where any one of these [prerequisites] is absent, MZAttn-Full
-ranks 3rd-5th", against an expected rank of 4 under the no-advantage null. ``ranks`` computes
-our ranks from the result JSONs; ``null_test`` asks how surprising our mean rank would be if
-MZAttn had no advantage (each cell's rank uniform on 1..7, cells independent).
+"""The real-data transfer study (tab:transfer-matrix, Tier 1): MZAttn-Full's rank per cell
+among 7 parameter-matched models (1 = best mean test R^2), beside the paper's, and the paper's
+prediction put to a test: no advantage on low-rank 2-D point clouds ("MZAttn-Full ranks
+3rd-5th"), an expected rank of 4 under the null of ``null_test`` (each cell's rank uniform on
+1..7, cells independent).
 """
 
 from __future__ import annotations
@@ -41,14 +37,14 @@ CONVERGED = ("full", "cpu-annealed", "cpu-converged")
 
 
 def converged_profile(results_dir=None) -> str | None:
-    """The first profile of ``CONVERGED`` that exists and has results of this table, or None."""
+    """The first profile of ``CONVERGED`` with results of this table, or None."""
     have = (p for p in CONVERGED if p in ex.PROFILES and ex.load_results(LABEL, p, results_dir))
     return next(have, None)
 
 
 def cell_id(setting: str, model: str) -> str:
-    """The id of ``model``'s cell in ``setting`` ("raw-meb") of the table: checked against the
-    table (``CellKey``), so that a renamed cell raises instead of reading as one without results."""
+    """The id of ``model``'s cell in ``setting`` ("raw-meb"), checked (``CellKey``): a renamed
+    cell raises instead of reading as one without results."""
     return ex.CellKey(LABEL, f"{setting}-{model}").cell
 
 
@@ -69,10 +65,9 @@ def ranks(
     substitute: dict | None = None,
 ) -> list[dict]:
     """One row per setting: ``rank`` of ``model`` among the ranked models with results (None:
-    it has none), ordered by their ``statistic`` of test R^2 over seeds (the paper's mean, or the
-    median, robust to one failed seed), beside the best other model, the yardstick and the
-    paper's rank; ``missing_jobs`` counts the setting's jobs of ``profile`` not on disk yet. A
-    rank of an incomplete setting is provisional: a model still to run can take any place.
+    it has none) by their ``statistic`` of test R^2 over seeds (the paper's mean, or the median,
+    robust to one failed seed), beside the best other model, the yardstick and the paper's
+    rank. With ``missing_jobs`` of ``profile`` not on disk the rank is provisional.
     ``substitute``: ``{main cell id: ablation cell id}`` whose results stand in for the main
     cell's (``longer_cap``); completeness stays the main table's."""
     if model not in RANKED:
@@ -112,8 +107,8 @@ def ranks(
 
 
 def per_seed(profile: str, results_dir=None) -> list[dict]:
-    """Every result of the ranked models, one row per (setting, model, seed) in that order: what
-    a mean over seeds hides (a seed that stopped early at a poor optimum)."""
+    """One row per result of the ranked models, by (setting, model, seed): what a mean over
+    seeds hides (a seed that stopped early at a poor optimum)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     return [
         {"setting": setting, "model": m, "name": r.get("row", m), "seed": r["seed"], "r2": _r2(r),
@@ -128,10 +123,9 @@ def _setting(cell) -> str:
 
 
 def ablations(profile: str, results_dir=None) -> list[dict]:
-    """The table's ablation cells with results: ``change`` (the training overrides), test R^2
-    by seed of the model's ``main`` cell and of the ``ablated`` one (a seed is the same data and
-    initialisation in both), and the model's rank by mean R^2 with each (``rank``,
-    ``rank_ablated``: every other model as it is)."""
+    """The ablation cells with results: ``change`` (the training overrides), test R^2 by seed
+    of the ``main`` cell and of the ``ablated`` one (same data and initialisation per seed), and
+    the model's rank by mean R^2 with each (``rank``, ``rank_ablated``), the others as they are."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     same = ex.aliases(LABEL, profile)  # ablations that this profile's protocol already is
     rows = []
@@ -159,7 +153,7 @@ def paper_ranks() -> list[float]:
 
 
 def longer_cap(profile: str, results_dir=None) -> dict:
-    """``{main cell id: ablation cell id}`` for the epoch-cap ablation cells (the same runs at a
+    """``{main cell id: ablation cell id}`` of the epoch-cap ablations (the same runs at a
     longer cap) with every seed of ``profile``: the ``substitute`` that asks whether runs that
     hit the cap decide a verdict."""
     out = {}
@@ -261,8 +255,7 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
 
 
 def progress(rows: list[dict]) -> dict:
-    """How far the run behind ``ranks``' ``rows`` is: its complete and incomplete settings and
-    the jobs still to run."""
+    """The complete and incomplete settings of ``ranks``' ``rows`` and the jobs still to run."""
     return {
         "complete": [r["setting"] for r in rows if r["complete"]],
         "incomplete": [r["setting"] for r in rows if not r["complete"]],
@@ -339,8 +332,8 @@ OUTCOME_WORDS = {
 
 
 def rate_ablation_words(profile: str, results_dir=None) -> list[str]:
-    """``rate_ablation`` in sentences, two per cell: what the rate changes, then what the
-    outcome means (``OUTCOME_WORDS``); [] before it ran."""
+    """``rate_ablation`` in two sentences per cell: what the rate changes, then
+    ``OUTCOME_WORDS``; [] before it ran."""
     n, n_others = len(RANKED), len(RANKED) - len(MZ_MODELS)
     words = []
     for a in rate_ablation(profile, results_dir):
@@ -367,8 +360,8 @@ def cap_outcome(table: dict, rerun: dict) -> str:
 
 
 def plot_seeds(profile: str, results_dir=None):
-    """A matplotlib Figure of every seed's test R^2 per setting (the MZAttn models in colour,
-    the others grey) with the set-statistics yardstick as a bar."""
+    """Every seed's test R^2 per setting (the MZAttn models in colour, the others grey) and the
+    set-statistics yardstick as a bar: a matplotlib Figure."""
     import matplotlib.pyplot as plt
 
     rows, seeds = ranks(profile, results_dir=results_dir), per_seed(profile, results_dir)
@@ -443,8 +436,8 @@ def model_words(model: str) -> str:
 
 
 def transfer_summary(results_dir=None) -> list[str]:
-    """The study's result in sentences: MZAttn-Full's rank per setting beside the paper's, and
-    the verdict on the paper's no-advantage prediction with its reason."""
+    """MZAttn-Full's rank per setting beside the paper's, and the verdict on the paper's
+    no-advantage prediction, in sentences."""
     prof = converged_profile(results_dir)
     if prof is None:
         return ["No converged run of the transfer study is on disk yet: nothing on this page "
