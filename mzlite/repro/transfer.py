@@ -15,6 +15,7 @@ from mzlite.analysis.ranks import null_test  # re-exported: chapter 10 reads it 
 from . import experiments as ex
 from .experiments import stats as _stats
 from .experiments.formatting import cell_words
+from .experiments.reading import prose_data
 from .experiments.stats import mean_std
 from .paper import paper_ref, paper_value
 from .render import comparison_table
@@ -34,6 +35,10 @@ MID_FIELD = (3, 5)  # the paper: "MZAttn-Full ranks 3rd-5th" where its prerequis
 # profiles whose runs end by early stopping, the one the chapter reads first; cpu-converged is our
 # first reading, read only while the others have no result of this table
 CONVERGED = ("full", "cpu-annealed", "cpu-converged")
+WORDS = prose_data("transfer_words.yaml")
+READS = WORDS["reads"]  # what the ranks of each converged profile are, on the chapter's page
+OUTCOME_WORDS = WORDS["outcomes"]  # what each outcome of ``rate_ablation`` means
+PROBLEMS = ("smoke", "not run", "no setting", "few seeds", "unconverged")  # give no verdict
 
 
 def converged_profile(results_dir=None) -> str | None:
@@ -198,44 +203,30 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
     unconverged = [(r["cell"], r["seed"]) for r in behind
                    if not _stats.result_convergence(r)["converged"]]  # fmt: skip
     t, alpha = null_test(observed) if observed else None, _stats.ALPHA
-    problem = None  # (verdict, reason) when the ranks cannot give a verdict at all
-    if ex.get_profile(profile).name == "smoke":
-        problem = "pipeline only", "smoke numbers (3 epochs) say nothing about MZAttn"
+    if ex.get_profile(profile).name == "smoke":  # the first that applies decides
+        outcome = "smoke"
     elif not by_cell:
-        problem = "not run", f"no {profile} results of {LABEL} yet"
+        outcome = "not run"
     elif t is None:
-        problem = "insufficient evidence", "no setting has all 7 models with every seed yet"
+        outcome = "no setting"
     elif seeds < _stats.MIN_SEEDS:
-        few = f"the ranks rest on {seeds} seed(s) per model (needs >= {_stats.MIN_SEEDS})"
-        problem = "insufficient evidence", few
+        outcome = "few seeds"
     elif unconverged:
-        runs = ", ".join(f"{cell_words(LABEL, c)} seed {s}" for c, s in unconverged)
-        problem = ("insufficient evidence",
-                   f"{len(unconverged)} of {len(behind)} runs behind the ranks did not converge: "
-                   + runs)  # fmt: skip
-    if problem is not None:
-        verdict, reason = problem
+        outcome = "unconverged"
     elif t["p_advantage"] <= alpha:
-        verdict = "does not hold here"
-        reason = (f"MZAttn-Full ranks better than chance on low-rank 2-D data (mean rank "
-                  f"{t['mean_rank']:.2f}; P(mean <= it) = {t['p_advantage']:.3f} under the "
-                  "null)")  # fmt: skip
+        outcome = "better"
     elif t["p_disadvantage"] <= alpha:
-        verdict = "does not hold here"
-        reason = (f"MZAttn-Full ranks worse than chance (mean rank {t['mean_rank']:.2f}; "
-                  f"P(mean >= it) = {t['p_disadvantage']:.3f}), which the paper does not "
-                  "predict either")  # fmt: skip
+        outcome = "worse"
     elif t["p_floor"] > alpha:
-        verdict = "insufficient evidence"
-        reason = (f"with {t['n_cells']} complete setting(s) even rank 1 everywhere would have "
-                  f"P = {t['p_floor']:.3f} under the null, so no result could have contradicted "
-                  f"it at the {alpha:.0%} level")  # fmt: skip
+        outcome = "floor"
     else:
-        verdict = "holds" if len(complete) == len(rows) else "holds partly"
-        reason = (f"MZAttn-Full's ranks are what no advantage would give (mean rank "
-                  f"{t['mean_rank']:.2f} over {t['n_cells']} of {len(rows)} settings; both "
-                  f"one-sided P > {alpha:g}; the smallest P they could have given is "
-                  f"{t['p_floor']:.4f})")  # fmt: skip
+        outcome = "holds" if len(complete) == len(rows) else "holds partly"
+    runs = ", ".join(f"{cell_words(LABEL, c)} seed {s}" for c, s in unconverged)
+    fields = dict(t or {}, profile=profile, label=LABEL, seeds=seeds, alpha=alpha, runs=runs)
+    fields |= {"min_seeds": _stats.MIN_SEEDS, "n_unconverged": len(unconverged)}
+    fields |= {"n_behind": len(behind), "n_settings": len(rows)}
+    verdict, reason = WORDS["verdicts"][outcome]
+    reason = reason.format(**fields)
     lo, hi = MID_FIELD
     return {
         "profile": profile,
@@ -248,7 +239,7 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
         "unconverged": unconverged,
         "results": behind,
         "substituted": {k: v for k, v in substitute.items() if v in cells},
-        "problem": problem,
+        "problem": (verdict, reason) if outcome in PROBLEMS else None,
         "verdict": verdict,
         "reason": reason,
     }
@@ -321,16 +312,6 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
     return out
 
 
-# What each outcome of ``rate_ablation`` means for MZAttn-Full's place, in the chapter's words
-OUTCOME_WORDS = {
-    "not the rate": "The learning rate is not why it ranks where it does.",
-    "the rate": "Its place here was the protocol's learning rate: at this rate it trains as "
-    "reliably as the others.",
-    "part of it": "The rate explains part of its place, not its unreliability: its worst seed is "
-    "still below every other model's worst.",
-}
-
-
 def rate_ablation_words(profile: str, results_dir=None) -> list[str]:
     """``rate_ablation`` in two sentences per cell: what the rate changes, then
     ``OUTCOME_WORDS``; [] before it ran."""
@@ -338,15 +319,8 @@ def rate_ablation_words(profile: str, results_dir=None) -> list[str]:
     words = []
     for a in rate_ablation(profile, results_dir):
         what = ", ".join(f"{k} = {v:g}" for k, v in a["change"].items())
-        words += [
-            f"At {what} MZAttn-Full's mean test R² on {setting_words(a['setting'])} goes from "
-            f"{a['mean']:.3f} to {a['mean_ablated']:.3f} (rank {a['rank']} -> "
-            f"{a['rank_ablated']} of {n}); its seeds spread {a['spread_ablated']:.3f} instead of "
-            f"{a['spread']:.3f}, against at most {a['widest_other']:.3f} for the other "
-            f"{n_others} models (worst seed {a['worst_ablated']:.3f}, theirs "
-            f"{a['lowest_other']:.3f}).",
-            OUTCOME_WORDS[a["outcome"]],
-        ]
+        fields = {**a, "what": what, "setting": setting_words(a["setting"]), "n": n}
+        words += [WORDS["rate"].format(**fields, n_others=n_others), OUTCOME_WORDS[a["outcome"]]]
     return words
 
 
@@ -385,15 +359,6 @@ def plot_seeds(profile: str, results_dir=None):
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
-
-
-# What the ranks of each converged profile are on the chapter's page
-READS = {
-    "full": "the paper's protocol",
-    "cpu-annealed": "our reading of the paper on a CPU",
-    "cpu-converged": "our first reading (a LayerNorm on every generator row, MZ at learning rate "
-    "3e-3), an ablation: no run of our reading has finished this table yet",
-}
 
 
 def _r2_text(v) -> str:
@@ -438,28 +403,21 @@ def model_words(model: str) -> str:
 def transfer_summary(results_dir=None) -> list[str]:
     """MZAttn-Full's rank per setting beside the paper's, and the verdict on the paper's
     no-advantage prediction, in sentences."""
-    prof = converged_profile(results_dir)
+    said, prof = WORDS["summary"], converged_profile(results_dir)
     if prof is None:
-        return ["No converged run of the transfer study is on disk yet: nothing on this page "
-                "ranks MZAttn-Full (the smoke run only checks the pipeline)."]  # fmt: skip
+        return [said["none"]]
     rows = [r for r in ranks(prof, results_dir=results_dir) if r["rank"] is not None]
     if not rows:
-        return [f"The {prof} run of the transfer study has no MZAttn-Full result yet."]
+        return [said["no mz"].format(profile=prof)]
     rank_words = "; ".join(
         f"{setting_words(r['setting'])}: {r['rank']}{'' if r['complete'] else '*'} "
         f"(paper {r['paper_rank']:.0f})"
         for r in rows
     )
-    out = [f"MZAttn-Full's rank among the {rows[0]['n_models']} models by mean test R² over "
-           f"seeds ({prof}; 1 is best; the paper's rank beside each): {rank_words}."]  # fmt: skip
+    out = [said["ranks"].format(n_models=rows[0]["n_models"], profile=prof, ranks=rank_words)]
     if any(not r["complete"] for r in rows):
-        out[0] += " A rank marked * is provisional: its setting is still running."
+        out[0] += said["provisional"]
     complete = [r["rank"] for r in rows if r["complete"]]
     if complete:
-        mean = sum(complete) / len(complete)
-        out.append(f"Mean rank over the {len(complete)} complete settings: {mean:.2f}, where "
-                   "no advantage would give 4.")  # fmt: skip
-    pred = prediction(prof, results_dir)
-    out.append(f"The paper's prediction that MZAttn-Full has no advantage here: {pred['verdict']} "
-               f"({pred['reason']}).")  # fmt: skip
-    return out
+        out.append(said["mean"].format(n=len(complete), mean=sum(complete) / len(complete)))
+    return [*out, said["verdict"].format(**prediction(prof, results_dir))]
