@@ -194,15 +194,8 @@ def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict 
         return None
     st_cell = condition_cell("d8-st", condition, prof)
     first = by_cell[st_cell][0]
-    # the variance its history recorded, where it did: rebuilding the dataset to compute it
-    # again costs a minute of MEB solves (the cpu and cpu-converged results predate the record)
-    recorded = (first.get("history") or {}).get("train_target_var")
-    if first["train_config"]["normalize_targets"]:
-        mean_mse = 1.0
-    elif recorded is not None:
-        mean_mse = recorded
-    else:
-        mean_mse = train_variance(LABEL, st_cell, prof)
+    raw = not first["train_config"]["normalize_targets"]
+    mean_mse = _raw_target_var(first, LABEL, st_cell, prof) if raw else 1.0
     return {"profile": prof, "curves": curves, "mean_mse": mean_mse}
 
 
@@ -247,6 +240,13 @@ def train_variance(table, cell_id: str, profile: str) -> float:
     return float(sp.train.y.double().var(unbiased=False))
 
 
+def _raw_target_var(result: dict, table, cell_id: str, profile: str) -> float:
+    """The variance of a result's raw training targets: its history's record, else recomputed
+    (a minute of MEB solves: the cpu and cpu-converged results predate the record)."""
+    recorded = (result.get("history") or {}).get("train_target_var")
+    return recorded if recorded is not None else train_variance(table, cell_id, profile)
+
+
 def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | None:
     """A cell's lowest training loss over its training targets' variance (1 = the mean
     predictor; ``stats.fit_check``), averaged over its seeds; None without a history."""
@@ -254,10 +254,9 @@ def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | No
     for r in ex.results_by_cell(table, profile, results_dir).get(cell_id, []):
         if not r.get("history"):
             continue
-        hist = {"config": r["train_config"], **r["history"]}  # its own record, where it has one
-        if hist.get("train_target_var") is None and not r["train_config"].get("normalize_targets"):
-            # trained before History recorded the variance (the cpu and cpu-converged results)
-            hist["train_target_var"] = train_variance(table, cell_id, profile)
+        hist = {"config": r["train_config"], **r["history"]}
+        if not r["train_config"].get("normalize_targets"):
+            hist["train_target_var"] = _raw_target_var(r, table, cell_id, profile)
         ratio = fit_check(hist)["fit_ratio"]
         if ratio is not None:
             ratios.append(ratio)
