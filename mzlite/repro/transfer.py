@@ -173,22 +173,15 @@ def longer_cap(profile: str, results_dir=None) -> dict:
 def prediction(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
     """The paper's Tier-1 prediction, *no advantage* for MZAttn-Full on low-rank 2-D point
     clouds ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete
-    settings of ``profile`` with ``null_test``.
-
-    Returns our ranks there (``observed``), ``mid_field`` (how many are in ``MID_FIELD``), the
-    null tests of ours (``test``, None without a complete setting) and of the paper's ranks, the
-    ``results`` behind ours, the ``unconverged`` (cell id, seed) among them, ``problem``
-    ((verdict, reason) when the ranks can give no verdict at all), ``verdict`` (the scorecard's
-    words) and ``reason`` (one sentence, cells in words):
-
-    - "does not hold here": either one-sided p <= ``stats.ALPHA`` (better than chance contradicts
-      "no advantage", worse contradicts "not catastrophically worse");
-    - "insufficient evidence": no complete setting, fewer than ``stats.MIN_SEEDS`` seeds or an
-      unconverged run behind a rank (the scorecard's rule for every claim), or too few settings
-      for any ranks to contradict the null (``p_floor`` > ALPHA);
-    - "holds" (every setting complete) or "holds partly" (some): neither p is small;
-    - "pipeline only" for smoke results, "not run" without results.
-
+    settings of ``profile`` with ``null_test``: our ranks there (``observed``), how many are in
+    ``MID_FIELD``, the null tests of ours (``test``, None without a complete setting) and of the
+    paper's, the ``results`` behind ours and the ``unconverged`` (cell id, seed) among them, the
+    ``verdict`` (the scorecard's words), its ``reason`` (a sentence) and ``problem`` ((verdict,
+    reason) of ``PROBLEMS``, where the ranks can give no verdict). Either one-sided p <=
+    ``stats.ALPHA`` "does not hold here" (better than chance contradicts "no advantage", worse
+    "not catastrophically worse"); a run behind a rank unconverged, fewer than
+    ``stats.MIN_SEEDS`` seeds, or too few settings for any ranks to contradict the null
+    (``p_floor`` > ALPHA) is "insufficient evidence" (the scorecard's rule for every claim).
     ``substitute`` (see ``ranks``): ablation cells whose runs stand in for main cells', here and
     in the convergence check; ``substituted`` lists the pairs used."""
     substitute = dict(substitute or {})
