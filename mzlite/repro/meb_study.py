@@ -1,14 +1,11 @@
-"""Chapter 5's study: the minimum-enclosing-ball table (tab:meb) read from the result files.
+"""Chapter 5's study of the minimum-enclosing-ball table (tab:meb), read from the result files:
+ours beside the paper's at d = 8 and across d; the normalisation ablation at d = 8 (raw or
+per-set normalised data, raw or standardised targets) with Welch's test over seeds; how far
+each model fitted its training sets; the scorecard's d = 8 claims under each data condition.
+Functions return data (dicts, ``ReportRow``s, series for ``mzlite.viz``); the chapter renders.
 
-Our numbers beside the paper's at d = 8 and across d; the normalisation ablation at d = 8 (raw
-or per-set normalised data, raw or standardised targets) and what each switch changes, with
-Welch's test over seeds; how far each model fitted its training sets; and the scorecard's d = 8
-claims under each data condition, with what a verdict shows. Every function returns data
-(dicts, ``ReportRow``s, series for ``mzlite.viz``); the chapter renders them.
-
-The main numbers come from the current protocols only (``CURRENT``: the paper's, its sizes,
-and our reading on a CPU, cpu-annealed); the first reading (cpu-converged) and the 30-epoch
-``cpu`` profile are ablations that the chapter shows in toggles, never in these.
+The main numbers come from the ``CURRENT`` protocols only; the first reading (cpu-converged) and
+the 30-epoch ``cpu`` profile are ablations that the chapter shows in toggles, never in these.
 """
 
 from __future__ import annotations
@@ -59,9 +56,8 @@ def _check(name: str, value, valid) -> None:
 
 
 def ablation_cell(model: str, data: str, targets: str) -> str:
-    """The id of ``model``'s d = 8 cell under (``data``, ``targets``). The set-statistics ridge
-    does not depend on the targets' scaling: it has one cell per data condition (the main cell
-    on raw data)."""
+    """The id of ``model``'s d = 8 cell under (``data``, ``targets``); the set-statistics ridge
+    ignores the targets' scaling: one cell per data condition (the main cell on raw data)."""
     _check("model", model, MODELS)
     _check("(data, targets)", (data, targets), AXES)
     if model == ex.SET_STATS:
@@ -72,8 +68,8 @@ def ablation_cell(model: str, data: str, targets: str) -> str:
 
 
 def ablation_grid(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """One dict per (model, data, targets) of the d = 8 ablation, its ``row`` the ``ReportRow``
-    of the first of ``profiles`` with its results (``row.profile`` None where none has)."""
+    """One dict per (model, data, targets) of the d = 8 ablation, its ``row`` from the first of
+    ``profiles`` with results (``row.profile`` None where none has)."""
     best = best_report_rows(LABEL, profiles, results_dir=results_dir)
     return [
         {"model": m, "name": name, "data": d, "targets": t, "cell": ablation_cell(m, d, t),
@@ -83,16 +79,15 @@ def ablation_grid(profiles=CURRENT, results_dir=None) -> list[dict]:
 
 
 def axes_with_results(grid: list[dict]) -> list[tuple[str, str]]:
-    """The (data, targets) conditions of ``AXES`` under which some trained model of ``grid``
-    (``ablation_grid``) has results: the columns worth a table."""
+    """The (data, targets) of ``AXES`` where a trained model of ``grid`` has results."""
     ran = {(g["data"], g["targets"]) for g in grid if g["row"].ran and g["model"] != ex.SET_STATS}
     return [a for a in AXES if a in ran]
 
 
 def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """What each switch of the ablation changes for each trained model: the rows ``before`` and
-    ``after``, ``comparable`` (both ran under one protocol, ``profile``), and there ``diff``
-    (after − before mean R²) and Welch's ``p`` (None with fewer than two seeds a side)."""
+    """Per trained model and switch: the rows ``before`` and ``after``, ``comparable`` (both ran
+    under one protocol, ``profile``), and there ``diff`` (after − before mean R²) and Welch's
+    ``p`` (None with fewer than two seeds a side)."""
     grid = {(g["model"], g["data"], g["targets"]): g["row"] for g in
             ablation_grid(profiles, results_dir)}  # fmt: skip
     out = []
@@ -110,9 +105,9 @@ def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
 
 
 def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """Per data condition (under ``condition_profile``), each model's test R² ``row`` and how far
-    it fitted its training sets (``fit_ratio``; None for the ridge or without histories); on
-    normalised data the PMA model's retries at lower rates follow (``lr``, else None)."""
+    """Per data condition (under ``condition_profile``), each model's test R² ``row`` and
+    ``fit_ratio`` (None for the ridge or without histories); on normalised data the PMA model's
+    retries at lower rates follow (``lr``, else None)."""
     out = []
     for cond in CONDITIONS:
         prof = condition_profile(cond, profiles, results_dir)
@@ -133,8 +128,8 @@ def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
 
 
 def money_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """The d = 8 main cells, our ``row`` (the first of ``profiles`` with its results) beside the
-    ``paper``'s R² (None where it has none), for fig:money."""
+    """The d = 8 main cells for fig:money: our ``row`` (the first of ``profiles`` with results)
+    beside the ``paper``'s R² (None where it has none)."""
     best = best_report_rows(LABEL, profiles, results_dir=results_dir)
     return [{"cell": c.id, "model": c.row, "row": best[c.id],
              "paper": paper_value(LABEL, c.row, "d=8 R^2") if c.paper else None}
@@ -143,9 +138,9 @@ def money_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
 
 
 def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
-    """The d = 8 bars for ``mzlite.viz.plot_grouped_bars``, ``(models, series)``: the paper's
-    R², ours on raw data (``money_rows``) and, under that same protocol, on per-set normalised
-    data (the twin cells); error bars the std over seeds."""
+    """``(models, series)`` for ``mzlite.viz.plot_grouped_bars`` at d = 8: the paper's R², ours
+    on raw data (``money_rows``) and, under that protocol, on per-set normalised data (the
+    twins); error bars the std over seeds."""
     money = money_rows(profiles, results_dir)
     series = {f"paper ({paper_ref(LABEL)})": [r["paper"] for r in money]}
     by_profile = {ex.get_profile(p).name: report_rows(LABEL, p, results_dir) for p in profiles}
@@ -164,8 +159,7 @@ def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
 
 
 def dimension_series(profiles=CURRENT, results_dir=None) -> dict:
-    """R² against d for the models the CPU jobs run at every d (``sweep_lines``): the paper's
-    and ours under each of ``profiles`` that has results."""
+    """R² against d of the models run at every d (``sweep_lines``): the paper's and ours."""
     spec, dims = ex.get_table(LABEL), [8, 16, 32]
     ids = {c.id for c in spec.cells}
     series = {}
@@ -181,9 +175,9 @@ def dimension_series(profiles=CURRENT, results_dir=None) -> dict:
 
 
 def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict | None:
-    """The training and validation losses per epoch of the first seed of the d = 8 Standard,
-    mean-pool and MZAttn-Full cells under data ``condition`` (``condition_profile``), with
-    ``mean_mse``, the mean predictor's loss in training units. None where nothing ran."""
+    """The losses per epoch of the first seed of the d = 8 Standard, mean-pool and MZAttn-Full
+    cells under data ``condition`` (``condition_profile``), and ``mean_mse``, the mean
+    predictor's loss in training units. None where nothing ran."""
     _check("condition", condition, CONDITIONS)
     prof = condition_profile(condition, profiles, results_dir)
     if prof is None:
@@ -200,15 +194,8 @@ def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict 
         return None
     st_cell = condition_cell("d8-st", condition, prof)
     first = by_cell[st_cell][0]
-    # the variance its history recorded, where it did: rebuilding the dataset to compute it
-    # again costs a minute of MEB solves (the cpu and cpu-converged results predate the record)
-    recorded = (first.get("history") or {}).get("train_target_var")
-    if first["train_config"]["normalize_targets"]:
-        mean_mse = 1.0
-    elif recorded is not None:
-        mean_mse = recorded
-    else:
-        mean_mse = train_variance(LABEL, st_cell, prof)
+    raw = not first["train_config"]["normalize_targets"]
+    mean_mse = _raw_target_var(first, LABEL, st_cell, prof) if raw else 1.0
     return {"profile": prof, "curves": curves, "mean_mse": mean_mse}
 
 
@@ -219,18 +206,16 @@ SHOWS_FAILURE = "the models it names fail; no evidence for MZAttn-Full"
 
 
 def what_it_shows(verdict: str, mz_beats: bool) -> str:
-    """What a verdict shows about MZAttn: for a holding verdict of a claim that an MZ model
-    beats the others (``mz_beats``), ``SHOWS_MZ``; of any other claim (a family fails),
-    ``SHOWS_FAILURE``; "" for a verdict that does not hold."""
+    """What a holding verdict shows: ``SHOWS_MZ`` for a claim that an MZ model beats the others
+    (``mz_beats``), else ``SHOWS_FAILURE``; "" for a verdict that does not hold."""
     if verdict not in ("holds", "holds partly"):
         return ""
     return SHOWS_MZ if mz_beats else SHOWS_FAILURE
 
 
 def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
-    """The scorecard's d = 8 MEB claims judged under each data condition (the normalised one
-    on the twin cells, ``normalised_twin``), each from the most trusted of ``profiles`` with
-    the claim's cells, with what the verdict ``shows`` (``what_it_shows``)."""
+    """The scorecard's d = 8 MEB claims under each data condition (normalised: on the twin
+    cells), each from the most trusted of ``profiles`` with its cells, and what it ``shows``."""
     out = []
     for cond in CONDITIONS:
         for cl in claims(LABEL):
@@ -245,8 +230,8 @@ def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
 
 
 def train_variance(table, cell_id: str, profile: str) -> float:
-    """The variance of a cell's raw training targets under ``profile`` (the MSE of the mean
-    predictor), from the runner's cached dataset."""
+    """The variance of a cell's raw training targets under ``profile`` (the mean predictor's
+    MSE), from the runner's cached dataset."""
     job = ex.job(table, cell_id, profile)
     sp = make_splits(
         job.cell.task, *job.sizes, job.profile.data_seed, cache=True,
@@ -255,18 +240,23 @@ def train_variance(table, cell_id: str, profile: str) -> float:
     return float(sp.train.y.double().var(unbiased=False))
 
 
+def _raw_target_var(result: dict, table, cell_id: str, profile: str) -> float:
+    """The variance of a result's raw training targets: its history's record, else recomputed
+    (a minute of MEB solves: the cpu and cpu-converged results predate the record)."""
+    recorded = (result.get("history") or {}).get("train_target_var")
+    return recorded if recorded is not None else train_variance(table, cell_id, profile)
+
+
 def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | None:
-    """A cell's lowest training loss over the variance of its training targets, in training
-    units (1 = the mean predictor; ``stats.fit_check``), averaged over its seeds; None when no
-    run of it has a history."""
+    """A cell's lowest training loss over its training targets' variance (1 = the mean
+    predictor; ``stats.fit_check``), averaged over its seeds; None without a history."""
     ratios = []
     for r in ex.results_by_cell(table, profile, results_dir).get(cell_id, []):
         if not r.get("history"):
             continue
-        hist = {"config": r["train_config"], **r["history"]}  # its own record, where it has one
-        if hist.get("train_target_var") is None and not r["train_config"].get("normalize_targets"):
-            # trained before History recorded the variance (the cpu and cpu-converged results)
-            hist["train_target_var"] = train_variance(table, cell_id, profile)
+        hist = {"config": r["train_config"], **r["history"]}
+        if not r["train_config"].get("normalize_targets"):
+            hist["train_target_var"] = _raw_target_var(r, table, cell_id, profile)
         ratio = fit_check(hist)["fit_ratio"]
         if ratio is not None:
             ratios.append(ratio)
@@ -291,10 +281,10 @@ def condition_profile(condition: str, profiles=PROFILE_ORDER, results_dir=None) 
 
 
 def rate_retry(profile: str, results_dir=None) -> list[dict]:
-    """The Standard (PMA) model on per-set normalised d = 8 sets under ``profile`` at every
-    learning rate it ran, highest first: its family's rate (``normalised_twin("d8-st")``) and
-    the retry cells ``abl-d8-scale-ynorm-lr*-st`` (down to the paper's 1e-4), with ``fit``
-    (``fit_ratio``) and how many of its ``runs`` ``fitted`` (their recorded convergence)."""
+    """The Standard (PMA) model on per-set normalised d = 8 sets under ``profile`` at every rate
+    it ran, highest first: its family's (``normalised_twin("d8-st")``) and the retries
+    ``abl-d8-scale-ynorm-lr*-st`` (down to the paper's 1e-4), with ``fit`` (``fit_ratio``) and
+    how many of its ``runs`` ``fitted`` (their recorded convergence)."""
     rows = report_rows(LABEL, profile, results_dir)
     retry = [c.id for c in ex.get_table(LABEL).cells
              if c.id.startswith("abl-d8-scale-ynorm-lr") and c.model == "st"]  # fmt: skip

@@ -1,8 +1,7 @@
-"""Chapter 6's results (the relational benchmarks): which tables it reads, the set-statistics
-yardstick per setting, each table's results under every protocol on disk, and the points of its
-overview figure, all read from the table registry (``TableSpec``: its ``chapter``, cells and
-paper references), never from hand lists. The verdicts on the paper's claims about the same
-tables are chapter 9's (``scorecard``): the chapter links there instead of repeating them.
+"""Chapter 6's results (the relational benchmarks): its tables, the set-statistics yardstick per
+setting, each table's results under every protocol on disk and its overview figure's points,
+read from the table registry (``TableSpec.chapter``), never from hand lists. The verdicts on
+the paper's claims are chapter 9's: the chapter links there.
 """
 
 from __future__ import annotations
@@ -41,8 +40,7 @@ NEAR = 0.1  # "within NEAR of" the paper's better model
 
 
 def chapter_tables(chapter: str = CHAPTER) -> list[str]:
-    """The labels of the registered tables whose ``TableSpec.chapter`` is ``chapter``, in the
-    registry's order (the main results first for chapter 6)."""
+    """The labels of the registered tables of ``chapter``, in the registry's order."""
     labels = [label for label in ex.TABLES if ex.get_table(label).chapter == chapter]
     if not labels:
         chapters = sorted({ex.get_table(label).chapter for label in ex.TABLES})
@@ -51,11 +49,10 @@ def chapter_tables(chapter: str = CHAPTER) -> list[str]:
 
 
 def yardstick_settings() -> list[dict]:
-    """One setting per (table, task, target) of chapter 6's tables where
-    the paper reports both the Set Transformer and MZAttn-Full: the first such column (a sweep's
-    smallest d); a table whose set-statistics data all belong to earlier tables (``-normed``, an
-    ablation on Task B) adds none. Each: ``setting`` (words), ``table``, ``column`` (the cell-id
-    prefix) and ``cell`` (its set-statistics ``Cell``)."""
+    """One setting per (table, task, target) of chapter 6 where the paper reports both the ST
+    and MZAttn-Full: the first such column (a sweep's smallest d); a table whose set-statistics
+    data all belong to earlier tables (``-normed``) adds none. Each: ``setting`` (words),
+    ``table``, ``column`` (the cell-id prefix) and ``cell`` (its set-statistics ``Cell``)."""
     out, seen = [], set()
     for label in chapter_tables():
         spec = ex.get_table(label)
@@ -82,8 +79,7 @@ def yardstick_settings() -> list[dict]:
 
 
 def relation(ours: float, paper: float | None) -> str | None:
-    """Where ``ours`` stands against ``paper``: "at or above", "within 0.1 of" (``NEAR``) or
-    "below"; None without a paper value."""
+    """``ours`` against ``paper``: "at or above", "within 0.1 of" (``NEAR``), "below" or None."""
     if paper is None:
         return None
     gap = ours - paper
@@ -91,11 +87,9 @@ def relation(ours: float, paper: float | None) -> str | None:
 
 
 def yardstick(settings: list[dict], sizes: tuple[int, int, int] | None = SMOKE_SIZES) -> list[dict]:
-    """The set-statistics ridge (``mzlite.tasks.baseline_r2``) on each of ``settings``
-    (``yardstick_settings``), trained on ``sizes`` sets (None: each cell's own). One row each:
-    ``setting``, ``table``, ``basic`` and ``all`` (test R^2 with those features), ``paper_st``
-    and ``paper_mz`` (the paper's R^2), ``paper_best`` (the better) and ``relation`` (of ``all``
-    to ``paper_best``)."""
+    """The set-statistics ridge (``mzlite.tasks.baseline_r2``) on each of ``settings`` trained on
+    ``sizes`` sets (None: each cell's own): per setting, test R^2 with the ``basic`` and ``all``
+    features, the paper's ``paper_st``, ``paper_mz`` and ``paper_best``, and ``relation``."""
     rows = []
     for s in settings:
         cell = s["cell"]
@@ -113,10 +107,9 @@ def yardstick(settings: list[dict], sizes: tuple[int, int, int] | None = SMOKE_S
 
 
 def run_chapter(profile: str, device: str = "auto", workers: int = 1) -> dict[str, dict]:
-    """What the chapter runs under ``profile``: ``smoke``, the Set Transformer, MZAttn-Full and
-    Deep Sets on Tasks A, F and G of the main table (a pipeline check); ``full``, every table of
-    the chapter with the paper's protocol; any other profile nothing (its results are read).
-    ``{label: {"done": n, "skipped": n, "failed": [(path, error), ...]}}``."""
+    """What the chapter runs under ``profile``: ``smoke``, ST, MZAttn-Full and Deep Sets on Tasks
+    A, F and G of the main table (a pipeline check); ``full``, every table of the chapter; any
+    other nothing. ``{label: {"done": n, "skipped": n, "failed": [(path, error), ...]}}``."""
     prof = ex.get_profile(profile).name  # an unknown profile fails here, naming the valid ones
     if prof == "smoke":
         runs = {MAIN: dict(models=["st", "mz_full", "deepsets"], cells=["A-*", "F-*", "G-*"],
@@ -134,9 +127,8 @@ def run_chapter(profile: str, device: str = "auto", workers: int = 1) -> dict[st
 
 
 def protocols(label: str, results_dir=None) -> list[dict]:
-    """The protocols (``PROFILE_ORDER``) with results of ``label`` on disk, its own or shared
-    (``ex.shared``): ``profile``, ``role`` (the glossary's name) and ``ablation`` (not one of
-    the ``CURRENT`` protocols the results pages read)."""
+    """The protocols with results of ``label`` on disk, own or shared: ``profile``, ``role``
+    (the glossary's name) and ``ablation`` (not one of the ``CURRENT`` protocols)."""
     return [
         {"profile": p, "role": reader_name(p), "ablation": p not in CURRENT}
         for p in PROFILE_ORDER
@@ -145,9 +137,8 @@ def protocols(label: str, results_dir=None) -> list[dict]:
 
 
 def results_toggle(label: str, results_dir=None) -> HTML:
-    """``label``'s results under every protocol on disk, closed under one line (the title and
-    the protocols, ablations marked); inside, per protocol, its report and what ran. A table no
-    protocol has reached is one line that says so, with the command that runs it."""
+    """``label``'s results under every protocol on disk, closed under one line; inside, per
+    protocol, its report and what ran. Without results: one line with the command that runs it."""
     have = protocols(label, results_dir)
     if not have:  # a line, not a toggle: nothing to open (the command unrenamed, in code)
         run = f"python -m mzlite run {label} --profile cpu-annealed"
@@ -163,11 +154,10 @@ def results_toggle(label: str, results_dir=None) -> HTML:
 
 
 def overview_points(labels=None, results_dir=None) -> list[dict]:
-    """The overview figure's points (``mzlite.viz.plot_ours_vs_paper``): per main cell of
-    ``labels`` (default: chapter 6's tables) of MZAttn-Full and of the table's Set Transformer
-    (``st``, else ``st_large``) with a paper R^2 and a result, from the most trusted protocol
-    that has it (``best_rows``); ``ours_std`` None and "(30 epochs)" in ``group`` for the
-    30-epoch ablation. Runs that several tables share (``ex.shared``) are drawn once."""
+    """The points of ``mzlite.viz.plot_ours_vs_paper``: per main cell of ``labels`` (default:
+    chapter 6's) of MZAttn-Full and the table's ST (``st``, else ``st_large``) with a paper R^2
+    and a result, from the most trusted protocol that has it; the 30-epoch ablation without
+    ``ours_std``. Runs that several tables share (``ex.shared``) are drawn once."""
     points, drawn = [], set()
     for label in chapter_tables() if labels is None else labels:
         spec = ex.get_table(label)
@@ -196,8 +186,7 @@ def overview_points(labels=None, results_dir=None) -> list[dict]:
 
 
 def smoke_curves(label: str = MAIN, results_dir=None) -> dict[str, list[float]]:
-    """The validation loss per epoch of every ``smoke`` run of ``label`` on disk, by the cell's
-    name in words: the pipeline check's learning curves (they should go down, that is all)."""
+    """The validation loss per epoch of every ``smoke`` run of ``label``, by cell in words."""
     return {
         cell_words(label, r["cell"]): History.from_dict(r["history"]).val_loss
         for r in ex.load_results(label, "smoke", results_dir)
@@ -206,8 +195,7 @@ def smoke_curves(label: str = MAIN, results_dir=None) -> dict[str, list[float]]:
 
 
 def yardstick_table(rows: list[dict], caption: str = "") -> HTML:
-    """``yardstick``'s rows as a table: per setting the ridge's R^2 (basic and all features),
-    the paper's Set Transformer and MZAttn-Full, and where "all" stands against the better."""
+    """``yardstick``'s rows as a table."""
     cols = ("basic", "all", "paper_st", "paper_mz")
     shown = [{"setting": r["setting"], "relation": r["relation"] or "--",
               **{k: "--" if r[k] is None else f"{r[k]:.3f}" for k in cols}}
@@ -232,8 +220,7 @@ FLOOR = -0.2  # bars are drawn from here; the hover text keeps the true value
 
 
 def plot_yardstick(rows: list[dict]):
-    """``yardstick``'s rows as grouped bars per setting (``BARS``), R^2 drawn from ``FLOOR``:
-    how much of each target simple set statistics explain, beside the paper's ST and MZ."""
+    """``yardstick``'s rows as grouped bars per setting (``BARS``), R^2 drawn from ``FLOOR``."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
@@ -254,9 +241,8 @@ def plot_yardstick(rows: list[dict]):
 
 
 def main_results_glance(results_dir=None) -> list[str]:
-    """One short sentence per column (task) of the main table: MZAttn-Full's R² beside the paper's,
-    the best other trained model and the set-statistics yardstick, each from its most trusted
-    protocol (chapter 6's tables give every model)."""
+    """One sentence per task of the main table: MZAttn-Full's R² beside the paper's, the best
+    other trained model and the set-statistics yardstick, each from its most trusted protocol."""
     spec = ex.get_table(MAIN)
     best = best_report_rows(MAIN, PROFILE_ORDER, results_dir=results_dir)
     out = []

@@ -1,7 +1,5 @@
 """Chapter 4's study: the profiles a table runs under, the paper's cost ratios, and the
-depth-separation test of tab:tdof-verify read from the result files. Every function returns
-data (dicts, numbers, series for ``mzlite.viz``); the chapter renders them. What a training
-step costs is the teaching library's (``mzlite.timing.step_costs``): it reads no result.
+depth-separation test of tab:tdof-verify read from the result files, as data the chapter renders.
 """
 
 from __future__ import annotations
@@ -33,11 +31,9 @@ BOOK_EXECUTION_ENV = "MZLITE_BOOK_EXECUTION"
 
 
 def run_by_papermill() -> bool:
-    """Whether this process (a notebook's kernel) runs a chapter for the rendered book: the
-    book's executor sets ``MZLITE_BOOK_EXECUTION=1`` in its kernels' environment; elsewhere,
-    whether the parent process's command line (``/proc``; none: False) names papermill or that
-    script. A chapter shows progress bars only in a live kernel, so the book holds no frozen
-    bar."""
+    """Whether this kernel runs a chapter for the rendered book (``BOOK_EXECUTION_ENV`` set, or
+    the parent's command line in ``/proc`` names papermill or the executor): a chapter shows
+    progress bars only in a live kernel, so the book holds no frozen bar."""
     if os.environ.get(BOOK_EXECUTION_ENV) == "1":
         return True
     try:
@@ -49,10 +45,9 @@ def run_by_papermill() -> bool:
 
 
 def profile_rows(label=LABEL, cell: str = EXAMPLE_CELL) -> list[dict]:
-    """One row per profile for one cell of ``label``: ``profile``, ``sizes`` (train, val,
-    test), ``batch``, ``steps_per_epoch`` (the last, smaller batch counts), ``epochs`` (the
-    cap), ``warmup`` (epochs), ``patience`` (None: no early stopping), ``lr``, ``seeds`` and
-    ``about`` (the profile's description)."""
+    """One row per profile for ``cell`` of ``label``: its sizes, batch, steps per epoch (the
+    last, smaller batch counts), epoch cap, warm-up, ``patience`` (None: no early stopping),
+    lr, seeds and ``about`` (the profile's description)."""
     rows = []
     for name, prof in ex.PROFILES.items():
         job = ex.job(label, cell, name)  # seed 0 of that cell under the profile
@@ -67,8 +62,8 @@ def profile_rows(label=LABEL, cell: str = EXAMPLE_CELL) -> list[dict]:
 
 
 def paper_cost_ratios(size: str = "Small") -> dict:
-    """The paper's cost ratios of MZAttn to the standard model (tab:cost) for the model size
-    whose row starts with ``size``: ``{"row": its name, "ratios": {column: value}}``."""
+    """The paper's cost ratios of MZAttn to the standard model (tab:cost) in the row starting
+    with ``size``: ``{"row": its name, "ratios": {column: value}}``."""
     cost = load_paper_table("tab:cost")
     rows = [r["row"] for r in cost["rows"]]
     row = next((r for r in rows if r.startswith(size)), None)
@@ -98,10 +93,9 @@ def report_rows(label, profile: str, results_dir=None) -> dict[str, ReportRow]:
 
 def sweep_lines(label, name: str, cells: list[str], xs: list, colour: str, paper=None,
                 profiles=CURRENT, results_dir=None) -> dict:  # fmt: skip
-    """One model's lines against ``xs`` as ``mzlite.viz.plot_sweep`` takes them, ``{line: (xs,
-    values, style)}``: the paper's (``paper``: (values, stds or None)) and ours under each of
-    ``profiles`` where one of ``cells`` (one per x) ran, std over seeds as error bars. One
-    colour per model, one dash and marker per protocol (``PROTOCOL_STYLES``)."""
+    """One model's lines for ``mzlite.viz.plot_sweep``, ``{line: (xs, values, style)}``: the
+    paper's (``paper``: (values, stds or None)) and ours under each of ``profiles`` where one of
+    ``cells`` (one per x) ran, std over seeds as error bars; one dash and marker per protocol."""
     series = {}
     if paper is not None:
         dash, symbol = PROTOCOL_STYLES["paper"]
@@ -127,8 +121,7 @@ def _Ls() -> list[int]:
 
 
 def sweep_series(profiles=CURRENT, results_dir=None) -> dict:
-    """Test R^2 against L for the 1-layer MZ, the 4-layer standard model and the set-statistics
-    ridge (``sweep_lines``): the paper's, with its std, and ours under each of ``profiles``."""
+    """Test R^2 against L of MZ-1L, ST-4L and the set-statistics ridge (``sweep_lines``)."""
     spec, Ls = ex.get_table(LABEL), _Ls()
     series = {}
     for model, colour in MODEL_COLOURS.items():
@@ -164,8 +157,8 @@ class Gap:
 
 
 def main_gaps(profiles=CURRENT, results_dir=None) -> list[Gap]:
-    """For every L, MZ-1L against ST-4L from the first of ``profiles`` (the most trusted first)
-    that has both main cells: the two rows of a gap always share a protocol."""
+    """Per L, MZ-1L against ST-4L from the first of ``profiles`` with both main cells: the two
+    rows of a gap share a protocol."""
     by_prof = {p: report_rows(LABEL, p, results_dir) for p in profiles}
     out = []
     for L in _Ls():

@@ -1,12 +1,8 @@
-"""The real-data transfer study (tab:transfer-matrix, Tier 1): MZAttn-Full's rank per cell,
-beside the paper's, and the paper's own prediction put to a test.
-
-The paper reports, for each (construction, target) cell, the rank of MZAttn-Full among 7
-parameter-matched models (1 = best test R^2, seed means), and predicts no advantage on low-rank
-2-D point clouds: "on every cell where any one of these [prerequisites] is absent, MZAttn-Full
-ranks 3rd-5th", against an expected rank of 4 under the no-advantage null. ``ranks`` computes
-our ranks from the result JSONs; ``null_test`` asks how surprising our mean rank would be if
-MZAttn had no advantage (each cell's rank uniform on 1..7, cells independent).
+"""The real-data transfer study (tab:transfer-matrix, Tier 1): MZAttn-Full's rank per cell
+among 7 parameter-matched models (1 = best mean test R^2), beside the paper's, and the paper's
+prediction put to a test: no advantage on low-rank 2-D point clouds ("MZAttn-Full ranks
+3rd-5th"), an expected rank of 4 under the null of ``null_test`` (each cell's rank uniform on
+1..7, cells independent).
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ from mzlite.analysis.ranks import null_test  # re-exported: chapter 10 reads it 
 from . import experiments as ex
 from .experiments import stats as _stats
 from .experiments.formatting import cell_words
+from .experiments.reading import prose_data
 from .experiments.stats import mean_std
 from .paper import paper_ref, paper_value
 from .render import comparison_table
@@ -38,17 +35,21 @@ MID_FIELD = (3, 5)  # the paper: "MZAttn-Full ranks 3rd-5th" where its prerequis
 # profiles whose runs end by early stopping, the one the chapter reads first; cpu-converged is our
 # first reading, read only while the others have no result of this table
 CONVERGED = ("full", "cpu-annealed", "cpu-converged")
+WORDS = prose_data("transfer_words.yaml")
+READS = WORDS["reads"]  # what the ranks of each converged profile are, on the chapter's page
+OUTCOME_WORDS = WORDS["outcomes"]  # what each outcome of ``rate_ablation`` means
+PROBLEMS = ("smoke", "not run", "no setting", "few seeds", "unconverged")  # give no verdict
 
 
 def converged_profile(results_dir=None) -> str | None:
-    """The first profile of ``CONVERGED`` that exists and has results of this table, or None."""
+    """The first profile of ``CONVERGED`` with results of this table, or None."""
     have = (p for p in CONVERGED if p in ex.PROFILES and ex.load_results(LABEL, p, results_dir))
     return next(have, None)
 
 
 def cell_id(setting: str, model: str) -> str:
-    """The id of ``model``'s cell in ``setting`` ("raw-meb") of the table: checked against the
-    table (``CellKey``), so that a renamed cell raises instead of reading as one without results."""
+    """The id of ``model``'s cell in ``setting`` ("raw-meb"), checked (``CellKey``): a renamed
+    cell raises instead of reading as one without results."""
     return ex.CellKey(LABEL, f"{setting}-{model}").cell
 
 
@@ -56,10 +57,9 @@ def _r2(result: dict) -> float | None:
     return result["metrics"]["test"].get("r2")
 
 
-def _results(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
-    """``results_by_cell``, each main cell of ``substitute`` reading its ablation cell's."""
-    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
-    return {**by_cell, **{main: by_cell.get(abl, []) for main, abl in (substitute or {}).items()}}
+def _seed_r2(by_cell: dict, setting: str) -> dict[str, list[float]]:
+    """``{ranked model: test R^2 of each of its seeds}`` in ``setting``, models with results."""
+    return {m: [_r2(r) for r in rs] for m in RANKED if (rs := by_cell.get(cell_id(setting, m)))}
 
 
 def ranks(
@@ -70,10 +70,9 @@ def ranks(
     substitute: dict | None = None,
 ) -> list[dict]:
     """One row per setting: ``rank`` of ``model`` among the ranked models with results (None:
-    it has none), ordered by their ``statistic`` of test R^2 over seeds (the paper's mean, or the
-    median, robust to one failed seed), beside the best other model, the yardstick and the
-    paper's rank; ``missing_jobs`` counts the setting's jobs of ``profile`` not on disk yet. A
-    rank of an incomplete setting is provisional: a model still to run can take any place.
+    it has none) by their ``statistic`` of test R^2 over seeds (the paper's mean, or the median,
+    robust to one failed seed), beside the best other model, the yardstick and the paper's
+    rank. With ``missing_jobs`` of ``profile`` not on disk the rank is provisional.
     ``substitute``: ``{main cell id: ablation cell id}`` whose results stand in for the main
     cell's (``longer_cap``); completeness stays the main table's."""
     if model not in RANKED:
@@ -84,16 +83,15 @@ def ranks(
     unknown = sorted(unknown - {c.id for c in ex.get_table(LABEL).cells})
     if unknown:
         raise ValueError(f"substitute names cells that {LABEL} does not have: {unknown}")
-    by_cell = _results(profile, results_dir, substitute)
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    by_cell = by_cell | {main: by_cell.get(abl, []) for main, abl in (substitute or {}).items()}
     rows = []
     for setting, (prow, pcol) in zip(SETTINGS, ex.TRANSFER_TIER1.values(), strict=True):
-        means, score = {}, {}
-        for m in RANKED:
-            r2s = [_r2(r) for r in by_cell.get(cell_id(setting, m), [])]
-            mean, std = mean_std(r2s)
-            if mean is not None:
-                means[m] = (mean, std, len(r2s))
-                score[m] = mean if statistic == "mean" else statistics.median(r2s)
+        r2 = _seed_r2(by_cell, setting)
+        means = {m: (*mean_std(v), len(v)) for m, v in r2.items()}
+        means = {m: v for m, v in means.items() if v[0] is not None}
+        median = statistic == "median"
+        score = {m: statistics.median(r2[m]) if median else v[0] for m, v in means.items()}
         ordered = sorted(score, key=lambda m: -score[m])
         others = [m for m in ordered if m != model]
         stats = by_cell.get(cell_id(setting, ex.SET_STATS), [])
@@ -114,8 +112,8 @@ def ranks(
 
 
 def per_seed(profile: str, results_dir=None) -> list[dict]:
-    """Every result of the ranked models, one row per (setting, model, seed) in that order: what
-    a mean over seeds hides (a seed that stopped early at a poor optimum)."""
+    """One row per result of the ranked models, by (setting, model, seed): what a mean over
+    seeds hides (a seed that stopped early at a poor optimum)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     return [
         {"setting": setting, "model": m, "name": r.get("row", m), "seed": r["seed"], "r2": _r2(r),
@@ -130,10 +128,9 @@ def _setting(cell) -> str:
 
 
 def ablations(profile: str, results_dir=None) -> list[dict]:
-    """The table's ablation cells with results: ``change`` (the training overrides), test R^2
-    by seed of the model's ``main`` cell and of the ``ablated`` one (a seed is the same data and
-    initialisation in both), and the model's rank by mean R^2 with each (``rank``,
-    ``rank_ablated``: every other model as it is)."""
+    """The ablation cells with results: ``change`` (the training overrides), test R^2 by seed
+    of the ``main`` cell and of the ``ablated`` one (same data and initialisation per seed), and
+    the model's rank by mean R^2 with each (``rank``, ``rank_ablated``), the others as they are."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     same = ex.aliases(LABEL, profile)  # ablations that this profile's protocol already is
     rows = []
@@ -141,10 +138,10 @@ def ablations(profile: str, results_dir=None) -> list[dict]:
         if cell.part != "ablation" or cell.id in same or not by_cell.get(cell.id):
             continue
         setting, model = _setting(cell), cell.model
-        r2 = {m: [_r2(r) for r in by_cell.get(cell_id(setting, m), [])] for m in RANKED}
-        others = [statistics.fmean(v) for m, v in r2.items() if v and m != model]
+        r2 = _seed_r2(by_cell, setting)
+        others = [statistics.fmean(v) for m, v in r2.items() if m != model]
         ablated = {r["seed"]: _r2(r) for r in by_cell[cell.id]}
-        means = (statistics.fmean(r2[model]) if r2[model] else None,
+        means = (statistics.fmean(r2[model]) if model in r2 else None,
                  statistics.fmean(ablated.values()))  # fmt: skip
         rank = [None if v is None else 1 + sum(o > v for o in others) for v in means]
         rows.append({
@@ -161,7 +158,7 @@ def paper_ranks() -> list[float]:
 
 
 def longer_cap(profile: str, results_dir=None) -> dict:
-    """``{main cell id: ablation cell id}`` for the epoch-cap ablation cells (the same runs at a
+    """``{main cell id: ablation cell id}`` of the epoch-cap ablations (the same runs at a
     longer cap) with every seed of ``profile``: the ``substitute`` that asks whether runs that
     hit the cap decide a verdict."""
     out = {}
@@ -176,22 +173,15 @@ def longer_cap(profile: str, results_dir=None) -> dict:
 def prediction(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
     """The paper's Tier-1 prediction, *no advantage* for MZAttn-Full on low-rank 2-D point
     clouds ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete
-    settings of ``profile`` with ``null_test``.
-
-    Returns our ranks there (``observed``), ``mid_field`` (how many are in ``MID_FIELD``), the
-    null tests of ours (``test``, None without a complete setting) and of the paper's ranks, the
-    ``results`` behind ours, the ``unconverged`` (cell id, seed) among them, ``problem``
-    ((verdict, reason) when the ranks can give no verdict at all), ``verdict`` (the scorecard's
-    words) and ``reason`` (one sentence, cells in words):
-
-    - "does not hold here": either one-sided p <= ``stats.ALPHA`` (better than chance contradicts
-      "no advantage", worse contradicts "not catastrophically worse");
-    - "insufficient evidence": no complete setting, fewer than ``stats.MIN_SEEDS`` seeds or an
-      unconverged run behind a rank (the scorecard's rule for every claim), or too few settings
-      for any ranks to contradict the null (``p_floor`` > ALPHA);
-    - "holds" (every setting complete) or "holds partly" (some): neither p is small;
-    - "pipeline only" for smoke results, "not run" without results.
-
+    settings of ``profile`` with ``null_test``: our ranks there (``observed``), how many are in
+    ``MID_FIELD``, the null tests of ours (``test``, None without a complete setting) and of the
+    paper's, the ``results`` behind ours and the ``unconverged`` (cell id, seed) among them, the
+    ``verdict`` (the scorecard's words), its ``reason`` (a sentence) and ``problem`` ((verdict,
+    reason) of ``PROBLEMS``, where the ranks can give no verdict). Either one-sided p <=
+    ``stats.ALPHA`` "does not hold here" (better than chance contradicts "no advantage", worse
+    "not catastrophically worse"); a run behind a rank unconverged, fewer than
+    ``stats.MIN_SEEDS`` seeds, or too few settings for any ranks to contradict the null
+    (``p_floor`` > ALPHA) is "insufficient evidence" (the scorecard's rule for every claim).
     ``substitute`` (see ``ranks``): ablation cells whose runs stand in for main cells', here and
     in the convergence check; ``substituted`` lists the pairs used."""
     substitute = dict(substitute or {})
@@ -206,44 +196,30 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
     unconverged = [(r["cell"], r["seed"]) for r in behind
                    if not _stats.result_convergence(r)["converged"]]  # fmt: skip
     t, alpha = null_test(observed) if observed else None, _stats.ALPHA
-    problem = None  # (verdict, reason) when the ranks cannot give a verdict at all
-    if ex.get_profile(profile).name == "smoke":
-        problem = "pipeline only", "smoke numbers (3 epochs) say nothing about MZAttn"
+    if ex.get_profile(profile).name == "smoke":  # the first that applies decides
+        outcome = "smoke"
     elif not by_cell:
-        problem = "not run", f"no {profile} results of {LABEL} yet"
+        outcome = "not run"
     elif t is None:
-        problem = "insufficient evidence", "no setting has all 7 models with every seed yet"
+        outcome = "no setting"
     elif seeds < _stats.MIN_SEEDS:
-        few = f"the ranks rest on {seeds} seed(s) per model (needs >= {_stats.MIN_SEEDS})"
-        problem = "insufficient evidence", few
+        outcome = "few seeds"
     elif unconverged:
-        runs = ", ".join(f"{cell_words(LABEL, c)} seed {s}" for c, s in unconverged)
-        problem = ("insufficient evidence",
-                   f"{len(unconverged)} of {len(behind)} runs behind the ranks did not converge: "
-                   + runs)  # fmt: skip
-    if problem is not None:
-        verdict, reason = problem
+        outcome = "unconverged"
     elif t["p_advantage"] <= alpha:
-        verdict = "does not hold here"
-        reason = (f"MZAttn-Full ranks better than chance on low-rank 2-D data (mean rank "
-                  f"{t['mean_rank']:.2f}; P(mean <= it) = {t['p_advantage']:.3f} under the "
-                  "null)")  # fmt: skip
+        outcome = "better"
     elif t["p_disadvantage"] <= alpha:
-        verdict = "does not hold here"
-        reason = (f"MZAttn-Full ranks worse than chance (mean rank {t['mean_rank']:.2f}; "
-                  f"P(mean >= it) = {t['p_disadvantage']:.3f}), which the paper does not "
-                  "predict either")  # fmt: skip
+        outcome = "worse"
     elif t["p_floor"] > alpha:
-        verdict = "insufficient evidence"
-        reason = (f"with {t['n_cells']} complete setting(s) even rank 1 everywhere would have "
-                  f"P = {t['p_floor']:.3f} under the null, so no result could have contradicted "
-                  f"it at the {alpha:.0%} level")  # fmt: skip
+        outcome = "floor"
     else:
-        verdict = "holds" if len(complete) == len(rows) else "holds partly"
-        reason = (f"MZAttn-Full's ranks are what no advantage would give (mean rank "
-                  f"{t['mean_rank']:.2f} over {t['n_cells']} of {len(rows)} settings; both "
-                  f"one-sided P > {alpha:g}; the smallest P they could have given is "
-                  f"{t['p_floor']:.4f})")  # fmt: skip
+        outcome = "holds" if len(complete) == len(rows) else "holds partly"
+    runs = ", ".join(f"{cell_words(LABEL, c)} seed {s}" for c, s in unconverged)
+    fields = dict(t or {}, profile=profile, label=LABEL, seeds=seeds, alpha=alpha, runs=runs)
+    fields |= {"min_seeds": _stats.MIN_SEEDS, "n_unconverged": len(unconverged)}
+    fields |= {"n_behind": len(behind), "n_settings": len(rows)}
+    verdict, reason = WORDS["verdicts"][outcome]
+    reason = reason.format(**fields)
     lo, hi = MID_FIELD
     return {
         "profile": profile,
@@ -256,29 +232,19 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
         "unconverged": unconverged,
         "results": behind,
         "substituted": {k: v for k, v in substitute.items() if v in cells},
-        "problem": problem,
+        "problem": (verdict, reason) if outcome in PROBLEMS else None,
         "verdict": verdict,
         "reason": reason,
     }
 
 
 def progress(rows: list[dict]) -> dict:
-    """How far the run behind ``ranks``' ``rows`` is: its complete and incomplete settings and
-    the jobs still to run."""
+    """The complete and incomplete settings of ``ranks``' ``rows`` and the jobs still to run."""
     return {
         "complete": [r["setting"] for r in rows if r["complete"]],
         "incomplete": [r["setting"] for r in rows if not r["complete"]],
         "missing_jobs": sum(r["missing_jobs"] for r in rows if not r["complete"]),
     }
-
-
-def _seed_r2(seeds: list[dict], setting: str) -> dict[str, list[float]]:
-    """``{model: test R^2 of its seeds}`` in ``setting``, from ``per_seed``'s rows."""
-    out = {}
-    for s in seeds:
-        if s["setting"] == setting:
-            out.setdefault(s["model"], []).append(s["r2"])
-    return out
 
 
 def _spread(values) -> float:
@@ -291,14 +257,14 @@ def seed_spreads(profile: str, results_dir=None) -> list[dict]:
     that are not MZAttn models (``others``), and its rank by mean and by median seed."""
     model = "mz_full"
     by_median = {r["setting"]: r["rank"] for r in ranks(profile, model, results_dir, "median")}
-    seeds = per_seed(profile, results_dir)
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     out = []
     for r in ranks(profile, model, results_dir):
         if not r["complete"]:
             continue
-        r2 = _seed_r2(seeds, r["setting"])
-        own = sorted((s["r2"], s["best_epoch"]) for s in seeds
-                     if s["setting"] == r["setting"] and s["model"] == model)  # fmt: skip
+        r2 = _seed_r2(by_cell, r["setting"])
+        own = sorted((_r2(s), s["metrics"].get("best_epoch"))
+                     for s in by_cell[cell_id(r["setting"], model)])  # fmt: skip
         spread = _spread(r2[model])
         others = max(_spread(v) for m, v in r2.items() if m not in MZ_MODELS)
         out.append({"setting": r["setting"], "row": r["row"], "column": r["column"],
@@ -313,13 +279,13 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
     spread and worst seed of the models that are not MZAttn models, and the ``outcome``: "not
     the rate" (the rank does not improve), "the rate" (it improves and the seeds train as
     reliably as the others') or "part of it" (it improves, but a seed is still the worst)."""
-    seeds = per_seed(profile, results_dir)
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     out = []
     for a in ablations(profile, results_dir):
         if "lr" not in a["change"]:
             continue
         main, new = list(a["main"].values()), list(a["ablated"].values())
-        rest = [v for m, v in _seed_r2(seeds, a["setting"]).items() if m not in MZ_MODELS]
+        rest = [v for m, v in _seed_r2(by_cell, a["setting"]).items() if m not in MZ_MODELS]
         widest = max(map(_spread, rest), default=None)
         lowest = min(map(min, rest), default=None)
         if a["rank_ablated"] >= a["rank"]:
@@ -339,32 +305,15 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
     return out
 
 
-# What each outcome of ``rate_ablation`` means for MZAttn-Full's place, in the chapter's words
-OUTCOME_WORDS = {
-    "not the rate": "The learning rate is not why it ranks where it does.",
-    "the rate": "Its place here was the protocol's learning rate: at this rate it trains as "
-    "reliably as the others.",
-    "part of it": "The rate explains part of its place, not its unreliability: its worst seed is "
-    "still below every other model's worst.",
-}
-
-
 def rate_ablation_words(profile: str, results_dir=None) -> list[str]:
-    """``rate_ablation`` in sentences, two per cell: what the rate changes, then what the
-    outcome means (``OUTCOME_WORDS``); [] before it ran."""
+    """``rate_ablation`` in two sentences per cell: what the rate changes, then
+    ``OUTCOME_WORDS``; [] before it ran."""
     n, n_others = len(RANKED), len(RANKED) - len(MZ_MODELS)
     words = []
     for a in rate_ablation(profile, results_dir):
         what = ", ".join(f"{k} = {v:g}" for k, v in a["change"].items())
-        words += [
-            f"At {what} MZAttn-Full's mean test R² on {setting_words(a['setting'])} goes from "
-            f"{a['mean']:.3f} to {a['mean_ablated']:.3f} (rank {a['rank']} -> "
-            f"{a['rank_ablated']} of {n}); its seeds spread {a['spread_ablated']:.3f} instead of "
-            f"{a['spread']:.3f}, against at most {a['widest_other']:.3f} for the other "
-            f"{n_others} models (worst seed {a['worst_ablated']:.3f}, theirs "
-            f"{a['lowest_other']:.3f}).",
-            OUTCOME_WORDS[a["outcome"]],
-        ]
+        fields = {**a, "what": what, "setting": setting_words(a["setting"]), "n": n}
+        words += [WORDS["rate"].format(**fields, n_others=n_others), OUTCOME_WORDS[a["outcome"]]]
     return words
 
 
@@ -378,8 +327,8 @@ def cap_outcome(table: dict, rerun: dict) -> str:
 
 
 def plot_seeds(profile: str, results_dir=None):
-    """A matplotlib Figure of every seed's test R^2 per setting (the MZAttn models in colour,
-    the others grey) with the set-statistics yardstick as a bar."""
+    """Every seed's test R^2 per setting (the MZAttn models in colour, the others grey) and the
+    set-statistics yardstick as a bar: a matplotlib Figure."""
     import matplotlib.pyplot as plt
 
     rows, seeds = ranks(profile, results_dir=results_dir), per_seed(profile, results_dir)
@@ -403,15 +352,6 @@ def plot_seeds(profile: str, results_dir=None):
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
-
-
-# What the ranks of each converged profile are on the chapter's page
-READS = {
-    "full": "the paper's protocol",
-    "cpu-annealed": "our reading of the paper on a CPU",
-    "cpu-converged": "our first reading (a LayerNorm on every generator row, MZ at learning rate "
-    "3e-3), an ablation: no run of our reading has finished this table yet",
-}
 
 
 def _r2_text(v) -> str:
@@ -454,30 +394,23 @@ def model_words(model: str) -> str:
 
 
 def transfer_summary(results_dir=None) -> list[str]:
-    """The study's result in sentences: MZAttn-Full's rank per setting beside the paper's, and
-    the verdict on the paper's no-advantage prediction with its reason."""
-    prof = converged_profile(results_dir)
+    """MZAttn-Full's rank per setting beside the paper's, and the verdict on the paper's
+    no-advantage prediction, in sentences."""
+    said, prof = WORDS["summary"], converged_profile(results_dir)
     if prof is None:
-        return ["No converged run of the transfer study is on disk yet: nothing on this page "
-                "ranks MZAttn-Full (the smoke run only checks the pipeline)."]  # fmt: skip
+        return [said["none"]]
     rows = [r for r in ranks(prof, results_dir=results_dir) if r["rank"] is not None]
     if not rows:
-        return [f"The {prof} run of the transfer study has no MZAttn-Full result yet."]
+        return [said["no mz"].format(profile=prof)]
     rank_words = "; ".join(
         f"{setting_words(r['setting'])}: {r['rank']}{'' if r['complete'] else '*'} "
         f"(paper {r['paper_rank']:.0f})"
         for r in rows
     )
-    out = [f"MZAttn-Full's rank among the {rows[0]['n_models']} models by mean test R² over "
-           f"seeds ({prof}; 1 is best; the paper's rank beside each): {rank_words}."]  # fmt: skip
+    out = [said["ranks"].format(n_models=rows[0]["n_models"], profile=prof, ranks=rank_words)]
     if any(not r["complete"] for r in rows):
-        out[0] += " A rank marked * is provisional: its setting is still running."
+        out[0] += said["provisional"]
     complete = [r["rank"] for r in rows if r["complete"]]
     if complete:
-        mean = sum(complete) / len(complete)
-        out.append(f"Mean rank over the {len(complete)} complete settings: {mean:.2f}, where "
-                   "no advantage would give 4.")  # fmt: skip
-    pred = prediction(prof, results_dir)
-    out.append(f"The paper's prediction that MZAttn-Full has no advantage here: {pred['verdict']} "
-               f"({pred['reason']}).")  # fmt: skip
-    return out
+        out.append(said["mean"].format(n=len(complete), mean=sum(complete) / len(complete)))
+    return [*out, said["verdict"].format(**prediction(prof, results_dir))]

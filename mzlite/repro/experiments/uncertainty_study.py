@@ -2,10 +2,9 @@
 
 Tables tab:uncertainty, tab:unc-comparison and tab:ece-nll come from one set of models on set
 matching (Task B): MZAttn-Full read by its interval-hull width (IHW, one pass), a Set Transformer
-read by MC-Dropout (30 passes with dropout on) and a deep ensemble of five Set Transformers. The
-runner trains them as the cells of ``tab:ece-nll`` (``experiments.tables``); after training a
-job of that table, ``job_metrics`` computes the method's uncertainty on the validation and test
-splits and returns its metrics, which the runner adds to the result's test metrics:
+read by MC-Dropout (30 passes) and a deep ensemble of five Set Transformers, the cells of
+``tab:ece-nll``. After training such a job, ``job_metrics`` returns the method's metrics on the
+validation and test splits, which the runner adds to the result's test metrics:
 
 - ``unc_mse``: the method's test MSE (the MC mean, the ensemble mean, MZ's prediction);
 - ``unc_spearman``, ``unc_pearson``: correlation of the uncertainty ``u`` with ``|error|``
@@ -17,10 +16,9 @@ splits and returns its metrics, which the runner adds to the result's test metri
 - ``bin_err_ratio``: mean ``|error|`` of the highest-``u`` fifth of the test sets over that of
   the lowest fifth (tab:uncertainty's bins; ``uncertainty["bins"]`` holds all five).
 
-The ensemble cell's job trains its five members itself (the job's seed for the first, seeds
-``ENSEMBLE_SEED0 + 4 seed + k`` for the others), so each of its seeds is one ensemble and the
-scorecard's statistics over seeds apply to every method alike; ``models_per_job`` tells
-``plan`` its price is five trainings.
+The ensemble cell's job trains its five members itself (seeds: the job's, then
+``ENSEMBLE_SEED0 + 4 seed + k``), so each of its seeds is one ensemble and statistics over seeds
+apply to every method alike; ``models_per_job`` tells ``plan`` its price.
 """
 
 from __future__ import annotations
@@ -51,8 +49,7 @@ METHODS = {
 
 
 def models_per_job(table: str, cell_id: str) -> int:
-    """How many models one (cell, seed) job of ``table`` trains (the ensemble cell: its
-    members); 1 for every other cell."""
+    """How many models one (cell, seed) job of ``table`` trains: the ensemble's members, else 1."""
     if table == TABLE and METHODS.get(cell_id, ("",))[0] == "ensemble":
         return MEMBERS
     return 1
@@ -60,7 +57,7 @@ def models_per_job(table: str, cell_id: str) -> int:
 
 def _estimates(method: str, models: list, split, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(prediction (N,), uncertainty u (N,)) of ``method`` on ``split`` in the targets' units
-    (the models carry their target scaling: see ``mzlite.train.fit``)."""
+    (the models carry their target scaling: ``mzlite.train.fit``)."""
     dev = next(models[0].parameters()).device
     x, mask = split.x.to(dev), split.mask.to(dev)
     if method == "ihw":
@@ -101,10 +98,9 @@ def uncertainty_metrics(method, models, val, test, seed: int = 0) -> dict:
 
 
 def job_metrics(job, model, splits, cfg, build=None) -> dict:
-    """For a job of ``TABLE`` (the runner calls this after training ``model``): its method's
-    uncertainty metrics ``{"metrics", "detail"}``, training the ensemble's other members first
-    (``build(cell, d_in, d_out, seed, device)``, the runner's ``build_cell_model``, with ``cfg``
-    at their seeds); ``{}`` for a job of any other table."""
+    """After training ``model`` for a job of ``TABLE``: its method's ``uncertainty_metrics``,
+    the ensemble's other members trained first (``build``: the runner's ``build_cell_model``,
+    ``cfg`` at their seeds); ``{}`` for a job of any other table."""
     if job.table != TABLE or job.cell.id not in METHODS:
         return {}
     method = METHODS[job.cell.id][0]
