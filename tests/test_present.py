@@ -78,7 +78,7 @@ def test_a_failed_comparison_names_the_significantly_better_model(tmp_path):
     _cell(tmp_path, "tab:ece-nll", "B-ensemble-st", 1.00, "cpu-annealed", metric="nll")
     v = judge(nll, results_dir=tmp_path)
     assert v.label == "does not hold here" and v.better == ("B-ensemble-st",)
-    why = present.why(nll, v)
+    why = present.row(nll, v)["why"]
     # one cell (or cells of one column): the model by its row, the column named once
     assert why.startswith("fails even the weaker test, and Deep Ensemble at Task B: Set Match. is")
     assert "no single model significantly better" not in why

@@ -204,7 +204,11 @@ def test_toggle_collapses_its_parts_under_one_line():
 def test_device_names_say_a_gpu_ran_a_cpu_protocol_in_words():
     """A run of a CPU profile that a GPU made says so in words, not "3 seeds, CPU" above
     "on NVIDIA H200"."""
-    from mzlite.repro.experiments.report import device_names
+    from mzlite.repro.experiments.engine import devices_of
+    from mzlite.repro.experiments.present import devices_text
+
+    def device_names(results):
+        return devices_text(*devices_of(results))
 
     gpu = {"profile": "cpu-annealed", "provenance": {"device": "cuda", "gpu_name": "NVIDIA H200"}}
     cpu = {"profile": "cpu-annealed", "provenance": {"device": "cpu"}}

@@ -127,14 +127,11 @@ class Findings:
     def counts_html(self, scorecard_href: str = "") -> str:
         """The counts as badges, each carrying ``data-verdict`` and ``data-n`` (what the browser
         test compares with the scorecard), each a link to the scorecard (``scorecard_href``)."""
-
-        def badge(v: str) -> str:
-            b = verdict_badge(v)
-            return f'<a href="{html.escape(scorecard_href)}">{b}</a>' if scorecard_href else b
-
+        href = html.escape(scorecard_href)
         items = "".join(
-            f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}">'
-            f"<b>{n}</b> {badge(v)}</li>"
+            f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}"><b>{n}</b> '
+            + (f'<a href="{href}">{verdict_badge(v)}</a>' if href else verdict_badge(v))
+            + "</li>"
             for v, n in self.counts.items()
             if n
         )

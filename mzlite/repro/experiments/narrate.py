@@ -54,26 +54,24 @@ def verdict_links(rows: list[dict]) -> str:
     return and_join(links)
 
 
-def glance(chapter: str, sentences=(), sc=None, title: str | None = None):
+def glance(chapter: str, sentences=(), sc=None):
     """The box at the top of a results chapter: the verdict counts of its claims, the chapter's
     own summary ``sentences`` (its results, with their numbers), then a link to each of its
     paper tables in chapter 9, which holds the verdicts (each result is said once, there).
-    ``title``: by default "What the results say", or, where nothing has run, what it is."""
+    Titled "What the results say", or, where nothing has run, what it is."""
     rows = _chapter_rows(chapter, sc)
     paras = [html.escape(s) for s in sentences if s]
     if rows:
+        counts = counts_text(r["verdict"] for r in rows)
         paras.insert(
             0,
             html.escape(
-                f"{len(rows)} claim{'s' * (len(rows) != 1)} of the paper "
-                f"tested here: {counts_text(r['verdict'] for r in rows)}."
+                f"{len(rows)} claim{'s' * (len(rows) != 1)} of the paper tested here: {counts}."
             ),
         )
         paras.append(f"Each claim's verdict and its reason: {verdict_links(rows)} in chapter 9.")
-    if title is None:
-        ran = any(r["verdict"] != "not run" for r in rows)
-        title = ("What the results say" if ran or any(sentences)
-                 else "The paper's claims about this chapter")  # fmt: skip
+    ran = any(r["verdict"] != "not run" for r in rows) or any(sentences)
+    title = "What the results say" if ran else "The paper's claims about this chapter"
     body = "".join(f"<p>{p}</p>" for p in paras)
     return HTML(
         f'{STYLE}<div class="mz-conclusion mz-glance"><p class="mz-title">{html.escape(title)}'
@@ -124,12 +122,9 @@ def describe_runs(table, profile: str, results_dir=None) -> list[str]:
     lines = [
         f"Profile {about}." if about.startswith(prof.name) else f"Profile {prof.name}: {about}."
     ]
-    by_model: dict[str, list[ReportRow]] = {}
-    for r in trained:
-        by_model.setdefault(r.row, []).append(r)
-    for name, rs in by_model.items():
+    for name in dict.fromkeys(r.row for r in trained):
         parts = []
-        for r in rs:
+        for r in [x for x in trained if x.row == name]:
             res = by_cell.get(r.cell, [])
             best = "/".join(str(x["metrics"].get("best_epoch")) for x in res)
             why = ", ".join(sorted({x.get("stop_reason", "?").replace("_", " ") for x in res}))

@@ -222,8 +222,10 @@ _SAYS_RAN = (Reason.INCOMPLETE, Reason.REFUTED_SO_FAR, Reason.CANNOT_HOLD, Reaso
 
 
 def why_parts(claim, v: Verdict) -> tuple[str, ...]:
-    """The clauses of ``why``, each as written: the first is the line a page shows under the
-    badge, the others go in its details (no page splits a sentence to find them)."""
+    """The rule that decided ``v``, clause by clause, each as written (a row's ``why`` joins
+    them): what a holding verdict shows where it is no evidence for MZAttn first. The first is
+    the line a page shows under the badge, the others go in its details (no page splits a
+    sentence to find them)."""
     parts = _why(claim, v)
     parts = [parts] if isinstance(parts, str) else list(parts)
     if not (v.parts or v.rank) and 0 < v.ran < v.n_cells and v.reason not in _SAYS_RAN:
@@ -231,12 +233,6 @@ def why_parts(claim, v: Verdict) -> tuple[str, ...]:
     if v.shows is not None:
         parts.insert(0, _shows_text(v))
     return tuple(spaced(name_labels(p)) for p in parts if p)
-
-
-def why(claim, v: Verdict) -> str:
-    """The rule that decided ``v``, in one sentence a reader can check against the claim's
-    stated thresholds; what a holding verdict shows where it is no evidence for MZAttn first."""
-    return "; ".join(why_parts(claim, v))
 
 
 def _why(claim, v: Verdict) -> str | list[str]:
@@ -450,15 +446,6 @@ def _faithfulness(v: Verdict) -> int:
     return PROFILE_ORDER.index(v.profile) if v.profile in PROFILE_ORDER else len(PROFILE_ORDER)
 
 
-def beside_rows(claim, v: Verdict) -> list[dict]:
-    """The other regimes that ran the claim, each in words beside the deciding one."""
-    return [
-        {"regime": regime_text(b.regime), "verdict": label_words(b.label),
-         "ours_text": value_text(claim, b.ours, b.rank.get("observed"))}
-        for b in v.beside
-    ]  # fmt: skip
-
-
 # how a claim's sentence names the metric it reads
 METRIC_NAMES = {
     "r2": "R^2", "nll": "NLL", "ece": "ECE", "unc_spearman": "Spearman correlation with |error|",
@@ -558,7 +545,14 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "paper_table": getattr(claim, "paper_table", None) or claim.table,
         "mz_beats": _mz_beats(claim),
         "shows": v.shows,
-        "beside": beside_rows(claim, v),
+        "beside": [  # the other regimes that ran the claim, beside the deciding one
+            {
+                "regime": regime_text(b.regime),
+                "verdict": label_words(b.label),
+                "ours_text": value_text(claim, b.ours, b.rank.get("observed")),
+            }
+            for b in v.beside
+        ],
         "value": v,
     }
 

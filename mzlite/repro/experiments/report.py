@@ -15,9 +15,8 @@ never averaged: the row says "mixed protocols".
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from types import SimpleNamespace
 
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
@@ -44,14 +43,9 @@ def epoch_range(results: list[dict]) -> str:
     return str(eps[0]) if eps[0] == eps[-1] else f"{eps[0]}-{eps[-1]}"
 
 
-def device_names(results: list[dict]) -> str:
-    """Where the ``results`` ran, in words (``present.devices_text``)."""
-    return devices_text(*devices_of(results))
-
-
 class Report:
-    """A table of rows (plain dicts, ``_row``; ``ReportRow`` types them) with ``to_markdown()``,
-    ``to_text()`` and ``_repr_html_``."""
+    """A table of rows (plain dicts, ``_row``; ``ReportRow`` reads them by attribute) with
+    ``to_markdown()``, ``to_text()`` and ``_repr_html_``."""
 
     COLUMNS = (
         "row", "column", "metric", "ours", "paper", "seeds", "converged", "epochs", "params",
@@ -116,32 +110,31 @@ class Report:
     def _heading(self) -> str:
         return f"{self.label}: {self.title} [profile: {self.profile}]"
 
-    def to_markdown(self) -> str:
-        out = [f"**{self._heading()}**", ""]
+    def _render(self, markdown: bool) -> str:
+        """Markdown (a pipe table per section) or plain text (columns padded to align)."""
+        out = [f"**{self._heading()}**", ""] if markdown else [self._heading()]
         for name, rows in self._sections():
             if name:
-                out += ["", f"*{name}*" + (" (no paper numbers)" if name == "Ablation" else "")]
-                out.append("")
-            out.append("| " + " | ".join(self.COLUMNS) + " |")
-            out.append("|" + "---|" * len(self.COLUMNS))
-            for r in rows:
-                out.append("| " + " | ".join(r[c].replace("|", "/") for c in self.COLUMNS) + " |")
-        if self.notes:
-            out += ["", self.notes]
-        return "\n".join(out)
+                tail = " (no paper numbers)" if name == "Ablation" else ""
+                out += ["", f"*{name}*{tail}", ""] if markdown else ["", name + tail]
+            if markdown:
+                out += ["| " + " | ".join(self.COLUMNS) + " |", "|" + "---|" * len(self.COLUMNS)]
+                out += [
+                    "| " + " | ".join(r[c].replace("|", "/") for c in self.COLUMNS) + " |"
+                    for r in rows
+                ]
+            else:
+                w = {c: max(len(c), *(len(r[c]) for r in rows)) for c in self.COLUMNS}
+                out.append("  ".join(c.ljust(w[c]) for c in self.COLUMNS))
+                out.append("  ".join("-" * w[c] for c in self.COLUMNS))
+                out += ["  ".join(r[c].ljust(w[c]) for c in self.COLUMNS) for r in rows]
+        return "\n".join(out + (["", self.notes] if self.notes else []))
+
+    def to_markdown(self) -> str:
+        return self._render(markdown=True)
 
     def to_text(self) -> str:
-        out = [self._heading()]
-        for name, rows in self._sections():
-            if name:
-                out += ["", name + (" (no paper numbers)" if name == "Ablation" else "")]
-            w = {c: max(len(c), *(len(r[c]) for r in rows)) for c in self.COLUMNS}
-            out.append("  ".join(c.ljust(w[c]) for c in self.COLUMNS))
-            out.append("  ".join("-" * w[c] for c in self.COLUMNS))
-            out += ["  ".join(r[c].ljust(w[c]) for c in self.COLUMNS) for r in rows]
-        if self.notes:
-            out += ["", self.notes]
-        return "\n".join(out)
+        return self._render(markdown=False)
 
     __str__ = to_text
 
@@ -192,31 +185,31 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
         rows.append(_row(spec, num + den, "derived", d.row, d.column, metric, [d.num, d.den],
                          [ratio], (ratio, None), seeds, min(len(num), len(den)),
                          paper_cell(spec.label, d.row, d.column)))  # fmt: skip
-    notes = spec.notes
+    notes = [spec.notes] if spec.notes else []
     if prof.name == "smoke":
-        notes = (notes + " " if notes else "") + (
-            "Smoke profile: tiny data and 3 epochs; it checks the pipeline, its numbers are not "
-            "comparable to the paper's."
+        notes.append(
+            "Smoke profile: tiny data and 3 epochs; it checks the pipeline, its numbers "
+            "are not comparable to the paper's."
         )
     elif prof.name != "full":
-        notes = (notes + " " if notes else "") + (
-            f"Profile {prof.description}. A reduced protocol: compare its pattern with the "
-            "paper's, not its last digit."
+        notes.append(
+            f"Profile {prof.description}. A reduced protocol: compare its pattern with "
+            "the paper's, not its last digit."
         )
     if same:
-        notes = (notes + " " if notes else "") + (
-            "Rows marked (= cell) are the same experiment as that cell under this profile and "
-            "show its results."
+        notes.append(
+            "Rows marked (= cell) are the same experiment as that cell under this "
+            "profile and show its results."
         )
     if ran_only:
         kept = [r for r in rows if r["seeds"]]
         if len(kept) < len(rows):
-            notes = (notes + " " if notes else "") + (
-                f"{len(rows) - len(kept)} of {len(rows)} rows not run under this profile are "
-                "not shown."
+            notes.append(
+                f"{len(rows) - len(kept)} of {len(rows)} rows not run under this profile "
+                "are not shown."
             )
         rows = kept
-    return Report(spec.label, spec.title, prof.name, rows, notes)
+    return Report(spec.label, spec.title, prof.name, rows, " ".join(notes))
 
 
 def _row(
@@ -250,7 +243,7 @@ def _row(
         "mixed": False,
         "same_as": None,
         "epochs": epoch_range(res),
-        "device": device_names(res) if res else "--",
+        "device": devices_text(*devices_of(res)) if res else "--",
         "params": None,
         "paper_mean": None if pc is None else pc.get("mean"),
         "paper_std": None if pc is None else pc.get("std"),
@@ -260,46 +253,19 @@ def _row(
     }
 
 
-@dataclass(frozen=True)
-class ReportRow:
-    """One row of a ``Report`` (a cell's metric: ours beside the paper's), typed: what the
-    narration of a chapter reads (``mzlite.repro.experiments.narrate``) instead of a dict by key.
-    ``profile`` is the profile its results come from (None: not run under any profile asked).
-    ``ReportRow.of(row)`` makes one from a report's dict row."""
+class ReportRow(SimpleNamespace):
+    """One row of a ``Report`` (``_row``'s keys) read by attribute, ``row.ours_mean``: what the
+    narration of a chapter reads (``mzlite.repro.experiments.narrate``). ``profile`` is the
+    profile its results come from (None: not run under any profile asked); ``model`` is None on
+    a derived row. ``ReportRow.of(row)`` makes one from a report's dict row."""
 
-    part: str
-    row: str
-    column: str
-    metric: str
-    cells: tuple[str, ...]
-    ours_mean: float | None = None
-    ours_std: float | None = None
-    ours_values: tuple = ()
-    seeds: tuple[int, ...] = ()
-    converged: int = 0
-    converged_text: str = "--"
-    spiked: int = 0
-    trained: int = 0
-    spiked_text: str = ""
-    mixed: bool = False
-    same_as: str | None = None
-    epochs: str = "--"
-    device: str = "--"
-    params: int | None = None
-    paper_mean: float | None = None
-    paper_std: float | None = None
-    paper_text: str = "--"
-    paper_params: float | None = None
-    model: str | None = None
-    profile: str | None = None
-    table: str | None = None
+    _SEQUENCES = ("cells", "ours_values", "seeds")
 
     @classmethod
     def of(cls, row: dict, profile: str | None = None) -> ReportRow:
-        names = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in row.items() if k in names}
-        for k in ("cells", "ours_values", "seeds"):
-            kw[k] = tuple(kw.get(k) or ())
+        kw = {"model": None, "profile": None, "table": None, **row}
+        kw.pop("n_seeds", None)  # a property here: the seeds on disk
+        kw.update({k: tuple(kw.get(k) or ()) for k in cls._SEQUENCES})
         if profile is not None:
             kw["profile"] = profile
         return cls(**kw)
@@ -324,10 +290,8 @@ class ReportRow:
         return [v for v in self.ours_values if v is not None and math.isfinite(v)]
 
     def as_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        d.update(n_seeds=self.n_seeds, cells=list(self.cells), seeds=list(self.seeds),
-                 ours_values=list(self.ours_values))  # fmt: skip
-        return d
+        lists = {k: list(getattr(self, k)) for k in self._SEQUENCES}
+        return {**vars(self), "n_seeds": self.n_seeds, **lists}
 
 
 def best_report_rows(
@@ -430,7 +394,7 @@ def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> 
             "bf16 autocast" if a else "float32" if a is False else "precision not recorded"
             for a in sorted(amp, key=str)))  # fmt: skip
     threads = sorted({(r.get("provenance") or {}).get("num_threads") for r in results} - {None})
-    dev = device_names(results)
+    dev = devices_text(*devices_of(results))
     if threads:
         dev += f" ({'/'.join(map(str, threads))} thread(s) per run)"
     parts.append(dev)
