@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from importlib import resources
-
-import yaml
 
 from mzlite.nn import MZSetTransformerConfig
 from mzlite.repro.render import comparison_table, plain_math
@@ -31,18 +28,13 @@ from .cells import GEN_NORM_READINGS, SCHEDULE_READINGS
 from .formatting import unsigned_zero
 from .protocols import rate_text
 from .results import load_results
+from .specs import prose_data
 from .tables import get_table
 
 __all__ = [
     "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices_table",
     "ablation_summary", "dependence", "AblationRow",
 ]  # fmt: skip
-
-
-def prose_data(name: str):
-    """The plain data in ``name``, a YAML file beside this module: the prose the book shows (the
-    paper's words, our readings) kept as data, where it reads and diffs as text."""
-    return yaml.safe_load(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
+from importlib import resources
 from pathlib import Path
+
+import yaml
 
 from mzlite import nn as _nn
 from mzlite import tasks as _tasks
@@ -18,6 +21,13 @@ RESULT_FORMAT = "mzlite.result/1"
 SET_STATS = "set_stats"  # the yardstick every table carries: a ridge on simple set statistics
 SET_STATS_LABEL = _nn.model_spec(SET_STATS).display
 _ID = re.compile(r"^[A-Za-z0-9_.=-]+$")
+
+
+def prose_data(name: str):
+    """The plain data in ``name``, a YAML file beside this module: the prose the book shows (the
+    paper's words, our readings, the tables' titles and notes) kept as data, where it reads and
+    diffs as text."""
+    return yaml.safe_load(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
 
 
 def default_results_dir() -> Path:
