@@ -96,6 +96,13 @@ SCHEDULE_READINGS = {
 }
 
 
+def ablation_grid(columns, models, task, sizes, batch, *, stats=False, **fields) -> list[Cell]:
+    """``grid_cells`` of an ablation: 3 seeds, no paper number, a yardstick only with ``stats``."""
+    return grid_cells(
+        columns, models, task, sizes=sizes, batch_size=batch, stats=stats, **ABLATION, **fields
+    )
+
+
 def reading_cells(col, task, options, column, mz, sizes, batch, train=None, paper_size=()):
     """The reading-ablation cells of one diagnostic column. ``mz``: (model id, build_model name,
     row label, model kwargs) of the MZ model; ``train``: the column's own protocol (e.g.
@@ -115,9 +122,8 @@ def reading_cells(col, task, options, column, mz, sizes, batch, train=None, pape
         if (gen_norm, sched) != ("zonotope", "plateau")
     ]
     paper_col = (f"rd-{col}-paper-size", f"{column}, the paper's training-set size", options, "")
-    common = {"sizes": sizes, "batch_size": batch, "stats": False, **ABLATION}
-    return grid_cells(readings, [mz], task, **common) + grid_cells(
-        [paper_col], paper_size, task, train=train, paper_size=True, **common
+    return ablation_grid(readings, [mz], task, sizes, batch) + ablation_grid(
+        [paper_col], paper_size, task, sizes, batch, train=train, paper_size=True
     )
 
 
@@ -129,16 +135,7 @@ def standardised_twin_cells(col, task, options, column, models, sizes, batch):
     cells (``jobs.aliases``); under ``full`` they say whether the paper's raw-target protocol or
     its optimiser decides a verdict."""
     twin = (f"std-{col}", f"{column}, targets standardised", options, "")
-    return grid_cells(
-        [twin],
-        models,
-        task,
-        sizes=sizes,
-        batch_size=batch,
-        stats=False,
-        train={"normalize_targets": True},
-        **ABLATION,
-    )
+    return ablation_grid([twin], models, task, sizes, batch, train={"normalize_targets": True})
 
 
 # The layer's reading (issue 49, item 3c): MZ under def:relop's o_c = M(mu) c_hat beside the
@@ -153,9 +150,7 @@ def centre_adaptive_cell(col, task, options, column, mid, label, kw, sizes, batc
     twin = (f"ca-{col}", f"{column}, layer: centre-adaptive (def:relop)", options, "")
     model = (mid, CENTRE_ADAPTIVE_MODEL, f"{label} (centre-adaptive)", kw)
     note = "o_c = M(mu) c_hat (def:relop) in place of Eq. eq:mz-main's o_c = M_c c_hat"
-    (cell,) = grid_cells(
-        [twin], [model], task, sizes=sizes, batch_size=batch, stats=False, note=note, **ABLATION
-    )
+    (cell,) = ablation_grid([twin], [model], task, sizes, batch, note=note)
     return cell
 
 
@@ -183,13 +178,7 @@ def calibration_cells(col, task, readings, column, st, sizes, batch, options=Non
         )
         for reading in readings
     ]
-    return grid_cells(
-        columns,
-        [st],
-        task,
-        sizes=sizes,
-        batch_size=batch,
-        train=dict(train or {}),
-        note="calibration of the task reading by the Set Transformer (issue 49)",
-        **ABLATION,
+    note = "calibration of the task reading by the Set Transformer (issue 49)"
+    return ablation_grid(
+        columns, [st], task, sizes, batch, stats=True, train=dict(train or {}), note=note
     )

@@ -11,7 +11,6 @@ from mzlite.nn import model_spec
 from mzlite.registry import Registry
 
 from .cells import (  # the rows, grids and reading cells every table is built of
-    ABLATION,
     COL_ROW,
     GEOM_BATCH,
     HYPER,
@@ -22,6 +21,7 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     ROW_COL,
     ST,
     ST_LARGE,
+    ablation_grid,
     calibration_cells,
     centre_adaptive_cell,
     grid_cells,
@@ -127,17 +127,15 @@ def _tdof_verify() -> list[Cell]:
     # two cells: on L16-mz_1l itself 1e-3 probed better) and its validation loss spikes in most
     # runs; these cells ask whether the gap to ST-4L is the learning rate's.
     lr_cols = [(f"abl-L{L}-lr0.001", f"L={L}, lr=0.001", {"L": L}, "") for L in (8, 16, 32)]
-    cells += grid_cells(lr_cols, [mz_1l], task, sizes=SYN, train={"lr": 1e-3}, stats=False,
-                        **ABLATION)  # fmt: skip
+    cells += ablation_grid(lr_cols, [mz_1l], task, SYN, 128, train={"lr": 1e-3})
     cells += reading_cells("L16", task, {"L": 16}, "L=16", mz_1l[:4], SYN, 128)
     # the task-reading calibration (issue 49): ST-4L on each reading of the quadratic-TDOF target
     for L in (16, 32):
         cells += calibration_cells(f"L{L}", task, TDOF_READINGS, f"L={L}", st_4l[:4], SYN, 128,
                                    options={"L": L})  # fmt: skip
     # thm:tdof-depth is proved for the signed readout (sec:architecture); the table runs the IHW
-    signed = ("rd-L16-signed", "L=16, signed readout", {"L": 16}, "",
-              {"model_kwargs": {"readout": "signed"}})  # fmt: skip
-    cells += grid_cells([signed], [mz_1l], task, sizes=SYN, stats=False, **ABLATION)
+    signed = ("rd-L16-signed", "L=16, signed readout", {"L": 16}, "")
+    cells += ablation_grid([signed], [mz_1l], task, SYN, 128, model_kwargs={"readout": "signed"})
     # where the matrix zonotope acts: def:relop's o_c = M(mu) c_hat (mzlite.nn choice 9)
     cells += [centre_adaptive_cell(f"L{L}", task, {"L": L}, f"L={L}", "mz_1l", "MZAttn-1L",
                                    {"n_enc": 1}, SYN, 128) for L in (16, 32)]  # fmt: skip
@@ -346,21 +344,18 @@ CAP_ABLATION = [("raw-hull", PERCEIVER), ("raw-hull", MZ_LARGE), ("mixture-meb",
 
 
 def _transfer_matrix() -> list[Cell]:
-    def grid(cols, models, **kw):
-        return grid_cells(cols, models, "digits_geometry", sizes=SYN, batch_size=GEOM_BATCH,
-                          full_seeds=3, **kw)  # fmt: skip
-
     def col(variant, target, cid, suffix):
         return (cid, f"{' / '.join(TRANSFER_TIER1[(variant, target)])}{suffix}",
                 {"variant": variant, "target": target}, "")  # fmt: skip
 
-    cells = grid([col(v, t, f"{v}-{t}", "") for v, t in TRANSFER_TIER1], MATCHED)
+    task = "digits_geometry"
+    cells = grid_cells([col(v, t, f"{v}-{t}", "") for v, t in TRANSFER_TIER1], MATCHED, task,
+                       sizes=SYN, batch_size=GEOM_BATCH, full_seeds=3)  # fmt: skip
     # Ablation (no paper numbers): MZAttn-Full at lr 1e-3, the Set Transformer's rate, where its
     # seeds spread most under cpu-converged's 3e-3 (raw pixel / Hull: two of three stopped by
     # patience early, at R^2 0.63 and 0.79; chapter 10). Is its rank the learning rate's?
-    ablation = {"stats": False, "part": "ablation"}
-    cells += grid([col("raw", "hull", "abl-raw-hull-lr0.001", ", lr=0.001")], [MZ_FULL],
-                  train={"lr": 1e-3}, **ablation)  # fmt: skip
+    cells += ablation_grid([col("raw", "hull", "abl-raw-hull-lr0.001", ", lr=0.001")], [MZ_FULL],
+                           task, SYN, GEOM_BATCH, train={"lr": 1e-3})  # fmt: skip
     # Ablation (no paper numbers): the (setting, model) pairs with a cpu-converged run that hit
     # the 200-epoch cap still improving, at cap 400 (cosine over the longer cap, patience 20 as
     # before). mzlite.repro.transfer.longer_cap and prediction(substitute=...) read such a cell,
@@ -369,7 +364,9 @@ def _transfer_matrix() -> list[Cell]:
         variant, target = setting.split("-")
         cap = col(variant, target, f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}",
                   f", cap {CAP_ABLATION_EPOCHS}")  # fmt: skip
-        cells += grid([cap], [model], train={"epochs": CAP_ABLATION_EPOCHS}, **ablation)
+        cells += ablation_grid(
+            [cap], [model], task, SYN, GEOM_BATCH, train={"epochs": CAP_ABLATION_EPOCHS}
+        )
     return cells
 
 
