@@ -27,7 +27,6 @@ LA_ST = model_row("la_st", match=359_000)
 MZ_FULL = model_row("mz_full")
 MZ_LARGE = model_row("mz_large")
 GEOM_BATCH = 256  # "geom. tasks" of the hyperparameter table
-RELATIONAL_CHAPTER = "06_relational_benchmarks"  # the chapter that runs the relational tables
 
 
 def stats_cell(col_id, task, options, column, sizes, batch, part="main") -> Cell:
