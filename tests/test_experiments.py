@@ -23,6 +23,7 @@ import torch
 
 from mzlite.__main__ import main as cli
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments.cells import grid_cells
 from mzlite.repro.experiments.pool import PARENT_POLL_S
 from mzlite.repro.experiments.protocols import CURRENT, PROTOCOL_STYLES
 from mzlite.repro.experiments.report import report
@@ -78,6 +79,38 @@ def test_cell_keys_fail_loudly_and_tables_need_a_chapter():
     cell = ex.get_table("tab:meb").cells[0]
     with pytest.raises(ValueError, match="chapter must be a notebook name"):
         ex.TableSpec("tab:x", "a table", (cell,))
+
+
+def test_a_grid_column_overrides_the_grids_fields_and_its_yardstick_follows_it():
+    """``grid_cells``: a column's own fields (task, sizes, batch, model overrides) win over the
+    grid's for its cells and its yardstick; the other columns keep the grid's."""
+    own = {
+        "task": "set_regression",
+        "sizes": (50, 20, 20),
+        "batch_size": 16,
+        "model_kwargs": {"n_enc": 1},
+    }
+    cols = [("a", "A", {}, "A R^2", own), ("b", "B", {"d": 8}, "")]
+    models = [("mz", "mz_full", "MZ", {"n_g": 2}, 123)]
+    cells = grid_cells(cols, models, "meb_radius", full_seeds=2, train={"lr": 1e-3})
+    assert [c.id for c in cells] == ["a-mz", "a-set_stats", "b-mz", "b-set_stats"]
+    a, a_stats, b, b_stats = cells
+    assert (a.task, a.sizes, a.batch_size, a.model_kwargs) == (
+        "set_regression",
+        (50, 20, 20),
+        16,
+        {"n_g": 2, "n_enc": 1},
+    )
+    assert a.match_params == 123 and a.full_seeds == 2 and a.train == {"lr": 1e-3}
+    assert a.paper == (ex.PaperRef("MZ", "A R^2", "r2"),) and b.paper == ()
+    assert (a_stats.task, a_stats.sizes, a_stats.batch_size) == ("set_regression", (50, 20, 20), 16)
+    assert (b.task, b.sizes, b.batch_size, b.model_kwargs) == (
+        "meb_radius",
+        (10_000, 2_000, 2_000),
+        128,
+        {"n_g": 2},
+    )
+    assert b_stats.full_seeds == 1 and b_stats.options == {"d": 8}
 
 
 @pytest.mark.parametrize("label", ex.TABLES)

@@ -1,15 +1,10 @@
-"""Results as HTML that reads on a book page: tables that fit the page width, conclusions as prose.
-
-    from mzlite.repro.render import comparison_table, conclusion
-    display(conclusion("On raw data the paper's pattern does not appear ...", title="Verdict"))
-
-``Scorecard`` and ``Report`` render through here in a notebook, so every results table of the
-book has one design, made for a text column of about 700 px (an 800 px window, or 1300 px with
-the navigation open): a fixed layout of at most five columns that wrap instead of scrolling; the
-verdict beside the claim it judges, with its rule; long repeated text (the protocol behind a
-number) as a footnote; paper labels as the paper prints them ("Table 3", not "tab:meb"). The
-HTML carries its own stylesheet (scoped to ``.mz-results``), so it looks the same in JupyterLab
-and the built book. Nothing here computes a result: the words are the presenter's.
+"""Results as HTML that reads on a book page: every results table of the book (``Scorecard``,
+``Report``, ``comparison_table``) has one design, made for a text column of about 700 px (an
+800 px window, or 1300 px with the navigation open): a fixed layout of at most five columns that
+wrap instead of scrolling; the verdict beside the claim it judges; long repeated text (the
+protocol behind a number) as a footnote; paper labels as the paper prints them ("Table 3", not
+"tab:meb"). The HTML carries its own stylesheet (scoped to ``.mz-results``), so it looks the same
+in JupyterLab and the built book. Nothing here computes a result: the words are the presenter's.
 """
 
 from __future__ import annotations
@@ -81,11 +76,10 @@ def _e(text) -> str:
 
 
 def number_html(text: str, experiment: str, stat: str, value, spread=None) -> str:
-    """One of our result numbers as a page shows it (``text``, escaped), marked with what it is:
-    ``experiment`` (its key, e.g. "tab:meb|d8-mz_full|paper-sizes": table, cell, profile),
-    ``stat`` ("mean_r2", "claim_value") and its ``value`` (and ``spread``, the std, if shown),
-    so that a test can check that one experiment shows one number on every page
-    (``number_conflicts``). The marker is invisible: the reader sees ``text`` alone."""
+    """``text`` (escaped) marked, invisibly, with what it is: ``experiment`` (its key, e.g.
+    "tab:meb|d8-mz_full|paper-sizes"), ``stat`` ("mean_r2", "claim_value"), ``value`` and
+    ``spread`` (the std, if shown): a test checks that one experiment shows one number on every
+    page (``number_conflicts``)."""
     if value is None:
         return _e(text)
     attrs = f'data-experiment="{_e(experiment)}" data-stat="{_e(stat)}" data-value="{value:.6g}"'
@@ -95,9 +89,8 @@ def number_html(text: str, experiment: str, stat: str, value, spread=None) -> st
 
 
 class Number(str):
-    """One of our result numbers as plain text (a ``str``: printed, joined or compared as its
-    text) that remembers what it is, so that ``comparison_table`` marks it (``number_html``)
-    wherever a chapter puts it in a table."""
+    """A result number as plain text (a ``str``) that remembers what it is, so that
+    ``comparison_table`` marks it (``number_html``) wherever a chapter puts it."""
 
     def __new__(cls, text: str, experiment: str, stat: str, value, spread=None):
         out = super().__new__(cls, text)
@@ -125,17 +118,15 @@ _MARKED = re.compile(
 
 
 def marked_numbers(page: str) -> list[tuple[str, str, str, str | None]]:
-    """Every number ``number_html`` marked in ``page``: (experiment, stat, value, spread), with
-    the experiment and stat unescaped as they were given."""
+    """Every number ``number_html`` marked in ``page``: (experiment, stat, value, spread)."""
     return [
         (html.unescape(e), html.unescape(s), v, d or None) for e, s, v, d in _MARKED.findall(page)
     ]
 
 
 def number_conflicts(pages: dict[str, str]) -> list[str]:
-    """Where one experiment shows one statistic with two different numbers across ``pages``
-    ({where: HTML}): one line per conflict naming the experiment, the statistic and each number
-    with the pages that show it; [] when every experiment has one number."""
+    """One line per (experiment, statistic) that ``pages`` ({where: HTML}) show with two
+    different numbers, each number with the pages that show it; [] when there is none."""
     seen: dict[tuple[str, str], dict[tuple[str, str | None], list[str]]] = {}
     for where, page in pages.items():
         for exp, stat, value, spread in marked_numbers(page):
@@ -197,8 +188,7 @@ class _Footnotes:
 
 
 def _note_html(text: str) -> str:
-    """A footnote's text as HTML: `backticked` spans verbatim as code (a command, a cell to
-    type), the rest with paper labels named as the paper prints them."""
+    """A footnote as HTML: `backticked` spans as code, the rest with paper labels named."""
     parts = text.split("`")
     return "".join(
         f"<code>{_e(part)}</code>" if i % 2 else _e(name_labels(part))
@@ -207,9 +197,8 @@ def _note_html(text: str) -> str:
 
 
 def plain_math(text: str) -> str:
-    r"""A LaTeX snippet quoted from the paper, as plain text a table cell shows without MathJax:
-    ``$1/\sqrt{n_g d}$`` becomes "1/√(n_g d)", a LaTeX table row's ``&`` a colon, the rest as
-    ``mzlite.repro.paper.latex_to_text`` writes it (no ``$`` or backslash is left)."""
+    r"""A LaTeX snippet of the paper as plain text for a table cell: ``$1/\sqrt{n_g d}$`` as
+    "1/√(n_g d)", a table row's ``&`` as a colon, the rest as ``paper.latex_to_text`` writes it."""
     out = re.sub(r"\\sqrt\{([^{}]*)\}", r"√(\1)", text)
     out = re.sub(r"\\hat\{([^{}]*)\}", r"\1", out)
     out = out.replace(r"\to", " → ").replace(" & ", ": ").replace(r"\|", "‖")
@@ -217,8 +206,8 @@ def plain_math(text: str) -> str:
 
 
 def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
-    """The one table of the book: fixed column widths (in %), a header row, ``body``'s rows;
-    ``kind`` an extra class (``mz-scorecard``: book.css gives that table the page's width)."""
+    """The one table of the book: (heading, width in %) columns, ``body``'s rows; ``kind`` an
+    extra class (``mz-scorecard``: book.css gives that table the page's width)."""
     cols = "".join(f'<col style="width:{w}%">' for _, w in colgroup)
     head = "".join(f"<th>{_e(name)}</th>" for name, _ in colgroup)
     return (
@@ -233,10 +222,9 @@ def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
 
 
 def scorecard_html(sc) -> HTML:
-    """The scorecard as one page-width table: grouped by paper table (linked to its chapter),
-    columns claim | paper | ours | verdict (with its rule), protocols as footnotes. Claims not
-    run are listed after the table, collapsed (a toggle), by paper table; every text is the
-    presenter's (``present.row``), shown as written."""
+    """The scorecard as one table grouped by paper table (linked to its chapter): claim | paper |
+    ours | verdict, protocols as footnotes; the claims not run after it, collapsed. Every text is
+    the presenter's (``present.row``), shown as written."""
     notes = _Footnotes("Protocol that produced our number")
     body, table = [], None
     ran = [r for r in sc.rows if r["verdict"] != "not run"]
@@ -264,8 +252,7 @@ def scorecard_html(sc) -> HTML:
 
 
 def _verdict_cell(r: dict) -> str:
-    """A scorecard row's verdict: the badge, its reason in one line, and the rest (the full
-    rule, the reading that decided it, the statistics, the regime) in a toggle."""
+    """A scorecard row's verdict: the badge, its reason in one line, the rest in a toggle."""
     parts = r.get("why_parts") or (r.get("why") or r["verdict"],)  # the presenter's clauses
     line, rest = parts[0], "; ".join(parts[1:])  # the line is shown once, above the toggle
     more = [_e(rest)] if rest else []  # HTML, escaped
@@ -286,9 +273,8 @@ def _verdict_cell(r: dict) -> str:
 
 
 def _claim_number(r: dict, variant: str = "") -> str:
-    """A scorecard row's number of ours (a claim's value), marked as that claim read under the
-    row's profile (on ``variant`` cells: "std-twins", the standardised-target twins): the same
-    claim on the same runs shows one number on every page."""
+    """A row's claim value, marked as that claim under the row's profile (and ``variant``:
+    "std-twins", the standardised-target twins)."""
     value = r.get("value")
     variant = variant or getattr(value, "variant", "")
     key = f"claim:{r['claim']}|{r.get('profile')}" + (f"|{variant}" if variant else "")
@@ -296,9 +282,8 @@ def _claim_number(r: dict, variant: str = "") -> str:
 
 
 def _paper_protocol_line(r: dict) -> str:
-    """Where the claim ran under the paper's protocol too (``paper_protocol``), its verdict
-    beside the row's, and whether the two agree: the agreement is what licenses the cheaper
-    protocol. "" where it did not run."""
+    """The claim's verdict under the paper's protocol (``paper_protocol``) and whether it agrees
+    with the row's, the agreement that licenses the cheaper protocol; "" where it did not run."""
     pp = r.get("paper_protocol")
     if not pp:
         return ""
@@ -319,8 +304,7 @@ def _step_price(row: dict) -> str:
 
 
 def verdict_anchor(table: str) -> str:
-    """The id of ``table``'s group in chapter 9's scorecard ("verdicts-tab-meb"): where a
-    results chapter links for its verdicts instead of repeating them."""
+    """The id of ``table``'s group in chapter 9's scorecard ("verdicts-tab-meb")."""
     return "verdicts-" + table.replace(":", "-")
 
 
@@ -368,9 +352,8 @@ def _not_run_toggle(rows: list[dict]) -> str:
 
 
 def evidence_note(row, profile: str | None = None) -> str:
-    """What stands behind a report row's number (its ``profile``, default the row's own, as
-    ``report.best_rows`` adds it), for a footnote: the protocol (the 30-epoch ``cpu`` profile
-    named as the ablation it is), seeds, epochs run, convergence, loss spikes and device."""
+    """A footnote on a report row's number under ``profile`` (default the row's own, as
+    ``report.best_rows`` adds it): protocol, seeds, epochs, convergence, loss spikes, device."""
     row = row.as_dict() if hasattr(row, "as_dict") else row or {}
     prof = profile or row.get("profile")
     if prof is None or not row.get("seeds"):
@@ -390,8 +373,8 @@ def evidence_note(row, profile: str | None = None) -> str:
 
 
 def report_html(rep) -> HTML:
-    """A ``Report`` as a page-width table: a heading per setting (the paper's column), then model |
-    ours | paper, parameter counts under the model, the seeds/epochs/device as footnotes."""
+    """A ``Report`` as a table: a heading per setting, then model (its parameter count under it) |
+    ours (what ran as a footnote) | paper."""
     notes = _Footnotes("What ran behind our numbers")
     parts = [
         STYLE,
@@ -419,8 +402,6 @@ def report_html(rep) -> HTML:
 
 
 def _report_row(r: dict, rep, notes: _Footnotes) -> str:
-    """One model's row of ``report_html``: the model (its parameter count under it), ours with
-    its protocol footnote, the paper's."""
     params = ""
     if r.get("params"):
         params = f"{r['params'] / 1e3:.0f}K params"
@@ -458,12 +439,10 @@ def comparison_table(
     footnote_title: str = "Notes",
     code: tuple[str, ...] = (),
 ) -> HTML:
-    """A page-width table of ``rows`` (dicts). ``columns``: (key, heading, width in %), the
-    widths summing to about 100. ``verdict`` names the key rendered as a coloured badge
-    ("agrees", "differs", "holds", ...); ``footnote_key`` names a key whose (long) text becomes a
-    numbered footnote after the first column instead of a column of its own; the keys in ``code``
-    are shown verbatim as code (a command, a label to type), everything else with paper labels
-    named."""
+    """A table of ``rows`` (dicts). ``columns``: (key, heading, width in %, summing to about
+    100); ``verdict``: the key shown as a coloured badge; ``footnote_key``: a key whose (long)
+    text becomes a numbered footnote on the first column; ``code``: keys shown verbatim as code;
+    every other value with paper labels named."""
     notes = _Footnotes(footnote_title)
     body = []
     for r in rows:
@@ -501,9 +480,8 @@ def conclusion(text: str | list[str], title: str = "What the numbers say") -> HT
 
 
 def toggle(summary: str, *parts) -> HTML:
-    """``parts`` (anything with ``_repr_html_``, or HTML strings) collapsed under one line,
-    ``summary``, that the reader clicks to open: for evidence a page keeps but does not lead with
-    (a 30-epoch ablation, a pipeline check)."""
+    """``parts`` (anything with ``_repr_html_``, or HTML strings) collapsed under ``summary``:
+    evidence a page keeps but does not lead with (a 30-epoch ablation, a pipeline check)."""
     inner = "".join(p._repr_html_() if hasattr(p, "_repr_html_") else str(p) for p in parts)
     return HTML(
         f'{STYLE}<details class="mz-toggle"><summary>{_e(name_labels(summary))}</summary>'
@@ -512,8 +490,7 @@ def toggle(summary: str, *parts) -> HTML:
 
 
 def plot_verdicts(sc, *, title: str = "Verdicts per paper table"):
-    """The scorecard's verdicts counted per paper table, as stacked horizontal bars in the
-    verdicts' own colours (``VERDICT_COLOURS``), laid out for the page."""
+    """The scorecard's verdicts per paper table, stacked bars in ``VERDICT_COLOURS``."""
     import plotly.graph_objects as go
 
     tables = list(dict.fromkeys(r["table"] for r in sc.rows))

@@ -15,7 +15,7 @@ from mzlite.analysis.ranks import null_test  # re-exported: chapter 10 reads it 
 from . import experiments as ex
 from .experiments import stats as _stats
 from .experiments.formatting import cell_words
-from .experiments.results import prose_data
+from .experiments.specs import prose_data
 from .experiments.stats import mean_std
 from .paper import paper_ref, paper_value
 from .render import comparison_table

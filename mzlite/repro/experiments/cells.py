@@ -1,8 +1,8 @@
 """The building blocks of the paper's tables (``tables``): a model's row (``model_row`` and the
-models most tables share), the grid of (column x model) cells with its set-statistics yardstick
-(``grid_cells``, ``stats_cell``), the cells of the reading ablation (``reading_cells``, which
-``mzlite.repro.experiments.reading`` reads), of the layer's reading (``centre_adaptive_cell``) and
-of the task-reading calibration (``calibration_cells``)."""
+models most tables share), and ``grid_cells``, the (column x model) grid with its set-statistics
+yardstick that every table, and every ablation beside it, is declared as: the reading ablation
+(``reading_cells``, which ``mzlite.repro.experiments.reading`` reads), the layer's reading
+(``centre_adaptive_cell``) and the task-reading calibration (``calibration_cells``)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,6 @@ LA_ST = model_row("la_st", match=359_000)
 MZ_FULL = model_row("mz_full")
 MZ_LARGE = model_row("mz_large")
 GEOM_BATCH = 256  # "geom. tasks" of the hyperparameter table
-RELATIONAL_CHAPTER = "06_relational_benchmarks"  # the chapter that runs the relational tables
 
 
 def stats_cell(col_id, task, options, column, sizes, batch, part="main") -> Cell:
@@ -50,54 +49,39 @@ def stats_cell(col_id, task, options, column, sizes, batch, part="main") -> Cell
 # model's row label and {col} the column's paper name
 ROW_COL = (("{row}", "{col}", "r2"),)  # models as rows, settings as columns
 COL_ROW = (("{col}", "{row}", "r2"),)  # the *-normed tables: settings as rows
+ABLATION = {"full_seeds": 3, "part": "ablation"}  # an ablation's cells: 3 seeds, no paper number
 
 
-def grid_cells(
-    columns: list[tuple[str, str, dict, str]],
-    models: list[tuple],
-    task: str,
-    *,
-    paper=ROW_COL,
-    sizes=(10_000, 2_000, 2_000),
-    batch: int = 128,
-    seeds: int = 5,
-    train: dict | None = None,
-    stats: bool = True,
-    stats_batch: int | None = None,
-    part: str = "main",
-) -> list[Cell]:
+def grid_cells(columns, models, task, *, paper=ROW_COL, stats=True, stats_batch=None, **fields):
     """Cells for every (column, model), and one set-statistics yardstick per column (``stats``;
-    its batch ``stats_batch``, default ``batch``). ``columns``: (column id, our column label,
-    task options, paper column name; "" for none); ``models``: ``model_row``s; ``paper``: the
-    templates of each cell's paper numbers (``ROW_COL``, ``COL_ROW``). ``part``: "main" or
-    "ablation" (the cells and their yardstick)."""
+    its batch ``stats_batch``, default the cells'). ``columns``: (column id, our column label,
+    task options, paper column name, "" for none[, that column's own ``Cell`` fields, ``task``
+    among them]); ``models``: ``model_row``s (``match_params`` optional); ``paper``: the
+    templates of each cell's paper numbers (``ROW_COL``, ``COL_ROW``); ``fields``: ``Cell``
+    fields of every cell (``sizes``, ``batch_size``, ``full_seeds``, ``train``, ``part``, ...;
+    ``part`` also the yardstick's)."""
     cells = []
-    for col_id, col_label, opts, paper_col in columns:
-        for mid, name, label, kw, match in models:
+    for col_id, col_label, opts, paper_col, *own in columns:
+        f = {**fields, **(own[0] if own else {})}
+        col_task = f.pop("task", task)
+        for mid, name, label, kw, *match in models:
             refs = tuple(
                 PaperRef(r.format(row=label, col=paper_col), c.format(row=label, col=paper_col),
                          *rest)
                 for r, c, *rest in paper
             ) if paper_col else ()  # fmt: skip
             cells.append(
-                Cell(f"{col_id}-{mid}", task, opts, name, label, col_label, model_kwargs=kw,
-                     match_params=match, paper=refs, sizes=sizes, batch_size=batch,
-                     train=dict(train or {}), full_seeds=seeds, part=part)
+                Cell(f"{col_id}-{mid}", col_task, opts, name, label, col_label,
+                     model_kwargs={**kw, **f.get("model_kwargs", {})},
+                     match_params=match[0] if match else None, paper=refs,
+                     **{k: v for k, v in f.items() if k != "model_kwargs"})
             )  # fmt: skip
         if stats:
-            cells.append(stats_cell(col_id, task, opts, col_label, sizes, stats_batch or batch,
+            sizes, batch = f.get("sizes", (10_000, 2_000, 2_000)), f.get("batch_size", 128)
+            part = f.get("part", "main")
+            cells.append(stats_cell(col_id, col_task, opts, col_label, sizes, stats_batch or batch,
                                     part))  # fmt: skip
     return cells
-
-
-def _ablations(task, options, sizes, batch):
-    """``make(cell_id, model, row, column, **fields)``: an ablation cell of 3 seeds of a column."""
-
-    def make(cell_id, model, row, column, **fields) -> Cell:
-        fields.update(sizes=sizes, batch_size=batch, full_seeds=3, part="ablation")
-        return Cell(cell_id, task, options, model, row, column, **fields)
-
-    return make
 
 
 # The reading ablation (issue 23): on a few diagnostic cells, which of mzlite's readings of the
@@ -111,38 +95,35 @@ SCHEDULE_READINGS = {
 }
 
 
+def ablation_grid(columns, models, task, sizes, batch, *, stats=False, **fields) -> list[Cell]:
+    """``grid_cells`` of an ablation: 3 seeds, no paper number, a yardstick only with ``stats``."""
+    return grid_cells(
+        columns, models, task, sizes=sizes, batch_size=batch, stats=stats, **ABLATION, **fields
+    )
+
+
 def reading_cells(col, task, options, column, mz, sizes, batch, train=None, paper_size=()):
     """The reading-ablation cells of one diagnostic column. ``mz``: (model id, build_model name,
     row label, model kwargs) of the MZ model; ``train``: the column's own protocol (e.g.
     standardised targets); ``paper_size``: (model id, name, label, kwargs) trained at the
     cell's own sizes (``Cell.paper_size``) beside the capped main cells."""
-    mid, name, label, kw = mz
-    make = _ablations(task, options, sizes, batch)
-    cells = [
-        make(
-            f"rd-{col}-{gen_norm}-{sched}-{mid}",
-            name,
-            label,
+    train = dict(train or {})
+    readings = [
+        (
+            f"rd-{col}-{gen_norm}-{sched}",
             f"{column}, generators: {gen_norm}, schedule: {sched}",
-            model_kwargs={**kw, "gen_norm": gen_norm},
-            train={**(train or {}), **sched_train},
+            options,
+            "",
+            {"model_kwargs": {"gen_norm": gen_norm}, "train": {**train, **sched_train}},
         )
         for gen_norm in GEN_NORM_READINGS
         for sched, sched_train in SCHEDULE_READINGS.items()
         if (gen_norm, sched) != ("zonotope", "plateau")
     ]
-    return cells + [
-        make(
-            f"rd-{col}-paper-size-{pid}",
-            pname,
-            plabel,
-            f"{column}, the paper's training-set size",
-            model_kwargs=pkw,
-            train=dict(train or {}),
-            paper_size=True,
-        )
-        for pid, pname, plabel, pkw in paper_size
-    ]
+    paper_col = (f"rd-{col}-paper-size", f"{column}, the paper's training-set size", options, "")
+    return ablation_grid(readings, [mz], task, sizes, batch) + ablation_grid(
+        [paper_col], paper_size, task, sizes, batch, train=train, paper_size=True
+    )
 
 
 def standardised_twin_cells(col, task, options, column, models, sizes, batch):
@@ -152,18 +133,8 @@ def standardised_twin_cells(col, task, options, column, models, sizes, batch):
     name, label, kwargs). Under a profile that already standardises targets they are the main
     cells (``jobs.aliases``); under ``full`` they say whether the paper's raw-target protocol or
     its optimiser decides a verdict."""
-    make = _ablations(task, options, sizes, batch)
-    return [
-        make(
-            f"std-{col}-{mid}",
-            name,
-            label,
-            f"{column}, targets standardised",
-            model_kwargs=kw,
-            train={"normalize_targets": True},
-        )
-        for mid, name, label, kw in models
-    ]
+    twin = (f"std-{col}", f"{column}, targets standardised", options, "")
+    return ablation_grid([twin], models, task, sizes, batch, train={"normalize_targets": True})
 
 
 # The layer's reading (issue 49, item 3c): MZ under def:relop's o_c = M(mu) c_hat beside the
@@ -175,25 +146,19 @@ CENTRE_ADAPTIVE_MODEL = "mz_full_centre_adaptive"
 def centre_adaptive_cell(col, task, options, column, mid, label, kw, sizes, batch) -> Cell:
     """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``kw``: that
     cell's model overrides, e.g. ``n_enc``), an ablation of 3 seeds at the same sizes."""
-    return _ablations(task, options, sizes, batch)(
-        f"ca-{col}-{mid}",
-        CENTRE_ADAPTIVE_MODEL,
-        f"{label} (centre-adaptive)",
-        f"{column}, layer: centre-adaptive (def:relop)",
-        model_kwargs=dict(kw),
-        note="o_c = M(mu) c_hat (def:relop) in place of Eq. eq:mz-main's o_c = M_c c_hat",
-    )
+    twin = (f"ca-{col}", f"{column}, layer: centre-adaptive (def:relop)", options, "")
+    model = (mid, CENTRE_ADAPTIVE_MODEL, f"{label} (centre-adaptive)", kw)
+    note = "o_c = M(mu) c_hat (def:relop) in place of Eq. eq:mz-main's o_c = M_c c_hat"
+    (cell,) = ablation_grid([twin], [model], task, sizes, batch, note=note)
+    return cell
 
 
 # The task-reading calibration (issue 49): the Set Transformer on each reading of a task's words
 # at the paper's sizes, against the paper's own number for it, and the yardstick on each. Never
 # MZ: a task reading is chosen by the baseline.
-CALIBRATION_PREFIX = "cal"
-
-
 def calibration_cell_id(col: str, reading: str, mid: str) -> str:
     """The id of the calibration cell of ``mid`` on reading ``reading`` of column ``col``."""
-    return f"{CALIBRATION_PREFIX}-{col}-{reading}-{mid}"
+    return f"cal-{col}-{reading}-{mid}"
 
 
 def calibration_cells(col, task, readings, column, st, sizes, batch, options=None, train=None):
@@ -201,21 +166,18 @@ def calibration_cells(col, task, readings, column, st, sizes, batch, options=Non
     column's main cells, not registered twice): the Set Transformer row ``st`` (model id, name,
     label, kwargs) and the set-statistics yardstick on that reading, at ``sizes``. ``options``:
     the column's own task options (e.g. {"L": 32}); the reading's options are added to them."""
-    mid, name, label, kw = st
-    cells = []
-    for reading in readings:
-        if reading == DEFAULT_READING:
-            raise ValueError(f"reading {DEFAULT_READING!r} is the column's main cells")
-        opts = {**(options or {}), **reading_options(task, reading)}
-        where = f"{column}, task reading {reading}"
-        cells.append(
-            _ablations(task, opts, sizes, batch)(
-                calibration_cell_id(col, reading, mid), name, label, where, model_kwargs=kw,
-                train=dict(train or {}),
-                note="calibration of the task reading by the Set Transformer (issue 49)")
-        )  # fmt: skip
-        cells.append(
-            stats_cell(f"{CALIBRATION_PREFIX}-{col}-{reading}", task, opts, where, sizes, batch,
-                       part="ablation")
-        )  # fmt: skip
-    return cells
+    if DEFAULT_READING in readings:
+        raise ValueError(f"reading {DEFAULT_READING!r} is the column's main cells")
+    columns = [
+        (
+            f"cal-{col}-{reading}",
+            f"{column}, task reading {reading}",
+            {**(options or {}), **reading_options(task, reading)},
+            "",
+        )
+        for reading in readings
+    ]
+    note = "calibration of the task reading by the Set Transformer (issue 49)"
+    return ablation_grid(
+        columns, [st], task, sizes, batch, stats=True, train=dict(train or {}), note=note
+    )

@@ -26,8 +26,8 @@ from mzlite.repro import paper
 from mzlite.repro.experiments.findings import once
 from mzlite.repro.experiments.formatting import count_phrase
 from mzlite.repro.experiments.plan import decide, plan
-from mzlite.repro.experiments.results import prose_data
 from mzlite.repro.experiments.scorecard import claims, scorecard
+from mzlite.repro.experiments.specs import prose_data
 from mzlite.repro.render import comparison_table, table_name
 
 # One entry per table of the paper, in words (the paper's numbers stay in data/paper):

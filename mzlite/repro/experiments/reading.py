@@ -27,7 +27,8 @@ from . import stats as _stats
 from .cells import GEN_NORM_READINGS, SCHEDULE_READINGS
 from .formatting import unsigned_zero
 from .protocols import rate_text
-from .results import load_results, prose_data
+from .results import load_results
+from .specs import prose_data
 from .tables import get_table
 
 __all__ = [

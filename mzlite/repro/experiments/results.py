@@ -7,10 +7,7 @@ import os
 import pickle
 import time
 import warnings
-from importlib import resources
 from pathlib import Path
-
-import yaml
 
 from .jobs import aliases, jobs, shared
 from .specs import PROFILES, default_results_dir, task_options_diff
@@ -173,10 +170,3 @@ def list_tables(results_dir=None) -> list[dict]:
             row[f"{p}_shared"] = len(shared(label, p))
         rows.append(row)
     return rows
-
-
-def prose_data(name: str):
-    """The plain data in ``name``, a YAML file beside this module: the prose the book shows (the
-    paper's words, our readings, what each table claims) kept as data, where it reads and diffs
-    as text."""
-    return yaml.safe_load(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))

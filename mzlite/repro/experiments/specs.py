@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
+from importlib import resources
 from pathlib import Path
+
+import yaml
 
 from mzlite import nn as _nn
 from mzlite import tasks as _tasks
@@ -18,6 +21,13 @@ RESULT_FORMAT = "mzlite.result/1"
 SET_STATS = "set_stats"  # the yardstick every table carries: a ridge on simple set statistics
 SET_STATS_LABEL = _nn.model_spec(SET_STATS).display
 _ID = re.compile(r"^[A-Za-z0-9_.=-]+$")
+
+
+def prose_data(name: str):
+    """The plain data in ``name``, a YAML file beside this module: the prose the book shows (the
+    paper's words, our readings, the tables' titles and notes) kept as data, where it reads and
+    diffs as text."""
+    return yaml.safe_load(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
 
 
 def default_results_dir() -> Path:
@@ -178,7 +188,7 @@ _TDOF_PAPER_SIZES = sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])
 _CONVERGED = {"epochs": 200, "warmup_epochs": 3, "patience": 20, "normalize_targets": True}
 _HALVING = {"decay_patience": 5, "decay_factor": 0.5}
 
-PROFILES = {
+_PROFILES = {
     # lr 1e-3 so that 3 epochs of 4 steps visibly move the curves; the numbers mean nothing.
     "smoke": Profile(
         "smoke",
@@ -186,7 +196,6 @@ PROFILES = {
         1,
         {"epochs": 3, "warmup_epochs": 1, "patience": None, "lr": 1e-3},
         batch_size=32,
-        description="smoke: 128/64/64 sets, 3 epochs, lr 1e-3, 1 seed (pipeline check only)",
         fixed_train=("epochs",),
     ),
     # "What 30 epochs show": the first CPU protocol, kept so that its committed results keep
@@ -199,11 +208,6 @@ PROFILES = {
         {"epochs": 30, "warmup_epochs": 2, "patience": 10, "lr": 1e-3, "amp": False},
         max_sizes=(2_000, 500, 1_000),
         fixed_train=("epochs",),
-        description=(
-            "cpu (what 30 epochs show): reduced protocol, at most 2K/500/1K sets, <= 30 epochs "
-            "(patience 10), lr 1e-3, raw targets, 1 seed, CPU; most runs stop at the cap still "
-            "improving"
-        ),
     ),
     # The converged CPU protocol (issue 9): runs end by early stopping (the paper's cap 200 and
     # patience 20), not by a cap. Targets standardised (app:opt-confound; metrics in original
@@ -215,11 +219,6 @@ PROFILES = {
         3,
         _CONVERGED,
         max_sizes=(2_000, 500, 2_000),
-        description=(
-            "cpu-converged: targets standardised (metrics in original units), at most 2K train / "
-            "500 val sets (test at the paper's size), <= 200 epochs ended by patience 20, lr per "
-            "model family from benchmarks/lr_probe.py, 3 seeds, CPU"
-        ),
         lr_by_family={"mz": 3e-3, "baseline": 1e-3, "deepsets": 1e-3},
         lr_source="benchmarks/lr_probe.py (validation split; lr_probe-cpu-converged.txt)",
     ),
@@ -233,13 +232,6 @@ PROFILES = {
         3,
         {**_CONVERGED, "schedule": "plateau", **_HALVING},
         max_sizes=(2_000, 500, 2_000),
-        description=(
-            "cpu-annealed: targets standardised (metrics in original units), at most 2K train / "
-            "500 val sets unless a cell trains at the paper's size (test at the paper's size), "
-            "<= 200 epochs, the rate halved after 5 epochs without a new best and runs ended by "
-            "patience 20, lr per model family from benchmarks/lr_probe.py (2 seeds, 3 cells), "
-            "3 seeds, CPU"
-        ),
         lr_by_family={"mz": 1e-3, "baseline": 1e-3, "deepsets": 1e-3},
         lr_source="benchmarks/lr_probe.py (validation split; lr_probe-cpu-annealed.txt)",
     ),
@@ -252,30 +244,18 @@ PROFILES = {
         None,
         3,
         {**_CONVERGED, "warmup_epochs": 5, **_HALVING, "amp": False},
-        description=(
-            "paper-sizes: the paper's training, validation and test sets (tab:tdof-verify "
-            f"{_TDOF_PAPER_SIZES}), targets standardised (metrics in original units), <= 200 "
-            "epochs, 5 warm-up epochs, patience 20, each family's lr and schedule from the "
-            "learning-rate search, float32, 3 seeds, CPU"
-        ),
         lr_source="the learning-rate search of this profile (data/results/lr-search)",
         searched=True,
         sizes_by_table=UNSTATED_PAPER_SIZES,
     ),
     # The paper's protocol: TrainConfig's defaults are app:impl's hyperparameter table, at the
     # sizes of paper-sizes, so that its verdicts differ from paper-sizes' in the optimiser alone.
-    "full": Profile(
-        "full",
-        None,
-        None,
-        {"amp": False},
-        description=(
-            f"full: the paper's protocol (its sizes, tab:tdof-verify {_TDOF_PAPER_SIZES}, AdamW "
-            "lr 1e-4, 5 warm-up epochs, cosine to 0 over <= 200 epochs, patience 20, raw "
-            "targets, float32)"
-        ),
-        sizes_by_table=UNSTATED_PAPER_SIZES,
-    ),
+    "full": Profile("full", None, None, {"amp": False}, sizes_by_table=UNSTATED_PAPER_SIZES),
+}
+_WORDS = prose_data("profiles.yaml")  # each profile's words, as the CLI and the book show them
+PROFILES = {
+    name: replace(p, description=_WORDS[name].replace("{paper_sizes}", _TDOF_PAPER_SIZES))
+    for name, p in _PROFILES.items()
 }
 
 

@@ -1,9 +1,11 @@
-"""The paper's synthetic tables as data, registered by their LaTeX labels."""
+"""The paper's synthetic tables as data, registered by their LaTeX labels: each table's cells are
+declared below as (column x model) grids (``cells.grid_cells``) under its label, its title, chapter
+and notes in ``tables.yaml``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, partial
 
 from mzlite.nn import model_spec
 from mzlite.registry import Registry
@@ -16,10 +18,10 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     MZ_FULL,
     MZ_LARGE,
     PERCEIVER,
-    RELATIONAL_CHAPTER,
     ROW_COL,
     ST,
     ST_LARGE,
+    ablation_grid,
     calibration_cells,
     centre_adaptive_cell,
     grid_cells,
@@ -36,6 +38,7 @@ from .specs import (
     PaperRef,
     Profile,
     TableSpec,
+    prose_data,
     sizes_text,
 )
 from .uncertainty_study import METHODS
@@ -50,9 +53,10 @@ MZ_OURS = model_row("mz_full", "MZAttn (ours)")
 TASK_B_READINGS = ("near-copy", "near-copy-same-size", "same-size")
 TASK_F_READINGS = ("small-angle", "aligned", "residual")
 TDOF_READINGS = ("m0-zero", "witness-d64")
+TDOF_LS = (4, 8, 16, 24, 32)  # tab:tdof-verify's L
 
 
-def _meb() -> TableSpec:
+def _meb() -> list[Cell]:
     models = [
         ST,
         ST_LARGE,
@@ -65,14 +69,17 @@ def _meb() -> TableSpec:
         MZ_FULL,
     ]
     cols = [(f"d{d}", f"d={d}", {"d": d}, f"d={d} R^2") for d in (8, 16, 32)]
-    cells = grid_cells(cols, models, "meb_radius", batch=GEOM_BATCH, seeds=5)
+    cells = grid_cells(cols, models, "meb_radius", batch_size=GEOM_BATCH)
     # Deep Sets (no attention, no PMA: sum-pooled) is not in the paper's table; it shows what a
     # plain set model does on the same data. No paper number.
-    cells += [
-        Cell(f"d{d}-deepsets", "meb_radius", {"d": d}, "deepsets", model_spec("deepsets").display,
-             f"d={d}", batch_size=GEOM_BATCH, full_seeds=5, note="not in the paper's table")
-        for d in (8, 16, 32)
-    ]  # fmt: skip
+    cells += grid_cells(
+        [c[:3] + ("",) for c in cols],
+        [model_row("deepsets")],
+        "meb_radius",
+        batch_size=GEOM_BATCH,
+        stats=False,
+        note="not in the paper's table",
+    )
     # Ablation (the book's questions, no paper numbers), at d=8: per-set data normalisation
     # (raw vs scale), target standardisation, PMA vs mean-pool under both, a learning-rate sweep.
     # Each variant states both axes, so that it means the same under every profile; the one that
@@ -80,85 +87,62 @@ def _meb() -> TableSpec:
     # cpu-converged) is not run twice (``aliases``).
     raw, std = {"normalize_targets": False}, {"normalize_targets": True}
     scale = {"normalise": "scale"}
-    for mid, name, label, _, _ in (ST, model_row("st_meanpool"), MZ_FULL):
+    for model in (ST, model_row("st_meanpool"), MZ_FULL):
         variants = [
             ("raw", {}, raw, "raw targets"),
             ("scale", scale, raw, "data: scale"),
             ("ynorm", {}, std, "targets standardised"),
             ("scale-ynorm", scale, std, "scale + std."),
         ]
-        if name != "st_meanpool":
+        if model[1] != "st_meanpool":
             variants += [(f"lr{lr:g}", {}, {"lr": lr}, f"lr={lr:g}") for lr in (3e-4, 1e-3)]
-        if name == "st":
+        if model[1] == "st":
             # The Set Transformer stays on the mean predictor on per-set normalised sets at its
             # family's rate (1e-3 under cpu-annealed): lower rates, down to the paper's 1e-4,
             # tell an optimisation failure from the paper's claim that PMA cannot fit them.
             variants += [(f"scale-ynorm-lr{lr:g}", scale, {**std, "lr": lr},
                           f"scale + std., lr={lr:g}") for lr in (3e-4, 1e-4)]  # fmt: skip
-        cells += [
-            Cell(f"abl-d8-{vid}-{mid}", "meb_radius", {"d": 8, **opts}, name, label, f"d=8, {col}",
-                 batch_size=GEOM_BATCH, train=tr, full_seeds=5, part="ablation")
-            for vid, opts, tr, col in variants
-        ]  # fmt: skip
+        cols = [(f"abl-d8-{vid}", f"d=8, {col}", {"d": 8, **opts}, "", {"train": tr})
+                for vid, opts, tr, col in variants]  # fmt: skip
+        cells += grid_cells(cols, [model], "meb_radius", batch_size=GEOM_BATCH, stats=False,
+                            part="ablation")  # fmt: skip
     cells.append(stats_cell("abl-d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, data: scale",
                             GEO, GEOM_BATCH, part="ablation"))  # fmt: skip
     mz = MZ_FULL[:4]
     cells += reading_cells("d8", "meb_radius", {"d": 8}, "d=8", mz, GEO, GEOM_BATCH)
     cells += reading_cells("d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, data: scale", mz,
                            GEO, GEOM_BATCH, train=std)  # fmt: skip
-    return TableSpec(
-        "tab:meb",
-        "MEB radius prediction (R^2), d in {8, 16, 32}",
-        tuple(cells),
-        notes="Sizes 10K/2K/2K (not in the paper). Ablation part: d=8 only.",
-        chapter="05_minimum_enclosing_ball",
-    )
+    return cells
 
 
-def _tdof_verify() -> TableSpec:
-    task, Ls = "quadratic_tdof", (4, 8, 16, 24, 32)
+def _tdof_verify() -> list[Cell]:
+    task = "quadratic_tdof"
     mz_1l = ("mz_1l", "mz_full", "MZAttn-1L", {"n_enc": 1}, None)
     st_4l = ("st_4l", "st", "ST-4L", {"n_enc": 4}, None)
-    cols = [(f"L{L}", f"L={L}", {"L": L}, str(L)) for L in Ls]
+    cols = [(f"L{L}", f"L={L}", {"L": L}, str(L)) for L in TDOF_LS]
     cells = grid_cells(cols, [mz_1l, st_4l], task, paper=(("{col}", "{row} R^2", "r2"),),
-                       sizes=SYN, seeds=3)  # fmt: skip
+                       sizes=SYN, full_seeds=3)  # fmt: skip
     # Ablation (no paper numbers): the 1-layer MZ model at lr 1e-3, the Set Transformer's rate.
     # Under cpu-converged MZ trains at 3e-3 (lr_probe.py's choice for the MZ family, a mean over
     # two cells: on L16-mz_1l itself 1e-3 probed better) and its validation loss spikes in most
     # runs; these cells ask whether the gap to ST-4L is the learning rate's.
     lr_cols = [(f"abl-L{L}-lr0.001", f"L={L}, lr=0.001", {"L": L}, "") for L in (8, 16, 32)]
-    cells += grid_cells(lr_cols, [mz_1l], task, sizes=SYN, seeds=3, train={"lr": 1e-3},
-                        stats=False, part="ablation")  # fmt: skip
+    cells += ablation_grid(lr_cols, [mz_1l], task, SYN, 128, train={"lr": 1e-3})
     cells += reading_cells("L16", task, {"L": 16}, "L=16", mz_1l[:4], SYN, 128)
     # the task-reading calibration (issue 49): ST-4L on each reading of the quadratic-TDOF target
     for L in (16, 32):
         cells += calibration_cells(f"L{L}", task, TDOF_READINGS, f"L={L}", st_4l[:4], SYN, 128,
                                    options={"L": L})  # fmt: skip
     # thm:tdof-depth is proved for the signed readout (sec:architecture); the table runs the IHW
-    cells.append(
-        Cell("rd-L16-signed-mz_1l", task, {"L": 16}, "mz_full", "MZAttn-1L", "L=16, signed readout",
-             model_kwargs={"n_enc": 1, "readout": "signed"}, sizes=SYN, full_seeds=3,
-             part="ablation")
-    )  # fmt: skip
+    signed = ("rd-L16-signed", "L=16, signed readout", {"L": 16}, "")
+    cells += ablation_grid([signed], [mz_1l], task, SYN, 128, model_kwargs={"readout": "signed"})
     # where the matrix zonotope acts: def:relop's o_c = M(mu) c_hat (mzlite.nn choice 9)
     cells += [centre_adaptive_cell(f"L{L}", task, {"L": L}, f"L={L}", "mz_1l", "MZAttn-1L",
                                    {"n_enc": 1}, SYN, 128) for L in (16, 32)]  # fmt: skip
-    return TableSpec(
-        "tab:tdof-verify",
-        "Quadratic-TDOF target (eq:quadratic-tdof): 1-layer MZ vs 4-layer Set Transformer",
-        tuple(cells),
-        tuple(Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l") for L in Ls),
-        notes=(
-            "d=32 (mzlite.tasks.quadratic_tdof default); sizes 5K/1K/2K (not in the paper), "
-            f"{sizes_text(UNSTATED_PAPER_SIZES['tab:tdof-verify'])} under the profiles at the "
-            "paper's sizes (paper-sizes, full). Ablation part: "
-            "MZAttn-1L at lr 1e-3 for L in {8, 16, 32}."
-        ),
-        chapter="04_training_on_gpu",
-    )
+    return cells
 
 
-def _main_results() -> TableSpec:
+def _main_results() -> list[Cell]:
     models = [model_row("deepsets"), model_row("st"), model_row("st_film"), ST_LARGE, PERCEIVER,
               HYPER, MZ_OURS]  # fmt: skip
     # (column id, task, paper column prefix, sizes, seeds, mse scale)
@@ -174,8 +158,8 @@ def _main_results() -> TableSpec:
         mse_col = f"{prefix} / MSE" + (" (x 10^-2)" if scale != 1.0 else "")
         paper = (("{row}", mse_col, "mse", scale), ("{row}", "{col} / R^2", "r2"))
         cells += grid_cells([(cid, prefix, {}, prefix)], models, task, paper=paper, sizes=sizes,
-                            seeds=seeds, stats_batch=128,
-                            batch=GEOM_BATCH if task == "mst_weight" else 128)  # fmt: skip
+                            full_seeds=seeds, stats_batch=128,
+                            batch_size=GEOM_BATCH if task == "mst_weight" else 128)  # fmt: skip
     # Task A: "5 seeds (3 seeds for parameter-matched models)"
     matched = {"st_large", "perceiver", "hypernet", "mz_full"}
     cells = [replace(c, full_seeds=3) if c.column.startswith("Task A") and c.model in matched
@@ -195,92 +179,54 @@ def _main_results() -> TableSpec:
                                    batch) for cid, task, prefix, batch in
               (("F", "rotation_matching", "Task F: Rot. Match.", 128),
                ("G", "mst_weight", "Task G: MST Wt.", GEOM_BATCH))]  # fmt: skip
-    return TableSpec(
-        "tab:main-results",
-        "Main results, Tasks A, B, D, F, G (MSE and R^2)",
-        tuple(cells),
-        notes=(
-            "Tasks C (ModelNet40) and E (ScanObjectNN) are not reproduced: their datasets are "
-            "not available offline. Task D's MSE is compared as MSE x 10^2, as printed."
-        ),
-        chapter=RELATIONAL_CHAPTER,
-    )
+    return cells
 
 
-# (label, title, task, d values, models, seeds, sizes, paper column): the geometric sweeps. The
-# *-normed tables train on standardised targets and have settings as rows, models as columns.
-GEOMETRY_SWEEPS = [
-    ("tab:hull", "Convex-hull volume (R^2, raw targets)", "hull_volume", (3, 6, 9), MATCHED, 5,
-     GEO, "d={d} R^2"),
-    ("tab:hull-normed", "Convex-hull volume (R^2, standardised targets)", "hull_volume",
-     (3, 6, 9), MATCHED_NORMED, 5, GEO, None),
-    ("tab:mst-scale", "MST weight scaling (R^2, raw targets)", "mst_weight", (16, 32, 64, 128, 256),
-     [ST, ST_LARGE, HYPER, PERCEIVER, MZ_FULL, MZ_LARGE], 5, SYN, "d={d}"),
-    ("tab:mst-normed", "MST weight (R^2, standardised targets)", "mst_weight",
-     (16, 32, 64, 128, 256), [ST, ST_LARGE, HYPER, PERCEIVER, MZ_FULL, MZ_LARGE], 5, SYN, None),
-    ("tab:rotmatch-scale", "Rotation matching scaling (R^2)", "rotation_matching",
-     (16, 32, 64, 128, 256, 512), [ST, ST_LARGE, PERCEIVER, HYPER, model_row("mz_full", "MZAttn")],
-     3, SYN, "d={d} R^2"),
-]  # fmt: skip
+# (task, d values, models, seeds, sizes, paper column) of the geometric sweeps. The *-normed
+# tables train on standardised targets and have settings as rows, models as columns.
+_MST = [ST, ST_LARGE, HYPER, PERCEIVER, MZ_FULL, MZ_LARGE]
+GEOMETRY_SWEEPS = {
+    "tab:hull": ("hull_volume", (3, 6, 9), MATCHED, 5, GEO, "d={d} R^2"),
+    "tab:hull-normed": ("hull_volume", (3, 6, 9), MATCHED_NORMED, 5, GEO, None),
+    "tab:mst-scale": ("mst_weight", (16, 32, 64, 128, 256), _MST, 5, SYN, "d={d}"),
+    "tab:mst-normed": ("mst_weight", (16, 32, 64, 128, 256), _MST, 5, SYN, None),
+    "tab:rotmatch-scale": ("rotation_matching", (16, 32, 64, 128, 256, 512),
+                           [ST, ST_LARGE, PERCEIVER, HYPER, model_row("mz_full", "MZAttn")], 3,
+                           SYN, "d={d} R^2"),
+}  # fmt: skip
 
 
-def _geometry_sweep(label, title, task, dims, models, seeds, sizes, colfmt) -> TableSpec:
+def _geometry_sweep(task, dims, models, seeds, sizes, colfmt) -> list[Cell]:
     normed = colfmt is None
     cols = [(f"d{d}", f"d={d}", {"d": d}, str(d) if normed else colfmt.format(d=d)) for d in dims]
-    cells = grid_cells(cols, models, task, sizes=sizes, seeds=seeds, paper=COL_ROW if normed
-                       else ROW_COL, batch=GEOM_BATCH if task != "rotation_matching" else 128,
-                       train={"normalize_targets": True} if normed else None)  # fmt: skip
-    note = "Targets standardised (app:opt-confound)." if normed else "Raw targets."
-    return TableSpec(label, title, tuple(cells), notes=note, chapter=RELATIONAL_CHAPTER)
+    return grid_cells(cols, models, task, sizes=sizes, full_seeds=seeds, paper=COL_ROW if normed
+                      else ROW_COL, batch_size=GEOM_BATCH if task != "rotation_matching" else 128,
+                      train={"normalize_targets": True} if normed else {})  # fmt: skip
 
 
-def _sgsp() -> TableSpec:
+def _sgsp() -> list[Cell]:
     names = {"diameter": "diameter", "knn_radius": "knn-radius",
              "k_smallest_sum": "k-smallest sum", "kcenter": "furthest-first"}  # fmt: skip
     cols = [(f"{target}-d{d}", f"{row}, d={d}", {"target": target, "d": d}, f"{row} / {d}")
             for target, row in names.items() for d in (8, 16, 32)]  # fmt: skip
-    cells = grid_cells(cols, MATCHED_NORMED, "sgsp", batch=GEOM_BATCH, seeds=5, paper=COL_ROW)
-    return TableSpec(
-        "tab:sgsp",
-        "Sparse geometric set predicates (R^2)",
-        tuple(cells),
-        notes="k=5 for every k-target; sizes 10K/2K/2K (not in the paper).",
-        chapter=RELATIONAL_CHAPTER,
-    )
+    return grid_cells(cols, MATCHED_NORMED, "sgsp", batch_size=GEOM_BATCH, paper=COL_ROW)
 
 
-def _mz_efficient() -> TableSpec:
+def _mz_efficient() -> list[Cell]:
     sizes = (("Slim", 2, 1), ("Med", 4, 2), ("Full", 8, 4))  # (size, n_g, L)
     models = [ST] + [model_row(f"mz_{s.lower()}", f"MZ-{s} (n_g={g}, L={L})") for s, g, L in sizes]
-    cells = []
-    for cid, task, col, sizes, batch in (
-        ("max", "set_regression", "Max", GEO, 128),
-        ("rotmatch", "rotation_matching", "RotMatch", SYN, 128),
-        ("mst", "mst_weight", "MST", SYN, GEOM_BATCH),
-    ):
-        cells += grid_cells([(cid, col, {}, f"{col} R^2")], models, task, sizes=sizes, batch=batch,
-                            seeds=3)  # fmt: skip
-    return TableSpec(
-        "tab:mz-efficient",
-        "MZ parameter efficiency (R^2): Slim / Med / Full vs Standard",
-        tuple(cells),
-        notes="Max = Task A (sum of dimension-wise maxima), RotMatch = Task F, MST = Task G.",
-        chapter=RELATIONAL_CHAPTER,
-    )
-
-
-def _gen_ablation() -> TableSpec:
-    models = [
-        (f"nmz{k}", "mz_full", str(k), {"n_enc": 1, "L": k}, None) for k in (1, 2, 4, 8, 16, 32)
+    cols = [
+        ("max", "Max", {}, "Max R^2", {"task": "set_regression", "sizes": GEO}),
+        ("rotmatch", "RotMatch", {}, "RotMatch R^2", {"task": "rotation_matching"}),
+        ("mst", "MST", {}, "MST R^2", {"task": "mst_weight", "batch_size": GEOM_BATCH}),
     ]
+    return grid_cells(cols, models, "", sizes=SYN, full_seeds=3)
+
+
+def _gen_ablation() -> list[Cell]:
+    models = [(f"nmz{k}", "mz_full", str(k), {"n_enc": 1, "L": k}) for k in (1, 2, 4, 8, 16, 32)]
     cols = [(f"L{L}", f"L={L}", {"L": L}, f"L={L} / R^2") for L in (16, 32)]
-    return TableSpec(
-        "tab:gen-ablation",
-        "MZ generator budget n_mz (the model's L) on the quadratic-TDOF target with TDOF L",
-        tuple(grid_cells(cols, models, "quadratic_tdof", sizes=SYN, seeds=3)),
-        notes="1-layer MZ (n_enc=1), n_g=8; d=32; sizes 5K/1K/2K (not in the paper).",
-        chapter=RELATIONAL_CHAPTER,
-    )
+    return grid_cells(cols, models, "quadratic_tdof", sizes=SYN, full_seeds=3)
 
 
 # Task B (set matching) as tab:main-results runs it: the paper's ablations of why MZ works
@@ -289,68 +235,40 @@ TASK_B, TASK_B_COLUMN, TASK_B_SIZES = (
     "Task B: Set Match.",
     (5_000, 1_000, 1_000),
 )
+TASK_B_GRID = {"sizes": TASK_B_SIZES, "full_seeds": 3}
+B_COLUMN = ("B", TASK_B_COLUMN, {}, TASK_B_COLUMN)
+R2_MSE = (("{row}", "R^2", "r2"), ("{row}", "MSE", "mse"))  # tab:depth's and tab:ablation's
 
 
-def _task_b(models, paper=(("{row}", "R^2", "r2"), ("{row}", "MSE", "mse")), seeds=3):
-    """The grid of ``models`` on Task B (tab:depth's and tab:ablation's paper columns)."""
-    col = [("B", TASK_B_COLUMN, {}, TASK_B_COLUMN)]
-    return tuple(grid_cells(col, models, TASK_B, paper=paper, sizes=TASK_B_SIZES, seeds=seeds))
-
-
-def _depth() -> TableSpec:
-    models = [("mz_1l", "mz_full", "MZAttn / 1", {"n_enc": 1}, None)] + [
-        (f"st_{k}l", "st", f"Set Transformer / {k}", {"n_enc": k}, None) for k in range(1, 7)
+def _depth() -> list[Cell]:
+    models = [("mz_1l", "mz_full", "MZAttn / 1", {"n_enc": 1})] + [
+        (f"st_{k}l", "st", f"Set Transformer / {k}", {"n_enc": k}) for k in range(1, 7)
     ]
-    return TableSpec(
-        "tab:depth",
-        "Depth separation on set matching: 1-layer MZAttn vs 1-6-layer Set Transformers",
-        _task_b(models),
-        notes=(
-            "The paper does not name the task; its MSE and R^2 (42-69, 0.95-0.97) are Task B's "
-            "scale (tab:main-results), so Task B at its sizes 5K/1K/1K. 'Layers' = ISAB encoder "
-            "blocks (n_enc), as for tab:tdof-verify."
-        ),
-        chapter=RELATIONAL_CHAPTER,
-    )
+    return grid_cells([B_COLUMN], models, TASK_B, paper=R2_MSE, **TASK_B_GRID)
 
 
-def _ng_ablation() -> TableSpec:
-    models = [(f"ng{k}-mz_full", "mz_full", str(k), {"n_g": k}, None) for k in (2, 4, 8, 16)]
-    return TableSpec(
-        "tab:ablation",
-        "Zonotope generators n_g of MZAttn-Full (L=4) on set matching",
-        _task_b(models, seeds=1),
-        notes=(
-            "The paper runs one seed (42) at Task B's sizes; profiles with seeds run theirs "
-            "(cpu-annealed: 3), so a verdict rests on seeds the paper does not have."
-        ),
-        chapter=RELATIONAL_CHAPTER,
-    )
+def _ng_ablation() -> list[Cell]:
+    models = [(f"ng{k}-mz_full", "mz_full", str(k), {"n_g": k}) for k in (2, 4, 8, 16)]
+    return grid_cells([B_COLUMN], models, TASK_B, paper=R2_MSE, sizes=TASK_B_SIZES, full_seeds=1)
 
 
-def _genqk() -> TableSpec:
+def _genqk() -> list[Cell]:
     models = [
-        ("mz_full", "mz_full", "MZAttn (centers-only Q/K)", {}, None),
-        ("genqk", "mz_full", "MZ-GenQK (gen info in Q/K)", {"gen_qk": True}, None),  # choice 8
+        ("mz_full", "mz_full", "MZAttn (centers-only Q/K)", {}),
+        ("genqk", "mz_full", "MZ-GenQK (gen info in Q/K)", {"gen_qk": True}),  # choice 8
     ]
     paper = (("{row}", "{col} / MSE", "mse"), ("{row}", "{col} / R^2", "r2"))
-    col = ("A", "Task A: Set Regr.", {}, "Task A: Set Regr.")
-    cells = grid_cells([col], models, "set_regression", paper=paper, sizes=GEO, seeds=3)
-    return TableSpec(
-        "tab:genqk",
-        "Generator information in the Q/K scores: MZ-GenQK vs centres-only MZAttn, Tasks A and B",
-        tuple(cells) + _task_b(models, paper),
-        notes=(
-            "MZ-GenQK is MZ-Full with gen_qk (mzlite.nn, choice 8: W_q^gen, W_k^gen over each "
-            "token's interval-hull half-width, zero at initialisation). The centres-only rows are "
-            "the MZAttn cells of tab:main-results (the same experiments). The paper gives no "
-            "seed count; 3 seeds, as its parameter-matched Task A rows."
-        ),
-        chapter=RELATIONAL_CHAPTER,
+    col_a = (
+        "A",
+        "Task A: Set Regr.",
+        {},
+        "Task A: Set Regr.",
+        {"task": "set_regression", "sizes": GEO},
     )
+    return grid_cells([col_a, B_COLUMN], models, TASK_B, paper=paper, **TASK_B_GRID)
 
 
-def _ece_nll() -> TableSpec:
+def _ece_nll() -> list[Cell]:
     """The uncertainty study (mzlite.repro.experiments.uncertainty_study): one cell per method on
     Task B; each job adds its method's uncertainty metrics to the result."""
     refs = (("MSE", "unc_mse"), ("ECE", "ece"), ("NLL", "nll"))
@@ -365,47 +283,22 @@ def _ece_nll() -> TableSpec:
              note=f"{method}: uncertainty metrics by mzlite.repro.experiments.uncertainty_study")
         for cid, (method, row) in METHODS.items()
     ]  # fmt: skip
-    cells.append(stats_cell("B", TASK_B, {}, TASK_B_COLUMN, TASK_B_SIZES, 128))
-    return TableSpec(
-        "tab:ece-nll",
-        "Uncertainty on set matching: IHW vs MC-Dropout (30 passes) vs a 5-member deep ensemble",
-        tuple(cells),
-        notes=(
-            "Task B at its sizes 5K/1K/1K. The same runs give tab:unc-comparison (Spearman and "
-            "Pearson of u with |error|) and tab:uncertainty (|error| by IHW bin): their claims "
-            "read them here. sigma = a u + b fitted on the validation split; the paper does not "
-            "define its regression ECE, so ECE values are not on the paper's scale."
-        ),
-        chapter="08_uncertainty",
-    )
+    return cells + [stats_cell("B", TASK_B, {}, TASK_B_COLUMN, TASK_B_SIZES, 128)]
 
 
-AMBIGUITY_NOISE = ("0.05", "0.1", "0.3", "0.5", "1.0")  # tab:ambiguity's rows, as printed
-
-
-def _ambiguity() -> TableSpec:
+def _ambiguity() -> list[Cell]:
     cells = []
-    for sigma in AMBIGUITY_NOISE:
+    for sigma in ("0.05", "0.1", "0.3", "0.5", "1.0"):  # the paper's rows, as printed
         col, opts, where = f"s{sigma}", {"noise": float(sigma)}, f"noise sigma={sigma}"
         for mid, who in (("st", "ST"), ("mz_full", "MZ")):
             refs = (PaperRef(sigma, f"{who} R^2", "r2"), PaperRef(sigma, f"{who} MSE", "mse"))
             cells.append(Cell(f"{col}-{mid}", TASK_B, opts, mid, model_spec(mid).display, where,
                               paper=refs, sizes=TASK_B_SIZES, full_seeds=3))  # fmt: skip
         cells.append(stats_cell(col, TASK_B, opts, where, TASK_B_SIZES, 128))
-    return TableSpec(
-        "tab:ambiguity",
-        "Ambiguity sweep on set matching: MZAttn-Full vs the Set Transformer as the noise grows",
-        tuple(cells),
-        notes=(
-            "Task B at its sizes 5K/1K/1K with chamfer_matching's noise option; sigma = 0.3 is "
-            "Task B itself (the same experiment as tab:main-results' B cells, run again here). "
-            "The paper gives one number per cell and no seed count."
-        ),
-        chapter=RELATIONAL_CHAPTER,
-    )
+    return cells
 
 
-def _egnn() -> TableSpec:
+def _egnn() -> list[Cell]:
     # (column id, paper column, task, options, d of the coordinates, sizes, batch)
     cols = [
         *[(f"rot-d{d}", f"Rot. matching / d={d}", "rotation_matching", {"d": d}, d, SYN, 128)
@@ -426,22 +319,13 @@ def _egnn() -> TableSpec:
     for cid, pcol, task, opts, d, sizes, batch in cols:
         # the leading d features are coordinates; a packed type indicator is invariant
         models = [ST_LARGE, MZ_OURS, ("egnn", "egnn", "EGNN", {"n_coord": d}, None)]
-        cells += grid_cells([(cid, pcol, opts, pcol)], models, task, sizes=sizes, batch=batch,
-                            seeds=3)  # fmt: skip
+        cells += grid_cells([(cid, pcol, opts, pcol)], models, task, sizes=sizes, batch_size=batch,
+                            full_seeds=3)  # fmt: skip
     # where the matrix zonotope acts: def:relop's o_c = M(mu) c_hat (mzlite.nn choice 9)
     cells.append(centre_adaptive_cell("qt-L16", "quadratic_tdof", {"L": 16},
                                       "Quadratic TDOF / L=16", "mz_full", "MZAttn (ours)", {}, SYN,
                                       128))  # fmt: skip
-    return TableSpec(
-        "tab:egnn-comparison",
-        "MZAttn vs EGNN (R^2): invariant targets vs the fixed-frame quadratic-TDOF target",
-        tuple(cells),
-        notes=(
-            "EGNN at the paper's stated h=140, 4 layers (552,861 parameters here; the paper "
-            "says ~303K, which that configuration does not give: see mzlite.baselines)."
-        ),
-        chapter=RELATIONAL_CHAPTER,
-    )
+    return cells
 
 
 # Tier 1 of the transfer study, on scikit-learn's bundled 8x8 digits (MNIST is not offline):
@@ -459,22 +343,19 @@ CAP_ABLATION_EPOCHS = 400
 CAP_ABLATION = [("raw-hull", PERCEIVER), ("raw-hull", MZ_LARGE), ("mixture-meb", MZ_LARGE)]
 
 
-def _transfer_matrix() -> TableSpec:
-    def grid(cols, models, **kw):
-        return grid_cells(cols, models, "digits_geometry", sizes=SYN, batch=GEOM_BATCH, seeds=3,
-                          **kw)  # fmt: skip
-
+def _transfer_matrix() -> list[Cell]:
     def col(variant, target, cid, suffix):
         return (cid, f"{' / '.join(TRANSFER_TIER1[(variant, target)])}{suffix}",
                 {"variant": variant, "target": target}, "")  # fmt: skip
 
-    cells = grid([col(v, t, f"{v}-{t}", "") for v, t in TRANSFER_TIER1], MATCHED)
+    task = "digits_geometry"
+    cells = grid_cells([col(v, t, f"{v}-{t}", "") for v, t in TRANSFER_TIER1], MATCHED, task,
+                       sizes=SYN, batch_size=GEOM_BATCH, full_seeds=3)  # fmt: skip
     # Ablation (no paper numbers): MZAttn-Full at lr 1e-3, the Set Transformer's rate, where its
     # seeds spread most under cpu-converged's 3e-3 (raw pixel / Hull: two of three stopped by
     # patience early, at R^2 0.63 and 0.79; chapter 10). Is its rank the learning rate's?
-    ablation = {"stats": False, "part": "ablation"}
-    cells += grid([col("raw", "hull", "abl-raw-hull-lr0.001", ", lr=0.001")], [MZ_FULL],
-                  train={"lr": 1e-3}, **ablation)  # fmt: skip
+    cells += ablation_grid([col("raw", "hull", "abl-raw-hull-lr0.001", ", lr=0.001")], [MZ_FULL],
+                           task, SYN, GEOM_BATCH, train={"lr": 1e-3})  # fmt: skip
     # Ablation (no paper numbers): the (setting, model) pairs with a cpu-converged run that hit
     # the 200-epoch cap still improving, at cap 400 (cosine over the longer cap, patience 20 as
     # before). mzlite.repro.transfer.longer_cap and prediction(substitute=...) read such a cell,
@@ -483,27 +364,45 @@ def _transfer_matrix() -> TableSpec:
         variant, target = setting.split("-")
         cap = col(variant, target, f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}",
                   f", cap {CAP_ABLATION_EPOCHS}")  # fmt: skip
-        cells += grid([cap], [model], train={"epochs": CAP_ABLATION_EPOCHS}, **ablation)
-    return TableSpec(
-        "tab:transfer-matrix",
-        "Transfer study, Tier 1 (digits point clouds): the 7 parameter-matched models",
-        tuple(cells),
-        notes=(
-            "The paper's populated MNIST cells, on scikit-learn's 8x8 digits. The paper prints "
-            "MZAttn-Full's rank among the 7 models, not R^2: mzlite.repro.transfer computes ours. "
-            "Sizes 5K/1K/2K (not in the paper)."
-        ),
-        chapter="10_real_data_digits",
-    )
+        cells += ablation_grid(
+            [cap], [model], task, SYN, GEOM_BATCH, train={"epochs": CAP_ABLATION_EPOCHS}
+        )
+    return cells
+
+
+BUILDERS = {
+    "tab:meb": _meb,
+    "tab:tdof-verify": _tdof_verify,
+    "tab:main-results": _main_results,
+    **{label: partial(_geometry_sweep, *sweep) for label, sweep in GEOMETRY_SWEEPS.items()},
+    "tab:sgsp": _sgsp,
+    "tab:mz-efficient": _mz_efficient,
+    "tab:gen-ablation": _gen_ablation,
+    "tab:depth": _depth,
+    "tab:ablation": _ng_ablation,
+    "tab:genqk": _genqk,
+    "tab:ece-nll": _ece_nll,
+    "tab:ambiguity": _ambiguity,
+    "tab:egnn-comparison": _egnn,
+    "tab:transfer-matrix": _transfer_matrix,
+}
 
 
 @cache
 def table_registry() -> Registry[TableSpec]:
     """Every table spec by its LaTeX label, built once (use :func:`get_table` for one)."""
-    specs = [_meb(), _tdof_verify(), _main_results()]
-    specs += [_geometry_sweep(*sweep) for sweep in GEOMETRY_SWEEPS]
-    specs += [_sgsp(), _mz_efficient(), _gen_ablation(), _depth(), _ng_ablation(), _genqk(),
-              _ece_nll(), _ambiguity(), _egnn(), _transfer_matrix()]  # fmt: skip
+    words = prose_data("tables.yaml")
+    tdof = words["tab:tdof-verify"]  # its sizes under the profiles at the paper's, stated once
+    tdof["notes"] = tdof["notes"].replace(
+        "{paper_sizes}", sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])
+    )
+    # "MSE ratio" = MSE(ST-4L) / MSE(MZ-1L)
+    tdof["derived"] = tuple(
+        Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l") for L in TDOF_LS
+    )
+    specs = [
+        TableSpec(label, cells=tuple(build()), **words[label]) for label, build in BUILDERS.items()
+    ]
     return Registry("table", [(s.label, s) for s in specs])
 
 

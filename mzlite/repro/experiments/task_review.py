@@ -27,8 +27,7 @@ from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
 from .reading import SeedsR2, html_table, missing_quotes, r2_text, results_per_cell
-from .results import prose_data
-from .specs import SET_STATS
+from .specs import SET_STATS, prose_data
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
 
 __all__ = ["TaskReview", "TASK_REVIEW", "Calibrated", "CALIBRATED", "CalibrationRow",
