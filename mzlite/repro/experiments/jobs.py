@@ -168,13 +168,8 @@ def aliases(table, profile: str = "smoke") -> dict[str, str]:
     They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
     spec, prof = get_table(table), get_profile(profile)
     if _registered(spec, prof):
-        return dict(_registered_aliases(spec.label, prof.name))
+        return dict(_registered_sameness(prof.name)[spec.label][0])
     return _aliases(spec, prof)
-
-
-@cache
-def _registered_aliases(label: str, profile: str) -> dict[str, str]:
-    return _aliases(get_table(label), get_profile(profile))
 
 
 def _aliases(spec: TableSpec, prof: Profile) -> dict[str, str]:
@@ -195,23 +190,24 @@ def shared(table, profile: str = "smoke") -> dict[str, tuple[str, str]]:
     spec, prof = get_table(table), get_profile(profile)
     if not _registered(spec, prof):
         return {}
-    return dict(_registered_shared(prof.name).get(spec.label, {}))
+    return dict(_registered_sameness(prof.name)[spec.label][1])
 
 
 @cache
-def _registered_shared(profile: str) -> dict[str, dict[str, tuple[str, str]]]:
+def _registered_sameness(profile: str) -> dict[str, tuple[dict, dict]]:
+    """Per registered table under registered ``profile``: its ``aliases`` and its ``shared``."""
     prof = get_profile(profile)
     first: dict[str, tuple[str, str]] = {}
-    out: dict[str, dict[str, tuple[str, str]]] = {}
+    out = {}
     for label, spec in table_registry().items():
-        same = _registered_aliases(label, prof.name)
-        out[label] = {}
+        same, lent = _aliases(spec, prof), {}
         for c in spec.cells:
             if c.id not in same:
                 key = _experiment_key(label, c, prof, stated=True)
                 lender = first.setdefault(key, (label, c.id))
                 if lender[0] != label:
-                    out[label][c.id] = lender
+                    lent[c.id] = lender
+        out[label] = (same, lent)
     return out
 
 
@@ -269,15 +265,13 @@ def jobs(
     chosen = list(spec.cells)
     if models is not None:
         models = [models] if isinstance(models, str) else list(models)
-        known = {c.model for c in spec.cells} | {c.id.rsplit("-", 1)[-1] for c in spec.cells}
+        names = {c.id: {c.model, c.id.rsplit("-", 1)[-1]} for c in spec.cells}  # name or model id
+        known = set().union(*names.values())
         bad = [m for m in models if m not in known]
         if bad:
             raise ValueError(f"unknown model(s) {bad} for {spec.label}; valid: {sorted(known)}")
         # a closed-form yardstick comes with any choice of models: it costs no training
-        chosen = [
-            c for c in chosen if c.model in models or c.id.rsplit("-", 1)[-1] in models
-            or not model_spec(c.model).trainable
-        ]  # fmt: skip
+        chosen = [c for c in chosen if names[c.id] & {*models} or not model_spec(c.model).trainable]
     if cells is not None:
         pats = [cells] if isinstance(cells, str) else list(cells)
         chosen = [c for c in chosen if any(fnmatch.fnmatch(c.id, p) for p in pats)]
