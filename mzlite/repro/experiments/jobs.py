@@ -231,13 +231,9 @@ def job(
     run (a set-statistics cell has only seed 0)."""
     spec = get_table(table)
     cell = spec.cell(cell_id)  # an unknown id raises, listing the table's cells
-    same = aliases(spec, profile)
-    if cell.id in same:
-        raise ValueError(f"cell {cell.id} is run as {same[cell.id]} under {profile}: ask for that")
-    lender = shared(spec, profile).get(cell.id)
-    if lender is not None:
-        raise ValueError(f"cell {cell.id} of {spec.label} is run as {lender[0]} {lender[1]} under "
-                         f"{profile} (the same experiment): ask for that")  # fmt: skip
+    lender = aliases(spec, profile).get(cell.id) or " ".join(shared(spec, profile).get(cell.id, ()))
+    if lender:
+        raise ValueError(f"cell {cell.id} is run as {lender} under {profile}: ask for that")
     (found,) = jobs(spec, profile, [seed], None, [cell.id], results_dir, cache_dir, device)
     if found.seed != seed:
         raise ValueError(f"cell {cell.id} runs seed {found.seed} only, got seed={seed}")
