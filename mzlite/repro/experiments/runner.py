@@ -27,8 +27,9 @@ from .tables import get_profile, get_table
 def _worker(
     group: list[Job], git: dict, every: float | None = EPOCH_LINE_EVERY_S, graph: bool = False
 ) -> list[dict]:
-    """Run one group of jobs (``execute.run_jobs``) and return each job's progress line (the
-    results themselves are on disk); ``every``: seconds between epoch lines."""
+    """Run one group of jobs (``execute.run_jobs``) and return per job ``{"line": its progress
+    line}`` (the results themselves are on disk), or ``{"error", "trace"}`` when the group failed;
+    ``every``: seconds between epoch lines."""
     try:
         results = run_jobs(group, git, epoch_every_s=every, graph=graph)
         return [{"line": progress_line(j, r)} for j, r in zip(group, results, strict=True)]
