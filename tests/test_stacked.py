@@ -267,7 +267,7 @@ def test_the_graph_path_takes_lone_seeds_to_fit_stacked_and_leaves_jobs_alone(tm
     trained.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
     trained.checkpoint_path.write_bytes(b"")  # its own (empty) checkpoint: fit tries to resume it
     [got] = _worker([trained], None, None, graph=True)
-    assert "in run_job" in got["trace"] and "in _resume" in got["trace"]
+    assert "in run_jobs" in got["trace"] and "in _resume" in got["trace"]
 
 
 def test_a_running_stack_says_each_seeds_epoch_and_losses(tmp_path, capsys):
