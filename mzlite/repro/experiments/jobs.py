@@ -168,7 +168,7 @@ def aliases(table, profile: str = "smoke") -> dict[str, str]:
     They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
     spec, prof = get_table(table), get_profile(profile)
     if _registered(spec, prof):
-        return dict(_registered_sameness(prof.name)[spec.label][0])
+        return dict(_registered_sameness(prof.name, _registry_key())[spec.label][0])
     return _aliases(spec, prof)
 
 
@@ -190,12 +190,19 @@ def shared(table, profile: str = "smoke") -> dict[str, tuple[str, str]]:
     spec, prof = get_table(table), get_profile(profile)
     if not _registered(spec, prof):
         return {}
-    return dict(_registered_sameness(prof.name)[spec.label][1])
+    return dict(_registered_sameness(prof.name, _registry_key())[spec.label][1])
+
+
+def _registry_key() -> tuple:
+    """The registered tables as a cache key: a table registered for a while (a test's, through
+    ``Registry.registered``) keys its own entry."""
+    return tuple((label, id(spec)) for label, spec in table_registry().items())
 
 
 @cache
-def _registered_sameness(profile: str) -> dict[str, tuple[dict, dict]]:
-    """Per registered table under registered ``profile``: its ``aliases`` and its ``shared``."""
+def _registered_sameness(profile: str, registry: tuple) -> dict[str, tuple[dict, dict]]:
+    """Per table of ``registry`` (``_registry_key``) under registered ``profile``: its
+    ``aliases`` and its ``shared``."""
     prof = get_profile(profile)
     first: dict[str, tuple[str, str]] = {}
     out = {}
