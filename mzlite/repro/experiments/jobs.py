@@ -32,10 +32,8 @@ def parse_seeds(text) -> list[int]:
     """``"0-4"`` -> [0, 1, 2, 3, 4]; ``"0,2,5"``; ``"3"``; or an int or iterable of ints >= 0."""
     if text is None:
         raise ValueError("seeds must be given")
-    if isinstance(text, int) and not isinstance(text, bool):
-        text = [text]
     if not isinstance(text, str):
-        out = list(text)
+        out = [text] if isinstance(text, int) else list(text)  # a bool is refused below
         if not out or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in out):
             raise ValueError(f"seeds must be non-empty ints >= 0, got {out!r}")
         return sorted(set(out))
