@@ -267,24 +267,24 @@ def test_the_graph_path_takes_lone_seeds_to_fit_stacked_and_leaves_jobs_alone(tm
     trained.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
     trained.checkpoint_path.write_bytes(b"")  # its own (empty) checkpoint: fit tries to resume it
     [got] = _worker([trained], None, None, graph=True)
-    assert "in run_job" in got["trace"] and "in _resume" in got["trace"]
+    assert "in run_jobs" in got["trace"] and "in _resume" in got["trace"]
 
 
 def test_a_running_stack_says_each_seeds_epoch_and_losses(tmp_path, capsys):
     """``python -m mzlite run`` on a stacked cell (the default on CUDA) prints where each seed
     is, as an unstacked job does (``execute.epoch_lines``: every epoch at an interval of 0)."""
     from mzlite.repro import experiments as ex
-    from mzlite.repro.experiments.execute import run_stacked_jobs
+    from mzlite.repro.experiments.execute import run_jobs
 
     group = ex.jobs("tab:tdof-verify", "smoke", "0-1", cells=["L4-st_4l"],
                     results_dir=tmp_path / "results", cache_dir=tmp_path / "cache",
                     precision="float32")  # fmt: skip
-    run_stacked_jobs(group, epoch_every_s=0.0)
+    run_jobs(group, epoch_every_s=0.0)
     err = capsys.readouterr().err
     for seed in (0, 1):
         for epoch in (1, 2, 3):
             assert f"L4-st_4l seed {seed}: epoch {epoch}/3, train loss " in err
-    run_stacked_jobs(group, epoch_every_s=None)  # no interval: silent
+    run_jobs(group, epoch_every_s=None)  # no interval: silent
     assert "epoch" not in capsys.readouterr().err
 
 

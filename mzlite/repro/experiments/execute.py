@@ -202,24 +202,79 @@ def epoch_lines(job: Job, every_s: float = EPOCH_LINE_EVERY_S, file=None, clock=
     return line
 
 
-def run_job(
-    job: Job,
+def run_jobs(
+    group: list[Job],
     git: dict | None = None,
     *,
     splits=None,
     write: bool = True,
-    trained=None,
     epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
-) -> dict:
-    """Train and evaluate one (cell, seed) and write its result JSON (atomically), resuming from
-    the job's checkpoint and removing it once the result is written (``write=False``: neither).
-    ``splits``: the job's data when the caller has them (a cluster worker gets the driver's).
-    ``trained``: ``(model, history, K, graph)`` of a model trained in a stack of K
-    (``run_stacked_jobs``), only evaluated here. ``epoch_every_s``: see ``epoch_lines``."""
-    cell = job.cell
-    device = resolve_device(job.device)
-    tr, va, te = splits if splits is not None else job_splits(job)
+    graph: bool = False,
+) -> list[dict]:
+    """Train and evaluate the jobs of ``group`` and write each result JSON (atomically), resuming
+    from the checkpoint and removing it once the results are written (``write=False``: neither).
+    A group is one job, or one cell's seeds trained as one stacked model (``fit_stacked``; the
+    results record ``trained_stacked: K``). ``graph``: the stack's step as a CUDA graph (results
+    record ``cuda_graph: true``); a lone trainable seed then trains as a stack of one, since the
+    graph lives in ``fit_stacked``, unless it resumes an unstacked checkpoint of its own.
+    ``splits``: the jobs' data when the caller has them (a cluster worker gets the driver's).
+    ``epoch_every_s``: see ``epoch_lines``. Returns the results in ``group``'s order."""
+    if not group:
+        raise ValueError("group must hold at least one job, got none")
+    first = group[0]
+    for j in group[1:]:
+        if (j.table, j.cell.id, j.profile.name, j.sizes) != (
+            first.table, first.cell.id, first.profile.name, first.sizes,
+        ):  # fmt: skip
+            raise ValueError(
+                f"a stack holds the seeds of one cell: {j.cell.id} seed {j.seed} is not "
+                f"{first.cell.id} under {first.profile.name}"
+            )
+    device = resolve_device(first.device)
+    tr, va, te = splits = splits if splits is not None else job_splits(first)
     t0 = time.perf_counter()
+    spec = _nn.model_spec(first.cell.model)
+    if not spec.trainable:
+        if len(group) > 1:
+            raise ValueError(
+                f"model {first.cell.model!r} is fitted in closed form: nothing to stack"
+            )
+        return [_result(first, git, device, t0, splits, fitted=spec.fit(tr, te), write=write)]
+    stacked = len(group) > 1 or (graph and not first.checkpoint_path.exists())
+    models = [build_cell_model(j.cell, tr.d_in, tr.d_out, j.seed, device) for j in group]
+    configs = [j.train_config() for j in group]
+    path = stack_checkpoint_path(group) if stacked else first.checkpoint_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [] if epoch_every_s is None else [epoch_lines(j, epoch_every_s) for j in group]
+    if stacked:
+
+        def on_epoch(epoch, histories):
+            for line, hist, model in zip(lines, histories, models, strict=False):
+                if hist is not None:  # a seed that stopped early says nothing more
+                    line(epoch, hist, model)
+
+        hists = fit_stacked(
+            models, tr, va, configs, checkpoint_path=path, progress=False, on_epoch=on_epoch,
+            graph=graph,
+        )  # fmt: skip
+    else:
+        hists = [fit(models[0], tr, va, configs[0], checkpoint_path=path, progress=False,
+                     callbacks=lines)]  # fmt: skip
+    out = [
+        _result(j, git, device, t0, splits, trained=(m, h, cfg), stack=stacked and len(group),
+                graph=stacked and graph, write=write)
+        for j, m, h, cfg in zip(group, models, hists, configs, strict=True)
+    ]  # fmt: skip
+    if write and stacked:
+        path.unlink(missing_ok=True)
+    return out
+
+
+def _result(job, git, device, t0, splits, *, fitted=None, trained=None, stack=0, graph=False,
+            write=True) -> dict:  # fmt: skip
+    """The result of ``job`` from its closed-form ``fitted`` or its ``trained`` (model, history,
+    config), written to its path unless ``write`` is False."""
+    cell = job.cell
     out = {
         "format": RESULT_FORMAT,
         **_expected(job),
@@ -233,9 +288,7 @@ def run_job(
         "data_code_version": _tasks.CODE_VERSION,
         "model_kwargs": dict(cell.model_kwargs),
     }
-    spec = _nn.model_spec(cell.model)
-    if not spec.trainable:
-        fitted = spec.fit(tr, te)
+    if fitted is not None:
         out.update(
             metrics={"test": fitted["test"], "best_epoch": None},
             model_config=fitted["model_config"],
@@ -246,17 +299,9 @@ def run_job(
             history=None,
         )
     else:
-        cfg = job.train_config()
-        if trained is not None:
-            model, hist = trained[:2]
-        else:
-            model = build_cell_model(cell, tr.d_in, tr.d_out, job.seed, device)
-            job.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
-            lines = [] if epoch_every_s is None else [epoch_lines(job, epoch_every_s)]
-            ckpt = job.checkpoint_path
-            hist = fit(model, tr, va, cfg, checkpoint_path=ckpt, progress=False, callbacks=lines)
-        test = evaluate(model, te, cfg, target_stats=hist if cfg.normalize_targets else None)
-        unc = job_metrics(job, model, (tr, va, te), cfg, build_cell_model)
+        model, hist, cfg = trained
+        test = evaluate(model, splits[2], cfg, target_stats=hist if cfg.normalize_targets else None)
+        unc = job_metrics(job, model, splits, cfg, build_cell_model)
         if unc:
             test, out["uncertainty"] = {**test, **unc["metrics"]}, unc["detail"]
         best = hist.best_epoch
@@ -276,9 +321,9 @@ def run_job(
     out["convergence"] = _stats.convergence(out["history"])
     out["converged"] = out["convergence"]["converged"]
     out["protocol"] = protocol(job)
-    if trained is not None:  # one vectorised run of K models (mzlite.train.fit_stacked)
-        out["protocol"]["trained_stacked"] = trained[2]
-        if trained[3]:
+    if stack:  # one vectorised run of K models (mzlite.train.fit_stacked)
+        out["protocol"]["trained_stacked"] = stack
+        if graph:
             out["protocol"]["cuda_graph"] = True
     hist_dict = out["history"]
     out["wall_time_s"] = hist_dict["wall_time_s"] if hist_dict else time.perf_counter() - t0
@@ -296,66 +341,10 @@ def stack_checkpoint_path(group: list[Job]) -> Path:
     return group[0].checkpoint_path.with_name(f"{group[0].cell.id}__stack-s{seeds}.pt")
 
 
-def run_stacked_jobs(
-    group: list[Job],
-    git: dict | None = None,
-    *,
-    epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
-    graph: bool = False,
-) -> list:
-    """Train the seeds of one cell as one stacked model (``mzlite.train.fit_stacked``), then
-    evaluate and write each (cell, seed) result as ``run_job`` does, saying each running seed's
-    epochs as it does; the stack's checkpoint is removed once every result is written. Returns
-    the results in ``group``'s order. ``graph``: the step as a CUDA graph (``fit_stacked``'s);
-    the results record ``cuda_graph: true``."""
-    if not group:
-        raise ValueError("group must hold at least one job, got none")
-    first = group[0]
-    for j in group[1:]:
-        if (j.table, j.cell.id, j.profile.name, j.sizes) != (
-            first.table, first.cell.id, first.profile.name, first.sizes,
-        ):  # fmt: skip
-            raise ValueError(
-                f"a stack holds the seeds of one cell: {j.cell.id} seed {j.seed} is not "
-                f"{first.cell.id} under {first.profile.name}"
-            )
-    if not _nn.model_spec(first.cell.model).trainable:
-        raise ValueError(f"model {first.cell.model!r} is fitted in closed form: nothing to stack")
-    splits = job_splits(first)
-    tr, va, _ = splits
-    device = resolve_device(first.device)
-    models = [build_cell_model(j.cell, tr.d_in, tr.d_out, j.seed, device) for j in group]
-    path = stack_checkpoint_path(group)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [] if epoch_every_s is None else [epoch_lines(j, epoch_every_s) for j in group]
-
-    def on_epoch(epoch, histories):
-        for line, hist, model in zip(lines, histories, models, strict=False):
-            if hist is not None:  # a seed that stopped early says nothing more
-                line(epoch, hist, model)
-
-    configs = [j.train_config() for j in group]
-    hists = fit_stacked(
-        models, tr, va, configs, checkpoint_path=path, progress=False, on_epoch=on_epoch,
-        graph=graph,
-    )  # fmt: skip
-    out = [
-        run_job(j, git, splits=splits, trained=(m, h, len(group), graph))
-        for j, m, h in zip(group, models, hists, strict=True)
-    ]
-    path.unlink(missing_ok=True)
-    return out
-
-
-def result_summary(res: dict) -> dict:
-    """What a progress line needs from a result: test R^2, epochs run, wall time."""
+def progress_line(job: Job, res: dict | None = None, error: str | None = None) -> str:
+    """One line for a finished job from its result, or for its ``error``."""
+    if error is not None:
+        return f"{job.cell.id} seed {job.seed}: FAILED {error}"
     r2 = res["metrics"]["test"].get("r2")
-    return {"r2": r2, "epochs": res["epochs_run"], "wall": res["wall_time_s"]}
-
-
-def progress_line(job: Job, s: dict) -> str:
-    """One line for a finished job from its :func:`result_summary` (or ``{"error": ...}``)."""
-    if "error" in s:
-        return f"{job.cell.id} seed {job.seed}: FAILED {s['error']}"
-    r2 = "nan" if s["r2"] is None else f"{s['r2']:.3f}"
-    return f"{job.cell.id} seed {job.seed}: R^2 {r2}, {s['epochs']} epochs, {s['wall']:.1f} s"
+    r2, wall = "nan" if r2 is None else f"{r2:.3f}", res["wall_time_s"]
+    return f"{job.cell.id} seed {job.seed}: R^2 {r2}, {res['epochs_run']} epochs, {wall:.1f} s"

@@ -32,10 +32,8 @@ def parse_seeds(text) -> list[int]:
     """``"0-4"`` -> [0, 1, 2, 3, 4]; ``"0,2,5"``; ``"3"``; or an int or iterable of ints >= 0."""
     if text is None:
         raise ValueError("seeds must be given")
-    if isinstance(text, int) and not isinstance(text, bool):
-        text = [text]
     if not isinstance(text, str):
-        out = list(text)
+        out = [text] if isinstance(text, int) else list(text)  # a bool is refused below
         if not out or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in out):
             raise ValueError(f"seeds must be non-empty ints >= 0, got {out!r}")
         return sorted(set(out))
@@ -168,13 +166,8 @@ def aliases(table, profile: str = "smoke") -> dict[str, str]:
     They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
     spec, prof = get_table(table), get_profile(profile)
     if _registered(spec, prof):
-        return dict(_registered_aliases(spec.label, prof.name))
+        return dict(_registered_sameness(prof.name, _registry_key())[spec.label][0])
     return _aliases(spec, prof)
-
-
-@cache
-def _registered_aliases(label: str, profile: str) -> dict[str, str]:
-    return _aliases(get_table(label), get_profile(profile))
 
 
 def _aliases(spec: TableSpec, prof: Profile) -> dict[str, str]:
@@ -195,23 +188,31 @@ def shared(table, profile: str = "smoke") -> dict[str, tuple[str, str]]:
     spec, prof = get_table(table), get_profile(profile)
     if not _registered(spec, prof):
         return {}
-    return dict(_registered_shared(prof.name).get(spec.label, {}))
+    return dict(_registered_sameness(prof.name, _registry_key())[spec.label][1])
+
+
+def _registry_key() -> tuple:
+    """The registered tables as a cache key: a table registered for a while (a test's, through
+    ``Registry.registered``) keys its own entry."""
+    return tuple((label, id(spec)) for label, spec in table_registry().items())
 
 
 @cache
-def _registered_shared(profile: str) -> dict[str, dict[str, tuple[str, str]]]:
+def _registered_sameness(profile: str, registry: tuple) -> dict[str, tuple[dict, dict]]:
+    """Per table of ``registry`` (``_registry_key``) under registered ``profile``: its
+    ``aliases`` and its ``shared``."""
     prof = get_profile(profile)
     first: dict[str, tuple[str, str]] = {}
-    out: dict[str, dict[str, tuple[str, str]]] = {}
+    out = {}
     for label, spec in table_registry().items():
-        same = _registered_aliases(label, prof.name)
-        out[label] = {}
+        same, lent = _aliases(spec, prof), {}
         for c in spec.cells:
             if c.id not in same:
                 key = _experiment_key(label, c, prof, stated=True)
                 lender = first.setdefault(key, (label, c.id))
                 if lender[0] != label:
-                    out[label][c.id] = lender
+                    lent[c.id] = lender
+        out[label] = (same, lent)
     return out
 
 
@@ -235,13 +236,9 @@ def job(
     run (a set-statistics cell has only seed 0)."""
     spec = get_table(table)
     cell = spec.cell(cell_id)  # an unknown id raises, listing the table's cells
-    same = aliases(spec, profile)
-    if cell.id in same:
-        raise ValueError(f"cell {cell.id} is run as {same[cell.id]} under {profile}: ask for that")
-    lender = shared(spec, profile).get(cell.id)
-    if lender is not None:
-        raise ValueError(f"cell {cell.id} of {spec.label} is run as {lender[0]} {lender[1]} under "
-                         f"{profile} (the same experiment): ask for that")  # fmt: skip
+    lender = aliases(spec, profile).get(cell.id) or " ".join(shared(spec, profile).get(cell.id, ()))
+    if lender:
+        raise ValueError(f"cell {cell.id} is run as {lender} under {profile}: ask for that")
     (found,) = jobs(spec, profile, [seed], None, [cell.id], results_dir, cache_dir, device)
     if found.seed != seed:
         raise ValueError(f"cell {cell.id} runs seed {found.seed} only, got seed={seed}")
@@ -269,15 +266,13 @@ def jobs(
     chosen = list(spec.cells)
     if models is not None:
         models = [models] if isinstance(models, str) else list(models)
-        known = {c.model for c in spec.cells} | {c.id.rsplit("-", 1)[-1] for c in spec.cells}
+        names = {c.id: {c.model, c.id.rsplit("-", 1)[-1]} for c in spec.cells}  # name or model id
+        known = set().union(*names.values())
         bad = [m for m in models if m not in known]
         if bad:
             raise ValueError(f"unknown model(s) {bad} for {spec.label}; valid: {sorted(known)}")
         # a closed-form yardstick comes with any choice of models: it costs no training
-        chosen = [
-            c for c in chosen if c.model in models or c.id.rsplit("-", 1)[-1] in models
-            or not model_spec(c.model).trainable
-        ]  # fmt: skip
+        chosen = [c for c in chosen if names[c.id] & {*models} or not model_spec(c.model).trainable]
     if cells is not None:
         pats = [cells] if isinstance(cells, str) else list(cells)
         chosen = [c for c in chosen if any(fnmatch.fnmatch(c.id, p) for p in pats)]

@@ -33,42 +33,16 @@ import torch
 from mzlite._io import atomic_write_json, json_safe
 from mzlite.train import load_checkpoint
 
-from .execute import job_dataset_keys, job_splits, progress_line, result_summary, run_job
+from .execute import job_dataset_keys, job_splits, progress_line, run_jobs
 from .specs import default_cache_dir
-
-LAUNCHERS = ("local", "ray")
 
 
 def get_launcher(launcher):
     """``"ray"`` -> ``RayLauncher()``; a launcher object is returned as it is (``"local"`` is
     :func:`mzlite.repro.experiments.run`'s own pool and has no object)."""
-    if isinstance(launcher, RayLauncher):
-        return launcher
-    if launcher == "ray":
-        return RayLauncher()
-    raise ValueError(
-        f"launcher must be one of {', '.join(LAUNCHERS)} or a RayLauncher, got {launcher!r}"
-    )
-
-
-def _ray():
-    try:
-        import ray
-    except ImportError as e:
-        raise ImportError(
-            "launcher='ray' needs Ray: pip install \"mzlite[ray]\" (on the driver and every node)"
-        ) from e
-    return ray
-
-
-def _resume_epoch(path: Path) -> int:
-    """The last finished epoch of the checkpoint at ``path`` (0 when there is none)."""
-    if not path.exists():
-        return 0
-    try:
-        return int(load_checkpoint(path, map_location="cpu")["epoch"])
-    except Exception:  # an unreadable checkpoint is fit's to report; this is only provenance
-        return 0
+    if isinstance(launcher, RayLauncher) or launcher == "ray":
+        return RayLauncher() if launcher == "ray" else launcher
+    raise ValueError(f"launcher must be one of local, ray or a RayLauncher, got {launcher!r}")
 
 
 def _run_remote(job, git: dict, splits, threads: int, local_checkpoint: bool) -> dict:
@@ -76,8 +50,13 @@ def _run_remote(job, git: dict, splits, threads: int, local_checkpoint: bool) ->
     torch.set_num_threads(threads)
     if local_checkpoint:  # no shared path: this node's own cache
         job = replace(job, checkpoint_path=default_cache_dir() / job.checkpoint_path)
-    resumed = _resume_epoch(job.checkpoint_path)
-    out = run_job(job, git, splits=splits, write=False)
+    resumed = 0  # the last finished epoch of the checkpoint this task resumes
+    if job.checkpoint_path.exists():
+        try:
+            resumed = int(load_checkpoint(job.checkpoint_path, map_location="cpu")["epoch"])
+        except Exception:  # an unreadable checkpoint is fit's to report; this is only provenance
+            pass
+    (out,) = run_jobs([job], git, splits=splits, write=False)
     out["provenance"]["launcher"] = {
         "name": "ray",
         "node": socket.gethostname(),
@@ -118,36 +97,24 @@ class RayLauncher:
         if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
             raise ValueError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
 
-    def _connect(self, ray) -> bool:
-        """Initialise Ray unless this process already has; True when we did (and shut down)."""
-        if ray.is_initialized():
-            return False
-        if self.address is None:
-            # Under load a raylet can wait longer than its default 30 s for its agents to start
-            # (measured: 35 s on a busy 2-core machine); give a local instance time.
-            os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
-        ray.init(address=self.address, runtime_env=self.runtime_env, include_dashboard=False)
-        return True
-
-    def _gpus(self, ray, device: str) -> float:
-        if self.gpus_per_job is not None:
-            gpus = float(self.gpus_per_job)
-        else:
-            has_gpus = device == "auto" and ray.cluster_resources().get("GPU", 0) > 0
-            gpus = 1.0 if device == "cuda" or has_gpus else 0.0
-        if device == "cuda" and gpus == 0:
-            raise ValueError(
-                "device='cuda' with gpus_per_job=0: Ray hides the GPUs from a task that asks for "
-                "none; give gpus_per_job > 0 (e.g. 0.25 to share a GPU between four jobs)"
-            )
-        return gpus
-
     def run(self, todo, git, threads, done, failed, say) -> None:
         """Run ``todo``, filling ``done`` and ``failed`` and saying progress as the pool does."""
         if not todo:
             return
-        ray = _ray()
-        started = self._connect(ray)
+        try:
+            import ray
+        except ImportError as e:
+            raise ImportError(
+                "launcher='ray' needs Ray: pip install \"mzlite[ray]\" (on the driver and every "
+                "node)"
+            ) from e
+        started = not ray.is_initialized()  # then this run starts it, and shuts it down
+        if started:
+            if self.address is None:
+                # Under load a raylet can wait longer than its default 30 s for its agents to
+                # start (measured: 35 s on a busy 2-core machine); give a local instance time.
+                os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
+            ray.init(address=self.address, runtime_env=self.runtime_env, include_dashboard=False)
         try:
             pending = self._submit(ray, todo, git, threads, say)
             n = len(pending)
@@ -171,7 +138,16 @@ class RayLauncher:
         devices = {j.device for j in todo}
         if len(devices) != 1:
             raise ValueError(f"one device per run, got {sorted(devices)}")
-        gpus = self._gpus(ray, devices.pop())
+        device, gpus = devices.pop(), self.gpus_per_job
+        if gpus is None:
+            has_gpus = device == "auto" and ray.cluster_resources().get("GPU", 0) > 0
+            gpus = 1.0 if device == "cuda" or has_gpus else 0.0
+        gpus = float(gpus)
+        if device == "cuda" and gpus == 0:
+            raise ValueError(
+                "device='cuda' with gpus_per_job=0: Ray hides the GPUs from a task that asks for "
+                "none; give gpus_per_job > 0 (e.g. 0.25 to share a GPU between four jobs)"
+            )
         cpus = float(self.cpus_per_job if self.cpus_per_job is not None else threads)
         shared = self.checkpoint_dir is not None
         remote = ray.remote(_run_remote)
@@ -203,9 +179,9 @@ class RayLauncher:
             err = f"{type(cause).__name__}: {cause}".strip().splitlines()[0]
             say(f"  {job.cell.id} seed {job.seed} failed, traceback from the worker:\n{e}")
             failed.append((str(job.result_path), err))
-            return progress_line(job, {"error": err})
+            return progress_line(job, error=err)
         atomic_write_json(job.result_path, json_safe(out))
         if self.checkpoint_dir is not None:
             job.checkpoint_path.unlink(missing_ok=True)
         done.append(str(job.result_path))
-        return progress_line(job, result_summary(out))
+        return progress_line(job, out)

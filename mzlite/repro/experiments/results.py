@@ -52,25 +52,21 @@ def results_state(results_dir=None) -> tuple:
 _PARSED: dict[str, tuple[tuple[int, int, int], bytes]] = {}
 
 
-def _parse_result(path: Path):
-    """``path``'s JSON, from ``_PARSED`` while the file is unchanged since it was parsed."""
-    identity, key = file_identity(path), str(path)
-    hit = _PARSED.get(key)
-    if hit is not None and hit[0] == identity:
-        return pickle.loads(hit[1])
-    res = json.loads(path.read_text(encoding="utf-8"))
-    if identity is not None:
-        _PARSED[key] = (identity, pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
-    return res
-
-
 def _read_or_warn(path: Path) -> dict | None:
+    """``path``'s JSON object (from ``_PARSED`` while the file is unchanged since it was parsed),
+    or None with an :class:`UnreadableResultWarning`."""
     try:
-        res = _parse_result(path)
+        identity, key = file_identity(path), str(path)
+        hit = _PARSED.get(key)
+        if hit is not None and hit[0] == identity:
+            return pickle.loads(hit[1])
+        res = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:  # ValueError: JSON syntax, bad UTF-8
         reason = f"{type(e).__name__}: {e}"
     else:
         if isinstance(res, dict):
+            if identity is not None:
+                _PARSED[key] = (identity, pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
             return res
         reason = f"a JSON {type(res).__name__}, not an object"
     warnings.warn(

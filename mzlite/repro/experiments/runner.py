@@ -16,16 +16,7 @@ import torch
 from mzlite._checks import resolve_device
 from mzlite.nn import model_spec
 
-from .execute import (
-    EPOCH_LINE_EVERY_S,
-    git_info,
-    is_done,
-    job_splits,
-    progress_line,
-    result_summary,
-    run_job,
-    run_stacked_jobs,
-)
+from .execute import EPOCH_LINE_EVERY_S, git_info, is_done, job_splits, progress_line, run_jobs
 from .jobs import Job, jobs, shared
 from .launchers import get_launcher
 from .pool import spawn_pool
@@ -33,23 +24,15 @@ from .specs import PROFILES, model_family, search_choice, search_path
 from .tables import get_profile, get_table
 
 
-def _runs_alone(job: Job) -> bool:
-    """A closed-form job, or one resuming its own unstacked checkpoint: never part of a stack."""
-    return not model_spec(job.cell.model).trainable or job.checkpoint_path.exists()
-
-
 def _worker(
     group: list[Job], git: dict, every: float | None = EPOCH_LINE_EVERY_S, graph: bool = False
 ) -> list[dict]:
-    """Run one group of jobs (a job alone, or a cell's seeds as one stacked model) and return each
-    job's ``result_summary`` (the results themselves are on disk); ``every``: seconds between
-    epoch lines; ``graph``: a stack's step as a CUDA graph."""
+    """Run one group of jobs (``execute.run_jobs``) and return per job ``{"line": its progress
+    line}`` (the results themselves are on disk), or ``{"error", "trace"}`` when the group failed;
+    ``every``: seconds between epoch lines."""
     try:
-        # a lone seed on the graph path is a stack of one: the graph lives in fit_stacked
-        if len(group) == 1 and (not graph or _runs_alone(group[0])):
-            return [result_summary(run_job(group[0], git, epoch_every_s=every))]
-        stacked = run_stacked_jobs(group, git, epoch_every_s=every, graph=graph)
-        return [result_summary(r) for r in stacked]
+        results = run_jobs(group, git, epoch_every_s=every, graph=graph)
+        return [{"line": progress_line(j, r)} for j, r in zip(group, results, strict=True)]
     except Exception as e:  # reported by the parent for every job of the group; others go on
         err = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
         return [err] * len(group)
@@ -202,7 +185,8 @@ def _stack_groups(todo: list[Job]) -> list[list[Job]]:
     a job with a checkpoint of its own (an interrupted unstacked run resumes where it stopped)."""
     groups: dict = {}
     for j in todo:
-        groups.setdefault(id(j) if _runs_alone(j) else (j.table, j.cell.id), []).append(j)
+        alone = not model_spec(j.cell.model).trainable or j.checkpoint_path.exists()
+        groups.setdefault(id(j) if alone else (j.table, j.cell.id), []).append(j)
     return list(groups.values())
 
 
@@ -222,8 +206,9 @@ def _run_groups(
                 print(s["trace"], file=sys.stderr)  # a failure is said even under --quiet
             else:
                 done.append(str(j.result_path))
+            line = s.get("line") or progress_line(j, error=s["error"])
             stacked = f" (stack of {len(group)})" if len(group) > 1 else ""
-            say(f"  [{i}/{n}] {progress_line(j, s)}{stacked}")
+            say(f"  [{i}/{n}] {line}{stacked}")
 
     if workers == 1:
         for g in groups:
