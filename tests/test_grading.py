@@ -553,6 +553,53 @@ def _running_in(folder: Path) -> list[int]:
     return found
 
 
+def test_the_worker_drops_only_the_imports_nothing_uses():
+    from mzlite.grading.worker import imported_modules, used_definitions
+
+    definitions = textwrap.dedent(
+        """\
+        from __future__ import annotations
+        import math
+        import ipywidgets as widgets
+        import matplotlib.pyplot as plt
+        import collections.abc
+        import os.path, json
+        from IPython.display import HTML, display
+        from itertools import *
+        from mzlite import Zonotope
+        import torch
+        dtype = torch.float64
+        scale = math.pi
+        def half_widths(G):
+            return G.abs().sum(dim=-2) * scale / math.pi
+        def kinds(x):
+            return isinstance(x, collections.abc.Sequence), json.dumps(list(chain([1], [2])))
+        class Box:
+            def show(self):
+                return display
+        """
+    )
+    pruned = used_definitions(definitions)
+    # dropped: what no function, class or constant names (widgets, plt, Zonotope)
+    assert imported_modules(pruned) == [
+        "__future__", "math", "collections.abc", "os.path", "json", "IPython.display",
+        "itertools", "torch",
+    ]  # fmt: skip
+    assert "plt" not in pruned and "widgets" not in pruned and "Zonotope" not in pruned
+    # what is kept behaves as the whole: every function gives what it gave
+    whole, kept = {}, {}
+    without_mzlite = definitions.replace("from mzlite import Zonotope", "")
+    exec(compile(without_mzlite, "<w>", "exec"), whole)  # noqa: S102
+    exec(compile(pruned, "<k>", "exec"), kept)  # noqa: S102
+    G = torch.randn(3, 4, 2)
+    assert torch.equal(kept["half_widths"](G), whole["half_widths"](G))
+    assert kept["kinds"]([1]) == whole["kinds"]([1]) == (True, "[1, 2]")
+    assert kept["Box"]().show() is whole["Box"]().show()
+    # nothing to drop, or not Python: the text as it came (the child reports a syntax error)
+    assert used_definitions("import torch\nx = torch.pi\n") == "import torch\nx = torch.pi\n"
+    assert used_definitions("def f(:\n") == "def f(:\n"
+
+
 def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):
     from mzlite.grading.grader import _worker_boot
 
