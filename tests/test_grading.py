@@ -17,6 +17,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -500,6 +501,14 @@ def test_the_grader_runs_a_chapter_at_its_grading_size():
     assert _parameters(submission.with_seed(nb, 42))["grading"] is False  # not graded
     reading = [c for c in nb["cells"] if "if grading else" in "".join(c["source"])]
     assert len(reading) == 2, "the pixel-units demonstration and the smoke run read it"
+    # the teaching page says what the grading size is, as the chapter sets it
+    sizes = re.search(r"= \((\d+), (\d+), (\d+)\) if grading else \((\d+), (\d+), (\d+)\)",
+                      "".join(reading[0]["source"]))  # fmt: skip
+    page = " ".join((ROOT / "book" / "teaching.md").read_text().split())
+    graded_size, book_size = sizes.groups()[:3], sizes.groups()[3:]
+    assert "on {} training and {} validation sets for {} epochs".format(*graded_size) in page
+    assert "({}, {} and {} otherwise)".format(*book_size) in page
+    assert "`grading = True`" in page and "`grading = False`" in page
     ch1 = json.loads(CH1.read_text())
     assert "grading" not in _parameters(ch1)
     assert _parameters(submission.with_seed(ch1, 5, grading=True))["grading"] is True
