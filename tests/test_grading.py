@@ -447,6 +447,32 @@ def test_wire_round_trip_and_refusals():
             wire.decode(bad)
 
 
+def test_wire_answers_in_numpy_without_importing_torch():
+    """A process that never imported torch (the function worker of a numpy chapter) encodes
+    and decodes arrays without importing it; a tensor on the wire still comes back a tensor."""
+    script = textwrap.dedent(
+        """\
+        import importlib.util, sys
+        import numpy as np
+        # as the worker has it: wire.py's own text, without the mzlite package (which imports torch)
+        spec = importlib.util.spec_from_file_location("wire", sys.argv[1])
+        wire = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(wire)
+        text = wire.encode((np.arange(4.0), [1, 2], {"p": np.float64(0.5)}))
+        back = wire.decode(text)
+        assert np.array_equal(back[0], np.arange(4.0)) and back[2]["p"] == 0.5
+        print("torch" in sys.modules)
+        tensor = wire.decode(wire.encode(np.array([1, 2])).replace("__ndarray__", "__tensor__"))
+        print(type(tensor).__module__, tensor.tolist(), wire.encode(tensor) == wire.encode(
+            sys.modules["torch"].tensor([1, 2])))
+        """
+    )
+    wire_py = str(ROOT / "mzlite" / "exercises" / "wire.py")
+    cmd = [sys.executable, "-I", "-c", script, wire_py]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "torch", "[1,", "2]", "True"], out.stderr
+
+
 def test_a_clean_student_copy_has_no_findings_and_every_cheat_is_seen():
     tmpl = submission.chapter_template("ch1")
     for student, nb in _cheats(Path("/nonexistent")).items():

@@ -81,7 +81,8 @@ def used_definitions(definitions: str) -> str:
     A judged function reaches a module through a name of its globals; an import none of the
     definitions names (a function, a class, a constant) can change no result, and costs an
     import per exercise: the figures' and widgets' libraries (matplotlib, IPython, ipywidgets)
-    or scipy take a second or more of CPU each time. Kept whatever they bind: star imports and
+    or scipy take a second or more of CPU each time, and torch 2-3 s where no function names it
+    (chapter 10's answer with numpy alone). Kept whatever they bind: star imports and
     ``__future__`` ones. What is not valid Python is returned as it is (the child reports it)."""
     try:
         tree = ast.parse(definitions)
@@ -107,8 +108,7 @@ def used_definitions(definitions: str) -> str:
 def _preload(definitions: str) -> None:
     import importlib
 
-    # torch whatever the definitions import: wire's to_data imports it to encode every result
-    for name in dict.fromkeys(["torch", *imported_modules(definitions)]):
+    for name in imported_modules(definitions):
         if name in PRELOAD:
             try:
                 importlib.import_module(name)
