@@ -17,6 +17,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -446,6 +447,32 @@ def test_wire_round_trip_and_refusals():
             wire.decode(bad)
 
 
+def test_wire_answers_in_numpy_without_importing_torch():
+    """A process that never imported torch (the function worker of a numpy chapter) encodes
+    and decodes arrays without importing it; a tensor on the wire still comes back a tensor."""
+    script = textwrap.dedent(
+        """\
+        import importlib.util, sys
+        import numpy as np
+        # as the worker has it: wire.py's own text, without the mzlite package (which imports torch)
+        spec = importlib.util.spec_from_file_location("wire", sys.argv[1])
+        wire = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(wire)
+        text = wire.encode((np.arange(4.0), [1, 2], {"p": np.float64(0.5)}))
+        back = wire.decode(text)
+        assert np.array_equal(back[0], np.arange(4.0)) and back[2]["p"] == 0.5
+        print("torch" in sys.modules)
+        tensor = wire.decode(wire.encode(np.array([1, 2])).replace("__ndarray__", "__tensor__"))
+        print(type(tensor).__module__, tensor.tolist(), wire.encode(tensor) == wire.encode(
+            sys.modules["torch"].tensor([1, 2])))
+        """
+    )
+    wire_py = str(ROOT / "mzlite" / "exercises" / "wire.py")
+    cmd = [sys.executable, "-I", "-c", script, wire_py]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "torch", "[1,", "2]", "True"], out.stderr
+
+
 def test_a_clean_student_copy_has_no_findings_and_every_cheat_is_seen():
     tmpl = submission.chapter_template("ch1")
     for student, nb in _cheats(Path("/nonexistent")).items():
@@ -500,6 +527,14 @@ def test_the_grader_runs_a_chapter_at_its_grading_size():
     assert _parameters(submission.with_seed(nb, 42))["grading"] is False  # not graded
     reading = [c for c in nb["cells"] if "if grading else" in "".join(c["source"])]
     assert len(reading) == 2, "the pixel-units demonstration and the smoke run read it"
+    # the teaching page says what the grading size is, as the chapter sets it
+    sizes = re.search(r"= \((\d+), (\d+), (\d+)\) if grading else \((\d+), (\d+), (\d+)\)",
+                      "".join(reading[0]["source"]))  # fmt: skip
+    page = " ".join((ROOT / "book" / "teaching.md").read_text().split())
+    graded_size, book_size = sizes.groups()[:3], sizes.groups()[3:]
+    assert "on {} training and {} validation sets for {} epochs".format(*graded_size) in page
+    assert "({}, {} and {} otherwise)".format(*book_size) in page
+    assert "`grading = True`" in page and "`grading = False`" in page
     ch1 = json.loads(CH1.read_text())
     assert "grading" not in _parameters(ch1)
     assert _parameters(submission.with_seed(ch1, 5, grading=True))["grading"] is True
@@ -551,6 +586,53 @@ def _running_in(folder: Path) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_the_worker_drops_only_the_imports_nothing_uses():
+    from mzlite.grading.worker import imported_modules, used_definitions
+
+    definitions = textwrap.dedent(
+        """\
+        from __future__ import annotations
+        import math
+        import ipywidgets as widgets
+        import matplotlib.pyplot as plt
+        import collections.abc
+        import os.path, json
+        from IPython.display import HTML, display
+        from itertools import *
+        from mzlite import Zonotope
+        import torch
+        dtype = torch.float64
+        scale = math.pi
+        def half_widths(G):
+            return G.abs().sum(dim=-2) * scale / math.pi
+        def kinds(x):
+            return isinstance(x, collections.abc.Sequence), json.dumps(list(chain([1], [2])))
+        class Box:
+            def show(self):
+                return display
+        """
+    )
+    pruned = used_definitions(definitions)
+    # dropped: what no function, class or constant names (widgets, plt, Zonotope)
+    assert imported_modules(pruned) == [
+        "__future__", "math", "collections.abc", "os.path", "json", "IPython.display",
+        "itertools", "torch",
+    ]  # fmt: skip
+    assert "plt" not in pruned and "widgets" not in pruned and "Zonotope" not in pruned
+    # what is kept behaves as the whole: every function gives what it gave
+    whole, kept = {}, {}
+    without_mzlite = definitions.replace("from mzlite import Zonotope", "")
+    exec(compile(without_mzlite, "<w>", "exec"), whole)  # noqa: S102
+    exec(compile(pruned, "<k>", "exec"), kept)  # noqa: S102
+    G = torch.randn(3, 4, 2)
+    assert torch.equal(kept["half_widths"](G), whole["half_widths"](G))
+    assert kept["kinds"]([1]) == whole["kinds"]([1]) == (True, "[1, 2]")
+    assert kept["Box"]().show() is whole["Box"]().show()
+    # nothing to drop, or not Python: the text as it came (the child reports a syntax error)
+    assert used_definitions("import torch\nx = torch.pi\n") == "import torch\nx = torch.pi\n"
+    assert used_definitions("def f(:\n") == "def f(:\n"
 
 
 def test_the_judge_runs_functions_elsewhere_with_partial_credit(tmp_path):

@@ -56,6 +56,10 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICY_ENV = "MZLITE_SANDBOX_POLICY"
 ISOLATIONS = ("auto", "jail", "audit")
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".tmp-*", "cache")
+# data/in-flight: checkpoints of training runs a session's end interrupted, kept to resume them;
+# no chapter, checker or reference reads them (data/in-flight/README.md: "Nothing here is a
+# result"), and at ~20 MB they were half of what every box copied
+_SKIP_DATA = shutil.ignore_patterns("__pycache__", "*.pyc", ".tmp-*", "cache", "in-flight")
 _SKIP_CACHE = shutil.ignore_patterns(".tmp-*", "cache")  # a copy that keeps __pycache__
 _SKIP_HOME = shutil.ignore_patterns("*.lock", "*.matplotlib-lock")
 
@@ -155,7 +159,7 @@ def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
 def _copy_repo_parts(dest: Path, data: bool = True) -> None:
     shutil.copytree(ROOT / "mzlite", dest / "mzlite", ignore=_SKIP)
     if data and (ROOT / "data").is_dir():
-        shutil.copytree(ROOT / "data", dest / "data", ignore=_SKIP)
+        shutil.copytree(ROOT / "data", dest / "data", ignore=_SKIP_DATA)
     if (ROOT / "pyproject.toml").is_file():
         shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
 

@@ -8,9 +8,11 @@ code sees ``/dev/null`` there instead.
 
 It serves every coding exercise of one submission, each in a process of its own:
 
-1. It receives the submission's definitions (imports, functions, classes, constants) and, before
-   any of the student's code runs, imports the heavy libraries they name from the read-only
-   environment (:data:`PRELOAD`: torch, numpy, matplotlib...), once.
+1. It receives the submission's definitions (imports, functions, classes, constants), drops the
+   imports whose names none of them uses (:func:`used_definitions`: a notebook's
+   ``import matplotlib.pyplot as plt`` serves its figures, not the functions judged here) and,
+   before any of the student's code runs, imports the heavy libraries the rest name from the
+   read-only environment (:data:`PRELOAD`: torch, numpy, matplotlib...), once.
 2. Per exercise (``{"start": key}``) it forks: the child runs the definitions, one statement at
    a time, with mzlite unavailable (a coding exercise is answered with torch and numpy, not with
    the library it reimplements), answers ``ready``, then calls one function per request on
@@ -66,6 +68,41 @@ def imported_modules(definitions: str) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.append(node.module)
     return list(dict.fromkeys(names))
+
+
+def _bound_names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The names an import statement binds (``import a.b`` binds ``a``)."""
+    return [(a.asname or a.name).split(".")[0] for a in node.names]
+
+
+def used_definitions(definitions: str) -> str:
+    """``definitions`` without the import statements whose names nothing in them loads.
+
+    A judged function reaches a module through a name of its globals; an import none of the
+    definitions names (a function, a class, a constant) can change no result, and costs an
+    import per exercise: the figures' and widgets' libraries (matplotlib, IPython, ipywidgets)
+    or scipy take a second or more of CPU each time, and torch 2-3 s where no function names it
+    (chapter 10's answer with numpy alone). Kept whatever they bind: star imports and
+    ``__future__`` ones. What is not valid Python is returned as it is (the child reports it)."""
+    try:
+        tree = ast.parse(definitions)
+    except SyntaxError:
+        return definitions
+    loaded = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)
+    }
+    kept = [
+        node
+        for node in tree.body
+        if not isinstance(node, ast.Import | ast.ImportFrom)
+        or any(a.name == "*" for a in node.names)
+        or (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+        or loaded & set(_bound_names(node))
+    ]
+    if len(kept) == len(tree.body):
+        return definitions
+    # the grader's definitions are ast.unparse's text already (submission._definitions)
+    return "\n\n".join(ast.unparse(node) for node in kept) + "\n"
 
 
 def _preload(definitions: str) -> None:
@@ -179,7 +216,7 @@ def serve() -> None:
     sys.modules["mzlite"] = None  # import mzlite -> ImportError
     not_dumpable()
     setup = json.loads(proto_in.readline())
-    definitions, jailed = setup["definitions"], bool(setup.get("jailed"))
+    definitions, jailed = used_definitions(setup["definitions"]), bool(setup.get("jailed"))
     box = setup.get("box")  # emptied after each exercise: the worker's own box, nothing else
     _preload(definitions)
     reply({"preloaded": True})
