@@ -272,13 +272,18 @@ def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected)
     """Run ``nb`` for ``seed`` in a fresh sandbox ``name`` (deleted afterwards)."""
     box = sandbox.make_sandbox(ctx.base / "students", name, ctx.view, ctx.home)
     src, dst = box / "work" / notebook, box / "work" / "executed.ipynb"
-    src.write_text(json.dumps(submission.with_seed(nb, seed, grading=True)))
+    seeded = submission.with_seed(nb, seed, grading=True)
+    src.write_text(json.dumps(seeded))
+    chapter = chapter_of(Path(notebook))
+    # display-only cells the submission left as the instructor wrote them: not run while grading
+    skip = submission.cells_to_skip(seeded, ctx.template(chapter) if chapter else None)
     capture = box / "capture.jsonl"
     env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
     # the executor's text from the snapshot, run with -I: it imports no mzlite (the box's has no
     # grader), the kernel it starts imports the box's
     cmd = [sys.executable, "-I", "-c", ctx.executor]
     cmd += [str(src), str(dst), str(box / "work"), str(ctx.cell_timeout)]
+    cmd += [",".join(map(str, skip))]
     cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation, ctx.limits)
     start = time.perf_counter()
     proc = subprocess.Popen(
