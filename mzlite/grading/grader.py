@@ -23,13 +23,16 @@ run can read or rewrite a classmate's submission. Then, for each:
    reference or verdict: :mod:`mzlite.grading.student_view`) and ``data/``, the roster's seed
    and ``grading = True`` written into its parameters cell (chapter 10 then trains at a size
    that only shows its cells run; no answer changes:
-   :data:`mzlite.grading.submission.GRADING_PARAMETER`); in the jail, an empty root with only
-   the interpreter and its environment (read-only) besides its folder, no capability, IPC,
-   UTS, PID and network of its own; limits on memory, processes, file size and CPU time;
-   every cell has a time limit and the whole run another. Its ``check`` calls only *record*
-   the answers (no verdict, so trying answers in a loop learns nothing; reaching for a checker
-   is a finding); whatever it writes, its own check log included, is ignored, and its folder
-   is deleted before judging.
+   :data:`mzlite.grading.submission.GRADING_PARAMETER`), and the cells the chapter tags as
+   display only left out of the run where the submission has them as written
+   (:data:`mzlite.grading.submission.GRADING_SKIP_TAG`: the instructor's copy decides, an
+   edited one runs; the executed copy keeps their source, without outputs); in the jail, an
+   empty root with only the interpreter and its environment (read-only) besides its folder, no
+   capability, IPC, UTS, PID and network of its own; limits on memory, processes, file size and
+   CPU time; every cell has a time limit and the whole run another. Its ``check`` calls only
+   *record* the answers (no verdict, so trying answers in a loop learns nothing; reaching for a
+   checker is a finding); whatever it writes, its own check log included, is ignored, and its
+   folder is deleted before judging.
 3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`: a child forked for this
    submission from the run's one judge, which imported mzlite once), from a read-only copy of
    mzlite made when grading started, with a private home and caches and no compiled kernels:
