@@ -13,6 +13,7 @@ judge, points and the gradebook) without kernels.
 
 from __future__ import annotations
 
+import ast
 import csv
 import hashlib
 import json
@@ -540,6 +541,167 @@ def test_the_grader_runs_a_chapter_at_its_grading_size():
     assert _parameters(submission.with_seed(ch1, 5, grading=True))["grading"] is True
     bare = {"cells": [{"cell_type": "code", "source": "x = 1", "metadata": {}}]}
     assert _parameters(submission.with_seed(bare, 5, grading=True)) == {"seed": 5, "grading": True}
+
+
+def _tagged(nb: dict) -> list[int]:
+    return [
+        i
+        for i, c in enumerate(nb["cells"])
+        if submission.GRADING_SKIP_TAG in c.get("metadata", {}).get("tags", [])
+    ]
+
+
+def _bound_and_read(src: str) -> tuple[set[str], set[str]]:
+    """What a cell surely binds (its top-level statements that always bind: assignments,
+    imports, definitions) and the names it reads before binding them itself, statement by
+    statement (a comprehension's own variables are its own, not reads)."""
+    tree = ast.parse(re.sub(r"(?m)^\s*[%!].*$", "", src))
+    comps = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+    local = set()
+    for node in ast.walk(tree):
+        if isinstance(node, comps):
+            own = {
+                n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)
+            }
+            local |= {id(n) for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in own}
+    seen, read, surely = set(), set(), set()
+
+    def names(node, kind):
+        return {
+            n.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, kind) and id(n) not in local
+        }
+
+    def reads(*nodes):
+        for node in nodes:
+            if node is not None:
+                read.update(names(node, ast.Load) - seen)
+
+    def visit(statements, top):
+        for st in statements:
+            binds = set()
+            if isinstance(st, (ast.For, ast.AsyncFor)):
+                reads(st.iter)
+                seen.update(names(st.target, ast.Store))
+                visit(st.body + st.orelse, False)
+            elif isinstance(st, (ast.If, ast.While)):
+                reads(st.test)
+                visit(st.body + st.orelse, False)
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                reads(*(item.context_expr for item in st.items))
+                seen.update(
+                    *(names(i.optional_vars, ast.Store) for i in st.items if i.optional_vars)
+                )
+                visit(st.body, False)
+            elif isinstance(st, ast.Try):
+                visit(st.body + [s for h in st.handlers for s in h.body] + st.orelse, False)
+                visit(st.finalbody, top)
+            elif isinstance(st, (ast.Import, ast.ImportFrom)):
+                binds = {(a.asname or a.name).split(".")[0] for a in st.names}
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                reads(st)  # its body may read any global (its own arguments too: conservative)
+                binds = {st.name}
+            else:
+                reads(*(n for n in ast.iter_child_nodes(st) if not isinstance(n, ast.Store)))
+                target = getattr(st, "target", None)  # x += 1 reads x
+                if isinstance(st, ast.AugAssign) and isinstance(target, ast.Name):
+                    read.update({target.id} - seen)
+                binds = names(st, ast.Store)
+            seen.update(binds)
+            if top:
+                surely.update(binds)
+
+    visit(tree.body, True)
+    return surely, read
+
+
+@pytest.mark.parametrize(
+    "chapter", sorted(p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+)
+def test_a_cell_grading_skips_only_displays(chapter):
+    """Every cell tagged ``grading-skip`` is a code cell with no check, and no later cell of its
+    chapter reads a name it binds (until a later cell binds it again without reading it): not
+    running it changes no answer and no later cell."""
+    cells = json.loads((ROOT / "notebooks" / chapter).read_text())["cells"]
+    for i in _tagged({"cells": cells}):
+        src = "".join(cells[i]["source"])
+        assert cells[i]["cell_type"] == "code" and "check(" not in src, (chapter, i)
+        assert "parameters" not in cells[i]["metadata"]["tags"], (chapter, i)
+        live = _bound_and_read(src)[0]
+        for j in range(i + 1, len(cells)):
+            if cells[j]["cell_type"] != "code":
+                continue
+            bound, read = _bound_and_read("".join(cells[j]["source"]))
+            assert not live & read, f"{chapter}: cell {j} reads {live & read} of cell {i}"
+            live -= bound
+
+
+def test_the_grader_skips_only_the_instructors_display_cells_left_as_written():
+    """What the grader does not run is decided by the instructor's chapter: a student copy's
+    cells whose source is a tagged cell's; the submission's own tags count for nothing, and an
+    edited cell runs."""
+    nb = json.loads(CH1.read_text())
+    tmpl = submission.chapter_template("ch1")
+    tagged = _tagged(nb)
+    assert len(tagged) >= 1  # the slider at least
+
+    def sources(notebook, indices):
+        return ["".join(notebook["cells"][i]["source"]) for i in indices]
+
+    copy = submission.with_seed(ms.student_copy(nb, 3), 3, grading=True)
+    skip = submission.cells_to_skip(copy, tmpl)
+    assert sources(copy, skip) == sources(nb, tagged)
+    assert all(i not in skip for i in range(len(copy["cells"])) if ms.is_answer(copy["cells"][i]))
+    # its metadata decides nothing: every cell tagged, or no tag at all
+    for tags in ([submission.GRADING_SKIP_TAG], []):
+        forged = json.loads(json.dumps(copy))
+        for cell in forged["cells"]:
+            cell["metadata"] = {"tags": tags}
+        assert submission.cells_to_skip(forged, tmpl) == skip
+    # an edited display cell runs; a cell moved elsewhere is still found by its source
+    copy["cells"][skip[0]]["source"] = "".join(copy["cells"][skip[0]]["source"]) + "\n# mine\n"
+    assert submission.cells_to_skip(copy, tmpl) == skip[1:]
+    copy["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": "moved"})
+    assert submission.cells_to_skip(copy, tmpl) == [i + 1 for i in skip[1:]]
+    assert submission.cells_to_skip(copy, None) == []  # no chapter: everything runs
+
+
+@pytest.mark.timeout(300)
+def test_the_executor_runs_every_cell_but_those_it_is_told_to_skip(tmp_path):
+    """The program that runs a submission in its box: a skipped cell keeps its source and has no
+    output, and what it would have done is not done (the kernel never saw it); the others run."""
+    cells = [
+        "x = 1",
+        "x = 2\nprint('the skipped cell ran')",
+        "print('x is', x)",
+    ]
+    nb = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "source": s, "outputs": [], "id": f"c{i}",
+             "execution_count": None}
+            for i, s in enumerate(cells)
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }  # fmt: skip
+    # a stale output the student saved is not left in the graded copy either
+    nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "old\n"}]
+    src, dst = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    src.write_text(json.dumps(nb))
+    executor = (ROOT / "mzlite" / "grading" / "executor.py").read_text()
+    subprocess.run(
+        [sys.executable, "-I", "-c", executor, str(src), str(dst), str(tmp_path), "60", "1"],
+        check=True, timeout=240, env={**os.environ, "MPLBACKEND": "Agg"},
+    )  # fmt: skip
+    out = json.loads(dst.read_text())["cells"]
+    assert ["".join(c["source"]) for c in out] == cells
+    assert out[1]["outputs"] == [] and out[1]["execution_count"] is None
+    text = lambda c: "".join("".join(o.get("text", "")) for o in c["outputs"])  # noqa: E731
+    assert text(out[2]) == "x is 1\n"
+    assert out[0]["execution_count"] is not None
 
 
 def test_the_audit_hook_keeps_a_process_in_its_sandbox(tmp_path):

@@ -58,6 +58,24 @@ def honest_copy(nb: dict, seed: int) -> dict:
 
 
 CHAPTERS = ["03_mzattn_from_scratch", "10_real_data_digits", "11_data_driven_reachability"]
+SKIP = "grading-skip"  # mzlite.grading.submission.GRADING_SKIP_TAG
+# chapter 11's student also edits a display cell the grader skips (a comment added) and tags one
+# that makes the data every later cell reads: the grader must run both
+EDITED = "\n# ada's note\n"
+FORGED = "A_true = "
+
+
+def tagged(nb: dict) -> list[dict]:
+    return [c for c in nb["cells"] if SKIP in c.get("metadata", {}).get("tags", [])]
+
+
+def edited_and_forged(nb: dict) -> dict:
+    """``nb`` with its first tagged cell edited and :data:`FORGED`'s cell tagged."""
+    first = tagged(nb)[0]
+    first["source"] = "".join(first["source"]) + EDITED
+    forged = next(c for c in nb["cells"] if "".join(c["source"]).startswith(FORGED))
+    forged["metadata"].setdefault("tags", []).append(SKIP)
+    return nb
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +88,10 @@ def graded(tmp_path_factory):
     subs.mkdir(parents=True)
     for chapter in CHAPTERS:
         path = ROOT / "notebooks" / f"{chapter}.ipynb"
-        (subs / path.name).write_text(json.dumps(honest_copy(json.loads(path.read_text()), seed)))
+        copy = honest_copy(json.loads(path.read_text()), seed)
+        if chapter.startswith("11_"):
+            copy = edited_and_forged(copy)
+        (subs / path.name).write_text(json.dumps(copy))
     roster = tmp_path / "class.csv"
     roster.write_text(f"ada,{seed}\n")
     page = (ROOT / "book" / "teaching.md").read_text()  # the grading command's limits
@@ -78,14 +99,14 @@ def graded(tmp_path_factory):
     graded = grade(tmp_path / "submissions", tmp_path / "grades", roster=roster, secret=SECRET,
                    trials=3, timeout=limits["timeout"], cell_timeout=limits["cell-timeout"],
                    progress=False, chapters=[int(c[:2]) for c in CHAPTERS], jobs=2)  # fmt: skip
-    return {g.notebook: g for g in graded}
+    return {g.notebook: g for g in graded}, tmp_path / "grades" / "executed" / "ada"
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(1500)
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_the_honest_student_gets_full_marks(chapter, graded):
-    g = graded[f"{chapter}.ipynb"]
+    g = graded[0][f"{chapter}.ipynb"]
     assert g.outcome == "ran", g.detail
     assert g.findings == []
     wrong = {k: r.get("message") for k, r in g.results.items() if r.get("score") != 1.0}
@@ -109,3 +130,27 @@ def test_the_honest_copy_answers_every_exercise_and_keeps_every_check_line():
     assert checks == sorted(
         s for c in answers for s in "".join(c["source"]).splitlines() if s.startswith("check(")
     )
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_grading_skips_the_display_cells_left_as_written_and_runs_the_rest(chapter, graded):
+    """In the executed copy, the chapter's tagged cells the student left as they were have their
+    source and no output; every other code cell ran, the edited tagged cell and the cell the
+    student tagged among them (chapter 11)."""
+    executed = json.loads((graded[1] / f"{chapter}.ipynb").read_text())
+    instructor = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    skippable = {"".join(c["source"]) for c in tagged(instructor)}
+    assert skippable, "the chapter tags at least one display cell"
+    ran, skipped = [], []
+    for cell in executed["cells"]:
+        if cell["cell_type"] == "code":
+            src = "".join(cell["source"])
+            (skipped if src in skippable else ran).append((src, cell))
+    assert skipped and all(c["outputs"] == [] and c["execution_count"] is None for _, c in skipped)
+    assert all(c["execution_count"] is not None for _, c in ran)
+    if chapter.startswith("11_"):
+        assert len(skipped) == len(skippable) - 1  # the edited one ran
+        assert any(s.endswith(EDITED) for s, _ in ran)
+        assert any(s.startswith(FORGED) for s, _ in ran)

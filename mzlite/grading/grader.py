@@ -23,13 +23,16 @@ run can read or rewrite a classmate's submission. Then, for each:
    reference or verdict: :mod:`mzlite.grading.student_view`) and ``data/``, the roster's seed
    and ``grading = True`` written into its parameters cell (chapter 10 then trains at a size
    that only shows its cells run; no answer changes:
-   :data:`mzlite.grading.submission.GRADING_PARAMETER`); in the jail, an empty root with only
-   the interpreter and its environment (read-only) besides its folder, no capability, IPC,
-   UTS, PID and network of its own; limits on memory, processes, file size and CPU time;
-   every cell has a time limit and the whole run another. Its ``check`` calls only *record*
-   the answers (no verdict, so trying answers in a loop learns nothing; reaching for a checker
-   is a finding); whatever it writes, its own check log included, is ignored, and its folder
-   is deleted before judging.
+   :data:`mzlite.grading.submission.GRADING_PARAMETER`), and the cells the chapter tags as
+   display only left out of the run where the submission has them as written
+   (:data:`mzlite.grading.submission.GRADING_SKIP_TAG`: the instructor's copy decides, an
+   edited one runs; the executed copy keeps their source, without outputs); in the jail, an
+   empty root with only the interpreter and its environment (read-only) besides its folder, no
+   capability, IPC, UTS, PID and network of its own; limits on memory, processes, file size and
+   CPU time; every cell has a time limit and the whole run another. Its ``check`` calls only
+   *record* the answers (no verdict, so trying answers in a loop learns nothing; reaching for a
+   checker is a finding); whatever it writes, its own check log included, is ignored, and its
+   folder is deleted before judging.
 3. **Judged in a process of its own** (:mod:`mzlite.grading.judge`: a child forked for this
    submission from the run's one judge, which imported mzlite once), from a read-only copy of
    mzlite made when grading started, with a private home and caches and no compiled kernels:
@@ -272,13 +275,18 @@ def _run(ctx: _Context, name: str, nb: dict, notebook: str, seed: int, expected)
     """Run ``nb`` for ``seed`` in a fresh sandbox ``name`` (deleted afterwards)."""
     box = sandbox.make_sandbox(ctx.base / "students", name, ctx.view, ctx.home)
     src, dst = box / "work" / notebook, box / "work" / "executed.ipynb"
-    src.write_text(json.dumps(submission.with_seed(nb, seed, grading=True)))
+    seeded = submission.with_seed(nb, seed, grading=True)
+    src.write_text(json.dumps(seeded))
+    chapter = chapter_of(Path(notebook))
+    # display-only cells the submission left as the instructor wrote them: not run while grading
+    skip = submission.cells_to_skip(seeded, ctx.template(chapter) if chapter else None)
     capture = box / "capture.jsonl"
     env = sandbox.environment(box, ctx.hidden(), {CAPTURE_ENV: str(capture)})
     # the executor's text from the snapshot, run with -I: it imports no mzlite (the box's has no
     # grader), the kernel it starts imports the box's
     cmd = [sys.executable, "-I", "-c", ctx.executor]
     cmd += [str(src), str(dst), str(box / "work"), str(ctx.cell_timeout)]
+    cmd += [",".join(map(str, skip))]
     cmd = sandbox.isolated_command(cmd, box, ctx.hidden(), ctx.isolation, ctx.limits)
     start = time.perf_counter()
     proc = subprocess.Popen(

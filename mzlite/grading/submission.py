@@ -73,6 +73,7 @@ class Template:
     checks: dict[str, str] = field(default_factory=dict)
     functions: dict[str, str] = field(default_factory=dict)
     sources: set[str] = field(default_factory=set)  # every other code cell, as given to students
+    display_only: set[str] = field(default_factory=set)  # the cells tagged GRADING_SKIP_TAG
 
 
 @dataclass
@@ -130,6 +131,8 @@ def template(chapter_notebook: dict) -> Template:
     for cell in chapter_notebook.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
+        if GRADING_SKIP_TAG in cell.get("metadata", {}).get("tags", []):
+            t.display_only.add(_source(cell))
         tree = _parse(_source(cell))
         if tree is None:
             continue
@@ -145,6 +148,27 @@ def template(chapter_notebook: dict) -> Template:
                 if call.args[1].id != "answer":
                     t.functions[key] = call.args[1].id
     return t
+
+
+# The tag of a chapter's cell that only shows something (a slider, a figure, a table): no
+# exercise, check or later cell reads what it assigns. Grading skips a submitted cell whose source
+# is, character for character, such a cell of the instructor's chapter (:func:`cells_to_skip`):
+# the instructor's copy decides, never the submission's metadata, and an edited cell runs.
+GRADING_SKIP_TAG = "grading-skip"
+
+
+def cells_to_skip(nb: dict, tmpl: Template | None) -> list[int]:
+    """The indices of ``nb``'s code cells the grader need not run: those whose source is that of
+    a cell ``tmpl``'s chapter tags :data:`GRADING_SKIP_TAG` (none without a template)."""
+    if tmpl is None or not tmpl.display_only:
+        return []
+    return [
+        i
+        for i, cell in enumerate(nb.get("cells", []))
+        if isinstance(cell, dict)
+        and cell.get("cell_type") == "code"
+        and _source(cell) in tmpl.display_only
+    ]
 
 
 def chapter_template(chapter: str) -> Template | None:
