@@ -55,11 +55,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 POLICY_ENV = "MZLITE_SANDBOX_POLICY"
 ISOLATIONS = ("auto", "jail", "audit")
-_SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".tmp-*", "cache")
+_NOT_COPIED = ("__pycache__", "*.pyc", ".tmp-*", "cache")
+_SKIP = shutil.ignore_patterns(*_NOT_COPIED)
 # data/in-flight: checkpoints of training runs a session's end interrupted, kept to resume them;
 # no chapter, checker or reference reads them (data/in-flight/README.md: "Nothing here is a
 # result"), and at ~20 MB they were half of what every box copied
-_SKIP_DATA = shutil.ignore_patterns("__pycache__", "*.pyc", ".tmp-*", "cache", "in-flight")
+_SKIP_DATA = shutil.ignore_patterns(*_NOT_COPIED, "in-flight")
 _SKIP_CACHE = shutil.ignore_patterns(".tmp-*", "cache")  # a copy that keeps __pycache__
 _SKIP_HOME = shutil.ignore_patterns("*.lock", "*.matplotlib-lock")
 
