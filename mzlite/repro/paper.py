@@ -241,3 +241,8 @@ def name_labels(text: str, path=None) -> str:
     """``text`` with every raw paper label replaced by its printed name: "see tab:meb" and "see
     Table tab:meb" both become "see Table 3"."""
     return NAMED_LABEL.sub(lambda m: paper_ref(m.group(1), path=path), text)
+
+
+def spaced(text: str) -> str:
+    """ "d=8" -> "d = 8", "R^2" -> "R²": a setting and a metric as a page prints them."""
+    return re.sub(r"\b([A-Za-z]\w*)=(\d)", r"\1 = \2", text).replace("R^2", "R²")

@@ -13,7 +13,7 @@ from mzlite.viz.page import fit_page
 
 from . import experiments as ex
 from .experiments import narrate
-from .experiments.formatting import cell_words, spaced
+from .experiments.formatting import cell_words
 from .experiments.protocols import CURRENT, reader_name
 from .experiments.report import (
     best_report_rows,
@@ -24,7 +24,7 @@ from .experiments.report import (
     what_ran,
 )
 from .experiments.results import PROFILE_ORDER
-from .paper import paper_ref
+from .paper import paper_ref, spaced
 from .render import HTML, comparison_table, conclusion, toggle
 
 __all__ = [

@@ -14,9 +14,9 @@ import re
 
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import VERDICTS
-from mzlite.repro.experiments.formatting import and_join, scorecard_summary, spaced
+from mzlite.repro.experiments.formatting import and_join, scorecard_summary
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
-from mzlite.repro.paper import latex_to_text, name_labels, paper_label
+from mzlite.repro.paper import latex_to_text, name_labels, paper_label, spaced
 from mzlite.viz.page import fit_page
 
 VERDICT_COLOURS = {

@@ -7,10 +7,10 @@ with ids and rewritten after).
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 
 from mzlite.analysis.verdicts import VERDICTS
+from mzlite.repro.paper import spaced
 
 from .tables import CellKey, get_table
 
@@ -41,11 +41,6 @@ def format_mean_std(mean, std) -> str:
     if std < 1e-2 and (abs(mean) < 5e-4 or (abs(mean) < 1e-3 and abs(mean) <= std)):
         return f"{unsigned_zero(mean):.3f} ± {std:.3f}"
     return f"{_value(mean)} ± {_value(std)}"
-
-
-def spaced(text: str) -> str:
-    """ "d=8" -> "d = 8", "R^2" -> "R²": a setting and a metric as a page prints them."""
-    return re.sub(r"\b([A-Za-z]\w*)=(\d)", r"\1 = \2", text).replace("R^2", "R²")
 
 
 def cell_words(table, cell_id: str) -> str:

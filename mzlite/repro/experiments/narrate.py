@@ -20,9 +20,10 @@ from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.claims import MissingCell, cell_paper_value
 from mzlite.repro.experiments.findings import NOT_RUN_LABEL, SCORECARD_CHAPTER
-from mzlite.repro.experiments.formatting import and_join, counts_text, spaced
+from mzlite.repro.experiments.formatting import and_join, counts_text
 from mzlite.repro.experiments.report import ReportRow, epoch_range, ours_text, report
 from mzlite.repro.experiments.scorecard import scorecard
+from mzlite.repro.paper import spaced
 from mzlite.repro.render import HTML, STYLE, conclusion, table_name, verdict_anchor
 
 

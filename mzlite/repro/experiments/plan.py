@@ -38,9 +38,9 @@ from mzlite.nn.fused import cpu_model
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import scorecard as _sc
 from mzlite.repro.experiments import stats as _stats
-from mzlite.repro.experiments.formatting import spaced
 from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
+from mzlite.repro.paper import spaced
 from mzlite.tasks import make_task
 from mzlite.train import fit
 from mzlite.train.config import check_int_field

@@ -19,12 +19,12 @@ from mzlite.analysis.verdicts import ALPHA, TIE, Label
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import Claim, Kind, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
-from mzlite.repro.experiments.formatting import cell_words, scorecard_summary, spaced
+from mzlite.repro.experiments.formatting import cell_words, scorecard_summary
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.specs import set_count_text
 from mzlite.repro.experiments.tables import get_table
-from mzlite.repro.paper import name_labels
+from mzlite.repro.paper import name_labels, spaced
 from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 
 PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
