@@ -105,7 +105,7 @@ def test_a_claims_test_and_its_sentence_come_from_its_thresholds():
     for c in claims():
         if isinstance(c, RankClaim):
             continue
-        text = present._said(c)  # the paper's words, then the test (before labels are named)
+        text = present.claim_text(c)  # the paper's words, then the test
         assert text.startswith(c.says) and len(text) > len(c.says), c.id
         h, p = c.holds_at, c.partly_at
         shown = {c.kind.BEATS: (h, -p), c.kind.NEAR_BEST: (-h, -p)}.get(c.kind, (h, p))

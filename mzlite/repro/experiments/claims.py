@@ -15,7 +15,7 @@ from functools import cached_property
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import ALPHA, TIE
 from mzlite.repro import experiments as ex
-from mzlite.repro.paper import paper_cell, paper_value
+from mzlite.repro.paper import paper_cell, paper_ref, paper_value, spaced
 
 LOWER_IS_BETTER = ("mse", "mae", "nll", "ece", "ce")  # metrics of which less is better
 
@@ -153,7 +153,7 @@ class Claim:
     @cached_property
     def parts(self) -> tuple[Claim, ...]:
         return tuple(
-            replace(self, id=f"{self.id}@{where}", says=f"{where}: {self.says}", cells=cs,
+            replace(self, id=f"{self.id}@{where}", says=f"{spaced(where)}: {self.says}", cells=cs,
                     every=())
             for where, cs in self.every
         )  # fmt: skip
@@ -268,7 +268,7 @@ def pma_attention_baselines(table: str, column: str) -> list[str]:
 # normalised sets the PMA Set Transformer stays at the mean predictor while MZAttn-Full learns
 # (chapter 5's ablation cells); standardised targets, or mean pooling in place of PMA, are what
 # might remove it.
-_MEB_PATTERN_WHERE = "d=8, per-set normalised sets, raw targets"
+_MEB_PATTERN_WHERE = "d = 8, per-set normalised sets, raw targets"
 _MEB_PATTERN_ST = ("abl-d8-scale-st", "abl-d8-scale-ynorm-st", "abl-d8-scale-st_meanpool")
 _MEB_PATTERN_MZ = ("abl-d8-scale-mz_full", "abl-d8-scale-ynorm-mz_full", "abl-d8-scale-mz_full")
 
@@ -285,10 +285,10 @@ def _meb_claims() -> list[Claim]:
         pma = tuple(pma_attention_baselines(spec.label, spec.cell(f"d{d}-mz_full").column))
         out += [
             Claim(f"meb-d{d}-pma-fail", spec.label, Kind.AT_MOST,
-                  f"d={d}: every PMA-pooled attention baseline fails on the MEB radius", pma,
+                  f"d = {d}: every PMA-pooled attention baseline fails on the MEB radius", pma,
                   holds_at=0.10, partly_at=0.30, pattern=fail_pattern if d == 8 else None),
             Claim(f"meb-d{d}-mz-beats-pma", spec.label, Kind.BEATS,
-                  f"d={d}: MZAttn-Full beats the best PMA-pooled attention baseline",
+                  f"d = {d}: MZAttn-Full beats the best PMA-pooled attention baseline",
                   (f"d{d}-mz_full", *pma), pattern=beats_pattern if d == 8 else None),
         ]  # fmt: skip
     return out
@@ -321,10 +321,10 @@ def _own_claims() -> list[Claim | RankClaim]:
               holds_at=0.90, partly_at=0.70,
               every=tuple((f"L={L}", (f"L{L}-mz_1l",)) for L in Ls)),
         Claim("tdof-st-4l-drop", "tab:tdof-verify", Kind.DROP,
-              f"A 4-layer Set Transformer degrades as L grows: its R^2 at L={Ls[-1]} is below "
-              f"its R^2 at L={Ls[0]}", (lo, hi), holds_at=0.30, partly_at=0.10),
+              f"A 4-layer Set Transformer degrades as L grows: its R² at L = {Ls[-1]} is below "
+              f"its R² at L = {Ls[0]}", (lo, hi), holds_at=0.30, partly_at=0.10),
         Claim("tdof-separation", "tab:tdof-verify", Kind.BEATS,
-              f"At L={Ls[-1]} one MZ layer beats four standard layers", (f"L{Ls[-1]}-mz_1l", hi)),
+              f"At L = {Ls[-1]} one MZ layer beats four standard layers", (f"L{Ls[-1]}-mz_1l", hi)),
         RankClaim("transfer-tier1-no-advantage", "tab:transfer-matrix",
                   "Tier 1 (2-D digit point clouds): MZAttn-Full has no advantage: its mean rank "
                   "among the 7 models is what chance gives (exact null test over the complete "
@@ -334,14 +334,14 @@ def _own_claims() -> list[Claim | RankClaim]:
                   'catastrophically worse, but also not ahead" (partly: in at least half).',
                   "mid-field"),
         *(Claim(f"ambiguity-s{s}-mz-beats-st", ambiguity.label, Kind.BEATS,
-                f"Set matching, {col}: MZAttn-Full beats the Set Transformer",
+                f"Set matching, {spaced(col)}: MZAttn-Full beats the Set Transformer",
                 (f"s{s}-mz_full", f"s{s}-st"))
           for col in noise for s in [col.rsplit("=", 1)[1]]),
         Claim("depth-mz-1l-beats-every-depth", "tab:depth", Kind.BEATS,
               "Set matching: a 1-layer MZAttn beats the Set Transformer at every depth from 1 to "
               f"{len(st)} encoder blocks", ("B-mz_1l", *st)),
         Claim("ablation-ng4-peaks", "tab:ablation", Kind.BEATS,
-              "Set matching: the zonotope generator budget n_g = 4 gives the best R^2 of n_g in "
+              "Set matching: the zonotope generator budget n_g = 4 gives the best R² of n_g in "
               "{2, 4, 8, 16}", (ng4, *others), holds_at=0),
         Claim("ablation-ng16-overfits", "tab:ablation", Kind.BEATS,
               "Set matching: larger zonotope budgets overfit: n_g = 4 beats n_g = 16",
@@ -351,8 +351,8 @@ def _own_claims() -> list[Claim | RankClaim]:
               f"{gen_Ls}", holds_at=0.90, partly_at=0.70,
               every=tuple((f"L={L}", (f"L{L}-nmz1",)) for L in gen_Ls)),
         Claim("gen-ablation-diminishing", "tab:gen-ablation", Kind.NO_GAIN,
-              "More matrix generators than 4 add nothing: at every L, R^2 with n_mz = 32 exceeds "
-              "R^2 with n_mz = 4", holds_at=TIE, partly_at=0.03,
+              "More matrix generators than 4 add nothing: at every L, R² with n_mz = 32 exceeds "
+              "R² with n_mz = 4", holds_at=TIE, partly_at=0.03,
               every=tuple((f"L={L}", (f"L{L}-nmz4", f"L{L}-nmz32")) for L in gen_Ls),
               change="more matrix generators than 4"),
         Claim("genqk-helps-task-a", "tab:genqk", Kind.BEATS,
@@ -375,7 +375,7 @@ def _uncertainty_claims() -> list[Claim]:
     rows = {ihw: "MZAttn (IHW)", mc: "MC-Dropout", ens: "Deep Ensemble"}
     spearman = {c: paper_value(unc, row, "Spearman") for c, row in rows.items()}
     near_best = Claim("unc-comparison-ihw-ranks-errors", label, Kind.NEAR_BEST,
-                      f"{unc}: IHW, one forward pass, ranks the errors about as well as "
+                      f"{paper_ref(unc)}: IHW, one forward pass, ranks the errors about as well as "
                       "MC-Dropout and the ensemble",
                       (ihw, mc, ens), holds_at=-0.10, partly_at=-0.20, metric="unc_spearman",
                       paper_table=unc)  # fmt: skip
@@ -394,7 +394,8 @@ def _uncertainty_claims() -> list[Claim]:
               holds_at=0, partly_at=-0.02, metric="ece"),
         replace(near_best, paper_expr=lambda: near_best.expr(spearman.__getitem__)),
         Claim("uncertainty-error-grows-with-ihw", label, Kind.AT_LEAST,
-              f"{binned}: the test sets with the highest IHW have the largest errors", (ihw,),
+              f"{paper_ref(binned)}: the test sets with the highest IHW have the largest "
+              "errors", (ihw,),
               holds_at=2.0, partly_at=1.0,
               metric="bin_err_ratio", paper_table=binned,
               paper_expr=lambda: paper_value(binned, "5 (highest)", "Mean |error|")
@@ -436,7 +437,7 @@ def _mz_best_claims(table: str) -> list[Claim]:
         if len(mz) != 1 or not others:
             continue
         claim = Claim(f"{spec.dirname}-{mz[0]}-best", table, Kind.BEATS,
-                      f"{col}: MZAttn beats every other model of the column",
+                      f"{spaced(col)}: MZAttn beats every other model of the column",
                       (mz[0], *others))  # fmt: skip
         with suppress(MissingCell):  # the paper claims it where its gap is positive
             if claim.expr(lambda cid: cell_paper_value(table, cid, "r2")) > 0:

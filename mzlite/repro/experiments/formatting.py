@@ -48,7 +48,7 @@ def cell_words(table, cell_id: str) -> str:
     "d = 8, MZAttn-Full"; an unknown id raises (``CellKey``)."""
     key = CellKey(table, cell_id)
     cell = get_table(key.table).cell(key.cell)
-    return f"{spaced(cell.column)}, {cell.row}"
+    return f"{spaced(cell.column)}, {spaced(cell.row)}"
 
 
 # How a verdict count reads in a sentence: (one, several)

@@ -689,10 +689,10 @@ def step_words(table: str, cells) -> str:
     """The cells of a step in words: "MZAttn-Full, set statistics (ridge), ST-Large and Standard
     at d = 8"; a bare setting as the row (tab:ablation's "4") is named with its model."""
     chosen = [ex.get_table(table).cell(c) for c in cells]
-    models = list(dict.fromkeys(_row_words(c) for c in chosen))
-    columns = list(dict.fromkeys(c.column for c in chosen))
+    models = list(dict.fromkeys(spaced(_row_words(c)) for c in chosen))
+    columns = list(dict.fromkeys(spaced(c.column) for c in chosen))
     said = ", ".join(models[:-1]) + (" and " if len(models) > 1 else "") + models[-1]
-    return spaced(f"{said} at {', '.join(columns)}")
+    return f"{said} at {', '.join(columns)}"
 
 
 def _row_words(cell) -> str:

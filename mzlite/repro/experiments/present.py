@@ -24,7 +24,7 @@ from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.specs import set_count_text
 from mzlite.repro.experiments.tables import get_table
-from mzlite.repro.paper import name_labels, spaced
+from mzlite.repro.paper import name_labels, paper_ref, spaced
 from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 
 PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
@@ -41,7 +41,7 @@ def label_words(label: Label) -> str:
 
 
 def _row_name(table: str, cell_id: str) -> str:
-    return get_table(table).cell(cell_id).row
+    return spaced(get_table(table).cell(cell_id).row)
 
 
 def _named(table: str, cell_ids, sep: str = ", ") -> tuple[str, str]:
@@ -154,7 +154,7 @@ def statistics_text(claim, v: Verdict) -> str:
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
         if v.p_holm is not None and len(v.tests):
             text += f"; after Holm's correction within its table, p = {_p(v.p_holm)}"
-    return spaced(text)
+    return text
 
 
 def _rank_statistics(v: Verdict) -> str:
@@ -162,14 +162,14 @@ def _rank_statistics(v: Verdict) -> str:
     if "n_settings" not in rk:
         return "--"
     listed = ", ".join(f"{r:g}" for r in rk["observed"])
-    text = (f"MZAttn-Full's ranks by mean R^2 over seeds in the {len(rk['observed'])} complete "
+    text = (f"MZAttn-Full's ranks by mean R² over seeds in the {len(rk['observed'])} complete "
             f"settings: {listed or '--'} (paper, all {rk['n_settings']}: "
             + ", ".join(f"{r:g}" for r in rk["paper"]) + ")")  # fmt: skip
     t = rk["test"]
     if t is not None and rk["kind"] == "no-advantage":
         text += (f"; exact null: P(mean <= it) = {t['p_advantage']:.3f}, P(mean >= it) = "
                  f"{t['p_disadvantage']:.3f}, smallest possible {t['p_floor']:.2g}")  # fmt: skip
-    return spaced(text)
+    return text
 
 
 def _problems(claim, v: Verdict) -> list[str]:
@@ -194,7 +194,7 @@ def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
     table = v.table
     if ref.reason == Reason.REFUTED_BY_MODEL:  # the two cells share a column: named once
         column = spaced(get_table(table).cell(ref.cell).column)
-        return [f"refuted by {_row_name(table, ref.cell)} ({column}): R^2 {ref.diff:+.3f} above "
+        return [f"refuted by {_row_name(table, ref.cell)} ({column}): R² {ref.diff:+.3f} above "
                 f"{_row_name(table, claim.compare[0])}, Welch p = {_p(ref.p)}",
                 "the rest of the column need not run"]  # fmt: skip
     if ref.reason == Reason.REFUTED_BY_BOUND:
@@ -203,7 +203,7 @@ def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
             for c in v.cells
             if c.cell in ref.cells
         )
-        return (f"refuted by a bound: {held}, so with R^2 <= 1 the claim's number is at most "
+        return (f"refuted by a bound: {held}, so with R² <= 1 the claim's number is at most "
                 f"{claim.fmt(ref.value)}, which fails even its weaker test, whatever the cells "
                 "not yet run at this regime give")  # fmt: skip
     names = ", ".join(_row_name(table, c) for c in ref.cells)
@@ -232,7 +232,7 @@ def why_parts(claim, v: Verdict) -> tuple[str, ...]:
         parts.append(f"only {v.ran} of the claim's {v.n_cells} cells ran")
     if v.shows is not None:
         parts.insert(0, _shows_text(v))
-    return tuple(spaced(name_labels(p)) for p in parts if p)
+    return tuple(p for p in parts if p)
 
 
 def _why(claim, v: Verdict) -> str | list[str]:
@@ -249,7 +249,7 @@ def _why(claim, v: Verdict) -> str | list[str]:
         return "a smoke run: it checks the code, it never gives a verdict"
     if v.parts:
         parts = [
-            f"{p.claim.split('@', 1)[1]}: {label_words(p.label)}"
+            f"{spaced(p.claim.split('@', 1)[1])}: {label_words(p.label)}"
             + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
             for p in v.parts
         ]
@@ -275,7 +275,7 @@ def _why(claim, v: Verdict) -> str | list[str]:
                 for c in v.cells if c.memorised]  # fmt: skip
     if r == Reason.NO_MODEL_LEARNS:
         means = [c.mean for c in v.cells if c.mean is not None]
-        text = [f"every model of the comparison has R^2 <= {_stats.LEARNS:g} "
+        text = [f"every model of the comparison has R² <= {_stats.LEARNS:g} "
                 f"({min(means):.2f} to {max(means):.2f})"]  # fmt: skip
         if v.yardstick is not None:
             text.append(f"the yardstick (set statistics) reaches {v.yardstick:.2f}")
@@ -346,7 +346,7 @@ def _rank_why(v: Verdict) -> str:
 def _shows_text(v: Verdict) -> str:
     s = v.shows
     if s.kind == "against":
-        text = (f"as evidence against {s.change}: they lose R^2 (a gain of {s.gain:+.3f} at "
+        text = (f"as evidence against {s.change}: they lose R² (a gain of {s.gain:+.3f} at "
                 f"best, beyond the tie of {TIE:g})")  # fmt: skip
         if s.one_row is not None:
             text += (
@@ -358,7 +358,7 @@ def _shows_text(v: Verdict) -> str:
     _, at = _named(v.table, (s.model, *(o for o, _ in s.beside)))
     name = (lambda c: _row_name(v.table, c)) if at else (lambda c: cell_words(v.table, c))
     return (f"says nothing for MZAttn: the MZ model it reads{at} ({name(s.model)}) predicts "
-            f"worse than the others beside it (test R^2 {s.r2:.3f}, against "
+            f"worse than the others beside it (test R² {s.r2:.3f}, against "
             + "; ".join(f"{name(o)}: {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
 
 
@@ -400,7 +400,8 @@ def reason_text(v: Verdict, normalised: dict | None = None) -> str:
     if shared:
         n = sum(any(t != v.table for t, _ in c.experiments) for c in v.cells)
         text += (f"; {n} of its {v.n_cells} cells are the same experiments as cells of "
-                 f"{' and '.join(shared)} under {v.profile}, whose runs they read")  # fmt: skip
+                 f"{' and '.join(map(paper_ref, shared))} under {v.profile}, whose runs they "
+                 "read")  # fmt: skip
     for b in v.beside:
         if b.label == Label.INSUFFICIENT and _faithfulness(b) < _faithfulness(v):
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
@@ -410,7 +411,7 @@ def reason_text(v: Verdict, normalised: dict | None = None) -> str:
         text += (f"; on per-set normalised sets (chapter 5's ablation cells, read in "
                  f"{normalised['regime']}): {normalised['verdict']} (ours "
                  f"{normalised['ours_text']}; {normalised['reason']})")  # fmt: skip
-    return name_labels(text)
+    return text
 
 
 # What each reading of the paper's layer does, in words (mzlite.nn.LAYER_READINGS)
@@ -426,10 +427,10 @@ def readings_words(layer: str, task: str) -> str:
     """The readings of the paper that runs were trained under, in words a referee can check:
     "the layer as Eq. (3) prints it (...) and the tasks as mzlite first generated them (layer
     reading literal, task reading v1)"."""
-    what = LAYER_WORDS.get(layer, f"the layer reading {layer}")
+    what = name_labels(LAYER_WORDS.get(layer, f"the layer reading {layer}"))  # data: labels
     tasks = ("the tasks as mzlite first generated them" if task == _TASK_DEFAULT
              else "the tasks under their chosen readings")  # fmt: skip
-    return name_labels(f"{what} and {tasks} (layer reading {layer}, task reading {task})")
+    return f"{what} and {tasks} (layer reading {layer}, task reading {task})"
 
 
 def readings_text(v: Verdict) -> str:
@@ -448,7 +449,7 @@ def _faithfulness(v: Verdict) -> int:
 
 # how a claim's sentence names the metric it reads
 METRIC_NAMES = {
-    "r2": "R^2", "nll": "NLL", "ece": "ECE", "unc_spearman": "Spearman correlation with |error|",
+    "r2": "R²", "nll": "NLL", "ece": "ECE", "unc_spearman": "Spearman correlation with |error|",
     "bin_err_ratio": "ratio of mean |error| (highest fifth of IHW to lowest)",
 }  # fmt: skip
 
@@ -458,9 +459,10 @@ def _n(x: float) -> str:
     return f"{x:g}" if x == int(x) else f"{x:.2f}"
 
 
-def _said(claim) -> str:
-    """The claim as registered: the paper's words (``says``), then its test, worded from its
-    kind and thresholds (typed once, in the claim); a rank claim's sentence as registered."""
+def claim_text(claim) -> str:
+    """The claim as every page states it: the paper's words (``says``), then its test, worded
+    from its kind and thresholds (typed once, in the claim); a rank claim's sentence as
+    registered."""
     if isinstance(claim, RankClaim):
         return claim.text
     m, h, p = METRIC_NAMES.get(claim.metric, claim.metric), claim.holds_at, claim.partly_at
@@ -480,17 +482,11 @@ def _said(claim) -> str:
     )
 
 
-def claim_text(claim) -> str:
-    """The claim with its test, paper labels named ("Table 3") and settings spaced ("d = 8"):
-    how every page states a claim."""
-    return spaced(name_labels(_said(claim)))
-
-
 def statement(claim) -> str:
     """The claim led by its paper table ("Table 3, d = 8: ..."), unless it names one itself."""
     table = getattr(claim, "paper_table", None) or claim.table
     text = claim_text(claim)
-    return text if "tab:" in _said(claim) else f"{name_labels(table)}, {text}"
+    return text if getattr(claim, "paper_table", None) else f"{paper_ref(table)}, {text}"
 
 
 def verdict_line(r: dict) -> str:
