@@ -54,13 +54,18 @@ class Choice:
     tested: str
 
 
+_ENTRIES = prose_data("reading_choices.yaml")  # read once: the choices and the search's entry
+CHOICES: tuple[Choice, ...] = tuple(Choice(**c) for c in _ENTRIES if "filled_from" not in c)
+# how the search compares schedules: prose whose {placeholders} search_choice fills
+_SEARCH_ENTRY = next(c for c in _ENTRIES if "filled_from" in c)
+
+
 def search_choice(facts: dict) -> dict:
     """The entry for how the learning-rate search compares schedules, in the fields of
     ``Choice``: its prose in reading_choices.yaml filled from the search's numbers
     (``search.reading_facts``: its grid, rungs and the counts of its committed file);
     ``choices_table`` lists it after "Schedule"."""
-    entry = next(c for c in prose_data("reading_choices.yaml") if "filled_from" in c)
-    lrs, old = facts["lrs"], facts["censored"]
+    entry, lrs, old = _SEARCH_ENTRY, facts["lrs"], facts["censored"]
     numbers = {
         **facts,
         "lr_low": rate_text(lrs[0]),
@@ -72,11 +77,6 @@ def search_choice(facts: dict) -> dict:
         "censored_counts": "" if old is None else entry["censored_counts"].format(**old),
     }
     return {f: entry[f].format(**numbers) for f in Choice.__dataclass_fields__}
-
-
-CHOICES: tuple[Choice, ...] = tuple(
-    Choice(**c) for c in prose_data("reading_choices.yaml") if "filled_from" not in c
-)
 
 
 def missing_quotes(paper_tex: str, quotes=None) -> list[str]:
