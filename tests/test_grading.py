@@ -487,6 +487,21 @@ def test_a_clean_student_copy_has_no_findings_and_every_cheat_is_seen():
     assert "def half_widths" in found.definitions and "check(" not in found.definitions
 
 
+def test_strict_true_is_a_finding_in_a_check_call_not_in_a_zip():
+    """The solution cells' ``check(..., strict=True)`` in an answer is a finding; an honest
+    answer's ``zip(..., strict=True)`` (chapter 5's solution working has one) is none."""
+    tmpl = submission.chapter_template("ch1")
+    zipped = "answer = [a + b for a, b in zip([h_ex], [L_ex + L_ex * h_ex], strict=True)][0]\n"
+    honest = _with(generators=SIZES + zipped + 'check("ch1.generators", answer, seed=seed)')
+    found = submission.inspect(_notebook(ROSTER["ace"], honest), keys("ch1."), tmpl, ROSTER["ace"])
+    assert found.findings == []
+    strict = _with(
+        generators=SIZES + 'answer = 3\ncheck("ch1.generators", answer, seed=seed, strict=True)'
+    )
+    found = submission.inspect(_notebook(ROSTER["ace"], strict), keys("ch1."), tmpl, ROSTER["ace"])
+    assert "refers to the solution cells" in " | ".join(map(str, found.findings))
+
+
 def test_a_student_copy_names_the_teaching_page_without_a_dead_link(tmp_path):
     """In JupyterLab a copy has no ../teaching.md beside it (a page of the built book)."""
     assert ms.TEACHING_LINK in CH1.read_text()  # the book's chapters keep their link

@@ -49,7 +49,9 @@ SUSPICIOUS_MODULES = {
 SUSPICIOUS_TEXT = [
     (re.compile(r"\.ipynb\b"), "reads a notebook file"),
     (re.compile(r"(?:^|[/\\'\"])notebooks(?:[/\\'\"]|$)"), "refers to the notebooks folder"),
-    (re.compile(r"strict\s*=\s*True|hide-cell"), "refers to the solution cells"),
+    # (a check call with strict=True, the solution cells' own, is found from the tree below:
+    # the text would flag zip(..., strict=True) in an honest answer)
+    (re.compile(r"hide-cell"), "refers to the solution cells"),
     (re.compile(r"MZLITE_\w+"), "refers to the grader's environment variables"),
     (re.compile(r"checker\.py|grading\.py|site-packages|__file__"), "refers to installed files"),
     (re.compile(r"\bos\.environ\b|\bos\.system\b|\bsys\.modules\b"), "edits the process state"),
@@ -359,6 +361,8 @@ def inspect(nb: dict, expected: list[str], tmpl: Template | None, roster_seed: i
         top = {id(s.value) for s in tree.body if isinstance(s, ast.Expr)}
         for call in _check_calls(tree):
             seen.setdefault(call.args[0].value, []).append((i, call, id(call) in top))
+            if _is_strict(call):
+                findings.append(Finding(i, "refers to the solution cells"))
     functions = {}
     for key in expected:
         calls = seen.get(key, [])
