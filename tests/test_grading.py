@@ -558,6 +558,20 @@ def test_the_grader_runs_a_chapter_at_its_grading_size():
     assert _parameters(submission.with_seed(bare, 5, grading=True)) == {"seed": 5, "grading": True}
 
 
+def test_chapter_8_trains_its_demonstration_at_the_grading_size_the_teaching_page_names():
+    nb = json.loads((ROOT / "notebooks" / "08_uncertainty.ipynb").read_text())
+    assert _parameters(nb)["grading"] is False
+    (cell,) = [c for c in nb["cells"] if "if grading else" in "".join(c["source"])]
+    sets = r"\(\((\d+), \d+, \d+\), (\d+)\)"
+    n, epochs, book_n, book_epochs = re.search(
+        rf"sizes, epochs = {sets} if grading else {sets}", "".join(cell["source"])
+    ).groups()
+    page = " ".join((ROOT / "book" / "teaching.md").read_text().split())
+    said = (f"Chapter 8 does the same with its three uncertainty methods: {int(n):,} training "
+            f"sets for {epochs} epoch ({int(book_n):,} for {book_epochs} otherwise)")  # fmt: skip
+    assert said in page
+
+
 def _tagged(nb: dict) -> list[int]:
     return [
         i
