@@ -558,18 +558,30 @@ def test_the_grader_runs_a_chapter_at_its_grading_size():
     assert _parameters(submission.with_seed(bare, 5, grading=True)) == {"seed": 5, "grading": True}
 
 
-def test_chapter_8_trains_its_demonstration_at_the_grading_size_the_teaching_page_names():
-    nb = json.loads((ROOT / "notebooks" / "08_uncertainty.ipynb").read_text())
-    assert _parameters(nb)["grading"] is False
+# the chapters besides 10 that train at a grading size: (the cell's branch, the page's words)
+GRADING_SIZES = {
+    "02_relational_bottleneck": (
+        r"steps = (\d+) if grading else (\d+) if",
+        "Chapter 2 trains its two networks for {} steps ({} otherwise)",
+    ),
+    "08_uncertainty": (
+        r"sizes, epochs = \(\((\d+), \d+, \d+\), (\d+)\) if grading else "
+        r"\(\((\d+), \d+, \d+\), (\d+)\)",
+        "chapter 8 trains its three uncertainty methods on {:,} training sets for {} epoch "
+        "({:,} for {} otherwise)",
+    ),
+}
+
+
+@pytest.mark.parametrize("chapter", sorted(GRADING_SIZES))
+def test_a_chapter_trains_its_demonstration_at_the_grading_size_the_teaching_page_names(chapter):
+    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    assert _parameters(nb)["grading"] is False  # the book runs it as written
+    pattern, words = GRADING_SIZES[chapter]
     (cell,) = [c for c in nb["cells"] if "if grading else" in "".join(c["source"])]
-    sets = r"\(\((\d+), \d+, \d+\), (\d+)\)"
-    n, epochs, book_n, book_epochs = re.search(
-        rf"sizes, epochs = {sets} if grading else {sets}", "".join(cell["source"])
-    ).groups()
+    numbers = [int(n) for n in re.search(pattern, "".join(cell["source"])).groups()]
     page = " ".join((ROOT / "book" / "teaching.md").read_text().split())
-    said = (f"Chapter 8 does the same with its three uncertainty methods: {int(n):,} training "
-            f"sets for {epochs} epoch ({int(book_n):,} for {book_epochs} otherwise)")  # fmt: skip
-    assert said in page
+    assert words.format(*numbers) in page
 
 
 def _tagged(nb: dict) -> list[int]:
