@@ -16,9 +16,10 @@ and at the end the ratios base / new and whether both gave every student the sam
 prints the wall and CPU seconds of running it (sandbox, jail, kernel, cells) and of judging it
 (the judge and the sandboxed functions).
 
-``--base`` is a checkout of the older code (``git worktree add --detach DIR COMMIT``), ``--new``
-of the newer (default: this checkout). Both run with this interpreter, each with ``PYTHONPATH``
-at its own root.
+``--base`` is a checkout of the older code (``git worktree add --detach DIR COMMIT``; given
+twice or more, each is graded and compared with ``--new``), ``--new`` of the newer (default:
+this checkout). All run with this interpreter, each with ``PYTHONPATH`` at its own root.
+``--issue-class`` grades issue 52's class size instead (19 students, 30 notebooks).
 """
 
 from __future__ import annotations
@@ -41,37 +42,64 @@ sys.path.insert(0, str(ROOT / "tests"))  # the honest copy and the student copy 
 SECRET = "a-benchmark-secret-of-32-chars!!"
 CGROUP_ROOT = Path("/sys/fs/cgroup/unified")
 CHAPTER_FILES = {
-    1: "01_zonotopes",
-    3: "03_mzattn_from_scratch",
-    10: "10_real_data_digits",
-    11: "11_data_driven_reachability",
+    int(nb.name[:2]): nb.stem for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 }
+# Issue 52's held-out class: 19 students handing in 30 notebooks between them.
+ISSUE_CLASS = {"students": 19, "notebooks": 30}
+
+
+def _hand_in(subs: Path, student: str, chapter: int, seed: int, slip: str | None) -> None:
+    """``student``'s honest copy of ``chapter`` for ``seed``; with ``slip``, chapter 1's
+    ``half_widths`` answered by it instead."""
+    from test_grading_honest import honest_copy
+
+    name = CHAPTER_FILES[chapter]
+    copy = honest_copy(json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text()), seed)
+    if slip:
+        for cell in copy["cells"]:
+            src = "".join(cell["source"])
+            if 'check("ch1.half_widths"' in src:
+                cell["source"] = src.replace("return G.abs().sum(dim=-2)", slip)
+    (subs / student).mkdir(parents=True, exist_ok=True)
+    (subs / student / f"{name}.ipynb").write_text(json.dumps(copy))
+
+
+SLIP = "return G.norm(dim=-2)"  # the L2 norm for the L1 one
 
 
 def build_class(dest: Path, chapters: list[int]) -> tuple[Path, Path]:
     """SUBMISSIONS and a roster: per chapter two honest students, and for chapter 1 one with
     a wrong ``half_widths`` (the L2 norm) as well."""
-    from test_grading_honest import honest_copy
-
     subs, roster, seed = dest / "submissions", [], 100
     for chapter in chapters:
-        name = CHAPTER_FILES[chapter]
-        nb = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())
         students = {f"honest{chapter}a": None, f"honest{chapter}b": None}
         if chapter == 1:
-            students[f"slip{chapter}"] = "return G.norm(dim=-2)"
+            students[f"slip{chapter}"] = SLIP
         for student, slip in students.items():
             seed += 1
-            copy = honest_copy(nb, seed)
-            if slip:
-                for cell in copy["cells"]:
-                    src = "".join(cell["source"])
-                    if 'check("ch1.half_widths"' in src:
-                        cell["source"] = src.replace("return G.abs().sum(dim=-2)", slip)
-            (subs / student).mkdir(parents=True)
-            (subs / student / f"{name}.ipynb").write_text(json.dumps(copy))
+            _hand_in(subs, student, chapter, seed, slip)
             roster.append(f"{student},{seed}")
     (dest / "class.csv").write_text("\n".join(roster) + "\n")
+    return subs, dest / "class.csv"
+
+
+def build_issue_class(dest: Path, chapters: list[int]) -> tuple[Path, Path]:
+    """Issue 52's class size: notebook k (of 30) is chapter ``chapters[k % len]`` handed in by
+    student ``k % 19`` (no student hands a chapter in twice while 30 < 19 * len(chapters)); the
+    first chapter-1 notebook carries the L2 slip."""
+    students, notebooks = ISSUE_CLASS["students"], ISSUE_CLASS["notebooks"]
+    if notebooks > students * len(chapters):
+        raise ValueError(f"chapters: {notebooks} notebooks need at least "
+                         f"{-(-notebooks // students)} chapters, got {chapters}")  # fmt: skip
+    subs, slipped = dest / "submissions", False
+    seeds = {f"student{i:02d}": 200 + i for i in range(students)}
+    for k in range(notebooks):
+        chapter, student = chapters[k % len(chapters)], f"student{k % students:02d}"
+        slip = SLIP if chapter == 1 and not slipped else None
+        slipped = slipped or slip is not None
+        _hand_in(subs, student, chapter, seeds[student], slip)
+    roster = "".join(f"{s},{seed}\n" for s, seed in seeds.items())
+    (dest / "class.csv").write_text(roster)
     return subs, dest / "class.csv"
 
 
@@ -198,14 +226,37 @@ def stages(base: Path, new: Path, isolation: str) -> dict:
     return out
 
 
+def _sides(bases: list[Path], new: Path) -> dict[str, Path]:
+    """{label: checkout}, the bases first and "new" last: "base" for one base, else "base
+    <commit>" for each (its ``git rev-parse --short HEAD``)."""
+    if len(bases) == 1:
+        return {"base": bases[0], "new": new}
+    out = {}
+    for b in bases:
+        commit = subprocess.run(["git", "-C", str(b), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()  # fmt: skip
+        out[f"base {commit or b.name}"] = b
+    return {**out, "new": new}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--base", default="/work/runs-gradebase", help="checkout of the older code")
+    ap.add_argument(
+        "--base",
+        action="append",
+        help="checkout of the older code (repeatable; default: /work/runs-gradebase)",
+    )
     ap.add_argument("--new", default=str(ROOT), help="checkout of the newer code (this one)")
     ap.add_argument(
         "--rounds", type=int, default=1, help="base/new pairs, interleaved (0: --stages only)"
     )
-    ap.add_argument("--chapters", default="1,3,10,11", help=f"of {sorted(CHAPTER_FILES)}")
+    ap.add_argument("--chapters", default="1,3,10,11", help=f"of {sorted(CHAPTER_FILES)}, or all")
+    ap.add_argument(
+        "--issue-class",
+        action="store_true",
+        help=f"issue 52's class size ({ISSUE_CLASS['students']} students, "
+        f"{ISSUE_CLASS['notebooks']} notebooks over --chapters) instead of two students a chapter",
+    )
     ap.add_argument("--isolation", default="auto", choices=("auto", "jail", "audit"))
     ap.add_argument("--out", default=None, help="JSON of the results (default: print only)")
     ap.add_argument(
@@ -219,14 +270,18 @@ def main(argv=None) -> int:
         subs, roster, out, isolation = args.stages_child
         stages_child(Path(subs), Path(roster), Path(out), isolation)
         return 0
+    if args.chapters == "all":
+        args.chapters = ",".join(map(str, sorted(CHAPTER_FILES)))
     args.chapters = [int(c) for c in args.chapters.split(",")]
     bad = [c for c in args.chapters if c not in CHAPTER_FILES]
     if bad or args.rounds < 0 or (args.rounds == 0 and not args.stages):
         ap.error(
             f"--chapters must be among {sorted(CHAPTER_FILES)}, --rounds >= 1 (or 0 with --stages)"
         )
-    base, new = Path(args.base).resolve(), Path(args.new).resolve()
-    for where in (base, new):
+    bases = [Path(b).resolve() for b in args.base or ["/work/runs-gradebase"]]
+    new = Path(args.new).resolve()
+    sides = _sides(bases, new)
+    for where in sides.values():
         if not (where / "mzlite" / "grading" / "grader.py").is_file():
             ap.error(f"{where} is not a checkout of mzlite")
     cpu_model = next(
@@ -235,38 +290,48 @@ def main(argv=None) -> int:
         platform.processor(),
     )  # fmt: skip
     print(f"machine: {cpu_model}, {os.cpu_count()} cores; load {os.getloadavg()}")
-    staged = stages(base, new, args.isolation) if args.stages else None
+    staged = stages(bases[0], new, args.isolation) if args.stages else None
     if not args.rounds:
         return 0
-    runs = {"base": [], "new": []}
+    runs = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="mzlite-grading-bench-") as tmp:
-        subs, roster = build_class(Path(tmp), args.chapters)
-        n = sum(1 for _ in subs.rglob("*.ipynb"))
-        print(f"class: {n} notebooks of chapters {args.chapters}, graded with --jobs 2")
+        builder = build_issue_class if args.issue_class else build_class
+        subs, roster = builder(Path(tmp), args.chapters)
+        n, n_students = sum(1 for _ in subs.rglob("*.ipynb")), len(roster.read_text().split())
+        print(f"class: {n_students} students, {n} notebooks of chapters {args.chapters}, "
+              "graded with --jobs 2")  # fmt: skip
         for r in range(args.rounds):
-            for side, checkout in (("base", base), ("new", new)):
-                res = grade_once(checkout, subs, roster, Path(tmp) / f"{side}-{r}", args)
+            for side, checkout in sides.items():
+                out = Path(tmp) / f"{side.replace(' ', '-')}-{r}"
+                res = grade_once(checkout, subs, roster, out, args)
                 runs[side].append(res)
                 print(
-                    f"round {r} {side:4s}: wall {res['wall_s']:7.1f} s, CPU "
+                    f"round {r} {side:14s}: wall {res['wall_s']:7.1f} s, CPU "
                     f"{res['cpu_s'] if res['cpu_s'] is not None else '?'} s "
                     f"(load {res['load_before']} before)",
                     flush=True,
                 )
     summary = {}
-    for what in ("wall_s", "cpu_s"):
-        b = [x[what] for x in runs["base"] if x[what] is not None]
-        w = [x[what] for x in runs["new"] if x[what] is not None]
-        if b and w:
-            summary[what] = {
-                "base": statistics.median(b),
-                "new": statistics.median(w),
-                "ratio": round(statistics.median(b) / statistics.median(w), 2),
-            }
-    same = all(x["marks"] == runs["base"][0]["marks"] for x in runs["base"] + runs["new"])
+    for side in (s for s in sides if s != "new"):
+        for what in ("wall_s", "cpu_s"):
+            b = [x[what] for x in runs[side] if x[what] is not None]
+            w = [x[what] for x in runs["new"] if x[what] is not None]
+            if b and w:
+                key = what if len(sides) == 2 else f"{what} {side}"
+                summary[key] = {
+                    "base": statistics.median(b),
+                    "new": statistics.median(w),
+                    "ratio": round(statistics.median(b) / statistics.median(w), 2),
+                }
+    marks = {side: [x["marks"] for x in runs[side]] for side in sides}
+    same = all(m == marks["new"][0] for ms in marks.values() for m in ms)
     for what, s in summary.items():
         print(f"{what}: base {s['base']} / new {s['new']} = {s['ratio']}x")
-    print(f"same marks for every student on both sides: {same}")
+    print(f"same marks for every student on every side: {same}")
+    for side, ms in marks.items():
+        differ = sorted(k for m in ms for k in m if m[k] != marks["new"][0].get(k))
+        if differ:
+            print(f"  {side} marks otherwise: {', '.join(dict.fromkeys(differ))}")
     print("percent per student:", runs["new"][0]["percent"])
     if args.out:
         sys.path.insert(0, str(ROOT))
@@ -276,9 +341,8 @@ def main(argv=None) -> int:
             Path(args.out),
             {
                 "machine": f"{cpu_model}, {os.cpu_count()} cores",
-                "class": {"notebooks": n, "chapters": args.chapters},
-                "base": str(base),
-                "new": str(new),
+                "class": {"notebooks": n, "students": n_students, "chapters": args.chapters},
+                "checkouts": {side: str(where) for side, where in sides.items()},
                 "runs": runs,
                 "summary": summary,
                 "same_marks": same,
