@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
-# One call on a lent GPU, prepared so that it fits the lease (issues 36 and 33):
+# One call on a lent GPU, prepared so that it fits the lease (issues 36, 33 and 49):
 #   1. with BENCH=1, benchmarks/gpu_throughput.py: the throughput table, and whole runs of
 #      fit_stacked with and without the CUDA graph against a loop of fit (the graph path's check
 #      on a GPU); by default the committed benchmarks/gpu-throughput-h200.json stands for it;
-#   2. the paper-protocol cells (profile `full`) of tab:tdof-verify L = 32 and MEB d = 8 per-set
-#      normalised, each cell's seeds stacked, the graph on where step 1 found it equal to the loop,
-#      until DEADLINE_S after the start; what does not finish leaves its stack checkpoint.
-# Everything that comes back is under $OUT: the table (text and JSON), the runs' logs, the new
-# results and the checkpoints (split into 15 MB parts: the device tool returns files <= 16 MiB).
+#   2. the lanes of LANES (a file, one lane a line), each lane a process sharing the GPU, each
+#      cell's seeds stacked, the graph on where step 1 found it equal to the loop, until
+#      DEADLINE_S after the start; what does not finish leaves its stack checkpoint.
 #
-#   run(command="MZLITE_GIT_COMMIT=<commit> bash benchmarks/gpu_lease.sh", timeout_s=600)
-#   (<commit> typed in, here's HEAD: a $(git rev-parse HEAD) would run there, on a stale .git)
+# A lane is "TREE COMMIT TABLE CELLS SEEDS [WORKERS]". TREE is `.` (the tree sent) or a folder
+# carried beside it that holds a pinned commit's code, so that a campaign begun on the CPU at that
+# commit gets its remaining seeds there (the scorecard averages a cell's seeds at one commit):
 #
-# Then, here: tar xzf <files_at>/results.tgz; cat <files_at>/ckpt.tgz.* | tar xz (data/cache/...),
-# and `python -m mzlite run ... --profile full --stack` resumes the stacks.
+#   git archive <commit> mzlite pyproject.toml data/paper data/results/lr-search \
+#       data/results/<profile> | (mkdir -p .gpu/<name> && tar x -C .gpu/<name>)
+#
+# (`.gpu/` in .git/info/exclude, named in the call's `carry`). COMMIT is the full 40-hex commit:
+# the device machine's `.git` can be older than the files sent, and results name what is given.
+#
+#   run(command="LANES=.gpu/lanes bash benchmarks/gpu_lease.sh", carry=[".gpu"], timeout_s=600)
+#
+# Everything that comes back is under $OUT: the runs' logs, the new results of every tree and
+# the checkpoints (split into 15 MB parts: the device tool returns files <= 16 MiB). Then, here:
+# tar xzf <files_at>/results.tgz; cat <files_at>/ckpt.tgz.* | tar xz, and
+# `python -m mzlite run ... --stack` in the lane's worktree resumes the stacks.
 set -u
 OUT=${OUT:-/tmp/gpu-lease-out}
 DEADLINE_S=${DEADLINE_S:-530}
-# The device machine's .git can be older than the files sent: results name the commit given here.
-: "${MZLITE_GIT_COMMIT:?name the commit whose files were sent: MZLITE_GIT_COMMIT=<commit> bash $0}"
-# mzlite is not installed there: the benchmark (run as a script) imports it from the tree.
-export PYTHONUNBUFFERED=1 MZLITE_GIT_COMMIT PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-PROFILE=${PROFILE:-full}        # PROFILE, DEVICE, BENCH_ARGS: only to try the script on a CPU
+: "${LANES:?name the lanes file: LANES=<file> bash $0 (its format: see the header)}"
+PROFILE=${PROFILE:-paper-sizes}  # PROFILE, DEVICE, WAYS: only to try the script on a CPU
 DEVICE=${DEVICE:-cuda}
 BENCH_ARGS=${BENCH_ARGS:---repeats 3 --fit-k 4 --train 1024 --epochs 3}
+export PYTHONUNBUFFERED=1
+ROOT=$PWD
 mkdir -p "$OUT"
 touch /tmp/gpu-lease-start
 t0=$(date +%s)
@@ -35,13 +43,13 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.i
 measured=benchmarks/gpu-throughput-h200.json
 if [ "${BENCH:-0}" = 1 ]; then
     measured="$OUT/gpu-throughput-h200.json"
-    timeout 200 python3 benchmarks/gpu_throughput.py $BENCH_ARGS --json "$measured" 2>&1 \
-        | tee "$OUT/gpu-throughput-h200.txt"
+    PYTHONPATH=$ROOT timeout 200 python3 benchmarks/gpu_throughput.py $BENCH_ARGS \
+        --json "$measured" 2>&1 | tee "$OUT/gpu-throughput-h200.txt"
 fi
 
 # The graph path only where whole runs with it matched the loop of fit; stacking only where
 # fit_stacked ran at all (else one eager model a process).
-ways=$(python3 - "$measured" <<'EOF'
+ways=${WAYS:-$(python3 - "$measured" <<'EOF'
 import json, sys
 try:
     runs = json.load(open(sys.argv[1]))["whole_runs"]
@@ -51,22 +59,30 @@ ok = lambda mode: {r["model"] for r in runs if r["mode"] == mode
                    and r["largest_relative_val_loss_difference"] < 1e-3} == {"mz_full", "st"}
 print("--stack --graph" if ok("fit_stacked+graph") else "--stack --no-graph" if ok("fit_stacked") else "--no-stack")
 EOF
-)
+)}
 echo "cells run with: $ways; $(left) s left"
 
-R="python3 -m mzlite run --profile $PROFILE --device $DEVICE --seeds 0-2 $ways"
-timeout "$(left)" $R tab:tdof-verify --cells L32-mz_1l,L32-st_4l --workers 2 > "$OUT/tdof.log" 2>&1 &
-meb=abl-d8-scale-mz_full,abl-d8-scale-st,abl-d8-scale-st_meanpool  # raw targets: the verdict's
-meb=$meb,abl-d8-scale-ynorm-mz_full,abl-d8-scale-ynorm-st,abl-d8-scale-ynorm-st_meanpool  # ablation
-timeout "$(left)" $R tab:meb --workers 3 --cells "$meb" > "$OUT/meb.log" 2>&1 &
+n=0
+trees=()
+while read -r tree commit table cells seeds workers; do
+    case "$tree" in ''|'#'*) continue ;; esac
+    n=$((n + 1))
+    [[ $commit =~ ^[0-9a-f]{40}$ ]] || { echo "lane $n: COMMIT must be 40 hex digits, not '$commit'"; exit 2; }
+    trees+=("$tree")
+    # mzlite is not installed there: each lane imports its own tree's copy
+    (cd "$tree" && PYTHONPATH=$PWD MZLITE_GIT_COMMIT=$commit timeout "$(left)" \
+        python3 -m mzlite run "$table" --profile "$PROFILE" --device "$DEVICE" --seeds "$seeds" \
+        --cells "$cells" --workers "${workers:-1}" $ways) > "$OUT/lane$n.log" 2>&1 &
+    echo "lane $n: $tree at ${commit:0:7}: $table $cells seeds $seeds"
+done < "$LANES"
 wait
 sleep 3  # the pools' workers notice their driver is gone within a second (pool.PARENT_POLL_S)
 nvidia-smi --query-gpu=memory.used --format=csv,noheader
 
-tar czf "$OUT/logs.tgz" -C "$OUT" tdof.log meb.log && rm "$OUT/tdof.log" "$OUT/meb.log"
-new=$(find "data/results/$PROFILE" -name '*.json' -newer /tmp/gpu-lease-start)
+(cd "$OUT" && tar czf logs.tgz lane*.log && rm lane*.log)
+uniq_trees=$(printf '%s\n' "${trees[@]}" | sort -u)
+new=$(for t in $uniq_trees; do find "$t/data/results/$PROFILE" -name '*.json' -newer /tmp/gpu-lease-start; done)
 [ -n "$new" ] && tar czf "$OUT/results.tgz" $new && tar tzf "$OUT/results.tgz"
-if [ -d "data/cache/checkpoints/$PROFILE" ]; then
-    tar czf - "data/cache/checkpoints/$PROFILE" | split -b 15M -a 1 - "$OUT/ckpt.tgz."
-fi
+ckpts=$(for t in $uniq_trees; do d="$t/data/cache/checkpoints/$PROFILE"; [ -d "$d" ] && echo "$d"; done)
+[ -n "$ckpts" ] && tar czf - $ckpts | split -b 15M -a 1 - "$OUT/ckpt.tgz."
 ls -la "$OUT"
