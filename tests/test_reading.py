@@ -256,3 +256,26 @@ def test_every_centre_adaptive_cell_sits_beside_its_literal_twin_and_a_set_trans
         ("tab:tdof-verify", "ca-L16-mz_1l"),
         ("tab:tdof-verify", "ca-L32-mz_1l"),
     ]
+
+
+def test_the_layer_readings_pair_every_centre_adaptive_cell_with_its_literal_twin(tmp_path):
+    registered = {(label, c.id) for label in ex.TABLES for c in ex.get_table(label).cells
+                  if c.id.startswith("ca-")}  # fmt: skip
+    assert {(t, ca) for t, _, ca, _, _ in reading.LAYER_CELLS} == registered
+    rows = reading.layer_readings(results_dir=tmp_path)
+    assert [r.reading for r in rows] == list(reading.LAYER_ROWS) * len(reading.LAYER_CELLS)
+    assert all(r.seeds == 0 for r in rows)
+
+
+def test_the_layer_readings_refuse_seeds_of_two_commits(tmp_path):
+    spec = ex.get_table("tab:main-results")
+    d = tmp_path / "paper-sizes" / spec.dirname
+    d.mkdir(parents=True)
+    for seed, commit in enumerate(["a" * 40, "a" * 40, "b" * 40]):
+        result = {"table": spec.label, "cell": "ca-F-mz_full", "seed": seed,
+                  "profile": "paper-sizes", "model_config": {}, "train_config": {},
+                  "provenance": {"git_commit": commit},
+                  "metrics": {"test": {"r2": 0.4}}}  # fmt: skip
+        (d / f"ca-F-mz_full__seed{seed}.json").write_text(json.dumps(result))
+    with pytest.raises(ValueError, match="ca-F-mz_full: seeds ran at 2 commits"):
+        reading.layer_readings(results_dir=tmp_path)

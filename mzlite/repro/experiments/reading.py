@@ -33,7 +33,7 @@ from .tables import get_table
 
 __all__ = [
     "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices_table",
-    "ablation_summary", "dependence", "AblationRow",
+    "ablation_summary", "dependence", "AblationRow", "LAYER_CELLS", "layer_readings",
 ]  # fmt: skip
 
 
@@ -368,6 +368,56 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
     if not paragraphs:
         return "<p>No diagnostic cell has results under mzlite's reading yet.</p>"
     return "".join(paragraphs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the matrix zonotope acts: both readings at the paper's sizes
+# ---------------------------------------------------------------------------------------------
+
+# (table, the literal MZ cell, its centre-adaptive twin, the Set Transformer cell beside them,
+# what it is); tab:egnn-comparison's Set Transformer is ST-Large, as its MZ claim reads it
+LAYER_CELLS = (
+    ("tab:main-results", "F-mz_full", "ca-F-mz_full", "F-st", "Task F (rotation matching)"),
+    ("tab:main-results", "G-mz_full", "ca-G-mz_full", "G-st", "Task G (MST weight)"),
+    ("tab:tdof-verify", "L16-mz_1l", "ca-L16-mz_1l", "L16-st_4l",
+     "Quadratic TDOF, L = 16, MZ-1L against ST-4L"),
+    ("tab:tdof-verify", "L32-mz_1l", "ca-L32-mz_1l", "L32-st_4l",
+     "Quadratic TDOF, L = 32, MZ-1L against ST-4L"),
+    ("tab:egnn-comparison", "qt-L16-mz_full", "ca-qt-L16-mz_full", "qt-L16-st_large",
+     "Quadratic TDOF, L = 16, MZ-Full against ST-Large"),
+)  # fmt: skip
+LAYER_PROFILE = "paper-sizes"  # the layer readings are compared where the verdicts are read
+LAYER_ROWS = ("layer: literal (eq:mz-main)", "layer: centre-adaptive (def:relop)")
+
+
+def _one_campaign(results: list[dict]) -> list[dict]:
+    """``results`` (one cell's seeds), refused when they ran at more than one commit: seeds of
+    two campaigns are never read as one experiment (as ``engine.protocol_key``)."""
+    commits = {(r.get("provenance") or {}).get("git_commit") for r in results}
+    if len(commits) > 1:
+        r = results[0]
+        raise ValueError(f"{r.get('table')} {r.get('cell')}: seeds ran at {len(commits)} "
+                         f"commits ({', '.join(sorted(map(str, commits)))}), not one")  # fmt: skip
+    return results
+
+
+def layer_readings(results_dir=None) -> list[AblationRow]:
+    """Both readings of where the matrix zonotope acts, Eq. eq:mz-main as printed and
+    def:relop's centre-adaptive one (``LAYER_ROWS``), on each cell that runs both at the paper's
+    sizes (``LAYER_CELLS``), each beside the cell's Set Transformer. Rows without results have
+    ``seeds == 0``; a cell whose seeds ran at two commits raises."""
+    rows = []
+    for table, literal, centre_adaptive, st_cell, what in LAYER_CELLS:
+        ids = {c.id for c in get_table(table).cells}
+        missing = {literal, centre_adaptive, st_cell} - ids
+        if missing:
+            raise KeyError(f"{table} has no cell {sorted(missing)}: the layer readings name it")
+        by_cell = results_per_cell(table, LAYER_PROFILE, results_dir)
+        st = _st_side(_one_campaign(by_cell.get(st_cell, [])))
+        for cid, reading in zip((literal, centre_adaptive), LAYER_ROWS, strict=True):
+            mz = _summary(_one_campaign(by_cell.get(cid, [])))
+            rows.append(AblationRow(what, reading, *mz, *st))
+    return rows
 
 
 def r2_text(mean: float | None, std: float | None, missing: str = "not run") -> str:
