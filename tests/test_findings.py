@@ -145,6 +145,7 @@ def test_every_label_a_finding_links_to_is_on_its_page():
         (fd.SCORECARD_CHAPTER, lab)
         for lab in (fd.results_label(fd.SCORECARD_CHAPTER), fd.HOW_SURE_LABEL, fd.NOT_RUN_LABEL)
     }
+    wanted.add((fd.LAYER_CHAPTER, fd.LAYER_LABEL))
     missing = []
     for chapter, label in sorted(wanted):
         nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
@@ -523,3 +524,23 @@ def test_once_evaluates_once_per_state_of_the_results(tmp_path):
     path.write_text(path.read_text().replace("0.5", "0.75"))  # rewritten: another size
     assert fd.once(evaluate, ["tab:meb"], results_dir=tmp_path) == 4
     assert calls[-1] == (("tab:meb",), tmp_path)
+
+
+def test_the_layer_sentence_compares_the_two_readings_on_complete_cells_only():
+    from mzlite.repro.experiments.reading import LAYER_ROWS, AblationRow
+
+    def pair(cell, literal, centre_adaptive, st=(0.50, 0.51, 0.52)):
+        return [AblationRow(cell, LAYER_ROWS[0], 3, 3, literal, st),
+                AblationRow(cell, LAYER_ROWS[1], 3, 3, centre_adaptive, st)]  # fmt: skip
+
+    behind, ahead = (0.30, 0.31, 0.29), (0.80, 0.81, 0.79)
+    assert fd.layer_sentence(pair("F", behind, ())) is None  # nothing complete under both
+    same = fd.layer_sentence(pair("F", behind, behind) + pair("G", behind, (0.3, 0.3)))
+    assert "on the 1 cells run under both" in same.body  # G's two seeds are left out
+    assert same.body.endswith("on 1 of 1: ST better on 1 under both.")
+    assert same.links == ((fd.LAYER_CHAPTER, fd.LAYER_LABEL, "chapter 3"),)
+    flips = fd.layer_sentence(pair("F", behind, behind) + pair("G", behind, ahead))
+    assert flips.body.endswith(
+        "on 1 of 2: ST better on 2 under the first, "
+        "ST better on 1, MZ better on 1 under the second."
+    )

@@ -28,19 +28,29 @@ from pathlib import Path
 from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import protocols as _protocols
+from mzlite.repro.experiments import reading as _reading
 from mzlite.repro.experiments.engine import DECIDED as _ENGINE_DECIDED
 from mzlite.repro.experiments.formatting import count_phrase, counts_text
 from mzlite.repro.experiments.plan import decide, plan, priced
-from mzlite.repro.experiments.present import PAPER_SCALE, readings_words, verdict_line
+from mzlite.repro.experiments.present import (
+    LAYER_WORDS,
+    PAPER_SCALE,
+    readings_words,
+    verdict_line,
+)
 from mzlite.repro.experiments.results import results_state
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
 from mzlite.repro.experiments.specs import default_results_dir
+from mzlite.repro.experiments.stats import MIN_SEEDS
+from mzlite.repro.paper import name_labels
 from mzlite.repro.render import HTML, STYLE, tables_words, verdict_badge
 
 SCORECARD_CHAPTER = "09_reproduction_scorecard"
 HOW_SURE_LABEL = "scorecard-how-sure"
 NOT_RUN_LABEL = "scorecard-not-run"
+# chapter 3's section with both readings of the paper's layer at the paper's sizes
+LAYER_CHAPTER, LAYER_LABEL = "03_mzattn_from_scratch", "layer-readings"
 # a verdict the runs decided (the engine's, and a paper's pattern reproduced under its protocol)
 DECIDED = (*_ENGINE_DECIDED, Label.REPRODUCED)
 # what remains is priced under the project's own protocol (chapter 9's tables of what is left)
@@ -295,6 +305,32 @@ def _paper_scale_finding(rows: list[dict]) -> Finding | None:
     )
 
 
+def layer_sentence(rows: list[_reading.AblationRow]) -> Finding | None:
+    """How MZ against the Set Transformer reads under def:relop's layer reading beside the
+    literal one, on the cells whose seeds are complete under both at the paper's sizes
+    (``rows``: ``reading.layer_readings()``, a literal row then its centre-adaptive twin, per
+    cell); None while no cell is."""
+    pairs = [rows[i : i + 2] for i in range(0, len(rows), 2)]
+    both = [(lit, ca) for lit, ca in pairs if min(lit.seeds, ca.seeds) >= MIN_SEEDS]
+    if not both:
+        return None
+    same = sum(lit.versus_st[0] == ca.versus_st[0] for lit, ca in both)
+
+    def outcomes(side: int) -> str:
+        counts = Counter(pair[side].versus_st[0] for pair in both)
+        return ", ".join(f"{o} on {n}" for o, n in counts.most_common())
+
+    said = (f"{outcomes(0)} under both" if same == len(both)
+            else f"{outcomes(0)} under the first, {outcomes(1)} under the second")  # fmt: skip
+    body = (
+        f"on the {len(both)} cells run under both at the paper's sizes, MZ against the Set "
+        f"Transformer reads the same under {name_labels(LAYER_WORDS['centre_adaptive'])} and "
+        f"under {name_labels(LAYER_WORDS['literal'])} on {same} of {len(both)}: {said}."
+    )
+    return Finding("Both readings of the paper's layer", body,
+                   ((LAYER_CHAPTER, LAYER_LABEL, "chapter 3"),))  # fmt: skip
+
+
 def _failed_sentence(rows: list[dict]) -> Finding | None:
     failed = _with(rows, "does not hold here")
     if not failed:
@@ -436,7 +472,9 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
         f"{_said(rows)}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
-    sentences = [_paper_scale_finding(rows), _held_sentence(rows), opening,
+    sentences = [_paper_scale_finding(rows),
+                 layer_sentence(once(_reading.layer_readings, results_dir=results_dir)),
+                 _held_sentence(rows), opening,
                  _partly_sentence(rows), _failed_sentence(rows), _sure_sentence(rows)]  # fmt: skip
     if price:
         sentences.append(_not_run_sentence(rows, results_dir))
