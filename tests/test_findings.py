@@ -536,11 +536,13 @@ def test_the_layer_sentence_compares_the_two_readings_on_complete_cells_only():
     behind, ahead = (0.30, 0.31, 0.29), (0.80, 0.81, 0.79)
     assert fd.layer_sentence(pair("F", behind, ())) is None  # nothing complete under both
     same = fd.layer_sentence(pair("F", behind, behind) + pair("G", behind, (0.3, 0.3)))
-    assert "on the 1 cells run under both" in same.body  # G's two seeds are left out
-    assert same.body.endswith("on 1 of 1: ST better on 1 under both.")
+    assert same.body.startswith("on the 1 cell run under")  # G's two seeds are left out
+    assert same.body.endswith("MZ against the Set Transformer: ST better on 1 under both.")
     assert same.links == ((fd.LAYER_CHAPTER, fd.LAYER_LABEL, "chapter 3"),)
     flips = fd.layer_sentence(pair("F", behind, behind) + pair("G", behind, ahead))
     assert flips.body.endswith(
-        "on 1 of 2: ST better on 2 under the first, "
-        "ST better on 1, MZ better on 1 under the second."
+        ": ST better on 2 under Eq. (3); ST better on 1, MZ better on 1 under Definition 2."
     )
+    # the same counts on each side, but each cell flipped: not "under both"
+    crossed = fd.layer_sentence(pair("F", behind, ahead) + pair("G", ahead, behind))
+    assert "under both" not in crossed.body

@@ -32,12 +32,7 @@ from mzlite.repro.experiments import reading as _reading
 from mzlite.repro.experiments.engine import DECIDED as _ENGINE_DECIDED
 from mzlite.repro.experiments.formatting import count_phrase, counts_text
 from mzlite.repro.experiments.plan import decide, plan, priced
-from mzlite.repro.experiments.present import (
-    LAYER_WORDS,
-    PAPER_SCALE,
-    readings_words,
-    verdict_line,
-)
+from mzlite.repro.experiments.present import PAPER_SCALE, readings_words, verdict_line
 from mzlite.repro.experiments.results import results_state
 from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
@@ -314,21 +309,20 @@ def layer_sentence(rows: list[_reading.AblationRow]) -> Finding | None:
     both = [(lit, ca) for lit, ca in pairs if min(lit.seeds, ca.seeds) >= MIN_SEEDS]
     if not both:
         return None
-    same = sum(lit.versus_st[0] == ca.versus_st[0] for lit, ca in both)
+    literal, centre_adaptive = name_labels("eq:mz-main"), name_labels("def:relop")
 
     def outcomes(side: int) -> str:
         counts = Counter(pair[side].versus_st[0] for pair in both)
         return ", ".join(f"{o} on {n}" for o, n in counts.most_common())
 
-    said = (f"{outcomes(0)} under both" if same == len(both)
-            else f"{outcomes(0)} under the first, {outcomes(1)} under the second")  # fmt: skip
-    body = (
-        f"on the {len(both)} cells run under both at the paper's sizes, MZ against the Set "
-        f"Transformer reads the same under {name_labels(LAYER_WORDS['centre_adaptive'])} and "
-        f"under {name_labels(LAYER_WORDS['literal'])} on {same} of {len(both)}: {said}."
-    )
-    return Finding("Both readings of the paper's layer", body,
-                   ((LAYER_CHAPTER, LAYER_LABEL, "chapter 3"),))  # fmt: skip
+    if all(lit.versus_st[0] == ca.versus_st[0] for lit, ca in both):
+        said = f"{outcomes(0)} under both"
+    else:
+        said = f"{outcomes(0)} under {literal}; {outcomes(1)} under {centre_adaptive}"
+    cells = f"{len(both)} cell{'s' * (len(both) != 1)}"
+    body = (f"on the {cells} run under {literal} and {centre_adaptive} at the paper's sizes, MZ "
+            f"against the Set Transformer: {said}.")  # fmt: skip
+    return Finding("Both layer readings", body, ((LAYER_CHAPTER, LAYER_LABEL, "chapter 3"),))
 
 
 def _failed_sentence(rows: list[dict]) -> Finding | None:

@@ -21,6 +21,7 @@ import html
 from dataclasses import dataclass
 
 from mzlite.nn import MZSetTransformerConfig
+from mzlite.repro.paper import name_labels
 from mzlite.repro.render import comparison_table, plain_math
 
 from . import stats as _stats
@@ -448,7 +449,8 @@ def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> s
         st += f" ({r.st_failures} not fitted)" if r.st_failures else ""
         outcome, p = r.versus_st
         versus = outcome if p is None else f"{outcome} (p = {p:.2g})"
-        body.append((r.cell, r.reading, r2_text(r.mean, r.std), str(r.seeds), fit, st, versus))
+        reading = name_labels(r.reading)  # the layer rows name the paper's labels
+        body.append((r.cell, reading, r2_text(r.mean, r.std), str(r.seeds), fit, st, versus))
     heads = ("Cell", "Reading", "MZ test R²", "Seeds", "Fitted / stopped", "Set Transformer R²",
              "MZ against ST")  # fmt: skip
     return html_table("mz-reading-ablation", heads, body)
