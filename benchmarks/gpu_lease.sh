@@ -14,6 +14,7 @@
 #   git archive <commit> mzlite pyproject.toml data/paper data/results/lr-search \
 #       data/results/<profile> | (mkdir -p .gpu/<name> && tar x -C .gpu/<name>)
 #
+# then main's result files of the lane's cells copied in, so that `run` skips the seeds done
 # (`.gpu/` in .git/info/exclude, named in the call's `carry`). COMMIT is the full 40-hex commit:
 # the device machine's `.git` can be older than the files sent, and results name what is given.
 #
