@@ -85,6 +85,22 @@ def test_calibration_reads_the_results_beside_the_papers_numbers(tmp_path):
     assert "near-copy-same-size (nearest the paper, 1 seed)" in html and "not run" in html
 
 
+def test_a_reading_a_tie_nearer_than_v1_chooses_nothing(tmp_path):
+    """A reading whose Set Transformer lands less than a tie (0.01 R^2) nearer the paper's number
+    than v1's is within one seed's noise: v1 stays the nearest."""
+    t = "tab:main-results"
+    paper = paper_value(t, "Set Transformer", "Task B: Set Match. / R^2")
+    for seed in range(3):
+        _write(tmp_path, t, "B-st", seed, reading="v1", r2=paper - 0.500, mse=1000.0)
+    _write(tmp_path, t, "cal-B-near-copy-st", 0, reading="near-copy", r2=paper - 0.495, mse=1.0)
+    _write(tmp_path, t, "cal-B-same-size-st", 0, reading="same-size", r2=paper - 0.480, mse=1.0)
+    best = tr.closest_readings(tr.calibration(tmp_path))["Task B"]
+    assert best["reading"] == "same-size"  # 0.02 nearer: more than a tie
+    _write(tmp_path, t, "cal-B-same-size-st", 0, reading="same-size", r2=paper - 0.505, mse=1.0)
+    best = tr.closest_readings(tr.calibration(tmp_path))["Task B"]
+    assert (best["reading"], best["seeds"]) == ("v1", 3)  # near-copy: 0.005 nearer, a tie
+
+
 def test_a_result_of_another_reading_is_refused(tmp_path):
     _write(tmp_path, "tab:main-results", "cal-B-near-copy-st", 0, reading="v1", r2=0.5, mse=1.0)
     with pytest.raises(ValueError, match="made under task reading 'v1'"):

@@ -28,6 +28,7 @@ from mzlite.tasks.readings import DEFAULT_READING
 from .cells import calibration_cell_id
 from .reading import SeedsR2, html_table, missing_quotes, r2_text, results_per_cell
 from .specs import SET_STATS, prose_data
+from .stats import TIE
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
 
 __all__ = ["TaskReview", "TASK_REVIEW", "Calibrated", "CALIBRATED", "CalibrationRow",
@@ -234,15 +235,18 @@ def closest_readings(rows: list[CalibrationRow] | None = None, results_dir=None)
     """Per calibrated column (``what``): ``{"reading": the reading whose Set Transformer lands
     nearest the paper's, "gap": its R^2 gap, "seeds": its seeds, "v1_gap": v1's gap, "needed":
     whether v1 is further than ``GAP`` from the paper}``; readings not run are left out, and a
-    column with none run is absent."""
+    column with none run is absent. Another reading is nearer than v1 only by more than a tie
+    (``TIE``): a gap a hundredth smaller is within one seed's noise, and chooses nothing."""
     rows = calibration(results_dir) if rows is None else rows
     out = {}
     for what in dict.fromkeys(r.what for r in rows):
         mine = [r for r in rows if r.what == what and r.gap is not None]
         if not mine:
             continue
-        best = min(mine, key=lambda r: abs(r.gap))
         v1 = next((r for r in mine if r.reading == "v1"), None)
+        best = min(mine, key=lambda r: abs(r.gap))
+        if v1 is not None and abs(v1.gap) - abs(best.gap) <= TIE:
+            best = v1
         out[what] = {
             "reading": best.reading,
             "gap": best.gap,
