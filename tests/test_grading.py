@@ -957,11 +957,17 @@ def test_one_judge_judges_each_submission_in_a_child_of_its_own(tmp_path):
     }
     worker = {"cmd": ["sleep", "20"], "env": {"PATH": "/usr/bin:/bin"}, "cwd": str(tmp_path)}
     hangs = {**area, "exercises": {"ch1.half_widths": {"function": "f"}}, "worker": worker}
-    judges = _Judges(SimpleNamespace(snapshot=ROOT, base=tmp_path))
+    live = {**area, "exercises": {"ch9.not_run": {"answers": [{"answer": wire.encode(
+        _not_run_count(5))}]}}}  # fmt: skip
+    assignment = ("ch1.area", "ch9.not_run")  # loaded, the scorecard evaluated, before any fork
+    judges = _Judges(SimpleNamespace(snapshot=ROOT, base=tmp_path, exercises=assignment))
     try:
         first, box = job("first", area)
         assert judges.judge(first, 300) == 0, (box / "judge.log").read_text()
         assert json.loads((box / "result.json").read_text())["ch1.area"]["status"] == "correct"
+        scorecard, box = job("scorecard", live)
+        assert judges.judge(scorecard, 300) == 0, (box / "judge.log").read_text()
+        assert json.loads((box / "result.json").read_text())["ch9.not_run"]["status"] == "correct"
         server = judges.proc.pid
         broken, box = job("broken", {"roster_seed": 5})
         assert judges.judge(broken, 300) == 1
@@ -977,6 +983,36 @@ def test_one_judge_judges_each_submission_in_a_child_of_its_own(tmp_path):
     finally:
         judges.close()
     assert judges.proc is None
+
+
+def _not_run_count(seed: int) -> int:
+    """The answer to ch9.not_run for ``seed``, counted from the scorecard's rows."""
+    from mzlite.repro.exercises import not_run_table
+    from mzlite.repro.experiments.scorecard import scorecard
+
+    table = not_run_table(seed)
+    rows = [r for r in scorecard().rows if table is None or r["table"] == table]
+    return sum(r["verdict"] == "not run" for r in rows)
+
+
+def test_the_judge_evaluates_the_scorecard_once_for_every_child(monkeypatch):
+    """judge.preload evaluates what chapter 9's live exercise reads before the judge forks: a
+    child judging ch9.not_run afterwards never evaluates the scorecard again."""
+    import functools
+
+    from mzlite.repro import exercises as live
+    from mzlite.repro.experiments import findings
+
+    monkeypatch.setattr(findings, "_ONCE", {})  # nothing evaluated by an earlier test
+    judge.preload(["ch1.area", "ch9.not_run"])
+
+    @functools.wraps(live.scorecard)  # the same name: ``once`` would find its value
+    def evaluated_again(*args, **kwargs):
+        raise AssertionError("the scorecard was evaluated again after preload")
+
+    monkeypatch.setattr(live, "scorecard", evaluated_again)
+    correct, why = get("ch9.not_run").checker(-1, 3)  # judged against the preloaded rows
+    assert not correct and "not the number" in why
 
 
 def _grade(student, results, expected=None, findings=()):

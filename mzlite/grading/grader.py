@@ -216,6 +216,7 @@ class _Context:
     view: Path | None = None  # the students' copy of mzlite and data/ (student_view)
     home: Path | None = None  # the home every box starts from (sandbox.make_home)
     judges: _Judges | None = None  # the run's judge, a child per submission
+    exercises: tuple[str, ...] = ()  # the assignment's exercise keys, loaded by the judge at start
 
     def hidden(self) -> list[Path]:
         """What no sandbox may see: the reports, the snapshot, the judges' and the other boxes'
@@ -468,9 +469,10 @@ def _rerun_values(ctx, index, nb, notebook, seed, expected, inspection, results)
 def judge_command(ctx: _Context) -> list[str]:
     """The judge's command line: a fresh interpreter (``-I``: no environment, no user site, no
     script folder on its path) that imports mzlite from the snapshot only and judges each
-    request in a child forked for it (:func:`mzlite.grading.judge.serve`)."""
+    request in a child forked for it (:func:`mzlite.grading.judge.serve`), after loading the
+    assignment's exercises once."""
     judge = ctx.snapshot / "mzlite" / "grading" / "judge.py"
-    return [sys.executable, "-I", str(judge), str(ctx.snapshot), "--serve"]
+    return [sys.executable, "-I", str(judge), str(ctx.snapshot), "--serve", *ctx.exercises]
 
 
 def judge_environment(jbox: Path) -> dict[str, str]:
@@ -855,6 +857,7 @@ def grade(
                 value_reruns=value_reruns,
                 view=view,
                 home=home,
+                exercises=tuple(exercises),
             )
 
             def one(i: int) -> None:

@@ -13,7 +13,14 @@ from mzlite.repro.experiments.claims import claims
 from mzlite.repro.experiments.findings import once
 from mzlite.repro.experiments.scorecard import scorecard
 
-__all__ = ["not_run_table"]
+__all__ = ["not_run_table"]  # what a student's copy keeps (mzlite.grading.student_view)
+
+
+def prepare() -> None:
+    """Evaluate what these exercises judge against (the scorecard), so that a process forked
+    after this call judges with it at no cost (the grader's judge, :func:`mzlite.grading.judge.
+    preload`): ``once`` keeps it while no result file changes."""
+    once(scorecard)
 
 
 def not_run_table(seed: int = 0) -> str | None:
