@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-from torch.utils import benchmark
 from torch.utils.flop_counter import FlopCounterMode
 
 PHASES = ("forward", "train step")
@@ -57,6 +56,8 @@ def median_time(
     def clock() -> float:
         synchronize(device)
         return time.perf_counter()
+
+    from torch.utils import benchmark  # imported here: half a second that only timing needs
 
     timer = benchmark.Timer(
         "fn()", globals={"fn": fn}, timer=clock, num_threads=torch.get_num_threads()

@@ -4,7 +4,9 @@ Chamfer distance and the sparse geometric set predicates (SGSP) of the paper.
 Every function takes ONE set as a NumPy array ``points`` of shape ``(n, d)`` holding only the real
 elements (no padding) and returns a Python float. The task generators apply them set by set (and in
 parallel) to padded batches. The code is numpy/scipy only (no torch), so worker processes import it
-cheaply.
+cheaply; scipy is imported by the functions that use it (scipy.spatial costs about half a second
+of CPU to import, and most processes that import the tasks, a chapter's kernel among them, never
+compute a geometric target).
 
 Paper references: MEB radius (tab:meb, app:meb, ground truth "Welzl's algorithm"), convex-hull
 volume "computed exactly via the QHull algorithm" (tab:hull, app:hull), MST weight (Task G,
@@ -17,9 +19,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.sparse.csgraph import minimum_spanning_tree
-from scipy.spatial import ConvexHull, QhullError
-from scipy.spatial.distance import cdist, pdist, squareform
 
 
 def _as_points(name: str, points, min_n: int = 1) -> np.ndarray:
@@ -173,6 +172,8 @@ def hull_volume(points, rel_rank_tol: float = 1e-10) -> float:
     s = np.linalg.svd(P - P.mean(0), compute_uv=False)
     if s[0] == 0.0 or s[-1] <= rel_rank_tol * s[0]:
         return 0.0
+    from scipy.spatial import ConvexHull, QhullError
+
     try:
         return float(ConvexHull(P).volume)
     except QhullError:
@@ -185,6 +186,9 @@ def mst_weight(points) -> float:
     scipy's ``minimum_spanning_tree`` reads a 0 in the distance matrix as "no edge", so duplicate
     points would disconnect the graph and silently drop weight. Duplicates add only zero-length
     edges to an MST, so we deduplicate first (exact)."""
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    from scipy.spatial.distance import pdist, squareform
+
     P = _as_points("points", points)
     U = np.unique(P, axis=0)
     if U.shape[0] <= 1:
@@ -211,6 +215,8 @@ def chamfer_distance(a, b) -> float:
         raise ValueError(
             f"a and b must have the same dimension d, got {A.shape[1]} and {B.shape[1]}"
         )
+    from scipy.spatial.distance import cdist
+
     D = cdist(A, B, "sqeuclidean")  # (n_a, n_b)
     return float(D.min(1).mean() + D.min(0).mean())
 
@@ -222,6 +228,8 @@ def chamfer_distance(a, b) -> float:
 
 def diameter(points) -> float:
     """Largest pairwise Euclidean distance (0.0 for one point)."""
+    from scipy.spatial.distance import pdist
+
     P = _as_points("points", points)
     return float(pdist(P).max()) if P.shape[0] > 1 else 0.0
 
@@ -233,6 +241,8 @@ def knn_radius(points, k: int = 5) -> float:
     n = P.shape[0]
     if not 1 <= k <= n - 1:
         raise ValueError(f"k must be in [1, n - 1] = [1, {n - 1}] for n={n} points, got k={k}")
+    from scipy.spatial.distance import pdist, squareform
+
     D = squareform(pdist(P))
     np.fill_diagonal(D, np.inf)
     kth = np.partition(D, k - 1, axis=1)[:, k - 1]  # (n,)
@@ -242,6 +252,8 @@ def knn_radius(points, k: int = 5) -> float:
 def k_smallest_pairwise_sum(points, k: int = 5) -> float:
     """Sum of the k smallest of the n(n-1)/2 pairwise Euclidean distances (k=5 by default; the paper
     does not give k). Needs n(n-1)/2 >= k."""
+    from scipy.spatial.distance import pdist
+
     P = _as_points("points", points)
     dist = pdist(P)
     if not 1 <= k <= dist.size:

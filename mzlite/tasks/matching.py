@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg
 import torch
 
 from . import geometry
@@ -98,6 +97,8 @@ def small_rotation(rng: np.random.Generator, d: int, max_angle: float) -> np.nda
     K) with K a Gaussian skew-symmetric matrix scaled to spectral norm 1 and theta ~ U(0,
     max_angle). Its principal angles are theta times K's (<= 1); in R^3 it is a turn by theta
     about a uniformly random axis."""
+    import scipy.linalg  # here: importing it costs half a second that only this task needs
+
     g = rng.normal(size=(d, d))
     K = g - g.T
     K /= np.linalg.norm(K, 2)
