@@ -564,6 +564,13 @@ GRADING_SIZES = {
         r"steps = (\d+) if grading else (\d+) if",
         "Chapter 2 trains its two networks for {} steps ({} otherwise)",
     ),
+    "04_training_on_gpu": (
+        r"rounds = (\d+) if grading else (\d+) if .*epochs=(\d+) if grading else (\d+),"
+        r".*epochs=(\d+) if grading else (\d+),.*k_stop = (\d+) if grading else (\d+)",
+        "chapter 4 times a training step over {} round ({} otherwise), trains its run for {} "
+        "epochs ({} otherwise) and its interrupted and resumed runs for {} ({} otherwise), "
+        "interrupted after epoch {} ({} otherwise)",
+    ),
     "08_uncertainty": (
         r"sizes, epochs = \(\((\d+), \d+, \d+\), (\d+)\) if grading else "
         r"\(\((\d+), \d+, \d+\), (\d+)\)",
@@ -578,8 +585,8 @@ def test_a_chapter_trains_its_demonstration_at_the_grading_size_the_teaching_pag
     nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
     assert _parameters(nb)["grading"] is False  # the book runs it as written
     pattern, words = GRADING_SIZES[chapter]
-    (cell,) = [c for c in nb["cells"] if "if grading else" in "".join(c["source"])]
-    numbers = [int(n) for n in re.search(pattern, "".join(cell["source"])).groups()]
+    cells = "\n".join("".join(c["source"]) for c in nb["cells"])
+    numbers = [int(n) for n in re.search(pattern, cells, re.S).groups()]
     page = " ".join((ROOT / "book" / "teaching.md").read_text().split())
     assert words.format(*numbers) in page
 
