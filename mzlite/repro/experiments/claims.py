@@ -211,10 +211,6 @@ class Claim:
             return None
         return lambda get: 1.0 - get(self.cells[1])
 
-    @property
-    def chapter(self) -> str:
-        return ex.get_table(self.table).chapter
-
     def fmt(self, value: float) -> str:
         """The claim's number as its table prints it: "+0.12" (a gap), "0.908", "2.31x"."""
         if self.metric == "bin_err_ratio":
@@ -234,10 +230,6 @@ class RankClaim:
     table: str
     text: str
     kind: str
-
-    @property
-    def chapter(self) -> str:
-        return ex.get_table(self.table).chapter
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -453,11 +445,7 @@ _OWN = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix",
 def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
     out = _own_claims() + _meb_claims() + _uncertainty_claims()
-    for label in ex.TABLES:
-        if label not in _OWN:
-            out += _mz_best_claims(label)
+    out += [c for label in ex.TABLES if label not in _OWN for c in _mz_best_claims(label)]
     if table is not None:
-        label = ex.get_table(table).label
-        out = [c for c in out if c.table == label]
-    order = {label: i for i, label in enumerate(ex.TABLES)}
-    return sorted(out, key=lambda c: order[c.table])
+        out = [c for c in out if c.table == ex.get_table(table).label]
+    return sorted(out, key=lambda c: list(ex.TABLES).index(c.table))
