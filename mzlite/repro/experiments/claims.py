@@ -99,7 +99,7 @@ class Claim:
             object.__setattr__(self, "cells", tuple(c for _, cs in self.every for c in cs))
         if not self.cells:
             raise ValueError(f"claim {self.id!r} names no cells")
-        for cell_id in self.cells:
+        for cell_id in (*self.cells, *(self.pattern.learns if self.pattern else ())):
             ex.CellKey(self.table, cell_id)
         for cells in [cs for _, cs in self.every] or [self.cells]:
             if (len(cells) != 2) if self.kind in _PAIRS else (
@@ -119,8 +119,6 @@ class Claim:
                                      f"{len(self.pattern.cells)} cell(s), in the roles of "
                                      f"{self.pattern.cells}")  # fmt: skip
             _ = self.pattern_claims  # each is a Claim: its cells are checked as the claim's are
-            for cell_id in self.pattern.learns:
-                ex.CellKey(self.table, cell_id)
 
     # -- the test -----------------------------------------------------------------------------
 
