@@ -240,7 +240,7 @@ def test_journey_add_a_scorecard_claim(rank_table, tmp_path):
     claim = Claim("rank-flat", "tab:hypernet-rank", Kind.ON_PAR,
                   "Doubling HyperNet's rank leaves its R^2 as it was",
                   ("A-hypernet_r8", "A-hypernet_r16"), holds_at=0.05, partly_at=0.10)  # fmt: skip
-    assert claim.chapter == "06_relational_benchmarks"
+    assert ex.get_table(claim.table).chapter == "06_relational_benchmarks"
     assert claim_text(claim).endswith("they differ by at most 0.05 (partly: 0.10).")
     with pytest.raises(ValueError, match="no cell 'A-hypernet_r32' in tab:hypernet-rank"):
         Claim("rank-typo", "tab:hypernet-rank", Kind.AT_LEAST, "a renamed cell",

@@ -99,7 +99,7 @@ class Claim:
             object.__setattr__(self, "cells", tuple(c for _, cs in self.every for c in cs))
         if not self.cells:
             raise ValueError(f"claim {self.id!r} names no cells")
-        for cell_id in self.cells:
+        for cell_id in (*self.cells, *(self.pattern.learns if self.pattern else ())):
             ex.CellKey(self.table, cell_id)
         for cells in [cs for _, cs in self.every] or [self.cells]:
             if (len(cells) != 2) if self.kind in _PAIRS else (
@@ -119,8 +119,6 @@ class Claim:
                                      f"{len(self.pattern.cells)} cell(s), in the roles of "
                                      f"{self.pattern.cells}")  # fmt: skip
             _ = self.pattern_claims  # each is a Claim: its cells are checked as the claim's are
-            for cell_id in self.pattern.learns:
-                ex.CellKey(self.table, cell_id)
 
     # -- the test -----------------------------------------------------------------------------
 
@@ -211,10 +209,6 @@ class Claim:
             return None
         return lambda get: 1.0 - get(self.cells[1])
 
-    @property
-    def chapter(self) -> str:
-        return ex.get_table(self.table).chapter
-
     def fmt(self, value: float) -> str:
         """The claim's number as its table prints it: "+0.12" (a gap), "0.908", "2.31x"."""
         if self.metric == "bin_err_ratio":
@@ -234,10 +228,6 @@ class RankClaim:
     table: str
     text: str
     kind: str
-
-    @property
-    def chapter(self) -> str:
-        return ex.get_table(self.table).chapter
 
     @property
     def cells(self) -> tuple[str, ...]:
@@ -453,11 +443,7 @@ _OWN = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix",
 def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
     out = _own_claims() + _meb_claims() + _uncertainty_claims()
-    for label in ex.TABLES:
-        if label not in _OWN:
-            out += _mz_best_claims(label)
+    out += [c for label in ex.TABLES if label not in _OWN for c in _mz_best_claims(label)]
     if table is not None:
-        label = ex.get_table(table).label
-        out = [c for c in out if c.table == label]
-    order = {label: i for i, label in enumerate(ex.TABLES)}
-    return sorted(out, key=lambda c: order[c.table])
+        out = [c for c in out if c.table == ex.get_table(table).label]
+    return sorted(out, key=lambda c: list(ex.TABLES).index(c.table))

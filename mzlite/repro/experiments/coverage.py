@@ -30,9 +30,7 @@ from mzlite.repro.experiments.scorecard import claims, scorecard
 from mzlite.repro.experiments.specs import prose_data
 from mzlite.repro.render import comparison_table, table_name
 
-# One entry per table of the paper, in words (the paper's numbers stay in data/paper):
-# ``{"claim", "runs": "yes" or "no: why", "like": [{"table", "cells", "jobs", "scale", "why"}],
-# "note"}``; an unregistered table that can run is priced by its ``like`` cells (coverage.yaml).
+# One entry per table of the paper, in words: coverage.yaml's header says what each key holds
 ENTRIES: dict[str, dict] = prose_data("coverage.yaml")
 
 
@@ -49,6 +47,9 @@ def _per_job(rows: dict, like: dict, cell: str) -> float | None:
     if r is None or r["s_per_epoch"] is None:
         return None
     return r["s_per_epoch"] * r["epochs"] / 3600 * like.get("scale", 1)
+
+
+_UNPRICED = {"runs_here": "", "price": None, "price_text": "--", "basis": "", "state": ""}
 
 
 def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
@@ -68,18 +69,8 @@ def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
     for label in labels:
         entry = ENTRIES.get(label)
         state = _state(verdicts.get(label, []))
-        row = {
-            "label": label,
-            "claim": entry["claim"]
-            if entry
-            else f"not described yet (caption: {_caption(label)[:120]})",
-            "registered": label in ex.TABLES,
-            "runs_here": "",
-            "price": None,
-            "price_text": "--",
-            "basis": "",
-            "state": "",
-        }
+        claim = entry["claim"] if entry else f"not described yet (caption: {_caption(label)[:120]})"
+        row = {"label": label, "claim": claim, "registered": label in ex.TABLES, **_UNPRICED}
         if label in ex.TABLES:
             t = totals.get(label, {"cpu_h": 0.0, "todo": 0, "done": 0, "unknown": 0})
             lent = ex.shared(label, prof)  # run as cells of earlier tables: priced there

@@ -83,6 +83,7 @@ class Reason(StrEnum):
 
 
 REFUTATIONS = (Reason.REFUTED_BY_MODEL, Reason.REFUTED_SO_FAR, Reason.REFUTED_BY_BOUND)
+_POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "fails"}
 DECIDED = (Label.HOLDS, Label.PARTLY, Label.FAILS)
 
 
@@ -270,7 +271,6 @@ def cell_stats(
     summ = _stats.summarise(_values(results, metric))
     conv = [_stats.result_convergence(r) for r in results]
     converged = sum(v["converged"] or (expects_failure and bool(v.get("stopped"))) for v in conv)
-    memorised = sum(bool(_stats.memorised(r.get("history"))) for r in results)
     mixed = len({protocol_key(r) for r in results}) > 1
     solid = summ["n"] >= _stats.MIN_SEEDS and converged == len(results) and not mixed
     return CellStats(
@@ -284,7 +284,7 @@ def cell_stats(
         runs=len(results),
         converged=converged,
         failed=sum(_stats.optimisation_failure(v) for v in conv),
-        memorised=memorised,
+        memorised=sum(bool(_stats.memorised(r.get("history"))) for r in results),
         r2=_mean(results, "r2"),
         solid=solid,
         mixed=mixed,
@@ -571,10 +571,6 @@ def _decide(tried: list[Verdict]) -> int:
     return next((i for test in tests for i, v in enumerate(tried) if test(i, v)), 0)
 
 
-def _polarity(label: Label) -> str | None:
-    return {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "fails"}.get(label)
-
-
 def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     """A claim of parts from its parts' verdicts (each by its own strongest evidence)."""
     base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim),
@@ -611,14 +607,13 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
     (default ``PROFILE_ORDER``, most faithful first): see the module doc. ``rename`` reads the
     claim on other cells (their twins), ``twin(cell, profile)`` on twins that depend on the
     profile; ``loaded``: ``{profile: results_by_cell(...)}`` read already."""
-    if twin is not None:
-        if rename is not None:
-            raise ValueError("give rename or twin, not both")
-        if isinstance(claim, RankClaim) or claim.parts:
-            raise ValueError("twin applies to a claim on cells without parts")
+    if twin is not None and rename is not None:
+        raise ValueError("give rename or twin, not both")
+    if twin is not None and (isinstance(claim, RankClaim) or claim.parts):
+        raise ValueError("twin applies to a claim on cells without parts")
     order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
     if isinstance(claim, RankClaim):
-        if rename is not None or twin is not None:
+        if rename is not None:
             raise ValueError("rename applies to cell claims, not to a RankClaim")
         return _judge_ranks(claim, order, results_dir)
     loaded = dict(loaded or {})
@@ -653,11 +648,11 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
 
 def _strongest(claim: Claim, tried: list[Verdict], i: int, retired, results_dir) -> Verdict:
     """``tried[i]`` deciding, the others beside it, with the readings that read it otherwise."""
-    chosen, polarity = tried[i], _polarity(tried[i].label)
+    chosen, polarity = tried[i], _POLARITY.get(tried[i].label)
     beside = tuple(tried[:i] + tried[i + 1 :])
     conflict = next(
         (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
-         and polarity and _polarity(v.label) not in (None, polarity)),
+         and polarity and _POLARITY.get(v.label) not in (None, polarity)),
         None,
     )  # fmt: skip
     depends = ()
@@ -732,7 +727,7 @@ def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdic
             "mid_field": pred["mid_field"], "test": pred["test"],
             "problem": pred["problem"], "longer_cap": sens,
         }  # fmt: skip
-        reason = Reason.RANK_TEST if _polarity(label) else {
+        reason = Reason.RANK_TEST if _POLARITY.get(label) else {
             Label.INSUFFICIENT: Reason.TOO_FEW_SEEDS, Label.PIPELINE_ONLY: Reason.PIPELINE_ONLY,
         }.get(label, Reason.NOT_RUN)  # fmt: skip
         return Verdict(label=label, reason=reason, profile=prof, regime=regime_of(used, prof),

@@ -513,7 +513,7 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "table": claim.table,
         "text": claim_text(claim),  # the claim as registered (its test included)
         "statement": statement(claim),
-        "chapter": claim.chapter,
+        "chapter": get_table(claim.table).chapter,
         "paper": v.paper,
         "paper_text": value_text(claim, v.paper, v.rank.get("paper")),
         "ours": v.ours,

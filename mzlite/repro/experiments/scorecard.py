@@ -18,9 +18,7 @@ from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's claims
     Claim,
     Kind,
-    MissingCell,
     RankClaim,
-    cell_paper_value,
     claims,
 )
 from mzlite.repro.experiments.present import FIRST_READING, NOT_RUN_REASON
@@ -29,18 +27,17 @@ from mzlite.repro.render import scorecard_html
 
 __all__ = [
     "FIRST_READING", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim", "Kind",
-    "MissingCell", "RankClaim", "Scorecard", "cell_paper_value", "claims", "evaluate", "judge",
-    "normalised_twin", "per_set_normalised", "scorecard", "under_paper_protocol",
+    "RankClaim", "Scorecard", "claims", "evaluate", "judge", "normalised_twin",
+    "per_set_normalised", "scorecard", "under_paper_protocol",
 ]  # fmt: skip
 
 
-def evaluate(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
-             twin=None) -> dict:  # fmt: skip
+def evaluate(claim, profiles=None, results_dir=None, **how) -> dict:
     """The scorecard row of ``claim`` (``present.row`` of ``engine.judge``: the strongest
     evidence among ``profiles``, default ``PROFILE_ORDER``), read on its cells, on other cells
-    (``rename``) or on twins that depend on the profile (``twin(cell_id, profile)``)."""
-    return present.row(claim, engine.judge(claim, profiles, results_dir, rename, loaded=loaded,
-                                           twin=twin))  # fmt: skip
+    (``rename``) or on twins that depend on the profile (``twin(cell_id, profile)``): ``how``,
+    ``engine.judge``'s keywords."""
+    return present.row(claim, engine.judge(claim, profiles, results_dir, **how))
 
 
 def judge(claim: Claim, value: float, profile: str, complete: bool = True,
@@ -82,8 +79,7 @@ class Scorecard:
 
 def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecard:
     """The scorecard of ``tables`` (labels; default every registered table with claims)."""
-    if isinstance(profiles, str):
-        profiles = (profiles,)
+    profiles = [profiles] if isinstance(profiles, str) else profiles
     profiles = tuple(ex.get_profile(p).name for p in profiles)  # unknown profile: ValueError
     if not profiles:
         raise ValueError("profiles must name at least one profile")
