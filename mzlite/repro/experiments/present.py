@@ -1,13 +1,7 @@
 """The one place that words a verdict (``engine.Verdict``): every page, the command line and the
-landing page say one through here.
-
-    from mzlite.repro.experiments import engine, present
-    present.row(claim, engine.judge(claim))   # the scorecard row: every field a page shows
-    present.scorecard_text(sc)                # the command line's scorecard
-
+landing page say one through here (``row(claim, engine.judge(claim))``, ``scorecard_text(sc)``).
 Sentences are written once from the verdict's numbers and codes, cells named in words ("L = 32,
-ST-4L", never an id), profiles by the glossary's names (``protocols.READER_NAMES``); nothing
-downstream parses or rewrites them.
+ST-4L", never an id), profiles by the glossary's names; nothing downstream parses them.
 """
 
 from __future__ import annotations
@@ -35,18 +29,12 @@ DEFAULT_READING = "mzlite's reading (generators mapped as their centre)"
 NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
 
 
-def label_words(label: Label) -> str:
-    """A label as a page prints it (its value: "does not hold here")."""
-    return Label(label).value
-
-
 def _row_name(table: str, cell_id: str) -> str:
     return spaced(get_table(table).cell(cell_id).row)
 
 
 def _named(table: str, cell_ids, sep: str = ", ") -> tuple[str, str]:
-    """(the cells' names joined by ``sep``, " at <column>" or ""): cells of one column each by
-    its row, the column named once at the end; else each in full (``cell_words``)."""
+    """(the cells' names joined by ``sep``, " at <column>" when they share one, else "")."""
     columns = {get_table(table).cell(c).column for c in cell_ids}
     if len(columns) != 1:
         return sep.join(cell_words(table, c) for c in cell_ids), ""
@@ -58,8 +46,7 @@ def _p(p) -> str:
 
 
 def value_text(claim, value, ranks=None) -> str:
-    """The claim's number as its table prints it ("+0.12", "0.908", "2.31x"); a rank claim's
-    from its ``ranks``: the mean rank, or "3 of 5" in the mid-field."""
+    """The claim's number as its table prints it ("+0.12", "2.31x"; a rank claim's "3 of 5")."""
     if value is None:
         return "--"
     if isinstance(claim, RankClaim):
@@ -87,17 +74,16 @@ def regime_text(regime: Regime | None) -> str:
 
 
 def _regimes_text(v: Verdict) -> str:
-    """The regime ``v`` was read in; a claim of parts read in several names each (its own
-    ``regime`` is its weakest part's, which would credit the others' numbers to it)."""
+    """The regime ``v`` was read in; a claim of parts names each part's (its own ``regime`` is
+    its weakest part's)."""
     if not v.parts:
         return regime_text(v.regime)
     return "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
 
 
 def devices_text(devices, gpu_for_cpu_profile: bool = False) -> str:
-    """Where runs ran (``engine.devices_of``), in words: "on a CPU and on an NVIDIA H200 GPU"; a
-    GPU that ran a CPU profile says so (it made it faster; the settings stayed the CPU
-    protocol's)."""
+    """Where runs ran (``engine.devices_of``): "on a CPU and on an NVIDIA H200 GPU"; a GPU that
+    ran a CPU profile says so (the settings stayed the CPU protocol's)."""
     names = [
         "on a CPU" if d == "cpu"
         else f"on an {d} GPU" if d[:1].upper() in "AEIOU" or d.startswith("NVIDIA")
@@ -111,9 +97,8 @@ def devices_text(devices, gpu_for_cpu_profile: bool = False) -> str:
 
 
 def protocol_text(v: Verdict, cells: bool = True) -> str:
-    """What ran: "cpu-annealed: 3 seed(s), 46-82 epochs, 2,000/500/2,000 sets, on a CPU", with
-    how many of the claim's cells ran when not all did (``cells``; a table's footnote, shared by
-    its rows, leaves it to each row's reason)."""
+    """What ran: "cpu-annealed: 3 seed(s), 46-82 epochs, 2,000/500/2,000 sets, on a CPU", and
+    (``cells``: not in a footnote shared by rows) how many of the claim's cells ran."""
     r = v.regime
     if r is None:
         return "--"
@@ -136,10 +121,20 @@ def protocol_text(v: Verdict, cells: bool = True) -> str:
 
 
 def statistics_text(claim, v: Verdict) -> str:
-    """Seeds per cell, converged runs, and the largest Welch p (with Holm's, when it ran)."""
-    if isinstance(claim, RankClaim):
-        return _rank_statistics(v)
-    if not v.cells:
+    """Seeds per cell, converged runs, and the largest Welch p (with Holm's, when it ran); a
+    rank claim's ranks and its exact null test."""
+    if isinstance(claim, RankClaim) and "n_settings" in v.rank:
+        rk, t = v.rank, v.rank["test"]
+        listed = ", ".join(f"{r:g}" for r in rk["observed"])
+        text = (f"MZAttn-Full's ranks by mean R² over seeds in the {len(rk['observed'])} complete "
+                f"settings: {listed or '--'} (paper, all {rk['n_settings']}: "
+                + ", ".join(f"{r:g}" for r in rk["paper"]) + ")")  # fmt: skip
+        if t is not None and rk["kind"] == "no-advantage":
+            text += (f"; exact null: P(mean <= it) = {t['p_advantage']:.3f}, "
+                     f"P(mean >= it) = {t['p_disadvantage']:.3f}, smallest possible "
+                     f"{t['p_floor']:.2g}")  # fmt: skip
+        return text
+    if isinstance(claim, RankClaim) or not v.cells:
         return "--"
     ns = sorted({c.n for c in v.cells})
     conv = sum(c.converged for c in v.cells)
@@ -154,21 +149,6 @@ def statistics_text(claim, v: Verdict) -> str:
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
         if v.p_holm is not None and len(v.tests):
             text += f"; after Holm's correction within its table, p = {_p(v.p_holm)}"
-    return text
-
-
-def _rank_statistics(v: Verdict) -> str:
-    rk = v.rank
-    if "n_settings" not in rk:
-        return "--"
-    listed = ", ".join(f"{r:g}" for r in rk["observed"])
-    text = (f"MZAttn-Full's ranks by mean R² over seeds in the {len(rk['observed'])} complete "
-            f"settings: {listed or '--'} (paper, all {rk['n_settings']}: "
-            + ", ".join(f"{r:g}" for r in rk["paper"]) + ")")  # fmt: skip
-    t = rk["test"]
-    if t is not None and rk["kind"] == "no-advantage":
-        text += (f"; exact null: P(mean <= it) = {t['p_advantage']:.3f}, P(mean >= it) = "
-                 f"{t['p_disadvantage']:.3f}, smallest possible {t['p_floor']:.2g}")  # fmt: skip
     return text
 
 
@@ -249,7 +229,7 @@ def _why(claim, v: Verdict) -> str | list[str]:
         return "a smoke run: it checks the code, it never gives a verdict"
     if v.parts:
         parts = [
-            f"{spaced(p.claim.split('@', 1)[1])}: {label_words(p.label)}"
+            f"{spaced(p.claim.split('@', 1)[1])}: {p.label.value}"
             + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
             for p in v.parts
         ]
@@ -261,7 +241,7 @@ def _why(claim, v: Verdict) -> str | list[str]:
         return _refutation_text(claim, v)
     if r == Reason.PATTERN:  # "reproduced": the claim's test on the pattern's cells held
         gone = "; ".join(" and ".join(cell_words(v.table, c.cell) for c in b.cells)
-                         + f" ({label_words(b.label)}, {value_text(claim, b.ours)})"
+                         + f" ({b.label.value}, {value_text(claim, b.ours)})"
                          for b in v.removed_by)  # fmt: skip
         return (f"the paper's pattern, read under its protocol ({claim.pattern.where}), every "
                 "cell with its seeds" + (f"; removed by {gone}" if gone else ""))  # fmt: skip
@@ -363,6 +343,16 @@ def _shows_text(v: Verdict) -> str:
 
 
 _POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
+# the labels no reading decides: what each says, whatever the claim
+_LABEL_REASONS = {
+    Label.NOT_RUN: NOT_RUN_REASON,
+    Label.OPTIMISATION_FAILURE: "optimisation failure: says nothing about the architecture",
+    Label.MEMORISED: "memorised: the kept weights predict no better than the mean; more data "
+    "decides",
+    Label.NO_MODEL_LEARNS: "no model learns it: a tie at the mean predictor says nothing about "
+    "the claim",
+    Label.NOT_DECIDED: "not decided: no significant difference either way",
+}
 
 
 def reason_text(v: Verdict, normalised: dict | None = None) -> str:
@@ -370,18 +360,10 @@ def reason_text(v: Verdict, normalised: dict | None = None) -> str:
     results read otherwise; what the weaker evidence beside it says; the claim's verdict on
     MEB's per-set normalised cells (``normalised``, a scorecard row), where they ran."""
     label = v.label
-    if label == Label.NOT_RUN:
-        text = NOT_RUN_REASON
-    elif label == Label.OPTIMISATION_FAILURE:
-        text = "optimisation failure: says nothing about the architecture"
-    elif label == Label.MEMORISED:
-        text = "memorised: the kept weights predict no better than the mean; more data decides"
-    elif label == Label.NO_MODEL_LEARNS:
-        text = "no model learns it: a tie at the mean predictor says nothing about the claim"
-    elif label == Label.NOT_DECIDED:
-        text = "not decided: no significant difference either way"
+    if label in _LABEL_REASONS:
+        text = _LABEL_REASONS[label]
     elif label not in DECIDED:
-        text = label_words(label)
+        text = label.value
     elif not v.reading:
         text = f"{_POLARITY[label]} (no MZ model among its cells: no reading involved)"
     else:
@@ -406,7 +388,7 @@ def reason_text(v: Verdict, normalised: dict | None = None) -> str:
         if b.label == Label.INSUFFICIENT and _faithfulness(b) < _faithfulness(v):
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
     if v.pattern is not None:  # the paper's pattern (Claim.pattern), not yet reproduced
-        text += f"; the paper's pattern, under its protocol: {label_words(v.pattern.label)} so far"
+        text += f"; the paper's pattern, under its protocol: {v.pattern.label.value} so far"
     if normalised is not None:
         text += (f"; on per-set normalised sets (chapter 5's ablation cells, read in "
                  f"{normalised['regime']}): {normalised['verdict']} (ours "
@@ -529,7 +511,7 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "statistics": statistics_text(claim, v),
         "why": "; ".join(parts),
         "why_parts": parts,
-        "verdict": label_words(v.label),
+        "verdict": v.label.value,
         "reason_code": v.reason.value,
         "reading": reading_words(v.reading),
         "reason": reason_text(v, normalised),
@@ -544,7 +526,7 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "beside": [  # the other regimes that ran the claim, beside the deciding one
             {
                 "regime": regime_text(b.regime),
-                "verdict": label_words(b.label),
+                "verdict": b.label.value,
                 "ours_text": value_text(claim, b.ours, b.rank.get("observed")),
             }
             for b in v.beside
