@@ -36,32 +36,23 @@ def _chapter_rows(chapter: str, sc=None) -> list[dict]:
     return [r for r in (sc.rows if sc is not None else []) if r["chapter"] == chapter]
 
 
-def verdict_links(rows: list[dict]) -> str:
-    """HTML: each paper table of ``rows`` linked to its verdicts in chapter 9 (or to the claims
-    not run)."""
-    links = []
-    for table in dict.fromkeys(r["table"] for r in rows):
-        ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
-        links.append(f'<a href="{SCORECARD_CHAPTER}.html#'
-                     f'{verdict_anchor(table) if ran else NOT_RUN_LABEL}">'
-                     f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
-    return and_join(links)
-
-
 def glance(chapter: str, sentences=(), sc=None):
     """The box at the top of a results chapter: the verdict counts of its claims, its own
     ``sentences``, then a link to each of its paper tables' verdicts in chapter 9."""
     rows = _chapter_rows(chapter, sc)
     paras = [html.escape(s) for s in sentences if s]
     if rows:
-        counts = counts_text(r["verdict"] for r in rows)
+        counts, n = counts_text(r["verdict"] for r in rows), len(rows)
         paras.insert(
-            0,
-            html.escape(
-                f"{len(rows)} claim{'s' * (len(rows) != 1)} of the paper tested here: {counts}."
-            ),
+            0, html.escape(f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
         )
-        paras.append(f"Each claim's verdict and its reason: {verdict_links(rows)} in chapter 9.")
+        links = []  # each paper table to its verdicts in chapter 9 (or to the claims not run)
+        for table in dict.fromkeys(r["table"] for r in rows):
+            ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
+            links.append(f'<a href="{SCORECARD_CHAPTER}.html#'
+                         f'{verdict_anchor(table) if ran else NOT_RUN_LABEL}">'
+                         f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
+        paras.append(f"Each claim's verdict and its reason: {and_join(links)} in chapter 9.")
     ran = any(r["verdict"] != "not run" for r in rows) or any(sentences)
     title = "What the results say" if ran else "The paper's claims about this chapter"
     body = "".join(f"<p>{p}</p>" for p in paras)

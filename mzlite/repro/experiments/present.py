@@ -73,14 +73,6 @@ def regime_text(regime: Regime | None) -> str:
     return f"{words} training sets, {reader_name(regime.profile)}"
 
 
-def _regimes_text(v: Verdict) -> str:
-    """The regime ``v`` was read in; a claim of parts names each part's (its own ``regime`` is
-    its weakest part's)."""
-    if not v.parts:
-        return regime_text(v.regime)
-    return "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
-
-
 def devices_text(devices, gpu_for_cpu_profile: bool = False) -> str:
     """Where runs ran (``engine.devices_of``): "on a CPU and on an NVIDIA H200 GPU"; a GPU that
     ran a CPU profile says so (the settings stayed the CPU protocol's)."""
@@ -202,10 +194,8 @@ _SAYS_RAN = (Reason.INCOMPLETE, Reason.REFUTED_SO_FAR, Reason.CANNOT_HOLD, Reaso
 
 
 def why_parts(claim, v: Verdict) -> tuple[str, ...]:
-    """The rule that decided ``v``, clause by clause, each as written (a row's ``why`` joins
-    them): what a holding verdict shows where it is no evidence for MZAttn first. The first is
-    the line a page shows under the badge, the others go in its details (no page splits a
-    sentence to find them)."""
+    """The rule that decided ``v``, clause by clause (what a holding verdict shows where it is no
+    evidence for MZAttn first): a page shows the first under the badge, the others in details."""
     parts = _why(claim, v)
     parts = [parts] if isinstance(parts, str) else list(parts)
     if not (v.parts or v.rank) and 0 < v.ran < v.n_cells and v.reason not in _SAYS_RAN:
@@ -356,9 +346,8 @@ _LABEL_REASONS = {
 
 
 def reason_text(v: Verdict, normalised: dict | None = None) -> str:
-    """Under which reading of the paper the verdict was decided, and whether another reading's
-    results read otherwise; what the weaker evidence beside it says; the claim's verdict on
-    MEB's per-set normalised cells (``normalised``, a scorecard row), where they ran."""
+    """Under which reading the verdict was decided, and whether another reading's results read
+    otherwise; the weaker evidence beside it; its verdict on MEB's ``normalised`` cells."""
     label = v.label
     if label in _LABEL_REASONS:
         text = _LABEL_REASONS[label]
@@ -406,9 +395,8 @@ LAYER_WORDS = {
 
 
 def readings_words(layer: str, task: str) -> str:
-    """The readings of the paper that runs were trained under, in words a referee can check:
-    "the layer as Eq. (3) prints it (...) and the tasks as mzlite first generated them (layer
-    reading literal, task reading v1)"."""
+    """The readings of the paper that runs were trained under, in words a referee can check: "the
+    layer as Eq. (3) prints it (...) and the tasks as ... (layer reading literal, task ...)"."""
     what = name_labels(LAYER_WORDS.get(layer, f"the layer reading {layer}"))  # data: labels
     tasks = ("the tasks as mzlite first generated them" if task == _TASK_DEFAULT
              else "the tasks under their chosen readings")  # fmt: skip
@@ -442,9 +430,8 @@ def _n(x: float) -> str:
 
 
 def claim_text(claim) -> str:
-    """The claim as every page states it: the paper's words (``says``), then its test, worded
-    from its kind and thresholds (typed once, in the claim); a rank claim's sentence as
-    registered."""
+    """The claim as every page states it: the paper's words (``says``), then its test worded from
+    its kind and thresholds (typed once, in the claim); a rank claim's as registered."""
     if isinstance(claim, RankClaim):
         return claim.text
     m, h, p = METRIC_NAMES.get(claim.metric, claim.metric), claim.holds_at, claim.partly_at
@@ -472,9 +459,8 @@ def statement(claim) -> str:
 
 
 def verdict_line(r: dict) -> str:
-    """One verdict in two sentences, from its scorecard row (``row``): the claim led by its
-    paper table, then the verdict with ours beside the paper's, the regime and the readings it
-    was read under, and the rule that decided it."""
+    """One verdict in two sentences, from its scorecard row: the claim, then the verdict with
+    ours beside the paper's, where and under which readings, and the rule that decided it."""
     head = r["statement"]
     text = f"{head}{'' if head.endswith('.') else '.'} {r['verdict'].capitalize()}"
     if r["verdict"] == Label.NOT_RUN.value:
@@ -486,10 +472,14 @@ def verdict_line(r: dict) -> str:
 
 
 def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
-    """The scorecard row of ``claim`` judged as ``v``: every field in words (the fields the
-    pages read), and ``value``, the verdict itself. ``normalised``: the row of the claim on MEB's
-    per-set normalised cells (``scorecard.per_set_normalised``), said in its reason."""
-    parts, ref, regime = why_parts(claim, v), v.refutation, _regimes_text(v)
+    """The scorecard row of ``claim`` judged as ``v``: every field a page reads, and ``value``,
+    the verdict. ``normalised``: the claim's row on MEB's per-set normalised cells."""
+    parts, ref, regime = why_parts(claim, v), v.refutation, regime_text(v.regime)
+    if v.parts:  # each part's regime (the claim's own is its weakest part's)
+        regime = "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
+    beats = not (isinstance(claim, RankClaim) or claim.compare is None or claim.size_of_gap)
+    if beats:  # a claim that an MZAttn model beats the other models of its comparison
+        beats = _nn.model_spec(get_table(claim.table).cell(claim.compare[0]).model).family == "mz"
     return {
         "claim": claim.id,
         "table": claim.table,
@@ -521,7 +511,7 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "decided_by": "; ".join(parts) if v.label in DECIDED or ref is not None else "",
         "refuted_by": None if ref is None else {"cell": ref.cell, "diff": ref.diff, "p": ref.p},
         "paper_table": getattr(claim, "paper_table", None) or claim.table,
-        "mz_beats": _mz_beats(claim),
+        "mz_beats": beats,
         "shows": v.shows,
         "beside": [  # the other regimes that ran the claim, beside the deciding one
             {
@@ -533,14 +523,6 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         ],
         "value": v,
     }
-
-
-def _mz_beats(claim) -> bool:
-    """A claim that an MZAttn model beats the other models of its comparison."""
-    if isinstance(claim, RankClaim) or claim.compare is None or claim.size_of_gap:
-        return False
-    cell = get_table(claim.table).cell(claim.compare[0])
-    return _nn.model_spec(cell.model).family == "mz"
 
 
 def _verdict_words(r: dict) -> str:
