@@ -219,8 +219,7 @@ def scorecard_html(sc) -> HTML:
     ours | verdict, protocols as footnotes; the claims not run after it, collapsed."""
     notes = _Footnotes("Protocol that produced our number")
     body, table = [], None
-    ran = [r for r in sc.rows if r["verdict"] != "not run"]
-    for r in ran:
+    for r in (r for r in sc.rows if r["verdict"] != "not run"):
         if r["table"] != table:  # a heading row per paper table (its id: ``verdict_anchor``)
             table, num = r["table"], r["chapter"].split("_", 1)[0].lstrip("0")
             link = f'<a href="{_e(r["chapter"])}.html">chapter&nbsp;{_e(num)}</a>'
@@ -253,9 +252,8 @@ def _verdict_cell(r: dict) -> str:
     reason = r.get("reason")
     if reason not in (None, "", r["verdict"]):
         more.append(f"<strong>{_e(reason)}</strong>")
-    stats = r.get("statistics") or "--"
-    if stats != "--":
-        more.append(_e(stats))
+    if r.get("statistics") not in (None, "", "--"):
+        more.append(_e(r["statistics"]))
     details = ""
     if more:
         spans = "".join(f'<span class="mz-why">{m}</span>' for m in more)

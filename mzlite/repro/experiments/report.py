@@ -97,17 +97,14 @@ class Report:
             "device": r["device"],
         }
 
-    def _sections(self):
-        for part, name in (("main", None), ("derived", "Derived"), ("ablation", "Ablation")):
-            rows = [self._cells(r) for r in self.rows if r["part"] == part]
-            if rows:
-                yield name, rows
-
     def _render(self, markdown: bool) -> str:
         """Markdown (a pipe table per section) or plain text (columns padded to align)."""
         heading = f"{self.label}: {self.title} [profile: {self.profile}]"
         out = [f"**{heading}**", ""] if markdown else [heading]
-        for name, rows in self._sections():
+        for part, name in (("main", None), ("derived", "Derived"), ("ablation", "Ablation")):
+            rows = [self._cells(r) for r in self.rows if r["part"] == part]
+            if not rows:
+                continue
             if name:
                 tail = " (no paper numbers)" if name == "Ablation" else ""
                 out += ["", f"*{name}*{tail}", ""] if markdown else ["", name + tail]
