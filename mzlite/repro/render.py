@@ -1,10 +1,9 @@
 """Results as HTML that reads on a book page: every results table of the book (``Scorecard``,
-``Report``, ``comparison_table``) has one design, made for a text column of about 700 px (an
-800 px window, or 1300 px with the navigation open): a fixed layout of at most five columns that
-wrap instead of scrolling; the verdict beside the claim it judges; long repeated text (the
-protocol behind a number) as a footnote; paper labels as the paper prints them ("Table 3", not
-"tab:meb"). The HTML carries its own stylesheet (scoped to ``.mz-results``), so it looks the same
-in JupyterLab and the built book. Nothing here computes a result: the words are the presenter's.
+``Report``, ``comparison_table``) has one design, made for a text column of about 700 px: a fixed
+layout of at most five columns that wrap instead of scrolling; the verdict beside the claim it
+judges; long repeated text (the protocol behind a number) as a footnote; paper labels as the
+paper prints them ("Table 3", not "tab:meb"). The HTML carries its own stylesheet (scoped to
+``.mz-results``). Nothing here computes a result: the words are the presenter's.
 """
 
 from __future__ import annotations
@@ -65,7 +64,7 @@ details.mz-toggle>summary{cursor:pointer;font-weight:600;color:#0d6efd}
 
 
 class HTML(str):
-    """An HTML string that notebooks display as HTML (``_repr_html_``) and ``print`` shows raw."""
+    """An HTML string that notebooks display as HTML and ``print`` shows raw."""
 
     def _repr_html_(self) -> str:
         return str(self)
@@ -76,10 +75,8 @@ def _e(text) -> str:
 
 
 def number_html(text: str, experiment: str, stat: str, value, spread=None) -> str:
-    """``text`` (escaped) marked, invisibly, with what it is: ``experiment`` (its key, e.g.
-    "tab:meb|d8-mz_full|paper-sizes"), ``stat`` ("mean_r2", "claim_value"), ``value`` and
-    ``spread`` (the std, if shown): a test checks that one experiment shows one number on every
-    page (``number_conflicts``)."""
+    """``text`` (escaped) marked, invisibly, with its ``experiment`` (``experiment_key``),
+    ``stat`` ("mean_r2"), ``value`` and ``spread``: ``number_conflicts`` reads the marks."""
     if value is None:
         return _e(text)
     attrs = f'data-experiment="{_e(experiment)}" data-stat="{_e(stat)}" data-value="{value:.6g}"'
@@ -89,8 +86,7 @@ def number_html(text: str, experiment: str, stat: str, value, spread=None) -> st
 
 
 class Number(str):
-    """A result number as plain text (a ``str``) that remembers what it is, so that
-    ``comparison_table`` marks it (``number_html``) wherever a chapter puts it."""
+    """A result number as a ``str`` that remembers what it is (``comparison_table`` marks it)."""
 
     def __new__(cls, text: str, experiment: str, stat: str, value, spread=None):
         out = super().__new__(cls, text)
@@ -106,8 +102,7 @@ class Number(str):
 
 def experiment_key(table: str, row: dict, profile: str) -> str:
     """The experiment a report row's number comes from: "tab:meb|d8-mz_full|paper-sizes" (an
-    aliased cell by the cell whose runs it shows: one experiment, one key; a derived row by its
-    two cells)."""
+    aliased cell by the cell whose runs it shows; a derived row by its two cells)."""
     return f"{table}|{row.get('same_as') or '/'.join(row['cells'])}|{profile}"
 
 
@@ -126,7 +121,7 @@ def marked_numbers(page: str) -> list[tuple[str, str, str, str | None]]:
 
 def number_conflicts(pages: dict[str, str]) -> list[str]:
     """One line per (experiment, statistic) that ``pages`` ({where: HTML}) show with two
-    different numbers, each number with the pages that show it; [] when there is none."""
+    different numbers, each with the pages that show it."""
     seen: dict[tuple[str, str], dict[tuple[str, str | None], list[str]]] = {}
     for where, page in pages.items():
         for exp, stat, value, spread in marked_numbers(page):
@@ -179,21 +174,19 @@ class _Footnotes:
         return f"<sup>[{self.texts.index(text) + 1}]</sup>"
 
     def legend(self) -> str:
+        """The texts as a list: `backticked` spans as code, the rest with paper labels named."""
         if not self.texts:
             return ""
         items = "".join(
-            f"<li>[{i}] {_note_html(t)}</li>" for i, t in enumerate(self.texts, start=1)
+            f"<li>[{i}] "
+            + "".join(
+                f"<code>{_e(p)}</code>" if j % 2 else _e(name_labels(p))
+                for j, p in enumerate(t.split("`"))
+            )
+            + "</li>"
+            for i, t in enumerate(self.texts, start=1)
         )
         return f'<ul class="mz-legend"><li><b>{_e(self.what)}</b></li>{items}</ul>'
-
-
-def _note_html(text: str) -> str:
-    """A footnote as HTML: `backticked` spans as code, the rest with paper labels named."""
-    parts = text.split("`")
-    return "".join(
-        f"<code>{_e(part)}</code>" if i % 2 else _e(name_labels(part))
-        for i, part in enumerate(parts)
-    )
 
 
 def plain_math(text: str) -> str:
@@ -223,15 +216,15 @@ def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
 
 def scorecard_html(sc) -> HTML:
     """The scorecard as one table grouped by paper table (linked to its chapter): claim | paper |
-    ours | verdict, protocols as footnotes; the claims not run after it, collapsed. Every text is
-    the presenter's (``present.row``), shown as written."""
+    ours | verdict, protocols as footnotes; the claims not run after it, collapsed."""
     notes = _Footnotes("Protocol that produced our number")
     body, table = [], None
-    ran = [r for r in sc.rows if r["verdict"] != "not run"]
-    for r in ran:
-        if r["table"] != table:
-            table = r["table"]
-            body.append(_group_heading(table, r["chapter"]))
+    for r in (r for r in sc.rows if r["verdict"] != "not run"):
+        if r["table"] != table:  # a heading row per paper table (its id: ``verdict_anchor``)
+            table, num = r["table"], r["chapter"].split("_", 1)[0].lstrip("0")
+            link = f'<a href="{_e(r["chapter"])}.html">chapter&nbsp;{_e(num)}</a>'
+            body.append(f'<tr class="mz-group" id="{_e(verdict_anchor(table))}"><th colspan="4">'
+                        f"{_e(table_name(table))} &middot; {link}</th></tr>")  # fmt: skip
         ours = _claim_number(r) + notes.mark(r.get("protocol_note") or r.get("protocol") or "")
         body.append(
             f"<tr><td>{_e(r['text'])}</td>"
@@ -259,9 +252,8 @@ def _verdict_cell(r: dict) -> str:
     reason = r.get("reason")
     if reason not in (None, "", r["verdict"]):
         more.append(f"<strong>{_e(reason)}</strong>")
-    stats = r.get("statistics") or "--"
-    if stats != "--":
-        more.append(_e(stats))
+    if r.get("statistics") not in (None, "", "--"):
+        more.append(_e(r["statistics"]))
     details = ""
     if more:
         spans = "".join(f'<span class="mz-why">{m}</span>' for m in more)
@@ -273,8 +265,7 @@ def _verdict_cell(r: dict) -> str:
 
 
 def _claim_number(r: dict, variant: str = "") -> str:
-    """A row's claim value, marked as that claim under the row's profile (and ``variant``:
-    "std-twins", the standardised-target twins)."""
+    """A row's claim value, marked as that claim under its profile (and ``variant``)."""
     value = r.get("value")
     variant = variant or getattr(value, "variant", "")
     key = f"claim:{r['claim']}|{r.get('profile')}" + (f"|{variant}" if variant else "")
@@ -283,7 +274,7 @@ def _claim_number(r: dict, variant: str = "") -> str:
 
 def _paper_protocol_line(r: dict) -> str:
     """The claim's verdict under the paper's protocol (``paper_protocol``) and whether it agrees
-    with the row's, the agreement that licenses the cheaper protocol; "" where it did not run."""
+    with the row's; "" where it did not run."""
     pp = r.get("paper_protocol")
     if not pp:
         return ""
@@ -306,14 +297,6 @@ def _step_price(row: dict) -> str:
 def verdict_anchor(table: str) -> str:
     """The id of ``table``'s group in chapter 9's scorecard ("verdicts-tab-meb")."""
     return "verdicts-" + table.replace(":", "-")
-
-
-def _group_heading(table: str, chapter: str) -> str:
-    """A paper table's heading row (its id: ``verdict_anchor``), linked to its chapter."""
-    num = chapter.split("_", 1)[0].lstrip("0")
-    link = f'<a href="{_e(chapter)}.html">chapter&nbsp;{_e(num)}</a>'
-    return (f'<tr class="mz-group" id="{_e(verdict_anchor(table))}"><th colspan="4">'
-            f"{_e(table_name(table))} &middot; {link}</th></tr>")  # fmt: skip
 
 
 def _not_run_toggle(rows: list[dict]) -> str:
@@ -352,8 +335,8 @@ def _not_run_toggle(rows: list[dict]) -> str:
 
 
 def evidence_note(row, profile: str | None = None) -> str:
-    """A footnote on a report row's number under ``profile`` (default the row's own, as
-    ``report.best_rows`` adds it): protocol, seeds, epochs, convergence, loss spikes, device."""
+    """A footnote on a report row's number under ``profile`` (default the row's own): protocol,
+    seeds, epochs, convergence, loss spikes, device."""
     row = row.as_dict() if hasattr(row, "as_dict") else row or {}
     prof = profile or row.get("profile")
     if prof is None or not row.get("seeds"):
@@ -439,10 +422,9 @@ def comparison_table(
     footnote_title: str = "Notes",
     code: tuple[str, ...] = (),
 ) -> HTML:
-    """A table of ``rows`` (dicts). ``columns``: (key, heading, width in %, summing to about
-    100); ``verdict``: the key shown as a coloured badge; ``footnote_key``: a key whose (long)
-    text becomes a numbered footnote on the first column; ``code``: keys shown verbatim as code;
-    every other value with paper labels named."""
+    """A table of ``rows`` (dicts). ``columns``: (key, heading, width in %); ``verdict``: the key
+    shown as a badge; ``footnote_key``: a key whose text becomes a numbered footnote on the first
+    column; ``code``: keys shown as code; every other value with paper labels named."""
     notes = _Footnotes(footnote_title)
     body = []
     for r in rows:
@@ -480,8 +462,7 @@ def conclusion(text: str | list[str], title: str = "What the numbers say") -> HT
 
 
 def toggle(summary: str, *parts) -> HTML:
-    """``parts`` (anything with ``_repr_html_``, or HTML strings) collapsed under ``summary``:
-    evidence a page keeps but does not lead with (a 30-epoch ablation, a pipeline check)."""
+    """``parts`` (anything with ``_repr_html_``, or HTML strings) collapsed under ``summary``."""
     inner = "".join(p._repr_html_() if hasattr(p, "_repr_html_") else str(p) for p in parts)
     return HTML(
         f'{STYLE}<details class="mz-toggle"><summary>{_e(name_labels(summary))}</summary>'

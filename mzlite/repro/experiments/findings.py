@@ -1,17 +1,10 @@
-"""What the book found, in a few plain sentences written from the scorecard (never typed).
-
-    from mzlite.repro.experiments.findings import findings
-    f = findings()                  # reads the scorecard and the plan of what is left
-    print(f.to_markdown())          # MyST for the landing page ({ref} links to chapter sections)
-    f.to_html()                     # the same block on a chapter page (chapter 9), as HTML
-
-A reproduction report's summary: the headline (the finding in two sentences: how the claims that
-MZAttn beats another model came out at the paper's sizes, on how many experiments, under which
-readings of the paper), then sentences each linked to the chapter section that backs it: the
-verdicts read at the paper's sizes (``present.verdict_line``), what held and whether it is
-evidence for MZAttn, the counts (a run several claims read counts once), what held partly, what
-did not, how sure, what could not run and its price (``plan``), the compute spent. ``once``
-evaluates the scorecard once per state of the result files, however many cells read it.
+"""What the book found, in a few plain sentences written from the scorecard (never typed):
+``findings().to_markdown()`` for the landing page (``{ref}`` links to chapter sections),
+``.to_html()`` for chapter 9. First the headline (how the claims that MZAttn beats another model
+came out at the paper's sizes, on how many experiments, under which readings), then sentences
+each linked to the section that backs it: the verdicts at the paper's sizes, what held and
+whether it is evidence for MZAttn, the counts (a run several claims read counts once), what held
+partly, what did not, how sure, what could not run and its price, the compute spent.
 
 A chapter a sentence links to carries ``results_label(chapter)`` on its "Results at a glance"
 heading (tests/test_findings.py checks each); chapter 9 ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``.
@@ -58,9 +51,8 @@ _ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per stat
 
 def once(fn, *args, results_dir=None, **kwargs):
     """``fn(*args, results_dir=results_dir, **kwargs)`` evaluated once per state of the result
-    files (``scorecard``, ``plan.decide``, ``plan.plan``, ...): a page that reads the scorecard
-    in several cells, and the exercise that checks it, judge every claim once. The value is
-    shared: read it, never change it."""
+    files: a page that reads the scorecard in several cells judges every claim once. The value
+    is shared: read it, never change it."""
     state = results_state(results_dir)
     if _ONCE.get("state") != state:
         _ONCE.clear()
@@ -72,9 +64,8 @@ def once(fn, *args, results_dir=None, **kwargs):
 
 
 def book_scorecard(results_dir=None):
-    """The scorecard the book shows (chapter 9, the landing page): every claim by its strongest
-    evidence, each claim not run with its next step's price (``plan.priced`` under the reduced
-    CPU protocol); once per state of the results (``once``)."""
+    """The scorecard the book shows (chapter 9, the landing page), each claim not run with its
+    next step's price (``plan.priced`` under ``PRICE_PROFILE``); once per state (``once``)."""
     return once(_priced_scorecard, results_dir=results_dir)
 
 
@@ -85,7 +76,7 @@ def _priced_scorecard(results_dir=None):
 
 def results_label(chapter: str) -> str:
     """The label of a chapter's "Results at a glance" section: "results-ch04" for
-    "04_training_on_gpu" (written ``(results-ch04)=`` above the heading)."""
+    "04_training_on_gpu"."""
     num = chapter.split("_", 1)[0]
     if not num.isdigit():
         raise ValueError(f"chapter must start with its number (e.g. '04_x'), got {chapter!r}")
@@ -94,10 +85,8 @@ def results_label(chapter: str) -> str:
 
 @dataclass(frozen=True)
 class Finding:
-    """One sentence and the chapter sections that back it: its ``lead`` ("What held", set in
-    bold on a page; "" for none), its ``body`` and ``links``, each (chapter page, e.g.
-    "04_training_on_gpu"; Sphinx label on it, e.g. "results-ch04"; the link's text); ``items``,
-    one line per verdict it lists (``present.verdict_line``), shown as a list under it."""
+    """One sentence: its ``lead`` (in bold; "" for none), ``body``, ``links`` (chapter page,
+    Sphinx label on it, the link's text) and ``items``, one line per verdict it lists."""
 
     lead: str
     body: str
@@ -110,8 +99,7 @@ class Finding:
 
 
 def _chapter_links(rows: list[dict]) -> tuple[tuple[str, str, str], ...]:
-    """One link per chapter of ``rows``, in the order of first mention, to its "Results at a
-    glance"."""
+    """One link per chapter of ``rows``, in order, to its "Results at a glance"."""
     return tuple(
         (ch, results_label(ch), f"chapter {ch.split('_', 1)[0].lstrip('0')}")
         for ch in dict.fromkeys(r["chapter"] for r in rows)
@@ -120,8 +108,7 @@ def _chapter_links(rows: list[dict]) -> tuple[tuple[str, str, str], ...]:
 
 @dataclass(frozen=True)
 class Findings:
-    """The verdict counts of a scorecard (every verdict, zeros included; ``total`` claims) and
-    the sentences that say what they mean."""
+    """The verdict counts of a scorecard (zeros included) and the sentences that say them."""
 
     counts: dict[str, int]
     total: int
@@ -130,8 +117,8 @@ class Findings:
     protocols: tuple[dict, ...] = ()
 
     def counts_html(self, scorecard_href: str = "") -> str:
-        """The counts as badges, each carrying ``data-verdict`` and ``data-n`` (what the browser
-        test compares with the scorecard), each a link to the scorecard (``scorecard_href``)."""
+        """The counts as badges carrying ``data-verdict`` and ``data-n`` (the browser test reads
+        them), each a link to ``scorecard_href``."""
         href = html.escape(scorecard_href)
         items = "".join(
             f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}"><b>{n}</b> '
@@ -146,8 +133,7 @@ class Findings:
         )
 
     def protocol_html(self) -> str:
-        """The protocol box: the paper's protocol beside each protocol of ours that decided a
-        verdict (``protocols.protocol_rows``), one row each, in words and measured numbers."""
+        """The paper's protocol beside each of ours that decided a verdict, one row each."""
         head = "".join(f"<th>{html.escape(t)}</th>" for _, t in _protocols.COLUMNS)
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(str(r[k]))}</td>" for k, _ in _protocols.COLUMNS)
@@ -160,10 +146,9 @@ class Findings:
         )
 
     def to_markdown(self) -> str:
-        """MyST for a page that is not a notebook (the landing page): the headline (the finding),
-        the counts as an HTML block (each a link to the scorecard), then one paragraph per
-        sentence ending in a ``{ref}`` link to its section, each with its list of verdicts (the
-        protocol box before the sentence that counts every claim)."""
+        """MyST for the landing page: the headline, the counts, then one paragraph per sentence
+        ending in ``{ref}`` links, each with its verdicts listed (the protocol box before the
+        sentence that counts every claim)."""
         href = f"chapters/{SCORECARD_CHAPTER}.html"
         out = [f'<p class="mz-headline"><b>{html.escape(self.headline)}</b></p>', ""]
         out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
@@ -177,8 +162,7 @@ class Findings:
         return "\n".join(out)
 
     def to_html(self):
-        """The block as HTML for a chapter page (chapter 9, above its scorecard): links are
-        relative to the chapters' folder; each list of verdicts collapsed under its sentence."""
+        """The block as HTML for chapter 9: each list of verdicts collapsed under its sentence."""
 
         def link(chapter, label, text):
             href = html.escape(f"{chapter}.html#{label}")
@@ -215,8 +199,7 @@ def _with(rows: list[dict], verdict: str) -> list[dict]:
 
 
 def _held_sentence(rows: list[dict]) -> Finding:
-    """What held in full, each with the presenter's reason: whether it is evidence for MZAttn
-    is the reason's first clause where it is not (``engine.Shows``)."""
+    """What held in full, and how many of those are evidence for MZAttn (``engine.Shows``)."""
     held = _with(rows, "holds")
     if not held:
         return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
@@ -239,7 +222,7 @@ def _partly_sentence(rows: list[dict]) -> Finding | None:
 
 def experiment_count(rows: list[dict]) -> int:
     """How many experiments (a (table, cell) that ran) the verdicts of ``rows`` rest on: a cell
-    that several claims read, or that several tables share, counts once."""
+    several claims or tables share counts once."""
     return len(set().union(*(r["value"].experiments for r in rows if r.get("value") is not None)))
 
 
@@ -259,9 +242,8 @@ def _readings_sentence(rows: list[dict]) -> str:
 
 
 def headline_text(rows: list[dict]) -> str:
-    """The finding in two sentences: how the claims that MZAttn beats another model came out at
-    the paper's sizes or under its protocol (``PAPER_SCALE``), on how many experiments, and under
-    which readings of the paper's layer and tasks; then the same below the paper's sizes."""
+    """The finding: how the claims that MZAttn beats another model came out at the paper's
+    sizes (``PAPER_SCALE``), on how many experiments, under which readings; then below them."""
     beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != "not run"]
     if not beats:
         return "No claim that MZAttn beats another model has been judged yet."
@@ -286,8 +268,7 @@ def headline_text(rows: list[dict]) -> str:
 
 
 def _paper_scale_finding(rows: list[dict]) -> Finding | None:
-    """Every verdict read at the paper's sizes or under its protocol, one line each through the
-    presenter (its regime and the layer and task readings it was read under)."""
+    """Every verdict read at the paper's sizes or under its protocol, one line each."""
     paper = [r for r in rows if r.get("profile") in PAPER_SCALE and r["verdict"] != "not run"]
     paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
     body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (a run several "
@@ -301,10 +282,9 @@ def _paper_scale_finding(rows: list[dict]) -> Finding | None:
 
 
 def layer_sentence(rows: list[_reading.AblationRow]) -> Finding | None:
-    """How MZ against the Set Transformer reads under def:relop's layer reading beside the
-    literal one, on the cells whose seeds are complete under both at the paper's sizes
-    (``rows``: ``reading.layer_readings()``, a literal row then its centre-adaptive twin, per
-    cell); None while no cell is."""
+    """MZ against the Set Transformer under def:relop's layer reading beside the literal one,
+    on the cells complete under both (``rows``: ``reading.layer_readings()``, a literal row then
+    its twin, per cell); None while no cell is."""
     pairs = [rows[i : i + 2] for i in range(0, len(rows), 2)]
     both = [(lit, ca) for lit, ca in pairs if min(lit.seeds, ca.seeds) >= MIN_SEEDS]
     if not both:
@@ -396,8 +376,7 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
 
 
 def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
-    """{where: (runs, hours)} of every committed training run (every profile but ``smoke``),
-    from the wall time each result records: ``CPU`` or the GPU's name."""
+    """{``CPU`` or the GPU's name: (runs, hours)} of every committed run but ``smoke``'s."""
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     spent: dict[str, list] = {}
     for path in sorted(root.glob("*/*/*.json")):
@@ -427,17 +406,15 @@ def _compute_sentence(spent: dict[str, tuple[int, float]]) -> Finding | None:
 
 def open_decisions(results_dir=None):
     """The sequential rule's decisions (``plan.decide``) for every table with claims under
-    ``PRICE_PROFILE``: what chapter 9's table of next steps, the scorecard's price of each claim
-    not run and the landing page's sentence all read, evaluated once (``once``)."""
+    ``PRICE_PROFILE``, evaluated once (``once``)."""
     every = [t for t in ex.TABLES if _claims(t)]
     return once(decide, every, PRICE_PROFILE, results_dir=results_dir, measure=False)
 
 
 def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]:
     """(runs to do, expected CPU hours, hours at the epoch cap, cells without an estimate) of
-    ``tables`` under ``PRICE_PROFILE``, from measured costs only (nothing is timed while a page
-    builds); a cell that is another table's experiment (``experiments.shared``) is priced
-    there."""
+    ``tables`` under ``PRICE_PROFILE``, from measured costs only; a cell that is another table's
+    experiment (``experiments.shared``) is priced there."""
     prof = PRICE_PROFILE
     totals = list(once(plan, tables, prof, results_dir=results_dir, measure=False)
                   .totals().values())  # fmt: skip
@@ -453,8 +430,8 @@ def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]
 
 
 def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
-    """The findings of scorecard ``sc`` (default: ``scorecard()`` of every claim, best profile
-    on disk per claim). ``price``: say what the claims not run would cost (``plan``)."""
+    """The findings of scorecard ``sc`` (default ``scorecard()``). ``price``: say what the
+    claims not run would cost (``plan``)."""
     if sc is None:
         sc = once(scorecard, results_dir=results_dir)
     rows = list(sc.rows)

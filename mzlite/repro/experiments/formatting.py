@@ -1,7 +1,5 @@
-"""The lowest layer of the results' words, importing nothing of theirs so that each can use it
-(the presenter ``present``, and ``mzlite.repro.render``, which the verdict engine's imports
-reach): how a number with its spread, a cell and a count of verdicts read (no sentence is written
-with ids and rewritten after).
+"""The lowest layer of the results' words, importing none of theirs: how a number with its
+spread, a cell and a count of verdicts read.
 """
 
 from __future__ import annotations
@@ -32,10 +30,9 @@ def unsigned_zero(v: float) -> float:
 
 
 def format_mean_std(mean, std) -> str:
-    """ "mean ± std", "mean" when there is no std (one seed), "--" when there is no mean. A
-    mean that is zero to three decimals, or below 0.001 and within one std of zero, is printed
-    with three decimals beside its std: "0.000 ± 0.001", not "-6.36e-05 ± 0.000664" (seeds on
-    the mean predictor: the digits past the third are noise)."""
+    """ "mean ± std", "mean" when there is no std, "--" when there is no mean. A mean that is zero
+    to three decimals, or below 0.001 and within one std of zero, prints "0.000 ± 0.001", not
+    "-6.36e-05 ± 0.000664" (on the mean predictor the digits past the third are noise)."""
     if mean is None or std is None:
         return _value(mean)
     if std < 1e-2 and (abs(mean) < 5e-4 or (abs(mean) < 1e-3 and abs(mean) <= std)):
@@ -44,8 +41,7 @@ def format_mean_std(mean, std) -> str:
 
 
 def cell_words(table, cell_id: str) -> str:
-    """A cell as a reader knows it: its setting (the paper's column) and model (the paper's row),
-    "d = 8, MZAttn-Full"; an unknown id raises (``CellKey``)."""
+    """A cell as a reader knows it, "d = 8, MZAttn-Full"; an unknown id raises (``CellKey``)."""
     key = CellKey(table, cell_id)
     cell = get_table(key.table).cell(key.cell)
     return f"{spaced(cell.column)}, {spaced(cell.row)}"

@@ -1,15 +1,8 @@
-"""The sentences and boxes every results chapter prints, written from result rows; what one
-chapter alone reads lives in that chapter's module (``mzlite.repro.training_study`` for 4,
-``meb_study`` 5, ``relational`` 6, ``transfer`` 10).
-
-    from mzlite.repro.experiments import narrate
-    narrate.glance("05_minimum_enclosing_ball")                    # a chapter's box of results
-    narrate.describe_runs("tab:tdof-verify", "cpu-converged")      # what ran, in words
-
-Every number comes from the result files, through ``report`` (typed ``ReportRow``s) and the
-scorecard; nothing is typed. A chapter calls one function per paragraph or table and keeps the
-code that teaches. Cells are named in words ("d = 8, MZAttn-Full"), never by id
-(``cell_words``); a verdict is worded by ``present`` and linked to, never repeated.
+"""The sentences and boxes every results chapter prints (``glance``, ``pipeline_only``,
+``describe_runs``), written from result rows; what one chapter alone reads lives in that
+chapter's module (``training_study``, ``meb_study``, ``relational``, ``transfer``). Every number
+comes from the result files; cells are named in words (``cell_words``); a verdict is worded by
+``present`` and linked to, never repeated.
 """
 
 from __future__ import annotations
@@ -43,34 +36,23 @@ def _chapter_rows(chapter: str, sc=None) -> list[dict]:
     return [r for r in (sc.rows if sc is not None else []) if r["chapter"] == chapter]
 
 
-def verdict_links(rows: list[dict]) -> str:
-    """HTML: each paper table of ``rows`` linked to its verdicts in chapter 9 (a table none of
-    whose claims ran links to the list of claims not run)."""
-    links = []
-    for table in dict.fromkeys(r["table"] for r in rows):
-        ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
-        links.append(f'<a href="{SCORECARD_CHAPTER}.html#'
-                     f'{verdict_anchor(table) if ran else NOT_RUN_LABEL}">'
-                     f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
-    return and_join(links)
-
-
 def glance(chapter: str, sentences=(), sc=None):
-    """The box at the top of a results chapter: the verdict counts of its claims, the chapter's
-    own summary ``sentences`` (its results, with their numbers), then a link to each of its
-    paper tables in chapter 9, which holds the verdicts (each result is said once, there).
-    Titled "What the results say", or, where nothing has run, what it is."""
+    """The box at the top of a results chapter: the verdict counts of its claims, its own
+    ``sentences``, then a link to each of its paper tables' verdicts in chapter 9."""
     rows = _chapter_rows(chapter, sc)
     paras = [html.escape(s) for s in sentences if s]
     if rows:
-        counts = counts_text(r["verdict"] for r in rows)
+        counts, n = counts_text(r["verdict"] for r in rows), len(rows)
         paras.insert(
-            0,
-            html.escape(
-                f"{len(rows)} claim{'s' * (len(rows) != 1)} of the paper tested here: {counts}."
-            ),
+            0, html.escape(f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
         )
-        paras.append(f"Each claim's verdict and its reason: {verdict_links(rows)} in chapter 9.")
+        links = []  # each paper table to its verdicts in chapter 9 (or to the claims not run)
+        for table in dict.fromkeys(r["table"] for r in rows):
+            ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
+            links.append(f'<a href="{SCORECARD_CHAPTER}.html#'
+                         f'{verdict_anchor(table) if ran else NOT_RUN_LABEL}">'
+                         f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
+        paras.append(f"Each claim's verdict and its reason: {and_join(links)} in chapter 9.")
     ran = any(r["verdict"] != "not run" for r in rows) or any(sentences)
     title = "What the results say" if ran else "The paper's claims about this chapter"
     body = "".join(f"<p>{p}</p>" for p in paras)
@@ -82,10 +64,8 @@ def glance(chapter: str, sentences=(), sc=None):
 
 def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1, chapter=None,
                   sc=None):  # fmt: skip
-    """The box that says what the numbers trained on a page are: a pipeline check, with the scale
-    that ran, so that no number on the page reads like a result. ``chapter``: where the scorecard
-    already reads committed runs of that chapter's tables, the box says so instead of "no
-    results yet" (which is said only when there are none)."""
+    """The box that says the numbers trained on a page are a pipeline check, at the scale that
+    ran; ``chapter``: where the scorecard reads committed runs of it, the box says so."""
     scale = (f"{'/'.join(f'{n:,}' for n in sizes)} train/validation/test sets, {epochs} epochs, "
              f"{seeds} seed{'s' * (seeds != 1)} per model")  # fmt: skip
     ran = [r for r in (_chapter_rows(chapter, sc) if chapter else [])
@@ -106,10 +86,9 @@ def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1, c
 
 
 def describe_runs(table, profile: str, results_dir=None) -> list[str]:
-    """What the trained results of ``table`` under ``profile`` are, in sentences: per model, our
-    number per setting beside the paper's, with the epochs run, the best epochs and why the runs
-    stopped; the derived ratios; the set-statistics yardstick; how many runs were still
-    improving at the cap or stopped early; data sizes and seeds against the full protocol."""
+    """The trained results of ``table`` under ``profile`` in sentences: per model, ours beside
+    the paper's with epochs and why runs stopped; the ratios; the yardstick; runs still improving
+    at the cap or stopped early; sizes and seeds against the full protocol."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     rows = [ReportRow.of(r, prof.name) for r in report(spec, prof.name, results_dir).rows]
     main = [r for r in rows if r.part == "main" and r.seeds]

@@ -1,13 +1,7 @@
 """The one place that words a verdict (``engine.Verdict``): every page, the command line and the
-landing page say one through here.
-
-    from mzlite.repro.experiments import engine, present
-    present.row(claim, engine.judge(claim))   # the scorecard row: every field a page shows
-    present.scorecard_text(sc)                # the command line's scorecard
-
+landing page say one through here (``row(claim, engine.judge(claim))``, ``scorecard_text(sc)``).
 Sentences are written once from the verdict's numbers and codes, cells named in words ("L = 32,
-ST-4L", never an id), profiles by the glossary's names (``protocols.READER_NAMES``); nothing
-downstream parses or rewrites them.
+ST-4L", never an id), profiles by the glossary's names; nothing downstream parses them.
 """
 
 from __future__ import annotations
@@ -35,18 +29,12 @@ DEFAULT_READING = "mzlite's reading (generators mapped as their centre)"
 NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
 
 
-def label_words(label: Label) -> str:
-    """A label as a page prints it (its value: "does not hold here")."""
-    return Label(label).value
-
-
 def _row_name(table: str, cell_id: str) -> str:
     return spaced(get_table(table).cell(cell_id).row)
 
 
 def _named(table: str, cell_ids, sep: str = ", ") -> tuple[str, str]:
-    """(the cells' names joined by ``sep``, " at <column>" or ""): cells of one column each by
-    its row, the column named once at the end; else each in full (``cell_words``)."""
+    """(the cells' names joined by ``sep``, " at <column>" when they share one, else "")."""
     columns = {get_table(table).cell(c).column for c in cell_ids}
     if len(columns) != 1:
         return sep.join(cell_words(table, c) for c in cell_ids), ""
@@ -58,8 +46,7 @@ def _p(p) -> str:
 
 
 def value_text(claim, value, ranks=None) -> str:
-    """The claim's number as its table prints it ("+0.12", "0.908", "2.31x"); a rank claim's
-    from its ``ranks``: the mean rank, or "3 of 5" in the mid-field."""
+    """The claim's number as its table prints it ("+0.12", "2.31x"; a rank claim's "3 of 5")."""
     if value is None:
         return "--"
     if isinstance(claim, RankClaim):
@@ -86,18 +73,9 @@ def regime_text(regime: Regime | None) -> str:
     return f"{words} training sets, {reader_name(regime.profile)}"
 
 
-def _regimes_text(v: Verdict) -> str:
-    """The regime ``v`` was read in; a claim of parts read in several names each (its own
-    ``regime`` is its weakest part's, which would credit the others' numbers to it)."""
-    if not v.parts:
-        return regime_text(v.regime)
-    return "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
-
-
 def devices_text(devices, gpu_for_cpu_profile: bool = False) -> str:
-    """Where runs ran (``engine.devices_of``), in words: "on a CPU and on an NVIDIA H200 GPU"; a
-    GPU that ran a CPU profile says so (it made it faster; the settings stayed the CPU
-    protocol's)."""
+    """Where runs ran (``engine.devices_of``): "on a CPU and on an NVIDIA H200 GPU"; a GPU that
+    ran a CPU profile says so (the settings stayed the CPU protocol's)."""
     names = [
         "on a CPU" if d == "cpu"
         else f"on an {d} GPU" if d[:1].upper() in "AEIOU" or d.startswith("NVIDIA")
@@ -111,9 +89,8 @@ def devices_text(devices, gpu_for_cpu_profile: bool = False) -> str:
 
 
 def protocol_text(v: Verdict, cells: bool = True) -> str:
-    """What ran: "cpu-annealed: 3 seed(s), 46-82 epochs, 2,000/500/2,000 sets, on a CPU", with
-    how many of the claim's cells ran when not all did (``cells``; a table's footnote, shared by
-    its rows, leaves it to each row's reason)."""
+    """What ran: "cpu-annealed: 3 seed(s), 46-82 epochs, 2,000/500/2,000 sets, on a CPU", and
+    (``cells``: not in a footnote shared by rows) how many of the claim's cells ran."""
     r = v.regime
     if r is None:
         return "--"
@@ -136,10 +113,20 @@ def protocol_text(v: Verdict, cells: bool = True) -> str:
 
 
 def statistics_text(claim, v: Verdict) -> str:
-    """Seeds per cell, converged runs, and the largest Welch p (with Holm's, when it ran)."""
-    if isinstance(claim, RankClaim):
-        return _rank_statistics(v)
-    if not v.cells:
+    """Seeds per cell, converged runs, and the largest Welch p (with Holm's, when it ran); a
+    rank claim's ranks and its exact null test."""
+    if isinstance(claim, RankClaim) and "n_settings" in v.rank:
+        rk, t = v.rank, v.rank["test"]
+        listed = ", ".join(f"{r:g}" for r in rk["observed"])
+        text = (f"MZAttn-Full's ranks by mean R² over seeds in the {len(rk['observed'])} complete "
+                f"settings: {listed or '--'} (paper, all {rk['n_settings']}: "
+                + ", ".join(f"{r:g}" for r in rk["paper"]) + ")")  # fmt: skip
+        if t is not None and rk["kind"] == "no-advantage":
+            text += (f"; exact null: P(mean <= it) = {t['p_advantage']:.3f}, "
+                     f"P(mean >= it) = {t['p_disadvantage']:.3f}, smallest possible "
+                     f"{t['p_floor']:.2g}")  # fmt: skip
+        return text
+    if isinstance(claim, RankClaim) or not v.cells:
         return "--"
     ns = sorted({c.n for c in v.cells})
     conv = sum(c.converged for c in v.cells)
@@ -154,21 +141,6 @@ def statistics_text(claim, v: Verdict) -> str:
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
         if v.p_holm is not None and len(v.tests):
             text += f"; after Holm's correction within its table, p = {_p(v.p_holm)}"
-    return text
-
-
-def _rank_statistics(v: Verdict) -> str:
-    rk = v.rank
-    if "n_settings" not in rk:
-        return "--"
-    listed = ", ".join(f"{r:g}" for r in rk["observed"])
-    text = (f"MZAttn-Full's ranks by mean R² over seeds in the {len(rk['observed'])} complete "
-            f"settings: {listed or '--'} (paper, all {rk['n_settings']}: "
-            + ", ".join(f"{r:g}" for r in rk["paper"]) + ")")  # fmt: skip
-    t = rk["test"]
-    if t is not None and rk["kind"] == "no-advantage":
-        text += (f"; exact null: P(mean <= it) = {t['p_advantage']:.3f}, P(mean >= it) = "
-                 f"{t['p_disadvantage']:.3f}, smallest possible {t['p_floor']:.2g}")  # fmt: skip
     return text
 
 
@@ -222,10 +194,8 @@ _SAYS_RAN = (Reason.INCOMPLETE, Reason.REFUTED_SO_FAR, Reason.CANNOT_HOLD, Reaso
 
 
 def why_parts(claim, v: Verdict) -> tuple[str, ...]:
-    """The rule that decided ``v``, clause by clause, each as written (a row's ``why`` joins
-    them): what a holding verdict shows where it is no evidence for MZAttn first. The first is
-    the line a page shows under the badge, the others go in its details (no page splits a
-    sentence to find them)."""
+    """The rule that decided ``v``, clause by clause (what a holding verdict shows where it is no
+    evidence for MZAttn first): a page shows the first under the badge, the others in details."""
     parts = _why(claim, v)
     parts = [parts] if isinstance(parts, str) else list(parts)
     if not (v.parts or v.rank) and 0 < v.ran < v.n_cells and v.reason not in _SAYS_RAN:
@@ -249,7 +219,7 @@ def _why(claim, v: Verdict) -> str | list[str]:
         return "a smoke run: it checks the code, it never gives a verdict"
     if v.parts:
         parts = [
-            f"{spaced(p.claim.split('@', 1)[1])}: {label_words(p.label)}"
+            f"{spaced(p.claim.split('@', 1)[1])}: {p.label.value}"
             + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
             for p in v.parts
         ]
@@ -261,7 +231,7 @@ def _why(claim, v: Verdict) -> str | list[str]:
         return _refutation_text(claim, v)
     if r == Reason.PATTERN:  # "reproduced": the claim's test on the pattern's cells held
         gone = "; ".join(" and ".join(cell_words(v.table, c.cell) for c in b.cells)
-                         + f" ({label_words(b.label)}, {value_text(claim, b.ours)})"
+                         + f" ({b.label.value}, {value_text(claim, b.ours)})"
                          for b in v.removed_by)  # fmt: skip
         return (f"the paper's pattern, read under its protocol ({claim.pattern.where}), every "
                 "cell with its seeds" + (f"; removed by {gone}" if gone else ""))  # fmt: skip
@@ -363,25 +333,26 @@ def _shows_text(v: Verdict) -> str:
 
 
 _POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
+# the labels no reading decides: what each says, whatever the claim
+_LABEL_REASONS = {
+    Label.NOT_RUN: NOT_RUN_REASON,
+    Label.OPTIMISATION_FAILURE: "optimisation failure: says nothing about the architecture",
+    Label.MEMORISED: "memorised: the kept weights predict no better than the mean; more data "
+    "decides",
+    Label.NO_MODEL_LEARNS: "no model learns it: a tie at the mean predictor says nothing about "
+    "the claim",
+    Label.NOT_DECIDED: "not decided: no significant difference either way",
+}
 
 
 def reason_text(v: Verdict, normalised: dict | None = None) -> str:
-    """Under which reading of the paper the verdict was decided, and whether another reading's
-    results read otherwise; what the weaker evidence beside it says; the claim's verdict on
-    MEB's per-set normalised cells (``normalised``, a scorecard row), where they ran."""
+    """Under which reading the verdict was decided, and whether another reading's results read
+    otherwise; the weaker evidence beside it; its verdict on MEB's ``normalised`` cells."""
     label = v.label
-    if label == Label.NOT_RUN:
-        text = NOT_RUN_REASON
-    elif label == Label.OPTIMISATION_FAILURE:
-        text = "optimisation failure: says nothing about the architecture"
-    elif label == Label.MEMORISED:
-        text = "memorised: the kept weights predict no better than the mean; more data decides"
-    elif label == Label.NO_MODEL_LEARNS:
-        text = "no model learns it: a tie at the mean predictor says nothing about the claim"
-    elif label == Label.NOT_DECIDED:
-        text = "not decided: no significant difference either way"
+    if label in _LABEL_REASONS:
+        text = _LABEL_REASONS[label]
     elif label not in DECIDED:
-        text = label_words(label)
+        text = label.value
     elif not v.reading:
         text = f"{_POLARITY[label]} (no MZ model among its cells: no reading involved)"
     else:
@@ -406,7 +377,7 @@ def reason_text(v: Verdict, normalised: dict | None = None) -> str:
         if b.label == Label.INSUFFICIENT and _faithfulness(b) < _faithfulness(v):
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
     if v.pattern is not None:  # the paper's pattern (Claim.pattern), not yet reproduced
-        text += f"; the paper's pattern, under its protocol: {label_words(v.pattern.label)} so far"
+        text += f"; the paper's pattern, under its protocol: {v.pattern.label.value} so far"
     if normalised is not None:
         text += (f"; on per-set normalised sets (chapter 5's ablation cells, read in "
                  f"{normalised['regime']}): {normalised['verdict']} (ours "
@@ -424,9 +395,8 @@ LAYER_WORDS = {
 
 
 def readings_words(layer: str, task: str) -> str:
-    """The readings of the paper that runs were trained under, in words a referee can check:
-    "the layer as Eq. (3) prints it (...) and the tasks as mzlite first generated them (layer
-    reading literal, task reading v1)"."""
+    """The readings of the paper that runs were trained under, in words a referee can check: "the
+    layer as Eq. (3) prints it (...) and the tasks as ... (layer reading literal, task ...)"."""
     what = name_labels(LAYER_WORDS.get(layer, f"the layer reading {layer}"))  # data: labels
     tasks = ("the tasks as mzlite first generated them" if task == _TASK_DEFAULT
              else "the tasks under their chosen readings")  # fmt: skip
@@ -460,9 +430,8 @@ def _n(x: float) -> str:
 
 
 def claim_text(claim) -> str:
-    """The claim as every page states it: the paper's words (``says``), then its test, worded
-    from its kind and thresholds (typed once, in the claim); a rank claim's sentence as
-    registered."""
+    """The claim as every page states it: the paper's words (``says``), then its test worded from
+    its kind and thresholds (typed once, in the claim); a rank claim's as registered."""
     if isinstance(claim, RankClaim):
         return claim.text
     m, h, p = METRIC_NAMES.get(claim.metric, claim.metric), claim.holds_at, claim.partly_at
@@ -490,9 +459,8 @@ def statement(claim) -> str:
 
 
 def verdict_line(r: dict) -> str:
-    """One verdict in two sentences, from its scorecard row (``row``): the claim led by its
-    paper table, then the verdict with ours beside the paper's, the regime and the readings it
-    was read under, and the rule that decided it."""
+    """One verdict in two sentences, from its scorecard row: the claim, then the verdict with
+    ours beside the paper's, where and under which readings, and the rule that decided it."""
     head = r["statement"]
     text = f"{head}{'' if head.endswith('.') else '.'} {r['verdict'].capitalize()}"
     if r["verdict"] == Label.NOT_RUN.value:
@@ -504,10 +472,14 @@ def verdict_line(r: dict) -> str:
 
 
 def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
-    """The scorecard row of ``claim`` judged as ``v``: every field in words (the fields the
-    pages read), and ``value``, the verdict itself. ``normalised``: the row of the claim on MEB's
-    per-set normalised cells (``scorecard.per_set_normalised``), said in its reason."""
-    parts, ref, regime = why_parts(claim, v), v.refutation, _regimes_text(v)
+    """The scorecard row of ``claim`` judged as ``v``: every field a page reads, and ``value``,
+    the verdict. ``normalised``: the claim's row on MEB's per-set normalised cells."""
+    parts, ref, regime = why_parts(claim, v), v.refutation, regime_text(v.regime)
+    if v.parts:  # each part's regime (the claim's own is its weakest part's)
+        regime = "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
+    beats = not (isinstance(claim, RankClaim) or claim.compare is None or claim.size_of_gap)
+    if beats:  # a claim that an MZAttn model beats the other models of its comparison
+        beats = _nn.model_spec(get_table(claim.table).cell(claim.compare[0]).model).family == "mz"
     return {
         "claim": claim.id,
         "table": claim.table,
@@ -529,7 +501,7 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "statistics": statistics_text(claim, v),
         "why": "; ".join(parts),
         "why_parts": parts,
-        "verdict": label_words(v.label),
+        "verdict": v.label.value,
         "reason_code": v.reason.value,
         "reading": reading_words(v.reading),
         "reason": reason_text(v, normalised),
@@ -539,26 +511,18 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "decided_by": "; ".join(parts) if v.label in DECIDED or ref is not None else "",
         "refuted_by": None if ref is None else {"cell": ref.cell, "diff": ref.diff, "p": ref.p},
         "paper_table": getattr(claim, "paper_table", None) or claim.table,
-        "mz_beats": _mz_beats(claim),
+        "mz_beats": beats,
         "shows": v.shows,
         "beside": [  # the other regimes that ran the claim, beside the deciding one
             {
                 "regime": regime_text(b.regime),
-                "verdict": label_words(b.label),
+                "verdict": b.label.value,
                 "ours_text": value_text(claim, b.ours, b.rank.get("observed")),
             }
             for b in v.beside
         ],
         "value": v,
     }
-
-
-def _mz_beats(claim) -> bool:
-    """A claim that an MZAttn model beats the other models of its comparison."""
-    if isinstance(claim, RankClaim) or claim.compare is None or claim.size_of_gap:
-        return False
-    cell = get_table(claim.table).cell(claim.compare[0])
-    return _nn.model_spec(cell.model).family == "mz"
 
 
 def _verdict_words(r: dict) -> str:

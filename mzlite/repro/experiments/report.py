@@ -1,8 +1,5 @@
-"""Our numbers beside the paper's, one table at a time.
-
-    from mzlite.repro.experiments.report import report
-    r = report("tab:meb", profile="smoke")    # a Report: rows of plain dicts, no pandas
-    print(r.to_markdown())                     # or r.to_text(); in a notebook it renders as HTML
+"""Our numbers beside the paper's, one table at a time: ``report("tab:meb", "smoke")`` is a
+``Report`` of plain dicts (``to_markdown()``, ``to_text()``, HTML in a notebook).
 
 Each row is one (paper row, paper column, metric) of the table: our mean +/- std over the seeds
 on disk (sample std, ddof = 1; the paper does not say which it prints), how many seeds
@@ -44,8 +41,7 @@ def epoch_range(results: list[dict]) -> str:
 
 
 class Report:
-    """A table of rows (plain dicts, ``_row``; ``ReportRow`` reads them by attribute) with
-    ``to_markdown()``, ``to_text()`` and ``_repr_html_``."""
+    """A table of rows (plain dicts, ``_row``) with ``to_markdown()``, ``to_text()``, HTML."""
 
     COLUMNS = (
         "row", "column", "metric", "ours", "paper", "seeds", "converged", "epochs", "params",
@@ -101,19 +97,14 @@ class Report:
             "device": r["device"],
         }
 
-    def _sections(self):
-        for part, name in (("main", None), ("derived", "Derived"), ("ablation", "Ablation")):
-            rows = [self._cells(r) for r in self.rows if r["part"] == part]
-            if rows:
-                yield name, rows
-
-    def _heading(self) -> str:
-        return f"{self.label}: {self.title} [profile: {self.profile}]"
-
     def _render(self, markdown: bool) -> str:
         """Markdown (a pipe table per section) or plain text (columns padded to align)."""
-        out = [f"**{self._heading()}**", ""] if markdown else [self._heading()]
-        for name, rows in self._sections():
+        heading = f"{self.label}: {self.title} [profile: {self.profile}]"
+        out = [f"**{heading}**", ""] if markdown else [heading]
+        for part, name in (("main", None), ("derived", "Derived"), ("ablation", "Ablation")):
+            rows = [self._cells(r) for r in self.rows if r["part"] == part]
+            if not rows:
+                continue
             if name:
                 tail = " (no paper numbers)" if name == "Ablation" else ""
                 out += ["", f"*{name}*{tail}", ""] if markdown else ["", name + tail]
@@ -215,11 +206,9 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
 def _row(
     spec, res, part, row, column, metric, cells, values, mean_std_, seeds, n_seeds, pc, **extra
 ) -> dict:
-    """One row of a ``Report`` from the results ``res`` behind it: ``part`` ("main",
-    "ablation", "derived"), our cell ids, our mean and std and per-seed values, how many runs
-    converged ("2/3") and had a validation-loss spike ("1/3", "" for none), ``mixed`` (several
-    protocols: no mean), ``same_as`` (the cell whose results an aliased cell shows), the paper's
-    number (``pc``) as printed, and ``extra`` keys (the model, parameter counts)."""
+    """One row of a ``Report`` from the results ``res`` behind it: our cells, mean, std and
+    per-seed values, runs converged and spiked, the paper's number (``pc``), and ``extra`` keys
+    (``mixed``: several protocols, no mean; ``same_as``: the cell an aliased cell shows)."""
     trained = [r for r in res if r.get("history") is not None]
     spiked = sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained)
     conv = sum(_stats.result_convergence(r)["converged"] for r in res)
@@ -254,10 +243,8 @@ def _row(
 
 
 class ReportRow(SimpleNamespace):
-    """One row of a ``Report`` (``_row``'s keys) read by attribute, ``row.ours_mean``: what the
-    narration of a chapter reads (``mzlite.repro.experiments.narrate``). ``profile`` is the
-    profile its results come from (None: not run under any profile asked); ``model`` is None on
-    a derived row. ``ReportRow.of(row)`` makes one from a report's dict row."""
+    """One row of a ``Report`` read by attribute (``ReportRow.of(row)``): ``profile`` is the one
+    its results come from (None: not run under any asked); ``model`` is None on a derived row."""
 
     _SEQUENCES = ("cells", "ours_values", "seeds")
 
@@ -306,8 +293,7 @@ def best_rows(
 ) -> dict[str, dict]:
     """Cell by cell, the most trusted evidence on disk: ``{cell id: row}``, the ``report`` row
     (``metric``) of the first of ``profiles`` with results there, ``"profile"`` added (None, and
-    the first profile's empty row, where none has): every number keeps its protocol, and no mean
-    mixes profiles."""
+    the first profile's empty row, where none has): no mean mixes profiles."""
     if isinstance(profiles, str):
         profiles = (profiles,)
     profiles = [ex.get_profile(p).name for p in profiles]
@@ -349,9 +335,8 @@ def ours_text(row: dict | ReportRow | None) -> str:
 
 def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> str:
     """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
-    the result files (never from the profile's intent): cells, seeds, sizes, epochs, convergence,
-    learning rates, target scaling, precision, device and code (``commit_ids=False``, for a book
-    page: how many versions, the commits staying in the result files). "" when there are none."""
+    the result files: cells, seeds, sizes, epochs, convergence, learning rates, target scaling,
+    precision, device and code (``commit_ids=False``: how many versions). "" for none."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     same = ex.aliases(spec, prof.name)
     by_cell = {c: r for c, r in ex.results_by_cell(spec, prof.name, results_dir).items()
