@@ -64,9 +64,8 @@ def provenance(device: torch.device, git: dict | None = None) -> dict:
         "device": str(device),
         "gpu_name": gpu,
         "num_threads": torch.get_num_threads(),
-        # results since the fused CPU kernels differ from earlier ones in dropout masks and the
-        # learned tokens' precision (mzlite.nn.fused); records whether they ran. loaded(), not
-        # available(): a job without MZ blocks must not compile the kernel to fill this in
+        # the fused CPU kernels change dropout masks and the learned tokens' precision; loaded(),
+        # not available(): a job without MZ blocks must not compile the kernel to fill this in
         "fused_cpu_kernels": device.type == "cpu" and _nn.fused.loaded(),
         "torch": torch.__version__,
         "mzlite": mzlite.__version__,

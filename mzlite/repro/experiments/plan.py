@@ -41,6 +41,7 @@ from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
 from mzlite.repro.paper import spaced
 from mzlite.tasks import make_task
+from mzlite.timing import time_call, train_step_call
 from mzlite.train import fit
 from mzlite.train.config import check_int_field
 from mzlite.train.loop import num_threads_during
@@ -82,27 +83,21 @@ def _model_key(model: str, kwargs: dict) -> str:
 
 
 def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
-    """CPU seconds per training set of each of ``cells`` (median of ``steps`` steps on a batch
-    of its task, one thread), the models taking turns so that a change of load hits all alike."""
-    runs = []
+    """CPU seconds per training set of each of ``cells`` (median of ``steps`` of fit's training
+    steps on a batch of its task, one thread), the models taking turns so that a change of load
+    hits all alike."""
+    calls = []
     for cell in cells:
         data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
         model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
         y = (data.y if data.y.ndim == 2 else data.y[:, None]).float()
-        runs.append((model, torch.optim.AdamW(model.parameters(), lr=1e-4), data, y, []))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        calls.append(train_step_call(model, opt, data.x, data.mask, y))
     with num_threads_during(1):
-        for i in range(steps + 1):  # the first step warms up
-            for model, opt, data, y, times in runs:
-                t0 = time.perf_counter()
-                model.train()
-                loss = torch.nn.functional.mse_loss(model(data.x, data.mask), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                if i:
-                    times.append(time.perf_counter() - t0)
+        rounds = [[time_call(call) for call in calls] for _ in range(steps + 1)]
+    per_cell = zip(*rounds[1:], strict=True)  # the first round warms up
     # per training set; validation sets are priced by _units
-    return [statistics.median(r[4]) / c.batch_size for r, c in zip(runs, cells, strict=True)]
+    return [statistics.median(t) / c.batch_size for t, c in zip(per_cell, cells, strict=True)]
 
 
 def _text_table(head, lines) -> list[str]:
@@ -768,15 +763,12 @@ def decide(
     def where(table, cid):
         return lent.get(table, {}).get(cid, (table, cid))
 
-    wanted: dict[str, set] = {}
-    for c, steps in planned:
-        for _, ids in steps:
-            for cid in ids:
-                label, own = where(c.table, cid)
-                wanted.setdefault(label, set()).add(own)
+    wanted = _by_table(
+        where(c.table, cid) for c, steps in planned for _, ids in steps for cid in ids
+    )
     price = {}
     for label, cells in wanted.items():
-        p = plan(label, prof.name, seeds, cells=sorted(cells), results_dir=results_dir,
+        p = plan(label, prof.name, seeds, cells=sorted(set(cells)), results_dir=results_dir,
                  measure=measure)  # fmt: skip
         price.update({(r["table"], r["cell"]): r for r in p.rows})
     out = []
