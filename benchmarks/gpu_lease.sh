@@ -77,7 +77,7 @@ while read -r tree commit table cells seeds workers; do
     echo "lane $n: $tree at ${commit:0:7}: $table $cells seeds $seeds"
 done < "$LANES"
 wait
-sleep 3  # the pools' workers notice their driver is gone within a second (pool.PARENT_POLL_S)
+sleep 3  # the pools' workers notice their driver is gone within a second (runner.PARENT_POLL_S)
 nvidia-smi --query-gpu=memory.used --format=csv,noheader
 
 (cd "$OUT" && tar czf logs.tgz lane*.log && rm lane*.log)

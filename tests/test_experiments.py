@@ -24,9 +24,9 @@ import torch
 from mzlite.__main__ import main as cli
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.cells import grid_cells
-from mzlite.repro.experiments.pool import PARENT_POLL_S
 from mzlite.repro.experiments.protocols import CURRENT, PROTOCOL_STYLES
 from mzlite.repro.experiments.report import report
+from mzlite.repro.experiments.runner import PARENT_POLL_S
 from mzlite.repro.paper import load_paper_table, paper_cell
 from mzlite.tasks import make_splits, make_task
 from mzlite.train import fit
@@ -549,7 +549,7 @@ def test_a_gpu_run_asks_for_the_precision_of_the_cpu_runs_beside_it(dirs, monkey
 
 _DRIVER = """
 import os, time
-from mzlite.repro.experiments.pool import spawn_pool
+from mzlite.repro.experiments.runner import spawn_pool
 pool = spawn_pool(1, 1)
 print(pool.submit(os.getpid).result(), flush=True)
 pool.submit(time.sleep, 600)

@@ -46,10 +46,9 @@ def _git(*args) -> str | None:
 
 def git_info() -> dict:
     """``{"commit": HEAD or None, "dirty": bool or None}`` (None when not a git checkout). A copy
-    of the working tree sent to another machine (a lent GPU) records the commit its caller names
-    in ``MZLITE_GIT_COMMIT``, with ``dirty`` None: not checked. The name wins over a ``.git``
-    that travelled with the copy, which can be older than the files sent (seen on the device
-    machine: HEAD read the session's first commit, the files were a later one's)."""
+    of the working tree sent to another machine (a lent GPU) records the commit named in
+    ``MZLITE_GIT_COMMIT``, ``dirty`` None: the name wins over a ``.git`` that travelled with the
+    copy, which can be older than the files sent (seen on the device machine)."""
     named = os.environ.get("MZLITE_GIT_COMMIT")
     head = None if named else _git("rev-parse", "HEAD")
     if head is None:
@@ -65,9 +64,8 @@ def provenance(device: torch.device, git: dict | None = None) -> dict:
         "device": str(device),
         "gpu_name": gpu,
         "num_threads": torch.get_num_threads(),
-        # results since the fused CPU kernels differ from earlier ones in dropout masks and the
-        # learned tokens' precision (mzlite.nn.fused); records whether they ran. loaded(), not
-        # available(): a job without MZ blocks must not compile the kernel to fill this in
+        # the fused CPU kernels change dropout masks and the learned tokens' precision; loaded(),
+        # not available(): a job without MZ blocks must not compile the kernel to fill this in
         "fused_cpu_kernels": device.type == "cpu" and _nn.fused.loaded(),
         "torch": torch.__version__,
         "mzlite": mzlite.__version__,
@@ -83,8 +81,7 @@ def provenance(device: torch.device, git: dict | None = None) -> dict:
 def job_splits(job: Job, workers: int | None = 1):
     """The job's (train, val, test) ``SetData``, generated once and then read from the dataset
     cache (every model and seed of a table setting trains on the same sets)."""
-    cache, cell = job.cache_dir / "datasets", job.cell
-    seed = job.profile.data_seed
+    cache, cell, seed = job.cache_dir / "datasets", job.cell, job.profile.data_seed
     return _tasks.make_splits(
         cell.task, *job.sizes, seed, cache=True, cache_dir=cache, **cell.options, workers=workers
     )
@@ -211,14 +208,13 @@ def run_jobs(
     epoch_every_s: float | None = EPOCH_LINE_EVERY_S,
     graph: bool = False,
 ) -> list[dict]:
-    """Train and evaluate the jobs of ``group`` and write each result JSON (atomically), resuming
-    from the checkpoint and removing it once the results are written (``write=False``: neither).
-    A group is one job, or one cell's seeds trained as one stacked model (``fit_stacked``; the
-    results record ``trained_stacked: K``). ``graph``: the stack's step as a CUDA graph (results
-    record ``cuda_graph: true``); a lone trainable seed then trains as a stack of one, since the
-    graph lives in ``fit_stacked``, unless it resumes an unstacked checkpoint of its own.
-    ``splits``: the jobs' data when the caller has them (a cluster worker gets the driver's).
-    ``epoch_every_s``: see ``epoch_lines``. Returns the results in ``group``'s order."""
+    """Train and evaluate the jobs of ``group`` and write each result JSON, resuming from the
+    checkpoint and removing it once the results are written (``write=False``: neither). A group
+    is one job, or one cell's seeds trained as one stacked model (``fit_stacked``; the results
+    record ``trained_stacked: K``). ``graph``: the stack's step as a CUDA graph (results record
+    ``cuda_graph: true``); a lone trainable seed then trains as a stack of one (the graph lives
+    in ``fit_stacked``) unless it resumes an unstacked checkpoint of its own. ``splits``: the
+    jobs' data when the caller has them (a cluster worker gets the driver's)."""
     if not group:
         raise ValueError("group must hold at least one job, got none")
     first = group[0]
@@ -289,15 +285,9 @@ def _result(job, git, device, t0, splits, *, fitted=None, trained=None, stack=0,
         "model_kwargs": dict(cell.model_kwargs),
     }
     if fitted is not None:
-        out.update(
-            metrics={"test": fitted["test"], "best_epoch": None},
-            model_config=fitted["model_config"],
-            params=fitted["params"],
-            train_config=None,
-            epochs_run=0,
-            stop_reason="closed_form",
-            history=None,
-        )
+        metrics = {"test": fitted["test"], "best_epoch": None}
+        out.update(metrics=metrics, model_config=fitted["model_config"], params=fitted["params"])
+        out.update(train_config=None, epochs_run=0, stop_reason="closed_form", history=None)
     else:
         model, hist, cfg = trained
         test = evaluate(model, splits[2], cfg, target_stats=hist if cfg.normalize_targets else None)
@@ -305,19 +295,12 @@ def _result(job, git, device, t0, splits, *, fitted=None, trained=None, stack=0,
         if unc:
             test, out["uncertainty"] = {**test, **unc["metrics"]}, unc["detail"]
         best = hist.best_epoch
-        out.update(
-            metrics={
-                "test": test,
-                "val_best": hist.val_metrics[best - 1] if best else None,
-                "best_epoch": best,
-            },
-            model_config=config_dict(model),
-            params=sum(p.numel() for p in model.parameters()),
-            train_config=cfg.to_dict(),
-            epochs_run=hist.epochs_run,
-            stop_reason=hist.stop_reason,
-            history=hist.to_dict(),
-        )
+        val_best = hist.val_metrics[best - 1] if best else None
+        out.update(metrics={"test": test, "val_best": val_best, "best_epoch": best})
+        params = sum(p.numel() for p in model.parameters())
+        out.update(model_config=config_dict(model), params=params)
+        out.update(train_config=cfg.to_dict(), epochs_run=hist.epochs_run)
+        out.update(stop_reason=hist.stop_reason, history=hist.to_dict())
     out["convergence"] = _stats.convergence(out["history"])
     out["converged"] = out["convergence"]["converged"]
     out["protocol"] = protocol(job)

@@ -154,20 +154,34 @@ def _stated_kwargs(cell: Cell) -> dict:
     return {k: v for k, v in merged.items() if k not in defaults or defaults[k] != v}
 
 
-def _registered(spec: TableSpec, prof: Profile) -> bool:
-    """Registered specs and profiles never change: what is derived from them can be cached."""
-    return prof is PROFILES.get(prof.name) and table_registry().get(spec.label) is spec
-
-
 def aliases(table, profile: str = "smoke") -> dict[str, str]:
     """``{cell id: earlier cell id}`` for the cells of ``table`` that, under ``profile``, are the
     same experiment as an earlier cell (an ablation variant that the profile's own protocol
     already is: "targets standardised" under ``cpu-converged``, "raw targets" under ``full``).
     They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
+    return _sameness(table, profile)[0]
+
+
+def shared(table, profile: str = "smoke") -> dict[str, tuple[str, str]]:
+    """``{cell id: (table, cell id)}`` for the cells of registered ``table`` that, under
+    registered ``profile``, are the same experiment as a cell of a table registered before it
+    (under ``cpu-annealed`` tab:mz-efficient's Task F cells are tab:main-results', tab:hull-normed's
+    are tab:hull's, since that profile standardises every target). They are run once, under the
+    earlier table; ``results_by_cell`` gives them its results, ``jobs`` leaves them out, ``plan``
+    prices them there. Unregistered specs and profiles share nothing."""
+    return _sameness(table, profile)[1]
+
+
+def _sameness(table, profile: str) -> tuple[dict, dict]:
+    """(``aliases``, ``shared``). Registered specs and profiles never change: theirs are cached,
+    keyed by the registry (a table registered for a while, a test's through
+    ``Registry.registered``, keys its own entry)."""
     spec, prof = get_table(table), get_profile(profile)
-    if _registered(spec, prof):
-        return dict(_registered_sameness(prof.name, _registry_key())[spec.label][0])
-    return _aliases(spec, prof)
+    if prof is not PROFILES.get(prof.name) or table_registry().get(spec.label) is not spec:
+        return _aliases(spec, prof), {}
+    registry = tuple((label, id(s)) for label, s in table_registry().items())
+    same, lent = _registered_sameness(prof.name, registry)[spec.label]
+    return dict(same), dict(lent)
 
 
 def _aliases(spec: TableSpec, prof: Profile) -> dict[str, str]:
@@ -178,29 +192,9 @@ def _aliases(spec: TableSpec, prof: Profile) -> dict[str, str]:
     return {cell: earlier for cell, earlier in runs_as.items() if cell != earlier}
 
 
-def shared(table, profile: str = "smoke") -> dict[str, tuple[str, str]]:
-    """``{cell id: (table, cell id)}`` for the cells of registered ``table`` that, under
-    registered ``profile``, are the same experiment as a cell of a table registered before it
-    (under ``cpu-annealed`` tab:mz-efficient's Task F cells are tab:main-results', tab:hull-normed's
-    are tab:hull's, since that profile standardises every target). They are run once, under the
-    earlier table; ``results_by_cell`` gives them its results, ``jobs`` leaves them out, ``plan``
-    prices them there. Unregistered specs and profiles share nothing."""
-    spec, prof = get_table(table), get_profile(profile)
-    if not _registered(spec, prof):
-        return {}
-    return dict(_registered_sameness(prof.name, _registry_key())[spec.label][1])
-
-
-def _registry_key() -> tuple:
-    """The registered tables as a cache key: a table registered for a while (a test's, through
-    ``Registry.registered``) keys its own entry."""
-    return tuple((label, id(spec)) for label, spec in table_registry().items())
-
-
 @cache
 def _registered_sameness(profile: str, registry: tuple) -> dict[str, tuple[dict, dict]]:
-    """Per table of ``registry`` (``_registry_key``) under registered ``profile``: its
-    ``aliases`` and its ``shared``."""
+    """Per table of ``registry`` under registered ``profile``: its ``aliases`` and ``shared``."""
     prof = get_profile(profile)
     first: dict[str, tuple[str, str]] = {}
     out = {}

@@ -8,17 +8,15 @@ process pool of :func:`mzlite.repro.experiments.run`) or a Ray cluster (``launch
     python -m mzlite run tab:meb --profile full --device cuda --launcher ray --address auto \\
         --gpus-per-job 0.25 --checkpoint-dir /shared/mzlite-checkpoints
 
-Every job is one Ray task. Its result comes back to the driver, which writes it atomically where
-the local launcher does: workers need no shared disk. Each dataset is generated (or loaded) once
-by the driver and ``ray.put`` once, not regenerated on the workers: generation with exact
-geometric targets can take minutes, and machines with other library builds could change low bits
-of the data; shipped, every job trains on the driver's bytes, so a cluster run equals a local
-one. Per-epoch checkpoints go to ``checkpoint_dir`` (a path every node reaches): a job whose
-worker dies is retried by Ray (``max_retries``, system failures only) and resumes from its last
-epoch anywhere; without it a checkpoint lives in the worker's own cache, and only a retry on the
-same node resumes. A job that raises is not retried: its traceback is printed and it is reported
-in ``failed``. Ctrl-C cancels every pending task (their checkpoints stay for the next run).
-Every result records ``provenance.launcher``: ``ray``, the node, the epoch a retry resumed from.
+Every job is one Ray task; its result comes back to the driver, which writes it where the local
+launcher does (workers need no shared disk). Each dataset is made once by the driver and
+``ray.put`` once: generation with exact geometric targets can take minutes, and other library
+builds could change low bits of the data, so every job trains on the driver's bytes and a
+cluster run equals a local one. With ``checkpoint_dir`` (a path every node reaches) a job whose
+worker dies is retried by Ray (``max_retries``, system failures only) and resumes anywhere;
+without it only a retry on the same node resumes. A job that raises is reported in ``failed``
+with its traceback, not retried. Ctrl-C cancels every pending task (checkpoints stay). Every
+result records ``provenance.launcher``: ``ray``, the node, the epoch a retry resumed from.
 """
 
 from __future__ import annotations
@@ -32,14 +30,14 @@ import torch
 
 from mzlite._io import atomic_write_json, json_safe
 from mzlite.train import load_checkpoint
+from mzlite.train.config import check_int_field
 
 from .execute import job_dataset_keys, job_splits, progress_line, run_jobs
 from .specs import default_cache_dir
 
 
 def get_launcher(launcher):
-    """``"ray"`` -> ``RayLauncher()``; a launcher object is returned as it is (``"local"`` is
-    :func:`mzlite.repro.experiments.run`'s own pool and has no object)."""
+    """``"ray"`` -> ``RayLauncher()``; a ``RayLauncher`` as it is ("local" has no object)."""
     if isinstance(launcher, RayLauncher) or launcher == "ray":
         return RayLauncher() if launcher == "ray" else launcher
     raise ValueError(f"launcher must be one of local, ray or a RayLauncher, got {launcher!r}")
@@ -69,15 +67,14 @@ def _run_remote(job, git: dict, splits, threads: int, local_checkpoint: bool) ->
 
 @dataclass(frozen=True)
 class RayLauncher:
-    """Run jobs as Ray tasks (the module docstring says what that involves).
-
-    ``address``: None starts a local Ray instance unless Ray is already initialised in this
-    process; "auto" joins the cluster of ``ray start`` on this machine; "ray://HOST:10001" a
-    remote one. ``cpus_per_job``: None uses the run's ``threads`` (1 unless given: one job per
-    core). ``gpus_per_job``: None means 1 for device "cuda", for "auto" 1 when the cluster has
-    GPUs, else 0; fractions (0.25) share a GPU. ``checkpoint_dir``: a path every node reaches.
-    ``max_retries``: how often Ray re-runs a job whose worker or node died. ``runtime_env``: for
-    ``ray.init`` (``{"working_dir": "."}`` ships this checkout to nodes that lack mzlite)."""
+    """Run jobs as Ray tasks (see the module docstring). ``address``: None starts a local Ray
+    instance unless Ray is already initialised in this process; "auto" joins the cluster of
+    ``ray start`` on this machine; "ray://HOST:10001" a remote one. ``cpus_per_job``: None uses
+    the run's ``threads`` (1 unless given: one job per core). ``gpus_per_job``: None means 1 for
+    device "cuda", for "auto" 1 when the cluster has GPUs, else 0; fractions (0.25) share a GPU.
+    ``checkpoint_dir``: a path every node reaches. ``max_retries``: how often Ray re-runs a job
+    whose worker or node died. ``runtime_env``: for ``ray.init`` (``{"working_dir": "."}`` ships
+    this checkout to nodes that lack mzlite)."""
 
     address: str | None = None
     cpus_per_job: float | None = None
@@ -93,9 +90,7 @@ class RayLauncher:
                 raise ValueError(f"{name} must be a number >= 0 or None, got {v!r}")
         if self.cpus_per_job == 0:
             raise ValueError("cpus_per_job must be > 0: a training job needs a CPU")
-        retries = self.max_retries
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ValueError(f"max_retries must be an int >= 0, got {self.max_retries!r}")
+        check_int_field("max_retries", self.max_retries, 0)
 
     def run(self, todo, git, threads, done, failed, say) -> None:
         """Run ``todo``, filling ``done`` and ``failed`` and saying progress as the pool does."""

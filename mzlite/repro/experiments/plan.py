@@ -8,11 +8,10 @@ A cell's estimate is ``jobs to run x epochs x CPU seconds per epoch``, each prin
 source. The seconds come from the CPU results on disk per set unit (``_units``), else from other
 tasks or like models (``_unit_cost``); the epochs from the profile's finished runs, else a prior
 of 4 x patience (a run stops ``patience`` epochs after its best, which tends to come after 1-3
-patience windows), at most the epoch cap (the upper bound). With ``measure`` costs recorded on
-other CPUs are rescaled to this one per model family (``machine_speed``: the AVX2 EPYC of issue
-51 prices an epoch several times higher than the machines that wrote most results). Timings on
-a shared machine drift by tens of percent: the plan orders runs by cost, it promises no finish
-time; workers divide the wall time, not the CPU hours.
+patience windows), at most the epoch cap. With ``measure`` costs recorded on other CPUs are
+rescaled to this one per model family (``machine_speed``: the AVX2 EPYC of issue 51 prices an
+epoch several times higher than the machines that wrote most results). Timings on a shared
+machine drift by tens of percent: the plan orders runs by cost, it promises no finish time.
 
 ``decide`` (``plan TABLES --decide``) spends CPU hours where verdicts change (``_steps``).
 """
@@ -42,6 +41,7 @@ from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
 from mzlite.repro.paper import spaced
 from mzlite.tasks import make_task
+from mzlite.timing import time_call, train_step_call
 from mzlite.train import fit
 from mzlite.train.config import check_int_field
 from mzlite.train.loop import num_threads_during
@@ -83,27 +83,21 @@ def _model_key(model: str, kwargs: dict) -> str:
 
 
 def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
-    """CPU seconds per training set of each of ``cells`` (median of ``steps`` steps on a batch
-    of its task, one thread), the models taking turns so that a change of load hits all alike."""
-    runs = []
+    """CPU seconds per training set of each of ``cells`` (median of ``steps`` of fit's training
+    steps on a batch of its task, one thread), the models taking turns so that a change of load
+    hits all alike."""
+    calls = []
     for cell in cells:
         data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
         model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
         y = (data.y if data.y.ndim == 2 else data.y[:, None]).float()
-        runs.append((model, torch.optim.AdamW(model.parameters(), lr=1e-4), data, y, []))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        calls.append(train_step_call(model, opt, data.x, data.mask, y))
     with num_threads_during(1):
-        for i in range(steps + 1):  # the first step warms up
-            for model, opt, data, y, times in runs:
-                t0 = time.perf_counter()
-                model.train()
-                loss = torch.nn.functional.mse_loss(model(data.x, data.mask), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                if i:
-                    times.append(time.perf_counter() - t0)
+        rounds = [[time_call(call) for call in calls] for _ in range(steps + 1)]
+    per_cell = zip(*rounds[1:], strict=True)  # the first round warms up
     # per training set; validation sets are priced by _units
-    return [statistics.median(r[4]) / c.batch_size for r, c in zip(runs, cells, strict=True)]
+    return [statistics.median(t) / c.batch_size for t, c in zip(per_cell, cells, strict=True)]
 
 
 def _text_table(head, lines) -> list[str]:
@@ -149,14 +143,13 @@ class Plan:
                   f"{r['epochs']:.0f} ({r['epochs_tag']})", _hours(r["cpu_h"]),
                   _hours(r["cpu_h_cap"]), r["cost_source"]) for r in self.rows]  # fmt: skip
         out += ["", *_text_table(head, lines), ""]
-        total_h = total_cap = 0.0
-        for label, t in self.totals().items():
+        totals = self.totals()
+        for label, t in totals.items():
             unk = f", {t['unknown']} cell(s) without an estimate" if t["unknown"] else ""
             out.append(f"{label}: {t['todo']} jobs to run ({t['done']} done): "
                        f"{t['cpu_h']:.1f} CPU h expected, {t['cpu_h_cap']:.1f} at the epoch cap"
                        f"{unk}")  # fmt: skip
-            total_h += t["cpu_h"]
-            total_cap += t["cpu_h_cap"]
+        total_h, total_cap = (sum(t[k] for t in totals.values()) for k in ("cpu_h", "cpu_h_cap"))
         eps = sorted({r["epochs_source"] for r in self.rows if r["epochs_tag"] == "prior"})
         out.append(
             f"total: {total_h:.1f} CPU h expected ({total_cap:.1f} at the cap); with "
@@ -171,9 +164,8 @@ class Plan:
 
     def gpu_hours(self, throughput: dict) -> list[dict]:
         """GPU hours of each trained row from a measured throughput (``benchmarks/
-        gpu_throughput.py --json``): its optimiser steps over the best model-steps per second
-        measured for its model, else its family's (``GPU_STAND_INS``), in a stack no larger
-        than its jobs (the runner stacks a cell's seeds: three cannot run at 32's rate)."""
+        gpu_throughput.py --json``): its optimiser steps over the best model-steps per second of
+        its model, else its family's (``GPU_STAND_INS``), in a stack no larger than its jobs."""
         out = []
         for r in self.rows:
             if not _nn.model_spec(r["model"]).trainable or not r["todo"]:
@@ -200,8 +192,7 @@ GPU_STAND_INS = {"mz": "mz_full", "baseline": "st", "deepsets": "st"}
 
 
 def gpu_text(rows: list[dict], throughput: dict) -> str:
-    """``Plan.gpu_hours`` as printed: a line per cell, the total, and how many 10-minute device
-    calls it takes."""
+    """``Plan.gpu_hours`` as printed: a line per cell and the total."""
     out = [f"GPU hours from the throughput measured on {throughput.get('device', '?')} (commit "
            f"{throughput.get('commit', '?')}, batch {throughput.get('batch')}, sets padded to "
            f"{throughput.get('n_max')}):"]  # fmt: skip
@@ -229,9 +220,8 @@ def plan(
     measure: bool = True,
 ) -> Plan:
     """The estimated cost of the jobs still to run of ``tables`` (a label or several) under
-    ``profile`` (see the module doc). ``seeds``/``models``/``cells`` filter as in
-    ``experiments.run``; ``measure``: rescale to this CPU and time a model with no result on
-    disk (a few seconds each) instead of leaving its row without an estimate."""
+    ``profile``; ``seeds``/``models``/``cells`` filter as in ``jobs``; ``measure``: rescale to
+    this CPU and time a model with no result on disk (a few seconds each)."""
     check_int_field("workers", workers, 1)
     prof = ex.get_profile(profile)
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
@@ -253,30 +243,26 @@ def plan(
             row = {"table": spec.label, "cell": cid, "model": cell.model, "sizes": list(job.sizes),
                    "todo": todo, "done": done}  # fmt: skip
             if not _nn.model_spec(cell.model).trainable:
-                rows.append({**row, "epoch_cap": 0, "s_per_epoch": 0.0,
-                             "cost_source": "closed form", "epochs": 0,
-                             "epochs_source": "closed form", "epochs_tag": "-", "cpu_h": 0.0,
-                             "cpu_h_cap": 0.0})  # fmt: skip
-                continue
-            cfg = job.train_config()
-            cap = cfg.epochs
-            unit, source = _unit_cost(spec.label, cell, measured, timed, measure, prof.name)
-            if machine and unit is not None and source != _TIMED_HERE:  # priced elsewhere
-                factor = _factor(machine, cell.model)
-                unit *= factor
-                source += f"; x{factor:.2f} for this CPU"
-            tag, scope, ran = _epochs_run(mine, cid, cell.model, spec.label)
-            if ran:
-                epochs = float(statistics.median(ran))
-                eps_src = f"median of {len(ran)} {prof.name} result(s) of {scope}"
+                cap, spe, epochs, tag = 0, 0.0, 0, "-"
+                source = eps_src = "closed form"
             else:
-                epochs = float(min(4 * cfg.patience if cfg.patience else cap, cap))
-                eps_src = (f"{spec.label}: prior min(4 x patience, cap) = {epochs:.0f} (no "
-                           f"{prof.name} results yet)")  # fmt: skip
-            # an ensemble cell's job trains all its members
-            spe = (
-                None if unit is None else unit * _units(job.sizes) * models_per_job(spec.label, cid)
-            )
+                cfg = job.train_config()
+                cap = cfg.epochs
+                unit, source = _unit_cost(spec.label, cell, measured, timed, measure, prof.name)
+                if machine and unit is not None and source != _TIMED_HERE:  # priced elsewhere
+                    factor = _factor(machine, cell.model)
+                    unit *= factor
+                    source += f"; x{factor:.2f} for this CPU"
+                tag, scope, ran = _epochs_run(mine, cid, cell.model, spec.label)
+                if ran:
+                    epochs = float(statistics.median(ran))
+                    eps_src = f"median of {len(ran)} {prof.name} result(s) of {scope}"
+                else:
+                    epochs = float(min(4 * cfg.patience if cfg.patience else cap, cap))
+                    eps_src = (f"{spec.label}: prior min(4 x patience, cap) = {epochs:.0f} (no "
+                               f"{prof.name} results yet)")  # fmt: skip
+                members = models_per_job(spec.label, cid)  # an ensemble's job trains them all
+                spe = None if unit is None else unit * _units(job.sizes) * members
             rows.append({
                 **row, "epoch_cap": cap, "s_per_epoch": spe, "cost_source": source,
                 "epochs": epochs, "epochs_source": eps_src, "epochs_tag": tag,
@@ -304,10 +290,9 @@ def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
 
 def _unit_cost(label, cell, measured, timed, measure, profile):
     """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
-    median over the results of this cell and of its model on its task (options such as L or d
-    change the cost little; pooling evens out a shared CPU's drift), the profile's own where it
-    has some (they ran its precision and code); else ``_extrapolated``, ``_param_scaled``, or
-    timed now."""
+    median over the results of this cell and of its model on its task (L or d change the cost
+    little; pooling evens out a shared CPU's drift), the profile's own where it has some (its
+    precision and code); else ``_extrapolated``, ``_param_scaled``, or timed now."""
     key = _model_key(cell.model, cell.model_kwargs)
     like = [m for m in measured if (m["table"] == label and m["cell"] == cell.id)
             or (m["key"] == key and m["task"] == cell.task)]  # fmt: skip
@@ -372,10 +357,10 @@ def _extrapolated(cell, key: str, measured: list[dict]):
 
 
 def _param_scaled(cell, measured: list[dict], profile):
-    """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_g``) or of a
-    sibling built by the same class, from the results on its task of the model with a subset of
-    those kwargs (else of a sibling), scaled by parameter count (a step's cost grows about
-    linearly with it at these sizes); None without such results."""
+    """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_g``) from the
+    results on its task of the model with a subset of those kwargs, else of a sibling built by
+    the same class, scaled by parameter count (a step's cost grows about linearly with it at
+    these sizes); None without such results."""
     kw, cls = cell.model_kwargs, _nn.model_spec(cell.model).model
     like = [m for m in measured if m["task"] == cell.task and m["key"] != _model_key(cell.model, kw)
             and _nn.model_spec(m["model"]).model is cls
@@ -383,8 +368,7 @@ def _param_scaled(cell, measured: list[dict], profile):
     if not like:
         return None
     like = [m for m in like if m["profile"] == profile] or like  # as for a cell's own results
-    # the same registered model first (the plain one, else its nearest variant), else a sibling
-    # built by the same class (mz_slim from mz_full, st_large from st)
+    # the same model first (the plain one, else its nearest variant), else a sibling
     best = max((m["model"] == cell.model, len(m["kwargs"])) for m in like)
     like = [m for m in like if (m["model"] == cell.model, len(m["kwargs"])) == best]
     data = make_task(cell.task, 4, 0, **cell.options)
@@ -411,9 +395,7 @@ def _timed(cells, timed) -> list[float]:
     return timed[k]
 
 
-# ---------------------------------------------------------------------------------------------
 # This machine against the machines that wrote the results
-# ---------------------------------------------------------------------------------------------
 
 REFERENCE_FIT = dict(n_train=512, n_val=128, epochs=2)  # the second epoch is timed
 
@@ -421,9 +403,9 @@ REFERENCE_FIT = dict(n_train=512, n_val=128, epochs=2)  # the second epoch is ti
 def machine_speed(measured: list[dict], profile: str, results_dir=None) -> dict[str, dict]:
     """This CPU's cost of an epoch against the results on disk, per model family: ``{family:
     {"factor", "unit_here", "unit_recorded", "reference", "results", "cpu", "when"}}``, the
-    factor being CPU seconds per set unit of an epoch of the family's reference cell (its cell
-    with the most results, the cheapest of equals) here (``_stored_epoch_cost``) over the median
-    of its results (wall time, which load inflates: the factor errs low)."""
+    factor being the cost here of an epoch of the family's reference cell (its cell with the
+    most results, the cheapest of equals) over the median of its results (wall time, which load
+    inflates: the factor errs low)."""
     own = [m for m in measured if m["profile"] == profile] or measured
     out = {}
     for family in sorted({ex.model_family(m["model"]) for m in own}):
@@ -496,9 +478,7 @@ def _epoch_cost_here(job) -> float:
     return (marks[-1] - marks[-2]) / _units((n_train, n_val))
 
 
-# ---------------------------------------------------------------------------------------------
 # The sequential decision rule: which runs can change a verdict, in which order, at what price
-# ---------------------------------------------------------------------------------------------
 
 # The order in which models are tried when no results say otherwise (the strongest baselines of
 # the converged tables so far first: ST-Large and the Set Transformer, then Deep Sets).
@@ -509,9 +489,9 @@ FIRST_STEP_BASELINES = 2  # the strongest baselines that run beside MZ in a clai
 
 def baseline_strength(results_dir=None) -> list[dict]:
     """Every non-MZ trained model, strongest first (rows ``{"model", "score", "columns"}``), by
-    its mean normalised rank (0 = best, 1 = worst) among the non-MZ models of each column of
-    main cells (per table and non-smoke profile) where two have results; models without results
-    follow in ``DEFAULT_STRENGTH`` order (score None)."""
+    its mean normalised rank (0 = best) among the non-MZ models of each column of main cells
+    (per table and non-smoke profile) where two have results; then the models without results
+    in ``DEFAULT_STRENGTH`` order (score None)."""
     ranks: dict[str, list[float]] = {}
     for label in ex.TABLES:
         spec = ex.get_table(label)
@@ -539,8 +519,8 @@ def baseline_strength(results_dir=None) -> list[dict]:
 
 
 def _summed(rows) -> dict:
-    """``plan`` rows together: their ``todo`` and ``done`` jobs, ``cpu_h`` and ``cpu_h_cap``,
-    and ``unknown``, the rows with jobs to run that no estimate prices."""
+    """``plan`` rows together: their ``todo``, ``done``, ``cpu_h``, ``cpu_h_cap`` and
+    ``unknown``, the rows with jobs to run that no estimate prices."""
     rows = list(rows)
     return {
         **{k: sum(r[k] for r in rows) for k in ("todo", "done")},
@@ -552,8 +532,9 @@ def _summed(rows) -> dict:
 @dataclass
 class Decisions:
     """The sequential decision plan of ``decide``: ``claims``, one dict per claim with its
-    ``status`` ("decided", "open"), its scorecard ``row`` and ``steps`` (each ``{"step", "when",
-    "cells", "where" (the table each cell runs in), "price" (``plan``'s rows), **_summed}``)."""
+    ``status`` ("decided", "open"), its scorecard ``row``, ``steps`` (each ``{"step", "when",
+    "cells", "where" (the table each cell runs in), "price" (``plan``'s rows), **_summed}``) and
+    ``next``, an open claim's first step with jobs to run (None for a decided one)."""
 
     profile: str
     claims: list[dict]
@@ -564,22 +545,21 @@ class Decisions:
     def next_jobs(self) -> list[tuple[str, str]]:
         """(table, cell) of every cell the next step of an open claim runs, once each (a shared
         cell in the table it is from)."""
-        out = []
-        for c in self.claims:
-            step = _next_step(c)
-            for cid in step["cells"] if step else ():
-                priced = step["price"].get(cid)
-                if (priced is None or priced["todo"]) and step["where"][cid] not in out:
-                    out.append(step["where"][cid])
-        return out
+        steps = [c["next"] for c in self.claims if c["next"]]
+        cells = [
+            s["where"][cid]
+            for s in steps
+            for cid in s["cells"]
+            if cid not in s["price"] or s["price"][cid]["todo"]
+        ]
+        return list(dict.fromkeys(cells))
 
     def totals(self) -> dict:
         """CPU hours of the next steps (every cell once) and of every step of the open claims
         (each claim survives every step: the most the rule can cost)."""
         nxt, worst = {}, {}
         for c in self.claims:
-            step = _next_step(c)
-            if step:
+            if step := c["next"]:
                 nxt.update({step["where"][k]: v for k, v in step["price"].items()})
             for s in c["steps"] if c["status"] == "open" else ():
                 worst.update({s["where"][k]: v for k, v in s["price"].items()})
@@ -610,7 +590,7 @@ class Decisions:
         # cheapest next step first (an open claim has one); one with cells no estimate prices
         # goes after those that have one
         open_ = [c for c in self.claims if c["status"] == "open"]
-        open_.sort(key=lambda c: (bool(_next_step(c)["unknown"]), _next_step(c)["cpu_h"]))
+        open_.sort(key=lambda c: (bool(c["next"]["unknown"]), c["next"]["cpu_h"]))
         for c in open_:
             row = c["row"]
             out.append(f"{c['table']} {c['claim']}  [now: {row['verdict']}"
@@ -658,10 +638,8 @@ class Decisions:
         price and ``command`` (one per table: a shared cell runs in the table it is from)."""
         prof = ex.get_profile(self.profile).name
         out = []
-        for c in self.claims:
-            step = _next_step(c)
-            if step is None:
-                continue
+        for c in [c for c in self.claims if c["next"]]:
+            step = c["next"]
             left = [step["where"][cid] for cid, r in step["price"].items() if r["todo"]]
             out.append({
                 "claim": c["claim"], "table": c["table"], "text": c["row"]["text"],
@@ -702,24 +680,11 @@ def _row_words(cell) -> str:
     return _nn.model_spec(cell.model).display + (f" ({kwargs})" if kwargs else f" {cell.row}")
 
 
-def not_run_reason(step: dict, profile: str) -> str:
-    """The scorecard's reason for a claim without results, from its next step (a row of
-    ``Decisions.next_steps``): what runs next and what it costs."""
-    price = (
-        f"{step['cpu_h']:.1f} CPU h expected ({step['cpu_h_cap']:.1f} at the epoch cap)"
-        if not step["unknown"]
-        else f"not priced yet ({step['unknown']} cell(s) of models that never ran on the task)"
-    )
-    return (
-        f"no result yet: next under the sequential rule (`plan --decide`), {step['todo']} runs "
-        f"of {step['cells_text']}: {price} under {profile}"
-    )
-
-
 def priced(sc, profile: str = "cpu-annealed", results_dir=None, decisions: Decisions | None = None):
     """``sc`` (a ``Scorecard``) with each "not run" claim's reason replaced by its next step
-    and that step's price (``not_run_reason``); rank claims keep theirs, which names the
-    coverage page. ``decisions``: ``decide`` of those tables under ``profile``, if read."""
+    (a row of ``Decisions.next_steps``: what runs next and what it costs); rank claims keep
+    theirs, which names the coverage page. ``decisions``: ``decide`` of those tables under
+    ``profile``, if read."""
     prof = ex.get_profile(profile).name
     tables = list(dict.fromkeys(r["table"] for r in sc.rows if r["verdict"] == "not run"))
     if decisions is not None and decisions.profile != prof:
@@ -732,16 +697,19 @@ def priced(sc, profile: str = "cpu-annealed", results_dir=None, decisions: Decis
     for r in sc.rows:
         step = steps.get((r["table"], r["claim"]))
         if r["verdict"] == "not run" and step is not None:
-            r = {**r, "reason": not_run_reason(step, prof), "next_step": step}
+            price = (
+                f"{step['cpu_h']:.1f} CPU h expected ({step['cpu_h_cap']:.1f} at the epoch cap)"
+                if not step["unknown"]
+                else f"not priced yet ({step['unknown']} cell(s) of models that never ran on "
+                "the task)"
+            )
+            reason = (
+                f"no result yet: next under the sequential rule (`plan --decide`), {step['todo']} "
+                f"runs of {step['cells_text']}: {price} under {prof}"
+            )
+            r = {**r, "reason": reason, "next_step": step}
         rows.append(r)
     return _sc.Scorecard(rows, sc.profiles)
-
-
-def _next_step(claim: dict) -> dict | None:
-    """The first step of an open claim with jobs to run."""
-    if claim["status"] != "open":
-        return None
-    return next((s for s in claim["steps"] if s["todo"]), None)
 
 
 def _steps(claim, spec, strength: list[str], first: int) -> list[tuple[str, list[str]]]:
@@ -779,9 +747,8 @@ def decide(
     first: int = FIRST_STEP_BASELINES,
 ) -> Decisions:
     """The sequential decision plan (``Decisions``) of the scorecard's claims about ``tables``:
-    each claim's status from ``scorecard.evaluate`` on ``profile`` alone and its steps, priced
-    by ``plan``. A claim is decided when a model refutes it or every cell it names has its
-    seeds."""
+    each claim's verdict on ``profile`` alone and its steps, priced by ``plan``. A claim is
+    decided when a model refutes it or every cell it names has its seeds."""
     check_int_field("first", first, 0)  # the baselines in the first step
     prof = ex.get_profile(profile)
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
@@ -796,15 +763,12 @@ def decide(
     def where(table, cid):
         return lent.get(table, {}).get(cid, (table, cid))
 
-    wanted: dict[str, set] = {}
-    for c, steps in planned:
-        for _, ids in steps:
-            for cid in ids:
-                label, own = where(c.table, cid)
-                wanted.setdefault(label, set()).add(own)
+    wanted = _by_table(
+        where(c.table, cid) for c, steps in planned for _, ids in steps for cid in ids
+    )
     price = {}
     for label, cells in wanted.items():
-        p = plan(label, prof.name, seeds, cells=sorted(cells), results_dir=results_dir,
+        p = plan(label, prof.name, seeds, cells=sorted(set(cells)), results_dir=results_dir,
                  measure=measure)  # fmt: skip
         price.update({(r["table"], r["cell"]): r for r in p.rows})
     out = []
@@ -816,14 +780,15 @@ def decide(
             got = {cid: price[at[cid]] for cid in ids if at[cid] in price}
             rows.append({"step": i, "when": when, "cells": ids, "where": at, "price": got,
                          **_summed(got.values())})  # fmt: skip
-        decided = row.get("refuted_by") is not None or all(not s["todo"] for s in rows)
-        out.append({"claim": c.id, "table": c.table, "status": "decided" if decided else "open",
-                    "row": row, "steps": rows})  # fmt: skip
+        refuted = row.get("refuted_by") is not None
+        nxt = None if refuted else next((s for s in rows if s["todo"]), None)
+        out.append({"claim": c.id, "table": c.table, "status": "open" if nxt else "decided",
+                    "row": row, "steps": rows, "next": nxt})  # fmt: skip
     without = [label for label in labels if not any(c.table == label for c, _ in planned)]
     return Decisions(prof.name, out, strength, first, without)
 
 
 __all__ = [
     "DEFAULT_STRENGTH", "Decisions", "Plan", "baseline_strength", "decide", "machine_speed",
-    "not_run_reason", "plan", "priced", "step_words",
+    "plan", "priced", "step_words",
 ]  # fmt: skip

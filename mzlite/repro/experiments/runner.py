@@ -1,46 +1,43 @@
 """Running a table: every missing (cell, seed) job of it, in a local pool of worker processes or
 through a launcher (``mzlite.repro.experiments.launchers``); one job's own work is
-``mzlite.repro.experiments.execute``."""
+``mzlite.repro.experiments.execute``. The pool (``spawn_pool``, also the learning-rate search's):
+spawned processes (no fork of a process that already runs torch threads) that end when the
+process that started them dies, so that a killed ``run`` or ``search`` leaves nothing training
+behind it (an unfinished job resumes from its checkpoint on the next run)."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import sys
+import threading
 import time
 import traceback
-from concurrent.futures import as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import torch
 
 from mzlite._checks import resolve_device
 from mzlite.nn import model_spec
+from mzlite.train.config import check_int_field
 
 from .execute import EPOCH_LINE_EVERY_S, git_info, is_done, job_splits, progress_line, run_jobs
 from .jobs import Job, jobs, shared
 from .launchers import get_launcher
-from .pool import spawn_pool
 from .specs import PROFILES, model_family, search_choice, search_path
 from .tables import get_profile, get_table
 
 
-def _worker(
-    group: list[Job], git: dict, every: float | None = EPOCH_LINE_EVERY_S, graph: bool = False
-) -> list[dict]:
-    """Run one group of jobs (``execute.run_jobs``) and return per job ``{"line": its progress
-    line}`` (the results themselves are on disk), or ``{"error", "trace"}`` when the group failed;
-    ``every``: seconds between epoch lines."""
+def _worker(group: list[Job], git: dict, every: float | None, graph: bool) -> list[dict]:
+    """Run one group of jobs (``execute.run_jobs``, epoch lines ``every`` seconds) and return per
+    job ``{"line": its progress line}`` (the result is on disk), or ``{"error", "trace"}``."""
     try:
         results = run_jobs(group, git, epoch_every_s=every, graph=graph)
         return [{"line": progress_line(j, r)} for j, r in zip(group, results, strict=True)]
     except Exception as e:  # reported by the parent for every job of the group; others go on
         err = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
         return [err] * len(group)
-
-
-def _check_count(name: str, value, valid: str = "an int >= 1") -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be {valid}, got {value!r}")
 
 
 def run(
@@ -62,34 +59,28 @@ def run(
     stack: bool | None = None,
     graph: bool | None = None,
 ) -> dict:
-    """Run every missing (cell, seed) of ``table`` under ``profile``, a name of ``PROFILES``
-    (listed at the end of this docstring, which is generated from them).
-
-    ``seeds``: None (the profile's seed count), "0-4", "0,2,5" or ints. ``device``: "auto" (CUDA
-    when available), "cpu", "cuda". ``models``: model names or ids to keep (the set-statistics
-    rows always stay); ``cells``: cell-id glob patterns.
+    """Run every missing (cell, seed) of ``table`` under ``profile`` (the profiles are listed
+    below). ``seeds``, ``models``, ``cells``, ``precision``: as in ``jobs``; ``device``: "auto"
+    (CUDA when available), "cpu", "cuda".
     ``workers``: jobs trained in parallel processes (sharing the GPU when there is one); None: on
     a CPU one per core (at most one per job; 1 for smoke, whose jobs are shorter than a process
     start), the faster layout on a 2-core CPU (``benchmarks/fit_speed.py layout``), else 1.
-    ``threads``: torch threads per job, default ``max(1, cores // workers)``, but 1 for smoke (its
-    batches of 32 gain nothing, and on a shared CPU two oversubscribed threads made a smoke job
-    15x slower: 59 s vs 3.8 s, measured). Datasets are generated first, here, once per (task,
-    options, sizes), with ``data_workers`` processes (default: all cores; 1 for smoke).
-    ``precision``: "auto" (bf16 autocast on a CPU with native bf16, float32 else), "bf16" or
-    "float32": results count precision as part of the experiment, so a GPU run beside bf16 CPU
-    runs asks for "bf16".
+    ``threads``: torch threads per job, default ``max(1, cores // workers)``, but 1 for smoke (on
+    a shared CPU two oversubscribed threads made a smoke job 15x slower: 59 s vs 3.8 s). Datasets
+    are generated first, once per (task, options, sizes), with ``data_workers`` processes
+    (default: all cores; 1 for smoke).
     ``stack``: train each cell's seeds as one stacked model (``mzlite.train.fit_stacked``, each
-    result what its own run would report, recording ``trained_stacked: K``); None: on CUDA only,
-    where the small models leave the GPU idle (on a CPU stacking does not pay). ``graph``: each
-    stack's step as a CUDA graph (one launch a step; results record ``cuda_graph: true``); None:
-    wherever seeds are stacked on CUDA.
-    ``launcher``: "local" or "ray" / a ``launchers.RayLauncher`` (each job a Ray task).
+    result what its own run would report); None: on CUDA only, where the small models leave the
+    GPU idle. ``graph``: each stack's step as a CUDA graph; None: wherever seeds are stacked on
+    CUDA. ``launcher``: "local" or "ray" / a ``launchers.RayLauncher`` (each job a Ray task).
 
     Returns ``{"done": [...], "skipped": [...], "failed": [...]}`` (result paths; failures as
-    ``(path, error)``). A failed job does not stop the others; Ctrl-C stops the run and loses at
-    most the epochs in flight (the next run resumes from the checkpoints)."""
-    if workers is not None:
-        _check_count("workers", workers, "an int >= 1 or None")
+    ``(path, error)``). A failed job does not stop the others; Ctrl-C loses at most the epochs
+    in flight (the next run resumes from the checkpoints)."""
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise ValueError(f"workers must be an int >= 1 or None, got {workers!r}")
     if launcher != "local":  # the cluster's workers resolve the device and pack one job a core
         launcher = get_launcher(launcher)
         if workers not in (None, 1):
@@ -114,14 +105,13 @@ def run(
     skipped = [j for j in todo if is_done(j)]
     todo = [j for j in todo if j not in skipped]
     _check_searched(todo)
-    spec, smoke = get_table(table), get_profile(profile).name == "smoke"
-    lent = shared(spec, profile)
+    spec, name = get_table(table), get_profile(profile).name
+    smoke, lent = name == "smoke", shared(spec, profile)
     lenders = " and ".join(dict.fromkeys(label for label, _ in lent.values()))
-    say(f"{spec.label} [{get_profile(profile).name}]: {len(todo)} to run, {len(skipped)} done"
+    say(f"{spec.label} [{name}]: {len(todo)} to run, {len(skipped)} done"
         + (f"; {len(lent)} cell(s) are the same experiments as cells of {lenders} and run "
            "there" if lent else ""))  # fmt: skip
-    # Data first, once per dataset: the workers then only load the cache. A process pool costs
-    # more than it saves on tiny data.
+    # data first, once per dataset: the workers then only load the cache
     data_workers = 1 if data_workers is None and smoke else data_workers
     datasets = {(j.cell.task, json.dumps(j.cell.options, sort_keys=True), j.sizes): j for j in todo}
     for j in datasets.values():
@@ -135,7 +125,7 @@ def run(
         workers = max(1, min(os.cpu_count() or 1, len(todo))) if per_core else 1
     if threads is None:
         threads = 1 if smoke else max(1, (os.cpu_count() or 1) // workers)
-    _check_count("threads", threads)
+    check_int_field("threads", threads, 1)
     old_threads = torch.get_num_threads()
     if workers == 1:
         torch.set_num_threads(threads)
@@ -190,9 +180,7 @@ def _stack_groups(todo: list[Job]) -> list[list[Job]]:
     return list(groups.values())
 
 
-def _run_groups(
-    groups, git, workers, threads, done, failed, say, every=EPOCH_LINE_EVERY_S, graph=False
-):
+def _run_groups(groups, git, workers, threads, done, failed, say, every, graph):
     """Run each group of jobs (``_worker``) here when ``workers`` is 1, else in a pool of spawned
     processes; append result paths to ``done``, ``(path, error)`` to ``failed``, say each end."""
     n, i = sum(len(g) for g in groups), 0
@@ -224,3 +212,28 @@ def _run_groups(
         raise
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
+
+
+PARENT_POLL_S = 1.0  # how soon a worker notices that its driver is gone
+
+
+def spawn_pool(workers: int, threads: int) -> ProcessPoolExecutor:
+    """``workers`` spawned processes with ``threads`` torch threads each, bound to this process."""
+    ctx = mp.get_context("spawn")
+    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(threads, os.getpid()))  # fmt: skip
+
+
+def _init_worker(threads: int, driver: int) -> None:
+    torch.set_num_threads(threads)
+    threading.Thread(target=_exit_with, args=(driver,), name="mzlite-driver-watch",
+                     daemon=True).start()  # fmt: skip
+
+
+def _exit_with(driver: int) -> None:
+    # A killed driver (SIGKILL, SIGTERM) cannot shut its pool down, and a spawned worker outlives
+    # it: it would train on, unseen, for as long as its job lasts. Results and checkpoints are
+    # written atomically, so ending here at once loses at most the current epoch.
+    while os.getppid() == driver:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)

@@ -33,8 +33,8 @@ from . import plan as _plan
 from . import reading
 from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
-from .pool import spawn_pool
 from .protocols import rate_text, reader_name
+from .runner import spawn_pool
 from .specs import default_cache_dir, model_family, search_path
 from .tables import get_profile
 
