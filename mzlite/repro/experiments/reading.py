@@ -21,7 +21,6 @@ from mzlite.repro.render import comparison_table, plain_math
 from . import stats as _stats
 from .cells import GEN_NORM_READINGS, SCHEDULE_READINGS
 from .formatting import unsigned_zero
-from .protocols import rate_text
 from .results import load_results
 from .specs import prose_data
 from .tables import get_table
@@ -50,23 +49,17 @@ CHOICES: tuple[Choice, ...] = tuple(Choice(**c) for c in _ENTRIES if "filled_fro
 _SEARCH_ENTRY = next(c for c in _ENTRIES if "filled_from" in c)
 
 
-def search_choice(facts: dict) -> dict:
+def search_choice(numbers: dict) -> dict:
     """The entry for how the learning-rate search compares schedules, in the fields of
-    ``Choice``: its prose in reading_choices.yaml filled from the search's numbers
-    (``search.reading_facts``: its grid, rungs and the counts of its committed file);
-    ``choices_table`` lists it after "Schedule"."""
-    entry, lrs, old = _SEARCH_ENTRY, facts["lrs"], facts["censored"]
-    numbers = {
-        **facts,
-        "lr_low": rate_text(lrs[0]),
-        "lr_high": rate_text(lrs[-1]),
-        "n_lrs": len(lrs),
-        "schedules": " or ".join(facts["schedules"]),
-        "seeds": ", ".join(map(str, facts["seeds"])),
-        "rungs": ", ".join(map(str, facts["rungs"])),
-        "censored_counts": "" if old is None else entry["censored_counts"].format(**old),
+    ``Choice``: its prose in reading_choices.yaml filled from the search's ``numbers``
+    (``search.reading_entry``), the counts of the search before issue 49 where ``censored``
+    has them; ``choices_table`` lists it after "Schedule"."""
+    old = numbers["censored"]
+    counts = "" if old is None else _SEARCH_ENTRY["censored_counts"].format(**old)
+    return {
+        f: _SEARCH_ENTRY[f].format(**numbers, censored_counts=counts)
+        for f in Choice.__dataclass_fields__
     }
-    return {f: entry[f].format(**numbers) for f in Choice.__dataclass_fields__}
 
 
 def missing_quotes(paper_tex: str, quotes=None) -> list[str]:

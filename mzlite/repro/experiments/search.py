@@ -572,17 +572,11 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
                          for t, c in out["choice_by_table"].get(fam, {}).items()},
             "replaced": replaced, "pending": pending,
         }  # fmt: skip
-        c = out["choice"].get(fam)
-        if c is not None:
-            excess = c["mean_relative_excess"]
-            chosen, runner = _train_config(c), tuple(c["runner_up"])
-            row.update(
-                choice=_config_words(chosen),
-                excess=excess[_config_key(chosen)],
-                runner_up=_config_words(runner),
-                runner_up_excess=excess[_config_key(runner)],
-                paper_excess=excess.get(_config_key(PAPER_CONFIG)),
-            )
+        if (c := out["choice"].get(fam)) is not None:
+            ex, chosen, runner = c["mean_relative_excess"], _train_config(c), tuple(c["runner_up"])
+            row.update(choice=_config_words(chosen), runner_up=_config_words(runner))
+            row.update(excess=ex[_config_key(chosen)], runner_up_excess=ex[_config_key(runner)])
+            row["paper_excess"] = ex.get(_config_key(PAPER_CONFIG))
         rows.append(row)
     return rows
 
@@ -774,24 +768,21 @@ def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]
     return counts
 
 
-def reading_facts(profile: str = "paper-sizes", results_dir=None) -> dict:
-    """The numbers the reading page states about the search of ``profile``: its grid,
-    ``reduction``, ``rungs``, ``rate_at_first_rung`` (the cap's cosine there as a share of its
-    peak: what the search before issue 49 judged a cosine at), ``unpruned`` (the price of every
-    trial to the cap over successive halving's), ``censored`` (``censoring`` of that search)."""
+def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
+    """The reading page's entry for how the search of ``profile`` compares schedules, in the
+    fields of ``reading.Choice`` (``reading.search_choice``), from its grid, its rungs,
+    ``rate_at_first_rung`` (the cap's cosine there as a share of its peak: what the search before
+    issue 49 judged a cosine at), ``unpruned`` (the price of every trial to the cap over
+    successive halving's) and ``censored`` (``censoring`` of the search before issue 49)."""
     train = get_profile(profile).train
     cap = train["epochs"]
     first = rungs(cap)[0] if rungs(cap) else cap
     cosine = TrainConfig(lr=1.0, epochs=cap, warmup_epochs=train.get("warmup_epochs", 0))
-    return {
-        "lrs": LRS, "schedules": SCHEDULES, "seeds": SEEDS, "reduction": REDUCTION,
-        "rungs": rungs(cap), "first_rung": first,
+    return reading.search_choice({
+        "lr_low": rate_text(LRS[0]), "lr_high": rate_text(LRS[-1]), "n_lrs": len(LRS),
+        "schedules": " or ".join(SCHEDULES), "seeds": ", ".join(map(str, SEEDS)),
+        "reduction": REDUCTION, "rungs": ", ".join(map(str, rungs(cap))), "first_rung": first,
         "rate_at_first_rung": lr_at(first * 10 - 1, 10, cosine),
         "unpruned": len(_grid()) * cap / sum(expected_epochs(s, cap) for _, s in _grid()),
         "censored": censoring(profile, results_dir).get(CENSORED_METHOD),
-    }  # fmt: skip
-
-
-def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
-    """The reading page's entry for how the search compares schedules (``reading.Choice``)."""
-    return reading.search_choice(reading_facts(profile, results_dir))
+    })  # fmt: skip

@@ -1,16 +1,10 @@
 """The paper's synthetic tasks against its words, and the Set Transformer's calibration of their
 readings (issue 49): for each task the headline tables use, the paper's words (by label), what
-mzlite generates, every choice the paper does not state and the alternatives its words allow; and
-for the tasks whose readings were calibrated, the Set Transformer at the paper's sizes on each
-reading beside the paper's own number for it, with the yardstick and the set-size-only ridge.
-
-    from mzlite.repro.experiments import task_review
-    task_review.TASK_REVIEW            # one TaskReview a task
-    task_review.review_table()         # them as the reading page's HTML table, with the
-                                       # set-size-only ridge beside the yardstick (yardsticks())
-    task_review.calibration()          # one CalibrationRow a (column, reading), from results
-    task_review.calibration_table()    # them as HTML, the paper's numbers read from data/paper
-    task_review.closest_readings()     # per column, the reading whose ST lands nearest the paper's
+mzlite generates, every choice the paper does not state and the alternatives its words allow
+(``TASK_REVIEW``, the page's ``review_table``); and for the tasks whose readings were calibrated,
+the Set Transformer at the paper's sizes on each reading beside the paper's own number for it,
+with the yardstick and the set-size-only ridge (``calibration``, ``calibration_table``,
+``closest_readings``).
 
 A reading is chosen by the Set Transformer's number, never by MZ's (the issue's rule): the
 calibration cells run the Set Transformer and the closed-form yardstick only.
@@ -30,10 +24,6 @@ from .reading import SeedsR2, html_table, missing_quotes, r2_text, results_per_c
 from .specs import SET_STATS, prose_data
 from .stats import TIE
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
-
-__all__ = ["TaskReview", "TASK_REVIEW", "Calibrated", "CALIBRATED", "CalibrationRow",
-           "review_table", "calibration", "calibration_table", "closest_readings",
-           "missing_task_quotes", "yardsticks", "PROFILE", "GAP"]  # fmt: skip
 
 PROFILE = "paper-sizes"  # the calibration runs at the paper's sizes, as the verdicts it informs
 GAP = 0.1  # the issue's rule: a reading is calibrated where our ST lands further than this
