@@ -536,11 +536,10 @@ def _model_words(fam: str, cell) -> str:
 
 def choice_rows(profile: str, results_dir=None) -> list[dict]:
     """What the committed search of ``profile`` tried and chose, one dict per family, in words:
-    ``method`` (how its trials were compared), ``trained`` (models, cells and seeds), ``trials``
-    (finished of planned, and pruned per schedule), ``choice``, ``runner_up`` and the paper's
-    setting with their mean relative excess validation loss (``choose``; None until every study
-    tried the whole grid), ``by_table``, ``replaced`` (the search before issue 49 where this one
-    replaced it) and ``pending`` (this search's progress where the old choice still stands)."""
+    ``method``, ``trained`` (models, cells and seeds), ``trials`` (``_tally``), ``choice``,
+    ``runner_up`` and the paper's setting with their mean relative excess validation loss (None
+    until every study tried the whole grid), ``by_table``, ``replaced`` (the search this one
+    replaced) and ``pending`` (this search's progress where the old choice still stands)."""
     out = read_search(profile, results_dir)
     n_grid = len(_grid())
     rows = []
