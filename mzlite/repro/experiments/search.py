@@ -594,9 +594,7 @@ def choice_table(profile: str, results_dir=None) -> HTML:
         if r["pending"]:
             trained += f"; the search by {r['pending']} is under way"
         if r["by_table"]:
-            trained += "; chosen per table: " + "; ".join(
-                f"{t}: {c}" for t, c in r["by_table"].items()
-            )
+            trained += "; chosen per table: " + "; ".join(map(": ".join, r["by_table"].items()))
         rows.append({
             **r, "trained": trained,
             "choice": r["choice"] or "not decided yet", "excess": pct(r["excess"]),
@@ -660,10 +658,8 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
                 "seeds": _seeds(out, records),
                 "best": None, "best_val_r2": None, "chosen": None, "chosen_val_r2": None,
             }  # fmt: skip
-            for key, c in (
-                ("best", best),
-                ("chosen", chosen.get(job.table) or out["choice"].get(fam)),
-            ):
+            table_choice = chosen.get(job.table) or out["choice"].get(fam)
+            for key, c in (("best", best), ("chosen", table_choice)):
                 if c is not None and best is not None:
                     config = _train_config(c)
                     # its validation R^2 at the best epoch, averaged over the studies
