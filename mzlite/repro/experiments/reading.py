@@ -1,14 +1,8 @@
 """How mzlite reads the paper: every point where the paper is silent or ambiguous, or where
 mzlite chooses, with the paper's words (by label), our choice, the alternatives and the switch
-that selects them; and the reading ablation that tests the choices that can change a verdict.
-
-    from mzlite.repro.experiments import reading
-    reading.CHOICES                      # the choices, in the order the book's page lists them
-    reading.choices_table(search.reading_entry())  # as the page's HTML table, with the search's
-    reading.ablation(results_dir=None)   # the reading ablation, one row per diagnostic cell
-
-The paper's synthetic tasks have their own review, with the Set Transformer's calibration of each
-task reading beside the paper's numbers: ``mzlite.repro.experiments.task_review``.
+that selects them (``CHOICES``, the page's ``choices_table``); the reading ablation that tests the
+choices that can change a verdict (``ablation``); and both readings of where the matrix zonotope
+acts (``layer_readings``). The synthetic tasks have their own review: ``task_review``.
 
 Every switch is a field of a config that results record (``model_config`` for the model's,
 ``train_config`` for the trainer's, ``protocol`` and ``sizes`` for the profile's), so that a
@@ -27,15 +21,9 @@ from mzlite.repro.render import comparison_table, plain_math
 from . import stats as _stats
 from .cells import GEN_NORM_READINGS, SCHEDULE_READINGS
 from .formatting import unsigned_zero
-from .protocols import rate_text
 from .results import load_results
 from .specs import prose_data
 from .tables import get_table
-
-__all__ = [
-    "CHOICES", "DIAGNOSTIC_CELLS", "Choice", "ablation", "ablation_table", "choices_table",
-    "ablation_summary", "dependence", "AblationRow", "LAYER_CELLS", "layer_readings",
-]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -61,23 +49,17 @@ CHOICES: tuple[Choice, ...] = tuple(Choice(**c) for c in _ENTRIES if "filled_fro
 _SEARCH_ENTRY = next(c for c in _ENTRIES if "filled_from" in c)
 
 
-def search_choice(facts: dict) -> dict:
+def search_choice(numbers: dict) -> dict:
     """The entry for how the learning-rate search compares schedules, in the fields of
-    ``Choice``: its prose in reading_choices.yaml filled from the search's numbers
-    (``search.reading_facts``: its grid, rungs and the counts of its committed file);
-    ``choices_table`` lists it after "Schedule"."""
-    entry, lrs, old = _SEARCH_ENTRY, facts["lrs"], facts["censored"]
-    numbers = {
-        **facts,
-        "lr_low": rate_text(lrs[0]),
-        "lr_high": rate_text(lrs[-1]),
-        "n_lrs": len(lrs),
-        "schedules": " or ".join(facts["schedules"]),
-        "seeds": ", ".join(map(str, facts["seeds"])),
-        "rungs": ", ".join(map(str, facts["rungs"])),
-        "censored_counts": "" if old is None else entry["censored_counts"].format(**old),
+    ``Choice``: its prose in reading_choices.yaml filled from the search's ``numbers``
+    (``search.reading_entry``), the counts of the search before issue 49 where ``censored``
+    has them; ``choices_table`` lists it after "Schedule"."""
+    old = numbers["censored"]
+    counts = "" if old is None else _SEARCH_ENTRY["censored_counts"].format(**old)
+    return {
+        f: _SEARCH_ENTRY[f].format(**numbers, censored_counts=counts)
+        for f in Choice.__dataclass_fields__
     }
-    return {f: entry[f].format(**numbers) for f in Choice.__dataclass_fields__}
 
 
 def missing_quotes(paper_tex: str, quotes=None) -> list[str]:
@@ -232,10 +214,12 @@ def _summary(results: list[dict], expect: tuple[str, str] | None = None):
     return stopped, fitted, tuple(v for v in r2 if v is not None)
 
 
-def _st_side(results: list[dict]) -> tuple[tuple[float, ...], int]:
-    """(R² values, runs that stopped without fitting) of the Set Transformer's results."""
-    stopped, fitted, r2 = _summary(results)
-    return r2, stopped - fitted
+def _row(what, reading, by_cell, mz: str, st: str, expect=None, check=list) -> AblationRow:
+    """The ``AblationRow`` of MZ's cell ``mz`` beside the Set Transformer's ``st`` in
+    ``by_cell``, each cell's results passed through ``check`` first."""
+    stopped, fitted, st_r2 = _summary(check(by_cell.get(st, [])))
+    mz_side = _summary(check(by_cell.get(mz, [])), expect)
+    return AblationRow(what, reading, *mz_side, st_r2, stopped - fitted)
 
 
 def results_per_cell(table: str, profile: str, results_dir) -> dict[str, list[dict]]:
@@ -259,29 +243,24 @@ def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
             continue
         ids, mid = {c.id for c in get_table(table).cells}, main.rsplit("-", 1)[1]
         first = results_per_cell(table, FIRST_READING, results_dir)
-        mz = _summary(first.get(main, []), ("layernorm", "cosine"))
-        first_st = _st_side(first.get(st_cell, []))
-        rows.append(AblationRow(what, "first reading: per-row LayerNorm, cosine, lr 3e-3", *mz,
-                                *first_st))  # fmt: skip
+        reading = "first reading: per-row LayerNorm, cosine, lr 3e-3"
+        rows.append(_row(what, reading, first, main, st_cell, ("layernorm", "cosine")))
         by_cell = results_per_cell(table, PROFILE, results_dir)
-        st = _st_side(by_cell.get(st_cell, []))
         for gen_norm in GEN_NORM_READINGS:
             for sched in SCHEDULE_READINGS:
                 main_reading = (gen_norm, sched) == ("zonotope", "plateau")
                 cid = main if main_reading else f"rd-{col}-{gen_norm}-{sched}-{mid}"
                 if cid not in ids:
                     raise KeyError(f"{table} has no cell {cid!r}: the reading ablation names it")
-                mz = _summary(by_cell.get(cid, []), (gen_norm, sched))
                 reading = f"generators: {gen_norm}, schedule: {sched}"
-                rows.append(AblationRow(what, reading, *mz, *st))
-        paper_st = _st_side(by_cell.get(f"rd-{col}-paper-size-st", []))
-        for cid, reading, st_side in (
-            (f"rd-{col}-signed-{mid}", "signed readout", st),
-            (f"rd-{col}-paper-size-{mid}", "the paper's training-set size", paper_st),
+                rows.append(_row(what, reading, by_cell, cid, st_cell, (gen_norm, sched)))
+        paper = f"rd-{col}-paper-size"
+        for cid, reading, st in (
+            (f"rd-{col}-signed-{mid}", "signed readout", st_cell),
+            (f"{paper}-{mid}", "the paper's training-set size", f"{paper}-st"),
         ):
             if cid in ids:
-                mz = _summary(by_cell.get(cid, []), ("zonotope", "plateau"))
-                rows.append(AblationRow(what, reading, *mz, *st_side))
+                rows.append(_row(what, reading, by_cell, cid, st, ("zonotope", "plateau")))
     return rows
 
 
@@ -407,17 +386,15 @@ def layer_readings(results_dir=None) -> list[AblationRow]:
     def:relop's centre-adaptive one (``LAYER_ROWS``), on each cell that runs both at the paper's
     sizes (``LAYER_CELLS``), each beside the cell's Set Transformer. Rows without results have
     ``seeds == 0``; a cell whose seeds ran at two commits raises."""
+    tables = dict.fromkeys(c[0] for c in LAYER_CELLS)
+    by_table = {table: results_per_cell(table, LAYER_PROFILE, results_dir) for table in tables}
     rows = []
     for table, literal, centre_adaptive, st_cell, what in LAYER_CELLS:
-        ids = {c.id for c in get_table(table).cells}
-        missing = {literal, centre_adaptive, st_cell} - ids
+        missing = {literal, centre_adaptive, st_cell} - {c.id for c in get_table(table).cells}
         if missing:
             raise KeyError(f"{table} has no cell {sorted(missing)}: the layer readings name it")
-        by_cell = results_per_cell(table, LAYER_PROFILE, results_dir)
-        st = _st_side(_one_campaign(by_cell.get(st_cell, [])))
         for cid, reading in zip((literal, centre_adaptive), LAYER_ROWS, strict=True):
-            mz = _summary(_one_campaign(by_cell.get(cid, [])))
-            rows.append(AblationRow(what, reading, *mz, *st))
+            rows.append(_row(what, reading, by_table[table], cid, st_cell, check=_one_campaign))
     return rows
 
 

@@ -13,6 +13,7 @@ every study (for the tables no study ran on); the profile reads the file (``sear
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import time
@@ -203,7 +204,8 @@ def _optuna_study(study: Study, cache_dir=None):
 
 def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=None) -> dict:
     """Train one trial's runs (``rung_runs``) on ``data`` (train, validation), judging it at
-    every rung, and tell Optuna how it ended; returns its record (``_record``)."""
+    every rung, and tell Optuna how it ended; returns its record, as the search file keeps it
+    (from the history of its last run)."""
     TrialState = _optuna().trial.TrialState
 
     j, (tr, va) = study.job, data
@@ -234,7 +236,15 @@ def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=
         runs.append({"epochs": epochs, "epochs_run": hist.epochs_run, "best_val_loss": best})
         if pruned:
             break
-    record = _record(hist, lr, schedule, pruned, runs)
+    best = hist.best_epoch
+    record = {
+        "lr": lr, "schedule": schedule, "state": "pruned" if pruned else "complete",
+        "stop_reason": hist.stop_reason, "epochs": hist.epochs_run, "best_epoch": best,
+        "best_val_loss": hist.best_val_loss if best else math.inf,
+        "val_r2_at_best": hist.val_metrics[best - 1].get("r2") if best else None,
+        "wall_time_s": hist.wall_time_s, "runs": runs,
+        "epochs_trained": sum(r["epochs_run"] for r in runs),
+    }  # fmt: skip
     for k, v in record.items():
         trial.set_user_attr(k, v)
     value, state = (None, TrialState.PRUNED) if pruned else (record["best_val_loss"], None)
@@ -281,22 +291,9 @@ def _ask(ost, lr: float, schedule: str):
     return ost.ask(fixed_distributions=grid)
 
 
-def _record(hist, lr, schedule, pruned: bool, runs: list[dict]) -> dict:
-    """A trial as the search file records it, from the history of its last run and ``runs``."""
-    best = hist.best_epoch
-    return {
-        "lr": lr, "schedule": schedule, "state": "pruned" if pruned else "complete",
-        "stop_reason": hist.stop_reason, "epochs": hist.epochs_run, "best_epoch": best,
-        "best_val_loss": hist.best_val_loss if best else math.inf,
-        "val_r2_at_best": hist.val_metrics[best - 1].get("r2") if best else None,
-        "wall_time_s": hist.wall_time_s, "runs": runs,
-        "epochs_trained": sum(r["epochs_run"] for r in runs),
-    }  # fmt: skip
-
-
 def trials(study: Study, cache_dir=None) -> list[dict]:
-    """The finished trials of ``study`` (``_record``), in grid order; loading, not creating,
-    the study leaves its journal as it is."""
+    """The finished trials of ``study`` (``run_trial``'s records), in grid order; loading,
+    not creating, the study leaves its journal as it is."""
     optuna = _optuna()
     if not _journal(study, cache_dir).exists():
         return []
@@ -349,13 +346,10 @@ def search(profile: str, families=None, seeds=SEEDS, *, cache_dir=None, results_
             run_study(s, cache_dir=cache_dir, say=say)
     else:
         with spawn_pool(workers, threads) as pool:
-            for f in [pool.submit(_run_in_worker, s, cache_dir) for s in studies]:
-                f.result()  # each worker prints its trials as they finish
+            say = functools.partial(print, flush=True)  # each worker prints its trials as they end
+            for f in [pool.submit(run_study, s, cache_dir=cache_dir, say=say) for s in studies]:
+                f.result()
     return write_search(profile, studies, cache_dir=cache_dir, results_dir=results_dir)
-
-
-def _run_in_worker(study: Study, cache_dir) -> None:
-    run_study(study, cache_dir=cache_dir, say=lambda line: print(line, flush=True))
 
 
 _KEYS = ("families", "methods", "studies", "choice", "choice_by_table", "pending", "replaced")
@@ -390,16 +384,6 @@ def _study(out: dict, name: str) -> dict:
 def _cell_name(name: str) -> str:
     """A study's name less its seed: the (family, table, cell) it trains."""
     return name.rsplit("-seed", 1)[0]
-
-
-def choose_by_table(out: dict, family: str) -> dict[str, dict]:
-    """``choose`` over the studies of each table of ``family`` in search file ``out``: the
-    tables whose studies have all tried the whole grid."""
-    by_table: dict[str, dict] = {}
-    for name, recs in out["families"].get(family, {}).items():
-        by_table.setdefault(_study(out, name)["table"], {})[name] = recs
-    chosen = {t: choose(studies) for t, studies in by_table.items()}
-    return {t: c for t, c in chosen.items() if c is not None}
 
 
 def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> dict:
@@ -446,10 +430,12 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
             }
             pending.pop(fam, None)
         families[fam], methods[fam] = recs, METHOD
-        c = choose(recs)
-        if c is not None:
+        by_table: dict[str, dict] = {}  # the tables whose studies all tried the whole grid
+        for name, r in recs.items():
+            by_table.setdefault(_study(out, name)["table"], {})[name] = r
+        out["choice_by_table"][fam] = {t: c for t, st in by_table.items() if (c := choose(st))}
+        if (c := choose(recs)) is not None:
             choice[fam] = c
-        out["choice_by_table"][fam] = choose_by_table(out, fam)
     out["printed"] = search_text(out)
     out["provenance"] = {
         **provenance(resolve_device("cpu"), git_info()),
@@ -529,11 +515,18 @@ def _records(studies: dict[str, list[dict]]) -> list[dict]:
     return [r for recs in studies.values() for r in recs]
 
 
-def _pruned_text(records: list[dict]) -> str:
-    """How many of ``records`` were pruned, and of which schedule: the censoring a reader checks."""
+def _tally(studies: dict[str, list[dict]], planned: int | None = None, unit=" trials") -> str:
+    """How many trials ``studies`` ran (of ``planned``) and how many of each schedule were
+    pruned: the censoring a reader checks."""
+    records = _records(studies)
     pruned = [r["schedule"] for r in records if r["state"] == "pruned"]
     per = ", ".join(f"{pruned.count(s)} {s}" for s in SCHEDULES if s in pruned)
-    return f"{len(pruned)} pruned" + (f": {per}" if per else "")
+    of = "" if planned is None else f" of {planned}"
+    return f"{len(records)}{of}{unit} ({len(pruned)} pruned" + (f": {per})" if per else ")")
+
+
+def _seeds(out: dict, names) -> list[int]:
+    return sorted({_study(out, name)["seed"] for name in names})
 
 
 def _model_words(fam: str, cell) -> str:
@@ -543,59 +536,46 @@ def _model_words(fam: str, cell) -> str:
 
 def choice_rows(profile: str, results_dir=None) -> list[dict]:
     """What the committed search of ``profile`` tried and chose, one dict per family, in words:
-    ``method`` (how its trials were compared), ``trained`` (models, cells and seeds), ``trials``
-    (finished of planned, and pruned per schedule), ``choice``, ``runner_up`` and the paper's
-    setting with their mean relative excess validation loss (``choose``; None until every study
-    tried the whole grid), ``by_table``, ``replaced`` (the search before issue 49 where this one
-    replaced it) and ``pending`` (this search's progress where the old choice still stands)."""
+    ``method``, ``trained`` (models, cells and seeds), ``trials`` (``_tally``), ``choice``,
+    ``runner_up`` and the paper's setting with their mean relative excess validation loss (None
+    until every study tried the whole grid), ``by_table``, ``replaced`` (the search this one
+    replaced) and ``pending`` (this search's progress where the old choice still stands)."""
     out = read_search(profile, results_dir)
     n_grid = len(_grid())
     rows = []
     for fam in SEARCH_CELLS:
-        ran = out["families"].get(fam, {})
+        ran, method = out["families"].get(fam, {}), out["methods"].get(fam, METHOD)
         # its studies (planned ones before any ran); the method before issue 49 ran fewer cells
-        seeds = sorted({_study(out, name)["seed"] for name in ran}) or list(SEEDS)
+        seeds = _seeds(out, ran) or list(SEEDS)
         studies = plan_search(profile, [fam], seeds)
-        if out["methods"].get(fam, METHOD) != METHOD:
+        if method != METHOD:
             cells = {_cell_name(name) for name in ran}
             studies = [s for s in studies if _cell_name(s.name) in cells]
         trained = dict.fromkeys(
             f"{_model_words(fam, s.job.cell)} on {s.job.table} {s.job.cell.column}" for s in studies
         )
-        records, old, p = _records(ran), out["replaced"].get(fam), out["pending"].get(fam)
+        replaced = pending = None
+        if (old := out["replaced"].get(fam)) is not None:
+            at = str(old["git_commit"])[:7]
+            replaced = f"{METHOD_NAMES[old['method']]} (at {at}): {_tally(old.get('studies', {}))}"
+        if (p := out["pending"].get(fam)) is not None:
+            planned = len(plan_search(profile, [fam], _seeds(out, p["studies"]))) * n_grid
+            pending = f"{METHOD_NAMES[p['method']]}: {_tally(p['studies'], planned)}"
         row = {
-            "family": FAMILY_NAMES[fam],
-            "method": METHOD_NAMES[out["methods"].get(fam, METHOD)],
+            "family": FAMILY_NAMES[fam], "method": METHOD_NAMES[method],
             "trained": "; ".join(trained) + f"; seeds {', '.join(map(str, seeds))}",
-            "trials": f"{len(records)} of {len(studies) * n_grid} ({_pruned_text(records)})",
+            "trials": _tally(ran, len(studies) * n_grid, ""),
             "choice": None, "excess": None, "runner_up": None, "runner_up_excess": None,
             "paper_excess": None,
             "by_table": {t: _config_words(_train_config(c))
                          for t, c in out["choice_by_table"].get(fam, {}).items()},
-            "replaced": None, "pending": None,
+            "replaced": replaced, "pending": pending,
         }  # fmt: skip
-        if old is not None:
-            recs = _records(old.get("studies", {}))
-            row["replaced"] = (f"{METHOD_NAMES[old['method']]} (at {str(old['git_commit'])[:7]}): "
-                               f"{len(recs)} trials ({_pruned_text(recs)})")  # fmt: skip
-        if p is not None:
-            recs = _records(p["studies"])
-            planned = plan_search(
-                profile, [fam], sorted({_study(out, n)["seed"] for n in p["studies"]})
-            )
-            row["pending"] = (f"{METHOD_NAMES[p['method']]}: {len(recs)} of "
-                              f"{len(planned) * n_grid} trials ({_pruned_text(recs)})")  # fmt: skip
-        c = out["choice"].get(fam)
-        if c is not None:
-            excess = c["mean_relative_excess"]
-            chosen, runner = _train_config(c), tuple(c["runner_up"])
-            row.update(
-                choice=_config_words(chosen),
-                excess=excess[_config_key(chosen)],
-                runner_up=_config_words(runner),
-                runner_up_excess=excess[_config_key(runner)],
-                paper_excess=excess.get(_config_key(PAPER_CONFIG)),
-            )
+        if (c := out["choice"].get(fam)) is not None:
+            ex, chosen, runner = c["mean_relative_excess"], _train_config(c), tuple(c["runner_up"])
+            row.update(choice=_config_words(chosen), runner_up=_config_words(runner))
+            row.update(excess=ex[_config_key(chosen)], runner_up_excess=ex[_config_key(runner)])
+            row["paper_excess"] = ex.get(_config_key(PAPER_CONFIG))
         rows.append(row)
     return rows
 
@@ -614,9 +594,7 @@ def choice_table(profile: str, results_dir=None) -> HTML:
         if r["pending"]:
             trained += f"; the search by {r['pending']} is under way"
         if r["by_table"]:
-            trained += "; chosen per table: " + "; ".join(
-                f"{t}: {c}" for t, c in r["by_table"].items()
-            )
+            trained += "; chosen per table: " + "; ".join(map(": ".join, r["by_table"].items()))
         rows.append({
             **r, "trained": trained,
             "choice": r["choice"] or "not decided yet", "excess": pct(r["excess"]),
@@ -672,21 +650,22 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
             if job.table not in tables:
                 continue
             method, records = cells.get(_cell_name(study.name), (METHOD, {}))
-            best = choose(records)
+            best, recs = choose(records), _records(records)
             row = {
                 "label": ABLATION_LABEL, "family": FAMILY_NAMES[fam],
                 "method": METHOD_NAMES[method], "table": job.table, "cell": job.cell.id,
                 "model": _model_words(fam, job.cell), "column": job.cell.column,
-                "seeds": sorted(_study(out, name)["seed"] for name in records),
+                "seeds": _seeds(out, records),
                 "best": None, "best_val_r2": None, "chosen": None, "chosen_val_r2": None,
             }  # fmt: skip
-            for key, c in (
-                ("best", best),
-                ("chosen", chosen.get(job.table) or out["choice"].get(fam)),
-            ):
+            table_choice = chosen.get(job.table) or out["choice"].get(fam)
+            for key, c in (("best", best), ("chosen", table_choice)):
                 if c is not None and best is not None:
-                    row[key] = _config_words(_train_config(c))
-                    row[f"{key}_val_r2"] = _mean_val_r2(records, _train_config(c))
+                    config = _train_config(c)
+                    # its validation R^2 at the best epoch, averaged over the studies
+                    r2 = [r["val_r2_at_best"] for r in recs if (r["lr"], r["schedule"]) == config]
+                    row[key] = _config_words(config)
+                    row[f"{key}_val_r2"] = None if not r2 or None in r2 else sum(r2) / len(r2)
             rows.append(row)
     return rows
 
@@ -714,14 +693,6 @@ def best_setting_table(profile: str, tables=("tab:main-results",), results_dir=N
         footnote_key="note",
         footnote_title="How each row was chosen",
     )  # fmt: skip
-
-
-def _mean_val_r2(records: dict[str, list[dict]], config: tuple[float, str]) -> float | None:
-    """The validation R^2 at the best epoch of ``config``, averaged over the studies."""
-    r2 = [r["val_r2_at_best"] for r in _records(records) if (r["lr"], r["schedule"]) == config]
-    if not r2 or any(v is None for v in r2):
-        return None
-    return sum(r2) / len(r2)
 
 
 def expected_epochs(schedule: str, cap: int) -> float:
@@ -792,24 +763,21 @@ def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]
     return counts
 
 
-def reading_facts(profile: str = "paper-sizes", results_dir=None) -> dict:
-    """The numbers the reading page states about the search of ``profile``: its grid,
-    ``reduction``, ``rungs``, ``rate_at_first_rung`` (the cap's cosine there as a share of its
-    peak: what the search before issue 49 judged a cosine at), ``unpruned`` (the price of every
-    trial to the cap over successive halving's), ``censored`` (``censoring`` of that search)."""
+def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
+    """The reading page's entry for how the search of ``profile`` compares schedules, in the
+    fields of ``reading.Choice`` (``reading.search_choice``), from its grid, its rungs,
+    ``rate_at_first_rung`` (the cap's cosine there as a share of its peak: what the search before
+    issue 49 judged a cosine at), ``unpruned`` (the price of every trial to the cap over
+    successive halving's) and ``censored`` (``censoring`` of the search before issue 49)."""
     train = get_profile(profile).train
     cap = train["epochs"]
     first = rungs(cap)[0] if rungs(cap) else cap
     cosine = TrainConfig(lr=1.0, epochs=cap, warmup_epochs=train.get("warmup_epochs", 0))
-    return {
-        "lrs": LRS, "schedules": SCHEDULES, "seeds": SEEDS, "reduction": REDUCTION,
-        "rungs": rungs(cap), "first_rung": first,
+    return reading.search_choice({
+        "lr_low": rate_text(LRS[0]), "lr_high": rate_text(LRS[-1]), "n_lrs": len(LRS),
+        "schedules": " or ".join(SCHEDULES), "seeds": ", ".join(map(str, SEEDS)),
+        "reduction": REDUCTION, "rungs": ", ".join(map(str, rungs(cap))), "first_rung": first,
         "rate_at_first_rung": lr_at(first * 10 - 1, 10, cosine),
         "unpruned": len(_grid()) * cap / sum(expected_epochs(s, cap) for _, s in _grid()),
         "censored": censoring(profile, results_dir).get(CENSORED_METHOD),
-    }  # fmt: skip
-
-
-def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
-    """The reading page's entry for how the search compares schedules (``reading.Choice``)."""
-    return reading.search_choice(reading_facts(profile, results_dir))
+    })  # fmt: skip

@@ -1,16 +1,10 @@
 """The paper's synthetic tasks against its words, and the Set Transformer's calibration of their
 readings (issue 49): for each task the headline tables use, the paper's words (by label), what
-mzlite generates, every choice the paper does not state and the alternatives its words allow; and
-for the tasks whose readings were calibrated, the Set Transformer at the paper's sizes on each
-reading beside the paper's own number for it, with the yardstick and the set-size-only ridge.
-
-    from mzlite.repro.experiments import task_review
-    task_review.TASK_REVIEW            # one TaskReview a task
-    task_review.review_table()         # them as the reading page's HTML table, with the
-                                       # set-size-only ridge beside the yardstick (yardsticks())
-    task_review.calibration()          # one CalibrationRow a (column, reading), from results
-    task_review.calibration_table()    # them as HTML, the paper's numbers read from data/paper
-    task_review.closest_readings()     # per column, the reading whose ST lands nearest the paper's
+mzlite generates, every choice the paper does not state and the alternatives its words allow
+(``TASK_REVIEW``, the page's ``review_table``); and for the tasks whose readings were calibrated,
+the Set Transformer at the paper's sizes on each reading beside the paper's own number for it,
+with the yardstick and the set-size-only ridge (``calibration``, ``calibration_table``,
+``closest_readings``).
 
 A reading is chosen by the Set Transformer's number, never by MZ's (the issue's rule): the
 calibration cells run the Set Transformer and the closed-form yardstick only.
@@ -26,14 +20,10 @@ from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
-from .reading import SeedsR2, html_table, missing_quotes, r2_text, results_per_cell
+from .reading import SeedsR2, html_table, r2_text, results_per_cell
 from .specs import SET_STATS, prose_data
 from .stats import TIE
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
-
-__all__ = ["TaskReview", "TASK_REVIEW", "Calibrated", "CALIBRATED", "CalibrationRow",
-           "review_table", "calibration", "calibration_table", "closest_readings",
-           "missing_task_quotes", "yardsticks", "PROFILE", "GAP"]  # fmt: skip
 
 PROFILE = "paper-sizes"  # the calibration runs at the paper's sizes, as the verdicts it informs
 GAP = 0.1  # the issue's rule: a reading is calibrated where our ST lands further than this
@@ -63,12 +53,6 @@ class TaskReview:
 TASK_REVIEW: tuple[TaskReview, ...] = tuple(
     TaskReview(**{**t, "yardstick": tuple(t["yardstick"])}) for t in prose_data("task_review.yaml")
 )
-
-
-def missing_task_quotes(paper_tex: str) -> list[str]:
-    """The ``words`` of ``TASK_REVIEW`` that do not occur verbatim (up to white space) in the
-    paper's LaTeX source; empty when every quote is the paper's."""
-    return missing_quotes(paper_tex, [t.words for t in TASK_REVIEW])
 
 
 def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
@@ -129,8 +113,8 @@ class Calibrated:
     readings: tuple[str, ...]
 
     def cells(self, reading: str) -> tuple[str, str]:
-        """(the Set Transformer's cell, the yardstick's) of ``reading``: v1's are the column's
-        main cells, the others its ``cal-<col>-<reading>-<model>`` cells."""
+        """(the Set Transformer's cell, the yardstick's) of ``reading``: the column's main cells
+        for v1, ``calibration_cell_id``'s for the others."""
         return tuple(
             f"{self.col}-{m}" if reading == "v1" else calibration_cell_id(self.col, reading, m)
             for m in (self.st, SET_STATS)
@@ -148,11 +132,10 @@ CALIBRATED: tuple[Calibrated, ...] = (
 
 @dataclass(frozen=True)
 class CalibrationRow(SeedsR2):
-    """One reading of one calibrated column: the Set Transformer's test R^2 per seed (``r2``)
-    and its test targets' variance (``target_var``, MSE / (1 - R^2) of its first seed), the
-    paper's ST R^2 (``paper_r2``, with its ``paper_std``) and the target variance its MSE and R^2
-    imply (``paper_var``), the yardstick's R^2 (``stats_r2``) and the set-size-only ridge's
-    (``size_r2``) on the same data; ``mean``, ``std`` and ``seeds`` of the R^2 over seeds."""
+    """One reading of one calibrated column: the Set Transformer's test R^2 per seed (``r2``),
+    its test targets' variance (``target_var``, MSE / (1 - R^2) of its first seed) beside the
+    paper's (``paper_var``, from its MSE and R^2), and on the same data the yardstick's R^2
+    (``stats_r2``) and the set-size-only ridge's (``size_r2``)."""
 
     what: str
     reading: str
@@ -168,9 +151,7 @@ class CalibrationRow(SeedsR2):
     @property
     def gap(self) -> float | None:
         """Our ST's mean R^2 minus the paper's (None when either is missing)."""
-        if self.mean is None or self.paper_r2 is None:
-            return None
-        return self.mean - self.paper_r2
+        return None if self.mean is None or self.paper_r2 is None else self.mean - self.paper_r2
 
 
 def _paper_numbers(table: str, st_cell: str) -> tuple[float | None, float | None, float | None]:
@@ -206,9 +187,8 @@ def _metric(results: list[dict], key: str) -> float | None:
 
 
 def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow]:
-    """The calibration from the result files of ``profile``: one row per calibrated column and
-    reading, the v1 row from the column's main cells. A result made under another task reading
-    than its row raises."""
+    """The calibration from the result files of ``profile``, one row per calibrated column and
+    reading; a result made under another task reading than its row raises."""
     rows = []
     tables = dict.fromkeys(c.table for c in CALIBRATED)
     by_table = {table: results_per_cell(table, profile, results_dir) for table in tables}
