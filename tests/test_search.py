@@ -183,7 +183,7 @@ def test_a_family_the_censored_search_decided_keeps_its_choice_until_this_search
     )
     assert done["choice"]["mz"] == json.loads(json.dumps(old_choice["mz"]))
     rows = {r["family"]: r for r in se.choice_rows(NAME)}
-    assert rows["Deep Sets"]["replaced"].startswith("the cap's cosine at the rungs (at 9473af9)")
+    assert rows["Deep Sets"]["replaced"].startswith("the cap's cosine at the rungs: ")
 
 
 def test_rung_runs_and_the_price_of_sized_cosines():

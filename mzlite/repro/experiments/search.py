@@ -556,8 +556,8 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
         )
         replaced = pending = None
         if (old := out["replaced"].get(fam)) is not None:
-            at = str(old["git_commit"])[:7]
-            replaced = f"{METHOD_NAMES[old['method']]} (at {at}): {_tally(old.get('studies', {}))}"
+            # its commit stays in the file ("replaced"); pages name no commit
+            replaced = f"{METHOD_NAMES[old['method']]}: {_tally(old.get('studies', {}))}"
         if (p := out["pending"].get(fam)) is not None:
             planned = len(plan_search(profile, [fam], _seeds(out, p["studies"]))) * n_grid
             pending = f"{METHOD_NAMES[p['method']]}: {_tally(p['studies'], planned)}"
