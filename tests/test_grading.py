@@ -1022,6 +1022,17 @@ def test_the_judge_evaluates_the_scorecard_once_for_every_child(monkeypatch):
     assert not correct and "not the number" in why
 
 
+def test_a_scorecard_that_fails_to_evaluate_does_not_stop_the_judge(monkeypatch, capsys):
+    from mzlite.repro import exercises as live
+
+    def broken():
+        raise FileNotFoundError("a result file went missing")
+
+    monkeypatch.setattr(live, "prepare", broken)
+    judge.preload(["ch1.area", "ch9.not_run"])  # logs why, and returns
+    assert "a result file went missing" in capsys.readouterr().err
+
+
 def _grade(student, results, expected=None, findings=()):
     return NotebookGrade(
         student, CH1.name, "ch1", ROSTER.get(student), None, "ran", "", 1.0,

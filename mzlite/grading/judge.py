@@ -227,12 +227,19 @@ def preload(keys) -> None:
     """Load the exercises ``keys`` and what their checkers read from the snapshot's committed
     files, before the first fork: chapter 9's live exercise judges against the scorecard
     (:mod:`mzlite.repro.exercises`), about 5 CPU s to evaluate, once for the run instead of once
-    in every chapter-9 submission's child. Nothing of any submission is read here."""
+    in every chapter-9 submission's child. Nothing of any submission is read here. If that
+    evaluation fails, the judge still starts (the reason in its log): each child that needs the
+    scorecard evaluates it and reports its own error, as without this preload."""
     for key in keys:
         exercise(key)
     live = sys.modules.get("mzlite.repro.exercises")
     if live is not None:
-        live.prepare()
+        try:
+            live.prepare()
+        except Exception:  # noqa: BLE001 - one exercise's input must not stop every judgement
+            import traceback
+
+            traceback.print_exc()
 
 
 def judge(request: dict) -> dict:
