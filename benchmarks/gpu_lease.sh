@@ -7,7 +7,11 @@
 #      cell's seeds stacked, the graph on where step 1 found it equal to the loop, until
 #      DEADLINE_S after the start; what does not finish leaves its stack checkpoint.
 #
-# A lane is "TREE COMMIT TABLE CELLS SEEDS [WORKERS]". TREE is `.` (the tree sent) or a folder
+# A lane is "TREE COMMIT TABLE CELLS SEEDS [WORKERS]", or "TREE COMMIT search FAMILIES SEEDS
+# [WORKERS]": the learning-rate search's studies of FAMILIES (comma-separated), WORKERS of them side
+# by side on the GPU (device "auto"), resuming the Optuna journals and trial checkpoints that TREE's
+# data/cache/lr-search/ holds (copy them there from main's data/in-flight/lr-search/ before the
+# call). TREE is `.` (the tree sent) or a folder
 # carried beside it that holds a pinned commit's code, so that a campaign begun on the CPU at that
 # commit gets its remaining seeds there (the scorecard averages a cell's seeds at one commit):
 #
@@ -23,7 +27,8 @@
 # Everything that comes back is under $OUT: the runs' logs, the new results of every tree and
 # the checkpoints (split into 15 MB parts: the device tool returns files <= 16 MiB). Then, here:
 # tar xzf <files_at>/results.tgz; cat <files_at>/ckpt.tgz.* | tar xz, and
-# `python -m mzlite run ... --stack` in the lane's worktree resumes the stacks.
+# `python -m mzlite run ... --stack` in the lane's worktree resumes the stacks;
+# cat <files_at>/search.tgz.* | tar xz gives the searches' journals (then `search --write-only`).
 set -u
 OUT=${OUT:-/tmp/gpu-lease-out}
 DEADLINE_S=${DEADLINE_S:-530}
@@ -65,11 +70,20 @@ echo "cells run with: $ways; $(left) s left"
 
 n=0
 trees=()
+searches=()
 while read -r tree commit table cells seeds workers; do
     case "$tree" in ''|'#'*) continue ;; esac
     n=$((n + 1))
     [[ $commit =~ ^[0-9a-f]{40}$ ]] || { echo "lane $n: COMMIT must be 40 hex digits, not '$commit'"; exit 2; }
     trees+=("$tree")
+    if [ "$table" = search ]; then  # a trial interrupted by the deadline resumes from its checkpoint
+        searches+=("$tree")
+        (cd "$tree" && PYTHONPATH=$PWD MZLITE_GIT_COMMIT=$commit timeout "$(left)" \
+            python3 -m mzlite search "$PROFILE" --families "$cells" --seeds "$seeds" \
+            --workers "${workers:-1}" --threads 1) > "$OUT/lane$n.log" 2>&1 &
+        echo "lane $n: $tree at ${commit:0:7}: the search of $cells, seeds $seeds"
+        continue
+    fi
     # mzlite is not installed there: each lane imports its own tree's copy
     (cd "$tree" && PYTHONPATH=$PWD MZLITE_GIT_COMMIT=$commit timeout "$(left)" \
         python3 -m mzlite run "$table" --profile "$PROFILE" --device "$DEVICE" --seeds "$seeds" \
@@ -86,4 +100,7 @@ new=$(for t in $uniq_trees; do find "$t/data/results/$PROFILE" -name '*.json' -n
 [ -n "$new" ] && tar czf "$OUT/results.tgz" $new && tar tzf "$OUT/results.tgz"
 ckpts=$(for t in $uniq_trees; do d="$t/data/cache/checkpoints/$PROFILE"; [ -d "$d" ] && echo "$d"; done)
 [ -n "$ckpts" ] && tar czf - $ckpts | split -b 15M -a 1 - "$OUT/ckpt.tgz."
+# the searches' journals and their unfinished trials' checkpoints, to resume here or on the next GPU
+srch=$(for t in $(printf '%s\n' "${searches[@]}" | sort -u); do d="$t/data/cache/lr-search/$PROFILE"; [ -d "$d" ] && echo "$d"; done)
+[ -n "$srch" ] && tar czf - $srch | split -b 15M -a 1 - "$OUT/search.tgz."
 ls -la "$OUT"
