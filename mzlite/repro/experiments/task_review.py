@@ -1,14 +1,8 @@
-"""The paper's synthetic tasks against its words, and the Set Transformer's calibration of their
-readings (issue 49): for each task the headline tables use, the paper's words (by label), what
-mzlite generates, every choice the paper does not state and the alternatives its words allow
-(``TASK_REVIEW``, the page's ``review_table``); and for the tasks whose readings were calibrated,
-the Set Transformer at the paper's sizes on each reading beside the paper's own number for it,
-with the yardstick and the set-size-only ridge (``calibration``, ``calibration_table``,
-``closest_readings``).
-
-A reading is chosen by the Set Transformer's number, never by MZ's (the issue's rule): the
-calibration cells run the Set Transformer and the closed-form yardstick only.
-"""
+"""The paper's synthetic tasks against its words (``TASK_REVIEW``, ``review_table``: what mzlite
+generates, what the paper leaves open and the alternatives its words allow), and the calibration
+of their readings (issue 49): the Set Transformer at the paper's sizes on each reading beside the
+paper's number, with the yardstick and the set-size-only ridge (``calibration``). A reading is
+chosen by the Set Transformer's number, never by MZ's: those cells run no MZ."""
 
 from __future__ import annotations
 
@@ -31,12 +25,10 @@ GAP = 0.1  # the issue's rule: a reading is calibrated where our ST lands furthe
 
 @dataclass(frozen=True)
 class TaskReview:
-    """One synthetic task: ``name`` as the paper calls it, the generator ``task``, the ``tables``
-    that use it, the paper's ``words`` (verbatim LaTeX) at ``label``, ``ours`` (what the v1
-    generator makes), the choices the paper does not state (``open``), the ``alternatives`` its
-    words allow (reading names of ``mzlite.tasks.TASK_READINGS`` where they exist) and ``leak``:
-    what a model that can count learns from the set's size alone; ``yardstick``: (table, cell)
-    of the v1 yardstick whose result records the set-size-only ridge beside it."""
+    """One synthetic task (task_review.yaml): the paper's ``words`` at ``label``, what the v1
+    generator ``task`` makes (``ours``), what the paper leaves ``open`` and the ``alternatives``
+    (reading names where they exist), what set size alone gives (``leak``) and the (table, cell)
+    of the v1 yardstick that records the set-size-only ridge."""
 
     name: str
     task: str
@@ -56,11 +48,10 @@ TASK_REVIEW: tuple[TaskReview, ...] = tuple(
 
 
 def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
-    """Per reviewed task (its generator's name): (the set-statistics ridge's R^2, the
-    set-size-only ridge's R^2) of its v1 yardstick under ``profile``, None where not run (a
-    yardstick result written before the size ridge existed has no second number)."""
+    """Per reviewed task (its generator): (the set-statistics ridge's R^2, the set-size-only
+    ridge's) of its v1 yardstick under ``profile``, None where not run or not recorded."""
     tables = dict.fromkeys(t.yardstick[0] for t in TASK_REVIEW)
-    by_table = {table: results_per_cell(table, profile, results_dir) for table in tables}
+    by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
     out = {}
     for t in TASK_REVIEW:
         mine = _checked(by_table[t.yardstick[0]].get(t.yardstick[1], []), DEFAULT_READING)
@@ -69,8 +60,7 @@ def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
 
 
 def review_table(results_dir=None) -> str:
-    """``TASK_REVIEW`` as the reading page's table, with the set-size-only ridge beside the
-    set-statistics one on v1 at the paper's sizes (``yardsticks``)."""
+    """``TASK_REVIEW`` as the reading page's table, with the ``yardsticks``."""
     ridges = yardsticks(results_dir)
     rows = [
         {
@@ -103,8 +93,7 @@ def review_table(results_dir=None) -> str:
 
 @dataclass(frozen=True)
 class Calibrated:
-    """A column whose readings the Set Transformer calibrates: ``what`` it is, its ``table``,
-    column id ``col``, the ST model id ``st`` and the readings calibrated (v1 first)."""
+    """A column whose ``readings`` (v1 first) the Set Transformer (model ``st``) calibrates."""
 
     what: str
     table: str
@@ -113,8 +102,7 @@ class Calibrated:
     readings: tuple[str, ...]
 
     def cells(self, reading: str) -> tuple[str, str]:
-        """(the Set Transformer's cell, the yardstick's) of ``reading``: the column's main cells
-        for v1, ``calibration_cell_id``'s for the others."""
+        """(the Set Transformer's cell, the yardstick's) of ``reading``."""
         return tuple(
             f"{self.col}-{m}" if reading == "v1" else calibration_cell_id(self.col, reading, m)
             for m in (self.st, SET_STATS)
@@ -132,9 +120,8 @@ CALIBRATED: tuple[Calibrated, ...] = (
 
 @dataclass(frozen=True)
 class CalibrationRow(SeedsR2):
-    """One reading of one calibrated column: the Set Transformer's test R^2 per seed (``r2``),
-    its test targets' variance (``target_var``, MSE / (1 - R^2) of its first seed) beside the
-    paper's (``paper_var``, from its MSE and R^2), and on the same data the yardstick's R^2
+    """One reading of one calibrated column: the Set Transformer's test R^2 per seed (``r2``) and
+    targets' variance (MSE / (1 - R^2) of its first seed) beside the paper's, the yardstick's R^2
     (``stats_r2``) and the set-size-only ridge's (``size_r2``)."""
 
     what: str
@@ -149,14 +136,12 @@ class CalibrationRow(SeedsR2):
     size_r2: float | None
 
     @property
-    def gap(self) -> float | None:
-        """Our ST's mean R^2 minus the paper's (None when either is missing)."""
+    def gap(self) -> float | None:  # our ST's mean R^2 minus the paper's
         return None if self.mean is None or self.paper_r2 is None else self.mean - self.paper_r2
 
 
 def _paper_numbers(table: str, st_cell: str) -> tuple[float | None, float | None, float | None]:
-    """(R^2, its std, the target variance MSE / (1 - R^2) implies) of the paper's number for
-    the main ST cell, read from data/paper through the cell's PaperRefs."""
+    """(R^2, its std, the target variance MSE / (1 - R^2)) of the paper's ST cell ``st_cell``."""
     refs = {r.metric: r for r in get_table(table).cell(st_cell).paper}
     if "r2" not in refs:
         return None, None, None
@@ -169,11 +154,9 @@ def _paper_numbers(table: str, st_cell: str) -> tuple[float | None, float | None
 
 
 def _checked(results: list[dict], reading: str) -> list[dict]:
-    """``results``, each made under task reading ``reading``: recorded, or (a result written
-    before readings existed) read from its task options."""
+    """``results``, each made under task ``reading`` (recorded, or read from its options)."""
     for r in results:
-        got = r.get("task_reading") or task_reading(r["task"], r["task_options"])
-        if got != reading:
+        if (got := r.get("task_reading") or task_reading(r["task"], r["task_options"])) != reading:
             raise ValueError(
                 f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was made under task "
                 f"reading {got!r}, not the {reading!r} its calibration row says"
@@ -187,11 +170,11 @@ def _metric(results: list[dict], key: str) -> float | None:
 
 
 def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow]:
-    """The calibration from the result files of ``profile``, one row per calibrated column and
-    reading; a result made under another task reading than its row raises."""
+    """The calibration from the results of ``profile``, a row per calibrated column and reading;
+    a result made under another task reading than its row raises."""
     rows = []
     tables = dict.fromkeys(c.table for c in CALIBRATED)
-    by_table = {table: results_per_cell(table, profile, results_dir) for table in tables}
+    by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
     for c in CALIBRATED:
         v1_st = c.cells("v1")[0]
         paper = _paper_numbers(c.table, v1_st)
@@ -212,11 +195,9 @@ def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow
 
 
 def closest_readings(rows: list[CalibrationRow] | None = None, results_dir=None) -> dict:
-    """Per calibrated column (``what``): ``{"reading": the reading whose Set Transformer lands
-    nearest the paper's, "gap": its R^2 gap, "seeds": its seeds, "v1_gap": v1's gap, "needed":
-    whether v1 is further than ``GAP`` from the paper}``; readings not run are left out, and a
-    column with none run is absent. Another reading is nearer than v1 only by more than a tie
-    (``TIE``): a gap a hundredth smaller is within one seed's noise, and chooses nothing."""
+    """Per calibrated column run: ``{"reading"`` whose Set Transformer lands nearest the paper's,
+    ``"gap", "seeds"`` of it, ``"v1_gap"``, ``"needed"``: v1 further than ``GAP``}. Another
+    reading is nearer than v1 only by more than a tie (``TIE``, one seed's noise)."""
     rows = calibration(results_dir) if rows is None else rows
     out = {}
     for what in dict.fromkeys(r.what for r in rows):
@@ -227,13 +208,9 @@ def closest_readings(rows: list[CalibrationRow] | None = None, results_dir=None)
         best = min(mine, key=lambda r: abs(r.gap))
         if v1 is not None and abs(v1.gap) - abs(best.gap) <= TIE:
             best = v1
-        out[what] = {
-            "reading": best.reading,
-            "gap": best.gap,
-            "seeds": best.seeds,
-            "v1_gap": None if v1 is None else v1.gap,
-            "needed": v1 is None or abs(v1.gap) > GAP,
-        }
+        out[what] = {"reading": best.reading, "gap": best.gap, "seeds": best.seeds,
+                     "v1_gap": None if v1 is None else v1.gap,
+                     "needed": v1 is None or abs(v1.gap) > GAP}  # fmt: skip
     return out
 
 
@@ -242,9 +219,8 @@ def _num(v: float | None, fmt: str = ".3f") -> str:
 
 
 def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None) -> str:
-    """The calibration as an HTML table, a row per ``CalibrationRow``; the reading nearest the
-    paper's number is marked with the seeds it rests on (one seed against three is no choice
-    yet)."""
+    """The calibration as an HTML table; the reading nearest the paper's number is marked with
+    the seeds it rests on (one seed against three is no choice yet)."""
     rows = calibration(results_dir) if rows is None else rows
     best = {w: (c["reading"], c["seeds"]) for w, c in closest_readings(rows).items()}
     body = []
