@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
+from dataclasses import asdict
 
 from mzlite import nn as _nn
 from mzlite.repro.paper import name_labels
@@ -74,18 +75,14 @@ def paper_row() -> dict:
     cells = [c for spec in table_registry().values() for c in spec.cells
              if _nn.model_spec(c.model).trainable and c.part == "main"]  # fmt: skip
     steps = [cfg.epochs * math.ceil(c.sizes[0] / c.batch_size) for c in cells]
-    schedule = (f"AdamW {rate_text(cfg.lr)}, {cfg.warmup_epochs} warm-up epochs, cosine to 0 over "
-                f"{cfg.epochs} epochs, patience {cfg.patience}")  # fmt: skip
+    schedule = _schedule_words([asdict(cfg)], f"cosine to 0 over {cfg.epochs} epochs")
     return _row("the paper", None, [c.sizes[0] for c in cells], f"up to {_span(steps)}", schedule,
                 [c.full_seeds for c in cells], name_labels(PAPER_HARDWARE), None)  # fmt: skip
 
 
-def _schedule_words(results: list[dict]) -> str:
-    cfgs = [r["train_config"] for r in results]
-    kinds = " or ".join(
-        "halved after 5 epochs without a new best" if s == "plateau" else "cosine to 0 over the cap"
-        for s in sorted({c.get("schedule", "cosine") for c in cfgs})
-    )
+def _schedule_words(cfgs: list[dict], cosine: str = "cosine to 0 over the cap") -> str:
+    kinds = " or ".join("halved after 5 epochs without a new best" if s == "plateau" else cosine
+                        for s in sorted({c.get("schedule", "cosine") for c in cfgs}))  # fmt: skip
     warmups = "/".join(str(w) for w in sorted({c.get("warmup_epochs") for c in cfgs} - {None}))
     pats = "/".join(str(p) for p in sorted({c.get("patience") for c in cfgs} - {None}))
     rate = _span([c["lr"] for c in cfgs], fmt=rate_text)
@@ -109,7 +106,7 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
     )
     return _row(reader_name(profile), profile, [r["sizes"][0] for r in results],
                 f"median {_thousands(statistics.median(steps))} ({_span(steps)})",
-                _schedule_words(results), list(per_cell.values()),
+                _schedule_words([r["train_config"] for r in results]), list(per_cell.values()),
                 ", ".join(f"{name} ({n} runs)" for name, n in hardware.most_common()),
                 len(results))  # fmt: skip
 

@@ -58,31 +58,19 @@ def choices_table(search_entry: dict | None = None) -> str:
     if search_entry is not None:
         at = next(i for i, c in enumerate(CHOICES) if c.topic == "Schedule") + 1
         choices.insert(at, Choice(**search_entry))
-    rows = [
-        {
-            "topic": c.topic,
-            "paper": f"“{plain_math(c.words)}” ({c.label})" if c.words else "silent",
-            "ours": f"{c.ours}. Alternatives: {c.alternatives}",
-            "switch": c.switch,
-            "note": f"{c.topic}: recorded as {c.recorded}; tested by {c.tested}",
-        }
-        for c in choices
-    ]
-    return str(
-        comparison_table(
-            rows,
-            [("topic", "Topic", 16), ("paper", "The paper says", 30),
-             ("ours", "We read (and the alternatives)", 32), ("switch", "Switch", 22)],
-            footnote_key="note",
-            footnote_title="Where a result records each choice, and what tests it",
-            code=("switch",),
-        )
-    )  # fmt: skip
+    rows = [{"topic": c.topic, "switch": c.switch,
+             "paper": f"“{plain_math(c.words)}” ({c.label})" if c.words else "silent",
+             "ours": f"{c.ours}. Alternatives: {c.alternatives}",
+             "note": f"{c.topic}: recorded as {c.recorded}; tested by {c.tested}"}
+            for c in choices]  # fmt: skip
+    cols = [("topic", "Topic", 16), ("paper", "The paper says", 30),
+            ("ours", "We read (and the alternatives)", 32), ("switch", "Switch", 22)]  # fmt: skip
+    title = "Where a result records each choice, and what tests it"
+    return str(comparison_table(rows, cols, footnote_key="note", footnote_title=title,
+                                code=("switch",)))  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------------
 # The reading ablation
-# ---------------------------------------------------------------------------------------------
 
 # (table, column id of the rd- cells, the main MZ cell, the Set Transformer cell, what it is)
 DIAGNOSTIC_CELLS = (
@@ -288,9 +276,7 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
     )
 
 
-# ---------------------------------------------------------------------------------------------
 # Where the matrix zonotope acts: both readings at the paper's sizes
-# ---------------------------------------------------------------------------------------------
 
 # (table, the literal MZ cell, its centre-adaptive twin, the Set Transformer cell beside them,
 # what it is); tab:egnn-comparison's Set Transformer is ST-Large, as its MZ claim reads it

@@ -485,14 +485,18 @@ def _records(studies: dict[str, list[dict]]) -> list[dict]:
     return [r for recs in studies.values() for r in recs]
 
 
+def _per_schedule(records: list[dict]) -> dict[str, int]:
+    return {s: sum(r["schedule"] == s for r in records) for s in SCHEDULES}
+
+
 def _tally(studies: dict[str, list[dict]], planned: int | None = None, unit=" trials") -> str:
     """How many trials ``studies`` ran (of ``planned``) and how many of each schedule were
     pruned: the censoring a reader checks."""
     records = _records(studies)
-    pruned = [r["schedule"] for r in records if r["state"] == "pruned"]
-    per = ", ".join(f"{pruned.count(s)} {s}" for s in SCHEDULES if s in pruned)
+    pruned = _per_schedule([r for r in records if r["state"] == "pruned"])
+    per = ", ".join(f"{n} {s}" for s, n in pruned.items() if n)
     of = "" if planned is None else f" of {planned}"
-    return f"{len(records)}{of}{unit} ({len(pruned)} pruned" + (f": {per})" if per else ")")
+    return f"{len(records)}{of}{unit} ({sum(pruned.values())} pruned{per and ': ' + per})"
 
 
 def _seeds(out: dict, names) -> list[int]:
@@ -504,11 +508,10 @@ def _model_words(fam: str, cell) -> str:  # the paper's row name, a swapped-in m
 
 
 def choice_rows(profile: str, results_dir=None) -> list[dict]:
-    """What the committed search of ``profile`` tried and chose, one dict per family, in words:
-    ``method``, ``trained`` (models, cells and seeds), ``trials`` (``_tally``), ``choice``,
-    ``runner_up`` and the paper's setting with their mean relative excess validation loss (None
-    until every study tried the whole grid), ``by_table``, ``replaced`` (the search this one
-    replaced) and ``pending`` (this search's progress where the old choice still stands)."""
+    """What the committed search of ``profile`` tried and chose, a dict per family in words:
+    ``method``, ``trained`` (models, cells, seeds), ``trials``, ``choice``, ``runner_up`` and the
+    paper's setting with their mean relative excess validation loss (None until decided),
+    ``by_table``, the search it ``replaced`` and the one ``pending``."""
     out = read_search(profile, results_dir)
     n_grid = len(_grid())
     rows = []
@@ -581,9 +584,8 @@ def _sources(out: dict, kinds=("pending", "replaced")) -> list[tuple[str, str, d
 
 
 def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
-    """``{cell name: (method, {study name: records})}`` of ``fam``'s complete studies in search
-    file ``out``: per cell, this method's where it has completed one (decided or pending), else
-    those of the method that decided the family; never both."""
+    """``{cell name: (method, {study name: records})}`` of ``fam``'s complete studies in ``out``:
+    per cell, this method's where it completed one, else the deciding method's; never both."""
     by_method: dict[str, dict[str, dict]] = {}
     for _, method, studies in [s for s in _sources(out, ("pending",)) if s[0] == fam]:
         for name, recs in studies.items():
@@ -595,9 +597,8 @@ def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
 
 def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=None) -> list[dict]:
     """The labelled ablation of issue 49: each family's best configuration on each searched cell
-    of ``tables`` beside the table's choice, one dict per (family, cell), in words with their mean
-    validation R^2 at the best epoch (None until a study of the cell is complete). Validation
-    scores only: the test split is the verdict's."""
+    of ``tables`` beside the table's choice, in words, with their mean validation R^2 at the best
+    epoch (None until a study of the cell is complete); the test split is the verdict's."""
     out = read_search(profile, results_dir)
     rows = []
     for fam in SEARCH_CELLS:
@@ -660,9 +661,8 @@ def expected_epochs(schedule: str, cap: int) -> float:
 
 
 def price(profile: str, families=None, seeds=SEEDS, results_dir=None, cache_dir=None) -> str:
-    """What the trials not yet finished in their study's journal would cost, from ``plan``'s
-    seconds per epoch of each study's cell: under successive halving (``expected_epochs``) and
-    with every trial to the epoch cap."""
+    """What the trials not finished in their study's journal would cost at ``plan``'s seconds per
+    epoch of each study's cell: under successive halving (``expected_epochs``) and to the cap."""
     studies = plan_search(profile, families, seeds)
     grid, cap = _grid(), get_profile(profile).train["epochs"]
     measured, timed = _plan._measured(results_dir), {}
@@ -695,19 +695,14 @@ def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]
     by_method: dict[str, dict[str, list]] = {}
     for _, method, studies in _sources(read_search(profile, results_dir)):
         by_method.setdefault(method, {}).update(studies)
-
-    def per(recs):
-        return {s: sum(r["schedule"] == s for r in recs) for s in SCHEDULES}
-
     counts = {}
     for method, studies in by_method.items():
         recs = _records(studies)
         pruned = [r for r in recs if r["state"] == "pruned"]
         first = min((r["epochs"] for r in pruned), default=None)
         counts[method] = {
-            "trials": per(recs),
-            "pruned": per(pruned),
-            "pruned_at_first_rung": per([r for r in pruned if r["epochs"] == first]),
+            "trials": _per_schedule(recs), "pruned": _per_schedule(pruned),
+            "pruned_at_first_rung": _per_schedule([r for r in pruned if r["epochs"] == first]),
             "studies": len(studies),
             "cosine_best": sum(min(rs, key=lambda r: r["best_val_loss"])["schedule"] == "cosine"
                                for rs in studies.values() if rs),

@@ -62,33 +62,21 @@ def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
 def review_table(results_dir=None) -> str:
     """``TASK_REVIEW`` as the reading page's table, with the ``yardsticks``."""
     ridges = yardsticks(results_dir)
-    rows = [
-        {
-            "task": name_labels(t.name),
-            "paper": f"“{plain_math(t.words)}” ({name_labels(t.label)})",
-            "ours": t.ours,
-            "open": f"{t.open}. Alternatives: {t.alternatives}",
-            "leak": f"{t.leak}. Ridge R^2 at the paper's sizes: set size alone "
-            f"{_num(ridges[t.task][1])}, set statistics {_num(ridges[t.task][0])}",
-            "note": name_labels(f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}"),
-        }
-        for t in TASK_REVIEW
-    ]
-    return str(
-        comparison_table(
-            rows,
-            [("task", "Task", 12), ("paper", "The paper says", 22), ("ours", "We generate", 24),
-             ("open", "Not stated (and the alternatives)", 26),
-             ("leak", "What set size alone gives", 16)],
-            footnote_key="note",
-            footnote_title="The tables that use each task, and its generator",
-        )
-    )  # fmt: skip
+    rows = [{"task": name_labels(t.name), "ours": t.ours,
+             "paper": f"“{plain_math(t.words)}” ({name_labels(t.label)})",
+             "open": f"{t.open}. Alternatives: {t.alternatives}",
+             "leak": f"{t.leak}. Ridge R^2 at the paper's sizes: set size alone "
+             f"{_num(ridges[t.task][1])}, set statistics {_num(ridges[t.task][0])}",
+             "note": name_labels(f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}")}
+            for t in TASK_REVIEW]  # fmt: skip
+    cols = [("task", "Task", 12), ("paper", "The paper says", 22), ("ours", "We generate", 24),
+            ("open", "Not stated (and the alternatives)", 26),
+            ("leak", "What set size alone gives", 16)]  # fmt: skip
+    title = "The tables that use each task, and its generator"
+    return str(comparison_table(rows, cols, footnote_key="note", footnote_title=title))
 
 
-# ---------------------------------------------------------------------------------------------
 # The calibration
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -103,10 +91,9 @@ class Calibrated:
 
     def cells(self, reading: str) -> tuple[str, str]:
         """(the Set Transformer's cell, the yardstick's) of ``reading``."""
-        return tuple(
-            f"{self.col}-{m}" if reading == "v1" else calibration_cell_id(self.col, reading, m)
-            for m in (self.st, SET_STATS)
-        )
+        v1 = reading == "v1"
+        return tuple(f"{self.col}-{m}" if v1 else calibration_cell_id(self.col, reading, m)
+                     for m in (self.st, SET_STATS))  # fmt: skip
 
 
 CALIBRATED: tuple[Calibrated, ...] = (
