@@ -101,9 +101,8 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
     steps = [r["epochs_run"] * math.ceil(r["sizes"][0] / r["train_config"]["batch_size"])
              for r in results]  # fmt: skip
     per_cell = Counter((r["table"], r["cell"]) for r in results)
-    hardware = Counter(
-        (r.get("provenance") or {}).get("gpu_name") or "this 2-core CPU" for r in results
-    )
+    hardware = Counter((r.get("provenance") or {}).get("gpu_name") or "this 2-core CPU"
+                       for r in results)  # fmt: skip
     return _row(reader_name(profile), profile, [r["sizes"][0] for r in results],
                 f"median {_thousands(statistics.median(steps))} ({_span(steps)})",
                 _schedule_words([r["train_config"] for r in results]), list(per_cell.values()),

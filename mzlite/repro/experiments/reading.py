@@ -151,10 +151,9 @@ def _summary(results: list[dict], expect: tuple[str, str] | None = None):
     (gen_norm, schedule) where given."""
     for r in results if expect else ():
         if (got := recorded_reading(r)) != expect:
-            raise ValueError(
-                f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was trained under "
-                f"generators {got[0]!r}, schedule {got[1]!r}, not the {expect} its row says"
-            )
+            raise ValueError(f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was trained "
+                             f"under generators {got[0]!r}, schedule {got[1]!r}, not the {expect} "
+                             "its row says")  # fmt: skip
     conv = [_stats.result_convergence(r) for r in results]
     stopped = sum(bool(c.get("stopped", c.get("converged"))) for c in conv)
     fitted = sum(c.get("fitted") is True for c in conv)
@@ -218,13 +217,9 @@ def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=Non
         raise ValueError(f"cell must be one of the diagnostic cells {known}, got {cell!r}")
     rows = [r for r in (ablation(results_dir, cell) if rows is None else rows) if r.cell == cell]
     default = next(r for r in rows if r.reading == DEFAULT_READING_ROW).claim_verdict
-    return [
-        f"{r.reading}: {r.versus_st[0]} (p = {r.versus_st[1]:.2g})"
-        for r in rows
-        if default is not None
-        and r.reading != DEFAULT_READING_ROW
-        and r.claim_verdict not in (None, default)
-    ]
+    return [f"{r.reading}: {r.versus_st[0]} (p = {r.versus_st[1]:.2g})" for r in rows
+            if default is not None and r.reading != DEFAULT_READING_ROW
+            and r.claim_verdict not in (None, default)]  # fmt: skip
 
 
 def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) -> str:
@@ -271,9 +266,8 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
                 + (f" ({'; '.join(notes)})." if notes else ".")
             )  # fmt: skip
         paragraphs.append(f"<p>{' '.join(x for x in said if x)}</p>")
-    return (
-        "".join(paragraphs) or "<p>No diagnostic cell has results under mzlite's reading yet.</p>"
-    )
+    none = "<p>No diagnostic cell has results under mzlite's reading yet.</p>"
+    return "".join(paragraphs) or none
 
 
 # Where the matrix zonotope acts: both readings at the paper's sizes
@@ -319,6 +313,10 @@ def layer_readings(results_dir=None) -> list[AblationRow]:
     return rows
 
 
+def num(v: float | None, spec: str = ".3f", missing: str = "–") -> str:
+    return missing if v is None else format(v, spec)
+
+
 def r2_text(mean: float | None, std: float | None, missing: str = "not run") -> str:
     return missing if mean is None else f"{mean:.3f}" + ("" if std is None else f" ± {std:.3f}")
 
@@ -338,7 +336,7 @@ def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> s
         fit = f"{r.fitted} / {r.stopped}" if r.seeds else "–"
         if n := r.optimisation_failures:
             fit += f" ({n} optimisation failure{'s' * (n > 1)})"
-        st = "–" if r.st_mean is None else f"{r.st_mean:.3f}"
+        st = num(r.st_mean)
         st += f" ({r.st_failures} not fitted)" if r.st_failures else ""
         outcome, p = r.versus_st
         versus = outcome if p is None else f"{outcome} (p = {p:.2g})"

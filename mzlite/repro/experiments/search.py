@@ -32,6 +32,7 @@ from . import reading
 from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
 from .protocols import rate_text, reader_name
+from .reading import num
 from .runner import spawn_pool
 from .specs import default_cache_dir, model_family, search_path
 from .tables import get_profile
@@ -405,12 +406,9 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
             if not planned <= {_cell_name(n) for n in recs} or choose(recs) is None:
                 pending[fam] = {"method": METHOD, "studies": recs}
                 continue
-            out["replaced"][fam] = {
-                "method": methods[fam],
-                "git_commit": commits.pop(fam, None),
-                "studies": families[fam],
-                "choice": choice.pop(fam, None),
-            }
+            out["replaced"][fam] = {"method": methods[fam], "git_commit": commits.pop(fam, None),
+                                    "studies": families[fam],
+                                    "choice": choice.pop(fam, None)}  # fmt: skip
             pending.pop(fam, None)
         families[fam], methods[fam] = recs, METHOD
         by_table: dict[str, dict] = {}  # the tables whose studies all tried the whole grid
@@ -420,10 +418,8 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
         if (c := choose(recs)) is not None:
             choice[fam] = c
     out["printed"] = search_text(out)
-    out["provenance"] = {
-        **provenance(resolve_device("cpu"), git_info()),
-        "written_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    written = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    out["provenance"] = {**provenance(resolve_device("cpu"), git_info()), "written_utc": written}
     atomic_write_json(search_path(profile, results_dir), json_safe(out))
     return out
 
@@ -435,23 +431,18 @@ def _excess_text(c: dict) -> str:
 
 
 def _trial_lines(studies: dict[str, list[dict]]) -> list[str]:
-    return [
-        f"  {name:48s} lr {r['lr']:<6g} {r['schedule']:8s} {r['state']:8s} {r['epochs']:3d} ep, "
-        f"best val loss {r['best_val_loss']:.4f} (epoch {r['best_epoch']})"
-        + ("" if r["val_r2_at_best"] is None else f", val R^2 {r['val_r2_at_best']:.3f}")
-        for name, recs in studies.items()
-        for r in recs
-    ]
+    return [f"  {name:48s} lr {r['lr']:<6g} {r['schedule']:8s} {r['state']:8s} {r['epochs']:3d} "
+            f"ep, best val loss {r['best_val_loss']:.4f} (epoch {r['best_epoch']})"
+            + ("" if r["val_r2_at_best"] is None else f", val R^2 {r['val_r2_at_best']:.3f}")
+            for name, recs in studies.items() for r in recs]  # fmt: skip
 
 
 def search_text(out: dict) -> str:
     """The search as printed: every trial, each family's mean relative excess and choice (over
     all its studies and per table), then the trials of a pending search."""
-    lines = [
-        f"search [{out['profile']}]: lr {out['grid']['lr']} x schedule "
-        f"{out['grid']['schedule']}, pruned only after {out['min_epochs']} epochs "
-        f"(successive halving, keep 1/{out['reduction_factor']})"
-    ]
+    lines = [f"search [{out['profile']}]: lr {out['grid']['lr']} x schedule "
+             f"{out['grid']['schedule']}, pruned only after {out['min_epochs']} epochs "
+             f"(successive halving, keep 1/{out['reduction_factor']})"]  # fmt: skip
     for fam, studies in out["families"].items():
         method = out.get("methods", {}).get(fam, CENSORED_METHOD)
         lines += [f"{fam} ({method}: {METHODS[method][1]})", *_trial_lines(studies)]
@@ -475,10 +466,6 @@ def _words(config) -> str:  # a configuration, or a choice's, as the pages write
 
 def _train_config(c: dict) -> tuple[float, str]:  # a choice's (rate, schedule)
     return c["train"]["lr"], c["train"]["schedule"]
-
-
-def _num(v, spec: str) -> str:
-    return "--" if v is None else format(v, spec)
 
 
 def _records(studies: dict[str, list[dict]]) -> list[dict]:
@@ -523,9 +510,8 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
         if method != METHOD:
             cells = {_cell_name(name) for name in ran}
             studies = [s for s in studies if _cell_name(s.name) in cells]
-        trained = dict.fromkeys(
-            f"{_model_words(fam, s.job.cell)} on {s.job.table} {s.job.cell.column}" for s in studies
-        )
+        trained = dict.fromkeys(f"{_model_words(fam, s.job.cell)} on {s.job.table} "
+                                f"{s.job.cell.column}" for s in studies)  # fmt: skip
         old, p = out["replaced"].get(fam), out["pending"].get(fam)  # pages name no commit
         planned = p and len(plan_search(profile, [fam], _seeds(out, p["studies"]))) * n_grid
         row = {
@@ -558,10 +544,10 @@ def choice_table(profile: str, results_dir=None) -> HTML:
             notes.append("chosen per table: " + "; ".join(map(": ".join, r["by_table"].items())))
         rows.append({
             **r, "trained": "; ".join(notes),
-            "choice": r["choice"] or "not decided yet", "excess": _num(r["excess"], "+.1%"),
+            "choice": r["choice"] or "not decided yet", "excess": num(r["excess"], "+.1%", "--"),
             "runner_up": "--" if r["runner_up"] is None
-            else f"{r['runner_up']} ({_num(r['runner_up_excess'], '+.1%')})",
-            "paper": f"{_words(PAPER_CONFIG)} ({_num(r['paper_excess'], '+.1%')})",
+            else f"{r['runner_up']} ({num(r['runner_up_excess'], '+.1%', '--')})",
+            "paper": f"{_words(PAPER_CONFIG)} ({num(r['paper_excess'], '+.1%', '--')})",
         })  # fmt: skip
     return comparison_table(
         rows,
@@ -630,9 +616,10 @@ def best_setting_table(profile: str, tables=("tab:main-results",), results_dir=N
     """``best_setting_rows`` as a page-width table, labelled as the ablation it is."""
     rows = [
         {**r, "who": f"{r['model']} ({r['family']})",
-         "best": f"{r['best']} ({_num(r['best_val_r2'], '.3f')})" if r["best"]
+         "best": f"{r['best']} ({num(r['best_val_r2'], missing='--')})" if r["best"]
          else "not searched yet",
-         "chosen": f"{r['chosen']} ({_num(r['chosen_val_r2'], '.3f')})" if r["chosen"] else "--",
+         "chosen": f"{r['chosen']} ({num(r['chosen_val_r2'], missing='--')})" if r["chosen"]
+         else "--",
          "note": f"{r['label']}; trials compared by {r['method']}; seeds "
          f"{', '.join(map(str, r['seeds'])) or 'none yet'}"}
         for r in best_setting_rows(profile, tables, results_dir)

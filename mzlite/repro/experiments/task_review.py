@@ -14,7 +14,7 @@ from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
-from .reading import SeedsR2, html_table, r2_text, results_per_cell
+from .reading import SeedsR2, html_table, num, r2_text, results_per_cell
 from .specs import SET_STATS, prose_data
 from .stats import TIE
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
@@ -66,7 +66,7 @@ def review_table(results_dir=None) -> str:
              "paper": f"“{plain_math(t.words)}” ({name_labels(t.label)})",
              "open": f"{t.open}. Alternatives: {t.alternatives}",
              "leak": f"{t.leak}. Ridge R^2 at the paper's sizes: set size alone "
-             f"{_num(ridges[t.task][1])}, set statistics {_num(ridges[t.task][0])}",
+             f"{num(ridges[t.task][1])}, set statistics {num(ridges[t.task][0])}",
              "note": name_labels(f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}")}
             for t in TASK_REVIEW]  # fmt: skip
     cols = [("task", "Task", 12), ("paper", "The paper says", 22), ("ours", "We generate", 24),
@@ -144,10 +144,9 @@ def _checked(results: list[dict], reading: str) -> list[dict]:
     """``results``, each made under task ``reading`` (recorded, or read from its options)."""
     for r in results:
         if (got := r.get("task_reading") or task_reading(r["task"], r["task_options"])) != reading:
-            raise ValueError(
-                f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was made under task "
-                f"reading {got!r}, not the {reading!r} its calibration row says"
-            )
+            raise ValueError(f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was made "
+                             f"under task reading {got!r}, not the {reading!r} its calibration "
+                             "row says")  # fmt: skip
     return results
 
 
@@ -201,10 +200,6 @@ def closest_readings(rows: list[CalibrationRow] | None = None, results_dir=None)
     return out
 
 
-def _num(v: float | None, fmt: str = ".3f") -> str:
-    return "–" if v is None else format(v, fmt)
-
-
 def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None) -> str:
     """The calibration as an HTML table; the reading nearest the paper's number is marked with
     the seeds it rests on (one seed against three is no choice yet)."""
@@ -215,10 +210,10 @@ def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None
         reading, (nearest, seeds) = r.reading, best.get(r.what, (None, 0))
         if nearest == r.reading:
             reading += f" (nearest the paper, {seeds} seed{'s' if seeds != 1 else ''})"
-        var = f"{_num(r.target_var, '.4g')} / {_num(r.paper_var, '.4g')}"
+        var = f"{num(r.target_var, '.4g')} / {num(r.paper_var, '.4g')}"
         body.append((name_labels(r.what), reading, r2_text(r.mean, r.std), str(r.seeds),
-                     r2_text(r.paper_r2, r.paper_std, "–"), _num(r.gap, "+.3f"), var,
-                     _num(r.stats_r2), _num(r.size_r2)))  # fmt: skip
+                     r2_text(r.paper_r2, r.paper_std, "–"), num(r.gap, "+.3f"), var,
+                     num(r.stats_r2), num(r.size_r2)))  # fmt: skip
     heads = ("Column", "Task reading", "Our ST R²", "Seeds", "Paper's ST R²", "Gap",
              "Target variance (ours / paper's)", "Set statistics R²",
              "Set size alone R²")  # fmt: skip
