@@ -157,8 +157,12 @@ def _summary(results: list[dict], expect: tuple[str, str] | None = None):
     conv = [_stats.result_convergence(r) for r in results]
     stopped = sum(bool(c.get("stopped", c.get("converged"))) for c in conv)
     fitted = sum(c.get("fitted") is True for c in conv)
-    r2 = [((r.get("metrics") or {}).get("test") or {}).get("r2") for r in results]
-    return stopped, fitted, tuple(v for v in r2 if v is not None)
+    return stopped, fitted, tuple(metric_values(results, "r2"))
+
+
+def metric_values(results: list[dict], key: str) -> list[float]:  # test metric, where recorded
+    values = [((r.get("metrics") or {}).get("test") or {}).get(key) for r in results]
+    return [v for v in values if v is not None]
 
 
 def _row(what, reading, by_cell, mz: str, st: str, expect=None, check=list) -> AblationRow:

@@ -14,7 +14,7 @@ from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
-from .reading import SeedsR2, html_table, num, r2_text, results_per_cell
+from .reading import SeedsR2, html_table, metric_values, num, r2_text, results_per_cell
 from .specs import SET_STATS, prose_data
 from .stats import TIE
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
@@ -133,11 +133,13 @@ def _paper_numbers(table: str, st_cell: str) -> tuple[float | None, float | None
     if "r2" not in refs:
         return None, None, None
     r2 = paper_cell(table, refs["r2"].row, refs["r2"].column)
-    var = None
-    if "mse" in refs and r2["mean"] is not None and r2["mean"] < 1:
-        mse = paper_cell(table, refs["mse"].row, refs["mse"].column)["mean"]
-        var = None if mse is None else mse / refs["mse"].scale / (1 - r2["mean"])
-    return r2["mean"], r2.get("std"), var
+    mse = paper_cell(table, refs["mse"].row, refs["mse"].column)["mean"] if "mse" in refs else None
+    scaled = None if mse is None else mse / refs["mse"].scale
+    return r2["mean"], r2.get("std"), _variance(scaled, r2["mean"])
+
+
+def _variance(mse: float | None, r2: float | None) -> float | None:  # MSE / (1 - R^2)
+    return None if mse is None or r2 is None or r2 >= 1 else mse / (1 - r2)
 
 
 def _checked(results: list[dict], reading: str) -> list[dict]:
@@ -150,9 +152,8 @@ def _checked(results: list[dict], reading: str) -> list[dict]:
     return results
 
 
-def _metric(results: list[dict], key: str) -> float | None:
-    values = [((r.get("metrics") or {}).get("test") or {}).get(key) for r in results]
-    return next((v for v in values if v is not None), None)
+def _metric(results: list[dict], key: str) -> float | None:  # the first result's that has it
+    return next(iter(metric_values(results, key)), None)
 
 
 def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow]:
@@ -170,13 +171,10 @@ def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow
             st_id, stats_id = c.cells(reading)
             st = _checked(by_table[c.table].get(st_id, []), reading)
             stats = _checked(by_table[c.table].get(stats_id, []), reading)
-            r2 = tuple(v for v in (_metric([r], "r2") for r in st) if v is not None)
-            mse = _metric(st, "mse")
-            var = None if mse is None or not r2 or r2[0] >= 1 else mse / (1 - r2[0])
-            rows.append(
-                CalibrationRow(c.what, reading, st_id, r2, *paper, var, _metric(stats, "r2"),
-                               _metric(stats, "set_size_r2"))
-            )  # fmt: skip
+            r2 = tuple(metric_values(st, "r2"))
+            var = _variance(_metric(st, "mse"), r2[0] if r2 else None)
+            stats_r2, size_r2 = _metric(stats, "r2"), _metric(stats, "set_size_r2")
+            rows.append(CalibrationRow(c.what, reading, st_id, r2, *paper, var, stats_r2, size_r2))
     return rows
 
 
