@@ -505,11 +505,9 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
     for fam in SEARCH_CELLS:
         ran, method = out["families"].get(fam, {}), out["methods"].get(fam, METHOD)
         # its studies (planned ones before any ran); the method before issue 49 ran fewer cells
-        seeds = _seeds(out, ran) or list(SEEDS)
-        studies = plan_search(profile, [fam], seeds)
-        if method != METHOD:
-            cells = {_cell_name(name) for name in ran}
-            studies = [s for s in studies if _cell_name(s.name) in cells]
+        seeds, cells = _seeds(out, ran) or list(SEEDS), {_cell_name(name) for name in ran}
+        studies = [s for s in plan_search(profile, [fam], seeds)
+                   if method == METHOD or _cell_name(s.name) in cells]  # fmt: skip
         trained = dict.fromkeys(f"{_model_words(fam, s.job.cell)} on {s.job.table} "
                                 f"{s.job.cell.column}" for s in studies)  # fmt: skip
         old, p = out["replaced"].get(fam), out["pending"].get(fam)  # pages name no commit
@@ -518,8 +516,7 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
             "family": FAMILY_NAMES[fam], "method": METHODS[method][0],
             "trained": "; ".join(trained) + f"; seeds {', '.join(map(str, seeds))}",
             "trials": _tally(ran, len(studies) * n_grid, ""),
-            "choice": None, "excess": None, "runner_up": None, "runner_up_excess": None,
-            "paper_excess": None,
+            **dict.fromkeys(("choice", "excess", "runner_up", "runner_up_excess", "paper_excess")),
             "by_table": {t: _words(c) for t, c in out["choice_by_table"].get(fam, {}).items()},
             "replaced": old and f"{METHODS[old['method']][0]}: {_tally(old.get('studies', {}))}",
             "pending": p and f"{METHODS[p['method']][0]}: {_tally(p['studies'], planned)}",
@@ -598,7 +595,7 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
                 "method": METHODS[method][0], "table": job.table, "cell": job.cell.id,
                 "model": _model_words(fam, job.cell), "column": job.cell.column,
                 "seeds": _seeds(out, records),
-                "best": None, "best_val_r2": None, "chosen": None, "chosen_val_r2": None,
+                **dict.fromkeys(("best", "best_val_r2", "chosen", "chosen_val_r2")),
             }  # fmt: skip
             table_choice = chosen.get(job.table) or out["choice"].get(fam)
             for key, c in (("best", best), ("chosen", table_choice)):
