@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -445,3 +447,18 @@ def test_censoring_counts_each_methods_pruned_trials_and_the_reading_entry_reads
     )
     assert "best trial of 1 of its 2 studies" in entry["alternatives"]
     assert reading.Choice(**entry).topic == "Learning-rate search: comparing schedules"
+
+
+def test_the_journals_in_flight_still_read_as_the_committed_search(monkeypatch, tmp_path):
+    """The journals in data/in-flight, written by the pinned tree the searches run from, read
+    (trial keys and records) as the committed file's trials: a refactor of this module must not
+    stop those journals from resuming. Read from a copy: loading leaves no file beside them."""
+    monkeypatch.delenv("MZLITE_RESULTS", raising=False)
+    in_flight = tmp_path / "in-flight"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "in-flight", in_flight,
+                    ignore=shutil.ignore_patterns("*.pt"))  # fmt: skip
+    committed = se.read_search("paper-sizes")["families"]["deepsets"]
+    for study in se.plan_search("paper-sizes", ["deepsets"]):
+        assert json.loads(json.dumps(se.trials(study, in_flight))) == committed[study.name]
+    (st,) = [s for s in se.plan_search("paper-sizes", ["baseline"], (0,)) if "-F-st-" in s.name]
+    assert {r["state"] for r in se.trials(st, in_flight)} <= {"complete", "pruned"}

@@ -1,18 +1,14 @@
-"""How each protocol that decided a verdict differs from the paper's, in numbers read from the
-result files and the registered cells (never typed): training sets, optimiser steps, learning
-rate and schedule, seeds and the hardware the runs actually used. The landing page's protocol
-box (``findings.Findings.protocol_html``) and chapter 9 print it.
-
-    from mzlite.repro.experiments.protocols import protocol_rows
-    rows = protocol_rows(["cpu-annealed", "full"])   # the paper's row first, then each profile
-
-Reader-facing names (``READER_NAMES``) are the glossary's terms for the profiles."""
+"""How each protocol that decided a verdict differs from the paper's, read from the result files
+and the registered cells (never typed): training sets, optimiser steps, rate and schedule, seeds
+and hardware (``protocol_rows``; the landing page's protocol box and chapter 9 print it), and the
+glossary's names for the profiles (``READER_NAMES``)."""
 
 from __future__ import annotations
 
 import math
 import statistics
 from collections import Counter
+from dataclasses import asdict
 
 from mzlite import nn as _nn
 from mzlite.repro.paper import name_labels
@@ -65,33 +61,28 @@ def _span(values, fmt=_thousands) -> str:
     return fmt(lo) if lo == hi else f"{fmt(lo)}-{fmt(hi)}"
 
 
+def _row(protocol, profile, sizes, steps: str, schedule: str, seeds, hardware: str, runs) -> dict:
+    return {"protocol": protocol, "profile": profile, "training_sets": _span(sizes),
+            "optimiser_steps": steps, "schedule": schedule, "hardware": hardware, "runs": runs,
+            "seeds": _span(seeds, fmt=lambda n: f"{n:g}")}  # fmt: skip
+
+
 def paper_row() -> dict:
-    """The paper's protocol as mzlite registers it: the training-set sizes of every registered
-    trainable cell (``Cell.sizes``, app:task-descriptions), its optimiser steps at the epoch cap,
-    ``TrainConfig``'s defaults (app:impl's hyperparameter table) and the seeds it states."""
+    """The paper's protocol as mzlite registers it: its trainable main cells' training sets
+    (app:task-descriptions) and seeds, its optimiser steps at the epoch cap and ``TrainConfig``'s
+    defaults (app:impl's hyperparameter table)."""
     cfg = TrainConfig()
     cells = [c for spec in table_registry().values() for c in spec.cells
              if _nn.model_spec(c.model).trainable and c.part == "main"]  # fmt: skip
     steps = [cfg.epochs * math.ceil(c.sizes[0] / c.batch_size) for c in cells]
-    return {
-        "protocol": "the paper",
-        "profile": None,
-        "training_sets": _span([c.sizes[0] for c in cells]),
-        "optimiser_steps": f"up to {_span(steps)}",
-        "schedule": f"AdamW {rate_text(cfg.lr)}, {cfg.warmup_epochs} warm-up epochs, cosine to 0 "
-        f"over {cfg.epochs} epochs, patience {cfg.patience}",
-        "seeds": _span([c.full_seeds for c in cells], fmt=lambda n: f"{n:g}"),
-        "hardware": name_labels(PAPER_HARDWARE),  # "app:compute" as the paper prints it
-        "runs": None,
-    }
+    schedule = _schedule_words([asdict(cfg)], f"cosine to 0 over {cfg.epochs} epochs")
+    return _row("the paper", None, [c.sizes[0] for c in cells], f"up to {_span(steps)}", schedule,
+                [c.full_seeds for c in cells], name_labels(PAPER_HARDWARE), None)  # fmt: skip
 
 
-def _schedule_words(results: list[dict]) -> str:
-    cfgs = [r["train_config"] for r in results]
-    kinds = " or ".join(
-        "halved after 5 epochs without a new best" if s == "plateau" else "cosine to 0 over the cap"
-        for s in sorted({c.get("schedule", "cosine") for c in cfgs})
-    )
+def _schedule_words(cfgs: list[dict], cosine: str = "cosine to 0 over the cap") -> str:
+    kinds = " or ".join("halved after 5 epochs without a new best" if s == "plateau" else cosine
+                        for s in sorted({c.get("schedule", "cosine") for c in cfgs}))  # fmt: skip
     warmups = "/".join(str(w) for w in sorted({c.get("warmup_epochs") for c in cfgs} - {None}))
     pats = "/".join(str(p) for p in sorted({c.get("patience") for c in cfgs} - {None}))
     rate = _span([c["lr"] for c in cfgs], fmt=rate_text)
@@ -99,8 +90,8 @@ def _schedule_words(results: list[dict]) -> str:
 
 
 def profile_row(profile: str, results_dir=None) -> dict | None:
-    """What the trained results of ``profile`` on disk ran under (its main cells', where it has
-    any: the ablation cells vary the protocol on purpose), or None without any."""
+    """What the trained results of ``profile`` ran under (its main cells' where it has any: the
+    ablation cells vary the protocol on purpose), or None without any."""
     results = [r for spec in table_registry().values()
                for r in load_results(spec, profile, results_dir)
                if _nn.model_spec(r["model"]).trainable and r.get("train_config")]  # fmt: skip
@@ -110,36 +101,23 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
     steps = [r["epochs_run"] * math.ceil(r["sizes"][0] / r["train_config"]["batch_size"])
              for r in results]  # fmt: skip
     per_cell = Counter((r["table"], r["cell"]) for r in results)
-    hardware = Counter(
-        (r.get("provenance") or {}).get("gpu_name") or "this 2-core CPU" for r in results
-    )
-    return {
-        "protocol": reader_name(profile),
-        "profile": profile,
-        "training_sets": _span([r["sizes"][0] for r in results]),
-        "optimiser_steps": f"median {_thousands(statistics.median(steps))} ({_span(steps)})",
-        "schedule": _schedule_words(results),
-        "seeds": _span(list(per_cell.values()), fmt=lambda n: f"{n:g}"),
-        "hardware": ", ".join(f"{name} ({n} runs)" for name, n in hardware.most_common()),
-        "runs": len(results),
-    }
+    hardware = Counter((r.get("provenance") or {}).get("gpu_name") or "this 2-core CPU"
+                       for r in results)  # fmt: skip
+    return _row(reader_name(profile), profile, [r["sizes"][0] for r in results],
+                f"median {_thousands(statistics.median(steps))} ({_span(steps)})",
+                _schedule_words([r["train_config"] for r in results]), list(per_cell.values()),
+                ", ".join(f"{name} ({n} runs)" for name, n in hardware.most_common()),
+                len(results))  # fmt: skip
 
 
 def protocol_rows(profiles, results_dir=None) -> list[dict]:
-    """The paper's row, then one row per profile of ``profiles`` with trained results on disk
-    (unknown profiles raise, listing the valid ones)."""
-    unknown = [p for p in profiles if p not in PROFILES]
-    if unknown:
+    """The paper's row, then a row per profile of ``profiles`` with trained results."""
+    if unknown := [p for p in profiles if p not in PROFILES]:
         raise ValueError(f"unknown profile {unknown[0]!r}; valid profiles: {', '.join(PROFILES)}")
     rows = [profile_row(p, results_dir) for p in profiles]
     return [paper_row(), *(row for row in rows if row is not None)]
 
 
-COLUMNS = (
-    ("protocol", "Protocol"),
-    ("training_sets", "Training sets"),
-    ("optimiser_steps", "Optimiser steps"),
-    ("schedule", "Learning rate and schedule"),
-    ("seeds", "Seeds per cell"),
-    ("hardware", "Hardware"),
-)
+COLUMNS = (("protocol", "Protocol"), ("training_sets", "Training sets"),
+           ("optimiser_steps", "Optimiser steps"), ("schedule", "Learning rate and schedule"),
+           ("seeds", "Seeds per cell"), ("hardware", "Hardware"))  # fmt: skip

@@ -1,13 +1,8 @@
-"""How mzlite reads the paper: every point where the paper is silent or ambiguous, or where
-mzlite chooses, with the paper's words (by label), our choice, the alternatives and the switch
-that selects them (``CHOICES``, the page's ``choices_table``); the reading ablation that tests the
-choices that can change a verdict (``ablation``); and both readings of where the matrix zonotope
-acts (``layer_readings``). The synthetic tasks have their own review: ``task_review``.
-
-Every switch is a field of a config that results record (``model_config`` for the model's,
-``train_config`` for the trainer's, ``protocol`` and ``sizes`` for the profile's), so that a
-result says under which reading it was trained (``tests/test_reading.py`` holds this).
-"""
+"""How mzlite reads the paper: where the paper is silent or ambiguous, its words, our choice, the
+alternatives and the config field that selects them (``CHOICES``, ``choices_table``; results
+record every such field); the reading ablation of the choices that can change a verdict
+(``ablation``); both readings of where the matrix zonotope acts (``layer_readings``). The
+synthetic tasks have their own review: ``task_review``."""
 
 from __future__ import annotations
 
@@ -28,10 +23,9 @@ from .tables import get_table
 
 @dataclass(frozen=True)
 class Choice:
-    """One reading: ``topic``; ``label`` and ``words``: where the paper speaks of it and what it
-    says (verbatim LaTeX, or "" where it is silent); ``ours``: what mzlite does by default;
-    ``alternatives``; ``switch``: the config field that selects it, ``recorded``: where a result
-    file records it; ``tested``: the ablation that tests it, "" when none does (and why)."""
+    """One reading: the paper's ``words`` at ``label`` (verbatim LaTeX, "" where silent), what
+    mzlite does (``ours``), the ``switch`` (config field) selecting the ``alternatives``, where a
+    result records it and the ablation that tests it (``tested``)."""
 
     topic: str
     label: str
@@ -45,21 +39,8 @@ class Choice:
 
 _ENTRIES = prose_data("reading_choices.yaml")  # read once: the choices and the search's entry
 CHOICES: tuple[Choice, ...] = tuple(Choice(**c) for c in _ENTRIES if "filled_from" not in c)
-# how the search compares schedules: prose whose {placeholders} search_choice fills
-_SEARCH_ENTRY = next(c for c in _ENTRIES if "filled_from" in c)
-
-
-def search_choice(numbers: dict) -> dict:
-    """The entry for how the learning-rate search compares schedules, in the fields of
-    ``Choice``: its prose in reading_choices.yaml filled from the search's ``numbers``
-    (``search.reading_entry``), the counts of the search before issue 49 where ``censored``
-    has them; ``choices_table`` lists it after "Schedule"."""
-    old = numbers["censored"]
-    counts = "" if old is None else _SEARCH_ENTRY["censored_counts"].format(**old)
-    return {
-        f: _SEARCH_ENTRY[f].format(**numbers, censored_counts=counts)
-        for f in Choice.__dataclass_fields__
-    }
+# how the search compares schedules: prose whose {placeholders} search.reading_entry fills
+SEARCH_ENTRY = next(c for c in _ENTRIES if "filled_from" in c)
 
 
 def missing_quotes(paper_tex: str, quotes=None) -> list[str]:
@@ -71,38 +52,25 @@ def missing_quotes(paper_tex: str, quotes=None) -> list[str]:
 
 
 def choices_table(search_entry: dict | None = None) -> str:
-    """``CHOICES`` as the book's page-width table, with ``search_entry``
-    (``search.reading_entry()``: how the learning-rate search compares schedules) after
-    "Schedule"; where a result records each choice and what tests it are footnotes."""
+    """``CHOICES`` as the book's page-width table, ``search_entry`` (``search.reading_entry()``)
+    after "Schedule"; where a result records each choice and what tests it are footnotes."""
     choices = list(CHOICES)
     if search_entry is not None:
         at = next(i for i, c in enumerate(CHOICES) if c.topic == "Schedule") + 1
         choices.insert(at, Choice(**search_entry))
-    rows = [
-        {
-            "topic": c.topic,
-            "paper": f"“{plain_math(c.words)}” ({c.label})" if c.words else "silent",
-            "ours": f"{c.ours}. Alternatives: {c.alternatives}",
-            "switch": c.switch,
-            "note": f"{c.topic}: recorded as {c.recorded}; tested by {c.tested}",
-        }
-        for c in choices
-    ]
-    return str(
-        comparison_table(
-            rows,
-            [("topic", "Topic", 16), ("paper", "The paper says", 30),
-             ("ours", "We read (and the alternatives)", 32), ("switch", "Switch", 22)],
-            footnote_key="note",
-            footnote_title="Where a result records each choice, and what tests it",
-            code=("switch",),
-        )
-    )  # fmt: skip
+    rows = [{"topic": c.topic, "switch": c.switch,
+             "paper": f"“{plain_math(c.words)}” ({c.label})" if c.words else "silent",
+             "ours": f"{c.ours}. Alternatives: {c.alternatives}",
+             "note": f"{c.topic}: recorded as {c.recorded}; tested by {c.tested}"}
+            for c in choices]  # fmt: skip
+    cols = [("topic", "Topic", 16), ("paper", "The paper says", 30),
+            ("ours", "We read (and the alternatives)", 32), ("switch", "Switch", 22)]  # fmt: skip
+    title = "Where a result records each choice, and what tests it"
+    return str(comparison_table(rows, cols, footnote_key="note", footnote_title=title,
+                                code=("switch",)))  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------------
 # The reading ablation
-# ---------------------------------------------------------------------------------------------
 
 # (table, column id of the rd- cells, the main MZ cell, the Set Transformer cell, what it is)
 DIAGNOSTIC_CELLS = (
@@ -121,25 +89,16 @@ DEFAULT_READING_ROW = "generators: zonotope, schedule: plateau"  # the main cell
 class SeedsR2:
     """``seeds``, ``mean`` and ``std`` (sample) of a row's test R² per seed, ``r2``."""
 
-    @property
-    def seeds(self) -> int:
-        return len(self.r2)
-
-    @property
-    def mean(self) -> float | None:
-        return _stats.summarise(self.r2).get("mean")
-
-    @property
-    def std(self) -> float | None:
-        return _stats.summarise(self.r2).get("std")
+    seeds = property(lambda self: len(self.r2))
+    mean = property(lambda self: _stats.summarise(self.r2).get("mean"))
+    std = property(lambda self: _stats.summarise(self.r2).get("std"))
 
 
 @dataclass(frozen=True)
 class AblationRow(SeedsR2):
-    """One reading of one diagnostic cell: MZ's test R² per seed (``r2``; ``mean``, ``std``,
-    ``seeds`` over them), how many runs ``stopped`` and how many ``fitted`` their training set,
-    and the Set Transformer's R² per seed on the same cell and protocol (``st_r2``; its mean
-    ``st_mean``) with the number of its runs that stopped without fitting (``st_failures``)."""
+    """One reading of one diagnostic cell: MZ's test R² per seed (``r2``), how many of its runs
+    ``stopped`` and ``fitted`` their training set, the Set Transformer's R² per seed on the same
+    cell and protocol (``st_r2``) and how many of its runs stopped without fitting."""
 
     cell: str
     reading: str
@@ -149,21 +108,14 @@ class AblationRow(SeedsR2):
     st_r2: tuple[float, ...] = ()
     st_failures: int = 0
 
-    @property
-    def st_mean(self) -> float | None:
-        return _stats.summarise(self.st_r2).get("mean")
-
-    @property
-    def optimisation_failures(self) -> int:
-        return self.stopped - self.fitted if self.seeds else 0
+    st_mean = property(lambda self: _stats.summarise(self.st_r2).get("mean"))
+    optimisation_failures = property(lambda self: self.stopped - self.fitted if self.seeds else 0)
 
     @property
     def versus_st(self) -> tuple[str, float | None]:
-        """MZ against the Set Transformer under this reading, by the scorecard's rules (a side
-        needs ``MIN_SEEDS`` seeds; R² gaps within ``TIE`` are a tie; "better" needs Welch's
-        p < ``ALPHA``): ("MZ better" | "MZ ahead, not significant" | "tie" | "ST ahead, not
-        significant" | "ST better" | "too few seeds" | "optimisation failure", p). A reading
-        with an optimisation failure among its runs or the Set Transformer's decides nothing."""
+        """(MZ against the Set Transformer, p) by the scorecard's rules: ``MIN_SEEDS`` seeds a
+        side, gaps within ``TIE`` tie, "better" needs Welch's p < ``ALPHA``; "MZ better", "MZ
+        ahead, not significant", "tie", "ST ...", "too few seeds" or "optimisation failure"."""
         if min(len(self.r2), len(self.st_r2)) < _stats.MIN_SEEDS:
             return "too few seeds", None
         if self.optimisation_failures or self.st_failures:
@@ -177,46 +129,44 @@ class AblationRow(SeedsR2):
 
     @property
     def claim_verdict(self) -> str | None:
-        """What "MZ beats the Set Transformer" reads under this reading, with the scorecard's
-        labels (``scorecard.judge``): "holds" needs the gap and p < ALPHA, a tie "holds partly",
-        "does not hold here" needs ST significantly better, and a gap that no test backs is
-        "not decided"; None when the reading decides nothing."""
+        """ "MZ beats the Set Transformer" under this reading, in the scorecard's labels; None
+        when the reading decides nothing."""
         outcome = self.versus_st[0]
         if outcome.endswith("not significant"):
             return "not decided"
-        return {"MZ better": "holds", "tie": "holds partly", "ST better": "does not hold here"}.get(
-            outcome
-        )
+        verdicts = {"MZ better": "holds", "tie": "holds partly", "ST better": "does not hold here"}
+        return verdicts.get(outcome)
 
 
 def recorded_reading(result: dict) -> tuple[str, str]:
-    """(generator normalisation, schedule) a result was trained under, from its recorded
-    configs (a config written before a field existed takes the value the code then had)."""
+    """(generator normalisation, schedule) a result was trained under (a config written before
+    a field existed takes the value the code then had)."""
     model = result.get("model_config") or {}
     gen_norm = {**MZSetTransformerConfig.LEGACY, **model}.get("gen_norm", "")
     return gen_norm, (result.get("train_config") or {}).get("schedule", "cosine")
 
 
 def _summary(results: list[dict], expect: tuple[str, str] | None = None):
-    """(stopped, fitted, R² values) of a cell's results; with ``expect`` every result must have
-    been trained under that (gen_norm, schedule) reading."""
+    """(stopped, fitted, R² values) of a cell's results, each trained under reading ``expect``
+    (gen_norm, schedule) where given."""
     for r in results if expect else ():
-        got = recorded_reading(r)
-        if got != expect:
-            raise ValueError(
-                f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was trained under "
-                f"generators {got[0]!r}, schedule {got[1]!r}, not the {expect} its row says"
-            )
+        if (got := recorded_reading(r)) != expect:
+            raise ValueError(f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was trained "
+                             f"under generators {got[0]!r}, schedule {got[1]!r}, not the {expect} "
+                             "its row says")  # fmt: skip
     conv = [_stats.result_convergence(r) for r in results]
     stopped = sum(bool(c.get("stopped", c.get("converged"))) for c in conv)
     fitted = sum(c.get("fitted") is True for c in conv)
-    r2 = [((r.get("metrics") or {}).get("test") or {}).get("r2") for r in results]
-    return stopped, fitted, tuple(v for v in r2 if v is not None)
+    return stopped, fitted, tuple(metric_values(results, "r2"))
+
+
+def metric_values(results: list[dict], key: str) -> list[float]:  # test metric, where recorded
+    values = [((r.get("metrics") or {}).get("test") or {}).get(key) for r in results]
+    return [v for v in values if v is not None]
 
 
 def _row(what, reading, by_cell, mz: str, st: str, expect=None, check=list) -> AblationRow:
-    """The ``AblationRow`` of MZ's cell ``mz`` beside the Set Transformer's ``st`` in
-    ``by_cell``, each cell's results passed through ``check`` first."""
+    """MZ's cell ``mz`` beside the Set Transformer's ``st``, each cell's results ``check``ed."""
     stopped, fitted, st_r2 = _summary(check(by_cell.get(st, [])))
     mz_side = _summary(check(by_cell.get(mz, [])), expect)
     return AblationRow(what, reading, *mz_side, st_r2, stopped - fitted)
@@ -231,12 +181,10 @@ def results_per_cell(table: str, profile: str, results_dir) -> dict[str, list[di
 
 
 def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
-    """The reading ablation from the result files: per diagnostic cell, the first reading
-    (``FIRST_READING``), one row per (generator normalisation, schedule) under ``PROFILE`` (the
-    main cell is (zonotope, plateau)), then the signed readout and the paper's training-set
-    size; each beside the Set Transformer of the same protocol (and size). Cells without results
-    have ``seeds == 0``; a result trained under another reading than its row raises. ``cell``:
-    one diagnostic cell's rows only (its description)."""
+    """The reading ablation from the result files: per diagnostic cell (or only ``cell``, by its
+    description), the first reading, one row per (generator normalisation, schedule) under
+    ``PROFILE``, the signed readout and the paper's training-set size, each beside the Set
+    Transformer of its protocol. A result trained under another reading than its row raises."""
     rows = []
     for table, col, main, st_cell, what in DIAGNOSTIC_CELLS:
         if cell is not None and what != cell:
@@ -266,93 +214,67 @@ def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
 
 def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=None) -> list[str]:
     """The readings under which "MZ beats the Set Transformer" on diagnostic cell ``cell`` (its
-    description in ``DIAGNOSTIC_CELLS``, e.g. "Task F (rotation matching)") reads otherwise than
-    under mzlite's default reading (``AblationRow.claim_verdict``), each as "<reading>: <MZ
-    against ST> (p = ...)"; empty when every decided reading reads the same, or when the
-    default reading itself decides nothing."""
+    description) reads otherwise than under the default reading, as "<reading>: <MZ against
+    ST> (p = ...)"; empty where none does or the default decides nothing."""
     known = [c[-1] for c in DIAGNOSTIC_CELLS]
     if cell not in known:
         raise ValueError(f"cell must be one of the diagnostic cells {known}, got {cell!r}")
     rows = [r for r in (ablation(results_dir, cell) if rows is None else rows) if r.cell == cell]
     default = next(r for r in rows if r.reading == DEFAULT_READING_ROW).claim_verdict
-    return [
-        f"{r.reading}: {r.versus_st[0]} (p = {r.versus_st[1]:.2g})"
-        for r in rows
-        if default is not None
-        and r.reading != DEFAULT_READING_ROW
-        and r.claim_verdict not in (None, default)
-    ]
+    return [f"{r.reading}: {r.versus_st[0]} (p = {r.versus_st[1]:.2g})" for r in rows
+            if default is not None and r.reading != DEFAULT_READING_ROW
+            and r.claim_verdict not in (None, default)]  # fmt: skip
 
 
 def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) -> str:
-    """The reading ablation in sentences (HTML, one paragraph per diagnostic cell with results
-    under the default reading): MZ's R² against the Set Transformer's and how the two compare,
-    whether every run fitted its training set (so that a gap is not an optimisation failure),
-    and which other readings read the comparison otherwise (``dependence``), or how many were
-    run without changing it."""
+    """The reading ablation in HTML sentences, a paragraph per diagnostic cell with results under
+    the default reading: MZ against the Set Transformer, whether every run fitted (a gap is no
+    optimisation failure), and which readings read it otherwise (``dependence``)."""
     rows = ablation(results_dir) if rows is None else rows
     paragraphs = []
     for *_, what in DIAGNOSTIC_CELLS:
         mine = [r for r in rows if r.cell == what]
-        default = next(r for r in mine if r.reading == DEFAULT_READING_ROW)
-        if not default.seeds:
+        d = next(r for r in mine if r.reading == DEFAULT_READING_ROW)
+        if not d.seeds:
             continue
         others = [r for r in mine if r.reading != DEFAULT_READING_ROW]
-        outcome, p = default.versus_st
-        st = "not run" if default.st_mean is None else f"{unsigned_zero(default.st_mean):.3f}"
-        text = (
+        (outcome, p), n_st = d.versus_st, d.st_failures
+        st = "not run" if d.st_mean is None else f"{unsigned_zero(d.st_mean):.3f}"
+        said = [
             f"<b>{html.escape(what)}</b>: under mzlite's reading MZ reaches R² "
-            f"{r2_text(default.mean, default.std)} over {default.seeds} seeds against the Set "
-            f"Transformer's {st} ({outcome}" + ("" if p is None else f", p = {p:.2g}") + "). "
-        )
-        if default.fitted == default.seeds:
-            text += (
-                "Every MZ run fitted its training set. "
-                if default.st_failures
-                else "Every run fitted its training set, so a gap is not an optimisation failure. "
-            )
-        elif default.optimisation_failures:
-            text += (
-                f"{default.optimisation_failures} of its runs stopped without fitting: an "
-                "optimisation failure, from which nothing is read. "
-            )
-        if default.st_failures:
-            text += (
-                f"{default.st_failures} of the Set Transformer's runs stopped without fitting "
-                "their training sets: an optimisation failure of the baseline, from which "
-                "nothing is read about MZ against it. "
-            )
-        otherwise = dependence(what, mine)
-        if otherwise:
-            text += "It reads otherwise under " + "; ".join(map(html.escape, otherwise)) + "."
-        elif default.claim_verdict is not None:
+            f"{r2_text(d.mean, d.std)} over {d.seeds} seeds against the Set Transformer's {st} "
+            f"({outcome}" + ("" if p is None else f", p = {p:.2g}") + ").",
+            ("Every MZ run fitted its training set." if n_st else "Every run fitted its training "
+             "set, so a gap is not an optimisation failure.") if d.fitted == d.seeds
+            else f"{d.optimisation_failures} of its runs stopped without fitting: an optimisation "
+            "failure, from which nothing is read." if d.optimisation_failures else "",
+            f"{n_st} of the Set Transformer's runs stopped without fitting their training sets: "
+            "an optimisation failure of the baseline, from which nothing is read about MZ "
+            "against it." if n_st else "",
+        ]  # fmt: skip
+        if otherwise := dependence(what, mine):
+            said.append("It reads otherwise under " + "; ".join(map(html.escape, otherwise)) + ".")
+        elif d.claim_verdict is not None:
             decided = [r for r in others if r.claim_verdict is not None]
             failed = [r for r in others if r.versus_st[0] == "optimisation failure"]
-            running = len(others) - len(decided) - len(failed)
+            running, n = len(others) - len(decided) - len(failed), len(decided)
             so_far = " so far" if running else ""
-            said = (
-                "No other reading is decided yet"
-                if not decided
-                else f"The one other reading decided{so_far} reads it the same way"
-                if len(decided) == 1
-                else f"None of the {len(decided)} other readings decided{so_far} reads it otherwise"
-            )
-            notes = [f"{running} still run"] if running else []
-            if failed:
-                notes.append(
-                    f"{len(failed)} more read nothing, a run of each never having fitted its "
-                    "training set: " + "; ".join(f"‘{html.escape(r.reading)}’" for r in failed)
-                )
-            text += said + (f" ({'; '.join(notes)})." if notes else ".")
-        paragraphs.append(f"<p>{text.strip()}</p>")
-    if not paragraphs:
-        return "<p>No diagnostic cell has results under mzlite's reading yet.</p>"
-    return "".join(paragraphs)
+            notes = [f"{running} still run"] * bool(running) + [
+                f"{len(failed)} more read nothing, a run of each never having fitted its training "
+                "set: " + "; ".join(f"‘{html.escape(r.reading)}’" for r in failed)
+            ] * bool(failed)  # fmt: skip
+            said.append(
+                ("No other reading is decided yet" if not n
+                 else f"The one other reading decided{so_far} reads it the same way" if n == 1
+                 else f"None of the {n} other readings decided{so_far} reads it otherwise")
+                + (f" ({'; '.join(notes)})." if notes else ".")
+            )  # fmt: skip
+        paragraphs.append(f"<p>{' '.join(x for x in said if x)}</p>")
+    none = "<p>No diagnostic cell has results under mzlite's reading yet.</p>"
+    return "".join(paragraphs) or none
 
 
-# ---------------------------------------------------------------------------------------------
 # Where the matrix zonotope acts: both readings at the paper's sizes
-# ---------------------------------------------------------------------------------------------
 
 # (table, the literal MZ cell, its centre-adaptive twin, the Set Transformer cell beside them,
 # what it is); tab:egnn-comparison's Set Transformer is ST-Large, as its MZ claim reads it
@@ -371,10 +293,8 @@ LAYER_ROWS = ("layer: literal (eq:mz-main)", "layer: centre-adaptive (def:relop)
 
 
 def _one_campaign(results: list[dict]) -> list[dict]:
-    """``results`` (one cell's seeds), refused when they ran at more than one commit: seeds of
-    two campaigns are never read as one experiment (as ``engine.protocol_key``)."""
-    commits = {(r.get("provenance") or {}).get("git_commit") for r in results}
-    if len(commits) > 1:
+    """One cell's seeds, refused when they ran at two commits (as ``engine.protocol_key``)."""
+    if len(commits := {(r.get("provenance") or {}).get("git_commit") for r in results}) > 1:
         r = results[0]
         raise ValueError(f"{r.get('table')} {r.get('cell')}: seeds ran at {len(commits)} "
                          f"commits ({', '.join(sorted(map(str, commits)))}), not one")  # fmt: skip
@@ -382,12 +302,11 @@ def _one_campaign(results: list[dict]) -> list[dict]:
 
 
 def layer_readings(results_dir=None) -> list[AblationRow]:
-    """Both readings of where the matrix zonotope acts, Eq. eq:mz-main as printed and
-    def:relop's centre-adaptive one (``LAYER_ROWS``), on each cell that runs both at the paper's
-    sizes (``LAYER_CELLS``), each beside the cell's Set Transformer. Rows without results have
-    ``seeds == 0``; a cell whose seeds ran at two commits raises."""
-    tables = dict.fromkeys(c[0] for c in LAYER_CELLS)
-    by_table = {table: results_per_cell(table, LAYER_PROFILE, results_dir) for table in tables}
+    """Both readings of where the matrix zonotope acts (``LAYER_ROWS``: Eq. eq:mz-main as printed,
+    def:relop's centre-adaptive one) on each of ``LAYER_CELLS``, each beside its Set Transformer;
+    a cell whose seeds ran at two commits raises."""
+    tables = dict.fromkeys(t for t, *_ in LAYER_CELLS)
+    by_table = {t: results_per_cell(t, LAYER_PROFILE, results_dir) for t in tables}
     rows = []
     for table, literal, centre_adaptive, st_cell, what in LAYER_CELLS:
         missing = {literal, centre_adaptive, st_cell} - {c.id for c in get_table(table).cells}
@@ -398,18 +317,18 @@ def layer_readings(results_dir=None) -> list[AblationRow]:
     return rows
 
 
+def num(v: float | None, spec: str = ".3f", missing: str = "–") -> str:
+    return missing if v is None else format(v, spec)
+
+
 def r2_text(mean: float | None, std: float | None, missing: str = "not run") -> str:
-    if mean is None:
-        return missing
-    return f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
+    return missing if mean is None else f"{mean:.3f}" + ("" if std is None else f" ± {std:.3f}")
 
 
 def html_table(kind: str, heads, rows) -> str:
     """A plain HTML table of class ``kind``: the ``heads``, then ``rows`` of strings (escaped)."""
     head = "".join(f"<th>{h}</th>" for h in heads)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in row) + "</tr>" for row in rows
-    )
+    body = "".join(f"<tr>{''.join(f'<td>{html.escape(x)}</td>' for x in row)}</tr>" for row in rows)
     return f"<table class='{kind}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -419,10 +338,9 @@ def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> s
     body = []
     for r in ablation(results_dir) if rows is None else rows:
         fit = f"{r.fitted} / {r.stopped}" if r.seeds else "–"
-        if r.optimisation_failures:
-            fit += f" ({r.optimisation_failures} optimisation failure"
-            fit += "s)" if r.optimisation_failures > 1 else ")"
-        st = "–" if r.st_mean is None else f"{r.st_mean:.3f}"
+        if n := r.optimisation_failures:
+            fit += f" ({n} optimisation failure{'s' * (n > 1)})"
+        st = num(r.st_mean)
         st += f" ({r.st_failures} not fitted)" if r.st_failures else ""
         outcome, p = r.versus_st
         versus = outcome if p is None else f"{outcome} (p = {p:.2g})"

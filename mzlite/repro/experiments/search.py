@@ -1,14 +1,11 @@
-"""The learning-rate search of a profile (issues 33 and 49): each model family's learning rate and
-schedule, chosen on the validation split (the test split is never read) by runs judged so that a
-schedule that starts slowly is not censored (``rung_runs``; ``reading_entry`` says why). It
-replaces the 10-epoch probe (``benchmarks/lr_probe.py``), which favoured whatever learns fastest.
+"""The learning-rate search of a profile (issues 33 and 49): each model family's rate and schedule,
+chosen on the validation split by runs judged so that a slow-starting schedule is not censored
+(``rung_runs``). One Optuna study per (family, cell of ``SEARCH_CELLS``, seed) over ``LRS`` x
+``SCHEDULES``, pruned by successive halving; ``choose`` decides per family and per table, and the
+profile reads the file (``search_path``).
 
     python -m mzlite search paper-sizes --dry-run          # the trials and what they cost
-    python -m mzlite search paper-sizes --families mz      # run them (resumes), write the choice
-
-One Optuna study per (family, cell of ``SEARCH_CELLS``, seed) over ``LRS`` x ``SCHEDULES``,
-pruned by successive halving at its rungs. ``choose`` decides per family and table and over
-every study (for the tables no study ran on); the profile reads the file (``search_path``)."""
+    python -m mzlite search paper-sizes --families mz      # run them (resumes), write the choice"""
 
 from __future__ import annotations
 
@@ -35,6 +32,7 @@ from . import reading
 from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
 from .protocols import rate_text, reader_name
+from .reading import num
 from .runner import spawn_pool
 from .specs import default_cache_dir, model_family, search_path
 from .tables import get_profile
@@ -54,20 +52,24 @@ SEARCH_CELLS = {
                  ("tab:tdof-verify", "L16-st_4l")),
 }  # fmt: skip
 FORMAT = "mzlite.lr-search/2"
-# How a study's trials are compared at a rung; part of the journals' path and of every family's
-# record in the search file, so that trials judged one way never mix with trials judged another.
-METHOD = "rung-sized-cosine"
-# The search before issue 49 (format 1, written at 9473af9): every trial ran its schedule over
-# the epoch cap and was judged at the rungs by its best validation loss so far.
-CENSORED_METHOD = "cosine-over-the-cap"
-METHODS = {
-    METHOD: "a cosine sized to its rung (judged at rung r after a cosine of length r), a plateau "
-    "continued from rung to rung",
-    CENSORED_METHOD: "every schedule over the 200-epoch cap, judged at the rungs by its best "
-    "validation loss so far: a cosine is judged at 99 % of its peak rate (the search before "
-    "issue 49; it censors cosine)",
-}
+# How trials are compared at a rung: in the journals' path and each family's record, so that
+# trials judged two ways never mix. CENSORED_METHOD: the search before issue 49 (format 1, at
+# 9473af9), every schedule over the cap, judged at the rungs by its best loss so far.
+METHOD, CENSORED_METHOD = "rung-sized-cosine", "cosine-over-the-cap"
+METHODS = {  # (the pages' name, the search file's account)
+    METHOD: ("a cosine sized to its rung", "a cosine sized to its rung (judged at rung r after a "
+             "cosine of length r), a plateau continued from rung to rung"),
+    CENSORED_METHOD: ("the cap's cosine at the rungs", "every schedule over the 200-epoch cap, "
+                      "judged at the rungs by its best validation loss so far: a cosine is judged "
+                      "at 99 % of its peak rate (the search before issue 49; it censors cosine)"),
+}  # fmt: skip
 FAMILY_MODEL = {"mz": None, "baseline": None, "deepsets": "deepsets"}  # a model to swap in
+FAMILY_NAMES = {"mz": "MZAttn", "baseline": "attention baselines", "deepsets": "Deep Sets"}
+PAPER_CONFIG = (1e-4, "cosine")  # app:impl: AdamW 1e-4, cosine to 0
+ABLATION_LABEL = (
+    "ablation: the family's best setting on this cell, chosen on this cell's validation split "
+    "(not the verdict's protocol, which trains with the family's choice for the table)"
+)
 
 
 def _grid() -> list[tuple[float, str]]:
@@ -87,8 +89,8 @@ class Study:
         return f"{self.family}-{j.table.replace(':', '-')}-{j.cell.id}-seed{j.seed}"
 
     def record(self) -> dict:  # the search file's entry under "studies"
-        j = self.job
-        return {"family": self.family, "table": j.table, "cell": j.cell.id, "seed": j.seed}
+        return {"family": self.family, "table": self.job.table, "cell": self.job.cell.id,
+                "seed": self.job.seed}  # fmt: skip
 
 
 def plan_search(profile: str, families=None, seeds=SEEDS) -> list[Study]:
@@ -97,8 +99,7 @@ def plan_search(profile: str, families=None, seeds=SEEDS) -> list[Study]:
     if not prof.searched:
         raise ValueError(f"profile {prof.name} takes no searched rates (Profile.searched is False)")
     fams = list(SEARCH_CELLS) if families is None else list(families)
-    bad = sorted(set(fams) - set(SEARCH_CELLS))
-    if bad:
+    if bad := sorted(set(fams) - set(SEARCH_CELLS)):
         raise ValueError(f"families must be among {sorted(SEARCH_CELLS)}, got {bad}")
     studies = []
     for fam in fams:
@@ -117,8 +118,7 @@ def plan_search(profile: str, families=None, seeds=SEEDS) -> list[Study]:
 
 
 def search_dir(profile: str, cache_dir=None) -> Path:
-    """The studies' journals and the trials' checkpoints (never committed), by ``METHOD``: a
-    journal of trials judged another way is never resumed as if it were this search's."""
+    """The studies' journals and the trials' checkpoints (never committed), by ``METHOD``."""
     return Path(cache_dir or default_cache_dir()) / "lr-search" / profile / METHOD
 
 
@@ -133,13 +133,10 @@ def rungs(cap: int) -> list[int]:
 
 def rung_runs(schedule: str, cap: int) -> list[int]:
     """The epoch caps of the runs a trial of ``schedule`` trains, in order, each from the start.
-
-    A plateau has no length (it anneals when the validation loss stalls): one run to ``cap``,
-    judged at every rung on the way. A cosine is judged by what it reaches as a finished
-    schedule: a run the length of each rung, judged at its end, then the profile's cosine over
-    ``cap`` (what a chosen cosine trains with). A rung whose next rung lies past the cap gets no
-    run of its own: the cap's cosine is judged there nearly finished (at 180 of 200 epochs its
-    rate is 2.4 % of its peak), so the trial does not train twice for almost the same length."""
+    A plateau (no length: it anneals when the loss stalls) runs once to ``cap``, judged at every
+    rung. A cosine runs the length of each rung, judged at its end as a finished schedule, then
+    over ``cap``; a rung whose next lies past the cap gets no run of its own (the cap's cosine is
+    nearly finished there: at 180 of 200 epochs its rate is 2.4 % of its peak)."""
     if schedule != "cosine":
         return [cap]
     return [r for r in rungs(cap) if r * REDUCTION <= cap] + [cap]
@@ -151,20 +148,17 @@ def _report(trial, best: float, epoch: int) -> None:
 
 
 class _Reporter:
-    """``fit`` callback of a run judged as it trains (a plateau's, or the cap's cosine past its
-    sized rungs, judged up to epoch ``after``): reports the best validation loss so far of each
-    epoch not yet reported (a resumed run first catches up on its checkpoint's), then asks the
+    """``fit`` callback of a run judged as it trains, past epoch ``after``: reports the best
+    validation loss so far of each epoch not yet reported (a resumed run's too), then asks the
     pruner."""
 
     def __init__(self, trial, after: int = 0):
         self.trial, self.reported = trial, after
 
     def catch_up(self, hist) -> None:
-        losses = hist.val_loss
+        losses = [v if math.isfinite(v) else math.inf for v in hist.val_loss]
         for e in range(self.reported + 1, len(losses) + 1):
-            _report(
-                self.trial, min((v for v in losses[:e] if math.isfinite(v)), default=math.inf), e
-            )
+            _report(self.trial, min(losses[:e]), e)
         self.reported = max(self.reported, len(losses))
 
     def __call__(self, epoch, hist, model) -> bool:
@@ -176,9 +170,8 @@ def _optuna():
     try:
         import optuna
     except ImportError as e:
-        raise ImportError(
-            "the learning-rate search needs Optuna: pip install 'mzlite[search]' (or optuna)"
-        ) from e
+        msg = "the learning-rate search needs Optuna: pip install 'mzlite[search]' (or optuna)"
+        raise ImportError(msg) from e
     return optuna
 
 
@@ -187,10 +180,9 @@ def _journal(study: Study, cache_dir=None) -> Path:
 
 
 def _storage(study: Study, cache_dir=None):
-    optuna = _optuna()
-    path = _journal(study, cache_dir)
+    storages, path = _optuna().storages, _journal(study, cache_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+    return storages.JournalStorage(storages.journal.JournalFileBackend(str(path)))
 
 
 def _optuna_study(study: Study, cache_dir=None):
@@ -203,16 +195,15 @@ def _optuna_study(study: Study, cache_dir=None):
 
 
 def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=None) -> dict:
-    """Train one trial's runs (``rung_runs``) on ``data`` (train, validation), judging it at
-    every rung, and tell Optuna how it ended; returns its record, as the search file keeps it
-    (from the history of its last run)."""
+    """Train one trial's runs (``rung_runs``) on ``data`` (train, validation), judged at every
+    rung; tell Optuna how it ended and return its record (from its last run's history)."""
     TrialState = _optuna().trial.TrialState
 
     j, (tr, va) = study.job, data
     base = j.train_config()
     cap = base.epochs
     lengths = rung_runs(schedule, cap)
-    runs, ckpts, pruned, hist = [], [], False, None
+    runs, ckpts = [], []
     for i, epochs in enumerate(lengths):
         # a sized run shorter than the warm-up warms up whole
         cfg = dataclasses.replace(base, lr=lr, schedule=schedule, epochs=epochs,
@@ -222,14 +213,15 @@ def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=
         ckpt.parent.mkdir(parents=True, exist_ok=True)
         ckpts.append(ckpt)
         model = build_cell_model(j.cell, tr.d_in, tr.d_out, j.seed, resolve_device(j.device))
-        if epochs == cap:  # judged as it trains, at the rungs past the sized runs
-            reporter = _Reporter(trial, after=lengths[i - 1] if i else 0)
-            hist = fit(model, tr, va, cfg, checkpoint_path=ckpt, progress=False,
-                       callbacks=[reporter])  # fmt: skip
+        # the cap's run is judged as it trains (at the rungs past the sized runs); a cosine
+        # sized to its rung, once at its end
+        reporter = _Reporter(trial, after=lengths[i - 1] if i else 0) if epochs == cap else None
+        hist = fit(model, tr, va, cfg, checkpoint_path=ckpt, progress=False,
+                   callbacks=[reporter] if reporter else ())  # fmt: skip
+        if reporter:
             reporter.catch_up(hist)
             pruned = hist.stop_reason == "callback"
-        else:  # a cosine sized to its rung: judged once, at its end
-            hist = fit(model, tr, va, cfg, checkpoint_path=ckpt, progress=False)
+        else:
             _report(trial, hist.best_val_loss, epochs)
             pruned = trial.should_prune()
         best = hist.best_val_loss if hist.best_epoch else math.inf
@@ -256,17 +248,13 @@ def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=
 
 def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
     """Run the configurations of ``study`` not finished yet; returns every trial's record. A
-    trial an interrupted process left running is failed and asked again (its checkpoints
-    resume it)."""
+    trial a killed process left running is failed and asked again (its checkpoints resume it)."""
     TrialState = _optuna().trial.TrialState
 
     ost = _optuna_study(study, cache_dir)
     for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         ost.tell(t.number, state=TrialState.FAIL)
-    finished = {(t.params["lr"], t.params["schedule"])
-                for t in ost.get_trials(deepcopy=False)
-                if t.state in (TrialState.COMPLETE, TrialState.PRUNED)}  # fmt: skip
-    data = None
+    finished, data = _finished(ost), None
     for lr, schedule in _grid():
         if (lr, schedule) in finished:
             continue
@@ -282,8 +270,8 @@ def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
 
 
 def _ask(ost, lr: float, schedule: str):
-    """A trial of exactly (lr, schedule), its parameters over the whole grid (Optuna keeps one
-    distribution per parameter across a study)."""
+    """A trial of exactly (lr, schedule), over the whole grid (Optuna keeps one distribution per
+    parameter across a study)."""
     CategoricalDistribution = _optuna().distributions.CategoricalDistribution
 
     ost.enqueue_trial({"lr": lr, "schedule": schedule}, skip_if_exists=False)
@@ -291,21 +279,23 @@ def _ask(ost, lr: float, schedule: str):
     return ost.ask(fixed_distributions=grid)
 
 
+def _finished(ost) -> dict:  # {(lr, schedule): its complete or pruned trial}
+    done = (_optuna().trial.TrialState.COMPLETE, _optuna().trial.TrialState.PRUNED)
+    return {(t.params["lr"], t.params["schedule"]): t
+            for t in ost.get_trials(deepcopy=False, states=done)}  # fmt: skip
+
+
 def trials(study: Study, cache_dir=None) -> list[dict]:
-    """The finished trials of ``study`` (``run_trial``'s records), in grid order; loading,
-    not creating, the study leaves its journal as it is."""
-    optuna = _optuna()
+    """The finished trials of ``study`` (``run_trial``'s records), in grid order; loading, not
+    creating, the study leaves its journal as it is."""
     if not _journal(study, cache_dir).exists():
         return []
-    ost = optuna.load_study(study_name=study.name, storage=_storage(study, cache_dir))
-    done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
-    by_config = {(t.params["lr"], t.params["schedule"]): dict(t.user_attrs)
-                 for t in ost.get_trials(deepcopy=False, states=done)}  # fmt: skip
-    return [by_config[c] for c in _grid() if c in by_config]
+    by_config = _finished(_optuna().load_study(study_name=study.name,
+                                               storage=_storage(study, cache_dir)))  # fmt: skip
+    return [dict(by_config[c].user_attrs) for c in _grid() if c in by_config]
 
 
-def _config_key(config) -> str:
-    """A configuration as the search file keys it: ``"0.001 plateau"``."""
+def _config_key(config) -> str:  # as the search file keys it: "0.001 plateau"
     return f"{config[0]:g} {config[1]}"
 
 
@@ -335,8 +325,8 @@ def search(profile: str, families=None, seeds=SEEDS, *, cache_dir=None, results_
            workers: int = 1, threads: int = 1, say=print) -> dict:  # fmt: skip
     """Run (or resume) the search of ``profile`` for ``families`` in ``workers`` processes of
     ``threads`` threads, then write its file (``write_search``)."""
-    check_int_field("workers", workers, 1)
-    check_int_field("threads", threads, 1)
+    for name, n in (("workers", workers), ("threads", threads)):
+        check_int_field(name, n, 1)
     studies = plan_search(profile, families, seeds)
     say(f"search [{get_profile(profile).name}]: {len(studies)} studies x {len(_grid())} "
         f"configurations, pruning after {MIN_EPOCHS} epochs, {workers} worker(s)")  # fmt: skip
@@ -356,41 +346,35 @@ _KEYS = ("families", "methods", "studies", "choice", "choice_by_table", "pending
 
 
 def read_search(profile: str, results_dir=None) -> dict:
-    """The search file of ``profile`` in ``FORMAT`` (empty without one); one of the search
-    before issue 49 (format 1) reads with its families' method ``CENSORED_METHOD``."""
+    """The search file of ``profile`` (empty without one); a format-1 file (the search before
+    issue 49) reads with its families' method ``CENSORED_METHOD`` and its commit."""
     path = search_path(profile, results_dir)
-    if not path.exists():
-        return {key: {} for key in _KEYS}
-    out = json.loads(path.read_text())
-    if out.get("format") != FORMAT:
-        out["methods"] = dict.fromkeys(out.get("families", {}), CENSORED_METHOD)
-        commit = out.get("provenance", {}).get("git_commit")
-        out["commits"] = dict.fromkeys(out.get("families", {}), commit)
-    for key in _KEYS:
-        out.setdefault(key, {})
-    return out
+    out = json.loads(path.read_text()) if path.exists() else {}
+    if path.exists() and out.get("format") != FORMAT:
+        fams, commit = out.get("families", {}), out.get("provenance", {}).get("git_commit")
+        out["methods"] = dict.fromkeys(fams, CENSORED_METHOD)
+        out["commits"] = dict.fromkeys(fams, commit)
+    return {key: {} for key in _KEYS} | out
 
 
 def _study(out: dict, name: str) -> dict:
-    """The ``table`` and ``seed`` of study ``name`` of a search file (``Study.record``), read
-    from its name in a file written before studies were recorded (the paper-sizes search's at
-    9473af9): "<family>-<table>-...-seed<k>"."""
+    """The ``table`` and ``seed`` of study ``name`` (``Study.record``), read from its name
+    ("<family>-<table>-...-seed<k>") in a file written before studies were recorded (9473af9)."""
     if out["studies"].get(name):
         return out["studies"][name]
     table = "tab:main-results" if "-tab-main-results-" in name else "tab:tdof-verify"
     return {"table": table, "seed": int(name.rsplit("-seed", 1)[1])}
 
 
-def _cell_name(name: str) -> str:
-    """A study's name less its seed: the (family, table, cell) it trains."""
+def _cell_name(name: str) -> str:  # a study's name less its seed: its (family, table, cell)
     return name.rsplit("-seed", 1)[0]
 
 
 def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> dict:
     """Write ``search_path(profile)`` from the studies' journals. A family decided by another
-    method keeps that choice until this method's studies cover every cell of ``SEARCH_CELLS``
-    and choose (until then they are ``"pending"``; then the old ones move to ``"replaced"``):
-    trials judged two ways never mix, and no profile loses a rate to a search half done."""
+    method keeps its choice until this method's studies cover every cell of ``SEARCH_CELLS`` and
+    choose (till then "pending", then the old ones are "replaced"): trials judged two ways never
+    mix, and no profile loses a rate to a search half done."""
     old = read_search(profile, results_dir)
     families = {fam: dict(recs) for fam, recs in old["families"].items()}
     methods, commits = dict(old["methods"]), dict(old.get("commits", {}))
@@ -422,12 +406,9 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
             if not planned <= {_cell_name(n) for n in recs} or choose(recs) is None:
                 pending[fam] = {"method": METHOD, "studies": recs}
                 continue
-            out["replaced"][fam] = {
-                "method": methods[fam],
-                "git_commit": commits.pop(fam, None),
-                "studies": families[fam],
-                "choice": choice.pop(fam, None),
-            }
+            out["replaced"][fam] = {"method": methods[fam], "git_commit": commits.pop(fam, None),
+                                    "studies": families[fam],
+                                    "choice": choice.pop(fam, None)}  # fmt: skip
             pending.pop(fam, None)
         families[fam], methods[fam] = recs, METHOD
         by_table: dict[str, dict] = {}  # the tables whose studies all tried the whole grid
@@ -437,10 +418,8 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
         if (c := choose(recs)) is not None:
             choice[fam] = c
     out["printed"] = search_text(out)
-    out["provenance"] = {
-        **provenance(resolve_device("cpu"), git_info()),
-        "written_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    written = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    out["provenance"] = {**provenance(resolve_device("cpu"), git_info()), "written_utc": written}
     atomic_write_json(search_path(profile, results_dir), json_safe(out))
     return out
 
@@ -452,62 +431,40 @@ def _excess_text(c: dict) -> str:
 
 
 def _trial_lines(studies: dict[str, list[dict]]) -> list[str]:
-    lines = []
-    for name, recs in studies.items():
-        for r in recs:
-            r2 = "" if r["val_r2_at_best"] is None else f", val R^2 {r['val_r2_at_best']:.3f}"
-            lines.append(
-                f"  {name:48s} lr {r['lr']:<6g} {r['schedule']:8s} {r['state']:8s} "
-                f"{r['epochs']:3d} ep, best val loss {r['best_val_loss']:.4f} "
-                f"(epoch {r['best_epoch']}){r2}"
-            )
-    return lines
+    return [f"  {name:48s} lr {r['lr']:<6g} {r['schedule']:8s} {r['state']:8s} {r['epochs']:3d} "
+            f"ep, best val loss {r['best_val_loss']:.4f} (epoch {r['best_epoch']})"
+            + ("" if r["val_r2_at_best"] is None else f", val R^2 {r['val_r2_at_best']:.3f}")
+            for name, recs in studies.items() for r in recs]  # fmt: skip
 
 
 def search_text(out: dict) -> str:
     """The search as printed: every trial, each family's mean relative excess and choice (over
     all its studies and per table), then the trials of a pending search."""
-    lines = [
-        f"search [{out['profile']}]: lr {out['grid']['lr']} x schedule "
-        f"{out['grid']['schedule']}, pruned only after {out['min_epochs']} epochs "
-        f"(successive halving, keep 1/{out['reduction_factor']})"
-    ]
+    lines = [f"search [{out['profile']}]: lr {out['grid']['lr']} x schedule "
+             f"{out['grid']['schedule']}, pruned only after {out['min_epochs']} epochs "
+             f"(successive halving, keep 1/{out['reduction_factor']})"]  # fmt: skip
     for fam, studies in out["families"].items():
         method = out.get("methods", {}).get(fam, CENSORED_METHOD)
-        lines.append(f"{fam} ({method}: {METHODS[method]})")
-        lines += _trial_lines(studies)
-        c = out["choice"].get(fam)
-        if c is None:
+        lines += [f"{fam} ({method}: {METHODS[method][1]})", *_trial_lines(studies)]
+        if (c := out["choice"].get(fam)) is None:
             lines.append(f"{fam}: not decided (a study has configurations left to try)")
             continue
         lines.append(f"{fam}: mean relative excess val loss {_excess_text(c)}")
         for table, ct in out.get("choice_by_table", {}).get(fam, {}).items():
             lines.append(f"{fam} on {table}: {_excess_text(ct)}")
     for fam, p in out.get("pending", {}).items():
-        lines.append(f"{fam} pending ({p['method']}: {METHODS[p['method']]}; not decided yet, "
+        lines.append(f"{fam} pending ({p['method']}: {METHODS[p['method']][1]}; not decided yet, "
                      "the family trains with the choice above)")  # fmt: skip
         lines += _trial_lines(p["studies"])
     return "\n".join(lines)
 
 
-FAMILY_NAMES = {"mz": "MZAttn", "baseline": "attention baselines", "deepsets": "Deep Sets"}
-METHOD_NAMES = {
-    METHOD: "a cosine sized to its rung",
-    CENSORED_METHOD: "the cap's cosine at the rungs",
-}
-PAPER_CONFIG = (1e-4, "cosine")  # app:impl: AdamW 1e-4, cosine to 0
-ABLATION_LABEL = (
-    "ablation: the family's best setting on this cell, chosen on this cell's validation split "
-    "(not the verdict's protocol, which trains with the family's choice for the table)"
-)
+def _words(config) -> str:  # a configuration, or a choice's, as the pages write it
+    lr, schedule = _train_config(config) if isinstance(config, dict) else config
+    return f"{rate_text(lr)}, {schedule}"
 
 
-def _config_words(config) -> str:
-    return f"{rate_text(config[0])}, {config[1]}"
-
-
-def _train_config(c: dict) -> tuple[float, str]:
-    """A choice's (rate, schedule)."""
+def _train_config(c: dict) -> tuple[float, str]:  # a choice's (rate, schedule)
     return c["train"]["lr"], c["train"]["schedule"]
 
 
@@ -515,65 +472,58 @@ def _records(studies: dict[str, list[dict]]) -> list[dict]:
     return [r for recs in studies.values() for r in recs]
 
 
+def _per_schedule(records: list[dict]) -> dict[str, int]:
+    return {s: sum(r["schedule"] == s for r in records) for s in SCHEDULES}
+
+
 def _tally(studies: dict[str, list[dict]], planned: int | None = None, unit=" trials") -> str:
     """How many trials ``studies`` ran (of ``planned``) and how many of each schedule were
     pruned: the censoring a reader checks."""
     records = _records(studies)
-    pruned = [r["schedule"] for r in records if r["state"] == "pruned"]
-    per = ", ".join(f"{pruned.count(s)} {s}" for s in SCHEDULES if s in pruned)
+    pruned = _per_schedule([r for r in records if r["state"] == "pruned"])
+    per = ", ".join(f"{n} {s}" for s, n in pruned.items() if n)
     of = "" if planned is None else f" of {planned}"
-    return f"{len(records)}{of}{unit} ({len(pruned)} pruned" + (f": {per})" if per else ")")
+    return f"{len(records)}{of}{unit} ({sum(pruned.values())} pruned{per and ': ' + per})"
 
 
 def _seeds(out: dict, names) -> list[int]:
     return sorted({_study(out, name)["seed"] for name in names})
 
 
-def _model_words(fam: str, cell) -> str:
-    """A study's model by the paper's row name, a swapped-in model by its own name."""
+def _model_words(fam: str, cell) -> str:  # the paper's row name, a swapped-in model by its own
     return _nn.model_spec(cell.model).display if FAMILY_MODEL[fam] else cell.row
 
 
 def choice_rows(profile: str, results_dir=None) -> list[dict]:
-    """What the committed search of ``profile`` tried and chose, one dict per family, in words:
-    ``method``, ``trained`` (models, cells and seeds), ``trials`` (``_tally``), ``choice``,
-    ``runner_up`` and the paper's setting with their mean relative excess validation loss (None
-    until every study tried the whole grid), ``by_table``, ``replaced`` (the search this one
-    replaced) and ``pending`` (this search's progress where the old choice still stands)."""
+    """What the committed search of ``profile`` tried and chose, a dict per family in words:
+    ``method``, ``trained`` (models, cells, seeds), ``trials``, ``choice``, ``runner_up`` and the
+    paper's setting with their mean relative excess validation loss (None until decided),
+    ``by_table``, the search it ``replaced`` and the one ``pending``."""
     out = read_search(profile, results_dir)
     n_grid = len(_grid())
     rows = []
     for fam in SEARCH_CELLS:
         ran, method = out["families"].get(fam, {}), out["methods"].get(fam, METHOD)
         # its studies (planned ones before any ran); the method before issue 49 ran fewer cells
-        seeds = _seeds(out, ran) or list(SEEDS)
-        studies = plan_search(profile, [fam], seeds)
-        if method != METHOD:
-            cells = {_cell_name(name) for name in ran}
-            studies = [s for s in studies if _cell_name(s.name) in cells]
-        trained = dict.fromkeys(
-            f"{_model_words(fam, s.job.cell)} on {s.job.table} {s.job.cell.column}" for s in studies
-        )
-        replaced = pending = None
-        if (old := out["replaced"].get(fam)) is not None:
-            # its commit stays in the file ("replaced"); pages name no commit
-            replaced = f"{METHOD_NAMES[old['method']]}: {_tally(old.get('studies', {}))}"
-        if (p := out["pending"].get(fam)) is not None:
-            planned = len(plan_search(profile, [fam], _seeds(out, p["studies"]))) * n_grid
-            pending = f"{METHOD_NAMES[p['method']]}: {_tally(p['studies'], planned)}"
+        seeds, cells = _seeds(out, ran) or list(SEEDS), {_cell_name(name) for name in ran}
+        studies = [s for s in plan_search(profile, [fam], seeds)
+                   if method == METHOD or _cell_name(s.name) in cells]  # fmt: skip
+        trained = dict.fromkeys(f"{_model_words(fam, s.job.cell)} on {s.job.table} "
+                                f"{s.job.cell.column}" for s in studies)  # fmt: skip
+        old, p = out["replaced"].get(fam), out["pending"].get(fam)  # pages name no commit
+        planned = p and len(plan_search(profile, [fam], _seeds(out, p["studies"]))) * n_grid
         row = {
-            "family": FAMILY_NAMES[fam], "method": METHOD_NAMES[method],
+            "family": FAMILY_NAMES[fam], "method": METHODS[method][0],
             "trained": "; ".join(trained) + f"; seeds {', '.join(map(str, seeds))}",
             "trials": _tally(ran, len(studies) * n_grid, ""),
-            "choice": None, "excess": None, "runner_up": None, "runner_up_excess": None,
-            "paper_excess": None,
-            "by_table": {t: _config_words(_train_config(c))
-                         for t, c in out["choice_by_table"].get(fam, {}).items()},
-            "replaced": replaced, "pending": pending,
+            **dict.fromkeys(("choice", "excess", "runner_up", "runner_up_excess", "paper_excess")),
+            "by_table": {t: _words(c) for t, c in out["choice_by_table"].get(fam, {}).items()},
+            "replaced": old and f"{METHODS[old['method']][0]}: {_tally(old.get('studies', {}))}",
+            "pending": p and f"{METHODS[p['method']][0]}: {_tally(p['studies'], planned)}",
         }  # fmt: skip
         if (c := out["choice"].get(fam)) is not None:
             ex, chosen, runner = c["mean_relative_excess"], _train_config(c), tuple(c["runner_up"])
-            row.update(choice=_config_words(chosen), runner_up=_config_words(runner))
+            row.update(choice=_words(chosen), runner_up=_words(runner))
             row.update(excess=ex[_config_key(chosen)], runner_up_excess=ex[_config_key(runner)])
             row["paper_excess"] = ex.get(_config_key(PAPER_CONFIG))
         rows.append(row)
@@ -582,25 +532,19 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
 
 def choice_table(profile: str, results_dir=None) -> HTML:
     """``choice_rows`` as a page-width table (an excess of 0 % = the best of every study)."""
-
-    def pct(v):
-        return "--" if v is None else f"{v:+.1%}"
-
     rows = []
     for r in choice_rows(profile, results_dir):
-        trained = f"{r['trained']}; trials compared by {r['method']}"
-        if r["replaced"]:
-            trained += f"; replaced the search by {r['replaced']}"
-        if r["pending"]:
-            trained += f"; the search by {r['pending']} is under way"
+        notes = [r["trained"], f"trials compared by {r['method']}"]
+        notes += [f"replaced the search by {r['replaced']}"] if r["replaced"] else []
+        notes += [f"the search by {r['pending']} is under way"] if r["pending"] else []
         if r["by_table"]:
-            trained += "; chosen per table: " + "; ".join(map(": ".join, r["by_table"].items()))
+            notes.append("chosen per table: " + "; ".join(map(": ".join, r["by_table"].items())))
         rows.append({
-            **r, "trained": trained,
-            "choice": r["choice"] or "not decided yet", "excess": pct(r["excess"]),
+            **r, "trained": "; ".join(notes),
+            "choice": r["choice"] or "not decided yet", "excess": num(r["excess"], "+.1%", "--"),
             "runner_up": "--" if r["runner_up"] is None
-            else f"{r['runner_up']} ({pct(r['runner_up_excess'])})",
-            "paper": f"{_config_words(PAPER_CONFIG)} ({pct(r['paper_excess'])})",
+            else f"{r['runner_up']} ({num(r['runner_up_excess'], '+.1%', '--')})",
+            "paper": f"{_words(PAPER_CONFIG)} ({num(r['paper_excess'], '+.1%', '--')})",
         })  # fmt: skip
     return comparison_table(
         rows,
@@ -623,9 +567,8 @@ def _sources(out: dict, kinds=("pending", "replaced")) -> list[tuple[str, str, d
 
 
 def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
-    """``{cell name: (method, {study name: records})}`` of ``fam``'s complete studies in search
-    file ``out``: per cell, this method's where it has completed one (decided or pending), else
-    those of the method that decided the family; never both."""
+    """``{cell name: (method, {study name: records})}`` of ``fam``'s complete studies in ``out``:
+    per cell, this method's where it completed one, else the deciding method's; never both."""
     by_method: dict[str, dict[str, dict]] = {}
     for _, method, studies in [s for s in _sources(out, ("pending",)) if s[0] == fam]:
         for name, recs in studies.items():
@@ -637,34 +580,30 @@ def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
 
 def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=None) -> list[dict]:
     """The labelled ablation of issue 49: each family's best configuration on each searched cell
-    of ``tables`` beside the table's choice, one dict per (family, cell), in words with their mean
-    validation R^2 at the best epoch (None until a study of the cell is complete). Validation
-    scores only: the test split is the verdict's."""
+    of ``tables`` beside the table's choice, in words, with their mean validation R^2 at the best
+    epoch (None until a study of the cell is complete); the test split is the verdict's."""
     out = read_search(profile, results_dir)
     rows = []
     for fam in SEARCH_CELLS:
         cells = _cell_records(out, fam)
         chosen = out["choice_by_table"].get(fam, {})
-        for study in plan_search(profile, [fam], (0,)):
-            job = study.job
-            if job.table not in tables:
-                continue
-            method, records = cells.get(_cell_name(study.name), (METHOD, {}))
+        for study in [s for s in plan_search(profile, [fam], (0,)) if s.job.table in tables]:
+            job, (method, records) = study.job, cells.get(_cell_name(study.name), (METHOD, {}))
             best, recs = choose(records), _records(records)
             row = {
                 "label": ABLATION_LABEL, "family": FAMILY_NAMES[fam],
-                "method": METHOD_NAMES[method], "table": job.table, "cell": job.cell.id,
+                "method": METHODS[method][0], "table": job.table, "cell": job.cell.id,
                 "model": _model_words(fam, job.cell), "column": job.cell.column,
                 "seeds": _seeds(out, records),
-                "best": None, "best_val_r2": None, "chosen": None, "chosen_val_r2": None,
+                **dict.fromkeys(("best", "best_val_r2", "chosen", "chosen_val_r2")),
             }  # fmt: skip
             table_choice = chosen.get(job.table) or out["choice"].get(fam)
             for key, c in (("best", best), ("chosen", table_choice)):
                 if c is not None and best is not None:
-                    config = _train_config(c)
                     # its validation R^2 at the best epoch, averaged over the studies
+                    config = _train_config(c)
                     r2 = [r["val_r2_at_best"] for r in recs if (r["lr"], r["schedule"]) == config]
-                    row[key] = _config_words(config)
+                    row[key] = _words(c)
                     row[f"{key}_val_r2"] = None if not r2 or None in r2 else sum(r2) / len(r2)
             rows.append(row)
     return rows
@@ -672,14 +611,12 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
 
 def best_setting_table(profile: str, tables=("tab:main-results",), results_dir=None) -> HTML:
     """``best_setting_rows`` as a page-width table, labelled as the ablation it is."""
-
-    def r2(v):
-        return "--" if v is None else f"{v:.3f}"
-
     rows = [
         {**r, "who": f"{r['model']} ({r['family']})",
-         "best": f"{r['best']} ({r2(r['best_val_r2'])})" if r["best"] else "not searched yet",
-         "chosen": f"{r['chosen']} ({r2(r['chosen_val_r2'])})" if r["chosen"] else "--",
+         "best": f"{r['best']} ({num(r['best_val_r2'], missing='--')})" if r["best"]
+         else "not searched yet",
+         "chosen": f"{r['chosen']} ({num(r['chosen_val_r2'], missing='--')})" if r["chosen"]
+         else "--",
          "note": f"{r['label']}; trials compared by {r['method']}; seeds "
          f"{', '.join(map(str, r['seeds'])) or 'none yet'}"}
         for r in best_setting_rows(profile, tables, results_dir)
@@ -708,9 +645,8 @@ def expected_epochs(schedule: str, cap: int) -> float:
 
 
 def price(profile: str, families=None, seeds=SEEDS, results_dir=None, cache_dir=None) -> str:
-    """What the trials not yet finished in their study's journal would cost, from ``plan``'s
-    seconds per epoch of each study's cell: under successive halving (``expected_epochs``) and
-    with every trial to the epoch cap."""
+    """What the trials not finished in their study's journal would cost at ``plan``'s seconds per
+    epoch of each study's cell: under successive halving (``expected_epochs``) and to the cap."""
     studies = plan_search(profile, families, seeds)
     grid, cap = _grid(), get_profile(profile).train["epochs"]
     measured, timed = _plan._measured(results_dir), {}
@@ -743,19 +679,14 @@ def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]
     by_method: dict[str, dict[str, list]] = {}
     for _, method, studies in _sources(read_search(profile, results_dir)):
         by_method.setdefault(method, {}).update(studies)
-
-    def per(recs):
-        return {s: sum(r["schedule"] == s for r in recs) for s in SCHEDULES}
-
     counts = {}
     for method, studies in by_method.items():
         recs = _records(studies)
         pruned = [r for r in recs if r["state"] == "pruned"]
         first = min((r["epochs"] for r in pruned), default=None)
         counts[method] = {
-            "trials": per(recs),
-            "pruned": per(pruned),
-            "pruned_at_first_rung": per([r for r in pruned if r["epochs"] == first]),
+            "trials": _per_schedule(recs), "pruned": _per_schedule(pruned),
+            "pruned_at_first_rung": _per_schedule([r for r in pruned if r["epochs"] == first]),
             "studies": len(studies),
             "cosine_best": sum(min(rs, key=lambda r: r["best_val_loss"])["schedule"] == "cosine"
                                for rs in studies.values() if rs),
@@ -764,20 +695,22 @@ def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]
 
 
 def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
-    """The reading page's entry for how the search of ``profile`` compares schedules, in the
-    fields of ``reading.Choice`` (``reading.search_choice``), from its grid, its rungs,
-    ``rate_at_first_rung`` (the cap's cosine there as a share of its peak: what the search before
-    issue 49 judged a cosine at), ``unpruned`` (the price of every trial to the cap over
-    successive halving's) and ``censored`` (``censoring`` of the search before issue 49)."""
+    """The reading page's entry (the fields of ``reading.Choice``) for how the search of
+    ``profile`` compares schedules: ``reading.SEARCH_ENTRY``'s prose filled from its grid, its
+    rungs, the cap's cosine at the first rung as a share of its peak (what the search before
+    issue 49 judged a cosine at), the price of every trial to the cap over successive halving's
+    and that search's ``censoring``."""
     train = get_profile(profile).train
     cap = train["epochs"]
     first = rungs(cap)[0] if rungs(cap) else cap
     cosine = TrainConfig(lr=1.0, epochs=cap, warmup_epochs=train.get("warmup_epochs", 0))
-    return reading.search_choice({
+    old, entry = censoring(profile, results_dir).get(CENSORED_METHOD), reading.SEARCH_ENTRY
+    numbers = {
         "lr_low": rate_text(LRS[0]), "lr_high": rate_text(LRS[-1]), "n_lrs": len(LRS),
         "schedules": " or ".join(SCHEDULES), "seeds": ", ".join(map(str, SEEDS)),
         "reduction": REDUCTION, "rungs": ", ".join(map(str, rungs(cap))), "first_rung": first,
         "rate_at_first_rung": lr_at(first * 10 - 1, 10, cosine),
         "unpruned": len(_grid()) * cap / sum(expected_epochs(s, cap) for _, s in _grid()),
-        "censored": censoring(profile, results_dir).get(CENSORED_METHOD),
-    })  # fmt: skip
+        "censored_counts": "" if old is None else entry["censored_counts"].format(**old),
+    }  # fmt: skip
+    return {f: entry[f].format(**numbers) for f in reading.Choice.__dataclass_fields__}

@@ -1,14 +1,8 @@
-"""The paper's synthetic tasks against its words, and the Set Transformer's calibration of their
-readings (issue 49): for each task the headline tables use, the paper's words (by label), what
-mzlite generates, every choice the paper does not state and the alternatives its words allow
-(``TASK_REVIEW``, the page's ``review_table``); and for the tasks whose readings were calibrated,
-the Set Transformer at the paper's sizes on each reading beside the paper's own number for it,
-with the yardstick and the set-size-only ridge (``calibration``, ``calibration_table``,
-``closest_readings``).
-
-A reading is chosen by the Set Transformer's number, never by MZ's (the issue's rule): the
-calibration cells run the Set Transformer and the closed-form yardstick only.
-"""
+"""The paper's synthetic tasks against its words (``TASK_REVIEW``, ``review_table``: what mzlite
+generates, what the paper leaves open and the alternatives its words allow), and the calibration
+of their readings (issue 49): the Set Transformer at the paper's sizes on each reading beside the
+paper's number, with the yardstick and the set-size-only ridge (``calibration``). A reading is
+chosen by the Set Transformer's number, never by MZ's: those cells run no MZ."""
 
 from __future__ import annotations
 
@@ -20,7 +14,7 @@ from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
-from .reading import SeedsR2, html_table, r2_text, results_per_cell
+from .reading import SeedsR2, html_table, metric_values, num, r2_text, results_per_cell
 from .specs import SET_STATS, prose_data
 from .stats import TIE
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
@@ -31,12 +25,10 @@ GAP = 0.1  # the issue's rule: a reading is calibrated where our ST lands furthe
 
 @dataclass(frozen=True)
 class TaskReview:
-    """One synthetic task: ``name`` as the paper calls it, the generator ``task``, the ``tables``
-    that use it, the paper's ``words`` (verbatim LaTeX) at ``label``, ``ours`` (what the v1
-    generator makes), the choices the paper does not state (``open``), the ``alternatives`` its
-    words allow (reading names of ``mzlite.tasks.TASK_READINGS`` where they exist) and ``leak``:
-    what a model that can count learns from the set's size alone; ``yardstick``: (table, cell)
-    of the v1 yardstick whose result records the set-size-only ridge beside it."""
+    """One synthetic task (task_review.yaml): the paper's ``words`` at ``label``, what the v1
+    generator ``task`` makes (``ours``), what the paper leaves ``open`` and the ``alternatives``
+    (reading names where they exist), what set size alone gives (``leak``) and the (table, cell)
+    of the v1 yardstick that records the set-size-only ridge."""
 
     name: str
     task: str
@@ -56,11 +48,10 @@ TASK_REVIEW: tuple[TaskReview, ...] = tuple(
 
 
 def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
-    """Per reviewed task (its generator's name): (the set-statistics ridge's R^2, the
-    set-size-only ridge's R^2) of its v1 yardstick under ``profile``, None where not run (a
-    yardstick result written before the size ridge existed has no second number)."""
+    """Per reviewed task (its generator): (the set-statistics ridge's R^2, the set-size-only
+    ridge's) of its v1 yardstick under ``profile``, None where not run or not recorded."""
     tables = dict.fromkeys(t.yardstick[0] for t in TASK_REVIEW)
-    by_table = {table: results_per_cell(table, profile, results_dir) for table in tables}
+    by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
     out = {}
     for t in TASK_REVIEW:
         mine = _checked(by_table[t.yardstick[0]].get(t.yardstick[1], []), DEFAULT_READING)
@@ -69,42 +60,28 @@ def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
 
 
 def review_table(results_dir=None) -> str:
-    """``TASK_REVIEW`` as the reading page's table, with the set-size-only ridge beside the
-    set-statistics one on v1 at the paper's sizes (``yardsticks``)."""
+    """``TASK_REVIEW`` as the reading page's table, with the ``yardsticks``."""
     ridges = yardsticks(results_dir)
-    rows = [
-        {
-            "task": name_labels(t.name),
-            "paper": f"“{plain_math(t.words)}” ({name_labels(t.label)})",
-            "ours": t.ours,
-            "open": f"{t.open}. Alternatives: {t.alternatives}",
-            "leak": f"{t.leak}. Ridge R^2 at the paper's sizes: set size alone "
-            f"{_num(ridges[t.task][1])}, set statistics {_num(ridges[t.task][0])}",
-            "note": name_labels(f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}"),
-        }
-        for t in TASK_REVIEW
-    ]
-    return str(
-        comparison_table(
-            rows,
-            [("task", "Task", 12), ("paper", "The paper says", 22), ("ours", "We generate", 24),
-             ("open", "Not stated (and the alternatives)", 26),
-             ("leak", "What set size alone gives", 16)],
-            footnote_key="note",
-            footnote_title="The tables that use each task, and its generator",
-        )
-    )  # fmt: skip
+    rows = [{"task": name_labels(t.name), "ours": t.ours,
+             "paper": f"“{plain_math(t.words)}” ({name_labels(t.label)})",
+             "open": f"{t.open}. Alternatives: {t.alternatives}",
+             "leak": f"{t.leak}. Ridge R^2 at the paper's sizes: set size alone "
+             f"{num(ridges[t.task][1])}, set statistics {num(ridges[t.task][0])}",
+             "note": name_labels(f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}")}
+            for t in TASK_REVIEW]  # fmt: skip
+    cols = [("task", "Task", 12), ("paper", "The paper says", 22), ("ours", "We generate", 24),
+            ("open", "Not stated (and the alternatives)", 26),
+            ("leak", "What set size alone gives", 16)]  # fmt: skip
+    title = "The tables that use each task, and its generator"
+    return str(comparison_table(rows, cols, footnote_key="note", footnote_title=title))
 
 
-# ---------------------------------------------------------------------------------------------
 # The calibration
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Calibrated:
-    """A column whose readings the Set Transformer calibrates: ``what`` it is, its ``table``,
-    column id ``col``, the ST model id ``st`` and the readings calibrated (v1 first)."""
+    """A column whose ``readings`` (v1 first) the Set Transformer (model ``st``) calibrates."""
 
     what: str
     table: str
@@ -113,12 +90,10 @@ class Calibrated:
     readings: tuple[str, ...]
 
     def cells(self, reading: str) -> tuple[str, str]:
-        """(the Set Transformer's cell, the yardstick's) of ``reading``: the column's main cells
-        for v1, ``calibration_cell_id``'s for the others."""
-        return tuple(
-            f"{self.col}-{m}" if reading == "v1" else calibration_cell_id(self.col, reading, m)
-            for m in (self.st, SET_STATS)
-        )
+        """(the Set Transformer's cell, the yardstick's) of ``reading``."""
+        v1 = reading == "v1"
+        return tuple(f"{self.col}-{m}" if v1 else calibration_cell_id(self.col, reading, m)
+                     for m in (self.st, SET_STATS))  # fmt: skip
 
 
 CALIBRATED: tuple[Calibrated, ...] = (
@@ -132,9 +107,8 @@ CALIBRATED: tuple[Calibrated, ...] = (
 
 @dataclass(frozen=True)
 class CalibrationRow(SeedsR2):
-    """One reading of one calibrated column: the Set Transformer's test R^2 per seed (``r2``),
-    its test targets' variance (``target_var``, MSE / (1 - R^2) of its first seed) beside the
-    paper's (``paper_var``, from its MSE and R^2), and on the same data the yardstick's R^2
+    """One reading of one calibrated column: the Set Transformer's test R^2 per seed (``r2``) and
+    targets' variance (MSE / (1 - R^2) of its first seed) beside the paper's, the yardstick's R^2
     (``stats_r2``) and the set-size-only ridge's (``size_r2``)."""
 
     what: str
@@ -149,49 +123,45 @@ class CalibrationRow(SeedsR2):
     size_r2: float | None
 
     @property
-    def gap(self) -> float | None:
-        """Our ST's mean R^2 minus the paper's (None when either is missing)."""
+    def gap(self) -> float | None:  # our ST's mean R^2 minus the paper's
         return None if self.mean is None or self.paper_r2 is None else self.mean - self.paper_r2
 
 
 def _paper_numbers(table: str, st_cell: str) -> tuple[float | None, float | None, float | None]:
-    """(R^2, its std, the target variance MSE / (1 - R^2) implies) of the paper's number for
-    the main ST cell, read from data/paper through the cell's PaperRefs."""
+    """(R^2, its std, the target variance MSE / (1 - R^2)) of the paper's ST cell ``st_cell``."""
     refs = {r.metric: r for r in get_table(table).cell(st_cell).paper}
     if "r2" not in refs:
         return None, None, None
     r2 = paper_cell(table, refs["r2"].row, refs["r2"].column)
-    var = None
-    if "mse" in refs and r2["mean"] is not None and r2["mean"] < 1:
-        mse = paper_cell(table, refs["mse"].row, refs["mse"].column)["mean"]
-        var = None if mse is None else mse / refs["mse"].scale / (1 - r2["mean"])
-    return r2["mean"], r2.get("std"), var
+    mse = paper_cell(table, refs["mse"].row, refs["mse"].column)["mean"] if "mse" in refs else None
+    scaled = None if mse is None else mse / refs["mse"].scale
+    return r2["mean"], r2.get("std"), _variance(scaled, r2["mean"])
+
+
+def _variance(mse: float | None, r2: float | None) -> float | None:  # MSE / (1 - R^2)
+    return None if mse is None or r2 is None or r2 >= 1 else mse / (1 - r2)
 
 
 def _checked(results: list[dict], reading: str) -> list[dict]:
-    """``results``, each made under task reading ``reading``: recorded, or (a result written
-    before readings existed) read from its task options."""
+    """``results``, each made under task ``reading`` (recorded, or read from its options)."""
     for r in results:
-        got = r.get("task_reading") or task_reading(r["task"], r["task_options"])
-        if got != reading:
-            raise ValueError(
-                f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was made under task "
-                f"reading {got!r}, not the {reading!r} its calibration row says"
-            )
+        if (got := r.get("task_reading") or task_reading(r["task"], r["task_options"])) != reading:
+            raise ValueError(f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was made "
+                             f"under task reading {got!r}, not the {reading!r} its calibration "
+                             "row says")  # fmt: skip
     return results
 
 
-def _metric(results: list[dict], key: str) -> float | None:
-    values = [((r.get("metrics") or {}).get("test") or {}).get(key) for r in results]
-    return next((v for v in values if v is not None), None)
+def _metric(results: list[dict], key: str) -> float | None:  # the first result's that has it
+    return next(iter(metric_values(results, key)), None)
 
 
 def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow]:
-    """The calibration from the result files of ``profile``, one row per calibrated column and
-    reading; a result made under another task reading than its row raises."""
+    """The calibration from the results of ``profile``, a row per calibrated column and reading;
+    a result made under another task reading than its row raises."""
     rows = []
     tables = dict.fromkeys(c.table for c in CALIBRATED)
-    by_table = {table: results_per_cell(table, profile, results_dir) for table in tables}
+    by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
     for c in CALIBRATED:
         v1_st = c.cells("v1")[0]
         paper = _paper_numbers(c.table, v1_st)
@@ -201,22 +171,17 @@ def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow
             st_id, stats_id = c.cells(reading)
             st = _checked(by_table[c.table].get(st_id, []), reading)
             stats = _checked(by_table[c.table].get(stats_id, []), reading)
-            r2 = tuple(v for v in (_metric([r], "r2") for r in st) if v is not None)
-            mse = _metric(st, "mse")
-            var = None if mse is None or not r2 or r2[0] >= 1 else mse / (1 - r2[0])
-            rows.append(
-                CalibrationRow(c.what, reading, st_id, r2, *paper, var, _metric(stats, "r2"),
-                               _metric(stats, "set_size_r2"))
-            )  # fmt: skip
+            r2 = tuple(metric_values(st, "r2"))
+            var = _variance(_metric(st, "mse"), r2[0] if r2 else None)
+            stats_r2, size_r2 = _metric(stats, "r2"), _metric(stats, "set_size_r2")
+            rows.append(CalibrationRow(c.what, reading, st_id, r2, *paper, var, stats_r2, size_r2))
     return rows
 
 
 def closest_readings(rows: list[CalibrationRow] | None = None, results_dir=None) -> dict:
-    """Per calibrated column (``what``): ``{"reading": the reading whose Set Transformer lands
-    nearest the paper's, "gap": its R^2 gap, "seeds": its seeds, "v1_gap": v1's gap, "needed":
-    whether v1 is further than ``GAP`` from the paper}``; readings not run are left out, and a
-    column with none run is absent. Another reading is nearer than v1 only by more than a tie
-    (``TIE``): a gap a hundredth smaller is within one seed's noise, and chooses nothing."""
+    """Per calibrated column run: ``{"reading"`` whose Set Transformer lands nearest the paper's,
+    ``"gap", "seeds"`` of it, ``"v1_gap"``, ``"needed"``: v1 further than ``GAP``}. Another
+    reading is nearer than v1 only by more than a tie (``TIE``, one seed's noise)."""
     rows = calibration(results_dir) if rows is None else rows
     out = {}
     for what in dict.fromkeys(r.what for r in rows):
@@ -227,24 +192,15 @@ def closest_readings(rows: list[CalibrationRow] | None = None, results_dir=None)
         best = min(mine, key=lambda r: abs(r.gap))
         if v1 is not None and abs(v1.gap) - abs(best.gap) <= TIE:
             best = v1
-        out[what] = {
-            "reading": best.reading,
-            "gap": best.gap,
-            "seeds": best.seeds,
-            "v1_gap": None if v1 is None else v1.gap,
-            "needed": v1 is None or abs(v1.gap) > GAP,
-        }
+        out[what] = {"reading": best.reading, "gap": best.gap, "seeds": best.seeds,
+                     "v1_gap": None if v1 is None else v1.gap,
+                     "needed": v1 is None or abs(v1.gap) > GAP}  # fmt: skip
     return out
 
 
-def _num(v: float | None, fmt: str = ".3f") -> str:
-    return "–" if v is None else format(v, fmt)
-
-
 def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None) -> str:
-    """The calibration as an HTML table, a row per ``CalibrationRow``; the reading nearest the
-    paper's number is marked with the seeds it rests on (one seed against three is no choice
-    yet)."""
+    """The calibration as an HTML table; the reading nearest the paper's number is marked with
+    the seeds it rests on (one seed against three is no choice yet)."""
     rows = calibration(results_dir) if rows is None else rows
     best = {w: (c["reading"], c["seeds"]) for w, c in closest_readings(rows).items()}
     body = []
@@ -252,10 +208,10 @@ def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None
         reading, (nearest, seeds) = r.reading, best.get(r.what, (None, 0))
         if nearest == r.reading:
             reading += f" (nearest the paper, {seeds} seed{'s' if seeds != 1 else ''})"
-        var = f"{_num(r.target_var, '.4g')} / {_num(r.paper_var, '.4g')}"
+        var = f"{num(r.target_var, '.4g')} / {num(r.paper_var, '.4g')}"
         body.append((name_labels(r.what), reading, r2_text(r.mean, r.std), str(r.seeds),
-                     r2_text(r.paper_r2, r.paper_std, "–"), _num(r.gap, "+.3f"), var,
-                     _num(r.stats_r2), _num(r.size_r2)))  # fmt: skip
+                     r2_text(r.paper_r2, r.paper_std, "–"), num(r.gap, "+.3f"), var,
+                     num(r.stats_r2), num(r.size_r2)))  # fmt: skip
     heads = ("Column", "Task reading", "Our ST R²", "Seeds", "Paper's ST R²", "Gap",
              "Target variance (ours / paper's)", "Set statistics R²",
              "Set size alone R²")  # fmt: skip
