@@ -335,7 +335,8 @@ def ours_text(row: dict | ReportRow | None) -> str:
 
 def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> str:
     """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
-    the result files: cells, seeds, sizes, epochs, convergence, learning rates, target scaling,
+    the result files: cells, seeds, sizes, epochs, convergence, runs still improving at the
+    epoch cap, learning rates, target scaling,
     precision, device and code (``commit_ids=False``: how many versions). "" for none."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     same = ex.aliases(spec, prof.name)
@@ -364,6 +365,11 @@ def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> 
         conv = sum(_stats.result_convergence(r)["converged"] for r in trained)
         stopped = sum(r.get("stop_reason") == "early_stopping" for r in trained)
         parts.append(f"{conv} of {len(trained)} runs converged ({stopped} stopped by patience)")
+        capped = sum(r.get("stop_reason") == "completed"
+                     and (b := r["metrics"].get("best_epoch")) is not None
+                     and b >= r["epochs_run"] - 2 for r in trained)  # fmt: skip
+        if capped:
+            parts.append(f"{capped} still improving at the epoch cap (best epoch in the last 3)")
         lrs: dict[float, set] = {}
         for r, c in zip(trained, cfgs, strict=True):
             family = (r.get("protocol") or {}).get("family") or ex.model_family(r["model"])
