@@ -21,13 +21,6 @@ from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
 from .training_study import report_rows, sweep_lines
 
-__all__ = [
-    "LABEL", "CURRENT", "AXES", "MODELS", "CONDITIONS", "ablation_cell", "ablation_grid",
-    "switches", "axes_with_results", "fit_rows", "money_rows", "bar_series", "dimension_series",
-    "learning_curves", "what_it_shows", "condition_verdicts", "train_variance", "fit_ratio",
-    "normalised_twin", "condition_cell", "condition_profile", "rate_retry",
-]  # fmt: skip
-
 LABEL = "tab:meb"
 AXES = {  # (data, targets) -> the ablation variant of tab:meb's d = 8 cells
     ("raw", "raw"): "raw",

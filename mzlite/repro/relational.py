@@ -27,12 +27,6 @@ from .experiments.results import PROFILE_ORDER
 from .paper import paper_ref, spaced
 from .render import HTML, comparison_table, conclusion, toggle
 
-__all__ = [
-    "CHAPTER", "MAIN", "chapter_tables", "yardstick_settings", "yardstick",
-    "relation", "run_chapter", "protocols", "results_toggle", "overview_points", "smoke_curves",
-    "yardstick_table", "plot_yardstick", "main_results_glance",
-]  # fmt: skip
-
 CHAPTER = "06_relational_benchmarks"
 MAIN = "tab:main-results"
 SMOKE_SIZES = (1000, 1, 500)  # the yardstick's (train, val, test) sets outside the full profile

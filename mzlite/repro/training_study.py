@@ -17,11 +17,6 @@ from .experiments.stats import ALPHA, welch
 from .paper import load_paper_table, paper_ref, paper_value
 from .render import comparison_table, conclusion
 
-__all__ = [
-    "LABEL", "EXAMPLE_CELL", "CURRENT", "run_by_papermill", "profile_rows", "paper_cost_ratios",
-    "paper_rows", "report_rows", "sweep_lines", "sweep_series", "Gap", "main_gaps", "gap_table",
-]  # fmt: skip
-
 LABEL = "tab:tdof-verify"
 EXAMPLE_CELL = "L8-mz_1l"  # the cell the chapter trains and whose profiles it tabulates
 # One colour per model (by its cells' suffix); one dash and marker per protocol (PROTOCOL_STYLES)
