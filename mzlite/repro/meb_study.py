@@ -19,7 +19,7 @@ from .experiments.results import PROFILE_ORDER
 from .experiments.scorecard import claims, evaluate, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
-from .training_study import report_rows, sweep_lines
+from .training_study import report_rows, sweep_series
 
 LABEL = "tab:meb"
 AXES = {  # (data, targets) -> the ablation variant of tab:meb's d = 8 cells
@@ -152,19 +152,8 @@ def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
 
 
 def dimension_series(profiles=CURRENT, results_dir=None) -> dict:
-    """R² against d of the models run at every d (``sweep_lines``): the paper's and ours."""
-    spec, dims = ex.get_table(LABEL), [8, 16, 32]
-    ids = {c.id for c in spec.cells}
-    series = {}
-    for m, colour in COLOURS.items():
-        cells = [f"d{d}-{m}" for d in dims]
-        if all(c in ids for c in cells):
-            row = spec.cell(cells[0]).row
-            paper = None
-            if spec.cell(cells[0]).paper:
-                paper = [paper_value(LABEL, row, f"d={d} R^2") for d in dims], None
-            series |= sweep_lines(LABEL, row, cells, dims, colour, paper, profiles, results_dir)
-    return series
+    """R² against d of the models of ``COLOURS`` (``training_study.sweep_series``)."""
+    return sweep_series(profiles, results_dir, LABEL, COLOURS)
 
 
 def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict | None:

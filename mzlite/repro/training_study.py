@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from .experiments.narrate import paper_metric
 from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import ReportRow, evidence_note, ours_text, report
 from .experiments.stats import ALPHA, welch
-from .paper import load_paper_table, paper_ref, paper_value
+from .paper import load_paper_table, paper_cell, paper_ref, paper_value
 from .render import comparison_table, conclusion
 
 LABEL = "tab:tdof-verify"
@@ -86,47 +87,34 @@ def report_rows(label, profile: str, results_dir=None) -> dict[str, ReportRow]:
             report(label, prof, results_dir).by_cell(None, "r2").items()}  # fmt: skip
 
 
-def sweep_lines(label, name: str, cells: list[str], xs: list, colour: str, paper=None,
-                profiles=CURRENT, results_dir=None) -> dict:  # fmt: skip
-    """One model's lines for ``mzlite.viz.plot_sweep``, ``{line: (xs, values, style)}``: the
-    paper's (``paper``: (values, stds or None)) and ours under each of ``profiles`` where one of
-    ``cells`` (one per x) ran, std over seeds as error bars; one dash and marker per protocol."""
-    series = {}
-    if paper is not None:
-        dash, symbol = PROTOCOL_STYLES["paper"]
-        style = {"dash": dash, "symbol": symbol, "color": colour}
-        series[f"{name}, paper"] = (xs, paper[0], style if paper[1] is None
-                                    else {**style, "error": paper[1]})  # fmt: skip
-    for p in profiles:
-        prof = ex.get_profile(p).name
-        rows = report_rows(label, prof, results_dir)
-        got = [r if r is not None and r.ran else None for r in map(rows.get, cells)]
-        if any(got):
-            dash, symbol = PROTOCOL_STYLES.get(prof, ("dot", "x"))
-            series[f"{name}, ours ({prof})"] = (
-                xs, [r.ours_mean if r else None for r in got],
-                {"dash": dash, "symbol": symbol, "color": colour,
-                 "error": [r.ours_std if r else None for r in got]},
-            )  # fmt: skip
-    return series
-
-
 def _Ls() -> list[int]:
     return sorted({int(c.options["L"]) for c in ex.get_table(LABEL).cells if c.part == "main"})
 
 
-def sweep_series(profiles=CURRENT, results_dir=None) -> dict:
-    """Test R^2 against L of MZ-1L, ST-4L and the set-statistics ridge (``sweep_lines``)."""
-    spec, Ls = ex.get_table(LABEL), _Ls()
-    series = {}
-    for model, colour in MODEL_COLOURS.items():
-        cells = [f"L{L}-{model}" for L in Ls]
-        first = spec.cell(cells[0])
-        paper = None
-        if first.paper:
-            by_L = {int(r["row"]): r[first.paper[0].column] for r in paper_rows()}
-            paper = [by_L[L]["mean"] for L in Ls], [by_L[L]["std"] for L in Ls]
-        series |= sweep_lines(LABEL, first.row, cells, Ls, colour, paper, profiles, results_dir)
+def sweep_series(profiles=CURRENT, results_dir=None, label=LABEL, colours=MODEL_COLOURS) -> dict:
+    """``{line: (xs, values, style)}`` for ``mzlite.viz.plot_sweep``: test R^2 of each model of
+    ``colours`` against the setting its main cells sweep (the number in "L8-", "d8-"), the
+    paper's mean ± std and ours under each of ``profiles`` where a cell ran (std over seeds as
+    error bars); one colour per model, one dash and marker per protocol (``PROTOCOL_STYLES``)."""
+    spec, series = ex.get_table(label), {}
+    swept = lambda c: int(re.match(r"\D+(\d+)-", c.id)[1])  # noqa: E731
+    for model, colour in colours.items():
+        cells = [c for c in spec.cells if c.part == "main" and c.id.endswith(f"-{model}")]
+        cells.sort(key=swept)
+        lines = {}  # line -> (its style in PROTOCOL_STYLES, means, spreads)
+        if cells[0].paper:
+            paper = [paper_cell(label, c.paper[0].row, c.paper[0].column) for c in cells]
+            lines["paper"] = ("paper", [p["mean"] for p in paper], [p.get("std") for p in paper])
+        for p in (ex.get_profile(p).name for p in profiles):
+            rows = report_rows(label, p, results_dir)
+            got = [r if r and r.ran else None for r in (rows.get(c.id) for c in cells)]
+            if any(got):
+                lines[f"ours ({p})"] = (p, [r and r.ours_mean for r in got],
+                                        [r and r.ours_std for r in got])  # fmt: skip
+        for line, (style, means, errors) in lines.items():
+            dash, symbol = PROTOCOL_STYLES.get(style, ("dot", "x"))
+            style = {"dash": dash, "symbol": symbol, "color": colour, "error": errors}
+            series[f"{cells[0].row}, {line}"] = ([swept(c) for c in cells], means, style)
     return series
 
 
