@@ -15,7 +15,7 @@ from mzlite import nn as _nn
 from mzlite.analysis.verdicts import VERDICTS
 from mzlite.repro.experiments.formatting import and_join, scorecard_summary
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
-from mzlite.repro.paper import latex_to_text, name_labels, paper_label, spaced
+from mzlite.repro.paper import latex_to_text, name_labels, paper_ref, spaced
 from mzlite.viz.page import fit_page
 
 VERDICT_COLOURS = {
@@ -145,10 +145,9 @@ def verdict_badge(verdict: str) -> str:
 def table_name(label: str, title: bool = True) -> str:
     """The name of ``label`` as the paper prints it: "Table 3 (MEB radius prediction)"."""
     try:
-        entry = paper_label(label)
+        return paper_ref(label, title)
     except KeyError:
         return label
-    return f"{entry['text']} ({entry['title']})" if title and entry["title"] else entry["text"]
 
 
 def tables_words(labels: list[str]) -> str:

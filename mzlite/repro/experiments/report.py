@@ -76,9 +76,9 @@ class Report:
         return out
 
     def ours(self, r: dict) -> str:
-        """A row's number (``ours_words``); an aliased cell names the cell whose runs it shows."""
+        """A row's number (``ours_text``); an aliased cell names the cell whose runs it shows."""
         same = f" (= {cell_words(self.label, r['same_as'])})" if r.get("same_as") else ""
-        return ours_words(r) + same
+        return str(ours_text(r)) + same
 
     def _cells(self, r: dict) -> dict:
         params = "--" if r["params"] is None else f"{r['params'] / 1e3:.0f}K"
@@ -311,24 +311,18 @@ def best_rows(
     return dict(sorted(out.items(), key=lambda kv: order[kv[0]]))
 
 
-def ours_words(row: dict) -> str:
+def ours_text(row: dict | ReportRow | None) -> str:
     """A report row's number: "0.812 ± 0.010" (mean ± std over seeds; no std for one seed),
-    "mixed protocols", or "not run"."""
+    "mixed protocols" or "not run"; a row of ``best_rows`` (its profile known) as a
+    ``render.Number``, which a chapter's table marks with its experiment."""
+    row = row.as_dict() if isinstance(row, ReportRow) else row
     if not row or not row.get("seeds"):
         return "not run"
     if row.get("mixed"):
         return "mixed protocols"
-    return format_mean_std(row["ours_mean"], row["ours_std"])
-
-
-def ours_text(row: dict | ReportRow | None) -> str:
-    """``ours_words``; a row of ``best_rows`` (its profile known) as a ``render.Number``, which
-    a chapter's table marks with its experiment."""
-    row = row.as_dict() if isinstance(row, ReportRow) else row
-    text = ours_words(row)
-    if text in ("not run", "mixed protocols") or not (row.get("table") and row.get("profile")):
+    text = format_mean_std(row["ours_mean"], row["ours_std"])
+    if not (row.get("table") and row.get("profile")):
         return text
-    # a table of a chapter (render.comparison_table) marks it with its experiment
     return Number(text, experiment_key(row["table"], row, row["profile"]),
                   f"mean_{row['metric']}", row["ours_mean"], row["ours_std"])  # fmt: skip
 
