@@ -13,23 +13,12 @@ import re
 
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import VERDICTS
-from mzlite.repro.experiments.formatting import and_join, scorecard_summary
+from mzlite.repro.experiments.formatting import VERDICT_LOOK, and_join, scorecard_summary
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.repro.paper import latex_to_text, name_labels, paper_ref, spaced
 from mzlite.viz.page import fit_page
 
-VERDICT_COLOURS = {
-    "holds": ("#d4edda", "#155724"),
-    "reproduced": ("#d1f2eb", "#0b5345"),
-    "holds partly": ("#fff3cd", "#6b5200"),
-    "does not hold here": ("#f8d7da", "#721c24"),
-    "not decided": ("#dbe9ff", "#1b3a6b"),
-    "no model learns it": ("#d6d6d6", "#1f1f1f"),
-    "memorised": ("#fde2f3", "#7a1f5c"),
-    "not run": ("#f8f9fa", "#6c757d"),
-    "pipeline only": ("#d9f1f5", "#0c5460"),
-    "insufficient evidence": ("#e7dcf7", "#432874"),
-    "optimisation failure": ("#ffe5d0", "#7a3a00"),
+VERDICT_COLOURS = {v: look[:2] for v, look in VERDICT_LOOK.items()} | {
     "agrees": ("#d4edda", "#155724"),
     "differs": ("#f8d7da", "#721c24"),
 }
