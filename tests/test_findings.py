@@ -175,7 +175,7 @@ def test_main_gaps_test_over_seeds_as_scipy_does(tmp_path):
     gaps = training_study.main_gaps(PROFILE_ORDER, tmp_path)
     assert [g.L for g in gaps] == [4, 8, 16, 24, 32]
     for g in gaps:
-        t = sps.ttest_ind(g.mz.values, g.st.values, equal_var=False)
+        t = sps.ttest_ind(g.mz.seed_values, g.st.seed_values, equal_var=False)
         assert g.p == pytest.approx(t.pvalue, rel=1e-6)
         assert g.diff == pytest.approx(0.7 - (0.9 if g.L < 24 else 0.8))
         assert g.reading == "ST-4L fits better" and g.mz.profile == "cpu-converged"

@@ -14,7 +14,7 @@ from mzlite.tasks import make_splits
 
 from . import experiments as ex
 from .experiments.protocols import CURRENT
-from .experiments.report import best_report_rows
+from .experiments.report import best_rows
 from .experiments.results import PROFILE_ORDER
 from .experiments.scorecard import claims, evaluate, normalised_twin
 from .experiments.stats import fit_check, welch
@@ -63,7 +63,7 @@ def ablation_cell(model: str, data: str, targets: str) -> str:
 def ablation_grid(profiles=CURRENT, results_dir=None) -> list[dict]:
     """One dict per (model, data, targets) of the d = 8 ablation, its ``row`` from the first of
     ``profiles`` with results (``row.profile`` None where none has)."""
-    best = best_report_rows(LABEL, profiles, results_dir=results_dir)
+    best = best_rows(LABEL, profiles, results_dir=results_dir)
     return [
         {"model": m, "name": name, "data": d, "targets": t, "cell": ablation_cell(m, d, t),
          "row": best[ablation_cell(m, d, t)]}
@@ -90,7 +90,11 @@ def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
         for what, a, b in SWITCHES:
             before, after = grid[(m, *a)], grid[(m, *b)]
             comparable = before.ran and after.ran and before.profile == after.profile
-            w = welch(after.values, before.values) if comparable else {"diff": None, "p": None}
+            w = (
+                welch(after.seed_values, before.seed_values)
+                if comparable
+                else {"diff": None, "p": None}
+            )
             out.append({"model": m, "name": name, "switch": what, "before": before,
                         "after": after, "profile": before.profile if comparable else None,
                         "comparable": comparable, "diff": w["diff"], "p": w["p"]})  # fmt: skip
@@ -123,7 +127,7 @@ def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
 def money_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
     """The d = 8 main cells for fig:money: our ``row`` (the first of ``profiles`` with results)
     beside the ``paper``'s R² (None where it has none)."""
-    best = best_report_rows(LABEL, profiles, results_dir=results_dir)
+    best = best_rows(LABEL, profiles, results_dir=results_dir)
     return [{"cell": c.id, "model": c.row, "row": best[c.id],
              "paper": paper_value(LABEL, c.row, "d=8 R^2") if c.paper else None}
             for c in ex.get_table(LABEL).cells

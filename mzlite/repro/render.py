@@ -325,7 +325,7 @@ def _not_run_toggle(rows: list[dict]) -> str:
 def evidence_note(row, profile: str | None = None) -> str:
     """A footnote on a report row's number under ``profile`` (default the row's own): protocol,
     seeds, epochs, convergence, loss spikes, device."""
-    row = row.as_dict() if hasattr(row, "as_dict") else row or {}
+    row = row or {}
     prof = profile or row.get("profile")
     if prof is None or not row.get("seeds"):
         return "not run under any profile yet"

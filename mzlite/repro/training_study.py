@@ -83,7 +83,7 @@ def paper_rows(label=LABEL) -> list[dict]:
 def report_rows(label, profile: str, results_dir=None) -> dict[str, ReportRow]:
     """``{cell id: ReportRow}`` of ``label``'s test R^2 under ``profile``."""
     prof = ex.get_profile(profile).name
-    return {c: ReportRow.of(r, prof) for c, r in
+    return {c: ReportRow(r, profile=prof) for c, r in
             report(label, prof, results_dir).by_cell(None, "r2").items()}  # fmt: skip
 
 
@@ -149,7 +149,7 @@ def main_gaps(profiles=CURRENT, results_dir=None) -> list[Gap]:
             mz, st = rows.get(f"L{L}-mz_1l"), rows.get(f"L{L}-st_4l")
             if mz is None or st is None or not (mz.ran and st.ran):
                 continue
-            w = welch(mz.values, st.values)
+            w = welch(mz.seed_values, st.seed_values)
             pm, ps = paper_metric(LABEL, f"L{L}-mz_1l"), paper_metric(LABEL, f"L{L}-st_4l")
             out.append(Gap(L, mz, st, w["diff"], w["p"], None if None in (pm, ps) else pm - ps))
             break
