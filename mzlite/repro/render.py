@@ -439,13 +439,14 @@ def comparison_table(
     return HTML(STYLE + cap + _table(cols, "".join(body)) + notes.legend())
 
 
-def conclusion(text: str | list[str], title: str = "What the numbers say") -> HTML:
-    """Generated conclusions as a boxed paragraph (one ``<p>`` per string), not as printed text."""
+def conclusion(text: str | list[str], title: str = "What the numbers say", kind: str = "") -> HTML:
+    """Generated conclusions as a boxed paragraph (one ``<p>`` per string, an ``HTML`` one as it
+    is), not as printed text; ``kind``: an extra class of the box."""
     paras = [text] if isinstance(text, str) else list(text)
-    body = "".join(f"<p>{_e(name_labels(p))}</p>" for p in paras if p)
+    body = "".join(f"<p>{p if isinstance(p, HTML) else _e(name_labels(p))}</p>" for p in paras if p)
     return HTML(
-        f'{STYLE}<div class="mz-conclusion"><p class="mz-title">{_e(name_labels(title))}</p>'
-        f"{body}</div>"
+        f'{STYLE}<div class="{" ".join(("mz-conclusion", kind)).strip()}"><p class="mz-title">'
+        f"{_e(name_labels(title))}</p>{body}</div>"
     )
 
 

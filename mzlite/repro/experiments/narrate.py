@@ -13,7 +13,7 @@ from mzlite.repro.experiments.claims import MissingCell, cell_paper_value
 from mzlite.repro.experiments.findings import NOT_RUN_LABEL, SCORECARD_CHAPTER
 from mzlite.repro.experiments.formatting import and_join, counts_text
 from mzlite.repro.experiments.scorecard import scorecard
-from mzlite.repro.render import HTML, STYLE, conclusion, table_name, verdict_anchor
+from mzlite.repro.render import HTML, conclusion, table_name, verdict_anchor
 
 
 def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
@@ -36,26 +36,20 @@ def glance(chapter: str, sentences=(), sc=None):
     """The box at the top of a results chapter: the verdict counts of its claims, its own
     ``sentences``, then a link to each of its paper tables' verdicts in chapter 9."""
     rows = _chapter_rows(chapter, sc)
-    paras = [html.escape(s) for s in sentences if s]
+    paras = list(sentences)
     if rows:
         counts, n = counts_text(r["verdict"] for r in rows), len(rows)
-        paras.insert(
-            0, html.escape(f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
-        )
+        paras.insert(0, f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
         links = []  # each paper table to its verdicts in chapter 9 (or to the claims not run)
         for table in dict.fromkeys(r["table"] for r in rows):
             ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
             links.append(f'<a href="{SCORECARD_CHAPTER}.html#'
                          f'{verdict_anchor(table) if ran else NOT_RUN_LABEL}">'
                          f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
-        paras.append(f"Each claim's verdict and its reason: {and_join(links)} in chapter 9.")
+        paras.append(HTML(f"Each claim's verdict and its reason: {and_join(links)} in chapter 9."))
     ran = any(r["verdict"] != "not run" for r in rows) or any(sentences)
     title = "What the results say" if ran else "The paper's claims about this chapter"
-    body = "".join(f"<p>{p}</p>" for p in paras)
-    return HTML(
-        f'{STYLE}<div class="mz-conclusion mz-glance"><p class="mz-title">{html.escape(title)}'
-        f"</p>{body}</div>"
-    )
+    return conclusion(paras, title, kind="mz-glance")
 
 
 def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1, chapter=None,
