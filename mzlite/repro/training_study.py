@@ -87,10 +87,6 @@ def report_rows(label, profile: str, results_dir=None) -> dict[str, ReportRow]:
             report(label, prof, results_dir).by_cell(None, "r2").items()}  # fmt: skip
 
 
-def _Ls() -> list[int]:
-    return sorted({int(c.options["L"]) for c in ex.get_table(LABEL).cells if c.part == "main"})
-
-
 def sweep_series(profiles=CURRENT, results_dir=None, label=LABEL, colours=MODEL_COLOURS) -> dict:
     """``{line: (xs, values, style)}`` for ``mzlite.viz.plot_sweep``: test R^2 of each model of
     ``colours`` against the setting its main cells sweep (the number in "L8-", "d8-"), the
@@ -144,7 +140,7 @@ def main_gaps(profiles=CURRENT, results_dir=None) -> list[Gap]:
     rows of a gap share a protocol."""
     by_prof = {p: report_rows(LABEL, p, results_dir) for p in profiles}
     out = []
-    for L in _Ls():
+    for L in sorted({int(c.options["L"]) for c in ex.get_table(LABEL).cells if c.part == "main"}):
         for rows in by_prof.values():
             mz, st = rows.get(f"L{L}-mz_1l"), rows.get(f"L{L}-st_4l")
             if mz is None or st is None or not (mz.ran and st.ran):

@@ -1,5 +1,5 @@
 """Our numbers beside the paper's, one table at a time: ``report("tab:meb", "smoke")`` is a
-``Report`` of plain dicts (``to_markdown()``, ``to_text()``, HTML in a notebook).
+``Report`` of ``ReportRow``s (``to_markdown()``, ``to_text()``, HTML in a notebook).
 
 Each row is one (paper row, paper column, metric) of the table: our mean +/- std over the seeds
 on disk (sample std, ddof = 1; the paper does not say which it prints), how many seeds
@@ -40,7 +40,7 @@ def epoch_range(results: list[dict]) -> str:
 
 
 class Report:
-    """A table of rows (plain dicts, ``_row``) with ``to_markdown()``, ``to_text()``, HTML."""
+    """A table of ``ReportRow``s with ``to_markdown()``, ``to_text()``, HTML."""
 
     COLUMNS = (
         "row", "column", "metric", "ours", "paper", "seeds", "converged", "epochs", "params",
