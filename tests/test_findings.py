@@ -175,7 +175,7 @@ def test_main_gaps_test_over_seeds_as_scipy_does(tmp_path):
     gaps = training_study.main_gaps(PROFILE_ORDER, tmp_path)
     assert [g.L for g in gaps] == [4, 8, 16, 24, 32]
     for g in gaps:
-        t = sps.ttest_ind(g.mz.values, g.st.values, equal_var=False)
+        t = sps.ttest_ind(g.mz.seed_values, g.st.seed_values, equal_var=False)
         assert g.p == pytest.approx(t.pvalue, rel=1e-6)
         assert g.diff == pytest.approx(0.7 - (0.9 if g.L < 24 else 0.8))
         assert g.reading == "ST-4L fits better" and g.mz.profile == "cpu-converged"
@@ -193,18 +193,19 @@ def test_tdof_gap_needs_both_models_under_one_protocol(tmp_path):
     assert training_study.main_gaps(PROFILE_ORDER, tmp_path) == []
 
 
-def test_describe_runs_reads_the_result_files(tmp_path):
-    assert narrate.describe_runs("tab:tdof-verify", "cpu-converged", tmp_path) == [
-        "Profile cpu-converged: no trained results on disk yet."
-    ]
+def test_what_ran_counts_runs_stopped_early_and_still_improving_at_the_cap(tmp_path):
+    from mzlite.repro.experiments.report import what_ran
+
     for s in range(3):
         _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.9 + s / 100, "cpu-converged", seed=s,
                stop_reason="early_stopping", epochs_run=40 + s,
-               train_config={"epochs": 200})  # fmt: skip
-    text = " ".join(narrate.describe_runs("tab:tdof-verify", "cpu-converged", tmp_path))
-    assert "MZAttn-1L: L = 4: 0.910 ± 0.010" in text and "40-42 epochs" in text
-    assert "3 of 3 runs stopped early" in text
-    assert "L4-mz_1l" not in text
+               train_config={"epochs": 200, "lr": 1e-3})  # fmt: skip
+    _write(tmp_path, "tab:tdof-verify", "L4-st_4l", 0.8, "cpu-converged", stop_reason="completed",
+           epochs_run=200, metrics={"test": {"r2": 0.8}, "best_epoch": 199},
+           train_config={"epochs": 200, "lr": 1e-3})  # fmt: skip
+    text = what_ran("tab:tdof-verify", "cpu-converged", tmp_path)
+    assert "40-200 epochs run" in text and "(3 stopped by patience)" in text
+    assert "1 still improving at the epoch cap" in text and "L4-mz_1l" not in text
 
 
 def test_fit_ratio_is_the_lowest_training_loss_over_the_target_variance(tmp_path):

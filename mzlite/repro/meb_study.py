@@ -14,19 +14,12 @@ from mzlite.tasks import make_splits
 
 from . import experiments as ex
 from .experiments.protocols import CURRENT
-from .experiments.report import best_report_rows
+from .experiments.report import best_rows
 from .experiments.results import PROFILE_ORDER
 from .experiments.scorecard import claims, evaluate, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
-from .training_study import report_rows, sweep_lines
-
-__all__ = [
-    "LABEL", "CURRENT", "AXES", "MODELS", "CONDITIONS", "ablation_cell", "ablation_grid",
-    "switches", "axes_with_results", "fit_rows", "money_rows", "bar_series", "dimension_series",
-    "learning_curves", "what_it_shows", "condition_verdicts", "train_variance", "fit_ratio",
-    "normalised_twin", "condition_cell", "condition_profile", "rate_retry",
-]  # fmt: skip
+from .training_study import report_rows, sweep_series
 
 LABEL = "tab:meb"
 AXES = {  # (data, targets) -> the ablation variant of tab:meb's d = 8 cells
@@ -70,7 +63,7 @@ def ablation_cell(model: str, data: str, targets: str) -> str:
 def ablation_grid(profiles=CURRENT, results_dir=None) -> list[dict]:
     """One dict per (model, data, targets) of the d = 8 ablation, its ``row`` from the first of
     ``profiles`` with results (``row.profile`` None where none has)."""
-    best = best_report_rows(LABEL, profiles, results_dir=results_dir)
+    best = best_rows(LABEL, profiles, results_dir=results_dir)
     return [
         {"model": m, "name": name, "data": d, "targets": t, "cell": ablation_cell(m, d, t),
          "row": best[ablation_cell(m, d, t)]}
@@ -97,7 +90,11 @@ def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
         for what, a, b in SWITCHES:
             before, after = grid[(m, *a)], grid[(m, *b)]
             comparable = before.ran and after.ran and before.profile == after.profile
-            w = welch(after.values, before.values) if comparable else {"diff": None, "p": None}
+            w = (
+                welch(after.seed_values, before.seed_values)
+                if comparable
+                else {"diff": None, "p": None}
+            )
             out.append({"model": m, "name": name, "switch": what, "before": before,
                         "after": after, "profile": before.profile if comparable else None,
                         "comparable": comparable, "diff": w["diff"], "p": w["p"]})  # fmt: skip
@@ -130,7 +127,7 @@ def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
 def money_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
     """The d = 8 main cells for fig:money: our ``row`` (the first of ``profiles`` with results)
     beside the ``paper``'s R² (None where it has none)."""
-    best = best_report_rows(LABEL, profiles, results_dir=results_dir)
+    best = best_rows(LABEL, profiles, results_dir=results_dir)
     return [{"cell": c.id, "model": c.row, "row": best[c.id],
              "paper": paper_value(LABEL, c.row, "d=8 R^2") if c.paper else None}
             for c in ex.get_table(LABEL).cells
@@ -159,19 +156,8 @@ def bar_series(profiles=CURRENT, results_dir=None) -> tuple[list[str], dict]:
 
 
 def dimension_series(profiles=CURRENT, results_dir=None) -> dict:
-    """R² against d of the models run at every d (``sweep_lines``): the paper's and ours."""
-    spec, dims = ex.get_table(LABEL), [8, 16, 32]
-    ids = {c.id for c in spec.cells}
-    series = {}
-    for m, colour in COLOURS.items():
-        cells = [f"d{d}-{m}" for d in dims]
-        if all(c in ids for c in cells):
-            row = spec.cell(cells[0]).row
-            paper = None
-            if spec.cell(cells[0]).paper:
-                paper = [paper_value(LABEL, row, f"d={d} R^2") for d in dims], None
-            series |= sweep_lines(LABEL, row, cells, dims, colour, paper, profiles, results_dir)
-    return series
+    """R² against d of the models of ``COLOURS`` (``training_study.sweep_series``)."""
+    return sweep_series(profiles, results_dir, LABEL, COLOURS)
 
 
 def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict | None:

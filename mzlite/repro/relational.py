@@ -16,7 +16,6 @@ from .experiments import narrate
 from .experiments.formatting import cell_words
 from .experiments.protocols import CURRENT, reader_name
 from .experiments.report import (
-    best_report_rows,
     best_rows,
     evidence_note,
     ours_text,
@@ -26,12 +25,6 @@ from .experiments.report import (
 from .experiments.results import PROFILE_ORDER
 from .paper import paper_ref, spaced
 from .render import HTML, comparison_table, conclusion, toggle
-
-__all__ = [
-    "CHAPTER", "MAIN", "chapter_tables", "yardstick_settings", "yardstick",
-    "relation", "run_chapter", "protocols", "results_toggle", "overview_points", "smoke_curves",
-    "yardstick_table", "plot_yardstick", "main_results_glance",
-]  # fmt: skip
 
 CHAPTER = "06_relational_benchmarks"
 MAIN = "tab:main-results"
@@ -244,7 +237,7 @@ def main_results_glance(results_dir=None) -> list[str]:
     """One sentence per task of the main table: MZAttn-Full's R² beside the paper's, the best
     other trained model and the set-statistics yardstick, each from its most trusted protocol."""
     spec = ex.get_table(MAIN)
-    best = best_report_rows(MAIN, PROFILE_ORDER, results_dir=results_dir)
+    best = best_rows(MAIN, PROFILE_ORDER, results_dir=results_dir)
     out = []
     for column in dict.fromkeys(c.column for c in spec.cells if c.part == "main"):
         rows = {spec.cell(c).model: r for c, r in best.items()

@@ -13,23 +13,12 @@ import re
 
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import VERDICTS
-from mzlite.repro.experiments.formatting import and_join, scorecard_summary
+from mzlite.repro.experiments.formatting import VERDICT_LOOK, and_join, scorecard_summary
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
-from mzlite.repro.paper import latex_to_text, name_labels, paper_label, spaced
+from mzlite.repro.paper import latex_to_text, name_labels, paper_ref, spaced
 from mzlite.viz.page import fit_page
 
-VERDICT_COLOURS = {
-    "holds": ("#d4edda", "#155724"),
-    "reproduced": ("#d1f2eb", "#0b5345"),
-    "holds partly": ("#fff3cd", "#6b5200"),
-    "does not hold here": ("#f8d7da", "#721c24"),
-    "not decided": ("#dbe9ff", "#1b3a6b"),
-    "no model learns it": ("#d6d6d6", "#1f1f1f"),
-    "memorised": ("#fde2f3", "#7a1f5c"),
-    "not run": ("#f8f9fa", "#6c757d"),
-    "pipeline only": ("#d9f1f5", "#0c5460"),
-    "insufficient evidence": ("#e7dcf7", "#432874"),
-    "optimisation failure": ("#ffe5d0", "#7a3a00"),
+VERDICT_COLOURS = {v: look[:2] for v, look in VERDICT_LOOK.items()} | {
     "agrees": ("#d4edda", "#155724"),
     "differs": ("#f8d7da", "#721c24"),
 }
@@ -145,10 +134,9 @@ def verdict_badge(verdict: str) -> str:
 def table_name(label: str, title: bool = True) -> str:
     """The name of ``label`` as the paper prints it: "Table 3 (MEB radius prediction)"."""
     try:
-        entry = paper_label(label)
+        return paper_ref(label, title)
     except KeyError:
         return label
-    return f"{entry['text']} ({entry['title']})" if title and entry["title"] else entry["text"]
 
 
 def tables_words(labels: list[str]) -> str:
@@ -337,7 +325,7 @@ def _not_run_toggle(rows: list[dict]) -> str:
 def evidence_note(row, profile: str | None = None) -> str:
     """A footnote on a report row's number under ``profile`` (default the row's own): protocol,
     seeds, epochs, convergence, loss spikes, device."""
-    row = row.as_dict() if hasattr(row, "as_dict") else row or {}
+    row = row or {}
     prof = profile or row.get("profile")
     if prof is None or not row.get("seeds"):
         return "not run under any profile yet"
@@ -451,13 +439,14 @@ def comparison_table(
     return HTML(STYLE + cap + _table(cols, "".join(body)) + notes.legend())
 
 
-def conclusion(text: str | list[str], title: str = "What the numbers say") -> HTML:
-    """Generated conclusions as a boxed paragraph (one ``<p>`` per string), not as printed text."""
+def conclusion(text: str | list[str], title: str = "What the numbers say", kind: str = "") -> HTML:
+    """Generated conclusions as a boxed paragraph (one ``<p>`` per string, an ``HTML`` one as it
+    is), not as printed text; ``kind``: an extra class of the box."""
     paras = [text] if isinstance(text, str) else list(text)
-    body = "".join(f"<p>{_e(name_labels(p))}</p>" for p in paras if p)
+    body = "".join(f"<p>{p if isinstance(p, HTML) else _e(name_labels(p))}</p>" for p in paras if p)
     return HTML(
-        f'{STYLE}<div class="mz-conclusion"><p class="mz-title">{_e(name_labels(title))}</p>'
-        f"{body}</div>"
+        f'{STYLE}<div class="{" ".join(("mz-conclusion", kind)).strip()}"><p class="mz-title">'
+        f"{_e(name_labels(title))}</p>{body}</div>"
     )
 
 

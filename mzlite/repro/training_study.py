@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,13 +15,8 @@ from .experiments.narrate import paper_metric
 from .experiments.protocols import CURRENT, PROTOCOL_STYLES
 from .experiments.report import ReportRow, evidence_note, ours_text, report
 from .experiments.stats import ALPHA, welch
-from .paper import load_paper_table, paper_ref, paper_value
+from .paper import load_paper_table, paper_cell, paper_ref, paper_value
 from .render import comparison_table, conclusion
-
-__all__ = [
-    "LABEL", "EXAMPLE_CELL", "CURRENT", "run_by_papermill", "profile_rows", "paper_cost_ratios",
-    "paper_rows", "report_rows", "sweep_lines", "sweep_series", "Gap", "main_gaps", "gap_table",
-]  # fmt: skip
 
 LABEL = "tab:tdof-verify"
 EXAMPLE_CELL = "L8-mz_1l"  # the cell the chapter trains and whose profiles it tabulates
@@ -87,51 +83,34 @@ def paper_rows(label=LABEL) -> list[dict]:
 def report_rows(label, profile: str, results_dir=None) -> dict[str, ReportRow]:
     """``{cell id: ReportRow}`` of ``label``'s test R^2 under ``profile``."""
     prof = ex.get_profile(profile).name
-    return {c: ReportRow.of(r, prof) for c, r in
+    return {c: ReportRow(r, profile=prof) for c, r in
             report(label, prof, results_dir).by_cell(None, "r2").items()}  # fmt: skip
 
 
-def sweep_lines(label, name: str, cells: list[str], xs: list, colour: str, paper=None,
-                profiles=CURRENT, results_dir=None) -> dict:  # fmt: skip
-    """One model's lines for ``mzlite.viz.plot_sweep``, ``{line: (xs, values, style)}``: the
-    paper's (``paper``: (values, stds or None)) and ours under each of ``profiles`` where one of
-    ``cells`` (one per x) ran, std over seeds as error bars; one dash and marker per protocol."""
-    series = {}
-    if paper is not None:
-        dash, symbol = PROTOCOL_STYLES["paper"]
-        style = {"dash": dash, "symbol": symbol, "color": colour}
-        series[f"{name}, paper"] = (xs, paper[0], style if paper[1] is None
-                                    else {**style, "error": paper[1]})  # fmt: skip
-    for p in profiles:
-        prof = ex.get_profile(p).name
-        rows = report_rows(label, prof, results_dir)
-        got = [r if r is not None and r.ran else None for r in map(rows.get, cells)]
-        if any(got):
-            dash, symbol = PROTOCOL_STYLES.get(prof, ("dot", "x"))
-            series[f"{name}, ours ({prof})"] = (
-                xs, [r.ours_mean if r else None for r in got],
-                {"dash": dash, "symbol": symbol, "color": colour,
-                 "error": [r.ours_std if r else None for r in got]},
-            )  # fmt: skip
-    return series
-
-
-def _Ls() -> list[int]:
-    return sorted({int(c.options["L"]) for c in ex.get_table(LABEL).cells if c.part == "main"})
-
-
-def sweep_series(profiles=CURRENT, results_dir=None) -> dict:
-    """Test R^2 against L of MZ-1L, ST-4L and the set-statistics ridge (``sweep_lines``)."""
-    spec, Ls = ex.get_table(LABEL), _Ls()
-    series = {}
-    for model, colour in MODEL_COLOURS.items():
-        cells = [f"L{L}-{model}" for L in Ls]
-        first = spec.cell(cells[0])
-        paper = None
-        if first.paper:
-            by_L = {int(r["row"]): r[first.paper[0].column] for r in paper_rows()}
-            paper = [by_L[L]["mean"] for L in Ls], [by_L[L]["std"] for L in Ls]
-        series |= sweep_lines(LABEL, first.row, cells, Ls, colour, paper, profiles, results_dir)
+def sweep_series(profiles=CURRENT, results_dir=None, label=LABEL, colours=MODEL_COLOURS) -> dict:
+    """``{line: (xs, values, style)}`` for ``mzlite.viz.plot_sweep``: test R^2 of each model of
+    ``colours`` against the setting its main cells sweep (the number in "L8-", "d8-"), the
+    paper's mean ± std and ours under each of ``profiles`` where a cell ran (std over seeds as
+    error bars); one colour per model, one dash and marker per protocol (``PROTOCOL_STYLES``)."""
+    spec, series = ex.get_table(label), {}
+    swept = lambda c: int(re.match(r"\D+(\d+)-", c.id)[1])  # noqa: E731
+    for model, colour in colours.items():
+        cells = [c for c in spec.cells if c.part == "main" and c.id.endswith(f"-{model}")]
+        cells.sort(key=swept)
+        lines = {}  # line -> (its style in PROTOCOL_STYLES, means, spreads)
+        if cells[0].paper:
+            paper = [paper_cell(label, c.paper[0].row, c.paper[0].column) for c in cells]
+            lines["paper"] = ("paper", [p["mean"] for p in paper], [p.get("std") for p in paper])
+        for p in (ex.get_profile(p).name for p in profiles):
+            rows = report_rows(label, p, results_dir)
+            got = [r if r and r.ran else None for r in (rows.get(c.id) for c in cells)]
+            if any(got):
+                lines[f"ours ({p})"] = (p, [r and r.ours_mean for r in got],
+                                        [r and r.ours_std for r in got])  # fmt: skip
+        for line, (style, means, errors) in lines.items():
+            dash, symbol = PROTOCOL_STYLES.get(style, ("dot", "x"))
+            style = {"dash": dash, "symbol": symbol, "color": colour, "error": errors}
+            series[f"{cells[0].row}, {line}"] = ([swept(c) for c in cells], means, style)
     return series
 
 
@@ -161,12 +140,12 @@ def main_gaps(profiles=CURRENT, results_dir=None) -> list[Gap]:
     rows of a gap share a protocol."""
     by_prof = {p: report_rows(LABEL, p, results_dir) for p in profiles}
     out = []
-    for L in _Ls():
+    for L in sorted({int(c.options["L"]) for c in ex.get_table(LABEL).cells if c.part == "main"}):
         for rows in by_prof.values():
             mz, st = rows.get(f"L{L}-mz_1l"), rows.get(f"L{L}-st_4l")
             if mz is None or st is None or not (mz.ran and st.ran):
                 continue
-            w = welch(mz.values, st.values)
+            w = welch(mz.seed_values, st.seed_values)
             pm, ps = paper_metric(LABEL, f"L{L}-mz_1l"), paper_metric(LABEL, f"L{L}-st_4l")
             out.append(Gap(L, mz, st, w["diff"], w["p"], None if None in (pm, ps) else pm - ps))
             break

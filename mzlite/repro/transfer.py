@@ -20,13 +20,6 @@ from .experiments.stats import mean_std
 from .paper import paper_ref, paper_value
 from .render import comparison_table
 
-__all__ = [
-    "LABEL", "RANKED", "ranks", "per_seed", "ablations", "null_test", "prediction", "paper_ranks",
-    "converged_profile", "longer_cap", "progress", "seed_spreads", "rate_ablation", "cap_outcome",
-    "plot_seeds", "READS", "rank_table", "OUTCOME_WORDS", "rate_ablation_words", "setting_words",
-    "model_words", "transfer_summary",
-]  # fmt: skip
-
 LABEL = "tab:transfer-matrix"
 RANKED = ("st", "st_large", "hypernet", "perceiver", "la_st", "mz_full", "mz_large")
 MZ_MODELS = ("mz_full", "mz_large")  # the MZAttn models; the other ranked models are the field

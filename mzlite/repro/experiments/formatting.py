@@ -1,5 +1,5 @@
 """The lowest layer of the results' words, importing none of theirs: how a number with its
-spread, a cell and a count of verdicts read.
+spread, a cell and a count of verdicts read, and how a verdict's badge looks.
 """
 
 from __future__ import annotations
@@ -47,33 +47,32 @@ def cell_words(table, cell_id: str) -> str:
     return f"{spaced(cell.column)}, {spaced(cell.row)}"
 
 
-# How a verdict count reads in a sentence: (one, several)
-_PHRASES = {
-    "holds": ("holds", "hold"),
-    "reproduced": ("reproduces the paper's pattern", "reproduce the paper's pattern"),
-    "holds partly": ("holds partly", "hold partly"),
-    "does not hold here": ("does not hold here", "do not hold here"),
-    "not decided": ("is not decided", "are not decided"),
-    "no model learns it": (
-        "is a tie where no model learns the target",
-        "are ties where no model learns the target",
-    ),
-    "memorised": ("rests on a model that memorised", "rest on models that memorised"),
-    "optimisation failure": ("ended in an optimisation failure", "ended in optimisation failures"),
-    "insufficient evidence": (
-        "lacks the evidence for a verdict",
-        "lack the evidence for a verdict",
-    ),
-    "not run": ("was not run", "were not run"),
-    "pipeline only": ("is a pipeline check only", "are pipeline checks only"),
-}
+# Each verdict: its badge's background and text colours, and how a count of it reads (one, several)
+VERDICT_LOOK = {
+    "holds": ("#d4edda", "#155724", "holds", "hold"),
+    "reproduced": ("#d1f2eb", "#0b5345", "reproduces the paper's pattern",
+                   "reproduce the paper's pattern"),
+    "holds partly": ("#fff3cd", "#6b5200", "holds partly", "hold partly"),
+    "does not hold here": ("#f8d7da", "#721c24", "does not hold here", "do not hold here"),
+    "not decided": ("#dbe9ff", "#1b3a6b", "is not decided", "are not decided"),
+    "no model learns it": ("#d6d6d6", "#1f1f1f", "is a tie where no model learns the target",
+                           "are ties where no model learns the target"),
+    "memorised": ("#fde2f3", "#7a1f5c", "rests on a model that memorised",
+                  "rest on models that memorised"),
+    "not run": ("#f8f9fa", "#6c757d", "was not run", "were not run"),
+    "pipeline only": ("#d9f1f5", "#0c5460", "is a pipeline check only", "are pipeline checks only"),
+    "insufficient evidence": ("#e7dcf7", "#432874", "lacks the evidence for a verdict",
+                              "lack the evidence for a verdict"),
+    "optimisation failure": ("#ffe5d0", "#7a3a00", "ended in an optimisation failure",
+                             "ended in optimisation failures"),
+}  # fmt: skip
 
 
 def count_phrase(verdict: str, n: int) -> str:
     """ "1 holds partly", "6 do not hold here" (``n`` claims with ``verdict``)."""
-    if verdict not in _PHRASES:
-        raise ValueError(f"verdict must be one of {', '.join(_PHRASES)}, got {verdict!r}")
-    one, several = _PHRASES[verdict]
+    if verdict not in VERDICT_LOOK:
+        raise ValueError(f"verdict must be one of {', '.join(VERDICT_LOOK)}, got {verdict!r}")
+    _, _, one, several = VERDICT_LOOK[verdict]
     return f"{n} {one if n == 1 else several}"
 
 

@@ -1,7 +1,6 @@
-"""The sentences and boxes every results chapter prints (``glance``, ``pipeline_only``,
-``describe_runs``), written from result rows; what one chapter alone reads lives in that
-chapter's module (``training_study``, ``meb_study``, ``relational``, ``transfer``). Every number
-comes from the result files; cells are named in words (``cell_words``); a verdict is worded by
+"""The boxes every results chapter prints (``glance``, ``pipeline_only``), written from result
+rows; what one chapter alone reads lives in its module (``training_study``, ``meb_study``,
+``relational``, ``transfer``). Every number comes from the result files; a verdict is worded by
 ``present`` and linked to, never repeated.
 """
 
@@ -9,15 +8,12 @@ from __future__ import annotations
 
 import html
 
-from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.claims import MissingCell, cell_paper_value
 from mzlite.repro.experiments.findings import NOT_RUN_LABEL, SCORECARD_CHAPTER
 from mzlite.repro.experiments.formatting import and_join, counts_text
-from mzlite.repro.experiments.report import ReportRow, epoch_range, ours_text, report
 from mzlite.repro.experiments.scorecard import scorecard
-from mzlite.repro.paper import spaced
-from mzlite.repro.render import HTML, STYLE, conclusion, table_name, verdict_anchor
+from mzlite.repro.render import HTML, conclusion, table_name, verdict_anchor
 
 
 def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
@@ -40,26 +36,20 @@ def glance(chapter: str, sentences=(), sc=None):
     """The box at the top of a results chapter: the verdict counts of its claims, its own
     ``sentences``, then a link to each of its paper tables' verdicts in chapter 9."""
     rows = _chapter_rows(chapter, sc)
-    paras = [html.escape(s) for s in sentences if s]
+    paras = list(sentences)
     if rows:
         counts, n = counts_text(r["verdict"] for r in rows), len(rows)
-        paras.insert(
-            0, html.escape(f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
-        )
+        paras.insert(0, f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
         links = []  # each paper table to its verdicts in chapter 9 (or to the claims not run)
         for table in dict.fromkeys(r["table"] for r in rows):
             ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
             links.append(f'<a href="{SCORECARD_CHAPTER}.html#'
                          f'{verdict_anchor(table) if ran else NOT_RUN_LABEL}">'
                          f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
-        paras.append(f"Each claim's verdict and its reason: {and_join(links)} in chapter 9.")
+        paras.append(HTML(f"Each claim's verdict and its reason: {and_join(links)} in chapter 9."))
     ran = any(r["verdict"] != "not run" for r in rows) or any(sentences)
     title = "What the results say" if ran else "The paper's claims about this chapter"
-    body = "".join(f"<p>{p}</p>" for p in paras)
-    return HTML(
-        f'{STYLE}<div class="mz-conclusion mz-glance"><p class="mz-title">{html.escape(title)}'
-        f"</p>{body}</div>"
-    )
+    return conclusion(paras, title, kind="mz-glance")
 
 
 def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1, chapter=None,
@@ -83,71 +73,3 @@ def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1, c
         "chapter have not been made yet.",
     ]  # fmt: skip
     return conclusion(words, title="What this page's numbers are")
-
-
-def describe_runs(table, profile: str, results_dir=None) -> list[str]:
-    """The trained results of ``table`` under ``profile`` in sentences: per model, ours beside
-    the paper's with epochs and why runs stopped; the ratios; the yardstick; runs still improving
-    at the cap or stopped early; sizes and seeds against the full protocol."""
-    spec, prof = ex.get_table(table), ex.get_profile(profile)
-    rows = [ReportRow.of(r, prof.name) for r in report(spec, prof.name, results_dir).rows]
-    main = [r for r in rows if r.part == "main" and r.seeds]
-    trained = [r for r in main if _nn.model_spec(r.model).trainable]
-    stats = [r for r in main if not _nn.model_spec(r.model).trainable]
-    if not trained:
-        return [f"Profile {prof.name}: no trained results on disk yet."]
-    by_cell = ex.results_by_cell(spec, prof.name, results_dir)
-    runs = [x for r in trained for x in by_cell.get(r.cell, [])]
-    about = prof.description  # usually "<name>: what it is"
-    lines = [
-        f"Profile {about}." if about.startswith(prof.name) else f"Profile {prof.name}: {about}."
-    ]
-    for name in dict.fromkeys(r.row for r in trained):
-        parts = []
-        for r in [x for x in trained if x.row == name]:
-            res = by_cell.get(r.cell, [])
-            best = "/".join(str(x["metrics"].get("best_epoch")) for x in res)
-            why = ", ".join(sorted({x.get("stop_reason", "?").replace("_", " ") for x in res}))
-            paper = "" if r.paper_mean is None else f"paper {r.paper_mean:.3f}; "
-            parts.append(f"{spaced(r.column)}: {ours_text(r)} ({paper}{epoch_range(res)} "
-                         f"epochs, best {best}, {why})")  # fmt: skip
-        lines.append(f"{name}: " + "; ".join(parts) + ".")
-    ratios = [r for r in rows if r.part == "derived" and r.ours_mean is not None]
-    if ratios:
-        lines.append(f"{ratios[0].column} (above 1: MZ fits better): " + "; ".join(
-            f"{spaced(spec.cell(r.cell).column)}: {r.ours_mean:.1f}x (paper "
-            f"{r.paper_mean:g}x)" for r in ratios
-        ) + ".")  # fmt: skip
-    if stats:
-        lines.append("Set statistics (ridge), no training: " + "; ".join(
-            f"{spaced(r.column)}: {ours_text(r)}" for r in stats) + ".")  # fmt: skip
-    capped = [
-        x for x in runs
-        if x.get("stop_reason") == "completed" and x["metrics"].get("best_epoch") is not None
-        and x["metrics"]["best_epoch"] >= x["epochs_run"] - 2
-    ]  # fmt: skip
-    if capped:
-        lines.append(
-            f"{len(capped)} of {len(runs)} trained runs were still improving when the epoch cap "
-            "stopped them (best epoch within the last 3): they are under-trained."
-        )
-    stopped = sum(x.get("stop_reason") == "early_stopping" for x in runs)
-    if stopped:
-        lines.append(
-            f"{stopped} of {len(runs)} runs stopped early (validation loss flat for the "
-            "profile's patience): more epochs alone would not have helped them."
-        )
-    first = runs[0]
-    full = ex.job(spec, first["cell"], "full")
-    if first["sizes"][0] < full.sizes[0]:
-        lines.append(f"Each model saw {first['sizes'][0]:,} training sets, against "
-                     f"{full.sizes[0]:,} in the full protocol.")  # fmt: skip
-    n_seeds = min(r.n_seeds for r in trained)
-    if n_seeds < full.cell.full_seeds:
-        lines.append(
-            f"{n_seeds} seed{'s' if n_seeds != 1 else ''} per cell against the paper's "
-            f"{full.cell.full_seeds}"
-            + (": no error bars on our side." if n_seeds == 1
-               else "; the ± is the standard deviation over these seeds.")
-        )  # fmt: skip
-    return lines

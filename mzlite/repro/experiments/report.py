@@ -1,5 +1,5 @@
 """Our numbers beside the paper's, one table at a time: ``report("tab:meb", "smoke")`` is a
-``Report`` of plain dicts (``to_markdown()``, ``to_text()``, HTML in a notebook).
+``Report`` of ``ReportRow``s (``to_markdown()``, ``to_text()``, HTML in a notebook).
 
 Each row is one (paper row, paper column, metric) of the table: our mean +/- std over the seeds
 on disk (sample std, ddof = 1; the paper does not say which it prints), how many seeds
@@ -13,7 +13,6 @@ never averaged: the row says "mixed protocols".
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
@@ -41,7 +40,7 @@ def epoch_range(results: list[dict]) -> str:
 
 
 class Report:
-    """A table of rows (plain dicts, ``_row``) with ``to_markdown()``, ``to_text()``, HTML."""
+    """A table of ``ReportRow``s with ``to_markdown()``, ``to_text()``, HTML."""
 
     COLUMNS = (
         "row", "column", "metric", "ours", "paper", "seeds", "converged", "epochs", "params",
@@ -76,9 +75,9 @@ class Report:
         return out
 
     def ours(self, r: dict) -> str:
-        """A row's number (``ours_words``); an aliased cell names the cell whose runs it shows."""
+        """A row's number (``ours_text``); an aliased cell names the cell whose runs it shows."""
         same = f" (= {cell_words(self.label, r['same_as'])})" if r.get("same_as") else ""
-        return ours_words(r) + same
+        return str(ours_text(r)) + same
 
     def _cells(self, r: dict) -> dict:
         params = "--" if r["params"] is None else f"{r['params'] / 1e3:.0f}K"
@@ -205,92 +204,72 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
 
 def _row(
     spec, res, part, row, column, metric, cells, values, mean_std_, seeds, n_seeds, pc, **extra
-) -> dict:
+) -> ReportRow:
     """One row of a ``Report`` from the results ``res`` behind it: our cells, mean, std and
     per-seed values, runs converged and spiked, the paper's number (``pc``), and ``extra`` keys
     (``mixed``: several protocols, no mean; ``same_as``: the cell an aliased cell shows)."""
     trained = [r for r in res if r.get("history") is not None]
     spiked = sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained)
     conv = sum(_stats.result_convergence(r)["converged"] for r in res)
-    return {
-        "table": spec.label,
-        "part": part,
-        "row": row,
-        "column": column,
-        "metric": metric,
-        "cells": cells,
-        "ours_mean": mean_std_[0],
-        "ours_std": mean_std_[1],
-        "ours_values": values,
-        "seeds": seeds,
-        "n_seeds": n_seeds,
-        "converged": conv,
-        "converged_text": f"{conv}/{len(res)}" if res else "--",
-        "spiked": spiked,
-        "trained": len(trained),
-        "spiked_text": f"{spiked}/{len(trained)}" if spiked else "",
-        "mixed": False,
-        "same_as": None,
-        "epochs": epoch_range(res),
-        "device": devices_text(*devices_of(res)) if res else "--",
-        "params": None,
-        "paper_mean": None if pc is None else pc.get("mean"),
-        "paper_std": None if pc is None else pc.get("std"),
-        "paper_text": "--" if pc is None else format_mean_std(pc.get("mean"), pc.get("std")),
-        "paper_params": None,
-        **extra,
-    }
+    defaults = {"mixed": False, "same_as": None, "params": None, "paper_params": None}
+    return ReportRow(
+        {**defaults, **extra},
+        table=spec.label,
+        part=part,
+        row=row,
+        column=column,
+        metric=metric,
+        cells=cells,
+        ours_mean=mean_std_[0],
+        ours_std=mean_std_[1],
+        ours_values=values,
+        seeds=seeds,
+        n_seeds=n_seeds,
+        converged=conv,
+        converged_text=f"{conv}/{len(res)}" if res else "--",
+        spiked=spiked,
+        trained=len(trained),
+        spiked_text=f"{spiked}/{len(trained)}" if spiked else "",
+        epochs=epoch_range(res),
+        device=devices_text(*devices_of(res)) if res else "--",
+        paper_mean=None if pc is None else pc.get("mean"),
+        paper_std=None if pc is None else pc.get("std"),
+        paper_text="--" if pc is None else format_mean_std(pc.get("mean"), pc.get("std")),
+    )
 
 
-class ReportRow(SimpleNamespace):
-    """One row of a ``Report`` read by attribute (``ReportRow.of(row)``): ``profile`` is the one
-    its results come from (None: not run under any asked); ``model`` is None on a derived row."""
+class ReportRow(dict):
+    """One row of a ``Report`` (``_row``'s keys), also read by attribute: a key it lacks reads
+    None (``profile``: not run under any profile asked; ``model`` on a derived row)."""
 
-    _SEQUENCES = ("cells", "ours_values", "seeds")
-
-    @classmethod
-    def of(cls, row: dict, profile: str | None = None) -> ReportRow:
-        kw = {"model": None, "profile": None, "table": None, **row}
-        kw.pop("n_seeds", None)  # a property here: the seeds on disk
-        kw.update({k: tuple(kw.get(k) or ()) for k in cls._SEQUENCES})
-        if profile is not None:
-            kw["profile"] = profile
-        return cls(**kw)
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.get(name)
 
     @property
     def cell(self) -> str:
         """The cell id (the first of a derived row's two)."""
-        return self.cells[0]
+        return self["cells"][0]
 
     @property
     def n_seeds(self) -> int:
-        return len(self.seeds)
+        return len(self["seeds"])
 
     @property
     def ran(self) -> bool:
         """Whether it has a mean to show (results of one protocol)."""
-        return bool(self.seeds) and not self.mixed and self.ours_mean is not None
+        return bool(self["seeds"]) and not self["mixed"] and self["ours_mean"] is not None
 
     @property
-    def values(self) -> list[float]:
+    def seed_values(self) -> list[float]:
         """Our per-seed values that exist (for a test over seeds)."""
-        return [v for v in self.ours_values if v is not None and math.isfinite(v)]
-
-    def as_dict(self) -> dict:
-        lists = {k: list(getattr(self, k)) for k in self._SEQUENCES}
-        return {**vars(self), "n_seeds": self.n_seeds, **lists}
-
-
-def best_report_rows(
-    table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
-) -> dict[str, ReportRow]:
-    """``best_rows`` as typed rows: per cell, the first of ``profiles`` with its results."""
-    return {c: ReportRow.of(r) for c, r in best_rows(table, profiles, metric, results_dir).items()}
+        return [v for v in self["ours_values"] if v is not None and math.isfinite(v)]
 
 
 def best_rows(
     table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
-) -> dict[str, dict]:
+) -> dict[str, ReportRow]:
     """Cell by cell, the most trusted evidence on disk: ``{cell id: row}``, the ``report`` row
     (``metric``) of the first of ``profiles`` with results there, ``"profile"`` added (None, and
     the first profile's empty row, where none has): no mean mixes profiles."""
@@ -303,39 +282,33 @@ def best_rows(
     for prof in profiles:
         for cid, row in report(table, prof, results_dir).by_cell(None, metric).items():
             if cid not in out and row["seeds"]:
-                out[cid] = {**row, "profile": prof}
+                out[cid] = ReportRow(row, profile=prof)
     first = report(table, profiles[0], results_dir).by_cell(None, metric)
     for cid, row in first.items():
-        out.setdefault(cid, {**row, "profile": None})
+        out.setdefault(cid, ReportRow(row, profile=None))
     order = {c.id: i for i, c in enumerate(ex.get_table(table).cells)}
     return dict(sorted(out.items(), key=lambda kv: order[kv[0]]))
 
 
-def ours_words(row: dict) -> str:
+def ours_text(row: dict | None) -> str:
     """A report row's number: "0.812 ± 0.010" (mean ± std over seeds; no std for one seed),
-    "mixed protocols", or "not run"."""
+    "mixed protocols" or "not run"; a row of ``best_rows`` (its profile known) as a
+    ``render.Number``, which a chapter's table marks with its experiment."""
     if not row or not row.get("seeds"):
         return "not run"
     if row.get("mixed"):
         return "mixed protocols"
-    return format_mean_std(row["ours_mean"], row["ours_std"])
-
-
-def ours_text(row: dict | ReportRow | None) -> str:
-    """``ours_words``; a row of ``best_rows`` (its profile known) as a ``render.Number``, which
-    a chapter's table marks with its experiment."""
-    row = row.as_dict() if isinstance(row, ReportRow) else row
-    text = ours_words(row)
-    if text in ("not run", "mixed protocols") or not (row.get("table") and row.get("profile")):
+    text = format_mean_std(row["ours_mean"], row["ours_std"])
+    if not (row.get("table") and row.get("profile")):
         return text
-    # a table of a chapter (render.comparison_table) marks it with its experiment
     return Number(text, experiment_key(row["table"], row, row["profile"]),
                   f"mean_{row['metric']}", row["ours_mean"], row["ours_std"])  # fmt: skip
 
 
 def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> str:
     """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
-    the result files: cells, seeds, sizes, epochs, convergence, learning rates, target scaling,
+    the result files: cells, seeds, sizes, epochs, convergence, runs still improving at the
+    epoch cap, learning rates, target scaling,
     precision, device and code (``commit_ids=False``: how many versions). "" for none."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     same = ex.aliases(spec, prof.name)
@@ -364,6 +337,11 @@ def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> 
         conv = sum(_stats.result_convergence(r)["converged"] for r in trained)
         stopped = sum(r.get("stop_reason") == "early_stopping" for r in trained)
         parts.append(f"{conv} of {len(trained)} runs converged ({stopped} stopped by patience)")
+        capped = sum(r.get("stop_reason") == "completed"
+                     and (b := r["metrics"].get("best_epoch")) is not None
+                     and b >= r["epochs_run"] - 2 for r in trained)  # fmt: skip
+        if capped:
+            parts.append(f"{capped} still improving at the epoch cap (best epoch in the last 3)")
         lrs: dict[float, set] = {}
         for r, c in zip(trained, cfgs, strict=True):
             family = (r.get("protocol") or {}).get("family") or ex.model_family(r["model"])

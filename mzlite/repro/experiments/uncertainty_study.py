@@ -31,10 +31,6 @@ import torch
 from mzlite.analysis import uncertainty as U
 from mzlite.train import fit
 
-__all__ = [
-    "MEMBERS", "METHODS", "PASSES", "TABLE", "job_metrics", "models_per_job", "uncertainty_metrics",
-]  # fmt: skip
-
 TABLE = "tab:ece-nll"
 PASSES = 30  # MC-Dropout passes (tab:ece-nll)
 MEMBERS = 5  # deep-ensemble members (tab:ece-nll)
