@@ -36,6 +36,7 @@ from mzlite.repro.experiments.claims import (
     MissingCell,
     RankClaim,
     cell_paper_value,
+    or_none,
 )
 from mzlite.repro.experiments.execute import result_amp
 from mzlite.repro.experiments.results import PROFILE_ORDER
@@ -256,11 +257,7 @@ def _mean(results: list[dict], metric: str) -> float | None:
 
 
 def _solid(results: list[dict]) -> bool:
-    """Enough to lean on one cell: ``MIN_SEEDS`` seeds, every run converged, one protocol."""
-    if len(results) < _stats.MIN_SEEDS:
-        return False
-    conv = [_stats.result_convergence(r) for r in results]
-    return all(v["converged"] for v in conv) and len({protocol_key(r) for r in results}) == 1
+    return cell_stats("", "", results, "r2").solid
 
 
 def cell_stats(
@@ -349,18 +346,10 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None)
     return get
 
 
-def _or_none(fn, *args):
-    """``fn(*args)``, None where a cell it reads has no value (``MissingCell``)."""
-    try:
-        return fn(*args)
-    except MissingCell:
-        return None
-
-
 def _paper_value(claim: Claim) -> float | None:
     if claim.paper_expr is not None:
-        return _or_none(claim.paper_expr)
-    return _or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
+        return or_none(claim.paper_expr)
+    return or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
 
 
 def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
@@ -370,7 +359,7 @@ def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
     already fails the weaker test where another cell can only lower it."""
     get = mean_getter(by_cell, claim.metric, ren)
     if claim.bound is not None:
-        top = _or_none(claim.bound, get)
+        top = or_none(claim.bound, get)
         solid = all(_solid(by_cell[ren(c)]) for c in claim.bound_cells if by_cell.get(ren(c)))
         if top is not None and not claim.partly(top) and solid:
             return Refutation(Reason.REFUTED_BY_BOUND, tuple(claim.bound_cells), value=top)
@@ -395,7 +384,7 @@ def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
     ran = [c for c in pool if by_cell.get(ren(c))]
     if not ran or len(ran) == len(pool) or not all(_solid(by_cell[ren(c)]) for c in ran):
         return None
-    value = _or_none(claim.expr, get)
+    value = or_none(claim.expr, get)
     if value is None or claim.partly(value):
         return None
     return Refutation(Reason.REFUTED_SO_FAR, tuple(ran), value=value)
@@ -462,7 +451,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     )
     used = [r for c in claim.cells for r in by_cell.get(ren(c), [])]
     refuted = _refutation(claim, by_cell, ren) if profile != "smoke" else None
-    ours = _or_none(claim.expr, mean_getter(by_cell, claim.metric, ren))
+    ours = or_none(claim.expr, mean_getter(by_cell, claim.metric, ren))
     if ours is None and refuted is None:
         return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **{**base, "profile": None})
     gen, layer, task = readings(used)
@@ -516,13 +505,10 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
     if early is not None:
         return Verdict(label=early[0], reason=early[1], **base)
-    holds, complete = claim.holds(ours), len(cells) == len(claim.cells)
-    significant = not compared or (p_max is not None and p_max < ALPHA)
-    any_better = (bool(better) or claim.size_of_gap) if compared else None
-    label = rule(holds, claim.partly(ours), significant, complete, any_better)
+    label = claim.label(ours, len(cells) == len(claim.cells), p_max, better)
     reason = {
         Label.HOLDS: Reason.SIGNIFICANT if compared else Reason.THRESHOLDS,
-        Label.PARTLY: Reason.INCOMPLETE if holds else Reason.TIE,
+        Label.PARTLY: Reason.INCOMPLETE if claim.holds(ours) else Reason.TIE,
         Label.NOT_DECIDED: Reason.NOT_SIGNIFICANT,
     }.get(label, Reason.THRESHOLDS)
     shows = _shows(claim, label, ours, by_cell, ren, spec)
@@ -639,29 +625,25 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
         main = Verdict(claim=claim.id, table=claim.table, label=Label.NOT_RUN,
                        reason=Reason.NOT_RUN, paper=_paper_value(claim),
                        n_cells=len(claim.cells), retired=retired)  # fmt: skip
-    else:
-        main = _strongest(claim, tried, _decide(tried), retired, results_dir)
+    else:  # the deciding verdict, the others beside it, with the readings that read it otherwise
+        i = _decide(tried)
+        chosen, polarity = tried[i], _POLARITY.get(tried[i].label)
+        beside = tuple(tried[:i] + tried[i + 1 :])
+        conflict = next(
+            (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
+             and polarity and _POLARITY.get(v.label) not in (None, polarity)),
+            None,
+        )  # fmt: skip
+        depends = ()
+        if chosen.profile == _reading.PROFILE and claim.compare and polarity:
+            for table, _, focal, _, what in _reading.DIAGNOSTIC_CELLS:
+                if claim.table == table and claim.compare[0] == focal:
+                    depends = tuple(_reading.dependence(what, results_dir=results_dir))
+        main = replace(chosen, beside=beside, retired=retired, reading_conflict=conflict,
+                       depends_on=depends)  # fmt: skip
     if claim.pattern is None or PAPER_PROTOCOL not in order or (rename or twin) is not None:
         return main  # a pattern is read under the paper's protocol, on its own cells
     return _with_pattern(claim, main, loaded[PAPER_PROTOCOL])
-
-
-def _strongest(claim: Claim, tried: list[Verdict], i: int, retired, results_dir) -> Verdict:
-    """``tried[i]`` deciding, the others beside it, with the readings that read it otherwise."""
-    chosen, polarity = tried[i], _POLARITY.get(tried[i].label)
-    beside = tuple(tried[:i] + tried[i + 1 :])
-    conflict = next(
-        (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
-         and polarity and _POLARITY.get(v.label) not in (None, polarity)),
-        None,
-    )  # fmt: skip
-    depends = ()
-    if chosen.profile == _reading.PROFILE and claim.compare and polarity:
-        for table, _, main, _, what in _reading.DIAGNOSTIC_CELLS:
-            if claim.table == table and claim.compare[0] == main:
-                depends = tuple(_reading.dependence(what, results_dir=results_dir))
-    return replace(chosen, beside=beside, retired=retired, reading_conflict=conflict,
-                   depends_on=depends)  # fmt: skip
 
 
 # what an ablation's complete reading says where the pattern is gone: the claim's test fails,

@@ -11,10 +11,9 @@ MEB's per-set normalised cells).
 
 from __future__ import annotations
 
-from mzlite.analysis.verdicts import TIE, VERDICTS, Label, rule
+from mzlite.analysis.verdicts import TIE, VERDICTS, Label
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import engine, present
-from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's claims
     Claim,
     Kind,
@@ -50,14 +49,12 @@ def judge(claim: Claim, value: float, profile: str, complete: bool = True,
     if evidence is None or evidence.get("problems"):
         return Label.INSUFFICIENT
     if claim.compare is None:
-        return rule(claim.holds(value), claim.partly(value), True, complete)
+        return claim.label(value, complete)
     if evidence.get("learns") is False:
         return Label.NO_MODEL_LEARNS
     if evidence.get("memorised"):
         return Label.MEMORISED
-    significant = evidence["p_max"] is not None and evidence["p_max"] < _stats.ALPHA
-    better = bool(evidence.get("better")) or claim.size_of_gap
-    return rule(claim.holds(value), claim.partly(value), significant, complete, better)
+    return claim.label(value, complete, evidence["p_max"], evidence.get("better"))
 
 
 class Scorecard:
