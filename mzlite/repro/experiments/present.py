@@ -58,11 +58,8 @@ def value_text(claim, value, ranks=None) -> str:
 
 def reading_words(gen_norm: str) -> str:
     """The generator-normalisation reading of a verdict's MZ runs, in words."""
-    if gen_norm == "layernorm":
-        return FIRST_READING
-    if gen_norm == "mixed":
-        return "mixed readings"
-    return DEFAULT_READING if gen_norm else ""
+    words = {"layernorm": FIRST_READING, "mixed": "mixed readings", "": ""}
+    return words.get(gen_norm, DEFAULT_READING)
 
 
 def regime_text(regime: Regime | None) -> str:
@@ -144,21 +141,18 @@ def statistics_text(claim, v: Verdict) -> str:
     return text
 
 
-def _problems(claim, v: Verdict) -> list[str]:
-    out = []
-    cells = v.cells
-    if Reason.TOO_FEW_SEEDS in v.problems:
-        few = [c for c in cells if c.n < _stats.MIN_SEEDS]
-        ns = sorted({c.n for c in few})
-        out.append(f"{len(few)} of {len(cells)} cells have {'/'.join(map(str, ns))} seed(s) "
-                   f"(needs >= {_stats.MIN_SEEDS})")  # fmt: skip
-    if Reason.UNCONVERGED in v.problems:
-        bad = sum(c.runs - c.converged for c in cells)
-        out.append(f"{bad} of {sum(c.runs for c in cells)} runs did not converge")
-    if Reason.MIXED_PROTOCOLS in v.problems:
-        out.append("mixed protocols in " + ", ".join(cell_words(v.table, c.cell) for c in cells
-                                                     if c.mixed))  # fmt: skip
-    return out
+def _problems(v: Verdict) -> list[str]:
+    cells, few = v.cells, [c for c in v.cells if c.n < _stats.MIN_SEEDS]
+    ns = "/".join(map(str, sorted({c.n for c in few})))
+    words = {
+        Reason.TOO_FEW_SEEDS: f"{len(few)} of {len(cells)} cells have {ns} seed(s) (needs >= "
+        f"{_stats.MIN_SEEDS})",
+        Reason.UNCONVERGED: f"{sum(c.runs - c.converged for c in cells)} of "
+        f"{sum(c.runs for c in cells)} runs did not converge",
+        Reason.MIXED_PROTOCOLS: "mixed protocols in "
+        + ", ".join(cell_words(v.table, c.cell) for c in cells if c.mixed),
+    }  # fmt: skip
+    return [words[r] for r in v.problems]
 
 
 def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
@@ -170,11 +164,8 @@ def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
                 f"{_row_name(table, claim.compare[0])}, Welch p = {_p(ref.p)}",
                 "the rest of the column need not run"]  # fmt: skip
     if ref.reason == Reason.REFUTED_BY_BOUND:
-        held = "; ".join(
-            f"{cell_words(table, c.cell)} scores {c.mean:.3f}"
-            for c in v.cells
-            if c.cell in ref.cells
-        )
+        held = "; ".join(f"{cell_words(table, c.cell)} scores {c.mean:.3f}"
+                         for c in v.cells if c.cell in ref.cells)  # fmt: skip
         return (f"refuted by a bound: {held}, so with R² <= 1 the claim's number is at most "
                 f"{claim.fmt(ref.value)}, which fails even its weaker test, whatever the cells "
                 "not yet run at this regime give")  # fmt: skip
@@ -239,7 +230,7 @@ def _why(claim, v: Verdict) -> str | list[str]:
         return [f"{cell_words(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
                 "fitting the training set" for c in v.cells if c.failed]  # fmt: skip
     if v.label == Label.INSUFFICIENT:
-        return _problems(claim, v)
+        return _problems(v)
     if r == Reason.MEMORISED:
         return [f"{cell_words(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
                 for c in v.cells if c.memorised]  # fmt: skip
