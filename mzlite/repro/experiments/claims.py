@@ -215,11 +215,9 @@ class Claim:
         ok = self.kind == Kind.DROP and self.metric == "r2" and not self.every
         return self.cells[1:] if ok else ()
 
-    @property
-    def bound(self) -> Callable[[Callable[[str], float]], float] | None:
-        if not self.bound_cells:
-            return None
-        return lambda get: 1.0 - get(self.cells[1])
+    def bound(self, get: Callable[[str], float]) -> float:
+        """The most a claim with ``bound_cells`` can reach: R^2 <= 1 at a drop's upper end."""
+        return 1.0 - get(self.cells[1])
 
     def fmt(self, value: float) -> str:
         """The claim's number as its table prints it: "+0.12" (a gap), "0.908", "2.31x"."""

@@ -1,21 +1,11 @@
-"""The verdict engine: one claim of the paper judged from the result files, as a value.
+"""The verdict engine: ``judge(claim)`` is a ``Verdict``, a value holding what decided it and
+nothing worded (``present`` words it): a ``Label``, a ``Reason`` code, the numbers per cell over
+seeds, the Welch tests (Holm-corrected within the claim's table), the ``Regime``, the readings
+its runs were trained under and the (table, cell) experiments it rests on.
 
-    from mzlite.repro.experiments.engine import judge
-    v = judge(claim)              # a Verdict: label, reason code, the numbers, the regime
-    v.label, v.reason, v.ours, v.profile, v.experiments
-
-A ``Verdict`` holds what decided it and nothing worded (``present`` words it): a ``Label``, a
-``Reason`` code, the numbers per cell over seeds, the Welch tests (Holm-corrected within the
-claim's table), the ``Regime``, the readings its runs were trained under and the (table, cell)
-experiments it rests on.
-
-The strongest evidence decides: profiles are read most faithful first (``PROFILE_ORDER``); the
-first whose cells are complete, or that refutes the claim from the solid cells it has (a
-significantly better model, a column that already fails, a bound: R^2 <= 1), decides; else the
-first with a verdict other than "insufficient evidence"; the others go ``beside`` it. A claim
-of parts ("at every L") is judged part by part. A pattern the paper reports (``Claim.pattern``)
-that holds on complete cells under ``PAPER_PROTOCOL`` is "reproduced", with ``removed_by`` the
-ablations whose complete reading loses it. One profile's results never mix with another's.
+The strongest evidence decides (``_decide``); a claim of parts ("at every L") is judged part by
+part; a pattern the paper reports (``Claim.pattern``) that holds on complete cells under
+``PAPER_PROTOCOL`` is "reproduced". One profile's results never mix with another's.
 """
 
 from __future__ import annotations
@@ -237,14 +227,9 @@ def protocol_key(result: dict) -> str:
     cell with different keys are never averaged: a campaign runs a cell's seeds at one commit."""
     cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in _FREE}
     cfg["amp"] = result_amp(result)
-    key = {
-        "train": cfg,
-        "data": result.get("dataset_keys"),
-        "data_code": result.get("data_code_version"),
-        "model": result.get("model_config"),
-        "sizes": result.get("sizes"),
-        "code": (result.get("provenance") or {}).get("git_commit"),
-    }
+    key = {"train": cfg, "data": result.get("dataset_keys"), "sizes": result.get("sizes"),
+           "data_code": result.get("data_code_version"), "model": result.get("model_config"),
+           "code": (result.get("provenance") or {}).get("git_commit")}  # fmt: skip
     return json.dumps(key, sort_keys=True, default=str)
 
 
@@ -358,7 +343,7 @@ def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
     more than the tie with Welch's p < ALPHA; or the cells run so far (not all) whose value
     already fails the weaker test where another cell can only lower it."""
     get = mean_getter(by_cell, claim.metric, ren)
-    if claim.bound is not None:
+    if claim.bound_cells:
         top = or_none(claim.bound, get)
         solid = all(_solid(by_cell[ren(c)]) for c in claim.bound_cells if by_cell.get(ren(c)))
         if top is not None and not claim.partly(top) and solid:
@@ -444,11 +429,8 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     spec = ex.get_table(claim.table)
     base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim), profile=profile,
                 n_cells=len(claim.cells))  # fmt: skip
-    cells = tuple(
-        cell_stats(c, ren(c), by_cell[ren(c)], claim.metric, claim.expects_failure)
-        for c in claim.cells
-        if by_cell.get(ren(c))
-    )
+    cells = tuple(cell_stats(c, ren(c), by_cell[ren(c)], claim.metric, claim.expects_failure)
+                  for c in claim.cells if by_cell.get(ren(c)))  # fmt: skip
     used = [r for c in claim.cells for r in by_cell.get(ren(c), [])]
     refuted = _refutation(claim, by_cell, ren) if profile != "smoke" else None
     ours = or_none(claim.expr, mean_getter(by_cell, claim.metric, ren))
