@@ -49,11 +49,10 @@ def value_text(claim, value, ranks=None) -> str:
     """The claim's number as its table prints it ("+0.12", "2.31x"; a rank claim's "3 of 5")."""
     if value is None:
         return "--"
-    if isinstance(claim, RankClaim):
-        if claim.kind == "no-advantage":
-            return f"{value:.2f}"
-        return f"{round(value * len(ranks))} of {len(ranks)}"
-    return claim.fmt(value)
+    if not isinstance(claim, RankClaim):
+        return claim.fmt(value)
+    no_advantage = claim.kind == "no-advantage"  # a mean rank; else how many in the mid-field
+    return f"{value:.2f}" if no_advantage else f"{round(value * len(ranks))} of {len(ranks)}"
 
 
 def reading_words(gen_norm: str) -> str:
@@ -468,6 +467,9 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
     parts, ref, regime = why_parts(claim, v), v.refutation, regime_text(v.regime)
     if v.parts:  # each part's regime (the claim's own is its weakest part's)
         regime = "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
+    beside = [{"regime": regime_text(b.regime), "verdict": b.label.value,
+               "ours_text": value_text(claim, b.ours, b.rank.get("observed"))}
+              for b in v.beside]  # fmt: skip
     beats = not (isinstance(claim, RankClaim) or claim.compare is None or claim.size_of_gap)
     if beats:  # a claim that an MZAttn model beats the other models of its comparison
         beats = _nn.model_spec(get_table(claim.table).cell(claim.compare[0]).model).family == "mz"
@@ -504,14 +506,7 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "paper_table": getattr(claim, "paper_table", None) or claim.table,
         "mz_beats": beats,
         "shows": v.shows,
-        "beside": [  # the other regimes that ran the claim, beside the deciding one
-            {
-                "regime": regime_text(b.regime),
-                "verdict": b.label.value,
-                "ours_text": value_text(claim, b.ours, b.rank.get("observed")),
-            }
-            for b in v.beside
-        ],
+        "beside": beside,  # the other regimes that ran the claim, beside the deciding one
         "value": v,
     }
 
