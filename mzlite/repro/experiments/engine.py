@@ -256,21 +256,13 @@ def cell_stats(
     mixed = len({protocol_key(r) for r in results}) > 1
     solid = summ["n"] >= _stats.MIN_SEEDS and converged == len(results) and not mixed
     return CellStats(
-        cell=cell,
-        read_as=read_as,
+        cell=cell, read_as=read_as, values=tuple(summ["values"]), mean=summ["mean"],
         experiments=tuple(dict.fromkeys((r["table"], r["cell"]) for r in results)),
-        values=tuple(summ["values"]),
-        mean=summ["mean"],
-        std=summ["std"],
-        seeds=tuple(r["seed"] for r in results),
-        runs=len(results),
-        converged=converged,
-        failed=sum(_stats.optimisation_failure(v) for v in conv),
+        std=summ["std"], seeds=tuple(r["seed"] for r in results), runs=len(results),
+        converged=converged, failed=sum(_stats.optimisation_failure(v) for v in conv),
         memorised=sum(bool(_stats.memorised(r.get("history"))) for r in results),
-        r2=_mean(results, "r2"),
-        solid=solid,
-        mixed=mixed,
-    )
+        r2=_mean(results, "r2"), solid=solid, mixed=mixed,
+    )  # fmt: skip
 
 
 def readings(results: list[dict]) -> tuple[str, str, str]:
@@ -308,14 +300,11 @@ def regime_of(results: list[dict], profile: str) -> Regime:
     devices, gpu_cpu = devices_of(results)
     eps = sorted(r.get("epochs_run", 0) for r in trained)
     return Regime(
-        profile=profile,
-        train_sizes=tuple(sorted({r["sizes"][0] for r in trained})),
-        sizes=tuple(sorted({tuple(r["sizes"]) for r in results})),
-        epochs=(eps[0], eps[-1]) if eps else None,
-        devices=devices,
+        profile=profile, train_sizes=tuple(sorted({r["sizes"][0] for r in trained})),
+        sizes=tuple(sorted({tuple(r["sizes"]) for r in results})), devices=devices,
+        epochs=(eps[0], eps[-1]) if eps else None, gpu_for_cpu_profile=gpu_cpu,
         seeds=tuple(sorted({r["seed"] for r in trained})),
-        gpu_for_cpu_profile=gpu_cpu,
-    )
+    )  # fmt: skip
 
 
 def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None):

@@ -72,12 +72,8 @@ def regime_text(regime: Regime | None) -> str:
 def devices_text(devices, gpu_for_cpu_profile: bool = False) -> str:
     """Where runs ran (``engine.devices_of``): "on a CPU and on an NVIDIA H200 GPU"; a GPU that
     ran a CPU profile says so (the settings stayed the CPU protocol's)."""
-    names = [
-        "on a CPU" if d == "cpu"
-        else f"on an {d} GPU" if d[:1].upper() in "AEIOU" or d.startswith("NVIDIA")
-        else f"on a {d} GPU"
-        for d in devices
-    ]  # fmt: skip
+    names = ["on a CPU" if d == "cpu" else f"on an {d} GPU" if d[:1].upper() in "AEIOU"
+             or d.startswith("NVIDIA") else f"on a {d} GPU" for d in devices]  # fmt: skip
     text = " and ".join(names) or "on an unrecorded device"
     if gpu_for_cpu_profile:
         text += " (a GPU, for speed, under the CPU protocol's settings)"
@@ -200,19 +196,14 @@ def _why(claim, v: Verdict) -> str | list[str]:
     if isinstance(claim, RankClaim):
         return _rank_why(v)
     if r == Reason.NOT_RUN:
-        return [
-            f"{old} results retired from this verdict (a converged cell of the claim "
-            f"under {by}; they stay as an ablation)"
-            for old, by in v.retired
-        ]
+        return [f"{old} results retired from this verdict (a converged cell of the claim under "
+                f"{by}; they stay as an ablation)" for old, by in v.retired]  # fmt: skip
     if r == Reason.PIPELINE_ONLY:
         return "a smoke run: it checks the code, it never gives a verdict"
     if v.parts:
-        parts = [
-            f"{spaced(p.claim.split('@', 1)[1])}: {p.label.value}"
-            + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
-            for p in v.parts
-        ]
+        parts = [f"{spaced(p.claim.split('@', 1)[1])}: {p.label.value}"
+                 + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
+                 for p in v.parts]  # fmt: skip
         if r == Reason.PART_FAILS:
             parts[-1] += (". One part that does not hold refutes the claim, each part read at "
                           "its strongest evidence")  # fmt: skip
@@ -269,24 +260,20 @@ def _rank_why(v: Verdict) -> str:
     rk = v.rank
     if "n_settings" not in rk:
         return ""
-    sens = rk.get("longer_cap")
-    note = ""
+    sens, note, mid = rk.get("longer_cap"), "", rk["kind"] == "mid-field"
     if sens is not None:
         listed = ", ".join(f"{r:g}" for r in sens["observed"])
-        if rk["kind"] == "mid-field":
-            read = f"{sens['mid_field']} of {len(sens['observed'])} settings rank 3-5"
-        else:
-            read = f'the null test reads "{sens["verdict"]}"'
+        read = (f"{sens['mid_field']} of {len(sens['observed'])} settings rank 3-5" if mid
+                else f'the null test reads "{sens["verdict"]}"')  # fmt: skip
         note = (f". With those {len(sens['substituted'])} (setting, model) pair(s) rerun at a "
                 f"longer epoch cap, every run converged: ranks {listed}; {read}")  # fmt: skip
     if rk["problem"] is not None:  # transfer.prediction words it, its cells by name
         return rk["problem"][1] + note
     t = rk["test"]
     n, whole = len(rk["observed"]), rk["n_settings"]
-    if rk["kind"] == "mid-field":
+    if mid:
         text = f"{rk['mid_field']} of {n} complete settings rank 3-5" + (
-            "" if n == whole else f" ({whole - n} of {whole} settings still incomplete)"
-        )
+            f" ({whole - n} of {whole} settings still incomplete)" * (n != whole))  # fmt: skip
     elif t["p_advantage"] <= ALPHA:
         text = (f"MZAttn-Full ranks better than chance (mean rank {t['mean_rank']:.2f}; "
                 f"P(mean <= it) = {t['p_advantage']:.3f} under the null)")  # fmt: skip
