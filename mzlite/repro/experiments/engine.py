@@ -213,6 +213,12 @@ class Verdict:
         )
 
     @property
+    def profile_rank(self) -> int:
+        """Its profile's place in ``PROFILE_ORDER``: 0 the most faithful, an unknown one last."""
+        order = PROFILE_ORDER
+        return order.index(self.profile) if self.profile in order else len(order)
+
+    @property
     def experiments(self) -> frozenset[tuple[str, str]]:
         """The (table, cell) experiments whose runs the verdict rests on."""
         return frozenset(e for c in self.cells for e in c.experiments)
@@ -532,13 +538,10 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     """A claim of parts from its parts' verdicts (each by its own strongest evidence)."""
     base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim),
                 n_cells=len(claim.cells), parts=tuple(parts))  # fmt: skip
-    ran = [p for p in parts if p.label != Label.NOT_RUN]
-    if not ran:
-        return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **base)
+    ran = [p for p in parts if p.label != Label.NOT_RUN]  # two or more: judge calls it so
     values = [p.ours for p in ran if p.ours is not None]
     ours = claim.worst(values) if values else None
-    order = list(PROFILE_ORDER)
-    weakest = max(ran, key=lambda p: order.index(p.profile) if p.profile in order else len(order))
+    weakest = max(ran, key=lambda p: p.profile_rank)
     # the claim's profile is its weakest part's; its own cells are those read under that profile
     # (each part keeps its own, under its own profile): one cell, one number under one profile
     base.update(ours=ours, profile=weakest.profile, regime=weakest.regime,

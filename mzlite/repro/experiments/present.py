@@ -15,7 +15,6 @@ from mzlite.repro.experiments.claims import Claim, Kind, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
 from mzlite.repro.experiments.formatting import cell_words, scorecard_summary
 from mzlite.repro.experiments.protocols import reader_name
-from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.specs import set_count_text
 from mzlite.repro.experiments.tables import get_table
 from mzlite.repro.paper import name_labels, paper_ref, spaced
@@ -351,7 +350,7 @@ def reason_text(v: Verdict, normalised: dict | None = None) -> str:
                  f"{' and '.join(map(paper_ref, shared))} under {v.profile}, whose runs they "
                  "read")  # fmt: skip
     for b in v.beside:
-        if b.label == Label.INSUFFICIENT and _faithfulness(b) < _faithfulness(v):
+        if b.label == Label.INSUFFICIENT and b.profile_rank < v.profile_rank:
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
     if v.pattern is not None:  # the paper's pattern (Claim.pattern), not yet reproduced
         text += f"; the paper's pattern, under its protocol: {v.pattern.label.value} so far"
@@ -388,10 +387,6 @@ def readings_text(v: Verdict) -> str:
     if not v.layer_reading:  # no MZ model among its cells: no layer was read
         return f"task reading {v.task_reading} (no MZ layer among its models)"
     return f"layer reading {v.layer_reading}, task reading {v.task_reading or '--'}"
-
-
-def _faithfulness(v: Verdict) -> int:
-    return PROFILE_ORDER.index(v.profile) if v.profile in PROFILE_ORDER else len(PROFILE_ORDER)
 
 
 # how a claim's sentence names the metric it reads
