@@ -332,42 +332,35 @@ def _paper_value(claim: Claim) -> float | None:
     return or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
 
 
-def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
+def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refutation | None:
     """The sequential rule's early stop under one profile (``Refutation``), from solid cells
-    only: a bound that fails even the weaker test; a compared cell better than the focal one by
-    more than the tie with Welch's p < ALPHA; or the cells run so far (not all) whose value
-    already fails the weaker test where another cell can only lower it."""
-    get = mean_getter(by_cell, claim.metric, ren)
+    only: a bound that fails even the weaker test; a compared cell significantly ``better``
+    than the focal one (its Welch test of ``tests``); or the cells run so far (not all) whose
+    value (``ours``) already fails the weaker test where another cell can only lower it."""
+    solid = lambda c: _solid(by_cell.get(ren(c), []))  # noqa: E731
     if claim.bound_cells:
-        top = or_none(claim.bound, get)
-        solid = all(_solid(by_cell[ren(c)]) for c in claim.bound_cells if by_cell.get(ren(c)))
-        if top is not None and not claim.partly(top) and solid:
+        top = or_none(claim.bound, mean_getter(by_cell, claim.metric, ren))
+        ok = all(solid(c) for c in claim.bound_cells if by_cell.get(ren(c)))
+        if top is not None and not claim.partly(top) and ok:
             return Refutation(Reason.REFUTED_BY_BOUND, tuple(claim.bound_cells), value=top)
     if claim.metric != "r2" or not (claim.monotone or claim.compare):
         return None
     if claim.compare and not claim.monotone:
         a, bs = claim.compare
-        if not _solid(by_cell.get(ren(a), [])):
+        if not solid(a):
             return None
-        focal = _values(by_cell[ren(a)], "r2")
-        solid = [b for b in bs if _solid(by_cell.get(ren(b), []))]
-        tests = [(b, _stats.welch(_values(by_cell[ren(b)], "r2"), focal)) for b in solid]
-        better = [
-            (b, w) for b, w in tests if w["p"] is not None and w["diff"] > TIE and w["p"] < ALPHA
-        ]
-        if better:  # the most significant, the first of equals
-            b, w = min(better, key=lambda bw: bw[1]["p"])
-            return Refutation(Reason.REFUTED_BY_MODEL, (a, b), cell=b, diff=w["diff"], p=w["p"])
+        if found := [t for t in tests if t.b in better and solid(t.b)]:
+            t = min(found, key=lambda t: t.p)  # the most significant, the first of equals
+            return Refutation(Reason.REFUTED_BY_MODEL, (a, t.b), cell=t.b, diff=-t.diff, p=t.p)
         pool = bs
     else:
         pool = claim.cells
     ran = [c for c in pool if by_cell.get(ren(c))]
-    if not ran or len(ran) == len(pool) or not all(_solid(by_cell[ren(c)]) for c in ran):
+    if not ran or len(ran) == len(pool) or not all(solid(c) for c in ran):
         return None
-    value = or_none(claim.expr, get)
-    if value is None or claim.partly(value):
+    if ours is None or claim.partly(ours):
         return None
-    return Refutation(Reason.REFUTED_SO_FAR, tuple(ran), value=value)
+    return Refutation(Reason.REFUTED_SO_FAR, tuple(ran), value=ours)
 
 
 def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows | None:
@@ -382,8 +375,7 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
                      if c.column == column and _nn.model_spec(c.model).trainable}  # fmt: skip
             means = {k: v for k, v in means.items() if v is not None}
             if means:
-                top = max(means, key=means.get)
-                best.append((top, means[top]))
+                best.append(max(means.items(), key=lambda kv: kv[1]))
         rows = {spec.cell(c).row for c, _ in best}
         return Shows("against", gain=ours, change=claim.change, best=tuple(best),
                      one_row=rows.pop() if len(rows) == 1 and best else None)  # fmt: skip
@@ -397,9 +389,7 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
         others = [ren(o) for o in claim.cells
                   if _nn.model_spec(spec.cell(o).model).family != "mz"]  # fmt: skip
         others += [y.id for y in spec.cells if y.model == ex.SET_STATS and y.column == cell.column]
-        beside = {o: r2(o) for o in dict.fromkeys(others)}
-        beside = {o: v for o, v in beside.items() if v is not None and v > mz}
-        if beside:
+        if beside := {o: v for o in dict.fromkeys(others) if (v := r2(o)) is not None and v > mz}:
             return Shows("says nothing", model=ren(c), r2=mz, beside=tuple(beside.items()))
     return None
 
@@ -427,8 +417,20 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     cells = tuple(cell_stats(c, ren(c), by_cell[ren(c)], claim.metric, claim.expects_failure)
                   for c in claim.cells if by_cell.get(ren(c)))  # fmt: skip
     used = [r for c in claim.cells for r in by_cell.get(ren(c), [])]
-    refuted = _refutation(claim, by_cell, ren) if profile != "smoke" else None
     ours = or_none(claim.expr, mean_getter(by_cell, claim.metric, ren))
+    tests, p_max, better, yard = (), None, (), None
+    compared = claim.compare is not None
+    stats = {c.cell: c for c in cells}
+    if compared and claim.compare[0] in stats:
+        a, bs = claim.compare
+        tests = tuple(Test(a, b, w["diff"], w["p"]) for b in bs if b in stats
+                      for w in [_stats.welch(stats[a].values, stats[b].values)])  # fmt: skip
+        ps = [t.p for t in tests]
+        p_max = max(ps) if ps and None not in ps else None
+        sign, tie = (1.0, 0.0) if claim.metric in LOWER_IS_BETTER else (-1.0, TIE)
+        better = tuple(t.b for t in tests
+                       if t.p is not None and sign * t.diff > tie and t.p < ALPHA)  # fmt: skip
+    refuted = _refutation(claim, by_cell, ren, ours, tests, better) if profile != "smoke" else None
     if ours is None and refuted is None:
         return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **{**base, "profile": None})
     gen, layer, task = readings(used)
@@ -439,23 +441,8 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     if refuted is not None and refuted.reason == Reason.REFUTED_BY_BOUND:
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
     problems = _problems(cells)
-    tests, p_max, better, yard = (), None, (), None
-    compared = claim.compare is not None
     if compared:
-        a, bs = claim.compare
-        stats = {c.cell: c for c in cells}
-        if a in stats:
-            tests = tuple(
-                Test(a, b, w["diff"], w["p"])
-                for b in bs if b in stats
-                for w in [_stats.welch(stats[a].values, stats[b].values)]
-            )  # fmt: skip
-        ps = [t.p for t in tests]
-        p_max = max(ps) if ps and None not in ps else None
-        sign, tie = (1.0, 0.0) if claim.metric in LOWER_IS_BETTER else (-1.0, TIE)
-        better = tuple(t.b for t in tests
-                       if t.p is not None and sign * t.diff > tie and t.p < ALPHA)  # fmt: skip
-        column = spec.cell(a).column
+        column = spec.cell(claim.compare[0]).column
         for y in spec.cells:
             if y.model == ex.SET_STATS and y.column == column and by_cell.get(ren(y.id)):
                 yard = _mean(by_cell[ren(y.id)], "r2")
@@ -577,9 +564,8 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
             raise ValueError("rename applies to cell claims, not to a RankClaim")
         return _judge_ranks(claim, order, results_dir)
     loaded = dict(loaded or {})
-    for prof in order:
-        if prof not in loaded:
-            loaded[prof] = ex.results_by_cell(claim.table, prof, results_dir)
+    loaded.update({p: ex.results_by_cell(claim.table, p, results_dir) for p in order
+                   if p not in loaded})  # fmt: skip
     if claim.parts:
         parts = [judge(p, order, results_dir, rename, loaded=loaded) for p in claim.parts]
         at = {p.profile for p in parts if p.label != Label.NOT_RUN}
