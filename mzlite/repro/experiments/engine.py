@@ -406,10 +406,7 @@ def _problems(cells, mixed: bool = True) -> tuple[Reason, ...]:
 
 def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdict:
     """``claim`` judged on one profile's results ``by_cell`` alone ({cell id: [result, ...]}):
-    "not run" when none of its cells ran and no bound refutes it; smoke never decides; runs that
-    never fitted are an optimisation failure (unless failing is the claim); evidence problems
-    (``_problems``) are insufficient evidence; no model learning and a memorised focal model are
-    labels of their own; otherwise ``mzlite.analysis.verdicts.rule``."""
+    what the evidence says (smoke, failures, problems, a refutation) before the numbers do."""
     ren = (lambda c: c) if rename is None else rename
     spec = ex.get_table(claim.table)
     base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim), profile=profile,
@@ -448,7 +445,8 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
                 yard = _mean(by_cell[ren(y.id)], "r2")
     base.update(problems=problems, tests=tests, p_max=p_max, better=better, yardstick=yard)
     none_learns = bool(cells) and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
-    early = None  # a label that the evidence, not the numbers, gives
+    early = None  # a label that the evidence gives: unfitted runs (unless failing is the claim),
+    # problems, no model learning, a memorised focal model
     if any(c.failed for c in cells) and not claim.expects_failure:
         early = (Label.OPTIMISATION_FAILURE, Reason.OPTIMISATION_FAILURE)
     elif problems:

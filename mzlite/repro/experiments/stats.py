@@ -145,8 +145,7 @@ def result_convergence(result: dict) -> dict:
     if "fitted" in stored:
         return stored
     # written before the fit check existed: its stop verdict, then the fit check
-    out = dict(stored)
-    return _with_fit(out, bool(stored["converged"]), stored.get("rule", ""),
+    return _with_fit(dict(stored), bool(stored["converged"]), stored.get("rule", ""),
                      fit_check(result.get("history")))  # fmt: skip
 
 
