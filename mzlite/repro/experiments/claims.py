@@ -13,7 +13,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from mzlite import nn as _nn
-from mzlite.analysis.verdicts import ALPHA, TIE
+from mzlite.analysis.verdicts import ALPHA, TIE, Label, rule
 from mzlite.repro import experiments as ex
 from mzlite.repro.paper import paper_cell, paper_ref, paper_value, spaced
 
@@ -41,15 +41,18 @@ _AT_MOST_ABOVE = (Kind.AT_MOST, Kind.NO_GAIN, Kind.ON_PAR)  # holds at or below 
 _PAIRS = (Kind.DROP, Kind.NO_GAIN, Kind.ON_PAR)  # exactly two cells
 
 
+def or_none(fn, *args):
+    """``fn(*args)``, None where a cell it reads has no value (``MissingCell``)."""
+    with suppress(MissingCell):
+        return fn(*args)
+    return None
+
+
 def _present(get, cells) -> list[float]:
     """The values of those ``cells`` that have one; MissingCell when none has."""
-    vals = []
-    for c in cells:
-        with suppress(MissingCell):
-            vals.append(get(c))
-    if not vals:
-        raise MissingCell(", ".join(cells))
-    return vals
+    if vals := [v for c in cells if (v := or_none(get, c)) is not None]:
+        return vals
+    raise MissingCell(", ".join(cells))
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,15 @@ class Claim:
     def partly(self, value: float) -> bool:
         return value <= self.partly_at if self.kind in _AT_MOST_ABOVE else value >= self.partly_at
 
+    def label(self, value: float, complete: bool = True, p_max=None, better=()) -> Label:
+        """``rule`` on ``value``: a compared claim (``compare``) holds with p_max < ALPHA, and
+        fails where a model is significantly ``better`` (a drop: by its size alone)."""
+        if self.compare is None:
+            return rule(self.holds(value), self.partly(value), True, complete)
+        significant = p_max is not None and p_max < ALPHA
+        better = bool(better) or self.size_of_gap
+        return rule(self.holds(value), self.partly(value), significant, complete, better)
+
     def expr(self, get: Callable[[str], float]) -> float:
         """The claim's number from ``get(cell_id) -> float`` (raises ``MissingCell``)."""
         if self.parts:
@@ -203,11 +215,9 @@ class Claim:
         ok = self.kind == Kind.DROP and self.metric == "r2" and not self.every
         return self.cells[1:] if ok else ()
 
-    @property
-    def bound(self) -> Callable[[Callable[[str], float]], float] | None:
-        if not self.bound_cells:
-            return None
-        return lambda get: 1.0 - get(self.cells[1])
+    def bound(self, get: Callable[[str], float]) -> float:
+        """The most a claim with ``bound_cells`` can reach: R^2 <= 1 at a drop's upper end."""
+        return 1.0 - get(self.cells[1])
 
     def fmt(self, value: float) -> str:
         """The claim's number as its table prints it: "+0.12" (a gap), "0.908", "2.31x"."""
@@ -404,12 +414,6 @@ def cell_paper_value(table: str, cell_id: str, metric: str) -> float:
     raise MissingCell(f"{table} {cell_id}: no paper {metric}")
 
 
-def _paper_has(table: str, cell_id: str) -> bool:
-    with suppress(MissingCell):
-        return cell_paper_value(table, cell_id, "r2") is not None
-    return False
-
-
 def _mz_best_claims(table: str) -> list[Claim]:
     """For each column of ``table`` where the paper puts MZAttn-Full first on R^2, the claim
     that it is first here too, against the other models of the column the paper has numbers
@@ -423,15 +427,15 @@ def _mz_best_claims(table: str) -> list[Claim]:
     for col, cells in by_col.items():
         mz = [c.id for c in cells if c.model == "mz_full" and not c.model_kwargs]
         others = tuple(c.id for c in cells if _nn.model_spec(c.model).family != "mz"
-                       and _paper_has(table, c.id))  # fmt: skip
+                       and or_none(cell_paper_value, table, c.id, "r2") is not None)  # fmt: skip
         if len(mz) != 1 or not others:
             continue
         claim = Claim(f"{spec.dirname}-{mz[0]}-best", table, Kind.BEATS,
                       f"{spaced(col)}: MZAttn beats every other model of the column",
                       (mz[0], *others))  # fmt: skip
-        with suppress(MissingCell):  # the paper claims it where its gap is positive
-            if claim.expr(lambda cid: cell_paper_value(table, cid, "r2")) > 0:
-                out.append(claim)
+        # the paper claims it where its gap is positive
+        if (or_none(claim.expr, lambda cid: cell_paper_value(table, cid, "r2")) or 0) > 0:
+            out.append(claim)
     return out
 
 

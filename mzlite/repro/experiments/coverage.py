@@ -1,22 +1,10 @@
-"""Coverage: every labelled table of the paper, what it claims, whether it can run here, its price.
-
-    from mzlite.repro.experiments.coverage import coverage, coverage_html
-    rows = coverage()              # one dict per table label of the paper, in the paper's order
-    coverage_html()                # the book's page-width table (chapter 9, "Coverage")
-
-The labels come from the paper's LaTeX (through the committed ``data/paper/labels.json``), so
-a table the paper adds shows up as "not described" and the test that every label has exactly
-one entry fails. Each row: ``label``, ``claim`` (one line, in words), ``runs_here`` ("yes",
-"registered", or "no: <why>"), ``registered`` (in ``experiments.TABLES``), ``price`` (expected
-CPU hours under ``profile`` of what is left to run), ``price_text``, ``basis`` (where the price
-comes from) and ``state`` (a registered table's claim verdicts from the scorecard).
+"""Coverage: every labelled table of the paper (``data/paper/labels.json``, so a table the paper
+adds shows up as "not described"), what it claims, whether it can run here, its price.
 
 Prices: a registered table is priced by ``plan`` (``measure=False``: nothing timed), every job
-still to run; an unregistered table that could run here as a number of jobs each costing what
-``plan`` expects of a like cell of a registered table (same task and model where one exists,
-scaled where the sets are larger). No internet here: QM9, ModelNet40, ScanObjectNN, CIFAR-100 and
-ImageNet-trained ResNet features cannot be downloaded, so their tables cannot run; a table that
-needs a model or a runner feature mzlite lacks says which.
+still to run; an unregistered table that could run here as jobs each costing what ``plan``
+expects of a like cell of a registered table (coverage.yaml's ``like``). No internet here: QM9,
+ModelNet40, ScanObjectNN, CIFAR-100 and ImageNet-trained ResNet features cannot be downloaded.
 """
 
 from __future__ import annotations
@@ -53,8 +41,10 @@ _UNPRICED = {"runs_here": "", "price": None, "price_text": "--", "basis": "", "s
 
 
 def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
-    """One row per table label of the paper (see the module doc), priced under ``profile``,
-    with each registered table's claim verdicts from the scorecard."""
+    """One row per table label of the paper, in its order: ``label``, ``claim`` (in words),
+    ``registered``, ``runs_here`` ("registered", "yes", "no: <why>"), ``price`` (expected CPU
+    hours under ``profile`` of what is left to run), ``price_text``, ``basis`` (where the price
+    comes from), ``state`` (the table's claim verdicts from the scorecard)."""
     prof = ex.get_profile(profile).name
     labels = paper_table_labels()
     registered = [label for label in labels if label in ex.TABLES]
@@ -78,34 +68,22 @@ def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
             shared_h = sum(r["cpu_h"] or 0.0 for r in there)
             price = t["cpu_h"] + shared_h
             unknown = t["unknown"] + sum(r["cpu_h"] is None and r["todo"] > 0 for r in there)
-            basis = (
+            lenders = " and ".join(dict.fromkeys(lender for lender, _ in lent.values()))
+            basis = [
                 f"`plan {label} --profile {prof} --no-measure`: {t['todo']} job(s) to run, "
-                f"{t['done']} done"
-            )
-            if lent:
-                lenders = " and ".join(dict.fromkeys(lender for lender, _ in lent.values()))
-                basis += (
-                    f"; {len(lent)} cell(s) are the same experiments as cells of {lenders} under "
-                    f"{prof} and run there ({sum(r['todo'] for r in there)} job(s) left, "
-                    f"{shared_h:.1f} CPU h, counted in both tables)"
-                )
-            if unknown:
-                basis += (
-                    f"; {unknown} cell(s) have no result of their model on their task to price "
-                    f"them by: `python -m mzlite plan {label} --profile {prof}` times them"
-                )
-            row.update(
-                runs_here="registered",
-                price=price,
-                price_text=f"{price:.1f}" + (f" + {unknown} cell(s) unpriced" if unknown else ""),
-                basis=basis,
-                state=state or "registered, no claim yet",
-            )
+                f"{t['done']} done",
+                lent and f"{len(lent)} cell(s) are the same experiments as cells of {lenders} "
+                f"under {prof} and run there ({sum(r['todo'] for r in there)} job(s) left, "
+                f"{shared_h:.1f} CPU h, counted in both tables)",
+                unknown and f"{unknown} cell(s) have no result of their model on their task to "
+                f"price them by: `python -m mzlite plan {label} --profile {prof}` times them",
+            ]  # fmt: skip
+            row.update(runs_here="registered", price=price, basis="; ".join(filter(None, basis)),
+                       price_text=f"{price:.1f}" + f" + {unknown} cell(s) unpriced" * bool(unknown),
+                       state=state or "registered, no claim yet")  # fmt: skip
         elif entry is not None:
             runs, note = entry.get("runs", "yes"), entry.get("note", "")
-            row.update(
-                runs_here=runs, state=f"not registered; {state}" if state else "not registered"
-            )
+            row.update(runs_here=runs, state="; ".join(filter(None, ("not registered", state))))
             likes = [(lk, cell) for lk in entry.get("like", ()) for cell in lk["cells"]]
             costs = [(lk, cell, _per_job(by_cell, lk, cell)) for lk, cell in likes]
             known = [lk["jobs"] * c for lk, _, c in costs if c is not None]
@@ -113,8 +91,7 @@ def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
             if costs:
                 row["price"] = sum(known) if known else None
                 row["price_text"] = (f"~{sum(known):.1f}" if known else "?") + (
-                    f" + {unpriced} unpriced" if unpriced else ""
-                )
+                    f" + {unpriced} unpriced" * bool(unpriced))  # fmt: skip
                 parts = [
                     f"{lk['jobs']} job(s) like `{lk['table']} {cell}`"
                     + ("" if c is None else f" ({c:.2f} CPU h each)")
@@ -154,13 +131,9 @@ def coverage_html(profile: str = "cpu-annealed", results_dir=None):
         f"could run here, {len(rows) - n_reg - n_run} that cannot. Prices: expected CPU hours "
         f"under {ex.get_profile(profile).name} of what is left to run."
     )
-    cols = [
-        ("label", "Table", 12),
-        ("claim", "What it claims", 40),
-        ("runs_here", "Runs here?", 20),
-        ("price_text", "CPU h", 10),
-        ("state", "Verdicts", 18),
-    ]
+    cols = [("label", "Table", 12), ("claim", "What it claims", 40),
+            ("runs_here", "Runs here?", 20), ("price_text", "CPU h", 10),
+            ("state", "Verdicts", 18)]  # fmt: skip
     return comparison_table(rows, cols, caption=cap, footnote_key="basis",
                             footnote_title="Where each price comes from")  # fmt: skip
 
@@ -176,16 +149,11 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
     d = once(decide, tables, prof, results_dir=results_dir, measure=False)
     steps = d.next_steps()
     rows = [
-        {
-            "claim": r["text"],  # the presenter's words (present.claim_text)
-            "table": table_name(r["table"]),
-            "step": r["cells_text"] + f" (step {r['step']} of {r['steps']})",
-            "runs": str(r["todo"]),
-            "cpu_h": "?" if r["unknown"] else f"{r['cpu_h']:.1f}",
-            "command": f"`{r['command']}`",
-        }
+        {"claim": r["text"], "table": table_name(r["table"]), "runs": str(r["todo"]),
+         "step": r["cells_text"] + f" (step {r['step']} of {r['steps']})",
+         "cpu_h": "?" if r["unknown"] else f"{r['cpu_h']:.1f}", "command": f"`{r['command']}`"}
         for r in steps
-    ]
+    ]  # fmt: skip
     t = d.totals()
     cap = (
         f"The next step of each of the {len(steps)} open claims under {prof}, cheapest first: "
@@ -193,13 +161,9 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
         f"claims share counts once); every step of every open claim, should each survive: "
         f"{t['worst_cpu_h']:.1f} CPU h."
     )
-    cols = [
-        ("claim", "Claim", 34),
-        ("table", "Table", 18),
-        ("step", "Its next step: the models", 30),
-        ("runs", "Runs", 9),
-        ("cpu_h", "CPU h", 9),
-    ]
+    cols = [("claim", "Claim", 34), ("table", "Table", 18),
+            ("step", "Its next step: the models", 30), ("runs", "Runs", 9),
+            ("cpu_h", "CPU h", 9)]  # fmt: skip
     return comparison_table(rows, cols, caption=cap, footnote_key="command",
                             footnote_title="The command that runs each step")  # fmt: skip
 

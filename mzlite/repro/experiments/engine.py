@@ -1,21 +1,11 @@
-"""The verdict engine: one claim of the paper judged from the result files, as a value.
+"""The verdict engine: ``judge(claim)`` is a ``Verdict``, a value holding what decided it and
+nothing worded (``present`` words it): a ``Label``, a ``Reason`` code, the numbers per cell over
+seeds, the Welch tests (Holm-corrected within the claim's table), the ``Regime``, the readings
+its runs were trained under and the (table, cell) experiments it rests on.
 
-    from mzlite.repro.experiments.engine import judge
-    v = judge(claim)              # a Verdict: label, reason code, the numbers, the regime
-    v.label, v.reason, v.ours, v.profile, v.experiments
-
-A ``Verdict`` holds what decided it and nothing worded (``present`` words it): a ``Label``, a
-``Reason`` code, the numbers per cell over seeds, the Welch tests (Holm-corrected within the
-claim's table), the ``Regime``, the readings its runs were trained under and the (table, cell)
-experiments it rests on.
-
-The strongest evidence decides: profiles are read most faithful first (``PROFILE_ORDER``); the
-first whose cells are complete, or that refutes the claim from the solid cells it has (a
-significantly better model, a column that already fails, a bound: R^2 <= 1), decides; else the
-first with a verdict other than "insufficient evidence"; the others go ``beside`` it. A claim
-of parts ("at every L") is judged part by part. A pattern the paper reports (``Claim.pattern``)
-that holds on complete cells under ``PAPER_PROTOCOL`` is "reproduced", with ``removed_by`` the
-ablations whose complete reading loses it. One profile's results never mix with another's.
+The strongest evidence decides (``_decide``); a claim of parts ("at every L") is judged part by
+part; a pattern the paper reports (``Claim.pattern``) that holds on complete cells under
+``PAPER_PROTOCOL`` is "reproduced". One profile's results never mix with another's.
 """
 
 from __future__ import annotations
@@ -36,6 +26,7 @@ from mzlite.repro.experiments.claims import (
     MissingCell,
     RankClaim,
     cell_paper_value,
+    or_none,
 )
 from mzlite.repro.experiments.execute import result_amp
 from mzlite.repro.experiments.results import PROFILE_ORDER
@@ -222,6 +213,12 @@ class Verdict:
         )
 
     @property
+    def profile_rank(self) -> int:
+        """Its profile's place in ``PROFILE_ORDER``: 0 the most faithful, an unknown one last."""
+        order = PROFILE_ORDER
+        return order.index(self.profile) if self.profile in order else len(order)
+
+    @property
     def experiments(self) -> frozenset[tuple[str, str]]:
         """The (table, cell) experiments whose runs the verdict rests on."""
         return frozenset(e for c in self.cells for e in c.experiments)
@@ -236,14 +233,9 @@ def protocol_key(result: dict) -> str:
     cell with different keys are never averaged: a campaign runs a cell's seeds at one commit."""
     cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in _FREE}
     cfg["amp"] = result_amp(result)
-    key = {
-        "train": cfg,
-        "data": result.get("dataset_keys"),
-        "data_code": result.get("data_code_version"),
-        "model": result.get("model_config"),
-        "sizes": result.get("sizes"),
-        "code": (result.get("provenance") or {}).get("git_commit"),
-    }
+    key = {"train": cfg, "data": result.get("dataset_keys"), "sizes": result.get("sizes"),
+           "data_code": result.get("data_code_version"), "model": result.get("model_config"),
+           "code": (result.get("provenance") or {}).get("git_commit")}  # fmt: skip
     return json.dumps(key, sort_keys=True, default=str)
 
 
@@ -256,11 +248,7 @@ def _mean(results: list[dict], metric: str) -> float | None:
 
 
 def _solid(results: list[dict]) -> bool:
-    """Enough to lean on one cell: ``MIN_SEEDS`` seeds, every run converged, one protocol."""
-    if len(results) < _stats.MIN_SEEDS:
-        return False
-    conv = [_stats.result_convergence(r) for r in results]
-    return all(v["converged"] for v in conv) and len({protocol_key(r) for r in results}) == 1
+    return cell_stats("", "", results, "r2").solid
 
 
 def cell_stats(
@@ -274,21 +262,13 @@ def cell_stats(
     mixed = len({protocol_key(r) for r in results}) > 1
     solid = summ["n"] >= _stats.MIN_SEEDS and converged == len(results) and not mixed
     return CellStats(
-        cell=cell,
-        read_as=read_as,
+        cell=cell, read_as=read_as, values=tuple(summ["values"]), mean=summ["mean"],
         experiments=tuple(dict.fromkeys((r["table"], r["cell"]) for r in results)),
-        values=tuple(summ["values"]),
-        mean=summ["mean"],
-        std=summ["std"],
-        seeds=tuple(r["seed"] for r in results),
-        runs=len(results),
-        converged=converged,
-        failed=sum(_stats.optimisation_failure(v) for v in conv),
+        std=summ["std"], seeds=tuple(r["seed"] for r in results), runs=len(results),
+        converged=converged, failed=sum(_stats.optimisation_failure(v) for v in conv),
         memorised=sum(bool(_stats.memorised(r.get("history"))) for r in results),
-        r2=_mean(results, "r2"),
-        solid=solid,
-        mixed=mixed,
-    )
+        r2=_mean(results, "r2"), solid=solid, mixed=mixed,
+    )  # fmt: skip
 
 
 def readings(results: list[dict]) -> tuple[str, str, str]:
@@ -326,14 +306,11 @@ def regime_of(results: list[dict], profile: str) -> Regime:
     devices, gpu_cpu = devices_of(results)
     eps = sorted(r.get("epochs_run", 0) for r in trained)
     return Regime(
-        profile=profile,
-        train_sizes=tuple(sorted({r["sizes"][0] for r in trained})),
-        sizes=tuple(sorted({tuple(r["sizes"]) for r in results})),
-        epochs=(eps[0], eps[-1]) if eps else None,
-        devices=devices,
+        profile=profile, train_sizes=tuple(sorted({r["sizes"][0] for r in trained})),
+        sizes=tuple(sorted({tuple(r["sizes"]) for r in results})), devices=devices,
+        epochs=(eps[0], eps[-1]) if eps else None, gpu_for_cpu_profile=gpu_cpu,
         seeds=tuple(sorted({r["seed"] for r in trained})),
-        gpu_for_cpu_profile=gpu_cpu,
-    )
+    )  # fmt: skip
 
 
 def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None):
@@ -349,56 +326,41 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None)
     return get
 
 
-def _or_none(fn, *args):
-    """``fn(*args)``, None where a cell it reads has no value (``MissingCell``)."""
-    try:
-        return fn(*args)
-    except MissingCell:
-        return None
-
-
 def _paper_value(claim: Claim) -> float | None:
     if claim.paper_expr is not None:
-        return _or_none(claim.paper_expr)
-    return _or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
+        return or_none(claim.paper_expr)
+    return or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
 
 
-def _refutation(claim: Claim, by_cell: dict, ren) -> Refutation | None:
+def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refutation | None:
     """The sequential rule's early stop under one profile (``Refutation``), from solid cells
-    only: a bound that fails even the weaker test; a compared cell better than the focal one by
-    more than the tie with Welch's p < ALPHA; or the cells run so far (not all) whose value
-    already fails the weaker test where another cell can only lower it."""
-    get = mean_getter(by_cell, claim.metric, ren)
-    if claim.bound is not None:
-        top = _or_none(claim.bound, get)
-        solid = all(_solid(by_cell[ren(c)]) for c in claim.bound_cells if by_cell.get(ren(c)))
-        if top is not None and not claim.partly(top) and solid:
+    only: a bound that fails even the weaker test; a compared cell significantly ``better``
+    than the focal one (its Welch test of ``tests``); or the cells run so far (not all) whose
+    value (``ours``) already fails the weaker test where another cell can only lower it."""
+    solid = lambda c: _solid(by_cell.get(ren(c), []))  # noqa: E731
+    if claim.bound_cells:
+        top = or_none(claim.bound, mean_getter(by_cell, claim.metric, ren))
+        ok = all(solid(c) for c in claim.bound_cells if by_cell.get(ren(c)))
+        if top is not None and not claim.partly(top) and ok:
             return Refutation(Reason.REFUTED_BY_BOUND, tuple(claim.bound_cells), value=top)
     if claim.metric != "r2" or not (claim.monotone or claim.compare):
         return None
     if claim.compare and not claim.monotone:
         a, bs = claim.compare
-        if not _solid(by_cell.get(ren(a), [])):
+        if not solid(a):
             return None
-        focal = _values(by_cell[ren(a)], "r2")
-        solid = [b for b in bs if _solid(by_cell.get(ren(b), []))]
-        tests = [(b, _stats.welch(_values(by_cell[ren(b)], "r2"), focal)) for b in solid]
-        better = [
-            (b, w) for b, w in tests if w["p"] is not None and w["diff"] > TIE and w["p"] < ALPHA
-        ]
-        if better:  # the most significant, the first of equals
-            b, w = min(better, key=lambda bw: bw[1]["p"])
-            return Refutation(Reason.REFUTED_BY_MODEL, (a, b), cell=b, diff=w["diff"], p=w["p"])
+        if found := [t for t in tests if t.b in better and solid(t.b)]:
+            t = min(found, key=lambda t: t.p)  # the most significant, the first of equals
+            return Refutation(Reason.REFUTED_BY_MODEL, (a, t.b), cell=t.b, diff=-t.diff, p=t.p)
         pool = bs
     else:
         pool = claim.cells
     ran = [c for c in pool if by_cell.get(ren(c))]
-    if not ran or len(ran) == len(pool) or not all(_solid(by_cell[ren(c)]) for c in ran):
+    if not ran or len(ran) == len(pool) or not all(solid(c) for c in ran):
         return None
-    value = _or_none(claim.expr, get)
-    if value is None or claim.partly(value):
+    if ours is None or claim.partly(ours):
         return None
-    return Refutation(Reason.REFUTED_SO_FAR, tuple(ran), value=value)
+    return Refutation(Reason.REFUTED_SO_FAR, tuple(ran), value=ours)
 
 
 def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows | None:
@@ -413,8 +375,7 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
                      if c.column == column and _nn.model_spec(c.model).trainable}  # fmt: skip
             means = {k: v for k, v in means.items() if v is not None}
             if means:
-                top = max(means, key=means.get)
-                best.append((top, means[top]))
+                best.append(max(means.items(), key=lambda kv: kv[1]))
         rows = {spec.cell(c).row for c, _ in best}
         return Shows("against", gain=ours, change=claim.change, best=tuple(best),
                      one_row=rows.pop() if len(rows) == 1 and best else None)  # fmt: skip
@@ -428,9 +389,7 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
         others = [ren(o) for o in claim.cells
                   if _nn.model_spec(spec.cell(o).model).family != "mz"]  # fmt: skip
         others += [y.id for y in spec.cells if y.model == ex.SET_STATS and y.column == cell.column]
-        beside = {o: r2(o) for o in dict.fromkeys(others)}
-        beside = {o: v for o, v in beside.items() if v is not None and v > mz}
-        if beside:
+        if beside := {o: v for o in dict.fromkeys(others) if (v := r2(o)) is not None and v > mz}:
             return Shows("says nothing", model=ren(c), r2=mz, beside=tuple(beside.items()))
     return None
 
@@ -447,22 +406,28 @@ def _problems(cells, mixed: bool = True) -> tuple[Reason, ...]:
 
 def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdict:
     """``claim`` judged on one profile's results ``by_cell`` alone ({cell id: [result, ...]}):
-    "not run" when none of its cells ran and no bound refutes it; smoke never decides; runs that
-    never fitted are an optimisation failure (unless failing is the claim); evidence problems
-    (``_problems``) are insufficient evidence; no model learning and a memorised focal model are
-    labels of their own; otherwise ``mzlite.analysis.verdicts.rule``."""
+    what the evidence says (smoke, failures, problems, a refutation) before the numbers do."""
     ren = (lambda c: c) if rename is None else rename
     spec = ex.get_table(claim.table)
     base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim), profile=profile,
                 n_cells=len(claim.cells))  # fmt: skip
-    cells = tuple(
-        cell_stats(c, ren(c), by_cell[ren(c)], claim.metric, claim.expects_failure)
-        for c in claim.cells
-        if by_cell.get(ren(c))
-    )
+    cells = tuple(cell_stats(c, ren(c), by_cell[ren(c)], claim.metric, claim.expects_failure)
+                  for c in claim.cells if by_cell.get(ren(c)))  # fmt: skip
     used = [r for c in claim.cells for r in by_cell.get(ren(c), [])]
-    refuted = _refutation(claim, by_cell, ren) if profile != "smoke" else None
-    ours = _or_none(claim.expr, mean_getter(by_cell, claim.metric, ren))
+    ours = or_none(claim.expr, mean_getter(by_cell, claim.metric, ren))
+    tests, p_max, better, yard = (), None, (), None
+    compared = claim.compare is not None
+    stats = {c.cell: c for c in cells}
+    if compared and claim.compare[0] in stats:
+        a, bs = claim.compare
+        tests = tuple(Test(a, b, w["diff"], w["p"]) for b in bs if b in stats
+                      for w in [_stats.welch(stats[a].values, stats[b].values)])  # fmt: skip
+        ps = [t.p for t in tests]
+        p_max = max(ps) if ps and None not in ps else None
+        sign, tie = (1.0, 0.0) if claim.metric in LOWER_IS_BETTER else (-1.0, TIE)
+        better = tuple(t.b for t in tests
+                       if t.p is not None and sign * t.diff > tie and t.p < ALPHA)  # fmt: skip
+    refuted = _refutation(claim, by_cell, ren, ours, tests, better) if profile != "smoke" else None
     if ours is None and refuted is None:
         return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **{**base, "profile": None})
     gen, layer, task = readings(used)
@@ -473,29 +438,15 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     if refuted is not None and refuted.reason == Reason.REFUTED_BY_BOUND:
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
     problems = _problems(cells)
-    tests, p_max, better, yard = (), None, (), None
-    compared = claim.compare is not None
     if compared:
-        a, bs = claim.compare
-        stats = {c.cell: c for c in cells}
-        if a in stats:
-            tests = tuple(
-                Test(a, b, w["diff"], w["p"])
-                for b in bs if b in stats
-                for w in [_stats.welch(stats[a].values, stats[b].values)]
-            )  # fmt: skip
-        ps = [t.p for t in tests]
-        p_max = max(ps) if ps and None not in ps else None
-        sign, tie = (1.0, 0.0) if claim.metric in LOWER_IS_BETTER else (-1.0, TIE)
-        better = tuple(t.b for t in tests
-                       if t.p is not None and sign * t.diff > tie and t.p < ALPHA)  # fmt: skip
-        column = spec.cell(a).column
+        column = spec.cell(claim.compare[0]).column
         for y in spec.cells:
             if y.model == ex.SET_STATS and y.column == column and by_cell.get(ren(y.id)):
                 yard = _mean(by_cell[ren(y.id)], "r2")
     base.update(problems=problems, tests=tests, p_max=p_max, better=better, yardstick=yard)
     none_learns = bool(cells) and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
-    early = None  # a label that the evidence, not the numbers, gives
+    early = None  # a label that the evidence gives: unfitted runs (unless failing is the claim),
+    # problems, no model learning, a memorised focal model
     if any(c.failed for c in cells) and not claim.expects_failure:
         early = (Label.OPTIMISATION_FAILURE, Reason.OPTIMISATION_FAILURE)
     elif problems:
@@ -516,13 +467,10 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
     if early is not None:
         return Verdict(label=early[0], reason=early[1], **base)
-    holds, complete = claim.holds(ours), len(cells) == len(claim.cells)
-    significant = not compared or (p_max is not None and p_max < ALPHA)
-    any_better = (bool(better) or claim.size_of_gap) if compared else None
-    label = rule(holds, claim.partly(ours), significant, complete, any_better)
+    label = claim.label(ours, len(cells) == len(claim.cells), p_max, better)
     reason = {
         Label.HOLDS: Reason.SIGNIFICANT if compared else Reason.THRESHOLDS,
-        Label.PARTLY: Reason.INCOMPLETE if holds else Reason.TIE,
+        Label.PARTLY: Reason.INCOMPLETE if claim.holds(ours) else Reason.TIE,
         Label.NOT_DECIDED: Reason.NOT_SIGNIFICANT,
     }.get(label, Reason.THRESHOLDS)
     shows = _shows(claim, label, ours, by_cell, ren, spec)
@@ -575,13 +523,10 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     """A claim of parts from its parts' verdicts (each by its own strongest evidence)."""
     base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim),
                 n_cells=len(claim.cells), parts=tuple(parts))  # fmt: skip
-    ran = [p for p in parts if p.label != Label.NOT_RUN]
-    if not ran:
-        return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **base)
+    ran = [p for p in parts if p.label != Label.NOT_RUN]  # two or more: judge calls it so
     values = [p.ours for p in ran if p.ours is not None]
     ours = claim.worst(values) if values else None
-    order = list(PROFILE_ORDER)
-    weakest = max(ran, key=lambda p: order.index(p.profile) if p.profile in order else len(order))
+    weakest = max(ran, key=lambda p: p.profile_rank)
     # the claim's profile is its weakest part's; its own cells are those read under that profile
     # (each part keeps its own, under its own profile): one cell, one number under one profile
     base.update(ours=ours, profile=weakest.profile, regime=weakest.regime,
@@ -617,9 +562,8 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
             raise ValueError("rename applies to cell claims, not to a RankClaim")
         return _judge_ranks(claim, order, results_dir)
     loaded = dict(loaded or {})
-    for prof in order:
-        if prof not in loaded:
-            loaded[prof] = ex.results_by_cell(claim.table, prof, results_dir)
+    loaded.update({p: ex.results_by_cell(claim.table, p, results_dir) for p in order
+                   if p not in loaded})  # fmt: skip
     if claim.parts:
         parts = [judge(p, order, results_dir, rename, loaded=loaded) for p in claim.parts]
         at = {p.profile for p in parts if p.label != Label.NOT_RUN}
@@ -639,29 +583,25 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
         main = Verdict(claim=claim.id, table=claim.table, label=Label.NOT_RUN,
                        reason=Reason.NOT_RUN, paper=_paper_value(claim),
                        n_cells=len(claim.cells), retired=retired)  # fmt: skip
-    else:
-        main = _strongest(claim, tried, _decide(tried), retired, results_dir)
+    else:  # the deciding verdict, the others beside it, with the readings that read it otherwise
+        i = _decide(tried)
+        chosen, polarity = tried[i], _POLARITY.get(tried[i].label)
+        beside = tuple(tried[:i] + tried[i + 1 :])
+        conflict = next(
+            (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
+             and polarity and _POLARITY.get(v.label) not in (None, polarity)),
+            None,
+        )  # fmt: skip
+        depends = ()
+        if chosen.profile == _reading.PROFILE and claim.compare and polarity:
+            for table, _, focal, _, what in _reading.DIAGNOSTIC_CELLS:
+                if claim.table == table and claim.compare[0] == focal:
+                    depends = tuple(_reading.dependence(what, results_dir=results_dir))
+        main = replace(chosen, beside=beside, retired=retired, reading_conflict=conflict,
+                       depends_on=depends)  # fmt: skip
     if claim.pattern is None or PAPER_PROTOCOL not in order or (rename or twin) is not None:
         return main  # a pattern is read under the paper's protocol, on its own cells
     return _with_pattern(claim, main, loaded[PAPER_PROTOCOL])
-
-
-def _strongest(claim: Claim, tried: list[Verdict], i: int, retired, results_dir) -> Verdict:
-    """``tried[i]`` deciding, the others beside it, with the readings that read it otherwise."""
-    chosen, polarity = tried[i], _POLARITY.get(tried[i].label)
-    beside = tuple(tried[:i] + tried[i + 1 :])
-    conflict = next(
-        (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
-         and polarity and _POLARITY.get(v.label) not in (None, polarity)),
-        None,
-    )  # fmt: skip
-    depends = ()
-    if chosen.profile == _reading.PROFILE and claim.compare and polarity:
-        for table, _, main, _, what in _reading.DIAGNOSTIC_CELLS:
-            if claim.table == table and claim.compare[0] == main:
-                depends = tuple(_reading.dependence(what, results_dir=results_dir))
-    return replace(chosen, beside=beside, retired=retired, reading_conflict=conflict,
-                   depends_on=depends)  # fmt: skip
 
 
 # what an ablation's complete reading says where the pattern is gone: the claim's test fails,

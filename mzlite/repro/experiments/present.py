@@ -15,7 +15,6 @@ from mzlite.repro.experiments.claims import Claim, Kind, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
 from mzlite.repro.experiments.formatting import cell_words, scorecard_summary
 from mzlite.repro.experiments.protocols import reader_name
-from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.specs import set_count_text
 from mzlite.repro.experiments.tables import get_table
 from mzlite.repro.paper import name_labels, paper_ref, spaced
@@ -49,20 +48,16 @@ def value_text(claim, value, ranks=None) -> str:
     """The claim's number as its table prints it ("+0.12", "2.31x"; a rank claim's "3 of 5")."""
     if value is None:
         return "--"
-    if isinstance(claim, RankClaim):
-        if claim.kind == "no-advantage":
-            return f"{value:.2f}"
-        return f"{round(value * len(ranks))} of {len(ranks)}"
-    return claim.fmt(value)
+    if not isinstance(claim, RankClaim):
+        return claim.fmt(value)
+    no_advantage = claim.kind == "no-advantage"  # a mean rank; else how many in the mid-field
+    return f"{value:.2f}" if no_advantage else f"{round(value * len(ranks))} of {len(ranks)}"
 
 
 def reading_words(gen_norm: str) -> str:
     """The generator-normalisation reading of a verdict's MZ runs, in words."""
-    if gen_norm == "layernorm":
-        return FIRST_READING
-    if gen_norm == "mixed":
-        return "mixed readings"
-    return DEFAULT_READING if gen_norm else ""
+    words = {"layernorm": FIRST_READING, "mixed": "mixed readings", "": ""}
+    return words.get(gen_norm, DEFAULT_READING)
 
 
 def regime_text(regime: Regime | None) -> str:
@@ -76,12 +71,8 @@ def regime_text(regime: Regime | None) -> str:
 def devices_text(devices, gpu_for_cpu_profile: bool = False) -> str:
     """Where runs ran (``engine.devices_of``): "on a CPU and on an NVIDIA H200 GPU"; a GPU that
     ran a CPU profile says so (the settings stayed the CPU protocol's)."""
-    names = [
-        "on a CPU" if d == "cpu"
-        else f"on an {d} GPU" if d[:1].upper() in "AEIOU" or d.startswith("NVIDIA")
-        else f"on a {d} GPU"
-        for d in devices
-    ]  # fmt: skip
+    names = ["on a CPU" if d == "cpu" else f"on an {d} GPU" if d[:1].upper() in "AEIOU"
+             or d.startswith("NVIDIA") else f"on a {d} GPU" for d in devices]  # fmt: skip
     text = " and ".join(names) or "on an unrecorded device"
     if gpu_for_cpu_profile:
         text += " (a GPU, for speed, under the CPU protocol's settings)"
@@ -144,21 +135,18 @@ def statistics_text(claim, v: Verdict) -> str:
     return text
 
 
-def _problems(claim, v: Verdict) -> list[str]:
-    out = []
-    cells = v.cells
-    if Reason.TOO_FEW_SEEDS in v.problems:
-        few = [c for c in cells if c.n < _stats.MIN_SEEDS]
-        ns = sorted({c.n for c in few})
-        out.append(f"{len(few)} of {len(cells)} cells have {'/'.join(map(str, ns))} seed(s) "
-                   f"(needs >= {_stats.MIN_SEEDS})")  # fmt: skip
-    if Reason.UNCONVERGED in v.problems:
-        bad = sum(c.runs - c.converged for c in cells)
-        out.append(f"{bad} of {sum(c.runs for c in cells)} runs did not converge")
-    if Reason.MIXED_PROTOCOLS in v.problems:
-        out.append("mixed protocols in " + ", ".join(cell_words(v.table, c.cell) for c in cells
-                                                     if c.mixed))  # fmt: skip
-    return out
+def _problems(v: Verdict) -> list[str]:
+    cells, few = v.cells, [c for c in v.cells if c.n < _stats.MIN_SEEDS]
+    ns = "/".join(map(str, sorted({c.n for c in few})))
+    words = {
+        Reason.TOO_FEW_SEEDS: f"{len(few)} of {len(cells)} cells have {ns} seed(s) (needs >= "
+        f"{_stats.MIN_SEEDS})",
+        Reason.UNCONVERGED: f"{sum(c.runs - c.converged for c in cells)} of "
+        f"{sum(c.runs for c in cells)} runs did not converge",
+        Reason.MIXED_PROTOCOLS: "mixed protocols in "
+        + ", ".join(cell_words(v.table, c.cell) for c in cells if c.mixed),
+    }  # fmt: skip
+    return [words[r] for r in v.problems]
 
 
 def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
@@ -170,11 +158,8 @@ def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
                 f"{_row_name(table, claim.compare[0])}, Welch p = {_p(ref.p)}",
                 "the rest of the column need not run"]  # fmt: skip
     if ref.reason == Reason.REFUTED_BY_BOUND:
-        held = "; ".join(
-            f"{cell_words(table, c.cell)} scores {c.mean:.3f}"
-            for c in v.cells
-            if c.cell in ref.cells
-        )
+        held = "; ".join(f"{cell_words(table, c.cell)} scores {c.mean:.3f}"
+                         for c in v.cells if c.cell in ref.cells)  # fmt: skip
         return (f"refuted by a bound: {held}, so with R² <= 1 the claim's number is at most "
                 f"{claim.fmt(ref.value)}, which fails even its weaker test, whatever the cells "
                 "not yet run at this regime give")  # fmt: skip
@@ -210,19 +195,14 @@ def _why(claim, v: Verdict) -> str | list[str]:
     if isinstance(claim, RankClaim):
         return _rank_why(v)
     if r == Reason.NOT_RUN:
-        return [
-            f"{old} results retired from this verdict (a converged cell of the claim "
-            f"under {by}; they stay as an ablation)"
-            for old, by in v.retired
-        ]
+        return [f"{old} results retired from this verdict (a converged cell of the claim under "
+                f"{by}; they stay as an ablation)" for old, by in v.retired]  # fmt: skip
     if r == Reason.PIPELINE_ONLY:
         return "a smoke run: it checks the code, it never gives a verdict"
     if v.parts:
-        parts = [
-            f"{spaced(p.claim.split('@', 1)[1])}: {p.label.value}"
-            + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
-            for p in v.parts
-        ]
+        parts = [f"{spaced(p.claim.split('@', 1)[1])}: {p.label.value}"
+                 + (f" ({value_text(claim, p.ours)}, {regime_text(p.regime)})" if p.regime else "")
+                 for p in v.parts]  # fmt: skip
         if r == Reason.PART_FAILS:
             parts[-1] += (". One part that does not hold refutes the claim, each part read at "
                           "its strongest evidence")  # fmt: skip
@@ -239,7 +219,7 @@ def _why(claim, v: Verdict) -> str | list[str]:
         return [f"{cell_words(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
                 "fitting the training set" for c in v.cells if c.failed]  # fmt: skip
     if v.label == Label.INSUFFICIENT:
-        return _problems(claim, v)
+        return _problems(v)
     if r == Reason.MEMORISED:
         return [f"{cell_words(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
                 for c in v.cells if c.memorised]  # fmt: skip
@@ -279,24 +259,20 @@ def _rank_why(v: Verdict) -> str:
     rk = v.rank
     if "n_settings" not in rk:
         return ""
-    sens = rk.get("longer_cap")
-    note = ""
+    sens, note, mid = rk.get("longer_cap"), "", rk["kind"] == "mid-field"
     if sens is not None:
         listed = ", ".join(f"{r:g}" for r in sens["observed"])
-        if rk["kind"] == "mid-field":
-            read = f"{sens['mid_field']} of {len(sens['observed'])} settings rank 3-5"
-        else:
-            read = f'the null test reads "{sens["verdict"]}"'
+        read = (f"{sens['mid_field']} of {len(sens['observed'])} settings rank 3-5" if mid
+                else f'the null test reads "{sens["verdict"]}"')  # fmt: skip
         note = (f". With those {len(sens['substituted'])} (setting, model) pair(s) rerun at a "
                 f"longer epoch cap, every run converged: ranks {listed}; {read}")  # fmt: skip
     if rk["problem"] is not None:  # transfer.prediction words it, its cells by name
         return rk["problem"][1] + note
     t = rk["test"]
     n, whole = len(rk["observed"]), rk["n_settings"]
-    if rk["kind"] == "mid-field":
+    if mid:
         text = f"{rk['mid_field']} of {n} complete settings rank 3-5" + (
-            "" if n == whole else f" ({whole - n} of {whole} settings still incomplete)"
-        )
+            f" ({whole - n} of {whole} settings still incomplete)" * (n != whole))  # fmt: skip
     elif t["p_advantage"] <= ALPHA:
         text = (f"MZAttn-Full ranks better than chance (mean rank {t['mean_rank']:.2f}; "
                 f"P(mean <= it) = {t['p_advantage']:.3f} under the null)")  # fmt: skip
@@ -374,7 +350,7 @@ def reason_text(v: Verdict, normalised: dict | None = None) -> str:
                  f"{' and '.join(map(paper_ref, shared))} under {v.profile}, whose runs they "
                  "read")  # fmt: skip
     for b in v.beside:
-        if b.label == Label.INSUFFICIENT and _faithfulness(b) < _faithfulness(v):
+        if b.label == Label.INSUFFICIENT and b.profile_rank < v.profile_rank:
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
     if v.pattern is not None:  # the paper's pattern (Claim.pattern), not yet reproduced
         text += f"; the paper's pattern, under its protocol: {v.pattern.label.value} so far"
@@ -411,10 +387,6 @@ def readings_text(v: Verdict) -> str:
     if not v.layer_reading:  # no MZ model among its cells: no layer was read
         return f"task reading {v.task_reading} (no MZ layer among its models)"
     return f"layer reading {v.layer_reading}, task reading {v.task_reading or '--'}"
-
-
-def _faithfulness(v: Verdict) -> int:
-    return PROFILE_ORDER.index(v.profile) if v.profile in PROFILE_ORDER else len(PROFILE_ORDER)
 
 
 # how a claim's sentence names the metric it reads
@@ -477,6 +449,9 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
     parts, ref, regime = why_parts(claim, v), v.refutation, regime_text(v.regime)
     if v.parts:  # each part's regime (the claim's own is its weakest part's)
         regime = "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
+    beside = [{"regime": regime_text(b.regime), "verdict": b.label.value,
+               "ours_text": value_text(claim, b.ours, b.rank.get("observed"))}
+              for b in v.beside]  # fmt: skip
     beats = not (isinstance(claim, RankClaim) or claim.compare is None or claim.size_of_gap)
     if beats:  # a claim that an MZAttn model beats the other models of its comparison
         beats = _nn.model_spec(get_table(claim.table).cell(claim.compare[0]).model).family == "mz"
@@ -513,14 +488,7 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "paper_table": getattr(claim, "paper_table", None) or claim.table,
         "mz_beats": beats,
         "shows": v.shows,
-        "beside": [  # the other regimes that ran the claim, beside the deciding one
-            {
-                "regime": regime_text(b.regime),
-                "verdict": b.label.value,
-                "ours_text": value_text(claim, b.ours, b.rank.get("observed")),
-            }
-            for b in v.beside
-        ],
+        "beside": beside,  # the other regimes that ran the claim, beside the deciding one
         "value": v,
     }
 

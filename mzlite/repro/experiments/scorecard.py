@@ -1,20 +1,13 @@
-"""The reproduction scorecard: one row per claim of the paper, our number beside it, a verdict.
-
-    from mzlite.repro.experiments.scorecard import scorecard
-    sc = scorecard(tables=["tab:meb"])        # default: every claim, strongest evidence on disk
-    sc.rows[0]["value"]                       # the engine's value (engine.Verdict) of a row
-
-Each row is the engine's verdict (``engine.judge``) worded by ``present.row``, with what the
-claim's twin cells say beside it (its standardised-target twins under the paper's protocol,
-MEB's per-set normalised cells).
-"""
+"""The reproduction scorecard: one row per claim of the paper, the engine's verdict
+(``engine.judge``, the row's ``value``) worded by ``present.row``, with what the claim's twin
+cells say beside it (its standardised-target twins under the paper's protocol, MEB's per-set
+normalised cells)."""
 
 from __future__ import annotations
 
-from mzlite.analysis.verdicts import TIE, VERDICTS, Label, rule
+from mzlite.analysis.verdicts import TIE, VERDICTS, Label
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import engine, present
-from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's claims
     Claim,
     Kind,
@@ -50,14 +43,12 @@ def judge(claim: Claim, value: float, profile: str, complete: bool = True,
     if evidence is None or evidence.get("problems"):
         return Label.INSUFFICIENT
     if claim.compare is None:
-        return rule(claim.holds(value), claim.partly(value), True, complete)
+        return claim.label(value, complete)
     if evidence.get("learns") is False:
         return Label.NO_MODEL_LEARNS
     if evidence.get("memorised"):
         return Label.MEMORISED
-    significant = evidence["p_max"] is not None and evidence["p_max"] < _stats.ALPHA
-    better = bool(evidence.get("better")) or claim.size_of_gap
-    return rule(claim.holds(value), claim.partly(value), significant, complete, better)
+    return claim.label(value, complete, evidence["p_max"], evidence.get("better"))
 
 
 class Scorecard:
@@ -83,19 +74,14 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
     profiles = tuple(ex.get_profile(p).name for p in profiles)  # unknown profile: ValueError
     if not profiles:
         raise ValueError("profiles must name at least one profile")
-    if tables is None:
-        chosen = claims()
-    else:
-        tables = [tables] if isinstance(tables, str) else list(tables)
-        chosen = [c for t in tables for c in claims(t)]
+    tables = [tables] if isinstance(tables, str) else tables
+    chosen = claims() if tables is None else [c for t in tables for c in claims(t)]
     verdicts = engine.judge_all(chosen, profiles, results_dir)
     rows = []
     for c, v in zip(chosen, verdicts, strict=True):
         # a pattern reproduced already reads the normalised cells: nothing to add beside it
-        beside = (
-            None if v.label == Label.REPRODUCED else per_set_normalised(c, profiles, results_dir)
-        )
-        row = present.row(c, v, normalised=beside)
+        beside = v.label != Label.REPRODUCED and per_set_normalised(c, profiles, results_dir)
+        row = present.row(c, v, normalised=beside or None)
         paper = under_paper_protocol(c, results_dir)
         if paper is not None and c.table != "tab:meb":
             paper["agrees"] = paper["verdict"] == row["verdict"]
@@ -135,11 +121,8 @@ def normalised_twin(cell_id: str, profile: str) -> str:
 def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
     """An MEB d = 8 claim's row on its ``normalised_twin`` cells (the data normalisation the MEB
     verdict turns on, chapter 5); None for other claims or where no profile ran them."""
-    if (
-        isinstance(claim, RankClaim)
-        or claim.table != "tab:meb"
-        or not all(c.startswith("d8-") for c in claim.cells)
-    ):
+    meb = not isinstance(claim, RankClaim) and claim.table == "tab:meb"
+    if not (meb and all(c.startswith("d8-") for c in claim.cells)):
         return None
     row = evaluate(claim, profiles, results_dir, twin=normalised_twin)
     return None if row["value"].label == Label.NOT_RUN else row

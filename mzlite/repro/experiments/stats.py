@@ -66,16 +66,9 @@ def convergence(history: dict | None) -> dict:
     val = [math.inf if v is None else float(v) for v in history.get("val_loss", [])]
     n = len(val)
     stop = history.get("stop_reason", "running")
-    out = {
-        "stop_reason": stop,
-        "epochs_run": n,
-        "epoch_cap": cfg.get("epochs"),
-        "best_epoch": history.get("best_epoch"),
-        "patience": patience,
-        "k": k,
-        "tol": CONVERGENCE_TOL,
-        "improvement_last_k": None,
-    }
+    out = {"stop_reason": stop, "epochs_run": n, "epoch_cap": cfg.get("epochs"),
+           "best_epoch": history.get("best_epoch"), "patience": patience, "k": k,
+           "tol": CONVERGENCE_TOL, "improvement_last_k": None}  # fmt: skip
     if n > k:
         before, after = min(val[: n - k]), min(val)
         if math.isfinite(before) and before > 0:
@@ -85,16 +78,12 @@ def convergence(history: dict | None) -> dict:
     elif stop == "early_stopping":
         verdict = True
         rule = f"stopped by early stopping: no new best validation loss in {patience} epochs"
-    elif out["improvement_last_k"] is None:
-        verdict = False
-        rule = f"too short to judge: {n} epochs, needs more than k={k}"
+    elif (rel := out["improvement_last_k"]) is None:
+        verdict, rule = False, f"too short to judge: {n} epochs, needs more than k={k}"
     else:
-        rel = out["improvement_last_k"]
         verdict = rel < CONVERGENCE_TOL
-        rule = (
-            f"reached {n} epochs ({stop}); best validation loss improved by {rel:.2%} over the "
-            f"last {k} epochs ({'<' if verdict else '>='} {CONVERGENCE_TOL:.1%})"
-        )
+        rule = (f"reached {n} epochs ({stop}); best validation loss improved by {rel:.2%} over the "
+                f"last {k} epochs ({'<' if verdict else '>='} {CONVERGENCE_TOL:.1%})")  # fmt: skip
     return _with_fit(out, bool(verdict), rule, fit_check(history))
 
 
@@ -156,8 +145,7 @@ def result_convergence(result: dict) -> dict:
     if "fitted" in stored:
         return stored
     # written before the fit check existed: its stop verdict, then the fit check
-    out = dict(stored)
-    return _with_fit(out, bool(stored["converged"]), stored.get("rule", ""),
+    return _with_fit(dict(stored), bool(stored["converged"]), stored.get("rule", ""),
                      fit_check(result.get("history")))  # fmt: skip
 
 
@@ -165,12 +153,9 @@ def summarise(values) -> dict:
     """``{"mean", "std", "n", "values"}`` of the finite ``values`` (sample std; None for fewer
     than two values, mean None for none)."""
     vals = _finite(values)
-    return {
-        "mean": statistics.fmean(vals) if vals else None,
-        "std": statistics.stdev(vals) if len(vals) > 1 else None,
-        "n": len(vals),
-        "values": vals,
-    }
+    return {"mean": statistics.fmean(vals) if vals else None,
+            "std": statistics.stdev(vals) if len(vals) > 1 else None, "n": len(vals),
+            "values": vals}  # fmt: skip
 
 
 def mean_std(values: list[float]) -> tuple[float | None, float | None]:
