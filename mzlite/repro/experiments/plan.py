@@ -82,24 +82,6 @@ def _model_key(model: str, kwargs: dict) -> str:
     return model + "".join(f",{k}={v}" for k, v in sorted(kwargs.items()))
 
 
-def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
-    """CPU seconds per training set of each of ``cells`` (median of ``steps`` of fit's training
-    steps on a batch of its task, one thread), the models taking turns so that a change of load
-    hits all alike."""
-    calls = []
-    for cell in cells:
-        data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
-        model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
-        y = (data.y if data.y.ndim == 2 else data.y[:, None]).float()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        calls.append(train_step_call(model, opt, data.x, data.mask, y))
-    with num_threads_during(1):
-        rounds = [[time_call(call) for call in calls] for _ in range(steps + 1)]
-    per_cell = zip(*rounds[1:], strict=True)  # the first round warms up
-    # per training set; validation sets are priced by _units
-    return [statistics.median(t) / c.batch_size for t, c in zip(per_cell, cells, strict=True)]
-
-
 def _text_table(head, lines) -> list[str]:
     """``head`` and ``lines`` (tuples of strings) as left-aligned columns."""
     w = [max([len(h), *(len(x[i]) for x in lines)]) for i, h in enumerate(head)]
@@ -386,12 +368,25 @@ def _param_scaled(cell, measured: list[dict], profile):
 
 
 def _timed(cells, timed) -> list[float]:
-    """``_time_steps`` of ``cells``, once per model, task, options and batch size."""
+    """CPU seconds per training set of each of ``cells`` (median of 5 of fit's training steps on
+    a batch of its task, one thread; validation sets are priced by _units), the models taking
+    turns so that a change of load hits all alike; once per model, task, options and batch."""
     k = tuple((_model_key(c.model, c.model_kwargs), c.task,
                tuple(sorted(ex.check_task_options(c.task, c.options).items())), c.batch_size)
               for c in cells)  # fmt: skip
     if k not in timed:
-        timed[k] = _time_steps(cells)
+        calls = []
+        for cell in cells:
+            data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
+            model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
+            y = (data.y if data.y.ndim == 2 else data.y[:, None]).float()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            calls.append(train_step_call(model, opt, data.x, data.mask, y))
+        with num_threads_during(1):
+            rounds = [[time_call(call) for call in calls] for _ in range(6)]  # 1 warm-up round
+        per_cell = zip(*rounds[1:], strict=True)
+        timed[k] = [statistics.median(t) / c.batch_size
+                    for t, c in zip(per_cell, cells, strict=True)]  # fmt: skip
     return timed[k]
 
 
@@ -433,9 +428,17 @@ def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None)
     while its key (CPU, machine, torch, mzlite's nn and train sources, the fit) holds."""
     (job,) = ex.jobs(table, profile, [0], cells=[cell_id], results_dir=results_dir)
     cfg = job.train_config().to_dict()
+    root = Path(_nn.__file__).parent.parent  # the code that sets an epoch's price: nn and train
+    code = b"".join(
+        f.read_bytes()
+        for sub in ("nn", "train")
+        for f in sorted((root / sub).rglob("*"))
+        if f.suffix in (".py", ".cpp")
+    )
     key = json.loads(json.dumps({
         "cpu": cpu_model(), "machine": platform.node(), "torch": torch.__version__,
-        "sources": _package_hash(), "reference": [table, cell_id, profile], "fit": REFERENCE_FIT,
+        "sources": hashlib.sha1(code).hexdigest()[:12], "reference": [table, cell_id, profile],
+        "fit": REFERENCE_FIT,
         "config": {k: cfg.get(k) for k in ("lr", "amp", "batch_size", "weight_decay")},
     }, default=str))  # fmt: skip
     tag = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
@@ -449,17 +452,6 @@ def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None)
     with contextlib.suppress(OSError):  # a read-only cache: timed again next time
         atomic_write_json(path, stored)
     return stored["unit_s"], stored["when"]
-
-
-def _package_hash() -> str:
-    """The code that sets the price of an epoch: mzlite's nn and train packages."""
-    root = Path(_nn.__file__).parent.parent
-    h = hashlib.sha1()
-    for sub in ("nn", "train"):
-        for f in sorted((root / sub).rglob("*")):
-            if f.suffix in (".py", ".cpp"):
-                h.update(f.read_bytes())
-    return h.hexdigest()[:12]
 
 
 def _epoch_cost_here(job) -> float:
@@ -587,10 +579,7 @@ class Decisions:
             f"baseline strength (mean normalised rank in the columns run so far, 0 = best): {top}",
             "",
         ]
-        # cheapest next step first (an open claim has one); one with cells no estimate prices
-        # goes after those that have one
-        open_ = [c for c in self.claims if c["status"] == "open"]
-        open_.sort(key=lambda c: (bool(c["next"]["unknown"]), c["next"]["cpu_h"]))
+        open_ = self._open()
         for c in open_:
             row = c["row"]
             out.append(f"{c['table']} {c['claim']}  [now: {row['verdict']}"
@@ -625,20 +614,23 @@ class Decisions:
             f"every step of every open claim (each survives): {t['worst_cpu_h']:.1f} CPU h "
             f"expected, {t['worst_cap_h']:.1f} at the epoch cap{unk}",
             "the next steps, one command per table:" if self.next_jobs() else "nothing to run",
+            *(f"  {c}" for c in _commands(self.next_jobs(), prof.name, " --workers 1 --threads 1")),
         ]
-        for table, cells in _by_table(self.next_jobs()).items():
-            out.append(f"  python -m mzlite run {table} --profile {prof.name} --workers 1 "
-                       f"--threads 1 --cells {','.join(cells)}")  # fmt: skip
         return "\n".join(out)
 
     __str__ = to_text
 
+    def _open(self) -> list[dict]:
+        """The open claims (each has a next step), the cheapest next step first; one with cells no
+        estimate prices goes after those that have one."""
+        open_ = [c for c in self.claims if c["next"]]
+        return sorted(open_, key=lambda c: (bool(c["next"]["unknown"]), c["next"]["cpu_h"]))
+
     def next_steps(self) -> list[dict]:
-        """One row per open claim with runs left, cheapest next step first: its step's words,
-        price and ``command`` (one per table: a shared cell runs in the table it is from)."""
-        prof = ex.get_profile(self.profile).name
+        """One row per open claim, cheapest next step first: its step's words, price and
+        ``command`` (one per table: a shared cell runs in the table it is from)."""
         out = []
-        for c in [c for c in self.claims if c["next"]]:
+        for c in self._open():
             step = c["next"]
             left = [step["where"][cid] for cid, r in step["price"].items() if r["todo"]]
             out.append({
@@ -646,13 +638,15 @@ class Decisions:
                 "step": step["step"], "steps": len(c["steps"]), "when": step["when"],
                 "cells": list(step["cells"]), "cells_text": step_words(c["table"], step["cells"]),
                 **{k: step[k] for k in ("todo", "cpu_h", "cpu_h_cap", "unknown")},
-                "command": "; ".join(
-                    f"python -m mzlite run {table} --profile {prof} --cells {','.join(ids)}"
-                    for table, ids in _by_table(left).items()
-                ),
+                "command": "; ".join(_commands(left, ex.get_profile(self.profile).name)),
             })  # fmt: skip
-        out.sort(key=lambda r: (bool(r["unknown"]), r["cpu_h"]))
         return out
+
+
+def _commands(pairs, profile: str, how: str = "") -> list[str]:
+    """One ``run`` command per table of the (table, cell id) ``pairs``."""
+    return [f"python -m mzlite run {table} --profile {profile}{how} --cells {','.join(ids)}"
+            for table, ids in _by_table(pairs).items()]  # fmt: skip
 
 
 def _by_table(pairs) -> dict[str, list[str]]:
