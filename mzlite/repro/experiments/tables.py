@@ -28,7 +28,6 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     model_row,
     reading_cells,
     standardised_twin_cells,
-    stats_cell,
 )
 from .specs import (
     PROFILES,
@@ -106,8 +105,8 @@ def _meb() -> list[Cell]:
                 for vid, opts, tr, col in variants]  # fmt: skip
         cells += grid_cells(cols, [model], "meb_radius", batch_size=GEOM_BATCH, stats=False,
                             part="ablation")  # fmt: skip
-    cells.append(stats_cell("abl-d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, data: scale",
-                            GEO, GEOM_BATCH, part="ablation"))  # fmt: skip
+    abl_scale = ("abl-d8-scale", "d=8, data: scale", {"d": 8, **scale}, "")
+    cells += ablation_grid([abl_scale], [], "meb_radius", GEO, GEOM_BATCH, stats=True)
     mz = MZ_FULL[:4]
     cells += reading_cells("d8", "meb_radius", {"d": 8}, "d=8", mz, GEO, GEOM_BATCH)
     cells += reading_cells("d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, data: scale", mz,
@@ -230,11 +229,7 @@ def _gen_ablation() -> list[Cell]:
 
 
 # Task B (set matching) as tab:main-results runs it: the paper's ablations of why MZ works
-TASK_B, TASK_B_COLUMN, TASK_B_SIZES = (
-    "chamfer_matching",
-    "Task B: Set Match.",
-    (5_000, 1_000, 1_000),
-)
+TASK_B, TASK_B_COLUMN, TASK_B_SIZES = "chamfer_matching", "Task B: Set Match.", (5000, 1000, 1000)
 TASK_B_GRID = {"sizes": TASK_B_SIZES, "full_seeds": 3}
 B_COLUMN = ("B", TASK_B_COLUMN, {}, TASK_B_COLUMN)
 R2_MSE = (("{row}", "R^2", "r2"), ("{row}", "MSE", "mse"))  # tab:depth's and tab:ablation's
@@ -258,13 +253,8 @@ def _genqk() -> list[Cell]:
         ("genqk", "mz_full", "MZ-GenQK (gen info in Q/K)", {"gen_qk": True}),  # choice 8
     ]
     paper = (("{row}", "{col} / MSE", "mse"), ("{row}", "{col} / R^2", "r2"))
-    col_a = (
-        "A",
-        "Task A: Set Regr.",
-        {},
-        "Task A: Set Regr.",
-        {"task": "set_regression", "sizes": GEO},
-    )
+    col_a = ("A", "Task A: Set Regr.", {}, "Task A: Set Regr.",
+             {"task": "set_regression", "sizes": GEO})  # fmt: skip
     return grid_cells([col_a, B_COLUMN], models, TASK_B, paper=paper, **TASK_B_GRID)
 
 
@@ -283,7 +273,7 @@ def _ece_nll() -> list[Cell]:
              note=f"{method}: uncertainty metrics by mzlite.repro.experiments.uncertainty_study")
         for cid, (method, row) in METHODS.items()
     ]  # fmt: skip
-    return cells + [stats_cell("B", TASK_B, {}, TASK_B_COLUMN, TASK_B_SIZES, 128)]
+    return cells + grid_cells([B_COLUMN], [], TASK_B, sizes=TASK_B_SIZES)
 
 
 def _ambiguity() -> list[Cell]:
@@ -294,7 +284,7 @@ def _ambiguity() -> list[Cell]:
             refs = (PaperRef(sigma, f"{who} R^2", "r2"), PaperRef(sigma, f"{who} MSE", "mse"))
             cells.append(Cell(f"{col}-{mid}", TASK_B, opts, mid, model_spec(mid).display, where,
                               paper=refs, sizes=TASK_B_SIZES, full_seeds=3))  # fmt: skip
-        cells.append(stats_cell(col, TASK_B, opts, where, TASK_B_SIZES, 128))
+        cells += grid_cells([(col, where, opts, "")], [], TASK_B, sizes=TASK_B_SIZES)
     return cells
 
 
