@@ -29,22 +29,6 @@ MZ_LARGE = model_row("mz_large")
 GEOM_BATCH = 256  # "geom. tasks" of the hyperparameter table
 
 
-def stats_cell(col_id, task, options, column, sizes, batch, part="main") -> Cell:
-    return Cell(
-        f"{col_id}-{SET_STATS}",
-        task,
-        options,
-        SET_STATS,
-        SET_STATS_LABEL,
-        column,
-        sizes=sizes,
-        batch_size=batch,
-        full_seeds=1,
-        part=part,
-        note="ridge on set statistics (mzlite.tasks.baseline_r2); no training, one seed",
-    )
-
-
 # Where a cell's paper numbers are: (paper row, paper column, our metric[, scale]) with {row} the
 # model's row label and {col} the column's paper name
 ROW_COL = (("{row}", "{col}", "r2"),)  # models as rows, settings as columns
@@ -54,12 +38,12 @@ ABLATION = {"full_seeds": 3, "part": "ablation"}  # an ablation's cells: 3 seeds
 
 def grid_cells(columns, models, task, *, paper=ROW_COL, stats=True, stats_batch=None, **fields):
     """Cells for every (column, model), and one set-statistics yardstick per column (``stats``;
-    its batch ``stats_batch``, default the cells'). ``columns``: (column id, our column label,
-    task options, paper column name, "" for none[, that column's own ``Cell`` fields, ``task``
-    among them]); ``models``: ``model_row``s (``match_params`` optional); ``paper``: the
-    templates of each cell's paper numbers (``ROW_COL``, ``COL_ROW``); ``fields``: ``Cell``
-    fields of every cell (``sizes``, ``batch_size``, ``full_seeds``, ``train``, ``part``, ...;
-    ``part`` also the yardstick's)."""
+    its batch ``stats_batch``, default the cells'; no ``models``: the yardstick alone).
+    ``columns``: (column id, our column label, task options, paper column name, "" for none[,
+    that column's own ``Cell`` fields, ``task`` among them]); ``models``: ``model_row``s
+    (``match_params`` optional); ``paper``: the templates of each cell's paper numbers
+    (``ROW_COL``, ``COL_ROW``); ``fields``: ``Cell`` fields of every cell (``sizes``,
+    ``batch_size``, ``full_seeds``, ``train``, ``part``, ...; ``part`` also the yardstick's)."""
     cells = []
     for col_id, col_label, opts, paper_col, *own in columns:
         f = {**fields, **(own[0] if own else {})}
@@ -77,10 +61,12 @@ def grid_cells(columns, models, task, *, paper=ROW_COL, stats=True, stats_batch=
                      **{k: v for k, v in f.items() if k != "model_kwargs"})
             )  # fmt: skip
         if stats:
-            sizes, batch = f.get("sizes", (10_000, 2_000, 2_000)), f.get("batch_size", 128)
-            part = f.get("part", "main")
-            cells.append(stats_cell(col_id, col_task, opts, col_label, sizes, stats_batch or batch,
-                                    part))  # fmt: skip
+            cells.append(Cell(
+                f"{col_id}-{SET_STATS}", col_task, opts, SET_STATS, SET_STATS_LABEL, col_label,
+                sizes=f.get("sizes", (10_000, 2_000, 2_000)), full_seeds=1,
+                batch_size=stats_batch or f.get("batch_size", 128), part=f.get("part", "main"),
+                note="ridge on set statistics (mzlite.tasks.baseline_r2); no training, one seed",
+            ))  # fmt: skip
     return cells
 
 

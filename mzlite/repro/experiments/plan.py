@@ -41,10 +41,8 @@ from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
 from mzlite.repro.paper import spaced
 from mzlite.tasks import make_task
-from mzlite.timing import time_call, train_step_call
 from mzlite.train import fit
 from mzlite.train.config import check_int_field
-from mzlite.train.loop import num_threads_during
 
 
 def _units(sizes) -> float:
@@ -80,24 +78,6 @@ def _measured(results_dir) -> list[dict]:
 
 def _model_key(model: str, kwargs: dict) -> str:
     return model + "".join(f",{k}={v}" for k, v in sorted(kwargs.items()))
-
-
-def _time_steps(cells: list[ex.Cell], steps: int = 5) -> list[float]:
-    """CPU seconds per training set of each of ``cells`` (median of ``steps`` of fit's training
-    steps on a batch of its task, one thread), the models taking turns so that a change of load
-    hits all alike."""
-    calls = []
-    for cell in cells:
-        data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
-        model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
-        y = (data.y if data.y.ndim == 2 else data.y[:, None]).float()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        calls.append(train_step_call(model, opt, data.x, data.mask, y))
-    with num_threads_during(1):
-        rounds = [[time_call(call) for call in calls] for _ in range(steps + 1)]
-    per_cell = zip(*rounds[1:], strict=True)  # the first round warms up
-    # per training set; validation sets are priced by _units
-    return [statistics.median(t) / c.batch_size for t, c in zip(per_cell, cells, strict=True)]
 
 
 def _text_table(head, lines) -> list[str]:
@@ -221,11 +201,11 @@ def plan(
 ) -> Plan:
     """The estimated cost of the jobs still to run of ``tables`` (a label or several) under
     ``profile``; ``seeds``/``models``/``cells`` filter as in ``jobs``; ``measure``: rescale to
-    this CPU and time a model with no result on disk (a few seconds each)."""
+    this CPU and fit an epoch of a model with no result on disk (cached)."""
     check_int_field("workers", workers, 1)
     prof = ex.get_profile(profile)
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
-    measured, timed = _measured(results_dir), {}
+    measured = _measured(results_dir)
     machine = machine_speed(measured, prof.name, results_dir) if measure else {}
     rows = []
     for table in tables:
@@ -248,7 +228,7 @@ def plan(
             else:
                 cfg = job.train_config()
                 cap = cfg.epochs
-                unit, source = _unit_cost(spec.label, cell, measured, timed, measure, prof.name)
+                unit, source = _unit_cost(spec.label, cell, measured, measure, prof.name)
                 if machine and unit is not None and source != _TIMED_HERE:  # priced elsewhere
                     factor = _factor(machine, cell.model)
                     unit *= factor
@@ -288,11 +268,13 @@ def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
     return "prior", "", []
 
 
-def _unit_cost(label, cell, measured, timed, measure, profile):
+def _unit_cost(label, cell, measured, measure, profile):
     """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
     median over the results of this cell and of its model on its task (L or d change the cost
     little; pooling evens out a shared CPU's drift), the profile's own where it has some (its
-    precision and code); else ``_extrapolated``, ``_param_scaled``, or timed now."""
+    precision and code); else ``_extrapolated``, ``_param_scaled``; else with ``measure`` an
+    epoch of it fitted here (``_stored_epoch_cost``, the timer ``machine_speed`` rescales by),
+    without, roughly, its model's results on other tasks."""
     key = _model_key(cell.model, cell.model_kwargs)
     like = [m for m in measured if (m["table"] == label and m["cell"] == cell.id)
             or (m["key"] == key and m["task"] == cell.task)]  # fmt: skip
@@ -306,30 +288,19 @@ def _unit_cost(label, cell, measured, timed, measure, profile):
     extrapolated = _extrapolated(cell, key, measured) or _param_scaled(cell, measured, profile)
     if extrapolated is not None:
         return extrapolated
-    if not measure:
-        elsewhere = [m["unit_s"] for m in measured if m["key"] == key]
-        if elsewhere:  # rough: set sizes and d differ between tasks
-            return statistics.median(elsewhere), (
-                f"rough: median of {len(elsewhere)} result(s) of {key} on other tasks (no result "
-                "on this task; plan without --no-measure times it)"
-            )
-        return None, "no result of this model on this task (measure=False)"
-    # Time it beside a model that has results on this task, and scale that model's measured
-    # cost: step timings miss the per-epoch overheads and see today's load, a ratio sees neither.
-    refs = [m for m in measured if m["task"] == cell.task]
-    if not refs:
-        (unit,) = _timed([cell], timed)
-        return unit, _TIMED_HERE
-    ref_key = "st" if any(m["key"] == "st" for m in refs) else refs[0]["key"]
-    ref = [m for m in refs if m["key"] == ref_key]
-    ref_cell = ex.get_table(ref[0]["table"]).cell(ref[0]["cell"])
-    mine, theirs = _timed([cell, ref_cell], timed)
-    ratio = mine / theirs
-    unit = statistics.median(m["unit_s"] for m in ref) * ratio
-    return unit, f"timed now: {ratio:.1f} x {ref_key} on {cell.task} (5 steps each, interleaved)"
+    if measure:
+        job = ex.Job(label, cell, 0, ex.get_profile(profile), Path(), Path(), Path(), "cpu")
+        return _stored_epoch_cost(job)[0], _TIMED_HERE
+    elsewhere = [m["unit_s"] for m in measured if m["key"] == key]
+    if elsewhere:  # rough: set sizes and d differ between tasks
+        return statistics.median(elsewhere), (
+            f"rough: median of {len(elsewhere)} result(s) of {key} on other tasks (no result "
+            "on this task; plan without --no-measure times it)"
+        )
+    return None, "no result of this model on this task (measure=False)"
 
 
-_TIMED_HERE = "timed now (5 training steps, 1 thread; no result on this task to scale)"
+_TIMED_HERE = "timed now (an epoch fitted here, 1 thread; no result on this task to scale)"
 
 
 def _extrapolated(cell, key: str, measured: list[dict]):
@@ -385,16 +356,6 @@ def _param_scaled(cell, measured: list[dict], profile):
     )
 
 
-def _timed(cells, timed) -> list[float]:
-    """``_time_steps`` of ``cells``, once per model, task, options and batch size."""
-    k = tuple((_model_key(c.model, c.model_kwargs), c.task,
-               tuple(sorted(ex.check_task_options(c.task, c.options).items())), c.batch_size)
-              for c in cells)  # fmt: skip
-    if k not in timed:
-        timed[k] = _time_steps(cells)
-    return timed[k]
-
-
 # This machine against the machines that wrote the results
 
 REFERENCE_FIT = dict(n_train=512, n_val=128, epochs=2)  # the second epoch is timed
@@ -414,7 +375,8 @@ def machine_speed(measured: list[dict], profile: str, results_dir=None) -> dict[
             if ex.model_family(m["model"]) == family:
                 groups.setdefault((m["table"], m["cell"], m["profile"]), []).append(m["unit_s"])
         ref, units = min(groups.items(), key=lambda kv: (-len(kv[1]), statistics.median(kv[1])))
-        here, when = _stored_epoch_cost(*ref, results_dir)
+        (job,) = ex.jobs(ref[0], ref[2], [0], cells=[ref[1]], results_dir=results_dir)
+        here, when = _stored_epoch_cost(job)
         recorded = statistics.median(units)
         out[family] = {"factor": here / recorded, "unit_here": here, "unit_recorded": recorded,
                        "reference": f"{ref[0]} {ref[1]} ({ref[2]})", "results": len(units),
@@ -428,14 +390,23 @@ def _factor(machine: dict[str, dict], model: str) -> float:
     return mine["factor"] if mine else statistics.median(m["factor"] for m in machine.values())
 
 
-def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None):
-    """(``_epoch_cost_here`` of the cell's job, when it was timed), from the cache directory
-    while its key (CPU, machine, torch, mzlite's nn and train sources, the fit) holds."""
-    (job,) = ex.jobs(table, profile, [0], cells=[cell_id], results_dir=results_dir)
-    cfg = job.train_config().to_dict()
+def _stored_epoch_cost(job):
+    """(``_epoch_cost_here`` of ``job``, when it was timed), from the cache directory while its
+    key (CPU, machine, torch, mzlite's nn and train sources, the cell and its model, the fit)
+    holds."""
+    cfg, cell = job.train_config().to_dict(), job.cell
+    root = Path(_nn.__file__).parent.parent  # the code that sets an epoch's price: nn and train
+    code = b"".join(
+        f.read_bytes()
+        for sub in ("nn", "train")
+        for f in sorted((root / sub).rglob("*"))
+        if f.suffix in (".py", ".cpp")
+    )
     key = json.loads(json.dumps({
         "cpu": cpu_model(), "machine": platform.node(), "torch": torch.__version__,
-        "sources": _package_hash(), "reference": [table, cell_id, profile], "fit": REFERENCE_FIT,
+        "sources": hashlib.sha1(code).hexdigest()[:12], "fit": REFERENCE_FIT,
+        "reference": [job.table, cell.id, job.profile.name],
+        "model": _model_key(cell.model, cell.model_kwargs),
         "config": {k: cfg.get(k) for k in ("lr", "amp", "batch_size", "weight_decay")},
     }, default=str))  # fmt: skip
     tag = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
@@ -449,17 +420,6 @@ def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None)
     with contextlib.suppress(OSError):  # a read-only cache: timed again next time
         atomic_write_json(path, stored)
     return stored["unit_s"], stored["when"]
-
-
-def _package_hash() -> str:
-    """The code that sets the price of an epoch: mzlite's nn and train packages."""
-    root = Path(_nn.__file__).parent.parent
-    h = hashlib.sha1()
-    for sub in ("nn", "train"):
-        for f in sorted((root / sub).rglob("*")):
-            if f.suffix in (".py", ".cpp"):
-                h.update(f.read_bytes())
-    return h.hexdigest()[:12]
 
 
 def _epoch_cost_here(job) -> float:
@@ -587,10 +547,7 @@ class Decisions:
             f"baseline strength (mean normalised rank in the columns run so far, 0 = best): {top}",
             "",
         ]
-        # cheapest next step first (an open claim has one); one with cells no estimate prices
-        # goes after those that have one
-        open_ = [c for c in self.claims if c["status"] == "open"]
-        open_.sort(key=lambda c: (bool(c["next"]["unknown"]), c["next"]["cpu_h"]))
+        open_ = self._open()
         for c in open_:
             row = c["row"]
             out.append(f"{c['table']} {c['claim']}  [now: {row['verdict']}"
@@ -625,20 +582,23 @@ class Decisions:
             f"every step of every open claim (each survives): {t['worst_cpu_h']:.1f} CPU h "
             f"expected, {t['worst_cap_h']:.1f} at the epoch cap{unk}",
             "the next steps, one command per table:" if self.next_jobs() else "nothing to run",
+            *(f"  {c}" for c in _commands(self.next_jobs(), prof.name, " --workers 1 --threads 1")),
         ]
-        for table, cells in _by_table(self.next_jobs()).items():
-            out.append(f"  python -m mzlite run {table} --profile {prof.name} --workers 1 "
-                       f"--threads 1 --cells {','.join(cells)}")  # fmt: skip
         return "\n".join(out)
 
     __str__ = to_text
 
+    def _open(self) -> list[dict]:
+        """The open claims (each has a next step), the cheapest next step first; one with cells no
+        estimate prices goes after those that have one."""
+        open_ = [c for c in self.claims if c["next"]]
+        return sorted(open_, key=lambda c: (bool(c["next"]["unknown"]), c["next"]["cpu_h"]))
+
     def next_steps(self) -> list[dict]:
-        """One row per open claim with runs left, cheapest next step first: its step's words,
-        price and ``command`` (one per table: a shared cell runs in the table it is from)."""
-        prof = ex.get_profile(self.profile).name
+        """One row per open claim, cheapest next step first: its step's words, price and
+        ``command`` (one per table: a shared cell runs in the table it is from)."""
         out = []
-        for c in [c for c in self.claims if c["next"]]:
+        for c in self._open():
             step = c["next"]
             left = [step["where"][cid] for cid, r in step["price"].items() if r["todo"]]
             out.append({
@@ -646,13 +606,15 @@ class Decisions:
                 "step": step["step"], "steps": len(c["steps"]), "when": step["when"],
                 "cells": list(step["cells"]), "cells_text": step_words(c["table"], step["cells"]),
                 **{k: step[k] for k in ("todo", "cpu_h", "cpu_h_cap", "unknown")},
-                "command": "; ".join(
-                    f"python -m mzlite run {table} --profile {prof} --cells {','.join(ids)}"
-                    for table, ids in _by_table(left).items()
-                ),
+                "command": "; ".join(_commands(left, ex.get_profile(self.profile).name)),
             })  # fmt: skip
-        out.sort(key=lambda r: (bool(r["unknown"]), r["cpu_h"]))
         return out
+
+
+def _commands(pairs, profile: str, how: str = "") -> list[str]:
+    """One ``run`` command per table of the (table, cell id) ``pairs``."""
+    return [f"python -m mzlite run {table} --profile {profile}{how} --cells {','.join(ids)}"
+            for table, ids in _by_table(pairs).items()]  # fmt: skip
 
 
 def _by_table(pairs) -> dict[str, list[str]]:

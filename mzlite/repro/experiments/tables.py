@@ -28,7 +28,6 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     model_row,
     reading_cells,
     standardised_twin_cells,
-    stats_cell,
 )
 from .specs import (
     PROFILES,
@@ -106,8 +105,8 @@ def _meb() -> list[Cell]:
                 for vid, opts, tr, col in variants]  # fmt: skip
         cells += grid_cells(cols, [model], "meb_radius", batch_size=GEOM_BATCH, stats=False,
                             part="ablation")  # fmt: skip
-    cells.append(stats_cell("abl-d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, data: scale",
-                            GEO, GEOM_BATCH, part="ablation"))  # fmt: skip
+    abl_scale = ("abl-d8-scale", "d=8, data: scale", {"d": 8, **scale}, "")
+    cells += ablation_grid([abl_scale], [], "meb_radius", GEO, GEOM_BATCH, stats=True)
     mz = MZ_FULL[:4]
     cells += reading_cells("d8", "meb_radius", {"d": 8}, "d=8", mz, GEO, GEOM_BATCH)
     cells += reading_cells("d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, data: scale", mz,
@@ -204,68 +203,48 @@ def _geometry_sweep(task, dims, models, seeds, sizes, colfmt) -> list[Cell]:
                       train={"normalize_targets": True} if normed else {})  # fmt: skip
 
 
-def _sgsp() -> list[Cell]:
-    names = {"diameter": "diameter", "knn_radius": "knn-radius",
-             "k_smallest_sum": "k-smallest sum", "kcenter": "furthest-first"}  # fmt: skip
-    cols = [(f"{target}-d{d}", f"{row}, d={d}", {"target": target, "d": d}, f"{row} / {d}")
-            for target, row in names.items() for d in (8, 16, 32)]  # fmt: skip
-    return grid_cells(cols, MATCHED_NORMED, "sgsp", batch_size=GEOM_BATCH, paper=COL_ROW)
-
-
-def _mz_efficient() -> list[Cell]:
-    sizes = (("Slim", 2, 1), ("Med", 4, 2), ("Full", 8, 4))  # (size, n_g, L)
-    models = [ST] + [model_row(f"mz_{s.lower()}", f"MZ-{s} (n_g={g}, L={L})") for s, g, L in sizes]
-    cols = [
-        ("max", "Max", {}, "Max R^2", {"task": "set_regression", "sizes": GEO}),
-        ("rotmatch", "RotMatch", {}, "RotMatch R^2", {"task": "rotation_matching"}),
-        ("mst", "MST", {}, "MST R^2", {"task": "mst_weight", "batch_size": GEOM_BATCH}),
-    ]
-    return grid_cells(cols, models, "", sizes=SYN, full_seeds=3)
-
-
-def _gen_ablation() -> list[Cell]:
-    models = [(f"nmz{k}", "mz_full", str(k), {"n_enc": 1, "L": k}) for k in (1, 2, 4, 8, 16, 32)]
-    cols = [(f"L{L}", f"L={L}", {"L": L}, f"L={L} / R^2") for L in (16, 32)]
-    return grid_cells(cols, models, "quadratic_tdof", sizes=SYN, full_seeds=3)
-
-
 # Task B (set matching) as tab:main-results runs it: the paper's ablations of why MZ works
-TASK_B, TASK_B_COLUMN, TASK_B_SIZES = (
-    "chamfer_matching",
-    "Task B: Set Match.",
-    (5_000, 1_000, 1_000),
-)
-TASK_B_GRID = {"sizes": TASK_B_SIZES, "full_seeds": 3}
+TASK_B, TASK_B_COLUMN, TASK_B_SIZES = "chamfer_matching", "Task B: Set Match.", (5000, 1000, 1000)
 B_COLUMN = ("B", TASK_B_COLUMN, {}, TASK_B_COLUMN)
 R2_MSE = (("{row}", "R^2", "r2"), ("{row}", "MSE", "mse"))  # tab:depth's and tab:ablation's
+SGSP_TARGETS = {"diameter": "diameter", "knn_radius": "knn-radius",
+                "k_smallest_sum": "k-smallest sum", "kcenter": "furthest-first"}  # fmt: skip
+MZ_SIZES = (("Slim", 2, 1), ("Med", 4, 2), ("Full", 8, 4))  # tab:mz-efficient's (size, n_g, L)
 
-
-def _depth() -> list[Cell]:
-    models = [("mz_1l", "mz_full", "MZAttn / 1", {"n_enc": 1})] + [
-        (f"st_{k}l", "st", f"Set Transformer / {k}", {"n_enc": k}) for k in range(1, 7)
-    ]
-    return grid_cells([B_COLUMN], models, TASK_B, paper=R2_MSE, **TASK_B_GRID)
-
-
-def _ng_ablation() -> list[Cell]:
-    models = [(f"ng{k}-mz_full", "mz_full", str(k), {"n_g": k}) for k in (2, 4, 8, 16)]
-    return grid_cells([B_COLUMN], models, TASK_B, paper=R2_MSE, sizes=TASK_B_SIZES, full_seeds=1)
-
-
-def _genqk() -> list[Cell]:
-    models = [
-        ("mz_full", "mz_full", "MZAttn (centers-only Q/K)", {}),
-        ("genqk", "mz_full", "MZ-GenQK (gen info in Q/K)", {"gen_qk": True}),  # choice 8
-    ]
-    paper = (("{row}", "{col} / MSE", "mse"), ("{row}", "{col} / R^2", "r2"))
-    col_a = (
-        "A",
-        "Task A: Set Regr.",
-        {},
-        "Task A: Set Regr.",
-        {"task": "set_regression", "sizes": GEO},
-    )
-    return grid_cells([col_a, B_COLUMN], models, TASK_B, paper=paper, **TASK_B_GRID)
+# The tables that are one (column x model) grid each, as ``grid_cells``' arguments
+GRIDS = {
+    "tab:sgsp": dict(
+        columns=[(f"{target}-d{d}", f"{row}, d={d}", {"target": target, "d": d}, f"{row} / {d}")
+                 for target, row in SGSP_TARGETS.items() for d in (8, 16, 32)],
+        models=MATCHED_NORMED, task="sgsp", batch_size=GEOM_BATCH, paper=COL_ROW),
+    "tab:mz-efficient": dict(
+        columns=[("max", "Max", {}, "Max R^2", {"task": "set_regression", "sizes": GEO}),
+                 ("rotmatch", "RotMatch", {}, "RotMatch R^2", {"task": "rotation_matching"}),
+                 ("mst", "MST", {}, "MST R^2", {"task": "mst_weight", "batch_size": GEOM_BATCH})],
+        models=[ST] + [model_row(f"mz_{s.lower()}", f"MZ-{s} (n_g={g}, L={L})")
+                       for s, g, L in MZ_SIZES],
+        task="", sizes=SYN, full_seeds=3),
+    "tab:gen-ablation": dict(
+        columns=[(f"L{L}", f"L={L}", {"L": L}, f"L={L} / R^2") for L in (16, 32)],
+        models=[(f"nmz{k}", "mz_full", str(k), {"n_enc": 1, "L": k}) for k in (1, 2, 4, 8, 16, 32)],
+        task="quadratic_tdof", sizes=SYN, full_seeds=3),
+    "tab:depth": dict(
+        columns=[B_COLUMN],
+        models=[("mz_1l", "mz_full", "MZAttn / 1", {"n_enc": 1})]
+        + [(f"st_{k}l", "st", f"Set Transformer / {k}", {"n_enc": k}) for k in range(1, 7)],
+        task=TASK_B, paper=R2_MSE, sizes=TASK_B_SIZES, full_seeds=3),
+    "tab:ablation": dict(
+        columns=[B_COLUMN],
+        models=[(f"ng{k}-mz_full", "mz_full", str(k), {"n_g": k}) for k in (2, 4, 8, 16)],
+        task=TASK_B, paper=R2_MSE, sizes=TASK_B_SIZES, full_seeds=1),
+    "tab:genqk": dict(
+        columns=[("A", "Task A: Set Regr.", {}, "Task A: Set Regr.",
+                  {"task": "set_regression", "sizes": GEO}), B_COLUMN],
+        models=[("mz_full", "mz_full", "MZAttn (centers-only Q/K)", {}),
+                ("genqk", "mz_full", "MZ-GenQK (gen info in Q/K)", {"gen_qk": True})],  # choice 8
+        task=TASK_B, paper=(("{row}", "{col} / MSE", "mse"), ("{row}", "{col} / R^2", "r2")),
+        sizes=TASK_B_SIZES, full_seeds=3),
+}  # fmt: skip
 
 
 def _ece_nll() -> list[Cell]:
@@ -283,7 +262,7 @@ def _ece_nll() -> list[Cell]:
              note=f"{method}: uncertainty metrics by mzlite.repro.experiments.uncertainty_study")
         for cid, (method, row) in METHODS.items()
     ]  # fmt: skip
-    return cells + [stats_cell("B", TASK_B, {}, TASK_B_COLUMN, TASK_B_SIZES, 128)]
+    return cells + grid_cells([B_COLUMN], [], TASK_B, sizes=TASK_B_SIZES)
 
 
 def _ambiguity() -> list[Cell]:
@@ -294,7 +273,7 @@ def _ambiguity() -> list[Cell]:
             refs = (PaperRef(sigma, f"{who} R^2", "r2"), PaperRef(sigma, f"{who} MSE", "mse"))
             cells.append(Cell(f"{col}-{mid}", TASK_B, opts, mid, model_spec(mid).display, where,
                               paper=refs, sizes=TASK_B_SIZES, full_seeds=3))  # fmt: skip
-        cells.append(stats_cell(col, TASK_B, opts, where, TASK_B_SIZES, 128))
+        cells += grid_cells([(col, where, opts, "")], [], TASK_B, sizes=TASK_B_SIZES)
     return cells
 
 
@@ -375,12 +354,7 @@ BUILDERS = {
     "tab:tdof-verify": _tdof_verify,
     "tab:main-results": _main_results,
     **{label: partial(_geometry_sweep, *sweep) for label, sweep in GEOMETRY_SWEEPS.items()},
-    "tab:sgsp": _sgsp,
-    "tab:mz-efficient": _mz_efficient,
-    "tab:gen-ablation": _gen_ablation,
-    "tab:depth": _depth,
-    "tab:ablation": _ng_ablation,
-    "tab:genqk": _genqk,
+    **{label: partial(grid_cells, **grid) for label, grid in GRIDS.items()},
     "tab:ece-nll": _ece_nll,
     "tab:ambiguity": _ambiguity,
     "tab:egnn-comparison": _egnn,
