@@ -228,7 +228,8 @@ def plan(
             else:
                 cfg = job.train_config()
                 cap = cfg.epochs
-                unit, source = _unit_cost(spec.label, cell, measured, measure, prof.name)
+                unit, source = _unit_cost(spec.label, cell, measured, measure, prof.name,
+                                          results_dir)  # fmt: skip
                 if machine and unit is not None and source != _TIMED_HERE:  # priced elsewhere
                     factor = _factor(machine, cell.model)
                     unit *= factor
@@ -268,7 +269,7 @@ def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
     return "prior", "", []
 
 
-def _unit_cost(label, cell, measured, measure, profile):
+def _unit_cost(label, cell, measured, measure, profile, results_dir=None):
     """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
     median over the results of this cell and of its model on its task (L or d change the cost
     little; pooling evens out a shared CPU's drift), the profile's own where it has some (its
@@ -289,8 +290,7 @@ def _unit_cost(label, cell, measured, measure, profile):
     if extrapolated is not None:
         return extrapolated
     if measure:
-        job = ex.Job(label, cell, 0, ex.get_profile(profile), Path(), Path(), Path(), "cpu")
-        return _stored_epoch_cost(job)[0], _TIMED_HERE
+        return _stored_epoch_cost(label, cell.id, profile, results_dir)[0], _TIMED_HERE
     elsewhere = [m["unit_s"] for m in measured if m["key"] == key]
     if elsewhere:  # rough: set sizes and d differ between tasks
         return statistics.median(elsewhere), (
@@ -375,8 +375,7 @@ def machine_speed(measured: list[dict], profile: str, results_dir=None) -> dict[
             if ex.model_family(m["model"]) == family:
                 groups.setdefault((m["table"], m["cell"], m["profile"]), []).append(m["unit_s"])
         ref, units = min(groups.items(), key=lambda kv: (-len(kv[1]), statistics.median(kv[1])))
-        (job,) = ex.jobs(ref[0], ref[2], [0], cells=[ref[1]], results_dir=results_dir)
-        here, when = _stored_epoch_cost(job)
+        here, when = _stored_epoch_cost(*ref, results_dir)
         recorded = statistics.median(units)
         out[family] = {"factor": here / recorded, "unit_here": here, "unit_recorded": recorded,
                        "reference": f"{ref[0]} {ref[1]} ({ref[2]})", "results": len(units),
@@ -390,11 +389,11 @@ def _factor(machine: dict[str, dict], model: str) -> float:
     return mine["factor"] if mine else statistics.median(m["factor"] for m in machine.values())
 
 
-def _stored_epoch_cost(job):
-    """(``_epoch_cost_here`` of ``job``, when it was timed), from the cache directory while its
-    key (CPU, machine, torch, mzlite's nn and train sources, the cell and its model, the fit)
-    holds."""
-    cfg, cell = job.train_config().to_dict(), job.cell
+def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None):
+    """(``_epoch_cost_here`` of the cell's job, when it was timed), from the cache directory
+    while its key (CPU, machine, torch, mzlite's nn and train sources, the fit) holds."""
+    (job,) = ex.jobs(table, profile, [0], cells=[cell_id], results_dir=results_dir)
+    cfg = job.train_config().to_dict()
     root = Path(_nn.__file__).parent.parent  # the code that sets an epoch's price: nn and train
     code = b"".join(
         f.read_bytes()
@@ -404,9 +403,8 @@ def _stored_epoch_cost(job):
     )
     key = json.loads(json.dumps({
         "cpu": cpu_model(), "machine": platform.node(), "torch": torch.__version__,
-        "sources": hashlib.sha1(code).hexdigest()[:12], "fit": REFERENCE_FIT,
-        "reference": [job.table, cell.id, job.profile.name],
-        "model": _model_key(cell.model, cell.model_kwargs),
+        "sources": hashlib.sha1(code).hexdigest()[:12], "reference": [table, cell_id, profile],
+        "fit": REFERENCE_FIT,
         "config": {k: cfg.get(k) for k in ("lr", "amp", "batch_size", "weight_decay")},
     }, default=str))  # fmt: skip
     tag = hashlib.sha1(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]

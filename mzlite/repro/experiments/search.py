@@ -655,7 +655,8 @@ def price(profile: str, families=None, seeds=SEEDS, results_dir=None, cache_dir=
         done = {(r["lr"], r["schedule"]) for r in trials(s, cache_dir)}
         left = [c for c in grid if c not in done]
         n_left += len(left)
-        unit, source = _plan._unit_cost(s.job.table, s.job.cell, measured, True, profile)
+        job = s.job
+        unit, source = _plan._unit_cost(job.table, job.cell, measured, True, profile, results_dir)
         if unit is None:  # no result and no timing of this model: no price
             lines.append(f"  {s.name:50s}  no estimate ({source})")
             continue
