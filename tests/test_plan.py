@@ -78,8 +78,7 @@ def test_a_gpu_result_gives_epochs_but_prices_no_cpu_hour(tmp_path):
     assert row["s_per_epoch"] == pytest.approx(5.0)
 
 
-def test_models_without_results_have_no_estimate_unless_timed(tmp_path, monkeypatch):
-    monkeypatch.setenv("MZLITE_CACHE", str(tmp_path / "cache"))  # the epoch cost is stored there
+def test_models_without_results_have_no_estimate_unless_timed(tmp_path):
     p = plan("tab:meb", "cpu-converged", cells=["d8-deepsets"], results_dir=tmp_path,
              measure=False)  # fmt: skip
     assert p.rows[0]["cpu_h"] is None and "measure=False" in p.rows[0]["cost_source"]

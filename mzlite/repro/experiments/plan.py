@@ -41,8 +41,10 @@ from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
 from mzlite.repro.paper import spaced
 from mzlite.tasks import make_task
+from mzlite.timing import time_call, train_step_call
 from mzlite.train import fit
 from mzlite.train.config import check_int_field
+from mzlite.train.loop import num_threads_during
 
 
 def _units(sizes) -> float:
@@ -201,11 +203,11 @@ def plan(
 ) -> Plan:
     """The estimated cost of the jobs still to run of ``tables`` (a label or several) under
     ``profile``; ``seeds``/``models``/``cells`` filter as in ``jobs``; ``measure``: rescale to
-    this CPU and fit an epoch of a model with no result on disk (cached)."""
+    this CPU and time a model with no result on disk (a few seconds each)."""
     check_int_field("workers", workers, 1)
     prof = ex.get_profile(profile)
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
-    measured = _measured(results_dir)
+    measured, timed = _measured(results_dir), {}
     machine = machine_speed(measured, prof.name, results_dir) if measure else {}
     rows = []
     for table in tables:
@@ -228,8 +230,7 @@ def plan(
             else:
                 cfg = job.train_config()
                 cap = cfg.epochs
-                unit, source = _unit_cost(spec.label, cell, measured, measure, prof.name,
-                                          results_dir)  # fmt: skip
+                unit, source = _unit_cost(spec.label, cell, measured, timed, measure, prof.name)
                 if machine and unit is not None and source != _TIMED_HERE:  # priced elsewhere
                     factor = _factor(machine, cell.model)
                     unit *= factor
@@ -269,13 +270,11 @@ def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
     return "prior", "", []
 
 
-def _unit_cost(label, cell, measured, measure, profile, results_dir=None):
+def _unit_cost(label, cell, measured, timed, measure, profile):
     """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
     median over the results of this cell and of its model on its task (L or d change the cost
     little; pooling evens out a shared CPU's drift), the profile's own where it has some (its
-    precision and code); else ``_extrapolated``, ``_param_scaled``; else with ``measure`` an
-    epoch of it fitted here (``_stored_epoch_cost``, the timer ``machine_speed`` rescales by),
-    without, roughly, its model's results on other tasks."""
+    precision and code); else ``_extrapolated``, ``_param_scaled``, or timed now."""
     key = _model_key(cell.model, cell.model_kwargs)
     like = [m for m in measured if (m["table"] == label and m["cell"] == cell.id)
             or (m["key"] == key and m["task"] == cell.task)]  # fmt: skip
@@ -289,18 +288,30 @@ def _unit_cost(label, cell, measured, measure, profile, results_dir=None):
     extrapolated = _extrapolated(cell, key, measured) or _param_scaled(cell, measured, profile)
     if extrapolated is not None:
         return extrapolated
-    if measure:
-        return _stored_epoch_cost(label, cell.id, profile, results_dir)[0], _TIMED_HERE
-    elsewhere = [m["unit_s"] for m in measured if m["key"] == key]
-    if elsewhere:  # rough: set sizes and d differ between tasks
-        return statistics.median(elsewhere), (
-            f"rough: median of {len(elsewhere)} result(s) of {key} on other tasks (no result "
-            "on this task; plan without --no-measure times it)"
-        )
-    return None, "no result of this model on this task (measure=False)"
+    if not measure:
+        elsewhere = [m["unit_s"] for m in measured if m["key"] == key]
+        if elsewhere:  # rough: set sizes and d differ between tasks
+            return statistics.median(elsewhere), (
+                f"rough: median of {len(elsewhere)} result(s) of {key} on other tasks (no result "
+                "on this task; plan without --no-measure times it)"
+            )
+        return None, "no result of this model on this task (measure=False)"
+    # Time it beside a model that has results on this task, and scale that model's measured
+    # cost: step timings miss the per-epoch overheads and see today's load, a ratio sees neither.
+    refs = [m for m in measured if m["task"] == cell.task]
+    if not refs:
+        (unit,) = _timed([cell], timed)
+        return unit, _TIMED_HERE
+    ref_key = "st" if any(m["key"] == "st" for m in refs) else refs[0]["key"]
+    ref = [m for m in refs if m["key"] == ref_key]
+    ref_cell = ex.get_table(ref[0]["table"]).cell(ref[0]["cell"])
+    mine, theirs = _timed([cell, ref_cell], timed)
+    ratio = mine / theirs
+    unit = statistics.median(m["unit_s"] for m in ref) * ratio
+    return unit, f"timed now: {ratio:.1f} x {ref_key} on {cell.task} (5 steps each, interleaved)"
 
 
-_TIMED_HERE = "timed now (an epoch fitted here, 1 thread; no result on this task to scale)"
+_TIMED_HERE = "timed now (5 training steps, 1 thread; no result on this task to scale)"
 
 
 def _extrapolated(cell, key: str, measured: list[dict]):
@@ -354,6 +365,29 @@ def _param_scaled(cell, measured: list[dict], profile):
         f"scaled: {ratio:.2f} x {like[0]['key']} on {cell.task} by parameter count "
         f"({n_mine:,} / {n_base:,})"
     )
+
+
+def _timed(cells, timed) -> list[float]:
+    """CPU seconds per training set of each of ``cells`` (median of 5 of fit's training steps on
+    a batch of its task, one thread; validation sets are priced by _units), the models taking
+    turns so that a change of load hits all alike; once per model, task, options and batch."""
+    k = tuple((_model_key(c.model, c.model_kwargs), c.task,
+               tuple(sorted(ex.check_task_options(c.task, c.options).items())), c.batch_size)
+              for c in cells)  # fmt: skip
+    if k not in timed:
+        calls = []
+        for cell in cells:
+            data = make_task(cell.task, cell.batch_size, 12345, **cell.options)
+            model = ex.build_cell_model(cell, data.d_in, data.d_out, 0)
+            y = (data.y if data.y.ndim == 2 else data.y[:, None]).float()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+            calls.append(train_step_call(model, opt, data.x, data.mask, y))
+        with num_threads_during(1):
+            rounds = [[time_call(call) for call in calls] for _ in range(6)]  # 1 warm-up round
+        per_cell = zip(*rounds[1:], strict=True)
+        timed[k] = [statistics.median(t) / c.batch_size
+                    for t, c in zip(per_cell, cells, strict=True)]  # fmt: skip
+    return timed[k]
 
 
 # This machine against the machines that wrote the results

@@ -649,14 +649,13 @@ def price(profile: str, families=None, seeds=SEEDS, results_dir=None, cache_dir=
     epoch of each study's cell: under successive halving (``expected_epochs``) and to the cap."""
     studies = plan_search(profile, families, seeds)
     grid, cap = _grid(), get_profile(profile).train["epochs"]
-    measured = _plan._measured(results_dir)
+    measured, timed = _plan._measured(results_dir), {}
     lines, total_cap, total_sh, n_left = [], 0.0, 0.0, 0
     for s in studies:
         done = {(r["lr"], r["schedule"]) for r in trials(s, cache_dir)}
         left = [c for c in grid if c not in done]
         n_left += len(left)
-        job = s.job
-        unit, source = _plan._unit_cost(job.table, job.cell, measured, True, profile, results_dir)
+        unit, source = _plan._unit_cost(s.job.table, s.job.cell, measured, timed, True, profile)
         if unit is None:  # no result and no timing of this model: no price
             lines.append(f"  {s.name:50s}  no estimate ({source})")
             continue
