@@ -15,7 +15,9 @@ from mzlite.repro.experiments.plan import decide, plan
 from mzlite.tasks import make_task
 
 
-def _write(root, table, cell, seed, profile, sizes, wall, epochs, threads=1, device="cpu"):
+def _write(
+    root, table, cell, seed, profile, sizes, wall, epochs, threads=1, device="cpu", cpu=None
+):
     spec = ex.get_table(table)
     c = spec.cell(cell)
     path = ex.result_path(spec, cell, seed, profile, root)
@@ -25,8 +27,23 @@ def _write(root, table, cell, seed, profile, sizes, wall, epochs, threads=1, dev
            "task_options": ex.check_task_options(c.task, c.options), "model_kwargs": c.model_kwargs,
            "wall_time_s": wall, "epochs_run": epochs,
            "provenance": {"num_threads": threads, "device": device},
+           **({"history": {"cpu_time_s": cpu}} if cpu is not None else {}),
            "metrics": {"test": {"r2": 0.5}}}  # fmt: skip
     path.write_text(json.dumps(res))
+
+
+def test_a_recorded_cpu_time_prices_a_run_that_a_loaded_machine_slowed(tmp_path):
+    # 30 epochs at 2000/500 sets: 600 s of wall time on a loaded machine, 150 CPU s of its own
+    _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0, "cpu", (2000, 500, 1000), 600.0, 30,
+           cpu=150.0)  # fmt: skip
+    (row,) = plan("tab:tdof-verify", "cpu-converged", cells=["L4-mz_1l"], results_dir=tmp_path,
+                  measure=False).rows  # fmt: skip
+    assert row["s_per_epoch"] == pytest.approx(5.0)  # not 20: the wall time's
+    # a result without it (written before it was recorded) is priced by wall time x threads
+    _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0, "cpu", (2000, 500, 1000), 600.0, 30)
+    (row,) = plan("tab:tdof-verify", "cpu-converged", cells=["L4-mz_1l"], results_dir=tmp_path,
+                  measure=False).rows  # fmt: skip
+    assert row["s_per_epoch"] == pytest.approx(20.0)
 
 
 def test_estimate_is_jobs_times_epochs_times_measured_cost(tmp_path):

@@ -101,6 +101,9 @@ def test_early_stopping_and_restore_best_per_model():
     assert hs[1].stop_reason == "early_stopping" and len(hs[1].epoch) < 8
     assert len(hs[0].epoch) == len(hs[2].epoch) == 8
     assert_same_run(hs, hk, sep, stk)
+    # each member's times are the stack's while it ran: one that stopped early ran less
+    assert 0 < hk[1].cpu_time_s < hk[0].cpu_time_s == hk[2].cpu_time_s
+    assert hk[1].wall_time_s < hk[0].wall_time_s == hk[2].wall_time_s
 
 
 def test_resume_is_exact(tmp_path):

@@ -495,6 +495,35 @@ def test_history_records_resolved_amp_and_resume_keeps_it(tmp_path, monkeypatch)
     assert fit(build(), TRAIN, VAL, small_cfg(epochs=2), progress=False).config["amp"] is True
 
 
+def test_history_records_the_process_cpu_time_across_a_resume(tmp_path):
+    """``cpu_time_s`` adds up the process's CPU seconds over every fit call of a run; a run
+    resumed from a checkpoint that did not record it has None (a sum that misses a part would
+    under-price it), and ``plan`` then falls back to its wall time."""
+    path = tmp_path / "run.pt"
+
+    def stop_after_2(epoch, hist, model):
+        if epoch == 2:
+            raise Interrupt
+
+    cfg = small_cfg(epochs=4, patience=50)
+    with pytest.raises(Interrupt):
+        fit(build(0), TRAIN, VAL, cfg, checkpoint_path=path, progress=False,
+            callbacks=[stop_after_2])  # fmt: skip
+    first = torch.load(path, weights_only=True)["history"]["cpu_time_s"]
+    hist = fit(build(0), TRAIN, VAL, cfg, checkpoint_path=path, progress=False)
+    assert 0 < first < hist.cpu_time_s
+    assert hist.to_dict()["cpu_time_s"] == hist.cpu_time_s
+
+    with pytest.raises(Interrupt):
+        fit(build(0), TRAIN, VAL, cfg, checkpoint_path=tmp_path / "old.pt", progress=False,
+            callbacks=[stop_after_2])  # fmt: skip
+    old = torch.load(tmp_path / "old.pt", weights_only=True)
+    del old["history"]["cpu_time_s"]  # as a checkpoint written before it was recorded
+    torch.save(old, tmp_path / "old.pt")
+    hist = fit(build(0), TRAIN, VAL, cfg, checkpoint_path=tmp_path / "old.pt", progress=False)
+    assert hist.epochs_run == 4 and hist.cpu_time_s is None and hist.wall_time_s > 0
+
+
 # ----------------------------------------------------------------------------- plateau schedule
 
 

@@ -17,10 +17,12 @@ class History:
     ``train_loss``/``val_loss`` are in training units (standardised with ``normalize_targets``);
     ``val_metrics`` are in original units. ``lr`` is the rate of the epoch's last step.
     ``stop_reason`` is "completed", "early_stopping", "callback" or "diverged"; ``wall_time_s``
-    adds up every ``fit`` call of the run (resumes included). ``train_target_var`` (regression):
-    the variance of the training targets in training units, the loss of the mean predictor, so
-    that ``min(train_loss) / train_target_var`` says whether the run fitted its training set
-    (``mzlite.repro.experiments.stats.fit_check``)."""
+    adds up every ``fit`` call of the run (resumes included), ``cpu_time_s`` the CPU seconds of the
+    process in them (all its threads; a stack's for each member), which other jobs on a loaded
+    machine do not inflate; None for a run resumed from a checkpoint that did not record it.
+    ``train_target_var`` (regression): the variance of the training targets in training units,
+    the loss of the mean predictor, so that ``min(train_loss) / train_target_var`` says whether
+    the run fitted its training set (``mzlite.repro.experiments.stats.fit_check``)."""
 
     epoch: list[int] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
@@ -32,6 +34,7 @@ class History:
     best_val_loss: float = math.inf
     stop_reason: str = "running"
     wall_time_s: float = 0.0
+    cpu_time_s: float | None = 0.0
     target_mean: list[float] | None = None
     target_std: list[float] | None = None
     train_target_var: float | None = None
@@ -58,6 +61,8 @@ class History:
     def from_dict(cls, d: dict) -> History:
         known = {f.name for f in fields(cls)}
         h = cls(**{k: v for k, v in d.items() if k in known})
+        if "cpu_time_s" not in d:  # written before it was recorded: the sum would miss a part
+            h.cpu_time_s = None
         nan = lambda v: math.nan if v is None else v  # noqa: E731
         h.train_loss = [nan(v) for v in h.train_loss]
         h.val_loss = [nan(v) for v in h.val_loss]

@@ -243,6 +243,21 @@ def _validate(run: _Run) -> tuple[float, dict]:
     return float(F.cross_entropy(vpred.double(), va.y)), classification_metrics(vpred, va.y)
 
 
+class RunClock:
+    """Adds the wall and process-CPU seconds since it last added to a ``History``'s totals."""
+
+    def __init__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def add_to(self, *hists: History) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        for h in hists:
+            h.wall_time_s += wall - self.wall
+            if h.cpu_time_s is not None:
+                h.cpu_time_s += cpu - self.cpu
+        self.wall, self.cpu = wall, cpu
+
+
 def record_epoch(run: _Run, epoch: int, train_loss, val_loss, metrics, lr, seconds: float) -> None:
     """Keep the best weights, append the epoch to the History, and say why to stop, if so."""
     hist, config = run.hist, run.config
@@ -357,7 +372,7 @@ def fit(
             total=config.epochs, initial=run.epoch, disable=not progress, unit="epoch", desc="fit"
         ) as bar,
     ):
-        t_call = time.perf_counter()
+        clock = RunClock()
         for epoch in range(run.epoch + 1, config.epochs + 1):
             t0 = time.perf_counter()
             train_loss, lr = _train_one_epoch(run, epoch)
@@ -365,12 +380,11 @@ def fit(
             record_epoch(run, epoch, train_loss, val_loss, metrics, lr, time.perf_counter() - t0)
             bar.update(1)
             bar.set_postfix(train=f"{train_loss:.4g}", val=f"{val_loss:.4g}", lr=f"{lr:.2e}")
-            run.hist.wall_time_s += time.perf_counter() - t_call
-            t_call = time.perf_counter()
+            clock.add_to(run.hist)
             if _checkpoint_and_ask(run, epoch, callbacks):
                 break
         _finish(run)
-        run.hist.wall_time_s += time.perf_counter() - t_call
+        clock.add_to(run.hist)
         _save(run, finished=True)
     model.eval()
     return run.hist

@@ -52,7 +52,7 @@ from .checkpoints import (
 from .config import TrainConfig, lr_at
 from .data import SetTensors, param_dtype, to_device
 from .history import History
-from .loop import check_output, checked_splits, num_threads_during, record_epoch
+from .loop import RunClock, check_output, checked_splits, num_threads_during, record_epoch
 from .metrics import classification_metrics, regression_metrics
 from .precision import autocast, resolve_amp
 from .scaling import remove_target_scaling, set_target_scaling
@@ -586,7 +586,7 @@ def fit_stacked(
             desc=f"fit x{stack.K}",
         ) as bar,
     ):
-        t_call = time.perf_counter()
+        clock = RunClock()
         for epoch in range(stack.epoch + 1, cfg.epochs + 1):
             t0 = time.perf_counter()
             running = [m.running for m in stack.members]
@@ -601,11 +601,7 @@ def fit_stacked(
             if on_epoch is not None:
                 hists = [m.hist if r else None for r, m in zip(running, stack.members, strict=True)]
                 on_epoch(epoch, hists)
-            elapsed = time.perf_counter() - t_call
-            for k, m in enumerate(stack.members):
-                if running[k]:
-                    m.hist.wall_time_s += elapsed
-            t_call = time.perf_counter()
+            clock.add_to(*(m.hist for r, m in zip(running, stack.members, strict=True) if r))
             stack.epoch = epoch
             if not any(m.running for m in stack.members):
                 break

@@ -52,13 +52,17 @@ def _units(sizes) -> float:
 
 
 def _cpu_s_per_epoch(res: dict) -> float | None:
-    """CPU seconds per epoch per set unit; None for a result trained on a GPU (its wall time,
-    beside 15 other jobs on one GPU, prices no CPU hour) or without a timing."""
+    """CPU seconds per epoch per set unit: the run's process CPU time where it recorded it (other
+    jobs on a loaded machine stretch its wall time, not its CPU time), else wall time x threads;
+    None for a result trained on a GPU (its wall time, beside 15 other jobs on one GPU, prices
+    no CPU hour) or without a timing."""
     n = res.get("epochs_run") or 0
     prov = res.get("provenance") or {}
     if n < 1 or not res.get("wall_time_s") or not str(prov.get("device", "cpu")).startswith("cpu"):
         return None
-    return res["wall_time_s"] * (prov.get("num_threads") or 1) / n / _units(res["sizes"])
+    cpu = (res.get("history") or {}).get("cpu_time_s")
+    spent = cpu if cpu else res["wall_time_s"] * (prov.get("num_threads") or 1)
+    return spent / n / _units(res["sizes"])
 
 
 def _measured(results_dir) -> list[dict]:
