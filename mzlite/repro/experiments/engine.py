@@ -189,7 +189,7 @@ class Verdict:
     reading_conflict: Verdict | None = None  # a profile of another reading that reads otherwise
     depends_on: tuple[str, ...] = ()  # reading ablation rows that read the comparison otherwise
     rank: dict = field(default_factory=dict)  # a RankClaim's ranks and null test
-    variant: str = ""  # "" for the claim's cells; "std" or "normalised" for their twins
+    variant: str = ""  # "" for the claim's cells; "pattern" for its pattern's (Claim.pattern)
     pattern: Verdict | None = None  # the claim's test on its pattern's cells (Claim.pattern)
     removed_by: tuple[Verdict, ...] = ()  # the pattern's ablations under which it does not show
 
@@ -245,10 +245,6 @@ def _values(results: list[dict], metric: str) -> list[float]:
 
 def _mean(results: list[dict], metric: str) -> float | None:
     return _stats.mean_std(_values(results, metric))[0]
-
-
-def _solid(results: list[dict]) -> bool:
-    return cell_stats("", "", results, "r2").solid
 
 
 def cell_stats(
@@ -313,12 +309,12 @@ def regime_of(results: list[dict], profile: str) -> Regime:
     )  # fmt: skip
 
 
-def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None):
+def mean_getter(by_cell: dict[str, list[dict]], metric: str, rename):
     """``get(cell_id)``: the mean test ``metric`` over the seeds of cell ``rename(cell_id)`` in
     ``by_cell``, MissingCell when it has none."""
 
     def get(cell_id: str) -> float:
-        cid = cell_id if rename is None else rename(cell_id)
+        cid = rename(cell_id)
         if (mean := _mean(by_cell.get(cid, []), metric)) is None:
             raise MissingCell(cid)
         return mean
@@ -337,7 +333,7 @@ def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refuta
     only: a bound that fails even the weaker test; a compared cell significantly ``better``
     than the focal one (its Welch test of ``tests``); or the cells run so far (not all) whose
     value (``ours``) already fails the weaker test where another cell can only lower it."""
-    solid = lambda c: _solid(by_cell.get(ren(c), []))  # noqa: E731
+    solid = lambda c: cell_stats(c, c, by_cell.get(ren(c), []), "r2").solid  # noqa: E731
     if claim.bound_cells:
         top = or_none(claim.bound, mean_getter(by_cell, claim.metric, ren))
         ok = all(solid(c) for c in claim.bound_cells if by_cell.get(ren(c)))
@@ -345,7 +341,7 @@ def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refuta
             return Refutation(Reason.REFUTED_BY_BOUND, tuple(claim.bound_cells), value=top)
     if claim.metric != "r2" or not (claim.monotone or claim.compare):
         return None
-    if claim.compare and not claim.monotone:
+    if claim.compare:  # never monotone
         a, bs = claim.compare
         if not solid(a):
             return None
@@ -461,7 +457,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         # a refutation by solid cells stands whatever the cells that are not solid say; where
         # the models run so far leave no room for the claim but none is significantly better,
         # it cannot hold ("does not hold" needs a significant model)
-        if refuted.reason == Reason.REFUTED_SO_FAR and claim.compare and not claim.monotone:
+        if refuted.reason == Reason.REFUTED_SO_FAR and claim.compare:
             return Verdict(label=Label.NOT_DECIDED, reason=Reason.CANNOT_HOLD,
                            refutation=refuted, **base)  # fmt: skip
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
