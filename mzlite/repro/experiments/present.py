@@ -130,7 +130,7 @@ def statistics_text(claim, v: Verdict) -> str:
         pair, at = _named(v.table, (worst.a, worst.b), " vs ")
         text += (f"; Welch p = {_p(worst.p)} ({pair}{at}"
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
-        if v.p_holm is not None and len(v.tests):
+        if v.p_holm is not None:
             text += f"; after Holm's correction within its table, p = {_p(v.p_holm)}"
     return text
 
@@ -164,7 +164,7 @@ def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
                 f"{claim.fmt(ref.value)}, which fails even its weaker test, whatever the cells "
                 "not yet run at this regime give")  # fmt: skip
     names = ", ".join(_row_name(table, c) for c in ref.cells)
-    if ref.reason == Reason.CANNOT_HOLD or v.reason == Reason.CANNOT_HOLD:
+    if v.reason == Reason.CANNOT_HOLD:  # a refutation so far that no significant model backs
         return (f"cannot hold: against the {len(ref.cells)} of {len(claim.compare[1])} models of "
                 f"the comparison run so far ({names}) the gap is {claim.fmt(ref.value)}, which "
                 "fails even the weaker test, and another model can only lower it; none of them "
@@ -425,9 +425,9 @@ def claim_text(claim) -> str:
 
 def statement(claim) -> str:
     """The claim led by its paper table ("Table 3, d = 8: ..."), unless it names one itself."""
-    table = getattr(claim, "paper_table", None) or claim.table
-    text = claim_text(claim)
-    return text if getattr(claim, "paper_table", None) else f"{paper_ref(table)}, {text}"
+    if getattr(claim, "paper_table", None):
+        return claim_text(claim)
+    return f"{paper_ref(claim.table)}, {claim_text(claim)}"
 
 
 def verdict_line(r: dict) -> str:
