@@ -26,10 +26,8 @@ __all__ = [
 
 
 def evaluate(claim, profiles=None, results_dir=None, **how) -> dict:
-    """The scorecard row of ``claim`` (``present.row`` of ``engine.judge``: the strongest
-    evidence among ``profiles``, default ``PROFILE_ORDER``), read on its cells, on other cells
-    (``rename``) or on twins that depend on the profile (``twin(cell_id, profile)``): ``how``,
-    ``engine.judge``'s keywords."""
+    """The scorecard row of ``claim``: ``present.row`` of ``engine.judge`` (``how``: its
+    keywords, ``rename`` or ``twin``)."""
     return present.row(claim, engine.judge(claim, profiles, results_dir, **how))
 
 
