@@ -476,21 +476,22 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
 # The strongest evidence decides: the profiles' verdicts combined
 
 
-def _retired(claim: Claim, by_profile: dict, ren) -> tuple[tuple[str, str], ...]:
+def _retired(claim: Claim, by_profile: dict) -> tuple[tuple[str, str], ...]:
     """(profile, retired by) for each of ``RETIRED_ONCE_CONVERGED`` that ran ``claim`` and a
-    converged cell of it under a better profile of ``by_profile`` retires."""
+    converged cell of it under a better profile of ``by_profile`` retires (the claim's own
+    cells, also where it is read on twins)."""
     better = next(
         (prof for prof, res in by_profile.items()
          if prof not in RETIRED_ONCE_CONVERGED and prof != "smoke"
          and any(_stats.result_convergence(r)["converged"]
-                 for c in claim.cells for r in res.get(ren(c), []))),
+                 for c in claim.cells for r in res.get(c, []))),
         None,
     )  # fmt: skip
     if better is None:
         return ()
     return tuple(
         (old, better) for old in RETIRED_ONCE_CONVERGED
-        if by_profile.get(old) and any(by_profile[old].get(ren(c)) for c in claim.cells)
+        if by_profile.get(old) and any(by_profile[old].get(c) for c in claim.cells)
     )  # fmt: skip
 
 
@@ -542,35 +543,29 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     return Verdict(label=other.label, reason=other.reason, problems=other.problems, **base)
 
 
-def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
-          twin=None) -> Verdict:  # fmt: skip
+def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> Verdict:
     """The verdict on ``claim`` (a ``Claim`` or ``RankClaim``) from the results of ``profiles``
-    (default ``PROFILE_ORDER``, most faithful first): see the module doc. ``rename`` reads the
-    claim on other cells (their twins), ``twin(cell, profile)`` on twins that depend on the
-    profile; ``loaded``: ``{profile: results_by_cell(...)}`` read already."""
-    if twin is not None and rename is not None:
-        raise ValueError("give rename or twin, not both")
-    if twin is not None and (isinstance(claim, RankClaim) or claim.parts):
-        raise ValueError("twin applies to a claim on cells without parts")
+    (default ``PROFILE_ORDER``, most faithful first): see the module doc. ``twin(cell, profile)``
+    reads the claim on other cells (its twins under each profile); ``loaded``: ``{profile:
+    results_by_cell(...)}`` read already."""
     order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
     if isinstance(claim, RankClaim):
-        if rename is not None:
-            raise ValueError("rename applies to cell claims, not to a RankClaim")
+        if twin is not None:
+            raise ValueError("twin applies to cell claims, not to a RankClaim")
         return _judge_ranks(claim, order, results_dir)
     loaded = dict(loaded or {})
     loaded.update({p: ex.results_by_cell(claim.table, p, results_dir) for p in order
                    if p not in loaded})  # fmt: skip
     if claim.parts:
-        parts = [judge(p, order, results_dir, rename, loaded=loaded) for p in claim.parts]
+        parts = [judge(p, order, results_dir, twin, loaded=loaded) for p in claim.parts]
         at = {p.profile for p in parts if p.label != Label.NOT_RUN}
         if len(at) > 1:  # the strongest evidence differs between parts: each part decides
             return _combine(claim, parts)
         # one profile for every part that ran: the claim is judged whole, as any other
-    ren = (lambda c: c) if rename is None else rename
-    retired = _retired(claim, {p: loaded[p] for p in order}, ren)
+    retired = _retired(claim, {p: loaded[p] for p in order})
     gone = {old for old, _ in retired}
     tried = [
-        judge_under(claim, p, loaded[p], rename if twin is None else lambda c, p=p: twin(c, p))
+        judge_under(claim, p, loaded[p], None if twin is None else lambda c, p=p: twin(c, p))
         for p in order
         if p not in gone
     ]
@@ -595,7 +590,7 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
                     depends = tuple(_reading.dependence(what, results_dir=results_dir))
         main = replace(chosen, beside=beside, retired=retired, reading_conflict=conflict,
                        depends_on=depends)  # fmt: skip
-    if claim.pattern is None or PAPER_PROTOCOL not in order or (rename or twin) is not None:
+    if claim.pattern is None or PAPER_PROTOCOL not in order or twin is not None:
         return main  # a pattern is read under the paper's protocol, on its own cells
     return _with_pattern(claim, main, loaded[PAPER_PROTOCOL])
 
