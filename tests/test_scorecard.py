@@ -520,8 +520,8 @@ def test_transfer_rank_claims_paper_side_and_not_run(tmp_path):
     assert mid["paper"] == pytest.approx(sum(3 <= c <= 5 for c in cells) / 6)
     assert no_adv["verdict"] == mid["verdict"] == "not run" and no_adv["ours"] is None
     assert no_adv["chapter"] == "10_real_data_digits"
-    with pytest.raises(ValueError, match="rename applies to cell claims"):
-        evaluate(claims("tab:transfer-matrix")[0], rename=lambda c: c)
+    with pytest.raises(ValueError, match="twin applies to cell claims"):
+        evaluate(claims("tab:transfer-matrix")[0], twin=lambda c, _: c)
 
 
 def test_transfer_rank_claims_hold_fail_and_refuse(tmp_path):

@@ -189,7 +189,7 @@ class Verdict:
     reading_conflict: Verdict | None = None  # a profile of another reading that reads otherwise
     depends_on: tuple[str, ...] = ()  # reading ablation rows that read the comparison otherwise
     rank: dict = field(default_factory=dict)  # a RankClaim's ranks and null test
-    variant: str = ""  # "" for the claim's cells; "std" or "normalised" for their twins
+    variant: str = ""  # "" for the claim's cells; "pattern" for its pattern's (Claim.pattern)
     pattern: Verdict | None = None  # the claim's test on its pattern's cells (Claim.pattern)
     removed_by: tuple[Verdict, ...] = ()  # the pattern's ablations under which it does not show
 
@@ -245,10 +245,6 @@ def _values(results: list[dict], metric: str) -> list[float]:
 
 def _mean(results: list[dict], metric: str) -> float | None:
     return _stats.mean_std(_values(results, metric))[0]
-
-
-def _solid(results: list[dict]) -> bool:
-    return cell_stats("", "", results, "r2").solid
 
 
 def cell_stats(
@@ -313,12 +309,12 @@ def regime_of(results: list[dict], profile: str) -> Regime:
     )  # fmt: skip
 
 
-def mean_getter(by_cell: dict[str, list[dict]], metric: str = "r2", rename=None):
+def mean_getter(by_cell: dict[str, list[dict]], metric: str, rename):
     """``get(cell_id)``: the mean test ``metric`` over the seeds of cell ``rename(cell_id)`` in
     ``by_cell``, MissingCell when it has none."""
 
     def get(cell_id: str) -> float:
-        cid = cell_id if rename is None else rename(cell_id)
+        cid = rename(cell_id)
         if (mean := _mean(by_cell.get(cid, []), metric)) is None:
             raise MissingCell(cid)
         return mean
@@ -337,7 +333,7 @@ def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refuta
     only: a bound that fails even the weaker test; a compared cell significantly ``better``
     than the focal one (its Welch test of ``tests``); or the cells run so far (not all) whose
     value (``ours``) already fails the weaker test where another cell can only lower it."""
-    solid = lambda c: _solid(by_cell.get(ren(c), []))  # noqa: E731
+    solid = lambda c: cell_stats(c, c, by_cell.get(ren(c), []), "r2").solid  # noqa: E731
     if claim.bound_cells:
         top = or_none(claim.bound, mean_getter(by_cell, claim.metric, ren))
         ok = all(solid(c) for c in claim.bound_cells if by_cell.get(ren(c)))
@@ -345,7 +341,7 @@ def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refuta
             return Refutation(Reason.REFUTED_BY_BOUND, tuple(claim.bound_cells), value=top)
     if claim.metric != "r2" or not (claim.monotone or claim.compare):
         return None
-    if claim.compare and not claim.monotone:
+    if claim.compare:  # never monotone
         a, bs = claim.compare
         if not solid(a):
             return None
@@ -461,7 +457,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
         # a refutation by solid cells stands whatever the cells that are not solid say; where
         # the models run so far leave no room for the claim but none is significantly better,
         # it cannot hold ("does not hold" needs a significant model)
-        if refuted.reason == Reason.REFUTED_SO_FAR and claim.compare and not claim.monotone:
+        if refuted.reason == Reason.REFUTED_SO_FAR and claim.compare:
             return Verdict(label=Label.NOT_DECIDED, reason=Reason.CANNOT_HOLD,
                            refutation=refuted, **base)  # fmt: skip
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
@@ -480,21 +476,22 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
 # The strongest evidence decides: the profiles' verdicts combined
 
 
-def _retired(claim: Claim, by_profile: dict, ren) -> tuple[tuple[str, str], ...]:
+def _retired(claim: Claim, by_profile: dict) -> tuple[tuple[str, str], ...]:
     """(profile, retired by) for each of ``RETIRED_ONCE_CONVERGED`` that ran ``claim`` and a
-    converged cell of it under a better profile of ``by_profile`` retires."""
+    converged cell of it under a better profile of ``by_profile`` retires (the claim's own
+    cells, also where it is read on twins)."""
     better = next(
         (prof for prof, res in by_profile.items()
          if prof not in RETIRED_ONCE_CONVERGED and prof != "smoke"
          and any(_stats.result_convergence(r)["converged"]
-                 for c in claim.cells for r in res.get(ren(c), []))),
+                 for c in claim.cells for r in res.get(c, []))),
         None,
     )  # fmt: skip
     if better is None:
         return ()
     return tuple(
         (old, better) for old in RETIRED_ONCE_CONVERGED
-        if by_profile.get(old) and any(by_profile[old].get(ren(c)) for c in claim.cells)
+        if by_profile.get(old) and any(by_profile[old].get(c) for c in claim.cells)
     )  # fmt: skip
 
 
@@ -546,35 +543,29 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     return Verdict(label=other.label, reason=other.reason, problems=other.problems, **base)
 
 
-def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
-          twin=None) -> Verdict:  # fmt: skip
+def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> Verdict:
     """The verdict on ``claim`` (a ``Claim`` or ``RankClaim``) from the results of ``profiles``
-    (default ``PROFILE_ORDER``, most faithful first): see the module doc. ``rename`` reads the
-    claim on other cells (their twins), ``twin(cell, profile)`` on twins that depend on the
-    profile; ``loaded``: ``{profile: results_by_cell(...)}`` read already."""
-    if twin is not None and rename is not None:
-        raise ValueError("give rename or twin, not both")
-    if twin is not None and (isinstance(claim, RankClaim) or claim.parts):
-        raise ValueError("twin applies to a claim on cells without parts")
+    (default ``PROFILE_ORDER``, most faithful first): see the module doc. ``twin(cell, profile)``
+    reads the claim on other cells (its twins under each profile); ``loaded``: ``{profile:
+    results_by_cell(...)}`` read already."""
     order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
     if isinstance(claim, RankClaim):
-        if rename is not None:
-            raise ValueError("rename applies to cell claims, not to a RankClaim")
+        if twin is not None:
+            raise ValueError("twin applies to cell claims, not to a RankClaim")
         return _judge_ranks(claim, order, results_dir)
     loaded = dict(loaded or {})
     loaded.update({p: ex.results_by_cell(claim.table, p, results_dir) for p in order
                    if p not in loaded})  # fmt: skip
     if claim.parts:
-        parts = [judge(p, order, results_dir, rename, loaded=loaded) for p in claim.parts]
+        parts = [judge(p, order, results_dir, twin, loaded=loaded) for p in claim.parts]
         at = {p.profile for p in parts if p.label != Label.NOT_RUN}
         if len(at) > 1:  # the strongest evidence differs between parts: each part decides
             return _combine(claim, parts)
         # one profile for every part that ran: the claim is judged whole, as any other
-    ren = (lambda c: c) if rename is None else rename
-    retired = _retired(claim, {p: loaded[p] for p in order}, ren)
+    retired = _retired(claim, {p: loaded[p] for p in order})
     gone = {old for old, _ in retired}
     tried = [
-        judge_under(claim, p, loaded[p], rename if twin is None else lambda c, p=p: twin(c, p))
+        judge_under(claim, p, loaded[p], None if twin is None else lambda c, p=p: twin(c, p))
         for p in order
         if p not in gone
     ]
@@ -599,7 +590,7 @@ def judge(claim, profiles=None, results_dir=None, rename=None, *, loaded=None,
                     depends = tuple(_reading.dependence(what, results_dir=results_dir))
         main = replace(chosen, beside=beside, retired=retired, reading_conflict=conflict,
                        depends_on=depends)  # fmt: skip
-    if claim.pattern is None or PAPER_PROTOCOL not in order or (rename or twin) is not None:
+    if claim.pattern is None or PAPER_PROTOCOL not in order or twin is not None:
         return main  # a pattern is read under the paper's protocol, on its own cells
     return _with_pattern(claim, main, loaded[PAPER_PROTOCOL])
 

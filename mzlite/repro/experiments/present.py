@@ -85,18 +85,18 @@ def protocol_text(v: Verdict, cells: bool = True) -> str:
     r = v.regime
     if r is None:
         return "--"
+    if v.parts:  # each part read under its own profile
+        by = {}
+        for p in v.parts:
+            if p.profile:
+                by.setdefault(p.profile, []).append(p.claim.split("@", 1)[1])
+        return "per part: " + "; ".join(f"{', '.join(w)} under {p}" for p, w in by.items())
     lo, hi = r.epochs or (0, 0)
     epochs = "--" if r.epochs is None else str(lo) if lo == hi else f"{lo}-{hi}"
     sizes = ", ".join("/".join(f"{n:,}" for n in s) for s in r.sizes)
     text = f"{r.profile}: {len(r.seeds)} seed(s), {epochs} epochs, {sizes} sets, "
     text += devices_text(r.devices, r.gpu_for_cpu_profile)
-    if v.parts:
-        by = {}
-        for p in v.parts:
-            if p.profile:
-                by.setdefault(p.profile, []).append(p.claim.split("@", 1)[1])
-        text = "per part: " + "; ".join(f"{', '.join(w)} under {p}" for p, w in by.items())
-    elif v.rank:
+    if v.rank:
         text += f"; {len(v.rank['settings'])} of {v.rank['n_settings']} settings complete"
     elif cells and v.ran < v.n_cells:
         text += f"; {v.ran} of {v.n_cells} cells run"
@@ -130,7 +130,7 @@ def statistics_text(claim, v: Verdict) -> str:
         pair, at = _named(v.table, (worst.a, worst.b), " vs ")
         text += (f"; Welch p = {_p(worst.p)} ({pair}{at}"
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
-        if v.p_holm is not None and len(v.tests):
+        if v.p_holm is not None:
             text += f"; after Holm's correction within its table, p = {_p(v.p_holm)}"
     return text
 
@@ -164,7 +164,7 @@ def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
                 f"{claim.fmt(ref.value)}, which fails even its weaker test, whatever the cells "
                 "not yet run at this regime give")  # fmt: skip
     names = ", ".join(_row_name(table, c) for c in ref.cells)
-    if ref.reason == Reason.CANNOT_HOLD or v.reason == Reason.CANNOT_HOLD:
+    if v.reason == Reason.CANNOT_HOLD:  # a refutation so far that no significant model backs
         return (f"cannot hold: against the {len(ref.cells)} of {len(claim.compare[1])} models of "
                 f"the comparison run so far ({names}) the gap is {claim.fmt(ref.value)}, which "
                 "fails even the weaker test, and another model can only lower it; none of them "
@@ -249,10 +249,9 @@ def _why(claim, v: Verdict) -> str | list[str]:
                 f"after Holm's correction within its table (p = {_p(v.p_holm)})"
             )
         return f"the gap is beyond a tie, but no Welch test backs it either way{p}"
-    if v.better:  # the label is "does not hold" because a compared model is better
-        names, at = _named(v.table, v.better)
-        return f"fails even the weaker test, and {names}{at} is significantly better{p}"
-    return f"the claim's thresholds: no single model significantly better{p}"
+    # left: "does not hold", which a compared claim gets only with a model significantly better
+    names, at = _named(v.table, v.better)
+    return f"fails even the weaker test, and {names}{at} is significantly better{p}"
 
 
 def _rank_why(v: Verdict) -> str:
@@ -425,9 +424,9 @@ def claim_text(claim) -> str:
 
 def statement(claim) -> str:
     """The claim led by its paper table ("Table 3, d = 8: ..."), unless it names one itself."""
-    table = getattr(claim, "paper_table", None) or claim.table
-    text = claim_text(claim)
-    return text if getattr(claim, "paper_table", None) else f"{paper_ref(table)}, {text}"
+    if getattr(claim, "paper_table", None):
+        return claim_text(claim)
+    return f"{paper_ref(claim.table)}, {claim_text(claim)}"
 
 
 def verdict_line(r: dict) -> str:

@@ -26,10 +26,8 @@ __all__ = [
 
 
 def evaluate(claim, profiles=None, results_dir=None, **how) -> dict:
-    """The scorecard row of ``claim`` (``present.row`` of ``engine.judge``: the strongest
-    evidence among ``profiles``, default ``PROFILE_ORDER``), read on its cells, on other cells
-    (``rename``) or on twins that depend on the profile (``twin(cell_id, profile)``): ``how``,
-    ``engine.judge``'s keywords."""
+    """The scorecard row of ``claim``: ``present.row`` of ``engine.judge`` (``how``: its
+    keywords, ``twin`` and ``loaded``)."""
     return present.row(claim, engine.judge(claim, profiles, results_dir, **how))
 
 
@@ -101,7 +99,7 @@ def under_paper_protocol(claim, results_dir=None) -> dict | None:
         return None
     full = ex.results_by_cell(claim.table, "full", results_dir)
     row = evaluate(claim, ("full",), results_dir, loaded={"full": full},
-                   rename=lambda c: f"std-{c}" if f"std-{c}" in ids else c)  # fmt: skip
+                   twin=lambda c, _: f"std-{c}" if f"std-{c}" in ids else c)  # fmt: skip
     if row["value"].label == Label.NOT_RUN:
         return None
     row["cells_run"] = sum(bool(full.get(f"std-{c}")) for c in claim.cells)
