@@ -248,15 +248,6 @@ class ReportRow(dict):
         return self.get(name)
 
     @property
-    def cell(self) -> str:
-        """The cell id (the first of a derived row's two)."""
-        return self["cells"][0]
-
-    @property
-    def n_seeds(self) -> int:
-        return len(self["seeds"])
-
-    @property
     def ran(self) -> bool:
         """Whether it has a mean to show (results of one protocol)."""
         return bool(self["seeds"]) and not self["mixed"] and self["ours_mean"] is not None
@@ -273,18 +264,16 @@ def best_rows(
     """Cell by cell, the most trusted evidence on disk: ``{cell id: row}``, the ``report`` row
     (``metric``) of the first of ``profiles`` with results there, ``"profile"`` added (None, and
     the first profile's empty row, where none has): no mean mixes profiles."""
-    if isinstance(profiles, str):
-        profiles = (profiles,)
-    profiles = [ex.get_profile(p).name for p in profiles]
-    if not profiles:
-        raise ValueError("profiles must name at least one profile")
+    by_profile = {
+        p: report(table, p, results_dir).by_cell(None, metric)
+        for p in (ex.get_profile(p).name for p in profiles)
+    }
     out: dict[str, dict] = {}
-    for prof in profiles:
-        for cid, row in report(table, prof, results_dir).by_cell(None, metric).items():
+    for prof, rows in by_profile.items():
+        for cid, row in rows.items():
             if cid not in out and row["seeds"]:
                 out[cid] = ReportRow(row, profile=prof)
-    first = report(table, profiles[0], results_dir).by_cell(None, metric)
-    for cid, row in first.items():
+    for cid, row in next(iter(by_profile.values())).items():
         out.setdefault(cid, ReportRow(row, profile=None))
     order = {c.id: i for i, c in enumerate(ex.get_table(table).cells)}
     return dict(sorted(out.items(), key=lambda kv: order[kv[0]]))
