@@ -27,7 +27,7 @@ from mzlite.repro.experiments.formatting import count_phrase, counts_text
 from mzlite.repro.experiments.plan import decide, plan, priced
 from mzlite.repro.experiments.present import PAPER_SCALE, readings_words, verdict_line
 from mzlite.repro.experiments.results import results_state
-from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
+from mzlite.repro.experiments.scorecard import FIRST_READING, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
 from mzlite.repro.experiments.specs import default_results_dir
 from mzlite.repro.experiments.stats import MIN_SEEDS
@@ -435,7 +435,6 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     if sc is None:
         sc = once(scorecard, results_dir=results_dir)
     rows = list(sc.rows)
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     opening = Finding(
         "",
         f"The book tests {len(rows)} claims of the paper against our own training runs "
@@ -452,6 +451,6 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     sentences.append(_compute_sentence(once(compute_spent, results_dir=results_dir)))
     used = [p for p in sc.profiles if any(r.get("profile") == p for r in rows)]
     return Findings(
-        counts, len(rows), tuple(s for s in sentences if s), headline_text(rows),
+        sc.counts(), len(rows), tuple(s for s in sentences if s), headline_text(rows),
         tuple(_protocols.protocol_rows(used, results_dir)) if used else (),
     )  # fmt: skip

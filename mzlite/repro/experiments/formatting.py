@@ -92,7 +92,6 @@ def counts_text(verdicts) -> str:
 def scorecard_summary(sc) -> str:
     """A scorecard's counts in words, and the profiles it read, best evidence first."""
     text = f"{len(sc.rows)} claims: {counts_text(r['verdict'] for r in sc.rows)}"
-    profiles = getattr(sc, "profiles", ())
-    if profiles:
-        text += f". Profiles read, best evidence first: {', '.join(profiles)}"
+    if sc.profiles:
+        text += f". Profiles read, best evidence first: {', '.join(sc.profiles)}"
     return text + "."
