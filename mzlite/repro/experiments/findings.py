@@ -242,8 +242,7 @@ def _readings_sentence(rows: list[dict]) -> str:
 
 
 def headline_text(rows: list[dict]) -> str:
-    """The finding: how the claims that MZAttn beats another model came out at the paper's
-    sizes (``PAPER_SCALE``), on how many experiments, under which readings; then below them."""
+    """The headline (the module docstring says what): at the paper's sizes, then below them."""
     beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != "not run"]
     if not beats:
         return "No claim that MZAttn beats another model has been judged yet."
