@@ -226,10 +226,6 @@ def experiment_count(rows: list[dict]) -> int:
     return len(set().union(*(r["value"].experiments for r in rows if r.get("value") is not None)))
 
 
-def _said(rows: list[dict]) -> str:
-    return counts_text(r["verdict"] for r in rows)
-
-
 def _readings_sentence(rows: list[dict]) -> str:
     """Under which readings of the paper ``rows`` were read."""
     which = "All of them" if len(rows) > 1 else "It"
@@ -257,12 +253,12 @@ def headline_text(rows: list[dict]) -> str:
     where = "; ".join(dict.fromkeys(r["regime"] for r in paper if r.get("regime")))
     text = (f"At the paper's sizes ({where}), MZAttn beats another model in "
             f"{won} of the {len(paper)} comparison{'s' * (len(paper) != 1)} judged, on "
-            f"{experiment_count(paper)} experiments: {_said(paper)}. "
+            f"{experiment_count(paper)} experiments: {counts_text(paper)}. "
             + _readings_sentence(paper))  # fmt: skip
     if rest:
         regimes = Counter(r.get("regime") for r in rest if r.get("regime"))
         most = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
-        text += f" The other {len(rest)}, read below the paper's sizes{most}: {_said(rest)}."
+        text += f" The other {len(rest)}, read below the paper's sizes{most}: {counts_text(rest)}."
     return text
 
 
@@ -271,7 +267,7 @@ def _paper_scale_finding(rows: list[dict]) -> Finding | None:
     paper = [r for r in rows if r.get("profile") in PAPER_SCALE and r["verdict"] != "not run"]
     paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
     body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (a run several "
-            f"claims read counts once): {_said(paper)}.")  # fmt: skip
+            f"claims read counts once): {counts_text(paper)}.")  # fmt: skip
     return paper and Finding(
         "Read at the paper's sizes and under its protocol",
         body,
@@ -438,7 +434,7 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
         "",
         f"The book tests {len(rows)} claims of the paper against our own training runs "
         f"({experiment_count(rows)} experiments: a run several claims read counts once): "
-        f"{_said(rows)}.",
+        f"{counts_text(rows)}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
     sentences = [_paper_scale_finding(rows),

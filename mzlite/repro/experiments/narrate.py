@@ -38,7 +38,7 @@ def glance(chapter: str, sentences=(), sc=None):
     rows = _chapter_rows(chapter, sc)
     paras = list(sentences)
     if rows:
-        counts, n = counts_text(r["verdict"] for r in rows), len(rows)
+        counts, n = counts_text(rows), len(rows)
         paras.insert(0, f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
         links = []  # each paper table to its verdicts in chapter 9 (or to the claims not run)
         for table in dict.fromkeys(r["table"] for r in rows):
