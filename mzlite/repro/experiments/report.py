@@ -256,14 +256,12 @@ class ReportRow(dict):
         return [v for v in self["ours_values"] if v is not None and math.isfinite(v)]
 
 
-def best_rows(
-    table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
-) -> dict[str, ReportRow]:
+def best_rows(table, profiles=PROFILE_ORDER, results_dir=None) -> dict[str, ReportRow]:
     """Cell by cell, the most trusted evidence on disk: ``{cell id: row}``, the ``report`` row
-    (``metric``) of the first of ``profiles`` with results there, ``"profile"`` added (None, and
-    the first profile's empty row, where none has): no mean mixes profiles."""
+    (R²) of the first of ``profiles`` with results there, ``"profile"`` added (None, and the
+    first profile's empty row, where none has): no mean mixes profiles."""
     by_profile = {
-        p: report(table, p, results_dir).by_cell(None, metric)
+        p: report(table, p, results_dir).by_cell(None, "r2")
         for p in (ex.get_profile(p).name for p in profiles)
     }
     out: dict[str, dict] = {}
