@@ -52,12 +52,11 @@ def glance(chapter: str, sentences=(), sc=None):
     return conclusion(paras, title, kind="mz-glance")
 
 
-def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1, chapter=None,
-                  sc=None):  # fmt: skip
+def pipeline_only(what: str, profile: str, sizes, epochs: int, chapter=None, sc=None):
     """The box that says the numbers trained on a page are a pipeline check, at the scale that
     ran; ``chapter``: where the scorecard reads committed runs of it, the box says so."""
     scale = (f"{'/'.join(f'{n:,}' for n in sizes)} train/validation/test sets, {epochs} epochs, "
-             f"{seeds} seed{'s' * (seeds != 1)} per model")  # fmt: skip
+             "1 seed per model")  # fmt: skip
     ran = [r for r in (_chapter_rows(chapter, sc) if chapter else [])
            if r["verdict"] not in ("not run", "pipeline only")]  # fmt: skip
     words = [
