@@ -16,11 +16,10 @@ from mzlite.repro.experiments.scorecard import scorecard
 from mzlite.repro.render import HTML, conclusion, table_name, verdict_anchor
 
 
-def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
-    """The paper's mean ``metric`` for one cell (``claims.cell_paper_value``), None where the
-    paper has no such number."""
+def paper_metric(table, cell_id: str) -> float | None:
+    """The paper's mean R² of one cell (``claims.cell_paper_value``), None where it has none."""
     try:
-        return cell_paper_value(table, cell_id, metric)
+        return cell_paper_value(table, cell_id, "r2")
     except MissingCell:
         return None
 
