@@ -138,10 +138,10 @@ def _load(label: str, data_dir: str) -> dict:
     return read_json(str(path))
 
 
-def load_paper_table(label: str, data_dir: str | os.PathLike | None = None) -> dict:
+def load_paper_table(label: str) -> dict:
     """The committed JSON of table ``label`` (e.g. ``"tab:meb"``); see the module docstring.
     A fresh copy each call, so callers may modify it."""
-    return copy.deepcopy(_load(label, str(data_dir or DATA_DIR)))
+    return copy.deepcopy(_load(label, str(DATA_DIR)))
 
 
 def _norm(s: str) -> str:
@@ -178,11 +178,11 @@ FIGURES_JSON = DATA_DIR / "figures.json"
 
 
 @cache
-def _load_figures(path: str) -> dict:
-    return {e["id"]: e for e in read_json(path)["numbers"]}
+def _load_figures() -> dict:
+    return {e["id"]: e for e in read_json(str(FIGURES_JSON))["numbers"]}
 
 
-def load_paper_figures(path: str | os.PathLike | None = None) -> dict[str, dict]:
+def load_paper_figures() -> dict[str, dict]:
     """The paper's numbers that no table holds, by id: ``{id: {"label", "value", "unit",
     "quote", "printed", ...}}`` from ``data/paper/figures.json`` (a fresh copy each call).
 
@@ -190,13 +190,13 @@ def load_paper_figures(path: str | os.PathLike | None = None) -> dict[str, dict]
     prose, and a number typed into a notebook drifts from the paper unnoticed. This file is
     written by hand, but every entry quotes the .tex verbatim and ``tests/test_paper.py`` checks
     that the quote is in the .tex and that its ``printed`` token parses to ``value``."""
-    return copy.deepcopy(_load_figures(str(path or FIGURES_JSON)))
+    return copy.deepcopy(_load_figures())
 
 
-def paper_figure_value(id: str, path: str | os.PathLike | None = None) -> float | int:
+def paper_figure_value(id: str) -> float | int:
     """The value of one number of ``figures.json``, e.g. ``paper_figure_value(
     "mz-analysis.gates-active")`` -> 78.6 (percentages stay percentages, as printed)."""
-    figures = _load_figures(str(path or FIGURES_JSON))
+    figures = _load_figures()
     if id not in figures:
         raise KeyError(f"no paper number {id!r} in figures.json; ids are {sorted(figures)}")
     return figures[id]["value"]
@@ -205,10 +205,10 @@ def paper_figure_value(id: str, path: str | os.PathLike | None = None) -> float 
 LABELS_JSON = DATA_DIR / "labels.json"
 
 
-def paper_label(label: str, path=None) -> dict:
+def paper_label(label: str) -> dict:
     """``{"kind", "number", "title", "text"}`` of one of the paper's labels (``KeyError`` naming
     the known labels of that kind when it does not exist)."""
-    labels = read_json(str(path or LABELS_JSON))["labels"]
+    labels = read_json(str(LABELS_JSON))["labels"]
     if label not in labels:
         prefix = label.split(":", 1)[0] + ":"
         near = sorted(k for k in labels if k.startswith(prefix))
@@ -216,11 +216,11 @@ def paper_label(label: str, path=None) -> dict:
     return dict(labels[label])
 
 
-def paper_ref(label: str, title: bool = False, path=None) -> str:
+def paper_ref(label: str, title: bool = False) -> str:
     """How a reader of the paper names ``label``: ``paper_ref("thm:tdof-depth")`` -> "Theorem 2",
     ``paper_ref("thm:tdof-depth", title=True)`` -> "Theorem 2 (Depth separation via TDOF, ...)";
     sections read "Section 4.2", appendices "Appendix B.3", equations "Eq. (5)"."""
-    entry = paper_label(label, path)
+    entry = paper_label(label)
     if title and entry["title"]:
         return f"{entry['text']} ({entry['title']})"
     return entry["text"]
@@ -237,10 +237,10 @@ _KIND_WORDS = (
 NAMED_LABEL = re.compile(rf"(?:\b{_KIND_WORDS}\s+)?({RAW_LABEL.pattern})")
 
 
-def name_labels(text: str, path=None) -> str:
+def name_labels(text: str) -> str:
     """``text`` with every raw paper label replaced by its printed name: "see tab:meb" and "see
     Table tab:meb" both become "see Table 3"."""
-    return NAMED_LABEL.sub(lambda m: paper_ref(m.group(1), path=path), text)
+    return NAMED_LABEL.sub(lambda m: paper_ref(m.group(1)), text)
 
 
 def spaced(text: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections import Counter
 
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import VERDICTS
@@ -459,24 +460,21 @@ def toggle(summary: str, *parts) -> HTML:
     )
 
 
-def plot_verdicts(sc, *, title: str = "Verdicts per paper table"):
+def plot_verdicts(sc):
     """The scorecard's verdicts per paper table, stacked bars in ``VERDICT_COLOURS``."""
     import plotly.graph_objects as go
 
     tables = list(dict.fromkeys(r["table"] for r in sc.rows))
-    counts = {t: {v: 0 for v in VERDICTS} for t in tables}
-    for r in sc.rows:
-        counts[r["table"]][r["verdict"]] += 1
+    counts = Counter((r["table"], r["verdict"]) for r in sc.rows)
     fig = go.Figure(
         [
             go.Bar(name=v, y=[table_name(t, title=False) for t in tables],
-                   x=[counts[t][v] for t in tables], orientation="h",
-                   marker_color=VERDICT_COLOURS.get(v, ("#adb5bd", ""))[0],
-                   marker_line={"color": VERDICT_COLOURS.get(v, ("", "#212529"))[1],
-                                "width": 1})
-            for v in VERDICTS if any(counts[t][v] for t in tables)
+                   x=[counts[t, v] for t in tables], orientation="h",
+                   marker_color=VERDICT_COLOURS[v][0],
+                   marker_line={"color": VERDICT_COLOURS[v][1], "width": 1})
+            for v in VERDICTS if any(counts[t, v] for t in tables)
         ]
     )  # fmt: skip
-    fig.update_layout(barmode="stack", title=title, xaxis_title="claims",
+    fig.update_layout(barmode="stack", title="Verdicts per paper table", xaxis_title="claims",
                       yaxis={"autorange": "reversed"}, height=60 + 30 * len(tables))  # fmt: skip
     return fit_page(fig)

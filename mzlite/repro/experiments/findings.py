@@ -27,7 +27,7 @@ from mzlite.repro.experiments.formatting import count_phrase, counts_text
 from mzlite.repro.experiments.plan import decide, plan, priced
 from mzlite.repro.experiments.present import PAPER_SCALE, readings_words, verdict_line
 from mzlite.repro.experiments.results import results_state
-from mzlite.repro.experiments.scorecard import FIRST_READING, VERDICTS, scorecard
+from mzlite.repro.experiments.scorecard import FIRST_READING, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
 from mzlite.repro.experiments.specs import default_results_dir
 from mzlite.repro.experiments.stats import MIN_SEEDS
@@ -226,10 +226,6 @@ def experiment_count(rows: list[dict]) -> int:
     return len(set().union(*(r["value"].experiments for r in rows if r.get("value") is not None)))
 
 
-def _said(rows: list[dict]) -> str:
-    return counts_text(r["verdict"] for r in rows)
-
-
 def _readings_sentence(rows: list[dict]) -> str:
     """Under which readings of the paper ``rows`` were read."""
     which = "All of them" if len(rows) > 1 else "It"
@@ -242,8 +238,7 @@ def _readings_sentence(rows: list[dict]) -> str:
 
 
 def headline_text(rows: list[dict]) -> str:
-    """The finding: how the claims that MZAttn beats another model came out at the paper's
-    sizes (``PAPER_SCALE``), on how many experiments, under which readings; then below them."""
+    """The headline (the module docstring says what): at the paper's sizes, then below them."""
     beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != "not run"]
     if not beats:
         return "No claim that MZAttn beats another model has been judged yet."
@@ -258,12 +253,12 @@ def headline_text(rows: list[dict]) -> str:
     where = "; ".join(dict.fromkeys(r["regime"] for r in paper if r.get("regime")))
     text = (f"At the paper's sizes ({where}), MZAttn beats another model in "
             f"{won} of the {len(paper)} comparison{'s' * (len(paper) != 1)} judged, on "
-            f"{experiment_count(paper)} experiments: {_said(paper)}. "
+            f"{experiment_count(paper)} experiments: {counts_text(paper)}. "
             + _readings_sentence(paper))  # fmt: skip
     if rest:
         regimes = Counter(r.get("regime") for r in rest if r.get("regime"))
         most = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
-        text += f" The other {len(rest)}, read below the paper's sizes{most}: {_said(rest)}."
+        text += f" The other {len(rest)}, read below the paper's sizes{most}: {counts_text(rest)}."
     return text
 
 
@@ -272,7 +267,7 @@ def _paper_scale_finding(rows: list[dict]) -> Finding | None:
     paper = [r for r in rows if r.get("profile") in PAPER_SCALE and r["verdict"] != "not run"]
     paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
     body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (a run several "
-            f"claims read counts once): {_said(paper)}.")  # fmt: skip
+            f"claims read counts once): {counts_text(paper)}.")  # fmt: skip
     return paper and Finding(
         "Read at the paper's sizes and under its protocol",
         body,
@@ -435,12 +430,11 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     if sc is None:
         sc = once(scorecard, results_dir=results_dir)
     rows = list(sc.rows)
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     opening = Finding(
         "",
         f"The book tests {len(rows)} claims of the paper against our own training runs "
         f"({experiment_count(rows)} experiments: a run several claims read counts once): "
-        f"{_said(rows)}.",
+        f"{counts_text(rows)}.",
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
     sentences = [_paper_scale_finding(rows),
@@ -452,6 +446,6 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     sentences.append(_compute_sentence(once(compute_spent, results_dir=results_dir)))
     used = [p for p in sc.profiles if any(r.get("profile") == p for r in rows)]
     return Findings(
-        counts, len(rows), tuple(s for s in sentences if s), headline_text(rows),
+        sc.counts(), len(rows), tuple(s for s in sentences if s), headline_text(rows),
         tuple(_protocols.protocol_rows(used, results_dir)) if used else (),
     )  # fmt: skip

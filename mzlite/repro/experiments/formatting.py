@@ -82,17 +82,16 @@ def and_join(items) -> str:
     return ", ".join(rest) + (" and " if rest else "") + last
 
 
-def counts_text(verdicts) -> str:
-    """The ``verdicts`` counted, in ``VERDICTS``' order: "3 hold, 1 is not decided and 2 were
-    not run"."""
-    c = Counter(verdicts)
+def counts_text(rows) -> str:
+    """The verdicts of scorecard ``rows`` counted, in ``VERDICTS``' order: "3 hold, 1 is not
+    decided and 2 were not run"."""
+    c = Counter(r["verdict"] for r in rows)
     return and_join(count_phrase(v, c[v]) for v in VERDICTS if c[v])
 
 
 def scorecard_summary(sc) -> str:
     """A scorecard's counts in words, and the profiles it read, best evidence first."""
-    text = f"{len(sc.rows)} claims: {counts_text(r['verdict'] for r in sc.rows)}"
-    profiles = getattr(sc, "profiles", ())
-    if profiles:
-        text += f". Profiles read, best evidence first: {', '.join(profiles)}"
+    text = f"{len(sc.rows)} claims: {counts_text(sc.rows)}"
+    if sc.profiles:
+        text += f". Profiles read, best evidence first: {', '.join(sc.profiles)}"
     return text + "."

@@ -16,11 +16,10 @@ from mzlite.repro.experiments.scorecard import scorecard
 from mzlite.repro.render import HTML, conclusion, table_name, verdict_anchor
 
 
-def paper_metric(table, cell_id: str, metric: str = "r2") -> float | None:
-    """The paper's mean ``metric`` for one cell (``claims.cell_paper_value``), None where the
-    paper has no such number."""
+def paper_metric(table, cell_id: str) -> float | None:
+    """The paper's mean R² of one cell (``claims.cell_paper_value``), None where it has none."""
     try:
-        return cell_paper_value(table, cell_id, metric)
+        return cell_paper_value(table, cell_id, "r2")
     except MissingCell:
         return None
 
@@ -38,7 +37,7 @@ def glance(chapter: str, sentences=(), sc=None):
     rows = _chapter_rows(chapter, sc)
     paras = list(sentences)
     if rows:
-        counts, n = counts_text(r["verdict"] for r in rows), len(rows)
+        counts, n = counts_text(rows), len(rows)
         paras.insert(0, f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
         links = []  # each paper table to its verdicts in chapter 9 (or to the claims not run)
         for table in dict.fromkeys(r["table"] for r in rows):
@@ -52,12 +51,11 @@ def glance(chapter: str, sentences=(), sc=None):
     return conclusion(paras, title, kind="mz-glance")
 
 
-def pipeline_only(what: str, profile: str, sizes, epochs: int, seeds: int = 1, chapter=None,
-                  sc=None):  # fmt: skip
+def pipeline_only(what: str, profile: str, sizes, epochs: int, chapter=None, sc=None):
     """The box that says the numbers trained on a page are a pipeline check, at the scale that
     ran; ``chapter``: where the scorecard reads committed runs of it, the box says so."""
     scale = (f"{'/'.join(f'{n:,}' for n in sizes)} train/validation/test sets, {epochs} epochs, "
-             f"{seeds} seed{'s' * (seeds != 1)} per model")  # fmt: skip
+             "1 seed per model")  # fmt: skip
     ran = [r for r in (_chapter_rows(chapter, sc) if chapter else [])
            if r["verdict"] not in ("not run", "pipeline only")]  # fmt: skip
     words = [

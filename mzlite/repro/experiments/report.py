@@ -40,8 +40,6 @@ def epoch_range(results: list[dict]) -> str:
 
 
 class Report:
-    """A table of ``ReportRow``s with ``to_markdown()``, ``to_text()``, HTML."""
-
     COLUMNS = (
         "row", "column", "metric", "ours", "paper", "seeds", "converged", "epochs", "params",
         "device",
@@ -248,15 +246,6 @@ class ReportRow(dict):
         return self.get(name)
 
     @property
-    def cell(self) -> str:
-        """The cell id (the first of a derived row's two)."""
-        return self["cells"][0]
-
-    @property
-    def n_seeds(self) -> int:
-        return len(self["seeds"])
-
-    @property
     def ran(self) -> bool:
         """Whether it has a mean to show (results of one protocol)."""
         return bool(self["seeds"]) and not self["mixed"] and self["ours_mean"] is not None
@@ -267,24 +256,20 @@ class ReportRow(dict):
         return [v for v in self["ours_values"] if v is not None and math.isfinite(v)]
 
 
-def best_rows(
-    table, profiles=PROFILE_ORDER, metric: str = "r2", results_dir=None
-) -> dict[str, ReportRow]:
+def best_rows(table, profiles=PROFILE_ORDER, results_dir=None) -> dict[str, ReportRow]:
     """Cell by cell, the most trusted evidence on disk: ``{cell id: row}``, the ``report`` row
-    (``metric``) of the first of ``profiles`` with results there, ``"profile"`` added (None, and
-    the first profile's empty row, where none has): no mean mixes profiles."""
-    if isinstance(profiles, str):
-        profiles = (profiles,)
-    profiles = [ex.get_profile(p).name for p in profiles]
-    if not profiles:
-        raise ValueError("profiles must name at least one profile")
+    (R²) of the first of ``profiles`` with results there, ``"profile"`` added (None, and the
+    first profile's empty row, where none has): no mean mixes profiles."""
+    by_profile = {
+        p: report(table, p, results_dir).by_cell(None, "r2")
+        for p in (ex.get_profile(p).name for p in profiles)
+    }
     out: dict[str, dict] = {}
-    for prof in profiles:
-        for cid, row in report(table, prof, results_dir).by_cell(None, metric).items():
+    for prof, rows in by_profile.items():
+        for cid, row in rows.items():
             if cid not in out and row["seeds"]:
                 out[cid] = ReportRow(row, profile=prof)
-    first = report(table, profiles[0], results_dir).by_cell(None, metric)
-    for cid, row in first.items():
+    for cid, row in next(iter(by_profile.values())).items():
         out.setdefault(cid, ReportRow(row, profile=None))
     order = {c.id: i for i, c in enumerate(ex.get_table(table).cells)}
     return dict(sorted(out.items(), key=lambda kv: order[kv[0]]))
@@ -307,9 +292,9 @@ def ours_text(row: dict | None) -> str:
 
 def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> str:
     """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
-    the result files: cells, seeds, sizes, epochs, convergence, runs still improving at the
-    epoch cap, learning rates, target scaling,
-    precision, device and code (``commit_ids=False``: how many versions). "" for none."""
+    the result files: cells, seeds, sizes, epochs, convergence, runs still improving at the epoch
+    cap, learning rates, target scaling, precision, device and code (``commit_ids=False``: how
+    many versions). "" for none."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     same = ex.aliases(spec, prof.name)
     by_cell = {c: r for c, r in ex.results_by_cell(spec, prof.name, results_dir).items()
