@@ -15,13 +15,7 @@ from . import experiments as ex
 from .experiments import narrate
 from .experiments.formatting import cell_words
 from .experiments.protocols import CURRENT, reader_name
-from .experiments.report import (
-    best_rows,
-    evidence_note,
-    ours_text,
-    report,
-    what_ran,
-)
+from .experiments.report import best_rows, evidence_note, ours_text, report, what_ran
 from .experiments.results import PROFILE_ORDER
 from .paper import paper_ref, spaced
 from .render import HTML, comparison_table, conclusion, toggle
