@@ -36,8 +36,7 @@ PROBLEMS = ("smoke", "not run", "no setting", "few seeds", "unconverged")  # giv
 
 def converged_profile(results_dir=None) -> str | None:
     """The first profile of ``CONVERGED`` with results of this table, or None."""
-    have = (p for p in CONVERGED if p in ex.PROFILES and ex.load_results(LABEL, p, results_dir))
-    return next(have, None)
+    return ex.best_profile(LABEL, CONVERGED, results_dir)
 
 
 def cell_id(setting: str, model: str) -> str:
