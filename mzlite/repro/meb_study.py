@@ -15,7 +15,6 @@ from mzlite.tasks import make_splits
 from . import experiments as ex
 from .experiments.protocols import CURRENT
 from .experiments.report import best_rows
-from .experiments.results import PROFILE_ORDER
 from .experiments.scorecard import claims, evaluate, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
@@ -248,7 +247,7 @@ def condition_cell(cell_id: str, condition: str, profile: str) -> str:
     return cell_id if condition == "raw" else normalised_twin(cell_id, profile)
 
 
-def condition_profile(condition: str, profiles=PROFILE_ORDER, results_dir=None) -> str | None:
+def condition_profile(condition: str, profiles=ex.PROFILE_ORDER, results_dir=None) -> str | None:
     """The most trusted profile with results of both the Standard and the MZAttn-Full d = 8
     cells under ``condition``: a comparison reads numbers of one protocol only."""
     for p in [ex.get_profile(p).name for p in profiles]:

@@ -16,7 +16,6 @@ from . import experiments as ex
 from .experiments import stats as _stats
 from .experiments.formatting import cell_words
 from .experiments.specs import prose_data
-from .experiments.stats import mean_std
 from .paper import paper_ref, paper_value
 from .render import comparison_table
 
@@ -80,7 +79,7 @@ def ranks(
     rows = []
     for setting, (prow, pcol) in zip(SETTINGS, ex.TRANSFER_TIER1.values(), strict=True):
         r2 = _seed_r2(by_cell, setting)
-        means = {m: (*mean_std(v), len(v)) for m, v in r2.items()}
+        means = {m: (*_stats.mean_std(v), len(v)) for m, v in r2.items()}
         means = {m: v for m, v in means.items() if v[0] is not None}
         median = statistic == "median"
         score = {m: statistics.median(r2[m]) if median else v[0] for m, v in means.items()}
