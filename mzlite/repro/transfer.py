@@ -187,24 +187,18 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
     unconverged = [(r["cell"], r["seed"]) for r in behind
                    if not _stats.result_convergence(r)["converged"]]  # fmt: skip
     t, alpha = null_test(observed) if observed else None, _stats.ALPHA
-    if ex.get_profile(profile).name == "smoke":  # the first that applies decides
-        outcome = "smoke"
-    elif not by_cell:
-        outcome = "not run"
-    elif t is None:
-        outcome = "no setting"
-    elif seeds < _stats.MIN_SEEDS:
-        outcome = "few seeds"
-    elif unconverged:
-        outcome = "unconverged"
-    elif t["p_advantage"] <= alpha:
-        outcome = "better"
-    elif t["p_disadvantage"] <= alpha:
-        outcome = "worse"
-    elif t["p_floor"] > alpha:
-        outcome = "floor"
-    else:
-        outcome = "holds" if len(complete) == len(rows) else "holds partly"
+    applies = {  # each outcome and whether it applies: the first that applies decides
+        "smoke": ex.get_profile(profile).name == "smoke",
+        "not run": not by_cell,
+        "no setting": t is None,
+        "few seeds": seeds < _stats.MIN_SEEDS,
+        "unconverged": bool(unconverged),
+        "better": t is not None and t["p_advantage"] <= alpha,
+        "worse": t is not None and t["p_disadvantage"] <= alpha,
+        "floor": t is not None and t["p_floor"] > alpha,
+        "holds": len(complete) == len(rows),
+    }
+    outcome = next((o for o, hit in applies.items() if hit), "holds partly")
     runs = ", ".join(f"{cell_words(LABEL, c)} seed {s}" for c, s in unconverged)
     fields = dict(t or {}, profile=profile, label=LABEL, seeds=seeds, alpha=alpha, runs=runs)
     fields |= {"min_seeds": _stats.MIN_SEEDS, "n_unconverged": len(unconverged)}
