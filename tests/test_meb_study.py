@@ -3,7 +3,10 @@ protocol only, the current protocols before the superseded ones, and what a verd
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
+import torch
 from test_scorecard import _cell
 
 from mzlite.repro import experiments as ex
@@ -106,12 +109,12 @@ def _d8_run(results_dir, model, target_var):
 
 
 def test_learning_curves_take_the_mean_predictor_from_the_recorded_variance(tmp_path, monkeypatch):
-    def rebuild(*args):
-        rebuilt.append(args)
-        return 0.5
+    def rebuild(*args, **options):  # the runner's dataset, its training targets' variance 0.5
+        rebuilt.append((args, options.get("d")))
+        return SimpleNamespace(train=SimpleNamespace(y=torch.tensor([[0.0], [2**0.5]])))
 
     rebuilt = []
-    monkeypatch.setattr(ms, "train_variance", rebuild)
+    monkeypatch.setattr(ms, "make_splits", rebuild)
     for model in ("st", "mz_full"):
         _d8_run(tmp_path / "recorded", model, 0.25)
         _d8_run(tmp_path / "older", model, None)
@@ -120,4 +123,6 @@ def test_learning_curves_take_the_mean_predictor_from_the_recorded_variance(tmp_
     assert run["curves"]["Standard train"] == ([1, 2], [1.0, 0.5])
     # a run from before the record: the dataset is rebuilt to compute it
     run = ms.learning_curves("raw", profiles=("cpu",), results_dir=tmp_path / "older")
-    assert run["mean_mse"] == 0.5 and rebuilt == [(ms.LABEL, "d8-st", "cpu")]
+    job = ex.job(ms.LABEL, "d8-st", "cpu")
+    assert run["mean_mse"] == pytest.approx(0.5)
+    assert rebuilt == [((job.cell.task, *job.sizes, job.profile.data_seed), 8)]

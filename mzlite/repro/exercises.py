@@ -28,7 +28,6 @@ def not_run_table(seed: int = 0) -> str | None:
     seed 0, else one of the tables the scorecard has claims on."""
     if seed == 0:
         return None
-
     tables = sorted({c.table for c in claims()})
     return tables[int(np.random.default_rng([9, 3, seed]).integers(len(tables)))]
 

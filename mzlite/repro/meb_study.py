@@ -15,7 +15,6 @@ from mzlite.tasks import make_splits
 from . import experiments as ex
 from .experiments.protocols import CURRENT
 from .experiments.report import best_rows
-from .experiments.results import PROFILE_ORDER
 from .experiments.scorecard import claims, evaluate, normalised_twin
 from .experiments.stats import fit_check, welch
 from .paper import paper_ref, paper_value
@@ -90,14 +89,10 @@ def switches(profiles=CURRENT, results_dir=None) -> list[dict]:
         for what, a, b in SWITCHES:
             before, after = grid[(m, *a)], grid[(m, *b)]
             comparable = before.ran and after.ran and before.profile == after.profile
-            w = (
-                welch(after.seed_values, before.seed_values)
-                if comparable
-                else {"diff": None, "p": None}
-            )
-            out.append({"model": m, "name": name, "switch": what, "before": before,
-                        "after": after, "profile": before.profile if comparable else None,
-                        "comparable": comparable, "diff": w["diff"], "p": w["p"]})  # fmt: skip
+            w = welch(after.seed_values, before.seed_values) if comparable else {}
+            out.append({"model": m, "name": name, "switch": what, "before": before, "after": after,
+                        "profile": before.profile if comparable else None, "comparable": comparable,
+                        "diff": w.get("diff"), "p": w.get("p")})  # fmt: skip
     return out
 
 
@@ -215,22 +210,19 @@ def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
     return out
 
 
-def train_variance(table, cell_id: str, profile: str) -> float:
-    """The variance of a cell's raw training targets under ``profile`` (the mean predictor's
-    MSE), from the runner's cached dataset."""
+def _raw_target_var(result: dict, table, cell_id: str, profile: str) -> float:
+    """The variance of a result's raw training targets (the mean predictor's MSE): its history's
+    record, else recomputed from the runner's cached dataset (a minute of MEB solves: the cpu and
+    cpu-converged results predate the record)."""
+    recorded = (result.get("history") or {}).get("train_target_var")
+    if recorded is not None:
+        return recorded
     job = ex.job(table, cell_id, profile)
     sp = make_splits(
         job.cell.task, *job.sizes, job.profile.data_seed, cache=True,
         cache_dir=ex.default_cache_dir() / "datasets", **job.cell.options,
     )  # fmt: skip
     return float(sp.train.y.double().var(unbiased=False))
-
-
-def _raw_target_var(result: dict, table, cell_id: str, profile: str) -> float:
-    """The variance of a result's raw training targets: its history's record, else recomputed
-    (a minute of MEB solves: the cpu and cpu-converged results predate the record)."""
-    recorded = (result.get("history") or {}).get("train_target_var")
-    return recorded if recorded is not None else train_variance(table, cell_id, profile)
 
 
 def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | None:
@@ -255,7 +247,7 @@ def condition_cell(cell_id: str, condition: str, profile: str) -> str:
     return cell_id if condition == "raw" else normalised_twin(cell_id, profile)
 
 
-def condition_profile(condition: str, profiles=PROFILE_ORDER, results_dir=None) -> str | None:
+def condition_profile(condition: str, profiles=ex.PROFILE_ORDER, results_dir=None) -> str | None:
     """The most trusted profile with results of both the Standard and the MZAttn-Full d = 8
     cells under ``condition``: a comparison reads numbers of one protocol only."""
     for p in [ex.get_profile(p).name for p in profiles]:

@@ -15,14 +15,7 @@ from . import experiments as ex
 from .experiments import narrate
 from .experiments.formatting import cell_words
 from .experiments.protocols import CURRENT, reader_name
-from .experiments.report import (
-    best_rows,
-    evidence_note,
-    ours_text,
-    report,
-    what_ran,
-)
-from .experiments.results import PROFILE_ORDER
+from .experiments.report import best_rows, evidence_note, ours_text, report, what_ran
 from .paper import paper_ref, spaced
 from .render import HTML, comparison_table, conclusion, toggle
 
@@ -124,7 +117,7 @@ def protocols(label: str, results_dir=None) -> list[dict]:
     (the glossary's name) and ``ablation`` (not one of the ``CURRENT`` protocols)."""
     return [
         {"profile": p, "role": reader_name(p), "ablation": p not in CURRENT}
-        for p in PROFILE_ORDER
+        for p in ex.PROFILE_ORDER
         if ex.results_by_cell(label, p, results_dir)  # shared cells count: they are read
     ]
 
@@ -237,7 +230,7 @@ def main_results_glance(results_dir=None) -> list[str]:
     """One sentence per task of the main table: MZAttn-Full's R² beside the paper's, the best
     other trained model and the set-statistics yardstick, each from its most trusted protocol."""
     spec = ex.get_table(MAIN)
-    best = best_rows(MAIN, PROFILE_ORDER, results_dir=results_dir)
+    best = best_rows(MAIN, results_dir=results_dir)
     out = []
     for column in dict.fromkeys(c.column for c in spec.cells if c.part == "main"):
         rows = {spec.cell(c).model: r for c, r in best.items()

@@ -16,7 +16,6 @@ from . import experiments as ex
 from .experiments import stats as _stats
 from .experiments.formatting import cell_words
 from .experiments.specs import prose_data
-from .experiments.stats import mean_std
 from .paper import paper_ref, paper_value
 from .render import comparison_table
 
@@ -36,8 +35,7 @@ PROBLEMS = ("smoke", "not run", "no setting", "few seeds", "unconverged")  # giv
 
 def converged_profile(results_dir=None) -> str | None:
     """The first profile of ``CONVERGED`` with results of this table, or None."""
-    have = (p for p in CONVERGED if p in ex.PROFILES and ex.load_results(LABEL, p, results_dir))
-    return next(have, None)
+    return ex.best_profile(LABEL, CONVERGED, results_dir)
 
 
 def cell_id(setting: str, model: str) -> str:
@@ -81,7 +79,7 @@ def ranks(
     rows = []
     for setting, (prow, pcol) in zip(SETTINGS, ex.TRANSFER_TIER1.values(), strict=True):
         r2 = _seed_r2(by_cell, setting)
-        means = {m: (*mean_std(v), len(v)) for m, v in r2.items()}
+        means = {m: (*_stats.mean_std(v), len(v)) for m, v in r2.items()}
         means = {m: v for m, v in means.items() if v[0] is not None}
         median = statistic == "median"
         score = {m: statistics.median(r2[m]) if median else v[0] for m, v in means.items()}
@@ -189,24 +187,18 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
     unconverged = [(r["cell"], r["seed"]) for r in behind
                    if not _stats.result_convergence(r)["converged"]]  # fmt: skip
     t, alpha = null_test(observed) if observed else None, _stats.ALPHA
-    if ex.get_profile(profile).name == "smoke":  # the first that applies decides
-        outcome = "smoke"
-    elif not by_cell:
-        outcome = "not run"
-    elif t is None:
-        outcome = "no setting"
-    elif seeds < _stats.MIN_SEEDS:
-        outcome = "few seeds"
-    elif unconverged:
-        outcome = "unconverged"
-    elif t["p_advantage"] <= alpha:
-        outcome = "better"
-    elif t["p_disadvantage"] <= alpha:
-        outcome = "worse"
-    elif t["p_floor"] > alpha:
-        outcome = "floor"
-    else:
-        outcome = "holds" if len(complete) == len(rows) else "holds partly"
+    applies = {  # each outcome and whether it applies: the first that applies decides
+        "smoke": ex.get_profile(profile).name == "smoke",
+        "not run": not by_cell,
+        "no setting": t is None,
+        "few seeds": seeds < _stats.MIN_SEEDS,
+        "unconverged": bool(unconverged),
+        "better": t is not None and t["p_advantage"] <= alpha,
+        "worse": t is not None and t["p_disadvantage"] <= alpha,
+        "floor": t is not None and t["p_floor"] > alpha,
+        "holds": len(complete) == len(rows),
+    }
+    outcome = next((o for o, hit in applies.items() if hit), "holds partly")
     runs = ", ".join(f"{cell_words(LABEL, c)} seed {s}" for c, s in unconverged)
     fields = dict(t or {}, profile=profile, label=LABEL, seeds=seeds, alpha=alpha, runs=runs)
     fields |= {"min_seeds": _stats.MIN_SEEDS, "n_unconverged": len(unconverged)}
