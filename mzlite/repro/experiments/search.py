@@ -77,8 +77,6 @@ def _grid() -> list[tuple[float, str]]:
 
 @dataclass(frozen=True)
 class Study:
-    """One (family, cell, seed): its trials are the grid's configurations on this job."""
-
     family: str
     job: Job
 
@@ -93,7 +91,6 @@ class Study:
 
 
 def plan_search(profile: str, families=None, seeds=SEEDS) -> list[Study]:
-    """The studies of ``profile``'s search for ``families`` (default: every family)."""
     prof = get_profile(profile)
     if not prof.searched:
         raise ValueError(f"profile {prof.name} takes no searched rates (Profile.searched is False)")
