@@ -332,11 +332,11 @@ def html_table(kind: str, heads, rows) -> str:
     return f"<table class='{kind}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def ablation_table(rows: list[AblationRow] | None = None, results_dir=None) -> str:
+def ablation_table(rows: list[AblationRow] | None = None) -> str:
     """The reading ablation as an HTML table, a row per ``AblationRow``; a run that stopped
     without fitting is counted as an optimisation failure."""
     body = []
-    for r in ablation(results_dir) if rows is None else rows:
+    for r in ablation() if rows is None else rows:
         fit = f"{r.fitted} / {r.stopped}" if r.seeds else "–"
         if n := r.optimisation_failures:
             fit += f" ({n} optimisation failure{'s' * (n > 1)})"

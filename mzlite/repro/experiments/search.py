@@ -53,8 +53,7 @@ SEARCH_CELLS = {
 }  # fmt: skip
 FORMAT = "mzlite.lr-search/2"
 # How trials are compared at a rung: in the journals' path and each family's record, so that
-# trials judged two ways never mix. CENSORED_METHOD: the search before issue 49 (format 1, at
-# 9473af9), every schedule over the cap, judged at the rungs by its best loss so far.
+# trials judged two ways never mix. CENSORED_METHOD: the search before issue 49 (format 1, 9473af9)
 METHOD, CENSORED_METHOD = "rung-sized-cosine", "cosine-over-the-cap"
 METHODS = {  # (the pages' name, the search file's account)
     METHOD: ("a cosine sized to its rung", "a cosine sized to its rung (judged at rung r after a "
@@ -78,8 +77,6 @@ def _grid() -> list[tuple[float, str]]:
 
 @dataclass(frozen=True)
 class Study:
-    """One (family, cell, seed): its trials are the grid's configurations on this job."""
-
     family: str
     job: Job
 
@@ -94,7 +91,6 @@ class Study:
 
 
 def plan_search(profile: str, families=None, seeds=SEEDS) -> list[Study]:
-    """The studies of ``profile``'s search for ``families`` (default: every family)."""
     prof = get_profile(profile)
     if not prof.searched:
         raise ValueError(f"profile {prof.name} takes no searched rates (Profile.searched is False)")
@@ -444,15 +440,15 @@ def search_text(out: dict) -> str:
              f"{out['grid']['schedule']}, pruned only after {out['min_epochs']} epochs "
              f"(successive halving, keep 1/{out['reduction_factor']})"]  # fmt: skip
     for fam, studies in out["families"].items():
-        method = out.get("methods", {}).get(fam, CENSORED_METHOD)
+        method = out["methods"].get(fam, CENSORED_METHOD)
         lines += [f"{fam} ({method}: {METHODS[method][1]})", *_trial_lines(studies)]
         if (c := out["choice"].get(fam)) is None:
             lines.append(f"{fam}: not decided (a study has configurations left to try)")
             continue
         lines.append(f"{fam}: mean relative excess val loss {_excess_text(c)}")
-        for table, ct in out.get("choice_by_table", {}).get(fam, {}).items():
+        for table, ct in out["choice_by_table"].get(fam, {}).items():
             lines.append(f"{fam} on {table}: {_excess_text(ct)}")
-    for fam, p in out.get("pending", {}).items():
+    for fam, p in out["pending"].items():
         lines.append(f"{fam} pending ({p['method']}: {METHODS[p['method']][1]}; not decided yet, "
                      "the family trains with the choice above)")  # fmt: skip
         lines += _trial_lines(p["studies"])
@@ -610,7 +606,6 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
 
 
 def best_setting_table(profile: str, tables=("tab:main-results",), results_dir=None) -> HTML:
-    """``best_setting_rows`` as a page-width table, labelled as the ablation it is."""
     rows = [
         {**r, "who": f"{r['model']} ({r['family']})",
          "best": f"{r['best']} ({num(r['best_val_r2'], missing='--')})" if r["best"]

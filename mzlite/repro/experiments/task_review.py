@@ -47,11 +47,11 @@ TASK_REVIEW: tuple[TaskReview, ...] = tuple(
 )
 
 
-def yardsticks(results_dir=None, profile: str = PROFILE) -> dict[str, tuple]:
+def yardsticks(results_dir=None) -> dict[str, tuple]:
     """Per reviewed task (its generator): (the set-statistics ridge's R^2, the set-size-only
-    ridge's) of its v1 yardstick under ``profile``, None where not run or not recorded."""
+    ridge's) of its v1 yardstick under ``PROFILE``, None where not run or not recorded."""
     tables = dict.fromkeys(t.yardstick[0] for t in TASK_REVIEW)
-    by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
+    by_table = {t: results_per_cell(t, PROFILE, results_dir) for t in tables}
     out = {}
     for t in TASK_REVIEW:
         mine = _checked(by_table[t.yardstick[0]].get(t.yardstick[1], []), DEFAULT_READING)
@@ -156,12 +156,12 @@ def _metric(results: list[dict], key: str) -> float | None:  # the first result'
     return next(iter(metric_values(results, key)), None)
 
 
-def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow]:
-    """The calibration from the results of ``profile``, a row per calibrated column and reading;
+def calibration(results_dir=None) -> list[CalibrationRow]:
+    """The calibration from the results of ``PROFILE``, a row per calibrated column and reading;
     a result made under another task reading than its row raises."""
     rows = []
     tables = dict.fromkeys(c.table for c in CALIBRATED)
-    by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
+    by_table = {t: results_per_cell(t, PROFILE, results_dir) for t in tables}
     for c in CALIBRATED:
         v1_st = c.cells("v1")[0]
         paper = _paper_numbers(c.table, v1_st)
@@ -178,11 +178,10 @@ def calibration(results_dir=None, profile: str = PROFILE) -> list[CalibrationRow
     return rows
 
 
-def closest_readings(rows: list[CalibrationRow] | None = None, results_dir=None) -> dict:
+def closest_readings(rows: list[CalibrationRow]) -> dict:
     """Per calibrated column run: ``{"reading"`` whose Set Transformer lands nearest the paper's,
     ``"gap", "seeds"`` of it, ``"v1_gap"``, ``"needed"``: v1 further than ``GAP``}. Another
     reading is nearer than v1 only by more than a tie (``TIE``, one seed's noise)."""
-    rows = calibration(results_dir) if rows is None else rows
     out = {}
     for what in dict.fromkeys(r.what for r in rows):
         mine = [r for r in rows if r.what == what and r.gap is not None]
@@ -198,10 +197,10 @@ def closest_readings(rows: list[CalibrationRow] | None = None, results_dir=None)
     return out
 
 
-def calibration_table(rows: list[CalibrationRow] | None = None, results_dir=None) -> str:
+def calibration_table(rows: list[CalibrationRow] | None = None) -> str:
     """The calibration as an HTML table; the reading nearest the paper's number is marked with
     the seeds it rests on (one seed against three is no choice yet)."""
-    rows = calibration(results_dir) if rows is None else rows
+    rows = calibration() if rows is None else rows
     best = {w: (c["reading"], c["seeds"]) for w, c in closest_readings(rows).items()}
     body = []
     for r in rows:
