@@ -31,14 +31,13 @@ from .cells import (  # the rows, grids and reading cells every table is built o
 )
 from .specs import (
     PROFILES,
-    UNSTATED_PAPER_SIZES,
+    TDOF_PAPER_SIZES,
     Cell,
     Derived,
     PaperRef,
     Profile,
     TableSpec,
     prose_data,
-    sizes_text,
 )
 from .uncertainty_study import METHODS
 
@@ -367,9 +366,7 @@ def table_registry() -> Registry[TableSpec]:
     """Every table spec by its LaTeX label, built once (use :func:`get_table` for one)."""
     words = prose_data("tables.yaml")
     tdof = words["tab:tdof-verify"]  # its sizes under the profiles at the paper's, stated once
-    tdof["notes"] = tdof["notes"].replace(
-        "{paper_sizes}", sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])
-    )
+    tdof["notes"] = tdof["notes"].replace("{paper_sizes}", TDOF_PAPER_SIZES)
     # "MSE ratio" = MSE(ST-4L) / MSE(MZ-1L)
     tdof["derived"] = tuple(
         Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l") for L in TDOF_LS
