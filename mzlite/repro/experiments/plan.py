@@ -525,6 +525,11 @@ def _summed(rows) -> dict:
     }
 
 
+def _summed_once(steps) -> dict:
+    """``_summed`` of the cells of ``steps``, a cell that several steps run counted once."""
+    return _summed({s["where"][k]: v for s in steps for k, v in s["price"].items()}.values())
+
+
 @dataclass
 class Decisions:
     """The sequential decision plan of ``decide``: ``claims``, one dict per claim with its
@@ -553,13 +558,9 @@ class Decisions:
     def totals(self) -> dict:
         """CPU hours of the next steps (every cell once) and of every step of the open claims
         (each claim survives every step: the most the rule can cost)."""
-        nxt, worst = {}, {}
-        for c in self.claims:
-            if step := c["next"]:
-                nxt.update({step["where"][k]: v for k, v in step["price"].items()})
-            for s in c["steps"] if c["status"] == "open" else ():
-                worst.update({s["where"][k]: v for k, v in s["price"].items()})
-        nxt, worst = _summed(nxt.values()), _summed(worst.values())
+        open_ = [c for c in self.claims if c["next"]]
+        nxt = _summed_once(c["next"] for c in open_)
+        worst = _summed_once(s for c in open_ for s in c["steps"])
         return {
             "next_cpu_h": nxt["cpu_h"],
             "next_jobs": nxt["todo"],
