@@ -129,9 +129,10 @@ def standardised_twin_cells(col, task, options, column, models, sizes, batch):
 CENTRE_ADAPTIVE_MODEL = "mz_full_centre_adaptive"
 
 
-def centre_adaptive_cell(col, task, options, column, mid, label, kw, sizes, batch) -> Cell:
-    """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``kw``: that
-    cell's model overrides, e.g. ``n_enc``), an ablation of 3 seeds at the same sizes."""
+def centre_adaptive_cell(col, task, options, column, mz, sizes, batch) -> Cell:
+    """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``mz``: that
+    cell's model row, its overrides such as ``n_enc`` kept), an ablation of 3 seeds at its sizes."""
+    mid, _, label, kw = mz[:4]
     twin = (f"ca-{col}", f"{column}, layer: centre-adaptive (def:relop)", options, "")
     model = (mid, CENTRE_ADAPTIVE_MODEL, f"{label} (centre-adaptive)", kw)
     note = "o_c = M(mu) c_hat (def:relop) in place of Eq. eq:mz-main's o_c = M_c c_hat"
