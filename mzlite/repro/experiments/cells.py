@@ -12,11 +12,11 @@ from mzlite.tasks.readings import DEFAULT_READING, reading_options
 from .specs import SET_STATS, SET_STATS_LABEL, Cell, PaperRef
 
 
-def model_row(name: str, label: str = "", *, mid: str = "", kw=None, match: int | None = None):
+def model_row(name: str, label: str = "", *, mid: str = "", match: int | None = None):
     """A model of a table: (model id in cell ids, registered name, the paper's row label, config
-    overrides, match_params). The row label is the model's display name unless the paper's
+    overrides: none, match_params). The row label is the model's display name unless the paper's
     table words it otherwise (its numbers are found by that label in data/paper)."""
-    return (mid or name, name, label or model_spec(name).display, dict(kw or {}), match)
+    return (mid or name, name, label or model_spec(name).display, {}, match)
 
 
 ST = model_row("st", "Standard")
@@ -129,9 +129,10 @@ def standardised_twin_cells(col, task, options, column, models, sizes, batch):
 CENTRE_ADAPTIVE_MODEL = "mz_full_centre_adaptive"
 
 
-def centre_adaptive_cell(col, task, options, column, mid, label, kw, sizes, batch) -> Cell:
-    """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``kw``: that
-    cell's model overrides, e.g. ``n_enc``), an ablation of 3 seeds at the same sizes."""
+def centre_adaptive_cell(col, task, options, column, mz, sizes, batch) -> Cell:
+    """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``mz``: that
+    cell's model row, its overrides such as ``n_enc`` kept), an ablation of 3 seeds at its sizes."""
+    mid, _, label, kw = mz[:4]
     twin = (f"ca-{col}", f"{column}, layer: centre-adaptive (def:relop)", options, "")
     model = (mid, CENTRE_ADAPTIVE_MODEL, f"{label} (centre-adaptive)", kw)
     note = "o_c = M(mu) c_hat (def:relop) in place of Eq. eq:mz-main's o_c = M_c c_hat"
@@ -147,7 +148,7 @@ def calibration_cell_id(col: str, reading: str, mid: str) -> str:
     return f"cal-{col}-{reading}-{mid}"
 
 
-def calibration_cells(col, task, readings, column, st, sizes, batch, options=None, train=None):
+def calibration_cells(col, task, readings, column, st, sizes, batch, options=None):
     """For every reading name in ``readings`` (of ``mzlite.tasks.TASK_READINGS``; v1 is the
     column's main cells, not registered twice): the Set Transformer row ``st`` (model id, name,
     label, kwargs) and the set-statistics yardstick on that reading, at ``sizes``. ``options``:
@@ -164,6 +165,4 @@ def calibration_cells(col, task, readings, column, st, sizes, batch, options=Non
         for reading in readings
     ]
     note = "calibration of the task reading by the Set Transformer (issue 49)"
-    return ablation_grid(
-        columns, [st], task, sizes, batch, stats=True, train=dict(train or {}), note=note
-    )
+    return ablation_grid(columns, [st], task, sizes, batch, stats=True, note=note)

@@ -216,15 +216,7 @@ def result_path(table, cell_id: str, seed: int, profile: str, results_dir=None) 
     return root / profile / get_table(table).dirname / f"{cell_id}__seed{seed}.json"
 
 
-def job(
-    table,
-    cell_id: str,
-    profile: str = "smoke",
-    seed: int = 0,
-    results_dir=None,
-    cache_dir=None,
-    device: str = "auto",
-) -> Job:
+def job(table, cell_id: str, profile: str = "smoke", seed: int = 0) -> Job:
     """The job of one cell and seed under ``profile``. ValueError for a cell id of no cell
     (listing the table's cells), a cell run as another (naming it), or a seed the cell does not
     run (a set-statistics cell has only seed 0)."""
@@ -233,7 +225,7 @@ def job(
     lender = aliases(spec, profile).get(cell.id) or " ".join(shared(spec, profile).get(cell.id, ()))
     if lender:
         raise ValueError(f"cell {cell.id} is run as {lender} under {profile}: ask for that")
-    (found,) = jobs(spec, profile, [seed], None, [cell.id], results_dir, cache_dir, device)
+    (found,) = jobs(spec, profile, [seed], cells=[cell.id])
     if found.seed != seed:
         raise ValueError(f"cell {cell.id} runs seed {found.seed} only, got seed={seed}")
     return found

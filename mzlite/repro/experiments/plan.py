@@ -525,6 +525,11 @@ def _summed(rows) -> dict:
     }
 
 
+def _summed_once(steps) -> dict:
+    """``_summed`` of the cells of ``steps``, a cell that several steps run counted once."""
+    return _summed({s["where"][k]: v for s in steps for k, v in s["price"].items()}.values())
+
+
 @dataclass
 class Decisions:
     """The sequential decision plan of ``decide``: ``claims``, one dict per claim with its
@@ -553,13 +558,9 @@ class Decisions:
     def totals(self) -> dict:
         """CPU hours of the next steps (every cell once) and of every step of the open claims
         (each claim survives every step: the most the rule can cost)."""
-        nxt, worst = {}, {}
-        for c in self.claims:
-            if step := c["next"]:
-                nxt.update({step["where"][k]: v for k, v in step["price"].items()})
-            for s in c["steps"] if c["status"] == "open" else ():
-                worst.update({s["where"][k]: v for k, v in s["price"].items()})
-        nxt, worst = _summed(nxt.values()), _summed(worst.values())
+        open_ = [c for c in self.claims if c["next"]]
+        nxt = _summed_once(c["next"] for c in open_)
+        worst = _summed_once(s for c in open_ for s in c["steps"])
         return {
             "next_cpu_h": nxt["cpu_h"],
             "next_jobs": nxt["todo"],
@@ -569,14 +570,13 @@ class Decisions:
         }
 
     def to_text(self) -> str:
-        prof = ex.get_profile(self.profile)
         top = ", ".join(
             f"{r['model']} (" + ("no results" if r["score"] is None else f"{r['score']:.2f}") + ")"
             for r in self.strength[:4]
         )
         out = [
-            f"decide [{prof.name}]: the sequential rule. Each claim that MZAttn beats every model "
-            f"of its column runs MZ, the yardstick and the {self.first} strongest baselines "
+            f"decide [{self.profile}]: the sequential rule. Each claim that MZAttn beats every "
+            f"model of its column runs MZ, the yardstick and the {self.first} strongest baselines "
             f"first; one baseline significantly better (R^2 gap > {TIE}, Welch p < "
             f"{_stats.ALPHA}, {_stats.MIN_SEEDS} converged seeds each) refutes it and the rest "
             "of the column is not run; a claim that survives gets the rest of its column.",
@@ -609,7 +609,7 @@ class Decisions:
             out += ["", "no cell claims to order (rank claims are judged over every setting, or "
                     f"none are registered): {', '.join(self.without)}; plan prices them "
                     "whole"]  # fmt: skip
-        t = self.totals()
+        t, nxt = self.totals(), self.next_jobs()
         unk = f"; {t['unknown']} cell(s) without an estimate" if t["unknown"] else ""
         out += [
             "",
@@ -617,8 +617,8 @@ class Decisions:
             f"{t['next_cpu_h']:.1f} CPU h expected",
             f"every step of every open claim (each survives): {t['worst_cpu_h']:.1f} CPU h "
             f"expected, {t['worst_cap_h']:.1f} at the epoch cap{unk}",
-            "the next steps, one command per table:" if self.next_jobs() else "nothing to run",
-            *(f"  {c}" for c in _commands(self.next_jobs(), prof.name, " --workers 1 --threads 1")),
+            "the next steps, one command per table:" if nxt else "nothing to run",
+            *(f"  {c}" for c in _commands(nxt, self.profile, " --workers 1 --threads 1")),
         ]
         return "\n".join(out)
 
@@ -642,7 +642,7 @@ class Decisions:
                 "step": step["step"], "steps": len(c["steps"]), "when": step["when"],
                 "cells": list(step["cells"]), "cells_text": step_words(c["table"], step["cells"]),
                 **{k: step[k] for k in ("todo", "cpu_h", "cpu_h_cap", "unknown")},
-                "command": "; ".join(_commands(left, ex.get_profile(self.profile).name)),
+                "command": "; ".join(_commands(left, self.profile)),
             })  # fmt: skip
         return out
 
@@ -748,7 +748,7 @@ def decide(
     each claim's verdict on ``profile`` alone and its steps, priced by ``plan``. A claim is
     decided when a model refutes it or every cell it names has its seeds."""
     check_int_field("first", first, 0)  # the baselines in the first step
-    prof = ex.get_profile(profile)
+    profile = ex.get_profile(profile).name
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
     labels = [ex.get_table(t).label for t in tables]
     strength = baseline_strength(results_dir)
@@ -756,22 +756,22 @@ def decide(
     claims = [c for label in labels for c in _sc.claims(label) if isinstance(c, _sc.Claim)]
     planned = [(c, _steps(c, ex.get_table(c.table), order, first)) for c in claims]
     # a cell that is the same experiment as an earlier table's runs there (experiments.shared)
-    lent = {label: ex.shared(label, prof.name) for label in labels}
+    lent = {label: ex.shared(label, profile) for label in labels}
 
     def where(table, cid):
-        return lent.get(table, {}).get(cid, (table, cid))
+        return lent[table].get(cid, (table, cid))
 
     wanted = _by_table(
         where(c.table, cid) for c, steps in planned for _, ids in steps for cid in ids
     )
     price = {}
     for label, cells in wanted.items():
-        p = plan(label, prof.name, seeds, cells=sorted(set(cells)), results_dir=results_dir,
+        p = plan(label, profile, seeds, cells=sorted(set(cells)), results_dir=results_dir,
                  measure=measure)  # fmt: skip
         price.update({(r["table"], r["cell"]): r for r in p.rows})
     out = []
     for c, steps in planned:
-        row = _sc.evaluate(c, (prof.name,), results_dir)
+        row = _sc.evaluate(c, (profile,), results_dir)
         rows = []
         for i, (when, ids) in enumerate(steps, start=1):
             at = {cid: where(c.table, cid) for cid in ids}
@@ -783,7 +783,7 @@ def decide(
         out.append({"claim": c.id, "table": c.table, "status": "open" if nxt else "decided",
                     "row": row, "steps": rows, "next": nxt})  # fmt: skip
     without = [label for label in labels if not any(c.table == label for c, _ in planned)]
-    return Decisions(prof.name, out, strength, first, without)
+    return Decisions(profile, out, strength, first, without)
 
 
 __all__ = [

@@ -183,7 +183,7 @@ def sizes_text(sizes) -> str:
     return "/".join(set_count_text(n) for n in sizes)
 
 
-_TDOF_PAPER_SIZES = sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])
+TDOF_PAPER_SIZES = sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])  # profiles, table notes
 # the converged CPU protocol's training, and the halving of the rate its successors anneal with
 _CONVERGED = {"epochs": 200, "warmup_epochs": 3, "patience": 20, "normalize_targets": True}
 _HALVING = {"decay_patience": 5, "decay_factor": 0.5}
@@ -254,7 +254,7 @@ _PROFILES = {
 }
 _WORDS = prose_data("profiles.yaml")  # each profile's words, as the CLI and the book show them
 PROFILES = {
-    name: replace(p, description=_WORDS[name].replace("{paper_sizes}", _TDOF_PAPER_SIZES))
+    name: replace(p, description=_WORDS[name].replace("{paper_sizes}", TDOF_PAPER_SIZES))
     for name, p in _PROFILES.items()
 }
 
@@ -356,11 +356,6 @@ def _resolved_reading_cached(task: str, items: tuple) -> tuple[tuple, str]:
     return tuple(sorted(full.items())), _tasks.task_reading(task, full)
 
 
-def model_names() -> tuple[str, ...]:
-    """Every model name a cell may use: ``mzlite.nn.MODELS``'s, with its alias ``"standard"``."""
-    return tuple(_nn.MODELS) + ("standard",)
-
-
 MODEL_FAMILIES = _nn.registry.FAMILIES
 
 
@@ -372,5 +367,6 @@ def model_family(name: str) -> str:
 
 
 def check_model_name(name: str) -> None:
-    if name not in model_names():
-        raise ValueError(f"unknown model {name!r}; valid models: {', '.join(model_names())}")
+    valid = (*_nn.MODELS, "standard")  # a cell may name a model by its alias "standard"
+    if name not in valid:
+        raise ValueError(f"unknown model {name!r}; valid models: {', '.join(valid)}")

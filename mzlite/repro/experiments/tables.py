@@ -31,14 +31,13 @@ from .cells import (  # the rows, grids and reading cells every table is built o
 )
 from .specs import (
     PROFILES,
-    UNSTATED_PAPER_SIZES,
+    TDOF_PAPER_SIZES,
     Cell,
     Derived,
     PaperRef,
     Profile,
     TableSpec,
     prose_data,
-    sizes_text,
 )
 from .uncertainty_study import METHODS
 
@@ -136,8 +135,8 @@ def _tdof_verify() -> list[Cell]:
     signed = ("rd-L16-signed", "L=16, signed readout", {"L": 16}, "")
     cells += ablation_grid([signed], [mz_1l], task, SYN, 128, model_kwargs={"readout": "signed"})
     # where the matrix zonotope acts: def:relop's o_c = M(mu) c_hat (mzlite.nn choice 9)
-    cells += [centre_adaptive_cell(f"L{L}", task, {"L": L}, f"L={L}", "mz_1l", "MZAttn-1L",
-                                   {"n_enc": 1}, SYN, 128) for L in (16, 32)]  # fmt: skip
+    cells += [centre_adaptive_cell(f"L{L}", task, {"L": L}, f"L={L}", mz_1l, SYN, 128)
+              for L in (16, 32)]  # fmt: skip
     return cells
 
 
@@ -174,8 +173,8 @@ def _main_results() -> list[Cell]:
     for (cid, task, prefix, sizes), readings in ((B, TASK_B_READINGS), (F, TASK_F_READINGS)):
         cells += calibration_cells(cid, task, readings, prefix, st, sizes, 128)
     # where the matrix zonotope acts (issue 49, 3b): def:relop's o_c = M(mu) c_hat on F and G
-    cells += [centre_adaptive_cell(cid, task, {}, prefix, "mz_full", "MZAttn (ours)", {}, SYN,
-                                   batch) for cid, task, prefix, batch in
+    cells += [centre_adaptive_cell(cid, task, {}, prefix, MZ_OURS, SYN, batch)
+              for cid, task, prefix, batch in
               (("F", "rotation_matching", "Task F: Rot. Match.", 128),
                ("G", "mst_weight", "Task G: MST Wt.", GEOM_BATCH))]  # fmt: skip
     return cells
@@ -302,8 +301,7 @@ def _egnn() -> list[Cell]:
                             full_seeds=3)  # fmt: skip
     # where the matrix zonotope acts: def:relop's o_c = M(mu) c_hat (mzlite.nn choice 9)
     cells.append(centre_adaptive_cell("qt-L16", "quadratic_tdof", {"L": 16},
-                                      "Quadratic TDOF / L=16", "mz_full", "MZAttn (ours)", {}, SYN,
-                                      128))  # fmt: skip
+                                      "Quadratic TDOF / L=16", MZ_OURS, SYN, 128))  # fmt: skip
     return cells
 
 
@@ -367,9 +365,7 @@ def table_registry() -> Registry[TableSpec]:
     """Every table spec by its LaTeX label, built once (use :func:`get_table` for one)."""
     words = prose_data("tables.yaml")
     tdof = words["tab:tdof-verify"]  # its sizes under the profiles at the paper's, stated once
-    tdof["notes"] = tdof["notes"].replace(
-        "{paper_sizes}", sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])
-    )
+    tdof["notes"] = tdof["notes"].replace("{paper_sizes}", TDOF_PAPER_SIZES)
     # "MSE ratio" = MSE(ST-4L) / MSE(MZ-1L)
     tdof["derived"] = tuple(
         Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l") for L in TDOF_LS
