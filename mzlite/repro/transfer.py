@@ -16,90 +16,29 @@ from . import experiments as ex
 from .experiments import stats as _stats
 from .experiments.formatting import cell_words
 from .experiments.specs import prose_data
-from .paper import paper_ref, paper_value
+from .experiments.transfer_ranks import (  # the ranks as values; chapter 10 reads them here
+    CONVERGED,  # noqa: F401
+    LABEL,
+    MID_FIELD,
+    MZ_MODELS,
+    RANKED,
+    SETTINGS,
+    cell_id,
+    converged_profile,
+    longer_cap,  # noqa: F401
+    paper_ranks,
+    r2_of,
+    ranks,
+    seed_r2,
+    setting_of,
+)
+from .paper import paper_ref
 from .render import comparison_table
 
-LABEL = "tab:transfer-matrix"
-RANKED = ("st", "st_large", "hypernet", "perceiver", "la_st", "mz_full", "mz_large")
-MZ_MODELS = ("mz_full", "mz_large")  # the MZAttn models; the other ranked models are the field
-SETTINGS = tuple(f"{variant}-{target}" for variant, target in ex.TRANSFER_TIER1)
-MID_FIELD = (3, 5)  # the paper: "MZAttn-Full ranks 3rd-5th" where its prerequisites are absent
-# profiles whose runs end by early stopping, the one the chapter reads first; cpu-converged is our
-# first reading, read only while the others have no result of this table
-CONVERGED = ("full", "cpu-annealed", "cpu-converged")
 WORDS = prose_data("transfer_words.yaml")
 READS = WORDS["reads"]  # what the ranks of each converged profile are, on the chapter's page
 OUTCOME_WORDS = WORDS["outcomes"]  # what each outcome of ``rate_ablation`` means
 PROBLEMS = ("smoke", "not run", "no setting", "few seeds", "unconverged")  # give no verdict
-
-
-def converged_profile(results_dir=None) -> str | None:
-    """The first profile of ``CONVERGED`` with results of this table, or None."""
-    return ex.best_profile(LABEL, CONVERGED, results_dir)
-
-
-def cell_id(setting: str, model: str) -> str:
-    """The id of ``model``'s cell in ``setting`` ("raw-meb"), checked (``CellKey``): a renamed
-    cell raises instead of reading as one without results."""
-    return ex.CellKey(LABEL, f"{setting}-{model}").cell
-
-
-def _r2(result: dict) -> float | None:
-    return result["metrics"]["test"].get("r2")
-
-
-def _seed_r2(by_cell: dict, setting: str) -> dict[str, list[float]]:
-    """``{ranked model: test R^2 of each of its seeds}`` in ``setting``, models with results."""
-    return {m: [_r2(r) for r in rs] for m in RANKED if (rs := by_cell.get(cell_id(setting, m)))}
-
-
-def ranks(
-    profile: str,
-    model: str = "mz_full",
-    results_dir=None,
-    statistic: str = "mean",
-    substitute: dict | None = None,
-) -> list[dict]:
-    """One row per setting: ``rank`` of ``model`` among the ranked models with results (None:
-    it has none) by their ``statistic`` of test R^2 over seeds (the paper's mean, or the median,
-    robust to one failed seed), beside the best other model, the yardstick and the paper's
-    rank. With ``missing_jobs`` of ``profile`` not on disk the rank is provisional.
-    ``substitute``: ``{main cell id: ablation cell id}`` whose results stand in for the main
-    cell's (``longer_cap``); completeness stays the main table's."""
-    if model not in RANKED:
-        raise ValueError(f"model must be one of {', '.join(RANKED)}, got {model!r}")
-    if statistic not in ("mean", "median"):
-        raise ValueError(f"statistic must be one of mean, median, got {statistic!r}")
-    unknown = {*(substitute or {}), *(substitute or {}).values()}
-    unknown = sorted(unknown - {c.id for c in ex.get_table(LABEL).cells})
-    if unknown:
-        raise ValueError(f"substitute names cells that {LABEL} does not have: {unknown}")
-    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
-    by_cell = by_cell | {main: by_cell.get(abl, []) for main, abl in (substitute or {}).items()}
-    rows = []
-    for setting, (prow, pcol) in zip(SETTINGS, ex.TRANSFER_TIER1.values(), strict=True):
-        r2 = _seed_r2(by_cell, setting)
-        means = {m: (*_stats.mean_std(v), len(v)) for m, v in r2.items()}
-        means = {m: v for m, v in means.items() if v[0] is not None}
-        median = statistic == "median"
-        score = {m: statistics.median(r2[m]) if median else v[0] for m, v in means.items()}
-        ordered = sorted(score, key=lambda m: -score[m])
-        others = [m for m in ordered if m != model]
-        stats = by_cell.get(cell_id(setting, ex.SET_STATS), [])
-        todo = ex.jobs(LABEL, profile, cells=f"{setting}-*", results_dir=results_dir)
-        missing = sum(not j.result_path.exists() for j in todo)
-        rows.append({
-            "setting": setting, "row": prow, "column": pcol,
-            "rank": ordered.index(model) + 1 if model in means else None,
-            "n_models": len(means),
-            "seeds": means[model][2] if model in means else 0,
-            "r2": means[model][:2] if model in means else (None, None),
-            "best_other": (others[0], score[others[0]]) if others else (None, None),
-            "set_stats": _r2(stats[0]) if stats else None,
-            "paper_rank": paper_value(LABEL, prow, pcol),
-            "missing_jobs": missing, "complete": missing == 0,
-        })  # fmt: skip
-    return rows
 
 
 def per_seed(profile: str, results_dir=None) -> list[dict]:
@@ -107,15 +46,11 @@ def per_seed(profile: str, results_dir=None) -> list[dict]:
     seeds hides (a seed that stopped early at a poor optimum)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     return [
-        {"setting": setting, "model": m, "name": r.get("row", m), "seed": r["seed"], "r2": _r2(r),
+        {"setting": setting, "model": m, "name": r.get("row", m), "seed": r["seed"], "r2": r2_of(r),
          "best_epoch": r["metrics"].get("best_epoch"), "epochs_run": r.get("epochs_run"),
          "stop_reason": r.get("stop_reason")}
         for setting in SETTINGS for m in RANKED for r in by_cell.get(cell_id(setting, m), [])
     ]  # fmt: skip
-
-
-def _setting(cell) -> str:
-    return f"{cell.options['variant']}-{cell.options['target']}"
 
 
 def ablations(profile: str, results_dir=None) -> list[dict]:
@@ -128,37 +63,19 @@ def ablations(profile: str, results_dir=None) -> list[dict]:
     for cell in ex.get_table(LABEL).cells:
         if cell.part != "ablation" or cell.id in same or not by_cell.get(cell.id):
             continue
-        setting, model = _setting(cell), cell.model
-        r2 = _seed_r2(by_cell, setting)
+        setting, model = setting_of(cell), cell.model
+        r2 = seed_r2(by_cell, setting)
         others = [statistics.fmean(v) for m, v in r2.items() if m != model]
-        ablated = {r["seed"]: _r2(r) for r in by_cell[cell.id]}
+        ablated = {r["seed"]: r2_of(r) for r in by_cell[cell.id]}
         means = (statistics.fmean(r2[model]) if model in r2 else None,
                  statistics.fmean(ablated.values()))  # fmt: skip
         rank = [None if v is None else 1 + sum(o > v for o in others) for v in means]
         rows.append({
             "cell": cell.id, "setting": setting, "model": model, "change": dict(cell.train),
-            "main": {r["seed"]: _r2(r) for r in by_cell.get(cell_id(setting, model), [])},
+            "main": {r["seed"]: r2_of(r) for r in by_cell.get(cell_id(setting, model), [])},
             "ablated": ablated, "rank": rank[0], "rank_ablated": rank[1],
         })  # fmt: skip
     return rows
-
-
-def paper_ranks() -> list[float]:
-    """The paper's rank of MZAttn-Full in each setting of the table, in ``ranks``' order."""
-    return [paper_value(LABEL, prow, pcol) for prow, pcol in ex.TRANSFER_TIER1.values()]
-
-
-def longer_cap(profile: str, results_dir=None) -> dict:
-    """``{main cell id: ablation cell id}`` of the epoch-cap ablations (the same runs at a
-    longer cap) with every seed of ``profile``: the ``substitute`` that asks whether runs that
-    hit the cap decide a verdict."""
-    out = {}
-    for c in ex.get_table(LABEL).cells:
-        if c.part == "ablation" and set(c.train) == {"epochs"}:
-            todo = ex.jobs(LABEL, profile, cells=c.id, results_dir=results_dir)
-            if todo and all(j.result_path.exists() for j in todo):
-                out[cell_id(_setting(c), c.id.rsplit("-", 1)[-1])] = c.id
-    return out
 
 
 def prediction(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
@@ -247,8 +164,8 @@ def seed_spreads(profile: str, results_dir=None) -> list[dict]:
     for r in ranks(profile, model, results_dir):
         if not r["complete"]:
             continue
-        r2 = _seed_r2(by_cell, r["setting"])
-        own = sorted((_r2(s), s["metrics"].get("best_epoch"))
+        r2 = seed_r2(by_cell, r["setting"])
+        own = sorted((r2_of(s), s["metrics"].get("best_epoch"))
                      for s in by_cell[cell_id(r["setting"], model)])  # fmt: skip
         spread = _spread(r2[model])
         others = max(_spread(v) for m, v in r2.items() if m not in MZ_MODELS)
@@ -270,7 +187,7 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
         if "lr" not in a["change"]:
             continue
         main, new = list(a["main"].values()), list(a["ablated"].values())
-        rest = [v for m, v in _seed_r2(by_cell, a["setting"]).items() if m not in MZ_MODELS]
+        rest = [v for m, v in seed_r2(by_cell, a["setting"]).items() if m not in MZ_MODELS]
         widest = max(map(_spread, rest), default=None)
         lowest = min(map(min, rest), default=None)
         if a["rank_ablated"] >= a["rank"]:
