@@ -544,8 +544,9 @@ def test_transfer_rank_claims_hold_fail_and_refuse(tmp_path):
     rows = _rank_rows(tmp_path)
     for r in rows.values():
         assert r["verdict"] == "insufficient evidence"
-        assert r["value"].rank["problem"][0] == "insufficient evidence"
-        assert "MNIST raw pixel / Hull, Perceiver seed 0" in r["value"].rank["problem"][1]
+        assert (r["reason_code"], r["value"].rank["outcome"]) == ("unconverged", "unconverged")
+        assert r["value"].rank["unconverged"] == [("raw-hull-perceiver", s) for s in range(3)]
+        assert "MNIST raw pixel / Hull, Perceiver seed 0" in r["why"]  # the presenter names it
 
 
 def test_transfer_prediction_with_longer_cap_reruns_in_place_of_capped_runs(tmp_path):
@@ -576,7 +577,7 @@ def test_transfer_prediction_with_longer_cap_reruns_in_place_of_capped_runs(tmp_
     assert no_adv["verdict"] == mid["verdict"] == "insufficient evidence"
     longer = mid["value"].rank["longer_cap"]
     assert longer["observed"] == [4, 5, 4, 4, 4, 4] and longer["mid_field"] == 6
-    assert no_adv["value"].rank["longer_cap"]["verdict"] == "holds"
+    assert no_adv["value"].rank["longer_cap"]["label"] == "holds"
     with pytest.raises(ValueError, match="substitute names cells"):
         transfer.ranks("cpu-converged", results_dir=tmp_path, substitute={"raw-hull-x": cap})
 

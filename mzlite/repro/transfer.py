@@ -10,24 +10,24 @@ from __future__ import annotations
 import statistics
 
 from mzlite import nn as _nn
-from mzlite.analysis.ranks import null_test  # re-exported: chapter 10 reads it here
+from mzlite.analysis.ranks import null_test  # noqa: F401 (chapter 10 reads it here)
 
 from . import experiments as ex
-from .experiments import stats as _stats
-from .experiments.formatting import cell_words
+from .experiments import present
 from .experiments.specs import prose_data
 from .experiments.transfer_ranks import (  # the ranks as values; chapter 10 reads them here
     CONVERGED,  # noqa: F401
     LABEL,
-    MID_FIELD,
+    MID_FIELD,  # noqa: F401
     MZ_MODELS,
     RANKED,
     SETTINGS,
     cell_id,
     converged_profile,
     longer_cap,  # noqa: F401
-    paper_ranks,
+    paper_ranks,  # noqa: F401
     r2_of,
+    rank_test,
     ranks,
     seed_r2,
     setting_of,
@@ -38,7 +38,6 @@ from .render import comparison_table
 WORDS = prose_data("transfer_words.yaml")
 READS = WORDS["reads"]  # what the ranks of each converged profile are, on the chapter's page
 OUTCOME_WORDS = WORDS["outcomes"]  # what each outcome of ``rate_ablation`` means
-PROBLEMS = ("smoke", "not run", "no setting", "few seeds", "unconverged")  # give no verdict
 
 
 def per_seed(profile: str, results_dir=None) -> list[dict]:
@@ -79,65 +78,10 @@ def ablations(profile: str, results_dir=None) -> list[dict]:
 
 
 def prediction(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
-    """The paper's Tier-1 prediction, *no advantage* for MZAttn-Full on low-rank 2-D point
-    clouds ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete
-    settings of ``profile`` with ``null_test``: our ranks there (``observed``), how many are in
-    ``MID_FIELD``, the null tests of ours (``test``, None without a complete setting) and of the
-    paper's, the ``results`` behind ours and the ``unconverged`` (cell id, seed) among them, the
-    ``verdict`` (the scorecard's words), its ``reason`` (a sentence) and ``problem`` ((verdict,
-    reason) of ``PROBLEMS``, where the ranks can give no verdict). Either one-sided p <=
-    ``stats.ALPHA`` "does not hold here" (better than chance contradicts "no advantage", worse
-    "not catastrophically worse"); a run behind a rank unconverged, fewer than
-    ``stats.MIN_SEEDS`` seeds, or too few settings for any ranks to contradict the null
-    (``p_floor`` > ALPHA) is "insufficient evidence" (the scorecard's rule for every claim).
-    ``substitute`` (see ``ranks``): ablation cells whose runs stand in for main cells', here and
-    in the convergence check; ``substituted`` lists the pairs used."""
-    substitute = dict(substitute or {})
-    rows = ranks(profile, results_dir=results_dir, substitute=substitute)
-    complete = [r for r in rows if r["complete"] and r["n_models"] == len(RANKED)]
-    observed = [r["rank"] for r in complete]
-    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
-    cells = [substitute.get(cell_id(r["setting"], m), cell_id(r["setting"], m))
-             for r in complete for m in RANKED]  # fmt: skip
-    seeds = min((len(by_cell.get(c, [])) for c in cells), default=0)
-    behind = [r for c in cells for r in by_cell.get(c, [])]
-    unconverged = [(r["cell"], r["seed"]) for r in behind
-                   if not _stats.result_convergence(r)["converged"]]  # fmt: skip
-    t, alpha = null_test(observed) if observed else None, _stats.ALPHA
-    applies = {  # each outcome and whether it applies: the first that applies decides
-        "smoke": ex.get_profile(profile).name == "smoke",
-        "not run": not by_cell,
-        "no setting": t is None,
-        "few seeds": seeds < _stats.MIN_SEEDS,
-        "unconverged": bool(unconverged),
-        "better": t is not None and t["p_advantage"] <= alpha,
-        "worse": t is not None and t["p_disadvantage"] <= alpha,
-        "floor": t is not None and t["p_floor"] > alpha,
-        "holds": len(complete) == len(rows),
-    }
-    outcome = next((o for o, hit in applies.items() if hit), "holds partly")
-    runs = ", ".join(f"{cell_words(LABEL, c)} seed {s}" for c, s in unconverged)
-    fields = dict(t or {}, profile=profile, label=LABEL, seeds=seeds, alpha=alpha, runs=runs)
-    fields |= {"min_seeds": _stats.MIN_SEEDS, "n_unconverged": len(unconverged)}
-    fields |= {"n_behind": len(behind), "n_settings": len(rows)}
-    verdict, reason = WORDS["verdicts"][outcome]
-    reason = reason.format(**fields)
-    lo, hi = MID_FIELD
-    return {
-        "profile": profile,
-        "observed": observed,
-        "settings": [r["setting"] for r in complete],
-        "n_settings": len(rows),
-        "mid_field": sum(lo <= k <= hi for k in observed),
-        "test": t,
-        "paper": null_test(paper_ranks()),
-        "unconverged": unconverged,
-        "results": behind,
-        "substituted": {k: v for k, v in substitute.items() if v in cells},
-        "problem": (verdict, reason) if outcome in PROBLEMS else None,
-        "verdict": verdict,
-        "reason": reason,
-    }
+    """``rank_test`` with its ``verdict`` and ``reason`` worded as the scorecard words them
+    (``present.rank_reason``): what chapter 10 shows."""
+    test = rank_test(profile, results_dir, substitute)
+    return test | {"verdict": test["label"].value, "reason": present.rank_reason(test)}
 
 
 def progress(rows: list[dict]) -> dict:

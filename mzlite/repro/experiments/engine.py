@@ -17,9 +17,9 @@ from enum import StrEnum
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import ALPHA, TIE, Label, holm, rule
 from mzlite.repro import experiments as ex
-from mzlite.repro import transfer
 from mzlite.repro.experiments import reading as _reading
 from mzlite.repro.experiments import stats as _stats
+from mzlite.repro.experiments import transfer_ranks as _ranks
 from mzlite.repro.experiments.claims import (
     LOWER_IS_BETTER,
     Claim,
@@ -630,25 +630,34 @@ def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
                    retired=main.retired)  # fmt: skip
 
 
+# what the presenter words a rank verdict's reason from (present.rank_reason)
+_RANK_REASON_FIELDS = ("outcome", "profile", "table", "seeds", "unconverged", "n_behind")
+# the reason of each outcome that keeps the ranks from a verdict; the others read the null test
+_RANK_PROBLEMS = {
+    "smoke": Reason.PIPELINE_ONLY, "not run": Reason.NOT_RUN, "no setting": Reason.TOO_FEW_SEEDS,
+    "few seeds": Reason.TOO_FEW_SEEDS, "unconverged": Reason.UNCONVERGED,
+}  # fmt: skip
+
+
 def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdict:
     """A ``RankClaim`` from the first profile with results of its table
-    (``transfer.prediction``); ``rank`` holds the ranks, the null test and the settings."""
-    paper_ranks = transfer.paper_ranks()
+    (``transfer_ranks.rank_test``); ``rank`` holds the ranks, the null test and the settings."""
+    paper_ranks = _ranks.paper_ranks()
     base = dict(claim=claim.id, table=claim.table, paper=_rank_value(claim.kind, paper_ranks),
                 n_cells=len(claim.cells))  # fmt: skip
     for prof in order:
         by_cell = ex.results_by_cell(claim.table, prof, results_dir)
         if not by_cell:
             continue
-        pred = transfer.prediction(prof, results_dir)
-        label = Label(pred["verdict"])
+        pred = _ranks.rank_test(prof, results_dir)
+        label, problem = pred["label"], pred["outcome"] in _ranks.PROBLEMS
         observed = pred["observed"]
-        if claim.kind == "mid-field" and pred["problem"] is None:
+        if claim.kind == "mid-field" and not problem:
             n, k = len(observed), pred["mid_field"]  # holds: every setting; partly: half
             label = rule(k == n, 2 * k >= n, complete=n == pred["n_settings"])
-        cap = transfer.longer_cap(prof, results_dir) if pred["unconverged"] else None
-        sens = transfer.prediction(prof, results_dir, substitute=cap) if cap else None
-        if sens is not None and (sens["unconverged"] or sens["problem"] is not None):
+        cap = _ranks.longer_cap(prof, results_dir) if pred["unconverged"] else None
+        sens = _ranks.rank_test(prof, results_dir, substitute=cap) if cap else None
+        if sens is not None and (sens["unconverged"] or sens["outcome"] in _ranks.PROBLEMS):
             sens = None
         used = pred["results"] or [r for rs in by_cell.values() for r in rs]
         gen, layer, task = readings(used)
@@ -656,11 +665,9 @@ def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdic
             "kind": claim.kind, "observed": tuple(observed), "paper": tuple(paper_ranks),
             "settings": tuple(pred["settings"]), "n_settings": pred["n_settings"],
             "mid_field": pred["mid_field"], "test": pred["test"],
-            "problem": pred["problem"], "longer_cap": sens,
+            "longer_cap": sens, **{k: pred[k] for k in _RANK_REASON_FIELDS},
         }  # fmt: skip
-        reason = Reason.RANK_TEST if _POLARITY.get(label) else {
-            Label.INSUFFICIENT: Reason.TOO_FEW_SEEDS, Label.PIPELINE_ONLY: Reason.PIPELINE_ONLY,
-        }.get(label, Reason.NOT_RUN)  # fmt: skip
+        reason = _RANK_PROBLEMS.get(pred["outcome"], Reason.RANK_TEST)
         return Verdict(label=label, reason=reason, profile=prof, regime=regime_of(used, prof),
                        ours=_rank_value(claim.kind, observed) if observed else None,
                        reading=gen, layer_reading=layer, task_reading=task, rank=rank,
@@ -674,7 +681,7 @@ def _rank_value(kind: str, ranks) -> float:
     """A RankClaim's number: the mean rank, or the share of ranks in the mid-field."""
     if kind == "no-advantage":
         return sum(ranks) / len(ranks)
-    lo, hi = transfer.MID_FIELD
+    lo, hi = _ranks.MID_FIELD
     return sum(lo <= r <= hi for r in ranks) / len(ranks)
 
 

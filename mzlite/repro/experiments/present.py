@@ -15,8 +15,9 @@ from mzlite.repro.experiments.claims import Claim, Kind, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
 from mzlite.repro.experiments.formatting import cell_words, scorecard_summary
 from mzlite.repro.experiments.protocols import reader_name
-from mzlite.repro.experiments.specs import set_count_text
+from mzlite.repro.experiments.specs import prose_data, set_count_text
 from mzlite.repro.experiments.tables import get_table
+from mzlite.repro.experiments.transfer_ranks import PROBLEMS
 from mzlite.repro.paper import name_labels, paper_ref, spaced
 from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 
@@ -254,6 +255,20 @@ def _why(claim, v: Verdict) -> str | list[str]:
     return f"fails even the weaker test, and {names}{at} is significantly better{p}"
 
 
+RANK_REASONS = prose_data("transfer_words.yaml")["reasons"]  # per outcome (OUTCOME_LABELS)
+
+
+def rank_reason(test: dict) -> str:
+    """Why the ranks of ``transfer_ranks.rank_test`` read as they do, from its ``outcome``: the
+    null test's numbers, or what keeps the ranks from a verdict (runs named in words)."""
+    runs = ", ".join(f"{cell_words(test['table'], c)} seed {s}" for c, s in test["unconverged"])
+    return RANK_REASONS[test["outcome"]].format(
+        **(test["test"] or {}), profile=test["profile"], label=test["table"], runs=runs,
+        seeds=test["seeds"], n_unconverged=len(test["unconverged"]), n_behind=test["n_behind"],
+        n_settings=test["n_settings"], min_seeds=_stats.MIN_SEEDS, alpha=_stats.ALPHA,
+    )  # fmt: skip
+
+
 def _rank_why(v: Verdict) -> str:
     rk = v.rank
     if "n_settings" not in rk:
@@ -262,30 +277,14 @@ def _rank_why(v: Verdict) -> str:
     if sens is not None:
         listed = ", ".join(f"{r:g}" for r in sens["observed"])
         read = (f"{sens['mid_field']} of {len(sens['observed'])} settings rank 3-5" if mid
-                else f'the null test reads "{sens["verdict"]}"')  # fmt: skip
+                else f'the null test reads "{sens["label"].value}"')  # fmt: skip
         note = (f". With those {len(sens['substituted'])} (setting, model) pair(s) rerun at a "
                 f"longer epoch cap, every run converged: ranks {listed}; {read}")  # fmt: skip
-    if rk["problem"] is not None:  # transfer.prediction words it, its cells by name
-        return rk["problem"][1] + note
-    t = rk["test"]
+    if not mid or rk["outcome"] in PROBLEMS:
+        return rank_reason(rk) + note
     n, whole = len(rk["observed"]), rk["n_settings"]
-    if mid:
-        text = f"{rk['mid_field']} of {n} complete settings rank 3-5" + (
-            f" ({whole - n} of {whole} settings still incomplete)" * (n != whole))  # fmt: skip
-    elif t["p_advantage"] <= ALPHA:
-        text = (f"MZAttn-Full ranks better than chance (mean rank {t['mean_rank']:.2f}; "
-                f"P(mean <= it) = {t['p_advantage']:.3f} under the null)")  # fmt: skip
-    elif t["p_disadvantage"] <= ALPHA:
-        text = (f"MZAttn-Full ranks worse than chance (mean rank {t['mean_rank']:.2f}; "
-                f"P(mean >= it) = {t['p_disadvantage']:.3f})")  # fmt: skip
-    elif t["p_floor"] > ALPHA:
-        text = (f"with {t['n_cells']} complete setting(s) even rank 1 everywhere would have "
-                f"P = {t['p_floor']:.3f} under the null")  # fmt: skip
-    else:
-        text = (f"MZAttn-Full's ranks are what no advantage would give (mean rank "
-                f"{t['mean_rank']:.2f} over {t['n_cells']} of {whole} settings; both one-sided "
-                f"P > {ALPHA:g})")  # fmt: skip
-    return text + note
+    return f"{rk['mid_field']} of {n} complete settings rank 3-5" + (
+        f" ({whole - n} of {whole} settings still incomplete)" * (n != whole)) + note  # fmt: skip
 
 
 def _shows_text(v: Verdict) -> str:

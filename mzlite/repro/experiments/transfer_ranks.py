@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import statistics
 
+from mzlite.analysis.ranks import null_test
+from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
 from mzlite.repro.paper import paper_value
 
@@ -21,6 +23,15 @@ MID_FIELD = (3, 5)  # the paper: "MZAttn-Full ranks 3rd-5th" where its prerequis
 # profiles whose runs end by early stopping, the one the chapter reads first; cpu-converged is our
 # first reading, read only while the others have no result of this table
 CONVERGED = ("full", "cpu-annealed", "cpu-converged")
+# what each outcome of ``rank_test`` is as a verdict, in the order that decides: the first that
+# applies is the outcome; the first five (``PROBLEMS``) are no reading of the ranks
+OUTCOME_LABELS = {
+    "smoke": Label.PIPELINE_ONLY, "not run": Label.NOT_RUN, "no setting": Label.INSUFFICIENT,
+    "few seeds": Label.INSUFFICIENT, "unconverged": Label.INSUFFICIENT, "better": Label.FAILS,
+    "worse": Label.FAILS, "floor": Label.INSUFFICIENT, "holds": Label.HOLDS,
+    "holds partly": Label.PARTLY,
+}  # fmt: skip
+PROBLEMS = tuple(OUTCOME_LABELS)[:5]
 
 
 def converged_profile(results_dir=None) -> str | None:
@@ -112,3 +123,61 @@ def longer_cap(profile: str, results_dir=None) -> dict:
             if todo and all(j.result_path.exists() for j in todo):
                 out[cell_id(setting_of(c), c.id.rsplit("-", 1)[-1])] = c.id
     return out
+
+
+def rank_test(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
+    """The paper's Tier-1 prediction, *no advantage* for MZAttn-Full on low-rank 2-D point
+    clouds ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete
+    settings of ``profile`` with ``null_test``, as values: our ranks there (``observed``), how
+    many are in ``MID_FIELD``, the null tests of ours (``test``, None without a complete
+    setting) and of the paper's, the ``results`` behind ours (``n_behind`` of them) and the
+    ``unconverged`` (cell id, seed) among them, the fewest ``seeds`` per cell, the ``outcome``
+    (``OUTCOME_LABELS``) and its ``label``. Either one-sided p <= ``stats.ALPHA`` "does not
+    hold here" (better than chance contradicts "no advantage", worse "not catastrophically
+    worse"); a run behind a rank unconverged, fewer than ``stats.MIN_SEEDS`` seeds, or too few
+    settings for any ranks to contradict the null (``p_floor`` > ALPHA) is "insufficient
+    evidence" (the scorecard's rule for every claim). ``substitute`` (see ``ranks``): ablation
+    cells whose runs stand in for main cells', here and in the convergence check;
+    ``substituted`` lists the pairs used."""
+    substitute = dict(substitute or {})
+    rows = ranks(profile, results_dir=results_dir, substitute=substitute)
+    complete = [r for r in rows if r["complete"] and r["n_models"] == len(RANKED)]
+    observed = [r["rank"] for r in complete]
+    by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    cells = [substitute.get(cell_id(r["setting"], m), cell_id(r["setting"], m))
+             for r in complete for m in RANKED]  # fmt: skip
+    seeds = min((len(by_cell.get(c, [])) for c in cells), default=0)
+    behind = [r for c in cells for r in by_cell.get(c, [])]
+    unconverged = [(r["cell"], r["seed"]) for r in behind
+                   if not _stats.result_convergence(r)["converged"]]  # fmt: skip
+    t, alpha = null_test(observed) if observed else None, _stats.ALPHA
+    applies = {  # each outcome and whether it applies, in OUTCOME_LABELS' order
+        "smoke": ex.get_profile(profile).name == "smoke",
+        "not run": not by_cell,
+        "no setting": t is None,
+        "few seeds": seeds < _stats.MIN_SEEDS,
+        "unconverged": bool(unconverged),
+        "better": t is not None and t["p_advantage"] <= alpha,
+        "worse": t is not None and t["p_disadvantage"] <= alpha,
+        "floor": t is not None and t["p_floor"] > alpha,
+        "holds": len(complete) == len(rows),
+    }
+    outcome = next((o for o, hit in applies.items() if hit), "holds partly")
+    lo, hi = MID_FIELD
+    return {
+        "profile": profile,
+        "table": LABEL,
+        "observed": observed,
+        "settings": [r["setting"] for r in complete],
+        "n_settings": len(rows),
+        "mid_field": sum(lo <= k <= hi for k in observed),
+        "test": t,
+        "paper": null_test(paper_ranks()),
+        "seeds": seeds,
+        "unconverged": unconverged,
+        "results": behind,
+        "n_behind": len(behind),
+        "substituted": {k: v for k, v in substitute.items() if v in cells},
+        "outcome": outcome,
+        "label": OUTCOME_LABELS[outcome],
+    }
