@@ -9,7 +9,7 @@ import pytest
 
 from mzlite import nn as mznn
 from mzlite.repro import experiments as ex
-from mzlite.repro.experiments import reading
+from mzlite.repro.experiments import reading, reading_ablation
 from mzlite.repro.paper import paper_tex_path
 from mzlite.tasks import task_options
 from mzlite.train import TrainConfig
@@ -83,7 +83,7 @@ def test_a_result_under_another_reading_is_refused():
     result = {"model_config": {"gen_norm": "none"}, "train_config": {"schedule": "plateau"},
               "table": "t", "cell": "c", "seed": 0, "metrics": {"test": {"r2": 0.5}}}  # fmt: skip
     with pytest.raises(ValueError, match="trained under generators 'none'"):
-        reading._summary([result], ("zonotope", "plateau"))
+        reading_ablation._summary([result], ("zonotope", "plateau"))
     legacy = {"model_config": {}, "train_config": {}}
     assert reading.recorded_reading(legacy) == ("layernorm", "cosine")
 

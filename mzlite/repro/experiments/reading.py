@@ -9,14 +9,24 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from mzlite.nn import MZSetTransformerConfig
 from mzlite.repro.paper import name_labels
 from mzlite.repro.render import comparison_table, plain_math
 
-from . import stats as _stats
-from .cells import GEN_NORM_READINGS, SCHEDULE_READINGS
 from .formatting import unsigned_zero
-from .results import load_results
+from .reading_ablation import (  # the ablation as values, read here by the page and its readers
+    DEFAULT_READING_ROW,
+    DIAGNOSTIC_CELLS,
+    FIRST_READING,  # noqa: F401
+    PROFILE,  # noqa: F401
+    AblationRow,
+    SeedsR2,  # noqa: F401
+    ablation,
+    ablation_row,
+    dependence,
+    metric_values,  # noqa: F401
+    recorded_reading,  # noqa: F401
+    results_per_cell,
+)
 from .specs import prose_data
 from .tables import get_table
 
@@ -71,159 +81,6 @@ def choices_table(search_entry: dict | None = None) -> str:
 
 
 # The reading ablation
-
-# (table, column id of the rd- cells, the main MZ cell, the Set Transformer cell, what it is)
-DIAGNOSTIC_CELLS = (
-    ("tab:main-results", "F", "F-mz_full", "F-st", "Task F (rotation matching)"),
-    ("tab:main-results", "B", "B-mz_full", "B-st", "Task B (Chamfer matching)"),
-    ("tab:meb", "d8", "d8-mz_full", "d8-st", "MEB radius, d = 8, raw sets"),
-    ("tab:meb", "d8-scale", "abl-d8-scale-ynorm-mz_full", "abl-d8-scale-ynorm-st",
-     "MEB radius, d = 8, per-set normalised"),
-    ("tab:tdof-verify", "L16", "L16-mz_1l", "L16-st_4l", "Quadratic TDOF, L = 16"),
-)  # fmt: skip
-PROFILE = "cpu-annealed"  # the profile the reading ablation runs under
-FIRST_READING = "cpu-converged"  # mzlite's first reading: per-row LayerNorm, cosine, lr 3e-3
-DEFAULT_READING_ROW = "generators: zonotope, schedule: plateau"  # the main cells' reading
-
-
-class SeedsR2:
-    """``seeds``, ``mean`` and ``std`` (sample) of a row's test R² per seed, ``r2``."""
-
-    seeds = property(lambda self: len(self.r2))
-    mean = property(lambda self: _stats.summarise(self.r2).get("mean"))
-    std = property(lambda self: _stats.summarise(self.r2).get("std"))
-
-
-@dataclass(frozen=True)
-class AblationRow(SeedsR2):
-    """One reading of one diagnostic cell: MZ's test R² per seed (``r2``), how many of its runs
-    ``stopped`` and ``fitted`` their training set, the Set Transformer's R² per seed on the same
-    cell and protocol (``st_r2``) and how many of its runs stopped without fitting."""
-
-    cell: str
-    reading: str
-    stopped: int
-    fitted: int
-    r2: tuple[float, ...] = ()
-    st_r2: tuple[float, ...] = ()
-    st_failures: int = 0
-
-    st_mean = property(lambda self: _stats.summarise(self.st_r2).get("mean"))
-    optimisation_failures = property(lambda self: self.stopped - self.fitted if self.seeds else 0)
-
-    @property
-    def versus_st(self) -> tuple[str, float | None]:
-        """(MZ against the Set Transformer, p) by the scorecard's rules: ``MIN_SEEDS`` seeds a
-        side, gaps within ``TIE`` tie, "better" needs Welch's p < ``ALPHA``; "MZ better", "MZ
-        ahead, not significant", "tie", "ST ...", "too few seeds" or "optimisation failure"."""
-        if min(len(self.r2), len(self.st_r2)) < _stats.MIN_SEEDS:
-            return "too few seeds", None
-        if self.optimisation_failures or self.st_failures:
-            return "optimisation failure", None
-        test = _stats.welch(self.r2, self.st_r2)
-        if abs(test["diff"]) <= _stats.TIE:
-            return "tie", test["p"]
-        ahead = "MZ" if test["diff"] > 0 else "ST"
-        significant = test["p"] is not None and test["p"] < _stats.ALPHA
-        return (f"{ahead} better" if significant else f"{ahead} ahead, not significant"), test["p"]
-
-    @property
-    def claim_verdict(self) -> str | None:
-        """ "MZ beats the Set Transformer" under this reading, in the scorecard's labels; None
-        when the reading decides nothing."""
-        outcome = self.versus_st[0]
-        if outcome.endswith("not significant"):
-            return "not decided"
-        verdicts = {"MZ better": "holds", "tie": "holds partly", "ST better": "does not hold here"}
-        return verdicts.get(outcome)
-
-
-def recorded_reading(result: dict) -> tuple[str, str]:
-    """(generator normalisation, schedule) a result was trained under (a config written before
-    a field existed takes the value the code then had)."""
-    model = result.get("model_config") or {}
-    gen_norm = {**MZSetTransformerConfig.LEGACY, **model}.get("gen_norm", "")
-    return gen_norm, (result.get("train_config") or {}).get("schedule", "cosine")
-
-
-def _summary(results: list[dict], expect: tuple[str, str] | None = None):
-    """(stopped, fitted, R² values) of a cell's results, each trained under reading ``expect``
-    (gen_norm, schedule) where given."""
-    for r in results if expect else ():
-        if (got := recorded_reading(r)) != expect:
-            raise ValueError(f"{r.get('table')} {r.get('cell')} seed {r.get('seed')} was trained "
-                             f"under generators {got[0]!r}, schedule {got[1]!r}, not the {expect} "
-                             "its row says")  # fmt: skip
-    conv = [_stats.result_convergence(r) for r in results]
-    stopped = sum(bool(c.get("stopped", c.get("converged"))) for c in conv)
-    fitted = sum(c.get("fitted") is True for c in conv)
-    return stopped, fitted, tuple(metric_values(results, "r2"))
-
-
-def metric_values(results: list[dict], key: str) -> list[float]:  # test metric, where recorded
-    values = [((r.get("metrics") or {}).get("test") or {}).get(key) for r in results]
-    return [v for v in values if v is not None]
-
-
-def _row(what, reading, by_cell, mz: str, st: str, expect=None, check=list) -> AblationRow:
-    """MZ's cell ``mz`` beside the Set Transformer's ``st``, each cell's results ``check``ed."""
-    stopped, fitted, st_r2 = _summary(check(by_cell.get(st, [])))
-    mz_side = _summary(check(by_cell.get(mz, [])), expect)
-    return AblationRow(what, reading, *mz_side, st_r2, stopped - fitted)
-
-
-def results_per_cell(table: str, profile: str, results_dir) -> dict[str, list[dict]]:
-    """``load_results`` grouped by cell id, as written (no aliases, no other table's runs)."""
-    by_cell: dict[str, list[dict]] = {}
-    for r in load_results(table, profile, results_dir=results_dir):
-        by_cell.setdefault(r["cell"], []).append(r)
-    return by_cell
-
-
-def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
-    """The reading ablation from the result files: per diagnostic cell (or only ``cell``, by its
-    description), the first reading, one row per (generator normalisation, schedule) under
-    ``PROFILE``, the signed readout and the paper's training-set size, each beside the Set
-    Transformer of its protocol. A result trained under another reading than its row raises."""
-    rows = []
-    for table, col, main, st_cell, what in DIAGNOSTIC_CELLS:
-        if cell is not None and what != cell:
-            continue
-        ids, mid = {c.id for c in get_table(table).cells}, main.rsplit("-", 1)[1]
-        first = results_per_cell(table, FIRST_READING, results_dir)
-        reading = "first reading: per-row LayerNorm, cosine, lr 3e-3"
-        rows.append(_row(what, reading, first, main, st_cell, ("layernorm", "cosine")))
-        by_cell = results_per_cell(table, PROFILE, results_dir)
-        for gen_norm in GEN_NORM_READINGS:
-            for sched in SCHEDULE_READINGS:
-                main_reading = (gen_norm, sched) == ("zonotope", "plateau")
-                cid = main if main_reading else f"rd-{col}-{gen_norm}-{sched}-{mid}"
-                if cid not in ids:
-                    raise KeyError(f"{table} has no cell {cid!r}: the reading ablation names it")
-                reading = f"generators: {gen_norm}, schedule: {sched}"
-                rows.append(_row(what, reading, by_cell, cid, st_cell, (gen_norm, sched)))
-        paper = f"rd-{col}-paper-size"
-        for cid, reading, st in (
-            (f"rd-{col}-signed-{mid}", "signed readout", st_cell),
-            (f"{paper}-{mid}", "the paper's training-set size", f"{paper}-st"),
-        ):
-            if cid in ids:
-                rows.append(_row(what, reading, by_cell, cid, st, ("zonotope", "plateau")))
-    return rows
-
-
-def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=None) -> list[str]:
-    """The readings under which "MZ beats the Set Transformer" on diagnostic cell ``cell`` (its
-    description) reads otherwise than under the default reading, as "<reading>: <MZ against
-    ST> (p = ...)"; empty where none does or the default decides nothing."""
-    known = [c[-1] for c in DIAGNOSTIC_CELLS]
-    if cell not in known:
-        raise ValueError(f"cell must be one of the diagnostic cells {known}, got {cell!r}")
-    rows = [r for r in (ablation(results_dir, cell) if rows is None else rows) if r.cell == cell]
-    default = next(r for r in rows if r.reading == DEFAULT_READING_ROW).claim_verdict
-    return [f"{r.reading}: {r.versus_st[0]} (p = {r.versus_st[1]:.2g})" for r in rows
-            if default is not None and r.reading != DEFAULT_READING_ROW
-            and r.claim_verdict not in (None, default)]  # fmt: skip
 
 
 def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) -> str:
@@ -313,7 +170,9 @@ def layer_readings(results_dir=None) -> list[AblationRow]:
         if missing:
             raise KeyError(f"{table} has no cell {sorted(missing)}: the layer readings name it")
         for cid, reading in zip((literal, centre_adaptive), LAYER_ROWS, strict=True):
-            rows.append(_row(what, reading, by_table[table], cid, st_cell, check=_one_campaign))
+            rows.append(
+                ablation_row(what, reading, by_table[table], cid, st_cell, check=_one_campaign)
+            )
     return rows
 
 
