@@ -660,7 +660,8 @@ def test_a_reading_of_the_ablation_that_reads_otherwise_is_named_in_the_reason(t
     ]
     assert row["verdict"] == "does not hold here"  # the verdict stays the main cells'
     (depends,) = row["value"].depends_on  # the reading ablation's row that reads otherwise
-    assert depends.startswith("the paper's training-set size: MZ better")
+    assert depends[:2] == ("the paper's training-set size", "MZ better")
+    assert "MZ better (p = " in row["reason"]  # worded by the presenter
 
 
 def _spoil(path: Path, how: str) -> None:

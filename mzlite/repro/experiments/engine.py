@@ -17,7 +17,7 @@ from enum import StrEnum
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import ALPHA, TIE, Label, holm, rule
 from mzlite.repro import experiments as ex
-from mzlite.repro.experiments import reading as _reading
+from mzlite.repro.experiments import reading_ablation as _reading
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments import transfer_ranks as _ranks
 from mzlite.repro.experiments.claims import (
@@ -187,7 +187,8 @@ class Verdict:
     beside: tuple[Verdict, ...] = ()  # the same claim under the other profiles that ran it
     retired: tuple[tuple[str, str], ...] = ()  # (profile, the better profile that retired it)
     reading_conflict: Verdict | None = None  # a profile of another reading that reads otherwise
-    depends_on: tuple[str, ...] = ()  # reading ablation rows that read the comparison otherwise
+    # the reading ablation's (reading, MZ against ST, p) that read the comparison otherwise
+    depends_on: tuple[tuple[str, str, float | None], ...] = ()
     rank: dict = field(default_factory=dict)  # a RankClaim's ranks and null test
     variant: str = ""  # "" for the claim's cells; "pattern" for its pattern's (Claim.pattern)
     pattern: Verdict | None = None  # the claim's test on its pattern's cells (Claim.pattern)

@@ -319,6 +319,13 @@ _LABEL_REASONS = {
 }
 
 
+def dependence_text(depends: tuple[str, str, float | None]) -> str:
+    """A reading under which MZ against the Set Transformer reads otherwise
+    (``reading_ablation.dependence``): "signed readout: MZ better (p = 0.012)"."""
+    reading, outcome, p = depends
+    return f"{reading}: {outcome} (p = {_p(p)})"
+
+
 def reason_text(v: Verdict, normalised: dict | None = None) -> str:
     """Under which reading the verdict was decided, and whether another reading's results read
     otherwise; the weaker evidence beside it; its verdict on MEB's ``normalised`` cells."""
@@ -339,7 +346,7 @@ def reason_text(v: Verdict, normalised: dict | None = None) -> str:
                     f"{reading_words(other.reading)} ({other.profile})")  # fmt: skip
         elif v.depends_on:
             text = (f"depends on a reading choice: {text}; MZ against the Set Transformer comes "
-                    "out otherwise under " + "; ".join(v.depends_on)
+                    "out otherwise under " + "; ".join(map(dependence_text, v.depends_on))
                     + " (reading ablation, chapter 3)")  # fmt: skip
     shared = sorted({t for t, _ in v.experiments if t != v.table})
     if shared:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from mzlite.repro.paper import name_labels
 from mzlite.repro.render import comparison_table, plain_math
 
+from . import present
 from .formatting import unsigned_zero
 from .reading_ablation import (  # the ablation as values, read here by the page and its readers
     DEFAULT_READING_ROW,
@@ -110,7 +111,8 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
             "against it." if n_st else "",
         ]  # fmt: skip
         if otherwise := dependence(what, mine):
-            said.append("It reads otherwise under " + "; ".join(map(html.escape, otherwise)) + ".")
+            words = (html.escape(present.dependence_text(d)) for d in otherwise)
+            said.append("It reads otherwise under " + "; ".join(words) + ".")
         elif d.claim_verdict is not None:
             decided = [r for r in others if r.claim_verdict is not None]
             failed = [r for r in others if r.versus_st[0] == "optimisation failure"]

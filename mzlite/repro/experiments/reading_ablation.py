@@ -155,15 +155,17 @@ def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
     return rows
 
 
-def dependence(cell: str, rows: list[AblationRow] | None = None, results_dir=None) -> list[str]:
+def dependence(
+    cell: str, rows: list[AblationRow] | None = None, results_dir=None
+) -> list[tuple[str, str, float | None]]:
     """The readings under which "MZ beats the Set Transformer" on diagnostic cell ``cell`` (its
-    description) reads otherwise than under the default reading, as "<reading>: <MZ against
-    ST> (p = ...)"; empty where none does or the default decides nothing."""
+    description) reads otherwise than under the default reading, as (reading, MZ against ST,
+    Welch p) (``AblationRow.versus_st``); empty where none does or the default decides nothing."""
     known = [c[-1] for c in DIAGNOSTIC_CELLS]
     if cell not in known:
         raise ValueError(f"cell must be one of the diagnostic cells {known}, got {cell!r}")
     rows = [r for r in (ablation(results_dir, cell) if rows is None else rows) if r.cell == cell]
     default = next(r for r in rows if r.reading == DEFAULT_READING_ROW).claim_verdict
-    return [f"{r.reading}: {r.versus_st[0]} (p = {r.versus_st[1]:.2g})" for r in rows
+    return [(r.reading, *r.versus_st) for r in rows
             if default is not None and r.reading != DEFAULT_READING_ROW
             and r.claim_verdict not in (None, default)]  # fmt: skip
