@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mzlite.analysis.verdicts import Label
 from mzlite.exercises.checker import exercise, named_mistake, same_integer
 from mzlite.repro.experiments.claims import claims
 from mzlite.repro.experiments.findings import once
@@ -41,13 +42,13 @@ def _not_run(answer, seed):
     table = not_run_table(seed)
     rows = once(scorecard).rows  # the scorecard chapter 9 read already, not judged again
     mine = [r for r in rows if table is None or r["table"] == table]
-    ref = sum(r["verdict"] == "not run" for r in mine)
+    ref = sum(r["verdict"] == Label.NOT_RUN for r in mine)
     where = "in every table" if table is None else f"of {table}"
     if same_integer(answer, ref):
         return True, f"{ref} claims {where} have no result under any profile yet"
     slips = [(len(mine) - ref, "the rows that HAVE a verdict: count those that are 'not run'")]
     if table is not None:
-        slips.append((sum(r["verdict"] == "not run" for r in rows), "every table's count"))
+        slips.append((sum(r["verdict"] == Label.NOT_RUN for r in rows), "every table's count"))
     return False, named_mistake(
         answer,
         [(v, why) for v, why in slips if v != ref],

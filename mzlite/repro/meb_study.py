@@ -10,6 +10,7 @@ the 30-epoch ``cpu`` profile are ablations that the chapter shows in toggles, ne
 
 from __future__ import annotations
 
+from mzlite.analysis.verdicts import Label
 from mzlite.tasks import make_splits
 
 from . import experiments as ex
@@ -189,7 +190,7 @@ SHOWS_FAILURE = "the models it names fail; no evidence for MZAttn-Full"
 def what_it_shows(verdict: str, mz_beats: bool) -> str:
     """What a holding verdict shows: ``SHOWS_MZ`` for a claim that an MZ model beats the others
     (``mz_beats``), else ``SHOWS_FAILURE``; "" for a verdict that does not hold."""
-    if verdict not in ("holds", "holds partly"):
+    if verdict not in (Label.HOLDS, Label.PARTLY):
         return ""
     return SHOWS_MZ if mz_beats else SHOWS_FAILURE
 

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 
 from mzlite import nn as _nn
-from mzlite.analysis.verdicts import VERDICTS
+from mzlite.analysis.verdicts import VERDICTS, Label
 from mzlite.repro.experiments.formatting import VERDICT_LOOK, and_join, scorecard_summary
 from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.repro.paper import latex_to_text, name_labels, paper_ref, spaced
@@ -208,7 +208,7 @@ def scorecard_html(sc) -> HTML:
     ours | verdict, protocols as footnotes; the claims not run after it, collapsed."""
     notes = _Footnotes("Protocol that produced our number")
     body, table = [], None
-    for r in (r for r in sc.rows if r["verdict"] != "not run"):
+    for r in (r for r in sc.rows if r["verdict"] != Label.NOT_RUN):
         if r["table"] != table:  # a heading row per paper table (its id: ``verdict_anchor``)
             table, num = r["table"], r["chapter"].split("_", 1)[0].lstrip("0")
             link = f'<a href="{_e(r["chapter"])}.html">chapter&nbsp;{_e(num)}</a>'
@@ -230,7 +230,7 @@ def scorecard_html(sc) -> HTML:
         legend = (f'<details class="mz-toggle mz-protocols"><summary>The protocols behind our '
                   f"numbers, [1] to [{len(notes.texts)}]</summary>{legend}</details>")  # fmt: skip
     out = STYLE + summary + table + legend
-    return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == "not run"]))
+    return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == Label.NOT_RUN]))
 
 
 def _verdict_cell(r: dict) -> str:

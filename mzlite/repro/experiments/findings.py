@@ -200,7 +200,7 @@ def _with(rows: list[dict], verdict: str) -> list[dict]:
 
 def _held_sentence(rows: list[dict]) -> Finding:
     """What held in full, and how many of those are evidence for MZAttn (``engine.Shows``)."""
-    held = _with(rows, "holds")
+    held = _with(rows, Label.HOLDS)
     if not held:
         return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
@@ -212,7 +212,7 @@ def _held_sentence(rows: list[dict]) -> Finding:
 
 
 def _partly_sentence(rows: list[dict]) -> Finding | None:
-    partly = _with(rows, "holds partly")
+    partly = _with(rows, Label.PARTLY)
     return partly and Finding(
         "What held partly (a tie, or a column not yet complete)",
         "; ".join(map(_beside_paper, partly)) + ".",
@@ -239,17 +239,17 @@ def _readings_sentence(rows: list[dict]) -> str:
 
 def headline_text(rows: list[dict]) -> str:
     """The headline (the module docstring says what): at the paper's sizes, then below them."""
-    beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != "not run"]
+    beats = [r for r in rows if r.get("mz_beats") and r["verdict"] != Label.NOT_RUN]
     if not beats:
         return "No claim that MZAttn beats another model has been judged yet."
     paper = [r for r in beats if r.get("profile") in PAPER_SCALE]
     rest = [r for r in beats if r.get("profile") not in PAPER_SCALE]
     if not paper:
-        won = sum(r["verdict"] == "holds" for r in beats)
+        won = sum(r["verdict"] == Label.HOLDS for r in beats)
         return (f"No claim that MZAttn beats another model was judged at the paper's sizes yet; "
                 f"below them it beats another model in {won} of {len(beats)}. "
                 + _readings_sentence(beats))  # fmt: skip
-    won = sum(r["verdict"] == "holds" for r in paper)
+    won = sum(r["verdict"] == Label.HOLDS for r in paper)
     where = "; ".join(dict.fromkeys(r["regime"] for r in paper if r.get("regime")))
     text = (f"At the paper's sizes ({where}), MZAttn beats another model in "
             f"{won} of the {len(paper)} comparison{'s' * (len(paper) != 1)} judged, on "
@@ -264,7 +264,7 @@ def headline_text(rows: list[dict]) -> str:
 
 def _paper_scale_finding(rows: list[dict]) -> Finding | None:
     """Every verdict read at the paper's sizes or under its protocol, one line each."""
-    paper = [r for r in rows if r.get("profile") in PAPER_SCALE and r["verdict"] != "not run"]
+    paper = [r for r in rows if r.get("profile") in PAPER_SCALE and r["verdict"] != Label.NOT_RUN]
     paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
     body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (a run several "
             f"claims read counts once): {counts_text(paper)}.")  # fmt: skip
@@ -301,7 +301,7 @@ def layer_sentence(rows: list[_reading.AblationRow]) -> Finding | None:
 
 
 def _failed_sentence(rows: list[dict]) -> Finding | None:
-    failed = _with(rows, "does not hold here")
+    failed = _with(rows, Label.FAILS)
     if not failed:
         return None
     said = list(map(_beside_paper, failed))
@@ -334,7 +334,7 @@ def _sure_sentence(rows: list[dict]) -> Finding:
             + ", ".join(f"{_protocols.reader_name(p)} ({n})"
                         for p, n in Counter(r.get("profile") for r in decided).items()) + "."
         )  # fmt: skip
-    if c["insufficient evidence"] + c["optimisation failure"]:
+    if c[Label.INSUFFICIENT] + c[Label.OPTIMISATION_FAILURE]:
         text += (
             f" {count_phrase('insufficient evidence', c['insufficient evidence'])} (fewer than "
             "3 seeds, or runs that did not converge)"
@@ -346,7 +346,7 @@ def _sure_sentence(rows: list[dict]) -> Finding:
 
 
 def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
-    missing = _with(rows, "not run")
+    missing = _with(rows, Label.NOT_RUN)
     if not missing:
         return None
     tables = list(dict.fromkeys(r["table"] for r in missing))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from mzlite.analysis.verdicts import VERDICTS
+from mzlite.analysis.verdicts import VERDICTS, Label
 from mzlite.repro.paper import spaced
 
 from .tables import CellKey, get_table
@@ -49,22 +49,23 @@ def cell_words(table, cell_id: str) -> str:
 
 # Each verdict: its badge's background and text colours, and how a count of it reads (one, several)
 VERDICT_LOOK = {
-    "holds": ("#d4edda", "#155724", "holds", "hold"),
-    "reproduced": ("#d1f2eb", "#0b5345", "reproduces the paper's pattern",
-                   "reproduce the paper's pattern"),
-    "holds partly": ("#fff3cd", "#6b5200", "holds partly", "hold partly"),
-    "does not hold here": ("#f8d7da", "#721c24", "does not hold here", "do not hold here"),
-    "not decided": ("#dbe9ff", "#1b3a6b", "is not decided", "are not decided"),
-    "no model learns it": ("#d6d6d6", "#1f1f1f", "is a tie where no model learns the target",
-                           "are ties where no model learns the target"),
-    "memorised": ("#fde2f3", "#7a1f5c", "rests on a model that memorised",
-                  "rest on models that memorised"),
-    "not run": ("#f8f9fa", "#6c757d", "was not run", "were not run"),
-    "pipeline only": ("#d9f1f5", "#0c5460", "is a pipeline check only", "are pipeline checks only"),
-    "insufficient evidence": ("#e7dcf7", "#432874", "lacks the evidence for a verdict",
-                              "lack the evidence for a verdict"),
-    "optimisation failure": ("#ffe5d0", "#7a3a00", "ended in an optimisation failure",
-                             "ended in optimisation failures"),
+    Label.HOLDS: ("#d4edda", "#155724", "holds", "hold"),
+    Label.REPRODUCED: ("#d1f2eb", "#0b5345", "reproduces the paper's pattern",
+                       "reproduce the paper's pattern"),
+    Label.PARTLY: ("#fff3cd", "#6b5200", "holds partly", "hold partly"),
+    Label.FAILS: ("#f8d7da", "#721c24", "does not hold here", "do not hold here"),
+    Label.NOT_DECIDED: ("#dbe9ff", "#1b3a6b", "is not decided", "are not decided"),
+    Label.NO_MODEL_LEARNS: ("#d6d6d6", "#1f1f1f", "is a tie where no model learns the target",
+                            "are ties where no model learns the target"),
+    Label.MEMORISED: ("#fde2f3", "#7a1f5c", "rests on a model that memorised",
+                      "rest on models that memorised"),
+    Label.NOT_RUN: ("#f8f9fa", "#6c757d", "was not run", "were not run"),
+    Label.PIPELINE_ONLY: ("#d9f1f5", "#0c5460", "is a pipeline check only",
+                          "are pipeline checks only"),
+    Label.INSUFFICIENT: ("#e7dcf7", "#432874", "lacks the evidence for a verdict",
+                         "lack the evidence for a verdict"),
+    Label.OPTIMISATION_FAILURE: ("#ffe5d0", "#7a3a00", "ended in an optimisation failure",
+                                 "ended in optimisation failures"),
 }  # fmt: skip
 
 

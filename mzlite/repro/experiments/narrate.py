@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 
+from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.claims import MissingCell, cell_paper_value
 from mzlite.repro.experiments.findings import NOT_RUN_LABEL, SCORECARD_CHAPTER
@@ -41,12 +42,12 @@ def glance(chapter: str, sentences=(), sc=None):
         paras.insert(0, f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
         links = []  # each paper table to its verdicts in chapter 9 (or to the claims not run)
         for table in dict.fromkeys(r["table"] for r in rows):
-            ran = any(r["verdict"] != "not run" for r in rows if r["table"] == table)
+            ran = any(r["verdict"] != Label.NOT_RUN for r in rows if r["table"] == table)
             links.append(f'<a href="{SCORECARD_CHAPTER}.html#'
                          f'{verdict_anchor(table) if ran else NOT_RUN_LABEL}">'
                          f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
         paras.append(HTML(f"Each claim's verdict and its reason: {and_join(links)} in chapter 9."))
-    ran = any(r["verdict"] != "not run" for r in rows) or any(sentences)
+    ran = any(r["verdict"] != Label.NOT_RUN for r in rows) or any(sentences)
     title = "What the results say" if ran else "The paper's claims about this chapter"
     return conclusion(paras, title, kind="mz-glance")
 
@@ -57,7 +58,7 @@ def pipeline_only(what: str, profile: str, sizes, epochs: int, chapter=None, sc=
     scale = (f"{'/'.join(f'{n:,}' for n in sizes)} train/validation/test sets, {epochs} epochs, "
              "1 seed per model")  # fmt: skip
     ran = [r for r in (_chapter_rows(chapter, sc) if chapter else [])
-           if r["verdict"] not in ("not run", "pipeline only")]  # fmt: skip
+           if r["verdict"] not in (Label.NOT_RUN, Label.PIPELINE_ONLY)]  # fmt: skip
     words = [
         f"The models trained on this page itself ran under the {profile} profile ({scale}): "
         f"their numbers check that {what} runs end to end, and no verdict is read from them.",

@@ -33,6 +33,7 @@ import torch
 
 from mzlite import nn as _nn
 from mzlite._io import atomic_write_json
+from mzlite.analysis.verdicts import Label
 from mzlite.nn.fused import cpu_model
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import scorecard as _sc
@@ -684,7 +685,7 @@ def priced(sc, profile: str = "cpu-annealed", results_dir=None, decisions: Decis
     theirs, which names the coverage page. ``decisions``: ``decide`` of those tables under
     ``profile``, if read."""
     prof = ex.get_profile(profile).name
-    tables = list(dict.fromkeys(r["table"] for r in sc.rows if r["verdict"] == "not run"))
+    tables = list(dict.fromkeys(r["table"] for r in sc.rows if r["verdict"] == Label.NOT_RUN))
     if decisions is not None and decisions.profile != prof:
         raise ValueError(f"decisions were made under {decisions.profile!r}, not {prof!r}")
     steps = {}
@@ -694,7 +695,7 @@ def priced(sc, profile: str = "cpu-annealed", results_dir=None, decisions: Decis
     rows = []
     for r in sc.rows:
         step = steps.get((r["table"], r["claim"]))
-        if r["verdict"] == "not run" and step is not None:
+        if r["verdict"] == Label.NOT_RUN and step is not None:
             price = (
                 f"{step['cpu_h']:.1f} CPU h expected ({step['cpu_h_cap']:.1f} at the epoch cap)"
                 if not step["unknown"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mzlite.analysis.verdicts import Label
 from mzlite.nn import MZSetTransformerConfig
 
 from . import stats as _stats
@@ -76,8 +77,8 @@ class AblationRow(SeedsR2):
         when the reading decides nothing."""
         outcome = self.versus_st[0]
         if outcome.endswith("not significant"):
-            return "not decided"
-        verdicts = {"MZ better": "holds", "tie": "holds partly", "ST better": "does not hold here"}
+            return Label.NOT_DECIDED
+        verdicts = {"MZ better": Label.HOLDS, "tie": Label.PARTLY, "ST better": Label.FAILS}
         return verdicts.get(outcome)
 
 
