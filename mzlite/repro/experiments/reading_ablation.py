@@ -72,7 +72,7 @@ class AblationRow(SeedsR2):
         return (f"{ahead} better" if significant else f"{ahead} ahead, not significant"), test["p"]
 
     @property
-    def claim_verdict(self) -> str | None:
+    def claim_verdict(self) -> Label | None:
         """ "MZ beats the Set Transformer" under this reading, in the scorecard's labels; None
         when the reading decides nothing."""
         outcome = self.versus_st[0]
