@@ -81,7 +81,7 @@ def prediction(profile: str, results_dir=None, substitute: dict | None = None) -
     """``rank_test`` with its ``verdict`` and ``reason`` worded as the scorecard words them
     (``present.rank_reason``): what chapter 10 shows."""
     test = rank_test(profile, results_dir, substitute)
-    return test | {"verdict": test["label"].value, "reason": present.rank_reason(test)}
+    return test | {"verdict": test["label"].value, "reason": present.rank_reason(test, profile)}
 
 
 def progress(rows: list[dict]) -> dict:

@@ -632,7 +632,7 @@ def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
 
 
 # what the presenter words a rank verdict's reason from (present.rank_reason)
-_RANK_REASON_FIELDS = ("outcome", "profile", "table", "seeds", "unconverged", "n_behind")
+_RANK_REASON_FIELDS = ("outcome", "seeds", "unconverged", "n_behind")
 # the reason of each outcome that keeps the ranks from a verdict; the others read the null test
 _RANK_PROBLEMS = {
     "smoke": Reason.PIPELINE_ONLY, "not run": Reason.NOT_RUN, "no setting": Reason.TOO_FEW_SEEDS,

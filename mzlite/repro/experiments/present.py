@@ -17,6 +17,7 @@ from mzlite.repro.experiments.formatting import cell_words, scorecard_summary
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.specs import prose_data, set_count_text
 from mzlite.repro.experiments.tables import get_table
+from mzlite.repro.experiments.transfer_ranks import LABEL as TRANSFER
 from mzlite.repro.experiments.transfer_ranks import PROBLEMS
 from mzlite.repro.paper import name_labels, paper_ref, spaced
 from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
@@ -258,12 +259,13 @@ def _why(claim, v: Verdict) -> str | list[str]:
 RANK_REASONS = prose_data("transfer_words.yaml")["reasons"]  # per outcome (OUTCOME_LABELS)
 
 
-def rank_reason(test: dict) -> str:
-    """Why the ranks of ``transfer_ranks.rank_test`` read as they do, from its ``outcome``: the
-    null test's numbers, or what keeps the ranks from a verdict (runs named in words)."""
-    runs = ", ".join(f"{cell_words(test['table'], c)} seed {s}" for c, s in test["unconverged"])
+def rank_reason(test: dict, profile: str) -> str:
+    """Why the ranks of ``transfer_ranks.rank_test`` under ``profile`` read as they do, from its
+    ``outcome``: the null test's numbers, or what keeps the ranks from a verdict (runs named in
+    words)."""
+    runs = ", ".join(f"{cell_words(TRANSFER, c)} seed {s}" for c, s in test["unconverged"])
     return RANK_REASONS[test["outcome"]].format(
-        **(test["test"] or {}), profile=test["profile"], label=test["table"], runs=runs,
+        **(test["test"] or {}), profile=profile, label=TRANSFER, runs=runs,
         seeds=test["seeds"], n_unconverged=len(test["unconverged"]), n_behind=test["n_behind"],
         n_settings=test["n_settings"], min_seeds=_stats.MIN_SEEDS, alpha=_stats.ALPHA,
     )  # fmt: skip
@@ -281,7 +283,7 @@ def _rank_why(v: Verdict) -> str:
         note = (f". With those {len(sens['substituted'])} (setting, model) pair(s) rerun at a "
                 f"longer epoch cap, every run converged: ranks {listed}; {read}")  # fmt: skip
     if not mid or rk["outcome"] in PROBLEMS:
-        return rank_reason(rk) + note
+        return rank_reason(rk, v.profile) + note
     n, whole = len(rk["observed"]), rk["n_settings"]
     return f"{rk['mid_field']} of {n} complete settings rank 3-5" + (
         f" ({whole - n} of {whole} settings still incomplete)" * (n != whole)) + note  # fmt: skip

@@ -166,7 +166,6 @@ def rank_test(profile: str, results_dir=None, substitute: dict | None = None) ->
     lo, hi = MID_FIELD
     return {
         "profile": profile,
-        "table": LABEL,
         "observed": observed,
         "settings": [r["setting"] for r in complete],
         "n_settings": len(rows),
