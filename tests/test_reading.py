@@ -67,7 +67,8 @@ def test_every_switch_is_recorded_in_a_result(mz_result):
         for key in path.split("."):
             assert key in node, (choice.topic, path)
             node = node[key]
-    assert reading.recorded_reading(mz_result) == ("zonotope", "cosine")  # smoke: the default
+    got = reading_ablation.recorded_reading(mz_result)
+    assert got == ("zonotope", "cosine")  # smoke: the default
 
 
 def test_reading_ablation_rows_name_what_ran(tmp_path):
@@ -85,7 +86,7 @@ def test_a_result_under_another_reading_is_refused():
     with pytest.raises(ValueError, match="trained under generators 'none'"):
         reading_ablation._summary([result], ("zonotope", "plateau"))
     legacy = {"model_config": {}, "train_config": {}}
-    assert reading.recorded_reading(legacy) == ("layernorm", "cosine")
+    assert reading_ablation.recorded_reading(legacy) == ("layernorm", "cosine")
 
 
 def _write_result(root, cell, seed, r2, *, gen_norm="zonotope", schedule="plateau", fitted=True):

@@ -10,6 +10,7 @@ import pytest
 
 from mzlite.repro import experiments as ex
 from mzlite.repro import transfer
+from mzlite.repro.experiments import transfer_ranks
 from mzlite.repro.paper import paper_value
 
 
@@ -138,7 +139,7 @@ def test_prediction_never_judges_smoke_numbers(tmp_path):
     assert out["observed"] == [6] and out["settings"] == ["raw-meb"] and out["mid_field"] == 0
     assert (out["outcome"], out["label"]) == ("smoke", "pipeline only") == ("smoke", out["verdict"])
     assert out["paper"]["n_cells"] == 6 and out["paper"]["mean_rank"] == pytest.approx(
-        sum(transfer.paper_ranks()) / 6
+        sum(transfer_ranks.paper_ranks()) / 6
     )
 
 
@@ -227,4 +228,4 @@ def test_converged_profile_reads_our_reading_before_the_first(tmp_path):
     assert transfer.converged_profile(tmp_path) == "cpu-converged"
     _write(tmp_path, "raw-meb-st", 0, 0.5, "cpu-annealed")
     assert transfer.converged_profile(tmp_path) == "cpu-annealed"
-    assert set(transfer.READS) == set(transfer.CONVERGED)
+    assert set(transfer.READS) == set(transfer_ranks.CONVERGED)

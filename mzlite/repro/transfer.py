@@ -16,16 +16,13 @@ from . import experiments as ex
 from .experiments import present
 from .experiments.specs import prose_data
 from .experiments.transfer_ranks import (  # the ranks as values; chapter 10 reads them here
-    CONVERGED,  # noqa: F401
     LABEL,
-    MID_FIELD,  # noqa: F401
     MZ_MODELS,
     RANKED,
     SETTINGS,
     cell_id,
     converged_profile,
     longer_cap,  # noqa: F401
-    paper_ranks,  # noqa: F401
     r2_of,
     rank_test,
     ranks,

@@ -231,8 +231,8 @@ class Claim:
 @dataclass(frozen=True)
 class RankClaim:
     """A claim about MZAttn-Full's *rank* among the 7 models of tab:transfer-matrix, judged by
-    ``mzlite.repro.transfer.prediction``: ``kind`` "no-advantage" (the exact null test of the mean
-    rank) or "mid-field" (every rank in ``transfer.MID_FIELD``; partly: at least half)."""
+    ``transfer_ranks.rank_test``: ``kind`` "no-advantage" (the exact null test of the mean
+    rank) or "mid-field" (every rank in ``transfer_ranks.MID_FIELD``; partly: at least half)."""
 
     id: str
     table: str

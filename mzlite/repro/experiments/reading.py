@@ -14,18 +14,13 @@ from mzlite.repro.render import comparison_table, plain_math
 
 from . import present
 from .formatting import unsigned_zero
-from .reading_ablation import (  # the ablation as values, read here by the page and its readers
+from .reading_ablation import (  # the ablation as values; the page words and tabulates them
     DEFAULT_READING_ROW,
     DIAGNOSTIC_CELLS,
-    FIRST_READING,  # noqa: F401
-    PROFILE,  # noqa: F401
     AblationRow,
-    SeedsR2,  # noqa: F401
     ablation,
     ablation_row,
     dependence,
-    metric_values,  # noqa: F401
-    recorded_reading,  # noqa: F401
     results_per_cell,
 )
 from .specs import prose_data

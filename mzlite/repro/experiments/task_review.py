@@ -14,7 +14,8 @@ from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
-from .reading import SeedsR2, html_table, metric_values, num, r2_text, results_per_cell
+from .reading import html_table, num, r2_text
+from .reading_ablation import SeedsR2, metric_values, results_per_cell
 from .specs import SET_STATS, prose_data
 from .stats import TIE
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
