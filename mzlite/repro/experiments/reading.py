@@ -18,6 +18,7 @@ from .reading_ablation import (  # the ablation as values; the page words and ta
     DEFAULT_READING_ROW,
     DIAGNOSTIC_CELLS,
     AblationRow,
+    Versus,
     ablation,
     ablation_row,
     dependence,
@@ -110,7 +111,7 @@ def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) ->
             said.append("It reads otherwise under " + "; ".join(words) + ".")
         elif d.claim_verdict is not None:
             decided = [r for r in others if r.claim_verdict is not None]
-            failed = [r for r in others if r.versus_st[0] == "optimisation failure"]
+            failed = [r for r in others if r.versus_st[0] == Versus.OPTIMISATION_FAILURE]
             running, n = len(others) - len(decided) - len(failed), len(decided)
             so_far = " so far" if running else ""
             notes = [f"{running} still run"] * bool(running) + [

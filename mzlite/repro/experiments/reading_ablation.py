@@ -7,6 +7,7 @@ page (``reading``) words and tabulates it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from mzlite.analysis.verdicts import Label
 from mzlite.nn import MZSetTransformerConfig
@@ -28,6 +29,25 @@ DIAGNOSTIC_CELLS = (
 PROFILE = "cpu-annealed"  # the profile the reading ablation runs under
 FIRST_READING = "cpu-converged"  # mzlite's first reading: per-row LayerNorm, cosine, lr 3e-3
 DEFAULT_READING_ROW = "generators: zonotope, schedule: plateau"  # the main cells' reading
+
+
+class Versus(StrEnum):
+    """MZ against the Set Transformer under one reading. A member equals its words."""
+
+    MZ_BETTER = "MZ better"
+    MZ_AHEAD = "MZ ahead, not significant"
+    TIE = "tie"
+    ST_AHEAD = "ST ahead, not significant"
+    ST_BETTER = "ST better"
+    TOO_FEW_SEEDS = "too few seeds"
+    OPTIMISATION_FAILURE = "optimisation failure"
+
+
+# "MZ beats the Set Transformer" under a reading, in the scorecard's labels (others: None)
+_CLAIM_VERDICTS = {
+    Versus.MZ_BETTER: Label.HOLDS, Versus.TIE: Label.PARTLY, Versus.ST_BETTER: Label.FAILS,
+    Versus.MZ_AHEAD: Label.NOT_DECIDED, Versus.ST_AHEAD: Label.NOT_DECIDED,
+}  # fmt: skip
 
 
 class SeedsR2:
@@ -56,30 +76,25 @@ class AblationRow(SeedsR2):
     optimisation_failures = property(lambda self: self.stopped - self.fitted if self.seeds else 0)
 
     @property
-    def versus_st(self) -> tuple[str, float | None]:
-        """(MZ against the Set Transformer, p) by the scorecard's rules: ``MIN_SEEDS`` seeds a
-        side, gaps within ``TIE`` tie, "better" needs Welch's p < ``ALPHA``; "MZ better", "MZ
-        ahead, not significant", "tie", "ST ...", "too few seeds" or "optimisation failure"."""
+    def versus_st(self) -> tuple[Versus, float | None]:
+        """(MZ against the Set Transformer, Welch's p) by the scorecard's rules: ``MIN_SEEDS``
+        seeds a side, gaps within ``TIE`` tie, "better" needs p < ``ALPHA``."""
         if min(len(self.r2), len(self.st_r2)) < _stats.MIN_SEEDS:
-            return "too few seeds", None
+            return Versus.TOO_FEW_SEEDS, None
         if self.optimisation_failures or self.st_failures:
-            return "optimisation failure", None
+            return Versus.OPTIMISATION_FAILURE, None
         test = _stats.welch(self.r2, self.st_r2)
         if abs(test["diff"]) <= _stats.TIE:
-            return "tie", test["p"]
-        ahead = "MZ" if test["diff"] > 0 else "ST"
+            return Versus.TIE, test["p"]
         significant = test["p"] is not None and test["p"] < _stats.ALPHA
-        return (f"{ahead} better" if significant else f"{ahead} ahead, not significant"), test["p"]
+        if test["diff"] > 0:
+            return (Versus.MZ_BETTER if significant else Versus.MZ_AHEAD), test["p"]
+        return (Versus.ST_BETTER if significant else Versus.ST_AHEAD), test["p"]
 
     @property
     def claim_verdict(self) -> Label | None:
-        """ "MZ beats the Set Transformer" under this reading, in the scorecard's labels; None
-        when the reading decides nothing."""
-        outcome = self.versus_st[0]
-        if outcome.endswith("not significant"):
-            return Label.NOT_DECIDED
-        verdicts = {"MZ better": Label.HOLDS, "tie": Label.PARTLY, "ST better": Label.FAILS}
-        return verdicts.get(outcome)
+        """ "MZ beats the Set Transformer" under this reading; None when it decides nothing."""
+        return _CLAIM_VERDICTS.get(self.versus_st[0])
 
 
 def recorded_reading(result: dict) -> tuple[str, str]:
