@@ -18,7 +18,10 @@ import math
 import statistics
 from enum import StrEnum
 
-__all__ = ["ALPHA", "TIE", "VERDICTS", "Label", "beats_verdict", "finite", "holm", "rule", "welch"]
+__all__ = [
+    "ALPHA", "TIE", "VERDICTS", "Label", "Reason", "beats_verdict", "finite", "holm", "rule",
+    "welch",
+]  # fmt: skip
 
 ALPHA = 0.05  # significance level of every "A beats B" test
 TIE = 0.01  # an R^2 gap this small counts as a tie
@@ -49,6 +52,32 @@ class Label(StrEnum):
 
 
 VERDICTS = tuple(label.value for label in Label)
+
+
+class Reason(StrEnum):
+    """Why a verdict has its label: the rule that decided it, as a code."""
+
+    THRESHOLDS = "thresholds"  # a claim on thresholds of the mean: they decided
+    SIGNIFICANT = "significant"  # beats every compared model, each with p < ALPHA
+    TIE = "tie"  # passes only the weaker test (a tie)
+    INCOMPLETE = "incomplete"  # passes with some of its cells not run yet
+    NOT_SIGNIFICANT = "not-significant"  # a gap no Welch test backs (after Holm's correction)
+    REFUTED_BY_MODEL = "refuted-by-model"  # one compared model significantly better
+    REFUTED_SO_FAR = "refuted-so-far"  # the cells run so far fail even the weaker test
+    REFUTED_BY_BOUND = "refuted-by-bound"  # R^2 <= 1 leaves the claim no room
+    CANNOT_HOLD = "cannot-hold"  # fails even the weaker test so far, no model significantly
+    PART_FAILS = "part-fails"  # one part of an "at every L" claim does not hold
+    PARTS = "parts"  # every part decided; the label combines them
+    NO_MODEL_LEARNS = "no-model-learns"
+    MEMORISED = "memorised"
+    OPTIMISATION_FAILURE = "optimisation-failure"
+    TOO_FEW_SEEDS = "too-few-seeds"
+    UNCONVERGED = "unconverged"
+    MIXED_PROTOCOLS = "mixed-protocols"
+    PATTERN = "pattern"  # the paper's pattern shows under its protocol, on complete cells
+    RANK_TEST = "rank-test"  # the transfer study's exact null test of ranks
+    NOT_RUN = "not-run"
+    PIPELINE_ONLY = "pipeline-only"
 
 
 def finite(values) -> list[float]:

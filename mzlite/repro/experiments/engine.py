@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 
 from mzlite import nn as _nn
-from mzlite.analysis.verdicts import ALPHA, TIE, Label, holm, rule
+from mzlite.analysis.verdicts import ALPHA, TIE, Label, Reason, holm, rule
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import reading_ablation as _reading
 from mzlite.repro.experiments import stats as _stats
@@ -45,32 +44,6 @@ PAPER_PROTOCOL = "full"  # the profile under which a claim's pattern (Claim.patt
 # The one-seed, 30-epoch ``cpu`` protocol leaves a claim once a better profile has a converged
 # cell of it: its results stay as a labelled ablation
 RETIRED_ONCE_CONVERGED = ("cpu",)
-
-
-class Reason(StrEnum):
-    """Why a verdict has its label: the rule that decided it, as a code."""
-
-    THRESHOLDS = "thresholds"  # a claim on thresholds of the mean: they decided
-    SIGNIFICANT = "significant"  # beats every compared model, each with p < ALPHA
-    TIE = "tie"  # passes only the weaker test (a tie)
-    INCOMPLETE = "incomplete"  # passes with some of its cells not run yet
-    NOT_SIGNIFICANT = "not-significant"  # a gap no Welch test backs (after Holm's correction)
-    REFUTED_BY_MODEL = "refuted-by-model"  # one compared model significantly better
-    REFUTED_SO_FAR = "refuted-so-far"  # the cells run so far fail even the weaker test
-    REFUTED_BY_BOUND = "refuted-by-bound"  # R^2 <= 1 leaves the claim no room
-    CANNOT_HOLD = "cannot-hold"  # fails even the weaker test so far, no model significantly
-    PART_FAILS = "part-fails"  # one part of an "at every L" claim does not hold
-    PARTS = "parts"  # every part decided; the label combines them
-    NO_MODEL_LEARNS = "no-model-learns"
-    MEMORISED = "memorised"
-    OPTIMISATION_FAILURE = "optimisation-failure"
-    TOO_FEW_SEEDS = "too-few-seeds"
-    UNCONVERGED = "unconverged"
-    MIXED_PROTOCOLS = "mixed-protocols"
-    PATTERN = "pattern"  # the paper's pattern shows under its protocol, on complete cells
-    RANK_TEST = "rank-test"  # the transfer study's exact null test of ranks
-    NOT_RUN = "not-run"
-    PIPELINE_ONLY = "pipeline-only"
 
 
 REFUTATIONS = (Reason.REFUTED_BY_MODEL, Reason.REFUTED_SO_FAR, Reason.REFUTED_BY_BOUND)
