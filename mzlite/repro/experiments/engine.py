@@ -606,11 +606,6 @@ def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
 
 # what the presenter words a rank verdict's reason from (present.rank_reason)
 _RANK_REASON_FIELDS = ("outcome", "seeds", "unconverged", "n_behind")
-# the reason of each outcome that keeps the ranks from a verdict; the others read the null test
-_RANK_PROBLEMS = {
-    "smoke": Reason.PIPELINE_ONLY, "not run": Reason.NOT_RUN, "no setting": Reason.TOO_FEW_SEEDS,
-    "few seeds": Reason.TOO_FEW_SEEDS, "unconverged": Reason.UNCONVERGED,
-}  # fmt: skip
 
 
 def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdict:
@@ -641,7 +636,7 @@ def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdic
             "mid_field": pred["mid_field"], "test": pred["test"],
             "longer_cap": sens, **{k: pred[k] for k in _RANK_REASON_FIELDS},
         }  # fmt: skip
-        reason = _RANK_PROBLEMS.get(pred["outcome"], Reason.RANK_TEST)
+        reason = _ranks.OUTCOMES[pred["outcome"]][1]
         return Verdict(label=label, reason=reason, profile=prof, regime=regime_of(used, prof),
                        ours=_rank_value(claim.kind, observed) if observed else None,
                        reading=gen, layer_reading=layer, task_reading=task, rank=rank,

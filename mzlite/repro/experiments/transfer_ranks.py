@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 
 from mzlite.analysis.ranks import null_test
-from mzlite.analysis.verdicts import Label
+from mzlite.analysis.verdicts import Label, Reason
 from mzlite.repro import experiments as ex
 from mzlite.repro.paper import paper_value
 
@@ -23,15 +23,22 @@ MID_FIELD = (3, 5)  # the paper: "MZAttn-Full ranks 3rd-5th" where its prerequis
 # profiles whose runs end by early stopping, the one the chapter reads first; cpu-converged is our
 # first reading, read only while the others have no result of this table
 CONVERGED = ("full", "cpu-annealed", "cpu-converged")
-# what each outcome of ``rank_test`` is as a verdict, in the order that decides: the first that
-# applies is the outcome; the first five (``PROBLEMS``) are no reading of the ranks
-OUTCOME_LABELS = {
-    "smoke": Label.PIPELINE_ONLY, "not run": Label.NOT_RUN, "no setting": Label.INSUFFICIENT,
-    "few seeds": Label.INSUFFICIENT, "unconverged": Label.INSUFFICIENT, "better": Label.FAILS,
-    "worse": Label.FAILS, "floor": Label.INSUFFICIENT, "holds": Label.HOLDS,
-    "holds partly": Label.PARTLY,
-}  # fmt: skip
-PROBLEMS = tuple(OUTCOME_LABELS)[:5]
+# what each outcome of ``rank_test`` is as a verdict, (label, reason), in the order that decides:
+# the first that applies is the outcome; those with another reason than the null test of the
+# ranks (``PROBLEMS``) are no reading of the ranks
+OUTCOMES = {
+    "smoke": (Label.PIPELINE_ONLY, Reason.PIPELINE_ONLY),
+    "not run": (Label.NOT_RUN, Reason.NOT_RUN),
+    "no setting": (Label.INSUFFICIENT, Reason.TOO_FEW_SEEDS),
+    "few seeds": (Label.INSUFFICIENT, Reason.TOO_FEW_SEEDS),
+    "unconverged": (Label.INSUFFICIENT, Reason.UNCONVERGED),
+    "better": (Label.FAILS, Reason.RANK_TEST),
+    "worse": (Label.FAILS, Reason.RANK_TEST),
+    "floor": (Label.INSUFFICIENT, Reason.RANK_TEST),
+    "holds": (Label.HOLDS, Reason.RANK_TEST),
+    "holds partly": (Label.PARTLY, Reason.RANK_TEST),
+}
+PROBLEMS = tuple(o for o, (_, reason) in OUTCOMES.items() if reason != Reason.RANK_TEST)
 
 
 def converged_profile(results_dir=None) -> str | None:
@@ -132,7 +139,7 @@ def rank_test(profile: str, results_dir=None, substitute: dict | None = None) ->
     many are in ``MID_FIELD``, the null tests of ours (``test``, None without a complete
     setting) and of the paper's, the ``results`` behind ours (``n_behind`` of them) and the
     ``unconverged`` (cell id, seed) among them, the fewest ``seeds`` per cell, the ``outcome``
-    (``OUTCOME_LABELS``) and its ``label``. Either one-sided p <= ``stats.ALPHA`` "does not
+    (``OUTCOMES``) and its ``label``. Either one-sided p <= ``stats.ALPHA`` "does not
     hold here" (better than chance contradicts "no advantage", worse "not catastrophically
     worse"); a run behind a rank unconverged, fewer than ``stats.MIN_SEEDS`` seeds, or too few
     settings for any ranks to contradict the null (``p_floor`` > ALPHA) is "insufficient
@@ -151,7 +158,7 @@ def rank_test(profile: str, results_dir=None, substitute: dict | None = None) ->
     unconverged = [(r["cell"], r["seed"]) for r in behind
                    if not _stats.result_convergence(r)["converged"]]  # fmt: skip
     t, alpha = null_test(observed) if observed else None, _stats.ALPHA
-    applies = {  # each outcome and whether it applies, in OUTCOME_LABELS' order
+    applies = {  # each outcome and whether it applies, in OUTCOMES' order
         "smoke": ex.get_profile(profile).name == "smoke",
         "not run": not by_cell,
         "no setting": t is None,
@@ -178,5 +185,5 @@ def rank_test(profile: str, results_dir=None, substitute: dict | None = None) ->
         "n_behind": len(behind),
         "substituted": {k: v for k, v in substitute.items() if v in cells},
         "outcome": outcome,
-        "label": OUTCOME_LABELS[outcome],
+        "label": OUTCOMES[outcome][0],
     }
