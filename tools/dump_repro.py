@@ -3,7 +3,8 @@
 Every CLI output (``list``, ``report`` per table and profile, ``plan`` without measuring this CPU,
 ``plan --decide``, ``scorecard``, the search's dry run) and the verdict engine's values (every
 claim's ``Verdict``, the landing page's findings) as one JSON file; deterministic, so two dumps of
-the same results compare byte for byte. About 80 s on 2 cores::
+the same results compare byte for byte (``make book`` writes smoke results, which change the
+smoke reports: dump both sides on the same ``data/results``). About 30 s on 2 cores::
 
     python tools/dump_repro.py before.json     # on the commit before the change
     python tools/dump_repro.py after.json      # on the change
