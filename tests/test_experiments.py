@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import re
 import shutil
 import signal
@@ -445,6 +446,12 @@ def test_result_json_has_metrics_and_provenance(dirs, capfd):
     if shutil.which("git") and (REPO / ".git").exists():
         assert isinstance(res["provenance"]["git_commit"], str)
         assert len(res["provenance"]["git_commit"]) == 40
+    # the CPU is named as the kernel names it (the project's CPU changes between sessions)
+    if Path("/proc/cpuinfo").exists():
+        info = Path("/proc/cpuinfo").read_text().splitlines()
+        names = [ln.split(":", 1)[1].strip() for ln in info if ln.startswith("model name")]
+        assert res["provenance"]["cpu_name"] == (names[0] if names else None)
+    assert res["provenance"]["cpu_count"] == os.cpu_count()
     # no checkpoint is left behind by a finished job
     assert not list(Path(dirs["cache_dir"], "checkpoints").rglob("*.pt"))
     # an MZ model's result records whether the fused CPU kernels ran (mzlite.nn.fused: where

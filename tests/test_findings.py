@@ -87,9 +87,9 @@ def test_compute_spent_sums_the_recorded_wall_time_per_device(tmp_path):
                wall_time_s=wall, **({"provenance": gpu} if gpu else {}))  # fmt: skip
     _write(tmp_path, "tab:tdof-verify", "L16-st_4l", 0.5, "smoke", wall_time_s=9e9)  # not spent
     spent = fd.compute_spent(tmp_path)
-    assert spent == {"this 2-core CPU": (2, 2.0), "NVIDIA H200": (1, 0.2)}
+    assert spent == {"2-core CPUs": (2, 2.0), "NVIDIA H200": (1, 0.2)}
     text = fd._compute_sentence(spent).text
-    assert text.startswith("Compute spent: 2.0 hours on this 2-core CPU (2 runs); 0.2 hours on "
+    assert text.startswith("Compute spent: 2.0 hours on 2-core CPUs (2 runs); 0.2 hours on "
                            "NVIDIA H200 (1 run)")  # fmt: skip
 
 
@@ -464,10 +464,7 @@ def test_the_protocol_box_is_measured_from_the_results_and_the_registered_cells(
     # 2,000 training sets at batch 128: 16 steps an epoch, so 160, 320 and 480 steps
     assert ours["training_sets"] == "2K" and ours["optimiser_steps"] == "median 320 (160-480)"
     assert ours["schedule"].startswith("AdamW 1e-3, 3 warm-up epochs, halved after 5 epochs")
-    assert (
-        ours["seeds"] == "3"
-        and ours["hardware"] == "NVIDIA H200 (2 runs), this 2-core CPU (1 runs)"
-    )
+    assert ours["seeds"] == "3" and ours["hardware"] == "NVIDIA H200 (2 runs), 2-core CPUs (1 runs)"
     with pytest.raises(ValueError, match="unknown profile 'gpu'; valid profiles"):
         pr.protocol_rows(["gpu"], tmp_path)
     assert pr.rate_text(3e-3) == "3e-3" and pr.reader_name("full") == "the paper's protocol"

@@ -43,7 +43,6 @@ LAYER_CHAPTER, LAYER_LABEL = "03_mzattn_from_scratch", "layer-readings"
 DECIDED = (*_ENGINE_DECIDED, Label.REPRODUCED)
 # what remains is priced under the project's own protocol (chapter 9's tables of what is left)
 PRICE_PROFILE = "cpu-annealed"
-CPU = "this 2-core CPU"  # where a result that records no GPU ran
 
 
 _ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per state per kernel
@@ -371,7 +370,7 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
 
 
 def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
-    """{``CPU`` or the GPU's name: (runs, hours)} of every committed run but ``smoke``'s."""
+    """{``protocols.CPU`` or the GPU's name: (runs, hours)} of every committed run but smoke's."""
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     spent: dict[str, list] = {}
     for path in sorted(root.glob("*/*/*.json")):
@@ -384,7 +383,7 @@ def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
         if not isinstance(res, dict) or not res.get("wall_time_s"):
             continue
         gpu = (res.get("provenance") or {}).get("gpu_name")
-        runs_hours = spent.setdefault(gpu or CPU, [0, 0.0])
+        runs_hours = spent.setdefault(gpu or _protocols.CPU, [0, 0.0])
         runs_hours[0] += 1
         runs_hours[1] += res["wall_time_s"] / 3600
     return {k: (n, h) for k, (n, h) in sorted(spent.items(), key=lambda kv: -kv[1][1])}

@@ -17,6 +17,10 @@ from mzlite.train import TrainConfig
 from .results import load_results
 from .tables import table_registry
 
+# where a result that records no GPU ran: the project's 2-core machines, whose CPU changed between
+# sessions (results from 2026-11-30 on record it: provenance's cpu_name)
+CPU = "2-core CPUs"
+
 # The glossary's names for the profiles (book/glossary.md defines each term)
 READER_NAMES = {
     "full": "the paper's protocol",
@@ -100,7 +104,7 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
     steps = [r["epochs_run"] * math.ceil(r["sizes"][0] / r["train_config"]["batch_size"])
              for r in results]  # fmt: skip
     per_cell = Counter((r["table"], r["cell"]) for r in results)
-    hardware = Counter((r.get("provenance") or {}).get("gpu_name") or "this 2-core CPU"
+    hardware = Counter((r.get("provenance") or {}).get("gpu_name") or CPU
                        for r in results)  # fmt: skip
     return _row(reader_name(profile), profile, [r["sizes"][0] for r in results],
                 f"median {_thousands(statistics.median(steps))} ({_span(steps)})",
