@@ -57,24 +57,13 @@ def git_info() -> dict:
     return {"commit": head.strip(), "dirty": None if status is None else bool(status.strip())}
 
 
-@cache
-def cpu_name() -> str | None:
-    """The CPU's model as the kernel names it ("AMD EPYC 9554 64-Core Processor"), or None: the
-    project's CPU changes between sessions, and so does what a CPU run costs."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return platform.processor() or None
-    return next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), None)
-
-
 def provenance(device: torch.device, git: dict | None = None) -> dict:
     """Where and with what a result was computed."""
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     return {
         "device": str(device),
         "gpu_name": gpu,
-        "cpu_name": cpu_name(),
+        "cpu_name": _nn.fused.cpu_model(),
         "cpu_count": os.cpu_count(),
         "num_threads": torch.get_num_threads(),
         # the fused CPU kernels change dropout masks and the learned tokens' precision; loaded(),
