@@ -14,7 +14,6 @@ from mzlite.analysis.ranks import null_test  # noqa: F401 (chapter 10 reads it h
 
 from . import experiments as ex
 from .experiments import present
-from .experiments.specs import prose_data
 from .experiments.transfer_ranks import (  # the ranks as values; chapter 10 reads them here
     LABEL,
     MZ_MODELS,
@@ -32,7 +31,7 @@ from .experiments.transfer_ranks import (  # the ranks as values; chapter 10 rea
 from .paper import paper_ref
 from .render import comparison_table
 
-WORDS = prose_data("transfer_words.yaml")
+WORDS = present.TRANSFER_WORDS  # parsed once, where the rank reasons are read
 READS = WORDS["reads"]  # what the ranks of each converged profile are, on the chapter's page
 OUTCOME_WORDS = WORDS["outcomes"]  # what each outcome of ``rate_ablation`` means
 

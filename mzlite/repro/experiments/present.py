@@ -256,7 +256,8 @@ def _why(claim, v: Verdict) -> str | list[str]:
     return f"fails even the weaker test, and {names}{at} is significantly better{p}"
 
 
-RANK_REASONS = prose_data("transfer_words.yaml")["reasons"]  # per outcome (transfer_ranks.OUTCOMES)
+TRANSFER_WORDS = prose_data("transfer_words.yaml")  # chapter 10's words (mzlite.repro.transfer)
+RANK_REASONS = TRANSFER_WORDS["reasons"]  # per outcome (transfer_ranks.OUTCOMES)
 
 
 def rank_reason(test: dict, profile: str) -> str:
