@@ -186,6 +186,19 @@ def test_a_family_the_censored_search_decided_keeps_its_choice_until_this_search
     assert done["choice"]["mz"] == json.loads(json.dumps(old_choice["mz"]))
     rows = {r["family"]: r for r in se.choice_rows(NAME)}
     assert rows["Deep Sets"]["replaced"].startswith("the cap's cosine at the rungs: ")
+    # decided, but MZ is still decided by the censored search: Deep Sets trains with the choice
+    # it replaced, so that no verdict compares families chosen by two methods
+    cfg = ex.job("tab:main-results", "F-deepsets", NAME, 0).train_config()
+    assert (cfg.lr, cfg.schedule) == (hi, "plateau")
+    assert rows["Deep Sets"]["waits"] == "3e-2, plateau"
+    (row,) = [r for r in se.best_setting_rows(NAME) if r["cell"] == "F-deepsets"]
+    assert row["chosen"] == "3e-2, plateau"  # the table's choice is what its verdicts train with
+    # once every family is decided by this search, each trains with its new choice
+    done["methods"]["mz"] = se.METHOD
+    path.write_text(json.dumps(done))
+    cfg = ex.job("tab:main-results", "F-deepsets", NAME, 0).train_config()
+    assert (cfg.lr, cfg.schedule) == (hi, "cosine")
+    assert {r["family"]: r["waits"] for r in se.choice_rows(NAME)}["Deep Sets"] is None
 
 
 def test_rung_runs_and_the_price_of_sized_cosines():
@@ -320,6 +333,29 @@ def test_the_choice_table_says_what_each_family_tried_and_what_won(tmp_path):
     assert ds["trials"] == f"{2 * len(grid)} of {2 * len(grid)} (2 pruned: 2 cosine)"
 
 
+def test_the_choice_table_marks_a_choice_that_waits_for_the_other_families(tmp_path):
+    """Deep Sets decided by this search while MZ is decided by the censored one: the table shows
+    its new choice as not in effect yet and says what it trains with until then."""
+    grid = [(lr, s) for lr in se.LRS for s in se.SCHEDULES]
+    recs = [{"lr": lr, "schedule": s, "best_val_loss": 1.0 if (lr, s) == (3e-3, "cosine") else 2.0,
+             "state": "complete"} for lr, s in grid]  # fmt: skip
+    new = se.choose({"deepsets-tab-main-results-F-deepsets-seed0": recs})
+    old = {"train": {"lr": 1e-3, "schedule": "plateau"}}
+    path = ex.specs.search_path("paper-sizes", tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({
+        "format": se.FORMAT, "methods": {"deepsets": se.METHOD, "mz": se.CENSORED_METHOD},
+        "choice": {"deepsets": new, "mz": new},
+        "replaced": {"deepsets": {"method": se.CENSORED_METHOD, "studies": {}, "choice": old}},
+    }))  # fmt: skip
+    rows = {r["family"]: r for r in se.choice_rows("paper-sizes", results_dir=tmp_path)}
+    assert rows["Deep Sets"]["waits"] == "1e-3, plateau" and rows["MZAttn"]["waits"] is None
+    assert ex.specs.search_choice("paper-sizes", tmp_path)["deepsets"] == old["train"]
+    html = str(se.choice_table("paper-sizes", results_dir=tmp_path))
+    assert "3e-3, cosine (not in effect yet)" in html
+    assert "trains with 1e-3, plateau, the choice of the search it replaced" in html
+
+
 def test_a_searched_profile_trains_each_searched_table_with_its_own_choice(tiny):
     """A family's choice for a table where its search made one; elsewhere its shared choice."""
     shared = {"lr": 1e-3, "schedule": "plateau"}
@@ -360,7 +396,8 @@ def test_best_setting_rows_are_each_familys_best_configuration_per_cell(tmp_path
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({
         "format": se.FORMAT, "methods": {"deepsets": se.METHOD}, "families": {"deepsets": fam},
-        "choice": {}, "choice_by_table": {"deepsets": {"tab:main-results": table_choice}},
+        "choice": {"deepsets": table_choice},
+        "choice_by_table": {"deepsets": {"tab:main-results": table_choice}},
     }))  # fmt: skip
     rows = {r["cell"]: r for r in se.best_setting_rows("paper-sizes", results_dir=tmp_path)}
     # every family's F and G cells; a family that has not run them has no setting yet

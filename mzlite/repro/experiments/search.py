@@ -2,7 +2,8 @@
 chosen on the validation split by runs judged so that a slow-starting schedule is not censored
 (``rung_runs``). One Optuna study per (family, cell of ``SEARCH_CELLS``, seed) over ``LRS`` x
 ``SCHEDULES``, pruned by successive halving; ``choose`` decides per family and per table, and the
-profile reads the file (``search_path``).
+profile reads the file (``search_path``): a family's new choice trains once every family is
+decided by the same method (``specs.search_in_effect``).
 
     python -m mzlite search paper-sizes --dry-run          # the trials and what they cost
     python -m mzlite search paper-sizes --families mz      # run them (resumes), write the choice"""
@@ -34,7 +35,13 @@ from .jobs import Job, job
 from .protocols import rate_text, reader_name
 from .reading import num
 from .runner import spawn_pool
-from .specs import default_cache_dir, model_family, search_path
+from .specs import (
+    default_cache_dir,
+    model_family,
+    search_choice,
+    search_in_effect,
+    search_path,
+)
 from .tables import get_profile
 
 LRS = (1e-4, 3e-4, 1e-3, 3e-3)  # 1e-4 is the paper's
@@ -435,7 +442,8 @@ def _trial_lines(studies: dict[str, list[dict]]) -> list[str]:
 
 def search_text(out: dict) -> str:
     """The search as printed: every trial, each family's mean relative excess and choice (over
-    all its studies and per table), then the trials of a pending search."""
+    all its studies and per table) and what it trains with while that choice waits
+    (``specs.search_in_effect``), then the trials of a pending search."""
     lines = [f"search [{out['profile']}]: lr {out['grid']['lr']} x schedule "
              f"{out['grid']['schedule']}, pruned only after {out['min_epochs']} epochs "
              f"(successive halving, keep 1/{out['reduction_factor']})"]  # fmt: skip
@@ -448,6 +456,10 @@ def search_text(out: dict) -> str:
         lines.append(f"{fam}: mean relative excess val loss {_excess_text(c)}")
         for table, ct in out["choice_by_table"].get(fam, {}).items():
             lines.append(f"{fam} on {table}: {_excess_text(ct)}")
+        if (now := search_in_effect(out)[fam]) is not c:
+            lr, schedule = _train_config(now)
+            lines.append(f"{fam} trains with lr {lr:g}, {schedule} (the search it replaced) "
+                         f"until every family is decided by {method}")  # fmt: skip
     for fam, p in out["pending"].items():
         lines.append(f"{fam} pending ({p['method']}: {METHODS[p['method']][1]}; not decided yet, "
                      "the family trains with the choice above)")  # fmt: skip
@@ -494,8 +506,11 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
     """What the committed search of ``profile`` tried and chose, a dict per family in words:
     ``method``, ``trained`` (models, cells, seeds), ``trials``, ``choice``, ``runner_up`` and the
     paper's setting with their mean relative excess validation loss (None until decided),
-    ``by_table``, the search it ``replaced`` and the one ``pending``."""
+    ``by_table``, the search it ``replaced`` and the one ``pending``, and ``waits``: the
+    choice it trains with instead while another family is decided by another method
+    (``specs.search_in_effect``), else None."""
     out = read_search(profile, results_dir)
+    in_effect = search_in_effect(out)
     n_grid = len(_grid())
     rows = []
     for fam in SEARCH_CELLS:
@@ -516,14 +531,20 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
             "by_table": {t: _words(c) for t, c in out["choice_by_table"].get(fam, {}).items()},
             "replaced": old and f"{METHODS[old['method']][0]}: {_tally(old.get('studies', {}))}",
             "pending": p and f"{METHODS[p['method']][0]}: {_tally(p['studies'], planned)}",
+            "waits": None,
         }  # fmt: skip
         if (c := out["choice"].get(fam)) is not None:
             ex, chosen, runner = c["mean_relative_excess"], _train_config(c), tuple(c["runner_up"])
             row.update(choice=_words(chosen), runner_up=_words(runner))
             row.update(excess=ex[_config_key(chosen)], runner_up_excess=ex[_config_key(runner)])
             row["paper_excess"] = ex.get(_config_key(PAPER_CONFIG))
+            if in_effect[fam] is not c:
+                row["waits"] = _words(in_effect[fam])
         rows.append(row)
     return rows
+
+
+_WAITS = " (not in effect yet)"  # a decided choice that waits for the other families'
 
 
 def choice_table(profile: str, results_dir=None) -> HTML:
@@ -535,9 +556,13 @@ def choice_table(profile: str, results_dir=None) -> HTML:
         notes += [f"the search by {r['pending']} is under way"] if r["pending"] else []
         if r["by_table"]:
             notes.append("chosen per table: " + "; ".join(map(": ".join, r["by_table"].items())))
+        if r["waits"]:
+            notes.append(f"trains with {r['waits']}, the choice of the search it replaced, until "
+                         f"every family is decided by {r['method']}")  # fmt: skip
         rows.append({
             **r, "trained": "; ".join(notes),
-            "choice": r["choice"] or "not decided yet", "excess": num(r["excess"], "+.1%", "--"),
+            "choice": (r["choice"] or "not decided yet") + _WAITS * (r["waits"] is not None),
+            "excess": num(r["excess"], "+.1%", "--"),
             "runner_up": "--" if r["runner_up"] is None
             else f"{r['runner_up']} ({num(r['runner_up_excess'], '+.1%', '--')})",
             "paper": f"{_words(PAPER_CONFIG)} ({num(r['paper_excess'], '+.1%', '--')})",
@@ -576,13 +601,13 @@ def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
 
 def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=None) -> list[dict]:
     """The labelled ablation of issue 49: each family's best configuration on each searched cell
-    of ``tables`` beside the table's choice, in words, with their mean validation R^2 at the best
-    epoch (None until a study of the cell is complete); the test split is the verdict's."""
+    of ``tables`` beside the table's choice (what its verdicts train with), in words, with their
+    mean validation R^2 at the best epoch (None until a study of the cell is complete); the test
+    split is the verdict's."""
     out = read_search(profile, results_dir)
     rows = []
     for fam in SEARCH_CELLS:
         cells = _cell_records(out, fam)
-        chosen = out["choice_by_table"].get(fam, {})
         for study in [s for s in plan_search(profile, [fam], (0,)) if s.job.table in tables]:
             job, (method, records) = study.job, cells.get(_cell_name(study.name), (METHOD, {}))
             best, recs = choose(records), _records(records)
@@ -593,8 +618,8 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
                 "seeds": _seeds(out, records),
                 **dict.fromkeys(("best", "best_val_r2", "chosen", "chosen_val_r2")),
             }  # fmt: skip
-            table_choice = chosen.get(job.table) or out["choice"].get(fam)
-            for key, c in (("best", best), ("chosen", table_choice)):
+            trains = search_choice(profile, results_dir, table=job.table).get(fam)
+            for key, c in (("best", best), ("chosen", trains and {"train": trains})):
                 if c is not None and best is not None:
                     # its validation R^2 at the best epoch, averaged over the studies
                     config = _train_config(c)

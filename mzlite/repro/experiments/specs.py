@@ -48,9 +48,10 @@ def search_path(profile: str, results_dir=None) -> Path:
 
 
 def search_choice(profile: str, results_dir=None, table: str | None = None) -> dict[str, dict]:
-    """``{family: {"lr": ..., "schedule": ...}}`` of the families the committed search of
-    ``profile`` decided ({} before it ran); with ``table``, a family's choice for that table
-    where its search made one (``choice_by_table``), else its choice over all its studies."""
+    """``{family: {"lr": ..., "schedule": ...}}`` that ``profile`` trains each family the
+    committed search of ``profile`` decided with ({} before it ran); with ``table``, a family's
+    choice for that table where its search made one (``choice_by_table``), else its choice over
+    all its studies. The families train by choices of one search method (``search_in_effect``)."""
     path = search_path(profile, results_dir)
     if not path.exists():
         return {}
@@ -58,12 +59,27 @@ def search_choice(profile: str, results_dir=None, table: str | None = None) -> d
     return {fam: dict(by_table.get((fam, table), train)) for fam, train in shared.items()}
 
 
+def search_in_effect(out: dict) -> dict[str, dict]:
+    """``{family: its choice record}`` that a search file ``out`` trains with. Families are
+    compared by choices of one method: while the families decided differ in method (a new
+    search has decided some of them), a family the new method decided keeps the choice it
+    ``replaced`` until every family is decided by it, so that no verdict sets a family at its
+    new rate against another at its old one."""
+    methods = out.get("methods", {})
+    if len({methods.get(fam) for fam in out["choice"]}) <= 1:
+        return dict(out["choice"])
+    old = out.get("replaced", {})
+    return {fam: old[fam]["choice"] if fam in old else c for fam, c in out["choice"].items()}
+
+
 @cache
 def _read_choice(path: Path, mtime_ns: int) -> tuple[dict, dict]:
     out = json.loads(path.read_text())
-    shared = {fam: dict(c["train"]) for fam, c in out["choice"].items()}
+    in_effect = search_in_effect(out)
+    shared = {fam: dict(c["train"]) for fam, c in in_effect.items()}
     by_table = {(fam, table): dict(c["train"])
                 for fam, tables in out.get("choice_by_table", {}).items()
+                if in_effect.get(fam) is out["choice"].get(fam)
                 for table, c in tables.items()}  # fmt: skip
     return shared, by_table
 
