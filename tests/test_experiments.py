@@ -27,6 +27,7 @@ from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.cells import grid_cells
 from mzlite.repro.experiments.protocols import CURRENT, PROTOCOL_STYLES
 from mzlite.repro.experiments.report import report
+from mzlite.repro.experiments.results import OtherTrainingWarning
 from mzlite.repro.experiments.runner import PARENT_POLL_S
 from mzlite.repro.paper import load_paper_table, paper_cell
 from mzlite.tasks import make_splits, make_task
@@ -511,6 +512,10 @@ def test_a_result_of_another_training_config_is_never_skipped_as_done(dirs):
     try:
         with pytest.raises(ValueError, match="train_config.lr"):
             ex.is_done(job)
+        # and no reader counts it as the cell's: the verdicts never read it as today's protocol
+        with pytest.warns(OtherTrainingWarning, match=r"train_config.lr.*\(0.5, "):
+            by_cell = ex.results_by_cell("tab:tdof-verify", "smoke", dirs["results_dir"])
+        assert "L4-st_4l" not in by_cell
         # precision counts as the run resolved it (amp=None means bf16 on some CPUs only)
         res = json.loads(text)
         used = ex.result_amp(res)
@@ -519,6 +524,10 @@ def test_a_result_of_another_training_config_is_never_skipped_as_done(dirs):
         job.result_path.write_text(json.dumps(res))
         with pytest.raises(ValueError, match="train_config.amp"):
             ex.is_done(job)
+        # a reader keeps it: precision is resolved per machine, and the engine keeps runs of two
+        # precisions apart (protocol_key), where a rerun here would not be the same run
+        by_cell = ex.results_by_cell("tab:tdof-verify", "smoke", dirs["results_dir"])
+        assert [r["seed"] for r in by_cell["L4-st_4l"]] == [job.seed]
     finally:
         job.result_path.write_text(text)
     # the committed cpu results (float32, before bf16 autocast became the CPU default) still

@@ -196,13 +196,16 @@ def test_tdof_gap_needs_both_models_under_one_protocol(tmp_path):
 def test_what_ran_counts_runs_stopped_early_and_still_improving_at_the_cap(tmp_path):
     from mzlite.repro.experiments.report import what_ran
 
+    def lr(cell):  # the cell's own rate under the profile: another one is another experiment
+        return ex.job("tab:tdof-verify", cell, "cpu-converged").train_config().lr
+
     for s in range(3):
         _write(tmp_path, "tab:tdof-verify", "L4-mz_1l", 0.9 + s / 100, "cpu-converged", seed=s,
                stop_reason="early_stopping", epochs_run=40 + s,
-               train_config={"epochs": 200, "lr": 1e-3})  # fmt: skip
+               train_config={"epochs": 200, "lr": lr("L4-mz_1l")})  # fmt: skip
     _write(tmp_path, "tab:tdof-verify", "L4-st_4l", 0.8, "cpu-converged", stop_reason="completed",
            epochs_run=200, metrics={"test": {"r2": 0.8}, "best_epoch": 199},
-           train_config={"epochs": 200, "lr": 1e-3})  # fmt: skip
+           train_config={"epochs": 200, "lr": lr("L4-st_4l")})  # fmt: skip
     text = what_ran("tab:tdof-verify", "cpu-converged", tmp_path)
     assert "40-200 epochs run" in text and "(3 stopped by patience)" in text
     assert "1 still improving at the epoch cap" in text and "L4-mz_1l" not in text

@@ -93,7 +93,11 @@ def test_every_current_protocol_is_read_and_the_superseded_ones_are_ablations(tm
         src = next((RESULTS / "cpu-annealed" / "tab-main-results").glob("A-st__seed*.json"))
         dst = tmp_path / profile / "tab-main-results" / src.name
         dst.parent.mkdir(parents=True)
-        dst.write_text(json.dumps({**json.loads(src.read_text()), "profile": profile}))
+        res = json.loads(src.read_text())
+        # as if trained under this profile: another training is another experiment
+        train = ex.job(relational.MAIN, "A-st", profile, res["seed"]).train_config()
+        res |= {"profile": profile, "train_config": {**res["train_config"], **train.to_dict()}}
+        dst.write_text(json.dumps(res))
     have = relational.protocols(relational.MAIN, results_dir=tmp_path)
     assert [(h["profile"], h["ablation"]) for h in have] == [
         ("paper-sizes", False), ("cpu-annealed", False), ("cpu", True)]  # fmt: skip

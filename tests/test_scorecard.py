@@ -20,6 +20,7 @@ from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import present
 from mzlite.repro.experiments.engine import Reason
 from mzlite.repro.experiments.report import report
+from mzlite.repro.experiments.results import OtherTrainingWarning
 from mzlite.repro.experiments.scorecard import (
     VERDICTS,
     Kind,
@@ -251,8 +252,15 @@ def test_one_seed_or_unconverged_runs_give_no_verdict(tmp_path):
     atomic_write_json(path, res)
     rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
     assert rows["tdof-mz-1l"]["verdict"] == "insufficient evidence"
-    # a cell whose seeds were trained under different protocols is never averaged
+    # a seed trained otherwise than its cell trains today is another experiment: left out
     _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.95, seed=1, train_config={"lr": 3e-3})
+    with pytest.warns(OtherTrainingWarning, match="L8-mz_1l seed 1"):
+        rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
+    v = rows["tdof-mz-1l"]["value"]
+    assert v.problems == (Reason.TOO_FEW_SEEDS,) and Reason.MIXED_PROTOCOLS not in v.problems
+    # a cell whose seeds were trained under different protocols (here precisions) is never
+    # averaged
+    _write(tmp_path, "tab:tdof-verify", "L8-mz_1l", 0.95, seed=1, train_config={"amp": True})
     rows = {r["claim"]: r for r in scorecard("tab:tdof-verify", results_dir=tmp_path).rows}
     v = rows["tdof-mz-1l"]["value"]
     assert Reason.MIXED_PROTOCOLS in v.problems

@@ -29,7 +29,13 @@ from mzlite.tasks import derive_seed
 from mzlite.train import evaluate, fit, fit_stacked, resolve_amp, seed_everything
 
 from .jobs import Job, protocol
-from .specs import RESULT_FORMAT, Cell, check_task_options, task_options_diff
+from .specs import (
+    RESULT_FORMAT,
+    Cell,
+    check_task_options,
+    task_options_diff,
+    train_config_diff,
+)
 from .uncertainty_study import job_metrics
 
 
@@ -144,17 +150,12 @@ def is_done(job: Job) -> bool:
     old_cfg = res.get("train_config")
     if old_cfg and _nn.model_spec(job.cell.model).trainable:
         cfg = job.train_config()
-        new_cfg = cfg.to_dict()
         # precision: what the run used (amp=None is resolved per machine and recorded in the
-        # history) against what this job would use here
-        old_cfg = {**old_cfg, "amp": result_amp(res)}
-        # an explicit device needs no CUDA here: a cluster driver judges GPU workers' results
+        # history) against what this job would use here; an explicit device needs no CUDA
+        # here: a cluster driver judges GPU workers' results
         where = resolve_device("auto") if job.device == "auto" else torch.device(job.device)
-        new_cfg["amp"] = resolve_amp(cfg.amp, where)
-        free = ("seed", "device", "num_threads", "eval_batch_size")  # where, not what
-        for k in sorted(old_cfg.keys() & new_cfg.keys()):
-            if k not in free and old_cfg[k] != new_cfg[k]:
-                diff[f"train_config.{k}"] = (old_cfg[k], new_cfg[k])
+        today = {**cfg.to_dict(), "amp": resolve_amp(cfg.amp, where)}
+        diff.update(train_config_diff({**old_cfg, "amp": result_amp(res)}, today))
     if diff:
         raise ValueError(
             f"{job.result_path} holds a different experiment ({diff}); use another results_dir "

@@ -9,8 +9,10 @@ import time
 import warnings
 from pathlib import Path
 
-from .jobs import aliases, jobs, shared
-from .specs import PROFILES, default_results_dir, task_options_diff
+from mzlite.nn import model_spec
+
+from .jobs import Job, aliases, jobs, shared
+from .specs import PROFILES, default_results_dir, task_options_diff, train_config_diff
 from .tables import get_profile, get_table, table_registry
 
 
@@ -21,6 +23,12 @@ class UnreadableResultWarning(UserWarning):
 class OtherReadingWarning(UserWarning):
     """A result made from other task options than its cell now has (another task reading) was
     left out of the cell: it is another experiment."""
+
+
+class OtherTrainingWarning(UserWarning):
+    """A result trained otherwise than its cell now trains under its profile (a profile whose
+    learning rate or schedule changed since the run) was left out of the cell: it is another
+    experiment."""
 
 
 # A file modified within the last seconds has no identity yet (as git treats a racily clean
@@ -102,11 +110,29 @@ def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
 def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str, list[dict]]:
     """``load_results`` grouped by cell id: ``{cell id: [result, ...]}``; a cell that is the same
     experiment as an earlier cell (``aliases``) or table's (``shared``) gets its results. A result
-    made from other task options than its cell's is left out (:class:`OtherReadingWarning`)."""
+    made from other task options than its cell's is left out (:class:`OtherReadingWarning`), and
+    one trained otherwise than its cell trains today (:class:`OtherTrainingWarning`; precision
+    aside, which the engine keeps apart by ``protocol_key``)."""
     out: dict[str, list[dict]] = {}
-    cells = {c.id: c for c in get_table(table).cells}
+    spec, prof = get_table(table), get_profile(profile)
+    cells = {c.id: c for c in spec.cells}
+    today: dict[str, dict] = {}  # each trainable cell's train_config under the profile
     for r in load_results(table, profile, results_dir):
         cell = cells.get(r["cell"])
+        if cell is not None and r.get("train_config") and model_spec(cell.model).trainable:
+            if cell.id not in today:
+                job = Job(spec.label, cell, 0, prof, Path(), Path(), Path(), "cpu")
+                today[cell.id] = job.train_config().to_dict()
+            diff = train_config_diff(r["train_config"], today[cell.id], skip=("amp",))
+            if diff:
+                warnings.warn(
+                    f"{r['table']} {r['cell']} seed {r.get('seed')} ({profile}) was trained "
+                    f"otherwise than its cell trains today ({diff}): left out, as another "
+                    "experiment",
+                    OtherTrainingWarning,
+                    stacklevel=2,
+                )
+                continue
         if cell is not None and r.get("task") == cell.task and "task_options" in r:
             try:
                 diff = task_options_diff(r, cell)

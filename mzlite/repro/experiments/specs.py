@@ -355,6 +355,21 @@ def task_options_diff(result: dict, cell: Cell) -> dict:
     return out
 
 
+# train_config fields that say where and how a run was executed, not what it computed
+WHERE_TRAINED = ("seed", "device", "num_threads", "eval_batch_size")
+
+
+def train_config_diff(recorded: dict, today: dict, skip: tuple[str, ...] = ()) -> dict:
+    """``{"train_config.<field>": (recorded, today's)}`` for every field a result's recorded
+    ``train_config`` has otherwise than its job's ``today`` (``WHERE_TRAINED`` and ``skip`` left
+    out; a field only one side knows, older or newer than the result, is no difference)."""
+    return {
+        f"train_config.{k}": (recorded[k], today[k])
+        for k in sorted(recorded.keys() & today.keys())
+        if k not in WHERE_TRAINED and k not in skip and recorded[k] != today[k]
+    }
+
+
 def _resolved_reading(task: str, options: dict) -> tuple[dict, str]:
     """(``check_task_options``, ``mzlite.tasks.task_reading``) of ``options``, cached: readers
     compare every result of a table with its cell's options."""
