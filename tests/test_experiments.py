@@ -25,6 +25,7 @@ import torch
 from mzlite.__main__ import main as cli
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.cells import grid_cells
+from mzlite.repro.experiments.plan import plan
 from mzlite.repro.experiments.protocols import CURRENT, PROTOCOL_STYLES
 from mzlite.repro.experiments.report import report
 from mzlite.repro.experiments.results import OtherTrainingWarning
@@ -516,6 +517,11 @@ def test_a_result_of_another_training_config_is_never_skipped_as_done(dirs):
         with pytest.warns(OtherTrainingWarning, match=r"train_config.lr.*\(0.5, "):
             by_cell = ex.results_by_cell("tab:tdof-verify", "smoke", dirs["results_dir"])
         assert "L4-st_4l" not in by_cell
+        # nor as done: plan prices it as a run to make
+        assert not ex.has_result(job)
+        (row,) = plan("tab:tdof-verify", "smoke", seeds=[job.seed], cells=["L4-st_4l"],
+                      results_dir=dirs["results_dir"], measure=False).rows  # fmt: skip
+        assert (row["todo"], row["done"]) == (1, 0)
         # precision counts as the run resolved it (amp=None means bf16 on some CPUs only)
         res = json.loads(text)
         used = ex.result_amp(res)
@@ -527,7 +533,7 @@ def test_a_result_of_another_training_config_is_never_skipped_as_done(dirs):
         # a reader keeps it: precision is resolved per machine, and the engine keeps runs of two
         # precisions apart (protocol_key), where a rerun here would not be the same run
         by_cell = ex.results_by_cell("tab:tdof-verify", "smoke", dirs["results_dir"])
-        assert [r["seed"] for r in by_cell["L4-st_4l"]] == [job.seed]
+        assert [r["seed"] for r in by_cell["L4-st_4l"]] == [job.seed] and ex.has_result(job)
     finally:
         job.result_path.write_text(text)
     # the committed cpu results (float32, before bf16 autocast became the CPU default) still

@@ -27,6 +27,7 @@ from .results import (  # noqa: F401
     PROFILE_ORDER,
     UnreadableResultWarning,
     best_profile,
+    has_result,
     list_tables,
     load_results,
     results_by_cell,

@@ -225,7 +225,7 @@ def plan(
         for cid, cjobs in by_cell.items():
             job = cjobs[0]
             cell = job.cell
-            done = sum(j.result_path.exists() for j in cjobs)
+            done = sum(map(ex.has_result, cjobs))  # a result of another experiment reruns
             todo = len(cjobs) - done
             row = {"table": spec.label, "cell": cid, "model": cell.model, "sizes": list(job.sizes),
                    "todo": todo, "done": done}  # fmt: skip

@@ -107,6 +107,39 @@ def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
     return out
 
 
+def _other_experiment(res: dict, cell, train_today) -> tuple[type[UserWarning], str, dict] | None:
+    """How result ``res`` of ``cell`` is another experiment than the cell is today: (warning,
+    what differs in words, the differences), or None. ``train_today()``: the cell's
+    ``train_config`` under its profile today, asked only for a trained result."""
+    if res.get("train_config") and model_spec(cell.model).trainable:
+        diff = train_config_diff(res["train_config"], train_today(), skip=("amp",))
+        if diff:
+            return OtherTrainingWarning, "trained otherwise than its cell trains today", diff
+    if res.get("task") == cell.task and "task_options" in res:
+        try:
+            diff = task_options_diff(res, cell)
+        except ValueError as e:  # an option the generator no longer has
+            diff = {"task_options": str(e)}
+        if diff:
+            return OtherReadingWarning, "made from other task options than its cell's", diff
+    return None
+
+
+def _train_today(job: Job) -> dict:
+    return job.train_config().to_dict()
+
+
+def has_result(job: Job) -> bool:
+    """True when ``job``'s result file holds the experiment ``job`` is today, as
+    ``results_by_cell`` reads it (precision aside): what ``plan``, ``list`` and the transfer
+    study count as done. A result of another experiment at its path is no result of the job,
+    and ``run`` refuses to write over it (``is_done``)."""
+    if not job.result_path.exists():
+        return False
+    res = _read_or_warn(job.result_path)
+    return res is not None and _other_experiment(res, job.cell, lambda: _train_today(job)) is None
+
+
 def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str, list[dict]]:
     """``load_results`` grouped by cell id: ``{cell id: [result, ...]}``; a cell that is the same
     experiment as an earlier cell (``aliases``) or table's (``shared``) gets its results. A result
@@ -117,36 +150,25 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
     spec, prof = get_table(table), get_profile(profile)
     cells = {c.id: c for c in spec.cells}
     today: dict[str, dict] = {}  # each trainable cell's train_config under the profile
+
+    def train_today(cell) -> dict:
+        if cell.id not in today:
+            job = Job(spec.label, cell, 0, prof, Path(), Path(), Path(), "cpu")
+            today[cell.id] = _train_today(job)
+        return today[cell.id]
+
     for r in load_results(table, profile, results_dir):
         cell = cells.get(r["cell"])
-        if cell is not None and r.get("train_config") and model_spec(cell.model).trainable:
-            if cell.id not in today:
-                job = Job(spec.label, cell, 0, prof, Path(), Path(), Path(), "cpu")
-                today[cell.id] = job.train_config().to_dict()
-            diff = train_config_diff(r["train_config"], today[cell.id], skip=("amp",))
-            if diff:
-                warnings.warn(
-                    f"{r['table']} {r['cell']} seed {r.get('seed')} ({profile}) was trained "
-                    f"otherwise than its cell trains today ({diff}): left out, as another "
-                    "experiment",
-                    OtherTrainingWarning,
-                    stacklevel=2,
-                )
-                continue
-        if cell is not None and r.get("task") == cell.task and "task_options" in r:
-            try:
-                diff = task_options_diff(r, cell)
-            except ValueError as e:  # an option the generator no longer has
-                diff = {"task_options": str(e)}
-            if diff:
-                warnings.warn(
-                    f"{r['table']} {r['cell']} seed {r.get('seed')} ({profile}) was made from "
-                    f"other task options than its cell's ({diff}): left out, as another "
-                    "experiment",
-                    OtherReadingWarning,
-                    stacklevel=2,
-                )
-                continue
+        other = cell and _other_experiment(r, cell, lambda cell=cell: train_today(cell))
+        if other:
+            kind, what, diff = other
+            warnings.warn(
+                f"{r['table']} {r['cell']} seed {r.get('seed')} ({profile}) was {what} "
+                f"({diff}): left out, as another experiment",
+                kind,
+                stacklevel=2,
+            )
+            continue
         out.setdefault(r["cell"], []).append(r)
     lenders: dict[str, dict] = {}
     for cid, (label, other) in shared(table, profile).items():  # run under an earlier table
@@ -188,7 +210,7 @@ def list_tables(results_dir=None) -> list[dict]:
         for p in PROFILES:
             js = jobs(label, p, results_dir=results_dir)
             row[f"{p}_jobs"] = len(js)
-            row[f"{p}_results"] = sum(j.result_path.exists() for j in js)
+            row[f"{p}_results"] = sum(map(has_result, js))
             row[f"{p}_shared"] = len(shared(label, p))
         rows.append(row)
     return rows

@@ -95,7 +95,7 @@ def ranks(
         others = [m for m in ordered if m != model]
         stats = by_cell.get(cell_id(setting, ex.SET_STATS), [])
         todo = ex.jobs(LABEL, profile, cells=f"{setting}-*", results_dir=results_dir)
-        missing = sum(not j.result_path.exists() for j in todo)
+        missing = sum(not ex.has_result(j) for j in todo)
         rows.append({
             "setting": setting, "row": prow, "column": pcol,
             "rank": ordered.index(model) + 1 if model in means else None,
@@ -127,7 +127,7 @@ def longer_cap(profile: str, results_dir=None) -> dict:
     for c in ex.get_table(LABEL).cells:
         if c.part == "ablation" and set(c.train) == {"epochs"}:
             todo = ex.jobs(LABEL, profile, cells=c.id, results_dir=results_dir)
-            if todo and all(j.result_path.exists() for j in todo):
+            if todo and all(map(ex.has_result, todo)):
                 out[cell_id(setting_of(c), c.id.rsplit("-", 1)[-1])] = c.id
     return out
 
