@@ -353,7 +353,7 @@ def test_the_choice_table_marks_a_choice_that_waits_for_the_other_families(tmp_p
     assert ex.specs.search_choice("paper-sizes", tmp_path)["deepsets"] == old["train"]
     html = str(se.choice_table("paper-sizes", results_dir=tmp_path))
     assert "3e-3, cosine (not in effect yet)" in html
-    assert "trains with 1e-3, plateau, the choice of the search it replaced" in html
+    assert "it trains with 1e-3, plateau on every table (the choice of the search it" in html
 
 
 def test_a_searched_profile_trains_each_searched_table_with_its_own_choice(tiny):

@@ -557,8 +557,9 @@ def choice_table(profile: str, results_dir=None) -> HTML:
         if r["by_table"]:
             notes.append("chosen per table: " + "; ".join(map(": ".join, r["by_table"].items())))
         if r["waits"]:
-            notes.append(f"trains with {r['waits']}, the choice of the search it replaced, until "
-                         f"every family is decided by {r['method']}")  # fmt: skip
+            notes.append(f"until every family is decided by {r['method']}, it trains with "
+                         f"{r['waits']} on every table (the choice of the search it "
+                         "replaced)")  # fmt: skip
         rows.append({
             **r, "trained": "; ".join(notes),
             "choice": (r["choice"] or "not decided yet") + _WAITS * (r["waits"] is not None),
