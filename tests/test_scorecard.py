@@ -538,22 +538,24 @@ def test_transfer_rank_claims_hold_fail_and_refuse(tmp_path):
     no_adv, mid = rows["transfer-tier1-no-advantage"], rows["transfer-tier1-mid-field"]
     assert no_adv["verdict"] == "holds" and no_adv["ours"] == pytest.approx(4.0)
     assert mid["verdict"] == "holds" and mid["ours"] == 1.0
-    rank = no_adv["value"].rank
-    assert rank["test"]["p_advantage"] > 0.05 and rank["test"]["p_disadvantage"] > 0.05
-    assert len(rank["settings"]) == rank["n_settings"] == 6
+    test = no_adv["value"].rank.test
+    assert test.test["p_advantage"] > 0.05 and test.test["p_disadvantage"] > 0.05
+    assert len(test.settings) == test.n_settings == 6
 
     _tier1(tmp_path, dict.fromkeys(SETTINGS, 1))  # first everywhere: an advantage after all
     rows = _rank_rows(tmp_path)
     no_adv, mid = rows["transfer-tier1-no-advantage"], rows["transfer-tier1-mid-field"]
     assert no_adv["verdict"] == mid["verdict"] == "does not hold here"
-    assert no_adv["value"].rank["test"]["p_advantage"] <= 0.05 and mid["ours"] == 0
+    assert no_adv["value"].rank.test.test["p_advantage"] <= 0.05 and mid["ours"] == 0
 
     _tier1(tmp_path, dict.fromkeys(SETTINGS, 4), unconverged=("raw-hull-perceiver",))
     rows = _rank_rows(tmp_path)
     for r in rows.values():
         assert r["verdict"] == "insufficient evidence"
-        assert (r["reason_code"], r["value"].rank["outcome"]) == ("unconverged", "unconverged")
-        assert r["value"].rank["unconverged"] == [("raw-hull-perceiver", s) for s in range(3)]
+        assert (r["reason_code"], r["value"].rank.test.outcome) == ("unconverged", "unconverged")
+        assert r["value"].rank.test.unconverged == tuple(
+            ("raw-hull-perceiver", s) for s in range(3)
+        )
         assert "MNIST raw pixel / Hull, Perceiver seed 0" in r["why"]  # the presenter names it
 
 
@@ -574,18 +576,18 @@ def test_transfer_prediction_with_longer_cap_reruns_in_place_of_capped_runs(tmp_
     main = transfer.prediction("cpu-converged", results_dir=tmp_path)
     assert main["verdict"] == "insufficient evidence" and main["substituted"] == {}
     out = transfer.prediction("cpu-converged", results_dir=tmp_path, substitute=sub)
-    assert out["unconverged"] == [] and out["substituted"] == sub
+    assert out["unconverged"] == () and out["substituted"] == sub
     # the rerun (0.99) now leads raw-hull and pushes MZAttn-Full from 4th to 5th there only
-    assert out["observed"] == [4, 5, 4, 4, 4, 4] and out["verdict"] == "holds"
+    assert out["observed"] == (4, 5, 4, 4, 4, 4) and out["verdict"] == "holds"
     raw_hull = transfer.ranks("cpu-converged", results_dir=tmp_path, substitute=sub)[1]
     assert raw_hull["best_other"] == ("perceiver", pytest.approx(0.99, abs=0.02))
     # the scorecard keeps the protocol's verdict and says what the reruns give
     rows = _rank_rows(tmp_path)
     no_adv, mid = rows["transfer-tier1-no-advantage"], rows["transfer-tier1-mid-field"]
     assert no_adv["verdict"] == mid["verdict"] == "insufficient evidence"
-    longer = mid["value"].rank["longer_cap"]
-    assert longer["observed"] == [4, 5, 4, 4, 4, 4] and longer["mid_field"] == 6
-    assert no_adv["value"].rank["longer_cap"]["label"] == "holds"
+    longer = mid["value"].rank.longer_cap
+    assert longer.observed == (4, 5, 4, 4, 4, 4) and longer.mid_field == 6
+    assert no_adv["value"].rank.longer_cap.label == "holds"
     with pytest.raises(ValueError, match="substitute names cells"):
         transfer.ranks("cpu-converged", results_dir=tmp_path, substitute={"raw-hull-x": cap})
 
@@ -596,9 +598,9 @@ def test_transfer_rank_claims_with_one_complete_setting(tmp_path):
     no_adv, mid = rows["transfer-tier1-no-advantage"], rows["transfer-tier1-mid-field"]
     # one cell can never contradict the null at 5 %: rank 1 would have P = 1/7
     assert no_adv["verdict"] == "insufficient evidence"
-    assert no_adv["value"].rank["test"]["p_floor"] == pytest.approx(1 / 7, abs=1e-3)
+    assert no_adv["value"].rank.test.test["p_floor"] == pytest.approx(1 / 7, abs=1e-3)
     assert mid["verdict"] == "holds partly"
-    assert (len(mid["value"].rank["observed"]), mid["value"].rank["n_settings"]) == (1, 6)
+    assert (len(mid["value"].rank.observed), mid["value"].rank.test.n_settings) == (1, 6)
 
 
 def _reading(gen_norm: str) -> dict:

@@ -136,7 +136,7 @@ def test_prediction_never_judges_smoke_numbers(tmp_path):
         _write(tmp_path, f"raw-meb-{m}", 0, 0.9 - 0.1 * i)
     _write(tmp_path, f"raw-meb-{ex.SET_STATS}", 0, 0.5)
     out = transfer.prediction("smoke", results_dir=tmp_path)
-    assert out["observed"] == [6] and out["settings"] == ["raw-meb"] and out["mid_field"] == 0
+    assert out["observed"] == (6,) and out["settings"] == ("raw-meb",) and out["mid_field"] == 0
     assert (out["outcome"], out["label"]) == ("smoke", "pipeline only") == ("smoke", out["verdict"])
     assert out["paper"]["n_cells"] == 6 and out["paper"]["mean_rank"] == pytest.approx(
         sum(transfer_ranks.paper_ranks()) / 6

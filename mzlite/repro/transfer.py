@@ -74,10 +74,10 @@ def ablations(profile: str, results_dir=None) -> list[dict]:
 
 
 def prediction(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
-    """``rank_test`` with its ``verdict`` and ``reason`` worded as the scorecard words them
-    (``present.rank_reason``): what chapter 10 shows."""
+    """``rank_test``'s fields as a dict, with its ``verdict`` and ``reason`` worded as the
+    scorecard words them (``present.rank_reason``): what chapter 10 shows."""
     test = rank_test(profile, results_dir, substitute)
-    return test | {"verdict": test["label"].value, "reason": present.rank_reason(test, profile)}
+    return vars(test) | {"verdict": test.label.value, "reason": present.rank_reason(test, profile)}
 
 
 def progress(rows: list[dict]) -> dict:

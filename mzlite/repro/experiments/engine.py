@@ -11,7 +11,7 @@ part; a pattern the paper reports (``Claim.pattern``) that holds on complete cel
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from mzlite import nn as _nn
 from mzlite.analysis.verdicts import ALPHA, TIE, Label, Reason, holm, rule
@@ -131,6 +131,22 @@ class Shows:
 
 
 @dataclass(frozen=True)
+class RankEvidence:
+    """What a ``RankClaim``'s verdict rests on: the claim's ``kind``, the paper's ranks, the
+    ranks' test under the verdict's profile (None: not run) and, where runs behind it hit the
+    epoch cap, the test with their longer-cap reruns in place (None unless those converged)."""
+
+    kind: str
+    paper: tuple[float, ...]
+    test: _ranks.RankTest | None = None
+    longer_cap: _ranks.RankTest | None = None
+
+    @property
+    def observed(self) -> tuple[int, ...]:  # our ranks in the complete settings
+        return () if self.test is None else self.test.observed
+
+
+@dataclass(frozen=True)
 class Verdict:
     """A claim judged: see the module doc. ``cells`` are the cells the verdict rests on (under
     ``profile``; for a claim of parts, every part's), ``n_cells`` how many the claim names."""
@@ -162,7 +178,7 @@ class Verdict:
     reading_conflict: Verdict | None = None  # a profile of another reading that reads otherwise
     # the reading ablation's (reading, MZ against ST, p) that read the comparison otherwise
     depends_on: tuple[tuple[str, str, float | None], ...] = ()
-    rank: dict = field(default_factory=dict)  # a RankClaim's ranks and null test
+    rank: RankEvidence | None = None  # a RankClaim's ranks and null test
     variant: str = ""  # "" for the claim's cells; "pattern" for its pattern's (Claim.pattern)
     pattern: Verdict | None = None  # the claim's test on its pattern's cells (Claim.pattern)
     removed_by: tuple[Verdict, ...] = ()  # the pattern's ablations under which it does not show
@@ -604,10 +620,6 @@ def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
                    retired=main.retired)  # fmt: skip
 
 
-# what the presenter words a rank verdict's reason from (present.rank_reason)
-_RANK_REASON_FIELDS = ("outcome", "seeds", "unconverged", "n_behind")
-
-
 def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdict:
     """A ``RankClaim`` from the first profile with results of its table
     (``transfer_ranks.rank_test``); ``rank`` holds the ranks, the null test and the settings."""
@@ -619,31 +631,25 @@ def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdic
         if not by_cell:
             continue
         pred = _ranks.rank_test(prof, results_dir)
-        label, problem = pred["label"], pred["outcome"] in _ranks.PROBLEMS
-        observed = pred["observed"]
+        label, problem = pred.label, pred.outcome in _ranks.PROBLEMS
+        observed = pred.observed
         if claim.kind == "mid-field" and not problem:
-            n, k = len(observed), pred["mid_field"]  # holds: every setting; partly: half
-            label = rule(k == n, 2 * k >= n, complete=n == pred["n_settings"])
-        cap = _ranks.longer_cap(prof, results_dir) if pred["unconverged"] else None
+            n, k = len(observed), pred.mid_field  # holds: every setting; partly: half
+            label = rule(k == n, 2 * k >= n, complete=n == pred.n_settings)
+        cap = _ranks.longer_cap(prof, results_dir) if pred.unconverged else None
         sens = _ranks.rank_test(prof, results_dir, substitute=cap) if cap else None
-        if sens is not None and (sens["unconverged"] or sens["outcome"] in _ranks.PROBLEMS):
+        if sens is not None and (sens.unconverged or sens.outcome in _ranks.PROBLEMS):
             sens = None
-        used = pred["results"] or [r for rs in by_cell.values() for r in rs]
+        used = list(pred.results) or [r for rs in by_cell.values() for r in rs]
         gen, layer, task = readings(used)
-        rank = {
-            "kind": claim.kind, "observed": tuple(observed), "paper": tuple(paper_ranks),
-            "settings": tuple(pred["settings"]), "n_settings": pred["n_settings"],
-            "mid_field": pred["mid_field"], "test": pred["test"],
-            "longer_cap": sens, **{k: pred[k] for k in _RANK_REASON_FIELDS},
-        }  # fmt: skip
-        reason = _ranks.OUTCOMES[pred["outcome"]][1]
+        rank = RankEvidence(claim.kind, tuple(paper_ranks), pred, longer_cap=sens)
+        reason = _ranks.OUTCOMES[pred.outcome][1]
         return Verdict(label=label, reason=reason, profile=prof, regime=regime_of(used, prof),
                        ours=_rank_value(claim.kind, observed) if observed else None,
                        reading=gen, layer_reading=layer, task_reading=task, rank=rank,
                        **base)  # fmt: skip
     return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN,
-                   rank={"kind": claim.kind, "paper": tuple(paper_ranks), "observed": ()},
-                   **base)  # fmt: skip
+                   rank=RankEvidence(claim.kind, tuple(paper_ranks)), **base)  # fmt: skip
 
 
 def _rank_value(kind: str, ranks) -> float:

@@ -18,7 +18,7 @@ from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.specs import prose_data, set_count_text
 from mzlite.repro.experiments.tables import get_table
 from mzlite.repro.experiments.transfer_ranks import LABEL as TRANSFER
-from mzlite.repro.experiments.transfer_ranks import PROBLEMS
+from mzlite.repro.experiments.transfer_ranks import PROBLEMS, RankTest
 from mzlite.repro.paper import name_labels, paper_ref, spaced
 from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 
@@ -98,8 +98,8 @@ def protocol_text(v: Verdict, cells: bool = True) -> str:
     sizes = ", ".join("/".join(f"{n:,}" for n in s) for s in r.sizes)
     text = f"{r.profile}: {len(r.seeds)} seed(s), {epochs} epochs, {sizes} sets, "
     text += devices_text(r.devices, r.gpu_for_cpu_profile)
-    if v.rank:
-        text += f"; {len(v.rank['settings'])} of {v.rank['n_settings']} settings complete"
+    if v.rank is not None and v.rank.test is not None:
+        text += f"; {len(v.rank.test.settings)} of {v.rank.test.n_settings} settings complete"
     elif cells and v.ran < v.n_cells:
         text += f"; {v.ran} of {v.n_cells} cells run"
     return text
@@ -108,13 +108,13 @@ def protocol_text(v: Verdict, cells: bool = True) -> str:
 def statistics_text(claim, v: Verdict) -> str:
     """Seeds per cell, converged runs, and the largest Welch p (with Holm's, when it ran); a
     rank claim's ranks and its exact null test."""
-    if isinstance(claim, RankClaim) and "n_settings" in v.rank:
-        rk, t = v.rank, v.rank["test"]
-        listed = ", ".join(f"{r:g}" for r in rk["observed"])
-        text = (f"MZAttn-Full's ranks by mean R² over seeds in the {len(rk['observed'])} complete "
-                f"settings: {listed or '--'} (paper, all {rk['n_settings']}: "
-                + ", ".join(f"{r:g}" for r in rk["paper"]) + ")")  # fmt: skip
-        if t is not None and rk["kind"] == "no-advantage":
+    if isinstance(claim, RankClaim) and v.rank is not None and v.rank.test is not None:
+        rk, t = v.rank, v.rank.test.test
+        listed = ", ".join(f"{r:g}" for r in rk.observed)
+        text = (f"MZAttn-Full's ranks by mean R² over seeds in the {len(rk.observed)} complete "
+                f"settings: {listed or '--'} (paper, all {rk.test.n_settings}: "
+                + ", ".join(f"{r:g}" for r in rk.paper) + ")")  # fmt: skip
+        if t is not None and rk.kind == "no-advantage":
             text += (f"; exact null: P(mean <= it) = {t['p_advantage']:.3f}, "
                      f"P(mean >= it) = {t['p_disadvantage']:.3f}, smallest possible "
                      f"{t['p_floor']:.2g}")  # fmt: skip
@@ -260,33 +260,32 @@ TRANSFER_WORDS = prose_data("transfer_words.yaml")  # chapter 10's words (mzlite
 RANK_REASONS = TRANSFER_WORDS["reasons"]  # per outcome (transfer_ranks.OUTCOMES)
 
 
-def rank_reason(test: dict, profile: str) -> str:
+def rank_reason(test: RankTest, profile: str) -> str:
     """Why the ranks of ``transfer_ranks.rank_test`` under ``profile`` read as they do, from its
     ``outcome``: the null test's numbers, or what keeps the ranks from a verdict (runs named in
     words)."""
-    runs = ", ".join(f"{cell_words(TRANSFER, c)} seed {s}" for c, s in test["unconverged"])
-    return RANK_REASONS[test["outcome"]].format(
-        **(test["test"] or {}), profile=profile, label=TRANSFER, runs=runs,
-        seeds=test["seeds"], n_unconverged=len(test["unconverged"]), n_behind=test["n_behind"],
-        n_settings=test["n_settings"], min_seeds=_stats.MIN_SEEDS, alpha=_stats.ALPHA,
+    runs = ", ".join(f"{cell_words(TRANSFER, c)} seed {s}" for c, s in test.unconverged)
+    return RANK_REASONS[test.outcome].format(
+        **(test.test or {}), profile=profile, label=TRANSFER, runs=runs,
+        seeds=test.seeds, n_unconverged=len(test.unconverged), n_behind=test.n_behind,
+        n_settings=test.n_settings, min_seeds=_stats.MIN_SEEDS, alpha=_stats.ALPHA,
     )  # fmt: skip
 
 
 def _rank_why(v: Verdict) -> str:
-    rk = v.rank
-    if "n_settings" not in rk:
+    if v.rank is None or (test := v.rank.test) is None:
         return ""
-    sens, note, mid = rk.get("longer_cap"), "", rk["kind"] == "mid-field"
+    sens, note, mid = v.rank.longer_cap, "", v.rank.kind == "mid-field"
     if sens is not None:
-        listed = ", ".join(f"{r:g}" for r in sens["observed"])
-        read = (f"{sens['mid_field']} of {len(sens['observed'])} settings rank 3-5" if mid
-                else f'the null test reads "{sens["label"].value}"')  # fmt: skip
-        note = (f". With those {len(sens['substituted'])} (setting, model) pair(s) rerun at a "
+        listed = ", ".join(f"{r:g}" for r in sens.observed)
+        read = (f"{sens.mid_field} of {len(sens.observed)} settings rank 3-5" if mid
+                else f'the null test reads "{sens.label.value}"')  # fmt: skip
+        note = (f". With those {len(sens.substituted)} (setting, model) pair(s) rerun at a "
                 f"longer epoch cap, every run converged: ranks {listed}; {read}")  # fmt: skip
-    if not mid or rk["outcome"] in PROBLEMS:
-        return rank_reason(rk, v.profile) + note
-    n, whole = len(rk["observed"]), rk["n_settings"]
-    return f"{rk['mid_field']} of {n} complete settings rank 3-5" + (
+    if not mid or test.outcome in PROBLEMS:
+        return rank_reason(test, v.profile) + note
+    n, whole = len(test.observed), test.n_settings
+    return f"{test.mid_field} of {n} complete settings rank 3-5" + (
         f" ({whole - n} of {whole} settings still incomplete)" * (n != whole)) + note  # fmt: skip
 
 
@@ -458,7 +457,7 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
     if v.parts:  # each part's regime (the claim's own is its weakest part's)
         regime = "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
     beside = [{"regime": regime_text(b.regime), "verdict": b.label.value,
-               "ours_text": value_text(claim, b.ours, b.rank.get("observed"))}
+               "ours_text": value_text(claim, b.ours, b.rank and b.rank.observed)}
               for b in v.beside]  # fmt: skip
     beats = not (isinstance(claim, RankClaim) or claim.compare is None or claim.size_of_gap)
     if beats:  # a claim that an MZAttn model beats the other models of its comparison
@@ -470,9 +469,9 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "statement": statement(claim),
         "chapter": get_table(claim.table).chapter,
         "paper": v.paper,
-        "paper_text": value_text(claim, v.paper, v.rank.get("paper")),
+        "paper_text": value_text(claim, v.paper, v.rank and v.rank.paper),
         "ours": v.ours,
-        "ours_text": value_text(claim, v.ours, v.rank.get("observed")),
+        "ours_text": value_text(claim, v.ours, v.rank and v.rank.observed),
         "profile": v.profile,
         "regime": regime,
         # where it was read, as its row says it: at the paper's sizes, with the readings too

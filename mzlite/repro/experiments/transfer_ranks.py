@@ -7,6 +7,7 @@ beside the paper's. The verdict engine reads them here; chapter 10's module
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from mzlite.analysis.ranks import null_test
 from mzlite.analysis.verdicts import Label, Reason
@@ -132,20 +133,40 @@ def longer_cap(profile: str, results_dir=None) -> dict:
     return out
 
 
-def rank_test(profile: str, results_dir=None, substitute: dict | None = None) -> dict:
-    """The paper's Tier-1 prediction, *no advantage* for MZAttn-Full on low-rank 2-D point
-    clouds ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete
-    settings of ``profile`` with ``null_test``, as values: our ranks there (``observed``), how
-    many are in ``MID_FIELD``, the null tests of ours (``test``, None without a complete
-    setting) and of the paper's, the ``results`` behind ours (``n_behind`` of them) and the
+@dataclass(frozen=True)
+class RankTest:
+    """``rank_test`` of one profile: the ranks, their null test and what keeps them from one."""
+
+    profile: str
+    observed: tuple[int, ...]  # MZAttn-Full's rank in each complete setting
+    settings: tuple[str, ...]  # the complete settings, in ``SETTINGS``' order
+    n_settings: int  # every setting of the table
+    mid_field: int  # how many of ``observed`` are in ``MID_FIELD``
+    test: dict | None  # ``null_test`` of ``observed`` (None without a complete setting)
+    paper: dict  # ``null_test`` of the paper's ranks
+    seeds: int  # the fewest seeds of a cell behind the ranks
+    unconverged: tuple[tuple[str, int], ...]  # (cell id, seed) of the runs behind them
+    results: tuple[dict, ...]  # the results behind the ranks
+    n_behind: int
+    substituted: dict  # {main cell id: ablation cell id} whose runs stood in
+    outcome: str  # the first of ``OUTCOMES`` that applies
+    label: Label
+
+
+def rank_test(profile: str, results_dir=None, substitute: dict | None = None) -> RankTest:
+    """The paper's Tier-1 prediction, *no advantage* for MZAttn-Full on low-rank 2-D point clouds
+    ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete settings
+    of ``profile`` with ``null_test``, as a ``RankTest``: our ranks there (``observed``), how
+    many are in ``MID_FIELD``, the null tests of ours (``test``, None without a complete setting)
+    and of the paper's, the ``results`` behind ours (``n_behind`` of them) and the
     ``unconverged`` (cell id, seed) among them, the fewest ``seeds`` per cell, the ``outcome``
-    (``OUTCOMES``) and its ``label``. Either one-sided p <= ``stats.ALPHA`` "does not
-    hold here" (better than chance contradicts "no advantage", worse "not catastrophically
-    worse"); a run behind a rank unconverged, fewer than ``stats.MIN_SEEDS`` seeds, or too few
-    settings for any ranks to contradict the null (``p_floor`` > ALPHA) is "insufficient
-    evidence" (the scorecard's rule for every claim). ``substitute`` (see ``ranks``): ablation
-    cells whose runs stand in for main cells', here and in the convergence check;
-    ``substituted`` lists the pairs used."""
+    (``OUTCOMES``) and its ``label``. Either one-sided p <= ``stats.ALPHA`` "does not hold here"
+    (better than chance contradicts "no advantage", worse "not catastrophically worse"); a run
+    behind a rank unconverged, fewer than ``stats.MIN_SEEDS`` seeds, or too few settings for any
+    ranks to contradict the null (``p_floor`` > ALPHA) is "insufficient evidence" (the
+    scorecard's rule for every claim). ``substitute`` (see ``ranks``): ablation cells whose runs
+    stand in for main cells', here and in the convergence check; ``substituted`` lists the pairs
+    used."""
     substitute = dict(substitute or {})
     rows = ranks(profile, results_dir=results_dir, substitute=substitute)
     complete = [r for r in rows if r["complete"] and r["n_models"] == len(RANKED)]
@@ -171,19 +192,19 @@ def rank_test(profile: str, results_dir=None, substitute: dict | None = None) ->
     }
     outcome = next((o for o, hit in applies.items() if hit), "holds partly")
     lo, hi = MID_FIELD
-    return {
-        "profile": profile,
-        "observed": observed,
-        "settings": [r["setting"] for r in complete],
-        "n_settings": len(rows),
-        "mid_field": sum(lo <= k <= hi for k in observed),
-        "test": t,
-        "paper": null_test(paper_ranks()),
-        "seeds": seeds,
-        "unconverged": unconverged,
-        "results": behind,
-        "n_behind": len(behind),
-        "substituted": {k: v for k, v in substitute.items() if v in cells},
-        "outcome": outcome,
-        "label": OUTCOMES[outcome][0],
-    }
+    return RankTest(
+        profile=profile,
+        observed=tuple(observed),
+        settings=tuple(r["setting"] for r in complete),
+        n_settings=len(rows),
+        mid_field=sum(lo <= k <= hi for k in observed),
+        test=t,
+        paper=null_test(paper_ranks()),
+        seeds=seeds,
+        unconverged=tuple(unconverged),
+        results=tuple(behind),
+        n_behind=len(behind),
+        substituted={k: v for k, v in substitute.items() if v in cells},
+        outcome=outcome,
+        label=OUTCOMES[outcome][0],
+    )
