@@ -153,6 +153,12 @@ def _parser() -> argparse.ArgumentParser:
         "--write-only", action="store_true",
         help="write the search file from the journals so far; train nothing",
     )  # fmt: skip
+    p.add_argument(
+        "--retire", action="store_true",
+        help="once every family trains with this search's choices: move the profile's results "
+        "trained with the censored search's choices to its superseded profile (with --dry-run: "
+        "list them)",
+    )  # fmt: skip
     p.add_argument("--results-dir", default=None)
     p.add_argument("--cache-dir", default=None)
 
@@ -276,6 +282,16 @@ def main(argv=None) -> int:
 
             fams = _split(args.families)
             seeds = se.SEEDS if args.seeds is None else ex.parse_seeds(args.seeds)
+            if args.retire:
+                done = se.retire_censored(args.profile, args.results_dir, args.dry_run)
+                to = se.CENSORED_PROFILES[args.profile]
+                for action in ("move", "copy"):
+                    mine = [(a, b) for act, a, b in done if act == action]
+                    past = {"move": "moved", "copy": "copied"}[action]
+                    verb = f"would {action}" if args.dry_run else past
+                    print(f"{verb} {len(mine)} result(s) to {to}")
+                    print("".join(f"  {a.parent.name}/{a.name}\n" for a, _ in mine), end="")
+                return 0
             if args.dry_run:
                 print(se.price(args.profile, fams, seeds, args.results_dir, args.cache_dir))
                 return 0

@@ -503,3 +503,61 @@ def test_the_journals_in_flight_still_read_as_the_committed_search(monkeypatch, 
         for study in se.plan_search("paper-sizes", [fam]):
             read = json.loads(json.dumps(se.trials(study, in_flight)))
             assert read == committed.get(study.name, []), study.name
+
+
+def test_retire_keeps_the_old_rates_campaign_in_the_superseded_profile(monkeypatch, tmp_path):
+    """When a family's new rate trains, its results at the old rate move to the superseded
+    profile; results whose cells train as before, and closed-form ones, are copied there, so
+    that it holds the whole old campaign. Nothing else moves, and a second call changes nothing."""
+    train = {"epochs": 8, "patience": None, "amp": False}
+    now = Profile("test-now", (96, 48, 48), 1, train, lr_by_family={"baseline": 3e-3, "mz": 1e-3})
+    old = Profile("test-old", (96, 48, 48), 1, train, lr_by_family={"baseline": 1e-3, "mz": 1e-3})
+    for p in (now, old):
+        monkeypatch.setitem(PROFILES, p.name, p)
+    table = "tab:tdof-verify"
+
+    def result(cell: str, trained_as: Profile) -> Path:
+        job = ex.job(table, cell, trained_as.name)
+        path = ex.result_path(table, cell, 0, now.name, tmp_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        res = {"format": ex.RESULT_FORMAT, "table": table, "cell": cell, "seed": 0,
+               "profile": now.name, "task": job.cell.task, "model": job.cell.model,
+               "sizes": list(job.sizes), "metrics": {"test": {"r2": 0.5}}}  # fmt: skip
+        if job.cell.model != ex.SET_STATS:
+            res["train_config"] = job.train_config().to_dict()
+        path.write_text(json.dumps(res))
+        return path
+
+    st, mz, stats = result("L4-st_4l", old), result("L4-mz_1l", now), result("L4-set_stats", now)
+    (st_job,) = ex.jobs(table, now.name, [0], cells=["L4-st_4l"], results_dir=tmp_path)
+    assert st_job.result_path == st and not ex.has_result(st_job)  # trained at the old rate
+    planned = ex.results.retire(now.name, old.name, tmp_path, dry_run=True)
+    assert [(a, p.name) for a, p, _ in planned] == [
+        ("copy", "L4-mz_1l__seed0.json"), ("copy", "L4-set_stats__seed0.json"),
+        ("move", "L4-st_4l__seed0.json")]  # fmt: skip
+    assert st.exists()
+    ex.results.retire(now.name, old.name, tmp_path)
+    assert not st.exists() and mz.exists() and stats.exists()
+    kept = ex.results_by_cell(table, old.name, tmp_path)
+    assert sorted(kept) == ["L4-mz_1l", "L4-set_stats", "L4-st_4l"]
+    moved = kept["L4-st_4l"][0]
+    assert moved["profile"] == old.name and moved["retired_from"]["action"] == "move"
+    assert moved["retired_from"]["path"] == f"{now.name}/tab-tdof-verify/L4-st_4l__seed0.json"
+    assert sorted(ex.results_by_cell(table, now.name, tmp_path)) == ["L4-mz_1l", "L4-set_stats"]
+    assert ex.results.retire(now.name, old.name, tmp_path) == []
+
+
+def test_the_censored_profile_trains_each_family_as_the_censored_search_chose():
+    """paper-sizes-censored's rates are the choices of the search before issue 49, as the
+    committed search file records them (its 'replaced' entries, or a family's own 'choice' while
+    no newer search has decided it), every one of them a plateau."""
+    out = se.read_search("paper-sizes")
+    censored = {fam: (out["replaced"][fam]["choice"] if out["methods"][fam] == se.METHOD
+                      else out["choice"][fam])["train"] for fam in out["choice"]}  # fmt: skip
+    prof = PROFILES[se.CENSORED_PROFILES["paper-sizes"]]
+    assert {f: {"lr": lr, "schedule": prof.train["schedule"]}
+            for f, lr in prof.lr_by_family.items()} == censored  # fmt: skip
+    with pytest.raises(ValueError, match=r"decided by an older search: \['mz'\]"):
+        se.retire_censored("paper-sizes", dry_run=True)
+    with pytest.raises(ValueError, match="profile must be one of"):
+        se.retire_censored("cpu-annealed")

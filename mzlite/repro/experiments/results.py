@@ -7,11 +7,13 @@ import os
 import pickle
 import time
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
+from mzlite._io import atomic_write_json
 from mzlite.nn import model_spec
 
-from .jobs import Job, aliases, jobs, shared
+from .jobs import Job, aliases, jobs, result_path, shared
 from .specs import PROFILES, default_results_dir, task_options_diff, train_config_diff
 from .tables import get_profile, get_table, table_registry
 
@@ -140,6 +142,69 @@ def has_result(job: Job) -> bool:
     return res is not None and _other_experiment(res, job.cell, lambda: _train_today(job)) is None
 
 
+def _trains_as(res: dict, cell, profile) -> bool:
+    """Whether trained result ``res`` is ``cell``'s experiment under ``profile`` by its training
+    and sizes (precision aside)."""
+    job = Job(res["table"], cell, 0, profile, Path(), Path(), Path(), "cpu")
+    same = not train_config_diff(res["train_config"], _train_today(job), skip=("amp",))
+    return same and list(job.sizes) == list(res.get("sizes", ()))
+
+
+def _moved(res: dict) -> dict:  # what a retired result says, apart from where it lies
+    return {k: v for k, v in res.items() if k not in ("profile", "retired_from")}
+
+
+def retire(profile: str, to: str, results_dir=None, dry_run: bool = False) -> list[tuple]:
+    """Keep the campaign of ``profile`` as it trained with its old rates in the superseded
+    profile ``to``, and free ``profile`` for its new ones: every trained result of ``profile``
+    that is exactly its cell's experiment under ``to`` (training and sizes) is moved there where
+    its cell under ``profile`` now trains otherwise, copied where it does not (an unchanged
+    choice: the run is both profiles' experiment), and every closed-form result is copied. A
+    moved or copied file is the result as it was, its ``profile`` named ``to`` and
+    ``retired_from`` saying where it lay, when and why. Returns ("move" or "copy", from, to)
+    for each; ``dry_run`` changes nothing. Resumable: a move interrupted after its write
+    completes on the next call; a result ``to`` already holds is not written again."""
+    src, dst = get_profile(profile), get_profile(to)
+    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    out = []
+    for spec in table_registry().values():
+        cells = {c.id: c for c in spec.cells}
+        for path in sorted((root / src.name / spec.dirname).glob("*__seed*.json")):
+            res = _read_or_warn(path)
+            cell = res and cells.get(res.get("cell"))
+            if not cell:
+                continue
+            if model_spec(cell.model).trainable:
+                if not (res.get("train_config") and _trains_as(res, cell, dst)):
+                    continue
+                action = "copy" if _trains_as(res, cell, src) else "move"
+            else:
+                action = "copy"
+            target = result_path(spec, cell.id, res["seed"], dst.name, results_dir)
+            if target.exists():
+                if _moved(json.loads(target.read_text())) != _moved(res):
+                    raise ValueError(f"{target} holds another result than {path}: move it by hand")
+                if action == "copy":  # copied before
+                    continue
+            out.append((action, path, target))
+    if dry_run:
+        return out
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    for action, path, target in out:
+        if not target.exists():
+            res = json.loads(path.read_text())
+            why = (f"{src.name}'s campaign with its old rates" if action == "copy"
+                   else f"trained otherwise than its cell under {src.name} now trains")  # fmt: skip
+            res["profile"] = dst.name
+            where = str(path.relative_to(root))
+            res["retired_from"] = {"path": where, "utc": when, "action": action,
+                                   "why": f"{why} ({dst.description})"}  # fmt: skip
+            atomic_write_json(target, res)
+        if action == "move":
+            path.unlink()
+    return out
+
+
 def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str, list[dict]]:
     """``load_results`` grouped by cell id: ``{cell id: [result, ...]}``; a cell that is the same
     experiment as an earlier cell (``aliases``) or table's (``shared``) gets its results. A result
@@ -185,7 +250,10 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
 
 # the best evidence first: cpu-annealed runs mzlite's default reading of the paper; cpu-converged
 # and cpu ran its first reading (per-row generator LayerNorm, cosine over the cap)
-PROFILE_ORDER = ("full", "paper-sizes", "cpu-annealed", "cpu-converged", "cpu")
+# the current protocols (``protocols.CURRENT``), then the superseded ones, newest first: a
+# verdict reads a superseded one only where no current one has the claim's cells
+PROFILE_ORDER = ("full", "paper-sizes", "cpu-annealed", "paper-sizes-censored", "cpu-converged",
+                 "cpu")  # fmt: skip
 
 
 def best_profile(table, profiles=PROFILE_ORDER, results_dir=None) -> str | None:

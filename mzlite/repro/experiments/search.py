@@ -34,6 +34,7 @@ from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
 from .protocols import rate_text, reader_name
 from .reading import num
+from .results import retire
 from .runner import spawn_pool
 from .specs import (
     default_cache_dir,
@@ -69,6 +70,8 @@ METHODS = {  # (the pages' name, the search file's account)
                       "judged at the rungs by its best validation loss so far: a cosine is judged "
                       "at 99 % of its peak rate (the search before issue 49; it censors cosine)"),
 }  # fmt: skip
+# each searched profile's superseded twin: how it trained with the censored search's choices
+CENSORED_PROFILES = {"paper-sizes": "paper-sizes-censored"}
 FAMILY_MODEL = {"mz": None, "baseline": None, "deepsets": "deepsets"}  # a model to swap in
 FAMILY_NAMES = {"mz": "MZAttn", "baseline": "attention baselines", "deepsets": "Deep Sets"}
 PAPER_CONFIG = (1e-4, "cosine")  # app:impl: AdamW 1e-4, cosine to 0
@@ -425,6 +428,21 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
     out["provenance"] = {**provenance(resolve_device("cpu"), git_info()), "written_utc": written}
     atomic_write_json(search_path(profile, results_dir), json_safe(out))
     return out
+
+
+def retire_censored(profile: str, results_dir=None, dry_run: bool = False) -> list[tuple]:
+    """``results.retire`` of ``profile``'s results into ``CENSORED_PROFILES[profile]``, once every
+    family of its search file trains with this method's choices (before, those results are
+    ``profile``'s own experiments and nothing moves: ValueError)."""
+    if profile not in CENSORED_PROFILES:
+        raise ValueError(f"profile must be one of {sorted(CENSORED_PROFILES)}, got {profile!r}")
+    out = read_search(profile, results_dir)
+    if out["pending"] or set(out["methods"].values()) != {METHOD}:
+        older = sorted(f for f, m in out["methods"].items() if m != METHOD)
+        raise ValueError(f"{profile}'s families do not all train with this search's choices yet "
+                         f"(decided by an older search: {older}): nothing is another "
+                         "experiment")  # fmt: skip
+    return retire(profile, CENSORED_PROFILES[profile], results_dir, dry_run)
 
 
 def _excess_text(c: dict) -> str:

@@ -264,6 +264,20 @@ _PROFILES = {
         searched=True,
         sizes_by_table=UNSTATED_PAPER_SIZES,
     ),
+    # The paper's sizes as they trained before the rung-sized search (issue 49) decided every
+    # family: each family at the choice of the search it replaced, which censored cosine (all
+    # three a plateau; data/results/lr-search/paper-sizes.json, "replaced" and "choice" by
+    # "cosine-over-the-cap"). Superseded: ``results.retire`` keeps the paper-sizes campaign of
+    # those rates here once the new choices train, as a labelled ablation (``PROFILE_ORDER``).
+    "paper-sizes-censored": Profile(
+        "paper-sizes-censored",
+        None,
+        3,
+        {**_CONVERGED, "warmup_epochs": 5, "schedule": "plateau", **_HALVING, "amp": False},
+        lr_by_family={"mz": 1e-3, "baseline": 1e-3, "deepsets": 3e-3},
+        lr_source="the search before issue 49, which censored cosine (data/results/lr-search)",
+        sizes_by_table=UNSTATED_PAPER_SIZES,
+    ),
     # The paper's protocol: TrainConfig's defaults are app:impl's hyperparameter table, at the
     # sizes of paper-sizes, so that its verdicts differ from paper-sizes' in the optimiser alone.
     "full": Profile("full", None, None, {"amp": False}, sizes_by_table=UNSTATED_PAPER_SIZES),
