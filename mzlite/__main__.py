@@ -155,9 +155,9 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "--retire", action="store_true",
-        help="once every family trains with this search's choices: move the profile's results "
-        "trained with the censored search's choices to its superseded profile (with --dry-run: "
-        "list them)",
+        help="once every family trains with this search's choices: keep the profile's campaign "
+        "at the censored search's choices in its superseded profile (moves the results the new "
+        "choices make another experiment, copies the rest; with --dry-run: lists them)",
     )  # fmt: skip
     p.add_argument("--results-dir", default=None)
     p.add_argument("--cache-dir", default=None)

@@ -248,10 +248,11 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
     return out
 
 
-# the best evidence first: cpu-annealed runs mzlite's default reading of the paper; cpu-converged
-# and cpu ran its first reading (per-row generator LayerNorm, cosine over the cap)
-# the current protocols (``protocols.CURRENT``), then the superseded ones, newest first: a
-# verdict reads a superseded one only where no current one has the claim's cells
+# the best evidence first: the current protocols (``protocols.CURRENT``; cpu-annealed runs
+# mzlite's default reading of the paper), then the superseded ones, newest first, which a verdict
+# reads only where no current one has the claim's cells: the paper's sizes at the censored
+# search's rates, then cpu-converged and cpu (mzlite's first reading: per-row generator
+# LayerNorm, cosine over the cap)
 PROFILE_ORDER = ("full", "paper-sizes", "cpu-annealed", "paper-sizes-censored", "cpu-converged",
                  "cpu")  # fmt: skip
 
