@@ -13,8 +13,10 @@ import pytest
 
 from mzlite.__main__ import main
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import findings as fd
 from mzlite.repro.experiments import reading
 from mzlite.repro.experiments import search as se
+from mzlite.repro.experiments.protocols import CPU
 from mzlite.repro.experiments.specs import PROFILES, Profile
 from mzlite.train.history import History
 
@@ -545,6 +547,12 @@ def test_retire_keeps_the_old_rates_campaign_in_the_superseded_profile(monkeypat
     assert moved["retired_from"]["path"] == f"{now.name}/tab-tdof-verify/L4-st_4l__seed0.json"
     assert sorted(ex.results_by_cell(table, now.name, tmp_path)) == ["L4-mz_1l", "L4-set_stats"]
     assert ex.results.retire(now.name, old.name, tmp_path) == []
+    # the landing page's compute counts each run once, not its copy as well
+    for path in (st, mz, stats):
+        for p in (path, ex.result_path(table, path.name.split("__")[0], 0, old.name, tmp_path)):
+            if p.exists():
+                p.write_text(json.dumps({**json.loads(p.read_text()), "wall_time_s": 3600.0}))
+    assert fd.compute_spent(tmp_path) == {CPU: (3, 3.0)}
 
 
 def test_the_censored_profile_trains_each_family_as_the_censored_search_chose():

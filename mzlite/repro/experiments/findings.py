@@ -372,7 +372,8 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
 
 
 def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
-    """{``protocols.CPU`` or the GPU's name: (runs, hours)} of every committed run but smoke's."""
+    """{``protocols.CPU`` or the GPU's name: (runs, hours)} of every committed run but smoke's,
+    each once (a result ``results.retire`` copied to a superseded profile spent nothing)."""
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     spent: dict[str, list] = {}
     for path in sorted(root.glob("*/*/*.json")):
@@ -383,6 +384,8 @@ def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
         except (OSError, ValueError):
             continue  # the reports warn about an unreadable result; it spent nothing known
         if not isinstance(res, dict) or not res.get("wall_time_s"):
+            continue
+        if (res.get("retired_from") or {}).get("action") == "copy":
             continue
         gpu = (res.get("provenance") or {}).get("gpu_name")
         runs_hours = spent.setdefault(gpu or _protocols.CPU, [0, 0.0])
