@@ -555,17 +555,21 @@ def test_retire_keeps_the_old_rates_campaign_in_the_superseded_profile(monkeypat
     assert fd.compute_spent(tmp_path) == {CPU: (3, 3.0)}
 
 
-def test_the_censored_profile_trains_each_family_as_the_censored_search_chose():
+def test_the_censored_profile_trains_each_family_as_the_censored_search_chose(tmp_path):
     """paper-sizes-censored's rates are the choices of the search before issue 49, as the
     committed search file records them (its 'replaced' entries, or a family's own 'choice' while
-    no newer search has decided it), every one of them a plateau."""
+    no newer search has decided it), every one of them a plateau; nothing retires while a
+    family is still decided by that search."""
     out = se.read_search("paper-sizes")
     censored = {fam: (out["replaced"][fam]["choice"] if out["methods"][fam] == se.METHOD
                       else out["choice"][fam])["train"] for fam in out["choice"]}  # fmt: skip
     prof = PROFILES[se.CENSORED_PROFILES["paper-sizes"]]
     assert {f: {"lr": lr, "schedule": prof.train["schedule"]}
             for f, lr in prof.lr_by_family.items()} == censored  # fmt: skip
+    path = se.search_path("paper-sizes", tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({**out, "methods": {**out["methods"], "mz": se.CENSORED_METHOD}}))
     with pytest.raises(ValueError, match=r"decided by an older search: \['mz'\]"):
-        se.retire_censored("paper-sizes", dry_run=True)
+        se.retire_censored("paper-sizes", tmp_path, dry_run=True)
     with pytest.raises(ValueError, match="profile must be one of"):
         se.retire_censored("cpu-annealed")
