@@ -113,13 +113,18 @@ def protocol(job: Job) -> dict:
     return out
 
 
+def bare_job(label: str, cell: Cell, prof: Profile) -> Job:
+    """``cell``'s job under ``prof`` without files or a seed: what it trains and on what sizes."""
+    return Job(label, cell, 0, prof, Path(), Path(), Path(), "cpu")
+
+
 def _experiment_key(label: str, cell: Cell, prof: Profile, stated: bool = False) -> str:
     """Everything that decides what ``cell`` computes under ``prof``, except its seed and where
     it runs; ``stated``: model kwargs as ``_stated_kwargs`` (defaults left out), for ``shared``.
     Within a table (``aliases``) kwargs count as written: a reading-ablation cell that names
     today's default (generators "zonotope") is not the main cell, whose older profiles' results
     were trained under another default."""
-    job = Job(label, cell, 0, prof, Path(), Path(), Path(), "cpu")
+    job = bare_job(label, cell, prof)
     key = {
         "task": cell.task,
         "options": check_task_options(cell.task, cell.options),

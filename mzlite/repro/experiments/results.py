@@ -13,7 +13,7 @@ from pathlib import Path
 from mzlite._io import atomic_write_json
 from mzlite.nn import model_spec
 
-from .jobs import Job, aliases, jobs, result_path, shared
+from .jobs import Job, aliases, bare_job, jobs, result_path, shared
 from .specs import PROFILES, default_results_dir, task_options_diff, train_config_diff
 from .tables import get_profile, get_table, table_registry
 
@@ -145,7 +145,7 @@ def has_result(job: Job) -> bool:
 def _trains_as(res: dict, cell, profile) -> bool:
     """Whether trained result ``res`` is ``cell``'s experiment under ``profile`` by its training
     and sizes (precision aside)."""
-    job = Job(res["table"], cell, 0, profile, Path(), Path(), Path(), "cpu")
+    job = bare_job(res["table"], cell, profile)
     same = not train_config_diff(res["train_config"], _train_today(job), skip=("amp",))
     return same and list(job.sizes) == list(res.get("sizes", ()))
 
@@ -161,9 +161,10 @@ def retire(profile: str, to: str, results_dir=None, dry_run: bool = False) -> li
     its cell under ``profile`` now trains otherwise, copied where it does not (an unchanged
     choice: the run is both profiles' experiment), and every closed-form result is copied. A
     moved or copied file is the result as it was, its ``profile`` named ``to`` and
-    ``retired_from`` saying where it lay, when and why. Returns ("move" or "copy", from, to)
-    for each; ``dry_run`` changes nothing. Resumable: a move interrupted after its write
-    completes on the next call; a result ``to`` already holds is not written again."""
+    ``retired_from`` saying where it lay, when, and its ``action`` ("move" or "copy"). Returns
+    (action, from, to) for each; ``dry_run`` changes nothing. Resumable: a move interrupted
+    after its write completes on the next call; a result ``to`` already holds is not written
+    again."""
     src, dst = get_profile(profile), get_profile(to)
     root = Path(results_dir) if results_dir is not None else default_results_dir()
     out = []
@@ -193,12 +194,9 @@ def retire(profile: str, to: str, results_dir=None, dry_run: bool = False) -> li
     for action, path, target in out:
         if not target.exists():
             res = json.loads(path.read_text())
-            why = (f"{src.name}'s campaign with its old rates" if action == "copy"
-                   else f"trained otherwise than its cell under {src.name} now trains")  # fmt: skip
             res["profile"] = dst.name
-            where = str(path.relative_to(root))
-            res["retired_from"] = {"path": where, "utc": when, "action": action,
-                                   "why": f"{why} ({dst.description})"}  # fmt: skip
+            res["retired_from"] = {"path": str(path.relative_to(root)), "utc": when,
+                                   "action": action}  # fmt: skip
             atomic_write_json(target, res)
         if action == "move":
             path.unlink()
@@ -218,8 +216,7 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
 
     def train_today(cell) -> dict:
         if cell.id not in today:
-            job = Job(spec.label, cell, 0, prof, Path(), Path(), Path(), "cpu")
-            today[cell.id] = _train_today(job)
+            today[cell.id] = _train_today(bare_job(spec.label, cell, prof))
         return today[cell.id]
 
     for r in load_results(table, profile, results_dir):

@@ -147,10 +147,13 @@ class RankTest:
     seeds: int  # the fewest seeds of a cell behind the ranks
     unconverged: tuple[tuple[str, int], ...]  # (cell id, seed) of the runs behind them
     results: tuple[dict, ...]  # the results behind the ranks
-    n_behind: int
     substituted: dict  # {main cell id: ablation cell id} whose runs stood in
     outcome: str  # the first of ``OUTCOMES`` that applies
     label: Label
+
+    @property
+    def n_behind(self) -> int:
+        return len(self.results)
 
 
 def rank_test(profile: str, results_dir=None, substitute: dict | None = None) -> RankTest:
@@ -203,7 +206,6 @@ def rank_test(profile: str, results_dir=None, substitute: dict | None = None) ->
         seeds=seeds,
         unconverged=tuple(unconverged),
         results=tuple(behind),
-        n_behind=len(behind),
         substituted={k: v for k, v in substitute.items() if v in cells},
         outcome=outcome,
         label=OUTCOMES[outcome][0],
