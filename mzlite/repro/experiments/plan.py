@@ -87,6 +87,14 @@ def _model_key(model: str, kwargs: dict) -> str:
     return model + "".join(f",{k}={v}" for k, v in sorted(kwargs.items()))
 
 
+def _grouped(pairs) -> dict:
+    """(key, value) pairs as ``{key: [values]}``, keys and values in order."""
+    out: dict = {}
+    for key, value in pairs:
+        out.setdefault(key, []).append(value)
+    return out
+
+
 def _text_table(head, lines) -> list[str]:
     """``head`` and ``lines`` (tuples of strings) as left-aligned columns."""
     w = [max([len(h), *(len(x[i]) for x in lines)]) for i, h in enumerate(head)]
@@ -219,10 +227,8 @@ def plan(
         spec = ex.get_table(table)
         mine = [r for r in ex.load_results(spec, prof.name, results_dir)
                 if _nn.model_spec(r["model"]).trainable]  # fmt: skip
-        by_cell: dict[str, list] = {}
-        for j in ex.jobs(spec, prof.name, seeds, models, cells, results_dir):
-            by_cell.setdefault(j.cell.id, []).append(j)
-        for cid, cjobs in by_cell.items():
+        every = ex.jobs(spec, prof.name, seeds, models, cells, results_dir)
+        for cid, cjobs in _grouped((j.cell.id, j) for j in every).items():
             job = cjobs[0]
             cell = job.cell
             done = sum(map(ex.has_result, cjobs))  # a result of another experiment reruns
@@ -323,20 +329,17 @@ def _extrapolated(cell, key: str, measured: list[dict]):
     """(unit cost, source) of ``cell``'s model on its task from other tasks: a reference model's
     cost here (the Set Transformer's where it has results) times the median ratio of the two
     models' costs where both have results; None when no task has both."""
-
-    def units(k, task):
-        return [m["unit_s"] for m in measured if m["key"] == k and m["task"] == task]
-
-    here = {m["key"] for m in measured if m["task"] == cell.task}
+    units = _grouped(((m["key"], m["task"]), m["unit_s"]) for m in measured)
+    here = {k for k, task in units if task == cell.task}
     for ref in (["st"] if "st" in here else []) + sorted(here - {"st"}):
         ratios = [
-            statistics.median(units(key, task)) / statistics.median(units(ref, task))
-            for task in sorted({m["task"] for m in measured if m["key"] == key} - {cell.task})
-            if units(ref, task)
+            statistics.median(units[key, task]) / statistics.median(units[ref, task])
+            for task in sorted({task for k, task in units if k == key} - {cell.task})
+            if (ref, task) in units
         ]
         if ratios:
             ratio = statistics.median(ratios)
-            return statistics.median(units(ref, cell.task)) * ratio, (
+            return statistics.median(units[ref, cell.task]) * ratio, (
                 f"extrapolated: {ratio:.1f} x {ref} on {cell.task} (the two models' cost ratio "
                 f"on {len(ratios)} other task(s))"
             )
@@ -408,11 +411,8 @@ def machine_speed(measured: list[dict], profile: str, results_dir=None) -> dict[
     inflates: the factor errs low)."""
     own = [m for m in measured if m["profile"] == profile] or measured
     out = {}
-    for family in sorted({ex.model_family(m["model"]) for m in own}):
-        groups: dict[tuple, list[float]] = {}
-        for m in own:
-            if ex.model_family(m["model"]) == family:
-                groups.setdefault((m["table"], m["cell"], m["profile"]), []).append(m["unit_s"])
+    for family, mine in sorted(_grouped((ex.model_family(m["model"]), m) for m in own).items()):
+        groups = _grouped(((m["table"], m["cell"], m["profile"]), m["unit_s"]) for m in mine)
         ref, units = min(groups.items(), key=lambda kv: (-len(kv[1]), statistics.median(kv[1])))
         here, when = _stored_epoch_cost(*ref, results_dir)
         recorded = statistics.median(units)
@@ -651,15 +651,7 @@ class Decisions:
 def _commands(pairs, profile: str, how: str = "") -> list[str]:
     """One ``run`` command per table of the (table, cell id) ``pairs``."""
     return [f"python -m mzlite run {table} --profile {profile}{how} --cells {','.join(ids)}"
-            for table, ids in _by_table(pairs).items()]  # fmt: skip
-
-
-def _by_table(pairs) -> dict[str, list[str]]:
-    """(table, cell id) pairs grouped by table, in order."""
-    out: dict[str, list[str]] = {}
-    for table, cid in pairs:
-        out.setdefault(table, []).append(cid)
-    return out
+            for table, ids in _grouped(pairs).items()]  # fmt: skip
 
 
 def step_words(table: str, cells) -> str:
@@ -762,7 +754,7 @@ def decide(
     def where(table, cid):
         return lent[table].get(cid, (table, cid))
 
-    wanted = _by_table(
+    wanted = _grouped(
         where(c.table, cid) for c, steps in planned for _, ids in steps for cid in ids
     )
     price = {}
