@@ -38,7 +38,6 @@ from mzlite.nn.fused import cpu_model
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import scorecard as _sc
 from mzlite.repro.experiments import stats as _stats
-from mzlite.repro.experiments.scorecard import TIE
 from mzlite.repro.experiments.uncertainty_study import models_per_job
 from mzlite.repro.paper import spaced
 from mzlite.tasks import make_task
@@ -70,9 +69,8 @@ def _measured(results_dir) -> list[dict]:
     """Every trained, non-smoke result on disk: its cost per epoch per set unit."""
     out = []
     for label in ex.TABLES:
-        for prof in ex.PROFILES:
-            if prof == "smoke":  # tiny data: per-step overhead dominates, nothing to scale
-                continue
+        # not smoke's: tiny data, per-step overhead dominates, nothing to scale
+        for prof in [p for p in ex.PROFILES if p != "smoke"]:
             for r in ex.load_results(label, prof, results_dir):
                 c = _cpu_s_per_epoch(r) if _nn.model_spec(r["model"]).trainable else None
                 if c is not None:
@@ -162,9 +160,7 @@ class Plan:
         gpu_throughput.py --json``): its optimiser steps over the best model-steps per second of
         its model, else its family's (``GPU_STAND_INS``), in a stack no larger than its jobs."""
         out = []
-        for r in self.rows:
-            if not _nn.model_spec(r["model"]).trainable or not r["todo"]:
-                continue
+        for r in [r for r in self.rows if _nn.model_spec(r["model"]).trainable and r["todo"]]:
             rates: dict[str, float] = {}
             for m in [m for m in throughput["rows"] if m.get("K", 1) <= r["todo"]]:
                 rates[m["model"]] = max(rates.get(m["model"], 0.0), float(m["model_steps_per_s"]))
@@ -233,8 +229,6 @@ def plan(
             cell = job.cell
             done = sum(map(ex.has_result, cjobs))  # a result of another experiment reruns
             todo = len(cjobs) - done
-            row = {"table": spec.label, "cell": cid, "model": cell.model, "sizes": list(job.sizes),
-                   "todo": todo, "done": done}  # fmt: skip
             if not _nn.model_spec(cell.model).trainable:
                 cap, spe, epochs, tag = 0, 0.0, 0, "-"
                 source = eps_src = "closed form"
@@ -246,39 +240,36 @@ def plan(
                     factor = _factor(machine, cell.model)
                     unit *= factor
                     source += f"; x{factor:.2f} for this CPU"
-                tag, scope, ran = _epochs_run(mine, cid, cell.model, spec.label)
-                if ran:
-                    epochs = float(statistics.median(ran))
-                    eps_src = f"median of {len(ran)} {prof.name} result(s) of {scope}"
-                else:
-                    epochs = float(min(4 * cfg.patience if cfg.patience else cap, cap))
-                    eps_src = (f"{spec.label}: prior min(4 x patience, cap) = {epochs:.0f} (no "
-                               f"{prof.name} results yet)")  # fmt: skip
+                epochs, tag, eps_src = _epochs(mine, cell, spec.label, cfg, prof.name)
                 members = models_per_job(spec.label, cid)  # an ensemble's job trains them all
                 spe = None if unit is None else unit * _units(job.sizes) * members
             rows.append({
-                **row, "epoch_cap": cap, "s_per_epoch": spe, "cost_source": source,
-                "epochs": epochs, "epochs_source": eps_src, "epochs_tag": tag,
-                "cpu_h": None if spe is None else todo * epochs * spe / 3600,
+                "table": spec.label, "cell": cid, "model": cell.model, "sizes": list(job.sizes),
+                "todo": todo, "done": done, "epoch_cap": cap, "s_per_epoch": spe,
+                "cost_source": source, "epochs": epochs, "epochs_source": eps_src,
+                "epochs_tag": tag, "cpu_h": None if spe is None else todo * epochs * spe / 3600,
                 "cpu_h_cap": None if spe is None else todo * cap * spe / 3600,
             })  # fmt: skip
     return Plan(prof.name, rows, workers, machine)
 
 
-def _epochs_run(mine: list[dict], cell_id: str, model: str, label: str):
-    """(tag, scope, epochs of the finished runs) of the narrowest scope that has some: this
-    cell, this model in the table, the table (models stop at different epochs); ("prior", "",
-    []) for none."""
+def _epochs(mine: list[dict], cell, label: str, cfg, profile: str) -> tuple[float, str, str]:
+    """(expected epochs, tag, source) of ``cell``: the median of the finished runs of the
+    narrowest scope that has some: this cell, this model in the table, the table (models stop at
+    different epochs); for none, the "prior" min(4 x patience, cap)."""
     scopes = (
-        ("cell", "this cell", [r for r in mine if r["cell"] == cell_id]),
-        ("model", f"{model} in {label}", [r for r in mine if r["model"] == model]),
+        ("cell", "this cell", [r for r in mine if r["cell"] == cell.id]),
+        ("model", f"{cell.model} in {label}", [r for r in mine if r["model"] == cell.model]),
         ("table", label, mine),
     )
     for tag, scope, res in scopes:
         ran = [r["epochs_run"] for r in res if r.get("epochs_run")]
         if ran:
-            return tag, scope, ran
-    return "prior", "", []
+            source = f"median of {len(ran)} {profile} result(s) of {scope}"
+            return float(statistics.median(ran)), tag, source
+    epochs = float(min(4 * cfg.patience if cfg.patience else cfg.epochs, cfg.epochs))
+    source = f"{label}: prior min(4 x patience, cap) = {epochs:.0f} (no {profile} results yet)"
+    return epochs, "prior", source
 
 
 def _unit_cost(label, cell, measured, timed, measure, profile):
@@ -578,7 +569,7 @@ class Decisions:
         out = [
             f"decide [{self.profile}]: the sequential rule. Each claim that MZAttn beats every "
             f"model of its column runs MZ, the yardstick and the {self.first} strongest baselines "
-            f"first; one baseline significantly better (R^2 gap > {TIE}, Welch p < "
+            f"first; one baseline significantly better (R^2 gap > {_sc.TIE}, Welch p < "
             f"{_stats.ALPHA}, {_stats.MIN_SEEDS} converged seeds each) refutes it and the rest "
             "of the column is not run; a claim that survives gets the rest of its column.",
             f"baseline strength (mean normalised rank in the columns run so far, 0 = best): {top}",
