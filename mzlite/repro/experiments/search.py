@@ -33,7 +33,6 @@ from . import reading
 from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
 from .protocols import rate_text, reader_name
-from .reading import num
 from .results import retire
 from .runner import spawn_pool
 from .specs import (
@@ -258,9 +257,7 @@ def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
     for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         ost.tell(t.number, state=TrialState.FAIL)
     finished, data = _finished(ost), None
-    for lr, schedule in _grid():
-        if (lr, schedule) in finished:
-            continue
+    for lr, schedule in [c for c in _grid() if c not in finished]:
         if data is None:
             data = job_splits(study.job)[:2]  # the test split is never looked at
         trial = _ask(ost, lr, schedule)
@@ -578,10 +575,10 @@ def choice_table(profile: str, results_dir=None) -> HTML:
         rows.append({
             **r, "trained": "; ".join(notes),
             "choice": (r["choice"] or "not decided yet") + _WAITS * (r["waits"] is not None),
-            "excess": num(r["excess"], "+.1%", "--"),
+            "excess": reading.num(r["excess"], "+.1%", "--"),
             "runner_up": "--" if r["runner_up"] is None
-            else f"{r['runner_up']} ({num(r['runner_up_excess'], '+.1%', '--')})",
-            "paper": f"{_words(PAPER_CONFIG)} ({num(r['paper_excess'], '+.1%', '--')})",
+            else f"{r['runner_up']} ({reading.num(r['runner_up_excess'], '+.1%', '--')})",
+            "paper": f"{_words(PAPER_CONFIG)} ({reading.num(r['paper_excess'], '+.1%', '--')})",
         })  # fmt: skip
     return comparison_table(
         rows,
@@ -649,9 +646,9 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
 def best_setting_table(profile: str, tables=("tab:main-results",), results_dir=None) -> HTML:
     rows = [
         {**r, "who": f"{r['model']} ({r['family']})",
-         "best": f"{r['best']} ({num(r['best_val_r2'], missing='--')})" if r["best"]
+         "best": f"{r['best']} ({reading.num(r['best_val_r2'], missing='--')})" if r["best"]
          else "not searched yet",
-         "chosen": f"{r['chosen']} ({num(r['chosen_val_r2'], missing='--')})" if r["chosen"]
+         "chosen": f"{r['chosen']} ({reading.num(r['chosen_val_r2'], missing='--')})" if r["chosen"]
          else "--",
          "note": f"{r['label']}; trials compared by {r['method']}; seeds "
          f"{', '.join(map(str, r['seeds'])) or 'none yet'}"}
