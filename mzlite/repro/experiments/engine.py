@@ -40,6 +40,8 @@ __all__ = [
 # a result without model_config["layer_reading"] ran Eq. eq:mz-main as printed (mzlite.nn choice 9)
 LAYER_READING = "literal"
 TASK_READING = DEFAULT_READING  # a result without task_reading ran the generators as first read
+# a verdict's readings of its runs (``readings``): generators, layer, task
+READINGS = ("reading", "layer_reading", "task_reading")
 PAPER_PROTOCOL = "full"  # the profile under which a claim's pattern (Claim.pattern) is read
 # The one-seed, 30-epoch ``cpu`` protocol leaves a claim once a better profile has a converged
 # cell of it: its results stay as a labelled ablation
@@ -257,13 +259,15 @@ def cell_stats(
     )  # fmt: skip
 
 
-def readings(results: list[dict]) -> tuple[str, str, str]:
-    """(generator normalisation of the MZ runs, their layer reading, the task reading of every
-    run) among ``results`` (``_one`` of each); an unrecorded reading is the first one."""
+def readings(results: list[dict]) -> dict[str, str]:
+    """The ``READINGS`` fields of a verdict on ``results`` (``_one`` of each): the generator
+    normalisation of the MZ runs, their layer reading, the task reading of every run; an
+    unrecorded reading is the first one."""
     mz = [r for r in results if _nn.model_spec(r["model"]).family == "mz"]
     gen = _one(_reading.recorded_reading(r)[0] for r in mz)
     layer = _one((r.get("model_config") or {}).get("layer_reading", LAYER_READING) for r in mz)
-    return gen, layer, _one(r.get("task_reading", TASK_READING) for r in results)
+    task = _one(r.get("task_reading", TASK_READING) for r in results)
+    return dict(zip(READINGS, (gen, layer, task), strict=True))
 
 
 def _one(values) -> str:
@@ -312,10 +316,14 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str, rename):
     return get
 
 
-def _paper_value(claim: Claim) -> float | None:
+def _base(claim: Claim) -> dict:
+    """The fields of every verdict on ``claim``: its id and table, the paper's number (None
+    where the paper lacks one it needs) and how many cells the claim names."""
     if claim.paper_expr is not None:
-        return or_none(claim.paper_expr)
-    return or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
+        paper = or_none(claim.paper_expr)
+    else:
+        paper = or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
+    return dict(claim=claim.id, table=claim.table, paper=paper, n_cells=len(claim.cells))
 
 
 def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refutation | None:
@@ -331,16 +339,14 @@ def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refuta
             return Refutation(Reason.REFUTED_BY_BOUND, tuple(claim.bound_cells), value=top)
     if claim.metric != "r2" or not (claim.monotone or claim.compare):
         return None
+    pool = claim.cells  # the cells whose value so far can refute: the compared ones, else all
     if claim.compare:  # never monotone
-        a, bs = claim.compare
+        a, pool = claim.compare
         if not solid(a):
             return None
         if found := [t for t in tests if t.b in better and solid(t.b)]:
             t = min(found, key=lambda t: t.p)  # the most significant, the first of equals
             return Refutation(Reason.REFUTED_BY_MODEL, (a, t.b), cell=t.b, diff=-t.diff, p=t.p)
-        pool = bs
-    else:
-        pool = claim.cells
     ran = [c for c in pool if by_cell.get(ren(c))]
     if not ran or len(ran) == len(pool) or not all(solid(c) for c in ran):
         return None
@@ -357,9 +363,8 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
     if claim.change and ours < -TIE:
         best = []
         for column in dict.fromkeys(spec.cell(c).column for c in claim.cells):
-            means = {c.id: r2(c.id) for c in spec.cells
-                     if c.column == column and _nn.model_spec(c.model).trainable}  # fmt: skip
-            means = {k: v for k, v in means.items() if v is not None}
+            means = {c.id: m for c in spec.cells if _nn.model_spec(c.model).trainable
+                     and c.column == column and (m := r2(c.id)) is not None}  # fmt: skip
             if means:
                 best.append(max(means.items(), key=lambda kv: kv[1]))
         rows = {spec.cell(c).row for c, _ in best}
@@ -395,8 +400,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     what the evidence says (smoke, failures, problems, a refutation) before the numbers do."""
     ren = (lambda c: c) if rename is None else rename
     spec = ex.get_table(claim.table)
-    base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim), profile=profile,
-                n_cells=len(claim.cells))  # fmt: skip
+    base = dict(_base(claim), profile=profile)
     cells = tuple(cell_stats(c, ren(c), by_cell[ren(c)], claim.metric, claim.expects_failure)
                   for c in claim.cells if by_cell.get(ren(c)))  # fmt: skip
     used = [r for c in claim.cells for r in by_cell.get(ren(c), [])]
@@ -416,9 +420,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdi
     refuted = _refutation(claim, by_cell, ren, ours, tests, better) if profile != "smoke" else None
     if ours is None and refuted is None:
         return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, **{**base, "profile": None})
-    gen, layer, task = readings(used)
-    base.update(ours=ours, regime=regime_of(used, profile), cells=cells, reading=gen,
-                layer_reading=layer, task_reading=task)  # fmt: skip
+    base.update(ours=ours, regime=regime_of(used, profile), cells=cells, **readings(used))
     if profile == "smoke":
         return Verdict(label=Label.PIPELINE_ONLY, reason=Reason.PIPELINE_ONLY, **base)
     if refuted is not None and refuted.reason == Reason.REFUTED_BY_BOUND:
@@ -508,19 +510,15 @@ def _decide(tried: list[Verdict]) -> int:
 
 def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     """A claim of parts from its parts' verdicts (each by its own strongest evidence)."""
-    base = dict(claim=claim.id, table=claim.table, paper=_paper_value(claim),
-                n_cells=len(claim.cells), parts=tuple(parts))  # fmt: skip
     ran = [p for p in parts if p.label != Label.NOT_RUN]  # two or more: judge calls it so
     values = [p.ours for p in ran if p.ours is not None]
-    ours = claim.worst(values) if values else None
     weakest = max(ran, key=lambda p: p.profile_rank)
     # the claim's profile is its weakest part's; its own cells are those read under that profile
     # (each part keeps its own, under its own profile): one cell, one number under one profile
-    base.update(ours=ours, profile=weakest.profile, regime=weakest.regime,
+    read = {k: _one(getattr(p, k) for p in ran if getattr(p, k)) for k in READINGS}
+    base = dict(_base(claim), parts=tuple(parts), profile=weakest.profile, regime=weakest.regime,
                 cells=tuple(c for p in ran if p.profile == weakest.profile for c in p.cells),
-                reading=_one(p.reading for p in ran if p.reading),
-                layer_reading=_one(p.layer_reading for p in ran if p.layer_reading),
-                task_reading=_one(p.task_reading for p in ran if p.task_reading))  # fmt: skip
+                ours=claim.worst(values) if values else None, **read)  # fmt: skip
     if any(p.label == Label.FAILS for p in ran):
         return Verdict(label=Label.FAILS, reason=Reason.PART_FAILS, **base)
     labels = {p.label for p in parts}
@@ -561,9 +559,7 @@ def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> 
     ]
     tried = [v for v in tried if v.label != Label.NOT_RUN]
     if not tried:
-        main = Verdict(claim=claim.id, table=claim.table, label=Label.NOT_RUN,
-                       reason=Reason.NOT_RUN, paper=_paper_value(claim),
-                       n_cells=len(claim.cells), retired=retired)  # fmt: skip
+        main = Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, retired=retired, **_base(claim))
     else:  # the deciding verdict, the others beside it, with the readings that read it otherwise
         i = _decide(tried)
         chosen, polarity = tried[i], _POLARITY.get(tried[i].label)
@@ -631,23 +627,20 @@ def _judge_ranks(claim: RankClaim, order: list[str], results_dir=None) -> Verdic
         if not by_cell:
             continue
         pred = _ranks.rank_test(prof, results_dir)
-        label, problem = pred.label, pred.outcome in _ranks.PROBLEMS
-        observed = pred.observed
-        if claim.kind == "mid-field" and not problem:
-            n, k = len(observed), pred.mid_field  # holds: every setting; partly: half
+        label = pred.label
+        if claim.kind == "mid-field" and pred.outcome not in _ranks.PROBLEMS:
+            n, k = len(pred.observed), pred.mid_field  # holds: every setting; partly: half
             label = rule(k == n, 2 * k >= n, complete=n == pred.n_settings)
         cap = _ranks.longer_cap(prof, results_dir) if pred.unconverged else None
         sens = _ranks.rank_test(prof, results_dir, substitute=cap) if cap else None
         if sens is not None and (sens.unconverged or sens.outcome in _ranks.PROBLEMS):
             sens = None
         used = list(pred.results) or [r for rs in by_cell.values() for r in rs]
-        gen, layer, task = readings(used)
         rank = RankEvidence(claim.kind, tuple(paper_ranks), pred, longer_cap=sens)
         reason = _ranks.OUTCOMES[pred.outcome][1]
         return Verdict(label=label, reason=reason, profile=prof, regime=regime_of(used, prof),
-                       ours=_rank_value(claim.kind, observed) if observed else None,
-                       reading=gen, layer_reading=layer, task_reading=task, rank=rank,
-                       **base)  # fmt: skip
+                       ours=_rank_value(claim.kind, pred.observed) if pred.observed else None,
+                       rank=rank, **readings(used), **base)  # fmt: skip
     return Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN,
                    rank=RankEvidence(claim.kind, tuple(paper_ranks)), **base)  # fmt: skip
 
