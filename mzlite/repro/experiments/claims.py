@@ -135,11 +135,10 @@ class Claim:
 
     def label(self, value: float, complete: bool = True, p_max=None, better=()) -> Label:
         """``rule`` on ``value``: a compared claim (``compare``) holds with p_max < ALPHA, and
-        fails where a model is significantly ``better`` (a drop: by its size alone)."""
-        if self.compare is None:
-            return rule(self.holds(value), self.partly(value), True, complete)
+        fails where a model is significantly ``better`` (a drop: by its size alone); an uncompared
+        claim its thresholds alone decide (``better`` None)."""
         significant = p_max is not None and p_max < ALPHA
-        better = bool(better) or self.size_of_gap
+        better = None if self.compare is None else bool(better) or self.size_of_gap
         return rule(self.holds(value), self.partly(value), significant, complete, better)
 
     def expr(self, get: Callable[[str], float]) -> float:
@@ -419,12 +418,10 @@ def _mz_best_claims(table: str) -> list[Claim]:
     that it is first here too, against the other models of the column the paper has numbers
     for."""
     spec = ex.get_table(table)
-    by_col: dict[str, list[ex.Cell]] = {}
-    for c in spec.cells:
-        if c.part == "main" and any(r.metric == "r2" for r in c.paper):
-            by_col.setdefault(c.column, []).append(c)
+    main = [c for c in spec.cells if c.part == "main" and any(r.metric == "r2" for r in c.paper)]
     out = []
-    for col, cells in by_col.items():
+    for col in dict.fromkeys(c.column for c in main):
+        cells = [c for c in main if c.column == col]
         mz = [c.id for c in cells if c.model == "mz_full" and not c.model_kwargs]
         others = tuple(c.id for c in cells if _nn.model_spec(c.model).family != "mz"
                        and or_none(cell_paper_value, table, c.id, "r2") is not None)  # fmt: skip
