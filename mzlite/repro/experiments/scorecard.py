@@ -92,10 +92,9 @@ def under_paper_protocol(claim, results_dir=None) -> dict | None:
     """``claim`` judged on its cells' standardised-target twins under the paper's protocol
     (profile full), where any of them ran: the verdict that licenses (or not) the cheaper
     protocol beside it. The row also says how many of the claim's models ran (``cells_run``)."""
-    if isinstance(claim, RankClaim):
-        return None
     ids = {c.id for c in ex.get_table(claim.table).cells}
-    if not any(f"std-{c}" in ids for c in claim.cells):  # cells.standardised_twin_cells
+    # a rank claim has no twins to read; a cell's twin is cells.standardised_twin_cells'
+    if isinstance(claim, RankClaim) or not any(f"std-{c}" in ids for c in claim.cells):
         return None
     full = ex.results_by_cell(claim.table, "full", results_dir)
     row = evaluate(claim, ("full",), results_dir, loaded={"full": full},
@@ -119,8 +118,7 @@ def normalised_twin(cell_id: str, profile: str) -> str:
 def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
     """An MEB d = 8 claim's row on its ``normalised_twin`` cells (the data normalisation the MEB
     verdict turns on, chapter 5); None for other claims or where no profile ran them."""
-    meb = not isinstance(claim, RankClaim) and claim.table == "tab:meb"
-    if not (meb and all(c.startswith("d8-") for c in claim.cells)):
-        return None
+    if claim.table != "tab:meb" or not all(c.startswith("d8-") for c in claim.cells):
+        return None  # a rank claim's table is tab:transfer-matrix
     row = evaluate(claim, profiles, results_dir, twin=normalised_twin)
     return None if row["value"].label == Label.NOT_RUN else row
