@@ -122,10 +122,8 @@ def loss_spikes(history: dict | None, factor: float = SPIKE_FACTOR) -> dict:
     if not factor > 1.0:
         raise ValueError(f"factor must be > 1, got {factor!r}")
     out = {"spiked": False, "epochs": [], "worst_ratio": None, "factor": factor}
-    if history is None:
-        return out
     best = math.inf
-    for epoch, v in enumerate(history.get("val_loss", []), start=1):
+    for epoch, v in enumerate((history or {}).get("val_loss", []), start=1):
         v = math.inf if v is None else float(v)
         if math.isfinite(best) and best > 0:
             ratio = v / best if math.isfinite(v) else math.inf
