@@ -395,10 +395,11 @@ def _problems(cells, mixed: bool = True) -> tuple[Reason, ...]:
     return tuple(reason for reason, bad in checks if bad)
 
 
-def judge_under(claim: Claim, profile: str, by_cell: dict, rename=None) -> Verdict:
-    """``claim`` judged on one profile's results ``by_cell`` alone ({cell id: [result, ...]}):
-    what the evidence says (smoke, failures, problems, a refutation) before the numbers do."""
-    ren = (lambda c: c) if rename is None else rename
+def judge_under(claim: Claim, profile: str, by_cell: dict, twin=None) -> Verdict:
+    """``claim`` judged on one profile's results ``by_cell`` alone ({cell id: [result, ...]}),
+    read on its cells' ``twin(cell, profile)`` where given (``judge``): what the evidence says
+    (smoke, failures, problems, a refutation) before the numbers do."""
+    ren = (lambda c: c) if twin is None else (lambda c: twin(c, profile))
     spec = ex.get_table(claim.table)
     base = dict(_base(claim), profile=profile)
     cells = tuple(cell_stats(c, ren(c), by_cell[ren(c)], claim.metric, claim.expects_failure)
@@ -479,11 +480,9 @@ def _retired(claim: Claim, by_profile: dict) -> tuple[tuple[str, str], ...]:
                  for c in claim.cells for r in res.get(c, []))),
         None,
     )  # fmt: skip
-    if better is None:
-        return ()
     return tuple(
-        (old, better) for old in RETIRED_ONCE_CONVERGED
-        if by_profile.get(old) and any(by_profile[old].get(c) for c in claim.cells)
+        (old, better) for old in RETIRED_ONCE_CONVERGED if better is not None
+        and by_profile.get(old) and any(by_profile[old].get(c) for c in claim.cells)
     )  # fmt: skip
 
 
@@ -552,11 +551,7 @@ def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> 
         # one profile for every part that ran: the claim is judged whole, as any other
     retired = _retired(claim, {p: loaded[p] for p in order})
     gone = {old for old, _ in retired}
-    tried = [
-        judge_under(claim, p, loaded[p], None if twin is None else lambda c, p=p: twin(c, p))
-        for p in order
-        if p not in gone
-    ]
+    tried = [judge_under(claim, p, loaded[p], twin) for p in order if p not in gone]
     tried = [v for v in tried if v.label != Label.NOT_RUN]
     if not tried:
         main = Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, retired=retired, **_base(claim))
@@ -666,8 +661,7 @@ def family_holm(verdicts: list[Verdict]) -> list[Verdict]:
         if v.p_max is not None and v.tests and v.reason in _WELCH:
             by_table.setdefault(v.table, []).append(i)
     for idx in by_table.values():
-        adjusted = holm([out[i].p_max for i in idx])
-        for i, p in zip(idx, adjusted, strict=True):
+        for i, p in zip(idx, holm([out[j].p_max for j in idx]), strict=True):
             v = replace(out[i], p_holm=p)
             if v.reason in (Reason.SIGNIFICANT, Reason.PATTERN) and p >= ALPHA:
                 v = replace(v, label=Label.NOT_DECIDED, reason=Reason.NOT_SIGNIFICANT)
