@@ -81,6 +81,12 @@ def test_without_the_latex_source_the_labels_come_from_labels_json(monkeypatch, 
 def test_a_tables_state_counts_its_claims_by_verdict():
     from mzlite.repro.experiments.coverage import _state
 
-    assert _state([]) == ""
-    verdicts = ["holds", "does not hold here", "does not hold here"]
-    assert _state(verdicts) == "3 claim(s): 1 holds, 2 do not hold here"
+    assert _state("tab:a", []) == ""
+    scored = [
+        {"table": "tab:a", "verdict": "holds"},
+        {"table": "tab:b", "verdict": "holds"},  # another table's
+        {"table": "tab:a", "verdict": "does not hold here"},
+        {"table": "tab:b", "paper_table": "tab:a", "verdict": "does not hold here"},  # on a's
+    ]
+    assert _state("tab:a", scored) == "3 claim(s): 1 holds, 2 do not hold here"
+    assert _state("tab:b", scored) == "1 claim(s): 1 holds"

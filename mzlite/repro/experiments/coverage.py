@@ -52,13 +52,11 @@ def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
     priced = registered + sorted(like_tables - set(registered))
     p = once(plan, priced, prof, results_dir=results_dir, measure=False)  # every cell, done or not
     totals, by_cell = p.totals(), {(r["table"], r["cell"]): r for r in p.rows}
-    verdicts = {}  # a claim about another table's numbers counts for that table
-    for r in once(scorecard, results_dir=results_dir).rows:
-        verdicts.setdefault(r.get("paper_table") or r["table"], []).append(r["verdict"])
+    scored = once(scorecard, results_dir=results_dir).rows
     out = []
     for label in labels:
         entry = ENTRIES.get(label)
-        state = _state(verdicts.get(label, []))
+        state = _state(label, scored)
         claim = entry["claim"] if entry else f"not described yet (caption: {_caption(label)[:120]})"
         row = {"label": label, "claim": claim, "registered": label in ex.TABLES, **_UNPRICED}
         if label in ex.TABLES:
@@ -106,8 +104,11 @@ def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
     return out
 
 
-def _state(verdicts: list[str]) -> str:
-    """A table's claims by verdict, in words ("3 claims: 1 holds, 2 do not hold here")."""
+def _state(label: str, scored: list[dict]) -> str:
+    """The claims of table ``label`` among scorecard rows ``scored`` by verdict, in words ("3
+    claims: 1 holds, 2 do not hold here"); a claim about another table's numbers counts for that
+    table."""
+    verdicts = [r["verdict"] for r in scored if (r.get("paper_table") or r["table"]) == label]
     if not verdicts:
         return ""
     counts = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
