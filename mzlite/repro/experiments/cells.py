@@ -49,11 +49,9 @@ def grid_cells(columns, models, task, *, paper=ROW_COL, stats=True, stats_batch=
         f = {**fields, **(own[0] if own else {})}
         col_task = f.pop("task", task)
         for mid, name, label, kw, *match in models:
-            refs = tuple(
-                PaperRef(r.format(row=label, col=paper_col), c.format(row=label, col=paper_col),
-                         *rest)
-                for r, c, *rest in paper
-            ) if paper_col else ()  # fmt: skip
+            at = {"row": label, "col": paper_col}  # what the templates of ``paper`` name
+            refs = tuple(PaperRef(r.format(**at), c.format(**at), *rest)
+                         for r, c, *rest in paper) if paper_col else ()  # fmt: skip
             cells.append(
                 Cell(f"{col_id}-{mid}", col_task, opts, name, label, col_label,
                      model_kwargs={**kw, **f.get("model_kwargs", {})},
