@@ -218,6 +218,13 @@ class Claim:
         """The most a claim with ``bound_cells`` can reach: R^2 <= 1 at a drop's upper end."""
         return 1.0 - get(self.cells[1])
 
+    def paper_value(self) -> float | None:
+        """The paper's number for the claim: ``paper_expr()``, else ``expr`` on the paper's
+        numbers of its cells (``cell_paper_value``); None where one it needs is missing."""
+        if self.paper_expr is not None:
+            return or_none(self.paper_expr)
+        return or_none(self.expr, lambda cid: cell_paper_value(self.table, cid, self.metric))
+
     def fmt(self, value: float) -> str:
         """The claim's number as its table prints it: "+0.12" (a gap), "0.908", "2.31x"."""
         if self.metric == "bin_err_ratio":
@@ -431,7 +438,7 @@ def _mz_best_claims(table: str) -> list[Claim]:
                       f"{spaced(col)}: MZAttn beats every other model of the column",
                       (mz[0], *others))  # fmt: skip
         # the paper claims it where its gap is positive
-        if (or_none(claim.expr, lambda cid: cell_paper_value(table, cid, "r2")) or 0) > 0:
+        if (claim.paper_value() or 0) > 0:
             out.append(claim)
     return out
 

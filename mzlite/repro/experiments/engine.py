@@ -19,14 +19,7 @@ from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import reading_ablation as _reading
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments import transfer_ranks as _ranks
-from mzlite.repro.experiments.claims import (
-    LOWER_IS_BETTER,
-    Claim,
-    MissingCell,
-    RankClaim,
-    cell_paper_value,
-    or_none,
-)
+from mzlite.repro.experiments.claims import LOWER_IS_BETTER, Claim, MissingCell, RankClaim, or_none
 from mzlite.repro.experiments.execute import result_amp
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.tasks.readings import DEFAULT_READING
@@ -319,10 +312,7 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str, rename):
 def _base(claim: Claim) -> dict:
     """The fields of every verdict on ``claim``: its id and table, the paper's number (None
     where the paper lacks one it needs) and how many cells the claim names."""
-    if claim.paper_expr is not None:
-        paper = or_none(claim.paper_expr)
-    else:
-        paper = or_none(claim.expr, lambda cid: cell_paper_value(claim.table, cid, claim.metric))
+    paper = claim.paper_value()
     return dict(claim=claim.id, table=claim.table, paper=paper, n_cells=len(claim.cells))
 
 
@@ -434,19 +424,17 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, twin=None) -> Verdict
                 yard = _mean(by_cell[ren(y.id)], "r2")
     base.update(problems=problems, tests=tests, p_max=p_max, better=better, yardstick=yard)
     none_learns = bool(cells) and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
-    early = None  # a label that the evidence gives: unfitted runs (unless failing is the claim),
-    # problems, no model learning, a memorised focal model
+    early, why = None, None  # a label that the evidence gives, and its reason: unfitted runs
+    # (unless failing is the claim), problems, no model learning, a memorised focal model
     if any(c.failed for c in cells) and not claim.expects_failure:
-        early = (Label.OPTIMISATION_FAILURE, Reason.OPTIMISATION_FAILURE)
+        early, why = Label.OPTIMISATION_FAILURE, Reason.OPTIMISATION_FAILURE
     elif problems:
-        early = (Label.INSUFFICIENT, problems[0])
+        early, why = Label.INSUFFICIENT, problems[0]
     elif compared and claim.metric == "r2" and none_learns:
-        early = (Label.NO_MODEL_LEARNS, Reason.NO_MODEL_LEARNS)
+        early, why = Label.NO_MODEL_LEARNS, Reason.NO_MODEL_LEARNS
     elif compared and any(c.cell == claim.compare[0] and 2 * c.memorised > c.runs for c in cells):
-        early = (Label.MEMORISED, Reason.MEMORISED)
-    if refuted is not None and (
-        early is None or early[0] not in (Label.NO_MODEL_LEARNS, Label.MEMORISED)
-    ):
+        early, why = Label.MEMORISED, Reason.MEMORISED
+    if refuted is not None and early not in (Label.NO_MODEL_LEARNS, Label.MEMORISED):
         # a refutation by solid cells stands whatever the cells that are not solid say; where
         # the models run so far leave no room for the claim but none is significantly better,
         # it cannot hold ("does not hold" needs a significant model)
@@ -455,7 +443,7 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, twin=None) -> Verdict
                            refutation=refuted, **base)  # fmt: skip
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
     if early is not None:
-        return Verdict(label=early[0], reason=early[1], **base)
+        return Verdict(label=early, reason=why, **base)
     label = claim.label(ours, len(cells) == len(claim.cells), p_max, better)
     reason = {
         Label.HOLDS: Reason.SIGNIFICANT if compared else Reason.THRESHOLDS,
