@@ -1,5 +1,5 @@
 """The lowest layer of the results' words, importing none of theirs: how a number with its
-spread, a cell and a count of verdicts read, and how a verdict's badge looks.
+spread, a cell, a count of verdicts and a Markdown table read, and how a verdict's badge looks.
 """
 
 from __future__ import annotations
@@ -81,6 +81,13 @@ def and_join(items) -> str:
     """ "a, b and c"."""
     *rest, last = list(items) or [""]
     return ", ".join(rest) + (" and " if rest else "") + last
+
+
+def markdown_table(head, rows) -> list[str]:
+    """The lines of a Markdown pipe table of ``head`` and ``rows`` (sequences of strings), a "|"
+    in a cell written "/"."""
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return out + ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]
 
 
 def counts_text(rows) -> str:

@@ -13,7 +13,7 @@ from mzlite.analysis.verdicts import ALPHA, TIE, Label
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.claims import Claim, Kind, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
-from mzlite.repro.experiments.formatting import cell_words, scorecard_summary
+from mzlite.repro.experiments.formatting import cell_words, markdown_table, scorecard_summary
 from mzlite.repro.experiments.protocols import reader_name
 from mzlite.repro.experiments.specs import prose_data, set_count_text
 from mzlite.repro.experiments.tables import get_table
@@ -518,13 +518,10 @@ def scorecard_markdown(sc) -> str:
     """The scorecard as one Markdown table (``python -m mzlite scorecard``)."""
     cols = ("table", "claim", "paper", "ours", "protocol", "statistics", "verdict", "reason",
             "chapter")  # fmt: skip
-    out = [scorecard_summary(sc), "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in sc.rows:
-        cells = (r["table"], r["text"], r["paper_text"], r["ours_text"], r["protocol"],
-                 r.get("statistics", "--"), _verdict_words(r), r.get("reason", ""),
-                 f"[{r['chapter']}]({r['chapter']}.html)")  # fmt: skip
-        out.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    return "\n".join(out)
+    rows = [(r["table"], r["text"], r["paper_text"], r["ours_text"], r["protocol"],
+             r.get("statistics", "--"), _verdict_words(r), r.get("reason", ""),
+             f"[{r['chapter']}]({r['chapter']}.html)") for r in sc.rows]  # fmt: skip
+    return "\n".join([scorecard_summary(sc), "", *markdown_table(cols, rows)])
 
 
 def scorecard_text(sc, width: int = 100) -> str:

@@ -18,7 +18,7 @@ from mzlite import nn as _nn
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.engine import devices_of, protocol_key
-from mzlite.repro.experiments.formatting import cell_words, format_mean_std
+from mzlite.repro.experiments.formatting import cell_words, format_mean_std, markdown_table
 from mzlite.repro.experiments.present import devices_text
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.stats import mean_std
@@ -106,11 +106,7 @@ class Report:
                 tail = " (no paper numbers)" if name == "Ablation" else ""
                 out += ["", f"*{name}*{tail}", ""] if markdown else ["", name + tail]
             if markdown:
-                out += ["| " + " | ".join(self.COLUMNS) + " |", "|" + "---|" * len(self.COLUMNS)]
-                out += [
-                    "| " + " | ".join(r[c].replace("|", "/") for c in self.COLUMNS) + " |"
-                    for r in rows
-                ]
+                out += markdown_table(self.COLUMNS, [[r[c] for c in self.COLUMNS] for r in rows])
             else:
                 w = {c: max(len(c), *(len(r[c]) for r in rows)) for c in self.COLUMNS}
                 out.append("  ".join(c.ljust(w[c]) for c in self.COLUMNS))
