@@ -12,9 +12,8 @@ never averaged: the row says "mixed protocols".
 
 from __future__ import annotations
 
-import math
-
 from mzlite import nn as _nn
+from mzlite.analysis.verdicts import finite
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.engine import devices_of, protocol_key
@@ -221,8 +220,6 @@ def _row(
         n_seeds=n_seeds,
         converged=conv,
         converged_text=f"{conv}/{len(res)}" if res else "--",
-        spiked=spiked,
-        trained=len(trained),
         spiked_text=f"{spiked}/{len(trained)}" if spiked else "",
         epochs=epoch_range(res),
         device=devices_text(*devices_of(res)) if res else "--",
@@ -249,7 +246,7 @@ class ReportRow(dict):
     @property
     def seed_values(self) -> list[float]:
         """Our per-seed values that exist (for a test over seeds)."""
-        return [v for v in self["ours_values"] if v is not None and math.isfinite(v)]
+        return finite(self["ours_values"])
 
 
 def best_rows(table, profiles=PROFILE_ORDER, results_dir=None) -> dict[str, ReportRow]:
@@ -260,15 +257,15 @@ def best_rows(table, profiles=PROFILE_ORDER, results_dir=None) -> dict[str, Repo
         p: report(table, p, results_dir).by_cell(None, "r2")
         for p in (ex.get_profile(p).name for p in profiles)
     }
-    out: dict[str, dict] = {}
-    for prof, rows in by_profile.items():
-        for cid, row in rows.items():
-            if cid not in out and row["seeds"]:
-                out[cid] = ReportRow(row, profile=prof)
-    for cid, row in next(iter(by_profile.values())).items():
-        out.setdefault(cid, ReportRow(row, profile=None))
-    order = {c.id: i for i, c in enumerate(ex.get_table(table).cells)}
-    return dict(sorted(out.items(), key=lambda kv: order[kv[0]]))
+    first = next(iter(by_profile.values()))  # every profile's report has the same cells, in order
+
+    def best(cid: str) -> ReportRow:
+        ran = (
+            ReportRow(rows[cid], profile=p) for p, rows in by_profile.items() if rows[cid]["seeds"]
+        )
+        return next(ran, ReportRow(first[cid], profile=None))
+
+    return {cid: best(cid) for cid in first}
 
 
 def ours_text(row: dict | None) -> str:
