@@ -81,16 +81,12 @@ class Report:
         if r.get("paper_params"):
             params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
         return {
-            "row": r["row"],
-            "column": r["column"],
-            "metric": r["metric"],
+            **{c: r[c] for c in ("row", "column", "metric", "epochs", "device")},  # as they are
             "ours": self.ours(r),
             "paper": r["paper_text"],
             "seeds": str(len(r["seeds"])),
             "converged": r.get("converged_text", "--"),
-            "epochs": r["epochs"],
             "params": params,
-            "device": r["device"],
         }
 
     def _render(self, markdown: bool) -> str:
@@ -150,10 +146,11 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
             if c.paper and gradient_trained and "Params" in paper_cols:
                 pp = paper_cell(spec.label, ref.row, "Params").get("mean")
             rows.append(_row(
-                spec, res, c.part, c.row, c.column,
-                ref.metric + (f" x {ref.scale:g}" if ref.scale != 1.0 else ""), [c.id], vals,
-                (None, None) if mixed else mean_std(vals), [r["seed"] for r in res], len(res),
+                res, (None, None) if mixed else mean_std(vals),
                 paper_cell(spec.label, ref.row, ref.column) if c.paper else None,
+                table=spec.label, part=c.part, row=c.row, column=c.column, cells=[c.id],
+                metric=ref.metric + (f" x {ref.scale:g}" if ref.scale != 1.0 else ""),
+                ours_values=vals, seeds=[r["seed"] for r in res], n_seeds=len(res),
                 model=c.model, mixed=mixed, same_as=same.get(c.id),
                 params=params[0] if params and gradient_trained else None, paper_params=pp,
             ))  # fmt: skip
@@ -165,9 +162,10 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
         metric = (f"{d.metric}({cell_words(spec.label, d.num)}) / "
                   f"{d.metric}({cell_words(spec.label, d.den)})")  # fmt: skip
         seeds = sorted({r["seed"] for r in num} & {r["seed"] for r in den})
-        rows.append(_row(spec, num + den, "derived", d.row, d.column, metric, [d.num, d.den],
-                         [ratio], (ratio, None), seeds, min(len(num), len(den)),
-                         paper_cell(spec.label, d.row, d.column)))  # fmt: skip
+        rows.append(_row(num + den, (ratio, None), paper_cell(spec.label, d.row, d.column),
+                         table=spec.label, part="derived", row=d.row, column=d.column,
+                         metric=metric, cells=[d.num, d.den], ours_values=[ratio], seeds=seeds,
+                         n_seeds=min(len(num), len(den))))  # fmt: skip
     notes = [spec.notes] if spec.notes else []
     if prof.name == "smoke":
         notes.append(
@@ -195,29 +193,19 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
     return Report(spec.label, spec.title, prof.name, rows, " ".join(notes))
 
 
-def _row(
-    spec, res, part, row, column, metric, cells, values, mean_std_, seeds, n_seeds, pc, **extra
-) -> ReportRow:
-    """One row of a ``Report`` from the results ``res`` behind it: our cells, mean, std and
-    per-seed values, runs converged and spiked, the paper's number (``pc``), and ``extra`` keys
-    (``mixed``: several protocols, no mean; ``same_as``: the cell an aliased cell shows)."""
+def _row(res, mean_std_, pc, **given) -> ReportRow:
+    """One row of a ``Report`` from the results ``res`` behind it: the keys ``given`` (its table,
+    part, row, column, metric and cells, per-seed ``ours_values``, ``seeds`` and ``n_seeds``; a
+    cell's ``model``, ``mixed``: several protocols, no mean; ``same_as``: the cell an aliased cell
+    shows), our mean and std, runs converged and spiked, and the paper's number (``pc``)."""
     trained = [r for r in res if r.get("history") is not None]
     spiked = sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained)
     conv = sum(_stats.result_convergence(r)["converged"] for r in res)
     defaults = {"mixed": False, "same_as": None, "params": None, "paper_params": None}
     return ReportRow(
-        {**defaults, **extra},
-        table=spec.label,
-        part=part,
-        row=row,
-        column=column,
-        metric=metric,
-        cells=cells,
+        {**defaults, **given},
         ours_mean=mean_std_[0],
         ours_std=mean_std_[1],
-        ours_values=values,
-        seeds=seeds,
-        n_seeds=n_seeds,
         converged=conv,
         converged_text=f"{conv}/{len(res)}" if res else "--",
         spiked_text=f"{spiked}/{len(trained)}" if spiked else "",
