@@ -134,18 +134,13 @@ def verdict_badge(verdict: str) -> str:
 
 def table_name(label: str, title: bool = True) -> str:
     """The name of ``label`` as the paper prints it: "Table 3 (MEB radius prediction)"."""
-    try:
-        return paper_ref(label, title)
-    except KeyError:
-        return label
+    return paper_ref(label, title)
 
 
 def tables_words(labels: list[str]) -> str:
-    """ "Tables 4, 6 and 17" (as the paper numbers them, in order)."""
-    names = [table_name(t, title=False) for t in labels]
-    nums = [n.removeprefix("Table ") for n in names]
-    if not all(n.isdigit() for n in nums):
-        return ", ".join(names)
+    """ "Tables 4, 6 and 17" (as the paper numbers them, in order; every table label of the
+    paper prints as "Table <number>")."""
+    nums = [table_name(t, title=False).removeprefix("Table ") for t in labels]
     return f"Table{'s' * (len(nums) > 1)} {and_join(sorted(nums, key=int))}"
 
 
@@ -348,11 +343,10 @@ def report_html(rep) -> HTML:
     """A ``Report`` as a table: a heading per setting, then model (its parameter count under it) |
     ours (what ran as a footnote) | paper."""
     notes = _Footnotes("What ran behind our numbers")
-    parts = [
-        STYLE,
+    caption = (
         f'<p class="mz-caption">{_e(table_name(rep.label))}: ours beside the paper '
-        f"(profile <code>{_e(rep.profile)}</code>)</p>",
-    ]
+        f"(profile <code>{_e(rep.profile)}</code>)</p>"
+    )
     cols = [("Model", 44), ("Ours", 28), ("Paper", 28)]
     sections = (("main", ""), ("derived", "derived: "), ("ablation", "ablation, no paper number: "))
     body = []
@@ -366,11 +360,8 @@ def report_html(rep) -> HTML:
         for this, rows in groups.items():
             body.append(f'<tr class="mz-group"><th colspan="3">{_e(prefix + this)}</th></tr>')
             body += [_report_row(r, rep, notes) for r in rows]
-    parts.append(_table(cols, "".join(body)))
-    parts.append(notes.legend())
-    if rep.notes:
-        parts.append(f'<p class="mz-legend">{_e(name_labels(rep.notes))}</p>')
-    return HTML("".join(parts))
+    tail = f'<p class="mz-legend">{_e(name_labels(rep.notes))}</p>' if rep.notes else ""
+    return HTML(STYLE + caption + _table(cols, "".join(body)) + notes.legend() + tail)
 
 
 def _report_row(r: dict, rep, notes: _Footnotes) -> str:
@@ -382,12 +373,10 @@ def _report_row(r: dict, rep, notes: _Footnotes) -> str:
         params = f'<span class="mz-sub">{_e(params)}</span>'
     if r["seeds"]:
         # marked with its experiment: the cell whose runs it shows (an alias's twin), the profile
+        # (a row of mixed protocols has no mean: number_html leaves it unmarked)
         key = experiment_key(rep.label, r, rep.profile)
-        ours = (
-            _e(rep.ours(r))
-            if r.get("mixed")
-            else number_html(rep.ours(r), key, f"mean_{r['metric']}", r["ours_mean"], r["ours_std"])
-        ) + notes.mark(evidence_note(r, rep.profile))
+        ours = number_html(rep.ours(r), key, f"mean_{r['metric']}", r["ours_mean"], r["ours_std"])
+        ours += notes.mark(evidence_note(r, rep.profile))
     else:
         ours = '<span class="mz-sub">not run</span>'
     return (
