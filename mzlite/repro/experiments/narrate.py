@@ -10,7 +10,7 @@ import html
 
 from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
-from mzlite.repro.experiments.claims import MissingCell, cell_paper_value
+from mzlite.repro.experiments.claims import cell_paper_value, or_none
 from mzlite.repro.experiments.findings import NOT_RUN_LABEL, SCORECARD_CHAPTER
 from mzlite.repro.experiments.formatting import and_join, counts_text
 from mzlite.repro.experiments.scorecard import scorecard
@@ -18,11 +18,9 @@ from mzlite.repro.render import HTML, conclusion, table_name, verdict_anchor
 
 
 def paper_metric(table, cell_id: str) -> float | None:
-    """The paper's mean R² of one cell (``claims.cell_paper_value``), None where it has none."""
-    try:
-        return cell_paper_value(table, cell_id, "r2")
-    except MissingCell:
-        return None
+    """The paper's mean R² of one cell (``claims.cell_paper_value``), None where it has none
+    (``claims.or_none``)."""
+    return or_none(cell_paper_value, table, cell_id, "r2")
 
 
 def _chapter_rows(chapter: str, sc=None) -> list[dict]:
@@ -36,19 +34,19 @@ def glance(chapter: str, sentences=(), sc=None):
     """The box at the top of a results chapter: the verdict counts of its claims, its own
     ``sentences``, then a link to each of its paper tables' verdicts in chapter 9."""
     rows = _chapter_rows(chapter, sc)
+    ran = {r["table"] for r in rows if r["verdict"] != Label.NOT_RUN}  # the tables with verdicts
     paras = list(sentences)
     if rows:
         counts, n = counts_text(rows), len(rows)
         paras.insert(0, f"{n} claim{'s' * (n != 1)} of the paper tested here: {counts}.")
-        links = []  # each paper table to its verdicts in chapter 9 (or to the claims not run)
-        for table in dict.fromkeys(r["table"] for r in rows):
-            ran = any(r["verdict"] != Label.NOT_RUN for r in rows if r["table"] == table)
-            links.append(f'<a href="{SCORECARD_CHAPTER}.html#'
-                         f'{verdict_anchor(table) if ran else NOT_RUN_LABEL}">'
-                         f"{html.escape(table_name(table, title=False))}</a>")  # fmt: skip
+        # each paper table to its verdicts in chapter 9 (or to the claims not run)
+        links = [f'<a href="{SCORECARD_CHAPTER}.html#'
+                 f'{verdict_anchor(table) if table in ran else NOT_RUN_LABEL}">'
+                 f"{html.escape(table_name(table, title=False))}</a>"
+                 for table in dict.fromkeys(r["table"] for r in rows)]  # fmt: skip
         paras.append(HTML(f"Each claim's verdict and its reason: {and_join(links)} in chapter 9."))
-    ran = any(r["verdict"] != Label.NOT_RUN for r in rows) or any(sentences)
-    title = "What the results say" if ran else "The paper's claims about this chapter"
+    said = ran or any(sentences)  # a verdict, or the chapter's own words on its results
+    title = "What the results say" if said else "The paper's claims about this chapter"
     return conclusion(paras, title, kind="mz-glance")
 
 
