@@ -375,7 +375,7 @@ def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
     """{``protocols.CPU`` or the GPU's name: (runs, hours)} of every committed run but smoke's,
     each once (a result ``results.retire`` copied to a superseded profile spent nothing)."""
     root = Path(results_dir) if results_dir is not None else default_results_dir()
-    spent: dict[str, list] = {}
+    runs, hours = Counter(), Counter()  # by protocols.CPU or the GPU's name
     for path in sorted(root.glob("*/*/*.json")):
         if path.parts[-3] == "smoke":
             continue
@@ -387,11 +387,10 @@ def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
             continue
         if (res.get("retired_from") or {}).get("action") == "copy":
             continue
-        gpu = (res.get("provenance") or {}).get("gpu_name")
-        runs_hours = spent.setdefault(gpu or _protocols.CPU, [0, 0.0])
-        runs_hours[0] += 1
-        runs_hours[1] += res["wall_time_s"] / 3600
-    return {k: (n, h) for k, (n, h) in sorted(spent.items(), key=lambda kv: -kv[1][1])}
+        where = (res.get("provenance") or {}).get("gpu_name") or _protocols.CPU
+        runs[where] += 1
+        hours[where] += res["wall_time_s"] / 3600
+    return {where: (runs[where], h) for where, h in hours.most_common()}
 
 
 def _compute_sentence(spent: dict[str, tuple[int, float]]) -> Finding | None:
@@ -444,10 +443,9 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     sentences = [_paper_scale_finding(rows),
                  layer_sentence(once(_reading.layer_readings, results_dir=results_dir)),
                  _held_sentence(rows), opening,
-                 _partly_sentence(rows), _failed_sentence(rows), _sure_sentence(rows)]  # fmt: skip
-    if price:
-        sentences.append(_not_run_sentence(rows, results_dir))
-    sentences.append(_compute_sentence(once(compute_spent, results_dir=results_dir)))
+                 _partly_sentence(rows), _failed_sentence(rows), _sure_sentence(rows),
+                 price and _not_run_sentence(rows, results_dir),
+                 _compute_sentence(once(compute_spent, results_dir=results_dir))]  # fmt: skip
     used = [p for p in sc.profiles if any(r.get("profile") == p for r in rows)]
     return Findings(
         sc.counts(), len(rows), tuple(s for s in sentences if s), headline_text(rows),
