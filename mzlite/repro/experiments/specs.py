@@ -200,9 +200,20 @@ def sizes_text(sizes) -> str:
 
 
 TDOF_PAPER_SIZES = sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])  # profiles, table notes
-# the converged CPU protocol's training, and the halving of the rate its successors anneal with
+# the converged CPU protocol's training, the halving of the rate its successors anneal with, and
+# the annealed CPU protocol's training
 _CONVERGED = {"epochs": 200, "warmup_epochs": 3, "patience": 20, "normalize_targets": True}
 _HALVING = {"decay_patience": 5, "decay_factor": 0.5}
+_ANNEALED = {**_CONVERGED, "schedule": "plateau", **_HALVING}
+
+
+def _lr_probed(name: str, train: dict, **lr_by_family: float) -> Profile:
+    """A CPU profile of 3 seeds, training and validation sets capped at 2K and 500 (test sets
+    the paper's), training each family at the rate ``benchmarks/lr_probe.py`` chose for it."""
+    src = f"benchmarks/lr_probe.py (validation split; lr_probe-{name}.txt)"
+    cap = (2_000, 500, 2_000)
+    return Profile(name, None, 3, train, max_sizes=cap, lr_by_family=lr_by_family, lr_source=src)
+
 
 _PROFILES = {
     # lr 1e-3 so that 3 epochs of 4 steps visibly move the curves; the numbers mean nothing.
@@ -229,28 +240,12 @@ _PROFILES = {
     # patience 20), not by a cap. Targets standardised (app:opt-confound; metrics in original
     # units). Training sets capped at 2K and validation at 500, as CPU time is linear in them;
     # test sets the paper's (a test pass is one forward, and shrinks the error of every mean).
-    "cpu-converged": Profile(
-        "cpu-converged",
-        None,
-        3,
-        _CONVERGED,
-        max_sizes=(2_000, 500, 2_000),
-        lr_by_family={"mz": 3e-3, "baseline": 1e-3, "deepsets": 1e-3},
-        lr_source="benchmarks/lr_probe.py (validation split; lr_probe-cpu-converged.txt)",
-    ),
+    "cpu-converged": _lr_probed("cpu-converged", _CONVERGED, mz=3e-3, baseline=1e-3, deepsets=1e-3),
     # The annealed CPU protocol (issue 23), cpu-converged's successor: a schedule that anneals
     # within the run that early stopping ends (cpu-converged's cosine spans the 200-epoch cap, so
     # 78% of its MZ runs stopped with the rate still >= 30% of its peak): the rate halves after 5
     # epochs without a new best, and patience 20 stops a run three halvings after its last best.
-    "cpu-annealed": Profile(
-        "cpu-annealed",
-        None,
-        3,
-        {**_CONVERGED, "schedule": "plateau", **_HALVING},
-        max_sizes=(2_000, 500, 2_000),
-        lr_by_family={"mz": 1e-3, "baseline": 1e-3, "deepsets": 1e-3},
-        lr_source="benchmarks/lr_probe.py (validation split; lr_probe-cpu-annealed.txt)",
-    ),
+    "cpu-annealed": _lr_probed("cpu-annealed", _ANNEALED, mz=1e-3, baseline=1e-3, deepsets=1e-3),
     # The paper's sizes (issue 33): cpu-annealed's reading at each cell's own (the paper's) sizes,
     # warm-up and patience in epochs as the paper states them (about its optimiser steps at
     # these sizes); each family's lr and schedule from the search. Float32: the paper names no
