@@ -82,11 +82,10 @@ class Job:
 
     def train_config(self) -> TrainConfig:
         c, p = self.cell, self.profile
-        kw = dict(p.train)
-        if model_family(c.model) in p.lr_by_family:
-            kw["lr"] = p.lr_by_family[model_family(c.model)]
+        fam = model_family(c.model)
+        kw = {**p.train, "lr": p.lr_by_family[fam]} if fam in p.lr_by_family else dict(p.train)
         if p.searched:  # before its search has run: the profile's own (run() refuses to train)
-            kw.update(search_choice(p.name, table=self.table).get(model_family(c.model), {}))
+            kw.update(search_choice(p.name, table=self.table).get(fam, {}))
         kw.update(c.train)  # a cell's own protocol (lr sweep, targets) wins ...
         kw.update({k: p.train[k] for k in p.fixed_train})  # ... except where the profile is fixed
         kw["batch_size"] = p.batch_size or c.batch_size
@@ -134,10 +133,8 @@ def _experiment_key(label: str, cell: Cell, prof: Profile, stated: bool = False)
         "sizes": list(job.sizes),
         "data_seed": prof.data_seed,
     }
-    if model_spec(cell.model).trainable:
+    if model_spec(cell.model).trainable:  # a bare job's seed and device are every cell's
         key["train"] = job.train_config().to_dict()
-        for k in ("seed", "device", "num_threads"):
-            key["train"].pop(k)
     if label == UNCERTAINTY_TABLE:  # each cell computes its own method's metrics (MC-Dropout, ...)
         key["evaluation"] = f"uncertainty: {cell.id}"
     return json.dumps(key, sort_keys=True, default=str)
