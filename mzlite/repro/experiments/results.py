@@ -8,6 +8,7 @@ import pickle
 import time
 import warnings
 from datetime import datetime, timezone
+from functools import cache, partial
 from pathlib import Path
 
 from mzlite._io import atomic_write_json
@@ -212,16 +213,14 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
     out: dict[str, list[dict]] = {}
     spec, prof = get_table(table), get_profile(profile)
     cells = {c.id: c for c in spec.cells}
-    today: dict[str, dict] = {}  # each trainable cell's train_config under the profile
 
-    def train_today(cell) -> dict:
-        if cell.id not in today:
-            today[cell.id] = _train_today(bare_job(spec.label, cell, prof))
-        return today[cell.id]
+    @cache
+    def train_today(cell_id: str) -> dict:  # a trainable cell's train_config under the profile
+        return _train_today(bare_job(spec.label, cells[cell_id], prof))
 
     for r in load_results(table, profile, results_dir):
         cell = cells.get(r["cell"])
-        other = cell and _other_experiment(r, cell, lambda cell=cell: train_today(cell))
+        other = cell and _other_experiment(r, cell, partial(train_today, cell.id))
         if other:
             kind, what, diff = other
             warnings.warn(
@@ -232,13 +231,10 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
             )
             continue
         out.setdefault(r["cell"], []).append(r)
-    lenders: dict[str, dict] = {}
+    lender = cache(partial(results_by_cell, profile=profile, results_dir=results_dir))
     for cid, (label, other) in shared(table, profile).items():  # run under an earlier table
-        if cid not in out:
-            if label not in lenders:
-                lenders[label] = results_by_cell(label, profile, results_dir)
-            if other in lenders[label]:
-                out[cid] = lenders[label][other]
+        if cid not in out and other in lender(label):
+            out[cid] = lender(label)[other]
     for cid, same in aliases(table, profile).items():  # the same experiment, run once
         if cid not in out and same in out:
             out[cid] = out[same]
