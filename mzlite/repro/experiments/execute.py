@@ -168,11 +168,10 @@ def result_amp(result: dict) -> bool | None:
     """The precision a result was trained in: bf16 autocast (True) or float32 (False), as its
     history recorded it (``amp=None`` resolved on the machine that ran it), else as its
     ``train_config`` says; None when neither says (a closed-form result)."""
-    hist_cfg = (result.get("history") or {}).get("config") or {}
-    if hist_cfg.get("amp") is not None:
-        return bool(hist_cfg["amp"])
-    amp = (result.get("train_config") or {}).get("amp")
-    return None if amp is None else bool(amp)
+    for cfg in ((result.get("history") or {}).get("config"), result.get("train_config")):
+        if (cfg or {}).get("amp") is not None:
+            return bool(cfg["amp"])
+    return None
 
 
 EPOCH_LINE_EVERY_S = 30.0  # a long job says where it is about twice a minute, a short one once

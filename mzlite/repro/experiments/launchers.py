@@ -21,6 +21,7 @@ result records ``provenance.launcher``: ``ray``, the node, the epoch a retry res
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from dataclasses import dataclass, replace
@@ -48,12 +49,10 @@ def _run_remote(job, git: dict, splits, threads: int, local_checkpoint: bool) ->
     torch.set_num_threads(threads)
     if local_checkpoint:  # no shared path: this node's own cache
         job = replace(job, checkpoint_path=default_cache_dir() / job.checkpoint_path)
-    resumed = 0  # the last finished epoch of the checkpoint this task resumes
-    if job.checkpoint_path.exists():
-        try:
-            resumed = int(load_checkpoint(job.checkpoint_path, map_location="cpu")["epoch"])
-        except Exception:  # an unreadable checkpoint is fit's to report; this is only provenance
-            pass
+    resumed = 0  # the last finished epoch of the checkpoint this task resumes, if there is one
+    # (an unreadable checkpoint is fit's to report; this is only provenance)
+    with contextlib.suppress(Exception):
+        resumed = int(load_checkpoint(job.checkpoint_path, map_location="cpu")["epoch"])
     (out,) = run_jobs([job], git, splits=splits, write=False)
     out["provenance"]["launcher"] = {
         "name": "ray",
