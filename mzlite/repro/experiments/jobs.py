@@ -20,8 +20,8 @@ from .specs import (
     TableSpec,
     check_task_options,
     default_cache_dir,
-    default_results_dir,
     model_family,
+    results_root,
     search_choice,
 )
 from .tables import get_profile, get_table, table_registry
@@ -214,7 +214,7 @@ def _registered_sameness(profile: str, registry: tuple) -> dict[str, tuple[dict,
 
 def result_path(table, cell_id: str, seed: int, profile: str, results_dir=None) -> Path:
     """``<results>/<profile>/<label-with-dashes>/<cell-id>__seed<k>.json``."""
-    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    root = results_root(results_dir)
     return root / profile / get_table(table).dirname / f"{cell_id}__seed{seed}.json"
 
 

@@ -15,7 +15,7 @@ from mzlite._io import atomic_write_json
 from mzlite.nn import model_spec
 
 from .jobs import Job, aliases, bare_job, jobs, result_path, shared
-from .specs import PROFILES, default_results_dir, task_options_diff, train_config_diff
+from .specs import PROFILES, results_root, task_options_diff, train_config_diff
 from .tables import get_profile, get_table, table_registry
 
 
@@ -51,7 +51,7 @@ def file_identity(path) -> tuple[int, int, int] | None:
 def results_state(results_dir=None) -> tuple:
     """The identity of every JSON file under ``results_dir``: equal twice only while no result
     landed or changed (an unsettled file's identity equals nothing)."""
-    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    root = results_root(results_dir)
     state = [(str(p), file_identity(p) or object()) for p in root.rglob("*.json")]
     return str(root.resolve()), tuple(sorted(state, key=lambda s: s[0]))
 
@@ -94,8 +94,7 @@ def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
     ``profile`` or ``table`` disagrees with its directory raises ValueError (profiles never mix);
     one that cannot be read is left out with an :class:`UnreadableResultWarning` naming it."""
     spec, prof = get_table(table), get_profile(profile)
-    root = Path(results_dir) if results_dir is not None else default_results_dir()
-    d = root / prof.name / spec.dirname
+    d = results_root(results_dir) / prof.name / spec.dirname
     out = []
     for p in sorted(d.glob("*__seed*.json")):
         res = _read_or_warn(p)
@@ -167,7 +166,7 @@ def retire(profile: str, to: str, results_dir=None, dry_run: bool = False) -> li
     after its write completes on the next call; a result ``to`` already holds is not written
     again."""
     src, dst = get_profile(profile), get_profile(to)
-    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    root = results_root(results_dir)
     out = []
     for spec in table_registry().values():
         cells = {c.id: c for c in spec.cells}

@@ -37,14 +37,18 @@ def default_results_dir() -> Path:
     return Path(os.environ.get("MZLITE_RESULTS", data_root() / "results"))
 
 
+def results_root(results_dir=None) -> Path:
+    """``results_dir`` as a path, or ``default_results_dir()`` where it is None."""
+    return Path(results_dir) if results_dir is not None else default_results_dir()
+
+
 default_cache_dir = _tasks.default_cache_dir  # $MZLITE_CACHE, else data/cache
 
 
 def search_path(profile: str, results_dir=None) -> Path:
     """Where the learning-rate search of ``profile`` writes its trials and its choice:
     ``<results>/lr-search/<profile>.json`` (``mzlite.repro.experiments.search``)."""
-    root = Path(results_dir) if results_dir is not None else default_results_dir()
-    return root / "lr-search" / f"{profile}.json"
+    return results_root(results_dir) / "lr-search" / f"{profile}.json"
 
 
 def search_choice(profile: str, results_dir=None, table: str | None = None) -> dict[str, dict]:
