@@ -175,12 +175,10 @@ def retire(profile: str, to: str, results_dir=None, dry_run: bool = False) -> li
             cell = res and cells.get(res.get("cell"))
             if not cell:
                 continue
-            if model_spec(cell.model).trainable:
-                if not (res.get("train_config") and _trains_as(res, cell, dst)):
-                    continue
-                action = "copy" if _trains_as(res, cell, src) else "move"
-            else:
-                action = "copy"
+            trained = model_spec(cell.model).trainable
+            if trained and not (res.get("train_config") and _trains_as(res, cell, dst)):
+                continue
+            action = "move" if trained and not _trains_as(res, cell, src) else "copy"
             target = result_path(spec, cell.id, res["seed"], dst.name, results_dir)
             if target.exists():
                 if _moved(json.loads(target.read_text())) != _moved(res):
