@@ -201,14 +201,13 @@ def _registered_sameness(profile: str, registry: tuple) -> dict[str, tuple[dict,
     first: dict[str, tuple[str, str]] = {}
     out = {}
     for label, spec in table_registry().items():
-        same, lent = _aliases(spec, prof), {}
-        for c in spec.cells:
-            if c.id not in same:
-                key = _experiment_key(label, c, prof, stated=True)
-                lender = first.setdefault(key, (label, c.id))
-                if lender[0] != label:
-                    lent[c.id] = lender
-        out[label] = (same, lent)
+        same = _aliases(spec, prof)
+        runs_as = {
+            c.id: first.setdefault(_experiment_key(label, c, prof, stated=True), (label, c.id))
+            for c in spec.cells
+            if c.id not in same
+        }
+        out[label] = (same, {cid: lender for cid, lender in runs_as.items() if lender[0] != label})
     return out
 
 

@@ -7,6 +7,7 @@ behind it (an unfinished job resumes from its checkpoint on the next run)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing as mp
 import os
@@ -183,12 +184,10 @@ def _stack_groups(todo: list[Job]) -> list[list[Job]]:
 def _run_groups(groups, git, workers, threads, done, failed, say, every, graph):
     """Run each group of jobs (``_worker``) here when ``workers`` is 1, else in a pool of spawned
     processes; append result paths to ``done``, ``(path, error)`` to ``failed``, say each end."""
-    n, i = sum(len(g) for g in groups), 0
+    n, ordinal = sum(len(g) for g in groups), itertools.count(1)
 
     def report(group, summaries):
-        nonlocal i
         for j, s in zip(group, summaries, strict=True):
-            i += 1
             if "error" in s:
                 failed.append((str(j.result_path), s["error"]))
                 print(s["trace"], file=sys.stderr)  # a failure is said even under --quiet
@@ -196,7 +195,7 @@ def _run_groups(groups, git, workers, threads, done, failed, say, every, graph):
                 done.append(str(j.result_path))
             line = s.get("line") or progress_line(j, error=s["error"])
             stacked = f" (stack of {len(group)})" if len(group) > 1 else ""
-            say(f"  [{i}/{n}] {line}{stacked}")
+            say(f"  [{next(ordinal)}/{n}] {line}{stacked}")
 
     if workers == 1:
         for g in groups:
