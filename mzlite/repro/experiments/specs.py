@@ -358,11 +358,7 @@ def task_options_diff(result: dict, cell: Cell) -> dict:
     than the result reads its default), and ``task_reading`` where the readings differ."""
     mine, mine_reading = _resolved_reading(cell.task, cell.options)
     theirs, their_reading = _resolved_reading(result["task"], result.get("task_options") or {})
-    out = {
-        f"task_options.{k}": (theirs.get(k), mine.get(k))
-        for k in sorted(mine.keys() | theirs.keys())
-        if theirs.get(k) != mine.get(k)
-    }
+    out = _differences("task_options", theirs, mine, mine.keys() | theirs.keys())
     if their_reading != mine_reading:
         out["task_reading"] = (their_reading, mine_reading)
     return out
@@ -376,11 +372,15 @@ def train_config_diff(recorded: dict, today: dict, skip: tuple[str, ...] = ()) -
     """``{"train_config.<field>": (recorded, today's)}`` for every field a result's recorded
     ``train_config`` has otherwise than its job's ``today`` (``WHERE_TRAINED`` and ``skip`` left
     out; a field only one side knows, older or newer than the result, is no difference)."""
-    return {
-        f"train_config.{k}": (recorded[k], today[k])
-        for k in sorted(recorded.keys() & today.keys())
-        if k not in WHERE_TRAINED and k not in skip and recorded[k] != today[k]
-    }
+    keys = (recorded.keys() & today.keys()) - {*WHERE_TRAINED, *skip}
+    return _differences("train_config", recorded, today, keys)
+
+
+def _differences(what: str, old: dict, new: dict, keys) -> dict:
+    """``{"<what>.<key>": (old's, new's)}`` for each of ``keys`` where the two differ (a key one
+    of them lacks reads None there)."""
+    pairs = {k: (old.get(k), new.get(k)) for k in sorted(keys)}
+    return {f"{what}.{k}": pair for k, pair in pairs.items() if pair[0] != pair[1]}
 
 
 def _resolved_reading(task: str, options: dict) -> tuple[dict, str]:
