@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import time
 import warnings
@@ -42,7 +41,7 @@ _SETTLED_S = 2.0
 def file_identity(path) -> tuple[int, int, int] | None:
     """``path``'s (inode, size, mtime) once it has settled, else None: what a cache of what it
     says may be keyed on."""
-    st = os.stat(path)
+    st = Path(path).stat()
     if time.time() - st.st_mtime <= _SETTLED_S:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
