@@ -147,12 +147,9 @@ def _stated_kwargs(cell: Cell) -> dict:
     two-block rows are tab:main-results' cells)."""
     spec = model_spec(cell.model)
     merged = {**spec.base, **cell.model_kwargs}
-    if spec.config is None:
-        return merged
-    defaults = {
-        f.name: f.default for f in dataclasses.fields(spec.config)
-        if f.default is not dataclasses.MISSING
-    }  # fmt: skip
+    # a closed-form model has no config, and so no defaults
+    config_fields = dataclasses.fields(spec.config) if spec.config is not None else ()
+    defaults = {f.name: f.default for f in config_fields if f.default is not dataclasses.MISSING}
     return {k: v for k, v in merged.items() if k not in defaults or defaults[k] != v}
 
 
