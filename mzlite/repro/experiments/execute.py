@@ -143,8 +143,7 @@ def is_done(job: Job) -> bool:
         return False
     if res.get("format") != RESULT_FORMAT:
         return False
-    exp = _expected(job)
-    diff = {k: (res.get(k), v) for k, v in exp.items() if res.get(k) != v}
+    diff = {k: (res.get(k), v) for k, v in _expected(job).items() if res.get(k) != v}
     if res.get("task") == job.cell.task:  # a result of another reading is another experiment
         diff.update(task_options_diff(res, job.cell))
     old_cfg = res.get("train_config")
