@@ -573,3 +573,12 @@ def test_the_censored_profile_trains_each_family_as_the_censored_search_chose(tm
         se.retire_censored("paper-sizes", tmp_path, dry_run=True)
     with pytest.raises(ValueError, match="profile must be one of"):
         se.retire_censored("cpu-annealed")
+
+
+def test_every_study_trains_a_model_of_its_family():
+    """``SEARCH_CELLS`` and ``FAMILY_MODEL`` are typed by hand: a cell of another family would
+    search that family's rate under this one's name."""
+    studies = se.plan_search("paper-sizes")
+    assert {s.family for s in studies} == set(se.SEARCH_CELLS)
+    for s in studies:
+        assert ex.model_family(s.job.cell.model) == s.family, s.name
