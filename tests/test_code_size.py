@@ -40,3 +40,17 @@ def test_the_cli_names_a_missing_path(capsys):
         code_lines.main(["no/such/place"])
     assert e.value.code == 2
     assert "path: no/such/place does not exist" in capsys.readouterr().err
+
+
+BUDGET = 7_000  # issue 50: the reproduction layer, every capability kept
+
+
+def test_the_reproduction_layer_keeps_its_budget():
+    counts = code_lines.count(ROOT / "mzlite" / "repro")
+    total = sum(c for c, _ in counts.values())
+    largest = sorted(counts.items(), key=lambda kv: -kv[1][0])[:3]
+    assert total <= BUDGET, (
+        f"mzlite/repro has {total:,} lines of code, over its budget of {BUDGET:,} "
+        f"(largest: {', '.join(f'{Path(p).name} {c}' for p, (c, _) in largest)}); see "
+        "CONTRIBUTING.md, 'The reproduction layer has a budget'"
+    )
