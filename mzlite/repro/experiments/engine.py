@@ -22,6 +22,7 @@ from mzlite.repro.experiments import transfer_ranks as _ranks
 from mzlite.repro.experiments.claims import LOWER_IS_BETTER, Claim, MissingCell, RankClaim, or_none
 from mzlite.repro.experiments.execute import result_amp
 from mzlite.repro.experiments.results import PROFILE_ORDER
+from mzlite.repro.experiments.specs import WHERE_TRAINED
 from mzlite.tasks.readings import DEFAULT_READING
 
 __all__ = [
@@ -209,14 +210,12 @@ class Verdict:
         return frozenset(e for c in self.cells for e in c.experiments)
 
 
-_FREE = ("seed", "device", "num_threads", "eval_batch_size")  # where and how fast, not what
-
-
 def protocol_key(result: dict) -> str:
-    """What a result computed, apart from its seed (``_FREE``; precision as the run resolved
-    it): training, data and model configuration, and the code (git commit). Two results of a
-    cell with different keys are never averaged: a campaign runs a cell's seeds at one commit."""
-    cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in _FREE}
+    """What a result computed, apart from where and how fast it ran (``WHERE_TRAINED``;
+    precision as the run resolved it): training, data and model configuration, and the code (git
+    commit). Two results of a cell with different keys are never averaged: a campaign runs a
+    cell's seeds at one commit."""
+    cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in WHERE_TRAINED}
     cfg["amp"] = result_amp(result)
     key = {"train": cfg, "data": result.get("dataset_keys"), "sizes": result.get("sizes"),
            "data_code": result.get("data_code_version"), "model": result.get("model_config"),

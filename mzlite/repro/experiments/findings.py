@@ -16,7 +16,6 @@ import html
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
@@ -29,7 +28,7 @@ from mzlite.repro.experiments.present import PAPER_SCALE, readings_words, verdic
 from mzlite.repro.experiments.results import results_state
 from mzlite.repro.experiments.scorecard import FIRST_READING, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
-from mzlite.repro.experiments.specs import default_results_dir
+from mzlite.repro.experiments.specs import results_root
 from mzlite.repro.experiments.stats import MIN_SEEDS
 from mzlite.repro.paper import name_labels
 from mzlite.repro.render import HTML, STYLE, tables_words, verdict_badge
@@ -374,7 +373,7 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
 def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
     """{``protocols.CPU`` or the GPU's name: (runs, hours)} of every committed run but smoke's,
     each once (a result ``results.retire`` copied to a superseded profile spent nothing)."""
-    root = Path(results_dir) if results_dir is not None else default_results_dir()
+    root = results_root(results_dir)
     runs, hours = Counter(), Counter()  # by protocols.CPU or the GPU's name
     for path in sorted(root.glob("*/*/*.json")):
         if path.parts[-3] == "smoke":
