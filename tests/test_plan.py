@@ -385,3 +385,21 @@ def test_the_epoch_cost_here_is_a_real_fit(monkeypatch):
     (job,) = ex.jobs("tab:main-results", "cpu-converged", [0], cells=["D-deepsets"])
     cost = plan_mod._epoch_cost_here(job)
     assert 0 < cost < 1  # CPU s per set: DeepSets takes well under a second per set
+
+
+def test_a_model_with_no_result_is_timed_beside_one_that_has_results_on_its_task(
+    tmp_path, monkeypatch
+):
+    # ST-4L has a result on the task, MZ-1L none anywhere (nothing to extrapolate from) and no
+    # sibling of its class: MZ-1L is timed beside ST-4L and priced as ST-4L's recorded cost x the
+    # ratio timed here x this CPU's factor (the recorded cost is another machine's)
+    monkeypatch.setenv("MZLITE_CACHE", str(tmp_path / "cache"))  # the epoch timed here
+    size = (2000, 500, 2000)
+    _write(tmp_path, "tab:tdof-verify", "L4-st_4l", 0, "cpu", size, 100.0, 10)
+    st_epoch = 100.0 / 10
+    p = plan("tab:tdof-verify", "cpu-annealed", cells=["L4-mz_1l"], results_dir=tmp_path)
+    (row,) = p.rows
+    m = re.match(r"timed now: ([\d.]+) x st,n_enc=4 on quadratic_tdof", row["cost_source"])
+    assert m, row["cost_source"]
+    ratio = row["s_per_epoch"] / (st_epoch * p.machine["baseline"]["factor"])
+    assert ratio > 0 and float(m.group(1)) == pytest.approx(ratio, abs=0.051)
