@@ -15,6 +15,7 @@ from mzlite.train import TrainConfig
 
 from .specs import (
     PROFILES,
+    WHERE_TRAINED,
     Cell,
     Profile,
     TableSpec,
@@ -133,8 +134,9 @@ def _experiment_key(label: str, cell: Cell, prof: Profile, stated: bool = False)
         "sizes": list(job.sizes),
         "data_seed": prof.data_seed,
     }
-    if model_spec(cell.model).trainable:  # a bare job's seed and device are every cell's
-        key["train"] = job.train_config().to_dict()
+    if model_spec(cell.model).trainable:  # what it computes, not where or how fast
+        cfg = job.train_config().to_dict()
+        key["train"] = {k: v for k, v in cfg.items() if k not in WHERE_TRAINED}
     if label == UNCERTAINTY_TABLE:  # each cell computes its own method's metrics (MC-Dropout, ...)
         key["evaluation"] = f"uncertainty: {cell.id}"
     return json.dumps(key, sort_keys=True, default=str)
