@@ -512,6 +512,8 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
     # the paper's pattern reproduced is no win: its scope is narrower than the claim's
     shown = fd.headline_text([row("reproduced", profile="full"), *rows])
     assert "beats another model as the paper claims in 0 of the 1 comparison judged" in shown
+    assert "(a pattern reproduced on a narrower scope than its claim is no win). It ran" in shown
+    assert "no win" not in won
 
 
 def test_once_evaluates_once_per_state_of_the_results(tmp_path):

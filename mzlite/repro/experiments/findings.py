@@ -250,11 +250,13 @@ def headline_text(rows: list[dict]) -> str:
     won = sum(r["verdict"] == Label.HOLDS for r in paper)
     where = "; ".join(dict.fromkeys(r["regime"] for r in paper if r.get("regime")))
     # "as the paper claims": a pattern reproduced on a narrower scope (one PMA baseline of six) is
-    # no win, though MZ is ahead in it
+    # no win, though MZ is ahead in it; the sentence says so where it counts one
+    narrower = any(r["verdict"] == Label.REPRODUCED for r in paper)
     text = (f"At the paper's sizes ({where}), MZAttn beats another model as the paper claims in "
             f"{won} of the {len(paper)} comparison{'s' * (len(paper) != 1)} judged, on "
-            f"{experiment_count(paper)} experiments: {counts_text(paper)}. "
-            + _readings_sentence(paper))  # fmt: skip
+            f"{experiment_count(paper)} experiments: {counts_text(paper)}"
+            + (" (a pattern reproduced on a narrower scope than its claim is no win)" * narrower)
+            + ". " + _readings_sentence(paper))  # fmt: skip
     if rest:
         regimes = Counter(r.get("regime") for r in rest if r.get("regime"))
         most = f" (most at {regimes.most_common(1)[0][0]})" if regimes else ""
