@@ -53,10 +53,10 @@ def test_every_calibrated_reading_has_its_cells():
 def _write(root, table, cell, seed, *, reading, r2=None, mse=None, size_r2=None, task=None):
     spec = ex.get_table(table)
     c = spec.cell(cell)
-    d = root / tr.PROFILE / spec.dirname
+    d = root / "paper-sizes" / spec.dirname
     d.mkdir(parents=True, exist_ok=True)
     test = {"r2": r2, "mse": mse} if size_r2 is None else {"r2": r2, "set_size_r2": size_r2}
-    res = {"table": spec.label, "cell": cell, "seed": seed, "profile": tr.PROFILE,
+    res = {"table": spec.label, "cell": cell, "seed": seed, "profile": "paper-sizes",
            "task": task or c.task, "task_options": dict(c.options), "task_reading": reading,
            "metrics": {"test": test}}  # fmt: skip
     (d / f"{cell}__seed{seed}.json").write_text(json.dumps(res))

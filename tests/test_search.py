@@ -17,6 +17,7 @@ from mzlite.repro.experiments import findings as fd
 from mzlite.repro.experiments import reading
 from mzlite.repro.experiments import search as se
 from mzlite.repro.experiments.protocols import CPU
+from mzlite.repro.experiments.results import caught_up
 from mzlite.repro.experiments.specs import PROFILES, Profile
 from mzlite.train.history import History
 
@@ -507,28 +508,39 @@ def test_the_journals_in_flight_still_read_as_the_committed_search(monkeypatch, 
             assert read == committed.get(study.name, []), study.name
 
 
-def test_retire_keeps_the_old_rates_campaign_in_the_superseded_profile(monkeypatch, tmp_path):
-    """When a family's new rate trains, its results at the old rate move to the superseded
-    profile; results whose cells train as before, and closed-form ones, are copied there, so
-    that it holds the whole old campaign. Nothing else moves, and a second call changes nothing."""
+def _old_and_new_rates(monkeypatch) -> tuple[Profile, Profile]:
+    """Two tiny profiles that differ in the Set Transformer's rate alone: (new, old)."""
     train = {"epochs": 8, "patience": None, "amp": False}
     now = Profile("test-now", (96, 48, 48), 1, train, lr_by_family={"baseline": 3e-3, "mz": 1e-3})
     old = Profile("test-old", (96, 48, 48), 1, train, lr_by_family={"baseline": 1e-3, "mz": 1e-3})
     for p in (now, old):
         monkeypatch.setitem(PROFILES, p.name, p)
+    return now, old
+
+
+def _result(table: str, cell: str, trained_as: Profile, under: Profile, root: Path) -> Path:
+    """A result of ``cell``, seed 0, trained as ``trained_as`` trains it, filed under ``under``."""
+    job = ex.job(table, cell, trained_as.name)
+    path = ex.result_path(table, cell, 0, under.name, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    res = {"format": ex.RESULT_FORMAT, "table": table, "cell": cell, "seed": 0,
+           "profile": under.name, "task": job.cell.task, "model": job.cell.model,
+           "sizes": list(job.sizes), "metrics": {"test": {"r2": 0.5}}}  # fmt: skip
+    if job.cell.model != ex.SET_STATS:
+        res["train_config"] = job.train_config().to_dict()
+    path.write_text(json.dumps(res))
+    return path
+
+
+def test_retire_keeps_the_old_rates_campaign_in_the_superseded_profile(monkeypatch, tmp_path):
+    """When a family's new rate trains, its results at the old rate move to the superseded
+    profile; results whose cells train as before, and closed-form ones, are copied there, so
+    that it holds the whole old campaign. Nothing else moves, and a second call changes nothing."""
+    now, old = _old_and_new_rates(monkeypatch)
     table = "tab:tdof-verify"
 
     def result(cell: str, trained_as: Profile) -> Path:
-        job = ex.job(table, cell, trained_as.name)
-        path = ex.result_path(table, cell, 0, now.name, tmp_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        res = {"format": ex.RESULT_FORMAT, "table": table, "cell": cell, "seed": 0,
-               "profile": now.name, "task": job.cell.task, "model": job.cell.model,
-               "sizes": list(job.sizes), "metrics": {"test": {"r2": 0.5}}}  # fmt: skip
-        if job.cell.model != ex.SET_STATS:
-            res["train_config"] = job.train_config().to_dict()
-        path.write_text(json.dumps(res))
-        return path
+        return _result(table, cell, trained_as, now, tmp_path)
 
     st, mz, stats = result("L4-st_4l", old), result("L4-mz_1l", now), result("L4-set_stats", now)
     (st_job,) = ex.jobs(table, now.name, [0], cells=["L4-st_4l"], results_dir=tmp_path)
@@ -553,6 +565,24 @@ def test_retire_keeps_the_old_rates_campaign_in_the_superseded_profile(monkeypat
             if p.exists():
                 p.write_text(json.dumps({**json.loads(p.read_text()), "wall_time_s": 3600.0}))
     assert fd.compute_spent(tmp_path) == {CPU: (3, 3.0)}
+
+
+def test_a_comparison_reads_one_campaign_whole(monkeypatch, tmp_path):
+    """``caught_up``: the cells of one comparison come from one campaign, the newest that has as
+    many results of each cell as an older one: while the new campaign lags in a cell, the old;
+    with no result anywhere, the newest."""
+    now, old = _old_and_new_rates(monkeypatch)
+    table, order = "tab:tdof-verify", (now.name, old.name)
+    cells = [(table, "L4-st_4l"), (table, "L4-mz_1l")]
+    assert caught_up(cells, order, tmp_path) == now.name
+    _result(table, "L4-st_4l", old, old, tmp_path)
+    assert caught_up(cells, order, tmp_path) == old.name  # the old has a result the new lacks
+    _result(table, "L4-mz_1l", old, old, tmp_path)
+    _result(table, "L4-st_4l", old, now, tmp_path)  # at the old rate: no result of the new
+    _result(table, "L4-mz_1l", now, now, tmp_path)
+    assert caught_up(cells, order, tmp_path) == old.name
+    _result(table, "L4-st_4l", now, now, tmp_path)
+    assert caught_up(cells, order, tmp_path) == now.name
 
 
 def test_the_censored_profile_trains_each_family_as_the_censored_search_chose(tmp_path):

@@ -15,6 +15,7 @@ from mzlite.repro.experiments.claims import Claim, Kind, RankClaim
 from mzlite.repro.experiments.engine import DECIDED, Reason, Regime, Verdict
 from mzlite.repro.experiments.formatting import cell_words, markdown_table, scorecard_summary
 from mzlite.repro.experiments.protocols import reader_name
+from mzlite.repro.experiments.results import PAPER_SIZED
 from mzlite.repro.experiments.specs import prose_data, set_count_text
 from mzlite.repro.experiments.tables import get_table
 from mzlite.repro.experiments.transfer_ranks import LABEL as TRANSFER
@@ -22,7 +23,7 @@ from mzlite.repro.experiments.transfer_ranks import PROBLEMS, RankTest
 from mzlite.repro.paper import name_labels, paper_ref, spaced
 from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 
-PAPER_SCALE = ("full", "paper-sizes")  # the profiles at the paper's sizes
+PAPER_SCALE = ("full", *PAPER_SIZED)  # the profiles at the paper's sizes
 # What the generator-normalisation reading of a verdict's MZ runs is called
 FIRST_READING = "mzlite's first reading (a LayerNorm on every generator row)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre)"

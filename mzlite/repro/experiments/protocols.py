@@ -31,13 +31,15 @@ READER_NAMES = {
     "cpu": "the 30-epoch CPU protocol (superseded)",
     "smoke": "a pipeline check",
 }
-# The protocols a results page reads, the most trusted first: the paper's, its sizes, and our
-# reading on a CPU. The first reading (cpu-converged) and the 30-epoch cpu profile are
+# The protocols a results page reads, the most trusted first (``results.PROFILE_ORDER``): the
+# paper's, its sizes (the campaign at the censored search's rates while the new one reruns), and
+# our reading on a CPU. The first reading (cpu-converged) and the 30-epoch cpu profile are
 # ablations, shown only in toggles.
-CURRENT = ("full", "paper-sizes", "cpu-annealed")
+CURRENT = ("full", "paper-sizes", "paper-sizes-censored", "cpu-annealed")
 # One dash and marker per protocol in the results chapters' figures (the paper's: dashed diamonds)
 PROTOCOL_STYLES = {"paper": ("dash", "diamond"), "full": ("longdash", "star"),
                    "paper-sizes": ("dashdot", "triangle-up"),
+                   "paper-sizes-censored": ("dot", "triangle-down"),
                    "cpu-annealed": ("solid", "circle")}  # fmt: skip
 # The paper's own words on its hardware (app:compute), quoted, not a number of ours
 PAPER_HARDWARE = "a mix of consumer and datacentre GPUs (app:compute)"

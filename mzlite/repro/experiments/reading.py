@@ -24,6 +24,7 @@ from .reading_ablation import (  # the ablation as values; the page words and ta
     dependence,
     results_per_cell,
 )
+from .results import PAPER_SIZED, caught_up
 from .specs import prose_data
 from .tables import get_table
 
@@ -143,7 +144,6 @@ LAYER_CELLS = (
     ("tab:egnn-comparison", "qt-L16-mz_full", "ca-qt-L16-mz_full", "qt-L16-st_large",
      "Quadratic TDOF, L = 16, MZ-Full against ST-Large"),
 )  # fmt: skip
-LAYER_PROFILE = "paper-sizes"  # the layer readings are compared where the verdicts are read
 LAYER_ROWS = ("layer: literal (eq:mz-main)", "layer: centre-adaptive (def:relop)")
 
 
@@ -159,14 +159,20 @@ def _one_campaign(results: list[dict]) -> list[dict]:
 def layer_readings(results_dir=None) -> list[AblationRow]:
     """Both readings of where the matrix zonotope acts (``LAYER_ROWS``: Eq. eq:mz-main as printed,
     def:relop's centre-adaptive one) on each of ``LAYER_CELLS``, each beside its Set Transformer;
-    a cell whose seeds ran at two commits raises."""
+    a cell whose seeds ran at two commits raises. Read where the verdicts are read: from the
+    newest campaign at the paper's sizes that has caught up with the older in these cells
+    (``results.caught_up``), named beside each cell where it is not ``paper-sizes``."""
+    for table, *ids, _ in LAYER_CELLS:
+        if missing := set(ids) - {c.id for c in get_table(table).cells}:
+            raise KeyError(f"{table} has no cell {sorted(missing)}: the layer readings name it")
+    profile = caught_up(
+        [(t, c) for t, *ids, _ in LAYER_CELLS for c in ids], results_dir=results_dir
+    )
     tables = dict.fromkeys(t for t, *_ in LAYER_CELLS)
-    by_table = {t: results_per_cell(t, LAYER_PROFILE, results_dir) for t in tables}
+    by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
     rows = []
     for table, literal, centre_adaptive, st_cell, what in LAYER_CELLS:
-        missing = {literal, centre_adaptive, st_cell} - {c.id for c in get_table(table).cells}
-        if missing:
-            raise KeyError(f"{table} has no cell {sorted(missing)}: the layer readings name it")
+        what += f" ({profile})" * (profile != PAPER_SIZED[0])
         for cid, reading in zip((literal, centre_adaptive), LAYER_ROWS, strict=True):
             rows.append(
                 ablation_row(what, reading, by_table[table], cid, st_cell, check=_one_campaign)

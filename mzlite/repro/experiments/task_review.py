@@ -16,11 +16,11 @@ from mzlite.tasks.readings import DEFAULT_READING
 from .cells import calibration_cell_id
 from .reading import html_table, num, r2_text
 from .reading_ablation import SeedsR2, metric_values, results_per_cell
+from .results import PAPER_SIZED, caught_up
 from .specs import SET_STATS, prose_data
 from .stats import TIE
 from .tables import TASK_B_READINGS, TASK_F_READINGS, TDOF_READINGS, get_table
 
-PROFILE = "paper-sizes"  # the calibration runs at the paper's sizes, as the verdicts it informs
 GAP = 0.1  # the issue's rule: a reading is calibrated where our ST lands further than this
 
 
@@ -50,9 +50,9 @@ TASK_REVIEW: tuple[TaskReview, ...] = tuple(
 
 def yardsticks(results_dir=None) -> dict[str, tuple]:
     """Per reviewed task (its generator): (the set-statistics ridge's R^2, the set-size-only
-    ridge's) of its v1 yardstick under ``PROFILE``, None where not run or not recorded."""
-    tables = dict.fromkeys(t.yardstick[0] for t in TASK_REVIEW)
-    by_table = {t: results_per_cell(t, PROFILE, results_dir) for t in tables}
+    ridge's) of its v1 yardstick in the ``campaign``, None where not run or not recorded."""
+    tables, profile = dict.fromkeys(t.yardstick[0] for t in TASK_REVIEW), campaign(results_dir)
+    by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
     out = {}
     for t in TASK_REVIEW:
         mine = _checked(by_table[t.yardstick[0]].get(t.yardstick[1], []), DEFAULT_READING)
@@ -110,7 +110,7 @@ CALIBRATED: tuple[Calibrated, ...] = (
 class CalibrationRow(SeedsR2):
     """One reading of one calibrated column: the Set Transformer's test R^2 per seed (``r2``) and
     targets' variance (MSE / (1 - R^2) of its first seed) beside the paper's, the yardstick's R^2
-    (``stats_r2``) and the set-size-only ridge's (``size_r2``)."""
+    (``stats_r2``) and the set-size-only ridge's (``size_r2``), from the campaign ``profile``."""
 
     what: str
     reading: str
@@ -122,6 +122,7 @@ class CalibrationRow(SeedsR2):
     target_var: float | None
     stats_r2: float | None
     size_r2: float | None
+    profile: str = PAPER_SIZED[0]  # the campaign its runs come from
 
     @property
     def gap(self) -> float | None:  # our ST's mean R^2 minus the paper's
@@ -153,16 +154,23 @@ def _checked(results: list[dict], reading: str) -> list[dict]:
     return results
 
 
+def campaign(results_dir=None) -> str:
+    """The campaign at the paper's sizes that the review reads whole, as the verdicts it informs
+    (``results.caught_up``): every calibrated reading's cells and the reviewed yardsticks."""
+    cells = [(c.table, cid) for c in CALIBRATED for r in c.readings for cid in c.cells(r)]
+    return caught_up([*cells, *(t.yardstick for t in TASK_REVIEW)], results_dir=results_dir)
+
+
 def _metric(results: list[dict], key: str) -> float | None:  # the first result's that has it
     return next(iter(metric_values(results, key)), None)
 
 
 def calibration(results_dir=None) -> list[CalibrationRow]:
-    """The calibration from the results of ``PROFILE``, a row per calibrated column and reading;
-    a result made under another task reading than its row raises."""
+    """The calibration from the results of the ``campaign``, a row per calibrated column and
+    reading; a result made under another task reading than its row raises."""
     rows = []
-    tables = dict.fromkeys(c.table for c in CALIBRATED)
-    by_table = {t: results_per_cell(t, PROFILE, results_dir) for t in tables}
+    tables, profile = dict.fromkeys(c.table for c in CALIBRATED), campaign(results_dir)
+    by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
     for c in CALIBRATED:
         v1_st = c.cells("v1")[0]
         paper = _paper_numbers(c.table, v1_st)
@@ -175,7 +183,8 @@ def calibration(results_dir=None) -> list[CalibrationRow]:
             r2 = tuple(metric_values(st, "r2"))
             var = _variance(_metric(st, "mse"), r2[0] if r2 else None)
             stats_r2, size_r2 = _metric(stats, "r2"), _metric(stats, "set_size_r2")
-            rows.append(CalibrationRow(c.what, reading, st_id, r2, *paper, var, stats_r2, size_r2))
+            rows.append(CalibrationRow(c.what, reading, st_id, r2, *paper, var, stats_r2, size_r2,
+                                       profile))  # fmt: skip
     return rows
 
 
@@ -209,7 +218,8 @@ def calibration_table(rows: list[CalibrationRow] | None = None) -> str:
         if nearest == r.reading:
             reading += f" (nearest the paper, {seeds} seed{'s' if seeds != 1 else ''})"
         var = f"{num(r.target_var, '.4g')} / {num(r.paper_var, '.4g')}"
-        body.append((name_labels(r.what), reading, r2_text(r.mean, r.std), str(r.seeds),
+        what = name_labels(r.what) + f" ({r.profile})" * (r.profile != PAPER_SIZED[0])
+        body.append((what, reading, r2_text(r.mean, r.std), str(r.seeds),
                      r2_text(r.paper_r2, r.paper_std, "–"), num(r.gap, "+.3f"), var,
                      num(r.stats_r2), num(r.size_r2)))  # fmt: skip
     heads = ("Column", "Task reading", "Our ST R²", "Seeds", "Paper's ST R²", "Gap",
