@@ -267,6 +267,10 @@ def test_the_layer_readings_pair_every_centre_adaptive_cell_with_its_literal_twi
     rows = reading.layer_readings(results_dir=tmp_path)
     assert [r.reading for r in rows] == list(reading.LAYER_ROWS) * len(reading.LAYER_CELLS)
     assert all(r.seeds == 0 for r in rows)
+    # the table names the campaign it reads: with no run anywhere, the newest
+    assert "<caption>Runs of the paper&#x27;s sizes (profile paper-sizes)</caption>" in (
+        reading.layer_table(tmp_path)
+    )
 
 
 def test_the_layer_readings_refuse_seeds_of_two_commits(tmp_path):

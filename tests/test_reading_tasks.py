@@ -85,6 +85,7 @@ def test_calibration_reads_the_results_beside_the_papers_numbers(tmp_path):
     assert "Task F" not in best  # nothing of it ran
     html = tr.calibration_table(list(rows.values()))
     assert "near-copy-same-size (nearest the paper, 1 seed)" in html and "not run" in html
+    assert "(profile paper-sizes)</caption>" in html
 
 
 def test_a_reading_a_tie_nearer_than_v1_chooses_nothing(tmp_path):

@@ -14,6 +14,7 @@ from mzlite.repro.render import comparison_table, plain_math
 
 from . import present
 from .formatting import unsigned_zero
+from .protocols import reader_name
 from .reading_ablation import (  # the ablation as values; the page words and tabulates them
     DEFAULT_READING_ROW,
     DIAGNOSTIC_CELLS,
@@ -24,7 +25,7 @@ from .reading_ablation import (  # the ablation as values; the page words and ta
     dependence,
     results_per_cell,
 )
-from .results import PAPER_SIZED, caught_up
+from .results import caught_up
 from .specs import prose_data
 from .tables import get_table
 
@@ -156,23 +157,29 @@ def _one_campaign(results: list[dict]) -> list[dict]:
     return results
 
 
+def layer_campaign(results_dir=None) -> str:
+    """The campaign at the paper's sizes the layer readings read whole, where the verdicts are
+    read: the newest that has caught up with the older in their cells (``results.caught_up``)."""
+    return caught_up([(t, c) for t, *ids, _ in LAYER_CELLS for c in ids], results_dir=results_dir)
+
+
+def layer_table(results_dir=None) -> str:
+    """``layer_readings`` as the page's table, captioned with the campaign it reads."""
+    rows = layer_readings(results_dir)
+    return ablation_table(rows, caption=campaign_caption(layer_campaign(results_dir)))
+
+
 def layer_readings(results_dir=None) -> list[AblationRow]:
     """Both readings of where the matrix zonotope acts (``LAYER_ROWS``: Eq. eq:mz-main as printed,
     def:relop's centre-adaptive one) on each of ``LAYER_CELLS``, each beside its Set Transformer;
-    a cell whose seeds ran at two commits raises. Read where the verdicts are read: from the
-    newest campaign at the paper's sizes that has caught up with the older in these cells
-    (``results.caught_up``), named beside each cell where it is not ``paper-sizes``."""
+    a cell whose seeds ran at two commits raises. Read from the ``layer_campaign``."""
     for table, *ids, _ in LAYER_CELLS:
         if missing := set(ids) - {c.id for c in get_table(table).cells}:
             raise KeyError(f"{table} has no cell {sorted(missing)}: the layer readings name it")
-    profile = caught_up(
-        [(t, c) for t, *ids, _ in LAYER_CELLS for c in ids], results_dir=results_dir
-    )
-    tables = dict.fromkeys(t for t, *_ in LAYER_CELLS)
+    tables, profile = dict.fromkeys(t for t, *_ in LAYER_CELLS), layer_campaign(results_dir)
     by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
     rows = []
     for table, literal, centre_adaptive, st_cell, what in LAYER_CELLS:
-        what += f" ({profile})" * (profile != PAPER_SIZED[0])
         for cid, reading in zip((literal, centre_adaptive), LAYER_ROWS, strict=True):
             rows.append(
                 ablation_row(what, reading, by_table[table], cid, st_cell, check=_one_campaign)
@@ -188,14 +195,22 @@ def r2_text(mean: float | None, std: float | None, missing: str = "not run") -> 
     return missing if mean is None else f"{mean:.3f}" + ("" if std is None else f" ± {std:.3f}")
 
 
-def html_table(kind: str, heads, rows) -> str:
-    """A plain HTML table of class ``kind``: the ``heads``, then ``rows`` of strings (escaped)."""
+def html_table(kind: str, heads, rows, caption: str = "") -> str:
+    """A plain HTML table of class ``kind``: the ``caption`` (escaped) if any, the ``heads``, then
+    ``rows`` of strings (escaped)."""
     head = "".join(f"<th>{h}</th>" for h in heads)
     body = "".join(f"<tr>{''.join(f'<td>{html.escape(x)}</td>' for x in row)}</tr>" for row in rows)
-    return f"<table class='{kind}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return (f"<table class='{kind}'>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            "</table>")  # fmt: skip
 
 
-def ablation_table(rows: list[AblationRow] | None = None) -> str:
+def campaign_caption(profile: str) -> str:
+    """The caption of a table read from one campaign: the glossary's name of ``profile``."""
+    return f"Runs of {reader_name(profile)} (profile {profile})"
+
+
+def ablation_table(rows: list[AblationRow] | None = None, caption: str = "") -> str:
     """The reading ablation as an HTML table, a row per ``AblationRow``; a run that stopped
     without fitting is counted as an optimisation failure."""
     body = []
@@ -211,4 +226,4 @@ def ablation_table(rows: list[AblationRow] | None = None) -> str:
         body.append((r.cell, reading, r2_text(r.mean, r.std), str(r.seeds), fit, st, versus))
     heads = ("Cell", "Reading", "MZ test R²", "Seeds", "Fitted / stopped", "Set Transformer R²",
              "MZ against ST")  # fmt: skip
-    return html_table("mz-reading-ablation", heads, body)
+    return html_table("mz-reading-ablation", heads, body, caption)

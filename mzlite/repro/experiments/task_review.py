@@ -14,7 +14,7 @@ from mzlite.tasks import readings_of, task_reading
 from mzlite.tasks.readings import DEFAULT_READING
 
 from .cells import calibration_cell_id
-from .reading import html_table, num, r2_text
+from .reading import campaign_caption, html_table, num, r2_text
 from .reading_ablation import SeedsR2, metric_values, results_per_cell
 from .results import PAPER_SIZED, caught_up
 from .specs import SET_STATS, prose_data
@@ -218,11 +218,11 @@ def calibration_table(rows: list[CalibrationRow] | None = None) -> str:
         if nearest == r.reading:
             reading += f" (nearest the paper, {seeds} seed{'s' if seeds != 1 else ''})"
         var = f"{num(r.target_var, '.4g')} / {num(r.paper_var, '.4g')}"
-        what = name_labels(r.what) + f" ({r.profile})" * (r.profile != PAPER_SIZED[0])
-        body.append((what, reading, r2_text(r.mean, r.std), str(r.seeds),
+        body.append((name_labels(r.what), reading, r2_text(r.mean, r.std), str(r.seeds),
                      r2_text(r.paper_r2, r.paper_std, "–"), num(r.gap, "+.3f"), var,
                      num(r.stats_r2), num(r.size_r2)))  # fmt: skip
     heads = ("Column", "Task reading", "Our ST R²", "Seeds", "Paper's ST R²", "Gap",
              "Target variance (ours / paper's)", "Set statistics R²",
              "Set size alone R²")  # fmt: skip
-    return html_table("mz-task-calibration", heads, body)
+    caption = campaign_caption(rows[0].profile) if rows else ""
+    return html_table("mz-task-calibration", heads, body, caption)
