@@ -61,6 +61,22 @@ def test_a_complete_faithful_profile_decides_and_an_incomplete_one_is_shown_besi
     assert v.experiments == {("tab:tdof-verify", "L32-mz_1l"), ("tab:tdof-verify", "L32-st_4l")}
 
 
+def test_the_same_runs_under_two_campaigns_are_read_once(tmp_path):
+    """search --retire copies the runs two campaigns at the paper's sizes share: under
+    paper-sizes-censored they are the runs paper-sizes read, not a second reading beside it."""
+    sep = _claim("tdof-separation")
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.60, "full")
+    _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.98, "full")
+    for prof in ("paper-sizes", "paper-sizes-censored"):  # one campaign's runs, and their copies
+        _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.62, prof)
+        _cell(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.97, prof)
+    v = judge(sep, results_dir=tmp_path)
+    assert v.profile == "full" and [b.profile for b in v.beside] == ["paper-sizes"]
+    _cell(tmp_path, "tab:tdof-verify", "L32-mz_1l", 0.70, "paper-sizes-censored")  # other runs
+    v = judge(sep, results_dir=tmp_path)
+    assert [b.profile for b in v.beside] == ["paper-sizes", "paper-sizes-censored"]
+
+
 def test_a_bound_refutes_a_drop_that_r2_at_most_one_leaves_no_room_for(tmp_path):
     """ "ST-4L degrades by >= 0.10 from L = 4 to L = 32" cannot hold where it scores 0.98 at
     L = 32: R^2 <= 1 at L = 4 bounds the drop by 0.02, whatever L = 4 gives."""

@@ -540,6 +540,9 @@ def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> 
     gone = {old for old, _ in retired}
     tried = [judge_under(claim, p, loaded[p], twin) for p in order if p not in gone]
     tried = [v for v in tried if v.label != Label.NOT_RUN]
+    # the same runs under a second profile (search --retire copies the runs two campaigns share)
+    # are no second reading: the first profile that reads them keeps them
+    tried = [v for i, v in enumerate(tried) if all(v.cells != w.cells for w in tried[:i])]
     if not tried:
         main = Verdict(label=Label.NOT_RUN, reason=Reason.NOT_RUN, retired=retired, **_base(claim))
     else:  # the deciding verdict, the others beside it, with the readings that read it otherwise
