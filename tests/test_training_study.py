@@ -60,6 +60,19 @@ def test_sweep_series_put_each_protocols_mean_at_its_L(tmp_path):
     assert "ST-4L, ours (cpu-converged)" in ts.sweep_series(("cpu-converged",), tmp_path)
 
 
+def test_the_same_runs_under_two_profiles_draw_one_line(tmp_path):
+    """search --retire copies the runs two campaigns share: the first profile that reads them
+    draws them; a profile whose runs differ draws its own line."""
+    for profile in ("paper-sizes", "paper-sizes-censored"):
+        _cell(tmp_path, ts.LABEL, "L16-st_4l", 0.98, profile)
+    _cell(tmp_path, ts.LABEL, "L16-mz_1l", 0.95, "paper-sizes")
+    _cell(tmp_path, ts.LABEL, "L16-mz_1l", 0.90, "paper-sizes-censored")
+    profiles = ("paper-sizes", "paper-sizes-censored")
+    lines = {k for k in ts.sweep_series(profiles, tmp_path) if ", ours" in k}
+    assert lines == {"ST-4L, ours (paper-sizes)", "MZAttn-1L, ours (paper-sizes)",
+                     "MZAttn-1L, ours (paper-sizes-censored)"}  # fmt: skip
+
+
 def test_main_gaps_and_their_readings_per_L(tmp_path):
     for L, mz, st in ((4, 0.9, 0.5), (8, 0.5, 0.9), (16, 0.7, 0.7)):
         _cell(tmp_path, ts.LABEL, f"L{L}-mz_1l", mz, "cpu-annealed")

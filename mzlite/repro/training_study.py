@@ -104,9 +104,11 @@ def sweep_series(profiles=CURRENT, results_dir=None, label=LABEL, colours=MODEL_
         for p in (ex.get_profile(p).name for p in profiles):
             rows = report_rows(label, p, results_dir)
             got = [r if r and r.ran else None for r in (rows.get(c.id) for c in cells)]
-            if any(got):
-                lines[f"ours ({p})"] = (p, [r and r.ours_mean for r in got],
-                                        [r and r.ours_std for r in got])  # fmt: skip
+            line = (p, [r and r.ours_mean for r in got], [r and r.ours_std for r in got])
+            # the same runs under a second profile (search --retire copies the runs two
+            # campaigns share) are no second line: the first profile that reads them keeps them
+            if any(got) and all(line[1:] != other[1:] for other in lines.values()):
+                lines[f"ours ({p})"] = line
         for line, (style, means, errors) in lines.items():
             dash, symbol = PROTOCOL_STYLES.get(style, ("dot", "x"))
             style = {"dash": dash, "symbol": symbol, "color": colour, "error": errors}
