@@ -25,7 +25,7 @@ CPU = "2-core CPUs"
 READER_NAMES = {
     "full": "the paper's protocol",
     "paper-sizes": "the paper's sizes",
-    "paper-sizes-censored": "the paper's sizes at the censored search's rates",
+    "paper-sizes-censored": "the paper's sizes, censored search",
     "cpu-annealed": "the reduced CPU protocol",
     "cpu-converged": "the first converged CPU protocol (superseded)",
     "cpu": "the 30-epoch CPU protocol (superseded)",
