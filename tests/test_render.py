@@ -120,6 +120,9 @@ def test_report_groups_by_setting_with_protocol_footnotes():
     rows[2] = {**rows[2], "converged_text": "2/2", "spiked_text": "1/2"}  # a spike is named
     html = Report("tab:meb", "MEB", "cpu", rows)._repr_html_()
     assert "converged 2/2, validation-loss spike (&gt; 2x the best before it) in 1/2" in html
+    rows[2] = {**rows[2], "fell_back_text": "1/2"}  # and a fall back to the mean predictor
+    html = Report("tab:meb", "MEB", "cpu", rows)._repr_html_()
+    assert "in 1/2, training fell back to the mean predictor in 1/2, on a CPU" in html
 
 
 def test_comparison_table_and_conclusion():

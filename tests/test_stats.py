@@ -123,6 +123,21 @@ def test_fit_check_separates_stopped_from_fitted():
     assert unknown["fitted"] is None and unknown["converged"]  # stopped; fit not known
 
 
+def test_a_run_that_fitted_then_ended_at_the_mean_fell_back():
+    """Fitted once, then its training loss ended at the mean predictor's: it fell back (shown
+    beside its number); its convergence stands."""
+    base = {"config": {"patience": 2, "normalize_targets": True}, "stop_reason": "early_stopping",
+            "val_loss": [1.0, 0.8, 1.1, 1.1], "best_epoch": 2}  # fmt: skip
+    fell = {**base, "train_loss": [1.0, 0.7, 1.2, 1.0]}
+    assert stats.fell_back(fell) and stats.convergence(fell)["converged"]
+    assert not stats.fell_back({**base, "train_loss": [1.0, 0.7, 0.6, 0.89]})  # still fitted
+    assert not stats.fell_back({**base, "train_loss": [1.0, 0.95, 0.92, 1.0]})  # never fitted
+    raw = {**base, "config": {"patience": 2}, "train_loss": [9.0, 5.0, 9.5]}
+    assert stats.fell_back({**raw, "train_target_var": 10.0}) and not stats.fell_back(raw)
+    assert not stats.fell_back({**fell, "config": {"task": "classification"}})
+    assert not stats.fell_back(None)  # a closed form
+
+
 def test_result_convergence_adds_the_fit_check_to_a_stored_verdict():
     history = {
         "config": {"patience": 2, "normalize_targets": True},

@@ -320,7 +320,7 @@ def _not_run_toggle(rows: list[dict]) -> str:
 
 def evidence_note(row, profile: str | None = None) -> str:
     """A footnote on a report row's number under ``profile`` (default the row's own): protocol,
-    seeds, epochs, convergence, loss spikes, device."""
+    seeds, epochs, convergence, loss spikes, falls back to the mean predictor, device."""
     row = row or {}
     prof = profile or row.get("profile")
     if prof is None or not row.get("seeds"):
@@ -336,6 +336,8 @@ def evidence_note(row, profile: str | None = None) -> str:
     if row.get("spiked_text"):
         text += (f", validation-loss spike (> {_SPIKE_FACTOR:g}x the best before it) in "
                  f"{row['spiked_text']}")  # fmt: skip
+    if row.get("fell_back_text"):
+        text += f", training fell back to the mean predictor in {row['fell_back_text']}"
     return text + f", {row['device']}"
 
 

@@ -197,9 +197,11 @@ def _row(res, mean_std_, pc, **given) -> ReportRow:
     """One row of a ``Report`` from the results ``res`` behind it: the keys ``given`` (its table,
     part, row, column, metric and cells, per-seed ``ours_values``, ``seeds`` and ``n_seeds``; a
     cell's ``model``, ``mixed``: several protocols, no mean; ``same_as``: the cell an aliased cell
-    shows), our mean and std, runs converged and spiked, and the paper's number (``pc``)."""
+    shows), our mean and std, runs converged, spiked and fallen back to the mean predictor, and the
+    paper's number (``pc``)."""
     trained = [r for r in res if r.get("history") is not None]
     spiked = sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained)
+    fell = sum(_stats.fell_back(r["history"]) for r in trained)
     conv = sum(_stats.result_convergence(r)["converged"] for r in res)
     defaults = {"mixed": False, "same_as": None, "params": None, "paper_params": None}
     return ReportRow(
@@ -209,6 +211,7 @@ def _row(res, mean_std_, pc, **given) -> ReportRow:
         converged=conv,
         converged_text=f"{conv}/{len(res)}" if res else "--",
         spiked_text=f"{spiked}/{len(trained)}" if spiked else "",
+        fell_back_text=f"{fell}/{len(trained)}" if fell else "",
         epochs=epoch_range(res),
         device=devices_text(*devices_of(res)) if res else "--",
         paper_mean=None if pc is None else pc.get("mean"),

@@ -40,18 +40,39 @@ def fit_check(history: dict | None) -> dict:
     cfg = history.get("config") or {}
     if cfg.get("task", "regression") != "regression":
         return {"fitted": None, "fit_ratio": None, "fit_rule": "not judged for classification"}
-    var = history.get("train_target_var")
-    if var is None and cfg.get("normalize_targets"):
-        var = 1.0  # standardised with the training split's own mean and std
-    losses = _finite(history.get("train_loss", []))
-    if var is None or not var > 0 or not losses:
+    ratios = _train_ratios(history)
+    if not ratios:
         unknown = "unknown: the result does not record its training-target variance"
         return {"fitted": None, "fit_ratio": None, "fit_rule": unknown}
-    ratio = min(losses) / float(var)
+    ratio = min(ratios)
     fitted = ratio < FIT_THRESHOLD
     sign, what = ("<", "fitted") if fitted else (">=", "never left the mean predictor")
     rule = f"lowest training loss {ratio:.3g} x the target variance ({sign} {FIT_THRESHOLD:g}: "
     return {"fitted": fitted, "fit_ratio": ratio, "fit_rule": f"{rule}{what})"}
+
+
+def _train_ratios(history: dict) -> list[float]:
+    """Each epoch's training loss / the training targets' variance (the mean predictor's loss);
+    empty where the result does not record that variance."""
+    cfg = history.get("config") or {}
+    var = history.get("train_target_var")
+    if var is None and cfg.get("normalize_targets"):
+        var = 1.0  # standardised with the training split's own mean and std
+    if var is None or not var > 0:
+        return []
+    return [v / float(var) for v in _finite(history.get("train_loss", []))]
+
+
+def fell_back(history: dict | None) -> bool:
+    """Whether a run's training loss, once below ``FIT_THRESHOLD`` times the target variance,
+    ended at or above it: it fell back to the mean predictor (a rate too high for the model, as a
+    rule). Shown beside its number; its convergence stands (the weights kept are its best
+    epoch's, which may have fitted before the fall)."""
+    history = history or {}
+    if (history.get("config") or {}).get("task", "regression") != "regression":
+        return False
+    ratios = _train_ratios(history)
+    return bool(ratios) and min(ratios) < FIT_THRESHOLD <= ratios[-1]
 
 
 def convergence(history: dict | None) -> dict:
