@@ -485,9 +485,10 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
         value = Verdict("c", "tab:main-results", Label(verdict), Reason.THRESHOLDS,
                         profile=profile, cells=tuple(stats(c) for c in cells),
                         layer_reading="literal", task_reading="v1")  # fmt: skip
-        regime = {"full": "10K training sets, the paper's protocol"}.get(
-            profile, "2K training sets, the reduced CPU protocol"
-        )
+        regime = {"full": "10K training sets, the paper's protocol",
+                  "paper-sizes": "5K training sets, the paper's sizes",
+                  "paper-sizes-censored": "5K training sets, the paper's sizes, censored search"
+                  }.get(profile, "2K training sets, the reduced CPU protocol")  # fmt: skip
         return {"verdict": verdict, "mz_beats": beats, "regime": regime, "profile": profile,
                 "value": value}  # fmt: skip
 
@@ -514,6 +515,12 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
     assert "beats another model as the paper claims in 0 of the 1 comparison judged" in shown
     assert "(a pattern reproduced on a narrower scope than its claim is no win). It ran" in shown
     assert "no win" not in won
+    # the regimes named most faithful first, whatever the order of the claims
+    sized = [row("does not hold here", profile=p) for p in ("paper-sizes-censored", "paper-sizes")]
+    assert fd.headline_text([*sized, row("holds", profile="full")]).startswith(
+        "At the paper's sizes (10K training sets, the paper's protocol; 5K training sets, the "
+        "paper's sizes; 5K training sets, the paper's sizes, censored search), MZAttn"
+    )
 
 
 def test_once_evaluates_once_per_state_of_the_results(tmp_path):

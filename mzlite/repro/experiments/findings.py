@@ -248,7 +248,8 @@ def headline_text(rows: list[dict]) -> str:
                 f"below them it beats another model as the paper claims in {won} of {len(beats)}. "
                 + _readings_sentence(beats))  # fmt: skip
     won = sum(r["verdict"] == Label.HOLDS for r in paper)
-    where = "; ".join(dict.fromkeys(r["regime"] for r in paper if r.get("regime")))
+    in_order = sorted(paper, key=lambda r: PAPER_SCALE.index(r["profile"]))  # most faithful first
+    where = "; ".join(dict.fromkeys(r["regime"] for r in in_order if r.get("regime")))
     # "as the paper claims": a pattern reproduced on a narrower scope (one PMA baseline of six) is
     # no win, though MZ is ahead in it; the sentence says so where it counts one
     narrower = any(r["verdict"] == Label.REPRODUCED for r in paper)
