@@ -53,8 +53,10 @@ def fit_check(history: dict | None) -> dict:
 
 def _train_ratios(history: dict) -> list[float]:
     """Each epoch's training loss / the training targets' variance (the mean predictor's loss);
-    empty where the result does not record that variance."""
+    empty for classification and where the result does not record that variance."""
     cfg = history.get("config") or {}
+    if cfg.get("task", "regression") != "regression":
+        return []
     var = history.get("train_target_var")
     if var is None and cfg.get("normalize_targets"):
         var = 1.0  # standardised with the training split's own mean and std
@@ -68,10 +70,7 @@ def fell_back(history: dict | None) -> bool:
     ended at or above it: it fell back to the mean predictor (a rate too high for the model, as a
     rule). Shown beside its number; its convergence stands (the weights kept are its best
     epoch's, which may have fitted before the fall)."""
-    history = history or {}
-    if (history.get("config") or {}).get("task", "regression") != "regression":
-        return False
-    ratios = _train_ratios(history)
+    ratios = _train_ratios(history or {})
     return bool(ratios) and min(ratios) < FIT_THRESHOLD <= ratios[-1]
 
 
