@@ -117,10 +117,11 @@ def test_report_groups_by_setting_with_protocol_footnotes():
     assert "208K params" in html and "not run" in html
     assert "<li>[1] cpu (the 30-epoch ablation): 1 seed, 30 epochs, on a CPU</li>" in html
     assert "<li>[2] cpu (the 30-epoch ablation): 2 seeds, 30 epochs, on a CPU</li>" in html
-    rows[2] = {**rows[2], "converged_text": "2/2", "spiked_text": "1/2"}  # a spike is named
+    # a spike is named
+    rows[2] = {**rows[2], "n_runs": 2, "converged": 2, "n_trained": 2, "spiked": 1}
     html = Report("tab:meb", "MEB", "cpu", rows)._repr_html_()
     assert "converged 2/2, validation-loss spike (&gt; 2x the best before it) in 1/2" in html
-    rows[2] = {**rows[2], "fell_back_text": "1/2"}  # and a fall back to the mean predictor
+    rows[2] = {**rows[2], "fell_back": 1}  # and a fall back to the mean predictor
     html = Report("tab:meb", "MEB", "cpu", rows)._repr_html_()
     assert "in 1/2, training fell back to the mean predictor in 1/2, on a CPU" in html
 

@@ -331,13 +331,14 @@ def evidence_note(row, profile: str | None = None) -> str:
     n = len(row["seeds"])
     text = (f"{'cpu (the 30-epoch ablation)' if prof == 'cpu' else prof}: {n} "
             f"seed{'s' * (n != 1)}, {row['epochs']} epochs")  # fmt: skip
-    if row.get("converged_text") not in (None, "--"):
-        text += f", converged {row['converged_text']}"
-    if row.get("spiked_text"):
+    if row.get("n_runs"):
+        text += f", converged {row['converged']}/{row['n_runs']}"
+    if row.get("spiked"):
         text += (f", validation-loss spike (> {_SPIKE_FACTOR:g}x the best before it) in "
-                 f"{row['spiked_text']}")  # fmt: skip
-    if row.get("fell_back_text"):
-        text += f", training fell back to the mean predictor in {row['fell_back_text']}"
+                 f"{row['spiked']}/{row['n_trained']}")  # fmt: skip
+    if row.get("fell_back"):
+        text += (f", training fell back to the mean predictor in "
+                 f"{row['fell_back']}/{row['n_trained']}")  # fmt: skip
     return text + f", {row['device']}"
 
 

@@ -85,7 +85,7 @@ class Report:
             "ours": self.ours(r),
             "paper": r["paper_text"],
             "seeds": str(len(r["seeds"])),
-            "converged": r.get("converged_text", "--"),
+            "converged": f"{r['converged']}/{r['n_runs']}" if r.get("n_runs") else "--",
             "params": params,
         }
 
@@ -197,8 +197,9 @@ def _row(res, mean_std_, pc, **given) -> ReportRow:
     """One row of a ``Report`` from the results ``res`` behind it: the keys ``given`` (its table,
     part, row, column, metric and cells, per-seed ``ours_values``, ``seeds`` and ``n_seeds``; a
     cell's ``model``, ``mixed``: several protocols, no mean; ``same_as``: the cell an aliased cell
-    shows), our mean and std, runs converged, spiked and fallen back to the mean predictor, and the
-    paper's number (``pc``)."""
+    shows), our mean and std, the counts of runs (``n_runs``), of those converged, of those trained
+    (``n_trained``) and of those spiked or fallen back to the mean predictor, and the paper's number
+    (``pc``)."""
     trained = [r for r in res if r.get("history") is not None]
     spiked = sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained)
     fell = sum(_stats.fell_back(r["history"]) for r in trained)
@@ -208,10 +209,11 @@ def _row(res, mean_std_, pc, **given) -> ReportRow:
         {**defaults, **given},
         ours_mean=mean_std_[0],
         ours_std=mean_std_[1],
+        n_runs=len(res),
         converged=conv,
-        converged_text=f"{conv}/{len(res)}" if res else "--",
-        spiked_text=f"{spiked}/{len(trained)}" if spiked else "",
-        fell_back_text=f"{fell}/{len(trained)}" if fell else "",
+        n_trained=len(trained),
+        spiked=spiked,
+        fell_back=fell,
         epochs=epoch_range(res),
         device=devices_text(*devices_of(res)) if res else "--",
         paper_mean=None if pc is None else pc.get("mean"),
