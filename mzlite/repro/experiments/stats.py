@@ -135,12 +135,12 @@ def memorised(history: dict | None) -> bool | None:
     return None if r2 is None else fitted and r2 <= LEARNS
 
 
-def loss_spikes(history: dict | None, factor: float = SPIKE_FACTOR) -> dict:
+def loss_spikes(history: dict | None) -> dict:
     """``{"spiked", "epochs", "worst_ratio", "factor"}``: the epochs (1-based) whose validation
-    loss exceeds ``factor`` times the lowest before them (a non-finite one after a finite one
-    counts); a closed form (``history`` None) has none."""
-    if not factor > 1.0:
-        raise ValueError(f"factor must be > 1, got {factor!r}")
+    loss exceeds ``SPIKE_FACTOR`` times the lowest before them (a non-finite one after a finite
+    one counts); a closed form (``history`` None) has none. One factor, so that the reports'
+    footnote, which names it, is true of every count."""
+    factor = SPIKE_FACTOR
     out = {"spiked": False, "epochs": [], "worst_ratio": None, "factor": factor}
     best = math.inf
     for epoch, v in enumerate((history or {}).get("val_loss", []), start=1):
