@@ -152,7 +152,7 @@ def test_decide_orders_stops_refuted_claims_and_prices_each_step(tmp_path):
     assert d.strength[0]["score"] == 0.0 and d.strength[1]["score"] == 1.0
     by = {c["claim"]: c for c in d.claims}
     d3, d6, d9 = (by[f"tab-hull-{c}-mz_full-best"] for c in ("d3", "d6", "d9"))
-    assert d3["status"] == "decided" and d3["row"]["decided_by"].startswith("refuted by ST-Large")
+    assert d3["status"] == "decided" and d3["row"]["why"].startswith("refuted by ST-Large")
     assert d6["status"] == "open" and d6["steps"][0]["todo"] == 0
     assert set(d6["steps"][1]["cells"]) == {"d6-hypernet", "d6-perceiver", "d6-la_st"}
     assert d9["steps"][0]["cells"] == ["d9-mz_full", "d9-set_stats", "d9-st", "d9-st_large"]

@@ -595,7 +595,7 @@ class Decisions:
         if decided:
             out += ["", f"decided ({len(decided)}):"]
             for c in decided:
-                rule = c["row"].get("decided_by") or c["row"].get("why") or ""
+                rule = c["row"].get("why") or ""
                 out.append(f"  {c['table']} {c['claim']}: {c['row']['verdict']} ({rule})")
         if self.without:
             out += ["", "no cell claims to order (rank claims are judged over every setting, or "

@@ -491,7 +491,6 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         **({} if normalised is None else {"normalised": normalised}),
         "readings": readings_text(v),
         "cells": list(claim.cells),
-        "decided_by": "; ".join(parts) if v.label in DECIDED or ref is not None else "",
         "refuted_by": None if ref is None else {"cell": ref.cell, "diff": ref.diff, "p": ref.p},
         "paper_table": getattr(claim, "paper_table", None) or claim.table,
         "mz_beats": beats,
