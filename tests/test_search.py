@@ -204,6 +204,55 @@ def test_a_family_the_censored_search_decided_keeps_its_choice_until_this_search
     assert {r["family"]: r["waits"] for r in se.choice_rows(NAME)}["Deep Sets"] is None
 
 
+def test_a_table_keeps_its_choice_while_a_study_added_to_it_is_under_way(tiny, monkeypatch):
+    """A cell added to a decided family's studies (Task B's) moves neither the table's choice
+    nor the family's until its study has tried the whole grid: meanwhile the table never falls
+    back to the family's choice over the other tables. Then the table's choice is its studies'."""
+    lo, hi = se.LRS
+    best = {"F": (hi, "plateau"), "G": (lo, "cosine"), "L16": (lo, "cosine")}  # by task
+    fake = {task: _fake_fit({c: (lambda e, T, v=0.1 if c == b else 1.0: v + 1.0 / e)
+                             for c in [(lr, s) for lr in se.LRS for s in se.SCHEDULES]}, [])
+            for task, b in best.items()}  # fmt: skip
+
+    def splits(job):  # F-deepsets -> its task, "F"
+        split = SimpleNamespace(d_in=1, d_out=1, task=job.cell.id.split("-")[0])
+        return split, split, None
+
+    monkeypatch.setattr(se, "fit", lambda model, tr, *a, **k: fake[tr.task](model, tr, *a, **k))
+    monkeypatch.setattr(se, "job_splits", splits)
+    monkeypatch.setattr(se, "build_cell_model", lambda *a, **k: None)
+    f_cell, g_cell = ("tab:main-results", "F-deepsets"), ("tab:main-results", "G-deepsets")
+    monkeypatch.setitem(se.SEARCH_CELLS, "deepsets", (f_cell, ("tab:tdof-verify", "L16-st_4l")))
+    decided = se.search(NAME, ["deepsets"], seeds=(0,), say=lambda *a: None)
+
+    def trains(table, cell):
+        cfg = ex.job(table, cell, NAME, 0).train_config()
+        return cfg.lr, cfg.schedule
+
+    assert trains(*f_cell) == (hi, "plateau") and trains(*g_cell) == (hi, "plateau")
+    assert decided["choice"]["deepsets"]["train"] != {"lr": hi, "schedule": "plateau"}
+    # G's study joins the family and has tried 3 of the 4 configurations
+    monkeypatch.setitem(se.SEARCH_CELLS, "deepsets", (f_cell, g_cell, ("tab:tdof-verify",
+                                                                        "L16-st_4l")))  # fmt: skip
+    (g_study,) = [s for s in se.plan_search(NAME, ["deepsets"], (0,)) if s.job.cell.id[0] == "G"]
+    se.run_study(g_study, say=lambda *a: None)
+    full = se.trials(g_study)
+    monkeypatch.setattr(se, "trials", lambda study, cache_dir=None: full[:3])
+    half, decided = (json.loads(json.dumps(o)) for o in (se.write_search(NAME, [g_study]),
+                                                          decided))  # fmt: skip
+    assert half["choice_by_table"] == decided["choice_by_table"]
+    assert half["choice"] == decided["choice"]
+    assert trains(*g_cell) == (hi, "plateau")
+    # complete, it decides the table with F's study: their bests tie, the smaller rate is chosen
+    monkeypatch.setattr(se, "trials", lambda study, cache_dir=None: full)
+    done = se.write_search(NAME, [g_study])
+    table = done["choice_by_table"]["deepsets"]
+    assert table["tab:main-results"]["train"] == {"lr": lo, "schedule": "cosine"}
+    assert trains(*f_cell) == trains(*g_cell) == (lo, "cosine")
+    tdof = decided["choice_by_table"]["deepsets"]["tab:tdof-verify"]
+    assert table["tab:tdof-verify"]["train"] == tdof["train"]
+
+
 def test_rung_runs_and_the_price_of_sized_cosines():
     assert se.rungs(200) == [20, 60, 180]
     assert se.rung_runs("plateau", 200) == [200]

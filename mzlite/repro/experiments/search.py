@@ -411,10 +411,14 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
                                     "choice": choice.pop(fam, None)}  # fmt: skip
             pending.pop(fam, None)
         families[fam], methods[fam] = recs, METHOD
-        by_table: dict[str, dict] = {}  # the tables whose studies all tried the whole grid
+        by_table: dict[str, dict] = {}
         for name, r in recs.items():
             by_table.setdefault(_study(out, name)["table"], {})[name] = r
-        out["choice_by_table"][fam] = {t: c for t, st in by_table.items() if (c := choose(st))}
+        # a table keeps its choice while a study added to it (Task B's) has configurations
+        # left: never the family's choice over other tables in the meantime
+        kept = out["choice_by_table"].get(fam, {})
+        out["choice_by_table"][fam] = {t: c for t, st in by_table.items()
+                                       if (c := choose(st) or kept.get(t))}  # fmt: skip
         if (c := choose(recs)) is not None:
             choice[fam] = c
     out["printed"] = search_text(out)
