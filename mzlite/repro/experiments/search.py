@@ -50,7 +50,7 @@ MIN_EPOCHS = 20  # no trial is pruned before this many epochs
 REDUCTION = 3  # successive halving keeps the best third at each rung
 TIE = 0.02  # configurations within 2 % of the lowest mean relative loss are tied
 # Task B joined after the choice made on F and G never trained MZ-Full there; the attention
-# baselines study it on ST-Large, Task B's rival, which fell back at that choice (data/in-flight)
+# baselines study it on ST-Large, Task B's rival, which fell back at that choice (in-flight notes)
 SEARCH_CELLS = {
     "mz": (("tab:main-results", "F-mz_full"), ("tab:main-results", "G-mz_full"),
            ("tab:main-results", "B-mz_full"), ("tab:tdof-verify", "L16-mz_1l")),
