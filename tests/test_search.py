@@ -427,7 +427,7 @@ def test_a_searched_profile_trains_each_searched_table_with_its_own_choice(tiny)
 
 
 def test_best_setting_rows_are_each_familys_best_configuration_per_cell(tmp_path):
-    """The labelled ablation: per searched cell of Tasks F and G, the best configuration over the
+    """The labelled ablation: per searched cell of tab:main-results, the best configuration over the
     cell's complete studies and its mean validation R^2, beside the table's choice."""
     grid = [(lr, s) for lr in se.LRS for s in se.SCHEDULES]
 
@@ -447,8 +447,8 @@ def test_best_setting_rows_are_each_familys_best_configuration_per_cell(tmp_path
     path = ex.specs.search_path("paper-sizes", tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({
-        "format": se.FORMAT, "methods": {"deepsets": se.METHOD}, "families": {"deepsets": fam},
-        "choice": {"deepsets": table_choice},
+        "format": se.FORMAT, "methods": {"deepsets": se.METHOD, "mz": se.METHOD},
+        "families": {"deepsets": fam}, "choice": {"deepsets": table_choice, "mz": table_choice},
         "choice_by_table": {"deepsets": {"tab:main-results": table_choice}},
     }))  # fmt: skip
     rows = {r["cell"]: r for r in se.best_setting_rows("paper-sizes", results_dir=tmp_path)}
@@ -456,6 +456,9 @@ def test_best_setting_rows_are_each_familys_best_configuration_per_cell(tmp_path
     assert sorted(rows) == sorted(c for f in se.SEARCH_CELLS.values() for t, c in f
                                   if t == "tab:main-results")  # fmt: skip
     assert rows["F-mz_full"]["best"] is None and rows["F-mz_full"]["seeds"] == []
+    # a cell no study has run still trains at its family's choice, with no R^2 of its own
+    assert (rows["F-mz_full"]["chosen"], rows["F-mz_full"]["chosen_val_r2"]) == ("3e-3, cosine",
+                                                                                None)  # fmt: skip
     f = rows["F-deepsets"]
     assert f["label"] == se.ABLATION_LABEL and f["family"] == "Deep Sets"
     assert f["best"] == "3e-3, cosine" and f["best_val_r2"] == pytest.approx(0.75)
@@ -468,6 +471,7 @@ def test_best_setting_rows_are_each_familys_best_configuration_per_cell(tmp_path
     html = str(se.best_setting_table("paper-sizes", results_dir=tmp_path))
     assert "Ablation, not a verdict" in html and "3e-3, cosine (0.750)" in html
     assert "1e-4, plateau (0.600)" in html and "not searched yet" in html
+    assert "3e-3, cosine (--)" in html  # F-mz_full's choice
     # another table on request: no study ran there
     tdof = se.best_setting_rows("paper-sizes", ("tab:tdof-verify",), tmp_path)
     assert {r["table"] for r in tdof} == {"tab:tdof-verify"} and all(
