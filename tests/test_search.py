@@ -204,10 +204,11 @@ def test_a_family_the_censored_search_decided_keeps_its_choice_until_this_search
     assert {r["family"]: r["waits"] for r in se.choice_rows(NAME)}["Deep Sets"] is None
 
 
-def test_a_table_keeps_its_choice_while_a_study_added_to_it_is_under_way(tiny, monkeypatch):
-    """A cell added to a decided family's studies (Task B's) moves neither the table's choice
-    nor the family's until its study has tried the whole grid: meanwhile the table never falls
-    back to the family's choice over the other tables. Then the table's choice is its studies'."""
+def test_a_table_keeps_its_choices_while_a_study_added_to_it_is_under_way(tiny, monkeypatch):
+    """A cell added to the families' studies of a table (Task B's) moves no family's choice for
+    the table, nor any family's choice over all its studies, until every family's study of it
+    has tried the whole grid: one family's complete study waits for the other's, and meanwhile
+    no table falls back to a family's choice over other tables. Then the table's choices move."""
     lo, hi = se.LRS
     best = {"F": (hi, "plateau"), "G": (lo, "cosine"), "L16": (lo, "cosine")}  # by task
     fake = {task: _fake_fit({c: (lambda e, T, v=0.1 if c == b else 1.0: v + 1.0 / e)
@@ -221,36 +222,43 @@ def test_a_table_keeps_its_choice_while_a_study_added_to_it_is_under_way(tiny, m
     monkeypatch.setattr(se, "fit", lambda model, tr, *a, **k: fake[tr.task](model, tr, *a, **k))
     monkeypatch.setattr(se, "job_splits", splits)
     monkeypatch.setattr(se, "build_cell_model", lambda *a, **k: None)
-    f_cell, g_cell = ("tab:main-results", "F-deepsets"), ("tab:main-results", "G-deepsets")
-    monkeypatch.setitem(se.SEARCH_CELLS, "deepsets", (f_cell, ("tab:tdof-verify", "L16-st_4l")))
-    decided = se.search(NAME, ["deepsets"], seeds=(0,), say=lambda *a: None)
+    main_results = "tab:main-results"
+    cells = {"deepsets": [(main_results, "F-deepsets"), ("tab:tdof-verify", "L16-st_4l")],
+             "baseline": [(main_results, "F-st")]}  # fmt: skip
+    monkeypatch.setattr(se, "SEARCH_CELLS", {f: tuple(c) for f, c in cells.items()})
+    decided = se.search(NAME, seeds=(0,), say=lambda *a: None)
 
-    def trains(table, cell):
-        cfg = ex.job(table, cell, NAME, 0).train_config()
+    def trains(cell):
+        cfg = ex.job(main_results, cell, NAME, 0).train_config()
         return cfg.lr, cfg.schedule
 
-    assert trains(*f_cell) == (hi, "plateau") and trains(*g_cell) == (hi, "plateau")
+    assert trains("G-deepsets") == trains("G-st") == (hi, "plateau")
     assert decided["choice"]["deepsets"]["train"] != {"lr": hi, "schedule": "plateau"}
-    # G's study joins the family and has tried 3 of the 4 configurations
-    monkeypatch.setitem(se.SEARCH_CELLS, "deepsets", (f_cell, g_cell, ("tab:tdof-verify",
-                                                                        "L16-st_4l")))  # fmt: skip
-    (g_study,) = [s for s in se.plan_search(NAME, ["deepsets"], (0,)) if s.job.cell.id[0] == "G"]
-    se.run_study(g_study, say=lambda *a: None)
-    full = se.trials(g_study)
-    monkeypatch.setattr(se, "trials", lambda study, cache_dir=None: full[:3])
-    half, decided = (json.loads(json.dumps(o)) for o in (se.write_search(NAME, [g_study]),
+    # Task G joins both families: Deep Sets' study of it completes, the baselines' has tried 3
+    # of the 4 configurations
+    cells["deepsets"].insert(1, (main_results, "G-deepsets"))
+    cells["baseline"].append((main_results, "G-st"))
+    monkeypatch.setattr(se, "SEARCH_CELLS", {f: tuple(c) for f, c in cells.items()})
+    g_studies = [s for s in se.plan_search(NAME, seeds=(0,)) if s.job.cell.id[0] == "G"]
+    for study in g_studies:
+        se.run_study(study, say=lambda *a: None)
+    full = {s.name: se.trials(s) for s in g_studies}
+
+    def journals(study, cache_dir=None):  # the baselines' study of G stopped after 3 trials
+        return full[study.name][: 3 if study.family == "baseline" else None]
+
+    monkeypatch.setattr(se, "trials", journals)
+    half, decided = (json.loads(json.dumps(o)) for o in (se.write_search(NAME, g_studies),
                                                           decided))  # fmt: skip
     assert half["choice_by_table"] == decided["choice_by_table"]
     assert half["choice"] == decided["choice"]
-    assert trains(*g_cell) == (hi, "plateau")
-    # complete, it decides the table with F's study: their bests tie, the smaller rate is chosen
-    monkeypatch.setattr(se, "trials", lambda study, cache_dir=None: full)
-    done = se.write_search(NAME, [g_study])
-    table = done["choice_by_table"]["deepsets"]
-    assert table["tab:main-results"]["train"] == {"lr": lo, "schedule": "cosine"}
-    assert trains(*f_cell) == trains(*g_cell) == (lo, "cosine")
-    tdof = decided["choice_by_table"]["deepsets"]["tab:tdof-verify"]
-    assert table["tab:tdof-verify"]["train"] == tdof["train"]
+    assert trains("G-deepsets") == trains("G-st") == (hi, "plateau")
+    # complete, G decides the table with F: their bests tie, the smaller rate is chosen
+    monkeypatch.setattr(se, "trials", lambda s, cache_dir=None: full[s.name])
+    done = se.write_search(NAME, g_studies)
+    assert trains("F-deepsets") == trains("G-st") == (lo, "cosine")
+    tdof = done["choice_by_table"]["deepsets"]["tab:tdof-verify"]
+    assert tdof["train"] == decided["choice_by_table"]["deepsets"]["tab:tdof-verify"]["train"]
 
 
 def test_rung_runs_and_the_price_of_sized_cosines():

@@ -413,21 +413,39 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
                                     "choice": choice.pop(fam, None)}  # fmt: skip
             pending.pop(fam, None)
         families[fam], methods[fam] = recs, METHOD
+    # A choice moves once every study behind it, every family's, has tried the whole grid: while
+    # a study added to a table (Task B's) is under way, no family's choice for it moves (nor
+    # falls back to its choice over other tables), so that the table never sets a family chosen
+    # with that task against one chosen without it; nor does any family's choice over all tables
+    under_way = _tables_under_way(profile, out)
+    for fam in [f for f in ours if f not in pending]:
         by_table: dict[str, dict] = {}
-        for name, r in recs.items():
+        for name, r in families[fam].items():
             by_table.setdefault(_study(out, name)["table"], {})[name] = r
-        # a table keeps its choice while a study added to it (Task B's) has configurations
-        # left: never the family's choice over other tables in the meantime
         kept = out["choice_by_table"].get(fam, {})
-        out["choice_by_table"][fam] = {t: c for t, st in by_table.items()
-                                       if (c := choose(st) or kept.get(t))}  # fmt: skip
-        if (c := choose(recs)) is not None:
+        out["choice_by_table"][fam] = {
+            t: c for t, st in by_table.items()
+            if (c := kept.get(t) if t in under_way else choose(st) or kept.get(t))
+        }  # fmt: skip
+        if not under_way and (c := choose(families[fam])) is not None:
             choice[fam] = c
     out["printed"] = search_text(out)
     written = datetime.now(timezone.utc).isoformat(timespec="seconds")
     out["provenance"] = {**provenance(resolve_device("cpu"), git_info()), "written_utc": written}
     atomic_write_json(search_path(profile, results_dir), json_safe(out))
     return out
+
+
+def _tables_under_way(profile: str, out: dict) -> set[str]:
+    """The tables with a study of a family decided by this method, at a seed the family ran,
+    that has not tried the whole grid (or not started)."""
+    out_tables = set()
+    for fam, recs in out["families"].items():
+        if out["methods"].get(fam) == METHOD and fam in SEARCH_CELLS:
+            for s in plan_search(profile, [fam], _seeds(out, recs)):
+                if len(recs.get(s.name, ())) < len(_grid()):
+                    out_tables.add(s.job.table)
+    return out_tables
 
 
 def retire_censored(profile: str, results_dir=None, dry_run: bool = False) -> list[tuple]:
