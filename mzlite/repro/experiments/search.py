@@ -419,15 +419,12 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
     # with that task against one chosen without it; nor does any family's choice over all tables
     under_way = _tables_under_way(profile, out)
     for fam in [f for f in ours if f not in pending]:
-        by_table: dict[str, dict] = {}
-        for name, r in families[fam].items():
-            by_table.setdefault(_study(out, name)["table"], {})[name] = r
-        kept = out["choice_by_table"].get(fam, {})
-        out["choice_by_table"][fam] = {
-            t: c for t, st in by_table.items()
-            if (c := kept.get(t) if t in under_way else choose(st) or kept.get(t))
-        }  # fmt: skip
-        if not under_way and (c := choose(families[fam])) is not None:
+        recs, kept = families[fam], out["choice_by_table"].get(fam, {})
+        table = {name: _study(out, name)["table"] for name in recs}
+        by_table = {t: {n: recs[n] for n in table if table[n] == t} for t in table.values()}
+        new = {t: choose(st) for t, st in by_table.items() if t not in under_way}
+        out["choice_by_table"][fam] = {t: c for t in by_table if (c := new.get(t) or kept.get(t))}
+        if not under_way and (c := choose(recs)) is not None:
             choice[fam] = c
     out["printed"] = search_text(out)
     written = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -439,13 +436,10 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
 def _tables_under_way(profile: str, out: dict) -> set[str]:
     """The tables with a study of a family decided by this method, at a seed the family ran,
     that has not tried the whole grid (or not started)."""
-    out_tables = set()
-    for fam, recs in out["families"].items():
-        if out["methods"].get(fam) == METHOD and fam in SEARCH_CELLS:
-            for s in plan_search(profile, [fam], _seeds(out, recs)):
-                if len(recs.get(s.name, ())) < len(_grid()):
-                    out_tables.add(s.job.table)
-    return out_tables
+    return {s.job.table for fam, recs in out["families"].items()
+            if out["methods"].get(fam) == METHOD and fam in SEARCH_CELLS
+            for s in plan_search(profile, [fam], _seeds(out, recs))
+            if len(recs.get(s.name, ())) < len(_grid())}  # fmt: skip
 
 
 def retire_censored(profile: str, results_dir=None, dry_run: bool = False) -> list[tuple]:
