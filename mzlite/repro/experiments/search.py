@@ -652,10 +652,9 @@ def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=No
             trains = search_choice(profile, results_dir, table=job.table).get(fam)
             for key, c in (("best", best), ("chosen", trains and {"train": trains})):
                 if c is not None:
-                    # its validation R^2 at the best epoch, averaged over complete studies
+                    # its validation R^2 at the best epoch, averaged over the complete studies
                     config = _train_config(c)
-                    r2 = [r["val_r2_at_best"] for r in recs if (r["lr"], r["schedule"]) == config
-                          and best is not None]  # fmt: skip
+                    r2 = [r["val_r2_at_best"] for r in recs if (r["lr"], r["schedule"]) == config]
                     row[key] = _words(c)
                     row[f"{key}_val_r2"] = None if not r2 or None in r2 else sum(r2) / len(r2)
             rows.append(row)
