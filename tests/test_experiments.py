@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from mzlite import nn
 from mzlite.__main__ import main as cli
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments.cells import grid_cells
@@ -70,7 +71,7 @@ def test_every_table_names_its_chapter_and_valid_cells(label):
     assert (REPO / "notebooks" / f"{spec.chapter}.ipynb").exists(), spec.chapter
     for c in spec.cells:
         assert ex.CellKey(label, c.id).spec is c
-        assert ex.model_family(c.model) in ex.MODEL_FAMILIES
+        assert ex.model_family(c.model) in nn.registry.FAMILIES
 
 
 def test_cell_keys_fail_loudly_and_tables_need_a_chapter():

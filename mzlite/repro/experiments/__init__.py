@@ -34,7 +34,6 @@ from .results import (  # noqa: F401
 )
 from .runner import run  # noqa: F401
 from .specs import (  # noqa: F401
-    MODEL_FAMILIES,
     PROFILES,
     RESULT_FORMAT,
     SET_STATS,

@@ -400,9 +400,6 @@ def _resolved_reading_cached(task: str, items: tuple) -> tuple[tuple, str]:
     return tuple(sorted(full.items())), _tasks.task_reading(task, full)
 
 
-MODEL_FAMILIES = _nn.registry.FAMILIES
-
-
 def model_family(name: str) -> str:
     """The learning-rate family of model ``name``: its ``ModelSpec.family`` ("mz", "deepsets",
     "baseline": every other trained model, probed with the Set Transformer, or "closed_form")."""
