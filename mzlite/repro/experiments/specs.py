@@ -219,6 +219,15 @@ def _lr_probed(name: str, train: dict, **lr_by_family: float) -> Profile:
     return Profile(name, None, 3, train, max_sizes=cap, lr_by_family=lr_by_family, lr_source=src)
 
 
+def _paper_sized(name: str, lr_source: str, schedule: str | None = None, **rates) -> Profile:
+    """cpu-annealed's reading at the paper's sizes (tab:tdof-verify's: ``UNSTATED_PAPER_SIZES``),
+    5 warm-up epochs, float32, 3 seeds; the rates searched, or ``rates`` (``lr_by_family``)."""
+    train = {**_CONVERGED, "warmup_epochs": 5, **_HALVING, "amp": False}
+    train.update({"schedule": schedule} if schedule else {})
+    return Profile(name, None, 3, train, lr_source=lr_source, searched=not rates,
+                   sizes_by_table=UNSTATED_PAPER_SIZES, **rates)  # fmt: skip
+
+
 _PROFILES = {
     # lr 1e-3 so that 3 epochs of 4 steps visibly move the curves; the numbers mean nothing.
     "smoke": Profile(
@@ -254,28 +263,19 @@ _PROFILES = {
     # warm-up and patience in epochs as the paper states them (about its optimiser steps at
     # these sizes); each family's lr and schedule from the search. Float32: the paper names no
     # mixed precision (a profile's precision is part of its experiment).
-    "paper-sizes": Profile(
-        "paper-sizes",
-        None,
-        3,
-        {**_CONVERGED, "warmup_epochs": 5, **_HALVING, "amp": False},
-        lr_source="the learning-rate search of this profile (data/results/lr-search)",
-        searched=True,
-        sizes_by_table=UNSTATED_PAPER_SIZES,
+    "paper-sizes": _paper_sized(
+        "paper-sizes", "the learning-rate search of this profile (data/results/lr-search)"
     ),
     # The paper's sizes as they trained before the rung-sized search (issue 49) decided every
     # family: each family at the choice of the search it replaced, which censored cosine (all
     # three a plateau; data/results/lr-search/paper-sizes.json, "replaced" and "choice" by
     # "cosine-over-the-cap"). Superseded: ``results.retire`` keeps the paper-sizes campaign of
     # those rates here once the new choices train, as a labelled ablation (``PROFILE_ORDER``).
-    "paper-sizes-censored": Profile(
+    "paper-sizes-censored": _paper_sized(
         "paper-sizes-censored",
-        None,
-        3,
-        {**_CONVERGED, "warmup_epochs": 5, "schedule": "plateau", **_HALVING, "amp": False},
+        "the search before issue 49, which censored cosine (data/results/lr-search)",
+        schedule="plateau",
         lr_by_family={"mz": 1e-3, "baseline": 1e-3, "deepsets": 3e-3},
-        lr_source="the search before issue 49, which censored cosine (data/results/lr-search)",
-        sizes_by_table=UNSTATED_PAPER_SIZES,
     ),
     # The paper's protocol: TrainConfig's defaults are app:impl's hyperparameter table, at the
     # sizes of paper-sizes, so that its verdicts differ from paper-sizes' in the optimiser alone.
