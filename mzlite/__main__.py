@@ -155,9 +155,9 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "--retire", action="store_true",
-        help="once every family trains with this search's choices: keep the profile's campaign "
-        "at the censored search's choices in its superseded profile (moves the results the new "
-        "choices make another experiment, copies the rest; with --dry-run: lists them)",
+        help="once every family trains with this search's final choices: keep the profile's "
+        "campaign at its former choices in its newest superseded profile (moves the results the "
+        "new choices make another experiment, copies the rest; with --dry-run: lists them)",
     )  # fmt: skip
     p.add_argument("--results-dir", default=None)
     p.add_argument("--cache-dir", default=None)
@@ -283,8 +283,8 @@ def main(argv=None) -> int:
             fams = _split(args.families)
             seeds = se.SEEDS if args.seeds is None else ex.parse_seeds(args.seeds)
             if args.retire:
-                done = se.retire_censored(args.profile, args.results_dir, args.dry_run)
-                to = se.CENSORED_PROFILES[args.profile]
+                done = se.retire_superseded(args.profile, args.results_dir, args.dry_run)
+                to = se.SUPERSEDED[args.profile][0]
                 for action in ("move", "copy"):
                     mine = [(a, b) for act, a, b in done if act == action]
                     past = {"move": "moved", "copy": "copied"}[action]

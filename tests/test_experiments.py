@@ -761,8 +761,8 @@ def test_default_cpu_layout_is_one_single_thread_worker_per_core(
 def test_best_profile_is_the_first_with_results(tmp_path):
     assert ex.best_profile("tab:meb", ("full", "cpu"), results_dir=tmp_path) is None
     # the scorecard's order too: mzlite's reading before its first reading
-    assert ex.PROFILE_ORDER == ("full", "paper-sizes", "paper-sizes-censored", "cpu-annealed",
-                                "cpu-converged", "cpu")  # fmt: skip
+    assert ex.PROFILE_ORDER == ("full", "paper-sizes", "paper-sizes-fg", "paper-sizes-censored",
+                                "cpu-annealed", "cpu-converged", "cpu")  # fmt: skip
     # the protocols the results pages read are the most trusted of that order, each with a style
     assert CURRENT == ex.PROFILE_ORDER[: len(CURRENT)]
     assert set(CURRENT) | {"paper"} == set(PROTOCOL_STYLES)

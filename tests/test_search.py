@@ -21,6 +21,8 @@ from mzlite.repro.experiments.results import caught_up
 from mzlite.repro.experiments.specs import PROFILES, Profile
 from mzlite.train.history import History
 
+ROOT = Path(__file__).resolve().parents[1]
+
 NAME = "test-searched"
 
 
@@ -654,16 +656,53 @@ def test_the_censored_profile_trains_each_family_as_the_censored_search_chose(tm
     out = se.read_search("paper-sizes")
     censored = {fam: (out["replaced"][fam]["choice"] if out["methods"][fam] == se.METHOD
                       else out["choice"][fam])["train"] for fam in out["choice"]}  # fmt: skip
-    prof = PROFILES[se.CENSORED_PROFILES["paper-sizes"]]
+    prof = PROFILES[se.SUPERSEDED["paper-sizes"][-1]]
     assert {f: {"lr": lr, "schedule": prof.train["schedule"]}
             for f, lr in prof.lr_by_family.items()} == censored  # fmt: skip
     path = se.search_path("paper-sizes", tmp_path)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({**out, "methods": {**out["methods"], "mz": se.CENSORED_METHOD}}))
     with pytest.raises(ValueError, match=r"decided by an older search: \['mz'\]"):
-        se.retire_censored("paper-sizes", tmp_path, dry_run=True)
+        se.retire_superseded("paper-sizes", tmp_path, dry_run=True)
     with pytest.raises(ValueError, match="profile must be one of"):
-        se.retire_censored("cpu-annealed")
+        se.retire_superseded("cpu-annealed")
+
+
+def test_the_profile_searched_without_task_b_is_frozen_and_takes_its_campaign_once_nothing_is_held(
+    tmp_path,
+):
+    """paper-sizes-fg reads its own search file, a frozen copy, and no search writes over it;
+    ``--retire`` moves paper-sizes' campaign there only once no table's choices are held by a
+    study with configurations left (before, those results are paper-sizes' own experiments)."""
+    fg = se.SUPERSEDED["paper-sizes"][0]
+    assert PROFILES[fg].searched and se.search_path(fg).exists()
+    with pytest.raises(ValueError, match="superseded"):
+        se.plan_search(fg)
+    out = se.read_search("paper-sizes")
+    (study,) = [s for s in se.plan_search("paper-sizes", ["baseline"], [0])
+                if s.job.cell.id == "B-st_large"]  # fmt: skip
+    out["families"]["baseline"][study.name] = out["families"]["baseline"][study.name][:-1]
+    path = se.search_path("paper-sizes", tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(out))
+    with pytest.raises(ValueError, match=r"under way: \['tab:main-results'\]\): nothing"):
+        se.retire_superseded("paper-sizes", tmp_path, dry_run=True)
+
+
+PAPER_SIZED_RESULTS = sorted(
+    p for prof in ex.results.PAPER_SIZED for p in (ROOT / "data/results" / prof).rglob("*.json")
+)
+
+
+@pytest.mark.parametrize("path", PAPER_SIZED_RESULTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_committed_run_at_the_papers_sizes_is_its_cells_experiment_in_its_profile(path):
+    """A search's choices that move make the runs at the old ones another experiment: they are
+    retired into the superseded profile (``search --retire``) in the commit that lands the move,
+    and a frozen search file trains exactly the runs retired into its profile."""
+    res = json.loads(path.read_text())
+    cell = ex.get_table(res["table"]).cell(res["cell"])
+    if res.get("train_config"):
+        assert ex.results._trains_as(res, cell, ex.get_profile(res["profile"]))
 
 
 def test_every_study_trains_a_model_of_its_family():

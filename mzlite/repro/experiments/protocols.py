@@ -25,6 +25,7 @@ CPU = "2-core CPUs"
 READER_NAMES = {
     "full": "the paper's protocol",
     "paper-sizes": "the paper's sizes",
+    "paper-sizes-fg": "the paper's sizes, searched without Task B",
     "paper-sizes-censored": "the paper's sizes, censored search",
     "cpu-annealed": "the reduced CPU protocol",
     "cpu-converged": "the first converged CPU protocol (superseded)",
@@ -32,13 +33,14 @@ READER_NAMES = {
     "smoke": "a pipeline check",
 }
 # The protocols a results page reads, the most trusted first (``results.PROFILE_ORDER``): the
-# paper's, its sizes (the campaign at the censored search's rates while the new one reruns), and
-# our reading on a CPU. The first reading (cpu-converged) and the 30-epoch cpu profile are
-# ablations, shown only in toggles.
-CURRENT = ("full", "paper-sizes", "paper-sizes-censored", "cpu-annealed")
+# paper's, its sizes (the campaigns at its former choices while the new one reruns), and our
+# reading on a CPU. The first reading (cpu-converged) and the 30-epoch cpu profile are ablations,
+# shown only in toggles.
+CURRENT = ("full", "paper-sizes", "paper-sizes-fg", "paper-sizes-censored", "cpu-annealed")
 # One dash and marker per protocol in the results chapters' figures (the paper's: dashed diamonds)
 PROTOCOL_STYLES = {"paper": ("dash", "diamond"), "full": ("longdash", "star"),
                    "paper-sizes": ("dashdot", "triangle-up"),
+                   "paper-sizes-fg": ("longdashdot", "square"),
                    "paper-sizes-censored": ("dot", "triangle-down"),
                    "cpu-annealed": ("solid", "circle")}  # fmt: skip
 # The paper's own words on its hardware (app:compute), quoted, not a number of ours

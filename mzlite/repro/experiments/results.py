@@ -239,15 +239,15 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
 
 
 # the best evidence first: the paper's protocol, then the paper's sizes (the current campaign,
-# then the one at the censored search's rates: cpu-annealed's reading and, for MZ and the Set
-# Transformer, its rates, at the paper's sizes, so it outranks cpu-annealed though a new
-# campaign supersedes it), then the reduced protocols, newest first: cpu-annealed (mzlite's
-# default reading), cpu-converged and cpu (its first reading: per-row generator LayerNorm,
-# cosine over the cap)
-PROFILE_ORDER = ("full", "paper-sizes", "paper-sizes-censored", "cpu-annealed", "cpu-converged",
-                 "cpu")  # fmt: skip
+# then the one at the choices searched without Task B, then the one at the censored search's
+# rates: cpu-annealed's reading and, for MZ and the Set Transformer, its rates, at the paper's
+# sizes, so it outranks cpu-annealed though newer campaigns supersede it), then the reduced
+# protocols, newest first: cpu-annealed (mzlite's default reading), cpu-converged and cpu (its
+# first reading: per-row generator LayerNorm, cosine over the cap)
+PROFILE_ORDER = ("full", "paper-sizes", "paper-sizes-fg", "paper-sizes-censored", "cpu-annealed",
+                 "cpu-converged", "cpu")  # fmt: skip
 # the campaigns at the paper's sizes, the newest first (``caught_up``)
-PAPER_SIZED = ("paper-sizes", "paper-sizes-censored")
+PAPER_SIZED = ("paper-sizes", "paper-sizes-fg", "paper-sizes-censored")
 
 
 def caught_up(cells, profiles=PAPER_SIZED, results_dir=None) -> str:

@@ -70,8 +70,9 @@ METHODS = {  # (the pages' name, the search file's account)
                       "judged at the rungs by its best validation loss so far: a cosine is judged "
                       "at 99 % of its peak rate (the search before issue 49; it censors cosine)"),
 }  # fmt: skip
-# each searched profile's superseded twin: how it trained with the censored search's choices
-CENSORED_PROFILES = {"paper-sizes": "paper-sizes-censored"}
+# each searched profile's superseded twins, the newest first: how it trained before Task B joined
+# the search (its file as it was then, frozen) and with the censored search's choices
+SUPERSEDED = {"paper-sizes": ("paper-sizes-fg", "paper-sizes-censored")}
 FAMILY_MODEL = {"mz": None, "baseline": None, "deepsets": "deepsets"}  # a model to swap in
 FAMILY_NAMES = {"mz": "MZAttn", "baseline": "attention baselines", "deepsets": "Deep Sets"}
 PAPER_CONFIG = (1e-4, "cosine")  # app:impl: AdamW 1e-4, cosine to 0
@@ -102,8 +103,8 @@ class Study:
 
 def plan_search(profile: str, families=None, seeds=SEEDS) -> list[Study]:
     prof = get_profile(profile)
-    if not prof.searched:
-        raise ValueError(f"profile {prof.name} takes no searched rates (Profile.searched is False)")
+    if not prof.searched or prof.name in {t for ts in SUPERSEDED.values() for t in ts}:
+        raise ValueError(f"profile {prof.name} takes no searched rates (unsearched or superseded)")
     fams = list(SEARCH_CELLS) if families is None else list(families)
     if bad := sorted(set(fams) - set(SEARCH_CELLS)):
         raise ValueError(f"families must be among {sorted(SEARCH_CELLS)}, got {bad}")
@@ -442,19 +443,21 @@ def _tables_under_way(profile: str, out: dict) -> set[str]:
             if len(recs.get(s.name, ())) < len(_grid())}  # fmt: skip
 
 
-def retire_censored(profile: str, results_dir=None, dry_run: bool = False) -> list[tuple]:
-    """``results.retire`` of ``profile``'s results into ``CENSORED_PROFILES[profile]``, once every
-    family of its search file trains with this method's choices (before, those results are
-    ``profile``'s own experiments and nothing moves: ValueError)."""
-    if profile not in CENSORED_PROFILES:
-        raise ValueError(f"profile must be one of {sorted(CENSORED_PROFILES)}, got {profile!r}")
+def retire_superseded(profile: str, results_dir=None, dry_run: bool = False) -> list[tuple]:
+    """``results.retire`` of ``profile``'s results into its newest superseded twin
+    (``SUPERSEDED``), once every family of its search file trains with this method's choices and
+    no table's are held (before, those results are ``profile``'s own experiments and nothing
+    moves: ValueError)."""
+    if profile not in SUPERSEDED:
+        raise ValueError(f"profile must be one of {sorted(SUPERSEDED)}, got {profile!r}")
     out = read_search(profile, results_dir)
-    if out["pending"] or set(out["methods"].values()) != {METHOD}:
-        older = sorted(f for f, m in out["methods"].items() if m != METHOD)
+    older = sorted(f for f, m in out["methods"].items() if m != METHOD)
+    held = sorted(_tables_under_way(profile, out))
+    if out["pending"] or older or held:
         raise ValueError(f"{profile}'s families do not all train with this search's choices yet "
-                         f"(decided by an older search: {older}): nothing is another "
-                         "experiment")  # fmt: skip
-    return retire(profile, CENSORED_PROFILES[profile], results_dir, dry_run)
+                         f"(decided by an older search: {older}; held while a study of theirs "
+                         f"is under way: {held}): nothing is another experiment")  # fmt: skip
+    return retire(profile, SUPERSEDED[profile][0], results_dir, dry_run)
 
 
 def _excess_text(c: dict) -> str:

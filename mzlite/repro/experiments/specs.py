@@ -266,6 +266,15 @@ _PROFILES = {
     "paper-sizes": _paper_sized(
         "paper-sizes", "the learning-rate search of this profile (data/results/lr-search)"
     ),
+    # The paper's sizes as they trained before Task B joined the search (issue 50): each family at
+    # the choices of its studies on Tasks F and G and tab:tdof-verify L = 16, from the search file
+    # as it was then (data/results/lr-search/paper-sizes-fg.json, frozen: a copy of
+    # paper-sizes.json at 5f41b41, whose choices Task B's studies held). Superseded, as below.
+    "paper-sizes-fg": _paper_sized(
+        "paper-sizes-fg",
+        "the learning-rate search of paper-sizes before Task B's studies "
+        "(data/results/lr-search/paper-sizes-fg.json)",
+    ),
     # The paper's sizes as they trained before the rung-sized search (issue 49) decided every
     # family: each family at the choice of the search it replaced, which censored cosine (all
     # three a plateau; data/results/lr-search/paper-sizes.json, "replaced" and "choice" by
