@@ -135,7 +135,7 @@ def results_toggle(label: str, results_dir=None) -> HTML:
         parts.append(report(label, h["profile"], results_dir, ran_only=True))
         ran = what_ran(label, h["profile"], results_dir, commit_ids=False)
         parts.append(conclusion(ran, title=f"What ran ({h['profile']}: {h['role']})"))
-    names = ", ".join(h["profile"] + (" (ablation)" if h["ablation"] else "") for h in have)
+    names = ", ".join(h["profile"] for h in have)  # inside, each names its role (superseded)
     return toggle(f"{paper_ref(label)}: {ex.get_table(label).title} [{names}]", *parts)
 
 

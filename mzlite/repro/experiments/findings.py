@@ -25,7 +25,7 @@ from mzlite.repro.experiments.engine import DECIDED as _ENGINE_DECIDED
 from mzlite.repro.experiments.formatting import count_phrase, counts_text
 from mzlite.repro.experiments.plan import decide, plan, priced
 from mzlite.repro.experiments.present import PAPER_SCALE, readings_words, verdict_line
-from mzlite.repro.experiments.results import results_state
+from mzlite.repro.experiments.results import PAPER_SIZED, results_state
 from mzlite.repro.experiments.scorecard import FIRST_READING, scorecard
 from mzlite.repro.experiments.scorecard import claims as _claims
 from mzlite.repro.experiments.specs import results_root
@@ -249,7 +249,9 @@ def headline_text(rows: list[dict]) -> str:
                 + _readings_sentence(beats))  # fmt: skip
     won = sum(r["verdict"] == Label.HOLDS for r in paper)
     in_order = sorted(paper, key=lambda r: PAPER_SCALE.index(r["profile"]))  # most faithful first
-    where = "; ".join(dict.fromkeys(r["regime"] for r in in_order if r.get("regime")))
+    # the current campaigns' regimes (a superseded one's is named on each verdict it decides)
+    now = [r for r in in_order if r["profile"] not in PAPER_SIZED[1:]] or in_order
+    where = "; ".join(dict.fromkeys(r["regime"] for r in now if r.get("regime")))
     # "as the paper claims": a pattern reproduced on a narrower scope (one PMA baseline of six) is
     # no win, though MZ is ahead in it; the sentence says so where it counts one
     narrower = any(r["verdict"] == Label.REPRODUCED for r in paper)
