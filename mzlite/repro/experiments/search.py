@@ -33,7 +33,7 @@ from . import reading
 from .execute import build_cell_model, git_info, job_splits, provenance
 from .jobs import Job, job
 from .protocols import rate_text, reader_name
-from .results import retire
+from .results import PAPER_SIZED, retire
 from .runner import spawn_pool
 from .specs import (
     default_cache_dir,
@@ -70,9 +70,10 @@ METHODS = {  # (the pages' name, the search file's account)
                       "judged at the rungs by its best validation loss so far: a cosine is judged "
                       "at 99 % of its peak rate (the search before issue 49; it censors cosine)"),
 }  # fmt: skip
-# each searched profile's superseded twins, the newest first: how it trained before Task B joined
-# the search (its file as it was then, frozen) and with the censored search's choices
-SUPERSEDED = {"paper-sizes": ("paper-sizes-fg", "paper-sizes-censored")}
+# each searched profile's superseded twins, the newest first (the campaigns at the paper's sizes
+# after the current one): how it trained before Task B joined the search (its file as it was
+# then, frozen) and with the censored search's choices
+SUPERSEDED = {"paper-sizes": PAPER_SIZED[1:]}
 FAMILY_MODEL = {"mz": None, "baseline": None, "deepsets": "deepsets"}  # a model to swap in
 FAMILY_NAMES = {"mz": "MZAttn", "baseline": "attention baselines", "deepsets": "Deep Sets"}
 PAPER_CONFIG = (1e-4, "cosine")  # app:impl: AdamW 1e-4, cosine to 0
