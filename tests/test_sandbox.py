@@ -297,6 +297,11 @@ INSIDE = textwrap.dedent(
             out[module] = "imported"
         except ImportError:
             out[module] = "refused"
+    try:
+        open(sys.argv[2]).read()
+        out["the grader's checker"] = "read"
+    except OSError:  # refused by the audit hook; absent from the jail
+        out["the grader's checker"] = "refused"
     from mzlite.exercises import check, wire
     out["check"] = check("ch1.area", 2.5, seed=3).status
     inputs = {}
@@ -336,10 +341,14 @@ def test_the_snapshot_holds_the_results_and_not_the_runs_in_flight(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_box_holds_the_inputs_and_a_recording_check_and_no_oracle(tmp_path):
-    """The students' copy of mzlite in a box (in the jail where there is one): no verdict, no
-    registry, no chapter's checker, no grader; reaching for one is recorded; ``check`` records;
-    every input function gives the instructor's numbers."""
+@pytest.mark.parametrize("isolation", ["jail", "audit"])
+def test_the_box_holds_the_inputs_and_a_recording_check_and_no_oracle(tmp_path, isolation):
+    """The students' copy of mzlite in a box, in the jail and under the audit hook alone: no
+    verdict, no registry, no chapter's checker, no grader (not even through an editable
+    install's finder), no reading the grader's own mzlite; reaching for one is recorded;
+    ``check`` records; every input function gives the instructor's numbers."""
+    if isolation == "jail":
+        _need_jail()
     snapshot = sandbox.make_snapshot(tmp_path / "snapshot")
     view = student_view.make_student_view(snapshot, tmp_path / "view", keys())
     box = sandbox.make_sandbox(tmp_path / "students", "0000", view)
@@ -352,8 +361,8 @@ def test_the_box_holds_the_inputs_and_a_recording_check_and_no_oracle(tmp_path):
     modules = [f"mzlite.exercises.ch{n}" for n in range(1, 12)] + ["mzlite.repro.exercises"]
     capture = box / "capture.jsonl"
     env = sandbox.environment(box, [], {CAPTURE_ENV: str(capture)})
-    isolation = "jail" if sandbox.jail_available() else "audit"
-    cmd = [sys.executable, "-c", INSIDE, ",".join(modules)]
+    checker = Path(sandbox.__file__).resolve().parents[1] / "exercises" / "checker.py"
+    cmd = [sys.executable, "-c", INSIDE, ",".join(modules), str(checker)]
     done = subprocess.run(
         sandbox.isolated_command(cmd, box, [], isolation),
         env=env,
@@ -364,7 +373,8 @@ def test_the_box_holds_the_inputs_and_a_recording_check_and_no_oracle(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout)
-    for name in ("verdict", "get", "_REGISTRY", "diagnose", "ch1._area", "mzlite.grading"):
+    for name in ("verdict", "get", "_REGISTRY", "diagnose", "ch1._area", "mzlite.grading",
+                 "the grader's checker"):  # fmt: skip
         assert out[name] == "refused", (name, out[name])
     assert out["check"] == "recorded"
     entries = [json.loads(line) for line in capture.read_text().splitlines()]

@@ -23,7 +23,8 @@ Three layers keep it there:
   remount anything. ``isolation='auto'`` uses it wherever bubblewrap can make it.
 - **An audit hook** (PEP 578, which code cannot remove once installed) in every sandboxed Python
   process, also where the jail is missing: opening a denied path for reading, or anything
-  outside the sandbox for writing, raises ``PermissionError`` (:data:`SITECUSTOMIZE`). It does
+  outside the sandbox for writing, raises ``PermissionError`` (:data:`SITECUSTOMIZE`; the
+  grader's own mzlite is denied, and mzlite's modules import from the box alone). It does
   not see a program the process starts (a shell), so without the jail a shell can still write
   wherever the grader's user may, the Python installation the judge imports included: the
   judge's own home, the kernels off and the hashed snapshot then shut out a planted cache or
@@ -120,8 +121,25 @@ def _mzlite_sandbox_hook():
     _sys.addaudithook(hook)
 
 
+# mzlite and its modules come from the path alone (the box's copy, first on it): a module the
+# box's mzlite lacks is not found, where an editable install's finder, later on sys.meta_path,
+# would load the grader's own (mzlite.grading) from its checkout
+class _MzliteFromTheBox:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name.partition(".")[0] != "mzlite":
+            return None
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return spec
+
+
 if _os.environ.get("MZLITE_SANDBOX_POLICY"):
     _mzlite_sandbox_hook()
+    _sys.meta_path.insert(0, _MzliteFromTheBox)
 """
 
 
@@ -266,6 +284,7 @@ def policy(box: Path, hidden: list[Path]) -> dict:
     """The audit hook's policy for ``box``: write inside it only, read nothing of ``hidden``."""
     deny_read = [str(Path(p).resolve()) for p in hidden]
     deny_read += [str(ROOT / "notebooks"), str(ROOT / "book"), str(box.resolve().parent)]
+    deny_read.append(str(Path(__file__).resolve().parents[1]))  # the grader's mzlite, its checkers
     deny_write = list(installed_roots()) + deny_read + [str(Path.home().resolve())]
     deny_write.append(tempfile.gettempdir())
     own = [str(box.resolve())]
