@@ -70,7 +70,7 @@ def test_every_table_names_its_chapter_and_valid_cells(label):
     spec = ex.get_table(label)
     assert (REPO / "notebooks" / f"{spec.chapter}.ipynb").exists(), spec.chapter
     for c in spec.cells:
-        assert ex.CellKey(label, c.id).spec is c
+        assert ex.CellKey(label, c.id).cell == c.id and spec.cell(c.id) is c
         assert ex.model_family(c.model) in nn.registry.FAMILIES
 
 
