@@ -146,21 +146,21 @@ def calibration_cell_id(col: str, reading: str, mid: str) -> str:
     return f"cal-{col}-{reading}-{mid}"
 
 
-def calibration_cells(col, task, readings, column, st, sizes, batch, options=None):
-    """For every reading name in ``readings`` (of ``mzlite.tasks.TASK_READINGS``; v1 is the
-    column's main cells, not registered twice): the Set Transformer row ``st`` (model id, name,
-    label, kwargs) and the set-statistics yardstick on that reading, at ``sizes``. ``options``:
-    the column's own task options (e.g. {"L": 32}); the reading's options are added to them."""
+def reading_columns(prefix, task, readings, column, options=None) -> list[tuple]:
+    """The columns ``<prefix>-<reading>`` of ``column`` on each task reading in ``readings`` (of
+    ``mzlite.tasks.TASK_READINGS``; v1 is the column's main cells, not registered twice), as
+    ``grid_cells`` takes them. ``options``: the column's own task options (e.g. {"L": 32}); the
+    reading's options are added to them."""
     if DEFAULT_READING in readings:
         raise ValueError(f"reading {DEFAULT_READING!r} is the column's main cells")
-    columns = [
-        (
-            f"cal-{col}-{reading}",
-            f"{column}, task reading {reading}",
-            {**(options or {}), **reading_options(task, reading)},
-            "",
-        )
-        for reading in readings
-    ]
+    return [(f"{prefix}-{r}", f"{column}, task reading {r}",
+             {**(options or {}), **reading_options(task, r)}, "") for r in readings]  # fmt: skip
+
+
+def calibration_cells(col, task, readings, column, st, sizes, batch, options=None):
+    """For every reading name in ``readings`` (``reading_columns``): the Set Transformer row
+    ``st`` (model id, name, label, kwargs) and the set-statistics yardstick on that reading, at
+    ``sizes``."""
+    columns = reading_columns(f"cal-{col}", task, readings, column, options)
     note = "calibration of the task reading by the Set Transformer (issue 49)"
     return ablation_grid(columns, [st], task, sizes, batch, stats=True, note=note)

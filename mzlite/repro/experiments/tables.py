@@ -9,7 +9,6 @@ from functools import cache, partial
 
 from mzlite.nn import model_spec
 from mzlite.registry import Registry
-from mzlite.tasks.readings import reading_options
 
 from .cells import (  # the rows, grids and reading cells every table is built of
     COL_ROW,
@@ -28,6 +27,7 @@ from .cells import (  # the rows, grids and reading cells every table is built o
     grid_cells,
     model_row,
     reading_cells,
+    reading_columns,
     standardised_twin_cells,
 )
 from .specs import (
@@ -175,8 +175,8 @@ def _main_results() -> list[Cell]:
         cells += calibration_cells(cid, task, readings, prefix, st, sizes, 128)
     # Task B's claim (MZAttn against the parameter-matched models) on near-copy, the reading on
     # which the Set Transformer lands nearest the paper's number (the calibration, issue 50)
-    near = ("B-near-copy", "Task B, task reading near-copy", reading_options(B[1], "near-copy"), "")
-    cells += ablation_grid([near], [m[:4] for m in (MZ_OURS, ST_LARGE, PERCEIVER, HYPER)], B[1],
+    near = reading_columns("B", B[1], ["near-copy"], B[2])
+    cells += ablation_grid(near, [m[:4] for m in (MZ_OURS, ST_LARGE, PERCEIVER, HYPER)], B[1],
                            B[3], 128, note="Task B's claim on its calibrated reading")  # fmt: skip
     # where the matrix zonotope acts (issue 49, 3b): def:relop's o_c = M(mu) c_hat on F and G
     cells += [centre_adaptive_cell(cid, task, {}, prefix, MZ_OURS, SYN, batch)
@@ -347,8 +347,9 @@ def _transfer_matrix() -> list[Cell]:
         variant, target = setting.split("-")
         cap = col(variant, target, f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}",
                   f", cap {CAP_ABLATION_EPOCHS}")  # fmt: skip
-        cells += ablation_grid([cap], [model], task, SYN, GEOM_BATCH,
-                               train={"epochs": CAP_ABLATION_EPOCHS})  # fmt: skip
+        cells += ablation_grid(
+            [cap], [model], task, SYN, GEOM_BATCH, train={"epochs": CAP_ABLATION_EPOCHS}
+        )
     return cells
 
 
