@@ -361,7 +361,7 @@ def test_the_box_holds_the_inputs_and_a_recording_check_and_no_oracle(tmp_path, 
     modules = [f"mzlite.exercises.ch{n}" for n in range(1, 12)] + ["mzlite.repro.exercises"]
     capture = box / "capture.jsonl"
     env = sandbox.environment(box, [], {CAPTURE_ENV: str(capture)})
-    checker = Path(sandbox.__file__).resolve().parents[1] / "exercises" / "checker.py"
+    checker = ROOT / "mzlite" / "exercises" / "checker.py"
     cmd = [sys.executable, "-c", INSIDE, ",".join(modules), str(checker)]
     done = subprocess.run(
         sandbox.isolated_command(cmd, box, [], isolation),

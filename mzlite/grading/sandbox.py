@@ -284,7 +284,7 @@ def policy(box: Path, hidden: list[Path]) -> dict:
     """The audit hook's policy for ``box``: write inside it only, read nothing of ``hidden``."""
     deny_read = [str(Path(p).resolve()) for p in hidden]
     deny_read += [str(ROOT / "notebooks"), str(ROOT / "book"), str(box.resolve().parent)]
-    deny_read.append(str(Path(__file__).resolve().parents[1]))  # the grader's mzlite, its checkers
+    deny_read.append(str(ROOT / "mzlite"))  # the grader's own mzlite: its checkers
     deny_write = list(installed_roots()) + deny_read + [str(Path.home().resolve())]
     deny_write.append(tempfile.gettempdir())
     own = [str(box.resolve())]
