@@ -27,7 +27,6 @@ from mzlite.repro.experiments.scorecard import (
     RankClaim,
     claims,
     evaluate,
-    judge,
     per_set_normalised,
     scorecard,
     under_paper_protocol,
@@ -315,28 +314,19 @@ def test_verdict_thresholds_and_partial_coverage(tmp_path):
     assert rows["tdof-mz-1l"]["verdict"] == "holds partly"  # 0.80: >= 0.70, < 0.90
     assert rows["tdof-st-4l-drop"]["verdict"] == "does not hold here"  # drop 0.05
     (c,) = [c for c in claims("tab:tdof-verify") if c.id == "tdof-mz-1l"]
-    ok = {"problems": [], "p_max": None}
-    assert [judge(c, v, "cpu", evidence=ok) for v in (0.95, 0.75, 0.5)] == [
+    # the claim's rule on its numbers (Claim.label): thresholds, then Welch's test
+    assert [c.label(v) for v in (0.95, 0.75, 0.5)] == [
         "holds", "holds partly", "does not hold here"]  # fmt: skip
-    assert judge(c, 0.95, "smoke", evidence=ok) == "pipeline only"
-    assert judge(c, 0.95, "cpu", complete=False, evidence=ok) == "holds partly"
-    assert judge(c, 0.95, "cpu") == "insufficient evidence"  # no statistics, no verdict
-    bad = {"problems": ["1 of 5 cells have 1 seed(s)"], "p_max": None}
-    assert judge(c, 0.95, "cpu", evidence=bad) == "insufficient evidence"
+    assert c.label(0.95, complete=False) == "holds partly"
     # a "beats" claim holds only when Welch's test says so
     (sep,) = [c for c in claims("tab:tdof-verify") if c.id == "tdof-separation"]
-    assert judge(sep, 0.2, "cpu", evidence={"problems": [], "p_max": 0.01}) == "holds"
+    assert sep.label(0.2, True, 0.01) == "holds"
     # a gap that no test backs is not decided, either way
-    assert judge(sep, 0.2, "cpu", evidence={"problems": [], "p_max": 0.2}) == "not decided"
-    assert judge(sep, -0.2, "cpu", evidence={"problems": [], "p_max": 0.01}) == "not decided"
+    assert sep.label(0.2, True, 0.2) == "not decided"
+    assert sep.label(-0.2, True, 0.01) == "not decided"
     # "does not hold" needs a model of the comparison significantly better
-    worse = {"problems": [], "p_max": 0.01, "better": ["L32-st_4l"]}
-    assert judge(sep, -0.2, "cpu", evidence=worse) == "does not hold here"
-    assert judge(sep, 0.005, "cpu", evidence=worse) == "holds partly"  # a tie
-    # no model of the comparison learns the target; the focal model memorised
-    assert judge(sep, 0.2, "cpu", evidence={**worse, "learns": False}) == "no model learns it"
-    memo = {**worse, "memorised": ["L32-mz_1l: 3 of 3 runs memorised"]}
-    assert judge(sep, 0.2, "cpu", evidence=memo) == "memorised"
+    assert sep.label(-0.2, True, 0.01, ["L32-st_4l"]) == "does not hold here"
+    assert sep.label(0.005, True, 0.01, ["L32-st_4l"]) == "holds partly"  # a tie
     # MEB: one of six PMA baselines ran; the row says so
     _cell(tmp_path, "tab:meb", "d8-st", 0.02)
     _cell(tmp_path, "tab:meb", "d8-mz_full", 0.60)

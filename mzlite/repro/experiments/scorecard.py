@@ -20,7 +20,7 @@ from mzlite.repro.render import scorecard_html
 
 __all__ = [
     "FIRST_READING", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim", "Kind",
-    "RankClaim", "Scorecard", "claims", "evaluate", "judge", "normalised_twin",
+    "RankClaim", "Scorecard", "claims", "evaluate", "normalised_twin",
     "per_set_normalised", "scorecard", "under_paper_protocol",
 ]  # fmt: skip
 
@@ -29,24 +29,6 @@ def evaluate(claim, profiles=None, results_dir=None, **how) -> dict:
     """The scorecard row of ``claim``: ``present.row`` of ``engine.judge`` (``how``: its
     keywords, ``twin`` and ``loaded``)."""
     return present.row(claim, engine.judge(claim, profiles, results_dir, **how))
-
-
-def judge(claim: Claim, value: float, profile: str, complete: bool = True,
-          evidence: dict | None = None) -> Label:  # fmt: skip
-    """The label of a comparison from its summary numbers alone, as chapter 9's exercise asks
-    it: ``evidence`` {"problems", "p_max", "better"} (smoke: "pipeline only"; problems:
-    "insufficient evidence"); ``mzlite.analysis.verdicts.rule`` on ``claim``'s thresholds."""
-    if ex.get_profile(profile).name == "smoke":
-        return Label.PIPELINE_ONLY
-    if evidence is None or evidence.get("problems"):
-        return Label.INSUFFICIENT
-    if claim.compare is None:
-        return claim.label(value, complete)
-    if evidence.get("learns") is False:
-        return Label.NO_MODEL_LEARNS
-    if evidence.get("memorised"):
-        return Label.MEMORISED
-    return claim.label(value, complete, evidence["p_max"], evidence.get("better"))
 
 
 class Scorecard:
