@@ -197,16 +197,40 @@ def test_a_reduced_refutation_does_not_overrule_a_faithful_reading_of_the_same_c
     task_b = _claim("main-results-B-mz-beats-matched")
     assert task_b.compare[0] == "B-mz_full" and "B-st_large" in task_b.compare[1]
     faithful = {"model_config": {"gen_norm": "zonotope"}, "train_config": {"schedule": "plateau"}}
-    _cell(tmp_path, "tab:main-results", "B-mz_full", 0.50, "cpu-annealed", **faithful)
-    _cell(tmp_path, "tab:main-results", "B-st_large", 0.80, "cpu-annealed", **faithful)
+    # its cells are read on its chosen task reading (Claim.read_on)
+    mz, st_large = (f"{task_b.read_on}-{m}" for m in ("mz_full", "st_large"))
+    _cell(tmp_path, "tab:main-results", mz, 0.50, "cpu-annealed", **faithful)
+    _cell(tmp_path, "tab:main-results", st_large, 0.80, "cpu-annealed", **faithful)
     v = judge(task_b, results_dir=tmp_path)
     assert (v.profile, v.label, v.reason) == ("cpu-annealed", Label.FAILS, Reason.REFUTED_BY_MODEL)
-    _cell(tmp_path, "tab:main-results", "B-mz_full", 0.805, "paper-sizes")
-    _cell(tmp_path, "tab:main-results", "B-st_large", 0.81, "paper-sizes")
+    _cell(tmp_path, "tab:main-results", mz, 0.805, "paper-sizes")
+    _cell(tmp_path, "tab:main-results", st_large, 0.81, "paper-sizes")
     v = judge(task_b, results_dir=tmp_path)
     assert (v.profile, v.label, v.reason) == ("paper-sizes", Label.PARTLY, Reason.TIE)
     assert v.ours == pytest.approx(-0.005) and v.ran == 2 and v.n_cells == 4
     assert [(b.profile, b.label) for b in v.beside] == [("cpu-annealed", Label.FAILS)]
+    assert [c.read_as for c in v.cells] == [mz, st_large]
+
+
+def test_a_claim_on_a_chosen_task_reading_reads_its_twins_and_checks_them_when_made(tmp_path):
+    """Task B's claim is read on near-copy, the reading its calibration chose; the cells of its
+    first reading (v1) decide only when read on them (``Claim.on``), and a twin column that
+    names no cell fails when the claim is made."""
+    task_b = _claim("main-results-B-mz-beats-matched")
+    assert task_b.read_on == "B-near-copy" and task_b.on("B")("B-mz_full", None) == "B-mz_full"
+    v1_r2 = {"mz_full": 0.5, "st_large": 0.8, "perceiver": 0.4, "hypernet": 0.4}
+    for m, r in v1_r2.items():  # near-copy: MZ-Full and ST-Large swapped
+        _cell(tmp_path, "tab:main-results", f"B-{m}", r, "paper-sizes")
+        _cell(tmp_path, "tab:main-results", f"B-near-copy-{m}", 1.3 - r if r > 0.4 else r,
+              "paper-sizes")  # fmt: skip
+    v = judge(task_b, results_dir=tmp_path)
+    assert (v.label, v.ours) == (Label.HOLDS, pytest.approx(0.30))
+    assert v.cells[0].read_as == "B-near-copy-mz_full"
+    v1 = judge(task_b, results_dir=tmp_path, twin=task_b.on("B"))
+    assert (v1.label, v1.reason, v1.refutation.cell) == (
+        Label.FAILS, Reason.REFUTED_BY_MODEL, "B-st_large")  # fmt: skip
+    with pytest.raises(ValueError, match="no cell 'B-far-copy-mz_full' in tab:main-results"):
+        dataclasses.replace(task_b, twins=(("B-far-copy", "a reading not registered"),))
 
 
 STOPPED = {"converged": False, "stopped": True, "fitted": False, "rule": "test"}  # at the mean

@@ -123,3 +123,13 @@ def test_the_review_shows_the_size_ridge_beside_the_yardstick(tmp_path):
     assert ridges["mst_weight"] == (None, None)
     html = tr.review_table(tmp_path)
     assert "set size alone 0.312, set statistics 0.600" in html and "set size alone –" in html
+
+
+def test_task_bs_claim_reads_the_reading_its_committed_calibration_chose():
+    """Task B's claim names its chosen task reading once (``Claim.read_on``); the calibration of
+    the committed results must choose the same one, or the claim reads a stale choice."""
+    from mzlite.repro.experiments.claims import claims
+
+    (claim,) = [c for c in claims("tab:main-results") if c.id == "main-results-B-mz-beats-matched"]
+    chosen = tr.closest_readings(tr.calibration())["Task B"]
+    assert claim.read_on == f"B-{chosen['reading']}" and chosen["seeds"] == 3

@@ -22,6 +22,7 @@ from mzlite.repro.experiments.engine import Reason
 from mzlite.repro.experiments.report import report
 from mzlite.repro.experiments.results import OtherTrainingWarning
 from mzlite.repro.experiments.scorecard import (
+    NORMALISED,
     VERDICTS,
     Kind,
     RankClaim,
@@ -704,6 +705,25 @@ def test_a_readable_result_raises_no_warning(tmp_path):
         scorecard(tables=["tab:tdof-verify"], results_dir=tmp_path)
 
 
+def test_task_bs_row_reads_its_chosen_reading_with_its_twins_beside(tmp_path):
+    """Near-copy decides (its cells' task reading is the row's); v1 and the rate ablation are
+    worded beside it, each with its own verdict; a twin that did not run is left out."""
+    (claim,) = [c for c in claims("tab:main-results") if c.id == "main-results-B-mz-beats-matched"]
+    for m, r in (("mz_full", 0.6), ("st_large", 0.3), ("perceiver", 0.3), ("hypernet", 0.3)):
+        _cell(tmp_path, "tab:main-results", f"B-near-copy-{m}", r, "paper-sizes",
+              task_reading="near-copy")  # fmt: skip
+        _cell(tmp_path, "tab:main-results", f"B-{m}", 0.3, "paper-sizes", task_reading="v1")
+    rows = scorecard("tab:main-results", results_dir=tmp_path).rows
+    (row,) = [r for r in rows if r["claim"] == claim.id]
+    assert row["verdict"] == "holds"
+    assert row["readings"].endswith("task reading near-copy")
+    assert list(row["twins"]) == ["task reading v1"]  # the rate ablation did not run
+    v1 = row["twins"]["task reading v1"]
+    assert (v1["value"].label, v1["value"].reason) == (Label.PARTLY, Reason.TIE)  # a tie on v1
+    assert v1["readings"].endswith("task reading v1")
+    assert "; on task reading v1 (read in " in row["reason"]
+
+
 def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path):
     pma = [c.id for c in ex.get_table("tab:meb").cells if c.id.startswith("d8-")]
     # as the runner records them: the MZ cells' reading (the reading ablation checks it)
@@ -719,21 +739,22 @@ def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path
             **(annealed if mz else {}),
         )
     rows = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}
-    assert "normalised" not in rows["meb-d8-mz-beats-pma"]  # the twins did not run
+    assert "twins" not in rows["meb-d8-mz-beats-pma"]  # the twins did not run
     _cell(tmp_path, "tab:meb", "abl-d8-scale-ynorm-mz_full", 0.2, "cpu-annealed", **annealed)
     _cell(tmp_path, "tab:meb", "abl-d8-scale-ynorm-st", 0.6, "cpu-annealed")
     row = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}[
         "meb-d8-mz-beats-pma"
     ]
     assert row["verdict"] == "holds"  # raw: MZ beats every PMA baseline
-    assert row["normalised"]["verdict"] == "does not hold here"  # normalised: ST wins
-    assert row["normalised"]["value"].reason == Reason.REFUTED_BY_MODEL
+    normalised = row["twins"][NORMALISED]
+    assert normalised["verdict"] == "does not hold here"  # normalised: ST wins
+    assert normalised["value"].reason == Reason.REFUTED_BY_MODEL
     # the paper's protocol trains on raw targets: its standardised twins are an ablation there,
     # and its per-set reading needs the raw-target twins (as chapter 5's meb_study reads them)
     for m, v in (("mz_full", 0.6), ("st", 0.2)):
         _cell(tmp_path, "tab:meb", f"abl-d8-scale-ynorm-{m}", v, "full")
     rows = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}
-    assert rows["meb-d8-mz-beats-pma"]["normalised"]["profile"] == "cpu-annealed"
+    assert rows["meb-d8-mz-beats-pma"]["twins"][NORMALISED]["profile"] == "cpu-annealed"
     for m, v in (("mz_full", 0.6), ("st", 0.2)):
         _cell(tmp_path, "tab:meb", f"abl-d8-scale-{m}", v, "full")
     (claim,) = [c for c in claims("tab:meb") if c.id == "meb-d8-mz-beats-pma"]
@@ -743,7 +764,7 @@ def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path
     # the paper's pattern, reproduced under its protocol, reads those cells already: no line
     # beside it repeats them
     row = {r["claim"]: r for r in scorecard("tab:meb", results_dir=tmp_path).rows}[claim.id]
-    assert row["verdict"] == "reproduced" and "normalised" not in row
+    assert row["verdict"] == "reproduced" and "twins" not in row
     assert "on per-set normalised sets" not in row["reason"]
 
 

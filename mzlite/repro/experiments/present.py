@@ -130,7 +130,8 @@ def statistics_text(claim, v: Verdict) -> str:
         text += "; no Welch test (needs >= 2 seeds a side)"
     elif v.tests:
         worst = max(v.tests, key=lambda t: t.p)
-        pair, at = _named(v.table, (worst.a, worst.b), " vs ")
+        read = {c.cell: c.read_as for c in v.cells}  # the cells a twin reads in their place
+        pair, at = _named(v.table, (read[worst.a], read[worst.b]), " vs ")
         text += (f"; Welch p = {_p(worst.p)} ({pair}{at}"
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
         if v.p_holm is not None:
@@ -147,21 +148,21 @@ def _problems(v: Verdict) -> list[str]:
         Reason.UNCONVERGED: f"{sum(c.runs - c.converged for c in cells)} of "
         f"{sum(c.runs for c in cells)} runs did not converge",
         Reason.MIXED_PROTOCOLS: "mixed protocols in "
-        + ", ".join(cell_words(v.table, c.cell) for c in cells if c.mixed),
+        + ", ".join(cell_words(v.table, c.read_as) for c in cells if c.mixed),
     }  # fmt: skip
     return [words[r] for r in v.problems]
 
 
 def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
-    ref = v.refutation
-    table = v.table
+    ref, table = v.refutation, v.table
     if ref.reason == Reason.REFUTED_BY_MODEL:  # the two cells share a column: named once
-        column = spaced(get_table(table).cell(ref.cell).column)
+        read = next((c.read_as for c in v.cells if c.cell == ref.cell), ref.cell)  # a twin's
+        column = spaced(get_table(table).cell(read).column)
         return [f"refuted by {_row_name(table, ref.cell)} ({column}): R² {ref.diff:+.3f} above "
                 f"{_row_name(table, claim.compare[0])}, Welch p = {_p(ref.p)}",
                 "the rest of the column need not run"]  # fmt: skip
     if ref.reason == Reason.REFUTED_BY_BOUND:
-        held = "; ".join(f"{cell_words(table, c.cell)} scores {c.mean:.3f}"
+        held = "; ".join(f"{cell_words(table, c.read_as)} scores {c.mean:.3f}"
                          for c in v.cells if c.cell in ref.cells)  # fmt: skip
         return (f"refuted by a bound: {held}, so with R² <= 1 the claim's number is at most "
                 f"{claim.fmt(ref.value)}, which fails even its weaker test, whatever the cells "
@@ -213,18 +214,18 @@ def _why(claim, v: Verdict) -> str | list[str]:
     if v.refutation is not None:
         return _refutation_text(claim, v)
     if r == Reason.PATTERN:  # "reproduced": the claim's test on the pattern's cells held
-        gone = "; ".join(" and ".join(cell_words(v.table, c.cell) for c in b.cells)
+        gone = "; ".join(" and ".join(cell_words(v.table, c.read_as) for c in b.cells)
                          + f" ({b.label.value}, {value_text(claim, b.ours)})"
                          for b in v.removed_by)  # fmt: skip
         return (f"the paper's pattern, read under its protocol ({claim.pattern.where}), every "
                 "cell with its seeds" + (f"; removed by {gone}" if gone else ""))  # fmt: skip
     if r == Reason.OPTIMISATION_FAILURE:
-        return [f"{cell_words(v.table, c.cell)}: {c.failed} of {c.runs} runs stopped without "
+        return [f"{cell_words(v.table, c.read_as)}: {c.failed} of {c.runs} runs stopped without "
                 "fitting the training set" for c in v.cells if c.failed]  # fmt: skip
     if v.label == Label.INSUFFICIENT:
         return _problems(v)
     if r == Reason.MEMORISED:
-        return [f"{cell_words(v.table, c.cell)}: {c.memorised} of {c.runs} runs memorised"
+        return [f"{cell_words(v.table, c.read_as)}: {c.memorised} of {c.runs} runs memorised"
                 for c in v.cells if c.memorised]  # fmt: skip
     if r == Reason.NO_MODEL_LEARNS:
         means = [c.mean for c in v.cells if c.mean is not None]
@@ -329,9 +330,9 @@ def dependence_text(depends: tuple[str, str, float | None]) -> str:
     return f"{reading}: {outcome} (p = {_p(p)})"
 
 
-def reason_text(v: Verdict, normalised: dict | None = None) -> str:
+def reason_text(v: Verdict, twins: dict | None = None) -> str:
     """Under which reading the verdict was decided, and whether another reading's results read
-    otherwise; the weaker evidence beside it; its verdict on MEB's ``normalised`` cells."""
+    otherwise; the weaker evidence beside it; its verdict on its ``twins`` ({what: row})."""
     label = v.label
     if label in _LABEL_REASONS:
         text = _LABEL_REASONS[label]
@@ -362,10 +363,9 @@ def reason_text(v: Verdict, normalised: dict | None = None) -> str:
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
     if v.pattern is not None:  # the paper's pattern (Claim.pattern), not yet reproduced
         text += f"; the paper's pattern, under its protocol: {v.pattern.label.value} so far"
-    if normalised is not None:
-        text += (f"; on per-set normalised sets (chapter 5's ablation cells, read in "
-                 f"{normalised['regime']}): {normalised['verdict']} (ours "
-                 f"{normalised['ours_text']}; {normalised['reason']})")  # fmt: skip
+    for what, t in (twins or {}).items():
+        text += (f"; on {what} (read in {t['regime']}): {t['verdict']} (ours {t['ours_text']}; "
+                 f"{t['reason']})")  # fmt: skip
     return text
 
 
@@ -451,9 +451,10 @@ def verdict_line(r: dict) -> str:
     return text + (f"; {r['why']}." if r["why"] else ".")
 
 
-def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
+def row(claim, v: Verdict, twins: dict | None = None) -> dict:
     """The scorecard row of ``claim`` judged as ``v``: every field a page reads, and ``value``,
-    the verdict. ``normalised``: the claim's row on MEB's per-set normalised cells."""
+    the verdict. ``twins``: {what they change: the claim's row on them} (MEB's per-set
+    normalised cells, ``Claim.twins``)."""
     parts, ref, regime = why_parts(claim, v), v.refutation, regime_text(v.regime)
     if v.parts:  # each part's regime (the claim's own is its weakest part's)
         regime = "; ".join(dict.fromkeys(regime_text(p.regime) for p in v.parts if p.regime))
@@ -487,8 +488,8 @@ def row(claim, v: Verdict, normalised: dict | None = None) -> dict:
         "verdict": v.label.value,
         "reason_code": v.reason.value,
         "reading": reading_words(v.reading),
-        "reason": reason_text(v, normalised),
-        **({} if normalised is None else {"normalised": normalised}),
+        "reason": reason_text(v, twins),
+        **({"twins": twins} if twins else {}),
         "readings": readings_text(v),
         "cells": list(claim.cells),
         "refuted_by": None if ref is None else {"cell": ref.cell, "diff": ref.diff, "p": ref.p},

@@ -18,9 +18,11 @@ from mzlite.repro.experiments.present import FIRST_READING, NOT_RUN_REASON
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
 from mzlite.repro.render import scorecard_html
 
+NORMALISED = "per-set normalised sets, chapter 5's ablation cells"  # what MEB's twins change
+
 __all__ = [
-    "FIRST_READING", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim", "Kind",
-    "RankClaim", "Scorecard", "claims", "evaluate", "normalised_twin",
+    "FIRST_READING", "NORMALISED", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim",
+    "Kind", "RankClaim", "Scorecard", "claims", "evaluate", "normalised_twin",
     "per_set_normalised", "scorecard", "under_paper_protocol",
 ]  # fmt: skip
 
@@ -59,9 +61,12 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
     verdicts = engine.judge_all(chosen, profiles, results_dir)
     rows = []
     for c, v in zip(chosen, verdicts, strict=True):
-        # a pattern reproduced already reads the normalised cells: nothing to add beside it
-        beside = v.label != Label.REPRODUCED and per_set_normalised(c, profiles, results_dir)
-        row = present.row(c, v, normalised=beside or None)
+        twins = {what: evaluate(c, profiles, results_dir, twin=c.on(col))
+                 for col, what in getattr(c, "twins", ())}  # fmt: skip
+        if v.label != Label.REPRODUCED:  # a reproduced pattern reads the normalised cells already
+            twins[NORMALISED] = per_set_normalised(c, profiles, results_dir)
+        row = present.row(c, v, {w: t for w, t in twins.items()
+                                 if t and t["value"].label != Label.NOT_RUN})  # fmt: skip
         paper = under_paper_protocol(c, results_dir)
         if paper is not None and c.table != "tab:meb":
             paper["agrees"] = paper["verdict"] == row["verdict"]
