@@ -122,7 +122,9 @@ def test_the_paper_scale_verdicts_lead_and_name_their_readings(tmp_path):
     first, second = re.split(r"(?<=\.) (?=[A-Z])", f.headline)[:2]
     assert first.startswith("At the paper's sizes (") and "as the paper claims in 0 of the" in first
     assert f"of the {len(beats)} comparison{'s' * (len(beats) > 1)} judged" in first
-    assert "(layer reading literal, task reading v1)" in second
+    assert second.startswith("It ran under the layer as Eq. (3) prints it")
+    assert second.endswith("layer reading literal, on the tasks as mzlite first generated them "
+                           "(task reading v1).")  # fmt: skip
     listed = next(s for s in f.sentences if s.lead.startswith("Read at the paper's sizes"))
     paper = [r for r in sc.rows if r["profile"] == "full" and r["verdict"] != "not run"]
     assert list(listed.items) == [present.verdict_line(r) for r in paper]
@@ -498,7 +500,8 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
     assert text.startswith("No claim that MZAttn beats another model was judged at the paper's "
                            "sizes yet; below them it beats another model as the paper claims "
                            "in 0 of 3.")  # fmt: skip
-    assert text.endswith("(layer reading literal, task reading v1).")
+    assert text.endswith("layer reading literal, on the tasks as mzlite first generated them "
+                         "(task reading v1).")  # fmt: skip
     # two claims on the same runs at the paper's protocol: 2 claims, 3 experiments, not 4
     other = row("no model learns it", profile="full", cells=("F-mz_full", "F-st_large"))
     won = fd.headline_text([row("holds", profile="full"), other, *rows])
@@ -506,7 +509,7 @@ def test_the_headline_counts_the_claims_that_mzattn_beats_another_model():
                           "beats another model as the paper claims in 1 of the 2 comparisons "
                           "judged, on 3 "
                           "experiments: 1 holds and 1 is a tie where no model learns the target. "
-                          "All of them ran the layer as Eq. (")  # fmt: skip
+                          "All of them ran under the layer as Eq. (")  # fmt: skip
     assert ("The other 3, read below the paper's sizes (most at 2K training sets, the reduced "
             "CPU protocol): 2 do not hold here and 1 is not decided.") in won  # fmt: skip
     assert fd.experiment_count(rows) == 2

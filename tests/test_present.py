@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from test_scorecard import _cell
+from test_scorecard import _cell, _write
 
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import present
@@ -95,3 +95,22 @@ def test_a_rank_claims_problem_names_its_runs_in_words(tmp_path):
     row = present.row(claim, judge(claim, results_dir=tmp_path))
     assert row["verdict"] == "insufficient evidence"
     assert "Hull, Perceiver seed 1" in row["why"] and _no_ids(row["why"], claim.table)
+
+
+def test_unfitted_cells_with_one_count_share_a_clause_named_as_the_cells_read(tmp_path):
+    """Task B's claim reads near-copy's cells: the presenter names them (their column), not the
+    claim's own, and names the column once for the cells that failed alike."""
+    task_b = _claim("main-results-B-mz-beats-matched")
+    unfitted = {"convergence": {"converged": False, "stopped": True, "fitted": False}}
+    for m, failed in (("mz_full", 0), ("st_large", 2), ("perceiver", 2), ("hypernet", 1)):
+        for seed in range(3):
+            _write(tmp_path, "tab:main-results", f"B-near-copy-{m}", 0.3, "paper-sizes",
+                   seed=seed, **(unfitted if seed < failed else {}))  # fmt: skip
+    row = present.row(task_b, judge(task_b, results_dir=tmp_path))
+    assert list(row["why_parts"]) == [
+        "ST-Large, Perceiver at Task B, task reading near-copy: 2 of 3 runs each stopped without "
+        "fitting the training set",
+        "HyperNet at Task B, task reading near-copy: 1 of 3 runs stopped without fitting the "
+        "training set",
+    ]  # fmt: skip
+    assert _no_ids(row["reason"], task_b.table)

@@ -229,10 +229,9 @@ def _readings_sentence(rows: list[dict]) -> str:
     which = "All of them" if len(rows) > 1 else "It"
     readings = Counter((v.layer_reading, v.task_reading) for r in rows
                        if (v := r.get("value")) is not None and v.layer_reading)  # fmt: skip
-    if len(readings) == 1:
-        return f"{which} ran {readings_words(*next(iter(readings)))}."
-    return f"{which} ran under {len(readings)} readings of the paper: " + "; ".join(
-        f"{n} under {readings_words(*k)}" for k, n in readings.most_common()) + "."  # fmt: skip
+    layers = dict.fromkeys(layer for (layer, _), _ in readings.most_common())  # each named once
+    return f"{which} ran under " + "; ".join(readings_words(layer, {t: n for (lay, t), n in
+        readings.most_common() if lay == layer}) for layer in layers) + "."  # fmt: skip
 
 
 def headline_text(rows: list[dict]) -> str:

@@ -123,8 +123,7 @@ def statistics_text(claim, v: Verdict) -> str:
     if isinstance(claim, RankClaim) or not v.cells:
         return "--"
     ns = sorted({c.n for c in v.cells})
-    conv = sum(c.converged for c in v.cells)
-    runs = sum(c.runs for c in v.cells)
+    conv, runs = sum(c.converged for c in v.cells), sum(c.runs for c in v.cells)
     text = f"n = {'/'.join(map(str, ns))} seed(s) per cell, {conv}/{runs} runs converged"
     if v.tests and v.p_max is None:
         text += "; no Welch test (needs >= 2 seeds a side)"
@@ -219,9 +218,12 @@ def _why(claim, v: Verdict) -> str | list[str]:
                          for b in v.removed_by)  # fmt: skip
         return (f"the paper's pattern, read under its protocol ({claim.pattern.where}), every "
                 "cell with its seeds" + (f"; removed by {gone}" if gone else ""))  # fmt: skip
-    if r == Reason.OPTIMISATION_FAILURE:
-        return [f"{cell_words(v.table, c.read_as)}: {c.failed} of {c.runs} runs stopped without "
-                "fitting the training set" for c in v.cells if c.failed]  # fmt: skip
+    if r == Reason.OPTIMISATION_FAILURE:  # the cells with one count in one clause
+        counts = dict.fromkeys((c.failed, c.runs) for c in v.cells if c.failed)
+        return [f"{names}{at}: {f} of {n} runs{' each' * (len(ids) > 1)} stopped without fitting "
+                "the training set" for f, n in counts
+                for ids in [[c.read_as for c in v.cells if (c.failed, c.runs) == (f, n)]]
+                for names, at in [_named(v.table, ids)]]  # fmt: skip
     if v.label == Label.INSUFFICIENT:
         return _problems(v)
     if r == Reason.MEMORISED:
@@ -363,9 +365,9 @@ def reason_text(v: Verdict, twins: dict | None = None) -> str:
             text += f"; read in {regime_text(b.regime)}: insufficient evidence so far"
     if v.pattern is not None:  # the paper's pattern (Claim.pattern), not yet reproduced
         text += f"; the paper's pattern, under its protocol: {v.pattern.label.value} so far"
-    for what, t in (twins or {}).items():
-        text += (f"; on {what} (read in {t['regime']}): {t['verdict']} (ours {t['ours_text']}; "
-                 f"{t['reason']})")  # fmt: skip
+    for what, t in (twins or {}).items():  # its reason where it says more than its label
+        why = "" if t["reason"].startswith(t["verdict"]) else f"; {t['reason']}"
+        text += f"; on {what} (read in {t['regime']}): {t['verdict']} (ours {t['ours_text']}{why})"
     return text
 
 
@@ -378,13 +380,15 @@ LAYER_WORDS = {
 }
 
 
-def readings_words(layer: str, task: str) -> str:
-    """The readings of the paper that runs were trained under, in words a referee can check: "the
-    layer as Eq. (3) prints it (...) and the tasks as ... (layer reading literal, task ...)"."""
+def readings_words(layer: str, tasks: dict[str, int]) -> str:
+    """The readings of the paper that runs were trained under, in words a referee can check: the
+    layer once, then how many verdicts ran on each task reading (``tasks``, {reading: count})."""
     what = name_labels(LAYER_WORDS.get(layer, f"the layer reading {layer}"))  # data: labels
-    tasks = ("the tasks as mzlite first generated them" if task == _TASK_DEFAULT
-             else "the tasks under their chosen readings")  # fmt: skip
-    return f"{what} and {tasks} (layer reading {layer}, task reading {task})"
+    many = len(tasks) > 1  # then how many on each
+    return f"{what}, layer reading {layer}{':' if many else ','} " + ", ".join(
+        f"{f'{n} ' * many}on " + ("the tasks as mzlite first generated them"
+                                  if task == _TASK_DEFAULT else "the reading chosen for its task")
+        + f" (task reading {task})" for task, n in tasks.items())  # fmt: skip
 
 
 def readings_text(v: Verdict) -> str:

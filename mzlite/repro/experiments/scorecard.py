@@ -58,9 +58,8 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
         raise ValueError("profiles must name at least one profile")
     tables = [tables] if isinstance(tables, str) else tables
     chosen = claims() if tables is None else [c for t in tables for c in claims(t)]
-    verdicts = engine.judge_all(chosen, profiles, results_dir)
     rows = []
-    for c, v in zip(chosen, verdicts, strict=True):
+    for c, v in zip(chosen, engine.judge_all(chosen, profiles, results_dir), strict=True):
         twins = {what: evaluate(c, profiles, results_dir, twin=c.on(col))
                  for col, what in getattr(c, "twins", ())}  # fmt: skip
         if v.label != Label.REPRODUCED:  # a reproduced pattern reads the normalised cells already
@@ -68,9 +67,8 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
         row = present.row(c, v, {w: t for w, t in twins.items()
                                  if t and t["value"].label != Label.NOT_RUN})  # fmt: skip
         paper = under_paper_protocol(c, results_dir)
-        if paper is not None and c.table != "tab:meb":
-            paper["agrees"] = paper["verdict"] == row["verdict"]
-            row["paper_protocol"] = paper
+        if paper is not None and c.table != "tab:meb":  # the cheaper protocol licensed, or not
+            row["paper_protocol"] = {**paper, "agrees": paper["verdict"] == row["verdict"]}
         rows.append(row)
     return Scorecard(rows, profiles)
 
@@ -104,8 +102,7 @@ def normalised_twin(cell_id: str, profile: str) -> str:
 
 def per_set_normalised(claim, profiles=None, results_dir=None) -> dict | None:
     """An MEB d = 8 claim's row on its ``normalised_twin`` cells (the data normalisation the MEB
-    verdict turns on, chapter 5); None for other claims or where no profile ran them."""
+    verdict turns on, chapter 5), "not run" where no profile ran them; None for other claims."""
     if claim.table != "tab:meb" or not all(c.startswith("d8-") for c in claim.cells):
         return None  # a rank claim's table is tab:transfer-matrix
-    row = evaluate(claim, profiles, results_dir, twin=normalised_twin)
-    return None if row["value"].label == Label.NOT_RUN else row
+    return evaluate(claim, profiles, results_dir, twin=normalised_twin)
