@@ -213,19 +213,21 @@ def test_a_reduced_refutation_does_not_overrule_a_faithful_reading_of_the_same_c
 
 
 def test_a_claim_on_a_chosen_task_reading_reads_its_twins_and_checks_them_when_made(tmp_path):
-    """Task B's claim is read on near-copy, the reading its calibration chose; the cells of its
-    first reading (v1) decide only when read on them (``Claim.on``), and a twin column that
-    names no cell fails when the claim is made."""
+    """Task B's claim is read on near-copy, the reading its calibration chose, at the families'
+    overall rate; the cells of its first reading (v1) decide only when read on them
+    (``Claim.on``), and a twin column that names no cell fails when the claim is made."""
     task_b = _claim("main-results-B-mz-beats-matched")
-    assert task_b.read_on == "B-near-copy" and task_b.on("B")("B-mz_full", None) == "B-mz_full"
+    assert (
+        task_b.read_on == "B-near-copy-lr1e-3" and task_b.on("B")("B-mz_full", None) == "B-mz_full"
+    )
     v1_r2 = {"mz_full": 0.5, "st_large": 0.8, "perceiver": 0.4, "hypernet": 0.4}
     for m, r in v1_r2.items():  # near-copy: MZ-Full and ST-Large swapped
         _cell(tmp_path, "tab:main-results", f"B-{m}", r, "paper-sizes")
-        _cell(tmp_path, "tab:main-results", f"B-near-copy-{m}", 1.3 - r if r > 0.4 else r,
+        _cell(tmp_path, "tab:main-results", f"B-near-copy-lr1e-3-{m}", 1.3 - r if r > 0.4 else r,
               "paper-sizes")  # fmt: skip
     v = judge(task_b, results_dir=tmp_path)
     assert (v.label, v.ours) == (Label.HOLDS, pytest.approx(0.30))
-    assert v.cells[0].read_as == "B-near-copy-mz_full"
+    assert v.cells[0].read_as == "B-near-copy-lr1e-3-mz_full"
     v1 = judge(task_b, results_dir=tmp_path, twin=task_b.on("B"))
     assert (v1.label, v1.reason, v1.refutation.cell) == (
         Label.FAILS, Reason.REFUTED_BY_MODEL, "B-st_large")  # fmt: skip

@@ -104,13 +104,13 @@ def test_unfitted_cells_with_one_count_share_a_clause_named_as_the_cells_read(tm
     unfitted = {"convergence": {"converged": False, "stopped": True, "fitted": False}}
     for m, failed in (("mz_full", 0), ("st_large", 2), ("perceiver", 2), ("hypernet", 1)):
         for seed in range(3):
-            _write(tmp_path, "tab:main-results", f"B-near-copy-{m}", 0.3, "paper-sizes",
+            _write(tmp_path, "tab:main-results", f"{task_b.read_on}-{m}", 0.3, "paper-sizes",
                    seed=seed, **(unfitted if seed < failed else {}))  # fmt: skip
     row = present.row(task_b, judge(task_b, results_dir=tmp_path))
     assert list(row["why_parts"]) == [
-        "ST-Large, Perceiver at Task B, task reading near-copy: 2 of 3 runs each stopped without "
-        "fitting the training set",
-        "HyperNet at Task B, task reading near-copy: 1 of 3 runs stopped without fitting the "
-        "training set",
+        "ST-Large, Perceiver at Task B, task reading near-copy, lr 1e-3 plateau: 2 of 3 runs "
+        "each stopped without fitting the training set",
+        "HyperNet at Task B, task reading near-copy, lr 1e-3 plateau: 1 of 3 runs stopped "
+        "without fitting the training set",
     ]  # fmt: skip
     assert _no_ids(row["reason"], task_b.table)

@@ -132,4 +132,6 @@ def test_task_bs_claim_reads_the_reading_its_committed_calibration_chose():
 
     (claim,) = [c for c in claims("tab:main-results") if c.id == "main-results-B-mz-beats-matched"]
     chosen = tr.closest_readings(tr.calibration())["Task B"]
-    assert claim.read_on == f"B-{chosen['reading']}" and chosen["seeds"] == 3
+    cell = ex.get_table(claim.table).cell(claim.on(claim.read_on)(claim.cells[0], None))
+    assert T.task_reading(cell.task, cell.options) == chosen["reading"]
+    assert chosen["seeds"] == 3

@@ -706,22 +706,24 @@ def test_a_readable_result_raises_no_warning(tmp_path):
 
 
 def test_task_bs_row_reads_its_chosen_reading_with_its_twins_beside(tmp_path):
-    """Near-copy decides (its cells' task reading is the row's); v1 and the rate ablation are
-    worded beside it, each with its own verdict; a twin that did not run is left out."""
+    """Near-copy at the families' overall rate decides (its cells' task reading is the row's);
+    v1 at the table's rates is worded beside it with its own verdict; a twin that did not run
+    (near-copy at the table's rates) is left out."""
     (claim,) = [c for c in claims("tab:main-results") if c.id == "main-results-B-mz-beats-matched"]
     for m, r in (("mz_full", 0.6), ("st_large", 0.3), ("perceiver", 0.3), ("hypernet", 0.3)):
-        _cell(tmp_path, "tab:main-results", f"B-near-copy-{m}", r, "paper-sizes",
+        _cell(tmp_path, "tab:main-results", f"{claim.read_on}-{m}", r, "paper-sizes",
               task_reading="near-copy")  # fmt: skip
         _cell(tmp_path, "tab:main-results", f"B-{m}", 0.3, "paper-sizes", task_reading="v1")
     rows = scorecard("tab:main-results", results_dir=tmp_path).rows
     (row,) = [r for r in rows if r["claim"] == claim.id]
     assert row["verdict"] == "holds"
     assert row["readings"].endswith("task reading near-copy")
-    assert list(row["twins"]) == ["task reading v1"]  # the rate ablation did not run
-    v1 = row["twins"]["task reading v1"]
+    v1_words = dict(claim.twins)["B"]
+    assert list(row["twins"]) == [v1_words]
+    v1 = row["twins"][v1_words]
     assert (v1["value"].label, v1["value"].reason) == (Label.PARTLY, Reason.TIE)  # a tie on v1
     assert v1["readings"].endswith("task reading v1")
-    assert "; on task reading v1 (read in " in row["reason"]
+    assert f"; on {v1_words} (read in " in row["reason"]
 
 
 def test_meb_rows_show_the_per_set_normalised_result_beside_the_raw_one(tmp_path):

@@ -520,15 +520,14 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
 def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> Verdict:
     """The verdict on ``claim`` (a ``Claim`` or ``RankClaim``) from the results of ``profiles``
     (default ``PROFILE_ORDER``, most faithful first): see the module doc. ``twin(cell, profile)``
-    reads the claim on other cells (its twins under each profile; by default those of its chosen
-    task reading, ``Claim.read_on``); ``loaded``: ``{profile:
-    results_by_cell(...)}`` read already."""
+    reads the claim on other cells (its twins under each profile; by default those its claim
+    names, ``Claim.read_on``); ``loaded``: ``{profile: results_by_cell(...)}`` read already."""
     order = [ex.get_profile(p).name for p in (PROFILE_ORDER if profiles is None else profiles)]
     if isinstance(claim, RankClaim):
         if twin is not None:
             raise ValueError("twin applies to cell claims, not to a RankClaim")
         return _judge_ranks(claim, order, results_dir)
-    twin = twin or (claim.on(claim.read_on) if claim.read_on else None)  # its chosen reading
+    twin = twin or (claim.on(claim.read_on) if claim.read_on else None)  # the cells it names
     loaded = dict(loaded or {})
     loaded.update({p: ex.results_by_cell(claim.table, p, results_dir) for p in order
                    if p not in loaded})  # fmt: skip
