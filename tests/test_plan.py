@@ -403,3 +403,17 @@ def test_a_model_with_no_result_is_timed_beside_one_that_has_results_on_its_task
     assert m, row["cost_source"]
     ratio = row["s_per_epoch"] / (st_epoch * p.machine["baseline"]["factor"])
     assert ratio > 0 and float(m.group(1)) == pytest.approx(ratio, abs=0.051)
+
+
+def test_decide_runs_the_cells_a_claim_reads_where_they_run(tmp_path):
+    """Task B's claim reads its near-copy cells at 1e-3 plateau (``Claim.read_on``): its steps
+    name those, and under cpu-annealed, whose rates they already are, the runs are their
+    aliases' (the near-copy cells at the table's rates), priced and commanded there."""
+    d = decide("tab:main-results", "cpu-annealed", results_dir=tmp_path, measure=False)
+    (b,) = [c for c in d.claims if c["claim"] == "main-results-B-mz-beats-matched"]
+    assert b["status"] == "open" and b["next"]["step"] == 1
+    assert b["next"]["cells"][0] == "B-near-copy-lr1e-3-mz_full"
+    assert b["next"]["where"]["B-near-copy-lr1e-3-mz_full"] == (
+        "tab:main-results", "B-near-copy-mz_full")  # fmt: skip
+    assert b["next"]["todo"] == 3 * len(b["next"]["cells"])
+    assert ("tab:main-results", "B-near-copy-mz_full") in d.next_jobs()

@@ -144,10 +144,9 @@ class Plan:
                        f"{unk}")  # fmt: skip
         total_h, total_cap = (sum(t[k] for t in totals.values()) for k in ("cpu_h", "cpu_h_cap"))
         eps = sorted({r["epochs_source"] for r in self.rows if r["epochs_tag"] == "prior"})
-        out.append(
-            f"total: {total_h:.1f} CPU h expected ({total_cap:.1f} at the cap); with "
-            f"{self.workers} worker(s) of one thread: ~{total_h / self.workers:.1f} h wall"
-        )
+        out.append(f"total: {total_h:.1f} CPU h expected ({total_cap:.1f} at the cap); with "
+                   f"{self.workers} worker(s) of one thread: ~{total_h / self.workers:.1f} h "
+                   "wall")  # fmt: skip
         out.append("epochs: (cell)/(model)/(table): median of this profile's finished runs of the "
                    "same cell / model in the table / table" + ("; " if eps else "")
                    + "; ".join(eps))  # fmt: skip
@@ -539,12 +538,8 @@ class Decisions:
         """(table, cell) of every cell the next step of an open claim runs, once each (a shared
         cell in the table it is from)."""
         steps = [c["next"] for c in self.claims if c["next"]]
-        cells = [
-            s["where"][cid]
-            for s in steps
-            for cid in s["cells"]
-            if cid not in s["price"] or s["price"][cid]["todo"]
-        ]
+        cells = [s["where"][cid] for s in steps for cid in s["cells"]
+                 if cid not in s["price"] or s["price"][cid]["todo"]]  # fmt: skip
         return list(dict.fromkeys(cells))
 
     def totals(self) -> dict:
@@ -562,10 +557,8 @@ class Decisions:
         }
 
     def to_text(self) -> str:
-        top = ", ".join(
-            f"{r['model']} (" + ("no results" if r["score"] is None else f"{r['score']:.2f}") + ")"
-            for r in self.strength[:4]
-        )
+        top = ", ".join(f"{r['model']} (" + ("no results" if r["score"] is None
+                        else f"{r['score']:.2f}") + ")" for r in self.strength[:4])  # fmt: skip
         out = [
             f"decide [{self.profile}]: the sequential rule. Each claim that MZAttn beats every "
             f"model of its column runs MZ, the yardstick and the {self.first} strongest baselines "
@@ -699,6 +692,9 @@ def _steps(claim, spec, strength: list[str], first: int) -> list[tuple[str, list
     yardstick and the ``first`` strongest of the compared cells, then the rest; for a monotone
     claim, the ``first`` strongest of its cells, then the rest; else one step."""
     rank = {m: i for i, m in enumerate(strength)}
+    if claim.read_on:  # it reads other cells (Claim.read_on): those are the ones to run
+        claim = dataclasses.replace(claim, cells=tuple(claim.on(claim.read_on)(c, None)
+                                    for c in claim.cells), read_on="", twins=())  # fmt: skip
 
     def strongest_first(ids):
         return sorted(ids, key=lambda b: rank.get(spec.cell(b).model, len(rank)))
@@ -739,8 +735,10 @@ def decide(
     order = [r["model"] for r in strength]
     claims = [c for label in labels for c in _sc.claims(label) if isinstance(c, _sc.Claim)]
     planned = [(c, _steps(c, ex.get_table(c.table), order, first)) for c in claims]
-    # a cell that is the same experiment as an earlier table's runs there (experiments.shared)
-    lent = {label: ex.shared(label, profile) for label in labels}
+    # a cell that is the same experiment as an earlier cell runs there: of its own table
+    # (experiments.aliases: Task B's claim on near-copy at 1e-3 under cpu-annealed) or another's
+    lent = {label: {**{c: (label, a) for c, a in ex.aliases(label, profile).items()},
+                    **ex.shared(label, profile)} for label in labels}  # fmt: skip
 
     def where(table, cid):
         return lent[table].get(cid, (table, cid))
