@@ -144,9 +144,10 @@ class Plan:
                        f"{unk}")  # fmt: skip
         total_h, total_cap = (sum(t[k] for t in totals.values()) for k in ("cpu_h", "cpu_h_cap"))
         eps = sorted({r["epochs_source"] for r in self.rows if r["epochs_tag"] == "prior"})
-        out.append(f"total: {total_h:.1f} CPU h expected ({total_cap:.1f} at the cap); with "
-                   f"{self.workers} worker(s) of one thread: ~{total_h / self.workers:.1f} h "
-                   "wall")  # fmt: skip
+        out.append(
+            f"total: {total_h:.1f} CPU h expected ({total_cap:.1f} at the cap); with "
+            f"{self.workers} worker(s) of one thread: ~{total_h / self.workers:.1f} h wall"
+        )
         out.append("epochs: (cell)/(model)/(table): median of this profile's finished runs of the "
                    "same cell / model in the table / table" + ("; " if eps else "")
                    + "; ".join(eps))  # fmt: skip
