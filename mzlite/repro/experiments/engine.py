@@ -209,6 +209,10 @@ class Verdict:
         """The (table, cell) experiments whose runs the verdict rests on."""
         return frozenset(e for c in self.cells for e in c.experiments)
 
+    def read_as(self, cell_id: str) -> str:
+        """The cell whose results were read for the claim's ``cell_id`` (a twin's, or its own)."""
+        return next((c.read_as for c in self.cells if c.cell == cell_id), cell_id)
+
 
 def protocol_key(result: dict) -> str:
     """What a result computed, apart from where and how fast it ran (``WHERE_TRAINED``;

@@ -129,8 +129,7 @@ def statistics_text(claim, v: Verdict) -> str:
         text += "; no Welch test (needs >= 2 seeds a side)"
     elif v.tests:
         worst = max(v.tests, key=lambda t: t.p)
-        read = {c.cell: c.read_as for c in v.cells}  # the cells a twin reads in their place
-        pair, at = _named(v.table, (read[worst.a], read[worst.b]), " vs ")
+        pair, at = _named(v.table, (v.read_as(worst.a), v.read_as(worst.b)), " vs ")
         text += (f"; Welch p = {_p(worst.p)} ({pair}{at}"
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
         if v.p_holm is not None:
@@ -155,8 +154,7 @@ def _problems(v: Verdict) -> list[str]:
 def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
     ref, table = v.refutation, v.table
     if ref.reason == Reason.REFUTED_BY_MODEL:  # the two cells share a column: named once
-        read = next((c.read_as for c in v.cells if c.cell == ref.cell), ref.cell)  # a twin's
-        column = spaced(get_table(table).cell(read).column)
+        column = spaced(get_table(table).cell(v.read_as(ref.cell)).column)  # a twin's
         return [f"refuted by {_row_name(table, ref.cell)} ({column}): R² {ref.diff:+.3f} above "
                 f"{_row_name(table, claim.compare[0])}, Welch p = {_p(ref.p)}",
                 "the rest of the column need not run"]  # fmt: skip
