@@ -29,6 +29,8 @@ FIRST_READING = "mzlite's first reading (a LayerNorm on every generator row)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre)"
 # What a claim without results says: not a refusal to try, a price (coverage.py, plan --decide)
 NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
+# What MEB's per-set normalised twins change, worded beside a claim's verdict (scorecard)
+NORMALISED = "per-set normalised sets, chapter 5's ablation cells"
 
 
 def _row_name(table: str, cell_id: str) -> str:

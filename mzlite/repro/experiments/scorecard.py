@@ -14,11 +14,9 @@ from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's cl
     RankClaim,
     claims,
 )
-from mzlite.repro.experiments.present import FIRST_READING, NOT_RUN_REASON
+from mzlite.repro.experiments.present import FIRST_READING, NORMALISED, NOT_RUN_REASON
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
 from mzlite.repro.render import scorecard_html
-
-NORMALISED = "per-set normalised sets, chapter 5's ablation cells"  # what MEB's twins change
 
 __all__ = [
     "FIRST_READING", "NORMALISED", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim",
