@@ -13,9 +13,11 @@ import pytest
 from test_scorecard import SPREAD, _cell, _write
 
 from mzlite.analysis.verdicts import ALPHA, Label, holm
+from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import engine
 from mzlite.repro.experiments.claims import claims
 from mzlite.repro.experiments.engine import Reason, judge, judge_all
+from mzlite.repro.experiments.specs import model_family, search_choice
 
 ENGINE = Path(engine.__file__)
 WORDING = ("formatting", "narrate", "render", "present", "findings", "report", "html", "textwrap")
@@ -225,12 +227,17 @@ def test_a_claim_on_a_chosen_task_reading_reads_its_twins_and_checks_them_when_m
         _cell(tmp_path, "tab:main-results", f"B-{m}", r, "paper-sizes")
         _cell(tmp_path, "tab:main-results", f"B-near-copy-lr1e-3-{m}", 1.3 - r if r > 0.4 else r,
               "paper-sizes")  # fmt: skip
+    # the set-statistics yardstick of each reading's data: near-copy's is a calibration cell,
+    # whatever rate the models trained at (a closed form)
+    _cell(tmp_path, "tab:main-results", "B-set_stats", 0.2, "paper-sizes")
+    _cell(tmp_path, "tab:main-results", "cal-B-near-copy-set_stats", 0.9, "paper-sizes")
     v = judge(task_b, results_dir=tmp_path)
-    assert (v.label, v.ours) == (Label.HOLDS, pytest.approx(0.30))
+    assert (v.label, v.ours, v.yardstick) == (Label.HOLDS, pytest.approx(0.30), pytest.approx(0.9))
     assert v.cells[0].read_as == "B-near-copy-lr1e-3-mz_full"
     v1 = judge(task_b, results_dir=tmp_path, twin=task_b.on("B"))
     assert (v1.label, v1.reason, v1.refutation.cell) == (
         Label.FAILS, Reason.REFUTED_BY_MODEL, "B-st_large")  # fmt: skip
+    assert v1.yardstick == pytest.approx(0.2)
     with pytest.raises(ValueError, match="no cell 'B-far-copy-mz_full' in tab:main-results"):
         dataclasses.replace(task_b, twins=(("B-far-copy", "a reading not registered"),))
 
@@ -319,3 +326,16 @@ def test_a_pattern_names_its_cells_once_and_in_the_claims_roles():
         dataclasses.replace(beats, pattern=dataclasses.replace(
             beats.pattern, learns=("no-such-cell",)))  # fmt: skip
     assert all(c.pattern is None for c in claims("tab:meb") if not c.id.startswith("meb-d8-"))
+
+
+def test_the_cells_a_claim_is_read_on_train_at_each_familys_choice_over_all_its_studies():
+    """Task B's claim is read on near-copy, where no rate study ran, so its cells train at each
+    family's choice over all its studies under paper-sizes (claims.py): the rate those cells
+    declare must be that choice, or a new search would leave them at a rate no study chose."""
+    task_b, prof = _claim("main-results-B-mz-beats-matched"), ex.get_profile("paper-sizes")
+    spec, overall = ex.get_table(task_b.table), search_choice("paper-sizes")
+    for cell_id in (task_b.on(task_b.read_on)(c, None) for c in task_b.cells):
+        job = ex.Job(spec.label, spec.cell(cell_id), 0, prof, *[Path()] * 3, "cpu")
+        cfg = job.train_config()
+        chosen = overall[model_family(job.cell.model)]
+        assert (cfg.lr, cfg.schedule) == (chosen["lr"], chosen["schedule"]), cell_id

@@ -109,8 +109,8 @@ def protocol_text(v: Verdict, cells: bool = True) -> str:
 
 
 def statistics_text(claim, v: Verdict) -> str:
-    """Seeds per cell, converged runs, and the largest Welch p (with Holm's, when it ran); a
-    rank claim's ranks and its exact null test."""
+    """Seeds per cell, converged runs, the largest Welch p (with Holm's, when it ran) and, for
+    R², the yardstick on the same data; a rank claim's ranks and its exact null test."""
     if isinstance(claim, RankClaim) and v.rank is not None and v.rank.test is not None:
         rk, t = v.rank, v.rank.test.test
         listed = ", ".join(f"{r:g}" for r in rk.observed)
@@ -136,6 +136,10 @@ def statistics_text(claim, v: Verdict) -> str:
                  + (f", largest of {len(v.tests)}" if len(v.tests) > 1 else "") + ")")  # fmt: skip
         if v.p_holm is not None:
             text += f"; after Holm's correction within its table, p = {_p(v.p_holm)}"
+    if v.yardstick is not None and claim.metric == "r2" and v.reason != Reason.NO_MODEL_LEARNS:
+        above = all(c.mean is not None and v.yardstick > c.mean for c in v.cells)
+        text += f"; the yardstick (set statistics) on the same data reaches R² {v.yardstick:.2f}"
+        text += ", above every model compared" if above else ""
     return text
 
 

@@ -8,12 +8,7 @@ from __future__ import annotations
 from mzlite.analysis.verdicts import TIE, VERDICTS, Label
 from mzlite.repro import experiments as ex
 from mzlite.repro.experiments import engine, present
-from mzlite.repro.experiments.claims import (  # re-exported: the scorecard's claims
-    Claim,
-    Kind,
-    RankClaim,
-    claims,
-)
+from mzlite.repro.experiments.claims import Claim, Kind, RankClaim, claims  # re-exported
 from mzlite.repro.experiments.present import FIRST_READING, NORMALISED, NOT_RUN_REASON
 from mzlite.repro.experiments.results import PROFILE_ORDER  # the best evidence first
 from mzlite.repro.render import scorecard_html
