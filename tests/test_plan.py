@@ -407,13 +407,15 @@ def test_a_model_with_no_result_is_timed_beside_one_that_has_results_on_its_task
 
 def test_decide_runs_the_cells_a_claim_reads_where_they_run(tmp_path):
     """Task B's claim reads its near-copy cells at 1e-3 plateau (``Claim.read_on``): its steps
-    name those, and under cpu-annealed, whose rates they already are, the runs are their
-    aliases' (the near-copy cells at the table's rates), priced and commanded there."""
+    name those and near-copy's yardstick, and under cpu-annealed, whose rates they already are,
+    the runs are their aliases' (the near-copy cells at the table's rates), priced and commanded
+    there."""
     d = decide("tab:main-results", "cpu-annealed", results_dir=tmp_path, measure=False)
     (b,) = [c for c in d.claims if c["claim"] == "main-results-B-mz-beats-matched"]
     assert b["status"] == "open" and b["next"]["step"] == 1
-    assert b["next"]["cells"][0] == "B-near-copy-lr1e-3-mz_full"
+    # MZ, then the yardstick the engine reads: near-copy's, a cell of the calibration
+    assert b["next"]["cells"][:2] == ["B-near-copy-lr1e-3-mz_full", "cal-B-near-copy-set_stats"]
     assert b["next"]["where"]["B-near-copy-lr1e-3-mz_full"] == (
         "tab:main-results", "B-near-copy-mz_full")  # fmt: skip
-    assert b["next"]["todo"] == 3 * len(b["next"]["cells"])
+    assert b["next"]["todo"] == 3 * 3 + 1  # three seeds a model, one of the closed form
     assert ("tab:main-results", "B-near-copy-mz_full") in d.next_jobs()

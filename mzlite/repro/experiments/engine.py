@@ -388,17 +388,6 @@ def _problems(cells, mixed: bool = True) -> tuple[Reason, ...]:
     return tuple(reason for reason, bad in checks if bad)
 
 
-def _yardstick(spec, focal, by_cell: dict) -> float | None:
-    """The set-statistics ridge's mean R² on the data ``focal`` is read on (its task, options
-    and sizes; a closed form, so no training setting tells two apart), its own column's first:
-    a claim read on another reading's cells gets that reading's yardstick."""
-    data = (focal.task, focal.options, focal.sizes, focal.paper_size)
-    same = [y for y in spec.cells if y.model == ex.SET_STATS and by_cell.get(y.id)
-            and (y.task, y.options, y.sizes, y.paper_size) == data]  # fmt: skip
-    same.sort(key=lambda y: y.column != focal.column)
-    return _mean(by_cell[same[0].id], "r2") if same else None
-
-
 def judge_under(claim: Claim, profile: str, by_cell: dict, twin=None) -> Verdict:
     """``claim`` judged on one profile's results ``by_cell`` alone ({cell id: [result, ...]}),
     read on its cells' ``twin(cell, profile)`` where given (``judge``): what the evidence says
@@ -432,7 +421,8 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, twin=None) -> Verdict
         return Verdict(label=Label.FAILS, reason=refuted.reason, refutation=refuted, **base)
     problems = _problems(cells)
     if compared:
-        yard = _yardstick(spec, spec.cell(ren(claim.compare[0])), by_cell)
+        yard = next((_mean(by_cell[y], "r2") for y in spec.yardsticks(ren(claim.compare[0]))
+                     if by_cell.get(y)), None)  # fmt: skip
     base.update(problems=problems, tests=tests, p_max=p_max, better=better, yardstick=yard)
     none_learns = bool(cells) and all(c.mean is not None and c.mean <= _stats.LEARNS for c in cells)
     early, why = None, None  # a label that the evidence gives, and its reason: unfitted runs

@@ -708,9 +708,7 @@ def _steps(claim, spec, strength: list[str], first: int) -> list[tuple[str, list
     if claim.compare is None or claim.metric != "r2":
         return [("all of the claim's cells", list(claim.cells))]
     a, bs = claim.compare
-    mz = spec.cell(a)
-    yard = [c.id for c in spec.cells
-            if c.model == ex.SET_STATS and c.column == mz.column and c.part == mz.part]  # fmt: skip
+    yard = spec.yardsticks(a)[:1]  # the one the engine reads
     ordered = strongest_first(bs)
     step1 = [a, *yard, *ordered[:first]]
     rest = list(dict.fromkeys(c for c in (*ordered[first:], *claim.cells) if c not in step1))

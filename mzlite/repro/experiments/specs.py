@@ -340,6 +340,15 @@ class TableSpec:
     def models(self) -> list[str]:
         return sorted({c.model for c in self.cells})
 
+    def yardsticks(self, cell_id: str) -> list[str]:
+        """The set-statistics cells on the data of ``cell_id`` (its task, options and sizes; a
+        closed form, so no training setting tells two apart), its own column's first."""
+        c = self.cell(cell_id)
+        same = [y for y in self.cells if y.model == SET_STATS
+                and (y.task, y.options, y.sizes, y.paper_size)
+                == (c.task, c.options, c.sizes, c.paper_size)]  # fmt: skip
+        return [y.id for y in sorted(same, key=lambda y: y.column != c.column)]
+
 
 def check_task_options(task: str, options: dict) -> dict:
     """Unknown task/options, ``d < 1`` and ``n_min > n_max`` raise ValueError naming the valid
