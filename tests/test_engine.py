@@ -242,6 +242,19 @@ def test_a_claim_on_a_chosen_task_reading_reads_its_twins_and_checks_them_when_m
         dataclasses.replace(task_b, twins=(("B-far-copy", "a reading not registered"),))
 
 
+def test_a_reduced_profile_is_retired_by_the_cells_a_claim_is_read_on(tmp_path):
+    """``cpu`` is retired for a claim where a better profile converged on the cells the claim is
+    read on, not on its own column: Task B read on near-copy keeps ``cpu``'s v1 runs out of it."""
+    task_b = _claim("main-results-B-mz-beats-matched")
+    for m in ("mz_full", "st_large", "perceiver", "hypernet"):
+        _cell(tmp_path, "tab:main-results", f"B-{m}", 0.5, "cpu")
+        _cell(tmp_path, "tab:main-results", f"B-near-copy-lr1e-3-{m}", 0.5, "paper-sizes")
+    assert judge(task_b, results_dir=tmp_path).retired == ()  # cpu never ran near-copy
+    assert judge(task_b, results_dir=tmp_path, twin=task_b.on("B")).retired == ()  # nor v1 above
+    _cell(tmp_path, "tab:main-results", "B-near-copy-lr1e-3-mz_full", 0.5, "cpu")
+    assert judge(task_b, results_dir=tmp_path).retired == (("cpu", "paper-sizes"),)
+
+
 STOPPED = {"converged": False, "stopped": True, "fitted": False, "rule": "test"}  # at the mean
 
 

@@ -458,20 +458,21 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, twin=None) -> Verdict
 # The strongest evidence decides: the profiles' verdicts combined
 
 
-def _retired(claim: Claim, by_profile: dict) -> tuple[tuple[str, str], ...]:
+def _retired(claim: Claim, by_profile: dict, twin=None) -> tuple[tuple[str, str], ...]:
     """(profile, retired by) for each of ``RETIRED_ONCE_CONVERGED`` that ran ``claim`` and a
-    converged cell of it under a better profile of ``by_profile`` retires (the claim's own
-    cells, also where it is read on twins)."""
+    converged cell of it under a better profile of ``by_profile`` retires (the cells the claim
+    is read on, ``twin(cell, profile)`` where given, as ``judge_under`` reads them)."""
+    read = lambda prof: [twin(c, prof) if twin else c for c in claim.cells]  # noqa: E731
     better = next(
         (prof for prof, res in by_profile.items()
          if prof not in RETIRED_ONCE_CONVERGED and prof != "smoke"
          and any(_stats.result_convergence(r)["converged"]
-                 for c in claim.cells for r in res.get(c, []))),
+                 for c in read(prof) for r in res.get(c, []))),
         None,
     )  # fmt: skip
     return tuple(
         (old, better) for old in RETIRED_ONCE_CONVERGED if better is not None
-        and by_profile.get(old) and any(by_profile[old].get(c) for c in claim.cells)
+        and by_profile.get(old) and any(by_profile[old].get(c) for c in read(old))
     )  # fmt: skip
 
 
@@ -539,7 +540,7 @@ def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> 
         if len(at) > 1:  # the strongest evidence differs between parts: each part decides
             return _combine(claim, parts)
         # one profile for every part that ran: the claim is judged whole, as any other
-    retired = _retired(claim, {p: loaded[p] for p in order})
+    retired = _retired(claim, {p: loaded[p] for p in order}, twin)
     gone = {old for old, _ in retired}
     tried = [judge_under(claim, p, loaded[p], twin) for p in order if p not in gone]
     tried = [v for v in tried if v.label != Label.NOT_RUN]
