@@ -125,3 +125,24 @@ def test_the_statistics_give_the_yardstick_and_whether_it_beats_every_model_comp
     _cell(tmp_path, "tab:main-results", "G-set_stats", 0.90, "paper-sizes")
     text = present.statistics_text(task_g, judge(task_g, results_dir=tmp_path))
     assert text.endswith("reaches R² 0.90, above every model compared")
+
+
+def test_a_beats_claim_whose_weaker_test_is_no_tie_about_zero_is_worded_as_its_thresholds(tmp_path):
+    """MC-Dropout's NLL claim holds above 0 and partly down to 0.1 behind: its words say so (not
+    "a tie within 0.10", which a gap of +0.03 is), as does a gap above 0 that no test backs."""
+    nll = _claim("ece-nll-mc-dropout-best-nll")
+    assert present.claim_text(nll).endswith(
+        "(NLL gap > 0, significantly; partly: at most 0.10 behind)."
+    )
+    assert present.claim_text(_claim("genqk-hurts-task-b")).endswith("partly: a tie within 0.01).")
+    runs = {
+        "B-mcdropout-st": (0.9, 1.0, 1.1),
+        "B-ensemble-st": (0.93, 1.03, 1.13),
+        "B-ihw-mz_full": (1.5, 1.6, 1.7),
+    }  # MC-Dropout lowest by 0.03, far from significant
+    for cell, values in runs.items():
+        for seed, v in enumerate(values):
+            _write(tmp_path, "tab:ece-nll", cell, v, "cpu-annealed", seed=seed, metric="nll")
+    row = present.row(nll, judge(nll, ("cpu-annealed",), tmp_path))
+    assert row["reason_code"] == "not-significant" and "beyond a tie" not in row["why"]
+    assert row["why"].startswith("the gap is beyond the claim's threshold of 0, but no Welch test")

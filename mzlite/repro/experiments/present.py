@@ -79,9 +79,7 @@ def devices_text(devices, gpu_for_cpu_profile: bool = False) -> str:
     names = ["on a CPU" if d == "cpu" else f"on an {d} GPU" if d[:1].upper() in "AEIOU"
              or d.startswith("NVIDIA") else f"on a {d} GPU" for d in devices]  # fmt: skip
     text = " and ".join(names) or "on an unrecorded device"
-    if gpu_for_cpu_profile:
-        text += " (a GPU, for speed, under the CPU protocol's settings)"
-    return text
+    return text + " (a GPU, for speed, under the CPU protocol's settings)" * gpu_for_cpu_profile
 
 
 def protocol_text(v: Verdict, cells: bool = True) -> str:
@@ -92,9 +90,8 @@ def protocol_text(v: Verdict, cells: bool = True) -> str:
         return "--"
     if v.parts:  # each part read under its own profile
         by = {}
-        for p in v.parts:
-            if p.profile:
-                by.setdefault(p.profile, []).append(p.claim.split("@", 1)[1])
+        for p in (p for p in v.parts if p.profile):
+            by.setdefault(p.profile, []).append(p.claim.split("@", 1)[1])
         return "per part: " + "; ".join(f"{', '.join(w)} under {p}" for p, w in by.items())
     lo, hi = r.epochs or (0, 0)
     epochs = "--" if r.epochs is None else str(lo) if lo == hi else f"{lo}-{hi}"
@@ -251,14 +248,17 @@ def _why(claim, v: Verdict) -> str | list[str]:
         return [f"survived {tested} of {n_b} models so far, none significantly better{p}",
                 f"{n_b - tested} still to run (plan --decide)"]  # fmt: skip
     if r == Reason.TIE:
-        return f"a tie: the gap is within {TIE:g} of zero{p}"
+        w = _n(-claim.partly_at)  # the weaker test: a tie about 0 (R^2's), else a margin
+        return (f"a tie: the gap is within {w} of zero" if _tied(claim)
+                else f"the gap is at most {w} behind, the weaker test") + p  # fmt: skip
     if r == Reason.NOT_SIGNIFICANT:
         if v.p_holm is not None and v.p_max is not None and v.p_max < ALPHA <= v.p_holm:
             return (
                 f"the gap passes the test, significantly alone (p = {_p(v.p_max)}) but not "
                 f"after Holm's correction within its table (p = {_p(v.p_holm)})"
             )
-        return f"the gap is beyond a tie, but no Welch test backs it either way{p}"
+        beyond = "a tie" if _tied(claim) else f"the claim's threshold of {_n(claim.holds_at)}"
+        return f"the gap is beyond {beyond}, but no Welch test backs it either way{p}"
     # left: "does not hold", which a compared claim gets only with a model significantly better
     names, at = _named(v.table, v.better)
     return f"fails even the weaker test, and {names}{at} is significantly better{p}"
@@ -302,13 +302,9 @@ def _shows_text(v: Verdict) -> str:
     if s.kind == "against":
         text = (f"as evidence against {s.change}: they lose R² (a gain of {s.gain:+.3f} at "
                 f"best, beyond the tie of {TIE:g})")  # fmt: skip
-        if s.one_row is not None:
-            text += (
-                f", and row {s.one_row} is the best of every column ("
-                + "; ".join(f"{cell_words(v.table, c)}: {r:.3f}" for c, r in s.best)
-                + ")"
-            )
-        return text
+        best = "; ".join(f"{cell_words(v.table, c)}: {r:.3f}" for c, r in s.best)
+        return text + (f", and row {s.one_row} is the best of every column ({best})"
+                       if s.one_row is not None else "")  # fmt: skip
     _, at = _named(v.table, (s.model, *(o for o, _ in s.beside)))
     name = (lambda c: _row_name(v.table, c)) if at else (lambda c: cell_words(v.table, c))
     return (f"says nothing for MZAttn: the MZ model it reads{at} ({name(s.model)}) predicts "
@@ -417,6 +413,10 @@ def _n(x: float) -> str:
     return f"{x:g}" if x == int(x) else f"{x:.2f}"
 
 
+def _tied(claim) -> bool:  # a beats claim's weaker test is a tie about 0, as R^2's are
+    return claim.holds_at == -claim.partly_at
+
+
 def claim_text(claim) -> str:
     """The claim as every page states it: the paper's words (``says``), then its test worded from
     its kind and thresholds (typed once, in the claim); a rank claim's as registered."""
@@ -426,7 +426,8 @@ def claim_text(claim) -> str:
     return (
         claim.says
         + {
-            Kind.BEATS: f" ({m} gap > {_n(h)}, significantly; partly: a tie within {_n(-p)}).",
+            Kind.BEATS: f" ({m} gap > {_n(h)}, significantly; partly: "
+            + (f"a tie within {_n(-p)})." if _tied(claim) else f"at most {_n(-p)} behind)."),
             Kind.AT_LEAST: f": its {'lowest ' * bool(claim.every)}{m} is >= {_n(h)} (partly: "
             f">= {_n(p)}).",
             Kind.AT_MOST: f": the best of them has {m} <= {_n(h)} (partly: <= {_n(p)}).",
