@@ -90,12 +90,27 @@ def test_a_holding_verdict_says_whether_it_is_evidence_for_mz(verdict, mz_beats,
 def test_condition_verdicts_carry_each_claims_label(tmp_path):
     d8 = [c for c in claims(ms.LABEL) if c.id.startswith("meb-d8-")]
     got = ms.condition_verdicts(results_dir=tmp_path)
-    assert {(v["condition"], v["claim"]) for v in got} == {
-        (cond, c.id) for c in d8 for cond in ("raw", "per-set normalised")}  # fmt: skip
+    reads = ("chapter 9", "raw", "per-set normalised")  # not run: chapter 9's read no data
+    assert [(v["condition"], v["claim"]) for v in got] == [(r, c.id) for c in d8 for r in reads]
     for v in got:
         assert v["verdict"] == "not run" and v["shows"] == ""  # nothing on disk
         mz = evaluate(next(c for c in d8 if c.id == v["claim"]), results_dir=tmp_path)["mz_beats"]
         assert v["shows"] == ms.what_it_shows(v["verdict"], mz)
+
+
+def test_chapter_9s_verdict_is_named_by_the_data_it_read_and_raw_rows_read_raw_cells(tmp_path):
+    """The paper's pattern on per-set normalised sets decides chapter 9's verdict; the raw row
+    is the claim's own test on its raw cells, so no row calls the pattern's numbers raw."""
+    stopped = {"converged": False, "stopped": True, "fitted": False, "rule": "test"}
+    _cell(tmp_path, ms.LABEL, "abl-d8-scale-st", 0.0, "full", convergence=stopped)
+    _cell(tmp_path, ms.LABEL, "abl-d8-scale-mz_full", 0.30, "full")
+    _cell(tmp_path, ms.LABEL, "d8-st", 0.95, "paper-sizes")
+    rows = {(v["claim"], v["condition"]): v for v in ms.condition_verdicts(results_dir=tmp_path)}
+    ch9 = rows["meb-d8-pma-fail", "chapter 9: per-set normalised"]
+    assert (ch9["verdict"], ch9["profile"], ch9["ours_text"]) == ("reproduced", "full", "0.000")
+    raw = rows["meb-d8-pma-fail", "raw"]
+    assert (raw["verdict"], raw["profile"], raw["ours_text"]) == (
+        "does not hold here", "paper-sizes", "0.950")  # fmt: skip
 
 
 def _d8_run(results_dir, model, target_var):
