@@ -569,3 +569,16 @@ def test_the_layer_sentence_compares_the_two_readings_on_complete_cells_only():
     # the same counts on each side, but each cell flipped: not "under both"
     crossed = fd.layer_sentence(pair("F", behind, ahead) + pair("G", ahead, behind))
     assert "under both" not in crossed.body
+
+
+def test_how_sure_counts_the_stopped_runs_a_failure_pattern_rests_on_once(tmp_path):
+    """MEB's reproduced pattern rests on a Set Transformer stopped at the mean: the how-sure
+    sentence says so, once for its three runs though both d = 8 claims read them."""
+    stopped = {"converged": False, "stopped": True, "fitted": False, "rule": "test"}
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-st", 0.0, "full", convergence=stopped)
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-mz_full", 0.30, "full")
+    sc = scorecard(results_dir=tmp_path)
+    assert sc.counts()["reproduced"] == 2
+    sure = next(s for s in fd.findings(sc, results_dir=tmp_path).sentences
+                if s.text.startswith("How sure"))  # fmt: skip
+    assert "every run converged except 3 runs of models the claims say fail" in sure.text

@@ -51,8 +51,7 @@ def once(fn, *args, results_dir=None, **kwargs):
     """``fn(*args, results_dir=results_dir, **kwargs)`` evaluated once per state of the result
     files: a page that reads the scorecard in several cells judges every claim once. The value
     is shared: read it, never change it."""
-    state = results_state(results_dir)
-    if _ONCE.get("state") != state:
+    if _ONCE.get("state") != (state := results_state(results_dir)):
         _ONCE.clear()
         _ONCE["state"] = state
     key = (fn.__module__, fn.__qualname__, repr(args), repr(sorted(kwargs.items())))
@@ -75,8 +74,7 @@ def _priced_scorecard(results_dir=None):
 def results_label(chapter: str) -> str:
     """The label of a chapter's "Results at a glance" section: "results-ch04" for
     "04_training_on_gpu"."""
-    num = chapter.split("_", 1)[0]
-    if not num.isdigit():
+    if not (num := chapter.split("_", 1)[0]).isdigit():
         raise ValueError(f"chapter must start with its number (e.g. '04_x'), got {chapter!r}")
     return f"results-ch{num}"
 
@@ -326,12 +324,16 @@ def _sure_sentence(rows: list[dict]) -> Finding:
     c = Counter(r["verdict"] for r in rows)
     text = "no claim has the converged seeds a verdict needs yet."
     if decided:
-        seeds = [x.n for r in decided if r.get("value") is not None for x in r["value"].cells]
+        cells = [(r["profile"], x) for r in decided if r.get("value") for x in r["value"].cells]
         tests = sum(len(r["value"].tests) for r in decided if r.get("value") is not None)
-        lo, hi = (min(seeds), max(seeds)) if seeds else (0, 0)
+        lo, hi = min((x.n for _, x in cells), default=0), max((x.n for _, x in cells), default=0)
+        # the runs of models that a claim or the paper's pattern says fail count where they
+        # stopped at the mean (engine.cell_stats): said, each cell once however many read it
+        stopped = sum({(p, x.read_as): x.failed for p, x in cells}.values())
         text = (
             f"each of the {len(decided)} verdicts rests on {lo if lo == hi else f'{lo} to {hi}'} "
-            "seeds per cell, every run converged"
+            "seeds per cell, every run converged" + (f" except {stopped} runs of models the "
+            "claims say fail (they stopped without fitting, as the claims say)" if stopped else "")
             + (f", and {tests} Welch t-tests over seeds (p < 0.05 needed) decide the claims "
                "that one model beats another" if tests else "")
             + "; the protocols behind them: "
