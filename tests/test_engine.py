@@ -255,6 +255,31 @@ def test_a_reduced_profile_is_retired_by_the_cells_a_claim_is_read_on(tmp_path):
     assert judge(task_b, results_dir=tmp_path).retired == (("cpu", "paper-sizes"),)
 
 
+def test_the_papers_protocol_reads_a_claims_standardised_twins_and_decides_first(tmp_path):
+    """Task F under ``full`` reads its standardised-target twins (the paper's optimiser on the
+    targets every other profile standardises), so a refutation there decides the claim, with
+    ``paper-sizes`` beside it; a claim whose table registers no such twins keeps its own cells."""
+    task_f = _claim("tab-main-results-F-mz_full-best")
+    twin = engine.default_twin(task_f)
+    assert (twin("F-mz_full", "full"), twin("F-perceiver", "full")) == (
+        "std-F-mz_full",
+        "F-perceiver",
+    )
+    assert twin("F-mz_full", "paper-sizes") == "F-mz_full"
+    assert engine.default_twin(_claim("tdof-separation")) is None
+    _cell(tmp_path, "tab:main-results", "F-mz_full", 0.455, "paper-sizes")
+    _cell(tmp_path, "tab:main-results", "F-st", 0.45, "paper-sizes")
+    v = judge(task_f, results_dir=tmp_path)
+    assert (v.profile, v.label) == ("paper-sizes", Label.PARTLY)  # no full twin ran yet
+    _cell(tmp_path, "tab:main-results", "std-F-mz_full", 0.33, "full")
+    _cell(tmp_path, "tab:main-results", "std-F-st", 0.51, "full")
+    v = judge(task_f, results_dir=tmp_path)
+    assert (v.profile, v.label, v.reason) == ("full", Label.FAILS, Reason.REFUTED_BY_MODEL)
+    assert [c.read_as for c in v.cells] == ["std-F-mz_full", "std-F-st"]
+    assert v.refutation.cell == "F-st" and v.refutation.diff == pytest.approx(0.18)
+    assert [(b.profile, b.label) for b in v.beside] == [("paper-sizes", Label.PARTLY)]
+
+
 STOPPED = {"converged": False, "stopped": True, "fitted": False, "rule": "test"}  # at the mean
 
 

@@ -30,10 +30,8 @@ from mzlite.repro.experiments.scorecard import (
     evaluate,
     per_set_normalised,
     scorecard,
-    under_paper_protocol,
 )
 from mzlite.repro.paper import load_paper_table
-from mzlite.repro.render import scorecard_html
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -976,45 +974,6 @@ def test_claims_about_pma_baselines_take_their_models_from_the_specs():
     with pytest.raises(ValueError, match="pooling must be one of"):
         mznn.registry.ModelSpec("x", "baseline", mznn.SetTransformer, mznn.SetTransformerConfig,
                                 pooling="max")  # fmt: skip
-
-
-def test_under_paper_protocol_reads_the_full_results_once(tmp_path, monkeypatch):
-    """The claim judged on its standardised twins under the paper's protocol, from one read of
-    the table's full results; ``cells_run`` counts the twins that ran."""
-    (claim,) = [c for c in claims("tab:main-results") if c.id == "tab-main-results-F-mz_full-best"]
-    _cell(tmp_path, "tab:main-results", "std-F-mz_full", 0.6, profile="full")
-    _cell(tmp_path, "tab:main-results", "std-F-st", 0.4, profile="full")
-    reads = []
-    real = ex.results_by_cell
-
-    def counted(table, profile="smoke", results_dir=None):
-        reads.append((table, profile))
-        return real(table, profile, results_dir)
-
-    monkeypatch.setattr(ex, "results_by_cell", counted)
-    row = under_paper_protocol(claim, tmp_path)
-    assert reads.count(("tab:main-results", "full")) == 1
-    assert row["profile"] == "full" and row["cells_run"] == 2
-    assert row["verdict"] != "not run" and row["ours"] is not None
-    # the scorecard's row shows it beside its own verdict, outside the details toggle
-    monkeypatch.setattr(ex, "results_by_cell", real)
-    _cell(tmp_path, "tab:main-results", "F-mz_full", 0.5)
-    _cell(tmp_path, "tab:main-results", "F-st", 0.45)
-    (shown,) = [r for r in scorecard(tables=["tab:main-results"], results_dir=tmp_path).rows
-                if r["claim"] == claim.id]  # fmt: skip
-    assert shown["paper_protocol"]["verdict"] == row["verdict"]
-    assert shown["paper_protocol"]["agrees"] == (row["verdict"] == shown["verdict"])
-    html = str(scorecard_html(scorecard(tables=["tab:main-results"], results_dir=tmp_path)))
-    line = html.split("under the paper's protocol (", 1)[1].split("<details", 1)[0]
-    line = re.sub(r"<[^>]+>", "", line)  # the text a reader sees (numbers carry a marker)
-    agree = "agrees" if row["verdict"] == shown["verdict"] else "disagrees"
-    assert f"ours {row['ours_text']}; it {agree} with the verdict above" in line
-    # said once: not again in the details toggle; the text form carries it in its verdict
-    assert "paper's protocol" not in shown["reason"]
-    text = present.scorecard_text(scorecard(tables=["tab:main-results"], results_dir=tmp_path),
-                                  width=10_000)  # fmt: skip
-    verdict_line = next(ln for ln in text.splitlines() if "under the paper's protocol" in ln)
-    assert verdict_line.strip().startswith("verdict:") and f"which {agree}" in verdict_line
 
 
 def test_a_holds_that_is_evidence_against_the_change_says_so(tmp_path):

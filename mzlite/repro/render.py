@@ -244,30 +244,14 @@ def _verdict_cell(r: dict) -> str:
         details = f'<details class="mz-more"><summary>details</summary>{spans}</details>'
     where = r.get("read_at", r.get("regime"))  # the presenter's: readings at the paper's sizes
     regime = f'<span class="mz-regime">read at {_e(where)}</span>' if where else ""
-    return (f'{verdict_badge(r["verdict"])}{regime}<span class="mz-why">{_e(line)}</span>'
-            f"{_paper_protocol_line(r)}{details}")  # fmt: skip
+    return f'{verdict_badge(r["verdict"])}{regime}<span class="mz-why">{_e(line)}</span>{details}'
 
 
-def _claim_number(r: dict, variant: str = "") -> str:
-    """A row's claim value, marked as that claim under its profile (and ``variant``)."""
-    value = r.get("value")
-    variant = variant or getattr(value, "variant", "")
+def _claim_number(r: dict) -> str:
+    """A row's claim value, marked as that claim under its profile (and its verdict's variant)."""
+    variant = getattr(r.get("value"), "variant", "")
     key = f"claim:{r['claim']}|{r.get('profile')}" + (f"|{variant}" if variant else "")
     return number_html(r["ours_text"], key, "claim_value", r.get("ours"))
-
-
-def _paper_protocol_line(r: dict) -> str:
-    """The claim's verdict under the paper's protocol (``paper_protocol``) and whether it agrees
-    with the row's; "" where it did not run."""
-    pp = r.get("paper_protocol")
-    if not pp:
-        return ""
-    return (
-        f'<span class="mz-regime">under the paper\'s protocol ({_e(pp["regime"])}, '
-        f"{pp['cells_run']} models run): </span>{verdict_badge(pp['verdict'])}"
-        f'<span class="mz-why">ours {_claim_number(pp, "std-twins")}; '
-        f"it {'agrees' if pp['agrees'] else 'disagrees'} with the verdict above</span>"
-    )
 
 
 def _step_price(row: dict) -> str:

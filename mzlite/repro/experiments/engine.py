@@ -520,6 +520,19 @@ def _combine(claim: Claim, parts: list[Verdict]) -> Verdict:
     return Verdict(label=other.label, reason=other.reason, problems=other.problems, **base)
 
 
+def default_twin(claim: Claim):
+    """The cells ``claim`` is read on unless told: its chosen reading's (``Claim.read_on``) and,
+    under ``PAPER_PROTOCOL``, a cell's standardised-target twin where its table registers one
+    (``cells.standardised_twin_cells``: the paper's optimiser on the targets that every other
+    profile standardises, so more faithful than they are); None: its own cells throughout."""
+    std = {c.id for c in ex.get_table(claim.table).cells if c.id.startswith("std-")}
+    on = claim.on(claim.read_on) if claim.read_on else None
+    if not std & {f"std-{c}" for c in claim.cells}:
+        return on
+    own = on or (lambda c, _p: c)
+    return lambda c, p: f"std-{c}" if p == PAPER_PROTOCOL and f"std-{c}" in std else own(c, p)
+
+
 def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> Verdict:
     """The verdict on ``claim`` (a ``Claim`` or ``RankClaim``) from the results of ``profiles``
     (default ``PROFILE_ORDER``, most faithful first): see the module doc. ``twin(cell, profile)``
@@ -530,7 +543,7 @@ def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> 
         if twin is not None:
             raise ValueError("twin applies to cell claims, not to a RankClaim")
         return _judge_ranks(claim, order, results_dir)
-    twin = twin or (claim.on(claim.read_on) if claim.read_on else None)  # the cells it names
+    twin = twin or default_twin(claim)  # the cells it names, or the paper's protocol's twins
     loaded = dict(loaded or {})
     loaded.update({p: ex.results_by_cell(claim.table, p, results_dir) for p in order
                    if p not in loaded})  # fmt: skip

@@ -511,16 +511,11 @@ def row(claim, v: Verdict, twins: dict | None = None) -> dict:
 
 
 def _verdict_words(r: dict) -> str:
-    """A scorecard row's verdict with its rule, regime and readings, and its twins' verdict
-    under the paper's protocol where they ran (``paper_protocol``)."""
-    pp = r.get("paper_protocol")
+    """A scorecard row's verdict with its rule, regime and readings."""
     return (
         r["verdict"] + (f" ({r['why']})" if r.get("why") else "")
         + (f"; read in {r['regime']}" if r.get("regime") else "")
         + (f" ({r['readings']})" if r.get("readings") else "")
-        + (f"; under the paper's protocol ({pp['regime']}, {pp['cells_run']} models run): "
-           f"{pp['verdict']} (ours {pp['ours_text']}), "
-           f"which {'agrees' if pp['agrees'] else 'disagrees'}" if pp else "")
     )  # fmt: skip
 
 

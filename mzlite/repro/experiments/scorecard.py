@@ -1,7 +1,6 @@
 """The reproduction scorecard: one row per claim of the paper, the engine's verdict
 (``engine.judge``, the row's ``value``) worded by ``present.row``, with what the claim's twin
-cells say beside it (its standardised-target twins under the paper's protocol, MEB's per-set
-normalised cells)."""
+cells say beside it (its named twins, MEB's per-set normalised cells)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from mzlite.repro.render import scorecard_html
 __all__ = [
     "FIRST_READING", "NORMALISED", "NOT_RUN_REASON", "PROFILE_ORDER", "TIE", "VERDICTS", "Claim",
     "Kind", "RankClaim", "Scorecard", "claims", "evaluate", "normalised_twin",
-    "per_set_normalised", "scorecard", "under_paper_protocol",
+    "per_set_normalised", "scorecard",
 ]  # fmt: skip
 
 
@@ -59,28 +58,8 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
             twins[NORMALISED] = per_set_normalised(c, profiles, results_dir)
         row = present.row(c, v, {w: t for w, t in twins.items()
                                  if t and t["value"].label != Label.NOT_RUN})  # fmt: skip
-        paper = under_paper_protocol(c, results_dir)
-        if paper is not None and c.table != "tab:meb":  # the cheaper protocol licensed, or not
-            row["paper_protocol"] = {**paper, "agrees": paper["verdict"] == row["verdict"]}
         rows.append(row)
     return Scorecard(rows, profiles)
-
-
-def under_paper_protocol(claim, results_dir=None) -> dict | None:
-    """``claim`` judged on its cells' standardised-target twins under the paper's protocol
-    (profile full), where any of them ran: the verdict that licenses (or not) the cheaper
-    protocol beside it. The row also says how many of the claim's models ran (``cells_run``)."""
-    ids = {c.id for c in ex.get_table(claim.table).cells}
-    # a rank claim has no twins to read; a cell's twin is cells.standardised_twin_cells'
-    if isinstance(claim, RankClaim) or not any(f"std-{c}" in ids for c in claim.cells):
-        return None
-    full = ex.results_by_cell(claim.table, "full", results_dir)
-    row = evaluate(claim, ("full",), results_dir, loaded={"full": full},
-                   twin=lambda c, _: f"std-{c}" if f"std-{c}" in ids else c)  # fmt: skip
-    if row["value"].label == Label.NOT_RUN:
-        return None
-    row["cells_run"] = sum(bool(full.get(f"std-{c}")) for c in claim.cells)
-    return row
 
 
 def normalised_twin(cell_id: str, profile: str) -> str:
