@@ -377,3 +377,15 @@ def test_the_cells_a_claim_is_read_on_train_at_each_familys_choice_over_all_its_
         cfg = job.train_config()
         chosen = overall[model_family(job.cell.model)]
         assert (cfg.lr, cfg.schedule) == (chosen["lr"], chosen["schedule"]), cell_id
+
+
+def test_an_uncertainty_methods_r2_is_its_own_predictions_not_its_first_networks():
+    """MC-Dropout's and the ensemble's results record the runner's R² of their first network
+    (the same run for both) and the MSE of their own mean (``unc_mse``): what a verdict shows
+    of them is the latter's R², from the same test sets' variance; IHW's is the network's."""
+    test = {"mse": 1000.0, "r2": 0.3, "unc_mse": 900.0}  # var(y) = 1000 / 0.7
+    for passes, models in ((30, 1), (1, 5)):
+        r = {"metrics": {"test": test}, "uncertainty": {"passes": passes, "models": models}}
+        assert engine._own_r2(r) == pytest.approx(1 - 900 * 0.7 / 1000)
+    ihw = {"metrics": {"test": test}, "uncertainty": {"passes": 1, "models": 1}}
+    assert engine._own_r2(ihw) == 0.3 == engine._own_r2({"metrics": {"test": {"r2": 0.3}}})

@@ -348,11 +348,21 @@ def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refuta
     return Refutation(Reason.REFUTED_SO_FAR, tuple(ran), value=ours)
 
 
+def _own_r2(result: dict) -> float | None:
+    """A result's test R² of its method's own prediction: the mean of an uncertainty method of
+    several passes or networks (MC-Dropout, the ensemble: ``unc_mse``), since the runner's
+    ``r2`` is its first network's alone; var(y) = mse / (1 - r2) on the same test sets."""
+    t, u = result["metrics"]["test"], result.get("uncertainty") or {}
+    if u.get("passes", 1) * u.get("models", 1) == 1 or None in (t.get("unc_mse"), t.get("r2")):
+        return t.get("r2")
+    return 1 - t["unc_mse"] * (1 - t["r2"]) / t["mse"]
+
+
 def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows | None:
     """What a claim that holds shows where that is no evidence for MZAttn (``Shows``)."""
     if label not in (Label.HOLDS, Label.PARTLY) or ours is None:
         return None
-    r2 = lambda cid: _mean(by_cell.get(cid, []), "r2")  # noqa: E731
+    r2 = lambda cid: _stats.mean_std([_own_r2(r) for r in by_cell.get(cid, [])])[0]  # noqa: E731
     if claim.change and ours < -TIE:
         best = []
         for column in dict.fromkeys(spec.cell(c).column for c in claim.cells):
