@@ -191,6 +191,21 @@ def test_decide_orders_stops_refuted_claims_and_prices_each_step(tmp_path):
     assert text.index("tab-hull-d6-mz_full-best") < text.index("decided (")
 
 
+def test_a_claim_a_more_faithful_profile_decided_runs_nothing_under_a_weaker_one(tmp_path):
+    """d3 refuted at the paper's sizes: under cpu-annealed, where nothing of it ran, it is
+    decided (the strongest evidence decides), and its cells are no next step there."""
+    T = "tab:hull"
+    _seeds(tmp_path, T, "d3-mz_full", 0.50, profile="paper-sizes")
+    _seeds(tmp_path, T, "d3-st_large", 0.80, profile="paper-sizes")
+    d = decide(T, "cpu-annealed", results_dir=tmp_path, measure=False)
+    d3 = next(c for c in d.claims if c["claim"] == "tab-hull-d3-mz_full-best")
+    assert d3["status"] == "decided" and d3["row"]["verdict"] == "not run"
+    assert not any(c.startswith("d3-") for _, c in d.next_jobs())
+    # under the paper's protocol, more faithful still, it is open
+    full = decide(T, "full", results_dir=tmp_path, measure=False)
+    assert next(c for c in full.claims if c["claim"] == d3["claim"])["status"] == "open"
+
+
 def test_a_claim_not_run_states_its_next_step_and_its_price(tmp_path):
     from mzlite.repro.experiments.coverage import next_steps_html
     from mzlite.repro.experiments.plan import priced, step_words

@@ -36,6 +36,7 @@ from mzlite._io import atomic_write_json
 from mzlite.analysis.verdicts import Label
 from mzlite.nn.fused import cpu_model
 from mzlite.repro import experiments as ex
+from mzlite.repro.experiments import engine
 from mzlite.repro.experiments import scorecard as _sc
 from mzlite.repro.experiments import stats as _stats
 from mzlite.repro.experiments.uncertainty_study import models_per_job
@@ -725,7 +726,8 @@ def decide(
 ) -> Decisions:
     """The sequential decision plan (``Decisions``) of the scorecard's claims about ``tables``:
     each claim's verdict on ``profile`` alone and its steps, priced by ``plan``. A claim is
-    decided when a model refutes it or every cell it names has its seeds."""
+    decided when a model refutes it, every cell it names has its seeds, or a more faithful
+    profile decided it (``engine.judge``: the strongest evidence decides)."""
     check_int_field("first", first, 0)  # the baselines in the first step
     profile = ex.get_profile(profile).name
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)
@@ -751,7 +753,10 @@ def decide(
                  measure=measure)  # fmt: skip
         price.update({(r["table"], r["cell"]): r for r in p.rows})
     out = []
-    for c, steps in planned:
+    # a claim that a more faithful profile decided already needs nothing run under this one
+    strongest = engine.judge_all(claims, results_dir=results_dir)
+    rank = _sc.PROFILE_ORDER.index(profile) if profile in _sc.PROFILE_ORDER else math.inf
+    for (c, steps), best in zip(planned, strongest, strict=True):
         row = _sc.evaluate(c, (profile,), results_dir)
         rows = []
         for i, (when, ids) in enumerate(steps, start=1):
@@ -759,8 +764,8 @@ def decide(
             got = {cid: price[at[cid]] for cid in ids if at[cid] in price}
             rows.append({"step": i, "when": when, "cells": ids, "where": at, "price": got,
                          **_summed(got.values())})  # fmt: skip
-        refuted = row.get("refuted_by") is not None
-        nxt = None if refuted else next((s for s in rows if s["todo"]), None)
+        done = row.get("refuted_by") is not None or (best.decisive and best.profile_rank < rank)
+        nxt = None if done else next((s for s in rows if s["todo"]), None)
         out.append({"claim": c.id, "table": c.table, "status": "open" if nxt else "decided",
                     "row": row, "steps": rows, "next": nxt})  # fmt: skip
     without = [label for label in labels if not any(c.table == label for c, _ in planned)]
