@@ -374,10 +374,13 @@ def test_glance_counts_and_links_to_the_verdicts_without_repeating_them(tmp_path
 def test_main_results_glance_names_the_best_other_model(tmp_path):
     for m, v in (("mz_full", 0.6), ("st", 0.7), ("deepsets", 0.8)):
         _cell(tmp_path, "tab:main-results", f"A-{m}", v, "cpu-converged")
+    # a model run under a more trusted protocol than MZ's is no comparison for it: not named
+    _cell(tmp_path, "tab:main-results", "A-st_large", 0.9, "paper-sizes")
     lines = relational.main_results_glance(results_dir=tmp_path)
     paper = narrate.paper_metric("tab:main-results", "A-mz_full")
-    assert lines[0] == (f"Task A: Set Regr.: MZAttn-Full 0.600 ± 0.010 (paper {paper:.3f}); best "
-                        "other model Deep Sets 0.800 ± 0.010.")  # fmt: skip
+    assert lines[0] == (f"Task A: Set Regr. (the first converged CPU protocol (superseded)): "
+                        f"MZAttn-Full 0.600 ± 0.010 (paper {paper:.3f}); best other model Deep "
+                        "Sets 0.800 ± 0.010.")  # fmt: skip
     assert lines[1] == "Task B: Set Match.: MZAttn-Full not run yet."
 
 

@@ -227,21 +227,25 @@ def plot_yardstick(rows: list[dict]):
 
 
 def main_results_glance(results_dir=None) -> list[str]:
-    """One sentence per task of the main table: MZAttn-Full's R² beside the paper's, the best
-    other trained model and the set-statistics yardstick, each from its most trusted protocol."""
-    spec = ex.get_table(MAIN)
+    """One sentence per task of the main table under one protocol, named: the most trusted that
+    ran MZAttn-Full there. MZAttn-Full's R² beside the paper's, then the best other trained
+    model and the set-statistics yardstick under that protocol (no sentence mixes protocols)."""
+    spec, by_profile = ex.get_table(MAIN), {}
     best = best_rows(MAIN, results_dir=results_dir)
     out = []
     for column in dict.fromkeys(c.column for c in spec.cells if c.part == "main"):
-        rows = {spec.cell(c).model: r for c, r in best.items()
-                if spec.cell(c).column == column and r.part == "main" and r.ran}  # fmt: skip
-        mz = rows.get("mz_full")
+        cells = [c for c in spec.cells if c.column == column and c.part == "main"]
+        mz = next((best[c.id] for c in cells if c.model == "mz_full" and best[c.id].ran), None)
         if mz is None:
             out.append(f"{spaced(column)}: MZAttn-Full not run yet.")
             continue
+        if mz.profile not in by_profile:
+            by_profile[mz.profile] = best_rows(MAIN, (mz.profile,), results_dir)
+        rows = {c.model: by_profile[mz.profile][c.id] for c in cells}
+        rows = {m: r for m, r in rows.items() if r.ran}
         others = {m: r for m, r in rows.items()
                   if _nn.model_spec(m).trainable and _nn.model_spec(m).family != "mz"}  # fmt: skip
-        text = f"{spaced(column)}: MZAttn-Full {ours_text(mz)}"
+        text = f"{spaced(column)} ({reader_name(mz.profile)}): MZAttn-Full {ours_text(mz)}"
         if mz.paper_mean is not None:
             text += f" (paper {mz.paper_mean:.3f})"
         if others:
