@@ -426,7 +426,7 @@ def test_what_held_leads_with_full_verdicts_and_names_each_claims_table():
         statement = f"{table_name(paper_table or table, title=False)}, {text}"
         return {"table": table, "paper_table": paper_table or table, "text": text,
                 "statement": statement,
-                "verdict": verdict, "ours_text": "+0.01", "paper_text": "+0.08",
+                "verdict": verdict, "ours": 0.01, "ours_text": "+0.01", "paper_text": "+0.08",
                 "chapter": "06_relational_benchmarks", "regime": "", "readings": "",
                 "why": "the claim's thresholds", "shows": shows}  # fmt: skip
 

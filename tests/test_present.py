@@ -32,6 +32,8 @@ def test_a_bound_is_worded_with_the_cell_and_the_number_that_bound_it(tmp_path):
     assert "at most 0.020" in row["why"]
     assert row["regime"].endswith("K training sets, the paper's protocol")  # the sizes _write gives
     assert row["reason_code"] == "refuted-by-bound" and _no_ids(row["why"], drop.table)
+    # no number of ours to give (one of its two cells ran): the line says the paper's alone
+    assert "Does not hold here: the paper's 0.574 (read at" in present.verdict_line(row)
 
 
 def test_parts_read_at_different_regimes_each_say_where(tmp_path):

@@ -98,7 +98,7 @@ def _verdict(answer, seed):
     ref = _verdict_of(inputs, "cpu-annealed")
     got = _verdict_answer(answer)
     if got == ref:
-        return True, f"{ref!r}"
+        return True, repr(getattr(ref, "value", ref))  # the label as the student wrote it
     q = _rule_inputs(inputs)
     gap, p_max, p_better = q["gap"], q["p_max"], q["p_better"]
     slips = [  # the chapter's rule with a slip in one of its parts

@@ -12,7 +12,7 @@ from __future__ import annotations
 from mzlite.repro import experiments as ex
 from mzlite.repro import paper
 from mzlite.repro.experiments.findings import once
-from mzlite.repro.experiments.formatting import count_phrase
+from mzlite.repro.experiments.formatting import cell_words, count_phrase
 from mzlite.repro.experiments.plan import decide, plan
 from mzlite.repro.experiments.scorecard import claims, scorecard
 from mzlite.repro.experiments.specs import prose_data
@@ -91,7 +91,8 @@ def coverage(profile: str = "cpu-annealed", results_dir=None) -> list:
                 row["price_text"] = (f"~{sum(known):.1f}" if known else "?") + (
                     f" + {unpriced} unpriced" * bool(unpriced))  # fmt: skip
                 parts = [
-                    f"{lk['jobs']} job(s) like `{lk['table']} {cell}`"
+                    f"{lk['jobs']} job(s) like {paper.paper_ref(lk['table'])}'s "
+                    f"{cell_words(lk['table'], cell)}"
                     + ("" if c is None else f" ({c:.2f} CPU h each)")
                     + (f", x {lk['scale']:g}" if lk.get("scale", 1) != 1 else "")
                     + (f" ({lk['why']})" if lk.get("why") else "")

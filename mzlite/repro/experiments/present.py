@@ -455,7 +455,8 @@ def verdict_line(r: dict) -> str:
     if r["verdict"] == Label.NOT_RUN.value:
         return text + "."
     where = "; ".join(x for x in (r["regime"], r["readings"]) if x)
-    text += f": ours {r['ours_text']}, the paper's {r['paper_text']}" + (
+    ours = f"ours {r['ours_text']}, " * (r.get("ours") is not None)  # none: the reason says why
+    text += f": {ours}the paper's {r['paper_text']}" + (
         f" (read at {where})" if where else "")  # fmt: skip
     return text + (f"; {r['why']}." if r["why"] else ".")
 

@@ -69,7 +69,7 @@ def choices_table(search_entry: dict | None = None) -> str:
         choices.insert(at, Choice(**search_entry))
     rows = [{"topic": c.topic, "switch": c.switch,
              "paper": f"“{plain_math(c.words)}” ({c.label})" if c.words else "silent",
-             "ours": f"{c.ours}. Alternatives: {c.alternatives}",
+             "ours": f"{c.ours.rstrip('.')}. Alternatives: {c.alternatives}",
              "note": f"{c.topic}: recorded as {c.recorded}; tested by {c.tested}"}
             for c in choices]  # fmt: skip
     cols = [("topic", "Topic", 16), ("paper", "The paper says", 30),

@@ -65,8 +65,8 @@ def review_table(results_dir=None) -> str:
     ridges = yardsticks(results_dir)
     rows = [{"task": name_labels(t.name), "ours": t.ours,
              "paper": f"“{plain_math(t.words)}” ({name_labels(t.label)})",
-             "open": f"{t.open}. Alternatives: {t.alternatives}",
-             "leak": f"{t.leak}. Ridge R^2 at the paper's sizes: set size alone "
+             "open": f"{t.open.rstrip('.')}. Alternatives: {t.alternatives}",
+             "leak": f"{t.leak.rstrip('.')}. Ridge R^2 at the paper's sizes: set size alone "
              f"{num(ridges[t.task][1])}, set statistics {num(ridges[t.task][0])}",
              "note": name_labels(f"{t.name}: used by {t.tables}; generator mzlite.tasks.{t.task}")}
             for t in TASK_REVIEW]  # fmt: skip
