@@ -473,6 +473,14 @@ def test_the_protocol_box_is_measured_from_the_results_and_the_registered_cells(
     assert ours["training_sets"] == "2K" and ours["optimiser_steps"] == "median 320 (160-480)"
     assert ours["schedule"].startswith("AdamW 1e-3, 3 warm-up epochs, halved after 5 epochs")
     assert ours["seeds"] == "3" and ours["hardware"] == "NVIDIA H200 (2 runs), 2-core CPUs (1 runs)"
+    # the runs its verdicts read, where named: an ablation cell a verdict reads counts, the
+    # main cell it does not read does not
+    _write(tmp_path, "tab:tdof-verify", "L32-st_4l", 0.5, "cpu-annealed", seed=0,
+           train_config=cfg, part="ablation", epochs_run=40, sizes=[10000, 2000, 2000],
+           provenance={"device": "cpu", "gpu_name": None})  # fmt: skip
+    read = pr.protocol_rows(["cpu-annealed"], tmp_path, {"cpu-annealed": {
+        ("tab:tdof-verify", "L32-st_4l")}})[1]  # fmt: skip
+    assert (read["training_sets"], read["runs"], read["seeds"]) == ("10K", 1, "1")
     with pytest.raises(ValueError, match="unknown profile 'gpu'; valid profiles"):
         pr.protocol_rows(["gpu"], tmp_path)
     assert pr.rate_text(3e-3) == "3e-3" and pr.reader_name("full") == "the paper's protocol"

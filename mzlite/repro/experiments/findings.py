@@ -452,7 +452,11 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
                  price and _not_run_sentence(rows, results_dir),
                  _compute_sentence(once(compute_spent, results_dir=results_dir))]  # fmt: skip
     used = [p for p in sc.profiles if any(r.get("profile") == p for r in rows)]
+    read: dict[str, set] = {}  # each profile's runs that its verdicts read (the protocol box)
+    for v in (r["value"] for r in rows if r.get("value") is not None):
+        for part in (p for p in v.parts or (v,) if p.profile):  # each part under its own
+            read.setdefault(part.profile, set()).update(part.experiments)
     return Findings(
         sc.counts(), len(rows), tuple(s for s in sentences if s), headline_text(rows),
-        tuple(_protocols.protocol_rows(used, results_dir)) if used else (),
+        tuple(_protocols.protocol_rows(used, results_dir, read)) if used else (),
     )  # fmt: skip

@@ -97,13 +97,16 @@ def _schedule_words(cfgs: list[dict], cosine: str = "cosine to 0 over the cap") 
     return f"AdamW {rate}, {warmups} warm-up epochs, {kinds}, patience {pats}"
 
 
-def profile_row(profile: str, results_dir=None) -> dict | None:
-    """What the trained results of ``profile`` ran under (its main cells' where it has any: the
-    ablation cells vary the protocol on purpose), or None without any."""
+def profile_row(profile: str, results_dir=None, read=None) -> dict | None:
+    """What the trained results of ``profile`` ran under: those of the (table, cell) experiments
+    ``read`` where given (the runs its verdicts read), else its main cells' where it has any (the
+    ablation cells vary the protocol on purpose); None without any."""
     results = [r for spec in table_registry().values()
                for r in load_results(spec, profile, results_dir)
                if _nn.model_spec(r["model"]).trainable and r.get("train_config")]  # fmt: skip
-    results = [r for r in results if r.get("part") == "main"] or results
+    if read:
+        results = [r for r in results if (r["table"], r["cell"]) in read]
+    results = results if read else [r for r in results if r.get("part") == "main"] or results
     if not results:
         return None
     steps = [r["epochs_run"] * math.ceil(r["sizes"][0] / r["train_config"]["batch_size"])
@@ -118,9 +121,10 @@ def profile_row(profile: str, results_dir=None) -> dict | None:
                 len(results))  # fmt: skip
 
 
-def protocol_rows(profiles, results_dir=None) -> list[dict]:
-    """The paper's row, then a row per profile of ``profiles`` with trained results."""
-    rows = [profile_row(p, results_dir) for p in profiles]  # an unknown one raises: get_profile
+def protocol_rows(profiles, results_dir=None, read=None) -> list[dict]:
+    """The paper's row, then a row per profile of ``profiles`` with trained results (``read``:
+    {profile: the experiments its verdicts read}, ``profile_row``)."""
+    rows = [profile_row(p, results_dir, (read or {}).get(p)) for p in profiles]  # unknown: raises
     return [paper_row(), *(row for row in rows if row is not None)]
 
 
