@@ -106,7 +106,7 @@ def test_chapter_9s_verdict_is_named_by_the_data_it_read_and_raw_rows_read_raw_c
     _cell(tmp_path, ms.LABEL, "abl-d8-scale-mz_full", 0.30, "full")
     _cell(tmp_path, ms.LABEL, "d8-st", 0.95, "paper-sizes")
     rows = {(v["claim"], v["condition"]): v for v in ms.condition_verdicts(results_dir=tmp_path)}
-    ch9 = rows["meb-d8-pma-fail", "chapter 9: per-set normalised"]
+    ch9 = rows["meb-d8-pma-fail", "chapter 9 (the paper's pattern): per-set normalised"]
     assert (ch9["verdict"], ch9["profile"], ch9["ours_text"]) == ("reproduced", "full", "0.000")
     raw = rows["meb-d8-pma-fail", "raw"]
     assert (raw["verdict"], raw["profile"], raw["ours_text"]) == (

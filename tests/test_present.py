@@ -148,3 +148,17 @@ def test_a_beats_claim_whose_weaker_test_is_no_tie_about_zero_is_worded_as_its_t
     row = present.row(nll, judge(nll, ("cpu-annealed",), tmp_path))
     assert row["reason_code"] == "not-significant" and "beyond a tie" not in row["why"]
     assert row["why"].startswith("the gap is beyond the claim's threshold of 0, but no Welch test")
+
+
+def test_runs_stopped_at_the_mean_that_a_failure_pattern_rests_on_are_not_called_converged(
+    tmp_path,
+):
+    stopped = {"converged": False, "stopped": True, "fitted": False, "rule": "test"}
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-st", 0.0, "full", convergence=stopped)
+    _cell(tmp_path, "tab:meb", "abl-d8-scale-mz_full", 0.30, "full")
+    fails = _claim("meb-d8-pma-fail")
+    row = present.row(fails, judge(fails, results_dir=tmp_path))
+    assert row["verdict"] == "reproduced"
+    assert row["statistics"].startswith(
+        "n = 3 seed(s) per cell, 3/6 runs converged, 3 stopped without fitting (the failure"
+    )

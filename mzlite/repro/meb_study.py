@@ -208,7 +208,8 @@ def condition_verdicts(profiles=CURRENT, results_dir=None) -> list[dict]:
     for cl in (c for c in claims(LABEL) if c.id.startswith("meb-d8-")):
         for cond, twin in READS:
             r = evaluate(cl, profiles, results_dir, twin=twin)
-            if twin is None and r["value"].cells:  # the data of the cells chapter 9 read
+            if twin is None and r["value"].cells:  # the data chapter 9 read; a pattern says so
+                cond += " (the paper's pattern)" * (r["value"].label == Label.REPRODUCED)
                 cond += f": {CONDITIONS[r['value'].cells[0].read_as.startswith('abl-d8-scale')]}"
             shows = what_it_shows(r["verdict"], bool(r.get("mz_beats")))
             out.append({"condition": cond, "claim": cl.id, "headline": r["text"],
