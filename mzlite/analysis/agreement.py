@@ -109,6 +109,6 @@ def layer_agreement(ours: dict, paper: dict) -> list[Agreement]:
                   ", ".join(f"L = {k}: {'yes' if s else 'no'}" for k, s in sat.items()),
                   all(sat.values()) if sat else None, "energy rank == L"),
         Agreement("effective rank sublinear for L > TDOF", "yes",
-                  "not tested" if sub is None else str(sub), sub,
+                  "not tested" if sub is None else "yes" if sub else "no", sub,
                   "erank/L below its value at L = TDOF"),
     ]  # fmt: skip
