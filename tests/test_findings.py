@@ -571,6 +571,7 @@ def test_the_layer_sentence_compares_the_two_readings_on_complete_cells_only():
     assert fd.layer_sentence(pair("F", behind, ())) is None  # nothing complete under both
     same = fd.layer_sentence(pair("F", behind, behind) + pair("G", behind, (0.3, 0.3)))
     assert same.body.startswith("on the 1 cell run under")  # G's two seeds are left out
+    assert "Definition 2 (the paper's sizes), MZ against" in same.body  # the campaign, named
     assert same.body.endswith("MZ against the Set Transformer: ST better on 1 under both.")
     assert same.links == ((fd.LAYER_CHAPTER, fd.LAYER_LABEL, "chapter 3"),)
     flips = fd.layer_sentence(pair("F", behind, behind) + pair("G", behind, ahead))

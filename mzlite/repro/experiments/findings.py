@@ -278,10 +278,10 @@ def _paper_scale_finding(rows: list[dict]) -> Finding | None:
     )
 
 
-def layer_sentence(rows: list[_reading.AblationRow]) -> Finding | None:
+def layer_sentence(rows: list[_reading.AblationRow], campaign="paper-sizes") -> Finding | None:
     """MZ against the Set Transformer under def:relop's layer reading beside the literal one,
     on the cells complete under both (``rows``: ``reading.layer_readings()``, a literal row then
-    its twin, per cell); None while no cell is."""
+    its twin, per cell) in ``campaign`` (``reading.layer_campaign()``); None while no cell is."""
     pairs = [rows[i : i + 2] for i in range(0, len(rows), 2)]
     both = [(lit, ca) for lit, ca in pairs if min(lit.seeds, ca.seeds) >= MIN_SEEDS]
     if not both:
@@ -296,15 +296,14 @@ def layer_sentence(rows: list[_reading.AblationRow]) -> Finding | None:
         said = f"{outcomes(0)} under both"
     else:
         said = f"{outcomes(0)} under {literal}; {outcomes(1)} under {centre_adaptive}"
-    cells = f"{len(both)} cell{'s' * (len(both) != 1)}"
-    body = (f"on the {cells} run under {literal} and {centre_adaptive} at the paper's sizes, MZ "
-            f"against the Set Transformer: {said}.")  # fmt: skip
+    cells, at = f"{len(both)} cell{'s' * (len(both) != 1)}", _protocols.reader_name(campaign)
+    body = (f"on the {cells} run under {literal} and {centre_adaptive} ({at}), MZ against the "
+            f"Set Transformer: {said}.")  # fmt: skip
     return Finding("Both layer readings", body, ((LAYER_CHAPTER, LAYER_LABEL, "chapter 3"),))
 
 
 def _failed_sentence(rows: list[dict]) -> Finding | None:
-    failed = _with(rows, Label.FAILS)
-    if not failed:
+    if not (failed := _with(rows, Label.FAILS)):
         return None
     said = list(map(_beside_paper, failed))
     text = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "") + "."
@@ -446,7 +445,8 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
         _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
     )
     sentences = [_paper_scale_finding(rows),
-                 layer_sentence(once(_reading.layer_readings, results_dir=results_dir)),
+                 layer_sentence(once(_reading.layer_readings, results_dir=results_dir),
+                                once(_reading.layer_campaign, results_dir=results_dir)),
                  _held_sentence(rows), opening,
                  _partly_sentence(rows), _failed_sentence(rows), _sure_sentence(rows),
                  price and _not_run_sentence(rows, results_dir),
