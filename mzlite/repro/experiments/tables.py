@@ -89,9 +89,9 @@ def _meb() -> list[Cell]:
     for model in (ST, model_row("st_meanpool"), MZ_FULL):
         variants = [
             ("raw", {}, raw, "raw targets"),
-            ("scale", scale, raw, "data: scale"),
+            ("scale", scale, raw, "normalised"),
             ("ynorm", {}, std, "targets standardised"),
-            ("scale-ynorm", scale, std, "scale + std."),
+            ("scale-ynorm", scale, std, "normalised + std."),
         ]
         if model[1] != "st_meanpool":
             variants += [(f"lr{lr:g}", {}, {"lr": lr}, f"lr={lr:g}") for lr in (3e-4, 1e-3)]
@@ -100,16 +100,16 @@ def _meb() -> list[Cell]:
             # family's rate (1e-3 under cpu-annealed): lower rates, down to the paper's 1e-4,
             # tell an optimisation failure from the paper's claim that PMA cannot fit them.
             variants += [(f"scale-ynorm-lr{lr:g}", scale, {**std, "lr": lr},
-                          f"scale + std., lr={lr:g}") for lr in (3e-4, 1e-4)]  # fmt: skip
+                          f"normalised + std., lr={lr:g}") for lr in (3e-4, 1e-4)]  # fmt: skip
         cols = [(f"abl-d8-{vid}", f"d=8, {col}", {"d": 8, **opts}, "", {"train": tr})
                 for vid, opts, tr, col in variants]  # fmt: skip
         cells += grid_cells(cols, [model], "meb_radius", batch_size=GEOM_BATCH, stats=False,
                             part="ablation")  # fmt: skip
-    abl_scale = ("abl-d8-scale", "d=8, data: scale", {"d": 8, **scale}, "")
+    abl_scale = ("abl-d8-scale", "d=8, normalised", {"d": 8, **scale}, "")
     cells += ablation_grid([abl_scale], [], "meb_radius", GEO, GEOM_BATCH, stats=True)
     mz = MZ_FULL[:4]
     cells += reading_cells("d8", "meb_radius", {"d": 8}, "d=8", mz, GEO, GEOM_BATCH)
-    cells += reading_cells("d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, data: scale", mz,
+    cells += reading_cells("d8-scale", "meb_radius", {"d": 8, **scale}, "d=8, normalised", mz,
                            GEO, GEOM_BATCH, train=std)  # fmt: skip
     return cells
 
