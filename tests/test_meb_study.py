@@ -141,3 +141,17 @@ def test_learning_curves_take_the_mean_predictor_from_the_recorded_variance(tmp_
     job = ex.job(ms.LABEL, "d8-st", "cpu")
     assert run["mean_mse"] == pytest.approx(0.5)
     assert rebuilt == [((job.cell.task, *job.sizes, job.profile.data_seed), 8)]
+
+
+def test_the_fit_table_leaves_out_a_ridge_its_protocol_did_not_fit(tmp_path):
+    """Per-set normalised sets read under full, where no ridge was fitted on full's sets: no
+    "not run" row for it (another profile's ridge would mix protocols); once fitted, it shows."""
+    cfg = {"train_config": {"lr": 1e-4, "normalize_targets": False}}  # as full trains them
+    _cell(tmp_path, ms.LABEL, "abl-d8-scale-st", 0.0, "full", **cfg)
+    _cell(tmp_path, ms.LABEL, "abl-d8-scale-mz_full", 0.3, "full", **cfg)
+    rows = [r for r in ms.fit_rows(results_dir=tmp_path) if r["condition"] == "per-set normalised"]
+    assert {r["profile"] for r in rows} == {"full"}
+    assert "set statistics (ridge)" not in [r["name"] for r in rows]
+    _cell(tmp_path, ms.LABEL, "abl-d8-scale-set_stats", 0.76, "full", seeds=1)
+    rows = [r for r in ms.fit_rows(results_dir=tmp_path) if r["condition"] == "per-set normalised"]
+    assert [r["row"].ours_mean for r in rows if r["model"] == ex.SET_STATS] == [0.75]

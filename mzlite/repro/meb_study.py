@@ -103,12 +103,13 @@ def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
     retries at lower rates follow (``lr``, else None)."""
     out = []
     for cond in CONDITIONS:
-        prof = condition_profile(cond, profiles, results_dir)
-        if prof is None:
+        if (prof := condition_profile(cond, profiles, results_dir)) is None:
             continue
         rows = report_rows(LABEL, prof, results_dir)
         for m, name in MODELS.items():
             cell = condition_cell(f"d8-{m}", cond, prof)
+            if m == ex.SET_STATS and not (rows.get(cell) and rows[cell].ran):
+                continue  # the ridge was not fitted on this profile's sets: no row to say so
             fit = None if m == ex.SET_STATS else fit_ratio(LABEL, cell, prof, results_dir)
             out.append({"condition": cond, "profile": prof, "model": m, "name": name,
                         "lr": None, "row": rows.get(cell), "fit": fit})  # fmt: skip

@@ -241,8 +241,7 @@ def main_results_glance(results_dir=None) -> list[str]:
             continue
         if mz.profile not in by_profile:
             by_profile[mz.profile] = best_rows(MAIN, (mz.profile,), results_dir)
-        rows = {c.model: by_profile[mz.profile][c.id] for c in cells}
-        rows = {m: r for m, r in rows.items() if r.ran}
+        rows = {c.model: r for c in cells if (r := by_profile[mz.profile][c.id]).ran}
         others = {m: r for m, r in rows.items()
                   if _nn.model_spec(m).trainable and _nn.model_spec(m).family != "mz"}  # fmt: skip
         text = f"{spaced(column)} ({reader_name(mz.profile)}): MZAttn-Full {ours_text(mz)}"
