@@ -593,4 +593,4 @@ def test_how_sure_counts_the_stopped_runs_a_failure_pattern_rests_on_once(tmp_pa
     assert sc.counts()["reproduced"] == 2
     sure = next(s for s in fd.findings(sc, results_dir=tmp_path).sentences
                 if s.text.startswith("How sure"))  # fmt: skip
-    assert "every run converged except 3 runs of models the claims say fail" in sure.text
+    assert "every run converged except 3 that stopped without fitting, of models the" in sure.text

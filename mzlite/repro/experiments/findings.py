@@ -331,8 +331,8 @@ def _sure_sentence(rows: list[dict]) -> Finding:
         stopped = sum({(p, x.read_as): x.failed for p, x in cells}.values())
         text = (
             f"each of the {len(decided)} verdicts rests on {lo if lo == hi else f'{lo} to {hi}'} "
-            "seeds per cell, every run converged" + (f" except {stopped} runs of models the "
-            "claims say fail (they stopped without fitting, as the claims say)" if stopped else "")
+            "seeds per cell, every run converged" + (f" except {stopped} that stopped without "
+            "fitting, of models the claims say fail" if stopped else "")
             + (f", and {tests} Welch t-tests over seeds (p < 0.05 needed) decide the claims "
                "that one model beats another" if tests else "")
             + "; the protocols behind them: "
