@@ -70,6 +70,9 @@ class CellStats:
     def n(self) -> int:
         return len(self.values)
 
+    # runs stopped at the mean that a claim of failure counted as converged (``cell_stats``)
+    stopped = property(lambda self: max(0, self.converged + self.failed - self.runs))
+
 
 @dataclass(frozen=True)
 class Test:

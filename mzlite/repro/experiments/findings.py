@@ -326,9 +326,8 @@ def _sure_sentence(rows: list[dict]) -> Finding:
         cells = [(r["profile"], x) for r in decided if r.get("value") for x in r["value"].cells]
         tests = sum(len(r["value"].tests) for r in decided if r.get("value") is not None)
         lo, hi = min((x.n for _, x in cells), default=0), max((x.n for _, x in cells), default=0)
-        # the runs of models that a claim or the paper's pattern says fail count where they
-        # stopped at the mean (engine.cell_stats): said, each cell once however many read it
-        stopped = sum({(p, x.read_as): x.failed for p, x in cells}.values())
+        # runs a claim of failure counted as converged: said, each cell once however many read it
+        stopped = sum({(p, x.read_as): x.stopped for p, x in cells}.values())
         text = (
             f"each of the {len(decided)} verdicts rests on {lo if lo == hi else f'{lo} to {hi}'} "
             "seeds per cell, every run converged" + (f" except {stopped} that stopped without "

@@ -122,8 +122,7 @@ def statistics_text(claim, v: Verdict) -> str:
     if isinstance(claim, RankClaim) or not v.cells:
         return "--"
     ns = sorted({c.n for c in v.cells})
-    # a claim that a model fails counts its runs stopped at the mean as converged (cell_stats)
-    stopped = sum(max(0, c.converged + c.failed - c.runs) for c in v.cells)
+    stopped = sum(c.stopped for c in v.cells)  # counted as converged by a claim of failure
     conv, runs = sum(c.converged for c in v.cells) - stopped, sum(c.runs for c in v.cells)
     text = f"n = {'/'.join(map(str, ns))} seed(s) per cell, {conv}/{runs} runs converged"
     text += f", {stopped} stopped without fitting (the failure the paper reports)" * bool(stopped)
