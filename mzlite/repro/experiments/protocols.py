@@ -104,9 +104,8 @@ def profile_row(profile: str, results_dir=None, read=None) -> dict | None:
     results = [r for spec in table_registry().values()
                for r in load_results(spec, profile, results_dir)
                if _nn.model_spec(r["model"]).trainable and r.get("train_config")]  # fmt: skip
-    if read:
-        results = [r for r in results if (r["table"], r["cell"]) in read]
-    results = results if read else [r for r in results if r.get("part") == "main"] or results
+    main = [r for r in results if r.get("part") == "main"] or results
+    results = [r for r in results if (r["table"], r["cell"]) in read] if read else main
     if not results:
         return None
     steps = [r["epochs_run"] * math.ceil(r["sizes"][0] / r["train_config"]["batch_size"])
