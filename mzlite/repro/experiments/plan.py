@@ -53,10 +53,9 @@ def _units(sizes) -> float:
 
 
 def _cpu_s_per_epoch(res: dict) -> float | None:
-    """CPU seconds per epoch per set unit: the run's process CPU time where it recorded it (other
-    jobs on a loaded machine stretch its wall time, not its CPU time), else wall time x threads;
-    None for a result trained on a GPU (its wall time, beside 15 other jobs on one GPU, prices
-    no CPU hour) or without a timing."""
+    """CPU seconds per epoch per set unit: the run's process CPU time where it recorded it (load
+    stretches wall time, not CPU time), else wall time x threads; None without a timing or for a
+    GPU run (its wall time, beside 15 other jobs on one GPU, prices no CPU hour)."""
     n = res.get("epochs_run") or 0
     prov = res.get("provenance") or {}
     if n < 1 or not res.get("wall_time_s") or not str(prov.get("device", "cpu")).startswith("cpu"):
@@ -87,17 +86,11 @@ def _model_key(model: str, kwargs: dict) -> str:
 
 
 def _grouped(pairs) -> dict:
-    """(key, value) pairs as ``{key: [values]}``, keys and values in order."""
+    """(key, value) pairs as ``{key: [values]}``, in order."""
     out: dict = {}
     for key, value in pairs:
         out.setdefault(key, []).append(value)
     return out
-
-
-def _text_table(head, lines) -> list[str]:
-    """``head`` and ``lines`` (tuples of strings) as left-aligned columns."""
-    w = [max([len(h), *(len(x[i]) for x in lines)]) for i, h in enumerate(head)]
-    return ["  ".join(x[i].ljust(w[i]) for i in range(len(head))) for x in (head, *lines)]
 
 
 def _hours(v) -> str:
@@ -123,20 +116,20 @@ class Plan:
     def to_text(self) -> str:
         prof = ex.get_profile(self.profile)
         out = [f"plan [{prof.name}]: {prof.description}"]
-        for family, m in (self.machine or {}).items():
-            out.append(
-                f"priced for this CPU ({m['cpu']}), {family} models: {m['factor']:.2f}x the cost "
+        out += [f"priced for this CPU ({m['cpu']}), {family} models: {m['factor']:.2f}x the cost "
                 f"of the results on disk (an epoch of {m['reference']} here: "
                 f"{1e3 * m['unit_here']:.3f} ms CPU per set unit, against "
                 f"{1e3 * m['unit_recorded']:.3f} ms, the median of its {m['results']} "
                 f"result(s); measured {m['when']})"
-            )
+                for family, m in (self.machine or {}).items()]  # fmt: skip
         head = ("cell", "jobs", "s/epoch", "epochs", "CPU h", "CPU h at cap", "cost from")
         lines = [(f"{r['table']} {r['cell']}", f"{r['todo']} (+{r['done']} done)",
                   "?" if r["s_per_epoch"] is None else f"{r['s_per_epoch']:.1f}",
                   f"{r['epochs']:.0f} ({r['epochs_tag']})", _hours(r["cpu_h"]),
                   _hours(r["cpu_h_cap"]), r["cost_source"]) for r in self.rows]  # fmt: skip
-        out += ["", *_text_table(head, lines), ""]
+        widths = [max([len(h), *(len(x[i]) for x in lines)]) for i, h in enumerate(head)]
+        out += ["", *("  ".join(x[i].ljust(w) for i, w in enumerate(widths))
+                      for x in (head, *lines)), ""]  # fmt: skip
         totals = self.totals()
         for label, t in totals.items():
             unk = f", {t['unknown']} cell(s) without an estimate" if t["unknown"] else ""
@@ -201,16 +194,8 @@ def gpu_text(rows: list[dict], throughput: dict) -> str:
     return "\n".join(out)
 
 
-def plan(
-    tables,
-    profile: str = "cpu-converged",
-    seeds=None,
-    models=None,
-    cells=None,
-    results_dir=None,
-    workers: int = 1,
-    measure: bool = True,
-) -> Plan:
+def plan(tables, profile: str = "cpu-converged", seeds=None, models=None, cells=None,
+         results_dir=None, workers: int = 1, measure: bool = True) -> Plan:  # fmt: skip
     """The estimated cost of the jobs still to run of ``tables`` (a label or several) under
     ``profile``; ``seeds``/``models``/``cells`` filter as in ``jobs``; ``measure``: rescale to
     this CPU and time a model with no result on disk (a few seconds each)."""
@@ -258,14 +243,11 @@ def _epochs(mine: list[dict], cell, label: str, cfg, profile: str) -> tuple[floa
     """(expected epochs, tag, source) of ``cell``: the median of the finished runs of the
     narrowest scope that has some: this cell, this model in the table, the table (models stop at
     different epochs); for none, the "prior" min(4 x patience, cap)."""
-    scopes = (
-        ("cell", "this cell", [r for r in mine if r["cell"] == cell.id]),
-        ("model", f"{cell.model} in {label}", [r for r in mine if r["model"] == cell.model]),
-        ("table", label, mine),
-    )
+    scopes = (("cell", "this cell", [r for r in mine if r["cell"] == cell.id]),
+              ("model", f"{cell.model} in {label}", [r for r in mine if r["model"] == cell.model]),
+              ("table", label, mine))  # fmt: skip
     for tag, scope, res in scopes:
-        ran = [r["epochs_run"] for r in res if r.get("epochs_run")]
-        if ran:
+        if ran := [r["epochs_run"] for r in res if r.get("epochs_run")]:
             source = f"median of {len(ran)} {profile} result(s) of {scope}"
             return float(statistics.median(ran)), tag, source
     epochs = float(min(4 * cfg.patience if cfg.patience else cfg.epochs, cfg.epochs))
@@ -292,12 +274,10 @@ def _unit_cost(label, cell, measured, timed, measure, profile):
     if extrapolated is not None:
         return extrapolated
     if not measure:
-        elsewhere = [m["unit_s"] for m in measured if m["key"] == key]
-        if elsewhere:  # rough: set sizes and d differ between tasks
-            return statistics.median(elsewhere), (
+        if elsewhere := [m["unit_s"] for m in measured if m["key"] == key]:
+            return statistics.median(elsewhere), (  # rough: set sizes and d differ between tasks
                 f"rough: median of {len(elsewhere)} result(s) of {key} on other tasks (no result "
-                "on this task; plan without --no-measure times it)"
-            )
+                "on this task; plan without --no-measure times it)")  # fmt: skip
         return None, "no result of this model on this task (measure=False)"
     # Time it beside a model that has results on this task, and scale that model's measured
     # cost: step timings miss the per-epoch overheads and see today's load, a ratio sees neither.
@@ -307,8 +287,7 @@ def _unit_cost(label, cell, measured, timed, measure, profile):
         return unit, _TIMED_HERE
     ref_key = "st" if any(m["key"] == "st" for m in refs) else refs[0]["key"]
     ref = [m for m in refs if m["key"] == ref_key]
-    ref_cell = ex.get_table(ref[0]["table"]).cell(ref[0]["cell"])
-    mine, theirs = _timed([cell, ref_cell], timed)
+    mine, theirs = _timed([cell, ex.get_table(ref[0]["table"]).cell(ref[0]["cell"])], timed)
     ratio = mine / theirs
     unit = statistics.median(m["unit_s"] for m in ref) * ratio
     return unit, f"timed now: {ratio:.1f} x {ref_key} on {cell.task} (5 steps each, interleaved)"
@@ -324,17 +303,14 @@ def _extrapolated(cell, key: str, measured: list[dict]):
     units = _grouped(((m["key"], m["task"]), m["unit_s"]) for m in measured)
     here = {k for k, task in units if task == cell.task}
     for ref in (["st"] if "st" in here else []) + sorted(here - {"st"}):
-        ratios = [
-            statistics.median(units[key, task]) / statistics.median(units[ref, task])
-            for task in sorted({task for k, task in units if k == key} - {cell.task})
-            if (ref, task) in units
-        ]
+        ratios = [statistics.median(units[key, task]) / statistics.median(units[ref, task])
+                  for task in sorted({task for k, task in units if k == key} - {cell.task})
+                  if (ref, task) in units]  # fmt: skip
         if ratios:
             ratio = statistics.median(ratios)
             return statistics.median(units[ref, cell.task]) * ratio, (
                 f"extrapolated: {ratio:.1f} x {ref} on {cell.task} (the two models' cost ratio "
-                f"on {len(ratios)} other task(s))"
-            )
+                f"on {len(ratios)} other task(s))")  # fmt: skip
     return None
 
 
@@ -356,15 +332,12 @@ def _param_scaled(cell, measured: list[dict], profile):
     data = make_task(cell.task, 4, 0, **cell.options)
     base = dataclasses.replace(cell, model=like[0]["model"], model_kwargs=like[0]["kwargs"],
                                match_params=None)  # fmt: skip
-    n_mine, n_base = (
-        sum(p.numel() for p in ex.build_cell_model(c, data.d_in, data.d_out, 0).parameters())
-        for c in (cell, base)
-    )
+    built = [ex.build_cell_model(c, data.d_in, data.d_out, 0) for c in (cell, base)]
+    n_mine, n_base = (sum(p.numel() for p in model.parameters()) for model in built)
     ratio = n_mine / n_base
     return statistics.median(m["unit_s"] for m in like) * ratio, (
         f"scaled: {ratio:.2f} x {like[0]['key']} on {cell.task} by parameter count "
-        f"({n_mine:,} / {n_base:,})"
-    )
+        f"({n_mine:,} / {n_base:,})")  # fmt: skip
 
 
 def _timed(cells, timed) -> list[float]:
@@ -426,12 +399,8 @@ def _stored_epoch_cost(table: str, cell_id: str, profile: str, results_dir=None)
     (job,) = ex.jobs(table, profile, [0], cells=[cell_id], results_dir=results_dir)
     cfg = job.train_config().to_dict()
     root = Path(_nn.__file__).parent.parent  # the code that sets an epoch's price: nn and train
-    code = b"".join(
-        f.read_bytes()
-        for sub in ("nn", "train")
-        for f in sorted((root / sub).rglob("*"))
-        if f.suffix in (".py", ".cpp")
-    )
+    sources = [f for sub in ("nn", "train") for f in sorted((root / sub).rglob("*"))]
+    code = b"".join(f.read_bytes() for f in sources if f.suffix in (".py", ".cpp"))
     key = json.loads(json.dumps({
         "cpu": cpu_model(), "machine": platform.node(), "torch": torch.__version__,
         "sources": hashlib.sha1(code).hexdigest()[:12], "reference": [table, cell_id, profile],
@@ -511,11 +480,9 @@ def _summed(rows) -> dict:
     """``plan`` rows together: their ``todo``, ``done``, ``cpu_h``, ``cpu_h_cap`` and
     ``unknown``, the rows with jobs to run that no estimate prices."""
     rows = list(rows)
-    return {
-        **{k: sum(r[k] for r in rows) for k in ("todo", "done")},
-        **{k: sum(r[k] or 0.0 for r in rows) for k in ("cpu_h", "cpu_h_cap")},
-        "unknown": sum(r["cpu_h"] is None and r["todo"] > 0 for r in rows),
-    }
+    return {**{k: sum(r[k] for r in rows) for k in ("todo", "done")},
+            **{k: sum(r[k] or 0.0 for r in rows) for k in ("cpu_h", "cpu_h_cap")},
+            "unknown": sum(r["cpu_h"] is None and r["todo"] > 0 for r in rows)}  # fmt: skip
 
 
 def _summed_once(steps) -> dict:
@@ -550,13 +517,9 @@ class Decisions:
         open_ = [c for c in self.claims if c["next"]]
         nxt = _summed_once(c["next"] for c in open_)
         worst = _summed_once(s for c in open_ for s in c["steps"])
-        return {
-            "next_cpu_h": nxt["cpu_h"],
-            "next_jobs": nxt["todo"],
-            "worst_cpu_h": worst["cpu_h"],
-            "worst_cap_h": worst["cpu_h_cap"],
-            "unknown": worst["unknown"],
-        }
+        return {"next_cpu_h": nxt["cpu_h"], "next_jobs": nxt["todo"],
+                "worst_cpu_h": worst["cpu_h"], "worst_cap_h": worst["cpu_h_cap"],
+                "unknown": worst["unknown"]}  # fmt: skip
 
     def to_text(self) -> str:
         top = ", ".join(f"{r['model']} (" + ("no results" if r["score"] is None
@@ -578,20 +541,17 @@ class Decisions:
             for s in c["steps"]:
                 more = f"; {s['unknown']} cell(s) without an estimate" if s["unknown"] else ""
                 state = "done" if not s["todo"] else f"{s['todo']} job(s) (+{s['done']} done)"
-                names = [
-                    cid if s["where"][cid] == (c["table"], cid)
-                    else f"{cid} (= {' '.join(s['where'][cid])})"
-                    for cid in s["cells"]
-                ]  # fmt: skip
+                names = [cid if s["where"][cid] == (c["table"], cid)
+                         else f"{cid} (= {' '.join(s['where'][cid])})"
+                         for cid in s["cells"]]  # fmt: skip
                 out.append(f"  step {s['step']} ({s['when']}): {', '.join(names)}: {state}, "
                            f"{s['cpu_h']:.2f} CPU h expected ({s['cpu_h_cap']:.2f} at the cap"
                            f"{more})")  # fmt: skip
-        decided = [c for c in self.claims if c["status"] == "decided"]
-        if decided:
+        if decided := [c for c in self.claims if c["status"] == "decided"]:
             out += ["", f"decided ({len(decided)}):"]
             for c in decided:
-                rule = c["row"].get("why") or ""
-                out.append(f"  {c['table']} {c['claim']}: {c['row']['verdict']} ({rule})")
+                out.append(f"  {c['table']} {c['claim']}: {c['row']['verdict']} "
+                           f"({c['row'].get('why') or ''})")  # fmt: skip
         if self.without:
             out += ["", "no cell claims to order (rank claims are judged over every setting, or "
                     f"none are registered): {', '.join(self.without)}; plan prices them "
@@ -612,8 +572,8 @@ class Decisions:
     __str__ = to_text
 
     def _open(self) -> list[dict]:
-        """The open claims (each has a next step), the cheapest next step first; one with cells no
-        estimate prices goes after those that have one."""
+        """The open claims, the cheapest next step first (one that no estimate prices whole
+        after those priced)."""
         open_ = [c for c in self.claims if c["next"]]
         return sorted(open_, key=lambda c: (bool(c["next"]["unknown"]), c["next"]["cpu_h"]))
 
@@ -716,14 +676,8 @@ def _steps(claim, spec, strength: list[str], first: int) -> list[tuple[str, list
     return [("first", step1)] + ([("only if no model of step 1 refutes it", rest)] if rest else [])
 
 
-def decide(
-    tables,
-    profile: str = "cpu-annealed",
-    seeds=None,
-    results_dir=None,
-    measure: bool = True,
-    first: int = FIRST_STEP_BASELINES,
-) -> Decisions:
+def decide(tables, profile: str = "cpu-annealed", seeds=None, results_dir=None,
+           measure: bool = True, first: int = FIRST_STEP_BASELINES) -> Decisions:  # fmt: skip
     """The sequential decision plan (``Decisions``) of the scorecard's claims about ``tables``:
     each claim's verdict on ``profile`` alone and its steps, priced by ``plan``. A claim is
     decided when a model refutes it, every cell it names has its seeds, or a more faithful
@@ -744,9 +698,8 @@ def decide(
     def where(table, cid):
         return lent[table].get(cid, (table, cid))
 
-    wanted = _grouped(
-        where(c.table, cid) for c, steps in planned for _, ids in steps for cid in ids
-    )
+    wanted = _grouped(where(c.table, cid) for c, steps in planned for _, ids in steps
+                      for cid in ids)  # fmt: skip
     price = {}
     for label, cells in wanted.items():
         p = plan(label, profile, seeds, cells=sorted(set(cells)), results_dir=results_dir,

@@ -35,12 +35,7 @@ from .jobs import Job, job
 from .protocols import rate_text, reader_name
 from .results import PAPER_SIZED, retire
 from .runner import spawn_pool
-from .specs import (
-    default_cache_dir,
-    search_choice,
-    search_in_effect,
-    search_path,
-)
+from .specs import default_cache_dir, search_choice, search_in_effect, search_path
 from .tables import get_profile
 
 LRS = (1e-4, 3e-4, 1e-3, 3e-3)  # 1e-4 is the paper's
@@ -155,8 +150,7 @@ def _report(trial, best: float, epoch: int) -> None:
 
 class _Reporter:
     """``fit`` callback of a run judged as it trains, past epoch ``after``: reports the best
-    validation loss so far of each epoch not yet reported (a resumed run's too), then asks the
-    pruner."""
+    validation loss so far of each epoch not yet reported (a resumed run's too), asks the pruner."""
 
     def __init__(self, trial, after: int = 0):
         self.trial, self.reported = trial, after
@@ -204,7 +198,6 @@ def run_trial(study: Study, trial, lr: float, schedule: str, data, *, cache_dir=
     """Train one trial's runs (``rung_runs``) on ``data`` (train, validation), judged at every
     rung; tell Optuna how it ended and return its record (from its last run's history)."""
     TrialState = _optuna().trial.TrialState
-
     j, (tr, va) = study.job, data
     base = j.train_config()
     cap = base.epochs
@@ -256,7 +249,6 @@ def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
     """Run the configurations of ``study`` not finished yet; returns every trial's record. A
     trial a killed process left running is failed and asked again (its checkpoints resume it)."""
     TrialState = _optuna().trial.TrialState
-
     ost = _optuna_study(study, cache_dir)
     for t in ost.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         ost.tell(t.number, state=TrialState.FAIL)
@@ -277,7 +269,6 @@ def _ask(ost, lr: float, schedule: str):
     """A trial of exactly (lr, schedule), over the whole grid (Optuna keeps one distribution per
     parameter across a study)."""
     CategoricalDistribution = _optuna().distributions.CategoricalDistribution
-
     ost.enqueue_trial({"lr": lr, "schedule": schedule}, skip_if_exists=False)
     grid = {"lr": CategoricalDistribution(LRS), "schedule": CategoricalDistribution(SCHEDULES)}
     return ost.ask(fixed_distributions=grid)
@@ -578,9 +569,6 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
     return rows
 
 
-_WAITS = " (not in effect yet)"  # a decided choice that waits for the other families'
-
-
 def choice_table(profile: str, results_dir=None) -> HTML:
     """``choice_rows`` as a page-width table (an excess of 0 % = the best of every study)."""
     rows = []
@@ -596,7 +584,9 @@ def choice_table(profile: str, results_dir=None) -> HTML:
                          "replaced)")  # fmt: skip
         rows.append({
             **r, "trained": "; ".join(notes),
-            "choice": (r["choice"] or "not decided yet") + _WAITS * (r["waits"] is not None),
+            # a decided choice that waits for the other families'
+            "choice": (r["choice"] or "not decided yet")
+            + " (not in effect yet)" * (r["waits"] is not None),
             "excess": reading.num(r["excess"], "+.1%", "--"),
             "runner_up": "--" if r["runner_up"] is None
             else f"{r['runner_up']} ({reading.num(r['runner_up_excess'], '+.1%', '--')})",
