@@ -12,9 +12,7 @@ patience windows), at most the epoch cap. With ``measure`` costs recorded on oth
 rescaled to this one per model family (``machine_speed``: the AVX2 EPYC of issue 51 prices an
 epoch several times higher than the machines that wrote most results). Timings on a shared
 machine drift by tens of percent: the plan orders runs by cost, it promises no finish time.
-
-``decide`` (``plan TABLES --decide``) spends CPU hours where verdicts change (``_steps``).
-"""
+``decide`` (``plan TABLES --decide``) spends CPU hours where verdicts change (``_steps``)."""
 
 from __future__ import annotations
 
@@ -256,10 +254,9 @@ def _epochs(mine: list[dict], cell, label: str, cfg, profile: str) -> tuple[floa
 
 
 def _unit_cost(label, cell, measured, timed, measure, profile):
-    """(CPU seconds per set unit, where it comes from) for ``cell`` of table ``label``: the
-    median over the results of this cell and of its model on its task (L or d change the cost
-    little; pooling evens out a shared CPU's drift), the profile's own where it has some (its
-    precision and code); else ``_extrapolated``, ``_param_scaled``, or timed now."""
+    """(CPU s per set unit, source) of ``cell`` of table ``label``: the median of the results of
+    this cell and of its model on its task (L or d change the cost little; pooling evens out
+    drift), the profile's own if any; else ``_extrapolated``, ``_param_scaled`` or timed now."""
     key = _model_key(cell.model, cell.model_kwargs)
     like = [m for m in measured if (m["table"] == label and m["cell"] == cell.id)
             or (m["key"] == key and m["task"] == cell.task)]  # fmt: skip
@@ -315,10 +312,9 @@ def _extrapolated(cell, key: str, measured: list[dict]):
 
 
 def _param_scaled(cell, measured: list[dict], profile):
-    """(unit cost, source) of a variant of a model (``model_kwargs`` such as ``n_g``) from the
-    results on its task of the model with a subset of those kwargs, else of a sibling built by
-    the same class, scaled by parameter count (a step's cost grows about linearly with it at
-    these sizes); None without such results."""
+    """(unit cost, source) of a model variant (``model_kwargs`` such as ``n_g``) from the results
+    on its task of the model with a subset of its kwargs, else of a sibling of the same class,
+    scaled by parameter count (a step's cost grows about linearly with it here); None without."""
     kw, cls = cell.model_kwargs, _nn.model_spec(cell.model).model
     like = [m for m in measured if m["task"] == cell.task and m["key"] != _model_key(cell.model, kw)
             and _nn.model_spec(m["model"]).model is cls
@@ -369,11 +365,10 @@ REFERENCE_FIT = dict(n_train=512, n_val=128, epochs=2)  # the second epoch is ti
 
 
 def machine_speed(measured: list[dict], profile: str, results_dir=None) -> dict[str, dict]:
-    """This CPU's cost of an epoch against the results on disk, per model family: ``{family:
-    {"factor", "unit_here", "unit_recorded", "reference", "results", "cpu", "when"}}``, the
-    factor being the cost here of an epoch of the family's reference cell (its cell with the
-    most results, the cheapest of equals) over the median of its results (wall time, which load
-    inflates: the factor errs low)."""
+    """This CPU against the results on disk, per model family: ``{family: {"factor", "unit_here",
+    "unit_recorded", "reference", "results", "cpu", "when"}}``, the factor being an epoch's cost
+    here of the family's reference cell (most results, the cheapest of equals) over the median of
+    its results (wall time, which load inflates: the factor errs low)."""
     own = [m for m in measured if m["profile"] == profile] or measured
     out = {}
     for family, mine in sorted(_grouped((ex.model_family(m["model"]), m) for m in own).items()):
@@ -438,18 +433,17 @@ def _epoch_cost_here(job) -> float:
 
 # The sequential decision rule: which runs can change a verdict, in which order, at what price
 
-# The order in which models are tried when no results say otherwise (the strongest baselines of
-# the converged tables so far first: ST-Large and the Set Transformer, then Deep Sets).
+# The order models are tried in when no results say otherwise (the converged tables' strongest
+# baselines first)
 DEFAULT_STRENGTH = ("st_large", "st", "deepsets", "perceiver", "hypernet", "la_st", "st_film",
                     "egnn", "mamba_pma", "st_meanpool", "slot")  # fmt: skip
 FIRST_STEP_BASELINES = 2  # the strongest baselines that run beside MZ in a claim's first step
 
 
 def baseline_strength(results_dir=None) -> list[dict]:
-    """Every non-MZ trained model, strongest first (rows ``{"model", "score", "columns"}``), by
-    its mean normalised rank (0 = best) among the non-MZ models of each column of main cells
-    (per table and non-smoke profile) where two have results; then the models without results
-    in ``DEFAULT_STRENGTH`` order (score None)."""
+    """Every non-MZ trained model, strongest first (rows ``{"model", "score", "columns"}``), by its
+    mean normalised rank (0 = best) among the non-MZ models of each main column (per table and
+    non-smoke profile) with two results; then those without in ``DEFAULT_STRENGTH`` order."""
     ranks: dict[str, list[float]] = {}
     for label in ex.TABLES:
         spec = ex.get_table(label)
@@ -618,10 +612,9 @@ def _row_words(cell) -> str:
 
 
 def priced(sc, profile: str = "cpu-annealed", results_dir=None, decisions: Decisions | None = None):
-    """``sc`` (a ``Scorecard``) with each "not run" claim's reason replaced by its next step
-    (a row of ``Decisions.next_steps``: what runs next and what it costs); rank claims keep
-    theirs, which names the coverage page. ``decisions``: ``decide`` of those tables under
-    ``profile``, if read."""
+    """``sc`` (a ``Scorecard``) with each "not run" claim's reason replaced by its next step (a
+    ``Decisions.next_steps`` row: what runs next, at what cost); rank claims keep theirs (it
+    names the coverage page). ``decisions``: ``decide`` of those tables under ``profile``."""
     prof = ex.get_profile(profile).name
     tables = list(dict.fromkeys(r["table"] for r in sc.rows if r["verdict"] == Label.NOT_RUN))
     if decisions is not None and decisions.profile != prof:
@@ -678,10 +671,9 @@ def _steps(claim, spec, strength: list[str], first: int) -> list[tuple[str, list
 
 def decide(tables, profile: str = "cpu-annealed", seeds=None, results_dir=None,
            measure: bool = True, first: int = FIRST_STEP_BASELINES) -> Decisions:  # fmt: skip
-    """The sequential decision plan (``Decisions``) of the scorecard's claims about ``tables``:
-    each claim's verdict on ``profile`` alone and its steps, priced by ``plan``. A claim is
-    decided when a model refutes it, every cell it names has its seeds, or a more faithful
-    profile decided it (``engine.judge``: the strongest evidence decides)."""
+    """The ``Decisions`` on the scorecard's claims about ``tables``: each claim's verdict on
+    ``profile`` alone and its steps, priced by ``plan``; decided when a model refutes it, its cells
+    have their seeds, or a more faithful profile decided it (``engine.judge``)."""
     check_int_field("first", first, 0)  # the baselines in the first step
     profile = ex.get_profile(profile).name
     tables = [tables] if isinstance(tables, (str, ex.TableSpec)) else list(tables)

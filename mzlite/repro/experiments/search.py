@@ -133,11 +133,10 @@ def rungs(cap: int) -> list[int]:
 
 
 def rung_runs(schedule: str, cap: int) -> list[int]:
-    """The epoch caps of the runs a trial of ``schedule`` trains, in order, each from the start.
-    A plateau (no length: it anneals when the loss stalls) runs once to ``cap``, judged at every
-    rung. A cosine runs the length of each rung, judged at its end as a finished schedule, then
-    over ``cap``; a rung whose next lies past the cap gets no run of its own (the cap's cosine is
-    nearly finished there: at 180 of 200 epochs its rate is 2.4 % of its peak)."""
+    """The epoch caps of a trial's runs, in order, each from the start. A plateau (it anneals when
+    the loss stalls) runs once to ``cap``, judged at every rung; a cosine runs each rung's length,
+    judged at its end, then ``cap``, but not for a rung whose next lies past the cap (the cap's
+    cosine is nearly done there: at 180 of 200 epochs its rate is 2.4 % of its peak)."""
     if schedule != "cosine":
         return [cap]
     return [r for r in rungs(cap) if r * REDUCTION <= cap] + [cap]
@@ -266,8 +265,7 @@ def run_study(study: Study, *, cache_dir=None, say=print) -> list[dict]:
 
 
 def _ask(ost, lr: float, schedule: str):
-    """A trial of exactly (lr, schedule), over the whole grid (Optuna keeps one distribution per
-    parameter across a study)."""
+    """A trial of exactly (lr, schedule), over the whole grid (Optuna keeps one per study)."""
     CategoricalDistribution = _optuna().distributions.CategoricalDistribution
     ost.enqueue_trial({"lr": lr, "schedule": schedule}, skip_if_exists=False)
     grid = {"lr": CategoricalDistribution(LRS), "schedule": CategoricalDistribution(SCHEDULES)}
@@ -407,9 +405,9 @@ def write_search(profile: str, studies, *, cache_dir=None, results_dir=None) -> 
             pending.pop(fam, None)
         families[fam], methods[fam] = recs, METHOD
     # A choice moves once every study behind it, every family's, has tried the whole grid: while
-    # a study added to a table (Task B's) is under way, no family's choice for it moves (nor
-    # falls back to its choice over other tables), so that the table never sets a family chosen
-    # with that task against one chosen without it; nor does any family's choice over all tables
+    # a study added to a table (Task B's) is under way, no family's choice for it (or over all
+    # tables) moves, so that the table never sets a family chosen with that task against one
+    # chosen without it
     under_way = _tables_under_way(profile, out)
     for fam in [f for f in ours if f not in pending]:
         recs, kept = families[fam], out["choice_by_table"].get(fam, {})
@@ -436,10 +434,9 @@ def _tables_under_way(profile: str, out: dict) -> set[str]:
 
 
 def retire_superseded(profile: str, results_dir=None, dry_run: bool = False) -> list[tuple]:
-    """``results.retire`` of ``profile``'s results into its newest superseded twin
-    (``SUPERSEDED``), once every family of its search file trains with this method's choices and
-    no table's are held (before, those results are ``profile``'s own experiments and nothing
-    moves: ValueError)."""
+    """``results.retire`` of ``profile``'s results into its newest ``SUPERSEDED`` twin, once every
+    family trains with this method's choices and no table's are held (else ValueError: until
+    then those results are ``profile``'s own experiments)."""
     if profile not in SUPERSEDED:
         raise ValueError(f"profile must be one of {sorted(SUPERSEDED)}, got {profile!r}")
     out = read_search(profile, results_dir)
@@ -531,9 +528,8 @@ def choice_rows(profile: str, results_dir=None) -> list[dict]:
     """What the committed search of ``profile`` tried and chose, a dict per family in words:
     ``method``, ``trained`` (models, cells, seeds), ``trials``, ``choice``, ``runner_up`` and the
     paper's setting with their mean relative excess validation loss (None until decided),
-    ``by_table``, the search it ``replaced`` and the one ``pending``, and ``waits``: the
-    choice it trains with instead while another family is decided by another method
-    (``specs.search_in_effect``), else None."""
+    ``by_table``, the searches ``replaced`` and ``pending``, and ``waits``: what it trains with
+    while another family is decided by another method (``specs.search_in_effect``), else None."""
     out = read_search(profile, results_dir)
     in_effect = search_in_effect(out)
     n_grid = len(_grid())
@@ -625,10 +621,9 @@ def _cell_records(out: dict, fam: str) -> dict[str, tuple[str, dict]]:
 
 
 def best_setting_rows(profile: str, tables=("tab:main-results",), results_dir=None) -> list[dict]:
-    """The labelled ablation of issue 49: each family's best configuration on each searched cell
-    of ``tables`` beside the table's choice (what its verdicts train with), in words, with their
-    mean validation R^2 at the best epoch (None until a study of the cell is complete); the test
-    split is the verdict's."""
+    """The labelled ablation of issue 49: each family's best configuration on each searched cell of
+    ``tables`` beside the table's choice (what its verdicts train with), in words, with their mean
+    validation R^2 at the best epoch (None until a cell's study is done); test is the verdict's."""
     out = read_search(profile, results_dir)
     rows = []
     for fam in SEARCH_CELLS:
@@ -738,11 +733,10 @@ def censoring(profile: str = "paper-sizes", results_dir=None) -> dict[str, dict]
 
 
 def reading_entry(profile: str = "paper-sizes", results_dir=None) -> dict:
-    """The reading page's entry (the fields of ``reading.Choice``) for how the search of
-    ``profile`` compares schedules: ``reading.SEARCH_ENTRY``'s prose filled from its grid, its
-    rungs, the cap's cosine at the first rung as a share of its peak (what the search before
-    issue 49 judged a cosine at), the price of every trial to the cap over successive halving's
-    and that search's ``censoring``."""
+    """The reading page's entry (``reading.Choice``'s fields) on how the search of ``profile``
+    compares schedules: ``reading.SEARCH_ENTRY`` filled from its grid, rungs, the cap's cosine at
+    the first rung as a share of its peak (where the search before issue 49 judged a cosine), the
+    price of every trial to the cap over successive halving's and that search's ``censoring``."""
     train = get_profile(profile).train
     cap = train["epochs"]
     first = rungs(cap)[0] if rungs(cap) else cap
