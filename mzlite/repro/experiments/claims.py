@@ -179,10 +179,12 @@ class Claim:
                              cells=cs, pattern=None, stopped_is_evidence=True)
                      for i, cs in enumerate(cells))  # fmt: skip
 
-    @property
-    def worst(self) -> Callable:
-        """Of its parts' numbers, the one that decides the claim's (``max`` or ``min``)."""
-        return max if self.kind in _AT_MOST_ABOVE else min
+    # of its parts' numbers, the one that decides the claim's
+    worst = property(lambda self: max if self.kind in _AT_MOST_ABOVE else min)
+    # a compared claim on how large a difference is, not on which model is better
+    size_of_gap = property(lambda self: self.kind == Kind.DROP)
+    # another cell can only make the claim fail more: the cells run so far can refute it
+    monotone = property(lambda self: self.kind == Kind.AT_MOST)
 
     @property
     def compare(self) -> tuple[str, tuple[str, ...]] | None:
@@ -190,16 +192,6 @@ class Claim:
         if self.kind == Kind.BEATS or (self.kind == Kind.DROP and not self.every):
             return self.cells[0], tuple(self.cells[1:])
         return None
-
-    @property
-    def size_of_gap(self) -> bool:
-        """A compared claim on how large a difference is, not on which model is better."""
-        return self.kind == Kind.DROP
-
-    @property
-    def monotone(self) -> bool:
-        """Another cell can only make the claim fail more: the cells run so far can refute it."""
-        return self.kind == Kind.AT_MOST
 
     @property
     def expects_failure(self) -> bool:
@@ -392,9 +384,8 @@ def _uncertainty_claims() -> list[Claim]:
         replace(near_best, paper_expr=lambda: near_best.expr(spearman.__getitem__)),
         Claim("uncertainty-error-grows-with-ihw", label, Kind.AT_LEAST,
               f"{paper_ref(binned)}: the test sets with the highest IHW have the largest "
-              "errors", (ihw,),
-              holds_at=2.0, partly_at=1.0,
-              metric="bin_err_ratio", paper_table=binned,
+              "errors", (ihw,), holds_at=2.0, partly_at=1.0, metric="bin_err_ratio",
+              paper_table=binned,
               paper_expr=lambda: paper_value(binned, "5 (highest)", "Mean |error|")
               / paper_value(binned, "1 (lowest)", "Mean |error|")),
     ]  # fmt: skip

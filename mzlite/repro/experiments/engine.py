@@ -68,10 +68,7 @@ class CellStats:
     solid: bool  # MIN_SEEDS seeds, every run converged, one protocol
     mixed: bool  # its runs were trained under more than one protocol (never averaged)
 
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
+    n = property(lambda self: len(self.values))
     # runs stopped at the mean that a claim of failure counted as converged (``cell_stats``)
     stopped = property(lambda self: max(0, self.converged + self.failed - self.runs))
 
@@ -184,9 +181,7 @@ class Verdict:
     pattern: Verdict | None = None  # the claim's test on its pattern's cells (Claim.pattern)
     removed_by: tuple[Verdict, ...] = ()  # the pattern's ablations under which it does not show
 
-    @property
-    def ran(self) -> int:
-        return len(self.cells)
+    ran = property(lambda self: len(self.cells))
 
     @property
     def complete(self) -> bool:
@@ -465,17 +460,13 @@ def _retired(claim: Claim, by_profile: dict, twin=None) -> tuple[tuple[str, str]
     converged cell of it under a better profile of ``by_profile`` retires (the cells the claim
     is read on, ``twin(cell, profile)`` where given, as ``judge_under`` reads them)."""
     read = lambda prof: [twin(c, prof) if twin else c for c in claim.cells]  # noqa: E731
-    better = next(
-        (prof for prof, res in by_profile.items()
-         if prof not in RETIRED_ONCE_CONVERGED and prof != "smoke"
-         and any(_stats.result_convergence(r)["converged"]
-                 for c in read(prof) for r in res.get(c, []))),
-        None,
-    )  # fmt: skip
-    return tuple(
-        (old, better) for old in RETIRED_ONCE_CONVERGED if better is not None
-        and by_profile.get(old) and any(by_profile[old].get(c) for c in read(old))
-    )  # fmt: skip
+    better = next((prof for prof, res in by_profile.items()
+                   if prof not in RETIRED_ONCE_CONVERGED and prof != "smoke"
+                   and any(_stats.result_convergence(r)["converged"]
+                           for c in read(prof) for r in res.get(c, []))), None)  # fmt: skip
+    return tuple((old, better) for old in RETIRED_ONCE_CONVERGED
+                 if better is not None and by_profile.get(old)
+                 and any(by_profile[old].get(c) for c in read(old)))  # fmt: skip
 
 
 def _decide(tried: list[Verdict]) -> int:
@@ -489,13 +480,10 @@ def _decide(tried: list[Verdict]) -> int:
         solid = ({c.cell for c in v.cells if c.solid} for v in tried[:i])
         return ref is not None and not tried[i].complete and any(s >= set(ref.cells) for s in solid)
 
-    tests = (
-        lambda i, v: v.decisive and not overruled(i),
-        lambda i, v: (
-            v.label != Label.INSUFFICIENT and all(c.n >= _stats.MIN_SEEDS for c in v.cells)
-        ),
-        lambda i, v: v.label != Label.INSUFFICIENT,
-    )
+    sure = lambda v: v.label != Label.INSUFFICIENT  # noqa: E731
+    tests = (lambda i, v: v.decisive and not overruled(i),
+             lambda i, v: sure(v) and all(c.n >= _stats.MIN_SEEDS for c in v.cells),
+             lambda i, v: sure(v))  # fmt: skip
     return next((i for test in tests for i, v in enumerate(tried) if test(i, v)), 0)
 
 
@@ -568,11 +556,9 @@ def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> 
         i = _decide(tried)
         chosen, polarity = tried[i], _POLARITY.get(tried[i].label)
         beside = tuple(tried[:i] + tried[i + 1 :])
-        conflict = next(
-            (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
-             and polarity and _POLARITY.get(v.label) not in (None, polarity)),
-            None,
-        )  # fmt: skip
+        conflict = next((v for v in beside if v.reading and chosen.reading
+                         and v.reading != chosen.reading and polarity
+                         and _POLARITY.get(v.label) not in (None, polarity)), None)  # fmt: skip
         depends = ()
         if chosen.profile == _reading.PROFILE and claim.compare and polarity:
             for table, _, focal, _, what in _reading.DIAGNOSTIC_CELLS:
