@@ -193,8 +193,8 @@ class Verdict:
     @property
     def decisive(self) -> bool:
         """Decides whatever weaker profiles say: complete, or refuted by solid cells."""
-        ran = self.label not in (Label.NOT_RUN, Label.INSUFFICIENT)
-        return ran and (self.complete or self.reason in REFUTATIONS)
+        judged = self.label not in (Label.NOT_RUN, Label.INSUFFICIENT)
+        return judged and (self.complete or self.reason in REFUTATIONS)
 
     @property
     def profile_rank(self) -> int:
@@ -590,12 +590,9 @@ def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
         seen = replace(seen, label=Label.NO_MODEL_LEARNS, reason=Reason.NO_MODEL_LEARNS)
     if not (seen.label == Label.HOLDS and seen.complete):
         return replace(main, pattern=seen)
-    removed = tuple(
-        v for a in ablations for v in [judge_under(a, PAPER_PROTOCOL, by_cell)]
-        if v.decisive and v.label in _REMOVES
-    )  # fmt: skip
-    beside = main.beside if main.label == Label.NOT_RUN else (replace(main, beside=()),
-                                                              *main.beside)  # fmt: skip
+    removed = tuple(v for a in ablations for v in [judge_under(a, PAPER_PROTOCOL, by_cell)]
+                    if v.decisive and v.label in _REMOVES)  # fmt: skip
+    beside = (() if main.label == Label.NOT_RUN else (replace(main, beside=()),)) + main.beside
     return replace(seen, claim=claim.id, paper=main.paper, label=Label.REPRODUCED,
                    reason=Reason.PATTERN, removed_by=removed, beside=beside,
                    retired=main.retired)  # fmt: skip
