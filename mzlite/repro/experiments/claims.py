@@ -393,12 +393,9 @@ def _uncertainty_claims() -> list[Claim]:
 
 def cell_paper_value(table: str, cell_id: str, metric: str) -> float:
     """The paper's number for ``cell_id`` of ``table`` on ``metric`` (its ``PaperRef``)."""
-    cell = ex.get_table(table).cell(cell_id)
-    for ref in cell.paper:
-        if ref.metric == metric:
-            v = paper_cell(table, ref.row, ref.column).get("mean")
-            if v is not None:
-                return v * ref.scale
+    for ref in (r for r in ex.get_table(table).cell(cell_id).paper if r.metric == metric):
+        if (v := paper_cell(table, ref.row, ref.column).get("mean")) is not None:
+            return v * ref.scale
     raise MissingCell(f"{table} {cell_id}: no paper {metric}")
 
 
