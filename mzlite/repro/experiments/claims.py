@@ -1,8 +1,7 @@
-"""The paper's claims as data: a ``Kind`` over named cells of a registered table, with its two
-thresholds typed once; its test (``Claim.holds``, ``Claim.partly``, read by ``engine``) and its
-sentence (``present.claim_text``) both come from them. ``RankClaim`` is a rank prediction of the
-transfer study. ``claims()`` gathers them in registry order (CONTRIBUTING.md: "Add a scorecard
-claim")."""
+"""The paper's claims as data: a ``Kind`` over named cells of a registered table, its two
+thresholds typed once, which give its test (``Claim.holds``/``partly``, read by ``engine``) and its
+sentence (``present.claim_text``). ``RankClaim``: a rank prediction of the transfer study.
+``claims()`` gathers them in registry order (CONTRIBUTING.md: "Add a scorecard claim")."""
 
 from __future__ import annotations
 
@@ -57,11 +56,10 @@ def _present(get, cells) -> list[float]:
 
 @dataclass(frozen=True)
 class Pattern:
-    """A pattern the paper reports: the claim's own test on ``cells`` (in the roles of the
-    claim's cells) under the paper's protocol; ``where`` says what sets them apart. A model at
-    the mean is the pattern only where each of ``learns`` learns the same data (runs stopped at
-    the mean are then evidence). ``ablations``: cells in the roles of ``cells`` that change one
-    thing, the candidates for ``Verdict.removed_by``."""
+    """A pattern the paper reports: the claim's own test on ``cells`` (in its cells' roles) under
+    the paper's protocol; ``where`` says what sets them apart. A model at the mean is the pattern
+    only where each of ``learns`` learns the same data (then runs stopped at the mean are
+    evidence). ``ablations``: ``cells`` with one thing changed (``Verdict.removed_by``)."""
 
     where: str
     cells: tuple[str, ...]
@@ -75,11 +73,10 @@ class Claim:
     claim in words without its test; ``cells`` the cells ``kind`` reads (focal cell first).
     ``every``: a claim at every L, ``((where, cells), ...)``, a part each (its number the worst
     part's). ``change``: what a NO_GAIN claim says adds nothing. ``paper_expr()``: the paper side
-    of a claim about ``paper_table`` whose runs are another table's. ``read_on``: a column whose
-    cells the claim is read on in place of its own (``<col>-<model>`` read as ``<read_on>-<model>``,
-    its task's chosen reading); ``twins``: columns it is also read on, worded beside its verdict.
-    Every cell is checked (``CellKey``) when the claim is made, its twins' too: a renamed cell
-    fails loudly, not "not run"."""
+    of a claim about ``paper_table`` whose runs are another table's. ``read_on``: the column its
+    cells are read on (``<col>-<model>`` as ``<read_on>-<model>``, its task's chosen reading);
+    ``twins``: columns also read, worded beside its verdict. Every cell, its twins' too, is
+    checked (``CellKey``) when the claim is made: a renamed cell fails loudly, not "not run"."""
 
     id: str
     table: str
@@ -112,10 +109,9 @@ class Claim:
                  if col for c in self.cells]  # fmt: skip
         for cell_id in (*self.cells, *twins, *(self.pattern.learns if self.pattern else ())):
             ex.CellKey(self.table, cell_id)
+        several = self.kind in (Kind.BEATS, Kind.NEAR_BEST)
         for cells in [cs for _, cs in self.every] or [self.cells]:
-            if (len(cells) != 2) if self.kind in _PAIRS else (
-                len(cells) < 2 and self.kind in (Kind.BEATS, Kind.NEAR_BEST)
-            ):  # fmt: skip
+            if len(cells) != 2 if self.kind in _PAIRS else several and len(cells) < 2:
                 raise ValueError(f"claim {self.id!r}: a {self.kind} claim cannot read {cells}")
         if self.partly(self.holds_at) is False:
             raise ValueError(f"claim {self.id!r}: holds_at must pass the weaker partly_at test")
@@ -134,8 +130,6 @@ class Claim:
     def on(self, column: str) -> Callable[[str, str | None], str]:
         """A ``twin`` for ``engine.judge``: cell ``<col>-<model>`` read as ``<column>-<model>``."""
         return lambda cell_id, _profile: f"{column}-{cell_id.split('-', 1)[1]}"
-
-    # -- the test -----------------------------------------------------------------------------
 
     def holds(self, value: float) -> bool:
         if self.kind in _AT_MOST_ABOVE:
@@ -169,15 +163,10 @@ class Claim:
         a, b = get(c[0]), get(c[1])
         return {Kind.DROP: a - b, Kind.NO_GAIN: b - a}.get(k, abs(a - b))
 
-    # -- what the engine reads ------------------------------------------------------------------
-
     @cached_property
     def parts(self) -> tuple[Claim, ...]:
-        return tuple(
-            replace(self, id=f"{self.id}@{where}", says=f"{spaced(where)}: {self.says}", cells=cs,
-                    every=())
-            for where, cs in self.every
-        )  # fmt: skip
+        return tuple(replace(self, id=f"{self.id}@{where}", says=f"{spaced(where)}: {self.says}",
+                             cells=cs, every=()) for where, cs in self.every)  # fmt: skip
 
     @cached_property
     def pattern_claims(self) -> tuple[Claim, ...]:
@@ -186,16 +175,16 @@ class Claim:
         if self.pattern is None:
             return ()
         cells = (self.pattern.cells, *self.pattern.ablations)
-        return tuple(
-            replace(self, id=f"{self.id}@{'pattern' if i == 0 else f'ablation-{i}'}",
-                    cells=cs, pattern=None, stopped_is_evidence=True)
-            for i, cs in enumerate(cells)
-        )  # fmt: skip
+        return tuple(replace(self, id=f"{self.id}@{'pattern' if i == 0 else f'ablation-{i}'}",
+                             cells=cs, pattern=None, stopped_is_evidence=True)
+                     for i, cs in enumerate(cells))  # fmt: skip
 
-    @property
-    def worst(self) -> Callable:
-        """Of its parts' numbers, the one that decides the claim's (``max`` or ``min``)."""
-        return max if self.kind in _AT_MOST_ABOVE else min
+    # of its parts' numbers, the one that decides the claim's
+    worst = property(lambda self: max if self.kind in _AT_MOST_ABOVE else min)
+    # a compared claim on how large a difference is, not on which model is better
+    size_of_gap = property(lambda self: self.kind == Kind.DROP)
+    # another cell can only make the claim fail more: the cells run so far can refute it
+    monotone = property(lambda self: self.kind == Kind.AT_MOST)
 
     @property
     def compare(self) -> tuple[str, tuple[str, ...]] | None:
@@ -203,16 +192,6 @@ class Claim:
         if self.kind == Kind.BEATS or (self.kind == Kind.DROP and not self.every):
             return self.cells[0], tuple(self.cells[1:])
         return None
-
-    @property
-    def size_of_gap(self) -> bool:
-        """A compared claim on how large a difference is, not on which model is better."""
-        return self.kind == Kind.DROP
-
-    @property
-    def monotone(self) -> bool:
-        """Another cell can only make the claim fail more: the cells run so far can refute it."""
-        return self.kind == Kind.AT_MOST
 
     @property
     def expects_failure(self) -> bool:
@@ -262,42 +241,32 @@ class RankClaim:
         return tuple(c.id for c in ex.get_table(self.table).cells if c.part == "main")
 
 
-# The claims, one record each
-
-
+# The claims, one record each.
+#
 # "every parameter-matched attention baseline using the standard PMA pooling" (the paper's
 # introduction): the attention models with a PMA head. Mamba + PMA is not attention, and the
 # mean-pool Set Transformer has no PMA; the paper's own numbers put both well above zero.
 def pma_attention_baselines(table: str, column: str) -> list[str]:
     """The main cells of ``column`` that are PMA-pooled attention baselines, read from each
-    model's spec (``ModelSpec.encoder``, ``pooling``; a cell's own ``pool`` option wins), so a
-    baseline registered later joins the claims about them."""
-    out = []
-    for c in ex.get_table(table).cells:
-        spec = _nn.model_spec(c.model)
-        pooling = c.model_kwargs.get("pool", spec.pooling)
-        if (c.part == "main" and c.column == column and spec.family == "baseline"
-                and spec.encoder == "attention" and pooling == "pma"):  # fmt: skip
-            out.append(c.id)
-    return out
-
-
-# Where the paper's MEB pattern shows under its protocol (raw targets): at d = 8 on per-set
-# normalised sets the PMA Set Transformer stays at the mean predictor while MZAttn-Full learns
-# (chapter 5's ablation cells); standardised targets, or mean pooling in place of PMA, are what
-# might remove it.
-_MEB_PATTERN_WHERE = "d = 8, per-set normalised sets, raw targets"
-_MEB_PATTERN_ST = ("abl-d8-scale-st", "abl-d8-scale-ynorm-st", "abl-d8-scale-st_meanpool")
-_MEB_PATTERN_MZ = ("abl-d8-scale-mz_full", "abl-d8-scale-ynorm-mz_full", "abl-d8-scale-mz_full")
+    model's spec (``encoder``, ``pooling``; a cell's ``pool`` option wins), so a baseline
+    registered later joins the claims about them."""
+    return [c.id for c in ex.get_table(table).cells if c.part == "main" and c.column == column
+            and (s := _nn.model_spec(c.model)).family == "baseline" and s.encoder == "attention"
+            and c.model_kwargs.get("pool", s.pooling) == "pma"]  # fmt: skip
 
 
 def _meb_claims() -> list[Claim]:
+    # Where the paper's MEB pattern shows under its protocol (raw targets): at d = 8 on per-set
+    # normalised sets the PMA Set Transformer stays at the mean predictor while MZAttn-Full learns
+    # (chapter 5's ablation cells); standardised targets, or mean pooling in place of PMA, are
+    # what might remove it.
+    where = "d = 8, per-set normalised sets, raw targets"
+    sts = ("abl-d8-scale-st", "abl-d8-scale-ynorm-st", "abl-d8-scale-st_meanpool")
+    mzs = ("abl-d8-scale-mz_full", "abl-d8-scale-ynorm-mz_full", "abl-d8-scale-mz_full")
     spec = ex.get_table("tab:meb")
-    st, *st_ablations = _MEB_PATTERN_ST
-    fail_pattern = Pattern(_MEB_PATTERN_WHERE, (st,), learns=_MEB_PATTERN_MZ[:1],
-                           ablations=tuple((c,) for c in st_ablations))  # fmt: skip
-    pairs = list(zip(_MEB_PATTERN_MZ, _MEB_PATTERN_ST, strict=True))
-    beats_pattern = Pattern(_MEB_PATTERN_WHERE, pairs[0], ablations=tuple(pairs[1:]))
+    fail_pattern = Pattern(where, sts[:1], learns=mzs[:1], ablations=tuple((c,) for c in sts[1:]))
+    pairs = list(zip(mzs, sts, strict=True))
+    beats_pattern = Pattern(where, pairs[0], ablations=tuple(pairs[1:]))
     out = []
     for d in (8, 16, 32):
         pma = tuple(pma_attention_baselines(spec.label, spec.cell(f"d{d}-mz_full").column))
@@ -312,25 +281,21 @@ def _meb_claims() -> list[Claim]:
     return out
 
 
-# The parameter-matched attention models of the paper's bold rule (tab:main-results' caption:
-# "Best in bold among the four parameter-matched attention models")
-MATCHED_ATTENTION = ("st_large", "perceiver", "hypernet")
-
-
 def _own_claims() -> list[Claim | RankClaim]:
-    """The claims of tab:tdof-verify, the transfer study's ranks, tab:ambiguity, and the
-    ablations the paper offers as its explanation of why MZ works (depth, the generator budgets
-    n_g and n_mz, generator information in the scores); with Task B of tab:main-results, a claim
-    of the paper's text ("45% on set matching (B)", an MSE reduction against ST-Large) where its
-    table's R^2 does not put MZAttn first: under its matched-model rule."""
+    """The claims of tab:tdof-verify, the transfer ranks, tab:ambiguity and the ablations the paper
+    offers as why MZ works (depth, generator budgets n_g and n_mz, generator information in the
+    scores); and Task B of tab:main-results, a claim of the paper's text ("45% on set matching
+    (B)", an MSE reduction against ST-Large) where its R^2 does not put MZAttn first."""
     Ls = sorted({c.options["L"] for c in ex.get_table("tab:tdof-verify").cells})
     lo, hi = f"L{Ls[0]}-st_4l", f"L{Ls[-1]}-st_4l"
     ambiguity = ex.get_table("tab:ambiguity")
     noise = sorted({c.column for c in ambiguity.cells}, key=lambda c: float(c.rsplit("=", 1)[1]))
     st = tuple(c.id for c in ex.get_table("tab:depth").cells if c.model == "st")
+    # the parameter-matched attention models of the paper's bold rule (tab:main-results' caption:
+    # "Best in bold among the four parameter-matched attention models")
     matched = tuple(c.id for c in ex.get_table("tab:main-results").cells
                     if c.column.startswith("Task B") and c.part == "main"
-                    and c.model in MATCHED_ATTENTION)  # fmt: skip
+                    and c.model in ("st_large", "perceiver", "hypernet"))  # fmt: skip
     gen_Ls = sorted({c.options["L"] for c in ex.get_table("tab:gen-ablation").cells})
     ng4, others = "B-ng4-mz_full", ("B-ng2-mz_full", "B-ng8-mz_full", "B-ng16-mz_full")
     return [
@@ -419,9 +384,8 @@ def _uncertainty_claims() -> list[Claim]:
         replace(near_best, paper_expr=lambda: near_best.expr(spearman.__getitem__)),
         Claim("uncertainty-error-grows-with-ihw", label, Kind.AT_LEAST,
               f"{paper_ref(binned)}: the test sets with the highest IHW have the largest "
-              "errors", (ihw,),
-              holds_at=2.0, partly_at=1.0,
-              metric="bin_err_ratio", paper_table=binned,
+              "errors", (ihw,), holds_at=2.0, partly_at=1.0, metric="bin_err_ratio",
+              paper_table=binned,
               paper_expr=lambda: paper_value(binned, "5 (highest)", "Mean |error|")
               / paper_value(binned, "1 (lowest)", "Mean |error|")),
     ]  # fmt: skip
@@ -429,19 +393,15 @@ def _uncertainty_claims() -> list[Claim]:
 
 def cell_paper_value(table: str, cell_id: str, metric: str) -> float:
     """The paper's number for ``cell_id`` of ``table`` on ``metric`` (its ``PaperRef``)."""
-    cell = ex.get_table(table).cell(cell_id)
-    for ref in cell.paper:
-        if ref.metric == metric:
-            v = paper_cell(table, ref.row, ref.column).get("mean")
-            if v is not None:
-                return v * ref.scale
+    for ref in (r for r in ex.get_table(table).cell(cell_id).paper if r.metric == metric):
+        if (v := paper_cell(table, ref.row, ref.column).get("mean")) is not None:
+            return v * ref.scale
     raise MissingCell(f"{table} {cell_id}: no paper {metric}")
 
 
 def _mz_best_claims(table: str) -> list[Claim]:
-    """For each column of ``table`` where the paper puts MZAttn-Full first on R^2, the claim
-    that it is first here too, against the other models of the column the paper has numbers
-    for."""
+    """For each column of ``table`` where the paper puts MZAttn-Full first on R^2, the claim that
+    it is first here too, against the column's other models with a paper number."""
     spec = ex.get_table(table)
     main = [c for c in spec.cells if c.part == "main" and any(r.metric == "r2" for r in c.paper)]
     out = []
@@ -455,21 +415,18 @@ def _mz_best_claims(table: str) -> list[Claim]:
         claim = Claim(f"{spec.dirname}-{mz[0]}-best", table, Kind.BEATS,
                       f"{spaced(col)}: MZAttn beats every other model of the column",
                       (mz[0], *others))  # fmt: skip
-        # the paper claims it where its gap is positive
-        if (claim.paper_value() or 0) > 0:
+        if (claim.paper_value() or 0) > 0:  # the paper claims it where its gap is positive
             out.append(claim)
     return out
 
 
-# the tables whose claims the builders above register; every other table gets _mz_best_claims
-_OWN = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix", "tab:depth",
-        "tab:ablation", "tab:genqk", "tab:ece-nll", "tab:ambiguity")  # fmt: skip
-
-
 def claims(table: str | None = None) -> list[Claim | RankClaim]:
     """Every claim (of one ``table`` when given), in registry order."""
+    # the tables whose claims the builders above register; every other gets _mz_best_claims
+    own = ("tab:tdof-verify", "tab:meb", "tab:gen-ablation", "tab:transfer-matrix", "tab:depth",
+           "tab:ablation", "tab:genqk", "tab:ece-nll", "tab:ambiguity")  # fmt: skip
     out = _own_claims() + _meb_claims() + _uncertainty_claims()
-    out += [c for label in ex.TABLES if label not in _OWN for c in _mz_best_claims(label)]
+    out += [c for label in ex.TABLES if label not in own for c in _mz_best_claims(label)]
     if table is not None:
         out = [c for c in out if c.table == ex.get_table(table).label]
     return sorted(out, key=lambda c: list(ex.TABLES).index(c.table))

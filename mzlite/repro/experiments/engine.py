@@ -34,17 +34,19 @@ __all__ = [
 # a result without model_config["layer_reading"] ran Eq. eq:mz-main as printed (mzlite.nn choice 9)
 LAYER_READING = "literal"
 TASK_READING = DEFAULT_READING  # a result without task_reading ran the generators as first read
-# a verdict's readings of its runs (``readings``): generators, layer, task
-READINGS = ("reading", "layer_reading", "task_reading")
+READINGS = ("reading", "layer_reading", "task_reading")  # a verdict's: generators, layer, task
 PAPER_PROTOCOL = "full"  # the profile under which a claim's pattern (Claim.pattern) is read
 # The one-seed, 30-epoch ``cpu`` protocol leaves a claim once a better profile has a converged
 # cell of it: its results stay as a labelled ablation
 RETIRED_ONCE_CONVERGED = ("cpu",)
-
-
 REFUTATIONS = (Reason.REFUTED_BY_MODEL, Reason.REFUTED_SO_FAR, Reason.REFUTED_BY_BOUND)
 _POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "fails"}
 DECIDED = (Label.HOLDS, Label.PARTLY, Label.FAILS)
+# what an ablation's complete reading says where the pattern is gone: the claim's test fails,
+# ties, is not backed by Welch's test, or no model learns (the failing model's peers included)
+_REMOVES = (Label.FAILS, Label.PARTLY, Label.NOT_DECIDED, Label.NO_MODEL_LEARNS)
+# the reasons of verdicts decided by Welch's test: Holm's correction applies to them
+_WELCH = (Reason.SIGNIFICANT, Reason.TIE, Reason.INCOMPLETE, Reason.NOT_SIGNIFICANT, Reason.PATTERN)
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,7 @@ class CellStats:
     solid: bool  # MIN_SEEDS seeds, every run converged, one protocol
     mixed: bool  # its runs were trained under more than one protocol (never averaged)
 
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
+    n = property(lambda self: len(self.values))
     # runs stopped at the mean that a claim of failure counted as converged (``cell_stats``)
     stopped = property(lambda self: max(0, self.converged + self.failed - self.runs))
 
@@ -182,9 +181,7 @@ class Verdict:
     pattern: Verdict | None = None  # the claim's test on its pattern's cells (Claim.pattern)
     removed_by: tuple[Verdict, ...] = ()  # the pattern's ablations under which it does not show
 
-    @property
-    def ran(self) -> int:
-        return len(self.cells)
+    ran = property(lambda self: len(self.cells))
 
     @property
     def complete(self) -> bool:
@@ -195,17 +192,15 @@ class Verdict:
 
     @property
     def decisive(self) -> bool:
-        """Strong enough to decide here whatever the weaker profiles say: complete, or refuted
-        by the solid cells it has."""
-        return self.label not in (Label.NOT_RUN, Label.INSUFFICIENT) and (
-            self.complete or self.reason in REFUTATIONS
-        )
+        """Decides whatever weaker profiles say: complete, or refuted by solid cells."""
+        judged = self.label not in (Label.NOT_RUN, Label.INSUFFICIENT)
+        return judged and (self.complete or self.reason in REFUTATIONS)
 
     @property
     def profile_rank(self) -> int:
         """Its profile's place in ``PROFILE_ORDER``: 0 the most faithful, an unknown one last."""
-        order = PROFILE_ORDER
-        return order.index(self.profile) if self.profile in order else len(order)
+        known = self.profile in PROFILE_ORDER
+        return PROFILE_ORDER.index(self.profile) if known else len(PROFILE_ORDER)
 
     @property
     def experiments(self) -> frozenset[tuple[str, str]]:
@@ -218,10 +213,9 @@ class Verdict:
 
 
 def protocol_key(result: dict) -> str:
-    """What a result computed, apart from where and how fast it ran (``WHERE_TRAINED``;
-    precision as the run resolved it): training, data and model configuration, and the code (git
-    commit). Two results of a cell with different keys are never averaged: a campaign runs a
-    cell's seeds at one commit."""
+    """What a result computed, apart from where and how fast it ran (``WHERE_TRAINED``; precision
+    as the run resolved it): training, data, model configuration and code (git commit). Results of
+    a cell with different keys are never averaged: a campaign runs a cell's seeds at one commit."""
     cfg = {k: v for k, v in (result.get("train_config") or {}).items() if k not in WHERE_TRAINED}
     cfg["amp"] = result_amp(result)
     key = {"train": cfg, "data": result.get("dataset_keys"), "sizes": result.get("sizes"),
@@ -259,9 +253,8 @@ def cell_stats(
 
 
 def readings(results: list[dict]) -> dict[str, str]:
-    """The ``READINGS`` fields of a verdict on ``results`` (``_one`` of each): the generator
-    normalisation of the MZ runs, their layer reading, the task reading of every run; an
-    unrecorded reading is the first one."""
+    """The ``READINGS`` of a verdict on ``results`` (``_one`` of each): the MZ runs' generator
+    normalisation and layer reading, every run's task reading (unrecorded: the first one)."""
     mz = [r for r in results if _nn.model_spec(r["model"]).family == "mz"]
     gen = _one(_reading.recorded_reading(r)[0] for r in mz)
     layer = _one((r.get("model_config") or {}).get("layer_reading", LAYER_READING) for r in mz)
@@ -294,12 +287,10 @@ def regime_of(results: list[dict], profile: str) -> Regime:
     trained = [r for r in results if _nn.model_spec(r["model"]).trainable] or results
     devices, gpu_cpu = devices_of(results)
     eps = sorted(r.get("epochs_run", 0) for r in trained)
-    return Regime(
-        profile=profile, train_sizes=tuple(sorted({r["sizes"][0] for r in trained})),
-        sizes=tuple(sorted({tuple(r["sizes"]) for r in results})), devices=devices,
-        epochs=(eps[0], eps[-1]) if eps else None, gpu_for_cpu_profile=gpu_cpu,
-        seeds=tuple(sorted({r["seed"] for r in trained})),
-    )  # fmt: skip
+    return Regime(profile=profile, train_sizes=tuple(sorted({r["sizes"][0] for r in trained})),
+                  sizes=tuple(sorted({tuple(r["sizes"]) for r in results})), devices=devices,
+                  epochs=(eps[0], eps[-1]) if eps else None, gpu_for_cpu_profile=gpu_cpu,
+                  seeds=tuple(sorted({r["seed"] for r in trained})))  # fmt: skip
 
 
 def mean_getter(by_cell: dict[str, list[dict]], metric: str, rename):
@@ -307,26 +298,23 @@ def mean_getter(by_cell: dict[str, list[dict]], metric: str, rename):
     ``by_cell``, MissingCell when it has none."""
 
     def get(cell_id: str) -> float:
-        cid = rename(cell_id)
-        if (mean := _mean(by_cell.get(cid, []), metric)) is None:
-            raise MissingCell(cid)
+        if (mean := _mean(by_cell.get(rename(cell_id), []), metric)) is None:
+            raise MissingCell(rename(cell_id))
         return mean
 
     return get
 
 
 def _base(claim: Claim) -> dict:
-    """The fields of every verdict on ``claim``: its id and table, the paper's number (None
-    where the paper lacks one it needs) and how many cells the claim names."""
-    paper = claim.paper_value()
-    return dict(claim=claim.id, table=claim.table, paper=paper, n_cells=len(claim.cells))
+    """The fields of every verdict on ``claim``."""
+    return dict(claim=claim.id, table=claim.table, paper=claim.paper_value(),
+                n_cells=len(claim.cells))  # fmt: skip
 
 
 def _refutation(claim: Claim, by_cell: dict, ren, ours, tests, better) -> Refutation | None:
-    """The sequential rule's early stop under one profile (``Refutation``), from solid cells
-    only: a bound that fails even the weaker test; a compared cell significantly ``better``
-    than the focal one (its Welch test of ``tests``); or the cells run so far (not all) whose
-    value (``ours``) already fails the weaker test where another cell can only lower it."""
+    """The sequential rule's early stop under one profile, from solid cells only: a bound that
+    fails even the weaker test; a compared cell significantly ``better`` than the focal one (by
+    ``tests``); or the cells run so far whose value ``ours`` fails the weaker test already."""
     solid = lambda c: cell_stats(c, c, by_cell.get(ren(c), []), "r2").solid  # noqa: E731
     if claim.bound_cells:
         top = or_none(claim.bound, mean_getter(by_cell, claim.metric, ren))
@@ -375,7 +363,7 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
                 best.append(max(means.items(), key=lambda kv: kv[1]))
         rows = {spec.cell(c).row for c, _ in best}
         return Shows("against", gain=ours, change=claim.change, best=tuple(best),
-                     one_row=rows.pop() if len(rows) == 1 and best else None)  # fmt: skip
+                     one_row=rows.pop() if len(rows) == 1 else None)  # fmt: skip
     if claim.metric == "r2":
         return None
     for c in claim.cells:
@@ -393,12 +381,10 @@ def _shows(claim: Claim, label: Label, ours, by_cell: dict, ren, spec) -> Shows 
 
 def _problems(cells, mixed: bool = True) -> tuple[Reason, ...]:
     """The evidence problems of ``cells`` (``mixed``: protocols mixed within a cell counted)."""
-    checks = (
-        (Reason.TOO_FEW_SEEDS, any(c.n < _stats.MIN_SEEDS for c in cells)),
-        (Reason.UNCONVERGED, any(c.converged < c.runs for c in cells)),
-        (Reason.MIXED_PROTOCOLS, mixed and any(c.mixed for c in cells)),
-    )
-    return tuple(reason for reason, bad in checks if bad)
+    checks = {Reason.TOO_FEW_SEEDS: any(c.n < _stats.MIN_SEEDS for c in cells),
+              Reason.UNCONVERGED: any(c.converged < c.runs for c in cells),
+              Reason.MIXED_PROTOCOLS: mixed and any(c.mixed for c in cells)}  # fmt: skip
+    return tuple(reason for reason, bad in checks.items() if bad)
 
 
 def judge_under(claim: Claim, profile: str, by_cell: dict, twin=None) -> Verdict:
@@ -469,24 +455,18 @@ def judge_under(claim: Claim, profile: str, by_cell: dict, twin=None) -> Verdict
 
 
 # The strongest evidence decides: the profiles' verdicts combined
-
-
 def _retired(claim: Claim, by_profile: dict, twin=None) -> tuple[tuple[str, str], ...]:
     """(profile, retired by) for each of ``RETIRED_ONCE_CONVERGED`` that ran ``claim`` and a
     converged cell of it under a better profile of ``by_profile`` retires (the cells the claim
     is read on, ``twin(cell, profile)`` where given, as ``judge_under`` reads them)."""
     read = lambda prof: [twin(c, prof) if twin else c for c in claim.cells]  # noqa: E731
-    better = next(
-        (prof for prof, res in by_profile.items()
-         if prof not in RETIRED_ONCE_CONVERGED and prof != "smoke"
-         and any(_stats.result_convergence(r)["converged"]
-                 for c in read(prof) for r in res.get(c, []))),
-        None,
-    )  # fmt: skip
-    return tuple(
-        (old, better) for old in RETIRED_ONCE_CONVERGED if better is not None
-        and by_profile.get(old) and any(by_profile[old].get(c) for c in read(old))
-    )  # fmt: skip
+    better = next((prof for prof, res in by_profile.items()
+                   if prof not in RETIRED_ONCE_CONVERGED and prof != "smoke"
+                   and any(_stats.result_convergence(r)["converged"]
+                           for c in read(prof) for r in res.get(c, []))), None)  # fmt: skip
+    return tuple((old, better) for old in RETIRED_ONCE_CONVERGED
+                 if better is not None and by_profile.get(old)
+                 and any(by_profile[old].get(c) for c in read(old)))  # fmt: skip
 
 
 def _decide(tried: list[Verdict]) -> int:
@@ -500,13 +480,10 @@ def _decide(tried: list[Verdict]) -> int:
         solid = ({c.cell for c in v.cells if c.solid} for v in tried[:i])
         return ref is not None and not tried[i].complete and any(s >= set(ref.cells) for s in solid)
 
-    tests = (
-        lambda i, v: v.decisive and not overruled(i),
-        lambda i, v: (
-            v.label != Label.INSUFFICIENT and all(c.n >= _stats.MIN_SEEDS for c in v.cells)
-        ),
-        lambda i, v: v.label != Label.INSUFFICIENT,
-    )
+    sure = lambda v: v.label != Label.INSUFFICIENT  # noqa: E731
+    tests = (lambda i, v: v.decisive and not overruled(i),
+             lambda i, v: sure(v) and all(c.n >= _stats.MIN_SEEDS for c in v.cells),
+             lambda i, v: sure(v))  # fmt: skip
     return next((i for test in tests for i, v in enumerate(tried) if test(i, v)), 0)
 
 
@@ -579,11 +556,9 @@ def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> 
         i = _decide(tried)
         chosen, polarity = tried[i], _POLARITY.get(tried[i].label)
         beside = tuple(tried[:i] + tried[i + 1 :])
-        conflict = next(
-            (v for v in beside if v.reading and chosen.reading and v.reading != chosen.reading
-             and polarity and _POLARITY.get(v.label) not in (None, polarity)),
-            None,
-        )  # fmt: skip
+        conflict = next((v for v in beside if v.reading and chosen.reading
+                         and v.reading != chosen.reading and polarity
+                         and _POLARITY.get(v.label) not in (None, polarity)), None)  # fmt: skip
         depends = ()
         if chosen.profile == _reading.PROFILE and claim.compare and polarity:
             for table, _, focal, _, what in _reading.DIAGNOSTIC_CELLS:
@@ -594,11 +569,6 @@ def judge(claim, profiles=None, results_dir=None, twin=None, *, loaded=None) -> 
     if claim.pattern is None or PAPER_PROTOCOL not in order or twin is not None:
         return main  # a pattern is read under the paper's protocol, on its own cells
     return _with_pattern(claim, main, loaded[PAPER_PROTOCOL])
-
-
-# what an ablation's complete reading says where the pattern is gone: the claim's test fails,
-# ties, is not backed by Welch's test, or no model learns (the failing model's peers included)
-_REMOVES = (Label.FAILS, Label.PARTLY, Label.NOT_DECIDED, Label.NO_MODEL_LEARNS)
 
 
 def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
@@ -620,12 +590,9 @@ def _with_pattern(claim: Claim, main: Verdict, by_cell: dict) -> Verdict:
         seen = replace(seen, label=Label.NO_MODEL_LEARNS, reason=Reason.NO_MODEL_LEARNS)
     if not (seen.label == Label.HOLDS and seen.complete):
         return replace(main, pattern=seen)
-    removed = tuple(
-        v for a in ablations for v in [judge_under(a, PAPER_PROTOCOL, by_cell)]
-        if v.decisive and v.label in _REMOVES
-    )  # fmt: skip
-    beside = main.beside if main.label == Label.NOT_RUN else (replace(main, beside=()),
-                                                              *main.beside)  # fmt: skip
+    removed = tuple(v for a in ablations for v in [judge_under(a, PAPER_PROTOCOL, by_cell)]
+                    if v.decisive and v.label in _REMOVES)  # fmt: skip
+    beside = (() if main.label == Label.NOT_RUN else (replace(main, beside=()),)) + main.beside
     return replace(seen, claim=claim.id, paper=main.paper, label=Label.REPRODUCED,
                    reason=Reason.PATTERN, removed_by=removed, beside=beside,
                    retired=main.retired)  # fmt: skip
@@ -666,10 +633,6 @@ def _rank_value(kind: str, ranks) -> float:
         return sum(ranks) / len(ranks)
     lo, hi = _ranks.MID_FIELD
     return sum(lo <= r <= hi for r in ranks) / len(ranks)
-
-
-# the reasons of verdicts decided by Welch's test: Holm's correction applies to them
-_WELCH = (Reason.SIGNIFICANT, Reason.TIE, Reason.INCOMPLETE, Reason.NOT_SIGNIFICANT, Reason.PATTERN)
 
 
 def family_holm(verdicts: list[Verdict]) -> list[Verdict]:

@@ -24,16 +24,43 @@ from mzlite.repro.paper import name_labels, paper_ref, spaced
 from mzlite.tasks.readings import DEFAULT_READING as _TASK_DEFAULT
 
 PAPER_SCALE = ("full", *PAPER_SIZED)  # the profiles at the paper's sizes
-# What the generator-normalisation reading of a verdict's MZ runs is called
+# what the generator-normalisation reading of a verdict's MZ runs is called
 FIRST_READING = "mzlite's first reading (a LayerNorm on every generator row)"
 DEFAULT_READING = "mzlite's reading (generators mapped as their centre)"
 # What a claim without results says: not a refusal to try, a price (coverage.py, plan --decide)
 NOT_RUN_REASON = "no result yet: the coverage page (chapter 9) prices its table and its turn"
 # What MEB's per-set normalised twins change, worded beside a claim's verdict (scorecard)
 NORMALISED = "per-set normalised sets, chapter 5's ablation cells"
+# reasons whose words already say how many of the claim's cells ran
+_SAYS_RAN = (Reason.INCOMPLETE, Reason.REFUTED_SO_FAR, Reason.CANNOT_HOLD, Reason.NOT_RUN)
+TRANSFER_WORDS = prose_data("transfer_words.yaml")  # chapter 10's words (mzlite.repro.transfer)
+RANK_REASONS = TRANSFER_WORDS["reasons"]  # per outcome (transfer_ranks.OUTCOMES)
+_POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
+# the labels no reading decides: what each says, whatever the claim
+_LABEL_REASONS = {
+    Label.NOT_RUN: NOT_RUN_REASON,
+    Label.OPTIMISATION_FAILURE: "optimisation failure: says nothing about the architecture",
+    Label.MEMORISED: "memorised: the kept weights predict no better than the mean; more data "
+    "decides",
+    Label.NO_MODEL_LEARNS: "no model learns it: a tie at the mean predictor says nothing about "
+    "the claim",
+    Label.NOT_DECIDED: "not decided: no significant difference either way",
+}
+# what each reading of the paper's layer does, in words (mzlite.nn.LAYER_READINGS)
+LAYER_WORDS = {
+    "literal": "the layer as Eq. eq:mz-main prints it (its matrix zonotope on the generator "
+    "stream only)",
+    "centre_adaptive": "the layer as def:relop describes it (its matrix zonotope acting on the "
+    "values)",
+}
+# how a claim's sentence names the metric it reads
+METRIC_NAMES = {
+    "r2": "R²", "nll": "NLL", "ece": "ECE", "unc_spearman": "Spearman correlation with |error|",
+    "bin_err_ratio": "ratio of mean |error| (highest fifth of IHW to lowest)",
+}  # fmt: skip
 
 
-def _row_name(table: str, cell_id: str) -> str:
+def _row_name(table: str, cell_id: str) -> str:  # the cell's row, in words
     return spaced(get_table(table).cell(cell_id).row)
 
 
@@ -180,10 +207,6 @@ def _refutation_text(claim: Claim, v: Verdict) -> str | list[str]:
             "lower it")  # fmt: skip
 
 
-# reasons whose words already say how many of the claim's cells ran
-_SAYS_RAN = (Reason.INCOMPLETE, Reason.REFUTED_SO_FAR, Reason.CANNOT_HOLD, Reason.NOT_RUN)
-
-
 def why_parts(claim, v: Verdict) -> tuple[str, ...]:
     """The rule that decided ``v``, clause by clause (what a holding verdict shows where it is no
     evidence for MZAttn first): a page shows the first under the badge, the others in details."""
@@ -255,10 +278,8 @@ def _why(claim, v: Verdict) -> str | list[str]:
                 else f"the gap is at most {w} behind, the weaker test") + p  # fmt: skip
     if r == Reason.NOT_SIGNIFICANT:
         if v.p_holm is not None and v.p_max is not None and v.p_max < ALPHA <= v.p_holm:
-            return (
-                f"the gap passes the test, significantly alone (p = {_p(v.p_max)}) but not "
-                f"after Holm's correction within its table (p = {_p(v.p_holm)})"
-            )
+            return (f"the gap passes the test, significantly alone (p = {_p(v.p_max)}) but not "
+                    f"after Holm's correction within its table (p = {_p(v.p_holm)})")  # fmt: skip
         beyond = "a tie" if _tied(claim) else f"the claim's threshold of {_n(claim.holds_at)}"
         return f"the gap is beyond {beyond}, but no Welch test backs it either way{p}"
     # left: "does not hold", which a compared claim gets only with a model significantly better
@@ -266,14 +287,9 @@ def _why(claim, v: Verdict) -> str | list[str]:
     return f"fails even the weaker test, and {names}{at} is significantly better{p}"
 
 
-TRANSFER_WORDS = prose_data("transfer_words.yaml")  # chapter 10's words (mzlite.repro.transfer)
-RANK_REASONS = TRANSFER_WORDS["reasons"]  # per outcome (transfer_ranks.OUTCOMES)
-
-
 def rank_reason(test: RankTest, profile: str) -> str:
-    """Why the ranks of ``transfer_ranks.rank_test`` under ``profile`` read as they do, from its
-    ``outcome``: the null test's numbers, or what keeps the ranks from a verdict (runs named in
-    words)."""
+    """Why the ranks of ``transfer_ranks.rank_test`` under ``profile`` read as they do, by its
+    ``outcome``: the null test's numbers, or what keeps them from a verdict (runs in words)."""
     runs = ", ".join(f"{cell_words(TRANSFER, c)} seed {s}" for c, s in test.unconverged)
     return RANK_REASONS[test.outcome].format(
         **(test.test or {}), profile=profile, label=TRANSFER, runs=runs,
@@ -312,19 +328,6 @@ def _shows_text(v: Verdict) -> str:
     return (f"says nothing for MZAttn: the MZ model it reads{at} ({name(s.model)}) predicts "
             f"worse than the others beside it (test R² {s.r2:.3f}, against "
             + "; ".join(f"{name(o)}: {r:.3f}" for o, r in s.beside) + ")")  # fmt: skip
-
-
-_POLARITY = {Label.HOLDS: "holds", Label.PARTLY: "holds", Label.FAILS: "does not hold"}
-# the labels no reading decides: what each says, whatever the claim
-_LABEL_REASONS = {
-    Label.NOT_RUN: NOT_RUN_REASON,
-    Label.OPTIMISATION_FAILURE: "optimisation failure: says nothing about the architecture",
-    Label.MEMORISED: "memorised: the kept weights predict no better than the mean; more data "
-    "decides",
-    Label.NO_MODEL_LEARNS: "no model learns it: a tie at the mean predictor says nothing about "
-    "the claim",
-    Label.NOT_DECIDED: "not decided: no significant difference either way",
-}
 
 
 def dependence_text(depends: tuple[str, str, float | None]) -> str:
@@ -373,15 +376,6 @@ def reason_text(v: Verdict, twins: dict | None = None) -> str:
     return text
 
 
-# What each reading of the paper's layer does, in words (mzlite.nn.LAYER_READINGS)
-LAYER_WORDS = {
-    "literal": "the layer as Eq. eq:mz-main prints it (its matrix zonotope on the generator "
-    "stream only)",
-    "centre_adaptive": "the layer as def:relop describes it (its matrix zonotope acting on the "
-    "values)",
-}
-
-
 def readings_words(layer: str, tasks: dict[str, int]) -> str:
     """The readings of the paper that runs were trained under, in words a referee can check: the
     layer once, then how many verdicts ran on each task reading (``tasks``, {reading: count})."""
@@ -403,13 +397,6 @@ def readings_text(v: Verdict) -> str:
     return f"layer reading {v.layer_reading}, task reading {v.task_reading or '--'}"
 
 
-# how a claim's sentence names the metric it reads
-METRIC_NAMES = {
-    "r2": "R²", "nll": "NLL", "ece": "ECE", "unc_spearman": "Spearman correlation with |error|",
-    "bin_err_ratio": "ratio of mean |error| (highest fifth of IHW to lowest)",
-}  # fmt: skip
-
-
 def _n(x: float) -> str:
     """A threshold as a claim's test prints it: 0.90, 0.01, 2, 0."""
     return f"{x:g}" if x == int(x) else f"{x:.2f}"
@@ -425,21 +412,19 @@ def claim_text(claim) -> str:
     if isinstance(claim, RankClaim):
         return claim.text
     m, h, p = METRIC_NAMES.get(claim.metric, claim.metric), claim.holds_at, claim.partly_at
-    return (
-        claim.says
-        + {
-            Kind.BEATS: f" ({m} gap > {_n(h)}, significantly; partly: "
-            + (f"a tie within {_n(-p)})." if _tied(claim) else f"at most {_n(-p)} behind)."),
-            Kind.AT_LEAST: f": its {'lowest ' * bool(claim.every)}{m} is >= {_n(h)} (partly: "
-            f">= {_n(p)}).",
-            Kind.AT_MOST: f": the best of them has {m} <= {_n(h)} (partly: <= {_n(p)}).",
-            Kind.DROP: f" by >= {_n(h)} (partly: by >= {_n(p)}).",
-            Kind.NO_GAIN: f" by at most {_n(h)} (partly: {_n(p)}).",
-            Kind.ON_PAR: f": they differ by at most {_n(h)} (partly: {_n(p)}).",
-            Kind.NEAR_BEST: f": its {m} is at most {_n(-h)} below the best of theirs (partly: "
-            f"{_n(-p)}).",
-        }[claim.kind]
-    )
+    lowest = "lowest " * bool(claim.every)
+    weaker = f"a tie within {_n(-p)})." if _tied(claim) else f"at most {_n(-p)} behind)."
+    test = {
+        Kind.BEATS: f" ({m} gap > {_n(h)}, significantly; partly: {weaker}",
+        Kind.AT_LEAST: f": its {lowest}{m} is >= {_n(h)} (partly: >= {_n(p)}).",
+        Kind.AT_MOST: f": the best of them has {m} <= {_n(h)} (partly: <= {_n(p)}).",
+        Kind.DROP: f" by >= {_n(h)} (partly: by >= {_n(p)}).",
+        Kind.NO_GAIN: f" by at most {_n(h)} (partly: {_n(p)}).",
+        Kind.ON_PAR: f": they differ by at most {_n(h)} (partly: {_n(p)}).",
+        Kind.NEAR_BEST: f": its {m} is at most {_n(-h)} below the best of theirs (partly: "
+        f"{_n(-p)}).",
+    }
+    return claim.says + test[claim.kind]
 
 
 def statement(claim) -> str:
@@ -476,50 +461,34 @@ def row(claim, v: Verdict, twins: dict | None = None) -> dict:
     beats = not (isinstance(claim, RankClaim) or claim.compare is None or claim.size_of_gap)
     if beats:  # a claim that an MZAttn model beats the other models of its comparison
         beats = _nn.model_spec(get_table(claim.table).cell(claim.compare[0]).model).family == "mz"
+    # where it was read, as its row says it: at the paper's sizes, with the readings too
+    read_at = (regime, readings_text(v) if v.profile in PAPER_SCALE else "")
     return {
-        "claim": claim.id,
-        "table": claim.table,
+        "claim": claim.id, "table": claim.table,
         "text": claim_text(claim),  # the claim as registered (its test included)
-        "statement": statement(claim),
-        "chapter": get_table(claim.table).chapter,
-        "paper": v.paper,
-        "paper_text": value_text(claim, v.paper, v.rank and v.rank.paper),
-        "ours": v.ours,
-        "ours_text": value_text(claim, v.ours, v.rank and v.rank.observed),
-        "profile": v.profile,
-        "regime": regime,
-        # where it was read, as its row says it: at the paper's sizes, with the readings too
-        "read_at": "; ".join(
-            x for x in (regime, readings_text(v) if v.profile in PAPER_SCALE else "") if x
-        ),
-        "protocol": protocol_text(v),
-        "protocol_note": protocol_text(v, cells=False),
-        "statistics": statistics_text(claim, v),
-        "why": "; ".join(parts),
-        "why_parts": parts,
-        "verdict": v.label.value,
-        "reason_code": v.reason.value,
-        "reading": reading_words(v.reading),
-        "reason": reason_text(v, twins),
-        **({"twins": twins} if twins else {}),
-        "readings": readings_text(v),
+        "statement": statement(claim), "chapter": get_table(claim.table).chapter,
+        "paper": v.paper, "paper_text": value_text(claim, v.paper, v.rank and v.rank.paper),
+        "ours": v.ours, "ours_text": value_text(claim, v.ours, v.rank and v.rank.observed),
+        "profile": v.profile, "regime": regime, "read_at": "; ".join(x for x in read_at if x),
+        "protocol": protocol_text(v), "protocol_note": protocol_text(v, cells=False),
+        "statistics": statistics_text(claim, v), "why": "; ".join(parts), "why_parts": parts,
+        "verdict": v.label.value, "reason_code": v.reason.value,
+        "reading": reading_words(v.reading), "reason": reason_text(v, twins),
+        **({"twins": twins} if twins else {}), "readings": readings_text(v),
         "cells": list(claim.cells),
         "refuted_by": None if ref is None else {"cell": ref.cell, "diff": ref.diff, "p": ref.p},
-        "paper_table": getattr(claim, "paper_table", None) or claim.table,
-        "mz_beats": beats,
+        "paper_table": getattr(claim, "paper_table", None) or claim.table, "mz_beats": beats,
         "shows": v.shows,
         "beside": beside,  # the other regimes that ran the claim, beside the deciding one
         "value": v,
-    }
+    }  # fmt: skip
 
 
 def _verdict_words(r: dict) -> str:
     """A scorecard row's verdict with its rule, regime and readings."""
-    return (
-        r["verdict"] + (f" ({r['why']})" if r.get("why") else "")
-        + (f"; read in {r['regime']}" if r.get("regime") else "")
-        + (f" ({r['readings']})" if r.get("readings") else "")
-    )  # fmt: skip
+    return (r["verdict"] + (f" ({r['why']})" if r.get("why") else "")
+            + (f"; read in {r['regime']}" if r.get("regime") else "")
+            + (f" ({r['readings']})" if r.get("readings") else ""))  # fmt: skip
 
 
 def scorecard_markdown(sc) -> str:
@@ -541,12 +510,11 @@ def scorecard_text(sc, width: int = 100) -> str:
             table = r["table"]
             out += ["", f"== {table} (chapter {r['chapter']})"]
         out.append(textwrap.fill(f"- {r['text']}", width, subsequent_indent="  "))
-        lines = [
-            f"paper {r['paper_text']}; ours {r['ours_text']} [{r['protocol']}]",
-            f"statistics: {r.get('statistics', '--')}",
-            f"verdict: {_verdict_words(r)}; {r.get('reason', '')}",
-        ] + [f"beside, {b['regime']}: {b['verdict']} (ours {b['ours_text']})"
-             for b in r.get("beside", [])]  # fmt: skip
+        lines = [f"paper {r['paper_text']}; ours {r['ours_text']} [{r['protocol']}]",
+                 f"statistics: {r.get('statistics', '--')}",
+                 f"verdict: {_verdict_words(r)}; {r.get('reason', '')}",
+                 *(f"beside, {b['regime']}: {b['verdict']} (ours {b['ours_text']})"
+                   for b in r.get("beside", []))]  # fmt: skip
         out += [textwrap.fill(line, width, initial_indent="    ", subsequent_indent="      ")
                 for line in lines]  # fmt: skip
     return "\n".join(out)
