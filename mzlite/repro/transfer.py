@@ -14,6 +14,7 @@ from mzlite.analysis.ranks import null_test  # noqa: F401 (chapter 10 reads it h
 
 from . import experiments as ex
 from .experiments import present
+from .experiments.reading import num
 from .experiments.transfer_ranks import (  # the ranks as values; chapter 10 reads them here
     LABEL,
     MZ_MODELS,
@@ -137,12 +138,10 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
         else:
             outcome = "part of it"
         out.append({"setting": a["setting"], "model": a["model"], "change": a["change"],
-                    "mean": statistics.fmean(main) if main else None,
-                    "mean_ablated": statistics.fmean(new), "rank": a["rank"],
-                    "rank_ablated": a["rank_ablated"],
-                    "spread": _spread(main) if main else None,
-                    "spread_ablated": _spread(new), "widest_other": widest,
-                    "lowest_other": lowest, "worst_ablated": min(new),
+                    "mean": statistics.fmean(main) if main else None, "rank": a["rank"],
+                    "mean_ablated": statistics.fmean(new), "rank_ablated": a["rank_ablated"],
+                    "spread": _spread(main) if main else None, "spread_ablated": _spread(new),
+                    "widest_other": widest, "lowest_other": lowest, "worst_ablated": min(new),
                     "outcome": outcome})  # fmt: skip
     return out
 
@@ -196,10 +195,6 @@ def plot_seeds(profile: str, results_dir=None):
     return fig
 
 
-def _r2_text(v) -> str:
-    return "--" if v is None else f"{v:.3f}"
-
-
 def rank_table(rows: list[dict], profile: str):
     """``ranks``' ``rows`` as the chapter's table (* marks a provisional rank)."""
     out = []
@@ -212,8 +207,8 @@ def rank_table(rows: list[dict], profile: str):
             "ours": "--" if r["rank"] is None else f"{r['rank']}{star} of {r['n_models']}",
             "paper": f"{r['paper_rank']:.0f}",
             "mz": "--" if mean is None else f"{mean:.3f} ± {std or 0:.3f} ({r['seeds']})",
-            "best": "--" if best is None else f"{model_words(best)} {_r2_text(best_r2)}",
-            "stats": _r2_text(r["set_stats"]),
+            "best": "--" if best is None else f"{model_words(best)} {num(best_r2, missing='--')}",
+            "stats": num(r["set_stats"], missing="--"),
         })  # fmt: skip
     return comparison_table(
         out,
@@ -252,7 +247,6 @@ def transfer_summary(results_dir=None) -> list[str]:
     out = [said["ranks"].format(n_models=rows[0]["n_models"], profile=prof, ranks=rank_words)]
     if any(not r["complete"] for r in rows):
         out[0] += said["provisional"]
-    complete = [r["rank"] for r in rows if r["complete"]]
-    if complete:
+    if complete := [r["rank"] for r in rows if r["complete"]]:
         out.append(said["mean"].format(n=len(complete), mean=sum(complete) / len(complete)))
     return [*out, said["verdict"].format(**prediction(prof, results_dir))]
