@@ -261,10 +261,9 @@ def condition_profile(condition: str, profiles=ex.PROFILE_ORDER, results_dir=Non
 
 def rate_retry(profile: str, results_dir=None) -> list[dict]:
     """The Standard (PMA) model on per-set normalised d = 8 sets under ``profile`` at every rate
-    it ran, highest first: its family's (``normalised_twin("d8-st")``) and, where that trains on
-    standardised targets as they do, the retries ``abl-d8-scale-ynorm-lr*-st`` (down to the
-    paper's 1e-4), with ``fit`` (``fit_ratio``) and how many of its ``runs`` ``fitted`` (their
-    recorded convergence)."""
+    it ran, highest first: its family's (``normalised_twin("d8-st")``) and the retries
+    ``abl-d8-scale-ynorm-lr*-st`` (down to the paper's 1e-4), with ``fit`` (``fit_ratio``) and
+    how many of its ``runs`` ``fitted`` (their recorded convergence)."""
     rows = report_rows(LABEL, profile, results_dir)
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     # the retries train on standardised targets: a retry only where the family's twin does too

@@ -1,9 +1,7 @@
-"""The real-data transfer study (tab:transfer-matrix, Tier 1): MZAttn-Full's rank per cell
-among 7 parameter-matched models (1 = best mean test R^2), beside the paper's, and the paper's
-prediction put to a test: no advantage on low-rank 2-D point clouds ("MZAttn-Full ranks
-3rd-5th"), an expected rank of 4 under the null of ``null_test`` (each cell's rank uniform on
-1..7, cells independent).
-"""
+"""Chapter 10, the real-data transfer study (tab:transfer-matrix, Tier 1): the ranks of
+``transfer_ranks`` in words, tables and plots, and the paper's prediction put to a test: no
+advantage on low-rank 2-D point clouds ("MZAttn-Full ranks 3rd-5th"), an expected rank of 4 under
+the null of ``null_test`` (each cell's rank uniform on 1..7, cells independent)."""
 
 from __future__ import annotations
 
@@ -117,11 +115,11 @@ def seed_spreads(profile: str, results_dir=None) -> list[dict]:
 
 
 def rate_ablation(profile: str, results_dir=None) -> list[dict]:
-    """What each learning-rate ablation cell (``ablations`` that set ``lr``) shows: mean, rank
-    and spread of the seeds at the profile's rate and at the ablation's, beside the widest
-    spread and worst seed of the models that are not MZAttn models, and the ``outcome``: "not
-    the rate" (the rank does not improve), "the rate" (it improves and the seeds train as
-    reliably as the others') or "part of it" (it improves, but a seed is still the worst)."""
+    """What each learning-rate ablation (``ablations`` that set ``lr``) shows: mean, rank and
+    spread of the seeds at the profile's rate and at the ablation's, beside the widest spread and
+    worst seed of the non-MZAttn models, and the ``outcome``: "not the rate" (the rank does not
+    improve), "the rate" (it improves and the seeds train as reliably as the others') or "part of
+    it" (it improves, but a seed is still the worst)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     out = []
     for a in ablations(profile, results_dir):

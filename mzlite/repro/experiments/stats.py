@@ -67,9 +67,8 @@ def _train_ratios(history: dict) -> list[float]:
 
 def fell_back(history: dict | None) -> bool:
     """Whether a run's training loss, once below ``FIT_THRESHOLD`` times the target variance,
-    ended at or above it: it fell back to the mean predictor (a rate too high for the model, as a
-    rule). Shown beside its number; its convergence stands (the weights kept are its best
-    epoch's, which may have fitted before the fall)."""
+    ended at or above it: back to the mean predictor (as a rule, a rate too high for the model).
+    Its convergence stands: the weights kept are its best epoch's."""
     ratios = _train_ratios(history or {})
     return bool(ratios) and min(ratios) < FIT_THRESHOLD <= ratios[-1]
 
