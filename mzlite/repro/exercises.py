@@ -49,9 +49,7 @@ def _not_run(answer, seed):
     slips = [(len(mine) - ref, "the rows that HAVE a verdict: count those that are 'not run'")]
     if table is not None:
         slips.append((sum(r["verdict"] == Label.NOT_RUN for r in rows), "every table's count"))
+    slips = [(v, why) for v, why in slips if v != ref]
     return False, named_mistake(
-        answer,
-        [(v, why) for v, why in slips if v != ref],
-        f"not the number of 'not run' rows {where}",
-        integer=True,
+        answer, slips, f"not the number of 'not run' rows {where}", integer=True
     )

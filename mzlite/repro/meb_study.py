@@ -3,10 +3,8 @@ ours beside the paper's at d = 8 and across d; the normalisation ablation at d =
 per-set normalised data, raw or standardised targets) with Welch's test over seeds; how far
 each model fitted its training sets; the scorecard's d = 8 claims under each data condition.
 Functions return data (dicts, ``ReportRow``s, series for ``mzlite.viz``); the chapter renders.
-
-The main numbers come from the ``CURRENT`` protocols only; the first reading (cpu-converged) and
-the 30-epoch ``cpu`` profile are ablations that the chapter shows in toggles, never in these.
-"""
+Main numbers come from the ``CURRENT`` protocols only (cpu-converged and the 30-epoch ``cpu``
+profile are ablations, shown in toggles)."""
 
 from __future__ import annotations
 
@@ -49,8 +47,8 @@ def _check(name: str, value, valid) -> None:
 
 
 def ablation_cell(model: str, data: str, targets: str) -> str:
-    """The id of ``model``'s d = 8 cell under (``data``, ``targets``); the set-statistics ridge
-    ignores the targets' scaling: one cell per data condition (the main cell on raw data)."""
+    """The id of ``model``'s d = 8 cell under (``data``, ``targets``); the ridge ignores the
+    targets' scaling: one cell per data condition (the main cell on raw data)."""
     _check("model", model, MODELS)
     _check("(data, targets)", (data, targets), AXES)
     if model == ex.SET_STATS:
@@ -114,10 +112,9 @@ def fit_rows(profiles=CURRENT, results_dir=None) -> list[dict]:
             out.append({"condition": cond, "profile": prof, "model": m, "name": name,
                         "lr": None, "row": rows.get(cell), "fit": fit})  # fmt: skip
         if cond == "per-set normalised":  # the PMA model again at lower learning rates
-            for r in rate_retry(prof, results_dir)[1:]:
-                out.append({"condition": cond, "profile": prof, "model": "st",
-                            "name": MODELS["st"], "lr": r["lr"], "row": r["row"],
-                            "fit": r["fit"]})  # fmt: skip
+            out += [{"condition": cond, "profile": prof, "model": "st", "name": MODELS["st"],
+                     "lr": r["lr"], "row": r["row"], "fit": r["fit"]}
+                    for r in rate_retry(prof, results_dir)[1:]]  # fmt: skip
     return out
 
 
@@ -162,8 +159,7 @@ def learning_curves(condition: str, profiles=CURRENT, results_dir=None) -> dict 
     cells under data ``condition`` (``condition_profile``), and ``mean_mse``, the mean
     predictor's loss in training units. None where nothing ran."""
     _check("condition", condition, CONDITIONS)
-    prof = condition_profile(condition, profiles, results_dir)
-    if prof is None:
+    if (prof := condition_profile(condition, profiles, results_dir)) is None:
         return None
     by_cell = ex.results_by_cell(LABEL, prof, results_dir)
     curves = {}
@@ -223,14 +219,11 @@ def _raw_target_var(result: dict, table, cell_id: str, profile: str) -> float:
     """The variance of a result's raw training targets (the mean predictor's MSE): its history's
     record, else recomputed from the runner's cached dataset (a minute of MEB solves: the cpu and
     cpu-converged results predate the record)."""
-    recorded = (result.get("history") or {}).get("train_target_var")
-    if recorded is not None:
+    if (recorded := (result.get("history") or {}).get("train_target_var")) is not None:
         return recorded
     job = ex.job(table, cell_id, profile)
-    sp = make_splits(
-        job.cell.task, *job.sizes, job.profile.data_seed, cache=True,
-        cache_dir=ex.default_cache_dir() / "datasets", **job.cell.options,
-    )  # fmt: skip
+    sp = make_splits(job.cell.task, *job.sizes, job.profile.data_seed, cache=True,
+                     cache_dir=ex.default_cache_dir() / "datasets", **job.cell.options)  # fmt: skip
     return float(sp.train.y.double().var(unbiased=False))
 
 
@@ -244,8 +237,7 @@ def fit_ratio(table, cell_id: str, profile: str, results_dir=None) -> float | No
         hist = {"config": r["train_config"], **r["history"]}
         if not r["train_config"].get("normalize_targets"):
             hist["train_target_var"] = _raw_target_var(r, table, cell_id, profile)
-        ratio = fit_check(hist)["fit_ratio"]
-        if ratio is not None:
+        if (ratio := fit_check(hist)["fit_ratio"]) is not None:
             ratios.append(ratio)
     return sum(ratios) / len(ratios) if ratios else None
 
@@ -269,20 +261,18 @@ def condition_profile(condition: str, profiles=ex.PROFILE_ORDER, results_dir=Non
 
 def rate_retry(profile: str, results_dir=None) -> list[dict]:
     """The Standard (PMA) model on per-set normalised d = 8 sets under ``profile`` at every rate
-    it ran, highest first: its family's (``normalised_twin("d8-st")``) and, where that trains on
-    standardised targets as they do, the retries ``abl-d8-scale-ynorm-lr*-st`` (down to the
-    paper's 1e-4), with ``fit`` (``fit_ratio``) and how many of its ``runs`` ``fitted`` (their
-    recorded convergence)."""
+    it ran, highest first: its family's (``normalised_twin("d8-st")``) and the retries
+    ``abl-d8-scale-ynorm-lr*-st`` (down to the paper's 1e-4), with ``fit`` (``fit_ratio``) and
+    how many of its ``runs`` ``fitted`` (their recorded convergence)."""
     rows = report_rows(LABEL, profile, results_dir)
-    # the retries train on standardised targets: a retry only where the family's twin does too
-    same = normalised_twin("d8-st", profile).startswith("abl-d8-scale-ynorm")
-    retry = [c.id for c in ex.get_table(LABEL).cells
-             if same and c.id.startswith("abl-d8-scale-ynorm-lr") and c.model == "st"]  # fmt: skip
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
+    # the retries train on standardised targets: a retry only where the family's twin does too
+    twin = normalised_twin("d8-st", profile)
+    retry = [c.id for c in ex.get_table(LABEL).cells if twin.startswith("abl-d8-scale-ynorm")
+             and c.id.startswith("abl-d8-scale-ynorm-lr") and c.model == "st"]  # fmt: skip
     out = []
-    for cid in (normalised_twin("d8-st", profile), *retry):
-        row = rows.get(cid)
-        if row is None or not row.ran:
+    for cid in (twin, *retry):
+        if (row := rows.get(cid)) is None or not row.ran:
             continue
         runs = by_cell.get(cid, [])
         lrs = {r["train_config"].get("lr") for r in runs}

@@ -1,19 +1,18 @@
-"""The paper's own numbers, read from its LaTeX source into JSON (one file per table label), so
-that no transcription typo creeps in and a new paper version is one command away::
+"""The paper's own numbers, read from its LaTeX source into committed JSON (one file per table
+label) so that no transcription typo creeps in::
 
     python tools/paper_tables.py           # regenerate data/paper/*.json from the .tex
     python tools/paper_tables.py --check   # exit 1 if the committed JSON differs from the .tex
 
-The package only reads the committed JSON back (the .tex and the parser, a script outside the
-package, are not needed at run time) with
-``load_paper_table("tab:meb")`` or ``paper_value("tab:meb", "ST-Large", "d=8 R^2")``. The same
-command numbers every ``\\label`` as LaTeX prints it (``labels.json``), so text names "Table 3",
-not a raw label: ``paper_ref``, ``name_labels`` and the book's ``{paper}`` role. Numbers outside
-the tables are in the hand-made, test-checked ``figures.json``: ``paper_figure_value``.
+The package reads only the JSON (``load_paper_table("tab:meb")``, ``paper_value("tab:meb",
+"ST-Large", "d=8 R^2")``). The same command numbers every ``\\label`` as LaTeX prints it
+(``labels.json``), so text names "Table 3", not a raw label: ``paper_ref``, ``name_labels`` and the
+book's ``{paper}`` role. Numbers outside the tables are in the hand-made, test-checked
+``figures.json``: ``paper_figure_value``.
 
 A parsed table is ``{"label", "caption", "caption_tex", "columns", "label_columns", "rows":
 [{"row": name, "keys": {label column: text}, "cells": {column: {"text": raw LaTeX, "mean": float
-| None, "std": float | None, ...}}}]}``. Choices made while flattening (stated once here):
+| None, "std": float | None, ...}}}]}``. Choices made while flattening:
 - Header rows are those above the first ``\\midrule``; a column's name joins its header cells
   top to bottom with " / " (a ``\\multicolumn`` header names every column it spans), in plain
   ASCII: ``\\methodname{}`` -> "MZAttn", Greek letters by name, ``$d{=}8$ $R^2$ $\\uparrow$`` ->
@@ -42,6 +41,8 @@ from pathlib import Path
 from mzlite._paths import REPO_ROOT, data_root
 
 DATA_DIR = data_root() / "paper"
+FIGURES_JSON = DATA_DIR / "figures.json"  # numbers outside the tables: captions, prose, settings
+LABELS_JSON = DATA_DIR / "labels.json"
 # The paper sits beside the repository (../shared/paper); $MZLITE_PAPER_TEX overrides it.
 DEFAULT_TEX = REPO_ROOT.parent / "shared" / "paper" / "mzattn-paper.tex"
 
@@ -139,8 +140,7 @@ def _load(label: str, data_dir: str) -> dict:
 
 
 def load_paper_table(label: str) -> dict:
-    """The committed JSON of table ``label`` (e.g. ``"tab:meb"``); see the module docstring.
-    A fresh copy each call, so callers may modify it."""
+    """The committed JSON of table ``label`` (e.g. ``"tab:meb"``), a fresh copy each call."""
     return copy.deepcopy(_load(label, str(DATA_DIR)))
 
 
@@ -160,8 +160,7 @@ def _pick(name: str, options: list[str], what: str, label: str) -> str:
 def paper_cell(label: str, row: str, column: str, data_dir=None) -> dict:
     """The cell dict (``text``, ``mean``, ``std``, ...) of ``row`` x ``column`` in table ``label``.
     Names match exactly, else ignoring case, spaces and punctuation ("mzattn-1l r^2" works)."""
-    # the cached table, read only: a copy of the one cell asked for, not of the whole table (a
-    # scorecard asks for a cell thousands of times; copying its table each time took a third of it)
+    # copy the one cell, not the table: a scorecard asks for cells thousands of times
     table = _load(label, str(data_dir or DATA_DIR))
     r = _pick(row, [x["row"] for x in table["rows"]], "row", label)
     c = _pick(column, table["columns"], "column", label)
@@ -173,10 +172,6 @@ def paper_value(label: str, row: str, column: str, data_dir=None) -> float | Non
     return paper_cell(label, row, column, data_dir)["mean"]
 
 
-# Numbers outside the tables (figure captions, the text beside them, hyperparameters)
-FIGURES_JSON = DATA_DIR / "figures.json"
-
-
 @cache
 def _load_figures() -> dict:
     return {e["id"]: e for e in read_json(str(FIGURES_JSON))["numbers"]}
@@ -184,12 +179,9 @@ def _load_figures() -> dict:
 
 def load_paper_figures() -> dict[str, dict]:
     """The paper's numbers that no table holds, by id: ``{id: {"label", "value", "unit",
-    "quote", "printed", ...}}`` from ``data/paper/figures.json`` (a fresh copy each call).
-
-    Why: the table parser (``tools/paper_tables.py``, which leaves this file alone) cannot reach
-    prose, and a number typed into a notebook drifts from the paper unnoticed. This file is
-    written by hand, but every entry quotes the .tex verbatim and ``tests/test_paper.py`` checks
-    that the quote is in the .tex and that its ``printed`` token parses to ``value``."""
+    "quote", "printed", ...}}`` from ``figures.json`` (a fresh copy each call). The table parser
+    cannot reach prose, so the file is written by hand; ``tests/test_paper.py`` checks that each
+    ``quote`` is in the .tex and that its ``printed`` token parses to ``value``."""
     return copy.deepcopy(_load_figures())
 
 
@@ -200,9 +192,6 @@ def paper_figure_value(id: str) -> float | int:
     if id not in figures:
         raise KeyError(f"no paper number {id!r} in figures.json; ids are {sorted(figures)}")
     return figures[id]["value"]
-
-
-LABELS_JSON = DATA_DIR / "labels.json"
 
 
 def paper_label(label: str) -> dict:
@@ -228,8 +217,6 @@ def paper_ref(label: str, title: bool = False) -> str:
 
 # A raw label as it appears in text: "tab:meb", "thm:tdof-depth" (not URLs such as "http:").
 RAW_LABEL = re.compile(r"(?<![\w/.-])(?:thm|tab|eq|prop|fig|sec|app|lem|cor|def|rem|alg):[\w-]+")
-
-
 _KIND_WORDS = (
     r"(?:Theorem|Thm\.|Table|Tab\.|Eq\.|Eqs\.|Equation|Proposition|Prop\.|Figure|Fig\.|"
     r"Section|Sec\.|Appendix|App\.|Lemma|Corollary|Definition|Remark)"

@@ -54,9 +54,8 @@ def yardstick_settings() -> list[dict]:
             col = cell.id.removesuffix(f"-{ex.SET_STATS}")
             group = (cell.task, cell.options.get("target"))
             paper = [f"{col}-{m}" for m in ("st", "mz_full")]
-            if group in groups or not all(
-                i in ids and narrate.paper_metric(label, i) is not None for i in paper
-            ):
+            if group in groups or not all(i in ids and narrate.paper_metric(label, i) is not None
+                                          for i in paper):  # fmt: skip
                 continue
             groups.add(group)
             words = cell.column if label == MAIN else f"{title}, {cell.column}"
@@ -115,11 +114,9 @@ def run_chapter(profile: str, device: str = "auto", workers: int = 1) -> dict[st
 def protocols(label: str, results_dir=None) -> list[dict]:
     """The protocols with results of ``label`` on disk, own or shared: ``profile``, ``role``
     (the glossary's name) and ``ablation`` (not one of the ``CURRENT`` protocols)."""
-    return [
-        {"profile": p, "role": reader_name(p), "ablation": p not in CURRENT}
-        for p in ex.PROFILE_ORDER
-        if ex.results_by_cell(label, p, results_dir)  # shared cells count: they are read
-    ]
+    return [{"profile": p, "role": reader_name(p), "ablation": p not in CURRENT}
+            for p in ex.PROFILE_ORDER  # shared cells count: they are read
+            if ex.results_by_cell(label, p, results_dir)]  # fmt: skip
 
 
 def results_toggle(label: str, results_dir=None) -> HTML:
@@ -211,18 +208,13 @@ def plot_yardstick(rows: list[dict]):
 
     fig = go.Figure()
     for key, name, colour in BARS:
-        fig.add_bar(
-            name=name,
-            x=[r["setting"] for r in rows],
-            y=[None if r[key] is None else max(r[key], FLOOR) for r in rows],
-            marker_color=colour,
-            hovertext=["--" if r[key] is None else f"{r[key]:.3f}" for r in rows],
-        )
+        values = [r[key] for r in rows]
+        fig.add_bar(name=name, x=[r["setting"] for r in rows], marker_color=colour,
+                    y=[None if v is None else max(v, FLOOR) for v in values],
+                    hovertext=["--" if v is None else f"{v:.3f}" for v in values])  # fmt: skip
     fig.update_layout(
-        barmode="group",
-        yaxis={"title": f"test R^2 (drawn from {FLOOR:g})", "range": [FLOOR, 1.02]},
-        title="How much of each target do simple set statistics explain?",
-    )
+        barmode="group", title="How much of each target do simple set statistics explain?",
+        yaxis={"title": f"test R^2 (drawn from {FLOOR:g})", "range": [FLOOR, 1.02]})  # fmt: skip
     return fit_page(fig, height=480)
 
 
@@ -250,8 +242,7 @@ def main_results_glance(results_dir=None) -> list[str]:
         if others:
             r = max(others.values(), key=lambda r: r.ours_mean)
             text += f"; best other model {r.row} {ours_text(r)}"
-        stats = rows.get(ex.SET_STATS)
-        if stats is not None:
+        if (stats := rows.get(ex.SET_STATS)) is not None:
             text += f"; set statistics {ours_text(stats)}"
         out.append(text + ".")
     return out

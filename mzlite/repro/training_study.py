@@ -1,6 +1,5 @@
 """Chapter 4's study: the profiles a table runs under, the paper's cost ratios, and the
-depth-separation test of tab:tdof-verify read from the result files, as data the chapter renders.
-"""
+depth-separation test of tab:tdof-verify read from the result files, as data the chapter renders."""
 
 from __future__ import annotations
 
@@ -33,10 +32,9 @@ def run_by_papermill() -> bool:
     if os.environ.get(BOOK_EXECUTION_ENV) == "1":
         return True
     try:
-        cmdline = Path(f"/proc/{os.getppid()}/cmdline").read_bytes()
+        words = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False
-    words = cmdline.replace(b"\0", b" ").decode(errors="replace")
     return "papermill" in words or "execute_notebooks" in words
 
 
@@ -163,21 +161,16 @@ def gap_table(gaps: list[Gap]):
     if not gaps:
         return conclusion("No L has results of both models under one protocol yet.",
                           title="MZ-1L against ST-4L")  # fmt: skip
-    rows = [
-        {
-            "L": str(g.L), "model": "MZAttn-1L", "mz": _with_n(g.mz), "st": _with_n(g.st),
-            "diff": f"{g.diff:+.3f}", "p": "--" if g.p is None else f"{g.p:.2g}",
-            "paper": "--" if g.paper_diff is None else f"{g.paper_diff:+.3f}",
-            "reading": g.reading, "protocol": evidence_note(g.mz),
-        }
-        for g in gaps
-    ]  # fmt: skip
+    rows = [{"L": str(g.L), "model": "MZAttn-1L", "mz": _with_n(g.mz), "st": _with_n(g.st),
+             "diff": f"{g.diff:+.3f}", "p": "--" if g.p is None else f"{g.p:.2g}",
+             "paper": "--" if g.paper_diff is None else f"{g.paper_diff:+.3f}",
+             "reading": g.reading, "protocol": evidence_note(g.mz)}
+            for g in gaps]  # fmt: skip
     return comparison_table(
         rows,
         [("L", "L", 6), ("model", "MZ model", 18), ("mz", "MZ R²", 17), ("st", "ST-4L R²", 17),
          ("diff", "MZ − ST", 10), ("p", "Welch p", 9), ("paper", "paper MZ − ST", 10),
          ("reading", "reading", 13)],
         caption=f"{paper_ref(LABEL)}: MZ-1L against ST-4L over seeds",
-        footnote_key="protocol",
-        footnote_title="Protocol behind the MZ number",
+        footnote_key="protocol", footnote_title="Protocol behind the MZ number",
     )  # fmt: skip

@@ -1,9 +1,7 @@
-"""The real-data transfer study (tab:transfer-matrix, Tier 1): MZAttn-Full's rank per cell
-among 7 parameter-matched models (1 = best mean test R^2), beside the paper's, and the paper's
-prediction put to a test: no advantage on low-rank 2-D point clouds ("MZAttn-Full ranks
-3rd-5th"), an expected rank of 4 under the null of ``null_test`` (each cell's rank uniform on
-1..7, cells independent).
-"""
+"""Chapter 10, the real-data transfer study (tab:transfer-matrix, Tier 1): the ranks of
+``transfer_ranks`` in words, tables and plots, and the paper's prediction put to a test: no
+advantage on low-rank 2-D point clouds ("MZAttn-Full ranks 3rd-5th"), an expected rank of 4 under
+the null of ``null_test`` (each cell's rank uniform on 1..7, cells independent)."""
 
 from __future__ import annotations
 
@@ -14,6 +12,7 @@ from mzlite.analysis.ranks import null_test  # noqa: F401 (chapter 10 reads it h
 
 from . import experiments as ex
 from .experiments import present
+from .experiments.reading import num
 from .experiments.transfer_ranks import (  # the ranks as values; chapter 10 reads them here
     LABEL,
     MZ_MODELS,
@@ -116,11 +115,11 @@ def seed_spreads(profile: str, results_dir=None) -> list[dict]:
 
 
 def rate_ablation(profile: str, results_dir=None) -> list[dict]:
-    """What each learning-rate ablation cell (``ablations`` that set ``lr``) shows: mean, rank
-    and spread of the seeds at the profile's rate and at the ablation's, beside the widest
-    spread and worst seed of the models that are not MZAttn models, and the ``outcome``: "not
-    the rate" (the rank does not improve), "the rate" (it improves and the seeds train as
-    reliably as the others') or "part of it" (it improves, but a seed is still the worst)."""
+    """What each learning-rate ablation (``ablations`` that set ``lr``) shows: mean, rank and
+    spread of the seeds at the profile's rate and at the ablation's, beside the widest spread and
+    worst seed of the non-MZAttn models, and the ``outcome``: "not the rate" (the rank does not
+    improve), "the rate" (it improves and the seeds train as reliably as the others') or "part of
+    it" (it improves, but a seed is still the worst)."""
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
     out = []
     for a in ablations(profile, results_dir):
@@ -137,12 +136,10 @@ def rate_ablation(profile: str, results_dir=None) -> list[dict]:
         else:
             outcome = "part of it"
         out.append({"setting": a["setting"], "model": a["model"], "change": a["change"],
-                    "mean": statistics.fmean(main) if main else None,
-                    "mean_ablated": statistics.fmean(new), "rank": a["rank"],
-                    "rank_ablated": a["rank_ablated"],
-                    "spread": _spread(main) if main else None,
-                    "spread_ablated": _spread(new), "widest_other": widest,
-                    "lowest_other": lowest, "worst_ablated": min(new),
+                    "mean": statistics.fmean(main) if main else None, "rank": a["rank"],
+                    "mean_ablated": statistics.fmean(new), "rank_ablated": a["rank_ablated"],
+                    "spread": _spread(main) if main else None, "spread_ablated": _spread(new),
+                    "widest_other": widest, "lowest_other": lowest, "worst_ablated": min(new),
                     "outcome": outcome})  # fmt: skip
     return out
 
@@ -196,10 +193,6 @@ def plot_seeds(profile: str, results_dir=None):
     return fig
 
 
-def _r2_text(v) -> str:
-    return "--" if v is None else f"{v:.3f}"
-
-
 def rank_table(rows: list[dict], profile: str):
     """``ranks``' ``rows`` as the chapter's table (* marks a provisional rank)."""
     out = []
@@ -212,8 +205,8 @@ def rank_table(rows: list[dict], profile: str):
             "ours": "--" if r["rank"] is None else f"{r['rank']}{star} of {r['n_models']}",
             "paper": f"{r['paper_rank']:.0f}",
             "mz": "--" if mean is None else f"{mean:.3f} ± {std or 0:.3f} ({r['seeds']})",
-            "best": "--" if best is None else f"{model_words(best)} {_r2_text(best_r2)}",
-            "stats": _r2_text(r["set_stats"]),
+            "best": "--" if best is None else f"{model_words(best)} {num(best_r2, missing='--')}",
+            "stats": num(r["set_stats"], missing="--"),
         })  # fmt: skip
     return comparison_table(
         out,
@@ -252,7 +245,6 @@ def transfer_summary(results_dir=None) -> list[str]:
     out = [said["ranks"].format(n_models=rows[0]["n_models"], profile=prof, ranks=rank_words)]
     if any(not r["complete"] for r in rows):
         out[0] += said["provisional"]
-    complete = [r["rank"] for r in rows if r["complete"]]
-    if complete:
+    if complete := [r["rank"] for r in rows if r["complete"]]:
         out.append(said["mean"].format(n=len(complete), mean=sum(complete) / len(complete)))
     return [*out, said["verdict"].format(**prediction(prof, results_dir))]

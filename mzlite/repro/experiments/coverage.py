@@ -112,8 +112,8 @@ def _state(label: str, scored: list[dict]) -> str:
     verdicts = [r["verdict"] for r in scored if (r.get("paper_table") or r["table"]) == label]
     if not verdicts:
         return ""
-    counts = {v: verdicts.count(v) for v in dict.fromkeys(verdicts)}
-    return f"{len(verdicts)} claim(s): " + ", ".join(count_phrase(v, n) for v, n in counts.items())
+    counts = ", ".join(count_phrase(v, verdicts.count(v)) for v in dict.fromkeys(verdicts))
+    return f"{len(verdicts)} claim(s): {counts}"
 
 
 def _caption(label: str) -> str:
@@ -146,8 +146,7 @@ def next_steps_html(profile: str = "cpu-annealed", results_dir=None, tables=None
     table: the claim, the runs of its next step and their price; each row's footnote is the
     command that runs the step."""
     prof = ex.get_profile(profile).name
-    if tables is None:
-        tables = [t for t in ex.TABLES if claims(t)]
+    tables = [t for t in ex.TABLES if claims(t)] if tables is None else tables
     d = once(decide, tables, prof, results_dir=results_dir, measure=False)
     steps = d.next_steps()
     rows = [

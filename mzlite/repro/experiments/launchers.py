@@ -49,16 +49,12 @@ def _run_remote(job, git: dict, splits, threads: int, local_checkpoint: bool) ->
     torch.set_num_threads(threads)
     if local_checkpoint:  # no shared path: this node's own cache
         job = replace(job, checkpoint_path=default_cache_dir() / job.checkpoint_path)
-    resumed = 0  # the last finished epoch of the checkpoint this task resumes, if there is one
-    # (an unreadable checkpoint is fit's to report; this is only provenance)
+    resumed = 0  # the checkpoint's last finished epoch (provenance only: fit reports bad ones)
     with contextlib.suppress(Exception):
         resumed = int(load_checkpoint(job.checkpoint_path, map_location="cpu")["epoch"])
     (out,) = run_jobs([job], git, splits=splits, write=False)
-    out["provenance"]["launcher"] = {
-        "name": "ray",
-        "node": socket.gethostname(),
-        "resumed_from_epoch": resumed,
-    }
+    out["provenance"]["launcher"] = {"name": "ray", "node": socket.gethostname(),
+                                     "resumed_from_epoch": resumed}  # fmt: skip
     if local_checkpoint:  # the driver cannot see it: the worker cleans up
         job.checkpoint_path.unlink(missing_ok=True)
     return out
@@ -98,15 +94,11 @@ class RayLauncher:
         try:
             import ray
         except ImportError as e:
-            raise ImportError(
-                "launcher='ray' needs Ray: pip install \"mzlite[ray]\" (on the driver and every "
-                "node)"
-            ) from e
+            raise ImportError("launcher='ray' needs Ray: pip install \"mzlite[ray]\" (on the "
+                              "driver and every node)") from e  # fmt: skip
         started = not ray.is_initialized()  # then this run starts it, and shuts it down
         if started:
-            if self.address is None:
-                # Under load a raylet can wait longer than its default 30 s for its agents to
-                # start (measured: 35 s on a busy 2-core machine); give a local instance time.
+            if self.address is None:  # a busy raylet can wait over its default 30 s (35 s seen)
                 os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
             ray.init(address=self.address, runtime_env=self.runtime_env, include_dashboard=False)
         try:
@@ -138,10 +130,9 @@ class RayLauncher:
             gpus = 1.0 if device == "cuda" or has_gpus else 0.0
         gpus = float(gpus)
         if device == "cuda" and gpus == 0:
-            raise ValueError(
-                "device='cuda' with gpus_per_job=0: Ray hides the GPUs from a task that asks for "
-                "none; give gpus_per_job > 0 (e.g. 0.25 to share a GPU between four jobs)"
-            )
+            raise ValueError("device='cuda' with gpus_per_job=0: Ray hides the GPUs from a task "
+                             "that asks for none; give gpus_per_job > 0 (e.g. 0.25 to share a GPU "
+                             "between four jobs)")  # fmt: skip
         cpus = float(self.cpus_per_job if self.cpus_per_job is not None else threads)
         shared = self.checkpoint_dir is not None
         remote = ray.remote(_run_remote)
@@ -153,12 +144,10 @@ class RayLauncher:
             rel = job.checkpoint_path.relative_to(job.cache_dir)  # checkpoints/<profile>/...
             job = replace(job, checkpoint_path=Path(self.checkpoint_dir) / rel if shared else rel)
             ref = remote.options(
-                num_cpus=cpus,
-                num_gpus=gpus,
-                max_retries=self.max_retries,
+                num_cpus=cpus, num_gpus=gpus, max_retries=self.max_retries,
                 retry_exceptions=False,  # a Python error is a bug to report, not to repeat
                 name=f"mzlite:{job.cell.id}__seed{job.seed}",
-            ).remote(job, git, data_refs[key], max(1, int(cpus)), not shared)
+            ).remote(job, git, data_refs[key], max(1, int(cpus)), not shared)  # fmt: skip
             pending[ref] = job
         where = f"in {self.checkpoint_dir}" if shared else "on each worker"
         say(f"  ray: {len(pending)} tasks, {cpus:g} CPU + {gpus:g} GPU each; checkpoints {where}")

@@ -79,9 +79,6 @@ def choices_table(search_entry: dict | None = None) -> str:
                                 code=("switch",)))  # fmt: skip
 
 
-# The reading ablation
-
-
 def ablation_summary(rows: list[AblationRow] | None = None, results_dir=None) -> str:
     """The reading ablation in HTML sentences, a paragraph per diagnostic cell with results under
     the default reading: MZ against the Set Transformer, whether every run fitted (a gap is no
@@ -178,13 +175,9 @@ def layer_readings(results_dir=None) -> list[AblationRow]:
             raise KeyError(f"{table} has no cell {sorted(missing)}: the layer readings name it")
     tables, profile = dict.fromkeys(t for t, *_ in LAYER_CELLS), layer_campaign(results_dir)
     by_table = {t: results_per_cell(t, profile, results_dir) for t in tables}
-    rows = []
-    for table, literal, centre_adaptive, st_cell, what in LAYER_CELLS:
-        for cid, reading in zip((literal, centre_adaptive), LAYER_ROWS, strict=True):
-            rows.append(
-                ablation_row(what, reading, by_table[table], cid, st_cell, check=_one_campaign)
-            )
-    return rows
+    return [ablation_row(what, reading, by_table[table], cid, st_cell, check=_one_campaign)
+            for table, *mz_cells, st_cell, what in LAYER_CELLS  # the literal, then its twin
+            for cid, reading in zip(mz_cells, LAYER_ROWS, strict=True)]  # fmt: skip
 
 
 def num(v: float | None, spec: str = ".3f", missing: str = "–") -> str:
@@ -218,8 +211,7 @@ def ablation_table(rows: list[AblationRow] | None = None, caption: str = "") -> 
         fit = f"{r.fitted} / {r.stopped}" if r.seeds else "–"
         if n := r.optimisation_failures:
             fit += f" ({n} optimisation failure{'s' * (n > 1)})"
-        st = num(r.st_mean)
-        st += f" ({r.st_failures} not fitted)" if r.st_failures else ""
+        st = num(r.st_mean) + (f" ({r.st_failures} not fitted)" if r.st_failures else "")
         outcome, p = r.versus_st
         versus = outcome if p is None else f"{outcome} (p = {p:.2g})"
         reading = name_labels(r.reading)  # the layer rows name the paper's labels

@@ -171,9 +171,8 @@ def ablation(results_dir=None, cell: str | None = None) -> list[AblationRow]:
     return rows
 
 
-def dependence(
-    cell: str, rows: list[AblationRow] | None = None, results_dir=None
-) -> list[tuple[str, str, float | None]]:
+def dependence(cell: str, rows: list[AblationRow] | None = None,
+               results_dir=None) -> list[tuple[str, str, float | None]]:  # fmt: skip
     """The readings under which "MZ beats the Set Transformer" on diagnostic cell ``cell`` (its
     description) reads otherwise than under the default reading, as (reading, MZ against ST,
     Welch p) (``AblationRow.versus_st``); empty where none does or the default decides nothing."""

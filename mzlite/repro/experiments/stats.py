@@ -67,9 +67,8 @@ def _train_ratios(history: dict) -> list[float]:
 
 def fell_back(history: dict | None) -> bool:
     """Whether a run's training loss, once below ``FIT_THRESHOLD`` times the target variance,
-    ended at or above it: it fell back to the mean predictor (a rate too high for the model, as a
-    rule). Shown beside its number; its convergence stands (the weights kept are its best
-    epoch's, which may have fitted before the fall)."""
+    ended at or above it: back to the mean predictor (as a rule, a rate too high for the model).
+    Its convergence stands: the weights kept are its best epoch's."""
     ratios = _train_ratios(history or {})
     return bool(ratios) and min(ratios) < FIT_THRESHOLD <= ratios[-1]
 
@@ -84,8 +83,7 @@ def convergence(history: dict | None) -> dict:
     patience = cfg.get("patience")
     k = int(patience) if patience else CONVERGENCE_WINDOW
     val = [math.inf if v is None else float(v) for v in history.get("val_loss", [])]
-    n = len(val)
-    stop = history.get("stop_reason", "running")
+    n, stop = len(val), history.get("stop_reason", "running")
     out = {"stop_reason": stop, "epochs_run": n, "epoch_cap": cfg.get("epochs"),
            "best_epoch": history.get("best_epoch"), "patience": patience, "k": k,
            "tol": CONVERGENCE_TOL, "improvement_last_k": None}  # fmt: skip
@@ -126,8 +124,7 @@ def memorised(history: dict | None) -> bool | None:
     validation set no better than the mean (``val_r2 <= LEARNS``); None where it cannot tell."""
     if history is None:
         return None
-    fitted = fit_check(history)["fitted"]
-    best = history.get("best_epoch")
+    fitted, best = fit_check(history)["fitted"], history.get("best_epoch")
     metrics = history.get("val_metrics") or []
     if fitted is None or not best or best > len(metrics):
         return None
@@ -140,14 +137,13 @@ def loss_spikes(history: dict | None) -> dict:
     loss exceeds ``SPIKE_FACTOR`` times the lowest before them (a non-finite one after a finite
     one counts); a closed form (``history`` None) has none. One factor, so that the reports'
     footnote, which names it, is true of every count."""
-    factor = SPIKE_FACTOR
-    out = {"spiked": False, "epochs": [], "worst_ratio": None, "factor": factor}
+    out = {"spiked": False, "epochs": [], "worst_ratio": None, "factor": SPIKE_FACTOR}
     best = math.inf
     for epoch, v in enumerate((history or {}).get("val_loss", []), start=1):
         v = math.inf if v is None else float(v)
         if math.isfinite(best) and best > 0:
             ratio = v / best if math.isfinite(v) else math.inf
-            if ratio > factor:
+            if ratio > SPIKE_FACTOR:
                 out["epochs"].append(epoch)
                 out["worst_ratio"] = max(out["worst_ratio"] or 0.0, ratio)
         best = min(best, v)
@@ -157,8 +153,7 @@ def loss_spikes(history: dict | None) -> dict:
 
 def result_convergence(result: dict) -> dict:
     """``convergence`` of a result JSON: its stored ``"convergence"``, else from its history."""
-    stored = result.get("convergence")
-    if stored is None:
+    if (stored := result.get("convergence")) is None:
         return convergence(result.get("history"))
     if "fitted" in stored:
         return stored

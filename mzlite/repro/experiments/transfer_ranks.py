@@ -62,13 +62,8 @@ def seed_r2(by_cell: dict, setting: str) -> dict[str, list[float]]:
     return {m: [r2_of(r) for r in rs] for m in RANKED if (rs := by_cell.get(cell_id(setting, m)))}
 
 
-def ranks(
-    profile: str,
-    model: str = "mz_full",
-    results_dir=None,
-    statistic: str = "mean",
-    substitute: dict | None = None,
-) -> list[dict]:
+def ranks(profile: str, model: str = "mz_full", results_dir=None, statistic: str = "mean",
+          substitute: dict | None = None) -> list[dict]:  # fmt: skip
     """One row per setting: ``rank`` of ``model`` among the ranked models with results (None:
     it has none) by their ``statistic`` of test R^2 over seeds (the paper's mean, or the median,
     robust to one failed seed), beside the best other model, the yardstick and the paper's
@@ -79,12 +74,12 @@ def ranks(
         raise ValueError(f"model must be one of {', '.join(RANKED)}, got {model!r}")
     if statistic not in ("mean", "median"):
         raise ValueError(f"statistic must be one of mean, median, got {statistic!r}")
-    unknown = {*(substitute or {}), *(substitute or {}).values()}
-    unknown = sorted(unknown - {c.id for c in ex.get_table(LABEL).cells})
-    if unknown:
+    substitute = substitute or {}
+    known = {c.id for c in ex.get_table(LABEL).cells}
+    if unknown := sorted({*substitute, *substitute.values()} - known):
         raise ValueError(f"substitute names cells that {LABEL} does not have: {unknown}")
     by_cell = ex.results_by_cell(LABEL, profile, results_dir)
-    by_cell = by_cell | {main: by_cell.get(abl, []) for main, abl in (substitute or {}).items()}
+    by_cell = by_cell | {main: by_cell.get(abl, []) for main, abl in substitute.items()}
     rows = []
     for setting, (prow, pcol) in zip(SETTINGS, ex.TRANSFER_TIER1.values(), strict=True):
         r2 = seed_r2(by_cell, setting)
@@ -158,18 +153,13 @@ class RankTest:
 
 def rank_test(profile: str, results_dir=None, substitute: dict | None = None) -> RankTest:
     """The paper's Tier-1 prediction, *no advantage* for MZAttn-Full on low-rank 2-D point clouds
-    ("3rd-5th, not catastrophically worse, but also not ahead"), tested on the complete settings
-    of ``profile`` with ``null_test``, as a ``RankTest``: our ranks there (``observed``), how
-    many are in ``MID_FIELD``, the null tests of ours (``test``, None without a complete setting)
-    and of the paper's, the ``results`` behind ours (``n_behind`` of them) and the
-    ``unconverged`` (cell id, seed) among them, the fewest ``seeds`` per cell, the ``outcome``
-    (``OUTCOMES``) and its ``label``. Either one-sided p <= ``stats.ALPHA`` "does not hold here"
+    ("3rd-5th, not catastrophically worse, but also not ahead"), tested with ``null_test`` on the
+    complete settings of ``profile``. Either one-sided p <= ``stats.ALPHA`` "does not hold here"
     (better than chance contradicts "no advantage", worse "not catastrophically worse"); a run
     behind a rank unconverged, fewer than ``stats.MIN_SEEDS`` seeds, or too few settings for any
     ranks to contradict the null (``p_floor`` > ALPHA) is "insufficient evidence" (the
-    scorecard's rule for every claim). ``substitute`` (see ``ranks``): ablation cells whose runs
-    stand in for main cells', here and in the convergence check; ``substituted`` lists the pairs
-    used."""
+    scorecard's rule for every claim). ``substitute``: as in ``ranks``, here and in the
+    convergence check."""
     substitute = dict(substitute or {})
     rows = ranks(profile, results_dir=results_dir, substitute=substitute)
     complete = [r for r in rows if r["complete"] and r["n_models"] == len(RANKED)]
@@ -196,17 +186,9 @@ def rank_test(profile: str, results_dir=None, substitute: dict | None = None) ->
     outcome = next((o for o, hit in applies.items() if hit), "holds partly")
     lo, hi = MID_FIELD
     return RankTest(
-        profile=profile,
-        observed=tuple(observed),
-        settings=tuple(r["setting"] for r in complete),
-        n_settings=len(rows),
-        mid_field=sum(lo <= k <= hi for k in observed),
-        test=t,
-        paper=null_test(paper_ranks()),
-        seeds=seeds,
-        unconverged=tuple(unconverged),
-        results=tuple(behind),
-        substituted={k: v for k, v in substitute.items() if v in cells},
-        outcome=outcome,
-        label=OUTCOMES[outcome][0],
-    )
+        profile=profile, observed=tuple(observed), settings=tuple(r["setting"] for r in complete),
+        n_settings=len(rows), mid_field=sum(lo <= k <= hi for k in observed), test=t,
+        paper=null_test(paper_ranks()), seeds=seeds, unconverged=tuple(unconverged),
+        results=tuple(behind), substituted={k: v for k, v in substitute.items() if v in cells},
+        outcome=outcome, label=OUTCOMES[outcome][0],
+    )  # fmt: skip

@@ -46,9 +46,7 @@ METHODS = {
 
 def models_per_job(table: str, cell_id: str) -> int:
     """How many models one (cell, seed) job of ``table`` trains: the ensemble's members, else 1."""
-    if table == TABLE and METHODS.get(cell_id, ("",))[0] == "ensemble":
-        return MEMBERS
-    return 1
+    return MEMBERS if table == TABLE and METHODS.get(cell_id, ("",))[0] == "ensemble" else 1
 
 
 def _estimates(method: str, models: list, split, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -99,8 +97,7 @@ def job_metrics(job, model, splits, cfg, build=None) -> dict:
     ``cfg`` at their seeds); ``{}`` for a job of any other table."""
     if job.table != TABLE or job.cell.id not in METHODS:
         return {}
-    method = METHODS[job.cell.id][0]
-    tr, va, te = splits
+    (tr, va, te), method = splits, METHODS[job.cell.id][0]
     models, t0 = [model], time.perf_counter()
     if method == "ensemble":
         dev = next(model.parameters()).device
