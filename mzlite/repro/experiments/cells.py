@@ -1,8 +1,7 @@
-"""The building blocks of the paper's tables (``tables``): a model's row (``model_row`` and the
-models most tables share), and ``grid_cells``, the (column x model) grid with its set-statistics
-yardstick that every table, and every ablation beside it, is declared as: the reading ablation
-(``reading_cells``, which ``mzlite.repro.experiments.reading`` reads), the layer's reading
-(``centre_adaptive_cell``) and the task-reading calibration (``calibration_cells``)."""
+"""The building blocks of the paper's tables (``tables``): a model's row (``model_row``, and the
+models most tables share) and ``grid_cells``, the (column x model) grid with its set-statistics
+yardstick that every table and ablation is declared as: the reading ablation (``reading_cells``),
+the layer's reading (``centre_adaptive_cell``) and the task-reading calibration."""
 
 from __future__ import annotations
 
@@ -13,9 +12,8 @@ from .specs import SET_STATS, SET_STATS_LABEL, Cell, PaperRef
 
 
 def model_row(name: str, label: str = "", *, mid: str = "", match: int | None = None):
-    """A model of a table: (model id in cell ids, registered name, the paper's row label, config
-    overrides: none, match_params). The row label is the model's display name unless the paper's
-    table words it otherwise (its numbers are found by that label in data/paper)."""
+    """A model of a table: (model id in cell ids, registered name, the paper's row label (its
+    numbers' key in data/paper; the display name by default), config overrides, match_params)."""
     return (mid or name, name, label or model_spec(name).display, {}, match)
 
 
@@ -38,12 +36,10 @@ ABLATION = {"full_seeds": 3, "part": "ablation"}  # an ablation's cells: 3 seeds
 
 def grid_cells(columns, models, task, *, paper=ROW_COL, stats=True, stats_batch=None, **fields):
     """Cells for every (column, model), and one set-statistics yardstick per column (``stats``;
-    its batch ``stats_batch``, default the cells'; no ``models``: the yardstick alone).
-    ``columns``: (column id, our column label, task options, paper column name, "" for none[,
-    that column's own ``Cell`` fields, ``task`` among them]); ``models``: ``model_row``s
-    (``match_params`` optional); ``paper``: the templates of each cell's paper numbers
-    (``ROW_COL``, ``COL_ROW``); ``fields``: ``Cell`` fields of every cell (``sizes``,
-    ``batch_size``, ``full_seeds``, ``train``, ``part``, ...; ``part`` also the yardstick's)."""
+    its batch ``stats_batch``, default the cells'). ``columns``: (column id, our label, task
+    options, paper column name or ""[, that column's own ``Cell`` fields, ``task`` among them]);
+    ``models``: ``model_row``s (``match_params`` optional); ``paper``: the templates of each
+    cell's paper numbers; ``fields``: every cell's ``Cell`` fields (``part`` its yardstick's)."""
     cells = []
     for col_id, col_label, opts, paper_col, *own in columns:
         f = {**fields, **(own[0] if own else {})}
@@ -52,12 +48,10 @@ def grid_cells(columns, models, task, *, paper=ROW_COL, stats=True, stats_batch=
             at = {"row": label, "col": paper_col}  # what the templates of ``paper`` name
             refs = tuple(PaperRef(r.format(**at), c.format(**at), *rest)
                          for r, c, *rest in paper) if paper_col else ()  # fmt: skip
-            cells.append(
-                Cell(f"{col_id}-{mid}", col_task, opts, name, label, col_label,
-                     model_kwargs={**kw, **f.get("model_kwargs", {})},
-                     match_params=match[0] if match else None, paper=refs,
-                     **{k: v for k, v in f.items() if k != "model_kwargs"})
-            )  # fmt: skip
+            cells.append(Cell(f"{col_id}-{mid}", col_task, opts, name, label, col_label,
+                              model_kwargs={**kw, **f.get("model_kwargs", {})},
+                              match_params=match[0] if match else None, paper=refs,
+                              **{k: v for k, v in f.items() if k != "model_kwargs"}))  # fmt: skip
         if stats:
             cells.append(Cell(
                 f"{col_id}-{SET_STATS}", col_task, opts, SET_STATS, SET_STATS_LABEL, col_label,
@@ -81,29 +75,23 @@ SCHEDULE_READINGS = {
 
 def ablation_grid(columns, models, task, sizes, batch, *, stats=False, **fields) -> list[Cell]:
     """``grid_cells`` of an ablation: 3 seeds, no paper number, a yardstick only with ``stats``."""
-    return grid_cells(
-        columns, models, task, sizes=sizes, batch_size=batch, stats=stats, **ABLATION, **fields
-    )
+    return grid_cells(columns, models, task, sizes=sizes, batch_size=batch, stats=stats,
+                      **ABLATION, **fields)  # fmt: skip
 
 
 def reading_cells(col, task, options, column, mz, sizes, batch, train=None, paper_size=()):
-    """The reading-ablation cells of one diagnostic column. ``mz``: (model id, build_model name,
-    row label, model kwargs) of the MZ model; ``train``: the column's own protocol (e.g.
-    standardised targets); ``paper_size``: (model id, name, label, kwargs) trained at the
-    cell's own sizes (``Cell.paper_size``) beside the capped main cells."""
+    """The reading-ablation cells of one diagnostic column (``reading`` reads them). ``mz``: the
+    MZ model's row (model id, name, label, kwargs); ``train``: the column's own protocol (e.g.
+    standardised targets); ``paper_size``: rows trained at the cell's own sizes
+    (``Cell.paper_size``) beside the capped main cells."""
     train = dict(train or {})
     readings = [
-        (
-            f"rd-{col}-{gen_norm}-{sched}",
-            f"{column}, generators: {gen_norm}, schedule: {sched}",
-            options,
-            "",
-            {"model_kwargs": {"gen_norm": gen_norm}, "train": {**train, **sched_train}},
-        )
+        (f"rd-{col}-{gen_norm}-{sched}", f"{column}, generators: {gen_norm}, schedule: {sched}",
+         options, "", {"model_kwargs": {"gen_norm": gen_norm}, "train": {**train, **sched_train}})
         for gen_norm in GEN_NORM_READINGS
         for sched, sched_train in SCHEDULE_READINGS.items()
         if (gen_norm, sched) != ("zonotope", "plateau")
-    ]
+    ]  # fmt: skip
     paper_col = (f"rd-{col}-paper-size", f"{column}, the paper's training-set size", options, "")
     return ablation_grid(readings, [mz], task, sizes, batch) + ablation_grid(
         [paper_col], paper_size, task, sizes, batch, train=train, paper_size=True
@@ -111,12 +99,10 @@ def reading_cells(col, task, options, column, mz, sizes, batch, train=None, pape
 
 
 def standardised_twin_cells(col, task, options, column, models, sizes, batch):
-    """The standardised-target twins of a column whose paper protocol trains on raw targets of a
-    large scale (Task F's Chamfer distances: mean ~425, std ~83): the same models and sizes with
-    ``normalize_targets`` (app:opt-confound), metrics in original units. ``models``: (model id,
-    name, label, kwargs). Under a profile that already standardises targets they are the main
-    cells (``jobs.aliases``); under ``full`` they say whether the paper's raw-target protocol or
-    its optimiser decides a verdict."""
+    """The standardised-target twins (app:opt-confound; metrics in original units) of a column
+    whose paper protocol trains on raw targets of a large scale (Task F's Chamfer distances: mean
+    ~425, std ~83). Under a profile that standardises targets they are the main cells
+    (``jobs.aliases``); under ``full`` they say whether its raw targets decide a verdict."""
     twin = (f"std-{col}", f"{column}, targets standardised", options, "")
     return ablation_grid([twin], models, task, sizes, batch, train={"normalize_targets": True})
 
@@ -128,8 +114,8 @@ CENTRE_ADAPTIVE_MODEL = "mz_full_centre_adaptive"
 
 
 def centre_adaptive_cell(col, task, options, column, mz, sizes, batch) -> Cell:
-    """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``mz``: that
-    cell's model row, its overrides such as ``n_enc`` kept), an ablation of 3 seeds at its sizes."""
+    """The centre-adaptive twin ``ca-<col>-<mid>`` of the MZ cell ``<col>-<mid>`` (``mz``: its
+    model row, overrides such as ``n_enc`` kept), an ablation of 3 seeds at its sizes."""
     mid, _, label, kw = mz[:4]
     twin = (f"ca-{col}", f"{column}, layer: centre-adaptive (def:relop)", options, "")
     model = (mid, CENTRE_ADAPTIVE_MODEL, f"{label} (centre-adaptive)", kw)
@@ -142,15 +128,12 @@ def centre_adaptive_cell(col, task, options, column, mz, sizes, batch) -> Cell:
 # at the paper's sizes, against the paper's own number for it, and the yardstick on each. Never
 # MZ: a task reading is chosen by the baseline.
 def calibration_cell_id(col: str, reading: str, mid: str) -> str:
-    """The id of the calibration cell of ``mid`` on reading ``reading`` of column ``col``."""
     return f"cal-{col}-{reading}-{mid}"
 
 
 def reading_columns(prefix, task, readings, column, options=None) -> list[tuple]:
-    """The columns ``<prefix>-<reading>`` of ``column`` on each task reading in ``readings`` (of
-    ``mzlite.tasks.TASK_READINGS``; v1 is the column's main cells, not registered twice), as
-    ``grid_cells`` takes them. ``options``: the column's own task options (e.g. {"L": 32}); the
-    reading's options are added to them."""
+    """The ``grid_cells`` columns ``<prefix>-<reading>`` of ``column`` on each task reading in
+    ``readings`` (v1 is the column's main cells), the reading's options added to ``options``."""
     if DEFAULT_READING in readings:
         raise ValueError(f"reading {DEFAULT_READING!r} is the column's main cells")
     return [(f"{prefix}-{r}", f"{column}, task reading {r}",
@@ -158,9 +141,7 @@ def reading_columns(prefix, task, readings, column, options=None) -> list[tuple]
 
 
 def calibration_cells(col, task, readings, column, st, sizes, batch, options=None):
-    """For every reading name in ``readings`` (``reading_columns``): the Set Transformer row
-    ``st`` (model id, name, label, kwargs) and the set-statistics yardstick on that reading, at
-    ``sizes``."""
+    """The Set Transformer row ``st`` and the yardstick on each of ``readings``, at ``sizes``."""
     columns = reading_columns(f"cal-{col}", task, readings, column, options)
     note = "calibration of the task reading by the Set Transformer (issue 49)"
     return ablation_grid(columns, [st], task, sizes, batch, stats=True, note=note)

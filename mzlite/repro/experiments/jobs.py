@@ -42,9 +42,8 @@ def parse_seeds(text) -> list[int]:
     for part in text.split(","):
         m = re.fullmatch(r"\s*(\d+)(?:-(\d+))?\s*", part)
         if m is None:
-            raise ValueError(
-                f"invalid seeds {text!r}: use a range '0-4', a list '0,2,5' or one seed '3'"
-            )
+            raise ValueError(f"invalid seeds {text!r}: use a range '0-4', a list '0,2,5' or one "
+                             "seed '3'")  # fmt: skip
         lo, hi = int(m[1]), int(m[2] or m[1])
         if lo > hi:
             raise ValueError(f"invalid seed range {part.strip()!r}: lo > hi (write e.g. '0-4')")
@@ -66,8 +65,7 @@ class Job:
     cache_dir: Path
     device: str
     # "auto" (TrainConfig's amp=None: bf16 autocast on a CPU with native bf16, float32 else),
-    # "bf16" or "float32": a GPU run asks for "bf16" to train the same experiment as the bf16
-    # CPU runs beside it (``is_done`` counts precision as part of the experiment)
+    # "bf16" or "float32": a GPU run asks for "bf16" to train the experiment of the bf16 CPU runs
     precision: str = "auto"
 
     @property
@@ -97,8 +95,8 @@ class Job:
 
 
 def protocol(job: Job) -> dict:
-    """What a result was trained under, beside its ``train_config``: the profile and its
-    description, the model family and where its learning rate comes from."""
+    """The profile and its description, the model family and where its learning rate comes from:
+    what a result was trained under, beside its ``train_config``."""
     c, p = job.cell, job.profile
     out = {"profile": p.name, "description": p.description}
     if model_spec(c.model).trainable:
@@ -119,21 +117,15 @@ def bare_job(label: str, cell: Cell, prof: Profile) -> Job:
 
 
 def _experiment_key(label: str, cell: Cell, prof: Profile, stated: bool = False) -> str:
-    """Everything that decides what ``cell`` computes under ``prof``, except its seed and where
-    it runs; ``stated``: model kwargs as ``_stated_kwargs`` (defaults left out), for ``shared``.
-    Within a table (``aliases``) kwargs count as written: a reading-ablation cell that names
-    today's default (generators "zonotope") is not the main cell, whose older profiles' results
-    were trained under another default."""
+    """Everything that decides what ``cell`` computes under ``prof`` but its seed and where it
+    runs; ``stated``: model kwargs as ``_stated_kwargs``, for ``shared``. Within a table
+    (``aliases``) kwargs count as written: a reading-ablation cell that names today's default is
+    not the main cell, whose older profiles' results were trained under another default."""
     job = bare_job(label, cell, prof)
-    key = {
-        "task": cell.task,
-        "options": check_task_options(cell.task, cell.options),
-        "model": cell.model,
-        "model_kwargs": _stated_kwargs(cell) if stated else cell.model_kwargs,
-        "match_params": cell.match_params,
-        "sizes": list(job.sizes),
-        "data_seed": prof.data_seed,
-    }
+    kwargs = _stated_kwargs(cell) if stated else cell.model_kwargs
+    key = {"task": cell.task, "options": check_task_options(cell.task, cell.options),
+           "model": cell.model, "model_kwargs": kwargs, "match_params": cell.match_params,
+           "sizes": list(job.sizes), "data_seed": prof.data_seed}  # fmt: skip
     if model_spec(cell.model).trainable:  # what it computes, not where or how fast
         cfg = job.train_config().to_dict()
         key["train"] = {k: v for k, v in cfg.items() if k not in WHERE_TRAINED}
@@ -143,40 +135,34 @@ def _experiment_key(label: str, cell: Cell, prof: Profile, stated: bool = False)
 
 
 def _stated_kwargs(cell: Cell) -> dict:
-    """A cell's model kwargs with the model's own settings filled in and every value equal to
-    its config's default left out: ``{"n_g": 8}`` and ``{}`` are the same MZAttn-Full, and
-    ``{"n_enc": 2}`` is the default Set Transformer (tab:ablation's n_g = 8 and tab:depth's
-    two-block rows are tab:main-results' cells)."""
+    """A cell's model kwargs, the model's own settings filled in and its config's defaults left
+    out: ``{"n_g": 8}`` and ``{}`` are the same MZAttn-Full (tab:ablation's n_g = 8 and
+    tab:depth's two-block rows are tab:main-results' cells)."""
     spec = model_spec(cell.model)
     merged = {**spec.base, **cell.model_kwargs}
-    # a closed-form model has no config, and so no defaults
     config_fields = dataclasses.fields(spec.config) if spec.config is not None else ()
     defaults = {f.name: f.default for f in config_fields if f.default is not dataclasses.MISSING}
     return {k: v for k, v in merged.items() if k not in defaults or defaults[k] != v}
 
 
 def aliases(table, profile: str = "smoke") -> dict[str, str]:
-    """``{cell id: earlier cell id}`` for the cells of ``table`` that, under ``profile``, are the
-    same experiment as an earlier cell (an ablation variant that the profile's own protocol
-    already is: "targets standardised" under ``cpu-converged``, "raw targets" under ``full``).
-    They are not run again; ``results_by_cell`` gives them the earlier cell's results."""
+    """``{cell id: earlier cell id}`` for the cells of ``table`` that under ``profile`` are the
+    same experiment as an earlier cell ("targets standardised" under ``cpu-converged``, "raw
+    targets" under ``full``): not run again, ``results_by_cell`` gives them its results."""
     return _sameness(table, profile)[0]
 
 
 def shared(table, profile: str = "smoke") -> dict[str, tuple[str, str]]:
-    """``{cell id: (table, cell id)}`` for the cells of registered ``table`` that, under
-    registered ``profile``, are the same experiment as a cell of a table registered before it
-    (under ``cpu-annealed`` tab:mz-efficient's Task F cells are tab:main-results', tab:hull-normed's
-    are tab:hull's, since that profile standardises every target). They are run once, under the
-    earlier table; ``results_by_cell`` gives them its results, ``jobs`` leaves them out, ``plan``
-    prices them there. Unregistered specs and profiles share nothing."""
+    """``{cell id: (table, cell id)}`` for the cells of registered ``table`` that under registered
+    ``profile`` are the same experiment as a cell of a table registered before it (under
+    ``cpu-annealed`` tab:hull-normed's are tab:hull's): run once, under the earlier table, whose
+    results ``results_by_cell`` gives them. Unregistered specs and profiles share nothing."""
     return _sameness(table, profile)[1]
 
 
 def _sameness(table, profile: str) -> tuple[dict, dict]:
-    """(``aliases``, ``shared``). Registered specs and profiles never change: theirs are cached,
-    keyed by the registry (a table registered for a while, a test's through
-    ``Registry.registered``, keys its own entry)."""
+    """(``aliases``, ``shared``), cached for registered specs and profiles (which never change),
+    keyed by the registry (a table registered for a while, ``Registry.registered``, has its own)."""
     spec, prof = get_table(table), get_profile(profile)
     if prof is not PROFILES.get(prof.name) or table_registry().get(spec.label) is not spec:
         return _aliases(spec, prof), {}
@@ -187,9 +173,8 @@ def _sameness(table, profile: str) -> tuple[dict, dict]:
 
 def _aliases(spec: TableSpec, prof: Profile) -> dict[str, str]:
     first: dict[str, str] = {}
-    runs_as = {
-        c.id: first.setdefault(_experiment_key(spec.label, c, prof), c.id) for c in spec.cells
-    }
+    runs_as = {c.id: first.setdefault(_experiment_key(spec.label, c, prof), c.id)
+               for c in spec.cells}  # fmt: skip
     return {cell: earlier for cell, earlier in runs_as.items() if cell != earlier}
 
 
@@ -201,11 +186,9 @@ def _registered_sameness(profile: str, registry: tuple) -> dict[str, tuple[dict,
     out = {}
     for label, spec in table_registry().items():
         same = _aliases(spec, prof)
-        runs_as = {
-            c.id: first.setdefault(_experiment_key(label, c, prof, stated=True), (label, c.id))
-            for c in spec.cells
-            if c.id not in same
-        }
+        keys = {c.id: _experiment_key(label, c, prof, stated=True) for c in spec.cells
+                if c.id not in same}  # fmt: skip
+        runs_as = {cid: first.setdefault(key, (label, cid)) for cid, key in keys.items()}
         out[label] = (same, {cid: lender for cid, lender in runs_as.items() if lender[0] != label})
     return out
 
@@ -217,9 +200,8 @@ def result_path(table, cell_id: str, seed: int, profile: str, results_dir=None) 
 
 
 def job(table, cell_id: str, profile: str = "smoke", seed: int = 0) -> Job:
-    """The job of one cell and seed under ``profile``. ValueError for a cell id of no cell
-    (listing the table's cells), a cell run as another (naming it), or a seed the cell does not
-    run (a set-statistics cell has only seed 0)."""
+    """The job of one cell and seed under ``profile``. ValueError for an unknown cell id, a cell
+    run as another (naming it), or a seed the cell does not run (a yardstick runs seed 0)."""
     spec = get_table(table)
     cell = spec.cell(cell_id)  # an unknown id raises, listing the table's cells
     lender = aliases(spec, profile).get(cell.id) or " ".join(shared(spec, profile).get(cell.id, ()))
@@ -231,20 +213,11 @@ def job(table, cell_id: str, profile: str = "smoke", seed: int = 0) -> Job:
     return found
 
 
-def jobs(
-    table,
-    profile: str = "smoke",
-    seeds=None,
-    models=None,
-    cells=None,
-    results_dir=None,
-    cache_dir=None,
-    device: str = "auto",
-    precision: str = "auto",
-) -> list[Job]:
-    """Every (cell, seed) job of ``table`` under ``profile``, after the ``models`` (model names
-    or model ids of the table) and ``cells`` (cell-id glob patterns) filters; ``precision``:
-    one of ``PRECISIONS`` (``Job.precision``)."""
+def jobs(table, profile: str = "smoke", seeds=None, models=None, cells=None, results_dir=None,
+         cache_dir=None, device: str = "auto", precision: str = "auto") -> list[Job]:  # fmt: skip
+    """Every (cell, seed) job of ``table`` under ``profile``, after the ``models`` (model names or
+    ids of the table) and ``cells`` (cell-id glob patterns) filters; ``precision``: of
+    ``PRECISIONS`` (``Job.precision``)."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     spec, prof = get_table(table), get_profile(profile)
@@ -263,9 +236,8 @@ def jobs(
         pats = [cells] if isinstance(cells, str) else list(cells)
         chosen = [c for c in chosen if any(fnmatch.fnmatch(c.id, p) for p in pats)]
         if not chosen:
-            raise ValueError(
-                f"cells {pats} match no cell of {spec.label}; cells: {[c.id for c in spec.cells]}"
-            )
+            ids = [c.id for c in spec.cells]
+            raise ValueError(f"cells {pats} match no cell of {spec.label}; cells: {ids}")
     same = {**aliases(spec, prof), **shared(spec, prof)}
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     checkpoints = cache_dir / "checkpoints" / prof.name / spec.dirname

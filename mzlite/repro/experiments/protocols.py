@@ -1,6 +1,6 @@
 """How each protocol that decided a verdict differs from the paper's, read from the result files
 and the registered cells (never typed): training sets, optimiser steps, rate and schedule, seeds
-and hardware (``protocol_rows``; the landing page's protocol box and chapter 9 print it), and the
+and hardware (``protocol_rows``: the landing page's protocol box and chapter 9), and the
 glossary's names for the profiles (``READER_NAMES``)."""
 
 from __future__ import annotations
@@ -32,10 +32,8 @@ READER_NAMES = {
     "cpu": "the 30-epoch CPU protocol (superseded)",
     "smoke": "a pipeline check",
 }
-# The protocols a results page reads, the most trusted first (``results.PROFILE_ORDER``): the
-# paper's, its sizes (the campaigns at its former choices while the new one reruns), and our
-# reading on a CPU. The first reading (cpu-converged) and the 30-epoch cpu profile are ablations,
-# shown only in toggles.
+# The protocols a results page reads, the most trusted first (``results.PROFILE_ORDER``); the
+# first reading (cpu-converged) and the 30-epoch cpu profile are ablations, shown only in toggles
 CURRENT = ("full", "paper-sizes", "paper-sizes-fg", "paper-sizes-censored", "cpu-annealed")
 # One dash and marker per protocol in the results chapters' figures (the paper's: dashed diamonds)
 PROTOCOL_STYLES = {"paper": ("dash", "diamond"), "full": ("longdash", "star"),
@@ -76,8 +74,8 @@ def _row(protocol, profile, sizes, steps: str, schedule: str, seeds, hardware: s
 
 
 def paper_row() -> dict:
-    """The paper's protocol as mzlite registers it: its trainable main cells' training sets
-    (app:task-descriptions) and seeds, its optimiser steps at the epoch cap and ``TrainConfig``'s
+    """The paper's protocol as registered: its trainable main cells' training sets
+    (app:task-descriptions) and seeds, optimiser steps at the epoch cap and ``TrainConfig``'s
     defaults (app:impl's hyperparameter table)."""
     cfg = TrainConfig()
     cells = [c for spec in table_registry().values() for c in spec.cells
@@ -99,8 +97,8 @@ def _schedule_words(cfgs: list[dict], cosine: str = "cosine to 0 over the cap") 
 
 def profile_row(profile: str, results_dir=None, read=None) -> dict | None:
     """What the trained results of ``profile`` ran under: those of the (table, cell) experiments
-    ``read`` where given (the runs its verdicts read), else its main cells' where it has any (the
-    ablation cells vary the protocol on purpose); None without any."""
+    ``read`` (the runs its verdicts read), else its main cells' (ablations vary the protocol on
+    purpose) where it has any; None without any."""
     results = [r for spec in table_registry().values()
                for r in load_results(spec, profile, results_dir)
                if _nn.model_spec(r["model"]).trainable and r.get("train_config")]  # fmt: skip
@@ -111,8 +109,7 @@ def profile_row(profile: str, results_dir=None, read=None) -> dict | None:
     steps = [r["epochs_run"] * math.ceil(r["sizes"][0] / r["train_config"]["batch_size"])
              for r in results]  # fmt: skip
     per_cell = Counter((r["table"], r["cell"]) for r in results)
-    hardware = Counter((r.get("provenance") or {}).get("gpu_name") or CPU
-                       for r in results)  # fmt: skip
+    hardware = Counter((r.get("provenance") or {}).get("gpu_name") or CPU for r in results)
     return _row(reader_name(profile), profile, [r["sizes"][0] for r in results],
                 f"median {_thousands(statistics.median(steps))} ({_span(steps)})",
                 _schedule_words([r["train_config"] for r in results]), list(per_cell.values()),

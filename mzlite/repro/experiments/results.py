@@ -25,13 +25,12 @@ class UnreadableResultWarning(UserWarning):
 
 class OtherReadingWarning(UserWarning):
     """A result made from other task options than its cell now has (another task reading) was
-    left out of the cell: it is another experiment."""
+    left out of the cell, as another experiment."""
 
 
 class OtherTrainingWarning(UserWarning):
-    """A result trained otherwise than its cell now trains under its profile (a profile whose
-    learning rate or schedule changed since the run) was left out of the cell: it is another
-    experiment."""
+    """A result trained otherwise than its cell now trains under its profile (its rate or schedule
+    changed since the run) was left out of the cell, as another experiment."""
 
 
 # A file modified within the last seconds has no identity yet (as git treats a racily clean
@@ -40,8 +39,7 @@ _SETTLED_S = 2.0
 
 
 def file_identity(path) -> tuple[int, int, int] | None:
-    """``path``'s (inode, size, mtime) once it has settled, else None: what a cache of what it
-    says may be keyed on."""
+    """``path``'s (inode, size, mtime) once it has settled, else None: a key for caching it."""
     st = Path(path).stat()
     if time.time() - st.st_mtime <= _SETTLED_S:
         return None
@@ -56,16 +54,14 @@ def results_state(results_dir=None) -> tuple:
     return str(root.resolve()), tuple(sorted(state, key=lambda s: s[0]))
 
 
-# Parsed result files, each as a pickle of what it parsed to, by path with its identity: a
-# scorecard reads every committed result about twenty times, and parsing the JSON each time was
-# half of its time; unpickling a copy takes a third of a parse, and each caller gets its own
-# objects (it may change them).
+# Parsed result files as pickles, by path with their identity: a scorecard reads every result
+# about twenty times, and parsing the JSON each time was half its time; unpickling a copy takes a
+# third of a parse, and gives each caller its own objects (it may change them).
 _PARSED: dict[str, tuple[tuple[int, int, int], bytes]] = {}
 
 
 def _read_or_warn(path: Path) -> dict | None:
-    """``path``'s JSON object (from ``_PARSED`` while the file is unchanged since it was parsed),
-    or None with an :class:`UnreadableResultWarning`."""
+    """``path``'s JSON object (from ``_PARSED`` while unchanged), or None with a warning."""
     try:
         identity, key = file_identity(path), str(path)
         hit = _PARSED.get(key)
@@ -80,19 +76,16 @@ def _read_or_warn(path: Path) -> dict | None:
                 _PARSED[key] = (identity, pickle.dumps(res, protocol=pickle.HIGHEST_PROTOCOL))
             return res
         reason = f"a JSON {type(res).__name__}, not an object"
-    warnings.warn(
-        f"{path}: unreadable result file left out of this table ({reason}); rerun its job "
-        "(`python -m mzlite run` recomputes it) or repair the file",
-        UnreadableResultWarning,
-        stacklevel=3,
-    )
+    warnings.warn(f"{path}: unreadable result file left out of this table ({reason}); rerun its "
+                  "job (`python -m mzlite run` recomputes it) or repair the file",
+                  UnreadableResultWarning, stacklevel=3)  # fmt: skip
     return None
 
 
 def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
     """Every result JSON of ``table`` under ``profile`` (sorted by cell and seed). A file whose
     ``profile`` or ``table`` disagrees with its directory raises ValueError (profiles never mix);
-    one that cannot be read is left out with an :class:`UnreadableResultWarning` naming it."""
+    an unreadable one is left out with an :class:`UnreadableResultWarning`."""
     spec, prof = get_table(table), get_profile(profile)
     d = results_root(results_dir) / prof.name / spec.dirname
     out = []
@@ -101,18 +94,16 @@ def load_results(table, profile: str = "smoke", results_dir=None) -> list[dict]:
         if res is None:
             continue
         if res.get("profile") != prof.name or res.get("table") != spec.label:
-            raise ValueError(
-                f"{p} says profile={res.get('profile')!r}, table={res.get('table')!r} but lies "
-                f"under {prof.name}/{spec.dirname}: refusing to mix results"
-            )
+            raise ValueError(f"{p} says profile={res.get('profile')!r}, table={res.get('table')!r}"
+                             f" but lies under {prof.name}/{spec.dirname}: refusing to mix "
+                             "results")  # fmt: skip
         out.append(res)
     return out
 
 
 def _other_experiment(res: dict, cell, train_today) -> tuple[type[UserWarning], str, dict] | None:
-    """How result ``res`` of ``cell`` is another experiment than the cell is today: (warning,
-    what differs in words, the differences), or None. ``train_today()``: the cell's
-    ``train_config`` under its profile today, asked only for a trained result."""
+    """(warning, what differs in words, the differences) where result ``res`` of ``cell`` is
+    another experiment than the cell today (``train_today()``: its ``train_config``), else None."""
     if res.get("train_config") and model_spec(cell.model).trainable:
         diff = train_config_diff(res["train_config"], train_today(), skip=("amp",))
         if diff:
@@ -127,26 +118,21 @@ def _other_experiment(res: dict, cell, train_today) -> tuple[type[UserWarning], 
     return None
 
 
-def _train_today(job: Job) -> dict:
-    return job.train_config().to_dict()
-
-
 def has_result(job: Job) -> bool:
-    """True when ``job``'s result file holds the experiment ``job`` is today, as
-    ``results_by_cell`` reads it (precision aside): what ``plan``, ``list`` and the transfer
-    study count as done. A result of another experiment at its path is no result of the job,
-    and ``run`` refuses to write over it (``is_done``)."""
+    """True when ``job``'s result file holds the experiment ``job`` is today, as ``results_by_cell``
+    reads it (precision aside): what ``plan``, ``list`` and the transfer study count as done."""
     if not job.result_path.exists():
         return False
     res = _read_or_warn(job.result_path)
-    return res is not None and _other_experiment(res, job.cell, lambda: _train_today(job)) is None
+    if res is None:
+        return False
+    return _other_experiment(res, job.cell, lambda: job.train_config().to_dict()) is None
 
 
 def _trains_as(res: dict, cell, profile) -> bool:
-    """Whether trained result ``res`` is ``cell``'s experiment under ``profile`` by its training
-    and sizes (precision aside)."""
+    """Whether trained ``res`` is ``cell``'s experiment under ``profile`` (precision aside)."""
     job = bare_job(res["table"], cell, profile)
-    same = not train_config_diff(res["train_config"], _train_today(job), skip=("amp",))
+    same = not train_config_diff(res["train_config"], job.train_config().to_dict(), skip=("amp",))
     return same and list(job.sizes) == list(res.get("sizes", ()))
 
 
@@ -155,16 +141,12 @@ def _moved(res: dict) -> dict:  # what a retired result says, apart from where i
 
 
 def retire(profile: str, to: str, results_dir=None, dry_run: bool = False) -> list[tuple]:
-    """Keep the campaign of ``profile`` as it trained with its old rates in the superseded
-    profile ``to``, and free ``profile`` for its new ones: every trained result of ``profile``
-    that is exactly its cell's experiment under ``to`` (training and sizes) is moved there where
-    its cell under ``profile`` now trains otherwise, copied where it does not (an unchanged
-    choice: the run is both profiles' experiment), and every closed-form result is copied. A
-    moved or copied file is the result as it was, its ``profile`` named ``to`` and
-    ``retired_from`` saying where it lay, when, and its ``action`` ("move" or "copy"). Returns
-    (action, from, to) for each; ``dry_run`` changes nothing. Resumable: a move interrupted
-    after its write completes on the next call; a result ``to`` already holds is not written
-    again."""
+    """Keep the campaign of ``profile`` at its old rates in the superseded profile ``to``, freeing
+    ``profile`` for its new ones: each trained result of ``profile`` that is its cell's experiment
+    under ``to`` is moved there where its cell under ``profile`` now trains otherwise, else copied
+    (both profiles' experiment), as is every closed-form result; its ``profile`` becomes ``to``
+    and ``retired_from`` says where it lay, when, and its ``action``. Returns (action, from, to)
+    for each; ``dry_run`` changes nothing. Resumable: an interrupted move completes next time."""
     src, dst = get_profile(profile), get_profile(to)
     root = results_root(results_dir)
     out = []
@@ -193,8 +175,8 @@ def retire(profile: str, to: str, results_dir=None, dry_run: bool = False) -> li
         if not target.exists():
             res = json.loads(path.read_text())
             res["profile"] = dst.name
-            res["retired_from"] = {"path": str(path.relative_to(root)), "utc": when,
-                                   "action": action}  # fmt: skip
+            where = str(path.relative_to(root))
+            res["retired_from"] = {"path": where, "utc": when, "action": action}
             atomic_write_json(target, res)
         if action == "move":
             path.unlink()
@@ -202,30 +184,26 @@ def retire(profile: str, to: str, results_dir=None, dry_run: bool = False) -> li
 
 
 def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str, list[dict]]:
-    """``load_results`` grouped by cell id: ``{cell id: [result, ...]}``; a cell that is the same
-    experiment as an earlier cell (``aliases``) or table's (``shared``) gets its results. A result
-    made from other task options than its cell's is left out (:class:`OtherReadingWarning`), and
-    one trained otherwise than its cell trains today (:class:`OtherTrainingWarning`; precision
-    aside, which the engine keeps apart by ``protocol_key``)."""
+    """``load_results`` as ``{cell id: [result, ...]}``; a cell that is the same experiment as an
+    earlier cell (``aliases``) or table's (``shared``) gets its results. A result of other task
+    options (:class:`OtherReadingWarning`) or trained otherwise than its cell trains today
+    (:class:`OtherTrainingWarning`; precision aside: ``protocol_key``) is left out."""
     out: dict[str, list[dict]] = {}
     spec, prof = get_table(table), get_profile(profile)
     cells = {c.id: c for c in spec.cells}
 
     @cache
     def train_today(cell_id: str) -> dict:  # a trainable cell's train_config under the profile
-        return _train_today(bare_job(spec.label, cells[cell_id], prof))
+        return bare_job(spec.label, cells[cell_id], prof).train_config().to_dict()
 
     for r in load_results(table, profile, results_dir):
         cell = cells.get(r["cell"])
         other = cell and _other_experiment(r, cell, partial(train_today, cell.id))
         if other:
             kind, what, diff = other
-            warnings.warn(
-                f"{r['table']} {r['cell']} seed {r.get('seed')} ({profile}) was {what} "
-                f"({diff}): left out, as another experiment",
-                kind,
-                stacklevel=2,
-            )
+            warnings.warn(f"{r['table']} {r['cell']} seed {r.get('seed')} ({profile}) was {what} "
+                          f"({diff}): left out, as another experiment", kind,
+                          stacklevel=2)  # fmt: skip
             continue
         out.setdefault(r["cell"], []).append(r)
     lender = cache(partial(results_by_cell, profile=profile, results_dir=results_dir))
@@ -238,12 +216,10 @@ def results_by_cell(table, profile: str = "smoke", results_dir=None) -> dict[str
     return out
 
 
-# the best evidence first: the paper's protocol, then the paper's sizes (the current campaign,
-# then the one at the choices searched without Task B, then the one at the censored search's
-# rates: cpu-annealed's reading and, for MZ and the Set Transformer, its rates, at the paper's
-# sizes, so it outranks cpu-annealed though newer campaigns supersede it), then the reduced
-# protocols, newest first: cpu-annealed (mzlite's default reading), cpu-converged and cpu (its
-# first reading: per-row generator LayerNorm, cosine over the cap)
+# the best evidence first: the paper's protocol, then the paper's sizes (newest campaign first;
+# the censored search's is cpu-annealed's reading at the paper's sizes, so it outranks
+# cpu-annealed), then the reduced protocols, newest first (cpu, the first reading: per-row
+# generator LayerNorm, cosine over the cap)
 PROFILE_ORDER = ("full", "paper-sizes", "paper-sizes-fg", "paper-sizes-censored", "cpu-annealed",
                  "cpu-converged", "cpu")  # fmt: skip
 # the campaigns at the paper's sizes, the newest first (``caught_up``)
@@ -251,24 +227,22 @@ PAPER_SIZED = ("paper-sizes", "paper-sizes-fg", "paper-sizes-censored")
 
 
 def caught_up(cells, profiles=PAPER_SIZED, results_dir=None) -> str:
-    """The first of ``profiles`` (the newest campaign first) with as many results of each of
-    ``cells`` ((table, cell id) pairs) as any later one has: a comparison of several cells reads
-    one campaign whole, and a new campaign once it has caught up with the old cell by cell."""
+    """The first of ``profiles`` (newest first) with as many results of each of ``cells`` ((table,
+    cell id) pairs) as any later one: a comparison of cells reads one campaign whole, and a new
+    campaign once it has caught up with the old cell by cell."""
     tables = dict.fromkeys(t for t, _ in cells)
 
     def done(profile: str) -> Counter:
         out: Counter = Counter()
         for t in tables:
-            for j in jobs(
-                t, profile, cells=[c for u, c in cells if u == t], results_dir=results_dir
-            ):
+            ids = [c for u, c in cells if u == t]
+            for j in jobs(t, profile, cells=ids, results_dir=results_dir):
                 out[j.table, j.cell.id] += has_result(j)
         return out
 
     n = [done(p) for p in profiles]
-    return next(
-        p for i, p in enumerate(profiles) if all(n[i][k] >= m[k] for m in n[i + 1 :] for k in m)
-    )
+    return next(p for i, p in enumerate(profiles)
+                if all(n[i][k] >= m[k] for m in n[i + 1 :] for k in m))  # fmt: skip
 
 
 def best_profile(table, profiles=PROFILE_ORDER, results_dir=None) -> str | None:
@@ -283,13 +257,9 @@ def list_tables(results_dir=None) -> list[dict]:
     seed) jobs, results on disk and cells run as an earlier table's (``shared``)."""
     rows = []
     for label, spec in table_registry().items():
-        row = {
-            "label": label,
-            "title": spec.title,
-            "cells": len(spec.cells),
-            "ablation_cells": sum(c.part == "ablation" for c in spec.cells),
-            "models": spec.models,
-        }
+        ablation = sum(c.part == "ablation" for c in spec.cells)
+        row = {"label": label, "title": spec.title, "cells": len(spec.cells),
+               "ablation_cells": ablation, "models": spec.models}  # fmt: skip
         for p in PROFILES:
             js = jobs(label, p, results_dir=results_dir)
             row[f"{p}_jobs"] = len(js)

@@ -1,9 +1,8 @@
 """Running a table: every missing (cell, seed) job of it, in a local pool of worker processes or
-through a launcher (``mzlite.repro.experiments.launchers``); one job's own work is
-``mzlite.repro.experiments.execute``. The pool (``spawn_pool``, also the learning-rate search's):
-spawned processes (no fork of a process that already runs torch threads) that end when the
-process that started them dies, so that a killed ``run`` or ``search`` leaves nothing training
-behind it (an unfinished job resumes from its checkpoint on the next run)."""
+through a launcher (``launchers``); one job's own work is ``execute``. The pool (``spawn_pool``,
+also the learning-rate search's) spawns its processes (no fork of a process running torch
+threads), which end when their driver dies: a killed ``run`` or ``search`` leaves nothing training
+(an unfinished job resumes from its checkpoint on the next run)."""
 
 from __future__ import annotations
 
@@ -31,8 +30,8 @@ from .tables import get_profile, get_table
 
 
 def _worker(group: list[Job], git: dict, every: float | None, graph: bool) -> list[dict]:
-    """Run one group of jobs (``execute.run_jobs``, epoch lines ``every`` seconds) and return per
-    job ``{"line": its progress line}`` (the result is on disk), or ``{"error", "trace"}``."""
+    """Run one group of jobs (``run_jobs``, epoch lines ``every`` seconds); per job ``{"line": its
+    progress line}`` (the result is on disk), or ``{"error", "trace"}``."""
     try:
         results = run_jobs(group, git, epoch_every_s=every, graph=graph)
         return [{"line": progress_line(j, r)} for j, r in zip(group, results, strict=True)]
@@ -41,25 +40,11 @@ def _worker(group: list[Job], git: dict, every: float | None, graph: bool) -> li
         return [err] * len(group)
 
 
-def run(
-    table,
-    profile: str = "smoke",
-    seeds=None,
-    device: str = "auto",
-    workers: int | None = None,
-    models=None,
-    results_dir=None,
-    progress: bool = True,
-    *,
-    cells=None,
-    cache_dir=None,
-    data_workers: int | None = None,
-    threads: int | None = None,
-    launcher="local",
-    precision: str = "auto",
-    stack: bool | None = None,
-    graph: bool | None = None,
-) -> dict:
+def run(table, profile: str = "smoke", seeds=None, device: str = "auto",
+        workers: int | None = None, models=None, results_dir=None, progress: bool = True, *,
+        cells=None, cache_dir=None, data_workers: int | None = None, threads: int | None = None,
+        launcher="local", precision: str = "auto", stack: bool | None = None,
+        graph: bool | None = None) -> dict:  # fmt: skip
     """Run every missing (cell, seed) of ``table`` under ``profile`` (the profiles are listed
     below). ``seeds``, ``models``, ``cells``, ``precision``: as in ``jobs``; ``device``: "auto"
     (CUDA when available), "cpu", "cuda".
@@ -78,9 +63,8 @@ def run(
     Returns ``{"done": [...], "skipped": [...], "failed": [...]}`` (result paths; failures as
     ``(path, error)``). A failed job does not stop the others; Ctrl-C loses at most the epochs
     in flight (the next run resumes from the checkpoints)."""
-    if workers is not None and (
-        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
-    ):
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):  # fmt: skip
         raise ValueError(f"workers must be an int >= 1 or None, got {workers!r}")
     if launcher != "local":  # the cluster's workers resolve the device and pack one job a core
         launcher = get_launcher(launcher)
@@ -96,10 +80,8 @@ def run(
     on_cuda = launcher == "local" and resolve_device(device).type == "cuda"
     stack = on_cuda if stack is None else stack
     if graph and not (stack and on_cuda):
-        raise ValueError(
-            f"graph=True needs stacked training on a CUDA device, got stack={stack}, "
-            f"device={device!r}"
-        )
+        raise ValueError(f"graph=True needs stacked training on a CUDA device, got stack={stack}, "
+                         f"device={device!r}")  # fmt: skip
     graph = (stack and on_cuda) if graph is None else graph
     todo = jobs(table, profile, seeds, models, cells, results_dir, cache_dir, device, precision)
     say = print if progress else (lambda *a, **k: None)
@@ -164,16 +146,15 @@ def _check_searched(todo) -> None:
     missing = sorted({model_family(j.cell.model) for j in searched} - set(chosen))
     if missing:
         name = todo[0].profile.name
-        raise ValueError(
-            f"profile {name} takes each family's lr and schedule from its learning-rate search, "
-            f"which has not chosen them for {missing} ({search_path(name)}): run "
-            f"`python -m mzlite search {name} --families {','.join(missing)}` first"
-        )
+        raise ValueError(f"profile {name} takes each family's lr and schedule from its "
+                         f"learning-rate search, which has not chosen them for {missing} "
+                         f"({search_path(name)}): run `python -m mzlite search {name} --families "
+                         f"{','.join(missing)}` first")  # fmt: skip
 
 
 def _stack_groups(todo: list[Job]) -> list[list[Job]]:
-    """The jobs to run, one group per cell (its seeds, in order); alone: closed-form models, and
-    a job with a checkpoint of its own (an interrupted unstacked run resumes where it stopped)."""
+    """The jobs to run, one group per cell (its seeds, in order); alone: closed-form models, and a
+    job with a checkpoint of its own (an interrupted unstacked run resumes where it stopped)."""
     groups: dict = {}
     for j in todo:
         alone = not model_spec(j.cell.model).trainable or j.checkpoint_path.exists()
@@ -182,8 +163,8 @@ def _stack_groups(todo: list[Job]) -> list[list[Job]]:
 
 
 def _run_groups(groups, git, workers, threads, done, failed, say, every, graph):
-    """Run each group of jobs (``_worker``) here when ``workers`` is 1, else in a pool of spawned
-    processes; append result paths to ``done``, ``(path, error)`` to ``failed``, say each end."""
+    """Run each group (``_worker``) here when ``workers`` is 1, else in a pool of spawned processes;
+    append result paths to ``done``, ``(path, error)`` to ``failed``, say each end."""
     n, ordinal = sum(len(g) for g in groups), itertools.count(1)
 
     def report(group, summaries):

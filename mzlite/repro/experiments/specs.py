@@ -24,21 +24,18 @@ _ID = re.compile(r"^[A-Za-z0-9_.=-]+$")
 
 
 def prose_data(name: str):
-    """The plain data in ``name``, a YAML file beside this module: the prose the book shows (the
-    paper's words, our readings, the tables' titles and notes) kept as data, where it reads and
-    diffs as text."""
+    """The data in ``name``, a YAML file beside this module: the prose the book shows (the paper's
+    words, our readings, the tables' titles and notes), kept as data that diffs as text."""
     return yaml.safe_load(resources.files(__package__).joinpath(name).read_text(encoding="utf-8"))
 
 
 def default_results_dir() -> Path:
-    """``$MZLITE_RESULTS`` if set, else ``results`` in ``mzlite._paths.data_root()`` (the
-    repository's ``data/``, not the working directory's, so notebooks and the CLI find the same
-    files; outside a checkout, the ``data/`` shipped beside the chapters)."""
+    """``$MZLITE_RESULTS``, else ``results`` in ``data_root()`` (the repository's ``data/``, not the
+    working directory's, so that notebooks and the CLI find the same files)."""
     return Path(os.environ.get("MZLITE_RESULTS", data_root() / "results"))
 
 
 def results_root(results_dir=None) -> Path:
-    """``results_dir`` as a path, or ``default_results_dir()`` where it is None."""
     return Path(results_dir) if results_dir is not None else default_results_dir()
 
 
@@ -46,16 +43,14 @@ default_cache_dir = _tasks.default_cache_dir  # $MZLITE_CACHE, else data/cache
 
 
 def search_path(profile: str, results_dir=None) -> Path:
-    """Where the learning-rate search of ``profile`` writes its trials and its choice:
-    ``<results>/lr-search/<profile>.json`` (``mzlite.repro.experiments.search``)."""
+    """Where the learning-rate search of ``profile`` writes its trials and choice."""
     return results_root(results_dir) / "lr-search" / f"{profile}.json"
 
 
 def search_choice(profile: str, results_dir=None, table: str | None = None) -> dict[str, dict]:
-    """``{family: {"lr": ..., "schedule": ...}}`` that ``profile`` trains each family the
-    committed search of ``profile`` decided with ({} before it ran); with ``table``, a family's
-    choice for that table where its search made one (``choice_by_table``), else its choice over
-    all its studies. The families train by choices of one search method (``search_in_effect``)."""
+    """``{family: {"lr": ..., "schedule": ...}}`` as the committed search of ``profile`` chose
+    ({} before it ran); with ``table``, a family's choice for that table where its search made one
+    (``choice_by_table``), else its choice over all its studies (``search_in_effect``)."""
     path = search_path(profile, results_dir)
     if not path.exists():
         return {}
@@ -64,11 +59,9 @@ def search_choice(profile: str, results_dir=None, table: str | None = None) -> d
 
 
 def search_in_effect(out: dict) -> dict[str, dict]:
-    """``{family: its choice record}`` that a search file ``out`` trains with. Families are
-    compared by choices of one method: while the families decided differ in method (a new
-    search has decided some of them), a family the new method decided keeps the choice it
-    ``replaced`` until every family is decided by it, so that no verdict sets a family at its
-    new rate against another at its old one."""
+    """``{family: its choice record}`` that search file ``out`` trains with. While the families'
+    deciding methods differ (a new search decided some), a family the new method decided keeps the
+    choice it ``replaced``: no verdict sets a family at its new rate against another at its old."""
     methods = out.get("methods", {})
     if len({methods.get(fam) for fam in out["choice"]}) <= 1:
         return dict(out["choice"])
@@ -115,10 +108,10 @@ class Derived:
 class Cell:
     """One experiment of a table: ``model`` (of ``mzlite.nn.MODELS``) with ``model_kwargs``
     (``match_params``: widened to that many parameters at the task's d_in) on ``task`` with
-    ``options``; ``sizes`` and ``full_seeds`` are the full profile's (n_train, n_val, n_test)
-    and seeds; ``train`` overrides the paper's ``TrainConfig``; ``row``/``column`` place it in
-    the report; ``paper`` lists the numbers it reproduces. ``paper_size``: train at ``sizes``
-    under every profile (no ``max_sizes`` cap): the training-set-size ablation."""
+    ``options``; ``sizes`` and ``full_seeds`` are the full profile's (n_train, n_val, n_test) and
+    seeds; ``train`` overrides the paper's ``TrainConfig``; ``row``/``column`` place it in the
+    report; ``paper`` lists the numbers it reproduces. ``paper_size``: train at ``sizes`` under
+    every profile (no ``max_sizes`` cap): the training-set-size ablation."""
 
     id: str
     task: str
@@ -153,14 +146,13 @@ class Cell:
 
 @dataclass(frozen=True)
 class Profile:
-    """How much to run: ``sizes`` (None: each cell's own), ``max_sizes`` (a cap on them),
-    ``seeds`` (None: each cell's ``full_seeds``), ``train`` overrides of the paper's
-    ``TrainConfig``, ``batch_size`` (None: the cell's), ``data_seed`` (shared by every model and
-    seed). ``lr_by_family``: a rate per model family (a cell's own ``train["lr"]`` wins), from
-    ``lr_source``. ``fixed_train``: fields of ``train`` no cell overrides (a pipeline check's 3
-    epochs stay 3). ``searched``: each family's ``lr`` and ``schedule`` come from the profile's
-    committed learning-rate search (``search_choice``). ``sizes_by_table``: the sizes of a
-    table's cells where the profile fixes sizes the paper does not state."""
+    """How much to run: ``sizes`` (None: each cell's own) capped at ``max_sizes``, ``seeds`` (None:
+    each cell's ``full_seeds``), ``train`` overrides of the paper's ``TrainConfig``, ``batch_size``
+    (None: the cell's), ``data_seed`` (shared by every model and seed). ``lr_by_family``: a rate per
+    model family (a cell's own ``train["lr"]`` wins), from ``lr_source``. ``fixed_train``: fields of
+    ``train`` no cell overrides. ``searched``: each family's ``lr`` and ``schedule`` from the
+    profile's committed learning-rate search (``search_choice``). ``sizes_by_table``: a table's
+    sizes where the profile fixes sizes the paper does not state."""
 
     name: str
     sizes: tuple[int, int, int] | None
@@ -182,12 +174,6 @@ class Profile:
             raise ValueError(f"fixed_train names fields the profile's train does not set: {loose}")
 
 
-# The rates per family come from ``benchmarks/lr_probe.py``, its printed outputs kept beside it
-# (``lr_probe-<profile>.txt``): the smallest rate within 2 % of the lowest mean relative excess
-# validation loss over a family's cells. cpu-converged's (2026-11-23) ran one seed for 10 epochs
-# (the tab:meb cells ``abl-d8-lr*`` check its order of magnitude); cpu-annealed's (2026-11-25,
-# 74195e2) seeds 0 and 1, MZ with the default generator normalisation.
-
 # Sizes of the tables whose training sets the paper does not state, under the profiles at the
 # paper's sizes: the upper end of its 5-10K range for synthetic tasks (as tab:meb's cells)
 UNSTATED_PAPER_SIZES = {"tab:tdof-verify": (10_000, 2_000, 2_000)}
@@ -204,16 +190,21 @@ def sizes_text(sizes) -> str:
 
 
 TDOF_PAPER_SIZES = sizes_text(UNSTATED_PAPER_SIZES["tab:tdof-verify"])  # profiles, table notes
-# the converged CPU protocol's training, the halving of the rate its successors anneal with, and
-# the annealed CPU protocol's training
+# the converged CPU protocol's training, the rate's halving its successors anneal with, and the
+# annealed CPU protocol's training
 _CONVERGED = {"epochs": 200, "warmup_epochs": 3, "patience": 20, "normalize_targets": True}
 _HALVING = {"decay_patience": 5, "decay_factor": 0.5}
 _ANNEALED = {**_CONVERGED, "schedule": "plateau", **_HALVING}
 
 
+# The rates per family of ``_lr_probed`` come from ``benchmarks/lr_probe.py`` (its outputs kept
+# beside it, ``lr_probe-<profile>.txt``): the smallest rate within 2 % of the lowest mean relative
+# excess validation loss over a family's cells. cpu-converged's (2026-11-23) ran one seed for 10
+# epochs (the tab:meb cells ``abl-d8-lr*`` check its order of magnitude); cpu-annealed's
+# (2026-11-25, 74195e2) seeds 0 and 1, MZ with the default generator normalisation.
 def _lr_probed(name: str, train: dict, **lr_by_family: float) -> Profile:
-    """A CPU profile of 3 seeds, training and validation sets capped at 2K and 500 (test sets
-    the paper's), training each family at the rate ``benchmarks/lr_probe.py`` chose for it."""
+    """A CPU profile of 3 seeds, training and validation sets capped at 2K and 500 (test sets the
+    paper's), each family at the rate ``benchmarks/lr_probe.py`` chose for it."""
     src = f"benchmarks/lr_probe.py (validation split; lr_probe-{name}.txt)"
     cap = (2_000, 500, 2_000)
     return Profile(name, None, 3, train, max_sizes=cap, lr_by_family=lr_by_family, lr_source=src)
@@ -230,25 +221,15 @@ def _paper_sized(name: str, lr_source: str, schedule: str | None = None, **rates
 
 _PROFILES = {
     # lr 1e-3 so that 3 epochs of 4 steps visibly move the curves; the numbers mean nothing.
-    "smoke": Profile(
-        "smoke",
-        (128, 64, 64),
-        1,
-        {"epochs": 3, "warmup_epochs": 1, "patience": None, "lr": 1e-3},
-        batch_size=32,
-        fixed_train=("epochs",),
-    ),
-    # "What 30 epochs show": the first CPU protocol, kept so that its committed results keep
-    # their reading (lr 1e-3: the paper's 1e-4 barely moves in 30 epochs; float32, as they were
-    # trained before bf16 autocast became fit's CPU default): a schedule ablation.
-    "cpu": Profile(
-        "cpu",
-        None,
-        1,
-        {"epochs": 30, "warmup_epochs": 2, "patience": 10, "lr": 1e-3, "amp": False},
-        max_sizes=(2_000, 500, 1_000),
-        fixed_train=("epochs",),
-    ),
+    "smoke": Profile("smoke", (128, 64, 64), 1,
+                     {"epochs": 3, "warmup_epochs": 1, "patience": None, "lr": 1e-3},
+                     batch_size=32, fixed_train=("epochs",)),
+    # "What 30 epochs show": the first CPU protocol, kept so that its committed results keep their
+    # reading (lr 1e-3: the paper's 1e-4 barely moves in 30 epochs; float32, as they were trained
+    # before bf16 autocast became fit's CPU default): a schedule ablation.
+    "cpu": Profile("cpu", None, 1,
+                   {"epochs": 30, "warmup_epochs": 2, "patience": 10, "lr": 1e-3, "amp": False},
+                   max_sizes=(2_000, 500, 1_000), fixed_train=("epochs",)),
     # The converged CPU protocol (issue 9): runs end by early stopping (the paper's cap 200 and
     # patience 20), not by a cap. Targets standardised (app:opt-confound; metrics in original
     # units). Training sets capped at 2K and validation at 500, as CPU time is linear in them;
@@ -260,41 +241,32 @@ _PROFILES = {
     # epochs without a new best, and patience 20 stops a run three halvings after its last best.
     "cpu-annealed": _lr_probed("cpu-annealed", _ANNEALED, mz=1e-3, baseline=1e-3, deepsets=1e-3),
     # The paper's sizes (issue 33): cpu-annealed's reading at each cell's own (the paper's) sizes,
-    # warm-up and patience in epochs as the paper states them (about its optimiser steps at
-    # these sizes); each family's lr and schedule from the search. Float32: the paper names no
-    # mixed precision (a profile's precision is part of its experiment).
+    # warm-up and patience in epochs as the paper states them (about its optimiser steps at these
+    # sizes); each family's lr and schedule from the search. Float32: the paper names no mixed
+    # precision (a profile's precision is part of its experiment).
     "paper-sizes": _paper_sized(
-        "paper-sizes", "the learning-rate search of this profile (data/results/lr-search)"
-    ),
-    # The paper's sizes as they trained before Task B joined the search (issue 50): each family at
-    # the choices of its studies on Tasks F and G and tab:tdof-verify L = 16, from the search file
-    # as it was then (data/results/lr-search/paper-sizes-fg.json, frozen: a copy of
-    # paper-sizes.json at 5f41b41, whose choices Task B's studies held). Superseded, as below.
+        "paper-sizes", "the learning-rate search of this profile (data/results/lr-search)"),
+    # As paper-sizes trained before Task B joined the search (issue 50): each family at the
+    # choices of its studies on Tasks F and G and tab:tdof-verify L = 16, from the search file as
+    # it was then (paper-sizes-fg.json, frozen: paper-sizes.json at 5f41b41). Superseded.
     "paper-sizes-fg": _paper_sized(
-        "paper-sizes-fg",
-        "the learning-rate search of paper-sizes before Task B's studies "
-        "(data/results/lr-search/paper-sizes-fg.json)",
-    ),
-    # The paper's sizes as they trained before the rung-sized search (issue 49) decided every
-    # family: each family at the choice of the search it replaced, which censored cosine (all
-    # three a plateau; data/results/lr-search/paper-sizes.json, "replaced" and "choice" by
-    # "cosine-over-the-cap"). Superseded: ``results.retire`` keeps the paper-sizes campaign of
-    # those rates here once the new choices train, as a labelled ablation (``PROFILE_ORDER``).
+        "paper-sizes-fg", "the learning-rate search of paper-sizes before Task B's studies "
+        "(data/results/lr-search/paper-sizes-fg.json)"),
+    # As paper-sizes trained before the rung-sized search (issue 49) decided every family: each
+    # at the choice of the search it replaced, which censored cosine (all three a plateau;
+    # paper-sizes.json's "replaced"). Superseded: ``results.retire`` keeps the paper-sizes
+    # campaign of those rates here once the new choices train, as a labelled ablation.
     "paper-sizes-censored": _paper_sized(
-        "paper-sizes-censored",
-        "the search before issue 49, which censored cosine (data/results/lr-search)",
-        schedule="plateau",
-        lr_by_family={"mz": 1e-3, "baseline": 1e-3, "deepsets": 3e-3},
-    ),
+        "paper-sizes-censored", "the search before issue 49, which censored cosine "
+        "(data/results/lr-search)", schedule="plateau",
+        lr_by_family={"mz": 1e-3, "baseline": 1e-3, "deepsets": 3e-3}),
     # The paper's protocol: TrainConfig's defaults are app:impl's hyperparameter table, at the
     # sizes of paper-sizes, so that its verdicts differ from paper-sizes' in the optimiser alone.
     "full": Profile("full", None, None, {"amp": False}, sizes_by_table=UNSTATED_PAPER_SIZES),
-}
+}  # fmt: skip
 _WORDS = prose_data("profiles.yaml")  # each profile's words, as the CLI and the book show them
-PROFILES = {
-    name: replace(p, description=_WORDS[name].replace("{paper_sizes}", TDOF_PAPER_SIZES))
-    for name, p in _PROFILES.items()
-}
+PROFILES = {name: replace(p, description=_WORDS[name].replace("{paper_sizes}", TDOF_PAPER_SIZES))
+            for name, p in _PROFILES.items()}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -311,10 +283,8 @@ class TableSpec:
 
     def __post_init__(self):
         if not re.fullmatch(r"\d\d_[a-z0-9_]+", self.chapter):
-            raise ValueError(
-                f"{self.label}: chapter must be a notebook name like '06_relational_benchmarks', "
-                f"got {self.chapter!r}"
-            )
+            raise ValueError(f"{self.label}: chapter must be a notebook name like "
+                             f"'06_relational_benchmarks', got {self.chapter!r}")  # fmt: skip
         ids = [c.id for c in self.cells]
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
@@ -329,12 +299,12 @@ class TableSpec:
         return self.label.replace(":", "-")
 
     def cell(self, cell_id: str) -> Cell:
-        found = next((c for c in self.cells if c.id == cell_id), None)
-        if found is None:
-            raise ValueError(
-                f"no cell {cell_id!r} in {self.label}; cells: {[c.id for c in self.cells]}"
-            )
-        return found
+        for c in self.cells:
+            if c.id == cell_id:
+                return c
+        raise ValueError(
+            f"no cell {cell_id!r} in {self.label}; cells: {[c.id for c in self.cells]}"
+        )
 
     @property
     def models(self) -> list[str]:
@@ -351,8 +321,8 @@ class TableSpec:
 
 
 def check_task_options(task: str, options: dict) -> dict:
-    """Unknown task/options, ``d < 1`` and ``n_min > n_max`` raise ValueError naming the valid
-    choices, before any data is generated. Returns the resolved options (defaults filled in)."""
+    """``options`` of ``task`` with its defaults filled in. Unknown task/options, ``d < 1`` and
+    ``n_min > n_max`` raise ValueError naming the valid choices, before any data is generated."""
     valid = _tasks.task_options(task)  # unknown task: ValueError listing the tasks
     bad = sorted(set(options) - set(valid))
     if bad:
@@ -363,17 +333,14 @@ def check_task_options(task: str, options: dict) -> dict:
         if k in full and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise ValueError(f"{k} must be an int >= 1 for task {task!r}, got {v!r}")
     if "n_min" in full and full["n_min"] > full["n_max"]:
-        raise ValueError(
-            f"n_min must be <= n_max for task {task!r}, got n_min={full['n_min']} > "
-            f"n_max={full['n_max']}"
-        )
+        raise ValueError(f"n_min must be <= n_max for task {task!r}, got n_min={full['n_min']} > "
+                         f"n_max={full['n_max']}")  # fmt: skip
     return full
 
 
 def task_options_diff(result: dict, cell: Cell) -> dict:
-    """``{"task_options.<option>": (the result's, the cell's)}`` for every task option in which a
-    result's data differ from ``cell``'s (both with the generator's defaults: an option newer
-    than the result reads its default), and ``task_reading`` where the readings differ."""
+    """``{"task_options.<option>": (the result's, the cell's)}`` where a result's data differ from
+    ``cell``'s (an option newer than the result reads its default), and ``task_reading``."""
     mine, mine_reading = _resolved_reading(cell.task, cell.options)
     theirs, their_reading = _resolved_reading(result["task"], result.get("task_options") or {})
     out = _differences("task_options", theirs, mine, mine.keys() | theirs.keys())
@@ -387,23 +354,20 @@ WHERE_TRAINED = ("seed", "device", "num_threads", "eval_batch_size")
 
 
 def train_config_diff(recorded: dict, today: dict, skip: tuple[str, ...] = ()) -> dict:
-    """``{"train_config.<field>": (recorded, today's)}`` for every field a result's recorded
-    ``train_config`` has otherwise than its job's ``today`` (``WHERE_TRAINED`` and ``skip`` left
-    out; a field only one side knows, older or newer than the result, is no difference)."""
+    """``{"train_config.<field>": (recorded, today's)}`` where a result's ``train_config`` differs
+    from its job's ``today`` (``WHERE_TRAINED``, ``skip`` and fields one side lacks left out)."""
     keys = (recorded.keys() & today.keys()) - {*WHERE_TRAINED, *skip}
     return _differences("train_config", recorded, today, keys)
 
 
 def _differences(what: str, old: dict, new: dict, keys) -> dict:
-    """``{"<what>.<key>": (old's, new's)}`` for each of ``keys`` where the two differ (a key one
-    of them lacks reads None there)."""
     pairs = {k: (old.get(k), new.get(k)) for k in sorted(keys)}
     return {f"{what}.{k}": pair for k, pair in pairs.items() if pair[0] != pair[1]}
 
 
 def _resolved_reading(task: str, options: dict) -> tuple[dict, str]:
-    """(``check_task_options``, ``mzlite.tasks.task_reading``) of ``options``, cached: readers
-    compare every result of a table with its cell's options."""
+    """(``check_task_options``, ``task_reading``) of ``options``, cached: readers compare every
+    result of a table with its cell's options."""
     try:
         full, reading = _resolved_reading_cached(task, tuple(sorted(options.items())))
     except TypeError:  # an unhashable option value: compute it afresh

@@ -56,29 +56,17 @@ TDOF_LS = (4, 8, 16, 24, 32)  # tab:tdof-verify's L
 
 
 def _meb() -> list[Cell]:
-    models = [
-        ST,
-        ST_LARGE,
-        model_row("hypernet", "HyperNet (r=8)", mid="hypernet_r8", match=360_000),
-        ("hypernet_r64", "hypernet", "HyperNet (r=64, full key-rank)", {"rank": 64}, None),
-        PERCEIVER,
-        LA_ST,
-        model_row("st_meanpool"),
-        model_row("mamba_pma"),
-        MZ_FULL,
-    ]
+    hyper_r8 = model_row("hypernet", "HyperNet (r=8)", mid="hypernet_r8", match=360_000)
+    hyper_r64 = ("hypernet_r64", "hypernet", "HyperNet (r=64, full key-rank)", {"rank": 64}, None)
+    models = [ST, ST_LARGE, hyper_r8, hyper_r64, PERCEIVER, LA_ST, model_row("st_meanpool"),
+              model_row("mamba_pma"), MZ_FULL]  # fmt: skip
     cols = [(f"d{d}", f"d={d}", {"d": d}, f"d={d} R^2") for d in (8, 16, 32)]
     cells = grid_cells(cols, models, "meb_radius", batch_size=GEOM_BATCH)
     # Deep Sets (no attention, no PMA: sum-pooled) is not in the paper's table; it shows what a
     # plain set model does on the same data. No paper number.
-    cells += grid_cells(
-        [c[:3] + ("",) for c in cols],
-        [model_row("deepsets")],
-        "meb_radius",
-        batch_size=GEOM_BATCH,
-        stats=False,
-        note="not in the paper's table",
-    )
+    deepsets, unpaired = [model_row("deepsets")], [c[:3] + ("",) for c in cols]
+    cells += grid_cells(unpaired, deepsets, "meb_radius", batch_size=GEOM_BATCH, stats=False,
+                        note="not in the paper's table")  # fmt: skip
     # Ablation (the book's questions, no paper numbers), at d=8: per-set data normalisation
     # (raw vs scale), target standardisation, PMA vs mean-pool under both, a learning-rate sweep.
     # Each variant states both axes, so that it means the same under every profile; the one that
@@ -87,12 +75,9 @@ def _meb() -> list[Cell]:
     raw, std = {"normalize_targets": False}, {"normalize_targets": True}
     scale = {"normalise": "scale"}
     for model in (ST, model_row("st_meanpool"), MZ_FULL):
-        variants = [
-            ("raw", {}, raw, "raw targets"),
-            ("scale", scale, raw, "normalised"),
-            ("ynorm", {}, std, "targets standardised"),
-            ("scale-ynorm", scale, std, "normalised + std."),
-        ]
+        variants = [("raw", {}, raw, "raw targets"), ("scale", scale, raw, "normalised"),
+                    ("ynorm", {}, std, "targets standardised"),
+                    ("scale-ynorm", scale, std, "normalised + std.")]  # fmt: skip
         if model[1] != "st_meanpool":
             variants += [(f"lr{lr:g}", {}, {"lr": lr}, f"lr={lr:g}") for lr in (3e-4, 1e-3)]
         if model[1] == "st":
@@ -122,9 +107,8 @@ def _tdof_verify() -> list[Cell]:
     cells = grid_cells(cols, [mz_1l, st_4l], task, paper=(("{col}", "{row} R^2", "r2"),),
                        sizes=SYN, full_seeds=3)  # fmt: skip
     # Ablation (no paper numbers): the 1-layer MZ model at lr 1e-3, the Set Transformer's rate.
-    # Under cpu-converged MZ trains at 3e-3 (lr_probe.py's choice for the MZ family, a mean over
-    # two cells: on L16-mz_1l itself 1e-3 probed better) and its validation loss spikes in most
-    # runs; these cells ask whether the gap to ST-4L is the learning rate's.
+    # Under cpu-converged MZ trains at 3e-3 (lr_probe.py's choice for the family; on L16-mz_1l
+    # 1e-3 probed better) and its validation loss spikes: is the gap to ST-4L the rate's?
     lr_cols = [(f"abl-L{L}-lr0.001", f"L={L}, lr=0.001", {"L": L}, "") for L in (8, 16, 32)]
     cells += ablation_grid(lr_cols, [mz_1l], task, SYN, 128, train={"lr": 1e-3})
     cells += reading_cells("L16", task, {"L": 16}, "L=16", mz_1l[:4], SYN, 128)
@@ -258,12 +242,11 @@ GRIDS = {
 
 
 def _ece_nll() -> list[Cell]:
-    """The uncertainty study (mzlite.repro.experiments.uncertainty_study): one cell per method on
-    Task B; each job adds its method's uncertainty metrics to the result."""
+    """The uncertainty study (``uncertainty_study``): one cell per method on Task B; each job
+    adds its method's uncertainty metrics to the result."""
     refs = (("MSE", "unc_mse"), ("ECE", "ece"), ("NLL", "nll"))
-    # MC-Dropout's rate stated (the model's default, the paper's 0.1): it is also what keeps the
-    # ensemble cell, whose first member is the same model, from being aliased to this cell
-    # (jobs.aliases) and so never computing its ensemble
+    # MC-Dropout's rate stated (the paper's 0.1, the default): it also keeps the ensemble cell,
+    # whose first member is the same model, from being aliased to it (never computing its ensemble)
     cells = [
         Cell(cid, TASK_B, {}, cid.rsplit("-", 1)[1], row, TASK_B_COLUMN,
              model_kwargs={"dropout": 0.1} if method == "mc_dropout" else {},
@@ -345,16 +328,14 @@ def _transfer_matrix() -> list[Cell]:
     cells += ablation_grid([col("raw", "hull", "abl-raw-hull-lr0.001", ", lr=0.001")], [MZ_FULL],
                            task, SYN, GEOM_BATCH, train={"lr": 1e-3})  # fmt: skip
     # Ablation (no paper numbers): the (setting, model) pairs with a cpu-converged run that hit
-    # the 200-epoch cap still improving, at cap 400 (cosine over the longer cap, patience 20 as
-    # before). mzlite.repro.transfer.longer_cap and prediction(substitute=...) read such a cell,
-    # every seed, in place of its main cell: does the verdict hang on the runs the cap stopped?
+    # the 200-epoch cap still improving, at cap 400 (patience 20 as before), which
+    # mzlite.repro.transfer.longer_cap and prediction(substitute=...) read in place of the main
+    # cell: does the verdict hang on the runs the cap stopped?
     for setting, model in CAP_ABLATION:
-        variant, target = setting.split("-")
-        cap = col(variant, target, f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}",
-                  f", cap {CAP_ABLATION_EPOCHS}")  # fmt: skip
-        cells += ablation_grid(
-            [cap], [model], task, SYN, GEOM_BATCH, train={"epochs": CAP_ABLATION_EPOCHS}
-        )
+        cid, suffix = f"abl-{setting}-cap{CAP_ABLATION_EPOCHS}", f", cap {CAP_ABLATION_EPOCHS}"
+        cap = col(*setting.split("-"), cid, suffix)
+        cells += ablation_grid([cap], [model], task, SYN, GEOM_BATCH,
+                               train={"epochs": CAP_ABLATION_EPOCHS})  # fmt: skip
     return cells
 
 
@@ -378,13 +359,10 @@ def table_registry() -> Registry[TableSpec]:
     tdof = words["tab:tdof-verify"]  # its sizes under the profiles at the paper's, stated once
     tdof["notes"] = tdof["notes"].replace("{paper_sizes}", TDOF_PAPER_SIZES)
     # "MSE ratio" = MSE(ST-4L) / MSE(MZ-1L)
-    tdof["derived"] = tuple(
-        Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l") for L in TDOF_LS
-    )
-    specs = [
-        TableSpec(label, cells=tuple(build()), **words[label]) for label, build in BUILDERS.items()
-    ]
-    return Registry("table", [(s.label, s) for s in specs])
+    tdof["derived"] = tuple(Derived(str(L), "MSE ratio", f"L{L}-st_4l", f"L{L}-mz_1l")
+                            for L in TDOF_LS)  # fmt: skip
+    return Registry("table", [(label, TableSpec(label, cells=tuple(build()), **words[label]))
+                              for label, build in BUILDERS.items()])  # fmt: skip
 
 
 TABLES = tuple(table_registry())  # every registered label, in registry order
@@ -404,9 +382,8 @@ def get_table(label: str) -> TableSpec:
 
 @dataclass(frozen=True)
 class CellKey:
-    """One cell of a registered table, by the table's label and the cell's id. Checked when
-    made: a renamed or missing cell raises here (listing the table's cells), where the code
-    names it, instead of reading later as a cell without results."""
+    """One cell of a registered table, by label and cell id, checked when made: a renamed or
+    missing cell raises where the code names it, not later as a cell without results."""
 
     table: str
     cell: str
