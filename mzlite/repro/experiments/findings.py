@@ -7,15 +7,14 @@ whether it is evidence for MZAttn, the counts (a run several claims read counts 
 partly, what did not, how sure, what could not run and its price, the compute spent.
 
 A chapter a sentence links to carries ``results_label(chapter)`` on its "Results at a glance"
-heading (tests/test_findings.py checks each); chapter 9 ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``.
-"""
+heading (tests/test_findings.py checks each); chapter 9 ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``."""
 
 from __future__ import annotations
 
 import html
 import json
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
@@ -42,7 +41,6 @@ LAYER_CHAPTER, LAYER_LABEL = "03_mzattn_from_scratch", "layer-readings"
 DECIDED = (*_ENGINE_DECIDED, Label.REPRODUCED)
 # what remains is priced under the project's own protocol (chapter 9's tables of what is left)
 PRICE_PROFILE = "cpu-annealed"
-
 
 _ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per state per kernel
 
@@ -96,10 +94,9 @@ class Finding:
 
 def _chapter_links(rows: list[dict]) -> tuple[tuple[str, str, str], ...]:
     """One link per chapter of ``rows``, in order, to its "Results at a glance"."""
-    return tuple(
-        (ch, results_label(ch), f"chapter {ch.split('_', 1)[0].lstrip('0')}")
-        for ch in dict.fromkeys(r["chapter"] for r in rows)
-    )
+    chapters = dict.fromkeys(r["chapter"] for r in rows)
+    return tuple((ch, results_label(ch), f"chapter {ch.split('_', 1)[0].lstrip('0')}")
+                 for ch in chapters)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -108,7 +105,7 @@ class Findings:
 
     counts: dict[str, int]
     total: int
-    sentences: tuple[Finding, ...] = field(default_factory=tuple)
+    sentences: tuple[Finding, ...] = ()
     headline: str = ""
     protocols: tuple[dict, ...] = ()
 
@@ -118,15 +115,11 @@ class Findings:
         href = html.escape(scorecard_href)
         items = "".join(
             f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}"><b>{n}</b> '
-            + (f'<a href="{href}">{verdict_badge(v)}</a>' if href else verdict_badge(v))
-            + "</li>"
-            for v, n in self.counts.items()
-            if n
-        )
-        return (
-            f'<ul class="mz-findings-counts" data-total="{self.total}">'
-            f'<li class="mz-count-total"><b>{self.total}</b> claims</li>{items}</ul>'
-        )
+            + (f'<a href="{href}">{verdict_badge(v)}</a>' if href else verdict_badge(v)) + "</li>"
+            for v, n in self.counts.items() if n
+        )  # fmt: skip
+        total = f'<li class="mz-count-total"><b>{self.total}</b> claims</li>'
+        return f'<ul class="mz-findings-counts" data-total="{self.total}">{total}{items}</ul>'
 
     def protocol_html(self) -> str:
         """The paper's protocol beside each of ours that decided a verdict, one row each."""
@@ -136,10 +129,8 @@ class Findings:
             + "</tr>"
             for r in self.protocols
         )  # fmt: skip
-        return (
-            '<div class="mz-protocols"><table class="mz-protocol-table">'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-        )
+        return ('<div class="mz-protocols"><table class="mz-protocol-table">'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")  # fmt: skip
 
     def to_markdown(self) -> str:
         """MyST for the landing page: the headline, the counts, then one paragraph per sentence
@@ -173,11 +164,9 @@ class Findings:
                if s.items else "")
             for s in self.sentences
         )  # fmt: skip
-        return HTML(
-            f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
-            f"What the book found</p><p><b>{html.escape(self.headline)}</b></p>"
-            f"{self.counts_html()}{paras}</div>"
-        )
+        return HTML(f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
+                    f"What the book found</p><p><b>{html.escape(self.headline)}</b></p>"
+                    f"{self.counts_html()}{paras}</div>")  # fmt: skip
 
 
 def _scorecard_link(label: str, text: str) -> tuple[tuple[str, str, str], ...]:
@@ -186,8 +175,9 @@ def _scorecard_link(label: str, text: str) -> tuple[tuple[str, str, str], ...]:
 
 def _beside_paper(row: dict) -> str:
     """A claim (its paper table, its test) with our number beside the paper's."""
-    return (f"{row['statement'].rstrip('.')}: ours {row['ours_text']}, the paper's "
-            f"{row['paper_text']}")  # fmt: skip
+    return (
+        f"{row['statement'].rstrip('.')}: ours {row['ours_text']}, the paper's {row['paper_text']}"
+    )
 
 
 def _with(rows: list[dict], verdict: str) -> list[dict]:
@@ -196,24 +186,20 @@ def _with(rows: list[dict], verdict: str) -> list[dict]:
 
 def _held_sentence(rows: list[dict]) -> Finding:
     """What held in full, and how many of those are evidence for MZAttn (``engine.Shows``)."""
-    held = _with(rows, Label.HOLDS)
-    if not held:
+    if not (held := _with(rows, Label.HOLDS)):
         return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
     evidence = sum(r.get("shows") is None for r in held)
     body = (f"{count_phrase('holds', len(held))}; {evidence} of them "
             f"{'is' if evidence == 1 else 'are'} evidence for MZAttn.")  # fmt: skip
-    return Finding("What held in full", body, _chapter_links(held),
-                   tuple(verdict_line(r) for r in held))  # fmt: skip
+    return Finding("What held in full", body, _chapter_links(held), tuple(map(verdict_line, held)))
 
 
 def _partly_sentence(rows: list[dict]) -> Finding | None:
     partly = _with(rows, Label.PARTLY)
-    return partly and Finding(
-        "What held partly (a tie, or a column not yet complete)",
-        "; ".join(map(_beside_paper, partly)) + ".",
-        _chapter_links(partly),
-    )
+    body = "; ".join(map(_beside_paper, partly)) + "."
+    lead = "What held partly (a tie, or a column not yet complete)"
+    return partly and Finding(lead, body, _chapter_links(partly))
 
 
 def experiment_count(rows: list[dict]) -> int:
@@ -270,12 +256,8 @@ def _paper_scale_finding(rows: list[dict]) -> Finding | None:
     paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
     body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (a run several "
             f"claims read counts once): {counts_text(paper)}.")  # fmt: skip
-    return paper and Finding(
-        "Read at the paper's sizes and under its protocol",
-        body,
-        _chapter_links(paper),
-        tuple(map(verdict_line, paper)),
-    )
+    lead = "Read at the paper's sizes and under its protocol"
+    return paper and Finding(lead, body, _chapter_links(paper), tuple(map(verdict_line, paper)))
 
 
 def layer_sentence(rows: list[_reading.AblationRow], campaign="paper-sizes") -> Finding | None:
@@ -283,8 +265,7 @@ def layer_sentence(rows: list[_reading.AblationRow], campaign="paper-sizes") -> 
     on the cells complete under both (``rows``: ``reading.layer_readings()``, a literal row then
     its twin, per cell) in ``campaign`` (``reading.layer_campaign()``); None while no cell is."""
     pairs = [rows[i : i + 2] for i in range(0, len(rows), 2)]
-    both = [(lit, ca) for lit, ca in pairs if min(lit.seeds, ca.seeds) >= MIN_SEEDS]
-    if not both:
+    if not (both := [(lit, ca) for lit, ca in pairs if min(lit.seeds, ca.seeds) >= MIN_SEEDS]):
         return None
     literal, centre_adaptive = name_labels("eq:mz-main"), name_labels("def:relop")
 
@@ -307,14 +288,11 @@ def _failed_sentence(rows: list[dict]) -> Finding | None:
         return None
     said = list(map(_beside_paper, failed))
     text = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "") + "."
-    first = sum(r.get("reading") == FIRST_READING for r in failed)
-    if first:
-        text += (
-            f" {first} of these {len(failed)} verdicts were read from mzlite's first reading of "
-            "the paper (a per-row generator LayerNorm that breaks its initialisation claims), "
-            "not from the faithful one; results under the faithful reading replace them as "
-            "they land."
-        )
+    if first := sum(r.get("reading") == FIRST_READING for r in failed):
+        text += (f" {first} of these {len(failed)} verdicts were read from mzlite's first reading "
+                 "of the paper (a per-row generator LayerNorm that breaks its initialisation "
+                 "claims), not from the faithful one; results under the faithful reading replace "
+                 "them as they land.")  # fmt: skip
     return Finding("What did not hold", text, _chapter_links(failed))
 
 
@@ -350,8 +328,7 @@ def _sure_sentence(rows: list[dict]) -> Finding:
 
 
 def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
-    missing = _with(rows, Label.NOT_RUN)
-    if not missing:
+    if not (missing := _with(rows, Label.NOT_RUN)):
         return None
     tables = list(dict.fromkeys(r["table"] for r in missing))
     jobs, hours, cap, unknown = _price(tables, results_dir)
@@ -365,11 +342,10 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
     d = open_decisions(results_dir)  # the sequential rule's next steps for those tables
     t = replace(d, claims=[c for c in d.claims if c["table"] in tables]).totals()
     if t["next_jobs"]:
-        text += (
-            f" Fewer decide them: run in the sequential rule's order (MZAttn and its strongest "
-            f"rivals first, a column stopped once one model refutes the claim), their next "
-            f"steps are {t['next_jobs']:,} runs, about {t['next_cpu_h']:,.0f} CPU hours."
-        )
+        text += (f" Fewer decide them: run in the sequential rule's order (MZAttn and its "
+                 f"strongest rivals first, a column stopped once one model refutes the claim), "
+                 f"their next steps are {t['next_jobs']:,} runs, about {t['next_cpu_h']:,.0f} "
+                 "CPU hours.")  # fmt: skip
     return Finding("What could not run", text,
                    _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))  # fmt: skip
 
@@ -377,9 +353,8 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
 def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
     """{``protocols.CPU`` or the GPU's name: (runs, hours)} of every committed run but smoke's,
     each once (a result ``results.retire`` copied to a superseded profile spent nothing)."""
-    root = results_root(results_dir)
-    runs, hours = Counter(), Counter()  # by protocols.CPU or the GPU's name
-    for path in sorted(root.glob("*/*/*.json")):
+    runs, hours = Counter(), Counter()
+    for path in sorted(results_root(results_dir).glob("*/*/*.json")):
         if path.parts[-3] == "smoke":
             continue
         try:
@@ -417,16 +392,16 @@ def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]
     ``tables`` under ``PRICE_PROFILE``, from measured costs only; a cell that is another table's
     experiment (``experiments.shared``) is priced there."""
     prof = PRICE_PROFILE
-    totals = list(once(plan, tables, prof, results_dir=results_dir, measure=False)
-                  .totals().values())  # fmt: skip
+    plans = [once(plan, tables, prof, results_dir=results_dir, measure=False)]
     lent: dict[str, set] = {}  # cells run as another table's (experiments.shared): priced there
     for t in tables:
         for label, cell in ex.shared(t, prof).values():
             if label not in tables:
                 lent.setdefault(label, set()).add(cell)
     for label, cells in lent.items():
-        p = once(plan, label, prof, cells=sorted(cells), results_dir=results_dir, measure=False)
-        totals += list(p.totals().values())
+        plans.append(once(plan, label, prof, cells=sorted(cells), results_dir=results_dir,
+                          measure=False))  # fmt: skip
+    totals = [t for p in plans for t in p.totals().values()]
     return tuple(sum(t[k] for t in totals) for k in ("todo", "cpu_h", "cpu_h_cap", "unknown"))
 
 

@@ -1,6 +1,5 @@
 """The lowest layer of the results' words, importing none of theirs: how a number with its
-spread, a cell, a count of verdicts and a Markdown table read, and how a verdict's badge looks.
-"""
+spread, a cell, a count of verdicts and a Markdown table read, and how a verdict's badge looks."""
 
 from __future__ import annotations
 

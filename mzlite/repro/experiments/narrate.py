@@ -1,8 +1,7 @@
 """The boxes every results chapter prints (``glance``, ``pipeline_only``), written from result
 rows; what one chapter alone reads lives in its module (``training_study``, ``meb_study``,
 ``relational``, ``transfer``). Every number comes from the result files; a verdict is worded by
-``present`` and linked to, never repeated.
-"""
+``present`` and linked to, never repeated."""
 
 from __future__ import annotations
 
