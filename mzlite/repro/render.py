@@ -106,8 +106,7 @@ def marked_numbers(page: str) -> list[tuple[str, str, str, str | None]]:
 
 
 def number_conflicts(pages: dict[str, str]) -> list[str]:
-    """One line per (experiment, statistic) that ``pages`` ({where: HTML}) show with two
-    different numbers, each with the pages that show it."""
+    """A line per (experiment, statistic) that ``pages`` ({where: HTML}) show with two numbers."""
     seen: dict[tuple[str, str], dict[tuple[str, str | None], list[str]]] = {}
     for where, page in pages.items():
         for exp, stat, value, spread in marked_numbers(page):
@@ -172,8 +171,8 @@ def plain_math(text: str) -> str:
 
 
 def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
-    """The one table of the book: (heading, width in %) columns, ``body``'s rows; ``kind`` an
-    extra class (``mz-scorecard``: book.css gives that table the page's width)."""
+    """The book's one table: (heading, width in %) columns; ``kind``: an extra class
+    (``mz-scorecard``: book.css gives that table the page's width)."""
     cols = "".join(f'<col style="width:{w}%">' for _, w in colgroup)
     head = "".join(f"<th>{_e(name)}</th>" for name, _ in colgroup)
     return (
@@ -183,8 +182,6 @@ def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
 
 
 # The scorecard
-
-
 def scorecard_html(sc) -> HTML:
     """The scorecard as one table grouped by paper table (linked to its chapter): claim | paper |
     ours | verdict, protocols as footnotes; the claims not run after it, collapsed."""
@@ -277,8 +274,6 @@ def _not_run_toggle(rows: list[dict]) -> str:
 
 
 # A table's report (ours beside the paper's)
-
-
 def evidence_note(row, profile: str | None = None) -> str:
     """A footnote on a report row's number under ``profile`` (default the row's own): protocol,
     seeds, epochs, convergence, loss spikes, falls back to the mean predictor, device."""
@@ -304,8 +299,7 @@ def evidence_note(row, profile: str | None = None) -> str:
 
 
 def report_html(rep) -> HTML:
-    """A ``Report`` as a table: a heading per setting, then model (its parameter count under it) |
-    ours (what ran as a footnote) | paper."""
+    """A ``Report``, a heading per setting, model (params) | ours (what ran: a footnote) | paper."""
     notes = _Footnotes("What ran behind our numbers")
     caption = (f'<p class="mz-caption">{_e(table_name(rep.label))}: ours beside the paper '
                f"(profile <code>{_e(rep.profile)}</code>)</p>")  # fmt: skip
@@ -345,8 +339,7 @@ def _report_row(r: dict, rep, notes: _Footnotes) -> str:
             f'<td class="mz-num">{_e(r["paper_text"])}</td></tr>')  # fmt: skip
 
 
-# Any comparison, and conclusions
-
+# Any comparison, and conclusions: a cell that reads as a number is set as one
 _NUMERIC = re.compile(r"[-+]?[\d.,]+(?:e[-+]?\d+)?\s*(?:±\s*[\d.,]+)?%?x?")
 
 
@@ -382,8 +375,7 @@ def comparison_table(rows: list[dict], columns: list[tuple[str, str, int]], *,
 
 
 def conclusion(text: str | list[str], title: str = "What the numbers say", kind: str = "") -> HTML:
-    """Generated conclusions as a boxed paragraph (one ``<p>`` per string, an ``HTML`` one as it
-    is), not as printed text; ``kind``: an extra class of the box."""
+    """Conclusions boxed, one ``<p>`` per string (``HTML`` as it is); ``kind``: an extra class."""
     paras = [text] if isinstance(text, str) else list(text)
     body = "".join(f"<p>{p if isinstance(p, HTML) else _e(name_labels(p))}</p>" for p in paras if p)
     return HTML(

@@ -46,9 +46,8 @@ _ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per stat
 
 
 def once(fn, *args, results_dir=None, **kwargs):
-    """``fn(*args, results_dir=results_dir, **kwargs)`` evaluated once per state of the result
-    files: a page that reads the scorecard in several cells judges every claim once. The value
-    is shared: read it, never change it."""
+    """``fn(*args, results_dir=results_dir, **kwargs)`` once per state of the result files (a
+    page reading the scorecard in several cells judges each claim once); shared: never change it."""
     if _ONCE.get("state") != (state := results_state(results_dir)):
         _ONCE.clear()
         _ONCE["state"] = state
@@ -70,8 +69,7 @@ def _priced_scorecard(results_dir=None):
 
 
 def results_label(chapter: str) -> str:
-    """The label of a chapter's "Results at a glance" section: "results-ch04" for
-    "04_training_on_gpu"."""
+    """The label of a chapter's "Results at a glance": "results-ch04" for "04_training_on_gpu"."""
     if not (num := chapter.split("_", 1)[0]).isdigit():
         raise ValueError(f"chapter must start with its number (e.g. '04_x'), got {chapter!r}")
     return f"results-ch{num}"
@@ -110,8 +108,7 @@ class Findings:
     protocols: tuple[dict, ...] = ()
 
     def counts_html(self, scorecard_href: str = "") -> str:
-        """The counts as badges carrying ``data-verdict`` and ``data-n`` (the browser test reads
-        them), each a link to ``scorecard_href``."""
+        """The counts as badges (``data-verdict``, ``data-n``: the browser test reads them)."""
         href = html.escape(scorecard_href)
         items = "".join(
             f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}"><b>{n}</b> '
@@ -133,9 +130,8 @@ class Findings:
                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")  # fmt: skip
 
     def to_markdown(self) -> str:
-        """MyST for the landing page: the headline, the counts, then one paragraph per sentence
-        ending in ``{ref}`` links, each with its verdicts listed (the protocol box before the
-        sentence that counts every claim)."""
+        """MyST for the landing page: headline, counts, then a paragraph per sentence ending in
+        ``{ref}`` links, its verdicts listed (the protocol box before the count of claims)."""
         href = f"chapters/{SCORECARD_CHAPTER}.html"
         out = [f'<p class="mz-headline"><b>{html.escape(self.headline)}</b></p>', ""]
         out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
@@ -175,9 +171,8 @@ def _scorecard_link(label: str, text: str) -> tuple[tuple[str, str, str], ...]:
 
 def _beside_paper(row: dict) -> str:
     """A claim (its paper table, its test) with our number beside the paper's."""
-    return (
-        f"{row['statement'].rstrip('.')}: ours {row['ours_text']}, the paper's {row['paper_text']}"
-    )
+    ours, paper = row["ours_text"], row["paper_text"]
+    return f"{row['statement'].rstrip('.')}: ours {ours}, the paper's {paper}"
 
 
 def _with(rows: list[dict], verdict: str) -> list[dict]:
@@ -203,8 +198,7 @@ def _partly_sentence(rows: list[dict]) -> Finding | None:
 
 
 def experiment_count(rows: list[dict]) -> int:
-    """How many experiments (a (table, cell) that ran) the verdicts of ``rows`` rest on: a cell
-    several claims or tables share counts once."""
+    """How many experiments (a (table, cell) that ran, counted once) ``rows``' verdicts rest on."""
     return len(set().union(*(r["value"].experiments for r in rows if r.get("value") is not None)))
 
 
@@ -381,8 +375,7 @@ def _compute_sentence(spent: dict[str, tuple[int, float]]) -> Finding | None:
 
 
 def open_decisions(results_dir=None):
-    """The sequential rule's decisions (``plan.decide``) for every table with claims under
-    ``PRICE_PROFILE``, evaluated once (``once``)."""
+    """``plan.decide`` for every table with claims under ``PRICE_PROFILE``, once (``once``)."""
     every = [t for t in ex.TABLES if _claims(t)]
     return once(decide, every, PRICE_PROFILE, results_dir=results_dir, measure=False)
 

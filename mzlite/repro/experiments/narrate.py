@@ -17,8 +17,7 @@ from mzlite.repro.render import HTML, conclusion, table_name, verdict_anchor
 
 
 def paper_metric(table, cell_id: str) -> float | None:
-    """The paper's mean R² of one cell (``claims.cell_paper_value``), None where it has none
-    (``claims.or_none``)."""
+    """The paper's mean R² of one cell (``claims.cell_paper_value``), None where it has none."""
     return or_none(cell_paper_value, table, cell_id, "r2")
 
 

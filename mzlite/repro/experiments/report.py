@@ -244,10 +244,9 @@ def ours_text(row: dict | None) -> str:
 
 
 def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> str:
-    """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
-    the result files: cells, seeds, sizes, epochs, convergence, runs still improving at the epoch
-    cap, learning rates, target scaling, precision, device and code (``commit_ids=False``: how
-    many versions). "" for none."""
+    """The results of ``table`` under ``profile`` on disk in a paragraph ("" for none): cells,
+    seeds, sizes, epochs, convergence, runs improving at the epoch cap, learning rates, target
+    scaling, precision, device and code (``commit_ids=False``: how many versions)."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     same = ex.aliases(spec, prof.name)
     by_cell = {c: r for c, r in ex.results_by_cell(spec, prof.name, results_dir).items()

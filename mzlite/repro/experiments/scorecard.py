@@ -25,8 +25,8 @@ def evaluate(claim, profiles=None, results_dir=None, **how) -> dict:
 
 
 class Scorecard:
-    """Rows (plain dicts, ``present.row``) and the profiles read; an HTML table in a notebook
-    (``render.scorecard_html``), text through ``present.scorecard_text``/``scorecard_markdown``."""
+    """Rows (``present.row`` dicts) and the profiles read; HTML in a notebook, text through
+    ``present.scorecard_text``/``scorecard_markdown``."""
 
     def __init__(self, rows: list[dict], profiles: tuple[str, ...]):
         self.rows, self.profiles = rows, profiles
