@@ -93,10 +93,8 @@ def experiment_key(table: str, row: dict, profile: str) -> str:
     return f"{table}|{row.get('same_as') or '/'.join(row['cells'])}|{profile}"
 
 
-_MARKED = re.compile(
-    r'<span class="mz-number" data-experiment="([^"]*)" data-stat="([^"]*)" '
-    r'data-value="([^"]*)"(?: data-spread="([^"]*)")?>'
-)
+_MARKED = re.compile(r'<span class="mz-number" data-experiment="([^"]*)" data-stat="([^"]*)" '
+                     r'data-value="([^"]*)"(?: data-spread="([^"]*)")?>')  # fmt: skip
 
 
 def marked_numbers(page: str) -> list[tuple[str, str, str, str | None]]:
@@ -175,10 +173,8 @@ def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
     (``mz-scorecard``: book.css gives that table the page's width)."""
     cols = "".join(f'<col style="width:{w}%">' for _, w in colgroup)
     head = "".join(f"<th>{_e(name)}</th>" for name, _ in colgroup)
-    return (
-        f'<table class="mz-results{" " + kind if kind else ""}"><colgroup>{cols}</colgroup>'
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    )
+    return (f'<table class="mz-results{" " + kind if kind else ""}"><colgroup>{cols}</colgroup>'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")  # fmt: skip
 
 
 # The scorecard
@@ -219,9 +215,7 @@ def _verdict_cell(r: dict) -> str:
     if r.get("statistics") not in (None, "", "--"):
         more.append(_e(r["statistics"]))
     spans = "".join(f'<span class="mz-why">{m}</span>' for m in more)
-    details = (
-        f'<details class="mz-more"><summary>details</summary>{spans}</details>' if more else ""
-    )
+    details = spans and f'<details class="mz-more"><summary>details</summary>{spans}</details>'
     where = r.get("read_at", r.get("regime"))  # the presenter's: readings at the paper's sizes
     regime = f'<span class="mz-regime">read at {_e(where)}</span>' if where else ""
     return f'{verdict_badge(r["verdict"])}{regime}<span class="mz-why">{_e(line)}</span>{details}'
@@ -266,11 +260,9 @@ def _not_run_toggle(rows: list[dict]) -> str:
                "and the strongest baselines first): its runs and their expected CPU hours"
                + (f"; the others: {why[:1].lower() + why[1:]}" if why else ""))  # fmt: skip
     why = f'<p class="mz-caption">{_e(why[:1].upper() + why[1:])}.</p>' if why else ""
-    return (
-        f'<details class="mz-not-run"><summary>{n} claim{"s" * (n != 1)} not run yet, in '
-        f"{k} paper table{'s' * (k != 1)} (click to list them)</summary>"
-        f'<ul class="mz-legend">{items}</ul>{why}</details>'
-    )
+    return (f'<details class="mz-not-run"><summary>{n} claim{"s" * (n != 1)} not run yet, in '
+            f"{k} paper table{'s' * (k != 1)} (click to list them)</summary>"
+            f'<ul class="mz-legend">{items}</ul>{why}</details>')  # fmt: skip
 
 
 # A table's report (ours beside the paper's)
@@ -378,19 +370,15 @@ def conclusion(text: str | list[str], title: str = "What the numbers say", kind:
     """Conclusions boxed, one ``<p>`` per string (``HTML`` as it is); ``kind``: an extra class."""
     paras = [text] if isinstance(text, str) else list(text)
     body = "".join(f"<p>{p if isinstance(p, HTML) else _e(name_labels(p))}</p>" for p in paras if p)
-    return HTML(
-        f'{STYLE}<div class="{" ".join(("mz-conclusion", kind)).strip()}"><p class="mz-title">'
-        f"{_e(name_labels(title))}</p>{body}</div>"
-    )
+    return HTML(f'{STYLE}<div class="{" ".join(("mz-conclusion", kind)).strip()}"><p '
+                f'class="mz-title">{_e(name_labels(title))}</p>{body}</div>')  # fmt: skip
 
 
 def toggle(summary: str, *parts) -> HTML:
     """``parts`` (anything with ``_repr_html_``, or HTML strings) collapsed under ``summary``."""
     inner = "".join(p._repr_html_() if hasattr(p, "_repr_html_") else str(p) for p in parts)
-    return HTML(
-        f'{STYLE}<details class="mz-toggle"><summary>{_e(name_labels(summary))}</summary>'
-        f"{inner}</details>"
-    )
+    summary = _e(name_labels(summary))
+    return HTML(f'{STYLE}<details class="mz-toggle"><summary>{summary}</summary>{inner}</details>')
 
 
 def plot_verdicts(sc):

@@ -404,13 +404,11 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     if sc is None:
         sc = once(scorecard, results_dir=results_dir)
     rows = list(sc.rows)
-    opening = Finding(
-        "",
-        f"The book tests {len(rows)} claims of the paper against our own training runs "
-        f"({experiment_count(rows)} experiments: a run several claims read counts once): "
-        f"{counts_text(rows)}.",
-        _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
-    )
+    said = (f"The book tests {len(rows)} claims of the paper against our own training runs "
+            f"({experiment_count(rows)} experiments: a run several claims read counts once): "
+            f"{counts_text(rows)}.")  # fmt: skip
+    link = _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9")
+    opening = Finding("", said, link)
     sentences = [_paper_scale_finding(rows),
                  layer_sentence(once(_reading.layer_readings, results_dir=results_dir),
                                 once(_reading.layer_campaign, results_dir=results_dir)),
