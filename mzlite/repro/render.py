@@ -3,8 +3,7 @@
 layout of at most five columns that wrap instead of scrolling; the verdict beside the claim it
 judges; long repeated text (the protocol behind a number) as a footnote; paper labels as the
 paper prints them ("Table 3", not "tab:meb"). The HTML carries its own stylesheet (scoped to
-``.mz-results``). Nothing here computes a result: the words are the presenter's.
-"""
+``.mz-results``). Nothing here computes a result: the words are the presenter's."""
 
 from __future__ import annotations
 
@@ -19,10 +18,8 @@ from mzlite.repro.experiments.stats import SPIKE_FACTOR as _SPIKE_FACTOR
 from mzlite.repro.paper import latex_to_text, name_labels, paper_ref, spaced
 from mzlite.viz.page import fit_page
 
-VERDICT_COLOURS = {v: look[:2] for v, look in VERDICT_LOOK.items()} | {
-    "agrees": ("#d4edda", "#155724"),
-    "differs": ("#f8d7da", "#721c24"),
-}
+VERDICT_COLOURS = {v: look[:2] for v, look in VERDICT_LOOK.items()}
+VERDICT_COLOURS |= {"agrees": ("#d4edda", "#155724"), "differs": ("#f8d7da", "#721c24")}
 # table-layout is !important: the book theme's `.bd-content div.output table {table-layout: auto}`
 # is more specific than one class, and under auto layout a long number widens its column and
 # squeezes the claim column of the whole table to a few characters. Numbers wrap at spaces only
@@ -96,35 +93,29 @@ def experiment_key(table: str, row: dict, profile: str) -> str:
     return f"{table}|{row.get('same_as') or '/'.join(row['cells'])}|{profile}"
 
 
-_MARKED = re.compile(
-    r'<span class="mz-number" data-experiment="([^"]*)" data-stat="([^"]*)" '
-    r'data-value="([^"]*)"(?: data-spread="([^"]*)")?>'
-)
+_MARKED = re.compile(r'<span class="mz-number" data-experiment="([^"]*)" data-stat="([^"]*)" '
+                     r'data-value="([^"]*)"(?: data-spread="([^"]*)")?>')  # fmt: skip
 
 
 def marked_numbers(page: str) -> list[tuple[str, str, str, str | None]]:
     """Every number ``number_html`` marked in ``page``: (experiment, stat, value, spread)."""
-    return [
-        (html.unescape(e), html.unescape(s), v, d or None) for e, s, v, d in _MARKED.findall(page)
-    ]
+    found = _MARKED.findall(page)
+    return [(html.unescape(e), html.unescape(s), v, d or None) for e, s, v, d in found]
 
 
 def number_conflicts(pages: dict[str, str]) -> list[str]:
-    """One line per (experiment, statistic) that ``pages`` ({where: HTML}) show with two
-    different numbers, each with the pages that show it."""
+    """A line per (experiment, statistic) that ``pages`` ({where: HTML}) show with two numbers."""
     seen: dict[tuple[str, str], dict[tuple[str, str | None], list[str]]] = {}
     for where, page in pages.items():
         for exp, stat, value, spread in marked_numbers(page):
             seen.setdefault((exp, stat), {}).setdefault((value, spread), []).append(where)
-    out = []
-    for (exp, stat), shown in seen.items():
-        if len(shown) > 1:
-            each = "; ".join(
-                f"{v}" + (f" +- {d}" if d is not None else "") + f" on {', '.join(sorted(set(w)))}"
-                for (v, d), w in shown.items()
-            )
-            out.append(f"{exp} [{stat}]: {each}")
-    return out
+    return [
+        f"{exp} [{stat}]: " + "; ".join(
+            f"{v}" + (f" +- {d}" if d is not None else "") + f" on {', '.join(sorted(set(w)))}"
+            for (v, d), w in shown.items()
+        )
+        for (exp, stat), shown in seen.items() if len(shown) > 1
+    ]  # fmt: skip
 
 
 def verdict_badge(verdict: str) -> str:
@@ -138,8 +129,7 @@ def table_name(label: str, title: bool = True) -> str:
 
 
 def tables_words(labels: list[str]) -> str:
-    """ "Tables 4, 6 and 17" (as the paper numbers them, in order; every table label of the
-    paper prints as "Table <number>")."""
+    """ "Tables 4, 6 and 17", in order (every table label of the paper prints "Table <n>")."""
     nums = [table_name(t, title=False).removeprefix("Table ") for t in labels]
     return f"Table{'s' * (len(nums) > 1)} {and_join(sorted(nums, key=int))}"
 
@@ -162,14 +152,10 @@ class _Footnotes:
         if not self.texts:
             return ""
         items = "".join(
-            f"<li>[{i}] "
-            + "".join(
-                f"<code>{_e(p)}</code>" if j % 2 else _e(name_labels(p))
-                for j, p in enumerate(t.split("`"))
-            )
-            + "</li>"
+            f"<li>[{i}] " + "".join(f"<code>{_e(p)}</code>" if j % 2 else _e(name_labels(p))
+                                    for j, p in enumerate(t.split("`"))) + "</li>"
             for i, t in enumerate(self.texts, start=1)
-        )
+        )  # fmt: skip
         return f'<ul class="mz-legend"><li><b>{_e(self.what)}</b></li>{items}</ul>'
 
 
@@ -183,21 +169,15 @@ def plain_math(text: str) -> str:
 
 
 def _table(colgroup: list[tuple[str, int]], body: str, kind: str = "") -> str:
-    """The one table of the book: (heading, width in %) columns, ``body``'s rows; ``kind`` an
-    extra class (``mz-scorecard``: book.css gives that table the page's width)."""
+    """The book's one table: (heading, width in %) columns; ``kind``: an extra class
+    (``mz-scorecard``: book.css gives that table the page's width)."""
     cols = "".join(f'<col style="width:{w}%">' for _, w in colgroup)
     head = "".join(f"<th>{_e(name)}</th>" for name, _ in colgroup)
-    return (
-        f'<table class="mz-results{" " + kind if kind else ""}"><colgroup>{cols}</colgroup>'
-        f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    )
+    return (f'<table class="mz-results{" " + kind if kind else ""}"><colgroup>{cols}</colgroup>'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------------
 # The scorecard
-# ---------------------------------------------------------------------------------------------
-
-
 def scorecard_html(sc) -> HTML:
     """The scorecard as one table grouped by paper table (linked to its chapter): claim | paper |
     ours | verdict, protocols as footnotes; the claims not run after it, collapsed."""
@@ -210,11 +190,8 @@ def scorecard_html(sc) -> HTML:
             body.append(f'<tr class="mz-group" id="{_e(verdict_anchor(table))}"><th colspan="4">'
                         f"{_e(table_name(table))} &middot; {link}</th></tr>")  # fmt: skip
         ours = _claim_number(r) + notes.mark(r.get("protocol_note") or r.get("protocol") or "")
-        body.append(
-            f"<tr><td>{_e(r['text'])}</td>"
-            f'<td class="mz-num">{_e(r["paper_text"])}</td>'
-            f'<td class="mz-num">{ours}</td><td>{_verdict_cell(r)}</td></tr>'
-        )
+        body.append(f"<tr><td>{_e(r['text'])}</td><td class=\"mz-num\">{_e(r['paper_text'])}</td>"
+                    f'<td class="mz-num">{ours}</td><td>{_verdict_cell(r)}</td></tr>')  # fmt: skip
     # the verdict cell (badge, regime, reason, details) is what sets a row's height: it gets the
     # most room, the claim wraps to a line more (chapter 9 at 800 px: 16.2K -> 14.6K px)
     cols = [("Claim (its test)", 34), ("Paper", 10), ("Ours", 12), ("Verdict", 44)]
@@ -224,8 +201,8 @@ def scorecard_html(sc) -> HTML:
     if legend:  # one footnote per protocol: long, and read on request
         legend = (f'<details class="mz-toggle mz-protocols"><summary>The protocols behind our '
                   f"numbers, [1] to [{len(notes.texts)}]</summary>{legend}</details>")  # fmt: skip
-    out = STYLE + summary + table + legend
-    return HTML(out + _not_run_toggle([r for r in sc.rows if r["verdict"] == Label.NOT_RUN]))
+    not_run = _not_run_toggle([r for r in sc.rows if r["verdict"] == Label.NOT_RUN])
+    return HTML(STYLE + summary + table + legend + not_run)
 
 
 def _verdict_cell(r: dict) -> str:
@@ -233,15 +210,12 @@ def _verdict_cell(r: dict) -> str:
     parts = r.get("why_parts") or (r.get("why") or r["verdict"],)  # the presenter's clauses
     line, rest = parts[0], "; ".join(parts[1:])  # the line is shown once, above the toggle
     more = [_e(rest)] if rest else []  # HTML, escaped
-    reason = r.get("reason")
-    if reason not in (None, "", r["verdict"]):
-        more.append(f"<strong>{_e(reason)}</strong>")
+    if r.get("reason") not in (None, "", r["verdict"]):
+        more.append(f"<strong>{_e(r['reason'])}</strong>")
     if r.get("statistics") not in (None, "", "--"):
         more.append(_e(r["statistics"]))
-    details = ""
-    if more:
-        spans = "".join(f'<span class="mz-why">{m}</span>' for m in more)
-        details = f'<details class="mz-more"><summary>details</summary>{spans}</details>'
+    spans = "".join(f'<span class="mz-why">{m}</span>' for m in more)
+    details = spans and f'<details class="mz-more"><summary>details</summary>{spans}</details>'
     where = r.get("read_at", r.get("regime"))  # the presenter's: readings at the paper's sizes
     regime = f'<span class="mz-regime">read at {_e(where)}</span>' if where else ""
     return f'{verdict_badge(r["verdict"])}{regime}<span class="mz-why">{_e(line)}</span>{details}'
@@ -255,8 +229,7 @@ def _claim_number(r: dict) -> str:
 
 
 def _step_price(row: dict) -> str:
-    step = row.get("next_step")
-    if not step:
+    if not (step := row.get("next_step")):
         return ""
     price = "not priced yet" if step["unknown"] else f"{step['cpu_h']:.1f} CPU h"
     return f" [{step['todo']} runs, {price}]"
@@ -276,32 +249,23 @@ def _not_run_toggle(rows: list[dict]) -> str:
         by_table.setdefault(r["table"], []).append(r)
     items = "".join(
         f"<li><b>{_e(table_name(t))}</b> ({len(rs)}): "
-        + "; ".join(_e(r["text"] + _step_price(r)) for r in rs)
-        + "</li>"
+        + "; ".join(_e(r["text"] + _step_price(r)) for r in rs) + "</li>"
         for t, rs in by_table.items()
-    )
+    )  # fmt: skip
     n, k = len(rows), len(by_table)
     reasons = {r.get("reason") for r in rows if not r.get("next_step")} - {None, ""}
     why = reasons.pop() if len(reasons) == 1 else ""
     if any(r.get("next_step") for r in rows):  # plan.priced: each claim's own next step
-        why = (
-            "in brackets, a claim's next step under the sequential rule (MZAttn, the yardstick "
-            "and the strongest baselines first): its runs and their expected CPU hours"
-            + (f"; the others: {why[:1].lower() + why[1:]}" if why else "")
-        )
+        why = ("in brackets, a claim's next step under the sequential rule (MZAttn, the yardstick "
+               "and the strongest baselines first): its runs and their expected CPU hours"
+               + (f"; the others: {why[:1].lower() + why[1:]}" if why else ""))  # fmt: skip
     why = f'<p class="mz-caption">{_e(why[:1].upper() + why[1:])}.</p>' if why else ""
-    return (
-        f'<details class="mz-not-run"><summary>{n} claim{"s" * (n != 1)} not run yet, in '
-        f"{k} paper table{'s' * (k != 1)} (click to list them)</summary>"
-        f'<ul class="mz-legend">{items}</ul>{why}</details>'
-    )
+    return (f'<details class="mz-not-run"><summary>{n} claim{"s" * (n != 1)} not run yet, in '
+            f"{k} paper table{'s' * (k != 1)} (click to list them)</summary>"
+            f'<ul class="mz-legend">{items}</ul>{why}</details>')  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------------
 # A table's report (ours beside the paper's)
-# ---------------------------------------------------------------------------------------------
-
-
 def evidence_note(row, profile: str | None = None) -> str:
     """A footnote on a report row's number under ``profile`` (default the row's own): protocol,
     seeds, epochs, convergence, loss spikes, falls back to the mean predictor, device."""
@@ -327,14 +291,10 @@ def evidence_note(row, profile: str | None = None) -> str:
 
 
 def report_html(rep) -> HTML:
-    """A ``Report`` as a table: a heading per setting, then model (its parameter count under it) |
-    ours (what ran as a footnote) | paper."""
+    """A ``Report``, a heading per setting, model (params) | ours (what ran: a footnote) | paper."""
     notes = _Footnotes("What ran behind our numbers")
-    caption = (
-        f'<p class="mz-caption">{_e(table_name(rep.label))}: ours beside the paper '
-        f"(profile <code>{_e(rep.profile)}</code>)</p>"
-    )
-    cols = [("Model", 44), ("Ours", 28), ("Paper", 28)]
+    caption = (f'<p class="mz-caption">{_e(table_name(rep.label))}: ours beside the paper '
+               f"(profile <code>{_e(rep.profile)}</code>)</p>")  # fmt: skip
     sections = (("main", ""), ("derived", "derived: "), ("ablation", "ablation, no paper number: "))
     body = []
     for part, prefix in sections:
@@ -347,8 +307,9 @@ def report_html(rep) -> HTML:
         for this, rows in groups.items():
             body.append(f'<tr class="mz-group"><th colspan="3">{_e(prefix + this)}</th></tr>')
             body += [_report_row(r, rep, notes) for r in rows]
+    table = _table([("Model", 44), ("Ours", 28), ("Paper", 28)], "".join(body))
     tail = f'<p class="mz-legend">{_e(name_labels(rep.notes))}</p>' if rep.notes else ""
-    return HTML(STYLE + caption + _table(cols, "".join(body)) + notes.legend() + tail)
+    return HTML(STYLE + caption + table + notes.legend() + tail)
 
 
 def _report_row(r: dict, rep, notes: _Footnotes) -> str:
@@ -366,27 +327,18 @@ def _report_row(r: dict, rep, notes: _Footnotes) -> str:
         ours += notes.mark(evidence_note(r, rep.profile))
     else:
         ours = '<span class="mz-sub">not run</span>'
-    return (
-        f"<tr><td>{_e(r['row'])}{params}</td>"
-        f'<td class="mz-num">{ours}</td><td class="mz-num">{_e(r["paper_text"])}</td></tr>'
-    )
+    return (f"<tr><td>{_e(r['row'])}{params}</td><td class=\"mz-num\">{ours}</td>"
+            f'<td class="mz-num">{_e(r["paper_text"])}</td></tr>')  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------------
-# Any comparison, and conclusions
-# ---------------------------------------------------------------------------------------------
+# Any comparison, and conclusions: a cell that reads as a number is set as one
+_NUMERIC = re.compile(r"[-+]?[\d.,]+(?:e[-+]?\d+)?\s*(?:±\s*[\d.,]+)?%?x?")
 
 
-def comparison_table(
-    rows: list[dict],
-    columns: list[tuple[str, str, int]],
-    *,
-    verdict: str | None = None,
-    caption: str | None = None,
-    footnote_key: str | None = None,
-    footnote_title: str = "Notes",
-    code: tuple[str, ...] = (),
-) -> HTML:
+def comparison_table(rows: list[dict], columns: list[tuple[str, str, int]], *,
+                     verdict: str | None = None, caption: str | None = None,
+                     footnote_key: str | None = None, footnote_title: str = "Notes",
+                     code: tuple[str, ...] = ()) -> HTML:  # fmt: skip
     """A table of ``rows`` (dicts). ``columns``: (key, heading, width in %); ``verdict``: the key
     shown as a badge; ``footnote_key``: a key whose text becomes a numbered footnote on the first
     column; ``code``: keys shown as code; every other value with paper labels named."""
@@ -406,9 +358,7 @@ def comparison_table(
                 cell = _e(name_labels(str(value)))
             if i == 0 and footnote_key:
                 cell += notes.mark(str(r.get(footnote_key, "")))
-            numeric = isinstance(value, (int, float)) or bool(
-                re.fullmatch(r"[-+]?[\d.,]+(?:e[-+]?\d+)?\s*(?:±\s*[\d.,]+)?%?x?", str(value))
-            )
+            numeric = isinstance(value, (int, float)) or _NUMERIC.fullmatch(str(value))
             tds.append(f'<td class="mz-num">{cell}</td>' if numeric else f"<td>{cell}</td>")
         body.append("<tr>" + "".join(tds) + "</tr>")
     cap = f'<p class="mz-caption">{_e(name_labels(caption))}</p>' if caption else ""
@@ -417,23 +367,18 @@ def comparison_table(
 
 
 def conclusion(text: str | list[str], title: str = "What the numbers say", kind: str = "") -> HTML:
-    """Generated conclusions as a boxed paragraph (one ``<p>`` per string, an ``HTML`` one as it
-    is), not as printed text; ``kind``: an extra class of the box."""
+    """Conclusions boxed, one ``<p>`` per string (``HTML`` as it is); ``kind``: an extra class."""
     paras = [text] if isinstance(text, str) else list(text)
     body = "".join(f"<p>{p if isinstance(p, HTML) else _e(name_labels(p))}</p>" for p in paras if p)
-    return HTML(
-        f'{STYLE}<div class="{" ".join(("mz-conclusion", kind)).strip()}"><p class="mz-title">'
-        f"{_e(name_labels(title))}</p>{body}</div>"
-    )
+    return HTML(f'{STYLE}<div class="{" ".join(("mz-conclusion", kind)).strip()}"><p '
+                f'class="mz-title">{_e(name_labels(title))}</p>{body}</div>')  # fmt: skip
 
 
 def toggle(summary: str, *parts) -> HTML:
     """``parts`` (anything with ``_repr_html_``, or HTML strings) collapsed under ``summary``."""
     inner = "".join(p._repr_html_() if hasattr(p, "_repr_html_") else str(p) for p in parts)
-    return HTML(
-        f'{STYLE}<details class="mz-toggle"><summary>{_e(name_labels(summary))}</summary>'
-        f"{inner}</details>"
-    )
+    summary = _e(name_labels(summary))
+    return HTML(f'{STYLE}<details class="mz-toggle"><summary>{summary}</summary>{inner}</details>')
 
 
 def plot_verdicts(sc):
@@ -442,15 +387,13 @@ def plot_verdicts(sc):
 
     tables = list(dict.fromkeys(r["table"] for r in sc.rows))
     counts = Counter((r["table"], r["verdict"]) for r in sc.rows)
-    fig = go.Figure(
-        [
-            go.Bar(name=v, y=[table_name(t, title=False) for t in tables],
-                   x=[counts[t, v] for t in tables], orientation="h",
-                   marker_color=VERDICT_COLOURS[v][0],
-                   marker_line={"color": VERDICT_COLOURS[v][1], "width": 1})
-            for v in VERDICTS if any(counts[t, v] for t in tables)
-        ]
-    )  # fmt: skip
+    fig = go.Figure([
+        go.Bar(name=v, y=[table_name(t, title=False) for t in tables],
+               x=[counts[t, v] for t in tables], orientation="h",
+               marker_color=VERDICT_COLOURS[v][0],
+               marker_line={"color": VERDICT_COLOURS[v][1], "width": 1})
+        for v in VERDICTS if any(counts[t, v] for t in tables)
+    ])  # fmt: skip
     fig.update_layout(barmode="stack", title="Verdicts per paper table", xaxis_title="claims",
                       yaxis={"autorange": "reversed"}, height=60 + 30 * len(tables))  # fmt: skip
     return fit_page(fig)

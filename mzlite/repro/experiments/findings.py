@@ -7,15 +7,14 @@ whether it is evidence for MZAttn, the counts (a run several claims read counts 
 partly, what did not, how sure, what could not run and its price, the compute spent.
 
 A chapter a sentence links to carries ``results_label(chapter)`` on its "Results at a glance"
-heading (tests/test_findings.py checks each); chapter 9 ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``.
-"""
+heading (tests/test_findings.py checks each); chapter 9 ``HOW_SURE_LABEL`` and ``NOT_RUN_LABEL``."""
 
 from __future__ import annotations
 
 import html
 import json
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from mzlite.analysis.verdicts import Label
 from mzlite.repro import experiments as ex
@@ -43,14 +42,12 @@ DECIDED = (*_ENGINE_DECIDED, Label.REPRODUCED)
 # what remains is priced under the project's own protocol (chapter 9's tables of what is left)
 PRICE_PROFILE = "cpu-annealed"
 
-
 _ONCE: dict = {}  # (the results' state, call) -> value: one evaluation per state per kernel
 
 
 def once(fn, *args, results_dir=None, **kwargs):
-    """``fn(*args, results_dir=results_dir, **kwargs)`` evaluated once per state of the result
-    files: a page that reads the scorecard in several cells judges every claim once. The value
-    is shared: read it, never change it."""
+    """``fn(*args, results_dir=results_dir, **kwargs)`` once per state of the result files (a
+    page reading the scorecard in several cells judges each claim once); shared: never change it."""
     if _ONCE.get("state") != (state := results_state(results_dir)):
         _ONCE.clear()
         _ONCE["state"] = state
@@ -72,8 +69,7 @@ def _priced_scorecard(results_dir=None):
 
 
 def results_label(chapter: str) -> str:
-    """The label of a chapter's "Results at a glance" section: "results-ch04" for
-    "04_training_on_gpu"."""
+    """The label of a chapter's "Results at a glance": "results-ch04" for "04_training_on_gpu"."""
     if not (num := chapter.split("_", 1)[0]).isdigit():
         raise ValueError(f"chapter must start with its number (e.g. '04_x'), got {chapter!r}")
     return f"results-ch{num}"
@@ -96,10 +92,9 @@ class Finding:
 
 def _chapter_links(rows: list[dict]) -> tuple[tuple[str, str, str], ...]:
     """One link per chapter of ``rows``, in order, to its "Results at a glance"."""
-    return tuple(
-        (ch, results_label(ch), f"chapter {ch.split('_', 1)[0].lstrip('0')}")
-        for ch in dict.fromkeys(r["chapter"] for r in rows)
-    )
+    chapters = dict.fromkeys(r["chapter"] for r in rows)
+    return tuple((ch, results_label(ch), f"chapter {ch.split('_', 1)[0].lstrip('0')}")
+                 for ch in chapters)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -108,25 +103,20 @@ class Findings:
 
     counts: dict[str, int]
     total: int
-    sentences: tuple[Finding, ...] = field(default_factory=tuple)
+    sentences: tuple[Finding, ...] = ()
     headline: str = ""
     protocols: tuple[dict, ...] = ()
 
     def counts_html(self, scorecard_href: str = "") -> str:
-        """The counts as badges carrying ``data-verdict`` and ``data-n`` (the browser test reads
-        them), each a link to ``scorecard_href``."""
+        """The counts as badges (``data-verdict``, ``data-n``: the browser test reads them)."""
         href = html.escape(scorecard_href)
         items = "".join(
             f'<li class="mz-count" data-verdict="{html.escape(v)}" data-n="{n}"><b>{n}</b> '
-            + (f'<a href="{href}">{verdict_badge(v)}</a>' if href else verdict_badge(v))
-            + "</li>"
-            for v, n in self.counts.items()
-            if n
-        )
-        return (
-            f'<ul class="mz-findings-counts" data-total="{self.total}">'
-            f'<li class="mz-count-total"><b>{self.total}</b> claims</li>{items}</ul>'
-        )
+            + (f'<a href="{href}">{verdict_badge(v)}</a>' if href else verdict_badge(v)) + "</li>"
+            for v, n in self.counts.items() if n
+        )  # fmt: skip
+        total = f'<li class="mz-count-total"><b>{self.total}</b> claims</li>'
+        return f'<ul class="mz-findings-counts" data-total="{self.total}">{total}{items}</ul>'
 
     def protocol_html(self) -> str:
         """The paper's protocol beside each of ours that decided a verdict, one row each."""
@@ -136,15 +126,12 @@ class Findings:
             + "</tr>"
             for r in self.protocols
         )  # fmt: skip
-        return (
-            '<div class="mz-protocols"><table class="mz-protocol-table">'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-        )
+        return ('<div class="mz-protocols"><table class="mz-protocol-table">'
+                f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")  # fmt: skip
 
     def to_markdown(self) -> str:
-        """MyST for the landing page: the headline, the counts, then one paragraph per sentence
-        ending in ``{ref}`` links, each with its verdicts listed (the protocol box before the
-        sentence that counts every claim)."""
+        """MyST for the landing page: headline, counts, then a paragraph per sentence ending in
+        ``{ref}`` links, its verdicts listed (the protocol box before the count of claims)."""
         href = f"chapters/{SCORECARD_CHAPTER}.html"
         out = [f'<p class="mz-headline"><b>{html.escape(self.headline)}</b></p>', ""]
         out += ['<div class="mz-findings">', "", self.counts_html(href), "", "</div>", ""]
@@ -173,11 +160,9 @@ class Findings:
                if s.items else "")
             for s in self.sentences
         )  # fmt: skip
-        return HTML(
-            f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
-            f"What the book found</p><p><b>{html.escape(self.headline)}</b></p>"
-            f"{self.counts_html()}{paras}</div>"
-        )
+        return HTML(f'{STYLE}<div class="mz-conclusion mz-findings"><p class="mz-title">'
+                    f"What the book found</p><p><b>{html.escape(self.headline)}</b></p>"
+                    f"{self.counts_html()}{paras}</div>")  # fmt: skip
 
 
 def _scorecard_link(label: str, text: str) -> tuple[tuple[str, str, str], ...]:
@@ -186,8 +171,8 @@ def _scorecard_link(label: str, text: str) -> tuple[tuple[str, str, str], ...]:
 
 def _beside_paper(row: dict) -> str:
     """A claim (its paper table, its test) with our number beside the paper's."""
-    return (f"{row['statement'].rstrip('.')}: ours {row['ours_text']}, the paper's "
-            f"{row['paper_text']}")  # fmt: skip
+    ours, paper = row["ours_text"], row["paper_text"]
+    return f"{row['statement'].rstrip('.')}: ours {ours}, the paper's {paper}"
 
 
 def _with(rows: list[dict], verdict: str) -> list[dict]:
@@ -196,29 +181,24 @@ def _with(rows: list[dict], verdict: str) -> list[dict]:
 
 def _held_sentence(rows: list[dict]) -> Finding:
     """What held in full, and how many of those are evidence for MZAttn (``engine.Shows``)."""
-    held = _with(rows, Label.HOLDS)
-    if not held:
+    if not (held := _with(rows, Label.HOLDS)):
         return Finding("What held in full", "no claim of the paper, under any protocol of ours.",
                        _scorecard_link(HOW_SURE_LABEL, "chapter 9"))  # fmt: skip
     evidence = sum(r.get("shows") is None for r in held)
     body = (f"{count_phrase('holds', len(held))}; {evidence} of them "
             f"{'is' if evidence == 1 else 'are'} evidence for MZAttn.")  # fmt: skip
-    return Finding("What held in full", body, _chapter_links(held),
-                   tuple(verdict_line(r) for r in held))  # fmt: skip
+    return Finding("What held in full", body, _chapter_links(held), tuple(map(verdict_line, held)))
 
 
 def _partly_sentence(rows: list[dict]) -> Finding | None:
     partly = _with(rows, Label.PARTLY)
-    return partly and Finding(
-        "What held partly (a tie, or a column not yet complete)",
-        "; ".join(map(_beside_paper, partly)) + ".",
-        _chapter_links(partly),
-    )
+    body = "; ".join(map(_beside_paper, partly)) + "."
+    lead = "What held partly (a tie, or a column not yet complete)"
+    return partly and Finding(lead, body, _chapter_links(partly))
 
 
 def experiment_count(rows: list[dict]) -> int:
-    """How many experiments (a (table, cell) that ran) the verdicts of ``rows`` rest on: a cell
-    several claims or tables share counts once."""
+    """How many experiments (a (table, cell) that ran, counted once) ``rows``' verdicts rest on."""
     return len(set().union(*(r["value"].experiments for r in rows if r.get("value") is not None)))
 
 
@@ -270,12 +250,8 @@ def _paper_scale_finding(rows: list[dict]) -> Finding | None:
     paper.sort(key=lambda r: PAPER_SCALE.index(r["profile"]))
     body = (f"{len(paper)} verdicts on {experiment_count(paper)} experiments (a run several "
             f"claims read counts once): {counts_text(paper)}.")  # fmt: skip
-    return paper and Finding(
-        "Read at the paper's sizes and under its protocol",
-        body,
-        _chapter_links(paper),
-        tuple(map(verdict_line, paper)),
-    )
+    lead = "Read at the paper's sizes and under its protocol"
+    return paper and Finding(lead, body, _chapter_links(paper), tuple(map(verdict_line, paper)))
 
 
 def layer_sentence(rows: list[_reading.AblationRow], campaign="paper-sizes") -> Finding | None:
@@ -283,8 +259,7 @@ def layer_sentence(rows: list[_reading.AblationRow], campaign="paper-sizes") -> 
     on the cells complete under both (``rows``: ``reading.layer_readings()``, a literal row then
     its twin, per cell) in ``campaign`` (``reading.layer_campaign()``); None while no cell is."""
     pairs = [rows[i : i + 2] for i in range(0, len(rows), 2)]
-    both = [(lit, ca) for lit, ca in pairs if min(lit.seeds, ca.seeds) >= MIN_SEEDS]
-    if not both:
+    if not (both := [(lit, ca) for lit, ca in pairs if min(lit.seeds, ca.seeds) >= MIN_SEEDS]):
         return None
     literal, centre_adaptive = name_labels("eq:mz-main"), name_labels("def:relop")
 
@@ -307,14 +282,11 @@ def _failed_sentence(rows: list[dict]) -> Finding | None:
         return None
     said = list(map(_beside_paper, failed))
     text = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "") + "."
-    first = sum(r.get("reading") == FIRST_READING for r in failed)
-    if first:
-        text += (
-            f" {first} of these {len(failed)} verdicts were read from mzlite's first reading of "
-            "the paper (a per-row generator LayerNorm that breaks its initialisation claims), "
-            "not from the faithful one; results under the faithful reading replace them as "
-            "they land."
-        )
+    if first := sum(r.get("reading") == FIRST_READING for r in failed):
+        text += (f" {first} of these {len(failed)} verdicts were read from mzlite's first reading "
+                 "of the paper (a per-row generator LayerNorm that breaks its initialisation "
+                 "claims), not from the faithful one; results under the faithful reading replace "
+                 "them as they land.")  # fmt: skip
     return Finding("What did not hold", text, _chapter_links(failed))
 
 
@@ -350,8 +322,7 @@ def _sure_sentence(rows: list[dict]) -> Finding:
 
 
 def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
-    missing = _with(rows, Label.NOT_RUN)
-    if not missing:
+    if not (missing := _with(rows, Label.NOT_RUN)):
         return None
     tables = list(dict.fromkeys(r["table"] for r in missing))
     jobs, hours, cap, unknown = _price(tables, results_dir)
@@ -365,11 +336,10 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
     d = open_decisions(results_dir)  # the sequential rule's next steps for those tables
     t = replace(d, claims=[c for c in d.claims if c["table"] in tables]).totals()
     if t["next_jobs"]:
-        text += (
-            f" Fewer decide them: run in the sequential rule's order (MZAttn and its strongest "
-            f"rivals first, a column stopped once one model refutes the claim), their next "
-            f"steps are {t['next_jobs']:,} runs, about {t['next_cpu_h']:,.0f} CPU hours."
-        )
+        text += (f" Fewer decide them: run in the sequential rule's order (MZAttn and its "
+                 f"strongest rivals first, a column stopped once one model refutes the claim), "
+                 f"their next steps are {t['next_jobs']:,} runs, about {t['next_cpu_h']:,.0f} "
+                 "CPU hours.")  # fmt: skip
     return Finding("What could not run", text,
                    _scorecard_link(NOT_RUN_LABEL, "what remains, chapter 9"))  # fmt: skip
 
@@ -377,9 +347,8 @@ def _not_run_sentence(rows: list[dict], results_dir=None) -> Finding | None:
 def compute_spent(results_dir=None) -> dict[str, tuple[int, float]]:
     """{``protocols.CPU`` or the GPU's name: (runs, hours)} of every committed run but smoke's,
     each once (a result ``results.retire`` copied to a superseded profile spent nothing)."""
-    root = results_root(results_dir)
-    runs, hours = Counter(), Counter()  # by protocols.CPU or the GPU's name
-    for path in sorted(root.glob("*/*/*.json")):
+    runs, hours = Counter(), Counter()
+    for path in sorted(results_root(results_dir).glob("*/*/*.json")):
         if path.parts[-3] == "smoke":
             continue
         try:
@@ -406,8 +375,7 @@ def _compute_sentence(spent: dict[str, tuple[int, float]]) -> Finding | None:
 
 
 def open_decisions(results_dir=None):
-    """The sequential rule's decisions (``plan.decide``) for every table with claims under
-    ``PRICE_PROFILE``, evaluated once (``once``)."""
+    """``plan.decide`` for every table with claims under ``PRICE_PROFILE``, once (``once``)."""
     every = [t for t in ex.TABLES if _claims(t)]
     return once(decide, every, PRICE_PROFILE, results_dir=results_dir, measure=False)
 
@@ -417,16 +385,16 @@ def _price(tables: list[str], results_dir=None) -> tuple[int, float, float, int]
     ``tables`` under ``PRICE_PROFILE``, from measured costs only; a cell that is another table's
     experiment (``experiments.shared``) is priced there."""
     prof = PRICE_PROFILE
-    totals = list(once(plan, tables, prof, results_dir=results_dir, measure=False)
-                  .totals().values())  # fmt: skip
+    plans = [once(plan, tables, prof, results_dir=results_dir, measure=False)]
     lent: dict[str, set] = {}  # cells run as another table's (experiments.shared): priced there
     for t in tables:
         for label, cell in ex.shared(t, prof).values():
             if label not in tables:
                 lent.setdefault(label, set()).add(cell)
     for label, cells in lent.items():
-        p = once(plan, label, prof, cells=sorted(cells), results_dir=results_dir, measure=False)
-        totals += list(p.totals().values())
+        plans.append(once(plan, label, prof, cells=sorted(cells), results_dir=results_dir,
+                          measure=False))  # fmt: skip
+    totals = [t for p in plans for t in p.totals().values()]
     return tuple(sum(t[k] for t in totals) for k in ("todo", "cpu_h", "cpu_h_cap", "unknown"))
 
 
@@ -436,13 +404,11 @@ def findings(sc=None, results_dir=None, price: bool = True) -> Findings:
     if sc is None:
         sc = once(scorecard, results_dir=results_dir)
     rows = list(sc.rows)
-    opening = Finding(
-        "",
-        f"The book tests {len(rows)} claims of the paper against our own training runs "
-        f"({experiment_count(rows)} experiments: a run several claims read counts once): "
-        f"{counts_text(rows)}.",
-        _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9"),
-    )
+    said = (f"The book tests {len(rows)} claims of the paper against our own training runs "
+            f"({experiment_count(rows)} experiments: a run several claims read counts once): "
+            f"{counts_text(rows)}.")  # fmt: skip
+    link = _scorecard_link(results_label(SCORECARD_CHAPTER), "the scorecard, chapter 9")
+    opening = Finding("", said, link)
     sentences = [_paper_scale_finding(rows),
                  layer_sentence(once(_reading.layer_readings, results_dir=results_dir),
                                 once(_reading.layer_campaign, results_dir=results_dir)),

@@ -1,6 +1,5 @@
 """The lowest layer of the results' words, importing none of theirs: how a number with its
-spread, a cell, a count of verdicts and a Markdown table read, and how a verdict's badge looks.
-"""
+spread, a cell, a count of verdicts and a Markdown table read, and how a verdict's badge looks."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from .tables import CellKey, get_table
 
 
 def _value(v) -> str:
-    """3 decimals; 3 significant digits when tiny or huge, 1 decimal from 100 up; "--" for
-    None, NaN and infinities."""
+    """3 decimals; 3 significant digits when tiny or huge, 1 from 100 up; "--" for no number."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "--"
     a = abs(v)
@@ -84,15 +82,13 @@ def and_join(items) -> str:
 
 
 def markdown_table(head, rows) -> list[str]:
-    """The lines of a Markdown pipe table of ``head`` and ``rows`` (sequences of strings), a "|"
-    in a cell written "/"."""
+    """The lines of a Markdown pipe table of ``head`` and ``rows``, a "|" in a cell as "/"."""
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return out + ["| " + " | ".join(c.replace("|", "/") for c in r) + " |" for r in rows]
 
 
 def counts_text(rows) -> str:
-    """The verdicts of scorecard ``rows`` counted, in ``VERDICTS``' order: "3 hold, 1 is not
-    decided and 2 were not run"."""
+    """``rows``' verdicts counted, in ``VERDICTS``' order: "3 hold and 2 were not run"."""
     c = Counter(r["verdict"] for r in rows)
     return and_join(count_phrase(v, c[v]) for v in VERDICTS if c[v])
 

@@ -1,8 +1,7 @@
 """The boxes every results chapter prints (``glance``, ``pipeline_only``), written from result
 rows; what one chapter alone reads lives in its module (``training_study``, ``meb_study``,
 ``relational``, ``transfer``). Every number comes from the result files; a verdict is worded by
-``present`` and linked to, never repeated.
-"""
+``present`` and linked to, never repeated."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ from mzlite.repro.render import HTML, conclusion, table_name, verdict_anchor
 
 
 def paper_metric(table, cell_id: str) -> float | None:
-    """The paper's mean R² of one cell (``claims.cell_paper_value``), None where it has none
-    (``claims.or_none``)."""
+    """The paper's mean R² of one cell (``claims.cell_paper_value``), None where it has none."""
     return or_none(cell_paper_value, table, cell_id, "r2")
 
 

@@ -7,8 +7,7 @@ on disk (sample std, ddof = 1; the paper does not say which it prints), how many
 ("--" where it has none). Derived numbers (tab:tdof-verify's "MSE ratio") are ratios of two
 cells' means; ablation cells (no paper number) come in a section of their own. One profile per
 report; within a cell, results of different protocols or code versions (``protocol_key``) are
-never averaged: the row says "mixed protocols".
-"""
+never averaged: the row says "mixed protocols"."""
 
 from __future__ import annotations
 
@@ -22,12 +21,9 @@ from mzlite.repro.experiments.present import devices_text
 from mzlite.repro.experiments.results import PROFILE_ORDER
 from mzlite.repro.experiments.stats import mean_std
 from mzlite.repro.paper import load_paper_table, paper_cell
-from mzlite.repro.render import (  # evidence_note: re-exported, the chapters read it here
-    Number,
-    evidence_note,  # noqa: F401
-    experiment_key,
-    report_html,
-)
+
+# evidence_note: re-exported, the chapters read it here
+from mzlite.repro.render import Number, evidence_note, experiment_key, report_html  # noqa: F401
 
 
 def epoch_range(results: list[dict]) -> str:
@@ -39,10 +35,8 @@ def epoch_range(results: list[dict]) -> str:
 
 
 class Report:
-    COLUMNS = (
-        "row", "column", "metric", "ours", "paper", "seeds", "converged", "epochs", "params",
-        "device",
-    )  # fmt: skip
+    COLUMNS = ("row", "column", "metric", "ours", "paper", "seeds", "converged", "epochs",
+               "params", "device")  # fmt: skip
 
     def __init__(self, label: str, title: str, profile: str, rows: list[dict], notes: str = ""):
         self.label, self.title, self.profile = label, title, profile
@@ -57,11 +51,8 @@ class Report:
         where a cell has a row for each of several metrics (ValueError naming them otherwise)."""
         if part not in ("main", "ablation", None):
             raise ValueError(f'part must be "main", "ablation" or None, got {part!r}')
-        rows = [
-            r for r in self.rows
-            if r["part"] != "derived" and part in (None, r["part"])
-            and metric in (None, r["metric"])
-        ]  # fmt: skip
+        rows = [r for r in self.rows if r["part"] != "derived" and part in (None, r["part"])
+                and metric in (None, r["metric"])]  # fmt: skip
         out: dict[str, dict] = {}
         for r in rows:
             cell = r["cells"][0]
@@ -82,12 +73,10 @@ class Report:
             params += f" (paper {r['paper_params'] / 1e3:.0f}K)"
         return {
             **{c: r[c] for c in ("row", "column", "metric", "epochs", "device")},  # as they are
-            "ours": self.ours(r),
-            "paper": r["paper_text"],
-            "seeds": str(len(r["seeds"])),
+            "ours": self.ours(r), "paper": r["paper_text"], "seeds": str(len(r["seeds"])),
             "converged": f"{r['converged']}/{r['n_runs']}" if r.get("n_runs") else "--",
             "params": params,
-        }
+        }  # fmt: skip
 
     def _render(self, markdown: bool) -> str:
         """Markdown (a pipe table per section) or plain text (columns padded to align)."""
@@ -125,11 +114,10 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
     """Our results for ``table`` under ``profile`` beside the paper's numbers (see module doc).
     Cells without results appear as "not run"; with ``ran_only`` they are left out and the
     notes say how many were."""
-    spec = ex.get_table(table)
-    prof = ex.get_profile(profile)
+    spec, prof = ex.get_table(table), ex.get_profile(profile)
     by_cell = ex.results_by_cell(spec, prof.name, results_dir)
     same = ex.aliases(spec, prof.name)
-    paper_cols = load_paper_table(spec.label)["columns"]
+    paper_params = "Params" in load_paper_table(spec.label)["columns"]
     rows = []
     for c in spec.cells:
         res = sorted(by_cell.get(c.id, []), key=lambda r: r["seed"])
@@ -137,13 +125,10 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
         gradient_trained = _nn.model_spec(c.model).trainable  # a closed form has no params
         params = [r["params"] for r in res if r.get("params")]
         for ref in c.paper or (ex.PaperRef(c.row, c.column, "r2"),):
-            vals = [
-                None if r["metrics"]["test"].get(ref.metric) is None
-                else r["metrics"]["test"][ref.metric] * ref.scale
-                for r in res
-            ]  # fmt: skip
+            vals = [None if (v := r["metrics"]["test"].get(ref.metric)) is None else v * ref.scale
+                    for r in res]  # fmt: skip
             pp = None
-            if c.paper and gradient_trained and "Params" in paper_cols:
+            if c.paper and gradient_trained and paper_params:
                 pp = paper_cell(spec.label, ref.row, "Params").get("mean")
             rows.append(_row(
                 res, (None, None) if mixed else mean_std(vals),
@@ -168,58 +153,42 @@ def report(table, profile: str = "smoke", results_dir=None, ran_only: bool = Fal
                          n_seeds=min(len(num), len(den))))  # fmt: skip
     notes = [spec.notes] if spec.notes else []
     if prof.name == "smoke":
-        notes.append(
-            "Smoke profile: tiny data and 3 epochs; it checks the pipeline, its numbers "
-            "are not comparable to the paper's."
-        )
+        notes.append("Smoke profile: tiny data and 3 epochs; it checks the pipeline, its numbers "
+                     "are not comparable to the paper's.")  # fmt: skip
     elif prof.name != "full":
-        notes.append(
-            f"Profile {prof.description}. A reduced protocol: compare its pattern with "
-            "the paper's, not its last digit."
-        )
+        notes.append(f"Profile {prof.description}. A reduced protocol: compare its pattern with "
+                     "the paper's, not its last digit.")  # fmt: skip
     if same:
-        notes.append(
-            "Rows marked (= cell) are the same experiment as that cell under this "
-            "profile and show its results."
-        )
+        notes.append("Rows marked (= cell) are the same experiment as that cell under this "
+                     "profile and show its results.")  # fmt: skip
     if ran_only:
         kept = [r for r in rows if r["seeds"]]
         if len(kept) < len(rows):
-            notes.append(
-                f"{len(rows) - len(kept)} of {len(rows)} rows not run under this profile "
-                "are not shown."
-            )
+            notes.append(f"{len(rows) - len(kept)} of {len(rows)} rows not run under this "
+                         "profile are not shown.")  # fmt: skip
         rows = kept
     return Report(spec.label, spec.title, prof.name, rows, " ".join(notes))
 
 
 def _row(res, mean_std_, pc, **given) -> ReportRow:
-    """One row of a ``Report`` from the results ``res`` behind it: the keys ``given`` (its table,
-    part, row, column, metric and cells, per-seed ``ours_values``, ``seeds`` and ``n_seeds``; a
-    cell's ``model``, ``mixed``: several protocols, no mean; ``same_as``: the cell an aliased cell
-    shows), our mean and std, the counts of runs (``n_runs``), of those converged, of those trained
-    (``n_trained``) and of those spiked or fallen back to the mean predictor, and the paper's number
-    (``pc``)."""
+    """One row of a ``Report``: the keys ``given`` (table, part, row, column, metric, cells,
+    per-seed ``ours_values``, ``seeds``, ``n_seeds``; a cell's ``model``, ``mixed`` (several
+    protocols: no mean) and ``same_as`` (the cell an aliased cell shows)), our (mean, std), the
+    counts of the results ``res`` (run, converged, trained, spiked, fallen back to the mean
+    predictor) and the paper's cell ``pc``."""
     trained = [r for r in res if r.get("history") is not None]
-    spiked = sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained)
-    fell = sum(_stats.fell_back(r["history"]) for r in trained)
-    conv = sum(_stats.result_convergence(r)["converged"] for r in res)
-    defaults = {"mixed": False, "same_as": None, "params": None, "paper_params": None}
+    pc = pc or {}
     return ReportRow(
-        {**defaults, **given},
-        ours_mean=mean_std_[0],
-        ours_std=mean_std_[1],
-        n_runs=len(res),
-        converged=conv,
+        {"mixed": False, "same_as": None, "params": None, "paper_params": None, **given},
+        ours_mean=mean_std_[0], ours_std=mean_std_[1], n_runs=len(res),
+        converged=sum(_stats.result_convergence(r)["converged"] for r in res),
         n_trained=len(trained),
-        spiked=spiked,
-        fell_back=fell,
-        epochs=epoch_range(res),
-        device=devices_text(*devices_of(res)) if res else "--",
-        paper_mean=None if pc is None else pc.get("mean"),
-        paper_std=None if pc is None else pc.get("std"),
-        paper_text="--" if pc is None else format_mean_std(pc.get("mean"), pc.get("std")),
-    )
+        spiked=sum(_stats.loss_spikes(r["history"])["spiked"] for r in trained),
+        fell_back=sum(_stats.fell_back(r["history"]) for r in trained),
+        epochs=epoch_range(res), device=devices_text(*devices_of(res)) if res else "--",
+        paper_mean=pc.get("mean"), paper_std=pc.get("std"),
+        paper_text=format_mean_std(pc.get("mean"), pc.get("std")),
+    )  # fmt: skip
 
 
 class ReportRow(dict):
@@ -246,10 +215,8 @@ def best_rows(table, profiles=PROFILE_ORDER, results_dir=None) -> dict[str, Repo
     """Cell by cell, the most trusted evidence on disk: ``{cell id: row}``, the ``report`` row
     (R²) of the first of ``profiles`` with results there, ``"profile"`` added (None, and the
     first profile's empty row, where none has): no mean mixes profiles."""
-    by_profile = {
-        p: report(table, p, results_dir).by_cell(None, "r2")
-        for p in (ex.get_profile(p).name for p in profiles)
-    }
+    names = [ex.get_profile(p).name for p in profiles]
+    by_profile = {p: report(table, p, results_dir).by_cell(None, "r2") for p in names}
     first = next(iter(by_profile.values()))  # every profile's report has the same cells, in order
 
     def best(cid: str) -> ReportRow:
@@ -277,10 +244,9 @@ def ours_text(row: dict | None) -> str:
 
 
 def what_ran(table, profile: str, results_dir=None, commit_ids: bool = True) -> str:
-    """What the results of ``table`` under ``profile`` on disk are, in one paragraph read from
-    the result files: cells, seeds, sizes, epochs, convergence, runs still improving at the epoch
-    cap, learning rates, target scaling, precision, device and code (``commit_ids=False``: how
-    many versions). "" for none."""
+    """The results of ``table`` under ``profile`` on disk in a paragraph ("" for none): cells,
+    seeds, sizes, epochs, convergence, runs improving at the epoch cap, learning rates, target
+    scaling, precision, device and code (``commit_ids=False``: how many versions)."""
     spec, prof = ex.get_table(table), ex.get_profile(profile)
     same = ex.aliases(spec, prof.name)
     by_cell = {c: r for c, r in ex.results_by_cell(spec, prof.name, results_dir).items()

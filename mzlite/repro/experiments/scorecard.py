@@ -20,14 +20,13 @@ __all__ = [
 
 
 def evaluate(claim, profiles=None, results_dir=None, **how) -> dict:
-    """The scorecard row of ``claim``: ``present.row`` of ``engine.judge`` (``how``: its
-    keywords, ``twin`` and ``loaded``)."""
+    """``claim``'s scorecard row: ``present.row`` of ``engine.judge(..., **how)``."""
     return present.row(claim, engine.judge(claim, profiles, results_dir, **how))
 
 
 class Scorecard:
-    """Rows (plain dicts, ``present.row``) and the profiles read; an HTML table in a notebook
-    (``render.scorecard_html``), text through ``present.scorecard_text``/``scorecard_markdown``."""
+    """Rows (``present.row`` dicts) and the profiles read; HTML in a notebook, text through
+    ``present.scorecard_text``/``scorecard_markdown``."""
 
     def __init__(self, rows: list[dict], profiles: tuple[str, ...]):
         self.rows, self.profiles = rows, profiles
@@ -56,9 +55,8 @@ def scorecard(tables=None, profiles=PROFILE_ORDER, results_dir=None) -> Scorecar
                  for col, what in getattr(c, "twins", ())}  # fmt: skip
         if v.label != Label.REPRODUCED:  # a reproduced pattern reads the normalised cells already
             twins[NORMALISED] = per_set_normalised(c, profiles, results_dir)
-        row = present.row(c, v, {w: t for w, t in twins.items()
-                                 if t and t["value"].label != Label.NOT_RUN})  # fmt: skip
-        rows.append(row)
+        ran = {what: t for what, t in twins.items() if t and t["value"].label != Label.NOT_RUN}
+        rows.append(present.row(c, v, ran))
     return Scorecard(rows, profiles)
 
 
